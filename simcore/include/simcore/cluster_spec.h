@@ -1,0 +1,82 @@
+// The description of the virtual cluster: what the user configured, after the catalog and the
+// environment overrides have been applied. Every component reads the cluster from here: the
+// driver (device count, names, attributes, memory), the network simulator (topology), NVML and
+// vgpu-smi. It is a plain value: build it once with load_cluster_config(), then share it const.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace simcore {
+
+// Per-model facts from the catalog (gpu_catalog.cpp). Rates are in bytes/s and FLOP/s.
+struct GpuModel {
+  std::string id;          // catalog key, e.g. "H100-SXM-80GB"
+  std::string name;        // what cuDeviceGetName / NVML report, e.g. "NVIDIA H100 80GB HBM3"
+  int cc_major = 0, cc_minor = 0;
+  int sm_count = 0;
+  uint64_t memory_bytes = 0;       // what cuDeviceTotalMem reports on the real part
+  double memory_bw = 0;            // HBM bandwidth, bytes/s
+  double fp32_flops = 0;           // non-tensor FP32, FLOP/s
+  double fp64_flops = 0;
+  double tf32_tensor_flops = 0;    // dense
+  double bf16_tensor_flops = 0;    // dense
+  double fp8_tensor_flops = 0;     // dense (0 where the model has none)
+  double pcie_bw = 0;              // host link, per direction, bytes/s
+  int pcie_gen = 0, pcie_width = 0;
+  double nvlink_bw = 0;            // aggregate per direction per GPU, bytes/s
+  int nvlink_links = 0;
+  double tdp_watts = 0;
+  // Every CUdevice_attribute the model answers, keyed by its numeric value in cuda.h.
+  std::map<int, int> attributes;
+};
+
+struct NvlinkSpec {
+  bool present = true;
+  bool nvswitch = true;       // all GPUs of a node hang off one non-blocking switch
+  double bw_per_gpu = 0;      // per direction, bytes/s (default: the model's nvlink_bw)
+  double latency_s = 0;
+};
+
+struct NicSpec {
+  int per_node = 8;           // NICs per node
+  bool rail_optimized = true; // NIC i of every node sits on rail (leaf) i
+  double bw = 0;              // per NIC per direction, bytes/s
+  double latency_s = 0;
+};
+
+struct FabricSpec {
+  std::string kind = "leaf-spine";  // "leaf-spine" or "rail-optimized"
+  int nodes_per_leaf = 32;          // leaf-spine: nodes below one leaf switch
+  double oversubscription = 1.0;    // downlink:uplink bandwidth ratio at each leaf
+  double link_bw = 0;               // switch-to-switch link, bytes/s (default: NIC bw)
+  double latency_s = 0;             // per switch hop
+};
+
+struct ClusterSpec {
+  std::string source;               // "embedded default" or the config file's path
+  int nodes = 1;
+  int gpus_per_node = 8;
+  GpuModel model;
+  uint64_t memory_bytes = 0;        // capacity per virtual GPU (default: model.memory_bytes)
+  NvlinkSpec nvlink;
+  NicSpec nic;
+  FabricSpec fabric;
+
+  int total_gpus() const { return nodes * gpus_per_node; }
+  int node_of(int gpu) const { return gpu / gpus_per_node; }
+  int local_index(int gpu) const { return gpu % gpus_per_node; }
+};
+
+// A precise diagnostic: which file, which line/column, what is wrong.
+struct ConfigError {
+  std::string file;   // path, or "environment" for a bad override
+  int line = 0;       // 1-based; 0 when not tied to a line
+  int column = 0;
+  std::string message;
+  std::string to_string() const;  // "file:line:col: message"
+};
+
+}  // namespace simcore

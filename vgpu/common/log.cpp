@@ -1,0 +1,75 @@
+#include "log.h"
+
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+
+namespace vgpu::log {
+namespace {
+
+Level parse_level(const char* s) {
+  if (s == nullptr || *s == '\0') return Level::off;
+  static constexpr std::pair<const char*, Level> kNames[] = {
+      {"trace", Level::trace}, {"debug", Level::debug}, {"info", Level::info},
+      {"warn", Level::warn},   {"warning", Level::warn}, {"error", Level::error},
+      {"off", Level::off}};
+  for (const auto& [name, level] : kNames)
+    if (strcasecmp(s, name) == 0) return level;
+  return Level::warn;  // set but unreadable: the user wants to hear something
+}
+
+// The logger is created on first use and deliberately never destroyed: driver calls may come
+// from other libraries' static destructors after ours have run.
+spdlog::logger& logger() {
+  static spdlog::logger* instance = [] {
+    auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
+    auto* l = new spdlog::logger("vgpu", std::move(sink));
+    l->set_pattern("[vgpu %P:%t %l] %v");
+    l->set_level(spdlog::level::trace);
+    l->flush_on(spdlog::level::trace);
+    return l;
+  }();
+  return *instance;
+}
+
+spdlog::level::level_enum to_spdlog(Level l) {
+  switch (l) {
+    case Level::trace: return spdlog::level::trace;
+    case Level::debug: return spdlog::level::debug;
+    case Level::info: return spdlog::level::info;
+    case Level::warn: return spdlog::level::warn;
+    case Level::error: return spdlog::level::err;
+    case Level::off: break;
+  }
+  return spdlog::level::off;
+}
+
+}  // namespace
+
+Level threshold() {
+  static const Level level = parse_level(std::getenv("VGPU_LOG_LEVEL"));
+  return level;
+}
+
+void write(Level l, std::string_view message) {
+  if (!enabled(l)) return;
+  logger().log(to_spdlog(l), "{}", message);
+}
+
+void once(Level l, std::string_view key, std::string_view message) {
+  if (!enabled(l)) return;
+  static std::mutex* mu = new std::mutex;
+  static auto* seen = new std::unordered_set<std::string>;
+  {
+    std::lock_guard<std::mutex> lock(*mu);
+    if (!seen->emplace(key).second) return;
+  }
+  write(l, message);
+}
+
+}  // namespace vgpu::log

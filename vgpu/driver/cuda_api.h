@@ -1,0 +1,14 @@
+// How vgpu's driver sources see cuda.h: with the toolkit's internal view, so that every ABI
+// version of every entry point is declared under its real exported name (cuMemAlloc and
+// cuMemAlloc_v2, cuMemcpy and cuMemcpy_ptds, ...) and no macro renames what we define.
+// Every entry point vgpu implements is written with its exact exported symbol name.
+#pragma once
+
+#ifndef __CUDA_API_VERSION_INTERNAL
+#define __CUDA_API_VERSION_INTERNAL 1
+#endif
+#include <cuda.h>
+#include <cudaProfiler.h>
+
+// An entry point of libcuda.so.1 (the version script decides what is really exported).
+#define VGPU_EXPORT extern "C" __attribute__((visibility("default")))

@@ -1,0 +1,23 @@
+// A weak definition of every exported entry point. Whatever a module of vgpu implements is a
+// strong definition of the same symbol and replaces the weak one at link time, so the surface
+// is complete from day one and each implementation lives beside its concern.
+#include "common/log.h"
+#include "driver/entry_points.h"
+
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+
+namespace vgpu {
+CUresult unimplemented(const char* symbol) {
+  log::once(log::Level::warn, symbol,
+            fmt::format("{} is not implemented by vgpu: returning CUDA_ERROR_NOT_SUPPORTED", symbol));
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+}  // namespace vgpu
+
+#define VGPU_ENTRY(sym, params, args) \
+  VGPU_EXPORT __attribute__((weak)) CUresult CUDAAPI sym params { return vgpu::unimplemented(#sym); }
+#define VGPU_HIDDEN_ENTRY(sym) \
+  namespace vgpu::hidden { CUresult CUDAAPI sym() { return vgpu::unimplemented(#sym); } }
+#include "entries.inc"
+#undef VGPU_ENTRY
+#undef VGPU_HIDDEN_ENTRY

@@ -1,0 +1,36 @@
+// cuGetErrorName / cuGetErrorString for every CUresult cuda.h defines (generated table).
+#include <algorithm>
+#include <iterator>
+
+#include "driver/cuda_api.h"
+
+namespace {
+struct ErrorText {
+  CUresult code;
+  const char* name;
+  const char* text;
+};
+constexpr ErrorText kErrors[] = {
+#include "errors.inc"
+};
+const ErrorText* find(CUresult code) {
+  auto it = std::find_if(std::begin(kErrors), std::end(kErrors),
+                         [code](const ErrorText& e) { return e.code == code; });
+  return it == std::end(kErrors) ? nullptr : it;
+}
+}  // namespace
+
+// Like the real driver: an unknown code gives CUDA_ERROR_INVALID_VALUE and a NULL string.
+VGPU_EXPORT CUresult CUDAAPI cuGetErrorName(CUresult error, const char** pStr) {
+  if (pStr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const ErrorText* e = find(error);
+  *pStr = e ? e->name : nullptr;
+  return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuGetErrorString(CUresult error, const char** pStr) {
+  if (pStr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  const ErrorText* e = find(error);
+  *pStr = e ? e->text : nullptr;
+  return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}

@@ -1,0 +1,24 @@
+// cuGetProcAddress's table, generated from the toolkit's typedefs (see gen_driver_surface.py).
+// Taking the address of each symbol here binds to whichever definition won the link: vgpu's
+// implementation where there is one, the weak unimplemented stub otherwise.
+#include <iterator>
+
+#include "driver/entry_points.h"
+
+// Entry points that cuGetProcAddress serves but libcuda.so.1 does not export by name.
+#define VGPU_ENTRY(sym, params, args)
+#define VGPU_HIDDEN_ENTRY(sym) namespace vgpu::hidden { CUresult CUDAAPI sym(); }
+#include "entries.inc"
+#undef VGPU_ENTRY
+#undef VGPU_HIDDEN_ENTRY
+using namespace vgpu::hidden;
+
+namespace vgpu {
+namespace {
+const ProcEntry kProcTable[] = {
+#include "proc_table.inc"
+};
+}  // namespace
+const ProcEntry* proc_table_begin() { return std::begin(kProcTable); }
+const ProcEntry* proc_table_end() { return std::end(kProcTable); }
+}  // namespace vgpu
