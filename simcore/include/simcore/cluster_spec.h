@@ -33,26 +33,28 @@ struct GpuModel {
   std::map<int, int> attributes;
 };
 
+// Defaults below are those of the embedded default cluster (simcore/cluster/default_cluster.toml;
+// a test keeps them equal). A loaded ClusterSpec has every figure filled in, none left at 0.
 struct NvlinkSpec {
   bool present = true;
   bool nvswitch = true;       // all GPUs of a node hang off one non-blocking switch
-  double bw_per_gpu = 0;      // per direction, bytes/s (default: the model's nvlink_bw)
-  double latency_s = 0;
+  double bw_per_gpu = 0;      // per direction, bytes/s (loaded: the model's nvlink_bw unless set)
+  double latency_s = 1e-6;
 };
 
 struct NicSpec {
-  int per_node = 8;           // NICs per node
+  int per_node = 8;           // NICs per node (loaded: one per GPU unless set)
   bool rail_optimized = true; // NIC i of every node sits on rail (leaf) i
-  double bw = 0;              // per NIC per direction, bytes/s
-  double latency_s = 0;
+  double bw = 50e9;           // per NIC per direction, bytes/s (400 Gb/s)
+  double latency_s = 2e-6;
 };
 
 struct FabricSpec {
   std::string kind = "leaf-spine";  // "leaf-spine" or "rail-optimized"
   int nodes_per_leaf = 32;          // leaf-spine: nodes below one leaf switch
   double oversubscription = 1.0;    // downlink:uplink bandwidth ratio at each leaf
-  double link_bw = 0;               // switch-to-switch link, bytes/s (default: NIC bw)
-  double latency_s = 0;             // per switch hop
+  double link_bw = 50e9;            // switch-to-switch link, bytes/s (loaded: NIC bw unless set)
+  double latency_s = 0.5e-6;        // per switch hop
 };
 
 struct ClusterSpec {

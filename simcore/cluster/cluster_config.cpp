@@ -1,0 +1,147 @@
+// Loading the cluster description: layers, file reading, the default, the summary.
+#include "simcore/cluster_config.h"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "cluster_draft.h"
+#include "common/log.h"
+#include "simcore/gpu_catalog.h"
+
+namespace simcore {
+namespace detail {
+
+ClusterSpec finish(const ClusterDraft& d) {
+  ClusterSpec c = d.spec;
+  c.memory_bytes = d.memory.value_or(c.model.memory_bytes);
+  c.nvlink.bw_per_gpu = d.nvlink_bw.value_or(c.model.nvlink_bw);
+  c.nic.per_node = d.nic_per_node.value_or(c.gpus_per_node);
+  c.fabric.link_bw = d.fabric_link_bw.value_or(c.nic.bw);
+  return c;
+}
+
+namespace {
+
+constexpr std::string_view kEmbeddedName = "embedded default";
+
+// The draft after the embedded default: the base every file and the environment build on.
+// Parsing the embedded text cannot fail once the tests pass; if it ever did, the error is kept
+// and reported by every load.
+struct Base {
+  ClusterDraft draft;
+  std::optional<ConfigError> error;
+};
+const Base& base() {
+  static const Base b = [] {
+    Base out;
+    out.draft.spec.model = gpu_catalog().front();
+    out.error = read_toml(embedded_default_toml(), kEmbeddedName, out.draft);
+    out.draft.spec.source = std::string(kEmbeddedName);
+    return out;
+  }();
+  return b;
+}
+
+ConfigResult failure(ConfigError e) {
+  vgpu::log::error("cluster config: {}", e.to_string());
+  return ConfigResult{std::nullopt, std::move(e)};
+}
+
+ConfigResult build(std::optional<std::string_view> text, std::string_view source, const EnvLookup& env) {
+  try {
+    if (base().error) return failure(*base().error);
+    ClusterDraft draft = base().draft;
+    if (text) {
+      if (auto e = read_toml(*text, source, draft)) return failure(std::move(*e));
+      draft.spec.source = std::string(source);
+    }
+    if (auto e = apply_environment(env, draft)) return failure(std::move(*e));
+    return ConfigResult{finish(draft), {}};
+  } catch (const std::exception& e) {  // allocation failure: still no exception leaves simcore
+    return failure(ConfigError{std::string(source), 0, 0, fmt::format("cannot load: {}", e.what())});
+  } catch (...) {
+    return failure(ConfigError{std::string(source), 0, 0, "cannot load: unknown error"});
+  }
+}
+
+const char* getenv_or(const EnvLookup& env, const char* name) {
+  const char* v = env ? env(name) : std::getenv(name);
+  return v && *v ? v : nullptr;
+}
+
+std::string gbps(double bytes_per_s) { return fmt::format("{:g} Gb/s", bytes_per_s * 8 / 1e9); }
+std::string gBps(double bytes_per_s) { return fmt::format("{:g} GB/s", bytes_per_s / 1e9); }
+std::string us(double seconds) { return fmt::format("{:g} us", seconds * 1e6); }
+
+}  // namespace
+}  // namespace detail
+
+std::string ConfigError::to_string() const {
+  if (line <= 0) return fmt::format("{}: {}", file, message);
+  return fmt::format("{}:{}:{}: {}", file, line, column, message);
+}
+
+ClusterSpec default_cluster() {
+  static const ClusterSpec spec = [] {
+    ConfigResult r = detail::build(std::nullopt, detail::kEmbeddedName, [](const char*) -> const char* { return nullptr; });
+    if (r.ok()) return *r.cluster;
+    ClusterSpec fallback;  // unreachable while the tests pass; keeps the driver alive if not
+    fallback.model = gpu_catalog().front();
+    fallback.memory_bytes = fallback.model.memory_bytes;
+    fallback.nvlink.bw_per_gpu = fallback.model.nvlink_bw;
+    fallback.source = std::string(detail::kEmbeddedName);
+    return fallback;
+  }();
+  return spec;
+}
+
+ConfigResult parse_cluster_config(std::string_view toml_text, std::string_view source_name, const EnvLookup& env) {
+  return detail::build(toml_text, source_name, env);
+}
+
+ConfigResult load_cluster_config_file(const std::string& path, const EnvLookup& env) {
+  try {
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(path, ec))
+      return detail::failure(ConfigError{
+          path, 0, 0, std::filesystem::exists(path, ec) ? "not a regular file" : "no such file"});
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    if (in) text << in.rdbuf();
+    if (!in) return detail::failure(ConfigError{path, 0, 0, "cannot read the file"});
+    return detail::build(text.str(), path, env);
+  } catch (...) {
+    return detail::failure(ConfigError{path, 0, 0, "cannot read the file"});
+  }
+}
+
+ConfigResult load_cluster_config(const EnvLookup& env) {
+  if (const char* path = detail::getenv_or(env, "VGPU_CONFIG")) return load_cluster_config_file(path, env);
+  return detail::build(std::nullopt, detail::kEmbeddedName, env);
+}
+
+std::string describe(const ClusterSpec& c) {
+  using namespace detail;
+  const GpuModel& m = c.model;
+  std::string out = fmt::format("cluster: {} node{} x {} GPU{} = {} x {} ({}, sm_{}{}, {} SMs, {:.1f} GiB each)\n",
+                                c.nodes, c.nodes == 1 ? "" : "s", c.gpus_per_node, c.gpus_per_node == 1 ? "" : "s",
+                                c.total_gpus(), m.name, m.id, m.cc_major, m.cc_minor, m.sm_count,
+                                static_cast<double>(c.memory_bytes) / (1ull << 30));
+  if (c.nvlink.present)
+    out += fmt::format("nvlink: {}, {} per GPU per direction, {} latency\n",
+                       c.nvlink.nvswitch ? "NVSwitch" : "direct links", gBps(c.nvlink.bw_per_gpu), us(c.nvlink.latency_s));
+  else
+    out += "nvlink: none\n";
+  out += fmt::format("nic: {} per node{}, {} each, {} latency\n", c.nic.per_node,
+                     c.nic.rail_optimized ? " (rail-optimized)" : "", gbps(c.nic.bw), us(c.nic.latency_s));
+  out += fmt::format("fabric: {}, {} nodes per leaf, {:g}:1 oversubscription, {} links, {} per hop\n", c.fabric.kind,
+                     c.fabric.nodes_per_leaf, c.fabric.oversubscription, gbps(c.fabric.link_bw), us(c.fabric.latency_s));
+  out += fmt::format("source: {}\n", c.source);
+  return out;
+}
+
+}  // namespace simcore

@@ -1,0 +1,202 @@
+// The cluster file's schema: TOML tables and keys to ClusterDraft fields, with precise errors.
+// toml++ is compiled in header-only and without exceptions, so that nothing of it is exported
+// from the libraries that embed simcore and parse failures come back as values.
+#define TOML_HEADER_ONLY 1
+#define TOML_EXCEPTIONS 0
+#define TOML_ENABLE_FORMATTERS 0
+#include <toml++/toml.h>
+
+#include <fmt/format.h>
+
+#include <string>
+
+#include "cluster_draft.h"
+#include "simcore/gpu_catalog.h"
+
+namespace simcore::detail {
+namespace {
+
+// "got ..." in messages: the value as the user wrote it, or its kind.
+std::string shown(const toml::node& node) {
+  if (auto s = node.as_string()) return fmt::format("\"{}\"", s->get());
+  if (auto i = node.as_integer()) return std::to_string(i->get());
+  if (auto f = node.as_floating_point()) return fmt::format("{}", f->get());
+  if (auto b = node.as_boolean()) return b->get() ? "true" : "false";
+  if (node.is_table()) return "a table";
+  if (node.is_array()) return "an array";
+  return "a date or time";
+}
+
+class FileReader {
+ public:
+  FileReader(std::string_view source, ClusterDraft& draft) : source_(source), d_(draft) {}
+
+  std::optional<ConfigError> read(const toml::table& root) {
+    for (auto&& [key, node] : root) {
+      const std::string_view name = key.str();
+      const toml::table* table = node.as_table();
+      if (name != "cluster" && name != "nvlink" && name != "nic" && name != "fabric") {
+        fail(key.source(), fmt::format("unknown {} \"{}\"; known tables: cluster, nvlink, nic, fabric",
+                                       table ? "table" : "key", name));
+      } else if (!table) {
+        fail(node.source(), fmt::format("{}: expected a table [{}], got {}", name, name, shown(node)));
+      } else {
+        section_ = name;
+        for (auto&& [k, v] : *table) {
+          key_ = k.str();
+          if (!read_key(k, v)) break;
+        }
+      }
+      if (error_) return error_;
+    }
+    check_rails(root);
+    return error_;
+  }
+
+ private:
+  // One key of the current section; false after an error.
+  bool read_key(const toml::key& key, const toml::node& v) {
+    NicSpec& nic = d_.spec.nic;
+    FabricSpec& fabric = d_.spec.fabric;
+    NvlinkSpec& nvlink = d_.spec.nvlink;
+    const std::string_view k = key.str();
+    if (section_ == "cluster") {
+      if (k == "nodes") return integer(v, 1, kMaxNodes, d_.spec.nodes);
+      if (k == "gpus_per_node") return integer(v, 1, kMaxGpusPerNode, d_.spec.gpus_per_node);
+      if (k == "gpu_model") return model(v);
+      if (k == "memory") return capacity(v, d_.memory);
+      return unknown(key, "nodes, gpus_per_node, gpu_model, memory");
+    }
+    if (section_ == "nvlink") {
+      if (k == "present") return boolean(v, nvlink.present);
+      if (k == "nvswitch") return boolean(v, nvlink.nvswitch);
+      if (k == "bandwidth") return bandwidth(v, d_.nvlink_bw);
+      if (k == "latency") return latency(v, nvlink.latency_s);
+      return unknown(key, "present, nvswitch, bandwidth, latency");
+    }
+    if (section_ == "nic") {
+      if (k == "per_node") {
+        int n = 0;
+        if (!integer(v, 1, kMaxGpusPerNode, n)) return false;
+        d_.nic_per_node = n;
+        return true;
+      }
+      if (k == "rail_optimized") return boolean(v, nic.rail_optimized);
+      if (k == "bandwidth") {
+        std::optional<double> bw;
+        if (!bandwidth(v, bw)) return false;
+        nic.bw = *bw;
+        return true;
+      }
+      if (k == "latency") return latency(v, nic.latency_s);
+      return unknown(key, "per_node, rail_optimized, bandwidth, latency");
+    }
+    // fabric
+    if (k == "kind") {
+      const auto s = v.value<std::string>();
+      if (s != "leaf-spine" && s != "rail-optimized")
+        return fail(v.source(), expected("\"leaf-spine\" or \"rail-optimized\"", v));
+      fabric.kind = *s;
+      return true;
+    }
+    if (k == "nodes_per_leaf") return integer(v, 1, kMaxNodes, fabric.nodes_per_leaf);
+    if (k == "oversubscription") {
+      const auto x = v.value<double>();  // integers convert too
+      if (!x || !(*x >= 1 && *x <= 1000))
+        return fail(v.source(), expected("a ratio between 1 and 1000, e.g. 1.0 or 4", v));
+      fabric.oversubscription = *x;
+      return true;
+    }
+    if (k == "link_bandwidth") return bandwidth(v, d_.fabric_link_bw);
+    if (k == "latency") return latency(v, fabric.latency_s);
+    return unknown(key, "kind, nodes_per_leaf, oversubscription, link_bandwidth, latency");
+  }
+
+  bool integer(const toml::node& v, int lo, int hi, int& out) {
+    const auto* i = v.as_integer();
+    if (!i || i->get() < lo || i->get() > hi)
+      return fail(v.source(), expected(fmt::format("an integer between {} and {}", lo, hi), v));
+    out = static_cast<int>(i->get());
+    return true;
+  }
+  bool boolean(const toml::node& v, bool& out) {
+    const auto* b = v.as_boolean();
+    if (!b) return fail(v.source(), expected("true or false", v));
+    out = b->get();
+    return true;
+  }
+  bool model(const toml::node& v) {
+    const auto* s = v.as_string();
+    if (!s) return fail(v.source(), expected("a GPU model name such as \"H100-SXM-80GB\"", v));
+    const GpuModel* m = find_gpu_model(s->get());
+    if (!m)
+      return fail(v.source(), fmt::format("{}: unknown GPU model {}; known models: {}", path(),
+                                          shown(v), known_gpu_models()));
+    d_.spec.model = *m;
+    return true;
+  }
+  bool capacity(const toml::node& v, std::optional<uint64_t>& out) {
+    std::optional<uint64_t> bytes;
+    if (const auto* i = v.as_integer(); i && i->get() > 0) bytes = static_cast<uint64_t>(i->get());
+    if (const auto* s = v.as_string()) bytes = parse_bytes(s->get());
+    if (!bytes || *bytes == 0 || *bytes > kMaxMemoryBytes)
+      return fail(v.source(), expected("a capacity like \"80GiB\" (more than 0, at most 4 TiB)", v));
+    out = bytes;
+    return true;
+  }
+  bool bandwidth(const toml::node& v, std::optional<double>& out) {
+    const auto* s = v.as_string();
+    const auto bw = s ? parse_bandwidth(s->get()) : std::nullopt;
+    if (!bw || *bw <= 0) return fail(v.source(), expected("a bandwidth like \"450GB/s\" or \"400Gb/s\"", v));
+    out = bw;
+    return true;
+  }
+  bool latency(const toml::node& v, double& out) {
+    const auto* s = v.as_string();
+    const auto t = s ? parse_duration(s->get()) : std::nullopt;
+    if (!t) return fail(v.source(), expected("a latency like \"1us\" or \"500ns\"", v));
+    out = *t;
+    return true;
+  }
+  bool unknown(const toml::key& key, std::string_view known) {
+    return fail(key.source(), fmt::format("{}: unknown key; keys of [{}]: {}", path(), section_, known));
+  }
+
+  // A rail-optimized fabric is wired NIC i to rail i: it needs rail-optimized NICs.
+  void check_rails(const toml::table& root) {
+    if (error_ || d_.spec.fabric.kind != "rail-optimized" || d_.spec.nic.rail_optimized) return;
+    const toml::node* where = root.at_path("fabric.kind").node();
+    if (!where) where = root.at_path("nic.rail_optimized").node();
+    fail(where ? where->source() : toml::source_region{},
+         "fabric.kind = \"rail-optimized\" needs nic.rail_optimized = true");
+  }
+
+  std::string path() const { return fmt::format("{}.{}", section_, key_); }
+  std::string expected(std::string_view what, const toml::node& got) const {
+    return fmt::format("{}: expected {}, got {}", path(), what, shown(got));
+  }
+  bool fail(const toml::source_region& where, std::string message) {
+    error_ = ConfigError{std::string(source_), static_cast<int>(where.begin.line),
+                         static_cast<int>(where.begin.column), std::move(message)};
+    return false;
+  }
+
+  std::string_view source_;
+  ClusterDraft& d_;
+  std::string_view section_, key_;
+  std::optional<ConfigError> error_;
+};
+
+}  // namespace
+
+std::optional<ConfigError> read_toml(std::string_view text, std::string_view source, ClusterDraft& draft) {
+  toml::parse_result parsed = toml::parse(text, source);
+  if (!parsed) {
+    const toml::parse_error& e = parsed.error();
+    return ConfigError{std::string(source), static_cast<int>(e.source().begin.line),
+                       static_cast<int>(e.source().begin.column), std::string(e.description())};
+  }
+  return FileReader(source, draft).read(parsed.table());
+}
+
+}  // namespace simcore::detail
