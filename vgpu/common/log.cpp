@@ -61,15 +61,24 @@ void write(Level l, std::string_view message) {
   logger().log(to_spdlog(l), "{}", message);
 }
 
-void once(Level l, std::string_view key, std::string_view message) {
-  if (!enabled(l)) return;
+// True the first time `key` is seen in this process.
+bool first_time(std::string_view key) {
   static std::mutex* mu = new std::mutex;
   static auto* seen = new std::unordered_set<std::string>;
-  {
-    std::lock_guard<std::mutex> lock(*mu);
-    if (!seen->emplace(key).second) return;
-  }
-  write(l, message);
+  std::lock_guard<std::mutex> lock(*mu);
+  return seen->emplace(key).second;
 }
 
+void once(Level l, std::string_view key, std::string_view message) {
+  if (enabled(l) && first_time(key)) write(l, message);
+}
+
+}  // namespace vgpu::log
+
+namespace vgpu::log {
+void always(std::string_view message) {
+  const char* level = std::getenv("VGPU_LOG_LEVEL");
+  if (level != nullptr && strcasecmp(level, "off") == 0) return;
+  if (first_time(message)) logger().log(spdlog::level::err, "{}", message);
+}
 }  // namespace vgpu::log

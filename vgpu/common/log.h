@@ -33,3 +33,9 @@ template <class... A> void warn(fmt::format_string<A...> f, A&&... a) { at(Level
 template <class... A> void error(fmt::format_string<A...> f, A&&... a) { at(Level::error, f, std::forward<A>(a)...); }
 
 }  // namespace vgpu::log
+
+namespace vgpu::log {
+// For the few messages a user must see whatever the level (a configuration they wrote that
+// cannot be used): written to stderr once per distinct message, unless VGPU_LOG_LEVEL=off.
+void always(std::string_view message);
+}  // namespace vgpu::log

@@ -1,0 +1,211 @@
+// The kernel-time library on its own: launch signatures, the SQLite database (round trip through
+// a fresh handle and a fresh process, averaging, concurrency) and the fallback model's numbers.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <thread>
+
+#include "exec/kernel_time_db.h"
+#include "exec/kernel_time_model.h"
+#include "exec/launch_signature.h"
+
+using namespace vgpu;
+
+namespace {
+
+// axpy(float a, const float* x, float* y, int n)
+const ParamSlot kAxpy[] = {{0, 4}, {8, 8}, {16, 8}, {24, 4}};
+
+std::vector<uint8_t> axpy_params(float a, uint64_t x, uint64_t y, int n) {
+  std::vector<uint8_t> p(28, 0);
+  std::memcpy(p.data(), &a, 4);
+  std::memcpy(p.data() + 8, &x, 8);
+  std::memcpy(p.data() + 16, &y, 8);
+  std::memcpy(p.data() + 24, &n, 4);
+  return p;
+}
+
+// "Device pointers" for these tests: anything in [0x7000'0000'0000, +1 TiB).
+bool fake_pointer(uint64_t v) { return v >= 0x700000000000ull && v < 0x710000000000ull; }
+
+LaunchSignature axpy_sig(uint64_t x, uint64_t y, int n, uint32_t grid = 64) {
+  LaunchShape s;
+  s.grid = {grid, 1, 1};
+  s.block = {256, 1, 1};
+  return build_launch_signature("axpy", s, kAxpy, axpy_params(2.0f, x, y, n), fake_pointer);
+}
+
+std::string temp_db(const char* tag) {
+  auto p = std::filesystem::temp_directory_path() /
+           ("vgpu_kt_" + std::string(tag) + "_" + std::to_string(::getpid()) + ".sqlite");
+  std::filesystem::remove(p);
+  return p.string();
+}
+
+const GpuFigures kH100{3.35e12, 67e12, 494.5e12, 989.5e12};
+
+}  // namespace
+
+TEST(LaunchSignature, PointersAreLeftOutValuesAreNot) {
+  const auto a = axpy_sig(0x700000001000, 0x700000002000, 1000);
+  const auto b = axpy_sig(0x700000009000, 0x70000000a000, 1000);  // other buffers
+  const auto c = axpy_sig(0x700000001000, 0x700000002000, 1001);  // other n
+  const auto d = axpy_sig(0x700000001000, 0x700000002000, 1000, 65);  // other grid
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_NE(a, d);
+  // An 8-byte value that is not a pointer stays in.
+  const auto e = axpy_sig(0x1234, 0x700000002000, 1000);
+  const auto f = axpy_sig(0x1235, 0x700000002000, 1000);
+  EXPECT_NE(e, f);
+}
+
+TEST(LaunchSignature, DecodesItsHeaderAndIntegers) {
+  const auto s = axpy_sig(0x700000001000, 0x700000002000, 777);
+  std::string name;
+  LaunchShape shape;
+  ASSERT_TRUE(decode_signature_header(s, &name, &shape));
+  EXPECT_EQ(name, "axpy");
+  EXPECT_EQ(shape.grid[0], 64u);
+  EXPECT_EQ(shape.block[0], 256u);
+  // float a (4 bytes, read as an int), then n.
+  const auto ints = signature_integers(s);
+  ASSERT_EQ(ints.size(), 2u);
+  EXPECT_EQ(ints[1], 777);
+  EXPECT_FALSE(decode_signature_header(LaunchSignature{"garbage"}, &name, &shape));
+}
+
+TEST(KernelTimeDb, RoundTripThroughAFreshHandle) {
+  const std::string path = temp_db("rt");
+  const auto sig = axpy_sig(0x700000001000, 0x700000002000, 1000);
+  {
+    KernelTimeDb db(path, "NVIDIA H100 80GB HBM3");
+    EXPECT_FALSE(db.lookup(sig).has_value());  // no file yet: a miss, nothing created
+    EXPECT_FALSE(std::filesystem::exists(path));
+    ASSERT_TRUE(db.record(sig, 12345));
+    EXPECT_EQ(db.lookup(sig), 12345u);  // the cached miss was replaced
+  }
+  KernelTimeDb fresh(path, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(fresh.lookup(sig), 12345u);
+  EXPECT_EQ(fresh.lookup(axpy_sig(0x700000005000, 0x700000006000, 1000)), 12345u);
+  EXPECT_FALSE(fresh.lookup(axpy_sig(0x700000001000, 0x700000002000, 999)).has_value());
+  // Another GPU model does not see it.
+  KernelTimeDb other(path, "NVIDIA H200");
+  EXPECT_FALSE(other.lookup(sig).has_value());
+  EXPECT_EQ(fresh.count(), 1);
+  std::filesystem::remove(path);
+}
+
+TEST(KernelTimeDb, RoundTripThroughAFreshProcess) {
+  const std::string path = temp_db("proc");
+  const auto sig = axpy_sig(0x700000001000, 0x700000002000, 4096);
+  {
+    KernelTimeDb db(path, "NVIDIA H100 80GB HBM3");
+    ASSERT_TRUE(db.record(sig, 8000));
+  }
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    KernelTimeDb db(path, "NVIDIA H100 80GB HBM3");
+    auto v = db.lookup(sig);
+    ::_exit(v && *v == 8000 ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  std::filesystem::remove(path);
+}
+
+TEST(KernelTimeDb, RecordAveragesSamples) {
+  const std::string path = temp_db("avg");
+  const auto sig = axpy_sig(0x700000001000, 0x700000002000, 1);
+  KernelTimeDb db(path, "GPU");
+  ASSERT_TRUE(db.record(sig, 1000));
+  ASSERT_TRUE(db.record(sig, 2000));
+  ASSERT_TRUE(db.record(sig, 3000));
+  EXPECT_EQ(db.lookup(sig), 2000u);
+  KernelTimeDb fresh(path, "GPU");
+  EXPECT_EQ(fresh.lookup(sig), 2000u);
+  std::filesystem::remove(path);
+}
+
+TEST(KernelTimeDb, DirectoryHoldsOneFilePerModel) {
+  auto dir = std::filesystem::temp_directory_path() / ("vgpu_ktdir_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  EXPECT_EQ(KernelTimeDb::file_for(dir.string(), "NVIDIA H100 80GB HBM3"),
+            (dir / "NVIDIA_H100_80GB_HBM3.sqlite").string());
+  KernelTimeDb db(dir.string(), "NVIDIA H100 80GB HBM3");
+  ASSERT_TRUE(db.record(axpy_sig(0x700000001000, 0x700000002000, 5), 42));
+  EXPECT_TRUE(std::filesystem::exists(dir / "NVIDIA_H100_80GB_HBM3.sqlite"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(KernelTimeDb, NoPathOrBadFileIsHarmless) {
+  KernelTimeDb none("", "GPU");
+  EXPECT_FALSE(none.lookup(axpy_sig(0x700000001000, 0x700000002000, 5)).has_value());
+  EXPECT_FALSE(none.record(axpy_sig(0x700000001000, 0x700000002000, 5), 1));
+
+  const std::string path = temp_db("bad");
+  FILE* f = std::fopen(path.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  std::fputs("this is not an sqlite database, just text that is long enough to look like one....", f);
+  std::fclose(f);
+  KernelTimeDb bad(path, "GPU");
+  EXPECT_FALSE(bad.lookup(axpy_sig(0x700000001000, 0x700000002000, 5)).has_value());
+  EXPECT_FALSE(bad.record(axpy_sig(0x700000001000, 0x700000002000, 5), 1));
+  std::filesystem::remove(path);
+}
+
+TEST(KernelTimeDb, ManyThreadsRecordAndLookUp) {
+  const std::string path = temp_db("mt");
+  KernelTimeDb db(path, "GPU");
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&db, t] {
+      for (int i = 0; i < 40; ++i) {
+        const auto sig = axpy_sig(0x700000001000, 0x700000002000, t * 1000 + i);
+        if (i % 2 == 0) db.record(sig, 100 + i);
+        auto v = db.lookup(sig);
+        if (i % 2 == 0) {
+          EXPECT_EQ(v, uint64_t(100 + i));
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(db.count(), 8 * 20);
+  std::filesystem::remove(path);
+}
+
+TEST(KernelTimeModel, FloorForTinyLaunches) {
+  EXPECT_DOUBLE_EQ(KernelTimeModel::estimate(kH100, axpy_sig(0x700000001000, 0x700000002000, 1, 1)),
+                   2.5e-6);
+}
+
+TEST(KernelTimeModel, BandwidthBoundForLargeGrids) {
+  // 65536 blocks x 256 threads = 16,777,216 threads x 16 B / 3.35 TB/s = 80.13 us
+  const double t = KernelTimeModel::estimate(kH100, axpy_sig(0x700000001000, 0x700000002000, 1, 65536));
+  EXPECT_NEAR(t, 16777216.0 * 16 / 3.35e12, 1e-12);
+  EXPECT_NEAR(t, 80.13e-6, 0.01e-6);
+}
+
+TEST(KernelTimeModel, GemmUsesMNK) {
+  // sgemm_naive(const float* A, const float* B, float* C, int M, int N, int K)
+  const ParamSlot slots[] = {{0, 8}, {8, 8}, {16, 8}, {24, 4}, {28, 4}, {32, 4}};
+  std::vector<uint8_t> p(36, 0);
+  const uint64_t ptrs[3] = {0x700000001000, 0x700000002000, 0x700000003000};
+  std::memcpy(p.data(), ptrs, 24);
+  const int mnk[3] = {4096, 4096, 4096};
+  std::memcpy(p.data() + 24, mnk, 12);
+  LaunchShape s;
+  s.grid = {256, 256, 1};
+  s.block = {16, 16, 1};
+  const auto sig = build_launch_signature("sgemm_naive", s, slots, p, fake_pointer);
+  // 2 * 4096^3 FLOP / (67 TFLOP/s * 0.7) = 2.930 ms
+  EXPECT_NEAR(KernelTimeModel::estimate(kH100, sig), 2.0 * 4096 * 4096 * 4096 / (67e12 * 0.7), 1e-9);
+  const auto bf16 = build_launch_signature("gemm_bf16_kernel", s, slots, p, fake_pointer);
+  EXPECT_NEAR(KernelTimeModel::estimate(kH100, bf16), 2.0 * 4096 * 4096 * 4096 / (989.5e12 * 0.7), 1e-9);
+}

@@ -1,0 +1,320 @@
+// Kernel launches of the sim backend against libcuda.so.1: validation, kernelParams and extra,
+// CUkernel handles, cuLaunchKernelEx attributes, and durations in virtual time: a launch whose
+// signature the kernel-time database holds takes exactly the recorded duration (seen through
+// cuEventElapsedTime), pointers are left out of the signature, other parameters are not.
+#include <cuda.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <thread>
+#include <vector>
+
+#include "exec/kernel_time_db.h"
+#include "exec/kernel_time_model.h"
+#include "exec/launch_signature.h"
+
+// The per-thread-default-stream forms, which cuda.h declares only for its own build.
+extern "C" {
+CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                     unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                                     unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                                     void** kernelParams, void** extra);
+CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f, void** kernelParams,
+                                       void** extra);
+CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                                unsigned int gridDimZ, unsigned int blockDimX,
+                                                unsigned int blockDimY, unsigned int blockDimZ,
+                                                unsigned int sharedMemBytes, CUstream hStream,
+                                                void** kernelParams);
+}
+
+namespace {
+
+// The driver reads VGPU_KERNEL_DB once, at cuInit: set it before main() runs.
+std::string db_path() {
+  static const std::string path =
+      (std::filesystem::temp_directory_path() / ("vgpu_launch_test_" + std::to_string(::getpid()) + ".sqlite"))
+          .string();
+  return path;
+}
+const bool kDbSet = [] {
+  std::filesystem::remove(db_path());
+  ::setenv("VGPU_KERNEL_DB", db_path().c_str(), 1);
+  return true;
+}();
+
+std::vector<char> read_file(const char* path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::vector<char>(std::istreambuf_iterator<char>(in), {});
+}
+
+struct AxpyArgs {
+  float a = 2.0f;
+  CUdeviceptr x = 0, y = 0;
+  int n = 1000;
+  void* params[4] = {&a, &x, &y, &n};
+
+  AxpyArgs() = default;
+  AxpyArgs(const AxpyArgs& o) : a(o.a), x(o.x), y(o.y), n(o.n) {}  // params point at our own fields
+  AxpyArgs& operator=(const AxpyArgs&) = delete;
+};
+
+class Launch : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(kDbSet);
+    ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
+    ASSERT_EQ(cuDevicePrimaryCtxRetain(&ctx_, 0), CUDA_SUCCESS);
+    ASSERT_EQ(cuCtxSetCurrent(ctx_), CUDA_SUCCESS);
+    const auto image = read_file(KERNELS_FATBIN);
+    ASSERT_GT(image.size(), 1000u);
+    ASSERT_EQ(cuModuleLoadData(&module_, image.data()), CUDA_SUCCESS);
+    ASSERT_EQ(cuModuleGetFunction(&axpy_, module_, "axpy"), CUDA_SUCCESS);
+    ASSERT_EQ(cuMemAlloc_v2(&args_.x, 4096), CUDA_SUCCESS);
+    ASSERT_EQ(cuMemAlloc_v2(&args_.y, 4096), CUDA_SUCCESS);
+  }
+  void TearDown() override {
+    cuCtxSynchronize();
+    cuMemFree_v2(args_.x);
+    cuMemFree_v2(args_.y);
+    cuModuleUnload(module_);
+    cuDevicePrimaryCtxRelease(0);
+  }
+
+  CUresult launch_axpy(AxpyArgs& a, unsigned grid = 64, unsigned block = 256, CUstream s = nullptr) {
+    return cuLaunchKernel(axpy_, grid, 1, 1, block, 1, 1, 0, s, a.params, nullptr);
+  }
+
+  // The virtual duration of launching `axpy` with `a` on `stream`: the stream is first made busy
+  // for seconds (a huge launch), so the launch starts exactly when the event before it completes
+  // and the events measure nothing but the launch.
+  float measure_ms(AxpyArgs& a, CUstream stream) {
+    AxpyArgs busy = a;
+    busy.n = 7;
+    EXPECT_EQ(launch_axpy(busy, 1u << 30, 1024, stream), CUDA_SUCCESS);
+    CUevent e0 = nullptr, e1 = nullptr;
+    EXPECT_EQ(cuEventCreate(&e0, CU_EVENT_DEFAULT), CUDA_SUCCESS);
+    EXPECT_EQ(cuEventCreate(&e1, CU_EVENT_DEFAULT), CUDA_SUCCESS);
+    EXPECT_EQ(cuEventRecord(e0, stream), CUDA_SUCCESS);
+    EXPECT_EQ(launch_axpy(a, 64, 256, stream), CUDA_SUCCESS);
+    EXPECT_EQ(cuEventRecord(e1, stream), CUDA_SUCCESS);
+    EXPECT_EQ(cuEventSynchronize(e1), CUDA_SUCCESS);
+    float ms = -1;
+    EXPECT_EQ(cuEventElapsedTime(&ms, e0, e1), CUDA_SUCCESS);
+    cuEventDestroy_v2(e0);
+    cuEventDestroy_v2(e1);
+    return ms;
+  }
+
+  CUcontext ctx_ = nullptr;
+  CUmodule module_ = nullptr;
+  CUfunction axpy_ = nullptr;
+  AxpyArgs args_;
+};
+
+TEST_F(Launch, KernelParamsAndExtra) {
+  EXPECT_EQ(launch_axpy(args_), CUDA_SUCCESS);
+  EXPECT_EQ(cuLaunchKernel_ptsz(axpy_, 1, 1, 1, 32, 1, 1, 0, nullptr, args_.params, nullptr), CUDA_SUCCESS);
+  // One packed buffer, laid out as cuFuncGetParamInfo says.
+  alignas(8) unsigned char buf[28] = {};
+  std::memcpy(buf, &args_.a, 4);
+  std::memcpy(buf + 8, &args_.x, 8);
+  std::memcpy(buf + 16, &args_.y, 8);
+  std::memcpy(buf + 24, &args_.n, 4);
+  size_t size = sizeof buf;
+  void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size, CU_LAUNCH_PARAM_END};
+  EXPECT_EQ(cuLaunchKernel(axpy_, 4, 1, 1, 128, 1, 1, 0, nullptr, nullptr, extra), CUDA_SUCCESS);
+  size = 20;  // too short
+  EXPECT_EQ(cuLaunchKernel(axpy_, 4, 1, 1, 128, 1, 1, 0, nullptr, nullptr, extra), CUDA_ERROR_INVALID_VALUE);
+  size = sizeof buf;
+  EXPECT_EQ(cuLaunchKernel(axpy_, 4, 1, 1, 128, 1, 1, 0, nullptr, args_.params, extra), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuLaunchKernel(axpy_, 4, 1, 1, 128, 1, 1, 0, nullptr, nullptr, nullptr), CUDA_ERROR_INVALID_VALUE);
+  void* with_null[4] = {&args_.a, nullptr, &args_.y, &args_.n};
+  EXPECT_EQ(cuLaunchKernel(axpy_, 4, 1, 1, 128, 1, 1, 0, nullptr, with_null, nullptr), CUDA_ERROR_INVALID_VALUE);
+  // A kernel without parameters needs neither.
+  CUfunction none = nullptr;
+  ASSERT_EQ(cuModuleGetFunction(&none, module_, "no_params"), CUDA_SUCCESS);
+  EXPECT_EQ(cuLaunchKernel(none, 1, 1, 1, 1, 1, 1, 0, nullptr, nullptr, nullptr), CUDA_SUCCESS);
+  // A struct by value.
+  CUfunction by_struct = nullptr;
+  ASSERT_EQ(cuModuleGetFunction(&by_struct, module_, "by_struct"), CUDA_SUCCESS);
+  struct { int a; float b; double c; char tag[12]; } p{1, 2, 3, "hello"};
+  void* sp[2] = {&p, &args_.y};
+  EXPECT_EQ(cuLaunchKernel(by_struct, 1, 1, 1, 32, 1, 1, 0, nullptr, sp, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+}
+
+TEST_F(Launch, DimensionsAndSharedMemoryAreValidated) {
+  EXPECT_EQ(launch_axpy(args_, 0, 256), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(launch_axpy(args_, 1, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(launch_axpy(args_, 1, 2048), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuLaunchKernel(axpy_, 1, 65536, 1, 32, 1, 1, 0, nullptr, args_.params, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuLaunchKernel(axpy_, 1, 1, 1, 32, 1, 65, 0, nullptr, args_.params, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuLaunchKernel(axpy_, 2147483647u, 1, 1, 32, 1, 1, 0, nullptr, args_.params, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(cuLaunchKernel(axpy_, 1, 65535, 65535, 1, 1, 64, 0, nullptr, args_.params, nullptr), CUDA_SUCCESS);
+  CUfunction bounded = nullptr, dyn = nullptr;
+  ASSERT_EQ(cuModuleGetFunction(&bounded, module_, "bounded"), CUDA_SUCCESS);
+  void* bp[1] = {&args_.y};
+  EXPECT_EQ(cuLaunchKernel(bounded, 1, 1, 1, 128, 1, 1, 0, nullptr, bp, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(cuLaunchKernel(bounded, 1, 1, 1, 129, 1, 1, 0, nullptr, bp, nullptr), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(cuModuleGetFunction(&dyn, module_, "dynamic_shared"), CUDA_SUCCESS);
+  EXPECT_EQ(cuLaunchKernel(dyn, 1, 1, 1, 128, 1, 1, 49152, nullptr, bp, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(cuLaunchKernel(dyn, 1, 1, 1, 128, 1, 1, 65536, nullptr, bp, nullptr), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(cuFuncSetAttribute(dyn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, 200000), CUDA_SUCCESS);
+  EXPECT_EQ(cuLaunchKernel(dyn, 1, 1, 1, 128, 1, 1, 65536, nullptr, bp, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(cuLaunchKernel(dyn, 1, 1, 1, 128, 1, 1, 200001, nullptr, bp, nullptr), CUDA_ERROR_INVALID_VALUE);
+}
+
+TEST_F(Launch, BadHandlesAreErrorsNotCrashes) {
+  EXPECT_EQ(cuLaunchKernel(reinterpret_cast<CUfunction>(0xdeadbeef), 1, 1, 1, 1, 1, 1, 0, nullptr, args_.params,
+                           nullptr),
+            CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuLaunchKernel(nullptr, 1, 1, 1, 1, 1, 1, 0, nullptr, args_.params, nullptr), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuLaunchKernel(axpy_, 1, 1, 1, 1, 1, 1, 0, reinterpret_cast<CUstream>(0x5555), args_.params, nullptr),
+            CUDA_ERROR_INVALID_HANDLE);
+  // A function of an unloaded module.
+  CUmodule m = nullptr;
+  CUfunction f = nullptr;
+  const auto image = read_file(KERNELS_CUBIN);
+  ASSERT_EQ(cuModuleLoadData(&m, image.data()), CUDA_SUCCESS);
+  ASSERT_EQ(cuModuleGetFunction(&f, m, "axpy"), CUDA_SUCCESS);
+  ASSERT_EQ(cuModuleUnload(m), CUDA_SUCCESS);
+  EXPECT_EQ(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, nullptr, args_.params, nullptr), CUDA_ERROR_INVALID_HANDLE);
+  // A function of device 0 launched in device 1's context.
+  CUcontext ctx1 = nullptr;
+  ASSERT_EQ(cuDevicePrimaryCtxRetain(&ctx1, 1), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetCurrent(ctx1), CUDA_SUCCESS);
+  EXPECT_EQ(cuLaunchKernel(axpy_, 1, 1, 1, 1, 1, 1, 0, nullptr, args_.params, nullptr), CUDA_ERROR_INVALID_HANDLE);
+  ASSERT_EQ(cuCtxSetCurrent(ctx_), CUDA_SUCCESS);
+  cuDevicePrimaryCtxRelease(1);
+}
+
+TEST_F(Launch, LaunchKernelExAttributesAndCooperative) {
+  CUlaunchAttribute attrs[2] = {};
+  attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attrs[0].value.clusterDim.x = 2;
+  attrs[0].value.clusterDim.y = 1;
+  attrs[0].value.clusterDim.z = 1;
+  attrs[1].id = CU_LAUNCH_ATTRIBUTE_PRIORITY;
+  attrs[1].value.priority = -1;
+  CUlaunchConfig cfg = {};
+  cfg.gridDimX = 4, cfg.gridDimY = 1, cfg.gridDimZ = 1;
+  cfg.blockDimX = 128, cfg.blockDimY = 1, cfg.blockDimZ = 1;
+  cfg.attrs = attrs;
+  cfg.numAttrs = 2;
+  EXPECT_EQ(cuLaunchKernelEx(&cfg, axpy_, args_.params, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(cuLaunchKernelEx_ptsz(&cfg, axpy_, args_.params, nullptr), CUDA_SUCCESS);
+  attrs[0].value.clusterDim.x = 3;  // does not divide the grid
+  EXPECT_EQ(cuLaunchKernelEx(&cfg, axpy_, args_.params, nullptr), CUDA_ERROR_INVALID_CLUSTER_SIZE);
+  cfg.attrs = nullptr;
+  EXPECT_EQ(cuLaunchKernelEx(&cfg, axpy_, args_.params, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuLaunchKernelEx(nullptr, axpy_, args_.params, nullptr), CUDA_ERROR_INVALID_VALUE);
+
+  // Cooperative: at most (blocks per SM) x (SMs) blocks.
+  int per_sm = 0;
+  ASSERT_EQ(cuOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, axpy_, 256, 0), CUDA_SUCCESS);
+  const unsigned most = static_cast<unsigned>(per_sm) * 132;
+  EXPECT_EQ(cuLaunchCooperativeKernel(axpy_, most, 1, 1, 256, 1, 1, 0, nullptr, args_.params), CUDA_SUCCESS);
+  EXPECT_EQ(cuLaunchCooperativeKernel(axpy_, most + 1, 1, 1, 256, 1, 1, 0, nullptr, args_.params),
+            CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+  EXPECT_EQ(cuLaunchCooperativeKernel_ptsz(axpy_, 1, 1, 1, 256, 1, 1, 0, nullptr, args_.params), CUDA_SUCCESS);
+  CUlaunchAttribute coop = {};
+  coop.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+  coop.value.cooperative = 1;
+  cfg.attrs = &coop;
+  cfg.numAttrs = 1;
+  cfg.gridDimX = most + 1;
+  cfg.blockDimX = 256;
+  EXPECT_EQ(cuLaunchKernelEx(&cfg, axpy_, args_.params, nullptr), CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE);
+}
+
+TEST_F(Launch, KernelHandlesLaunchDirectly) {
+  CUlibrary lib = nullptr;
+  const auto image = read_file(KERNELS_FATBIN);
+  ASSERT_EQ(cuLibraryLoadData(&lib, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0), CUDA_SUCCESS);
+  CUkernel k = nullptr;
+  ASSERT_EQ(cuLibraryGetKernel(&k, lib, "axpy"), CUDA_SUCCESS);
+  EXPECT_EQ(cuLaunchKernel(reinterpret_cast<CUfunction>(k), 2, 1, 1, 64, 1, 1, 0, nullptr, args_.params, nullptr),
+            CUDA_SUCCESS);
+  EXPECT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  EXPECT_EQ(cuLibraryUnload(lib), CUDA_SUCCESS);
+  EXPECT_EQ(cuLaunchKernel(reinterpret_cast<CUfunction>(k), 2, 1, 1, 64, 1, 1, 0, nullptr, args_.params, nullptr),
+            CUDA_ERROR_INVALID_HANDLE);
+}
+
+// The database holds axpy(grid 64, block 256, n = 31337) at 123,456 ns, recorded before any launch
+// of that signature (the driver caches misses too). Launches that differ only
+// in their pointers take exactly that; one with another n takes the fallback model's 2.5 us.
+TEST_F(Launch, DurationsComeFromTheDatabaseBySignature) {
+  args_.n = 31337;
+  vgpu::LaunchShape shape;
+  shape.grid = {64, 1, 1};
+  shape.block = {256, 1, 1};
+  size_t off[4], size[4];
+  std::vector<vgpu::ParamSlot> slots;
+  for (size_t i = 0; i < 4; ++i) {
+    ASSERT_EQ(cuFuncGetParamInfo(axpy_, i, &off[i], &size[i]), CUDA_SUCCESS);
+    slots.push_back({static_cast<uint32_t>(off[i]), static_cast<uint32_t>(size[i])});
+  }
+  std::vector<uint8_t> packed(28);
+  for (size_t i = 0; i < 4; ++i) std::memcpy(packed.data() + off[i], args_.params[i], size[i]);
+  const CUdeviceptr x = args_.x, y = args_.y;
+  const auto sig = vgpu::build_launch_signature("axpy", shape, slots, packed,
+                                                [&](uint64_t v) { return v == x || v == y; });
+  char name[256] = {};
+  ASSERT_EQ(cuDeviceGetName(name, sizeof name, 0), CUDA_SUCCESS);
+  {
+    vgpu::KernelTimeDb recorder(db_path(), name);  // what the passthrough backend does on a GPU
+    ASSERT_TRUE(recorder.record(sig, 123456));
+  }
+  CUstream s = nullptr;
+  ASSERT_EQ(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  EXPECT_NEAR(measure_ms(args_, s), 0.123456, 1e-5);
+
+  AxpyArgs other = args_;  // other buffers, same everything else
+  ASSERT_EQ(cuMemAlloc_v2(&other.x, 4096), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAlloc_v2(&other.y, 4096), CUDA_SUCCESS);
+  EXPECT_NEAR(measure_ms(other, s), 0.123456, 1e-5);
+
+  AxpyArgs changed = args_;
+  changed.n = 31338;  // a value parameter: another signature, the fallback model
+  EXPECT_NEAR(measure_ms(changed, s), vgpu::KernelTimeModel::kLaunchFloorS * 1e3, 1e-5);
+  cuMemFree_v2(other.x);
+  cuMemFree_v2(other.y);
+  cuStreamDestroy_v2(s);
+}
+
+TEST_F(Launch, ManyThreadsLaunchAtOnce) {
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] {
+      if (cuCtxSetCurrent(ctx_) != CUDA_SUCCESS) {
+        ++failures;
+        return;
+      }
+      CUstream s = nullptr;
+      if (t % 2 && cuStreamCreate(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) ++failures;
+      AxpyArgs a = args_;
+      for (int i = 0; i < 200; ++i) {
+        a.n = i;
+        if (launch_axpy(a, 1 + i % 8, 128, s) != CUDA_SUCCESS) ++failures;
+      }
+      if (s) {
+        if (cuStreamSynchronize(s) != CUDA_SUCCESS) ++failures;
+        cuStreamDestroy_v2(s);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+}
+
+}  // namespace

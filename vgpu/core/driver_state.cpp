@@ -1,0 +1,68 @@
+#include "core/driver_state.h"
+
+#include <cstdlib>
+#include <mutex>
+
+#include "common/log.h"
+#include "core/context.h"
+#include "exec/graph.h"
+#include "exec/module_registry.h"
+#include "exec/stream.h"
+#include "sim/memory.h"
+#include "status/status_region.h"
+#include "simcore/cluster_config.h"
+#include "simcore/engine.h"
+
+namespace vgpu {
+namespace {
+std::once_flag g_init_once;
+CUresult g_init_result = CUDA_ERROR_NOT_INITIALIZED;
+DriverState* g_state = nullptr;  // set once under g_init_once, then only read
+
+// The status region's view of the devices: what vgpu-smi and NVML show.
+std::vector<status::DeviceInfo> status_devices(const simcore::ClusterSpec& cluster) {
+  std::vector<status::DeviceInfo> out;
+  for (int i = 0; i < cluster.total_gpus(); ++i) {
+    Device d(cluster, i, nullptr);
+    out.push_back({d.name(), uuid_string(d.uuid()), d.pci().to_string(), d.capacity()});
+  }
+  return out;
+}
+}  // namespace
+
+DriverState::DriverState(simcore::ClusterSpec cluster) : cluster_(std::move(cluster)) {
+  status_ = status::Writer::attach(status::current_job_id(), "sim", status_devices(cluster_));
+  if (status_) std::atexit([] { if (g_state && g_state->status_) g_state->status_->detach(); });
+  for (int i = 0; i < cluster_.total_gpus(); ++i)
+    devices_.push_back(std::make_unique<Device>(cluster_, i, status_.get()));
+  engine_ = simcore::make_engine(cluster_);
+  contexts_ = std::make_unique<ContextManager>(*this);
+  memory_ = std::make_unique<MemoryManager>(*this);
+  streams_ = std::make_unique<StreamManager>(*this);
+  modules_ = std::make_unique<ModuleManager>(*this);
+  graphs_ = std::make_unique<GraphManager>(*this);
+}
+
+CUresult DriverState::initialize(unsigned int flags) {
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  std::call_once(g_init_once, [] {
+    simcore::ConfigResult config = simcore::load_cluster_config();
+    if (!config.ok()) {
+      // A broken configuration is the user's own explicit setting: say so even when logging
+      // is off, once, and fail every call cleanly instead of aborting the program.
+      log::always(fmt::format("vgpu: cluster configuration rejected: {}", config.error.to_string()));
+      g_init_result = CUDA_ERROR_INVALID_VALUE;
+      return;
+    }
+    g_state = new DriverState(std::move(*config.cluster));
+    log::info("initialized: {} virtual GPUs ({} x {} {}), from {}", g_state->device_count(),
+              g_state->cluster_.nodes, g_state->cluster_.gpus_per_node, g_state->cluster_.model.id,
+              g_state->cluster_.source);
+    g_init_result = CUDA_SUCCESS;
+  });
+  return g_init_result;
+}
+
+DriverState* DriverState::get() { return g_state; }
+
+}  // namespace vgpu

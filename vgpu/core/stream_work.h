@@ -1,0 +1,36 @@
+// What every concern hands to a stream: one unit of work, its real effect and its virtual cost.
+// Memory copies and sets (sim/), kernel launches (core/module), host functions and graph
+// launches all go through StreamManager::submit(), which keeps stream order, cross-stream
+// event dependencies and the virtual timeline in one place.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "driver/cuda_api.h"
+
+namespace vgpu {
+
+struct Work {
+  enum class Kind { kernel, copy, memset, host_function, wait, other };
+  Kind kind = Kind::other;
+  std::string label;  // for the timeline, e.g. the kernel name or "memcpy HtoD 4096 B"
+
+  // The real effect, run exactly once, after everything this work depends on has run (stream
+  // order and event waits), on a driver thread or inline. In the sim backend: the memcpy/memset
+  // on host-backed memory, the host function; empty for a kernel (nothing executes).
+  std::function<void()> execute;
+
+  // The virtual cost: either a fixed duration on the stream's device...
+  double duration_s = 0;
+  // ...or a transfer that shares the simulated network (peer copies between virtual devices).
+  struct Transfer {
+    int src_gpu, dst_gpu;
+    uint64_t bytes;
+  };
+  std::optional<Transfer> transfer;
+};
+
+}  // namespace vgpu

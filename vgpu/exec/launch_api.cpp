@@ -1,0 +1,154 @@
+// Entry points: kernel launches (cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel and
+// their per-thread-default-stream _ptsz forms) and the occupancy calculator (cuOccupancy*).
+#include "exec/module_api_util.h"
+
+using vgpu::LaunchRequest;
+
+namespace {
+
+LaunchRequest request(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz, unsigned int bx,
+                      unsigned int by, unsigned int bz, unsigned int shared, CUstream stream,
+                      void** params, void** extra, const char* api) {
+  LaunchRequest r;
+  r.function = f;
+  r.shape.grid = {gx, gy, gz};
+  r.shape.block = {bx, by, bz};
+  r.shape.dynamic_shared = shared;
+  r.stream = stream;
+  r.kernel_params = params;
+  r.extra = extra;
+  r.api = api;
+  return r;
+}
+
+CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** params, void** extra,
+                   bool per_thread, const char* api) {
+  VGPU_MODULE_CALL(api, config);
+  if (config->numAttrs && !config->attrs) {
+    vgpu::log::warn("{}: {} launch attributes but attrs is NULL", api, config->numAttrs);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  LaunchRequest r = request(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                            config->blockDimY, config->blockDimZ, config->sharedMemBytes,
+                            config->hStream, params, extra, api);
+  for (unsigned int i = 0; i < config->numAttrs; ++i) {
+    const CUlaunchAttribute& a = config->attrs[i];
+    switch (a.id) {
+      case CU_LAUNCH_ATTRIBUTE_COOPERATIVE: r.cooperative = a.value.cooperative != 0; break;
+      case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+        r.cluster = {a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z};
+        break;
+      case CU_LAUNCH_ATTRIBUTE_PRIORITY: r.priority = a.value.priority; break;
+      default:
+        // Scheduling hints (access policy, programmatic serialization, memory sync domains,
+        // preferred cluster, completion events...) change nothing in the simulated duration.
+        if (static_cast<int>(a.id) < 0 || static_cast<int>(a.id) > 64) {
+          vgpu::log::warn("{}: unknown launch attribute {}", api, static_cast<int>(a.id));
+          return CUDA_ERROR_INVALID_VALUE;
+        }
+        break;
+    }
+  }
+  return m->launch(r, per_thread);
+}
+
+CUresult launch(const LaunchRequest& r, bool per_thread) {
+  VGPU_MODULE_CALL(r.api);
+  return m->launch(r, per_thread);
+}
+
+}  // namespace
+
+VGPU_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                            unsigned int gridDimZ, unsigned int blockDimX,
+                                            unsigned int blockDimY, unsigned int blockDimZ,
+                                            unsigned int sharedMemBytes, CUstream hStream,
+                                            void** kernelParams, void** extra) {
+  return launch(request(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                        sharedMemBytes, hStream, kernelParams, extra, "cuLaunchKernel"),
+                false);
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
+                                                 unsigned int gridDimY, unsigned int gridDimZ,
+                                                 unsigned int blockDimX, unsigned int blockDimY,
+                                                 unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                                 CUstream hStream, void** kernelParams, void** extra) {
+  return launch(request(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                        sharedMemBytes, hStream, kernelParams, extra, "cuLaunchKernel_ptsz"),
+                true);
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f,
+                                              void** kernelParams, void** extra) {
+  return launch_ex(config, f, kernelParams, extra, false, "cuLaunchKernelEx");
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f,
+                                                   void** kernelParams, void** extra) {
+  return launch_ex(config, f, kernelParams, extra, true, "cuLaunchKernelEx_ptsz");
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
+                                                       unsigned int gridDimY, unsigned int gridDimZ,
+                                                       unsigned int blockDimX, unsigned int blockDimY,
+                                                       unsigned int blockDimZ,
+                                                       unsigned int sharedMemBytes, CUstream hStream,
+                                                       void** kernelParams) {
+  LaunchRequest r = request(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                            sharedMemBytes, hStream, kernelParams, nullptr, "cuLaunchCooperativeKernel");
+  r.cooperative = true;
+  return launch(r, false);
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(
+    CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+    unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+    unsigned int sharedMemBytes, CUstream hStream, void** kernelParams) {
+  LaunchRequest r = request(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                            sharedMemBytes, hStream, kernelParams, nullptr,
+                            "cuLaunchCooperativeKernel_ptsz");
+  r.cooperative = true;
+  return launch(r, true);
+}
+
+// ---- occupancy ----
+
+VGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
+    int* numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags) {
+  VGPU_MODULE_CALL("cuOccupancyMaxActiveBlocksPerMultiprocessor", numBlocks);
+  if (flags & ~unsigned{CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE}) return CUDA_ERROR_INVALID_VALUE;
+  return m->max_active_blocks(func, blockSize, dynamicSMemSize, numBlocks);
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction func,
+                                                                         int blockSize,
+                                                                         size_t dynamicSMemSize) {
+  return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize,
+                                                               dynamicSMemSize, CU_OCCUPANCY_DEFAULT);
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialBlockSizeWithFlags(
+    int* minGridSize, int* blockSize, CUfunction func, CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+    size_t dynamicSMemSize, int blockSizeLimit, unsigned int flags) {
+  VGPU_MODULE_CALL("cuOccupancyMaxPotentialBlockSize", minGridSize, blockSize);
+  if (flags & ~unsigned{CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE}) return CUDA_ERROR_INVALID_VALUE;
+  return m->max_potential_block_size(func, blockSizeToDynamicSMemSize, dynamicSMemSize,
+                                     blockSizeLimit, minGridSize, blockSize);
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int* minGridSize, int* blockSize,
+                                                              CUfunction func,
+                                                              CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+                                                              size_t dynamicSMemSize, int blockSizeLimit) {
+  return cuOccupancyMaxPotentialBlockSizeWithFlags(minGridSize, blockSize, func,
+                                                   blockSizeToDynamicSMemSize, dynamicSMemSize,
+                                                   blockSizeLimit, CU_OCCUPANCY_DEFAULT);
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize,
+                                                                     CUfunction func, int numBlocks,
+                                                                     int blockSize) {
+  VGPU_MODULE_CALL("cuOccupancyAvailableDynamicSMemPerBlock", dynamicSmemSize);
+  return m->available_dynamic_shared(func, numBlocks, blockSize, dynamicSmemSize);
+}

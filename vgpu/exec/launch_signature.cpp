@@ -1,0 +1,112 @@
+#include "exec/launch_signature.h"
+
+#include <cstring>
+
+namespace vgpu {
+namespace {
+
+constexpr std::string_view kMagic{"vgpu-sig1\0", 10};
+
+void put_u32(std::string& out, uint32_t v) {
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+
+uint32_t get_u32(std::string_view s, size_t at) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= uint32_t{static_cast<uint8_t>(s[at + i])} << (8 * i);
+  return v;
+}
+
+}  // namespace
+
+std::string LaunchSignature::hex() const {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(digits[c >> 4]);
+    out.push_back(digits[c & 15]);
+  }
+  return out;
+}
+
+LaunchSignature build_launch_signature(std::string_view function_name, const LaunchShape& shape,
+                                       std::span<const ParamSlot> slots,
+                                       std::span<const uint8_t> params,
+                                       const std::function<bool(uint64_t)>& is_pointer) {
+  LaunchSignature sig;
+  std::string& out = sig.bytes;
+  out.reserve(kMagic.size() + function_name.size() + 1 + 28 + params.size() + 5 * slots.size());
+  out.append(kMagic);
+  out.append(function_name);
+  out.push_back('\0');
+  for (uint32_t v : shape.grid) put_u32(out, v);
+  for (uint32_t v : shape.block) put_u32(out, v);
+  put_u32(out, shape.dynamic_shared);
+  for (const ParamSlot& slot : slots) {
+    const bool inside = slot.offset <= params.size() && slot.size <= params.size() - slot.offset;
+    if (!inside) {  // defensive: the caller validated; record the slot's size only
+      out.push_back('v');
+      put_u32(out, 0);
+      continue;
+    }
+    const uint8_t* p = params.data() + slot.offset;
+    if (slot.size == 8 && is_pointer) {
+      uint64_t value;
+      std::memcpy(&value, p, 8);
+      if (is_pointer(value)) {
+        out.push_back('p');
+        continue;
+      }
+    }
+    out.push_back('v');
+    put_u32(out, slot.size);
+    out.append(reinterpret_cast<const char*>(p), slot.size);
+  }
+  return sig;
+}
+
+std::vector<int64_t> signature_integers(const LaunchSignature& signature) {
+  std::vector<int64_t> ints;
+  const std::string_view s = signature.bytes;
+  if (s.size() < kMagic.size() || s.substr(0, kMagic.size()) != kMagic) return ints;
+  size_t at = s.find('\0', kMagic.size());
+  if (at == std::string_view::npos) return ints;
+  at += 1 + 7 * 4;
+  while (at < s.size()) {
+    const char tag = s[at++];
+    if (tag == 'p') continue;
+    if (tag != 'v' || at + 4 > s.size()) break;
+    const uint32_t size = get_u32(s, at);
+    at += 4;
+    if (size > s.size() - at) break;
+    if (size == 4) {
+      int32_t v;
+      std::memcpy(&v, s.data() + at, 4);
+      ints.push_back(v);
+    } else if (size == 8) {
+      int64_t v;
+      std::memcpy(&v, s.data() + at, 8);
+      ints.push_back(v);
+    }
+    at += size;
+  }
+  return ints;
+}
+
+bool decode_signature_header(const LaunchSignature& signature, std::string* name, LaunchShape* shape) {
+  const std::string_view s = signature.bytes;
+  if (s.size() < kMagic.size() || s.substr(0, kMagic.size()) != kMagic) return false;
+  const size_t nul = s.find('\0', kMagic.size());
+  if (nul == std::string_view::npos || s.size() - (nul + 1) < 7 * 4) return false;
+  if (name) name->assign(s.substr(kMagic.size(), nul - kMagic.size()));
+  if (shape) {
+    size_t at = nul + 1;
+    for (auto& v : shape->grid) v = get_u32(s, at), at += 4;
+    for (auto& v : shape->block) v = get_u32(s, at), at += 4;
+    shape->dynamic_shared = get_u32(s, at);
+  }
+  return true;
+}
+
+}  // namespace vgpu

@@ -1,0 +1,65 @@
+// The launch signature: what identifies "the same kernel launch" for timing purposes, so that a
+// duration measured once (on a real GPU, by the passthrough backend) can be reused for every
+// later launch with the same signature, and replayed by the sim backend.
+//
+// A signature is made of the function's name, the grid and block dimensions, the dynamic shared
+// memory, and the parameter bytes that are NOT device pointers. Pointer values change from run to
+// run (and between two allocations of the same buffer) without changing the work a kernel does,
+// so they are left out; sizes, strides, scalars and structs passed by value stay in, because
+// they usually decide how much work there is. A parameter counts as a pointer when it is 8 bytes
+// and its value lies inside a known allocation (the caller's `is_pointer` decides).
+//
+// The encoding is a byte string (exact comparison, usable as a map key and as an SQLite BLOB):
+//   "vgpu-sig1\0" name "\0" grid.x grid.y grid.z block.x block.y block.z shared   (u32 LE each)
+//   then per parameter, in order: 'p' (a pointer, no bytes) or 'v' u32-LE size, then the bytes.
+// Both backends build it with build_launch_signature(), so their keys agree.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace vgpu {
+
+struct LaunchShape {
+  std::array<uint32_t, 3> grid{1, 1, 1};
+  std::array<uint32_t, 3> block{1, 1, 1};
+  uint32_t dynamic_shared = 0;
+
+  uint64_t blocks() const { return uint64_t{grid[0]} * grid[1] * grid[2]; }
+  uint64_t threads_per_block() const { return uint64_t{block[0]} * block[1] * block[2]; }
+  uint64_t threads() const { return blocks() * threads_per_block(); }
+};
+
+// Where one parameter sits in the packed parameter block.
+struct ParamSlot {
+  uint32_t offset = 0;
+  uint32_t size = 0;
+};
+
+struct LaunchSignature {
+  std::string bytes;  // the encoding above
+
+  bool operator==(const LaunchSignature&) const = default;
+  std::string hex() const;  // for logs and the database's readable column
+};
+
+// `params` is the packed parameter block (as a launch copies it); every slot must lie inside it
+// (the caller validated that). `is_pointer(value)` is asked for each 8-byte parameter.
+LaunchSignature build_launch_signature(std::string_view function_name, const LaunchShape& shape,
+                                       std::span<const ParamSlot> slots,
+                                       std::span<const uint8_t> params,
+                                       const std::function<bool(uint64_t)>& is_pointer);
+
+// The non-pointer 4-byte and 8-byte integer parameters of a signature, in order: the fallback
+// time model reads problem sizes (M, N, K of a GEMM) from them.
+std::vector<int64_t> signature_integers(const LaunchSignature& signature);
+
+// The function name and shape a signature was built from; false for bytes that are not one.
+bool decode_signature_header(const LaunchSignature& signature, std::string* name, LaunchShape* shape);
+
+}  // namespace vgpu

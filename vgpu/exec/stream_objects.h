@@ -1,0 +1,77 @@
+// The objects behind stream and event handles, shared by stream.cpp's scheduler, the
+// timeline and capture. Every mutable field is guarded by StreamManager's one mutex.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "driver/cuda_api.h"
+#include "simcore/engine.h"
+
+namespace vgpu {
+
+// One op of a stream: its real effect and its simcore event.
+struct Op {
+  std::function<void()> execute;
+  std::function<bool()> ready;              // polled precondition (cuStreamWaitValue*)
+  bool on_worker = false;                   // host function: never on the caller's thread
+  std::vector<std::shared_ptr<Op>> waits;   // other streams' ops that must be done first
+  simcore::EventId vid = simcore::kNoEvent;  // its point in virtual time
+  bool done = false;
+};
+
+struct Stream;
+
+// One stream capture: the graph it fills and the streams that joined it.
+struct CaptureSession {
+  CUgraph graph = nullptr;
+  bool own_graph = true;  // false for cuStreamBeginCaptureToGraph
+  std::weak_ptr<Stream> origin;
+  std::vector<std::weak_ptr<Stream>> members;
+  uint64_t id = 0;
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+  bool invalidated = false;
+  bool ended = false;  // cuStreamEndCapture ran: events recorded in it no longer join it
+};
+
+struct Stream {
+  enum class Role { user, legacy, per_thread };
+  CUstream handle = nullptr;
+  CUcontext ctx = nullptr;
+  int device = 0;
+  Role role = Role::user;
+  unsigned int flags = 0;
+  int priority = 0;
+  unsigned long long id = 0;
+  int lane = 0;  // simcore timeline lane
+
+  std::deque<std::shared_ptr<Op>> queue;  // not yet done; the head may be running
+  bool running = false;                   // an op of this stream is executing or scheduled
+  bool destroyed = false;
+  std::shared_ptr<Op> last;               // last op submitted (possibly done)
+  simcore::EventId last_vid = simcore::kNoEvent;
+  std::map<int, CUstreamAttrValue> attrs;
+
+  std::shared_ptr<CaptureSession> capture;
+  std::vector<CUgraphNode> frontier;      // capture: what the next node depends on
+  std::vector<CUgraphNode> frontier_out;  // what cuStreamGetCaptureInfo handed out
+
+  // Blocking streams synchronize with the legacy default stream.
+  bool blocking() const { return role != Role::user || !(flags & CU_STREAM_NON_BLOCKING); }
+};
+
+struct Event {
+  CUevent handle = nullptr;
+  unsigned int flags = 0;
+  CUcontext ctx = nullptr;
+  bool recorded = false;
+  std::shared_ptr<Op> op;
+  simcore::EventId vid = simcore::kNoEvent;
+  std::shared_ptr<CaptureSession> capture;  // recorded inside a capture
+  std::vector<CUgraphNode> capture_nodes;
+};
+
+}  // namespace vgpu

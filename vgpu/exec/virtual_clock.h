@@ -1,0 +1,34 @@
+// The virtual CPU clock of each host thread (ThreadState::virtual_now) and the rules that move
+// it. A thread's clock advances by the real CPU time the thread spends *between* driver calls
+// (CLOCK_THREAD_CPUTIME_ID), never by the time vgpu itself spends inside a call, and jumps
+// forward to the virtual finish of the work it synchronizes with. Every stream op starts no
+// earlier than its issuing thread's clock plus kLaunchLatency.
+#pragma once
+
+namespace vgpu::vclock {
+
+// Time from a host call to the moment the GPU can start the op: the order of a real driver's
+// launch latency on an H100 (a few microseconds from cuLaunchKernel to kernel start).
+inline constexpr double kLaunchLatency = 4e-6;
+
+// Brackets one driver call. The outermost scope on a thread first adds the CPU time the thread
+// spent since it last left the driver, and on exit records the CPU time, so that the time
+// spent inside the call is not charged. Scopes nest (an entry point calling submit()).
+class CallScope {
+ public:
+  CallScope();
+  ~CallScope();
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+};
+
+// The calling thread's virtual clock, seconds.
+double now();
+// Move the calling thread's clock forward to `t` (never backward): synchronization.
+void advance_to(double t);
+
+// VGPU_TIMELINE=<path>: writes the engine's timeline at process exit. Installed once; safe to
+// call many times.
+void install_timeline_writer();
+
+}  // namespace vgpu::vclock
