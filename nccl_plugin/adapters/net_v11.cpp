@@ -1,0 +1,44 @@
+// ABI v11: per-communicator init context and finalize; listen/connect take the context.
+#include "abi/net_v11.h"
+
+#include "common.h"
+
+namespace vgpu::nccl::adapt {
+namespace {
+
+ncclResult_t init_v11(void** ctx, uint64_t, ncclNetCommConfig_v11_t*, ncclDebugLogger_t,
+                      ncclProfilerCallback_t) {
+  return init_with_ctx(ctx);
+}
+
+ncclResult_t properties_v11(int dev, ncclNetProperties_v11_t* props) {
+  NicProperties p;
+  ncclResult_t rc = v9_properties(dev, props, &p);
+  if (rc != ncclSuccess) return rc;
+  props->maxMultiRequestSize = p.max_multi_request_size;
+  return ncclSuccess;
+}
+
+ncclResult_t listen_v11(void*, int dev, void* handle, void** listen_comm) {
+  return Core::get().listen(dev, handle, listen_comm);
+}
+
+ncclResult_t connect_v11(void*, int dev, void* handle, void** send_comm,
+                         ncclNetDeviceHandle_v11_t**) {
+  return Core::get().connect(dev, handle, send_comm);
+}
+
+}  // namespace
+}  // namespace vgpu::nccl::adapt
+
+using namespace vgpu::nccl::adapt;
+
+VGPU_NCCL_EXPORT ncclNet_v11_t ncclNetPlugin_v11;
+ncclNet_v11_t ncclNetPlugin_v11 = {
+    kPluginName, init_v11, devices, properties_v11, listen_v11, connect_v11, accept, reg_mr,
+    reg_mr_dmabuf, dereg_mr, isend, irecv, iflush, test, close_send, close_recv, close_listen,
+    get_device_mr, irecv_consumed,
+    nullptr,  // makeVDevice: no NIC fusion
+    finalize,
+    nullptr,  // setNetAttr: no per-operation tuning
+};

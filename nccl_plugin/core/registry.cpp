@@ -1,0 +1,30 @@
+#include "comms.h"
+
+namespace vgpu::nccl {
+
+void* Registry::add(std::shared_ptr<Object> obj) {
+  void* key = obj.get();
+  std::unique_lock lock(mu_);
+  live_.emplace(key, std::move(obj));
+  return key;
+}
+
+std::shared_ptr<Object> Registry::remove(const void* p) {
+  std::unique_lock lock(mu_);
+  auto it = live_.find(p);
+  if (it == live_.end()) return nullptr;
+  auto obj = std::move(it->second);
+  live_.erase(it);
+  return obj;
+}
+
+bool PeerWatch::alive(int pid) {
+  auto now = std::chrono::steady_clock::now();
+  if (alive_ && now - last_ >= std::chrono::milliseconds(50)) {
+    last_ = now;
+    alive_ = process_alive(pid);
+  }
+  return alive_;
+}
+
+}  // namespace vgpu::nccl

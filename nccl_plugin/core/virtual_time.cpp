@@ -1,0 +1,197 @@
+#include "virtual_time.h"
+
+#include <dlfcn.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "common/log.h"
+#include "simcore/remote_engine.h"
+
+namespace vgpu::nccl {
+namespace {
+
+constexpr size_t kLogCapacity = 4096;
+
+std::atomic<vgpu_nccl_clock_fn> g_clock{nullptr};
+thread_local int t_gpu_override = -1;
+thread_local bool t_has_last = false;
+thread_local vgpu_nccl_completion t_last{};
+
+bool env_int(const char* name, long* out) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return false;
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  if (end == v || *end != '\0') return false;
+  *out = x;
+  return true;
+}
+
+}  // namespace
+
+std::unique_ptr<simcore::Engine> open_engine(const simcore::ClusterSpec& cluster, int rank,
+                                             std::string* error) {
+  const char* mode = std::getenv("VGPU_SIMCORE");
+  if (mode != nullptr && std::strcmp(mode, "daemon") == 0) {
+    simcore::RemoteOptions options;
+    options.rank = rank;
+    return simcore::connect_engine(options, error);
+  }
+  return simcore::make_engine(cluster);
+}
+
+int VirtualTime::rank_gpu(std::string* error) const {
+  int total = cluster_.total_gpus();
+  long gpu = -1;
+  std::string origin;
+  if (t_gpu_override >= 0) {
+    gpu = t_gpu_override;
+    origin = "vgpu_nccl_set_thread_gpu";
+  } else if (const char* v = std::getenv("VGPU_GLOBAL_RANK_GPU"); v != nullptr && *v != '\0') {
+    if (!env_int("VGPU_GLOBAL_RANK_GPU", &gpu)) {
+      *error = fmt::format("VGPU_GLOBAL_RANK_GPU='{}' is not a number", v);
+      return -1;
+    }
+    origin = "VGPU_GLOBAL_RANK_GPU";
+  } else {
+    long node = 0;
+    if (const char* v = std::getenv("VGPU_NODE_INDEX"); v != nullptr && *v != '\0' &&
+        !env_int("VGPU_NODE_INDEX", &node)) {
+      *error = fmt::format("VGPU_NODE_INDEX='{}' is not a number", v);
+      return -1;
+    }
+    if (node < 0 || node >= cluster_.nodes) {
+      *error = fmt::format("VGPU_NODE_INDEX={} but the cluster ({}) has {} node(s): set "
+                           "VGPU_NODES or fix VGPU_NODE_INDEX", node, cluster_.source,
+                           cluster_.nodes);
+      return -1;
+    }
+    int dev = 0;
+    // The rank's current CUDA device, if the driver is loaded (resolved now, not at load time).
+    using GetDevice = int (*)(int*);
+    auto fn = reinterpret_cast<GetDevice>(dlsym(RTLD_DEFAULT, "cuCtxGetDevice"));
+    if (fn == nullptr || fn(&dev) != 0) {
+      dev = 0;
+      vgpu::log::once(vgpu::log::Level::info, "nccl-no-ctx",
+                      "nccl plugin: no current CUDA device; the rank counts as local GPU 0");
+    }
+    if (dev < 0 || dev >= cluster_.gpus_per_node) {
+      *error = fmt::format("the rank's CUDA device {} is not in the cluster ({} GPUs per node): "
+                           "set VGPU_GPUS_PER_NODE / VGPU_DEVICE_COUNT", dev,
+                           cluster_.gpus_per_node);
+      return -1;
+    }
+    gpu = node * cluster_.gpus_per_node + dev;
+    origin = "VGPU_NODE_INDEX and the current device";
+  }
+  if (gpu < 0 || gpu >= total) {
+    *error = fmt::format("{} gives GPU {} but the cluster ({}) has {} GPUs: set VGPU_NODES / "
+                         "VGPU_DEVICE_COUNT or VGPU_CONFIG to a cluster that has it",
+                         origin, gpu, cluster_.source, total);
+    return -1;
+  }
+  return static_cast<int>(gpu);
+}
+
+double VirtualTime::now(int gpu) {
+  vgpu_nccl_clock_fn fn = g_clock.load(std::memory_order_acquire);
+  if (fn == nullptr) return 0;
+  double t = fn(gpu);
+  return std::isfinite(t) && t > 0 ? t : 0;
+}
+
+simcore::Engine* VirtualTime::engine() {
+  std::lock_guard lock(engine_mu_);
+  if (!engine_tried_) {
+    engine_tried_ = true;
+    std::string error;
+    std::string rank_error;
+    int rank = rank_gpu(&rank_error);
+    engine_ = open_engine(cluster_, rank, &error);
+    const char* mode = std::getenv("VGPU_SIMCORE");
+    daemon_ = engine_ != nullptr && mode != nullptr && std::strcmp(mode, "daemon") == 0;
+    if (engine_ == nullptr) {
+      vgpu::log::always(fmt::format("vgpu nccl plugin: no simulation engine ({}); transfers move "
+                                    "but carry no virtual time", error));
+    }
+  }
+  return engine_.get();
+}
+
+bool VirtualTime::shared_engine() const { return daemon_; }
+
+uint64_t VirtualTime::add_flow(int src_gpu, int dst_gpu, uint64_t bytes, double not_before) {
+  simcore::Engine* e = engine();
+  if (e == nullptr) return 0;
+  simcore::FlowSpec f;
+  f.src_gpu = src_gpu;
+  f.dst_gpu = dst_gpu;
+  f.bytes = bytes;
+  f.not_before = not_before;
+  f.label = fmt::format("nccl {}->{} {}B", src_gpu, dst_gpu, bytes);
+  simcore::EventId id = e->add_flow(f);
+  if (id == simcore::kNoEvent) {
+    vgpu::log::once(vgpu::log::Level::warn, "nccl-flow-rejected",
+                    "nccl plugin: simcore rejected a transfer; it carries no virtual time");
+  }
+  return id;
+}
+
+bool VirtualTime::query(uint64_t flow, double* start, double* finish) {
+  if (flow == 0) return false;
+  simcore::Engine* e = engine();
+  if (e == nullptr) return false;
+  auto iv = e->query(flow);
+  if (!iv) return false;
+  *start = iv->start;
+  *finish = iv->finish;
+  return true;
+}
+
+void VirtualTime::record(vgpu_nccl_completion c) {
+  {
+    std::lock_guard lock(log_mu_);
+    c.seq = next_seq_++;
+    log_.push_back(c);
+    if (log_.size() > kLogCapacity) log_.pop_front();
+    if (std::isfinite(c.finish)) {
+      auto [it, inserted] = latest_.emplace(c.gpu, c.finish);
+      if (!inserted && it->second < c.finish) it->second = c.finish;
+    }
+  }
+  t_last = c;
+  t_has_last = true;
+}
+
+bool VirtualTime::latest(int gpu, double* finish) {
+  std::lock_guard lock(log_mu_);
+  auto it = latest_.find(gpu);
+  if (it == latest_.end()) return false;
+  *finish = it->second;
+  return true;
+}
+
+int VirtualTime::completions(uint64_t after_seq, vgpu_nccl_completion* out, int max) {
+  std::lock_guard lock(log_mu_);
+  int n = 0;
+  for (const auto& c : log_) {
+    if (n >= max) break;
+    if (c.seq > after_seq) out[n++] = c;
+  }
+  return n;
+}
+
+bool VirtualTime::last_on_thread(vgpu_nccl_completion* out) {
+  if (!t_has_last) return false;
+  *out = t_last;
+  return true;
+}
+
+// Process-wide hooks, kept beside the state they feed.
+void set_clock_hook(vgpu_nccl_clock_fn fn) { g_clock.store(fn, std::memory_order_release); }
+void set_thread_gpu(int gpu) { t_gpu_override = gpu < 0 ? -1 : gpu; }
+
+}  // namespace vgpu::nccl

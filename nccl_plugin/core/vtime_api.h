@@ -1,0 +1,49 @@
+// The plugin's small C interface for the vgpu driver (resolved with dlsym on
+// libnccl-net-vgpu.so, which NCCL loaded): how the plugin learns each rank's virtual clock and
+// GPU, and how the driver reads back the virtual completion of the transfers NCCL waited for,
+// so that each NCCL kernel can be given the virtual duration of its transfers.
+// Every function is thread-safe and never fails hard: a missing answer is a -1 return.
+#pragma once
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+#define VGPU_NCCL_API extern "C" __attribute__((visibility("default")))
+#else
+#define VGPU_NCCL_API __attribute__((visibility("default")))
+#endif
+
+typedef struct {
+  uint64_t seq;        // 1, 2, ... in the order requests completed in this process
+  uint64_t flow_id;    // simcore event of the (first) transfer; 0 when virtual time is off
+  int gpu;             // global GPU of the rank that completed the request
+  int peer_gpu;
+  int is_send;
+  int pad;
+  uint64_t bytes;
+  double start;        // virtual seconds (NaN when unknown)
+  double finish;
+} vgpu_nccl_completion;
+
+// The virtual "now" of a global GPU, used as the earliest start of every transfer it issues or
+// accepts (the later of sender's and receiver's). Unset: 0. nullptr resets.
+typedef double (*vgpu_nccl_clock_fn)(int global_gpu);
+VGPU_NCCL_API void vgpu_nccl_set_clock(vgpu_nccl_clock_fn fn);
+
+// The global GPU of the calling thread's rank, for comms it creates from now on (tests running
+// ranks as threads; -1 clears). Precedence: this, VGPU_GLOBAL_RANK_GPU, then
+// VGPU_NODE_INDEX * gpus_per_node + cuCtxGetDevice().
+VGPU_NCCL_API void vgpu_nccl_set_thread_gpu(int global_gpu);
+
+// Latest virtual finish of any completed request of `global_gpu`. 0 on success, -1 when none.
+VGPU_NCCL_API int vgpu_nccl_latest_completion(int global_gpu, double* finish);
+
+// The request whose test() most recently reported done on the calling thread. 0 / -1.
+VGPU_NCCL_API int vgpu_nccl_last_completion(vgpu_nccl_completion* out);
+
+// Up to `max` completions with seq > after_seq (oldest first; the log keeps the last 4096).
+// Returns how many were written, -1 on bad arguments.
+VGPU_NCCL_API int vgpu_nccl_completions(uint64_t after_seq, vgpu_nccl_completion* out, int max);
+
+// Where simcore now places a transfer (it may still move until final). 0 / -1.
+VGPU_NCCL_API int vgpu_nccl_flow_interval(uint64_t flow_id, double* start, double* finish);

@@ -1,0 +1,140 @@
+// Test helpers: load the built libnccl-net-vgpu.so the way NCCL does (dlopen + dlsym of the
+// versioned structs) and drive it through the ABI: connect pairs, post, poll with a deadline so
+// that a bug fails a test instead of hanging it.
+#pragma once
+
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <thread>
+#include <vector>
+
+#include "abi/net_v10.h"
+#include "abi/net_v11.h"
+#include "abi/net_v12.h"
+#include "abi/net_v8.h"
+#include "abi/net_v9.h"
+#include "core/vtime_api.h"
+
+namespace vtest {
+
+struct Plugin {
+  void* dl = nullptr;
+  ncclNet_v8_t* v8 = nullptr;
+  ncclNet_v9_t* v9 = nullptr;
+  ncclNet_v10_t* v10 = nullptr;
+  ncclNet_v11_t* v11 = nullptr;
+  ncclNet_v12_t* v12 = nullptr;
+  void (*set_thread_gpu)(int) = nullptr;
+  int (*last_completion)(vgpu_nccl_completion*) = nullptr;
+  int (*flow_interval)(uint64_t, double*, double*) = nullptr;
+  int (*latest_completion)(int, double*) = nullptr;
+  void* ctx = nullptr;  // from v12 init
+};
+
+inline Plugin& plugin() {
+  static Plugin p = [] {
+    Plugin q;
+    q.dl = dlopen(VGPU_NCCL_PLUGIN_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (q.dl == nullptr) return q;
+    q.v8 = static_cast<ncclNet_v8_t*>(dlsym(q.dl, "ncclNetPlugin_v8"));
+    q.v9 = static_cast<ncclNet_v9_t*>(dlsym(q.dl, "ncclNetPlugin_v9"));
+    q.v10 = static_cast<ncclNet_v10_t*>(dlsym(q.dl, "ncclNetPlugin_v10"));
+    q.v11 = static_cast<ncclNet_v11_t*>(dlsym(q.dl, "ncclNetPlugin_v11"));
+    q.v12 = static_cast<ncclNet_v12_t*>(dlsym(q.dl, "ncclNetPlugin_v12"));
+    q.set_thread_gpu = reinterpret_cast<void (*)(int)>(dlsym(q.dl, "vgpu_nccl_set_thread_gpu"));
+    q.last_completion = reinterpret_cast<int (*)(vgpu_nccl_completion*)>(
+        dlsym(q.dl, "vgpu_nccl_last_completion"));
+    q.flow_interval = reinterpret_cast<int (*)(uint64_t, double*, double*)>(
+        dlsym(q.dl, "vgpu_nccl_flow_interval"));
+    q.latest_completion = reinterpret_cast<int (*)(int, double*)>(
+        dlsym(q.dl, "vgpu_nccl_latest_completion"));
+    if (q.v12 != nullptr) {
+      ncclNetCommConfig_v12_t cfg{NCCL_NET_TRAFFIC_CLASS_UNDEF};
+      if (q.v12->init(&q.ctx, 1, &cfg, nullptr, nullptr) != ncclSuccess) q.ctx = nullptr;
+    }
+    return q;
+  }();
+  return p;
+}
+
+inline const ncclNet_v12_t& net() { return *plugin().v12; }
+
+constexpr auto kDeadline = std::chrono::seconds(20);
+
+// Listen / connect / accept in one thread (both calls may return null comms for a while).
+struct Pair {
+  void* listen = nullptr;
+  void* send = nullptr;
+  void* recv = nullptr;
+};
+
+inline bool connect_pair(Pair* p, int dev = 0) {
+  const auto& n = net();
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  if (n.listen(plugin().ctx, dev, handle, &p->listen) != ncclSuccess) return false;
+  auto end = std::chrono::steady_clock::now() + kDeadline;
+  while (p->send == nullptr || p->recv == nullptr) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    if (p->send == nullptr &&
+        n.connect(plugin().ctx, dev, handle, &p->send, nullptr) != ncclSuccess) return false;
+    if (p->recv == nullptr && n.accept(p->listen, &p->recv, nullptr) != ncclSuccess) return false;
+  }
+  return true;
+}
+
+inline void close_pair(Pair& p) {
+  const auto& n = net();
+  if (p.send) {
+    EXPECT_EQ(n.closeSend(p.send), ncclSuccess);
+  }
+  if (p.recv) {
+    EXPECT_EQ(n.closeRecv(p.recv), ncclSuccess);
+  }
+  if (p.listen) {
+    EXPECT_EQ(n.closeListen(p.listen), ncclSuccess);
+  }
+  p = Pair{};
+}
+
+// Polls every request until all are done; returns the first error, or ncclInternalError after
+// the deadline. `sizes[i]` receives request i's sizes (up to 8 each).
+inline ncclResult_t wait_all(std::vector<void*> reqs, std::vector<std::vector<int>>* sizes = nullptr,
+                             std::function<ncclResult_t(void*, int*, int*)> test = nullptr) {
+  if (!test) test = net().test;
+  if (sizes) sizes->assign(reqs.size(), std::vector<int>(8, -1));
+  std::vector<bool> done(reqs.size(), false);
+  auto end = std::chrono::steady_clock::now() + kDeadline;
+  size_t left = reqs.size();
+  while (left > 0) {
+    if (std::chrono::steady_clock::now() > end) return ncclInternalError;
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      if (done[i]) continue;
+      int d = 0;
+      int tmp[8] = {-1, -1, -1, -1, -1, -1, -1, -1};
+      ncclResult_t rc = test(reqs[i], &d, tmp);
+      if (rc != ncclSuccess) return rc;
+      if (d) {
+        done[i] = true;
+        --left;
+        if (sizes) (*sizes)[i].assign(tmp, tmp + 8);
+      }
+    }
+  }
+  return ncclSuccess;
+}
+
+inline void fill_pattern(std::vector<unsigned char>& v, unsigned seed) {
+  uint32_t x = seed * 2654435761u + 1;
+  for (auto& b : v) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    b = static_cast<unsigned char>(x);
+  }
+}
+
+}  // namespace vtest

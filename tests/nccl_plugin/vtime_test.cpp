@@ -1,0 +1,187 @@
+// Virtual time: every transfer becomes a simcore flow from the sender's GPU to the receiver's,
+// and the completion the plugin reports is what simcore gives for the same flows. Cluster (meson
+// test env): 2 nodes x 4 GPUs, one 400 Gb/s (50e9 B/s) NIC per GPU.
+#include "plugin_fixture.h"
+#include "simcore/cluster_config.h"
+#include "simcore/engine.h"
+
+using namespace vtest;
+
+namespace {
+
+// Each test works in its own virtual-time window so their flows never share a link.
+std::atomic<double> g_base{0};
+std::atomic<double> g_gpu4_extra{0};
+double test_clock(int gpu) { return g_base.load() + (gpu == 4 ? g_gpu4_extra.load() : 0.0); }
+
+struct Flow {
+  int src, dst;
+  uint64_t bytes;
+  double not_before;
+};
+
+// What an engine of our own says for the same flows.
+std::vector<simcore::Interval> reference(const std::vector<Flow>& flows) {
+  auto cfg = simcore::load_cluster_config();
+  EXPECT_TRUE(cfg.ok()) << cfg.error.to_string();
+  auto engine = simcore::make_engine(*cfg.cluster);
+  std::vector<simcore::EventId> ids;
+  for (const auto& f : flows) {
+    simcore::FlowSpec s;
+    s.src_gpu = f.src;
+    s.dst_gpu = f.dst;
+    s.bytes = f.bytes;
+    s.not_before = f.not_before;
+    ids.push_back(engine->add_flow(s));
+  }
+  std::vector<simcore::Interval> out;
+  for (auto id : ids) out.push_back(engine->query(id).value_or(simcore::Interval{-1, -1}));
+  return out;
+}
+
+// A pair whose receiver is `dst_gpu` and sender `src_gpu` (ranks as threads: per-thread GPU).
+Pair gpu_pair(int src_gpu, int dst_gpu) {
+  const auto& n = net();
+  Pair p;
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  plugin().set_thread_gpu(dst_gpu);
+  EXPECT_EQ(n.listen(plugin().ctx, 0, handle, &p.listen), ncclSuccess);
+  plugin().set_thread_gpu(src_gpu);
+  auto end = std::chrono::steady_clock::now() + kDeadline;
+  while ((p.send == nullptr || p.recv == nullptr) && std::chrono::steady_clock::now() < end) {
+    if (p.send == nullptr) {
+      EXPECT_EQ(n.connect(plugin().ctx, 0, handle, &p.send, nullptr), ncclSuccess);
+    }
+    if (p.recv == nullptr) {
+      EXPECT_EQ(n.accept(p.listen, &p.recv, nullptr), ncclSuccess);
+    }
+  }
+  plugin().set_thread_gpu(-1);
+  return p;
+}
+
+struct Posted {
+  std::vector<unsigned char> src, dst;
+  void *smr = nullptr, *rmr = nullptr, *sreq = nullptr, *rreq = nullptr;
+};
+
+void post(Pair& p, Posted& x, size_t bytes) {
+  const auto& n = net();
+  x.src.assign(bytes, 0x3c);
+  x.dst.assign(bytes, 0);
+  ASSERT_EQ(n.regMr(p.send, x.src.data(), bytes, NCCL_PTR_HOST, &x.smr), ncclSuccess);
+  ASSERT_EQ(n.regMr(p.recv, x.dst.data(), bytes, NCCL_PTR_HOST, &x.rmr), ncclSuccess);
+  ASSERT_EQ(n.isend(p.send, x.src.data(), bytes, 0, x.smr, nullptr, &x.sreq), ncclSuccess);
+  void* d[1] = {x.dst.data()};
+  size_t s[1] = {bytes};
+  int t[1] = {0};
+  void* m[1] = {x.rmr};
+  ASSERT_EQ(n.irecv(p.recv, 1, d, s, t, m, nullptr, &x.rreq), ncclSuccess);
+}
+
+// Waits for the send, then returns the completion the plugin recorded for it.
+vgpu_nccl_completion finish_send(Posted& x) {
+  vgpu_nccl_completion c{};
+  EXPECT_EQ(wait_all({x.rreq}, nullptr, [&](void* r, int* d, int* s) {
+              // Keep the sender moving while the receive is polled (one thread for both).
+              int sd = 0;
+              if (x.sreq != nullptr && net().test(x.sreq, &sd, nullptr) == ncclSuccess && sd) {
+                EXPECT_EQ(plugin().last_completion(&c), 0);
+                x.sreq = nullptr;
+              }
+              return net().test(r, d, s);
+            }),
+            ncclSuccess);
+  if (x.sreq != nullptr) {
+    EXPECT_EQ(wait_all({x.sreq}), ncclSuccess);
+    EXPECT_EQ(plugin().last_completion(&c), 0);
+  }
+  EXPECT_TRUE(x.src == x.dst);
+  return c;
+}
+
+class NcclVirtualTime : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(plugin().ctx, nullptr);
+    auto set_clock = reinterpret_cast<void (*)(vgpu_nccl_clock_fn)>(
+        dlsym(plugin().dl, "vgpu_nccl_set_clock"));
+    ASSERT_NE(set_clock, nullptr);
+    set_clock(&test_clock);
+    g_gpu4_extra = 0;
+  }
+};
+
+}  // namespace
+
+TEST_F(NcclVirtualTime, OneFlowOverOneNicPath) {
+  g_base = 10.0;
+  Pair p = gpu_pair(4, 0);  // node 1 -> node 0
+  Posted x;
+  post(p, x, 50'000'000);
+  vgpu_nccl_completion c = finish_send(x);
+  EXPECT_EQ(c.is_send, 1);
+  EXPECT_EQ(c.gpu, 4);
+  EXPECT_EQ(c.peer_gpu, 0);
+  EXPECT_EQ(c.bytes, 50'000'000u);
+  ASSERT_NE(c.flow_id, 0u);
+  auto ref = reference({{4, 0, 50'000'000, 10.0}});
+  EXPECT_DOUBLE_EQ(c.start, ref[0].start);
+  EXPECT_DOUBLE_EQ(c.finish, ref[0].finish);
+  // 50e6 B at 50e9 B/s is 1 ms, plus a few microseconds of latency.
+  EXPECT_NEAR(c.finish - c.start, 1e-3, 20e-6);
+  EXPECT_GT(c.finish - c.start, 1e-3);
+  double latest = 0;
+  EXPECT_EQ(plugin().latest_completion(4, &latest), 0);
+  EXPECT_GE(latest, c.finish);
+  close_pair(p);
+}
+
+TEST_F(NcclVirtualTime, TwoFlowsIntoOneReceiverShareIt) {
+  g_base = 20.0;
+  Pair a = gpu_pair(4, 0), b = gpu_pair(5, 0);
+  Posted xa, xb;
+  post(a, xa, 50'000'000);
+  post(b, xb, 50'000'000);
+  ASSERT_EQ(wait_all({xa.rreq, xb.rreq, xa.sreq, xb.sreq}), ncclSuccess);
+  EXPECT_TRUE(xa.src == xa.dst);
+  EXPECT_TRUE(xb.src == xb.dst);
+  // Flow ids from the completion log (the last four: two receives, two sends).
+  auto completions = reinterpret_cast<int (*)(uint64_t, vgpu_nccl_completion*, int)>(
+      dlsym(plugin().dl, "vgpu_nccl_completions"));
+  ASSERT_NE(completions, nullptr);
+  std::vector<vgpu_nccl_completion> all(4096);
+  int n = completions(0, all.data(), static_cast<int>(all.size()));
+  ASSERT_GE(n, 4);
+  std::map<int, uint64_t> flow_of_sender;  // receive completions name their peer
+  for (int i = n - 4; i < n; ++i) {
+    if (!all[i].is_send) flow_of_sender[all[i].peer_gpu] = all[i].flow_id;
+  }
+  ASSERT_EQ(flow_of_sender.size(), 2u);
+  auto ref = reference({{4, 0, 50'000'000, 20.0}, {5, 0, 50'000'000, 20.0}});
+  int k = 0;
+  for (int src : {4, 5}) {
+    double s = 0, f = 0;
+    ASSERT_EQ(plugin().flow_interval(flow_of_sender[src], &s, &f), 0);
+    EXPECT_DOUBLE_EQ(s, ref[k].start) << src;
+    EXPECT_DOUBLE_EQ(f, ref[k].finish) << src;
+    // The receiver's NIC is shared: each takes about twice as long as alone.
+    EXPECT_GT(f - s, 1.9e-3) << src;
+    ++k;
+  }
+  close_pair(a);
+  close_pair(b);
+}
+
+TEST_F(NcclVirtualTime, TransfersStartAtTheLaterRanksClock) {
+  g_base = 30.0;
+  g_gpu4_extra = 0.25e-3;  // the sender is 0.25 ms ahead of the receiver
+  Pair p = gpu_pair(4, 0);
+  Posted x;
+  post(p, x, 1'000'000);
+  vgpu_nccl_completion c = finish_send(x);
+  EXPECT_DOUBLE_EQ(c.start, 30.0 + 0.25e-3);
+  auto ref = reference({{4, 0, 1'000'000, 30.0 + 0.25e-3}});
+  EXPECT_DOUBLE_EQ(c.finish, ref[0].finish);
+  close_pair(p);
+}
