@@ -4,9 +4,11 @@
 // cuEventElapsedTime), pointers are left out of the signature, other parameters are not.
 #include <cuda.h>
 #include <gtest/gtest.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -91,18 +93,19 @@ class Launch : public ::testing::Test {
     return cuLaunchKernel(axpy_, grid, 1, 1, block, 1, 1, 0, s, a.params, nullptr);
   }
 
-  // The virtual duration of launching `axpy` with `a` on `stream`: the stream is first made busy
-  // for seconds (a huge launch), so the launch starts exactly when the event before it completes
-  // and the events measure nothing but the launch.
-  float measure_ms(AxpyArgs& a, CUstream stream) {
-    AxpyArgs busy = a;
+  // The virtual duration of `op` on `stream` (one or more launches on it): the stream is first
+  // made busy for seconds (a huge launch), so the op starts exactly when the event before it
+  // completes and the events measure nothing but the op.
+  template <class Op>
+  float measure_op_ms(CUstream stream, Op op) {
+    AxpyArgs busy = args_;
     busy.n = 7;
     EXPECT_EQ(launch_axpy(busy, 1u << 30, 1024, stream), CUDA_SUCCESS);
     CUevent e0 = nullptr, e1 = nullptr;
     EXPECT_EQ(cuEventCreate(&e0, CU_EVENT_DEFAULT), CUDA_SUCCESS);
     EXPECT_EQ(cuEventCreate(&e1, CU_EVENT_DEFAULT), CUDA_SUCCESS);
     EXPECT_EQ(cuEventRecord(e0, stream), CUDA_SUCCESS);
-    EXPECT_EQ(launch_axpy(a, 64, 256, stream), CUDA_SUCCESS);
+    EXPECT_EQ(op(), CUDA_SUCCESS);
     EXPECT_EQ(cuEventRecord(e1, stream), CUDA_SUCCESS);
     EXPECT_EQ(cuEventSynchronize(e1), CUDA_SUCCESS);
     float ms = -1;
@@ -110,6 +113,34 @@ class Launch : public ::testing::Test {
     cuEventDestroy_v2(e0);
     cuEventDestroy_v2(e1);
     return ms;
+  }
+  // The virtual duration of launching `axpy` with `a` (grid 64, block 256) on `stream`.
+  float measure_ms(AxpyArgs& a, CUstream stream) {
+    return measure_op_ms(stream, [&] { return launch_axpy(a, 64, 256, stream); });
+  }
+
+  // Records `ns` in the kernel-time database for axpy(grid 64, block 256, a.a, a.n), any
+  // pointers: what the passthrough backend does on a GPU. Must come before the driver first
+  // looks that signature up (it caches misses too).
+  void record_axpy(const AxpyArgs& a, uint64_t ns) {
+    vgpu::LaunchShape shape;
+    shape.grid = {64, 1, 1};
+    shape.block = {256, 1, 1};
+    size_t off[4], size[4];
+    std::vector<vgpu::ParamSlot> slots;
+    for (size_t i = 0; i < 4; ++i) {
+      ASSERT_EQ(cuFuncGetParamInfo(axpy_, i, &off[i], &size[i]), CUDA_SUCCESS);
+      slots.push_back({static_cast<uint32_t>(off[i]), static_cast<uint32_t>(size[i])});
+    }
+    std::vector<uint8_t> packed(28);
+    for (size_t i = 0; i < 4; ++i) std::memcpy(packed.data() + off[i], a.params[i], size[i]);
+    const CUdeviceptr x = a.x, y = a.y;
+    const auto sig = vgpu::build_launch_signature("axpy", shape, slots, packed,
+                                                  [&](uint64_t v) { return v == x || v == y; });
+    char name[256] = {};
+    ASSERT_EQ(cuDeviceGetName(name, sizeof name, 0), CUDA_SUCCESS);
+    vgpu::KernelTimeDb recorder(db_path(), name);
+    ASSERT_TRUE(recorder.record(sig, ns));
   }
 
   CUcontext ctx_ = nullptr;
@@ -253,26 +284,7 @@ TEST_F(Launch, KernelHandlesLaunchDirectly) {
 // in their pointers take exactly that; one with another n takes the fallback model's 2.5 us.
 TEST_F(Launch, DurationsComeFromTheDatabaseBySignature) {
   args_.n = 31337;
-  vgpu::LaunchShape shape;
-  shape.grid = {64, 1, 1};
-  shape.block = {256, 1, 1};
-  size_t off[4], size[4];
-  std::vector<vgpu::ParamSlot> slots;
-  for (size_t i = 0; i < 4; ++i) {
-    ASSERT_EQ(cuFuncGetParamInfo(axpy_, i, &off[i], &size[i]), CUDA_SUCCESS);
-    slots.push_back({static_cast<uint32_t>(off[i]), static_cast<uint32_t>(size[i])});
-  }
-  std::vector<uint8_t> packed(28);
-  for (size_t i = 0; i < 4; ++i) std::memcpy(packed.data() + off[i], args_.params[i], size[i]);
-  const CUdeviceptr x = args_.x, y = args_.y;
-  const auto sig = vgpu::build_launch_signature("axpy", shape, slots, packed,
-                                                [&](uint64_t v) { return v == x || v == y; });
-  char name[256] = {};
-  ASSERT_EQ(cuDeviceGetName(name, sizeof name, 0), CUDA_SUCCESS);
-  {
-    vgpu::KernelTimeDb recorder(db_path(), name);  // what the passthrough backend does on a GPU
-    ASSERT_TRUE(recorder.record(sig, 123456));
-  }
+  record_axpy(args_, 123456);
   CUstream s = nullptr;
   ASSERT_EQ(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
   EXPECT_NEAR(measure_ms(args_, s), 0.123456, 1e-5);
@@ -315,6 +327,126 @@ TEST_F(Launch, ManyThreadsLaunchAtOnce) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+}
+
+// A kernel in a graph takes the same virtual time as launched directly: captured from
+// cuLaunchKernel and launched twice, and built by hand with cuGraphAddKernelNode. The database
+// holds the signature, so every duration is exact.
+TEST_F(Launch, GraphKernelNodesTakeTheKernelsDuration) {
+  args_.n = 4242;
+  record_axpy(args_, 77777);
+  const double want_ms = 0.077777;
+  CUstream s = nullptr;
+  ASSERT_EQ(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  EXPECT_NEAR(measure_ms(args_, s), want_ms, 1e-5);
+
+  // Stream capture of cuLaunchKernel: nothing runs while capturing, one kernel node results.
+  CUgraph captured = nullptr;
+  ASSERT_EQ(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(launch_axpy(args_, 64, 256, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuStreamEndCapture(s, &captured), CUDA_SUCCESS);
+  size_t count = 0;
+  ASSERT_EQ(cuGraphGetNodes(captured, nullptr, &count), CUDA_SUCCESS);
+  ASSERT_EQ(count, 1u);
+  CUgraphNode node = nullptr;
+  ASSERT_EQ(cuGraphGetNodes(captured, &node, &count), CUDA_SUCCESS);
+  CUgraphNodeType type = CU_GRAPH_NODE_TYPE_EMPTY;
+  ASSERT_EQ(cuGraphNodeGetType(node, &type), CUDA_SUCCESS);
+  EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_KERNEL);
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(cuGraphInstantiateWithFlags(&exec, captured, 0), CUDA_SUCCESS);
+  EXPECT_NEAR(measure_op_ms(s, [&] { return cuGraphLaunch(exec, s); }), want_ms, 1e-5);
+  // Launched twice in a row: twice the kernel, back to back.
+  EXPECT_NEAR(measure_op_ms(s, [&] {
+                CUresult r = cuGraphLaunch(exec, s);
+                return r == CUDA_SUCCESS ? cuGraphLaunch(exec, s) : r;
+              }),
+              2 * want_ms, 1e-5);
+
+  // Built by hand: a chain of two kernel nodes takes twice the kernel.
+  CUgraph built = nullptr;
+  ASSERT_EQ(cuGraphCreate(&built, 0), CUDA_SUCCESS);
+  CUDA_KERNEL_NODE_PARAMS p = {};
+  p.func = axpy_;
+  p.gridDimX = 64, p.gridDimY = 1, p.gridDimZ = 1;
+  p.blockDimX = 256, p.blockDimY = 1, p.blockDimZ = 1;
+  p.kernelParams = args_.params;
+  CUgraphNode first = nullptr, second = nullptr;
+  ASSERT_EQ(cuGraphAddKernelNode(&first, built, nullptr, 0, &p), CUDA_SUCCESS);
+  ASSERT_EQ(cuGraphNodeGetType(first, &type), CUDA_SUCCESS);
+  EXPECT_EQ(type, CU_GRAPH_NODE_TYPE_KERNEL);
+  CUgraphExec one = nullptr;
+  ASSERT_EQ(cuGraphInstantiateWithFlags(&one, built, 0), CUDA_SUCCESS);
+  EXPECT_NEAR(measure_op_ms(s, [&] { return cuGraphLaunch(one, s); }), want_ms, 1e-5);
+  ASSERT_EQ(cuGraphAddKernelNode(&second, built, &first, 1, &p), CUDA_SUCCESS);
+  CUgraphExec two = nullptr;
+  ASSERT_EQ(cuGraphInstantiateWithFlags(&two, built, 0), CUDA_SUCCESS);
+  EXPECT_NEAR(measure_op_ms(s, [&] { return cuGraphLaunch(two, s); }), 2 * want_ms, 1e-5);
+  // The same two launches directly.
+  EXPECT_NEAR(measure_op_ms(s, [&] {
+                CUresult r = launch_axpy(args_, 64, 256, s);
+                return r == CUDA_SUCCESS ? launch_axpy(args_, 64, 256, s) : r;
+              }),
+              2 * want_ms, 1e-5);
+
+  // Bad kernel node parameters are refused and add nothing.
+  CUgraphNode bad = nullptr;
+  CUDA_KERNEL_NODE_PARAMS wrong = p;
+  wrong.blockDimX = 4096;
+  EXPECT_EQ(cuGraphAddKernelNode(&bad, built, nullptr, 0, &wrong), CUDA_ERROR_INVALID_VALUE);
+  wrong = p;
+  wrong.func = reinterpret_cast<CUfunction>(0x1234);
+  EXPECT_EQ(cuGraphAddKernelNode(&bad, built, nullptr, 0, &wrong), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuGraphAddKernelNode(&bad, built, nullptr, 0, nullptr), CUDA_ERROR_INVALID_VALUE);
+  ASSERT_EQ(cuGraphGetNodes(built, nullptr, &count), CUDA_SUCCESS);
+  EXPECT_EQ(count, 2u);
+
+  EXPECT_EQ(cuStreamSynchronize(s), CUDA_SUCCESS);
+  for (CUgraphExec e : {exec, one, two}) EXPECT_EQ(cuGraphExecDestroy(e), CUDA_SUCCESS);
+  EXPECT_EQ(cuGraphDestroy(captured), CUDA_SUCCESS);
+  EXPECT_EQ(cuGraphDestroy(built), CUDA_SUCCESS);
+  cuStreamDestroy_v2(s);
+}
+
+double thread_cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// The time vgpu spends inside a call is not charged to the calling thread's virtual clock:
+// loading and unloading modules in a loop (CPU work inside the driver, next to nothing outside
+// it) moves the clock by far less than the CPU time the loop took.
+TEST_F(Launch, TimeInsideTheDriverIsNotCharged) {
+  CUstream s = nullptr;
+  ASSERT_EQ(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  CUevent e0 = nullptr, e1 = nullptr;
+  ASSERT_EQ(cuEventCreate(&e0, CU_EVENT_DEFAULT), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventCreate(&e1, CU_EVENT_DEFAULT), CUDA_SUCCESS);
+  const auto image = read_file(KERNELS_FATBIN);
+  ASSERT_EQ(cuEventRecord(e0, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventSynchronize(e0), CUDA_SUCCESS);
+  const double cpu0 = thread_cpu_s();
+  int loads = 0;
+  while (thread_cpu_s() - cpu0 < 0.05) {
+    CUmodule m = nullptr;
+    CUfunction f = nullptr;
+    ASSERT_EQ(cuModuleLoadData(&m, image.data()), CUDA_SUCCESS);
+    ASSERT_EQ(cuModuleGetFunction(&f, m, "axpy"), CUDA_SUCCESS);
+    ASSERT_EQ(cuModuleUnload(m), CUDA_SUCCESS);
+    ++loads;
+  }
+  const double cpu_ms = (thread_cpu_s() - cpu0) * 1e3;
+  ASSERT_EQ(cuEventRecord(e1, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventSynchronize(e1), CUDA_SUCCESS);
+  float virtual_ms = -1;
+  ASSERT_EQ(cuEventElapsedTime(&virtual_ms, e0, e1), CUDA_SUCCESS);
+  std::printf("%d module loads: %.2f ms of CPU, %.3f ms of virtual time\n", loads, cpu_ms, virtual_ms);
+  EXPECT_GE(virtual_ms, 0.0f);
+  EXPECT_LT(virtual_ms, cpu_ms / 4);
+  cuEventDestroy_v2(e0);
+  cuEventDestroy_v2(e1);
+  cuStreamDestroy_v2(s);
 }
 
 }  // namespace

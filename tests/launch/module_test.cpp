@@ -450,4 +450,77 @@ TEST_F(Module, ManyThreadsLoadResolveAndUnload) {
   EXPECT_EQ(failures.load(), 0);
 }
 
+// Modules go with their context: a destroyed created context or a reset primary context unloads
+// its modules (their handles and functions become invalid) and gives their globals' memory back;
+// a library stays loaded and materialises afresh in the next context.
+TEST_F(Module, ModulesGoWithTheirContext) {
+  const int dev = 3;  // a device no other test here uses
+  size_t before = 0, total = 0, loaded = 0, after = 0;
+  CUcontext c = nullptr;
+  ASSERT_EQ(cuCtxCreate(&c, nullptr, 0, dev), CUDA_SUCCESS);  // pushed: current on this thread
+  ASSERT_EQ(cuMemGetInfo_v2(&before, &total), CUDA_SUCCESS);
+  CUmodule m = nullptr;
+  CUfunction f = nullptr;
+  ASSERT_EQ(cuModuleLoadData(&m, fatbin_->data()), CUDA_SUCCESS);
+  ASSERT_EQ(cuModuleGetFunction(&f, m, "axpy"), CUDA_SUCCESS);
+  CUlibrary lib = nullptr;
+  ASSERT_EQ(cuLibraryLoadData(&lib, fatbin_->data(), nullptr, nullptr, 0, nullptr, nullptr, 0), CUDA_SUCCESS);
+  CUkernel k = nullptr;
+  ASSERT_EQ(cuLibraryGetKernel(&k, lib, "axpy"), CUDA_SUCCESS);
+  CUfunction kf = nullptr;
+  ASSERT_EQ(cuKernelGetFunction(&kf, k), CUDA_SUCCESS);  // materialised in `c`
+  CUdeviceptr g = 0;
+  ASSERT_EQ(cuLibraryGetGlobal(&g, nullptr, lib, "g_counter"), CUDA_SUCCESS);
+  const int seven = 7;
+  ASSERT_EQ(cuMemcpyHtoD_v2(g, &seven, 4), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemGetInfo_v2(&loaded, &total), CUDA_SUCCESS);
+  EXPECT_LT(loaded, before);  // two modules' globals
+  ASSERT_EQ(cuCtxDestroy(c), CUDA_SUCCESS);
+
+  ASSERT_EQ(cuCtxSetCurrent(ctx_), CUDA_SUCCESS);
+  const char* name = nullptr;
+  EXPECT_EQ(cuFuncGetName(&name, f), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuFuncGetName(&name, kf), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuModuleGetFunction(&f, m, "axpy"), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuModuleUnload(m), CUDA_ERROR_INVALID_HANDLE);  // already gone, frees nothing twice
+  EXPECT_EQ(cuKernelGetName(&name, k), CUDA_SUCCESS);      // the library itself stays
+
+  // A new context on the device: everything was given back; the library's global is fresh.
+  ASSERT_EQ(cuCtxCreate(&c, nullptr, 0, dev), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemGetInfo_v2(&after, &total), CUDA_SUCCESS);
+  EXPECT_EQ(after, before);
+  CUfunction kf2 = nullptr;
+  ASSERT_EQ(cuKernelGetFunction(&kf2, k), CUDA_SUCCESS);
+  EXPECT_NE(kf2, kf);
+  ASSERT_EQ(cuLibraryGetGlobal(&g, nullptr, lib, "g_counter"), CUDA_SUCCESS);
+  int counter = 0;
+  ASSERT_EQ(cuMemcpyDtoH_v2(&counter, g, 4), CUDA_SUCCESS);
+  EXPECT_EQ(counter, 42);
+  ASSERT_EQ(cuCtxDestroy(c), CUDA_SUCCESS);
+
+  // A primary context reset does the same.
+  CUcontext primary = nullptr;
+  ASSERT_EQ(cuDevicePrimaryCtxRetain(&primary, dev), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetCurrent(primary), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemGetInfo_v2(&before, &total), CUDA_SUCCESS);
+  ASSERT_EQ(cuModuleLoadData(&m, cubin_->data()), CUDA_SUCCESS);
+  ASSERT_EQ(cuModuleGetFunction(&f, m, "axpy"), CUDA_SUCCESS);
+  ASSERT_EQ(cuKernelGetFunction(&kf, k), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemGetInfo_v2(&loaded, &total), CUDA_SUCCESS);
+  EXPECT_LT(loaded, before);
+  ASSERT_EQ(cuDevicePrimaryCtxReset(dev), CUDA_SUCCESS);
+  EXPECT_EQ(cuFuncGetName(&name, f), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuFuncGetName(&name, kf), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuModuleUnload(m), CUDA_ERROR_INVALID_HANDLE);
+  ASSERT_EQ(cuDevicePrimaryCtxRetain(&primary, dev), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetCurrent(primary), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemGetInfo_v2(&after, &total), CUDA_SUCCESS);
+  EXPECT_EQ(after, before);
+  ASSERT_EQ(cuKernelGetFunction(&kf2, k), CUDA_SUCCESS);
+  EXPECT_EQ(cuFuncGetName(&name, kf2), CUDA_SUCCESS);
+  ASSERT_EQ(cuDevicePrimaryCtxRelease(dev), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetCurrent(ctx_), CUDA_SUCCESS);
+  EXPECT_EQ(cuLibraryUnload(lib), CUDA_SUCCESS);
+}
+
 }  // namespace

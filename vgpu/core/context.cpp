@@ -4,6 +4,7 @@
 // and frees the memory it allocated, as the real driver does, and gives the device back the
 // context's own overhead when it was the device's last context.
 #include "core/context.h"
+#include "darkapi/context_local_storage.h"
 
 #include <algorithm>
 #include <atomic>
@@ -15,6 +16,7 @@
 #include "core/driver_state.h"
 #include "core/handle_table.h"
 #include "core/thread_state.h"
+#include "exec/module_registry.h"  // modules go with their context
 #include "exec/stream.h"
 #include "sim/memory.h"
 
@@ -177,7 +179,10 @@ struct ContextManager::Impl {
   }
   // What every context's end does: its streams and its memory go.
   void teardown(const ContextState& ctx) {
+    // The runtime's context-local storage first: its destructors may still use the streams.
+    darkapi::context_local_storage_context_destroyed(ctx.handle());
     driver.streams().context_destroyed(ctx.handle());
+    driver.modules().context_destroyed(ctx.handle());
     driver.memory().context_destroyed(ctx.handle());
   }
 };

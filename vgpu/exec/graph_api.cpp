@@ -3,6 +3,7 @@
 #include "core/driver_state.h"
 #include "exec/graph.h"
 #include "exec/stream.h"
+#include "exec/virtual_clock.h"
 #include "sim/copy.h"
 
 using vgpu::DriverState;
@@ -64,51 +65,64 @@ CUresult upload(CUgraphExec e, CUstream s, bool pt) {
 }  // namespace
 
 // ---- capture ----
-VGPU_EXPORT CUresult CUDAAPI cuStreamBeginCapture(CUstream s) { return begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL, false); }
-VGPU_EXPORT CUresult CUDAAPI cuStreamBeginCapture_ptsz(CUstream s) { return begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL, true); }
-VGPU_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode m) { return begin(s, m, false); }
-VGPU_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode m) { return begin(s, m, true); }
+VGPU_EXPORT CUresult CUDAAPI cuStreamBeginCapture(CUstream s) { VGPU_CALL_SCOPE(); return begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL, false); }
+VGPU_EXPORT CUresult CUDAAPI cuStreamBeginCapture_ptsz(CUstream s) { VGPU_CALL_SCOPE(); return begin(s, CU_STREAM_CAPTURE_MODE_GLOBAL, true); }
+VGPU_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode m) { VGPU_CALL_SCOPE(); return begin(s, m, false); }
+VGPU_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode m) { VGPU_CALL_SCOPE(); return begin(s, m, true); }
 VGPU_EXPORT CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode* deps, const CUgraphEdgeData* ed, size_t n, CUstreamCaptureMode m) {
+  VGPU_CALL_SCOPE();
   return begin_to_graph(s, g, deps, ed, n, m, false);
 }
 VGPU_EXPORT CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode* deps, const CUgraphEdgeData* ed, size_t n, CUstreamCaptureMode m) {
+  VGPU_CALL_SCOPE();
   return begin_to_graph(s, g, deps, ed, n, m, true);
 }
-VGPU_EXPORT CUresult CUDAAPI cuStreamEndCapture(CUstream s, CUgraph* g) { return end(s, g, false); }
-VGPU_EXPORT CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream s, CUgraph* g) { return end(s, g, true); }
-VGPU_EXPORT CUresult CUDAAPI cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) { return is_capturing(s, st, false); }
-VGPU_EXPORT CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus* st) { return is_capturing(s, st, true); }
+VGPU_EXPORT CUresult CUDAAPI cuStreamEndCapture(CUstream s, CUgraph* g) { VGPU_CALL_SCOPE(); return end(s, g, false); }
+VGPU_EXPORT CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream s, CUgraph* g) { VGPU_CALL_SCOPE(); return end(s, g, true); }
+VGPU_EXPORT CUresult CUDAAPI cuStreamIsCapturing(CUstream s, CUstreamCaptureStatus* st) { VGPU_CALL_SCOPE(); return is_capturing(s, st, false); }
+VGPU_EXPORT CUresult CUDAAPI cuStreamIsCapturing_ptsz(CUstream s, CUstreamCaptureStatus* st) { VGPU_CALL_SCOPE(); return is_capturing(s, st, true); }
 VGPU_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo(CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id) {
+  VGPU_CALL_SCOPE();
   return info_v3(s, st, id, nullptr, nullptr, nullptr, nullptr, false);
 }
 VGPU_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_ptsz(CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id) {
+  VGPU_CALL_SCOPE();
   return info_v3(s, st, id, nullptr, nullptr, nullptr, nullptr, true);
 }
 VGPU_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v2(CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id, CUgraph* g, const CUgraphNode** deps, size_t* n) {
+  VGPU_CALL_SCOPE();
   return info_v3(s, st, id, g, deps, nullptr, n, false);
 }
 VGPU_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v2_ptsz(CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id, CUgraph* g, const CUgraphNode** deps, size_t* n) {
+  VGPU_CALL_SCOPE();
   return info_v3(s, st, id, g, deps, nullptr, n, true);
 }
 VGPU_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v3(CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id, CUgraph* g, const CUgraphNode** deps, const CUgraphEdgeData** ed, size_t* n) {
+  VGPU_CALL_SCOPE();
   return info_v3(s, st, id, g, deps, ed, n, false);
 }
 VGPU_EXPORT CUresult CUDAAPI cuStreamGetCaptureInfo_v3_ptsz(CUstream s, CUstreamCaptureStatus* st, cuuint64_t* id, CUgraph* g, const CUgraphNode** deps, const CUgraphEdgeData** ed, size_t* n) {
+  VGPU_CALL_SCOPE();
   return info_v3(s, st, id, g, deps, ed, n, true);
 }
 VGPU_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies(CUstream s, CUgraphNode* deps, size_t n, unsigned int f) {
+  VGPU_CALL_SCOPE();
   return update_deps(s, deps, nullptr, n, f, false);
 }
 VGPU_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies_ptsz(CUstream s, CUgraphNode* deps, size_t n, unsigned int f) {
+  VGPU_CALL_SCOPE();
   return update_deps(s, deps, nullptr, n, f, true);
 }
 VGPU_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies_v2(CUstream s, CUgraphNode* deps, const CUgraphEdgeData* ed, size_t n, unsigned int f) {
+  VGPU_CALL_SCOPE();
   return update_deps(s, deps, ed, n, f, false);
 }
 VGPU_EXPORT CUresult CUDAAPI cuStreamUpdateCaptureDependencies_v2_ptsz(CUstream s, CUgraphNode* deps, const CUgraphEdgeData* ed, size_t n, unsigned int f) {
+  VGPU_CALL_SCOPE();
   return update_deps(s, deps, ed, n, f, true);
 }
 VGPU_EXPORT CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode* mode) {
+  VGPU_CALL_SCOPE();
   if (mode == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (*mode != CU_STREAM_CAPTURE_MODE_GLOBAL && *mode != CU_STREAM_CAPTURE_MODE_THREAD_LOCAL &&
       *mode != CU_STREAM_CAPTURE_MODE_RELAXED)
@@ -119,11 +133,13 @@ VGPU_EXPORT CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMo
 
 // ---- graphs ----
 VGPU_EXPORT CUresult CUDAAPI cuGraphCreate(CUgraph* g, unsigned int flags) {
+  VGPU_CALL_SCOPE();
   VGPU_STATE(d);
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   return d->graphs().create(g);
 }
 VGPU_EXPORT CUresult CUDAAPI cuGraphDestroy(CUgraph g) {
+  VGPU_CALL_SCOPE();
   VGPU_STATE(d);
   return d->graphs().destroy(g);
 }
@@ -137,9 +153,11 @@ CUresult add(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n, CUg
 }  // namespace
 
 VGPU_EXPORT CUresult CUDAAPI cuGraphAddEmptyNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n) {
+  VGPU_CALL_SCOPE();
   return add(out, g, deps, n, CU_GRAPH_NODE_TYPE_EMPTY, Work{});
 }
 VGPU_EXPORT CUresult CUDAAPI cuGraphAddHostNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n, const CUDA_HOST_NODE_PARAMS* p) {
+  VGPU_CALL_SCOPE();
   if (p == nullptr || p->fn == nullptr) return CUDA_ERROR_INVALID_VALUE;
   Work w;
   w.kind = Work::Kind::host_function;
@@ -148,10 +166,12 @@ VGPU_EXPORT CUresult CUDAAPI cuGraphAddHostNode(CUgraphNode* out, CUgraph g, con
   return add(out, g, deps, n, CU_GRAPH_NODE_TYPE_HOST, std::move(w));
 }
 VGPU_EXPORT CUresult CUDAAPI cuGraphAddEventRecordNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n, CUevent e) {
+  VGPU_CALL_SCOPE();
   if (e == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return add(out, g, deps, n, CU_GRAPH_NODE_TYPE_EVENT_RECORD, Work{}, e);
 }
 VGPU_EXPORT CUresult CUDAAPI cuGraphAddEventWaitNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n, CUevent e) {
+  VGPU_CALL_SCOPE();
   if (e == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return add(out, g, deps, n, CU_GRAPH_NODE_TYPE_WAIT_EVENT, Work{}, e);
 }
@@ -188,6 +208,7 @@ CUresult add_by_capture(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, si
 }  // namespace
 
 VGPU_EXPORT CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n, const CUDA_MEMSET_NODE_PARAMS* p, CUcontext) {
+  VGPU_CALL_SCOPE();
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return add_by_capture(out, g, deps, n, [p](CUstream s) {
     return vgpu::sim::memset2d("cuGraphAddMemsetNode", p->dst, p->pitch, p->value, p->elementSize,
@@ -195,12 +216,14 @@ VGPU_EXPORT CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode* out, CUgraph g, c
   });
 }
 VGPU_EXPORT CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n, const CUDA_MEMCPY3D* p, CUcontext) {
+  VGPU_CALL_SCOPE();
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return add_by_capture(out, g, deps, n, [p](CUstream s) {
     return vgpu::sim::copy3d("cuGraphAddMemcpyNode", *p, vgpu::sim::Submit{s, true, false});
   });
 }
 VGPU_EXPORT CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n, const CUDA_KERNEL_NODE_PARAMS* p) {
+  VGPU_CALL_SCOPE();
   if (p == nullptr || (p->func == nullptr && p->kern == nullptr)) return CUDA_ERROR_INVALID_VALUE;
   return add_by_capture(out, g, deps, n, [p](CUstream s) {
     // A CUkernel may stand where a CUfunction is expected (as the real driver allows).
@@ -210,6 +233,7 @@ VGPU_EXPORT CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode* out, CUgraph g
   });
 }
 VGPU_EXPORT CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n, const CUDA_KERNEL_NODE_PARAMS_v1* p) {
+  VGPU_CALL_SCOPE();
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUDA_KERNEL_NODE_PARAMS v2{};
   v2.func = p->func;
@@ -222,28 +246,35 @@ VGPU_EXPORT CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode* out, CUgraph g, c
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuGraphAddDependencies_v2(CUgraph g, const CUgraphNode* from, const CUgraphNode* to, const CUgraphEdgeData*, size_t n) {
+  VGPU_CALL_SCOPE();
   VGPU_STATE(d);
   return d->graphs().add_dependencies(g, from, to, n);
 }
 VGPU_EXPORT CUresult CUDAAPI cuGraphAddDependencies(CUgraph g, const CUgraphNode* from, const CUgraphNode* to, size_t n) {
+  VGPU_CALL_SCOPE();
   return cuGraphAddDependencies_v2(g, from, to, nullptr, n);
 }
 VGPU_EXPORT CUresult CUDAAPI cuGraphGetNodes(CUgraph g, CUgraphNode* nodes, size_t* n) {
+  VGPU_CALL_SCOPE();
   VGPU_STATE(d);
   return d->graphs().get_nodes(g, nodes, n, false);
 }
 VGPU_EXPORT CUresult CUDAAPI cuGraphGetRootNodes(CUgraph g, CUgraphNode* nodes, size_t* n) {
+  VGPU_CALL_SCOPE();
   VGPU_STATE(d);
   return d->graphs().get_nodes(g, nodes, n, true);
 }
 VGPU_EXPORT CUresult CUDAAPI cuGraphGetEdges_v2(CUgraph g, CUgraphNode* from, CUgraphNode* to, CUgraphEdgeData* ed, size_t* n) {
+  VGPU_CALL_SCOPE();
   VGPU_STATE(d);
   return d->graphs().get_edges(g, from, to, ed, n);
 }
 VGPU_EXPORT CUresult CUDAAPI cuGraphGetEdges(CUgraph g, CUgraphNode* from, CUgraphNode* to, size_t* n) {
+  VGPU_CALL_SCOPE();
   return cuGraphGetEdges_v2(g, from, to, nullptr, n);
 }
 VGPU_EXPORT CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType* type) {
+  VGPU_CALL_SCOPE();
   VGPU_STATE(d);
   if (type == nullptr) return CUDA_ERROR_INVALID_VALUE;
   auto n = d->graphs().find_node(node);
@@ -252,20 +283,24 @@ VGPU_EXPORT CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode node, CUgraphNodeTyp
   return CUDA_SUCCESS;
 }
 VGPU_EXPORT CUresult CUDAAPI cuGraphDestroyNode(CUgraphNode node) {
+  VGPU_CALL_SCOPE();
   VGPU_STATE(d);
   return d->graphs().destroy_node(node);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuGraphInstantiateWithFlags(CUgraphExec* out, CUgraph g, unsigned long long) {
+  VGPU_CALL_SCOPE();
   VGPU_STATE(d);
   return d->graphs().instantiate(g, out);
 }
 VGPU_EXPORT CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec* out, CUgraph g, CUgraphNode* err, char* log, size_t size) {
+  VGPU_CALL_SCOPE();
   if (err) *err = nullptr;
   if (log && size > 0) log[0] = '\0';
   return cuGraphInstantiateWithFlags(out, g, 0);
 }
 VGPU_EXPORT CUresult CUDAAPI cuGraphInstantiate(CUgraphExec* out, CUgraph g, CUgraphNode* err, char* log, size_t size) {
+  VGPU_CALL_SCOPE();
   return cuGraphInstantiate_v2(out, g, err, log, size);
 }
 namespace {
@@ -281,16 +316,19 @@ CUresult instantiate_params(CUgraphExec* out, CUgraph g, CUDA_GRAPH_INSTANTIATE_
 }
 }  // namespace
 VGPU_EXPORT CUresult CUDAAPI cuGraphInstantiateWithParams(CUgraphExec* out, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS* p) {
+  VGPU_CALL_SCOPE();
   return instantiate_params(out, g, p, false);
 }
 VGPU_EXPORT CUresult CUDAAPI cuGraphInstantiateWithParams_ptsz(CUgraphExec* out, CUgraph g, CUDA_GRAPH_INSTANTIATE_PARAMS* p) {
+  VGPU_CALL_SCOPE();
   return instantiate_params(out, g, p, true);
 }
 VGPU_EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec e) {
+  VGPU_CALL_SCOPE();
   VGPU_STATE(d);
   return d->graphs().destroy_exec(e);
 }
-VGPU_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec e, CUstream s) { return launch(e, s, false); }
-VGPU_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) { return launch(e, s, true); }
-VGPU_EXPORT CUresult CUDAAPI cuGraphUpload(CUgraphExec e, CUstream s) { return upload(e, s, false); }
-VGPU_EXPORT CUresult CUDAAPI cuGraphUpload_ptsz(CUgraphExec e, CUstream s) { return upload(e, s, true); }
+VGPU_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec e, CUstream s) { VGPU_CALL_SCOPE(); return launch(e, s, false); }
+VGPU_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) { VGPU_CALL_SCOPE(); return launch(e, s, true); }
+VGPU_EXPORT CUresult CUDAAPI cuGraphUpload(CUgraphExec e, CUstream s) { VGPU_CALL_SCOPE(); return upload(e, s, false); }
+VGPU_EXPORT CUresult CUDAAPI cuGraphUpload_ptsz(CUgraphExec e, CUstream s) { VGPU_CALL_SCOPE(); return upload(e, s, true); }

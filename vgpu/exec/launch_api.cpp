@@ -64,6 +64,7 @@ VGPU_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int gridDimX,
                                             unsigned int blockDimY, unsigned int blockDimZ,
                                             unsigned int sharedMemBytes, CUstream hStream,
                                             void** kernelParams, void** extra) {
+  VGPU_CALL_SCOPE();
   return launch(request(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
                         sharedMemBytes, hStream, kernelParams, extra, "cuLaunchKernel"),
                 false);
@@ -74,6 +75,7 @@ VGPU_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int grid
                                                  unsigned int blockDimX, unsigned int blockDimY,
                                                  unsigned int blockDimZ, unsigned int sharedMemBytes,
                                                  CUstream hStream, void** kernelParams, void** extra) {
+  VGPU_CALL_SCOPE();
   return launch(request(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
                         sharedMemBytes, hStream, kernelParams, extra, "cuLaunchKernel_ptsz"),
                 true);
@@ -81,11 +83,13 @@ VGPU_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned int grid
 
 VGPU_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* config, CUfunction f,
                                               void** kernelParams, void** extra) {
+  VGPU_CALL_SCOPE();
   return launch_ex(config, f, kernelParams, extra, false, "cuLaunchKernelEx");
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig* config, CUfunction f,
                                                    void** kernelParams, void** extra) {
+  VGPU_CALL_SCOPE();
   return launch_ex(config, f, kernelParams, extra, true, "cuLaunchKernelEx_ptsz");
 }
 
@@ -95,6 +99,7 @@ VGPU_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned in
                                                        unsigned int blockDimZ,
                                                        unsigned int sharedMemBytes, CUstream hStream,
                                                        void** kernelParams) {
+  VGPU_CALL_SCOPE();
   LaunchRequest r = request(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
                             sharedMemBytes, hStream, kernelParams, nullptr, "cuLaunchCooperativeKernel");
   r.cooperative = true;
@@ -105,6 +110,7 @@ VGPU_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(
     CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
     unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
     unsigned int sharedMemBytes, CUstream hStream, void** kernelParams) {
+  VGPU_CALL_SCOPE();
   LaunchRequest r = request(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
                             sharedMemBytes, hStream, kernelParams, nullptr,
                             "cuLaunchCooperativeKernel_ptsz");
@@ -116,6 +122,7 @@ VGPU_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(
 
 VGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
     int* numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuOccupancyMaxActiveBlocksPerMultiprocessor", numBlocks);
   if (flags & ~unsigned{CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE}) return CUDA_ERROR_INVALID_VALUE;
   return m->max_active_blocks(func, blockSize, dynamicSMemSize, numBlocks);
@@ -124,6 +131,7 @@ VGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlag
 VGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction func,
                                                                          int blockSize,
                                                                          size_t dynamicSMemSize) {
+  VGPU_CALL_SCOPE();
   return cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(numBlocks, func, blockSize,
                                                                dynamicSMemSize, CU_OCCUPANCY_DEFAULT);
 }
@@ -131,6 +139,7 @@ VGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* nu
 VGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialBlockSizeWithFlags(
     int* minGridSize, int* blockSize, CUfunction func, CUoccupancyB2DSize blockSizeToDynamicSMemSize,
     size_t dynamicSMemSize, int blockSizeLimit, unsigned int flags) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuOccupancyMaxPotentialBlockSize", minGridSize, blockSize);
   if (flags & ~unsigned{CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE}) return CUDA_ERROR_INVALID_VALUE;
   return m->max_potential_block_size(func, blockSizeToDynamicSMemSize, dynamicSMemSize,
@@ -141,6 +150,7 @@ VGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int* minGridSize, 
                                                               CUfunction func,
                                                               CUoccupancyB2DSize blockSizeToDynamicSMemSize,
                                                               size_t dynamicSMemSize, int blockSizeLimit) {
+  VGPU_CALL_SCOPE();
   return cuOccupancyMaxPotentialBlockSizeWithFlags(minGridSize, blockSize, func,
                                                    blockSizeToDynamicSMemSize, dynamicSMemSize,
                                                    blockSizeLimit, CU_OCCUPANCY_DEFAULT);
@@ -149,6 +159,7 @@ VGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int* minGridSize, 
 VGPU_EXPORT CUresult CUDAAPI cuOccupancyAvailableDynamicSMemPerBlock(size_t* dynamicSmemSize,
                                                                      CUfunction func, int numBlocks,
                                                                      int blockSize) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuOccupancyAvailableDynamicSMemPerBlock", dynamicSmemSize);
   return m->available_dynamic_shared(func, numBlocks, blockSize, dynamicSmemSize);
 }

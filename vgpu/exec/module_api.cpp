@@ -36,11 +36,13 @@ CUresult clear_jit_logs(const char* call, unsigned int n, const CUjit_option* op
 // ---- modules ----
 
 VGPU_EXPORT CUresult CUDAAPI cuModuleLoad(CUmodule* module, const char* fname) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuModuleLoad", module, fname);
   return m->load_file(fname, module);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuModuleLoadData", module, image);
   return m->load_data(image, module);
 }
@@ -48,6 +50,7 @@ VGPU_EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* imag
 VGPU_EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image,
                                                 unsigned int numOptions, CUjit_option* options,
                                                 void** optionValues) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuModuleLoadDataEx", module, image);
   if (CUresult rc = clear_jit_logs("cuModuleLoadDataEx", numOptions, options, optionValues);
       rc != CUDA_SUCCESS)
@@ -56,16 +59,19 @@ VGPU_EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* im
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule* module, const void* fatCubin) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuModuleLoadFatBinary", module, fatCubin);
   return m->load_data(fatCubin, module);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule hmod) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuModuleUnload");
   return m->unload(hmod);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuModuleGetLoadingMode", mode);
   // As the real driver: lazy unless CUDA_MODULE_LOADING=EAGER.
   const char* env = std::getenv("CUDA_MODULE_LOADING");
@@ -74,29 +80,34 @@ VGPU_EXPORT CUresult CUDAAPI cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuModuleGetFunction", hfunc, name);
   return m->get_function(hmod, name, hfunc);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuModuleGetFunctionCount(unsigned int* count, CUmodule hmod) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuModuleGetFunctionCount", count);
   return m->function_count(hmod, count);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuModuleEnumerateFunctions(CUfunction* functions, unsigned int numFunctions,
                                                         CUmodule mod) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuModuleEnumerateFunctions", functions);
   return m->enumerate_functions(mod, functions, numFunctions);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuModuleGetGlobal_v2(CUdeviceptr_v2* dptr, size_t* bytes, CUmodule hmod,
                                                   const char* name) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuModuleGetGlobal", name);
   return m->get_global(hmod, name, dptr, bytes);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr_v1* dptr, unsigned int* bytes, CUmodule hmod,
                                                const char* name) {
+  VGPU_CALL_SCOPE();
   CUdeviceptr_v2 p = 0;
   size_t b = 0;
   CUresult rc = cuModuleGetGlobal_v2(&p, &b, hmod, name);
@@ -112,6 +123,7 @@ VGPU_EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary* library, const void* c
                                                CUjit_option* jitOptions, void** jitOptionsValues,
                                                unsigned int numJitOptions, CUlibraryOption* libraryOptions,
                                                void** libraryOptionValues, unsigned int numLibraryOptions) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuLibraryLoadData", library, code);
   if (numLibraryOptions && (!libraryOptions || !libraryOptionValues)) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult rc = clear_jit_logs("cuLibraryLoadData", numJitOptions, jitOptions, jitOptionsValues);
@@ -126,6 +138,7 @@ VGPU_EXPORT CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary* library, const cha
                                                    CUlibraryOption* libraryOptions,
                                                    void** libraryOptionValues,
                                                    unsigned int numLibraryOptions) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuLibraryLoadFromFile", library, fileName);
   if (numLibraryOptions && (!libraryOptions || !libraryOptionValues)) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult rc = clear_jit_logs("cuLibraryLoadFromFile", numJitOptions, jitOptions, jitOptionsValues);
@@ -135,39 +148,46 @@ VGPU_EXPORT CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary* library, const cha
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary library) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuLibraryUnload");
   return m->library_unload(library);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const char* name) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuLibraryGetKernel", pKernel, name);
   return m->library_get_kernel(library, name, pKernel);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuLibraryGetKernelCount(unsigned int* count, CUlibrary lib) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuLibraryGetKernelCount", count);
   return m->library_kernel_count(lib, count);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuLibraryEnumerateKernels(CUkernel* kernels, unsigned int numKernels,
                                                        CUlibrary lib) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuLibraryEnumerateKernels", kernels);
   return m->library_enumerate_kernels(lib, kernels, numKernels);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuLibraryGetModule(CUmodule* pMod, CUlibrary library) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuLibraryGetModule", pMod);
   return m->library_get_module(library, pMod);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuLibraryGetGlobal(CUdeviceptr* dptr, size_t* bytes, CUlibrary library,
                                                 const char* name) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuLibraryGetGlobal", name);
   return m->library_get_global(library, name, false, dptr, bytes);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuLibraryGetManaged(CUdeviceptr* dptr, size_t* bytes, CUlibrary library,
                                                  const char* name) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuLibraryGetManaged", name);
   return m->library_get_global(library, name, true, dptr, bytes);
 }
@@ -175,39 +195,46 @@ VGPU_EXPORT CUresult CUDAAPI cuLibraryGetManaged(CUdeviceptr* dptr, size_t* byte
 // ---- kernels ----
 
 VGPU_EXPORT CUresult CUDAAPI cuKernelGetFunction(CUfunction* pFunc, CUkernel kernel) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuKernelGetFunction", pFunc);
   return m->kernel_get_function(kernel, pFunc);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuKernelGetLibrary(CUlibrary* pLib, CUkernel kernel) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuKernelGetLibrary", pLib);
   return m->kernel_get_library(kernel, pLib);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuKernelGetName(const char** name, CUkernel hfunc) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuKernelGetName", name);
   return m->kernel_get_name(hfunc, name);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex,
                                                   size_t* paramOffset, size_t* paramSize) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuKernelGetParamInfo");
   return m->kernel_param_info(kernel, paramIndex, paramOffset, paramSize);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuKernelGetAttribute(int* pi, CUfunction_attribute attrib, CUkernel kernel,
                                                   CUdevice dev) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuKernelGetAttribute", pi);
   return m->kernel_get_attribute(kernel, attrib, dev, pi);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
                                                   CUdevice dev) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuKernelSetAttribute");
   return m->kernel_set_attribute(kernel, attrib, dev, val);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuKernelSetCacheConfig");
   return m->kernel_set_cache_config(kernel, config, dev);
 }
@@ -215,42 +242,50 @@ VGPU_EXPORT CUresult CUDAAPI cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cach
 // ---- functions ----
 
 VGPU_EXPORT CUresult CUDAAPI cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfunc) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuFuncGetAttribute", pi);
   return m->function_attribute(hfunc, attrib, pi);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuFuncSetAttribute");
   return m->set_function_attribute(hfunc, attrib, value);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuFuncSetCacheConfig");
   return m->set_cache_config(hfunc, config);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuFuncSetSharedMemConfig(CUfunction hfunc, CUsharedconfig config) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuFuncSetSharedMemConfig");
   return m->set_shared_mem_config(hfunc, config);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuFuncGetName(const char** name, CUfunction hfunc) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuFuncGetName", name);
   return m->function_name(hfunc, name);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t* paramOffset,
                                                 size_t* paramSize) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuFuncGetParamInfo");
   return m->function_param_info(func, paramIndex, paramOffset, paramSize);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuFuncGetModule(CUmodule* hmod, CUfunction hfunc) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuFuncGetModule", hmod);
   return m->function_module(hfunc, hmod);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuFuncIsLoaded(CUfunctionLoadingState* state, CUfunction hfunc) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuFuncIsLoaded", state);
   std::shared_ptr<const vgpu::Function> fn;
   if (CUresult rc = m->resolve_function(hfunc, &fn); rc != CUDA_SUCCESS) return rc;
@@ -259,6 +294,7 @@ VGPU_EXPORT CUresult CUDAAPI cuFuncIsLoaded(CUfunctionLoadingState* state, CUfun
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuFuncLoad(CUfunction hfunc) {
+  VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuFuncLoad");
   std::shared_ptr<const vgpu::Function> fn;
   return m->resolve_function(hfunc, &fn);

@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "core/driver_state.h"
 #include "exec/module_registry.h"
+#include "exec/virtual_clock.h"
 
 namespace vgpu {
 

@@ -107,6 +107,9 @@ CUresult ModuleManager::make_module(std::shared_ptr<const LoadedImage> image, in
   m->library = library;
   m->device = device;
   m->image = image;
+  // The owner of the globals, by the memory manager's rule (the current context when it is on
+  // `device`), so that both let go of them when that context goes.
+  if (auto c = driver_.contexts().current(); c && c->device() == device) m->ctx = c->handle();
 
   // Globals live in the device's memory, initialised from the image; the rest is zero.
   MemoryManager& memory = driver_.memory();
@@ -158,9 +161,25 @@ CUresult ModuleManager::make_module(std::shared_ptr<const LoadedImage> image, in
 
 void ModuleManager::destroy_module(const std::shared_ptr<Module>& m) {
   for (CUfunction f : m->functions) functions_.remove(f);
+  // The map itself stays as it is: another thread may still read it through a handle it
+  // looked up before the module went (cuModuleGetGlobal racing cuModuleUnload).
   for (auto& [name, g] : m->globals)
     if (g.ptr) driver_.memory().free_device(g.ptr);
-  m->globals.clear();
+}
+
+void ModuleManager::context_destroyed(CUcontext ctx) {
+  if (ctx == nullptr) return;
+  for (auto& m : modules_.snapshot()) {
+    if (m->ctx != ctx) continue;
+    if (m->library) {
+      if (auto lib = libraries_.find(m->library)) {
+        std::lock_guard lock(lib->mu);
+        auto it = lib->modules.find(m->device);
+        if (it != lib->modules.end() && it->second == m->handle) lib->modules.erase(it);
+      }
+    }
+    if (modules_.remove(m->handle)) destroy_module(m);  // else another thread unloaded it
+  }
 }
 
 CUresult ModuleManager::load_file(const char* path, CUmodule* out) {

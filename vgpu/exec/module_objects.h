@@ -69,6 +69,9 @@ struct Module {
   CUmodule handle = nullptr;
   CUlibrary library = nullptr;  // the library it materialises, if any
   int device = 0;
+  // The context it was loaded in (null when none of `device` was current, as for a library
+  // kernel resolved for another device's stream): it is unloaded when that context goes.
+  CUcontext ctx = nullptr;
   std::shared_ptr<const LoadedImage> image;
   std::vector<CUfunction> functions;  // parallel to image->kernels
   struct Global {
@@ -76,7 +79,7 @@ struct Module {
     size_t size = 0;
     bool managed = false;
   };
-  std::unordered_map<std::string, Global> globals;
+  std::unordered_map<std::string, Global> globals;  // never changed once published
 };
 
 struct Kernel {

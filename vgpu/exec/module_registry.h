@@ -64,6 +64,12 @@ class ModuleManager {
   CUresult enumerate_functions(CUmodule module, CUfunction* out, unsigned int n);
   CUresult get_global(CUmodule module, const char* name, CUdeviceptr* ptr, size_t* bytes);
 
+  // A context is being destroyed (or a primary context reset): unload its modules, free their
+  // globals, and drop the per-device modules that libraries materialised in it (a library
+  // kernel used again later materialises a fresh one). Called by the context manager before
+  // the memory manager frees the context's remaining allocations.
+  void context_destroyed(CUcontext ctx);
+
   // ---- libraries (context-independent) ----
   CUresult library_load_data(const void* image, CUlibrary* out);
   CUresult library_load_file(const char* path, CUlibrary* out);

@@ -591,6 +591,7 @@ CUresult StreamManager::info(CUstream stream, bool per_thread, Info* out) {
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::shared_ptr<Stream> s;
   if (CUresult r = impl_->resolve(stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  std::lock_guard lock(impl_->mu);  // set_attribute may change the priority meanwhile
   out->ctx = s->ctx;
   out->device = s->device;
   out->flags = s->flags;

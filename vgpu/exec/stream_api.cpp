@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "core/driver_state.h"
 #include "exec/stream.h"
+#include "exec/virtual_clock.h"
 #include "sim/memory.h"
 
 using vgpu::DriverState;
@@ -200,22 +201,25 @@ CUresult batch_mem_op(CUstream s, unsigned count, CUstreamBatchMemOpParams* ops,
 }  // namespace
 
 VGPU_EXPORT CUresult CUDAAPI cuStreamCreate(CUstream* ph, unsigned int flags) {
+  VGPU_CALL_SCOPE();
   VGPU_STREAMS(sm);
   return sm->create(ph, flags, 0);
 }
 VGPU_EXPORT CUresult CUDAAPI cuStreamCreateWithPriority(CUstream* ph, unsigned int flags, int priority) {
+  VGPU_CALL_SCOPE();
   VGPU_STREAMS(sm);
   return sm->create(ph, flags, priority);
 }
 VGPU_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream s) {
+  VGPU_CALL_SCOPE();
   VGPU_STREAMS(sm);
   return sm->destroy(s);
 }
-VGPU_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream s) { return cuStreamDestroy_v2(s); }
+VGPU_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream s) { VGPU_CALL_SCOPE(); return cuStreamDestroy_v2(s); }
 
 #define VGPU_BOTH(ret_call, name, params, args)                                         \
-  VGPU_EXPORT CUresult CUDAAPI name params { return ret_call(args, false); }           \
-  VGPU_EXPORT CUresult CUDAAPI name##_ptsz params { return ret_call(args, true); }
+  VGPU_EXPORT CUresult CUDAAPI name params { VGPU_CALL_SCOPE(); return ret_call(args, false); } \
+  VGPU_EXPORT CUresult CUDAAPI name##_ptsz params { VGPU_CALL_SCOPE(); return ret_call(args, true); }
 
 namespace {
 CUresult query(CUstream s, bool pt) { VGPU_STREAMS(sm); return sm->query(s, pt); }
@@ -243,15 +247,15 @@ VGPU_BOTH(copy_attrs, cuStreamCopyAttributes, (CUstream d, CUstream s), A(d, s))
 VGPU_BOTH(batch_mem_op, cuStreamBatchMemOp, (CUstream s, unsigned int n, CUstreamBatchMemOpParams* p, unsigned int f), A(s, n, p, f))
 VGPU_BOTH(batch_mem_op, cuStreamBatchMemOp_v2, (CUstream s, unsigned int n, CUstreamBatchMemOpParams* p, unsigned int f), A(s, n, p, f))
 
-VGPU_EXPORT CUresult CUDAAPI cuStreamGetCtx(CUstream s, CUcontext* c) { return get_ctx(s, c, nullptr, false); }
-VGPU_EXPORT CUresult CUDAAPI cuStreamGetCtx_ptsz(CUstream s, CUcontext* c) { return get_ctx(s, c, nullptr, true); }
-VGPU_EXPORT CUresult CUDAAPI cuStreamGetCtx_v2(CUstream s, CUcontext* c, CUgreenCtx* g) { return get_ctx(s, c, g, false); }
-VGPU_EXPORT CUresult CUDAAPI cuStreamGetCtx_v2_ptsz(CUstream s, CUcontext* c, CUgreenCtx* g) { return get_ctx(s, c, g, true); }
+VGPU_EXPORT CUresult CUDAAPI cuStreamGetCtx(CUstream s, CUcontext* c) { VGPU_CALL_SCOPE(); return get_ctx(s, c, nullptr, false); }
+VGPU_EXPORT CUresult CUDAAPI cuStreamGetCtx_ptsz(CUstream s, CUcontext* c) { VGPU_CALL_SCOPE(); return get_ctx(s, c, nullptr, true); }
+VGPU_EXPORT CUresult CUDAAPI cuStreamGetCtx_v2(CUstream s, CUcontext* c, CUgreenCtx* g) { VGPU_CALL_SCOPE(); return get_ctx(s, c, g, false); }
+VGPU_EXPORT CUresult CUDAAPI cuStreamGetCtx_v2_ptsz(CUstream s, CUcontext* c, CUgreenCtx* g) { VGPU_CALL_SCOPE(); return get_ctx(s, c, g, true); }
 
 // cuStreamWaitValue32 (v1) and _v2 share one ABI and one behaviour.
 #define VGPU_MEMOP(name, fn, T)                                                                  \
-  VGPU_EXPORT CUresult CUDAAPI name(CUstream s, CUdeviceptr a, T v, unsigned int f) { return fn<T>(s, a, v, f, false); } \
-  VGPU_EXPORT CUresult CUDAAPI name##_ptsz(CUstream s, CUdeviceptr a, T v, unsigned int f) { return fn<T>(s, a, v, f, true); }
+  VGPU_EXPORT CUresult CUDAAPI name(CUstream s, CUdeviceptr a, T v, unsigned int f) { VGPU_CALL_SCOPE(); return fn<T>(s, a, v, f, false); } \
+  VGPU_EXPORT CUresult CUDAAPI name##_ptsz(CUstream s, CUdeviceptr a, T v, unsigned int f) { VGPU_CALL_SCOPE(); return fn<T>(s, a, v, f, true); }
 VGPU_MEMOP(cuStreamWaitValue32, wait_value, cuuint32_t)
 VGPU_MEMOP(cuStreamWaitValue32_v2, wait_value, cuuint32_t)
 VGPU_MEMOP(cuStreamWaitValue64, wait_value, cuuint64_t)

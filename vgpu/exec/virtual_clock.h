@@ -32,3 +32,8 @@ void advance_to(double t);
 void install_timeline_writer();
 
 }  // namespace vgpu::vclock
+
+// The first line of every entry point (VGPU_EXPORT function) of the execution concern, so that
+// no call charges vgpu's own time to the calling thread's virtual clock. Entry points of other
+// concerns should open it too.
+#define VGPU_CALL_SCOPE() const ::vgpu::vclock::CallScope vgpu_call_scope_

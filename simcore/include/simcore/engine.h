@@ -10,6 +10,36 @@
 // Contract (the property tests check it): for any set of submissions, the start/finish of
 // every event once final equals what processing the same submissions in virtual-time order
 // gives, independent of arrival order and of how the calls are spread over threads.
+//
+// The model (simcore/src/, details in topology.h):
+// - An event starts at max(not_before, finish of every `after`). A task then lasts `duration`.
+//   A flow moves its bytes along its route at its max-min fair share of every link it crosses
+//   (re-solved whenever a flow starts or stops, only for the flows that share links with it);
+//   its route's latency (sum of its links' latencies) is a fixed tail: the flow occupies
+//   bandwidth from its start, and finishes `latency` after its last byte left. A flow of 0
+//   bytes lasts its latency. src == dst is an HBM copy (reads and writes: memory_bw / 2).
+// - Work is simulated lazily: submissions only record; the first call that needs an answer
+//   they could change (query, is_final, wait_final, set_rank_floor, timeline) simulates them.
+//   A submission whose start lies in the virtual past of simulated work is a rollback: from its
+//   start on, every event it can influence (flows that come to share a link with the changed
+//   ones, or with their old transfers; events whose dependencies moved) is re-simulated from
+//   its rate history at that instant; everything else keeps its outcome. The cost of a late
+//   submission is its causal cone, not everything simulated after it (simcore/src/simulator.h).
+//
+// Ranks, floors and finality:
+// - With no registered rank, the engine assumes one single-threaded user: every event counts
+//   as final as soon as it is simulated (is_final is true, wait_final returns at once), and a
+//   later submission that lands in its past still rolls it back correctly. Nothing is then
+//   reclaimed: history grows with the number of events.
+// - With registered ranks, the floor F is the minimum over ranks of their promise
+//   (set_rank_floor), where a rank blocked in wait_final_for_rank(id, rank) promises at least
+//   the current finish of `id`. Events finishing at or before F are final. History older than
+//   F is reclaimed; only 20 bytes per event remain (its final interval, for query()), plus its
+//   timeline entry unless EngineOptions::record_timeline is off.
+// - The first rank to register starts at the reclaimed floor (0 at first); a rank registered
+//   beside others starts at their floor, so that nothing final becomes tentative again.
+// - A submission with not_before below the floor breaks a promise: it is moved to the floor
+//   (and logged once), so final events stay final.
 #pragma once
 
 #include <cstdint>
@@ -81,9 +111,49 @@ class Engine {
 
   // Chrome-trace / Perfetto JSON of every event simulated so far.
   virtual std::string timeline_json() const = 0;
+
+  // --- Additions (not pure, so that proxies such as the remote engine keep compiling) ---
+
+  // wait_final for a rank that submits nothing while it waits: while blocked, `rank`'s floor is
+  // raised to the event's current finish, so that ranks which all wait on each other's work
+  // still make progress. Afterwards the rank's floor is at least the event's finish. An
+  // unregistered rank behaves as plain wait_final.
+  virtual std::optional<Interval> wait_final_for_rank(EventId id, int rank) {
+    (void)rank;
+    return wait_final(id);
+  }
+
+  // Counters for tests and benchmarks (zeros where an implementation keeps none).
+  struct Stats {
+    uint64_t events_submitted = 0;
+    uint64_t events_live = 0;         // not yet reclaimed (history is kept for them)
+    uint64_t flow_segments = 0;       // rate-history segments held by live flows
+    uint64_t history_bytes = 0;       // memory of everything reclaimable (live events, logs)
+    uint64_t result_bytes = 0;        // memory of the per-event final intervals (never reclaimed)
+    uint64_t timeline_bytes = 0;      // memory held for timeline_json() of reclaimed events
+    uint64_t rollbacks = 0;           // simulations that had to rewind simulated work
+    uint64_t replayed_events = 0;     // events re-simulated by those rewinds
+    uint64_t solves = 0;              // max-min fillings run (one per component)
+    uint64_t solved_flows = 0;        // flows given a rate, summed over those fillings
+    Time floor = 0;                   // history before this time is reclaimed
+  };
+  virtual Stats stats() const { return {}; }
+};
+
+enum class SolverMode {
+  incremental,   // re-solve only the flows that share links (transitively) with a change
+  full_resolve,  // re-solve every flow in flight at every change (baseline for benchmarks)
+};
+
+struct EngineOptions {
+  SolverMode solver = SolverMode::incremental;
+  // Keep every event (label included) for timeline_json() after it is reclaimed. Off, a long
+  // run's memory stays bounded; the timeline then only shows events not yet reclaimed.
+  bool record_timeline = true;
 };
 
 // The in-process engine over the cluster's topology.
 std::unique_ptr<Engine> make_engine(const ClusterSpec& cluster);
+std::unique_ptr<Engine> make_engine(const ClusterSpec& cluster, const EngineOptions& options);
 
 }  // namespace simcore

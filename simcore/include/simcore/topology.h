@@ -1,0 +1,91 @@
+// The links of the virtual cluster and the route of a transfer between two GPUs.
+//
+// Links (each one direction, capacity in bytes/s, latency in seconds):
+// - hbm[g]: a copy inside GPU g reads and writes every byte, so its capacity is memory_bw / 2.
+// - NVLink with an NVSwitch: nvlink_up[g] (GPU -> switch) and nvlink_down[g] (switch -> GPU), each
+//   nvlink.bw_per_gpu (falling back to model.nvlink_bw). The switch itself does not block.
+//   nvlink.latency_s sits on the up link (one GPU-to-GPU transfer's latency).
+//   Without a switch (nvswitch = false): one direct link per ordered pair of GPUs of a node,
+//   bw_per_gpu / (gpus_per_node - 1) each (the GPU's NVLink ports split evenly over its peers).
+//   Without NVLink (or with no NVLink bandwidth known): GPUs of a node talk over PCIe.
+// - pcie_up[g], pcie_down[g]: the GPU's PCIe link (to the NIC or the host), model.pcie_bw per
+//   direction (63 GB/s for Gen5 x16, the fallback when the model has none). Latency 0: the
+//   PCIe hop is part of the NIC's latency.
+// - nic_up[n], nic_down[n] per NIC: nic.bw each. GPU i of a node uses NIC (i mod per_node).
+//   nic_up carries nic.latency_s (NIC to NIC, switches excluded), nic_down the leaf switch's hop
+//   (fabric.latency_s).
+// - leaf_up[l], leaf_down[l]: all uplinks of leaf l to the spine, aggregated into one link per
+//   direction (ECMP spreading flows ideally). Its capacity: the NIC ports below the leaf times
+//   nic.bw, divided by the oversubscription, rounded up to whole fabric.link_bw links. Each
+//   carries one switch hop (fabric.latency_s): leaf_up the spine, leaf_down the far leaf.
+//   The spine does not block.
+// Leaves: nodes are grouped by nodes_per_leaf. With fabric.kind "rail-optimized" every rail
+// (NIC index) of a group has its own leaf; with "leaf-spine" all NICs of a group share one leaf.
+//
+// Routes: same GPU: hbm. Same node: nvlink_up(src), nvlink_down(dst) (or the direct link, or
+// pcie_up(src), pcie_down(dst)). Other node: pcie_up(src), nic_up, [leaf_up, leaf_down when the
+// two NICs hang off different leaves], nic_down, pcie_down(dst).
+// So a transfer's latency is nvlink.latency_s inside a node, nic.latency_s + fabric.latency_s
+// under one leaf, nic.latency_s + 3 * fabric.latency_s across the spine.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "simcore/cluster_spec.h"
+
+namespace simcore {
+
+using LinkId = uint32_t;
+inline constexpr int kMaxRouteLinks = 6;
+
+enum class LinkKind : uint8_t {
+  hbm, nvlink_up, nvlink_down, nvlink_peer, pcie_up, pcie_down, nic_up, nic_down, leaf_up,
+  leaf_down,
+};
+
+struct Link {
+  LinkKind kind = LinkKind::hbm;
+  double capacity = 0;  // bytes/s, > 0
+  double latency = 0;   // seconds
+  int owner = 0;        // GPU, NIC or leaf index (for names)
+  int peer = -1;        // nvlink_peer: the destination GPU
+};
+
+struct Route {
+  std::array<LinkId, kMaxRouteLinks> links{};
+  int count = 0;
+  double latency = 0;  // sum of the links' latencies
+};
+
+class Topology {
+ public:
+  // Never fails: values that make no sense (a bandwidth <= 0, 0 NICs, ...) fall back to the
+  // documented defaults, each logged once.
+  explicit Topology(const ClusterSpec& cluster);
+
+  int gpu_count() const { return gpus_; }
+  int node_of(int gpu) const { return gpu / gpus_per_node_; }
+  int leaf_count() const { return leaves_; }
+  // Precondition: both GPUs are in [0, gpu_count()).
+  Route route(int src_gpu, int dst_gpu) const;
+
+  const std::vector<Link>& links() const { return links_; }
+  std::string link_name(LinkId id) const;
+
+ private:
+  LinkId add(LinkKind kind, double capacity, double latency, int owner, int peer = -1);
+  int nic_of(int gpu) const;   // global NIC index
+  int leaf_of_nic(int nic) const;
+
+  std::vector<Link> links_;
+  int gpus_ = 0, gpus_per_node_ = 1, nics_per_node_ = 1, nodes_per_leaf_ = 1, leaves_ = 0;
+  bool rail_leaves_ = false;
+  enum class Intra { nvswitch, nvlink_mesh, pcie } intra_ = Intra::nvswitch;
+  LinkId hbm_ = 0, nv_up_ = 0, nv_down_ = 0, nv_peer_ = 0, pcie_up_ = 0, pcie_down_ = 0;
+  LinkId nic_up_ = 0, nic_down_ = 0, leaf_up_ = 0, leaf_down_ = 0;
+};
+
+}  // namespace simcore

@@ -1,0 +1,140 @@
+#include "flow_solver.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace simcore::detail {
+
+FlowSolver::FlowSolver(const Topology& topology, SolverMode mode) : mode_(mode) {
+  links_.resize(topology.links().size());
+  for (size_t i = 0; i < links_.size(); ++i) links_[i].capacity = topology.links()[i].capacity;
+}
+
+void FlowSolver::touch(LinkId id) { touched_.push_back(id); }
+
+void FlowSolver::attach(uint32_t slot, const Route& route, double rate, bool touch_links) {
+  if (slot >= flows_.size()) flows_.resize(std::max<size_t>(slot + 1, flows_.size() * 2));
+  FlowState& f = flows_[slot];
+  f.count = static_cast<uint8_t>(route.count);
+  f.attached = true;
+  f.rate = rate;
+  f.next_rate = rate;
+  for (int i = 0; i < route.count; ++i) {
+    const LinkId id = route.links[i];
+    f.links[i] = id;
+    f.pos[i] = static_cast<uint32_t>(links_[id].flows.size());
+    links_[id].flows.push_back(slot);
+    if (touch_links) touch(id);
+  }
+  f.all_pos = static_cast<uint32_t>(all_.size());
+  all_.push_back(slot);
+}
+
+void FlowSolver::detach(uint32_t slot, bool touch_links) {
+  FlowState& f = flows_[slot];
+  if (!f.attached) return;
+  for (int i = 0; i < f.count; ++i) {
+    const LinkId id = f.links[i];
+    std::vector<uint32_t>& v = links_[id].flows;
+    // Swap-remove, then tell the moved flow where it now sits in this link's vector.
+    const uint32_t moved = v.back();
+    v[f.pos[i]] = moved;
+    v.pop_back();
+    if (moved != slot) {
+      FlowState& m = flows_[moved];
+      for (int k = 0; k < m.count; ++k)
+        if (m.links[k] == id) {
+          m.pos[k] = f.pos[i];
+          break;
+        }
+    }
+    if (touch_links) touch(id);
+  }
+  const uint32_t last = all_.back();
+  all_[f.all_pos] = last;
+  flows_[last].all_pos = f.all_pos;
+  all_.pop_back();
+  f.attached = false;
+  f.rate = 0;
+}
+
+void FlowSolver::collect_component(LinkId seed) {
+  comp_links_.clear();
+  comp_flows_.clear();
+  stack_.clear();
+  links_[seed].seen = epoch_;
+  stack_.push_back(seed);
+  while (!stack_.empty()) {
+    const LinkId id = stack_.back();
+    stack_.pop_back();
+    comp_links_.push_back(id);
+    for (uint32_t slot : links_[id].flows) {
+      FlowState& f = flows_[slot];
+      if (f.seen == epoch_) continue;
+      f.seen = epoch_;
+      comp_flows_.push_back(slot);
+      for (int i = 0; i < f.count; ++i) {
+        LinkState& l = links_[f.links[i]];
+        if (l.seen != epoch_) {
+          l.seen = epoch_;
+          stack_.push_back(f.links[i]);
+        }
+      }
+    }
+  }
+}
+
+void FlowSolver::push_share(LinkId id) {
+  const LinkState& l = links_[id];
+  heap_.push_back(HeapItem{l.remaining / l.unfrozen, id});
+  std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+}
+
+void FlowSolver::fill() {
+  // Every flow of every component link belongs to the component, so a link's flow count is its
+  // number of unfrozen flows at the start.
+  static constexpr uint32_t kUnfrozen = 0;
+  heap_.clear();
+  for (uint32_t slot : comp_flows_) flows_[slot].frozen = kUnfrozen;
+  for (LinkId id : comp_links_) {
+    LinkState& l = links_[id];
+    l.remaining = l.capacity;
+    l.unfrozen = static_cast<uint32_t>(l.flows.size());
+    if (l.unfrozen > 0) heap_.push_back(HeapItem{l.remaining / l.unfrozen, id});
+  }
+  std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+  while (!heap_.empty()) {
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
+    const HeapItem top = heap_.back();
+    heap_.pop_back();
+    LinkState& l = links_[top.link];
+    // A stale entry: the link's share moved since it was pushed (a newer entry exists).
+    if (l.unfrozen == 0 || l.remaining / l.unfrozen != top.share) continue;
+    // Rounding can leave a share a hair below zero on a link that is exactly full; a flow must
+    // never stall, so it keeps a sliver of the link.
+    const double share = std::max(top.share, l.capacity * 1e-12);
+    for (uint32_t slot : l.flows) {
+      FlowState& f = flows_[slot];
+      if (f.frozen != kUnfrozen) continue;
+      f.frozen = 1;
+      f.next_rate = share;
+      for (int i = 0; i < f.count; ++i) {
+        const LinkId other = f.links[i];
+        if (other == top.link) continue;
+        LinkState& o = links_[other];
+        o.remaining = std::max(0.0, o.remaining - share);
+        if (--o.unfrozen > 0) push_share(other);
+      }
+    }
+    l.unfrozen = 0;
+  }
+}
+
+size_t FlowSolver::memory_bytes() const {
+  size_t bytes = links_.capacity() * sizeof(LinkState) + flows_.capacity() * sizeof(FlowState) +
+                 all_.capacity() * sizeof(uint32_t) + heap_.capacity() * sizeof(HeapItem);
+  for (const LinkState& l : links_) bytes += l.flows.capacity() * sizeof(uint32_t);
+  return bytes;
+}
+
+}  // namespace simcore::detail

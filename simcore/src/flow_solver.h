@@ -1,0 +1,138 @@
+// Max-min fair rates for the flows in flight: which flow crosses which link, and what share of
+// each link each flow gets. It knows nothing about time; the simulator attaches a flow when it
+// starts moving bytes, detaches it when its last byte left, and asks for a re-solve after each
+// batch of such changes.
+//
+// Incremental mode: a change marks the links it touches; solve() re-solves only the connected
+// components (flows linked through shared links, transitively) that contain a touched link.
+// Max-min fairness decomposes over components, so the answer equals a full re-solve.
+// Full mode (benchmark baseline): every flow in flight is re-solved at every solve().
+//
+// Both run the same progressive filling: the link with the smallest fair share (remaining
+// capacity / unfrozen flows) is the next bottleneck; its flows freeze at that share, which is
+// subtracted from the other links they cross. Links wait in a lazy min-heap keyed by share.
+// The flows of a link live in an intrusive vector: each flow remembers its position in each of
+// its links' vectors, so attaching and detaching cost O(route length).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "simcore/engine.h"
+#include "simcore/topology.h"
+
+namespace simcore::detail {
+
+class FlowSolver {
+ public:
+  FlowSolver(const Topology& topology, SolverMode mode);
+
+  // `slot` names the flow (the simulator's record index). A flow attaches with the rate it had
+  // (0 for a new flow; its recorded rate when a rewind puts it back). `touch` marks its links for
+  // the next solve(); a rewind restoring a known state does not touch.
+  void attach(uint32_t slot, const Route& route, double rate, bool touch);
+  void detach(uint32_t slot, bool touch);
+  bool attached(uint32_t slot) const { return slot < flows_.size() && flows_[slot].attached; }
+  double rate(uint32_t slot) const { return flows_[slot].rate; }
+  // How many flows are attached to a link.
+  size_t load(LinkId id) const { return links_[id].flows.size(); }
+
+  // Re-solves what changed. on_change(slot, new_rate) is called for every flow whose rate moved.
+  template <class OnChange> void solve(OnChange&& on_change);
+
+  uint64_t solves() const { return solves_; }
+  uint64_t solved_flows() const { return solved_flows_; }
+  size_t memory_bytes() const;
+
+ private:
+  struct LinkState {
+    double capacity = 0;
+    std::vector<uint32_t> flows;  // attached flows (slots)
+    uint32_t seen = 0;            // epoch of the last component walk that reached it
+    uint32_t unfrozen = 0;        // progressive filling: flows not yet given a rate
+    double remaining = 0;         // progressive filling: capacity not yet handed out
+  };
+  struct FlowState {
+    std::array<LinkId, kMaxRouteLinks> links{};
+    std::array<uint32_t, kMaxRouteLinks> pos{};  // index of this flow in each link's vector
+    uint8_t count = 0;
+    bool attached = false;
+    uint32_t seen = 0;     // component walk epoch
+    uint32_t frozen = 0;   // filling epoch in which it got its rate
+    uint32_t all_pos = 0;  // index in all_ (full mode)
+    double rate = 0;
+    double next_rate = 0;
+  };
+  struct HeapItem {
+    double share;
+    LinkId link;
+    bool operator>(const HeapItem& o) const {
+      return share != o.share ? share > o.share : link > o.link;
+    }
+  };
+
+  void touch(LinkId id);
+  void collect_component(LinkId seed);  // fills comp_links_ / comp_flows_
+  void fill();                          // progressive filling of comp_links_ / comp_flows_
+  void push_share(LinkId id);
+  template <class OnChange> void apply(OnChange& on_change);
+
+  SolverMode mode_;
+  std::vector<LinkState> links_;
+  std::vector<FlowState> flows_;
+  std::vector<LinkId> touched_;
+  std::vector<uint32_t> all_;  // every attached flow (full mode)
+  std::vector<LinkId> comp_links_, stack_;
+  std::vector<uint32_t> comp_flows_;
+  std::vector<HeapItem> heap_;
+  uint32_t epoch_ = 0;
+  uint64_t solves_ = 0, solved_flows_ = 0;
+};
+
+template <class OnChange> void FlowSolver::apply(OnChange& on_change) {
+  ++solves_;
+  solved_flows_ += comp_flows_.size();
+  for (uint32_t slot : comp_flows_) {
+    FlowState& f = flows_[slot];
+    if (f.next_rate != f.rate) {
+      f.rate = f.next_rate;
+      on_change(slot, f.rate);
+    }
+  }
+}
+
+template <class OnChange> void FlowSolver::solve(OnChange&& on_change) {
+  if (touched_.empty()) return;
+  ++epoch_;
+  if (mode_ == SolverMode::full_resolve) {
+    touched_.clear();
+    comp_flows_.assign(all_.begin(), all_.end());
+    comp_links_.clear();
+    for (uint32_t slot : comp_flows_) {
+      const FlowState& f = flows_[slot];
+      for (int i = 0; i < f.count; ++i) {
+        LinkState& l = links_[f.links[i]];
+        if (l.seen != epoch_) {
+          l.seen = epoch_;
+          comp_links_.push_back(f.links[i]);
+        }
+      }
+    }
+    if (comp_flows_.empty()) return;
+    fill();
+    apply(on_change);
+    return;
+  }
+  // Links touched in this batch that one walk already reached are skipped (seen == epoch_).
+  for (size_t i = 0; i < touched_.size(); ++i) {
+    const LinkId seed = touched_[i];
+    if (links_[seed].seen == epoch_ || links_[seed].flows.empty()) continue;
+    collect_component(seed);
+    fill();
+    apply(on_change);
+  }
+  touched_.clear();
+}
+
+}  // namespace simcore::detail

@@ -1,0 +1,563 @@
+#include "simulator.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace simcore::detail {
+
+Simulator::Simulator(const ClusterSpec& cluster, const EngineOptions& options)
+    : topology_(cluster), solver_(topology_, options.solver),
+      record_timeline_(options.record_timeline), links_(topology_.links().size()) {}
+
+uint32_t Simulator::allocate_slot() {
+  if (!free_slots_.empty()) {
+    const uint32_t s = free_slots_.back();
+    free_slots_.pop_back();
+    return s;
+  }
+  records_.emplace_back();
+  if (record_timeline_) labels_.emplace_back();
+  return static_cast<uint32_t>(records_.size() - 1);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Submission
+
+EventId Simulator::submit(const NewEvent& e) {
+  const uint32_t slot = allocate_slot();
+  const EventId id = static_cast<EventId>(slot_of_.size() + 1);
+  slot_of_.push_back(slot);
+  results_.push_back(Interval{});
+  ++live_;
+
+  Record& r = records_[slot];
+  r.id = id;
+  r.kind = e.kind;
+  r.phase = Phase::pending;
+  r.dirty = true;
+  r.gpu = e.gpu;
+  r.dst = e.dst;
+  r.lane = e.lane;
+  r.bytes = e.bytes;
+  r.duration = e.duration;
+  r.latency = e.kind == EventKind::flow ? topology_.route(e.gpu, e.dst).latency : 0;
+  r.base_ready = std::max(e.not_before, floor_);
+  if (record_timeline_ && e.label) labels_[slot] = *e.label;
+
+  Time lower_bound = r.base_ready;
+  if (e.after) {
+    for (EventId dep : *e.after) {
+      const uint32_t ds = slot_of_[dep - 1];
+      if (ds == kRetired) {
+        r.base_ready = std::max(r.base_ready, results_[dep - 1].finish);
+        lower_bound = std::max(lower_bound, results_[dep - 1].finish);
+        continue;
+      }
+      if (std::find(r.deps.begin(), r.deps.end(), ds) != r.deps.end()) continue;
+      Record& d = records_[ds];
+      r.deps.push_back(ds);
+      d.dependents.push_back(slot);
+      // A fresh dependency starts no earlier than its own bound; a simulated one keeps its
+      // finish unless the sweep reaches it, which happens no earlier than the sweep's start.
+      lower_bound = std::max(lower_bound, d.dirty ? d.lower_bound : d.finish);
+    }
+  }
+  r.lower_bound = lower_bound;
+  rewind_to_ = std::min(rewind_to_, lower_bound);
+  fresh_.push_back(slot);
+  return id;
+}
+
+bool Simulator::settled(EventId id) const {
+  const uint32_t slot = slot_of_[id - 1];
+  if (slot == kRetired) return true;
+  const Record& r = records_[slot];
+  return !r.dirty && r.finish <= rewind_to_;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The sweep
+
+void Simulator::push(Time t, uint32_t target, ItemKind kind, uint32_t version) {
+  queue_.push(QueueItem{t, target, version, kind, seq_++});
+}
+
+void Simulator::sync() {
+  if (fresh_.empty()) return;
+  const Time start = rewind_to_;
+  const uint64_t replayed_before = replayed_;
+  for (uint32_t slot : fresh_) dirty_.push_back(slot);
+  for (uint32_t slot : fresh_) schedule_if_ready(slot, start);
+  fresh_.clear();
+  run();
+  rewind_to_ = std::numeric_limits<Time>::infinity();
+  if (replayed_ > replayed_before) ++rollbacks_;
+  finalize();
+}
+
+void Simulator::schedule_if_ready(uint32_t slot, Time now) {
+  Record& r = records_[slot];
+  r.ready = r.base_ready;
+  r.waiting = 0;
+  for (uint32_t ds : r.deps) {
+    Record& d = records_[ds];
+    if (d.dirty) {
+      if (d.phase == Phase::done) r.ready = std::max(r.ready, d.finish);
+      else ++r.waiting;
+    } else if (d.finish < now || d.finish_announced) {
+      r.ready = std::max(r.ready, d.finish);
+    } else {
+      // A clean dependency finishing now or later may still turn dirty until then: the sweep
+      // announces its finish when it gets there.
+      ++r.waiting;
+      if (!d.finish_queued) {
+        d.finish_queued = true;
+        announced_.push_back(ds);
+        push(d.finish, ds, kCleanFinish);
+      }
+    }
+  }
+  if (r.waiting == 0) push(r.ready, slot, kStart);
+}
+
+void Simulator::run() {
+  while (!queue_.empty()) {
+    const Time now = queue_.top().t;
+    while (!queue_.empty() && queue_.top().t <= now) {
+      const QueueItem item = queue_.top();
+      queue_.pop();
+      handle(item, now);
+      pull_in(now);
+    }
+    solver_.solve([&](uint32_t slot, double rate) { on_rate(slot, rate, now); });
+  }
+}
+
+void Simulator::handle(const QueueItem& item, Time now) {
+  if (item.kind == kWatch) {
+    watch_fired(item.target, item.version, now);
+    return;
+  }
+  Record& r = records_[item.target];
+  // Ghosts always run: they replay an old transfer, whatever became of its flow since.
+  if (item.kind == kGhostBegin || item.kind == kGhostEnd) {
+    const Route route = route_of(r);
+    if (item.kind == kGhostBegin) note_presence(route);
+    for (int i = 0; i < route.count; ++i) {
+      if (item.kind == kGhostBegin) ++links_[route.links[i]].ghosts;
+      else --links_[route.links[i]].ghosts;
+    }
+    return;
+  }
+  if (item.version != r.version) return;
+  switch (item.kind) {
+    case kStart: begin(item.target, now); break;
+    case kTransferEnd: end_transfer(item.target, now); break;
+    case kFinish: complete(item.target, now); break;
+    case kCleanFinish: clean_finished(item.target, now); break;
+    case kDepCheck: dep_check(item.target, now); break;
+    default: break;
+  }
+}
+
+void Simulator::begin(uint32_t slot, Time now) {
+  Record& r = records_[slot];
+  r.start = now;
+  if (r.kind == EventKind::task) {
+    r.phase = Phase::tail;
+    r.transfer_end = now;
+    push(now + r.duration, slot, kFinish);
+  } else if (r.bytes == 0) {
+    r.phase = Phase::tail;
+    r.transfer_end = now;
+    push(now + r.latency, slot, kFinish);
+  } else {
+    r.phase = Phase::moving;
+    index_insert(slot, r);
+    attach_dirty(slot, route_of(r), 0.0);
+  }
+}
+
+void Simulator::end_transfer(uint32_t slot, Time now) {
+  Record& r = records_[slot];
+  r.phase = Phase::tail;
+  r.transfer_end = now;
+  solver_.detach(slot, /*touch=*/true);
+  push(now + r.latency, slot, kFinish);
+}
+
+void Simulator::complete(uint32_t slot, Time now) {
+  Record& r = records_[slot];
+  r.phase = Phase::done;
+  r.finish = now;
+  for (uint32_t ds : r.dependents) {
+    Record& d = records_[ds];
+    if (d.dirty) {
+      // Dependents scheduled before this instant counted this event; later ones saw it done.
+      if (d.phase != Phase::pending || d.waiting == 0) continue;
+      d.ready = std::max(d.ready, now);
+      if (--d.waiting == 0) push(d.ready, ds, kStart);
+    } else if (!(r.has_old && now == r.old_finish)) {
+      dirty_pending(ds, now);  // its start moves with this finish
+    }
+  }
+}
+
+// Every dirty dependent still waiting was scheduled before this announcement, so it counted
+// this event.
+void Simulator::clean_finished(uint32_t slot, Time now) {
+  Record& r = records_[slot];
+  r.finish_announced = true;
+  for (uint32_t ds : r.dependents) {
+    Record& d = records_[ds];
+    if (!d.dirty || d.phase != Phase::pending || d.waiting == 0) continue;
+    d.ready = std::max(d.ready, now);
+    if (--d.waiting == 0) push(d.ready, ds, kStart);
+  }
+}
+
+// At a clean event's old start: a dependency still unfinished means it cannot start then.
+void Simulator::dep_check(uint32_t slot, Time now) {
+  const Record& r = records_[slot];
+  if (r.dirty) return;
+  for (uint32_t ds : r.deps) {
+    const Record& d = records_[ds];
+    if (d.dirty && d.phase != Phase::done) {
+      dirty_pending(slot, now);
+      return;
+    }
+  }
+}
+
+void Simulator::on_rate(uint32_t slot, double rate, Time now) {
+  Record& r = records_[slot];
+  ++r.version;
+  double remaining = static_cast<double>(r.bytes);
+  if (r.segments.empty()) {
+    r.segments.push_back(Segment{now, rate, remaining});
+    ++segments_;
+  } else {
+    Segment& last = r.segments.back();
+    if (last.t == now) {
+      last.rate = rate;
+      remaining = last.remaining;
+    } else {
+      remaining = std::max(0.0, last.remaining - last.rate * (now - last.t));
+      r.segments.push_back(Segment{now, rate, remaining});
+      ++segments_;
+      if (r.segments.size() >= r.trim_at) trim_segments(r);
+    }
+  }
+  push(now + remaining / rate, slot, kTransferEnd);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Clean events joining the sweep
+
+void Simulator::mark_dirty(Record& r, uint32_t slot, Time now) {
+  r.dirty = true;
+  r.has_old = true;
+  r.old_start = r.start;
+  r.old_transfer_end = r.transfer_end;
+  r.old_finish = r.finish;
+  ++r.version;  // any announcement of its old finish is void
+  ++replayed_;
+  dirty_.push_back(slot);
+  if (r.indexed) {
+    const Route route = route_of(r);
+    for (int i = 0; i < route.count; ++i) --links_[route.links[i]].clean;
+  }
+  // Clean dependents started at their old start on the strength of this event's old finish.
+  for (uint32_t ds : r.dependents) {
+    const Record& d = records_[ds];
+    if (!d.dirty) push(std::max(now, d.start), ds, kDepCheck);
+  }
+}
+
+// A clean flow that started before `now` and moves bytes beside dirty work on one of its links.
+void Simulator::dirty_moving(uint32_t slot, Time now) {
+  Record& r = records_[slot];
+  mark_dirty(r, slot, now);
+  const Route route = route_of(r);
+  note_presence(route);
+  // Its old transfer from now on is a ghost: the flows that shared links with it then must
+  // join the sweep as well.
+  for (int i = 0; i < route.count; ++i) ++links_[route.links[i]].ghosts;
+  push(r.old_transfer_end, slot, kGhostEnd);
+  while (!r.segments.empty() && r.segments.back().t >= now) {
+    r.segments.pop_back();
+    --segments_;
+  }
+  r.phase = Phase::moving;
+  const Segment s = r.segments.back();  // it started before now, so this exists
+  attach_dirty(slot, route, s.rate);
+  push(std::max(now, s.t + s.remaining / s.rate), slot, kTransferEnd);
+}
+
+// A clean event not started yet at `now` whose start can move: it waits for its dependencies
+// again.
+void Simulator::dirty_pending(uint32_t slot, Time now) {
+  Record& r = records_[slot];
+  mark_dirty(r, slot, now);
+  if (r.indexed) index_erase(slot, r);
+  if (r.kind == EventKind::flow && r.bytes > 0 && r.old_transfer_end > r.old_start) {
+    push(r.old_start, slot, kGhostBegin);
+    push(r.old_transfer_end, slot, kGhostEnd);
+  }
+  segments_ -= r.segments.size();
+  r.segments.clear();
+  r.trim_at = 8;
+  r.phase = Phase::pending;
+  schedule_if_ready(slot, now);
+}
+
+void Simulator::note_presence(const Route& route) {
+  for (int i = 0; i < route.count; ++i) {
+    const LinkId id = route.links[i];
+    if (presence(id) == 0 && links_[id].clean > 0) presence_work_.push_back(id);
+  }
+}
+
+void Simulator::attach_dirty(uint32_t slot, const Route& route, double rate) {
+  note_presence(route);
+  solver_.attach(slot, route, rate, /*touch=*/true);
+}
+
+// Dirty work just appeared on these links: every clean flow moving on them joins the sweep,
+// and a watch catches the clean flows that start on them later.
+void Simulator::pull_in(Time now) {
+  while (!presence_work_.empty()) {
+    const LinkId id = presence_work_.back();
+    presence_work_.pop_back();
+    LinkIndex& li = links_[id];
+    if (li.clean == 0) continue;
+    auto& v = li.by_start;
+    auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(now, kRetired));
+    const Time oldest = now - li.max_duration;
+    starting_.clear();
+    while (it != v.begin()) {
+      --it;
+      if (it->first < oldest) break;
+      const Record& c = records_[it->second];
+      if (!c.dirty && c.transfer_end > now) starting_.push_back(it->second);
+    }
+    for (uint32_t slot : starting_) join(slot, now);
+    watch(id, now);
+  }
+}
+
+// A clean flow moving (or starting) beside dirty work. One that started before now did so on
+// dependencies that were final then; one starting right now goes back through its dependencies,
+// since one of them may be late.
+void Simulator::join(uint32_t slot, Time now) {
+  if (records_[slot].dirty) return;
+  const Record& r = records_[slot];
+  if (r.start < now && !r.segments.empty()) dirty_moving(slot, now);
+  else dirty_pending(slot, now);
+}
+
+void Simulator::watch(LinkId id, Time now) {
+  LinkIndex& li = links_[id];
+  ++li.watch_stamp;
+  if (li.clean == 0) return;
+  auto it = std::upper_bound(li.by_start.begin(), li.by_start.end(), std::make_pair(now, kRetired));
+  for (; it != li.by_start.end(); ++it) {
+    if (!records_[it->second].dirty) {
+      push(it->first, id, kWatch, li.watch_stamp);
+      return;
+    }
+  }
+}
+
+void Simulator::watch_fired(LinkId id, uint32_t stamp, Time now) {
+  LinkIndex& li = links_[id];
+  if (stamp != li.watch_stamp) return;
+  if (presence(id) == 0) {
+    ++li.watch_stamp;  // nothing dirty here any more; the next presence starts a new watch
+    return;
+  }
+  auto it = std::lower_bound(li.by_start.begin(), li.by_start.end(), std::make_pair(now, uint32_t{0}));
+  starting_.clear();
+  for (; it != li.by_start.end() && it->first == now; ++it)
+    if (!records_[it->second].dirty) starting_.push_back(it->second);
+  for (uint32_t slot : starting_) join(slot, now);
+  watch(id, now);
+}
+
+void Simulator::index_insert(uint32_t slot, const Record& r) {
+  Record& rec = records_[slot];
+  rec.indexed = true;
+  const Route route = route_of(r);
+  for (int i = 0; i < route.count; ++i) {
+    auto& v = links_[route.links[i]].by_start;
+    const auto entry = std::make_pair(r.start, slot);
+    // Flows start in time order within a sweep, so this is nearly always an append.
+    if (v.empty() || !(entry < v.back())) v.push_back(entry);
+    else v.insert(std::upper_bound(v.begin(), v.end(), entry), entry);
+  }
+}
+
+void Simulator::index_erase(uint32_t slot, const Record& r) {
+  const Route route = route_of(r);
+  for (int i = 0; i < route.count; ++i) {
+    LinkIndex& li = links_[route.links[i]];
+    auto& v = li.by_start;
+    const auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(r.start, slot));
+    if (it != v.end() && it->second == slot) v.erase(it);
+    if (!r.dirty) --li.clean;
+  }
+  records_[slot].indexed = false;
+}
+
+// Everything the sweep simulated is the new clean history.
+void Simulator::finalize() {
+  for (uint32_t slot : dirty_) {
+    Record& r = records_[slot];
+    r.dirty = false;
+    r.has_old = false;
+    if (r.indexed) {
+      const Route route = route_of(r);
+      for (int i = 0; i < route.count; ++i) {
+        LinkIndex& li = links_[route.links[i]];
+        ++li.clean;
+        li.max_duration = std::max(li.max_duration, r.transfer_end - r.start);
+      }
+    }
+    r.finish_stamp = ++stamps_;
+    finish_order_.push(FinishEntry{r.finish, r.finish_stamp, slot});
+    frontier_ = std::max(frontier_, r.finish);
+  }
+  dirty_.clear();
+  for (uint32_t slot : announced_) {
+    records_[slot].finish_queued = false;
+    records_[slot].finish_announced = false;
+  }
+  announced_.clear();
+  // Stale entries (events re-simulated since) pile up in the finish order; drop them at times.
+  if (finish_order_.size() > 2 * live_ + 1024) {
+    std::vector<FinishEntry> keep;
+    while (!finish_order_.empty()) {
+      const FinishEntry e = finish_order_.top();
+      finish_order_.pop();
+      if (records_[e.slot].id != kNoEvent && records_[e.slot].finish_stamp == e.stamp) keep.push_back(e);
+    }
+    finish_order_ = decltype(finish_order_)(std::greater<>(), std::move(keep));
+  }
+}
+
+// Drops segments that no sweep can reach: all but the last one starting before the floor
+// (a flow re-simulated from the floor on continues from the rate in force just before it).
+void Simulator::trim_segments(Record& r) {
+  size_t keep_from = 0;
+  while (keep_from + 1 < r.segments.size() && r.segments[keep_from + 1].t < floor_) ++keep_from;
+  if (keep_from > 0) {
+    r.segments.erase(r.segments.begin(), r.segments.begin() + static_cast<long>(keep_from));
+    segments_ -= keep_from;
+  }
+  r.trim_at = static_cast<uint32_t>(std::max<size_t>(8, 2 * r.segments.size()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Results and reclaiming
+
+Interval Simulator::interval(EventId id) const {
+  const uint32_t slot = slot_of_[id - 1];
+  if (slot == kRetired) return results_[id - 1];
+  const Record& r = records_[slot];
+  return Interval{r.start, r.finish};
+}
+
+void Simulator::reclaim(Time floor) {
+  if (!(floor > floor_)) return;
+  floor_ = floor;
+  while (!finish_order_.empty() && finish_order_.top().time < floor_) {
+    const FinishEntry e = finish_order_.top();
+    finish_order_.pop();
+    const Record& r = records_[e.slot];
+    if (r.id != kNoEvent && r.finish_stamp == e.stamp) retire(e.slot);
+  }
+}
+
+void Simulator::retire(uint32_t slot) {
+  Record& r = records_[slot];
+  results_[r.id - 1] = Interval{r.start, r.finish};
+  slot_of_[r.id - 1] = kRetired;
+  if (record_timeline_) {
+    retired_timeline_.push_back(timeline_entry(r, labels_[slot]));
+    labels_[slot] = std::string();
+  }
+  if (r.indexed) index_erase(slot, r);
+  // Unlink both ways: a dependent keeps this finish in its base ready time.
+  for (uint32_t ds : r.dependents) {
+    Record& d = records_[ds];
+    d.base_ready = std::max(d.base_ready, r.finish);
+    auto it = std::find(d.deps.begin(), d.deps.end(), slot);
+    if (it != d.deps.end()) d.deps.erase(it);
+  }
+  for (uint32_t ds : r.deps) {
+    Record& d = records_[ds];
+    auto it = std::find(d.dependents.begin(), d.dependents.end(), slot);
+    if (it != d.dependents.end()) d.dependents.erase(it);
+  }
+  segments_ -= r.segments.size();
+  r = Record{};
+  free_slots_.push_back(slot);
+  --live_;
+}
+
+Engine::Stats Simulator::stats() const {
+  Engine::Stats s;
+  s.events_submitted = slot_of_.size();
+  s.events_live = live_;
+  s.flow_segments = segments_;
+  size_t history = records_.capacity() * sizeof(Record) + free_slots_.capacity() * sizeof(uint32_t) +
+                   finish_order_.size() * sizeof(FinishEntry) + solver_.memory_bytes() +
+                   queue_.size() * sizeof(QueueItem) + fresh_.capacity() * sizeof(uint32_t) +
+                   dirty_.capacity() * sizeof(uint32_t) + links_.capacity() * sizeof(LinkIndex);
+  for (const LinkIndex& li : links_) history += li.by_start.capacity() * sizeof(li.by_start[0]);
+  for (const Record& r : records_) {
+    // small_vector spills to the heap once its capacity exceeds the inline two elements.
+    if (r.deps.capacity() > 2) history += r.deps.capacity() * sizeof(uint32_t);
+    if (r.dependents.capacity() > 2) history += r.dependents.capacity() * sizeof(uint32_t);
+    if (r.segments.capacity() > 2) history += r.segments.capacity() * sizeof(Segment);
+  }
+  for (const std::string& l : labels_) history += sizeof(std::string) + l.capacity();
+  s.history_bytes = history;
+  s.result_bytes = slot_of_.capacity() * sizeof(uint32_t) + results_.capacity() * sizeof(Interval);
+  size_t timeline = retired_timeline_.capacity() * sizeof(TimelineEntry);
+  for (const TimelineEntry& t : retired_timeline_) timeline += t.label.capacity();
+  s.timeline_bytes = timeline;
+  s.rollbacks = rollbacks_;
+  s.replayed_events = replayed_;
+  s.solves = solver_.solves();
+  s.solved_flows = solver_.solved_flows();
+  s.floor = floor_;
+  return s;
+}
+
+TimelineEntry Simulator::timeline_entry(const Record& r, const std::string& label) const {
+  TimelineEntry e;
+  e.flow = r.kind == EventKind::flow;
+  e.gpu = r.gpu;
+  e.dst = r.dst;
+  e.lane = r.lane;
+  e.bytes = r.bytes;
+  e.start = r.start;
+  e.transfer_end = r.transfer_end;
+  e.finish = r.finish;
+  e.label = label;
+  return e;
+}
+
+std::string Simulator::timeline_json() const {
+  std::vector<TimelineEntry> entries = retired_timeline_;
+  static const std::string kNoLabel;
+  for (size_t slot = 0; slot < records_.size(); ++slot) {
+    const Record& r = records_[slot];
+    if (r.id == kNoEvent || r.phase != Phase::done) continue;
+    entries.push_back(timeline_entry(r, record_timeline_ ? labels_[slot] : kNoLabel));
+  }
+  return chrome_trace_json(std::move(entries));
+}
+
+}  // namespace simcore::detail

@@ -1,0 +1,223 @@
+// The discrete-event simulation behind the engine, single-threaded (the engine locks around
+// it). It owns the events, their rate history, and the selective rollback that makes the answer
+// independent of the order in which submissions arrive.
+//
+// After every sync() every known event is simulated to completion ("clean"). New submissions
+// are "dirty": sync() sweeps forward in virtual time from the earliest start any of them can
+// have, simulating only dirty events. A clean event joins the dirty set (its outcome from that
+// instant on is re-simulated) exactly when something dirty could influence it:
+// - through a link: a clean flow becomes dirty at the first instant it moves bytes on a link
+//   that carries a dirty flow, or that carried one in the old history (a "ghost": the old
+//   transfer of a dirty flow, which had shaped the rates of the flows beside it). A moving flow
+//   keeps its rate history before that instant and continues from the bytes left then.
+// - through a dependency: a clean event whose dependency's finish moved becomes dirty and waits
+//   again; one whose dependency is still unfinished (dirty) at its old start becomes dirty then.
+// Everything else keeps its recorded outcome, untouched. Max-min rates depend only on the flows
+// sharing links (transitively) at that instant, so the sweep reproduces what a simulation that
+// knew every submission from the start would give, up to floating-point rounding; the property
+// tests check this. The cost of a late submission is the size of its causal cone, not of
+// everything simulated after its start.
+//
+// Each link keeps an index of the flows that moved bytes on it (by start time, with the longest
+// transfer seen), which answers "which clean flows move on this link at time t" and "the next
+// clean flow to start on it".
+//
+// reclaim(F) (F = the ranks' floor; no sweep ever starts below it) retires events finishing
+// before F: their interval moves to a 16-byte result and everything else is freed.
+//
+// Within one virtual instant all queue items of that instant are applied first (starts, ends
+// of transfers, finishes, and what they release), then the flow solver re-solves once.
+#pragma once
+
+#include <boost/container/small_vector.hpp>
+#include <cstdint>
+#include <limits>
+#include <queue>
+#include <string>
+#include <vector>
+
+#include "flow_solver.h"
+#include "simcore/engine.h"
+#include "simcore/topology.h"
+#include "timeline.h"
+
+namespace simcore::detail {
+
+enum class EventKind : uint8_t { flow, task };
+
+// A validated submission (the engine checks GPUs, ids and times before it gets here).
+struct NewEvent {
+  EventKind kind = EventKind::task;
+  int gpu = 0;  // the task's GPU, or the flow's source
+  int dst = 0;  // the flow's destination
+  int lane = 0;
+  uint64_t bytes = 0;
+  Time duration = 0;
+  Time not_before = 0;
+  const std::vector<EventId>* after = nullptr;
+  const std::string* label = nullptr;
+};
+
+class Simulator {
+ public:
+  Simulator(const ClusterSpec& cluster, const EngineOptions& options);
+
+  const Topology& topology() const { return topology_; }
+  EventId last_id() const { return static_cast<EventId>(slot_of_.size()); }
+  bool known(EventId id) const { return id != kNoEvent && id <= last_id(); }
+  Time floor() const { return floor_; }
+
+  EventId submit(const NewEvent& event);
+  // Simulates every submission to completion.
+  void sync();
+  // True when sync() cannot change this event's interval: it is simulated and finishes before
+  // anything submitted since can start.
+  bool settled(EventId id) const;
+
+  // After sync() (or when settled): where an event stands.
+  Interval interval(EventId id) const;
+  // After sync(): retire every event finishing before `floor` (never moves the floor back).
+  void reclaim(Time floor);
+  // After sync(): no event finishes later than this.
+  Time frontier() const { return frontier_; }
+
+  Engine::Stats stats() const;
+  std::string timeline_json() const;
+
+ private:
+  enum class Phase : uint8_t { pending, moving, tail, done };
+  // Order within one instant: finishes first (they release starts); a clean event's finish is
+  // announced last, once everything else at that instant had its chance to make it dirty.
+  enum ItemKind : uint8_t {
+    kFinish, kTransferEnd, kGhostEnd, kStart, kGhostBegin, kWatch, kDepCheck, kCleanFinish,
+  };
+
+  struct Segment {
+    Time t;            // from this time on
+    double rate;       // bytes/s
+    double remaining;  // bytes still to move at t
+  };
+
+  struct Record {
+    EventId id = kNoEvent;
+    EventKind kind = EventKind::task;
+    Phase phase = Phase::pending;
+    bool dirty = false;      // simulated by the current sync()
+    bool has_old = false;    // dirty, and simulated before: old_* keep that outcome
+    bool indexed = false;    // its transfer is in its links' indexes
+    bool finish_queued = false;     // clean: the sweep will announce its finish
+    bool finish_announced = false;  // clean: the sweep announced its finish
+    int32_t gpu = 0, dst = 0, lane = 0;
+    uint64_t bytes = 0;
+    Time duration = 0;     // task
+    Time latency = 0;      // flow: its route's latency (the fixed tail)
+    Time base_ready = 0;   // not_before, raised by the finishes of retired dependencies
+    Time lower_bound = 0;  // fresh: no earlier start is possible (where the sweep begins)
+    Time ready = 0;        // scheduling: the latest dependency finish seen so far
+    uint32_t waiting = 0;  // scheduling: dependencies not finished yet
+    uint32_t version = 0;  // queue items carrying an older version are stale
+    uint32_t trim_at = 8;  // segment count at which old segments are trimmed next
+    Time start = 0, transfer_end = 0, finish = 0;
+    Time old_start = 0, old_transfer_end = 0, old_finish = 0;
+    uint64_t finish_stamp = 0;  // matches its live entry in finish_order_
+    boost::container::small_vector<uint32_t, 2> deps;        // live dependencies (slots)
+    boost::container::small_vector<uint32_t, 2> dependents;  // live dependents (slots)
+    boost::container::small_vector<Segment, 2> segments;     // flow rate history
+  };
+
+  struct QueueItem {
+    Time t;
+    uint32_t target;   // a slot, or a link for kWatch
+    uint32_t version;  // the target's version (or watch stamp) when pushed
+    ItemKind kind;
+    uint64_t seq;      // ties: first pushed, first served
+    bool operator>(const QueueItem& o) const {
+      if (t != o.t) return t > o.t;
+      if (kind != o.kind) return kind > o.kind;
+      return seq > o.seq;
+    }
+  };
+
+  struct FinishEntry {
+    Time time;
+    uint64_t stamp;
+    uint32_t slot;
+    bool operator>(const FinishEntry& o) const {
+      return time != o.time ? time > o.time : stamp > o.stamp;
+    }
+  };
+
+  struct LinkIndex {
+    std::vector<std::pair<Time, uint32_t>> by_start;  // (start, slot) of flows, sorted
+    double max_duration = 0;   // longest transfer among them (bounds the backward scan)
+    uint32_t clean = 0;        // entries of clean flows
+    uint32_t ghosts = 0;       // old transfers of dirty flows in progress now
+    uint32_t watch_stamp = 0;  // the live kWatch item's stamp
+  };
+
+  static constexpr uint32_t kRetired = std::numeric_limits<uint32_t>::max();
+
+  uint32_t allocate_slot();
+  void push(Time t, uint32_t target, ItemKind kind, uint32_t version);
+  void push(Time t, uint32_t slot, ItemKind kind) { push(t, slot, kind, records_[slot].version); }
+  Route route_of(const Record& r) const { return topology_.route(r.gpu, r.dst); }
+
+  // The sweep.
+  void run();
+  void handle(const QueueItem& item, Time now);
+  void begin(uint32_t slot, Time now);
+  void end_transfer(uint32_t slot, Time now);
+  void complete(uint32_t slot, Time now);
+  void clean_finished(uint32_t slot, Time now);
+  void dep_check(uint32_t slot, Time now);
+  void on_rate(uint32_t slot, double rate, Time now);
+  void schedule_if_ready(uint32_t slot, Time now);
+
+  // Clean -> dirty.
+  void mark_dirty(Record& r, uint32_t slot, Time now);
+  void join(uint32_t slot, Time now);
+  void dirty_moving(uint32_t slot, Time now);
+  void dirty_pending(uint32_t slot, Time now);
+
+  // Link presence of dirty work (attached dirty flows + ghosts) and the clean flows it pulls in.
+  size_t presence(LinkId id) const { return solver_.load(id) + links_[id].ghosts; }
+  void note_presence(const Route& route);  // call before raising presence on `route`
+  void attach_dirty(uint32_t slot, const Route& route, double rate);
+  void pull_in(Time now);  // drains presence_work_
+  void watch(LinkId id, Time now);
+  void watch_fired(LinkId id, uint32_t stamp, Time now);
+  void index_insert(uint32_t slot, const Record& r);
+  void index_erase(uint32_t slot, const Record& r);
+
+  void finalize();
+  void retire(uint32_t slot);
+  void trim_segments(Record& r);
+  TimelineEntry timeline_entry(const Record& r, const std::string& label) const;
+
+  Topology topology_;
+  FlowSolver solver_;
+  bool record_timeline_;
+
+  std::vector<Record> records_;
+  std::vector<std::string> labels_;  // by slot, only with record_timeline_
+  std::vector<uint32_t> free_slots_;
+  std::vector<uint32_t> slot_of_;    // by id - 1; kRetired once retired
+  std::vector<Interval> results_;    // by id - 1; valid once retired
+  std::vector<TimelineEntry> retired_timeline_;
+  std::vector<LinkIndex> links_;
+
+  std::vector<uint32_t> fresh_;
+  std::vector<uint32_t> dirty_;      // everything simulated by the current sync()
+  std::vector<LinkId> presence_work_;
+  std::vector<uint32_t> announced_;  // clean events whose finish the sweep will announce
+  std::vector<uint32_t> starting_;   // scratch for watch_fired()
+  Time rewind_to_ = std::numeric_limits<Time>::infinity();
+  std::priority_queue<QueueItem, std::vector<QueueItem>, std::greater<>> queue_;
+  std::priority_queue<FinishEntry, std::vector<FinishEntry>, std::greater<>> finish_order_;
+  uint64_t seq_ = 0, stamps_ = 0;
+
+  Time floor_ = 0, frontier_ = 0;
+  uint64_t live_ = 0, segments_ = 0, rollbacks_ = 0, replayed_ = 0;
+};
+
+}  // namespace simcore::detail

@@ -1,0 +1,159 @@
+// Builds the link table of topology.h from a ClusterSpec; routes are computed on demand from
+// the table's layout (a handful of index calculations), so nothing per GPU pair is stored.
+#include "simcore/topology.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "common/log.h"
+
+namespace simcore {
+namespace {
+
+bool positive(double v) { return std::isfinite(v) && v > 0; }
+
+// A bandwidth or the fallback, logging once when the configured value is unusable.
+double bandwidth_or(double value, double fallback, const char* what) {
+  if (positive(value)) return value;
+  vgpu::log::once(vgpu::log::Level::warn, std::string("simcore-topology-") + what,
+                  fmt::format("simcore: {} bandwidth {} is unusable; using {} bytes/s", what,
+                              value, fallback));
+  return fallback;
+}
+
+double latency_or_zero(double value) { return std::isfinite(value) && value > 0 ? value : 0.0; }
+
+constexpr double kPcieGen5x16 = 63e9;
+constexpr double kNic400G = 50e9;
+constexpr double kHbmFallback = 2e12;
+
+}  // namespace
+
+Topology::Topology(const ClusterSpec& c) {
+  const int nodes = std::max(1, c.nodes);
+  gpus_per_node_ = std::max(1, c.gpus_per_node);
+  gpus_ = nodes * gpus_per_node_;
+  nics_per_node_ = std::max(1, c.nic.per_node);
+  nodes_per_leaf_ = std::max(1, c.fabric.nodes_per_leaf);
+  rail_leaves_ = c.fabric.kind == "rail-optimized";
+
+  const double hbm = bandwidth_or(c.model.memory_bw, kHbmFallback, "HBM") / 2;
+  const double pcie = positive(c.model.pcie_bw) ? c.model.pcie_bw : kPcieGen5x16;
+  const double nic = bandwidth_or(c.nic.bw, kNic400G, "NIC");
+  const double fabric_link = positive(c.fabric.link_bw) ? c.fabric.link_bw : nic;
+  const double oversub = positive(c.fabric.oversubscription) ? c.fabric.oversubscription : 1.0;
+  const double nvlink = positive(c.nvlink.bw_per_gpu) ? c.nvlink.bw_per_gpu : c.model.nvlink_bw;
+  const double nv_lat = latency_or_zero(c.nvlink.latency_s);
+  const double nic_lat = latency_or_zero(c.nic.latency_s);
+  const double hop_lat = latency_or_zero(c.fabric.latency_s);
+
+  if (!c.nvlink.present || !positive(nvlink)) intra_ = Intra::pcie;
+  else if (c.nvlink.nvswitch || gpus_per_node_ == 1) intra_ = Intra::nvswitch;
+  else intra_ = Intra::nvlink_mesh;
+
+  hbm_ = static_cast<LinkId>(links_.size());
+  for (int g = 0; g < gpus_; ++g) add(LinkKind::hbm, hbm, 0, g);
+  if (intra_ == Intra::nvswitch) {
+    nv_up_ = static_cast<LinkId>(links_.size());
+    for (int g = 0; g < gpus_; ++g) add(LinkKind::nvlink_up, nvlink, nv_lat, g);
+    nv_down_ = static_cast<LinkId>(links_.size());
+    for (int g = 0; g < gpus_; ++g) add(LinkKind::nvlink_down, nvlink, 0, g);
+  } else if (intra_ == Intra::nvlink_mesh) {
+    // Row src, column dst (the diagonal is unused but keeps the indexing trivial).
+    nv_peer_ = static_cast<LinkId>(links_.size());
+    const double per_peer = nvlink / (gpus_per_node_ - 1);
+    for (int g = 0; g < gpus_; ++g)
+      for (int j = 0; j < gpus_per_node_; ++j)
+        add(LinkKind::nvlink_peer, per_peer, nv_lat, g, node_of(g) * gpus_per_node_ + j);
+  }
+  pcie_up_ = static_cast<LinkId>(links_.size());
+  for (int g = 0; g < gpus_; ++g) add(LinkKind::pcie_up, pcie, 0, g);
+  pcie_down_ = static_cast<LinkId>(links_.size());
+  for (int g = 0; g < gpus_; ++g) add(LinkKind::pcie_down, pcie, 0, g);
+
+  const int nics = nodes * nics_per_node_;
+  nic_up_ = static_cast<LinkId>(links_.size());
+  for (int n = 0; n < nics; ++n) add(LinkKind::nic_up, nic, nic_lat, n);
+  nic_down_ = static_cast<LinkId>(links_.size());
+  for (int n = 0; n < nics; ++n) add(LinkKind::nic_down, nic, hop_lat, n);
+
+  const int groups = (nodes + nodes_per_leaf_ - 1) / nodes_per_leaf_;
+  leaves_ = rail_leaves_ ? groups * nics_per_node_ : groups;
+  std::vector<int> ports(leaves_, 0);
+  for (int n = 0; n < nics; ++n) ++ports[leaf_of_nic(n)];
+  std::vector<double> uplink(leaves_);
+  for (int l = 0; l < leaves_; ++l) {
+    const double wanted = ports[l] * nic / oversub;
+    const double count = std::max(1.0, std::ceil(wanted / fabric_link - 1e-9));
+    uplink[l] = count * fabric_link;
+  }
+  leaf_up_ = static_cast<LinkId>(links_.size());
+  for (int l = 0; l < leaves_; ++l) add(LinkKind::leaf_up, uplink[l], hop_lat, l);
+  leaf_down_ = static_cast<LinkId>(links_.size());
+  for (int l = 0; l < leaves_; ++l) add(LinkKind::leaf_down, uplink[l], hop_lat, l);
+}
+
+LinkId Topology::add(LinkKind kind, double capacity, double latency, int owner, int peer) {
+  links_.push_back(Link{kind, capacity, latency, owner, peer});
+  return static_cast<LinkId>(links_.size() - 1);
+}
+
+int Topology::nic_of(int gpu) const {
+  return node_of(gpu) * nics_per_node_ + (gpu % gpus_per_node_) % nics_per_node_;
+}
+
+int Topology::leaf_of_nic(int nic) const {
+  const int group = (nic / nics_per_node_) / nodes_per_leaf_;
+  return rail_leaves_ ? group * nics_per_node_ + nic % nics_per_node_ : group;
+}
+
+Route Topology::route(int src, int dst) const {
+  Route r;
+  auto push = [&](LinkId id) {
+    r.links[r.count++] = id;
+    r.latency += links_[id].latency;
+  };
+  if (src == dst) {
+    push(hbm_ + src);
+  } else if (node_of(src) == node_of(dst)) {
+    switch (intra_) {
+      case Intra::nvswitch: push(nv_up_ + src); push(nv_down_ + dst); break;
+      case Intra::nvlink_mesh:
+        push(nv_peer_ + static_cast<LinkId>(src) * gpus_per_node_ + dst % gpus_per_node_);
+        break;
+      case Intra::pcie: push(pcie_up_ + src); push(pcie_down_ + dst); break;
+    }
+  } else {
+    const int ns = nic_of(src), nd = nic_of(dst);
+    const int ls = leaf_of_nic(ns), ld = leaf_of_nic(nd);
+    push(pcie_up_ + src);
+    push(nic_up_ + ns);
+    if (ls != ld) {
+      push(leaf_up_ + ls);
+      push(leaf_down_ + ld);
+    }
+    push(nic_down_ + nd);
+    push(pcie_down_ + dst);
+  }
+  return r;
+}
+
+std::string Topology::link_name(LinkId id) const {
+  if (id >= links_.size()) return "link?";
+  const Link& l = links_[id];
+  switch (l.kind) {
+    case LinkKind::hbm: return fmt::format("gpu{}.hbm", l.owner);
+    case LinkKind::nvlink_up: return fmt::format("gpu{}.nvlink-up", l.owner);
+    case LinkKind::nvlink_down: return fmt::format("gpu{}.nvlink-down", l.owner);
+    case LinkKind::nvlink_peer: return fmt::format("gpu{}->gpu{}.nvlink", l.owner, l.peer);
+    case LinkKind::pcie_up: return fmt::format("gpu{}.pcie-up", l.owner);
+    case LinkKind::pcie_down: return fmt::format("gpu{}.pcie-down", l.owner);
+    case LinkKind::nic_up: return fmt::format("nic{}.up", l.owner);
+    case LinkKind::nic_down: return fmt::format("nic{}.down", l.owner);
+    case LinkKind::leaf_up: return fmt::format("leaf{}.up", l.owner);
+    case LinkKind::leaf_down: return fmt::format("leaf{}.down", l.owner);
+  }
+  return "link?";
+}
+
+}  // namespace simcore

@@ -1,0 +1,138 @@
+// The real vgpud (simcore's engine over the configured cluster) against the same engine in
+// process: whatever goes through the daemon must come back exactly as the engine answers it.
+#include <gtest/gtest.h>
+#include <sys/prctl.h>
+
+#include <set>
+
+#include "child_process.h"
+#include "daemon_fixture.h"
+#include "simcore/cluster_config.h"
+#include "simcore/remote_engine.h"
+
+#ifndef VGPUD_PATH
+#error "VGPUD_PATH must name the vgpud binary"
+#endif
+#ifndef CLIENT_TOOL_PATH
+#error "CLIENT_TOOL_PATH must name the daemon_client_tool binary"
+#endif
+
+namespace simcore::testing {
+namespace {
+
+class RealDaemon : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ::prctl(PR_SET_CHILD_SUBREAPER, 1);  // reap the daemons started on demand
+    job_ = unique_job("real");
+  }
+  void TearDown() override {
+    std::string err;
+    EXPECT_TRUE(shutdown_daemon(options(), &err)) << err;
+  }
+  RemoteOptions options(int rank = -1) const {
+    RemoteOptions o;
+    o.job_id = job_;
+    o.socket_dir = tmp_.path();
+    o.rank = rank;
+    o.vgpud_path = VGPUD_PATH;
+    o.connect_timeout_s = 20;
+    return o;
+  }
+  std::vector<std::string> env(std::vector<std::string> extra = {}) const {
+    std::vector<std::string> e = {"VGPU_JOB_ID=" + job_, "VGPU_DAEMON_DIR=" + tmp_.path(),
+                                  std::string("VGPU_VGPUD=") + VGPUD_PATH};
+    e.insert(e.end(), extra.begin(), extra.end());
+    return e;
+  }
+
+  TempDir tmp_;
+  std::string job_;
+};
+
+// One scenario, applied to any engine: flows that share links, tasks after them, ranks.
+std::vector<EventId> submit_scenario(Engine& e) {
+  std::vector<EventId> ids;
+  for (int i = 0; i < 4; ++i)  // four flows out of GPU 0: they share its NVLink port
+    ids.push_back(e.add_flow(FlowSpec{0, 1 + i, (1ull << 26) * (i + 1), 0, {}, "f"}));
+  ids.push_back(e.add_flow(FlowSpec{2, 3, 1ull << 28, 1e-4, {}, "g"}));
+  ids.push_back(e.add_task(TaskSpec{1, 0, 5e-4, 0, {ids[0], ids[4]}, "k"}));
+  ids.push_back(e.add_flow(FlowSpec{5, 5, 1ull << 30, 0, {ids[5]}, "hbm copy"}));
+  ids.push_back(e.add_flow(FlowSpec{0, 99, 1, 0, {}, "no such GPU"}));  // refused: kNoEvent
+  ids.push_back(e.add_task(TaskSpec{0, 0, -1, 0, {}, "negative"}));     // refused: kNoEvent
+  // A latecomer in the virtual past of everything above: rolls the simulation back.
+  ids.push_back(e.add_flow(FlowSpec{0, 2, 1ull << 27, 0, {}, "late"}));
+  return ids;
+}
+
+TEST_F(RealDaemon, AnswersExactlyAsTheInProcessEngine) {
+  ConfigResult config = load_cluster_config();
+  ASSERT_TRUE(config.ok()) << config.error.to_string();
+  auto local = make_engine(*config.cluster);
+  std::string err;
+  auto remote = connect_engine(options(0), &err);
+  ASSERT_TRUE(remote) << err;
+
+  const auto lids = submit_scenario(*local);
+  const auto rids = submit_scenario(*remote);
+  ASSERT_EQ(lids, rids);
+  EXPECT_EQ(rids[7], kNoEvent);
+  EXPECT_EQ(rids[8], kNoEvent);
+  for (EventId id : rids) {
+    if (id == kNoEvent) continue;
+    const auto l = local->query(id), r = remote->query(id);
+    ASSERT_TRUE(l && r) << id;
+    EXPECT_EQ(l->start, r->start) << id;   // bit-exact: doubles travel as their bits
+    EXPECT_EQ(l->finish, r->finish) << id;
+    EXPECT_EQ(local->is_final(id), remote->is_final(id)) << id;
+  }
+  // With a registered rank, finality follows its floor on both.
+  local->register_rank(0);
+  remote->register_rank(0);
+  const EventId lt = local->add_task(TaskSpec{3, 0, 1.0, 0, {}, "t"});
+  const EventId rt = remote->add_task(TaskSpec{3, 0, 1.0, 0, {}, "t"});
+  EXPECT_FALSE(remote->is_final(rt));
+  EXPECT_EQ(local->is_final(lt), remote->is_final(rt));
+  local->set_rank_floor(0, 10);
+  remote->set_rank_floor(0, 10);
+  const auto lw = local->wait_final(lt), rw = remote->wait_final(rt);
+  ASSERT_TRUE(lw && rw);
+  EXPECT_EQ(lw->finish, rw->finish);
+  EXPECT_EQ(local->stats().events_submitted, remote->stats().events_submitted);
+  EXPECT_GT(remote->stats().events_submitted, 0u);
+  const std::string timeline = remote->timeline_json();
+  EXPECT_EQ(timeline, local->timeline_json());
+  EXPECT_NE(timeline.find("hbm copy"), std::string::npos);
+  EXPECT_FALSE(remote->wait_final(123456));
+}
+
+TEST_F(RealDaemon, RanksInSeparateProcessesShareOneSimulation) {
+  std::vector<std::unique_ptr<Child>> ranks;
+  for (int i = 0; i < 8; ++i)
+    ranks.push_back(std::make_unique<Child>(
+        std::vector<std::string>{CLIENT_TOOL_PATH, "add", std::to_string(1 << 20)}, env()));
+  std::set<std::string> ids;
+  for (auto& r : ranks) {
+    auto l = r->line();
+    ASSERT_TRUE(l);
+    EXPECT_EQ(l->rfind("id ", 0), 0u) << *l;
+    ids.insert(*l);
+    EXPECT_TRUE(r->succeeds());
+  }
+  EXPECT_EQ(ids.size(), 8u);  // one engine numbered them all
+  std::string err;
+  auto e = connect_engine(options(), &err);
+  ASSERT_TRUE(e) << err;
+  EXPECT_EQ(e->stats().events_submitted, 8u);
+}
+
+TEST_F(RealDaemon, ABadClusterConfigIsReportedToTheRank) {
+  Child rank({CLIENT_TOOL_PATH, "add", "1"}, env({"VGPU_NODES=banana"}));
+  const std::string out = rank.rest();
+  EXPECT_FALSE(rank.succeeds());
+  EXPECT_NE(out.find("exited at startup"), std::string::npos) << out;
+  EXPECT_NE(out.find("VGPU_NODES"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace simcore::testing

@@ -1,0 +1,204 @@
+// vgpu-netsim end to end: the built binary on small traces whose answers are worked out by hand.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+
+#ifndef VGPU_NETSIM_PATH
+#error "VGPU_NETSIM_PATH must name the built vgpu-netsim"
+#endif
+
+namespace {
+
+// 2 nodes x 4 GPUs under one leaf. NVLink 400 GB/s with 1 us latency; NICs 400 Gb/s = 50 GB/s
+// with 2 us latency, plus 0.5 us for the leaf hop.
+constexpr const char* kConfig = R"(
+[cluster]
+nodes = 2
+gpus_per_node = 4
+gpu_model = "H100-SXM-80GB"
+[nvlink]
+bandwidth = "400GB/s"
+latency = "1us"
+[nic]
+bandwidth = "400Gb/s"
+latency = "2us"
+[fabric]
+kind = "leaf-spine"
+nodes_per_leaf = 2
+latency = "0.5us"
+)";
+
+struct Result {
+  int status = -1;
+  std::string out, err;
+};
+
+class NetsimCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = ::testing::TempDir() + "netsim_" + std::to_string(::getpid()) + "_" +
+           ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    std::string mk = "mkdir -p '" + dir_ + "'";
+    ASSERT_EQ(std::system(mk.c_str()), 0);
+    write("cluster.toml", kConfig);
+  }
+
+  std::string write(const std::string& name, const std::string& text) {
+    const std::string path = dir_ + "/" + name;
+    std::ofstream(path) << text;
+    return path;
+  }
+
+  static std::string slurp(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+
+  Result run(const std::string& args) {
+    const std::string cmd = "env -u VGPU_CONFIG -u VGPU_NODES -u VGPU_GPUS_PER_NODE -u VGPU_DEVICE_COUNT "
+                            "-u VGPU_GPU_MODEL '" VGPU_NETSIM_PATH "' --config '" + dir_ +
+                            "/cluster.toml' " + args + " > '" + dir_ + "/out' 2> '" + dir_ + "/err'";
+    Result r;
+    const int raw = std::system(cmd.c_str());
+    r.status = WIFEXITED(raw) ? WEXITSTATUS(raw) : -1;
+    r.out = slurp(dir_ + "/out");
+    r.err = slurp(dir_ + "/err");
+    return r;
+  }
+
+  // id -> (start_us, finish_us), checking that ids come out in input order.
+  static std::map<std::string, std::pair<double, double>> parse(const std::string& out,
+                                                                std::vector<std::string>* order = nullptr) {
+    std::map<std::string, std::pair<double, double>> m;
+    std::istringstream in(out);
+    std::string line;
+    while (std::getline(in, line)) {
+      const auto j = nlohmann::json::parse(line);
+      m[j.at("id").get<std::string>()] = {j.at("start_us").get<double>(), j.at("finish_us").get<double>()};
+      if (order) order->push_back(j.at("id").get<std::string>());
+    }
+    return m;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(NetsimCli, HandComputedAnswers) {
+  // a: 0->1, 4 MB at 400 GB/s. b: 2->1 shares GPU 1's NVLink down link from time 0: both run
+  // at 200 GB/s for 20 us, then 1 us latency. c: 0->4 crosses the NICs: 1 MB at 50 GB/s = 20 us,
+  // plus 2 us + 0.5 us. d starts after a (21 us): alone, 4 MB at 400 GB/s = 10 us, +1 us.
+  // k: a 7 us task after c and d.
+  const std::string trace = write("t.jsonl", R"({"id": "a", "src": 0, "dst": 1, "bytes": 4000000}
+{"id": "b", "src": 2, "dst": 1, "bytes": 4000000, "start_us": 0}
+
+# comments and blank lines are skipped
+{"id": "c", "src": 0, "dst": 4, "bytes": 1000000}
+{"id": "d", "src": 3, "dst": 1, "bytes": 4000000, "after": ["a"]}
+{"id": "k", "gpu": 1, "duration_us": 7, "after": ["c", "d"]}
+)");
+  const Result r = run("'" + trace + "'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  std::vector<std::string> order;
+  auto m = parse(r.out, &order);
+  EXPECT_EQ(order, (std::vector<std::string>{"a", "b", "c", "d", "k"}));
+  EXPECT_NEAR(m["a"].second, 21.0, 1e-6);
+  EXPECT_NEAR(m["b"].second, 21.0, 1e-6);
+  EXPECT_NEAR(m["c"].second, 22.5, 1e-6);
+  EXPECT_NEAR(m["d"].first, 21.0, 1e-6);
+  EXPECT_NEAR(m["d"].second, 32.0, 1e-6);
+  EXPECT_NEAR(m["k"].first, 32.0, 1e-6);
+  EXPECT_NEAR(m["k"].second, 39.0, 1e-6);
+}
+
+TEST_F(NetsimCli, FileOrderDoesNotChangeTheAnswer) {
+  // The late-arriving line "x" starts in the virtual past of "y" and "z" and slows them down.
+  const std::string sorted = write("sorted.jsonl", R"({"id": "x", "src": 0, "dst": 1, "bytes": 4000000}
+{"id": "y", "src": 0, "dst": 2, "bytes": 4000000, "start_us": 5}
+{"id": "z", "src": 3, "dst": 2, "bytes": 2000000, "start_us": 6, "after": ["y"]}
+)");
+  const std::string shuffled = write("shuffled.jsonl", R"({"id": "y", "src": 0, "dst": 2, "bytes": 4000000, "start_us": 5}
+{"id": "z", "src": 3, "dst": 2, "bytes": 2000000, "start_us": 6, "after": ["y"]}
+{"id": "x", "src": 0, "dst": 1, "bytes": 4000000}
+)");
+  const Result a = run("'" + sorted + "'");
+  const Result b = run("--stats '" + shuffled + "'");
+  ASSERT_EQ(a.status, 0) << a.err;
+  ASSERT_EQ(b.status, 0) << b.err;
+  auto ma = parse(a.out), mb = parse(b.out);
+  for (const char* id : {"x", "y", "z"}) {
+    EXPECT_NEAR(ma[id].first, mb[id].first, 1e-6) << id;
+    EXPECT_NEAR(ma[id].second, mb[id].second, 1e-6) << id;
+  }
+  // x alone for 5 us (2 MB), then x and y share up(0): x's last 2 MB at 200 GB/s -> 15 us, +1.
+  // y: 2 MB by 15 us, then 2 MB alone -> 20 us, +1 = 21. z after y: 2 MB -> 26, +1 = 27.
+  EXPECT_NEAR(ma["x"].second, 16.0, 1e-6);
+  EXPECT_NEAR(ma["y"].second, 21.0, 1e-6);
+  EXPECT_NEAR(ma["z"].second, 27.0, 1e-6);
+  EXPECT_NE(b.err.find("1 rollbacks"), std::string::npos) << b.err;
+}
+
+TEST_F(NetsimCli, TimelineFile) {
+  const std::string trace = write("t.jsonl", R"({"id": "a", "src": 0, "dst": 5, "bytes": 1000})");
+  const Result r = run("--trace-out '" + dir_ + "/tl.json' '" + trace + "'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto tl = nlohmann::json::parse(slurp(dir_ + "/tl.json"));
+  bool found = false;
+  for (const auto& e : tl.at("traceEvents"))
+    if (e.at("ph") == "X" && e.at("name") == "a") found = true;
+  EXPECT_TRUE(found);
+}
+
+TEST_F(NetsimCli, ErrorsNameFileAndLine) {
+  struct Case {
+    const char* text;
+    int line;
+    const char* words;
+  };
+  const Case cases[] = {
+      {"{\"id\": \"a\", \"src\": 0, \"dst\": 1, \"bytes\": 1}\n{\"id\": \"b\" \"src\": 0}\n", 2, "bad JSON"},
+      {"{\"id\": \"a\", \"src\": 0, \"dst\": 1, \"bytes\": 1, \"after\": [\"nope\"]}\n", 1, "nope"},
+      {"\n{\"id\": \"a\", \"src\": 0, \"dst\": 8, \"bytes\": 1}\n", 2, "out of range"},
+      {"{\"id\": \"a\", \"src\": 0, \"dst\": 1, \"bytes\": -5}\n", 1, "bytes"},
+      {"{\"id\": \"a\", \"src\": 0, \"dst\": 1, \"bytes\": 1, \"strat_us\": 3}\n", 1, "unknown key"},
+      {"{\"id\": \"a\", \"src\": 0, \"dst\": 1, \"bytes\": 1}\n{\"id\": \"a\", \"src\": 0, \"dst\": 1, \"bytes\": 1}\n", 2, "duplicate"},
+      {"[1, 2]\n", 1, "object"},
+      {"{\"id\": \"a\", \"src\": 0, \"bytes\": 1}\n", 1, "dst"},
+  };
+  int n = 0;
+  for (const Case& c : cases) {
+    const std::string path = write("bad" + std::to_string(n++) + ".jsonl", c.text);
+    const Result r = run("'" + path + "'");
+    EXPECT_EQ(r.status, 2) << c.text;
+    EXPECT_NE(r.err.find(path + ":" + std::to_string(c.line) + ": "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(c.words), std::string::npos) << r.err;
+  }
+  // Standard input is named as such.
+  const Result r = run("- < /dev/null");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.out, "");
+  const std::string bad = write("bad.jsonl", "oops\n");
+  const Result s = run("- < '" + bad + "'");
+  EXPECT_EQ(s.status, 2);
+  EXPECT_NE(s.err.find("<stdin>:1: "), std::string::npos) << s.err;
+}
+
+TEST_F(NetsimCli, BadConfigAndUsage) {
+  write("cluster.toml", "[cluster]\nnodes = \"many\"\n");
+  const std::string trace = write("t.jsonl", "");
+  const Result r = run("'" + trace + "'");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_NE(r.err.find("cluster.toml"), std::string::npos) << r.err;
+  write("cluster.toml", kConfig);
+  EXPECT_EQ(run("--bogus").status, 2);
+  EXPECT_EQ(run("'" + dir_ + "/missing.jsonl'").status, 1);
+}
+
+}  // namespace

@@ -1,0 +1,239 @@
+// The defining property of the engine: whatever order submissions arrive in, from however many
+// threads, the intervals equal those of processing the same submissions in virtual-time order.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "random_traces.h"
+#include "simcore/engine.h"
+#include "test_clusters.h"
+
+namespace simcore {
+namespace {
+
+using testing::random_trace;
+using testing::same_time;
+using testing::submit;
+using testing::Trace;
+
+// 2 nodes x 4 GPUs, one node per leaf, 2:1 oversubscribed uplinks, latencies everywhere.
+ClusterSpec property_cluster() {
+  ClusterSpec c = testing::small_cluster(2, 4, 1);
+  c.fabric.oversubscription = 2.0;
+  c.nvlink.latency_s = 1e-6;
+  c.nic.latency_s = 2e-6;
+  c.fabric.latency_s = 0.5e-6;
+  return c;
+}
+
+std::vector<Interval> intervals(Engine& e, const std::vector<EventId>& ids) {
+  std::vector<Interval> out;
+  for (EventId id : ids) out.push_back(e.query(id).value_or(Interval{-1, -1}));
+  return out;
+}
+
+// Everything submitted before anything is simulated: one forward pass in virtual time.
+std::vector<Interval> reference(const Trace& t) {
+  auto e = make_engine(property_cluster());
+  std::vector<EventId> ids;
+  for (const auto& ev : t.events) ids.push_back(submit(*e, ev, ids));
+  return intervals(*e, ids);
+}
+
+// Submits in `order` (a topological order), simulating after a submission with probability
+// `sync_chance` (1: after every one, as live ranks that query at once).
+std::vector<Interval> arrive(const Trace& t, const std::vector<int>& order, double sync_chance,
+                             std::mt19937_64& rng, Engine::Stats* stats = nullptr) {
+  auto e = make_engine(property_cluster());
+  std::vector<EventId> ids(t.events.size(), kNoEvent);
+  std::bernoulli_distribution sync(sync_chance);
+  for (int i : order) {
+    ids[i] = submit(*e, t.events[i], ids);
+    if (sync(rng)) e->query(ids[i]);
+  }
+  auto out = intervals(*e, ids);
+  if (stats) *stats = e->stats();
+  return out;
+}
+
+std::vector<int> random_topological_order(const Trace& t, std::mt19937_64& rng) {
+  const int n = static_cast<int>(t.events.size());
+  std::vector<int> missing(n), order;
+  std::vector<std::vector<int>> dependents(n);
+  std::vector<int> ready;
+  for (int i = 0; i < n; ++i) {
+    missing[i] = static_cast<int>(t.events[i].after.size());
+    for (int j : t.events[i].after) dependents[j].push_back(i);
+    if (missing[i] == 0) ready.push_back(i);
+  }
+  while (!ready.empty()) {
+    const size_t k = rng() % ready.size();
+    const int i = ready[k];
+    ready[k] = ready.back();
+    ready.pop_back();
+    order.push_back(i);
+    for (int d : dependents[i])
+      if (--missing[d] == 0) ready.push_back(d);
+  }
+  return order;
+}
+
+// Submission in order of the reference start times (dependencies first on ties).
+std::vector<int> virtual_time_order(const std::vector<Interval>& ref) {
+  std::vector<int> order(ref.size());
+  for (size_t i = 0; i < ref.size(); ++i) order[i] = static_cast<int>(i);
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return ref[a].start < ref[b].start; });
+  return order;
+}
+
+::testing::AssertionResult same(const std::vector<Interval>& want, const std::vector<Interval>& got) {
+  if (want.size() != got.size()) return ::testing::AssertionFailure() << "sizes differ";
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (!same_time(want[i].start, got[i].start) || !same_time(want[i].finish, got[i].finish))
+      return ::testing::AssertionFailure()
+             << "event " << i << ": want [" << want[i].start << ", " << want[i].finish << "] got ["
+             << got[i].start << ", " << got[i].finish << "]";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST(Rollback, AnyArrivalOrderGivesTheVirtualTimeAnswer) {
+  std::mt19937_64 rng(12345);
+  uint64_t rollbacks = 0, replayed = 0;
+  for (int trace = 0; trace < 2000; ++trace) {
+    const Trace t = random_trace(rng, 8, 5 + static_cast<int>(rng() % 36), 4);
+    const auto ref = reference(t);
+    SCOPED_TRACE("trace " + std::to_string(trace));
+    ASSERT_TRUE(same(ref, arrive(t, virtual_time_order(ref), 1.0, rng)));
+    for (int k = 0; k < 3; ++k) {
+      Engine::Stats s;
+      ASSERT_TRUE(same(ref, arrive(t, random_topological_order(t, rng), 1.0, rng, &s)));
+      rollbacks += s.rollbacks;
+      replayed += s.replayed_events;
+    }
+    ASSERT_TRUE(same(ref, arrive(t, random_topological_order(t, rng), 0.3, rng)));
+  }
+  // The orders did land in the simulated past, many times.
+  EXPECT_GT(rollbacks, 5000u);
+  EXPECT_GT(replayed, rollbacks);
+}
+
+TEST(Rollback, LateArrivalMovesFinishedWorkAndItsDependents) {
+  auto e = make_engine(testing::small_cluster(1, 4));
+  const uint64_t X = 8 << 20;
+  const double T = X / testing::kNvlinkBw;
+  FlowSpec a;
+  a.src_gpu = 0, a.dst_gpu = 1, a.bytes = X;
+  const EventId ia = e->add_flow(a);
+  TaskSpec after_a;
+  after_a.gpu = 1, after_a.duration = 1e-3, after_a.after = {ia};
+  const EventId it = e->add_task(after_a);
+  EXPECT_NEAR(e->query(it)->start, T, 1e-15);
+  // A flow sharing up(0) from time 0 arrives late: a halves, and the task moves with it.
+  FlowSpec b = a;
+  b.dst_gpu = 2;
+  const EventId ib = e->add_flow(b);
+  EXPECT_NEAR(e->query(ia)->finish, 2 * T, 1e-15);
+  EXPECT_NEAR(e->query(it)->start, 2 * T, 1e-15);
+  EXPECT_NEAR(e->query(ib)->finish, 2 * T, 1e-15);
+  EXPECT_EQ(e->stats().rollbacks, 1u);
+}
+
+// A late flow X slows E; D (after E) then starts later, so its old transfer no longer overlaps
+// C, which ran beside it before and now runs alone. C never meets X or D's new transfer: only
+// D's old transfer (its "ghost") ties C to the change. B = 400 GB/s.
+//   before X: E [0,10]us; D from 10; C 12..17 at B/2 beside D.
+//   with X:   E and X share GPU 2's down link: E ends at 20, D starts at 20; C alone 12..14.5.
+TEST(Rollback, AFlowThatMovedAwayFreesItsOldLink) {
+  auto e = make_engine(testing::small_cluster(1, 4));
+  auto flow = [](int s, int d, uint64_t bytes, Time nb, std::vector<EventId> after = {}) {
+    FlowSpec f;
+    f.src_gpu = s, f.dst_gpu = d, f.bytes = bytes, f.not_before = nb, f.after = std::move(after);
+    return f;
+  };
+  const EventId E = e->add_flow(flow(1, 2, 4000000, 0));
+  const EventId D = e->add_flow(flow(0, 1, 4000000, 0, {E}));
+  const EventId C = e->add_flow(flow(0, 3, 1000000, 12e-6));
+  EXPECT_NEAR(e->query(C)->finish, 17e-6, 1e-15);
+  EXPECT_NEAR(e->query(D)->finish, 22.5e-6, 1e-15);
+  e->add_flow(flow(3, 2, 4000000, 0));
+  EXPECT_NEAR(e->query(E)->finish, 20e-6, 1e-15);
+  EXPECT_NEAR(e->query(D)->start, 20e-6, 1e-15);
+  EXPECT_NEAR(e->query(D)->finish, 30e-6, 1e-15);
+  EXPECT_NEAR(e->query(C)->finish, 14.5e-6, 1e-15);
+}
+
+// The same through a flow caught mid-transfer: D (0->1) shares GPU 1's down link with F (2->1)
+// at B/2 until 20 us. At 2 us, X1 and X2 (2->3) arrive late and hold F to B/3 on GPU 2's up
+// link, so D speeds up to 2B/3 and is done at 15.5 us. C (0->2, from 16 us) used to share GPU
+// 0's up link with D until 20 us (finishing at 20.5); now it runs alone: 18.5 us.
+TEST(Rollback, AFlowThatSpedUpFreesItsOldLink) {
+  auto e = make_engine(testing::small_cluster(1, 4));
+  auto flow = [](int s, int d, uint64_t bytes, Time nb) {
+    FlowSpec f;
+    f.src_gpu = s, f.dst_gpu = d, f.bytes = bytes, f.not_before = nb;
+    return f;
+  };
+  const EventId D = e->add_flow(flow(0, 1, 4000000, 0));
+  e->add_flow(flow(2, 1, 8000000, 0));
+  const EventId C = e->add_flow(flow(0, 2, 1000000, 16e-6));
+  EXPECT_NEAR(e->query(D)->finish, 20e-6, 1e-15);
+  EXPECT_NEAR(e->query(C)->finish, 20.5e-6, 1e-15);
+  e->add_flow(flow(2, 3, 8000000, 2e-6));
+  e->add_flow(flow(2, 3, 8000000, 2e-6));
+  EXPECT_NEAR(e->query(D)->finish, 15.5e-6, 1e-15);
+  EXPECT_NEAR(e->query(C)->finish, 18.5e-6, 1e-15);
+}
+
+// Long dependency chains over few links: late arrivals move whole chains, whose old transfers
+// must release the flows they used to slow down.
+TEST(Rollback, ChainsOverFewLinks) {
+  std::mt19937_64 rng(2024);
+  for (int trace = 0; trace < 1000; ++trace) {
+    Trace t = random_trace(rng, 3, 8 + static_cast<int>(rng() % 30), 3);
+    for (size_t i = 1; i < t.events.size(); ++i)
+      if (rng() % 2) t.events[i].after = {static_cast<int>(i - 1 - rng() % std::min<size_t>(i, 3))};
+    const auto ref = reference(t);
+    SCOPED_TRACE("trace " + std::to_string(trace));
+    for (int k = 0; k < 3; ++k) ASSERT_TRUE(same(ref, arrive(t, random_topological_order(t, rng), 1.0, rng)));
+  }
+}
+
+// Threads submit their own events in index order (waiting for other threads' ids where a
+// dependency needs one) and query after each: the interleaving is whatever the scheduler does.
+TEST(Rollback, ConcurrentSubmittersAgree) {
+  std::mt19937_64 rng(777);
+  constexpr int kThreads = 4;
+  for (int trace = 0; trace < 150; ++trace) {
+    const Trace t = random_trace(rng, 8, 20 + static_cast<int>(rng() % 40), kThreads);
+    const auto ref = reference(t);
+    auto e = make_engine(property_cluster());
+    std::vector<std::atomic<EventId>> ids(t.events.size());
+    for (auto& id : ids) id.store(kNoEvent);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < kThreads; ++r) {
+      threads.emplace_back([&, r] {
+        for (size_t i = 0; i < t.events.size(); ++i) {
+          if (t.events[i].rank != r) continue;
+          std::vector<EventId> known(t.events.size(), kNoEvent);
+          for (int j : t.events[i].after) {
+            while (ids[j].load() == kNoEvent) std::this_thread::yield();
+            known[j] = ids[j].load();
+          }
+          const EventId id = submit(*e, t.events[i], known);
+          ids[i].store(id);
+          e->query(id);
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    std::vector<EventId> plain;
+    for (auto& id : ids) plain.push_back(id.load());
+    SCOPED_TRACE("trace " + std::to_string(trace));
+    ASSERT_TRUE(same(ref, intervals(*e, plain)));
+  }
+}
+
+}  // namespace
+}  // namespace simcore

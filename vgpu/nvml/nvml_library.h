@@ -1,0 +1,69 @@
+// The state of the virtual NVML in one process: initialization (reference counted, like NVML's),
+// the device handles, and the live view of the job's status region.
+//
+// Devices are fixed at the first successful nvmlInit (the job's region if the job is running,
+// else the configured cluster) and their handles stay valid for the life of the process, also
+// across nvmlShutdown/nvmlInit, as real NVML's do. Memory, utilization and processes are read
+// from the current job's region (status::current_job_id(): VGPU_JOB_ID, else the session id, as
+// the driver names it) at every call, matched by UUID; without a region they are zero/empty.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "nvml/job_view.h"
+#include "nvml/nvml_abi.h"
+
+// What an nvmlDevice_t points to. Lives in a vector that never changes after it is built, so a
+// handle is valid exactly when it points at one of its elements (checked before any use).
+struct nvmlDevice_st {
+  vgpu::inspect::DeviceFacts facts;
+};
+
+namespace vgpu::nvml {
+
+// The dynamic state of one device, read now.
+struct LiveDevice {
+  inspect::DeviceActivity activity;
+  std::vector<std::pair<unsigned, uint64_t>> processes;  // pid, bytes on this device (> 0)
+};
+
+class Library {
+ public:
+  static Library& get();
+
+  nvmlReturn_t init();
+  nvmlReturn_t shutdown();
+
+  // NVML_ERROR_UNINITIALIZED before init; NVML_ERROR_INVALID_ARGUMENT for a handle that is not one
+  // of ours (never dereferenced in that case).
+  nvmlReturn_t check(nvmlDevice_t device) const;
+  nvmlReturn_t check_initialized() const;
+
+  unsigned count() const { return static_cast<unsigned>(devices_.size()); }
+  nvmlDevice_t handle(unsigned index) { return &devices_[index]; }
+  const std::vector<nvmlDevice_st>& devices() const { return devices_; }
+  const simcore::NvlinkSpec& nvlink() const { return nvlink_; }
+  // Devices on the same virtual node as `d` (itself included).
+  int devices_on_node(const nvmlDevice_st& d) const;
+
+  // The device's activity and processes from the job's region now; zeros without a region.
+  LiveDevice live(const nvmlDevice_st& d) const;
+
+ private:
+  Library() = default;
+  mutable std::mutex mutex_;             // guards init/shutdown
+  std::atomic<int> refs_{0};
+  bool built_ = false;                   // devices_ is filled (once)
+  std::vector<nvmlDevice_st> devices_;
+  simcore::NvlinkSpec nvlink_;
+};
+
+// Copies `text` into a caller's buffer of `length` bytes: NVML_ERROR_INSUFFICIENT_SIZE if it does not
+// fit with its terminator.
+nvmlReturn_t copy_string(const std::string& text, char* out, unsigned int length);
+
+}  // namespace vgpu::nvml

@@ -1,0 +1,129 @@
+#include "tools/smi_options.h"
+
+#include <cstdlib>
+#include <sstream>
+
+namespace vgpu::smi {
+namespace {
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  std::string item;
+  while (std::getline(in, item, sep)) {
+    const size_t b = item.find_first_not_of(' '), e = item.find_last_not_of(' ');
+    out.push_back(b == std::string::npos ? "" : item.substr(b, e - b + 1));
+  }
+  return out;
+}
+
+bool parse_int(const std::string& s, long* out) {
+  if (s.empty()) return false;
+  char* end = nullptr;
+  *out = std::strtol(s.c_str(), &end, 10);
+  return *end == '\0';
+}
+
+}  // namespace
+
+const char* usage_text() {
+  return "vgpu-smi: nvidia-smi for vgpu's virtual GPUs.\n"
+         "\n"
+         "    vgpu-smi [OPTION...]\n"
+         "\n"
+         "    -h, --help               This help.\n"
+         "    -L, --list-gpus          One line per GPU: index, name, UUID.\n"
+         "    -i, --id=N[,M...]        Only these GPUs (by index).\n"
+         "    --query-gpu=FIELD,...    index, name, uuid, pci.bus_id, memory.total, memory.used,\n"
+         "                             memory.free, utilization.gpu, count, driver_version,\n"
+         "                             vgpu.clock, vgpu.busy, vgpu.kernels\n"
+         "    --format=csv[,noheader][,nounits]  Output format of --query-gpu (required with it).\n"
+         "    -l, --loop[=SEC]         Print again every SEC seconds (default 5) until interrupted.\n"
+         "    --vgpu                   Only what vgpu knows: job, backend, policies, virtual clock\n"
+         "                             and the physical GPU behind each device.\n"
+         "    --job=ID                 The job to show (default: this session's job, else the only\n"
+         "                             job of this user, else the configured cluster).\n"
+         "    --uid=N                  Look for --job among the jobs of user N.\n";
+}
+
+std::optional<std::string> parse_options(int argc, char** argv, Options* out) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    std::string value;
+    bool has_value = false;
+    if (arg.rfind("--", 0) == 0) {
+      if (size_t eq = arg.find('='); eq != std::string::npos) {
+        value = arg.substr(eq + 1);
+        arg = arg.substr(0, eq);
+        has_value = true;
+      }
+    } else if (arg.size() > 2 && arg[0] == '-' && arg[2] == '=') {  // nvidia-smi accepts -i=0
+      value = arg.substr(3);
+      arg = arg.substr(0, 2);
+      has_value = true;
+    }
+    // Takes the option's value from "=value" or the next argument.
+    auto need = [&](const char* what) -> std::optional<std::string> {
+      if (has_value) return std::nullopt;
+      if (i + 1 >= argc) return std::string("Option ") + arg + " requires " + what + ".";
+      value = argv[++i];
+      has_value = true;
+      return std::nullopt;
+    };
+    if (arg == "-h" || arg == "--help") {
+      o.help = true;
+    } else if (arg == "-L" || arg == "--list-gpus") {
+      o.list = true;
+    } else if (arg == "-i" || arg == "--id") {
+      if (auto e = need("a GPU index")) return e;
+      for (const std::string& s : split(value, ',')) {
+        long n = 0;
+        if (!parse_int(s, &n) || n < 0) return "Invalid GPU index \"" + s + "\" for " + arg + ".";
+        o.ids.push_back(static_cast<int>(n));
+      }
+    } else if (arg == "--query-gpu") {
+      if (auto e = need("a list of fields")) return e;
+      o.query_gpu = split(value, ',');
+      if (o.query_gpu.empty()) return std::string("--query-gpu needs at least one field.");
+    } else if (arg == "--format") {
+      if (auto e = need("a format")) return e;
+      for (const std::string& f : split(value, ',')) {
+        if (f == "csv") o.csv = true;
+        else if (f == "noheader") o.noheader = true;
+        else if (f == "nounits") o.nounits = true;
+        else return "Invalid format \"" + f + "\": use csv[,noheader][,nounits].";
+      }
+      if (!o.csv) return std::string("--format must include csv.");
+    } else if (arg == "-l" || arg == "--loop") {
+      double seconds = 5;
+      if (!has_value && i + 1 < argc && argv[i + 1][0] != '-') value = argv[++i], has_value = true;
+      if (has_value) {
+        char* end = nullptr;
+        seconds = std::strtod(value.c_str(), &end);
+        if (value.empty() || *end != '\0' || !(seconds > 0)) return "Invalid loop interval \"" + value + "\".";
+      }
+      o.loop_s = seconds;
+    } else if (arg == "--vgpu") {
+      o.vgpu_only = true;
+    } else if (arg == "--job") {
+      if (auto e = need("a job id")) return e;
+      if (value.empty()) return std::string("--job needs a job id.");
+      o.job = value;
+    } else if (arg == "--uid") {
+      if (auto e = need("a user id")) return e;
+      long n = 0;
+      if (!parse_int(value, &n) || n < 0) return "Invalid user id \"" + value + "\".";
+      o.uid = static_cast<uid_t>(n);
+    } else {
+      return "Invalid combination of input arguments. Unknown option \"" + std::string(argv[i]) + "\".";
+    }
+  }
+  if (!o.query_gpu.empty() && !o.csv) return std::string("Option --format=csv must be specified with --query-gpu.");
+  if (o.query_gpu.empty() && o.csv) return std::string("Option --format is only valid with --query-gpu.");
+  if (o.uid && !o.job) return std::string("Option --uid needs --job.");
+  *out = std::move(o);
+  return std::nullopt;
+}
+
+}  // namespace vgpu::smi

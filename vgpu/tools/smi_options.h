@@ -1,0 +1,29 @@
+// vgpu-smi's command line, with nvidia-smi's spelling where nvidia-smi has the option.
+#pragma once
+
+#include <sys/types.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace vgpu::smi {
+
+struct Options {
+  bool help = false;
+  bool list = false;                     // -L, --list-gpus
+  std::vector<int> ids;                  // -i, --id: empty = every device
+  std::vector<std::string> query_gpu;    // --query-gpu=a,b,...
+  bool csv = false, noheader = false, nounits = false;  // --format=csv[,noheader][,nounits]
+  std::optional<double> loop_s;          // -l [SEC], --loop=SEC
+  bool vgpu_only = false;                // --vgpu: only what vgpu knows (job, clocks, policies)
+  std::optional<std::string> job;        // --job ID
+  std::optional<uid_t> uid;              // --uid N: a job of another user (needs their permission)
+};
+
+// nullopt on success; else the message for the user (exit code 2).
+std::optional<std::string> parse_options(int argc, char** argv, Options* out);
+
+const char* usage_text();
+
+}  // namespace vgpu::smi

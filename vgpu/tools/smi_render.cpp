@@ -1,0 +1,181 @@
+#include "tools/smi_render.h"
+
+#include <cstdlib>
+#include <ctime>
+#include <fmt/format.h>
+
+#include <functional>
+#include <map>
+
+namespace vgpu::smi {
+namespace {
+
+constexpr size_t kInner = 89;  // nvidia-smi's table is 91 columns wide
+const std::string kRule = "+" + std::string(kInner, '-') + "+\n";
+const std::string kDouble = "|" + std::string(kInner, '=') + "|\n";
+
+std::string fit(std::string s, size_t width) {
+  if (s.size() > width) s.resize(width);
+  return s + std::string(width - s.size(), ' ');
+}
+std::string boxed(const std::string& inner) { return "|" + fit(inner, kInner) + "|\n"; }
+// Long paths keep their end, as nvidia-smi does: "...lib/python3".
+std::string tail(const std::string& s, size_t width) {
+  return s.size() <= width ? s : "..." + s.substr(s.size() - (width - 3));
+}
+
+std::string policy(const char* env) {
+  const char* v = std::getenv(env);
+  return v != nullptr && *v != '\0' ? v : "n/a (sim)";
+}
+
+std::string physical_gpu(const inspect::JobView& v, size_t i) {
+  const uint64_t physical = v.activity[i].physical;
+  if (physical == 0) return v.backend == "passthrough" ? "none yet" : "none (sim backend)";
+  return fmt::format("{} MiB held on the physical GPU", mib(physical));
+}
+
+std::string now_line() {
+  char buf[64];
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  std::strftime(buf, sizeof buf, "%a %b %e %H:%M:%S %Y", &tm);
+  return std::string(buf) + "\n";
+}
+
+std::string cuda_version() {
+  return fmt::format("{}.{}", inspect::kCudaDriverVersion / 1000, (inspect::kCudaDriverVersion % 1000) / 10);
+}
+
+}  // namespace
+
+std::string render_table(const Shown& s, bool with_vgpu_section) {
+  const inspect::JobView& v = s.view;
+  std::string out = now_line();
+  out += kRule;
+  out += boxed(fmt::format(" VGPU-SMI {:<22}Driver Version: {:<15}CUDA Version: {}", inspect::kDriverVersion,
+                           inspect::kDriverVersion, cuda_version()));
+  out += "+-----------------------------------------+------------------------+----------------------+\n";
+  out += "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |\n";
+  out += "| Fan  Temp   Perf          Pwr:Usage/Cap |           Memory-Usage | GPU-Util  Compute M. |\n";
+  out += "|                                         |                        |               MIG M. |\n";
+  out += "|=========================================+========================+======================|\n";
+  for (int i : s.devices) {
+    const inspect::DeviceFacts& f = v.devices[i];
+    const inspect::DeviceActivity& a = v.activity[i];
+    out += fmt::format("| {:>3}  {:<25}{:>8}  | {:>18} {:>3} | {:>20} |\n", f.index, fit(f.name, 25), "On",
+                       f.pci_bus_id, "Off", "N/A");
+    out += fmt::format("| {:<4} {:<5}  {:<4} {:>22} | {:>10} / {:>9} | {:>7}{:>13} |\n", "N/A", "N/A", "P0",
+                       "N/A /  N/A", fmt::format("{}MiB", mib(a.used)), fmt::format("{}MiB", mib(f.capacity)),
+                       fmt::format("{}%", static_cast<int>(a.utilization * 100 + 0.5)), "Default");
+    out += fmt::format("| {:<39} | {:<22} | {:>20} |\n", "", "", "Disabled");
+    out += "+-----------------------------------------+------------------------+----------------------+\n";
+  }
+  out += "\n" + kRule;
+  out += boxed(" Processes:");
+  out += boxed("  GPU   GI   CI              PID   Type   Process name                        GPU Memory");
+  out += boxed("        ID   ID                                                               Usage");
+  out += kDouble;
+  size_t rows = 0;
+  for (const status::ProcessSnapshot& p : v.processes)
+    for (int i : s.devices) {
+      if (static_cast<size_t>(i) >= p.memory.size() || p.memory[i] == 0) continue;
+      out += boxed(fmt::format("  {:>3}   N/A  N/A  {:>15}      C   {:<36}{:>9} ", i, p.pid, tail(p.name, 35),
+                               fmt::format("{}MiB", mib(p.memory[i]))));
+      ++rows;
+    }
+  if (rows == 0) out += boxed(v.has_job() ? "  No running processes found" : "  No running jobs");
+  out += kRule;
+  if (with_vgpu_section) out += "\n" + render_vgpu(s);
+  if (!s.note.empty()) out += s.note + "\n";
+  return out;
+}
+
+std::string render_vgpu(const Shown& s) {
+  const inspect::JobView& v = s.view;
+  std::string out = kRule;
+  if (v.has_job())
+    out += boxed(fmt::format(" vgpu job: {}    backend: {}", v.job, v.backend));
+  else
+    out += boxed(" vgpu job: none (configured cluster)");
+  out += boxed(fmt::format(" launch policy: {:<28}memory policy: {}", policy("VGPU_LAUNCH_POLICY"),
+                           policy("VGPU_MEMORY_POLICY")));
+  out += boxed("  GPU   Virtual clock       Busy            Kernels   Physical GPU");
+  out += kDouble;
+  for (int i : s.devices) {
+    const inspect::DeviceActivity& a = v.activity[i];
+    out += boxed(fmt::format("  {:>3}   {:<18}  {:<14}  {:>7}   {}", i, fmt::format("{:.6f} s", a.clock_s),
+                             fmt::format("{:.6f} s", a.busy_s), a.kernels, physical_gpu(v, i)));
+  }
+  out += kRule;
+  return out;
+}
+
+std::string render_list(const Shown& s) {
+  std::string out;
+  for (int i : s.devices) {
+    const inspect::DeviceFacts& f = s.view.devices[i];
+    out += fmt::format("GPU {}: {} (UUID: {})\n", f.index, f.name, f.uuid);
+  }
+  return out;
+}
+
+std::optional<std::string> render_query(const Shown& s, const std::vector<std::string>& fields, bool noheader,
+                                        bool nounits, std::string* error) {
+  const inspect::JobView& v = s.view;
+  struct Field {
+    const char* unit;  // shown in the header always, after values unless nounits
+    std::function<std::string(int)> value;
+  };
+  auto mem = [&](auto bytes_of) { return [&v, bytes_of](int i) { return std::to_string(mib(bytes_of(i))); }; };
+  const std::map<std::string, Field> known = {
+      {"index", {"", [&](int i) { return std::to_string(v.devices[i].index); }}},
+      {"count", {"", [&](int) { return std::to_string(v.devices.size()); }}},
+      {"name", {"", [&](int i) { return v.devices[i].name; }}},
+      {"uuid", {"", [&](int i) { return v.devices[i].uuid; }}},
+      {"pci.bus_id", {"", [&](int i) { return v.devices[i].pci_bus_id; }}},
+      {"driver_version", {"", [&](int) { return std::string(inspect::kDriverVersion); }}},
+      {"memory.total", {"MiB", mem([&v](int i) { return v.devices[i].capacity; })}},
+      {"memory.used", {"MiB", mem([&v](int i) { return std::min(v.activity[i].used, v.devices[i].capacity); })}},
+      // Free as total - used in whole MiB, so that the columns add up as nvidia-smi's do.
+      {"memory.free", {"MiB", [&](int i) {
+         return std::to_string(mib(v.devices[i].capacity) -
+                               mib(std::min(v.activity[i].used, v.devices[i].capacity)));
+       }}},
+      {"utilization.gpu",
+       {"%", [&](int i) { return std::to_string(static_cast<int>(v.activity[i].utilization * 100 + 0.5)); }}},
+      {"vgpu.clock", {"s", [&](int i) { return fmt::format("{:.6f}", v.activity[i].clock_s); }}},
+      {"vgpu.busy", {"s", [&](int i) { return fmt::format("{:.6f}", v.activity[i].busy_s); }}},
+      {"vgpu.kernels", {"", [&](int i) { return std::to_string(v.activity[i].kernels); }}},
+  };
+  static const std::map<std::string, std::string> aliases = {
+      {"gpu_name", "name"}, {"gpu_uuid", "uuid"}, {"gpu_bus_id", "pci.bus_id"}, {"pci.bus", "pci.bus_id"}};
+  std::vector<std::pair<std::string, const Field*>> chosen;
+  for (std::string name : fields) {
+    if (auto a = aliases.find(name); a != aliases.end()) name = a->second;
+    auto it = known.find(name);
+    if (it == known.end()) {
+      *error = "Field \"" + name + "\" is not a valid field to query.";
+      return std::nullopt;
+    }
+    chosen.emplace_back(name, &it->second);
+  }
+  std::string out;
+  if (!noheader) {
+    for (size_t c = 0; c < chosen.size(); ++c)
+      out += (c ? ", " : "") + chosen[c].first +
+             (*chosen[c].second->unit ? std::string(" [") + chosen[c].second->unit + "]" : "");
+    out += "\n";
+  }
+  for (int i : s.devices) {
+    for (size_t c = 0; c < chosen.size(); ++c) {
+      const Field& f = *chosen[c].second;
+      out += (c ? ", " : "") + f.value(i) + (!nounits && *f.unit ? std::string(" ") + f.unit : "");
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace vgpu::smi

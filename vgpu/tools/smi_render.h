@@ -1,0 +1,29 @@
+// What vgpu-smi prints, from a JobView: nvidia-smi's table, -L, --query-gpu CSV, and the vgpu
+// section (job, backend, policies, virtual clock, physical GPU behind each device).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nvml/job_view.h"
+
+namespace vgpu::smi {
+
+struct Shown {
+  const inspect::JobView& view;
+  std::vector<int> devices;   // indices into view.devices, in order
+  std::string note;           // a line for the user (e.g. "2 jobs running: ..."), may be empty
+};
+
+// Memory as nvidia-smi prints it: whole MiB, rounded down.
+inline unsigned long long mib(unsigned long long bytes) { return bytes >> 20; }
+
+std::string render_table(const Shown& s, bool with_vgpu_section);
+std::string render_list(const Shown& s);
+std::string render_vgpu(const Shown& s);
+// nullopt + error for an unknown field.
+std::optional<std::string> render_query(const Shown& s, const std::vector<std::string>& fields,
+                                        bool noheader, bool nounits, std::string* error);
+
+}  // namespace vgpu::smi
