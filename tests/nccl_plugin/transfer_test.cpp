@@ -98,7 +98,7 @@ TEST(NcclTransfer, RanksAsThreads) {
       std::vector<std::vector<int>> got;
       ok = ok && wait_all({req}, &got) == ncclSuccess;
       ok = ok && got[0][0] == static_cast<int>(want.size()) &&
-           std::memcmp(want.data(), buf.data(), want.size()) == 0;
+           (want.empty() || std::memcmp(want.data(), buf.data(), want.size()) == 0);
       n.deregMr(rc, mr);
     }
     recv_ok = ok;

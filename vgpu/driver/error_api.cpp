@@ -1,19 +1,24 @@
 // cuGetErrorName / cuGetErrorString for every CUresult cuda.h defines (generated table).
 #include <algorithm>
+#include <cstring>
 #include <iterator>
 
 #include "driver/cuda_api.h"
 
 namespace {
 struct ErrorText {
-  CUresult code;
+  int code;
   const char* name;
   const char* text;
 };
 constexpr ErrorText kErrors[] = {
 #include "errors.inc"
 };
-const ErrorText* find(CUresult code) {
+// Programs pass any integer as a CUresult: read it as one, without a load of the enum type
+// (a value outside the enum is allowed here, not undefined behaviour).
+const ErrorText* find(const CUresult& error) {
+  int code;
+  std::memcpy(&code, &error, sizeof code);
   auto it = std::find_if(std::begin(kErrors), std::end(kErrors),
                          [code](const ErrorText& e) { return e.code == code; });
   return it == std::end(kErrors) ? nullptr : it;

@@ -52,6 +52,7 @@ auto guarded(F&& f) -> decltype(f()) {
 }
 
 std::string_view text_until_nul(std::span<const uint8_t> bytes) {
+  if (bytes.empty()) return {};
   const void* nul = std::memchr(bytes.data(), 0, bytes.size());
   const size_t n = nul ? static_cast<size_t>(static_cast<const uint8_t*>(nul) - bytes.data()) : bytes.size();
   return {reinterpret_cast<const char*>(bytes.data()), n};
