@@ -109,6 +109,20 @@ void launches_and_events() {
   char buf[96];
   std::snprintf(buf, sizeof buf, "elapsed virtual time %.6f ms > 0", ms);
   check(ms > 0, buf);
+  // Virtual, not wall-clock: four times the work on the stream takes four times as long, however
+  // slowly this process runs (sanitizers, a loaded CI machine). Both runs are warm.
+  auto time_launches = [&](int count) {
+    check_call(cudaEventRecord(start), "cudaEventRecord(start)");
+    for (int i = 0; i < count; ++i) scale<<<(n + 255) / 256, 256>>>(x, 1.0f, n);
+    check_call(cudaEventRecord(stop), "cudaEventRecord(stop)");
+    check_call(cudaEventSynchronize(stop), "cudaEventSynchronize");
+    float t = -1;
+    check_call(cudaEventElapsedTime(&t, start, stop), "cudaEventElapsedTime");
+    return t;
+  };
+  const float ms5 = time_launches(5), ms20 = time_launches(20);
+  std::snprintf(buf, sizeof buf, "20 launches take %.6f ms, %.2f x 5 launches", ms20, ms20 / ms5);
+  check(ms20 > 3.5f * ms5 && ms20 < 4.5f * ms5, buf);
   check_call(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   check_call(cudaEventDestroy(start), "cudaEventDestroy");
   check_call(cudaEventDestroy(stop), "cudaEventDestroy");

@@ -30,6 +30,12 @@ CUuuid uuid_for(int node, int local, const std::string& model_id) {
   return u;
 }
 
+// HGX boards hang half of their GPUs off each of the two host sockets; a node of one GPU
+// (as the machines the attribute tables were measured on) reports socket 0.
+int host_numa_for(int local, int gpus_per_node) {
+  return gpus_per_node >= 2 ? local * 2 / gpus_per_node : 0;
+}
+
 }  // namespace
 
 std::string uuid_string(const CUuuid& uuid) {
@@ -49,6 +55,7 @@ Device::Device(const simcore::ClusterSpec& cluster, int ordinal, status::Writer*
     : ordinal_(ordinal),
       node_(cluster.node_of(ordinal)),
       local_(cluster.local_index(ordinal)),
+      host_numa_(host_numa_for(local_, cluster.gpus_per_node)),
       model_(&cluster.model),
       uuid_(uuid_for(node_, local_, cluster.model.id)),
       pci_(pci_for(node_, local_)),
@@ -61,6 +68,7 @@ CUresult Device::attribute(int attribute, int* value) const {
     case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: *value = pci_.device; return CUDA_SUCCESS;
     case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: *value = pci_.domain; return CUDA_SUCCESS;
     case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID: *value = node_; return CUDA_SUCCESS;
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: *value = host_numa_; return CUDA_SUCCESS;
     default: break;
   }
   auto it = model_->attributes.find(attribute);

@@ -47,6 +47,7 @@ class Device {
 
  private:
   int ordinal_, node_, local_;
+  int host_numa_;  // CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: the socket the GPU hangs off
   const simcore::GpuModel* model_;
   CUuuid uuid_{};
   PciAddress pci_;
