@@ -127,18 +127,10 @@ bool ContextState::disable_peer(CUcontext peer) {
 
 namespace {
 constexpr unsigned int kValidFlags = CU_CTX_FLAGS_MASK;
-// Measured on an H100 80GB HBM3 (132 SMs, driver 580): cuDeviceTotalMem 85,017,493,504 and
-// cuMemGetInfo free 84,465,090,560 right after the primary context was created.
-constexpr uint64_t kH100ContextOverhead = 552'402'944;
-constexpr int kH100Sms = 132;
 }  // namespace
 
-// Most of a context's reservation is per-SM (local memory for every resident thread, the
-// per-SM scheduling state), so other models scale the H100 measurement by SM count; an H100
-// gets exactly the measured figure.
 uint64_t ContextManager::context_overhead_bytes(int sm_count) {
-  if (sm_count <= 0) sm_count = kH100Sms;
-  return kH100ContextOverhead * static_cast<uint64_t>(sm_count) / kH100Sms;
+  return vgpu::context_overhead_bytes(sm_count);
 }
 
 struct ContextManager::Impl {

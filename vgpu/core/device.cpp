@@ -47,6 +47,17 @@ std::string uuid_string(const CUuuid& uuid) {
   return s;
 }
 
+// Measured on an H100 80GB HBM3 (132 SMs, driver 580): cuDeviceTotalMem 85,017,493,504 and
+// cuMemGetInfo free 84,465,090,560 right after the primary context was created. Most of a
+// context's reservation is per-SM (local memory for every resident thread, the per-SM
+// scheduling state), so other models scale the H100 measurement by SM count.
+uint64_t context_overhead_bytes(int sm_count) {
+  constexpr uint64_t kH100ContextOverhead = 552'402'944;
+  constexpr int kH100Sms = 132;
+  if (sm_count <= 0) sm_count = kH100Sms;
+  return kH100ContextOverhead * static_cast<uint64_t>(sm_count) / kH100Sms;
+}
+
 std::string PciAddress::to_string() const {
   return fmt::format("{:08x}:{:02x}:{:02x}.0", domain, bus, device);
 }

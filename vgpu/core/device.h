@@ -56,4 +56,9 @@ class Device {
   status::Writer* status_;
 };
 
+// The bytes the first context of a device costs on that device (the driver's own reservations:
+// local memory, printf fifo, heap, code), as cuMemGetInfo shows them. One figure for both
+// backends: the sim charges it, the passthrough reports it for every virtual device.
+uint64_t context_overhead_bytes(int sm_count);
+
 }  // namespace vgpu

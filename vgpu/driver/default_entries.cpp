@@ -14,7 +14,7 @@ CUresult unimplemented(const char* symbol) {
 }
 }  // namespace vgpu
 
-#define VGPU_ENTRY(sym, params, args) \
+#define VGPU_ENTRY(sym, params, args, forwarded) \
   VGPU_EXPORT __attribute__((weak)) CUresult CUDAAPI sym params { return vgpu::unimplemented(#sym); }
 #define VGPU_HIDDEN_ENTRY(sym) \
   namespace vgpu::hidden { CUresult CUDAAPI sym() { return vgpu::unimplemented(#sym); } }

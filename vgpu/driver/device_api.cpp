@@ -5,16 +5,16 @@
 #include <cstring>
 
 #include "common/log.h"
-#include "core/driver_state.h"
+#include "core/device_registry.h"
 #include "driver/entry_points.h"
 
-using vgpu::DriverState;
+using vgpu::DeviceRegistry;
 
 namespace {
 
 // The device behind `dev`, or the error the real driver gives.
 CUresult lookup(CUdevice dev, vgpu::Device** out) {
-  DriverState* d = DriverState::get();
+  const DeviceRegistry* d = vgpu::device_registry();
   if (d == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   vgpu::Device* device = d->device(dev);
   if (device == nullptr) {
@@ -27,17 +27,17 @@ CUresult lookup(CUdevice dev, vgpu::Device** out) {
 
 }  // namespace
 
-VGPU_EXPORT CUresult CUDAAPI cuInit(unsigned int flags) { return DriverState::initialize(flags); }
+VGPU_EXPORT CUresult CUDAAPI cuInit(unsigned int flags) { return vgpu::backend_initialize(flags); }
 
 VGPU_EXPORT CUresult CUDAAPI cuDriverGetVersion(int* version) {
   if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *version = CUDA_VERSION;  // the toolkit vgpu was built against (13000 for CUDA 13.0)
+  *version = vgpu::backend_driver_version();
   return CUDA_SUCCESS;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuDeviceGetCount(int* count) {
   if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  DriverState* d = DriverState::get();
+  const DeviceRegistry* d = vgpu::device_registry();
   if (d == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   *count = d->device_count();
   return CUDA_SUCCESS;
@@ -138,7 +138,7 @@ VGPU_EXPORT CUresult CUDAAPI cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevi
 // Accepts "domain:bus:device.function" and "bus:device.function", hex, any case.
 VGPU_EXPORT CUresult CUDAAPI cuDeviceGetByPCIBusId(CUdevice* dev, const char* pciBusId) {
   if (dev == nullptr || pciBusId == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  DriverState* d = DriverState::get();
+  const DeviceRegistry* d = vgpu::device_registry();
   if (d == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   unsigned domain = 0, bus = 0, device = 0, function = 0;
   if (std::sscanf(pciBusId, "%x:%x:%x.%x", &domain, &bus, &device, &function) != 4) {
@@ -164,7 +164,7 @@ VGPU_EXPORT CUresult CUDAAPI cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice 
   if (CUresult r = lookup(dev, &a); r != CUDA_SUCCESS) return r;
   if (CUresult r = lookup(peerDev, &b); r != CUDA_SUCCESS) return r;
   *canAccessPeer = (a != b && a->node() == b->node() &&
-                    DriverState::get()->cluster().nvlink.present) ? 1 : 0;
+                    vgpu::device_registry()->nvlink()) ? 1 : 0;
   return CUDA_SUCCESS;
 }
 

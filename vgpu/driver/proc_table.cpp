@@ -6,7 +6,7 @@
 #include "driver/entry_points.h"
 
 // Entry points that cuGetProcAddress serves but libcuda.so.1 does not export by name.
-#define VGPU_ENTRY(sym, params, args)
+#define VGPU_ENTRY(sym, params, args, forwarded)
 #define VGPU_HIDDEN_ENTRY(sym) namespace vgpu::hidden { CUresult CUDAAPI sym(); }
 #include "entries.inc"
 #undef VGPU_ENTRY

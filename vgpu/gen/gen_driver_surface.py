@@ -60,6 +60,9 @@ def read_typedefs(include: Path):
     return found
 
 
+DEVICE_PARAM_RE = re.compile(r'^\s*CUdevice(_v1)?\s+\w+\s*$')
+
+
 def split_symbol(sym: str):
     """cuCtxCreate_v4 -> ('cuCtxCreate', 4, ''); cuMemcpy_ptds -> ('cuMemcpy', 1, '_ptds')."""
     m = SUFFIX_RE.match(sym)
@@ -144,7 +147,11 @@ def build(stub: Path, include: Path):
             sys.exit(f'{sym}: exported by the stub but no usable typedef ({params})')
         else:
             args = ', '.join(param_names(params))
-            entries.append(f'VGPU_ENTRY({sym}, ({params}), ({args}))')
+            # The same arguments with every device ordinal passed by value marked, so that a
+            # backend forwarding the call to a real driver can translate virtual to physical.
+            fwd = ', '.join(f'VGPU_DEV({n})' if DEVICE_PARAM_RE.match(p) else n
+                            for p, n in zip(split_top_level(params), param_names(params)))
+            entries.append(f'VGPU_ENTRY({sym}, ({params}), ({args}), ({fwd}))')
     proc_rows.sort()
     return symbols, entries, proc_rows, problems
 

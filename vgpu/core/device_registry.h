@@ -1,0 +1,26 @@
+// The virtual devices as the backend-neutral entry points see them (driver/device_api.cpp:
+// enumeration, identity, attributes, peers). Each backend provides the three functions below
+// once; the same device queries then serve both, so every answer agrees with the config.
+#pragma once
+
+#include "core/device.h"
+#include "driver/cuda_api.h"
+
+namespace vgpu {
+
+class DeviceRegistry {
+ public:
+  virtual ~DeviceRegistry() = default;
+  virtual int device_count() const = 0;
+  virtual Device* device(int ordinal) const = 0;  // nullptr when out of range
+  virtual bool nvlink() const = 0;                // GPUs of one node reach each other directly
+};
+
+// The backend's devices; nullptr before a successful cuInit.
+const DeviceRegistry* device_registry();
+// cuInit of the backend.
+CUresult backend_initialize(unsigned int flags);
+// cuDriverGetVersion of the backend.
+int backend_driver_version();
+
+}  // namespace vgpu

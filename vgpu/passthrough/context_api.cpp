@@ -1,0 +1,173 @@
+// Contexts under the passthrough backend. Virtual device v's primary context is a real context
+// on its physical GPU (passthrough_state.h); created contexts are real contexts remembered with
+// their virtual device. Everything else about contexts (current, push/pop, limits, ids) is the
+// real driver's, forwarded as is.
+#include <mutex>
+#include <set>
+#include <utility>
+
+#include "common/log.h"
+#include "driver/cuda_api.h"
+#include "passthrough/passthrough_state.h"
+
+using vgpu::pt::PassState;
+using vgpu::pt::real_fn;
+
+namespace {
+
+PassState* state() { return PassState::get(); }
+
+// A real context made by `create` on the physical GPU of virtual device `dev`, remembered.
+template <class Create>
+CUresult created_context(CUcontext* pctx, CUdevice dev, Create create) {
+  if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  PassState* s = state();
+  if (s == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  if (s->device(dev) == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+  CUresult r = create(s->physical(dev));
+  if (r == CUDA_SUCCESS) s->add_context(*pctx, dev);
+  return r;
+}
+
+// The virtual device of `ctx` (the current context when null).
+CUresult device_of_context(CUcontext ctx, CUdevice* device) {
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  PassState* s = state();
+  if (s == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  if (ctx == nullptr) return s->current_device(device);
+  const int v = s->device_of(ctx);
+  if (v < 0) return CUDA_ERROR_INVALID_CONTEXT;
+  *device = v;
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+  if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  PassState* s = state();
+  return s ? s->primary_retain(dev, pctx) : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  PassState* s = state();
+  return s ? s->primary_release(dev) : CUDA_ERROR_NOT_INITIALIZED;
+}
+VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) { return cuDevicePrimaryCtxRelease_v2(dev); }
+
+VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  PassState* s = state();
+  return s ? s->primary_reset(dev) : CUDA_ERROR_NOT_INITIALIZED;
+}
+VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev) { return cuDevicePrimaryCtxReset_v2(dev); }
+
+VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
+  PassState* s = state();
+  return s ? s->primary_state(dev, flags, active) : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
+  PassState* s = state();
+  return s ? s->primary_set_flags(dev, flags) : CUDA_ERROR_NOT_INITIALIZED;
+}
+VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
+  return cuDevicePrimaryCtxSetFlags_v2(dev, flags);
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  return created_context(pctx, dev, [&](CUdevice p) {
+    return real_fn<CUresult (*)(CUcontext*, unsigned, CUdevice)>("cuCtxCreate_v2")(pctx, flags, p);
+  });
+}
+VGPU_EXPORT CUresult CUDAAPI cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  return cuCtxCreate_v2(pctx, flags, dev);
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* params, int n,
+                                            unsigned int flags, CUdevice dev) {
+  return created_context(pctx, dev, [&](CUdevice p) {
+    return real_fn<CUresult (*)(CUcontext*, CUexecAffinityParam*, int, unsigned, CUdevice)>(
+        "cuCtxCreate_v3")(pctx, params, n, flags, p);
+  });
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params,
+                                            unsigned int flags, CUdevice dev) {
+  return created_context(pctx, dev, [&](CUdevice p) {
+    return real_fn<CUresult (*)(CUcontext*, CUctxCreateParams*, unsigned, CUdevice)>(
+        "cuCtxCreate_v4")(pctx, params, flags, p);
+  });
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
+  PassState* s = state();
+  if (s != nullptr && ctx != nullptr) {
+    // A virtual primary context is not the caller's to destroy.
+    CUcontext primary = nullptr;
+    const int v = s->device_of(ctx);
+    if (v >= 0 && s->primary_context(v, &primary) == CUDA_SUCCESS && primary == ctx)
+      return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  const CUresult r = real_fn<CUresult (*)(CUcontext)>("cuCtxDestroy_v2")(ctx);
+  if (r == CUDA_SUCCESS && s != nullptr) s->remove_context(ctx);
+  return r;
+}
+VGPU_EXPORT CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) { return cuCtxDestroy_v2(ctx); }
+
+VGPU_EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) { return device_of_context(nullptr, device); }
+VGPU_EXPORT CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
+  return device_of_context(ctx, device);
+}
+
+namespace {
+CUresult stream_device(CUstream stream, CUdevice* device, const char* get_ctx) {
+  if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUcontext ctx = nullptr;
+  if (CUresult r = real_fn<CUresult (*)(CUstream, CUcontext*)>(get_ctx)(stream, &ctx); r != CUDA_SUCCESS)
+    return r;
+  return device_of_context(ctx, device);
+}
+}  // namespace
+
+VGPU_EXPORT CUresult CUDAAPI cuStreamGetDevice(CUstream stream, CUdevice* device) {
+  return stream_device(stream, device, "cuStreamGetCtx");
+}
+VGPU_EXPORT CUresult CUDAAPI cuStreamGetDevice_ptsz(CUstream stream, CUdevice* device) {
+  return stream_device(stream, device, "cuStreamGetCtx_ptsz");
+}
+
+// Virtual devices that share a physical GPU already reach each other's memory (one GPU, one
+// address space); the real driver refuses peer access between two contexts of one GPU, so
+// vgpu answers for those pairs and forwards the rest.
+namespace {
+std::mutex g_peers_mu;
+std::set<std::pair<CUcontext, CUcontext>> g_peers;  // (current, peer) pairs enabled by vgpu
+
+bool same_gpu(CUcontext a, CUcontext b) {
+  PassState* s = state();
+  if (s == nullptr) return false;
+  const int va = s->device_of(a), vb = s->device_of(b);
+  return va >= 0 && vb >= 0 && s->physical(va) == s->physical(vb);
+}
+}  // namespace
+
+VGPU_EXPORT CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
+  CUcontext cur = nullptr;
+  real_fn<CUresult (*)(CUcontext*)>("cuCtxGetCurrent")(&cur);
+  if (cur == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  if (peer == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (peer == cur) return CUDA_ERROR_INVALID_DEVICE;
+  if (!same_gpu(cur, peer))
+    return real_fn<CUresult (*)(CUcontext, unsigned)>("cuCtxEnablePeerAccess")(peer, flags);
+  std::lock_guard l(g_peers_mu);
+  return g_peers.insert({cur, peer}).second ? CUDA_SUCCESS : CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peer) {
+  CUcontext cur = nullptr;
+  real_fn<CUresult (*)(CUcontext*)>("cuCtxGetCurrent")(&cur);
+  if (cur == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  if (!same_gpu(cur, peer)) return real_fn<CUresult (*)(CUcontext)>("cuCtxDisablePeerAccess")(peer);
+  std::lock_guard l(g_peers_mu);
+  return g_peers.erase({cur, peer}) ? CUDA_SUCCESS : CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+}

@@ -1,0 +1,20 @@
+// The passthrough backend's answers to core/device_registry.h.
+#include "core/device_registry.h"
+#include "passthrough/passthrough_state.h"
+#include "passthrough/real_driver.h"
+
+namespace vgpu {
+
+const DeviceRegistry* device_registry() { return pt::PassState::get(); }
+
+CUresult backend_initialize(unsigned int flags) { return pt::PassState::initialize(flags); }
+
+// The real driver's version: the runtime's integrity hash covers it, and a program must see the
+// driver it really runs on.
+int backend_driver_version() {
+  int v = CUDA_VERSION;
+  if (auto get = pt::real_fn<CUresult (*)(int*)>("cuDriverGetVersion")) get(&v);
+  return v;
+}
+
+}  // namespace vgpu

@@ -1,0 +1,133 @@
+// cuGetExportTable under the passthrough backend. The real driver's private tables are handed
+// out as they are, except the two the runtime's integrity hash covers (cudart_interface and
+// integrity_check): vgpu hands out copies of those, whose slots are the real driver's except
+//  - cudart_interface slot 2, the primary context of a device: the virtual device's, and
+//  - integrity_check slot 1: the hash over vgpu's copies and vgpu's virtual devices
+//    (darkapi/integrity.h), which is what the runtime recomputes and compares.
+// shared/reference/dark-api-observations.md records that exactly this runs PyTorch, cuBLAS,
+// Triton and NCCL on a real H100.
+#include <pthread.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <mutex>
+#include <vector>
+
+#include "common/log.h"
+#include "core/device_registry.h"
+#include "darkapi/catalog.h"
+#include "darkapi/integrity.h"
+#include "darkapi/trace.h"
+#include "driver/cuda_api.h"
+#include "passthrough/passthrough_state.h"
+
+namespace vgpu::pt {
+namespace {
+
+using darkapi::TableId;
+
+CUresult primary_context_slot(CUcontext* out, CUdevice device) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  PassState* s = PassState::get();
+  if (s == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const CUresult r = s->primary_context(device, out);
+  if (darkapi::trace_enabled())
+    darkapi::trace_line(fmt::format("6bd5fb6c[2] primary_context(device={}) -> {} ({})", device,
+                                    static_cast<int>(r), static_cast<void*>(*out)));
+  return r;
+}
+
+CUresult integrity_slot(uint32_t version, uint64_t unix_seconds, uint64_t* out);
+
+// A copy of a real table with some slots replaced; built once, never freed (runtimes keep
+// the pointer, and its address is part of the hash).
+struct TableCopy {
+  std::once_flag once;
+  std::vector<const void*> slots;
+};
+TableCopy g_cudart, g_integrity;
+
+const void* const* copy_of(TableCopy& copy, const void* const* real, TableId id) {
+  std::call_once(copy.once, [&] {
+    // Slot 0 holds the table's size in bytes; trust it within reason, else the catalog.
+    size_t n = darkapi::info(id).slots;
+    const auto header = reinterpret_cast<uintptr_t>(real[0]);
+    if (header % sizeof(void*) == 0 && header / sizeof(void*) >= 2 && header / sizeof(void*) <= 256)
+      n = header / sizeof(void*);
+    copy.slots.assign(real, real + n);
+    if (id == TableId::cudart_interface && n > 2)
+      copy.slots[2] = reinterpret_cast<const void*>(&primary_context_slot);
+    if (id == TableId::integrity_check && n > 1)
+      copy.slots[1] = reinterpret_cast<const void*>(&integrity_slot);
+  });
+  return copy.slots.data();
+}
+
+CUresult integrity_slot(uint32_t version, uint64_t unix_seconds, uint64_t* out) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  darkapi::IntegrityRecord record;
+  record.version = version;
+  record.unix_seconds = unix_seconds;
+  std::vector<darkapi::DeviceIdentity> devices;
+  if (version % 10 >= 2) {  // the others are constants (integrity.h)
+    const PassState* s = PassState::get();
+    if (s == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+    record.driver_version = static_cast<uint32_t>(backend_driver_version());
+    record.process = static_cast<uint32_t>(getpid());
+    record.thread = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(reinterpret_cast<void*>(pthread_self())));
+    record.cudart_table = g_cudart.slots.data();
+    record.integrity_table = g_integrity.slots.data();
+    record.function = g_integrity.slots.size() > 1 ? g_integrity.slots[1] : nullptr;
+    for (int i = 0; i < s->device_count(); ++i) {
+      const Device* d = s->device(i);
+      darkapi::DeviceIdentity id;
+      std::memcpy(id.uuid.data(), d->uuid().bytes, id.uuid.size());
+      id.pci_domain = d->pci().domain;
+      id.pci_bus = d->pci().bus;
+      id.pci_device = d->pci().device;
+      devices.push_back(id);
+    }
+  }
+  const darkapi::IntegrityDigest digest = darkapi::integrity_digest(record, devices);
+  out[0] = digest[0];
+  out[1] = digest[1];
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+}  // namespace vgpu::pt
+
+VGPU_EXPORT CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid* id) {
+  using namespace vgpu;
+  if (table == nullptr || id == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto real_get = pt::real_fn<CUresult (*)(const void**, const CUuuid*)>("cuGetExportTable");
+  if (real_get == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  const void* real = nullptr;
+  const CUresult r = real_get(&real, id);
+  uint8_t bytes[16];
+  std::memcpy(bytes, id->bytes, sizeof bytes);
+  if (r != CUDA_SUCCESS || real == nullptr) {
+    if (darkapi::trace_enabled())
+      darkapi::trace_line(fmt::format("cuGetExportTable({}) real -> {}", darkapi::uuid_text(bytes), static_cast<int>(r)));
+    *table = real;
+    return r;
+  }
+  const darkapi::TableInfo* info = darkapi::find_table(*id);
+  const auto* real_slots = static_cast<const void* const*>(real);
+  if (info != nullptr && info->id == darkapi::TableId::cudart_interface)
+    *table = pt::copy_of(pt::g_cudart, real_slots, info->id);
+  else if (info != nullptr && info->id == darkapi::TableId::integrity_check)
+    *table = pt::copy_of(pt::g_integrity, real_slots, info->id);
+  else
+    *table = real;
+  if (darkapi::trace_enabled())
+    darkapi::trace_line(fmt::format("cuGetExportTable({}) {} -> 0 ({})", darkapi::uuid_text(bytes),
+                                    info ? info->name : "unknown to vgpu",
+                                    *table == real ? "the real table" : "vgpu's copy"));
+  return CUDA_SUCCESS;
+}
+
+// darkapi/trace.cpp names the slots vgpu implements from the sim's slot catalog; under the
+// passthrough every slot but the two above is the real driver's, and those two trace
+// themselves.
+const vgpu::darkapi::SlotImpl* vgpu::darkapi::find_impl(TableId, size_t) { return nullptr; }

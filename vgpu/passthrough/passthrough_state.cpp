@@ -1,0 +1,322 @@
+#include "passthrough/passthrough_state.h"
+
+#include <cstdlib>
+#include <sstream>
+#include <string>
+
+#include "common/log.h"
+#include "passthrough/real_driver.h"
+#include "simcore/cluster_config.h"
+#include "status/status_region.h"
+
+namespace vgpu::pt {
+namespace {
+
+std::once_flag g_init_once;
+CUresult g_init_result = CUDA_ERROR_NOT_INITIALIZED;
+PassState* g_state = nullptr;  // set once under g_init_once, then only read
+
+// The real driver rounds device allocations up to its 2 MiB pages; so does the accounting,
+// so that a virtual device fills up where the real one would.
+constexpr uint64_t kPage = 2ull << 20;
+uint64_t pages(uint64_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
+
+// VGPU_PHYSICAL_DEVICES="0,1": virtual device v runs on the (v mod n)-th listed physical GPU.
+// Default: round robin over every physical GPU of the process.
+CUresult physical_map(const RealDriver& real, int virtual_count, std::vector<int>* out) {
+  int real_count = 0;
+  auto get_count = real.fn<CUresult (*)(int*)>("cuDeviceGetCount");
+  if (!get_count || get_count(&real_count) != CUDA_SUCCESS || real_count <= 0) {
+    log::always("vgpu passthrough: the real driver reports no GPU");
+    return CUDA_ERROR_NO_DEVICE;
+  }
+  std::vector<int> listed;
+  if (const char* env = std::getenv("VGPU_PHYSICAL_DEVICES"); env && *env) {
+    std::stringstream in(env);
+    for (std::string item; std::getline(in, item, ',');) {
+      char* end = nullptr;
+      const long p = std::strtol(item.c_str(), &end, 10);
+      if (item.empty() || *end != '\0' || p < 0 || p >= real_count) {
+        log::always(fmt::format("vgpu passthrough: VGPU_PHYSICAL_DEVICES=\"{}\": '{}' is not a GPU "
+                                "ordinal below {}", env, item, real_count));
+        return CUDA_ERROR_INVALID_VALUE;
+      }
+      listed.push_back(static_cast<int>(p));
+    }
+  } else {
+    for (int p = 0; p < real_count; ++p) listed.push_back(p);
+  }
+  auto device_get = real.fn<CUresult (*)(CUdevice*, int)>("cuDeviceGet");
+  for (int v = 0; v < virtual_count; ++v) {
+    CUdevice d = 0;
+    if (!device_get || device_get(&d, listed[static_cast<size_t>(v) % listed.size()]) != CUDA_SUCCESS)
+      return CUDA_ERROR_INVALID_DEVICE;
+    out->push_back(d);
+  }
+  return CUDA_SUCCESS;
+}
+
+std::vector<status::DeviceInfo> status_devices(const simcore::ClusterSpec& cluster) {
+  std::vector<status::DeviceInfo> out;
+  for (int i = 0; i < cluster.total_gpus(); ++i) {
+    Device d(cluster, i, nullptr);
+    out.push_back({d.name(), uuid_string(d.uuid()), d.pci().to_string(), d.capacity()});
+  }
+  return out;
+}
+
+}  // namespace
+
+void* real_symbol(const char* name) {
+  const RealDriver* real = RealDriver::get();
+  void* f = real ? real->symbol(name) : nullptr;
+  if (f == nullptr && real != nullptr)
+    log::once(log::Level::warn, name, fmt::format("passthrough: the real driver has no {}", name));
+  return f;
+}
+
+int physical_device(int v) {
+  const PassState* s = PassState::get();
+  return s ? s->physical(v) : v;  // before cuInit the real driver answers NOT_INITIALIZED itself
+}
+
+PassState::PassState(const RealDriver& real, simcore::ClusterSpec cluster, std::vector<int> physical)
+    : real_(&real), cluster_(std::move(cluster)), physical_(std::move(physical)) {
+  status_ = status::Writer::attach(status::current_job_id(), "passthrough", status_devices(cluster_));
+  for (int i = 0; i < cluster_.total_gpus(); ++i)
+    devices_.push_back(std::make_unique<Device>(cluster_, i, status_.get()));
+  primaries_.resize(devices_.size());
+}
+
+CUresult PassState::initialize(unsigned int flags) {
+  const RealDriver* real = RealDriver::get();
+  if (real == nullptr) return CUDA_ERROR_NO_DEVICE;
+  auto real_init = real->fn<CUresult (*)(unsigned int)>("cuInit");
+  if (CUresult r = real_init ? real_init(flags) : CUDA_ERROR_NOT_INITIALIZED; r != CUDA_SUCCESS)
+    return r;
+  std::call_once(g_init_once, [real] {
+    simcore::ConfigResult config = simcore::load_cluster_config();
+    if (!config.ok()) {
+      log::always(fmt::format("vgpu: cluster configuration rejected: {}", config.error.to_string()));
+      g_init_result = CUDA_ERROR_INVALID_VALUE;
+      return;
+    }
+    std::vector<int> physical;
+    if (CUresult r = physical_map(*real, config.cluster->total_gpus(), &physical); r != CUDA_SUCCESS) {
+      g_init_result = r;
+      return;
+    }
+    g_state = new PassState(*real, std::move(*config.cluster), std::move(physical));
+    log::info("passthrough: {} virtual GPUs ({} x {} {}) on the GPUs of {}", g_state->device_count(),
+              g_state->cluster_.nodes, g_state->cluster_.gpus_per_node, g_state->cluster_.model.id,
+              real->path());
+    g_init_result = CUDA_SUCCESS;
+  });
+  return g_init_result;
+}
+
+PassState* PassState::get() { return g_state; }
+
+Device* PassState::device(int v) const {
+  return v >= 0 && v < device_count() ? devices_[static_cast<size_t>(v)].get() : nullptr;
+}
+
+int PassState::physical(int v) const {
+  return v >= 0 && v < device_count() ? physical_[static_cast<size_t>(v)] : -1;
+}
+
+// ---- contexts ----
+
+CUresult PassState::primary_context(int v, CUcontext* out) {
+  Device* dev = device(v);
+  if (dev == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard l(mu_);
+  Primary& pr = primaries_[static_cast<size_t>(v)];
+  if (pr.ctx == nullptr) {
+    const int p = physical(v);
+    bool first_on_gpu = true;
+    for (int u = 0; u < v; ++u) first_on_gpu = first_on_gpu && physical(u) != p;
+    CUcontext c = nullptr;
+    CUresult r;
+    if (first_on_gpu) {
+      // The first virtual device of a GPU is that GPU's own primary context: a job of one
+      // device runs exactly as it would without vgpu.
+      if (auto set_flags = real_->fn<CUresult (*)(CUdevice, unsigned)>("cuDevicePrimaryCtxSetFlags_v2"))
+        set_flags(p, pr.flags);
+      r = real_->fn<CUresult (*)(CUcontext*, CUdevice)>("cuDevicePrimaryCtxRetain")(&c, p);
+    } else {
+      r = real_->fn<CUresult (*)(CUcontext*, unsigned, CUdevice)>("cuCtxCreate_v2")(&c, pr.flags, p);
+      if (r == CUDA_SUCCESS) {  // cuCtxCreate made it current: a primary context is not
+        CUcontext popped = nullptr;
+        real_->fn<CUresult (*)(CUcontext*)>("cuCtxPopCurrent_v2")(&popped);
+      }
+    }
+    if (r != CUDA_SUCCESS) {
+      log::warn("passthrough: no real context for virtual device {} on GPU {}: error {}", v, p,
+                static_cast<int>(r));
+      return r;
+    }
+    pr.ctx = c;
+    contexts_[c] = v;
+    dev->reserve(context_overhead_bytes(dev->model().sm_count));
+  }
+  *out = pr.ctx;
+  return CUDA_SUCCESS;
+}
+
+CUresult PassState::primary_retain(int v, CUcontext* out) {
+  if (CUresult r = primary_context(v, out); r != CUDA_SUCCESS) return r;
+  std::lock_guard l(mu_);
+  ++primaries_[static_cast<size_t>(v)].refs;
+  return CUDA_SUCCESS;
+}
+
+CUresult PassState::primary_release(int v) {
+  if (device(v) == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard l(mu_);
+  Primary& pr = primaries_[static_cast<size_t>(v)];
+  if (pr.refs == 0) return CUDA_ERROR_INVALID_CONTEXT;
+  // The real context stays: its handle must stay valid, as a real primary context's does.
+  --pr.refs;
+  return CUDA_SUCCESS;
+}
+
+CUresult PassState::primary_reset(int v) {
+  if (device(v) == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+  std::lock_guard l(mu_);
+  Primary& pr = primaries_[static_cast<size_t>(v)];
+  pr.refs = 0;
+  pr.flags = 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult PassState::primary_state(int v, unsigned int* flags, int* active) {
+  if (device(v) == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+  if (flags == nullptr || active == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard l(mu_);
+  const Primary& pr = primaries_[static_cast<size_t>(v)];
+  *flags = pr.flags;
+  *active = pr.refs > 0 ? 1 : 0;
+  return CUDA_SUCCESS;
+}
+
+CUresult PassState::primary_set_flags(int v, unsigned int flags) {
+  if (device(v) == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+  if (flags & ~static_cast<unsigned>(CU_CTX_FLAGS_MASK)) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard l(mu_);
+  Primary& pr = primaries_[static_cast<size_t>(v)];
+  pr.flags = flags;
+  if (pr.ctx != nullptr) {
+    // Applied to the live real context where the driver allows it (scheduling flags).
+    auto push = real_->fn<CUresult (*)(CUcontext)>("cuCtxPushCurrent_v2");
+    auto set = real_->fn<CUresult (*)(unsigned)>("cuCtxSetFlags");
+    auto pop = real_->fn<CUresult (*)(CUcontext*)>("cuCtxPopCurrent_v2");
+    if (push && set && pop && push(pr.ctx) == CUDA_SUCCESS) {
+      set(flags);
+      CUcontext c;
+      pop(&c);
+    }
+  }
+  return CUDA_SUCCESS;
+}
+
+void PassState::add_context(CUcontext real, int v) {
+  std::lock_guard l(mu_);
+  contexts_[real] = v;
+}
+
+void PassState::remove_context(CUcontext real) {
+  std::lock_guard l(mu_);
+  contexts_.erase(real);
+}
+
+int PassState::device_of(CUcontext real) const {
+  std::lock_guard l(mu_);
+  auto it = contexts_.find(real);
+  return it == contexts_.end() ? -1 : it->second;
+}
+
+CUresult PassState::current_device(int* v) const {
+  CUcontext c = nullptr;
+  if (CUresult r = real_->fn<CUresult (*)(CUcontext*)>("cuCtxGetCurrent")(&c); r != CUDA_SUCCESS)
+    return r;
+  if (c == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  const int d = device_of(c);
+  if (d < 0) {
+    log::once(log::Level::warn, "foreign context",
+              "passthrough: a context vgpu did not create is current; treating it as device 0");
+    *v = 0;
+    return CUDA_SUCCESS;
+  }
+  *v = d;
+  return CUDA_SUCCESS;
+}
+
+// ---- memory ----
+
+bool PassState::reserve(int v, uint64_t bytes) {
+  Device* d = device(v);
+  return d != nullptr && d->reserve(pages(bytes));
+}
+
+void PassState::release(int v, uint64_t bytes) {
+  if (Device* d = device(v)) d->release(pages(bytes));
+}
+
+void PassState::add_allocation(CUdeviceptr p, uint64_t bytes, int v) {
+  std::lock_guard l(mu_);
+  allocations_[p] = {bytes, v};
+}
+
+bool PassState::remove_allocation(CUdeviceptr p) {
+  Allocation a;
+  {
+    std::lock_guard l(mu_);
+    auto it = allocations_.find(p);
+    if (it == allocations_.end()) return false;
+    a = it->second;
+    allocations_.erase(it);
+  }
+  release(a.device, a.bytes);
+  return true;
+}
+
+int PassState::device_of_pointer(CUdeviceptr p) const {
+  std::lock_guard l(mu_);
+  auto it = allocations_.upper_bound(p);
+  if (it == allocations_.begin()) return -1;
+  --it;
+  return p < it->first + it->second.bytes ? it->second.device : -1;
+}
+
+void PassState::add_handle(unsigned long long h, uint64_t bytes, int v) {
+  std::lock_guard l(mu_);
+  handles_[h] = {bytes, v};
+}
+
+bool PassState::remove_handle(unsigned long long h) {
+  Allocation a;
+  {
+    std::lock_guard l(mu_);
+    auto it = handles_.find(h);
+    if (it == handles_.end()) return false;
+    a = it->second;
+    handles_.erase(it);
+  }
+  release(a.device, a.bytes);
+  return true;
+}
+
+int PassState::handle_device(unsigned long long h) const {
+  std::lock_guard l(mu_);
+  auto it = handles_.find(h);
+  return it == handles_.end() ? -1 : it->second.device;
+}
+
+void PassState::memory_info(int v, size_t* free, size_t* total) const {
+  const Device* d = device(v);
+  *total = d->capacity();
+  *free = d->free_bytes();
+}
+
+}  // namespace vgpu::pt
