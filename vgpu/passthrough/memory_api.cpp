@@ -166,6 +166,22 @@ VGPU_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle) {
   return r;
 }
 
+VGPU_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                                      CUmemGenericAllocationHandle handle, unsigned long long flags) {
+  const CUresult r = real_fn<CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+                                          unsigned long long)>("cuMemMap")(ptr, size, offset, handle, flags);
+  if (r == CUDA_SUCCESS)
+    if (PassState* s = PassState::get()) s->add_mapping(ptr, size);
+  return r;
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  const CUresult r = real_fn<CUresult (*)(CUdeviceptr, size_t)>("cuMemUnmap")(ptr, size);
+  if (r == CUDA_SUCCESS)
+    if (PassState* s = PassState::get()) s->remove_mapping(ptr);
+  return r;
+}
+
 VGPU_EXPORT CUresult CUDAAPI cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop,
                                                            CUmemAllocationGranularity_flags option) {
   if (prop == nullptr) return CUDA_ERROR_INVALID_VALUE;

@@ -289,6 +289,25 @@ int PassState::device_of_pointer(CUdeviceptr p) const {
   return p < it->first + it->second.bytes ? it->second.device : -1;
 }
 
+void PassState::add_mapping(CUdeviceptr p, uint64_t bytes) {
+  std::lock_guard l(mu_);
+  mappings_[p] = bytes;
+}
+
+void PassState::remove_mapping(CUdeviceptr p) {
+  std::lock_guard l(mu_);
+  mappings_.erase(p);
+}
+
+bool PassState::is_device_pointer(uint64_t p) const {
+  if (device_of_pointer(p) >= 0) return true;
+  std::lock_guard l(mu_);
+  auto it = mappings_.upper_bound(p);
+  if (it == mappings_.begin()) return false;
+  --it;
+  return p < it->first + it->second;
+}
+
 void PassState::add_handle(unsigned long long h, uint64_t bytes, int v) {
   std::lock_guard l(mu_);
   handles_[h] = {bytes, v};

@@ -70,6 +70,12 @@ class PassState final : public DeviceRegistry {
   bool remove_allocation(CUdeviceptr p);
   // The virtual device owning the allocation that contains `p`; -1 when unknown.
   int device_of_pointer(CUdeviceptr p) const;
+  // Address ranges mapped with cuMemMap (PyTorch's expandable segments live there).
+  void add_mapping(CUdeviceptr p, uint64_t bytes);
+  void remove_mapping(CUdeviceptr p);
+  // Whether `p` points into device memory the program allocated or mapped: launch signatures
+  // leave such parameters out.
+  bool is_device_pointer(uint64_t p) const;
   void add_handle(unsigned long long h, uint64_t bytes, int v);
   bool remove_handle(unsigned long long h);
   int handle_device(unsigned long long h) const;  // -1 when unknown
@@ -100,6 +106,7 @@ class PassState final : public DeviceRegistry {
   std::unordered_map<CUcontext, int> contexts_;
   std::map<CUdeviceptr, Allocation> allocations_;  // ordered: pointers inside an allocation
   std::unordered_map<unsigned long long, Allocation> handles_;
+  std::map<CUdeviceptr, uint64_t> mappings_;
 };
 
 // The forwarders' translation of a device ordinal argument (VGPU_DEV in entries.inc).
