@@ -1,0 +1,51 @@
+#include "activity_record.h"
+
+namespace vgpu::cupti {
+namespace {
+
+// The fields read here (kind, start, end, correlationId) sit at the same offsets in every
+// version of these records since CUDA 11 (later versions only append), so the newest struct of
+// the headers reads records of any CUPTI 13 library.
+template <class R> ParsedRecord timed(const CUpti_Activity* record, OpKind kind) {
+  const auto* r = reinterpret_cast<const R*>(record);
+  ParsedRecord p;
+  p.type = ParsedRecord::Type::op;
+  p.correlation_id = r->correlationId;
+  p.kind = kind;
+  // An unfinished record (forced flush) may carry a start without an end: report it untimed.
+  if (r->start != 0 && r->end >= r->start) {
+    p.start_ns = r->start;
+    p.end_ns = r->end;
+  }
+  return p;
+}
+
+}  // namespace
+
+ParsedRecord parse_record(const CUpti_Activity* record, CUpti_ExternalCorrelationKind tag_kind) {
+  if (!record) return {};
+  switch (record->kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL:
+      return timed<CUpti_ActivityKernel10>(record, OpKind::kernel);
+    case CUPTI_ACTIVITY_KIND_MEMCPY:
+      return timed<CUpti_ActivityMemcpy6>(record, OpKind::memcpy);
+    case CUPTI_ACTIVITY_KIND_MEMCPY2:
+      return timed<CUpti_ActivityMemcpyPtoP4>(record, OpKind::memcpy);
+    case CUPTI_ACTIVITY_KIND_MEMSET:
+      return timed<CUpti_ActivityMemset4>(record, OpKind::memset);
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: {
+      const auto* r = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(record);
+      if (r->externalKind != tag_kind) return {};
+      ParsedRecord p;
+      p.type = ParsedRecord::Type::tag;
+      p.correlation_id = r->correlationId;
+      p.tag = r->externalId;
+      return p;
+    }
+    default:
+      return {};
+  }
+}
+
+}  // namespace vgpu::cupti
