@@ -73,6 +73,17 @@ CUresult ContextState::get_limit(CUlimit limit, size_t* value) const {
     case CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT: *value = data_->pending_launches; return CUDA_SUCCESS;
     case CU_LIMIT_MAX_L2_FETCH_GRANULARITY: *value = data_->l2_fetch; return CUDA_SUCCESS;
     case CU_LIMIT_PERSISTING_L2_CACHE_SIZE: *value = data_->persisting_l2; return CUDA_SUCCESS;
+    // Contexts are never CIG (graphics-interop) contexts: kernels get the device's whole
+    // opt-in shared memory (cuBLAS reads these when it plans a GEMM).
+    case CU_LIMIT_SHMEM_SIZE: {
+      const Device* dev = DriverState::get() ? DriverState::get()->device(device_) : nullptr;
+      int bytes = 0;
+      if (dev) dev->attribute(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &bytes);
+      *value = static_cast<size_t>(bytes);
+      return CUDA_SUCCESS;
+    }
+    case CU_LIMIT_CIG_ENABLED: *value = 0; return CUDA_SUCCESS;
+    case CU_LIMIT_CIG_SHMEM_FALLBACK_ENABLED: *value = 0; return CUDA_SUCCESS;
     default: return CUDA_ERROR_UNSUPPORTED_LIMIT;
   }
 }

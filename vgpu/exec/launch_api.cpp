@@ -128,6 +128,21 @@ VGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlag
   return m->max_active_blocks(func, blockSize, dynamicSMemSize, numBlocks);
 }
 
+// cuBLAS asks these while it creates a handle (Hopper GEMMs launch thread-block clusters).
+VGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveClusters(int* numClusters, CUfunction func,
+                                                          const CUlaunchConfig* config) {
+  VGPU_CALL_SCOPE();
+  VGPU_MODULE_CALL("cuOccupancyMaxActiveClusters", numClusters, config);
+  return m->max_active_clusters(func, *config, numClusters);
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialClusterSize(int* clusterSize, CUfunction func,
+                                                                const CUlaunchConfig* config) {
+  VGPU_CALL_SCOPE();
+  VGPU_MODULE_CALL("cuOccupancyMaxPotentialClusterSize", clusterSize, config);
+  return m->max_potential_cluster_size(func, *config, clusterSize);
+}
+
 VGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction func,
                                                                          int blockSize,
                                                                          size_t dynamicSMemSize) {

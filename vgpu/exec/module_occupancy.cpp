@@ -55,4 +55,53 @@ CUresult ModuleManager::available_dynamic_shared(CUfunction f, int blocks, int b
   return CUDA_SUCCESS;
 }
 
+namespace {
+
+// A cluster's blocks must all be resident in one GPC. H100 and H200 have 8 GPCs (132 SMs in
+// the SXM parts: 16 or 17 usable per GPC); models without the figure are taken to have 8 too.
+constexpr int kGpcs = 8;
+// Portable cluster size; 16 needs CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED.
+constexpr int kMaxPortableCluster = 8;
+
+int cluster_size_of(const CUlaunchConfig& config) {
+  for (unsigned i = 0; i < config.numAttrs && config.attrs != nullptr; ++i)
+    if (config.attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+      const auto& d = config.attrs[i].value.clusterDim;
+      return static_cast<int>(d.x * d.y * d.z);
+    }
+  return 1;
+}
+
+}  // namespace
+
+CUresult ModuleManager::max_active_clusters(CUfunction f, const CUlaunchConfig& config, int* clusters) {
+  std::shared_ptr<const Function> fn;
+  if (CUresult rc = resolve_function(f, &fn); rc != CUDA_SUCCESS) return rc;
+  const int block = static_cast<int>(config.blockDimX * config.blockDimY * config.blockDimZ);
+  const int size = cluster_size_of(config);
+  if (block <= 0 || size <= 0) return CUDA_ERROR_INVALID_VALUE;
+  const KernelResources r(driver_, fn->device, fn->info());
+  // Libraries probe growing sizes: one that cannot be resident (past the non-portable limit of
+  // 16, or more blocks than a GPC holds) is "no cluster fits", not an error.
+  if (size > 2 * kMaxPortableCluster) {
+    *clusters = 0;
+    return CUDA_SUCCESS;
+  }
+  const int per_sm = r.blocks_per_sm(block, config.sharedMemBytes);
+  const int sms_per_gpc = r.sm_count() / kGpcs;  // the smallest GPC decides
+  *clusters = kGpcs * (sms_per_gpc * per_sm / size);
+  return CUDA_SUCCESS;
+}
+
+CUresult ModuleManager::max_potential_cluster_size(CUfunction f, const CUlaunchConfig& config, int* size) {
+  std::shared_ptr<const Function> fn;
+  if (CUresult rc = resolve_function(f, &fn); rc != CUDA_SUCCESS) return rc;
+  const int block = static_cast<int>(config.blockDimX * config.blockDimY * config.blockDimZ);
+  if (block <= 0) return CUDA_ERROR_INVALID_VALUE;
+  const KernelResources r(driver_, fn->device, fn->info());
+  const int per_sm = r.blocks_per_sm(block, config.sharedMemBytes);
+  *size = per_sm <= 0 ? 0 : std::min(kMaxPortableCluster, r.sm_count() / kGpcs * per_sm);
+  return CUDA_SUCCESS;
+}
+
 }  // namespace vgpu

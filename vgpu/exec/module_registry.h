@@ -106,6 +106,9 @@ class ModuleManager {
                                     size_t dynamic_shared, int block_limit, int* min_grid,
                                     int* block_size);
   CUresult available_dynamic_shared(CUfunction f, int blocks, int block_size, size_t* bytes);
+  // Thread-block clusters (cuOccupancyMaxActiveClusters / MaxPotentialClusterSize).
+  CUresult max_active_clusters(CUfunction f, const CUlaunchConfig& config, int* clusters);
+  CUresult max_potential_cluster_size(CUfunction f, const CUlaunchConfig& config, int* size);
 
   // ---- launches (exec/launch.cpp) ----
   // Validates and prepares a launch on the stream's device (nothing is submitted).
