@@ -63,6 +63,24 @@ TEST(LaunchSignature, PointersAreLeftOutValuesAreNot) {
   EXPECT_NE(e, f);
 }
 
+// A struct parameter by value carrying pointers (PyTorch's elementwise kernels pass
+// {int64 n; char* data[3]; int64 strides[3]}): the pointer words are masked, the rest stays.
+TEST(LaunchSignature, PointersInsideStructParametersAreMasked) {
+  const ParamSlot slots[] = {{0, 56}};
+  auto sig = [&](uint64_t p0, uint64_t p1, int64_t n, int64_t stride) {
+    std::vector<uint8_t> block(56, 0);
+    const int64_t words[7] = {n, static_cast<int64_t>(p0), static_cast<int64_t>(p1), 0, stride, stride, 0};
+    std::memcpy(block.data(), words, sizeof words);
+    LaunchShape s;
+    return build_launch_signature("elementwise", s, slots, block, fake_pointer);
+  };
+  EXPECT_EQ(sig(0x700000001000, 0x700000002000, 4096, 4), sig(0x700000005000, 0x700000006000, 4096, 4));
+  EXPECT_NE(sig(0x700000001000, 0x700000002000, 4096, 4), sig(0x700000001000, 0x700000002000, 8192, 4));
+  EXPECT_NE(sig(0x700000001000, 0x700000002000, 4096, 4), sig(0x700000001000, 0x700000002000, 4096, 8));
+  // A word that is not a device pointer is a value.
+  EXPECT_NE(sig(0x1000, 0x700000002000, 4096, 4), sig(0x2000, 0x700000002000, 4096, 4));
+}
+
 TEST(LaunchSignature, DecodesItsHeaderAndIntegers) {
   const auto s = axpy_sig(0x700000001000, 0x700000002000, 777);
   std::string name;

@@ -5,7 +5,7 @@
 namespace vgpu {
 namespace {
 
-constexpr std::string_view kMagic{"vgpu-sig1\0", 10};
+constexpr std::string_view kMagic{"vgpu-sig2\0", 10};
 
 void put_u32(std::string& out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -61,7 +61,19 @@ LaunchSignature build_launch_signature(std::string_view function_name, const Lau
     }
     out.push_back('v');
     put_u32(out, slot.size);
+    const size_t at = out.size();
     out.append(reinterpret_cast<const char*>(p), slot.size);
+    // Structs passed by value often carry pointers (PyTorch's TensorIterator kernels pass their
+    // data pointers in an array inside one parameter): every 8-byte-aligned word of a larger
+    // parameter that points into device memory is zeroed, as a pointer parameter is left out.
+    if (slot.size > 8 && is_pointer) {
+      for (uint32_t w = 0; w + 8 <= slot.size; w += 8) {
+        if ((slot.offset + w) % 8 != 0) continue;
+        uint64_t value;
+        std::memcpy(&value, p + w, 8);
+        if (value != 0 && is_pointer(value)) std::memset(out.data() + at + w, 0, 8);
+      }
+    }
   }
   return sig;
 }

@@ -7,10 +7,11 @@
 // run (and between two allocations of the same buffer) without changing the work a kernel does,
 // so they are left out; sizes, strides, scalars and structs passed by value stay in, because
 // they usually decide how much work there is. A parameter counts as a pointer when it is 8 bytes
-// and its value lies inside a known allocation (the caller's `is_pointer` decides).
+// and its value lies inside a known allocation (the caller's `is_pointer` decides); inside a
+// larger parameter (a struct by value) every 8-byte-aligned word that is such a pointer is zeroed.
 //
 // The encoding is a byte string (exact comparison, usable as a map key and as an SQLite BLOB):
-//   "vgpu-sig1\0" name "\0" grid.x grid.y grid.z block.x block.y block.z shared   (u32 LE each)
+//   "vgpu-sig2\0" name "\0" grid.x grid.y grid.z block.x block.y block.z shared   (u32 LE each)
 //   then per parameter, in order: 'p' (a pointer, no bytes) or 'v' u32-LE size, then the bytes.
 // Both backends build it with build_launch_signature(), so their keys agree.
 #pragma once

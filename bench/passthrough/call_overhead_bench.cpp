@@ -1,0 +1,144 @@
+// Driver-call overhead of the passthrough backend against the real driver, measured in one
+// process and one run: the same calls through the real libcuda.so.1 and through vgpu's
+// passthrough libcuda.so.1 (which forwards to that same real driver), as a ratio.
+//
+//   passthrough_call_overhead <real libcuda> <vgpu passthrough libcuda> <empty_kernel.fatbin>
+//
+// Prints one table row per call: calls per second through each library and vgpu/real.
+#include <cuda.h>
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+namespace {
+
+struct Driver {
+  void* h = nullptr;
+  template <class F> F fn(const char* name) {
+    void* p = dlsym(h, name);
+    if (!p) { std::fprintf(stderr, "missing %s\n", name); std::exit(2); }
+    return reinterpret_cast<F>(p);
+  }
+};
+
+#define CHECK(call) do { CUresult r_ = (call); if (r_ != CUDA_SUCCESS) { std::fprintf(stderr, "%s -> %d\n", #call, (int)r_); std::exit(1); } } while (0)
+
+struct Rates { double launch, alloc_free, event_record, memcpy_async; };
+
+Rates measure(const char* path, const std::vector<char>& image) {
+  Driver d;
+  d.h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+  if (!d.h) { std::fprintf(stderr, "dlopen %s: %s\n", path, dlerror()); std::exit(2); }
+  auto init = d.fn<CUresult (*)(unsigned)>("cuInit");
+  auto retain = d.fn<CUresult (*)(CUcontext*, CUdevice)>("cuDevicePrimaryCtxRetain");
+  auto set_current = d.fn<CUresult (*)(CUcontext)>("cuCtxSetCurrent");
+  auto load = d.fn<CUresult (*)(CUmodule*, const void*)>("cuModuleLoadData");
+  auto get_function = d.fn<CUresult (*)(CUfunction*, CUmodule, const char*)>("cuModuleGetFunction");
+  auto stream_create = d.fn<CUresult (*)(CUstream*, unsigned)>("cuStreamCreate");
+  auto stream_sync = d.fn<CUresult (*)(CUstream)>("cuStreamSynchronize");
+  auto launch = d.fn<CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                  unsigned, CUstream, void**, void**)>("cuLaunchKernel");
+  auto alloc = d.fn<CUresult (*)(CUdeviceptr*, size_t)>("cuMemAlloc_v2");
+  auto mem_free = d.fn<CUresult (*)(CUdeviceptr)>("cuMemFree_v2");
+  auto event_create = d.fn<CUresult (*)(CUevent*, unsigned)>("cuEventCreate");
+  auto event_record = d.fn<CUresult (*)(CUevent, CUstream)>("cuEventRecord");
+  auto host_alloc = d.fn<CUresult (*)(void**, size_t)>("cuMemAllocHost_v2");
+  auto copy_async = d.fn<CUresult (*)(CUdeviceptr, const void*, size_t, CUstream)>("cuMemcpyHtoDAsync_v2");
+
+  CHECK(init(0));
+  CUcontext ctx;
+  CHECK(retain(&ctx, 0));
+  CHECK(set_current(ctx));
+  CUmodule mod;
+  CHECK(load(&mod, image.data()));
+  CUfunction f;
+  CHECK(get_function(&f, mod, "empty"));
+  CUstream s;
+  CHECK(stream_create(&s, CU_STREAM_NON_BLOCKING));
+  using clock = std::chrono::steady_clock;
+  auto rate = [](int n, clock::time_point t0) {
+    return n / std::chrono::duration<double>(clock::now() - t0).count();
+  };
+  Rates r{};
+  for (int i = 0; i < 2000; ++i) CHECK(launch(f, 1, 1, 1, 1, 1, 1, 0, s, nullptr, nullptr));  // warm up
+  CHECK(stream_sync(s));
+  constexpr int kLaunches = 200000;
+  auto t0 = clock::now();
+  for (int i = 0; i < kLaunches; ++i) {
+    CHECK(launch(f, 1, 1, 1, 1, 1, 1, 0, s, nullptr, nullptr));
+    if (i % 1000 == 999) CHECK(stream_sync(s));  // keep the queue from filling
+  }
+  CHECK(stream_sync(s));
+  r.launch = rate(kLaunches, t0);
+
+  constexpr int kAllocs = 20000;
+  t0 = clock::now();
+  for (int i = 0; i < kAllocs; ++i) {
+    CUdeviceptr p;
+    CHECK(alloc(&p, 2u << 20));
+    CHECK(mem_free(p));
+  }
+  r.alloc_free = rate(kAllocs, t0);
+
+  CUevent e;
+  CHECK(event_create(&e, CU_EVENT_DISABLE_TIMING));
+  constexpr int kEvents = 200000;
+  t0 = clock::now();
+  for (int i = 0; i < kEvents; ++i) CHECK(event_record(e, s));
+  CHECK(stream_sync(s));
+  r.event_record = rate(kEvents, t0);
+
+  void* host;
+  CHECK(host_alloc(&host, 4096));
+  CUdeviceptr dev;
+  CHECK(alloc(&dev, 4096));
+  constexpr int kCopies = 100000;
+  t0 = clock::now();
+  for (int i = 0; i < kCopies; ++i) {
+    CHECK(copy_async(dev, host, 4096, s));
+    if (i % 1000 == 999) CHECK(stream_sync(s));
+  }
+  CHECK(stream_sync(s));
+  r.memcpy_async = rate(kCopies, t0);
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 4) {
+    std::fprintf(stderr, "usage: %s <real libcuda> <vgpu passthrough libcuda> <empty_kernel.fatbin>\n", argv[0]);
+    return 2;
+  }
+  std::ifstream in(argv[3], std::ios::binary);
+  std::vector<char> image((std::istreambuf_iterator<char>(in)), {});
+  if (image.empty()) { std::fprintf(stderr, "cannot read %s\n", argv[3]); return 2; }
+  // vgpu must find the same real driver the baseline uses.
+  setenv("VGPU_REAL_LIBCUDA", argv[1], 1);
+  // Alternating twice and keeping each library's best run evens out warm-up and clock drift.
+  Rates real{}, vgpu{};
+  auto best = [](Rates& b, const Rates& r) {
+    b = {std::max(b.launch, r.launch), std::max(b.alloc_free, r.alloc_free),
+         std::max(b.event_record, r.event_record), std::max(b.memcpy_async, r.memcpy_async)};
+  };
+  for (int round = 0; round < 2; ++round) {
+    best(real, measure(argv[1], image));
+    best(vgpu, measure(argv[2], image));
+  }
+  std::printf("%-34s %14s %14s %12s\n", "call", "real calls/s", "vgpu calls/s", "vgpu/real");
+  auto row = [](const char* name, double a, double b) {
+    std::printf("%-34s %14.0f %14.0f %12.3f\n", name, a, b, b / a);
+  };
+  row("cuLaunchKernel (empty, 1x1)", real.launch, vgpu.launch);
+  row("cuMemAlloc+cuMemFree (2 MiB)", real.alloc_free, vgpu.alloc_free);
+  row("cuEventRecord", real.event_record, vgpu.event_record);
+  row("cuMemcpyHtoDAsync (4 KiB pinned)", real.memcpy_async, vgpu.memcpy_async);
+  return 0;
+}
