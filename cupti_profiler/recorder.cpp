@@ -48,7 +48,8 @@ namespace {
 struct Dispatch {
   std::shared_mutex mutex;  // shared while a callback uses `active`; exclusive to change it
   Recorder::Impl* active = nullptr;
-  bool callbacks_registered = false;  // guarded by `mutex` (exclusive)
+  std::mutex register_mutex;  // never taken inside a CUPTI callback
+  bool callbacks_registered = false;  // guarded by register_mutex
 };
 
 Dispatch& dispatch() {
@@ -173,17 +174,24 @@ std::unique_ptr<Recorder> Recorder::start(const RecorderOptions& options) {
         log::warn("cupti: a recorder is already active in this process; not starting another");
         return nullptr;
       }
+      // Claimed before enabling: CUPTI may ask for a buffer from inside cuptiActivityEnable.
+      d.active = impl.get();
+    }
+    // No CUPTI call is made while holding d.mutex: CUPTI's threads take it (shared) inside our
+    // callbacks, possibly while holding CUPTI's own locks.
+    {
+      std::lock_guard lock(d.register_mutex);
       if (!d.callbacks_registered) {
         CUptiResult r = lib->ActivityRegisterCallbacks(on_buffer_requested, on_buffer_completed);
         if (r != CUPTI_SUCCESS) {
           log::warn("cupti: cuptiActivityRegisterCallbacks failed ({}), no kernel timing",
                     lib->error_name(r));
+          std::unique_lock active_lock(d.mutex);
+          d.active = nullptr;
           return nullptr;
         }
         d.callbacks_registered = true;
       }
-      // Claimed before enabling: CUPTI may ask for a buffer from inside cuptiActivityEnable.
-      d.active = impl.get();
     }
 
     auto give_up = [&](std::string_view what, CUptiResult r) -> std::unique_ptr<Recorder> {

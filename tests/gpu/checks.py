@@ -94,7 +94,7 @@ def step_time():
     import torch
     import gpt2_tiny
     model, opt = gpt2_tiny.make("cuda:0", layers=4)
-    ms = gpt2_tiny.timed_steps(model, opt, steps=20, batch=8, seq=512)
+    ms = gpt2_tiny.timed_steps(model, opt, steps=30, warmup=5, batch=8, seq=512)
     print(f"STEP_MS {ms:.4f}", flush=True)
 
 

@@ -11,7 +11,6 @@
 #include "passthrough/passthrough_state.h"
 
 using vgpu::pt::PassState;
-using vgpu::pt::real_fn;
 
 namespace {
 
@@ -76,7 +75,7 @@ VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned i
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
   return created_context(pctx, dev, [&](CUdevice p) {
-    return real_fn<CUresult (*)(CUcontext*, unsigned, CUdevice)>("cuCtxCreate_v2")(pctx, flags, p);
+    return VGPU_REAL("cuCtxCreate_v2", CUresult (*)(CUcontext*, unsigned, CUdevice))(pctx, flags, p);
   });
 }
 VGPU_EXPORT CUresult CUDAAPI cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev) {
@@ -86,16 +85,14 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxCreate(CUcontext* pctx, unsigned int flags, CU
 VGPU_EXPORT CUresult CUDAAPI cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* params, int n,
                                             unsigned int flags, CUdevice dev) {
   return created_context(pctx, dev, [&](CUdevice p) {
-    return real_fn<CUresult (*)(CUcontext*, CUexecAffinityParam*, int, unsigned, CUdevice)>(
-        "cuCtxCreate_v3")(pctx, params, n, flags, p);
+    return VGPU_REAL("cuCtxCreate_v3", CUresult (*)(CUcontext*, CUexecAffinityParam*, int, unsigned, CUdevice))(pctx, params, n, flags, p);
   });
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params,
                                             unsigned int flags, CUdevice dev) {
   return created_context(pctx, dev, [&](CUdevice p) {
-    return real_fn<CUresult (*)(CUcontext*, CUctxCreateParams*, unsigned, CUdevice)>(
-        "cuCtxCreate_v4")(pctx, params, flags, p);
+    return VGPU_REAL("cuCtxCreate_v4", CUresult (*)(CUcontext*, CUctxCreateParams*, unsigned, CUdevice))(pctx, params, flags, p);
   });
 }
 
@@ -108,7 +105,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
     if (v >= 0 && s->primary_context(v, &primary) == CUDA_SUCCESS && primary == ctx)
       return CUDA_ERROR_INVALID_CONTEXT;
   }
-  const CUresult r = real_fn<CUresult (*)(CUcontext)>("cuCtxDestroy_v2")(ctx);
+  const CUresult r = VGPU_REAL("cuCtxDestroy_v2", CUresult (*)(CUcontext))(ctx);
   if (r == CUDA_SUCCESS && s != nullptr) s->remove_context(ctx);
   return r;
 }
@@ -120,20 +117,22 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) 
 }
 
 namespace {
-CUresult stream_device(CUstream stream, CUdevice* device, const char* get_ctx) {
+using StreamGetCtx = CUresult (*)(CUstream, CUcontext*);
+CUresult stream_device(CUstream stream, CUdevice* device, StreamGetCtx get_ctx) {
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUcontext ctx = nullptr;
-  if (CUresult r = real_fn<CUresult (*)(CUstream, CUcontext*)>(get_ctx)(stream, &ctx); r != CUDA_SUCCESS)
+  if (get_ctx == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  if (CUresult r = get_ctx(stream, &ctx); r != CUDA_SUCCESS)
     return r;
   return device_of_context(ctx, device);
 }
 }  // namespace
 
 VGPU_EXPORT CUresult CUDAAPI cuStreamGetDevice(CUstream stream, CUdevice* device) {
-  return stream_device(stream, device, "cuStreamGetCtx");
+  return stream_device(stream, device, VGPU_REAL("cuStreamGetCtx", StreamGetCtx));
 }
 VGPU_EXPORT CUresult CUDAAPI cuStreamGetDevice_ptsz(CUstream stream, CUdevice* device) {
-  return stream_device(stream, device, "cuStreamGetCtx_ptsz");
+  return stream_device(stream, device, VGPU_REAL("cuStreamGetCtx_ptsz", StreamGetCtx));
 }
 
 // Virtual devices that share a physical GPU already reach each other's memory (one GPU, one
@@ -153,21 +152,21 @@ bool same_gpu(CUcontext a, CUcontext b) {
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peer, unsigned int flags) {
   CUcontext cur = nullptr;
-  real_fn<CUresult (*)(CUcontext*)>("cuCtxGetCurrent")(&cur);
+  VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&cur);
   if (cur == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   if (peer == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   if (peer == cur) return CUDA_ERROR_INVALID_DEVICE;
   if (!same_gpu(cur, peer))
-    return real_fn<CUresult (*)(CUcontext, unsigned)>("cuCtxEnablePeerAccess")(peer, flags);
+    return VGPU_REAL("cuCtxEnablePeerAccess", CUresult (*)(CUcontext, unsigned))(peer, flags);
   std::lock_guard l(g_peers_mu);
   return g_peers.insert({cur, peer}).second ? CUDA_SUCCESS : CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peer) {
   CUcontext cur = nullptr;
-  real_fn<CUresult (*)(CUcontext*)>("cuCtxGetCurrent")(&cur);
+  VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&cur);
   if (cur == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
-  if (!same_gpu(cur, peer)) return real_fn<CUresult (*)(CUcontext)>("cuCtxDisablePeerAccess")(peer);
+  if (!same_gpu(cur, peer)) return VGPU_REAL("cuCtxDisablePeerAccess", CUresult (*)(CUcontext))(peer);
   std::lock_guard l(g_peers_mu);
   return g_peers.erase({cur, peer}) ? CUDA_SUCCESS : CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
 }

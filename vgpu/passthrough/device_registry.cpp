@@ -13,7 +13,7 @@ CUresult backend_initialize(unsigned int flags) { return pt::PassState::initiali
 // driver it really runs on.
 int backend_driver_version() {
   int v = CUDA_VERSION;
-  if (auto get = pt::real_fn<CUresult (*)(int*)>("cuDriverGetVersion")) get(&v);
+  if (auto get = VGPU_REAL("cuDriverGetVersion", CUresult (*)(int*))) get(&v);
   return v;
 }
 

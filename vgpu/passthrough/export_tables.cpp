@@ -100,7 +100,7 @@ CUresult integrity_slot(uint32_t version, uint64_t unix_seconds, uint64_t* out) 
 VGPU_EXPORT CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid* id) {
   using namespace vgpu;
   if (table == nullptr || id == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  auto real_get = pt::real_fn<CUresult (*)(const void**, const CUuuid*)>("cuGetExportTable");
+  auto real_get = VGPU_REAL("cuGetExportTable", CUresult (*)(const void**, const CUuuid*));
   if (real_get == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   const void* real = nullptr;
   const CUresult r = real_get(&real, id);

@@ -30,13 +30,13 @@ FunctionFacts describe(CUfunction f) {
   FunctionFacts facts;
   const char* name = nullptr;
   // cudart hands context-independent kernels (CUkernel) to cuLaunchKernel as well.
-  if (real_fn<CUresult (*)(const char**, CUfunction)>("cuFuncGetName")(&name, f) != CUDA_SUCCESS &&
-      real_fn<CUresult (*)(const char**, CUkernel)>("cuKernelGetName")(&name, reinterpret_cast<CUkernel>(f)) !=
+  if (VGPU_REAL("cuFuncGetName", CUresult (*)(const char**, CUfunction))(&name, f) != CUDA_SUCCESS &&
+      VGPU_REAL("cuKernelGetName", CUresult (*)(const char**, CUkernel))(&name, reinterpret_cast<CUkernel>(f)) !=
           CUDA_SUCCESS)
     return facts;
   facts.name = name ? name : "";
-  auto func_info = real_fn<CUresult (*)(CUfunction, size_t, size_t*, size_t*)>("cuFuncGetParamInfo");
-  auto kernel_info = real_fn<CUresult (*)(CUkernel, size_t, size_t*, size_t*)>("cuKernelGetParamInfo");
+  auto func_info = VGPU_REAL("cuFuncGetParamInfo", CUresult (*)(CUfunction, size_t, size_t*, size_t*));
+  auto kernel_info = VGPU_REAL("cuKernelGetParamInfo", CUresult (*)(CUkernel, size_t, size_t*, size_t*));
   for (size_t i = 0; i < 4096; ++i) {
     size_t off = 0, size = 0;
     if ((!func_info || func_info(f, i, &off, &size) != CUDA_SUCCESS) &&
@@ -121,7 +121,7 @@ class Recording final : public KernelRecording {
   // One database per physical GPU model, named as the real driver names the GPU.
   KernelTimeDb* db_for(int physical) {
     char name[256] = {};
-    if (real_fn<CUresult (*)(char*, int, CUdevice)>("cuDeviceGetName")(name, sizeof name, physical) != CUDA_SUCCESS)
+    if (VGPU_REAL("cuDeviceGetName", CUresult (*)(char*, int, CUdevice))(name, sizeof name, physical) != CUDA_SUCCESS)
       return nullptr;
     std::lock_guard l(db_mu_);
     auto& db = dbs_[name];

@@ -6,7 +6,6 @@
 
 using vgpu::LaunchShape;
 using vgpu::pt::KernelRecording;
-using vgpu::pt::real_fn;
 
 namespace {
 
@@ -35,16 +34,16 @@ using LaunchKernelFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, un
                                     unsigned, CUstream, void**, void**);
 using LaunchKernelExFn = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
 
-CUresult launch_kernel(const char* real, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+CUresult launch_kernel(LaunchKernelFn real, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                        unsigned by, unsigned bz, unsigned shared, CUstream s, void** params, void** extra) {
   return recorded(f, shape_of(gx, gy, gz, bx, by, bz, shared), params, extra, [&] {
-    return real_fn<LaunchKernelFn>(real)(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
+    return real(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
   });
 }
 
-CUresult launch_kernel_ex(const char* real, const CUlaunchConfig* c, CUfunction f, void** params, void** extra) {
+CUresult launch_kernel_ex(LaunchKernelExFn real, const CUlaunchConfig* c, CUfunction f, void** params, void** extra) {
   return recorded(f, shape_of(c), params, extra,
-                  [&] { return real_fn<LaunchKernelExFn>(real)(c, f, params, extra); });
+                  [&] { return real(c, f, params, extra); });
 }
 
 }  // namespace
@@ -52,17 +51,17 @@ CUresult launch_kernel_ex(const char* real, const CUlaunchConfig* c, CUfunction 
 VGPU_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                             unsigned by, unsigned bz, unsigned shared, CUstream s,
                                             void** params, void** extra) {
-  return launch_kernel("cuLaunchKernel", f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
+  return launch_kernel(VGPU_REAL("cuLaunchKernel", LaunchKernelFn), f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
 }
 VGPU_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                                  unsigned bx, unsigned by, unsigned bz, unsigned shared,
                                                  CUstream s, void** params, void** extra) {
-  return launch_kernel("cuLaunchKernel_ptsz", f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
+  return launch_kernel(VGPU_REAL("cuLaunchKernel_ptsz", LaunchKernelFn), f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
 }
 VGPU_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void** params, void** extra) {
-  return launch_kernel_ex("cuLaunchKernelEx", c, f, params, extra);
+  return launch_kernel_ex(VGPU_REAL("cuLaunchKernelEx", LaunchKernelExFn), c, f, params, extra);
 }
 VGPU_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig* c, CUfunction f, void** params,
                                                    void** extra) {
-  return launch_kernel_ex("cuLaunchKernelEx_ptsz", c, f, params, extra);
+  return launch_kernel_ex(VGPU_REAL("cuLaunchKernelEx_ptsz", LaunchKernelExFn), c, f, params, extra);
 }

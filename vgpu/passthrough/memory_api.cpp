@@ -10,7 +10,6 @@
 #include "passthrough/passthrough_state.h"
 
 using vgpu::pt::PassState;
-using vgpu::pt::real_fn;
 
 namespace {
 
@@ -53,14 +52,14 @@ CUmemLocation to_physical(CUmemLocation loc) {
 VGPU_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   return charged(dptr, bytes, "cuMemAlloc", [&] {
-    return real_fn<CUresult (*)(CUdeviceptr*, size_t)>("cuMemAlloc_v2")(dptr, bytes);
+    return VGPU_REAL("cuMemAlloc_v2", CUresult (*)(CUdeviceptr*, size_t))(dptr, bytes);
   });
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned int flags) {
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   return charged(dptr, bytes, "cuMemAllocManaged", [&] {
-    return real_fn<CUresult (*)(CUdeviceptr*, size_t, unsigned)>("cuMemAllocManaged")(dptr, bytes, flags);
+    return VGPU_REAL("cuMemAllocManaged", CUresult (*)(CUdeviceptr*, size_t, unsigned))(dptr, bytes, flags);
   });
 }
 
@@ -70,13 +69,13 @@ VGPU_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch
   // The pitch is the real driver's choice: charge the widest it picks (512-byte alignment).
   const size_t bytes = ((width + 511) / 512 * 512) * height;
   return charged(dptr, bytes, "cuMemAllocPitch", [&] {
-    return real_fn<CUresult (*)(CUdeviceptr*, size_t*, size_t, size_t, unsigned)>("cuMemAllocPitch_v2")(
+    return VGPU_REAL("cuMemAllocPitch_v2", CUresult (*)(CUdeviceptr*, size_t*, size_t, size_t, unsigned))(
         dptr, pitch, width, height, element);
   });
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr p) {
-  const CUresult r = real_fn<CUresult (*)(CUdeviceptr)>("cuMemFree_v2")(p);
+  const CUresult r = VGPU_REAL("cuMemFree_v2", CUresult (*)(CUdeviceptr))(p);
   if (r == CUDA_SUCCESS)
     if (PassState* s = PassState::get()) s->remove_allocation(p);
   return r;
@@ -88,8 +87,9 @@ CUresult charged_async(CUdeviceptr* dptr, size_t bytes, const char* call, Alloc 
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   return charged(dptr, bytes, call, alloc);
 }
-CUresult free_async(CUdeviceptr p, CUstream stream, const char* name) {
-  const CUresult r = real_fn<CUresult (*)(CUdeviceptr, CUstream)>(name)(p, stream);
+using FreeAsync = CUresult (*)(CUdeviceptr, CUstream);
+CUresult free_async(CUdeviceptr p, CUstream stream, FreeAsync real) {
+  const CUresult r = real(p, stream);
   if (r == CUDA_SUCCESS)
     if (PassState* s = PassState::get()) s->remove_allocation(p);
   return r;
@@ -98,33 +98,32 @@ CUresult free_async(CUdeviceptr p, CUstream stream, const char* name) {
 
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream stream) {
   return charged_async(dptr, bytes, "cuMemAllocAsync", [&] {
-    return real_fn<CUresult (*)(CUdeviceptr*, size_t, CUstream)>("cuMemAllocAsync")(dptr, bytes, stream);
+    return VGPU_REAL("cuMemAllocAsync", CUresult (*)(CUdeviceptr*, size_t, CUstream))(dptr, bytes, stream);
   });
 }
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytes, CUstream stream) {
   return charged_async(dptr, bytes, "cuMemAllocAsync", [&] {
-    return real_fn<CUresult (*)(CUdeviceptr*, size_t, CUstream)>("cuMemAllocAsync_ptsz")(dptr, bytes, stream);
+    return VGPU_REAL("cuMemAllocAsync_ptsz", CUresult (*)(CUdeviceptr*, size_t, CUstream))(dptr, bytes, stream);
   });
 }
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool,
                                                      CUstream stream) {
   return charged_async(dptr, bytes, "cuMemAllocFromPoolAsync", [&] {
-    return real_fn<CUresult (*)(CUdeviceptr*, size_t, CUmemoryPool, CUstream)>("cuMemAllocFromPoolAsync")(
+    return VGPU_REAL("cuMemAllocFromPoolAsync", CUresult (*)(CUdeviceptr*, size_t, CUmemoryPool, CUstream))(
         dptr, bytes, pool, stream);
   });
 }
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytes,
                                                           CUmemoryPool pool, CUstream stream) {
   return charged_async(dptr, bytes, "cuMemAllocFromPoolAsync", [&] {
-    return real_fn<CUresult (*)(CUdeviceptr*, size_t, CUmemoryPool, CUstream)>(
-        "cuMemAllocFromPoolAsync_ptsz")(dptr, bytes, pool, stream);
+    return VGPU_REAL("cuMemAllocFromPoolAsync_ptsz", CUresult (*)(CUdeviceptr*, size_t, CUmemoryPool, CUstream))(dptr, bytes, pool, stream);
   });
 }
 VGPU_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr p, CUstream stream) {
-  return free_async(p, stream, "cuMemFreeAsync");
+  return free_async(p, stream, VGPU_REAL("cuMemFreeAsync", FreeAsync));
 }
 VGPU_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr p, CUstream stream) {
-  return free_async(p, stream, "cuMemFreeAsync_ptsz");
+  return free_async(p, stream, VGPU_REAL("cuMemFreeAsync_ptsz", FreeAsync));
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t* free, size_t* total) {
@@ -149,8 +148,8 @@ VGPU_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, s
   const int v = prop->location.id;
   if (on_device && s->device(v) == nullptr) return CUDA_ERROR_INVALID_DEVICE;
   if (on_device && !s->reserve(v, size)) return out_of_memory(v, size, "cuMemCreate");
-  const CUresult r = real_fn<CUresult (*)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
-                                          unsigned long long)>("cuMemCreate")(handle, size, &real, flags);
+  const CUresult r = VGPU_REAL("cuMemCreate", CUresult (*)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
+                                          unsigned long long))(handle, size, &real, flags);
   if (r != CUDA_SUCCESS) {
     if (on_device) s->release(v, size);
     return r;
@@ -160,7 +159,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, s
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle) {
-  const CUresult r = real_fn<CUresult (*)(CUmemGenericAllocationHandle)>("cuMemRelease")(handle);
+  const CUresult r = VGPU_REAL("cuMemRelease", CUresult (*)(CUmemGenericAllocationHandle))(handle);
   if (r == CUDA_SUCCESS)
     if (PassState* s = PassState::get()) s->remove_handle(handle);
   return r;
@@ -168,15 +167,15 @@ VGPU_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle) {
 
 VGPU_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                                       CUmemGenericAllocationHandle handle, unsigned long long flags) {
-  const CUresult r = real_fn<CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
-                                          unsigned long long)>("cuMemMap")(ptr, size, offset, handle, flags);
+  const CUresult r = VGPU_REAL("cuMemMap", CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+                                          unsigned long long))(ptr, size, offset, handle, flags);
   if (r == CUDA_SUCCESS)
     if (PassState* s = PassState::get()) s->add_mapping(ptr, size);
   return r;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size) {
-  const CUresult r = real_fn<CUresult (*)(CUdeviceptr, size_t)>("cuMemUnmap")(ptr, size);
+  const CUresult r = VGPU_REAL("cuMemUnmap", CUresult (*)(CUdeviceptr, size_t))(ptr, size);
   if (r == CUDA_SUCCESS)
     if (PassState* s = PassState::get()) s->remove_mapping(ptr);
   return r;
@@ -187,8 +186,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemGetAllocationGranularity(size_t* granularity, 
   if (prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUmemAllocationProp real = *prop;
   real.location = to_physical(prop->location);
-  return real_fn<CUresult (*)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags)>(
-      "cuMemGetAllocationGranularity")(granularity, &real, option);
+  return VGPU_REAL("cuMemGetAllocationGranularity", CUresult (*)(size_t*, const CUmemAllocationProp*, CUmemAllocationGranularity_flags))(granularity, &real, option);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc,
@@ -196,14 +194,13 @@ VGPU_EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const 
   if (desc == nullptr && count > 0) return CUDA_ERROR_INVALID_VALUE;
   std::vector<CUmemAccessDesc> real(desc, desc + count);
   for (CUmemAccessDesc& d : real) d.location = to_physical(d.location);
-  return real_fn<CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t)>("cuMemSetAccess")(
+  return VGPU_REAL("cuMemSetAccess", CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t))(
       ptr, size, real.data(), count);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop,
                                                                     CUmemGenericAllocationHandle handle) {
-  const CUresult r = real_fn<CUresult (*)(CUmemAllocationProp*, CUmemGenericAllocationHandle)>(
-      "cuMemGetAllocationPropertiesFromHandle")(prop, handle);
+  const CUresult r = VGPU_REAL("cuMemGetAllocationPropertiesFromHandle", CUresult (*)(CUmemAllocationProp*, CUmemGenericAllocationHandle))(prop, handle);
   if (r != CUDA_SUCCESS || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE) return r;
   // The physical ordinal back to the virtual device the handle was made for.
   if (PassState* s = PassState::get())
@@ -224,7 +221,7 @@ void virtual_ordinal(CUdeviceptr ptr, int* ordinal) {
 }  // namespace
 
 VGPU_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
-  const CUresult r = real_fn<CUresult (*)(void*, CUpointer_attribute, CUdeviceptr)>("cuPointerGetAttribute")(
+  const CUresult r = VGPU_REAL("cuPointerGetAttribute", CUresult (*)(void*, CUpointer_attribute, CUdeviceptr))(
       data, attribute, ptr);
   if (r == CUDA_SUCCESS && attribute == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
     virtual_ordinal(ptr, static_cast<int*>(data));
@@ -233,8 +230,7 @@ VGPU_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribu
 
 VGPU_EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int n, CUpointer_attribute* attributes,
                                                     void** data, CUdeviceptr ptr) {
-  const CUresult r = real_fn<CUresult (*)(unsigned, CUpointer_attribute*, void**, CUdeviceptr)>(
-      "cuPointerGetAttributes")(n, attributes, data, ptr);
+  const CUresult r = VGPU_REAL("cuPointerGetAttributes", CUresult (*)(unsigned, CUpointer_attribute*, void**, CUdeviceptr))(n, attributes, data, ptr);
   if (r != CUDA_SUCCESS || attributes == nullptr || data == nullptr) return r;
   for (unsigned i = 0; i < n; ++i)
     if (attributes[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL && data[i] != nullptr)

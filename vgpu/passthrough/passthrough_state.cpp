@@ -238,7 +238,7 @@ int PassState::device_of(CUcontext real) const {
 
 CUresult PassState::current_device(int* v) const {
   CUcontext c = nullptr;
-  if (CUresult r = real_->fn<CUresult (*)(CUcontext*)>("cuCtxGetCurrent")(&c); r != CUDA_SUCCESS)
+  if (CUresult r = VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&c); r != CUDA_SUCCESS)
     return r;
   if (c == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   const int d = device_of(c);

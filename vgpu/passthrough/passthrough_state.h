@@ -117,3 +117,15 @@ void* real_symbol(const char* name);
 template <class F> F real_fn(const char* name) { return reinterpret_cast<F>(real_symbol(name)); }
 
 }  // namespace vgpu::pt
+
+// The real driver's `name` as a function of type F, looked up once per call site (dlsym costs
+// more than a forwarded launch).
+#define VGPU_REAL(name, ...)                                                          \
+  ([]() -> __VA_ARGS__ {                                                              \
+    static const auto fn_ = ::vgpu::pt::real_fn<__VA_ARGS__>(name);                   \
+    return fn_;                                                                       \
+  }())
+
+namespace vgpu::pt {
+
+}  // namespace vgpu::pt
