@@ -98,6 +98,59 @@ def step_time():
     print(f"STEP_MS {ms:.4f}", flush=True)
 
 
+def free_at_start():
+    """What a framework sees first: the free memory of device 0 (and of the last device)."""
+    import torch
+    n = torch.cuda.device_count()
+    free0, total0 = torch.cuda.mem_get_info(0)
+    print(f"FREE {free0} {total0} last {torch.cuda.mem_get_info(n - 1)[0]}", flush=True)
+
+
+def oom_batch():
+    """The largest GPT-2 (12 layers, seq 1024, bf16) batch whose training step fits device 0."""
+    import torch
+    import gpt2_tiny
+    model, opt = gpt2_tiny.make("cuda:0", layers=12)
+
+    def fits(batch):
+        try:
+            gpt2_tiny.step(model, opt, batch=batch, seq=1024)
+            torch.cuda.synchronize()
+            return True
+        except torch.cuda.OutOfMemoryError:
+            return False
+        finally:
+            opt.zero_grad(set_to_none=True)
+            torch.cuda.empty_cache()
+
+    lo, hi = 0, 8
+    while fits(hi):
+        lo, hi = hi, hi * 2
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    print(f"MAX_BATCH {lo}", flush=True)
+
+
+def shared_pages_step():
+    """Eight virtual devices each holding more than an eighth of the physical memory train."""
+    import torch
+    import gpt2_tiny
+    n = torch.cuda.device_count()
+    phys = int(os.environ["VGPU_PHYSICAL_TOTAL"])
+    hold = phys // n + (4 << 30)
+    held, losses = [], []
+    for d in range(n):
+        held.append(torch.empty(hold, dtype=torch.uint8, device=f"cuda:{d}"))
+        model, opt = gpt2_tiny.make(f"cuda:{d}")
+        losses.append(float(gpt2_tiny.step(model, opt)))
+        torch.cuda.synchronize(d)
+    total = sum(t.numel() for t in held)
+    ok = len(losses) == n and total > phys
+    report(ok, "shared_pages", f"{n} devices each holding {hold / 2**30:.1f} GiB ({total / 2**30:.0f} GiB in all on a "
+                               f"{phys / 2**30:.0f} GiB GPU) ran a training step (losses are meaningless here)")
+
+
 if __name__ == "__main__":
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     name = sys.argv[1]

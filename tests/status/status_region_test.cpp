@@ -122,6 +122,29 @@ TEST(StatusRegion, MismatchedDeviceCountIsRefused) {
   EXPECT_EQ(Writer::attach(job, "sim", devices(3)), nullptr);
 }
 
+// A region left by processes that all exited, describing another device list (a run with another
+// configuration under the same job id), is replaced rather than refused.
+TEST(StatusRegion, StaleRegionWithOtherDevicesIsReplaced) {
+  const std::string job = unique_job("replaced");
+  pid_t child = fork();
+  if (child == 0) {
+    auto cw = Writer::attach(job, "sim", devices(3));
+    if (!cw) _exit(1);
+    cw.release();  // dies without detaching
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_EQ(WEXITSTATUS(status), 0);
+  auto w = Writer::attach(job, "passthrough", devices(2));
+  ASSERT_NE(w, nullptr);
+  Snapshot s;
+  std::string error;
+  ASSERT_TRUE(read_snapshot(getuid(), job, &s, &error)) << error;
+  EXPECT_EQ(s.devices.size(), 2u);
+  EXPECT_EQ(s.backend, "passthrough");
+}
+
 TEST(StatusRegion, AnotherUserCannotReadIt) {
   if (getuid() != 0) GTEST_SKIP() << "needs root to become another user";
   const std::string job = unique_job("perm");

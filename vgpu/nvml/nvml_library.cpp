@@ -19,8 +19,11 @@ nvmlReturn_t Library::init() {
   if (!built_) {
     inspect::JobView view;
     std::string job_error, config_error;
-    if (!inspect::job_view(getuid(), status::current_job_id(), &view, &job_error) &&
-        !inspect::configured_view(&view, &config_error)) {
+    // A job's status region describes its devices only while one of its processes is alive; a
+    // region left by finished processes (possibly with another configuration) is not this job.
+    const bool live_job = inspect::job_view(getuid(), status::current_job_id(), &view, &job_error) &&
+                          !view.processes.empty();
+    if (!live_job && !inspect::configured_view(&view, &config_error)) {
       log::always("vgpu NVML: " + config_error);
       return NVML_ERROR_UNKNOWN;
     }

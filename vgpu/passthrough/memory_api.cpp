@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "driver/cuda_api.h"
 #include "passthrough/passthrough_state.h"
+#include "passthrough/shared_pages.h"
 
 using vgpu::pt::PassState;
 
@@ -33,7 +34,7 @@ CUresult charged(CUdeviceptr* dptr, size_t bytes, const char* call, Alloc alloc)
   int v;
   if (CUresult r = current(&s, &v); r != CUDA_SUCCESS) return r;
   if (!s->reserve(v, bytes)) return out_of_memory(v, bytes, call);
-  const CUresult r = alloc();
+  const CUresult r = alloc(v);
   if (r != CUDA_SUCCESS) {
     s->release(v, bytes);
     return r;
@@ -51,14 +52,16 @@ CUmemLocation to_physical(CUmemLocation loc) {
 
 VGPU_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  return charged(dptr, bytes, "cuMemAlloc", [&] {
+  return charged(dptr, bytes, "cuMemAlloc", [&](int v) {
+    if (vgpu::pt::SharedPages::enabled())
+      return vgpu::pt::SharedPages::get().allocate(dptr, bytes, PassState::get()->physical(v));
     return VGPU_REAL("cuMemAlloc_v2", CUresult (*)(CUdeviceptr*, size_t))(dptr, bytes);
   });
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned int flags) {
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  return charged(dptr, bytes, "cuMemAllocManaged", [&] {
+  return charged(dptr, bytes, "cuMemAllocManaged", [&](int) {
     return VGPU_REAL("cuMemAllocManaged", CUresult (*)(CUdeviceptr*, size_t, unsigned))(dptr, bytes, flags);
   });
 }
@@ -68,14 +71,16 @@ VGPU_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch
   if (pitch == nullptr) return CUDA_ERROR_INVALID_VALUE;
   // The pitch is the real driver's choice: charge the widest it picks (512-byte alignment).
   const size_t bytes = ((width + 511) / 512 * 512) * height;
-  return charged(dptr, bytes, "cuMemAllocPitch", [&] {
+  return charged(dptr, bytes, "cuMemAllocPitch", [&](int) {
     return VGPU_REAL("cuMemAllocPitch_v2", CUresult (*)(CUdeviceptr*, size_t*, size_t, size_t, unsigned))(
         dptr, pitch, width, height, element);
   });
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr p) {
-  const CUresult r = VGPU_REAL("cuMemFree_v2", CUresult (*)(CUdeviceptr))(p);
+  CUresult r;
+  if (!vgpu::pt::SharedPages::enabled() || !vgpu::pt::SharedPages::get().free(p, &r))
+    r = VGPU_REAL("cuMemFree_v2", CUresult (*)(CUdeviceptr))(p);
   if (r == CUDA_SUCCESS)
     if (PassState* s = PassState::get()) s->remove_allocation(p);
   return r;
@@ -97,25 +102,25 @@ CUresult free_async(CUdeviceptr p, CUstream stream, FreeAsync real) {
 }  // namespace
 
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream stream) {
-  return charged_async(dptr, bytes, "cuMemAllocAsync", [&] {
+  return charged_async(dptr, bytes, "cuMemAllocAsync", [&](int) {
     return VGPU_REAL("cuMemAllocAsync", CUresult (*)(CUdeviceptr*, size_t, CUstream))(dptr, bytes, stream);
   });
 }
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytes, CUstream stream) {
-  return charged_async(dptr, bytes, "cuMemAllocAsync", [&] {
+  return charged_async(dptr, bytes, "cuMemAllocAsync", [&](int) {
     return VGPU_REAL("cuMemAllocAsync_ptsz", CUresult (*)(CUdeviceptr*, size_t, CUstream))(dptr, bytes, stream);
   });
 }
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool,
                                                      CUstream stream) {
-  return charged_async(dptr, bytes, "cuMemAllocFromPoolAsync", [&] {
+  return charged_async(dptr, bytes, "cuMemAllocFromPoolAsync", [&](int) {
     return VGPU_REAL("cuMemAllocFromPoolAsync", CUresult (*)(CUdeviceptr*, size_t, CUmemoryPool, CUstream))(
         dptr, bytes, pool, stream);
   });
 }
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytes,
                                                           CUmemoryPool pool, CUstream stream) {
-  return charged_async(dptr, bytes, "cuMemAllocFromPoolAsync", [&] {
+  return charged_async(dptr, bytes, "cuMemAllocFromPoolAsync", [&](int) {
     return VGPU_REAL("cuMemAllocFromPoolAsync_ptsz", CUresult (*)(CUdeviceptr*, size_t, CUmemoryPool, CUstream))(dptr, bytes, pool, stream);
   });
 }

@@ -210,6 +210,26 @@ struct Writer::Impl {
 
 Writer::Writer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
+namespace {
+// Whether region `name` has no live process and describes devices other than `devices`.
+bool stale_with_other_devices(const std::string& name, const std::vector<DeviceInfo>& devices) {
+  std::string error;
+  auto map = open_existing(name, true, &error);
+  if (!map) return false;
+  map->reclaim_dead();
+  for (int s = 0; s < kProcessSlots; ++s)
+    if (atomic(map->process(s).pid).load(std::memory_order_acquire) != 0) return false;
+  if (map->devices() != devices.size()) return true;
+  for (uint32_t i = 0; i < devices.size(); ++i) {
+    const DeviceRecord& d = map->device(static_cast<int>(i));
+    if (std::strncmp(d.uuid, devices[i].uuid.c_str(), sizeof d.uuid) != 0 ||
+        std::strncmp(d.model, devices[i].model.c_str(), sizeof d.model) != 0 || d.capacity != devices[i].capacity)
+      return true;
+  }
+  return false;
+}
+}  // namespace
+
 std::unique_ptr<Writer> Writer::attach(const std::string& job, const std::string& backend,
                                        const std::vector<DeviceInfo>& devices) {
   auto impl = std::make_unique<Impl>();
@@ -217,6 +237,12 @@ std::unique_ptr<Writer> Writer::attach(const std::string& job, const std::string
   const uint32_t n = static_cast<uint32_t>(devices.size());
   const std::string path = "/" + impl->name;
   int fd = shm_open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  if (fd < 0 && errno == EEXIST && stale_with_other_devices(impl->name, devices)) {
+    // Left by processes that have all exited, describing other devices (another config under
+    // the same job id): this process's job starts afresh.
+    shm_unlink(path.c_str());
+    fd = shm_open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  }
   if (fd >= 0) {  // we create it
     if (ftruncate(fd, static_cast<off_t>(region_size(n))) != 0) {
       log::warn("status region {}: {}", shm_path(impl->name), std::strerror(errno));
