@@ -55,6 +55,8 @@ TEST(SharedPages, EightDevicesOfSixtyGigabytesOnOneGpu) {
   }
 }
 
+// (This binary runs with VGPU_SHARED_MIN_BYTES=0 so that small allocations are shared too; the
+// default keeps allocations under 4 MiB private.)
 TEST(SharedPages, SmallAllocationsAreWholePages) {
   ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
   ASSERT_EQ(cuCtxSetCurrent(primary(3)), CUDA_SUCCESS);

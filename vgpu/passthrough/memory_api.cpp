@@ -53,7 +53,7 @@ CUmemLocation to_physical(CUmemLocation loc) {
 VGPU_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
   return charged(dptr, bytes, "cuMemAlloc", [&](int v) {
-    if (vgpu::pt::SharedPages::enabled())
+    if (vgpu::pt::SharedPages::applies_to(bytes))
       return vgpu::pt::SharedPages::get().allocate(dptr, bytes, PassState::get()->physical(v));
     return VGPU_REAL("cuMemAlloc_v2", CUresult (*)(CUdeviceptr*, size_t))(dptr, bytes);
   });

@@ -41,6 +41,14 @@ bool SharedPages::enabled() {
   return on;
 }
 
+bool SharedPages::applies_to(size_t bytes) {
+  static const size_t min_bytes = [] {
+    const char* env = std::getenv("VGPU_SHARED_MIN_BYTES");
+    return env && *env ? static_cast<size_t>(std::strtoull(env, nullptr, 10)) : size_t{4} << 20;
+  }();
+  return enabled() && bytes >= min_bytes;
+}
+
 SharedPages& SharedPages::get() {
   static SharedPages* pages = new SharedPages;  // mappings outlive static destructors
   return *pages;

@@ -24,6 +24,10 @@ class SharedPages {
   // Whether VGPU_MEMORY_POLICY=shared; the chunk size comes from VGPU_SHARED_CHUNK (bytes,
   // default 1 GiB, rounded to the allocation granularity).
   static bool enabled();
+  // Allocations below this size (VGPU_SHARED_MIN_BYTES, default 4 MiB) stay private: they hold
+  // what programs index with (token ids, labels, offsets: PyTorch keeps tensors under 1 MiB in
+  // 2 MiB segments), and aliased indices would make kernels read out of bounds.
+  static bool applies_to(size_t bytes);
   static SharedPages& get();
 
   // A range of `bytes` on physical GPU `physical`, mapped onto that GPU's chunk.
