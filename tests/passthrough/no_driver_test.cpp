@@ -1,9 +1,21 @@
 // Without a real driver the passthrough library fails cleanly: cuInit says there is no
 // device (and one log line names the paths tried), and nothing else crashes.
 #include <cuda.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <string>
+
+namespace {
+bool running_on_passthrough() {
+  Dl_info info{};
+  return dladdr(reinterpret_cast<void*>(&cuInit), &info) != 0 && info.dli_fname &&
+         std::string(info.dli_fname).find("/passthrough/") != std::string::npos;
+}
+}  // namespace
+
 TEST(PassthroughWithoutDriver, FailsCleanly) {
+  ASSERT_TRUE(running_on_passthrough());
   EXPECT_EQ(cuInit(0), CUDA_ERROR_NO_DEVICE);
   EXPECT_EQ(cuInit(0), CUDA_ERROR_NO_DEVICE);
   int n = -1;

@@ -2,16 +2,30 @@
 // backend (VGPU_REAL_LIBCUDA points at it) with every virtual device on physical device 0
 // (VGPU_PHYSICAL_DEVICES=0), which is the shape of the product: 8 virtual GPUs on one.
 #include <cuda.h>
+#include <dlfcn.h>
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include <set>
 #include <vector>
 
 namespace {
 
+// The library these tests link is vgpu's passthrough build, not the sim that serves as its real
+// driver (both are libcuda.so.1).
+bool running_on_passthrough() {
+  Dl_info info{};
+  return dladdr(reinterpret_cast<void*>(&cuInit), &info) != 0 && info.dli_fname &&
+         std::string(info.dli_fname).find("/passthrough/") != std::string::npos;
+}
+
 class Passthrough : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() { ASSERT_EQ(cuInit(0), CUDA_SUCCESS); }
+  static void SetUpTestSuite() {
+    ASSERT_TRUE(running_on_passthrough());
+    ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
+  }
   void TearDown() override {
     CUcontext c;
     while (cuCtxPopCurrent(&c) == CUDA_SUCCESS && c != nullptr) {}
