@@ -58,6 +58,15 @@ uint64_t context_overhead_bytes(int sm_count) {
   return kH100ContextOverhead * static_cast<uint64_t>(sm_count) / kH100Sms;
 }
 
+std::vector<status::DeviceInfo> status_devices(const simcore::ClusterSpec& cluster) {
+  std::vector<status::DeviceInfo> out;
+  for (int i = 0; i < cluster.total_gpus(); ++i) {
+    Device d(cluster, i, nullptr);
+    out.push_back({d.name(), uuid_string(d.uuid()), d.pci().to_string(), d.capacity()});
+  }
+  return out;
+}
+
 std::string PciAddress::to_string() const {
   return fmt::format("{:08x}:{:02x}:{:02x}.0", domain, bus, device);
 }

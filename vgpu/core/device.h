@@ -5,9 +5,11 @@
 #include <atomic>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "driver/cuda_api.h"
 #include "simcore/cluster_spec.h"
+#include "status/status_region.h"
 
 namespace vgpu::status { class Writer; }
 
@@ -60,5 +62,8 @@ class Device {
 // local memory, printf fifo, heap, code), as cuMemGetInfo shows them. One figure for both
 // backends: the sim charges it, the passthrough reports it for every virtual device.
 uint64_t context_overhead_bytes(int sm_count);
+
+// The status region's view of a cluster's devices: what vgpu-smi and NVML show.
+std::vector<status::DeviceInfo> status_devices(const simcore::ClusterSpec& cluster);
 
 }  // namespace vgpu

@@ -6,13 +6,6 @@
 
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 
-namespace vgpu {
-CUresult unimplemented(const char* symbol) {
-  log::once(log::Level::warn, symbol,
-            fmt::format("{} is not implemented by vgpu: returning CUDA_ERROR_NOT_SUPPORTED", symbol));
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-}  // namespace vgpu
 
 #define VGPU_ENTRY(sym, params, args, forwarded) \
   VGPU_EXPORT __attribute__((weak)) CUresult CUDAAPI sym params { return vgpu::unimplemented(#sym); }

@@ -20,13 +20,6 @@
   CUresult CUDAAPI sym() { return vgpu::unimplemented(#sym); }                      \
   }
 
-namespace vgpu {
-CUresult unimplemented(const char* symbol) {
-  log::once(log::Level::warn, symbol,
-            fmt::format("{} is not supported under vgpu: returning CUDA_ERROR_NOT_SUPPORTED", symbol));
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-}  // namespace vgpu
 
 #include "entries.inc"
 #undef VGPU_ENTRY

@@ -56,15 +56,6 @@ CUresult physical_map(const RealDriver& real, int virtual_count, std::vector<int
   return CUDA_SUCCESS;
 }
 
-std::vector<status::DeviceInfo> status_devices(const simcore::ClusterSpec& cluster) {
-  std::vector<status::DeviceInfo> out;
-  for (int i = 0; i < cluster.total_gpus(); ++i) {
-    Device d(cluster, i, nullptr);
-    out.push_back({d.name(), uuid_string(d.uuid()), d.pci().to_string(), d.capacity()});
-  }
-  return out;
-}
-
 }  // namespace
 
 void* real_symbol(const char* name) {
