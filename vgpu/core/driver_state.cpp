@@ -19,15 +19,6 @@ std::once_flag g_init_once;
 CUresult g_init_result = CUDA_ERROR_NOT_INITIALIZED;
 DriverState* g_state = nullptr;  // set once under g_init_once, then only read
 
-// The status region's view of the devices: what vgpu-smi and NVML show.
-std::vector<status::DeviceInfo> status_devices(const simcore::ClusterSpec& cluster) {
-  std::vector<status::DeviceInfo> out;
-  for (int i = 0; i < cluster.total_gpus(); ++i) {
-    Device d(cluster, i, nullptr);
-    out.push_back({d.name(), uuid_string(d.uuid()), d.pci().to_string(), d.capacity()});
-  }
-  return out;
-}
 }  // namespace
 
 DriverState::DriverState(simcore::ClusterSpec cluster) : cluster_(std::move(cluster)) {
