@@ -160,6 +160,27 @@ TEST_F(Passthrough, VmmLocationsAreTranslatedBothWays) {
   EXPECT_EQ(cuMemCreate(&h, gran, &prop, 0), CUDA_ERROR_INVALID_DEVICE);
 }
 
+TEST_F(Passthrough, MemoryPoolsOfVirtualDevices) {
+  ASSERT_EQ(cuCtxSetCurrent(primary(6)), CUDA_SUCCESS);
+  CUmemPoolProps props{};
+  props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+  props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  props.location.id = 6;  // physical device 0 under the test's real driver
+  CUmemoryPool pool = nullptr;
+  ASSERT_EQ(cuMemPoolCreate(&pool, &props), CUDA_SUCCESS);
+  CUmemAccessDesc access{};
+  access.location = props.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  EXPECT_EQ(cuMemPoolSetAccess(pool, &access, 1), CUDA_SUCCESS);
+  CUmemAccess_flags flags{};
+  CUmemLocation where = props.location;
+  EXPECT_EQ(cuMemPoolGetAccess(&flags, pool, &where), CUDA_SUCCESS);
+  EXPECT_EQ(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+  EXPECT_EQ(cuMemPoolDestroy(pool), CUDA_SUCCESS);
+  props.location.id = 8;
+  EXPECT_EQ(cuMemPoolCreate(&pool, &props), CUDA_ERROR_INVALID_DEVICE);
+}
+
 TEST_F(Passthrough, PeerAccessBetweenVirtualDevicesOfOneGpu) {
   int can = 0;
   ASSERT_EQ(cuDeviceCanAccessPeer(&can, 0, 3), CUDA_SUCCESS);

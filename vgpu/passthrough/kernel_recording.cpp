@@ -100,7 +100,18 @@ class Recording final : public KernelRecording {
   }
 
   void end() override { recorder_->end_op(); }
-  void flush() override { recorder_->flush(); }
+  void flush() override {
+    recorder_->flush();
+    const cupti::RecorderStats st = recorder_->stats();
+    size_t waiting;
+    {
+      std::lock_guard l(pending_mu_);
+      waiting = pending_.size();
+    }
+    log::debug("kernel recording: {} launches tagged, {} ops delivered, {} ops waiting for a tag, {} untagged "
+               "dropped, {} untimed, {} lost by CUPTI, {} buffers, {} launches still waiting", next_tag_,
+               st.delivered, st.pending, st.untagged_dropped, st.untimed, st.cupti_dropped, st.buffers, waiting);
+  }
 
  private:
   struct Pending {
@@ -130,6 +141,7 @@ class Recording final : public KernelRecording {
   }
 
   void completed(const cupti::Completed& c) {
+    log::trace("kernel recording: tag {} kind {} {} ns", c.tag, static_cast<int>(c.kind), c.end_ns - c.start_ns);
     if (c.kind != cupti::OpKind::kernel || c.end_ns <= c.start_ns) return;
     Pending p;
     {

@@ -203,6 +203,32 @@ VGPU_EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const 
       ptr, size, real.data(), count);
 }
 
+// Stream-ordered pools name their device in CUmemLocation too (NCCL creates one per rank).
+VGPU_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
+  if (props == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (props->location.type == CU_MEM_LOCATION_TYPE_DEVICE && PassState::get() &&
+      PassState::get()->device(props->location.id) == nullptr)
+    return CUDA_ERROR_INVALID_DEVICE;
+  CUmemPoolProps real = *props;
+  real.location = to_physical(props->location);
+  return VGPU_REAL("cuMemPoolCreate", CUresult (*)(CUmemoryPool*, const CUmemPoolProps*))(pool, &real);
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count) {
+  if (map == nullptr && count > 0) return CUDA_ERROR_INVALID_VALUE;
+  std::vector<CUmemAccessDesc> real(map, map + count);
+  for (CUmemAccessDesc& d : real) d.location = to_physical(d.location);
+  return VGPU_REAL("cuMemPoolSetAccess", CUresult (*)(CUmemoryPool, const CUmemAccessDesc*, size_t))(
+      pool, real.data(), count);
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool pool, CUmemLocation* location) {
+  if (location == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUmemLocation real = to_physical(*location);
+  return VGPU_REAL("cuMemPoolGetAccess", CUresult (*)(CUmemAccess_flags*, CUmemoryPool, CUmemLocation*))(
+      flags, pool, &real);
+}
+
 VGPU_EXPORT CUresult CUDAAPI cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop,
                                                                     CUmemGenericAllocationHandle handle) {
   const CUresult r = VGPU_REAL("cuMemGetAllocationPropertiesFromHandle", CUresult (*)(CUmemAllocationProp*, CUmemGenericAllocationHandle))(prop, handle);
