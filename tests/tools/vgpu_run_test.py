@@ -1,0 +1,305 @@
+"""vgpu-run, the build-tree copy, run as a user runs it (sim backend, no GPU).
+
+Environment (set by tests/tools/meson.build): VGPU_RUN, VGPU_BUILD_ROOT, VGPU_CUDART_PROGRAM
+(empty when nvcc was not found)."""
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tempfile
+import time
+import unittest
+import xml.etree.ElementTree as ET
+
+RUN = os.environ["VGPU_RUN"]
+BUILD = os.environ["VGPU_BUILD_ROOT"]
+CUDART_PROGRAM = os.environ.get("VGPU_CUDART_PROGRAM", "")
+SMI = os.path.join(BUILD, "vgpu", "tools", "vgpu-smi")
+PLUGIN = os.path.join(BUILD, "nccl_plugin", "libnccl-net-vgpu.so")
+
+
+def clean_env(daemon_dir, **extra):
+    """The caller's environment without anything that would steer vgpu or NCCL."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("VGPU_", "NCCL_")) or k == "VGPU_LOG_LEVEL"}
+    env["VGPU_DAEMON_DIR"] = daemon_dir
+    env.update(extra)
+    return env
+
+
+def summary_rows(stderr):
+    """(index, memory peak MiB, clock s, busy s, util %, kernels) per row of the summary."""
+    return [(int(a), int(b), float(c), float(d), int(e), int(f)) for a, b, c, d, e, f in
+            re.findall(r"^\s+(\d+)\s+(\d+) MiB\s+([0-9.]+) s\s+([0-9.]+) s\s+(\d+) %\s+(\d+)$",
+                       stderr, re.M)]
+
+
+# A driver-API client in python (ctypes over the sim libcuda.so.1 that vgpu-run puts on the
+# library path): 1 GiB on device 2, held for a second, so the memory peak is sampled for sure.
+HOLD_MEMORY = """
+import ctypes, sys, time
+cu = ctypes.CDLL("libcuda.so.1")
+dev, ctx, ptr = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
+assert cu.cuInit(0) == 0
+assert cu.cuDeviceGet(ctypes.byref(dev), 2) == 0
+assert cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev) == 0
+assert cu.cuCtxSetCurrent(ctx) == 0
+assert cu.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(1 << 30)) == 0
+time.sleep(1.0)
+print("held")
+"""
+
+
+def parse_env(text):
+    out = {}
+    for line in text.splitlines():
+        name, value = shlex.split(line)[0].split("=", 1)
+        out[name] = value
+    return out
+
+
+class VgpuRunTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="vgpu-run-test-")
+        self.daemon_dir = os.path.join(self.tmp, "daemon")
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def run_vgpu(self, *args, timeout=120, **extra_env):
+        return subprocess.run([RUN, *args], env=clean_env(self.daemon_dir, **extra_env),
+                              capture_output=True, text=True, timeout=timeout)
+
+    def assert_refused(self, r, *needles):
+        self.assertEqual(r.returncode, 2, r.stderr)
+        lines = [l for l in r.stderr.splitlines() if l.strip()]
+        self.assertEqual(len(lines), 1, f"expected one line, got: {r.stderr!r}")
+        self.assertTrue(lines[0].startswith("vgpu-run: "), lines[0])
+        for n in needles:
+            self.assertIn(n, lines[0])
+
+    # --- --print-env -------------------------------------------------------------------------
+
+    def test_print_env_sim(self):
+        r = self.run_vgpu("--backend", "sim", "--print-env")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        env = parse_env(r.stdout)
+        ld = env["LD_LIBRARY_PATH"].split(":")
+        self.assertEqual(ld[:2], [os.path.join(BUILD, "vgpu"), os.path.join(BUILD, "vgpu", "nvml")])
+        self.assertNotIn("VGPU_REAL_LIBCUDA", env)
+        self.assertEqual(env["NCCL_NET_PLUGIN"], PLUGIN)
+        self.assertEqual(env["NCCL_NET"], "vgpu")
+        self.assertEqual(env["NCCL_P2P_DISABLE"], "1")
+        self.assertEqual(env["NCCL_SHM_DISABLE"], "1")
+        self.assertEqual(env["NCCL_NVLS_ENABLE"], "0")
+        self.assertNotIn("NCCL_IB_DISABLE", env)
+        self.assertNotIn("NCCL_HOSTID", env)
+        self.assertEqual(env["VGPU_SIMCORE"], "daemon")
+        self.assertEqual(env["VGPU_VGPUD"], os.path.join(BUILD, "simcore", "daemon", "vgpud"))
+        self.assertRegex(env["VGPU_JOB_ID"], r"^[A-Za-z0-9_-]{1,32}$")
+        for name in ("VGPU_CONFIG", "VGPU_NODES", "VGPU_GPUS_PER_NODE", "VGPU_GPU_MODEL"):
+            self.assertNotIn(name, env)
+        # The topology: 8 GPUs, each under a switch with its own NIC named as the plugin names it.
+        self.assertTrue(env["NCCL_TOPO_FILE"].startswith(self.daemon_dir + "/"))
+        root = ET.parse(env["NCCL_TOPO_FILE"]).getroot()
+        self.assertEqual(root.tag, "system")
+        self.assertEqual(root.get("version"), "1")
+        gpus, nics = [], []
+        for switch in root.find("cpu"):
+            self.assertEqual(switch.get("class"), "0x060400")
+            kids = list(switch)
+            gpus += [k.get("busid") for k in kids if k.get("class") == "0x030200"]
+            nets = [n.get("name") for k in kids for n in k.iter("net")]
+            self.assertEqual(len(nets), 1, ET.tostring(switch))
+            self.assertEqual(len([k for k in kids if k.get("class") == "0x030200"]), 1)
+            nics += nets
+        self.assertEqual(len(set(gpus)), 8)
+        self.assertTrue(all(re.fullmatch(r"0000:[0-9a-f]{2}:00\.0", g) for g in gpus), gpus)
+        self.assertEqual(sorted(nics), [f"vgpu-nic{i}" for i in range(8)])
+
+    def test_print_env_cluster_options(self):
+        r = self.run_vgpu("--nodes", "2", "--gpus", "4", "--model", "H200", "--memory", "100GiB",
+                          "--job-id", "tools-test-1", "--timeline", "t.json", "--print-env")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        env = parse_env(r.stdout)
+        self.assertEqual(env["VGPU_NODES"], "2")
+        self.assertEqual(env["VGPU_GPUS_PER_NODE"], "4")
+        self.assertEqual(env["VGPU_GPU_MODEL"], "H200")
+        self.assertEqual(env["VGPU_MEMORY"], "100GiB")
+        self.assertEqual(env["VGPU_JOB_ID"], "tools-test-1")
+        self.assertEqual(env["VGPU_TIMELINE"], os.path.abspath("t.json"))
+        root = ET.parse(env["NCCL_TOPO_FILE"]).getroot()
+        gpus = [p.get("busid") for p in root.iter("pci") if p.get("class") == "0x030200"]
+        self.assertEqual(len(gpus), 8)
+        self.assertEqual(sorted({g[:4] for g in gpus}), ["0000", "0001"])  # a domain per node
+        self.assertEqual(len(list(root.iter("net"))), 4)  # one NIC per GPU of a node
+
+    def test_print_env_passthrough_takes_the_given_driver(self):
+        real = os.path.join(BUILD, "vgpu", "libcuda.so.1")  # any library will do for print-env
+        r = self.run_vgpu("--backend", "passthrough", "--print-env", VGPU_REAL_LIBCUDA=real)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        env = parse_env(r.stdout)
+        self.assertEqual(env["LD_LIBRARY_PATH"].split(":")[0],
+                         os.path.join(BUILD, "vgpu", "passthrough"))
+        self.assertEqual(env["VGPU_REAL_LIBCUDA"], real)
+
+    def test_auto_without_a_driver_is_sim(self):
+        if os.path.exists("/dev/nvidiactl"):
+            self.skipTest("this machine has an NVIDIA driver")
+        r = self.run_vgpu("--print-env", VGPU_REAL_LIBCUDA=os.path.join(BUILD, "vgpu", "libcuda.so.1"))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(parse_env(r.stdout)["LD_LIBRARY_PATH"].split(":")[0],
+                         os.path.join(BUILD, "vgpu"))
+
+    def test_users_nccl_settings_are_replaced_with_a_note(self):
+        r = self.run_vgpu("--print-env", NCCL_P2P_DISABLE="0", NCCL_NET="IB")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        env = parse_env(r.stdout)
+        self.assertEqual((env["NCCL_P2P_DISABLE"], env["NCCL_NET"]), ("1", "vgpu"))
+        self.assertIn("NCCL_P2P_DISABLE=0 from the environment replaced by 1", r.stderr)
+        self.assertIn("NCCL_NET=IB from the environment replaced by vgpu", r.stderr)
+
+    # --- refusals ------------------------------------------------------------------------------
+
+    def test_empty_command(self):
+        self.assert_refused(self.run_vgpu(), "no command given")
+        self.assert_refused(self.run_vgpu("--gpus", "2", "--"), "no command given")
+
+    def test_missing_plugin(self):
+        lib = os.path.join(self.tmp, "lib")
+        os.makedirs(os.path.join(lib, "sim"))
+        os.symlink(os.path.join(BUILD, "vgpu", "libcuda.so.1"), os.path.join(lib, "sim", "libcuda.so.1"))
+        os.symlink(os.path.join(BUILD, "vgpu", "nvml", "libnvidia-ml.so.1"),
+                   os.path.join(lib, "libnvidia-ml.so.1"))
+        r = self.run_vgpu("--backend", "sim", "--lib-dir", lib, "--", "true")
+        self.assert_refused(r, "libnccl-net-vgpu.so", os.path.join(lib, "libnccl-net-vgpu.so"),
+                            "not found")
+        # With the plugin there, the same folder works.
+        os.symlink(PLUGIN, os.path.join(lib, "libnccl-net-vgpu.so"))
+        r = self.run_vgpu("--backend", "sim", "--lib-dir", lib, "--print-env")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(parse_env(r.stdout)["NCCL_NET_PLUGIN"], os.path.join(lib, "libnccl-net-vgpu.so"))
+
+    def test_passthrough_without_a_driver(self):
+        r = self.run_vgpu("--backend", "passthrough", "--", "true",
+                          VGPU_REAL_LIBCUDA="/nonexistent/libcuda.so.1")
+        self.assert_refused(r, "no real libcuda.so.1", "/nonexistent/libcuda.so.1",
+                            "VGPU_REAL_LIBCUDA")
+
+    def test_bad_config(self):
+        self.assert_refused(self.run_vgpu("--config", "/nonexistent.toml", "--", "true"),
+                            "cluster configuration rejected", "/nonexistent.toml", "no such file",
+                            "--config")
+        self.assert_refused(self.run_vgpu("--model", "NOPE-9000", "--", "true"),
+                            "unknown GPU model", "NOPE-9000", "--model")
+        self.assert_refused(self.run_vgpu("--gpus", "65", "--", "true"),
+                            "VGPU_GPUS_PER_NODE", "--gpus")
+        toml = os.path.join(self.tmp, "typo.toml")
+        with open(toml, "w") as f:
+            f.write("[cluster]\nnodes = 1\ngpus_per_nod = 8\n")
+        self.assert_refused(self.run_vgpu("--config", toml, "--", "true"), f"{toml}:3:")
+        self.assert_refused(self.run_vgpu("--gpus", "zero", "--", "true"), "--gpus")
+
+    def test_virtual_clock_is_reserved(self):
+        self.assert_refused(self.run_vgpu("--virtual-clock", "--", "true"), "--virtual-clock",
+                            "not implemented yet")
+
+    def test_bad_job_id(self):
+        self.assert_refused(self.run_vgpu("--job-id", "a/b", "--", "true"), "--job-id")
+
+    # --- running commands ----------------------------------------------------------------------
+
+    def test_exit_status_is_the_commands(self):
+        r = self.run_vgpu("--", "sh", "-c", "exit 7")
+        self.assertEqual(r.returncode, 7, r.stderr)
+        self.assertIn("command ended with exit status 7", r.stderr)
+        r = self.run_vgpu("--", "sh", "-c", "kill -TERM $$")
+        self.assertEqual(r.returncode, 128 + 15, r.stderr)
+        self.assertIn("command ended with signal 15", r.stderr)
+        r = self.run_vgpu("--", "/nonexistent/program")
+        self.assertEqual(r.returncode, 127, r.stderr)
+        r = self.run_vgpu("sh", "-c", "exit 3")  # without "--" too
+        self.assertEqual(r.returncode, 3, r.stderr)
+
+    def test_the_command_gets_the_environment(self):
+        r = self.run_vgpu("--job-id", "tools-test-env", "--gpus", "2", "--",
+                          "sh", "-c", 'echo "$VGPU_JOB_ID $VGPU_GPUS_PER_NODE $NCCL_NET $LD_LIBRARY_PATH"')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        job, gpus, net, ld = r.stdout.split()
+        self.assertEqual((job, gpus, net), ("tools-test-env", "2", "vgpu"))
+        self.assertTrue(ld.startswith(os.path.join(BUILD, "vgpu") + ":"), ld)
+
+    def test_vgpu_smi_under_vgpu_run_sees_8_devices(self):
+        r = self.run_vgpu("--", SMI, "-L")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(len(re.findall(r"^GPU \d+: ", r.stdout, re.M)), 8, r.stdout)
+        self.assertIn("backend sim, 8 x NVIDIA H100 80GB HBM3 (1 node x 8)", r.stderr)
+        self.assertIn("no process of the job used the virtual GPUs", r.stderr)
+
+    def test_cudart_program(self):
+        if not CUDART_PROGRAM or not os.path.isfile(CUDART_PROGRAM):
+            self.skipTest("no nvcc-built cudart program in this build")
+        timeline = os.path.join(self.tmp, "trace.json")
+        r = self.run_vgpu("--job-id", "tools-test-cudart", "--timeline", timeline,
+                          "--sample-interval", "0.05", "--", CUDART_PROGRAM, timeout=150)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("0 check(s) failed", r.stdout)
+        self.assertIn("== vgpu-run: job tools-test-cudart, backend sim, 8 x NVIDIA H100 80GB HBM3",
+                      r.stderr)
+        rows = summary_rows(r.stderr)
+        self.assertEqual([row[0] for row in rows], list(range(8)), r.stderr)
+        # The driver does not write virtual clocks into the status region yet (status::Writer's
+        # advance_clock/add_work have no caller): the summary says so instead of printing 0 s.
+        if max(row[2] for row in rows) > 0:
+            virtual = float(re.search(r"virtual time ([0-9.]+) s", r.stderr).group(1))
+            self.assertEqual(virtual, max(row[2] for row in rows))
+        else:
+            self.assertIn("virtual time not reported", r.stderr)
+        self.assertIn(f"timeline (written): {timeline}", r.stderr)
+        self.assertTrue(os.path.getsize(timeline) > 0)
+        # The region is gone, and so is vgpu-run's copy of it.
+        uid = os.getuid()
+        self.assertFalse(os.path.exists(f"/dev/shm/vgpu-{uid}-tools-test-cudart"))
+        self.assertFalse(os.path.exists(f"/dev/shm/vgpu-{uid}-tools-test-cudart.final"))
+
+    def test_memory_peak_is_sampled(self):
+        r = self.run_vgpu("--job-id", "tools-test-memory", "--sample-interval", "0.1", "--",
+                          "python3", "-c", HOLD_MEMORY)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertEqual(r.stdout.strip(), "held")
+        rows = summary_rows(r.stderr)
+        self.assertEqual(len(rows), 8, r.stderr)
+        peaks = [row[1] for row in rows]
+        # 1 GiB plus what the first context costs on an H100 (527 MiB), on device 2 only.
+        self.assertGreaterEqual(peaks[2], 1024, r.stderr)
+        self.assertLess(peaks[2], 2048, r.stderr)
+        self.assertEqual(peaks[:2] + peaks[3:], [0] * 7, r.stderr)
+
+    def test_the_jobs_vgpud_is_stopped(self):
+        # A rank's plugin starts vgpud on demand under the job's id; vgpu-run stops it at the end.
+        script = ('"$VGPU_VGPUD" --job "$VGPU_JOB_ID" --idle-timeout -1 >/dev/null 2>&1 & '
+                  'echo $!; i=0; while [ ! -S "$VGPU_DAEMON_DIR/$VGPU_JOB_ID.sock" ] && '
+                  '[ $i -lt 200 ]; do sleep 0.05; i=$((i+1)); done')
+        r = self.run_vgpu("--job-id", "tools-test-daemon", "--", "sh", "-c", script)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        pid = int(r.stdout.split()[0])
+        self.assertIn("vgpud was started for the job and stopped", r.stderr)
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and self._running(pid):
+            time.sleep(0.05)
+        self.assertFalse(self._running(pid), f"vgpud {pid} still runs")
+        for suffix in (".sock", ".lock"):
+            self.assertFalse(os.path.exists(os.path.join(self.daemon_dir, "tools-test-daemon" + suffix)))
+
+    @staticmethod
+    def _running(pid):
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+        except OSError:
+            return False
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

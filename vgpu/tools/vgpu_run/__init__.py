@@ -1,0 +1,1 @@
+"""vgpu-run's implementation (the command itself is vgpu/tools/vgpu-run)."""

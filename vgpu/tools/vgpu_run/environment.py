@@ -1,0 +1,95 @@
+"""The environment a job runs in. Each variable and why:
+
+  LD_LIBRARY_PATH     vgpu's libcuda.so.1 (the chosen backend's) and virtual libnvidia-ml.so.1
+                      first: programs, cudart and NCCL load the driver by name, and PyTorch
+                      counts devices through NVML before it asks the driver.
+  VGPU_REAL_LIBCUDA   passthrough only: the real driver, which the library path now shadows.
+  VGPU_CONFIG, VGPU_NODES, VGPU_GPUS_PER_NODE, VGPU_GPU_MODEL, VGPU_MEMORY
+                      the cluster options (simcore/cluster: read by the driver, NVML, the
+                      plugin and vgpud alike).
+  VGPU_JOB_ID         one id for every process of the job: they share one status region
+                      (vgpu-smi --job ID) and one vgpud, and no other job's.
+  VGPU_TIMELINE       --timeline: where the driver writes the simulated timeline at exit.
+  VGPU_SIMCORE=daemon the plugin's transfers are timed by the job's shared vgpud, so ranks in
+  VGPU_VGPUD          separate processes share one network; VGPU_VGPUD is the binary the plugin
+                      starts on demand.
+  NCCL_NET_PLUGIN     the plugin by absolute path (NCCL 2.28 dlopens a path as given).
+  NCCL_NET=vgpu       NCCL uses the plugin's network or fails ("Failed to initialize any NET
+                      plugin"): never a silent fallback to its own socket/IB transports.
+  NCCL_P2P_DISABLE=1, NCCL_SHM_DISABLE=1
+                      no direct GPU-to-GPU or host shared-memory paths, so that every byte
+                      between ranks, inside a node too, goes through the plugin and is timed.
+  NCCL_NVLS_ENABLE=0, NCCL_COLLNET_ENABLE=0
+                      no NVLink SHARP or in-network reductions: they bypass the plugin.
+  NCCL_TOPO_FILE      the generated topology (topology.py says what it holds and why).
+
+NCCL_HOSTID is not set: with P2P and SHM disabled NCCL already treats each GPU as its own node
+(topology.py), so a host id per virtual node would change nothing inside a host, and one
+environment cannot give the ranks of one torchrun different ids."""
+import os
+import shlex
+
+# Variables vgpu-run must own; a different value in the caller's environment is replaced
+# (with a note), since the job would otherwise bypass the plugin.
+NCCL_FIXED = {
+    "NCCL_NET": "vgpu",
+    "NCCL_P2P_DISABLE": "1",
+    "NCCL_SHM_DISABLE": "1",
+    "NCCL_NVLS_ENABLE": "0",
+    "NCCL_COLLNET_ENABLE": "0",
+}
+
+
+def cluster_vars(options):
+    out = {}
+    if options.config:
+        out["VGPU_CONFIG"] = os.path.abspath(options.config)
+    if options.nodes:
+        out["VGPU_NODES"] = str(options.nodes)
+    if options.gpus:
+        out["VGPU_GPUS_PER_NODE"] = str(options.gpus)
+    if options.model:
+        out["VGPU_GPU_MODEL"] = options.model
+    if options.memory:
+        out["VGPU_MEMORY"] = options.memory
+    return out
+
+
+def library_path(dirs, inherited):
+    parts = []
+    for d in list(dirs) + (inherited.split(":") if inherited else []):
+        if d and d not in parts:
+            parts.append(d)
+    return ":".join(parts)
+
+
+def job_vars(options, layout, backend, real_driver, job_id, topo_file, base):
+    """Everything vgpu-run sets, in a stable order."""
+    out = {"LD_LIBRARY_PATH": library_path([layout.libcuda_dir(backend), layout.nvml_libdir],
+                                           base.get("LD_LIBRARY_PATH", ""))}
+    if real_driver:
+        out["VGPU_REAL_LIBCUDA"] = real_driver
+    out.update(cluster_vars(options))
+    out["VGPU_JOB_ID"] = job_id
+    if options.timeline:
+        out["VGPU_TIMELINE"] = os.path.abspath(options.timeline)
+    out["VGPU_SIMCORE"] = "daemon"
+    out["VGPU_VGPUD"] = layout.vgpud
+    out["NCCL_NET_PLUGIN"] = layout.nccl_plugin
+    out.update(NCCL_FIXED)
+    out["NCCL_TOPO_FILE"] = topo_file
+    return out
+
+
+def replaced(setting, base):
+    """Notes for variables of the caller's environment that vgpu-run overrides."""
+    notes = []
+    for name in list(NCCL_FIXED) + ["NCCL_NET_PLUGIN", "NCCL_TOPO_FILE", "VGPU_SIMCORE"]:
+        old = base.get(name)
+        if old is not None and old != setting[name]:
+            notes.append(f"{name}={old} from the environment replaced by {setting[name]}")
+    return notes
+
+
+def format_env(setting):
+    return "".join(f"{k}={shlex.quote(v)}\n" for k, v in setting.items())

@@ -1,0 +1,162 @@
+"""Watches the job's status region (vgpu/status/status_region.h) while the command runs.
+
+The region lives in /dev/shm only while a process of the job is attached: the last one to
+leave unlinks it. To still report the final virtual clocks, the monitor opens the region as
+soon as it appears and keeps that descriptor; the data outlive the name. At the end it writes
+a copy under a name of its own ("<job>.final") and asks vgpu-smi about the copy, so every
+figure is vgpu-smi's (vgpu-smi then removes the copy: it holds no live process).
+
+Memory use is per live process and is cleared as each one leaves, so the peak is sampled
+(vgpu-smi --query-gpu=memory.used every --sample-interval seconds): a peak shorter than the
+interval can be missed."""
+import os
+import subprocess
+import threading
+import time
+
+QUERY = ("index", "name", "memory.used", "memory.total", "utilization.gpu", "vgpu.clock",
+         "vgpu.busy", "vgpu.kernels")
+_POLL_S = 0.02  # how often the region's name is looked for (a stat of a /dev/shm file)
+
+
+def region_path(job):
+    return f"/dev/shm/vgpu-{os.getuid()}-{job}"
+
+
+def parse_query(text):
+    """vgpu-smi --query-gpu=QUERY --format=csv,noheader,nounits -> one dict per device."""
+    rows = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        head, *numbers = line.rsplit(", ", len(QUERY) - 2)
+        index, name = head.split(", ", 1)
+        if len(numbers) != len(QUERY) - 2:
+            continue
+        used, total, util, clock, busy, kernels = numbers
+        rows.append({"index": int(index), "name": name, "memory_used_mib": int(used),
+                     "memory_total_mib": int(total), "utilization": int(util),
+                     "clock_s": float(clock), "busy_s": float(busy), "kernels": int(kernels)})
+    return rows
+
+
+class Monitor:
+    def __init__(self, job, vgpu_smi, env, sample_interval_s):
+        self.job = job
+        self.region = region_path(job)
+        self._smi = vgpu_smi
+        self._env = env
+        self._interval = sample_interval_s
+        self._fd = None
+        self._identity = None
+        self.incarnations = 0  # regions seen: more than one when processes ran one after another
+        self.peak_mib = {}     # device index -> highest memory.used sampled
+        self.errors = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="vgpu-run-monitor", daemon=True)
+
+    def start(self):
+        self._thread.start()
+
+    def _hold(self):
+        """Keeps a descriptor on the region now under its name; True when there is one."""
+        try:
+            st = os.stat(self.region)
+        except OSError:
+            return False
+        identity = (st.st_dev, st.st_ino)
+        if identity == self._identity:
+            return True
+        try:
+            fd = os.open(self.region, os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            return False
+        st = os.fstat(fd)
+        with self._lock:
+            if self._fd is not None:
+                os.close(self._fd)
+            self._fd, self._identity = fd, (st.st_dev, st.st_ino)
+            self.incarnations += 1
+        return True
+
+    def query(self, job):
+        r = subprocess.run([self._smi, "--job", job, "--query-gpu=" + ",".join(QUERY),
+                            "--format=csv,noheader,nounits"], env=self._env, capture_output=True,
+                           text=True, timeout=30)
+        if r.returncode != 0:
+            raise RuntimeError((r.stderr or r.stdout).strip() or f"vgpu-smi exit {r.returncode}")
+        return parse_query(r.stdout)
+
+    def _sample(self):
+        try:
+            rows = self.query(self.job)
+        except (RuntimeError, OSError, subprocess.SubprocessError, ValueError):
+            return  # the region went away between the stat and the read: nothing to sample
+        with self._lock:
+            for row in rows:
+                i = row["index"]
+                self.peak_mib[i] = max(self.peak_mib.get(i, 0), row["memory_used_mib"])
+
+    def _run(self):
+        next_sample = 0.0
+        while not self._stop.is_set():
+            if self._hold() and time.monotonic() >= next_sample:
+                self._sample()
+                next_sample = time.monotonic() + self._interval
+            self._stop.wait(_POLL_S)
+
+    def stop(self):
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+
+    def final(self):
+        """The devices as vgpu-smi reports them now (still-attached processes) or as the last
+        process left them; None when no process of the job ever attached."""
+        self.stop()
+        self._hold()
+        try:
+            if os.path.exists(self.region):
+                rows = self.query(self.job)
+            elif self._fd is not None:
+                rows = self._query_copy()
+            else:
+                return None
+        except (RuntimeError, OSError, subprocess.SubprocessError, ValueError) as e:
+            self.errors.append(f"cannot read the job's final state: {e}")
+            return None
+        finally:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+        for row in rows:
+            row["memory_peak_mib"] = max(self.peak_mib.get(row["index"], 0), row["memory_used_mib"])
+        return rows
+
+    def _query_copy(self):
+        size = os.fstat(self._fd).st_size
+        data = os.pread(self._fd, size, 0)
+        name = f"{self.job}.final"
+        path = region_path(name)
+        for attempt in range(2):
+            try:
+                out = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+                break
+            except FileExistsError:
+                if attempt:
+                    raise
+                os.unlink(path)  # left by an earlier vgpu-run of the same job id that died
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(out, view):]
+        finally:
+            os.close(out)
+        try:
+            return self.query(name)
+        finally:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
