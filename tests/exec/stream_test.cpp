@@ -5,7 +5,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstdio>
 #include <cstring>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -396,6 +399,88 @@ TEST_F(Exec, WaitValueBlocksUntilWritten) {
   OK(cuMemFree(word));
   OK(cuStreamDestroy(waiter));
   OK(cuStreamDestroy(writer));
+}
+
+// Each submitting thread is a rank of the simulator whose floor is its own virtual clock. Two
+// threads on two devices whose clocks lie far apart: the one behind still submits into the
+// other's virtual past, and its work keeps its own times (it is neither moved up to the other
+// thread's clock nor reordered after the other's work).
+TEST_F(Exec, ThreadsWithFarApartClocksKeepTheirOwnTimes) {
+  CUcontext ctx1;
+  OK(cuDevicePrimaryCtxRetain(&ctx1, 1));
+  const size_t big = 32 << 20, small = 8 << 20;
+  static std::vector<unsigned char> host(big, 3);
+  const double one_big = (kCopyLatency + big / kPcie) * 1e3, one_small = (kCopyLatency + small / kPcie) * 1e3;
+  constexpr int kAhead = 16;  // copies that move the first thread's clock about 8.5 ms ahead
+
+  CUevent a0, a1, b0, b1, b2;
+  for (CUevent* e : {&a0, &a1, &b0, &b1, &b2}) OK(cuEventCreate(e, 0));
+  // Phases: 2 once both threads submitted (both are ranks), 10 once the first is far ahead. The
+  // waits cost no CPU time, which would move a thread's clock.
+  std::mutex mu;
+  std::condition_variable cv;
+  int phase = 0;
+  auto advance = [&](int to) {
+    std::lock_guard lock(mu);
+    phase = to < 0 ? phase + 1 : to;
+    cv.notify_all();
+  };
+  auto wait_for = [&](int p) {
+    std::unique_lock lock(mu);
+    cv.wait(lock, [&] { return phase >= p; });
+  };
+  std::atomic<int> failures{0};
+  auto check = [&](CUresult r) { if (r != CUDA_SUCCESS) ++failures; };
+
+  std::thread ahead([&] {  // device 0: runs far ahead in virtual time
+    check(cuCtxSetCurrent(ctx));
+    CUstream s;
+    CUdeviceptr d;
+    check(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    check(cuMemAlloc(&d, big));
+    check(cuEventRecord(a0, s));
+    check(cuEventSynchronize(a0));
+    advance(-1);
+    wait_for(2);
+    for (int i = 0; i < kAhead; ++i) check(cuMemcpyHtoDAsync(d, host.data(), big, s));
+    check(cuStreamSynchronize(s));  // this thread's clock jumps to the copies' end
+    check(cuEventRecord(a1, s));
+    check(cuEventSynchronize(a1));
+    advance(10);
+    check(cuMemFree(d));
+    check(cuStreamDestroy(s));
+  });
+  std::thread behind([&] {  // device 1: stays near where it started
+    check(cuCtxSetCurrent(ctx1));
+    CUstream s;
+    CUdeviceptr d;
+    check(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    check(cuMemAlloc(&d, small));
+    check(cuEventRecord(b0, s));
+    check(cuEventSynchronize(b0));
+    advance(-1);
+    wait_for(10);  // in real time, only once the other thread is far ahead
+    check(cuEventRecord(b1, s));
+    check(cuMemcpyHtoDAsync(d, host.data(), small, s));
+    check(cuEventRecord(b2, s));
+    check(cuStreamSynchronize(s));
+    check(cuMemFree(d));
+    check(cuStreamDestroy(s));
+  });
+  ahead.join();
+  behind.join();
+  ASSERT_EQ(failures.load(), 0);
+
+  std::printf("ahead: %.3f ms; behind: %.3f ms to its record, copy %.3f ms, %.3f ms before the "
+              "other's end\n", elapsed(a0, a1), elapsed(b0, b1), elapsed(b1, b2), elapsed(b2, a1));
+  EXPECT_NEAR(elapsed(a0, a1), kAhead * one_big, kAhead * one_big * 0.02);
+  // The thread behind spent well under a millisecond of CPU between its records in virtual time,
+  // and its copy took its own duration, both in the past of the thread ahead.
+  EXPECT_LT(elapsed(b0, b1), 0.5 * kAhead * one_big);
+  EXPECT_NEAR(elapsed(b1, b2), one_small, one_small * 0.02);
+  EXPECT_GT(elapsed(b2, a1), 0.5 * kAhead * one_big);
+  for (CUevent e : {a0, a1, b0, b1, b2}) OK(cuEventDestroy(e));
+  OK(cuDevicePrimaryCtxRelease(1));
 }
 
 TEST_F(Exec, ManyThreadsWithTheirOwnStreams) {

@@ -6,6 +6,7 @@
 #include "core/thread_state.h"
 #include "driver/entry_points.h"
 #include "exec/stream.h"
+#include "exec/virtual_clock.h"
 
 using vgpu::Context;
 using vgpu::ContextManager;
@@ -44,6 +45,7 @@ CUresult report(const char* call, CUresult r) {
 // ---- primary contexts ----------------------------------------------------------------------
 
 VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice dev) {
+  VGPU_CALL_SCOPE();
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   ContextManager* m;
   if (CUresult r = manager(&m); r != CUDA_SUCCESS) return r;
@@ -51,24 +53,29 @@ VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* pctx, CUdevice 
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev) {
+  VGPU_CALL_SCOPE();
   ContextManager* m;
   if (CUresult r = manager(&m); r != CUDA_SUCCESS) return r;
   return report("cuDevicePrimaryCtxRelease", m->primary_release(dev));
 }
 VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev) {
+  VGPU_CALL_SCOPE();
   return cuDevicePrimaryCtxRelease_v2(dev);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev) {
+  VGPU_CALL_SCOPE();
   ContextManager* m;
   if (CUresult r = manager(&m); r != CUDA_SUCCESS) return r;
   return report("cuDevicePrimaryCtxReset", m->primary_reset(dev));
 }
 VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev) {
+  VGPU_CALL_SCOPE();
   return cuDevicePrimaryCtxReset_v2(dev);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
+  VGPU_CALL_SCOPE();
   if (flags == nullptr || active == nullptr) return CUDA_ERROR_INVALID_VALUE;
   ContextManager* m;
   if (CUresult r = manager(&m); r != CUDA_SUCCESS) return r;
@@ -76,11 +83,13 @@ VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned i
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags) {
+  VGPU_CALL_SCOPE();
   ContextManager* m;
   if (CUresult r = manager(&m); r != CUDA_SUCCESS) return r;
   return report("cuDevicePrimaryCtxSetFlags", m->primary_set_flags(dev, flags));
 }
 VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags) {
+  VGPU_CALL_SCOPE();
   return cuDevicePrimaryCtxSetFlags_v2(dev, flags);
 }
 
@@ -88,6 +97,7 @@ VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned i
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* params,
                                             unsigned int flags, CUdevice dev) {
+  VGPU_CALL_SCOPE();
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (params != nullptr && (params->numExecAffinityParams > 0 || params->cigParams != nullptr)) {
     // Execution affinity (SM partitions) and CUDA-in-graphics have no meaning on a virtual GPU.
@@ -100,31 +110,37 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* 
 }
 VGPU_EXPORT CUresult CUDAAPI cuCtxCreate_v3(CUcontext* pctx, CUexecAffinityParam* paramsArray,
                                             int numParams, unsigned int flags, CUdevice dev) {
+  VGPU_CALL_SCOPE();
   if (numParams < 0 || (numParams > 0 && paramsArray == nullptr)) return CUDA_ERROR_INVALID_VALUE;
   CUctxCreateParams p{paramsArray, numParams, nullptr};
   return cuCtxCreate_v4(pctx, &p, flags, dev);
 }
 VGPU_EXPORT CUresult CUDAAPI cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  VGPU_CALL_SCOPE();
   return cuCtxCreate_v4(pctx, nullptr, flags, dev);
 }
 VGPU_EXPORT CUresult CUDAAPI cuCtxCreate(CUcontext* pctx, unsigned int flags, CUdevice dev) {
+  VGPU_CALL_SCOPE();
   return cuCtxCreate_v4(pctx, nullptr, flags, dev);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
+  VGPU_CALL_SCOPE();
   ContextManager* m;
   if (CUresult r = manager(&m); r != CUDA_SUCCESS) return r;
   return report("cuCtxDestroy", m->destroy(ctx));
 }
-VGPU_EXPORT CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) { return cuCtxDestroy_v2(ctx); }
+VGPU_EXPORT CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) { VGPU_CALL_SCOPE(); return cuCtxDestroy_v2(ctx); }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxAttach(CUcontext* pctx, unsigned int flags) {
+  VGPU_CALL_SCOPE();
   if (pctx == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
   ContextManager* m;
   if (CUresult r = manager(&m); r != CUDA_SUCCESS) return r;
   return report("cuCtxAttach", m->attach(pctx));
 }
 VGPU_EXPORT CUresult CUDAAPI cuCtxDetach(CUcontext ctx) {
+  VGPU_CALL_SCOPE();
   ContextManager* m;
   if (CUresult r = manager(&m); r != CUDA_SUCCESS) return r;
   return report("cuCtxDetach", m->detach(ctx));
@@ -133,6 +149,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxDetach(CUcontext ctx) {
 // ---- the per-thread stack ------------------------------------------------------------------
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
+  VGPU_CALL_SCOPE();
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (DriverState::get() == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   *pctx = vgpu::this_thread().current();
@@ -140,6 +157,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
+  VGPU_CALL_SCOPE();
   ContextManager* m;
   if (CUresult r = manager(&m); r != CUDA_SUCCESS) return r;
   auto& stack = vgpu::this_thread().context_stack;
@@ -157,6 +175,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
+  VGPU_CALL_SCOPE();
   ContextManager* m;
   if (CUresult r = manager(&m); r != CUDA_SUCCESS) return r;
   if (ctx == nullptr || !m->find(ctx)) {
@@ -166,9 +185,10 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
   vgpu::this_thread().context_stack.push_back(ctx);
   return CUDA_SUCCESS;
 }
-VGPU_EXPORT CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx) { return cuCtxPushCurrent_v2(ctx); }
+VGPU_EXPORT CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx) { VGPU_CALL_SCOPE(); return cuCtxPushCurrent_v2(ctx); }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext* pctx) {
+  VGPU_CALL_SCOPE();
   if (DriverState::get() == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   auto& stack = vgpu::this_thread().context_stack;
   if (stack.empty()) {
@@ -179,11 +199,12 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext* pctx) {
   stack.pop_back();
   return CUDA_SUCCESS;
 }
-VGPU_EXPORT CUresult CUDAAPI cuCtxPopCurrent(CUcontext* pctx) { return cuCtxPopCurrent_v2(pctx); }
+VGPU_EXPORT CUresult CUDAAPI cuCtxPopCurrent(CUcontext* pctx) { VGPU_CALL_SCOPE(); return cuCtxPopCurrent_v2(pctx); }
 
 // ---- queries and settings of a context -----------------------------------------------------
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
+  VGPU_CALL_SCOPE();
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   ContextManager* m;
   if (CUresult r = manager(&m); r != CUDA_SUCCESS) return r;
@@ -192,9 +213,10 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) 
   *device = c->device();
   return CUDA_SUCCESS;
 }
-VGPU_EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) { return cuCtxGetDevice_v2(device, nullptr); }
+VGPU_EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) { VGPU_CALL_SCOPE(); return cuCtxGetDevice_v2(device, nullptr); }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxGetFlags(unsigned int* flags) {
+  VGPU_CALL_SCOPE();
   if (flags == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::shared_ptr<ContextState> c;
   if (CUresult r = current_state("cuCtxGetFlags", &c); r != CUDA_SUCCESS) return r;
@@ -203,6 +225,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxGetFlags(unsigned int* flags) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxSetFlags(unsigned int flags) {
+  VGPU_CALL_SCOPE();
   std::shared_ptr<ContextState> c;
   if (CUresult r = current_state("cuCtxSetFlags", &c); r != CUDA_SUCCESS) return r;
   if (flags & ~static_cast<unsigned int>(CU_CTX_FLAGS_MASK)) return CUDA_ERROR_INVALID_VALUE;
@@ -211,6 +234,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxSetFlags(unsigned int flags) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int* version) {
+  VGPU_CALL_SCOPE();
   if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
   ContextManager* m;
   if (CUresult r = manager(&m); r != CUDA_SUCCESS) return r;
@@ -221,6 +245,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int* ver
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long* ctxId) {
+  VGPU_CALL_SCOPE();
   if (ctxId == nullptr) return CUDA_ERROR_INVALID_VALUE;
   ContextManager* m;
   if (CUresult r = manager(&m); r != CUDA_SUCCESS) return r;
@@ -231,6 +256,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long* ctxId
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxGetLimit(size_t* pvalue, CUlimit limit) {
+  VGPU_CALL_SCOPE();
   if (pvalue == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::shared_ptr<ContextState> c;
   if (CUresult r = current_state("cuCtxGetLimit", &c); r != CUDA_SUCCESS) return r;
@@ -238,12 +264,14 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxGetLimit(size_t* pvalue, CUlimit limit) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxSetLimit(CUlimit limit, size_t value) {
+  VGPU_CALL_SCOPE();
   std::shared_ptr<ContextState> c;
   if (CUresult r = current_state("cuCtxSetLimit", &c); r != CUDA_SUCCESS) return r;
   return report("cuCtxSetLimit", c->set_limit(limit, value));
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxGetCacheConfig(CUfunc_cache* pconfig) {
+  VGPU_CALL_SCOPE();
   if (pconfig == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::shared_ptr<ContextState> c;
   if (CUresult r = current_state("cuCtxGetCacheConfig", &c); r != CUDA_SUCCESS) return r;
@@ -252,6 +280,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxGetCacheConfig(CUfunc_cache* pconfig) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxSetCacheConfig(CUfunc_cache config) {
+  VGPU_CALL_SCOPE();
   std::shared_ptr<ContextState> c;
   if (CUresult r = current_state("cuCtxSetCacheConfig", &c); r != CUDA_SUCCESS) return r;
   if (config < CU_FUNC_CACHE_PREFER_NONE || config > CU_FUNC_CACHE_PREFER_EQUAL)
@@ -261,6 +290,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxSetCacheConfig(CUfunc_cache config) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxGetSharedMemConfig(CUsharedconfig* pConfig) {
+  VGPU_CALL_SCOPE();
   if (pConfig == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::shared_ptr<ContextState> c;
   if (CUresult r = current_state("cuCtxGetSharedMemConfig", &c); r != CUDA_SUCCESS) return r;
@@ -269,6 +299,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxGetSharedMemConfig(CUsharedconfig* pConfig) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxSetSharedMemConfig(CUsharedconfig config) {
+  VGPU_CALL_SCOPE();
   std::shared_ptr<ContextState> c;
   if (CUresult r = current_state("cuCtxSetSharedMemConfig", &c); r != CUDA_SUCCESS) return r;
   if (config < CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE ||
@@ -279,6 +310,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxSetSharedMemConfig(CUsharedconfig config) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
+  VGPU_CALL_SCOPE();
   std::shared_ptr<ContextState> c;
   if (CUresult r = current_state("cuCtxGetStreamPriorityRange", &c); r != CUDA_SUCCESS) return r;
   // Hopper's range; either pointer may be NULL.
@@ -288,6 +320,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxGetStreamPriorityRange(int* leastPriority, int
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxResetPersistingL2Cache(void) {
+  VGPU_CALL_SCOPE();
   std::shared_ptr<ContextState> c;
   return current_state("cuCtxResetPersistingL2Cache", &c);  // no cache to reset
 }
@@ -295,6 +328,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxResetPersistingL2Cache(void) {
 // ---- peer access ---------------------------------------------------------------------------
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags) {
+  VGPU_CALL_SCOPE();
   std::shared_ptr<ContextState> c;
   if (CUresult r = current_state("cuCtxEnablePeerAccess", &c); r != CUDA_SUCCESS) return r;
   if (Flags != 0) return CUDA_ERROR_INVALID_VALUE;
@@ -316,6 +350,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peerContext, unsign
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext) {
+  VGPU_CALL_SCOPE();
   std::shared_ptr<ContextState> c;
   if (CUresult r = current_state("cuCtxDisablePeerAccess", &c); r != CUDA_SUCCESS) return r;
   if (!DriverState::get()->contexts().find(peerContext)) return CUDA_ERROR_INVALID_CONTEXT;
@@ -327,10 +362,11 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext) {
 // ---- synchronization -----------------------------------------------------------------------
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
+  VGPU_CALL_SCOPE();
   ContextManager* m;
   if (CUresult r = manager(&m); r != CUDA_SUCCESS) return r;
   std::shared_ptr<Context> c;
   if (CUresult r = m->resolve(ctx, &c); r != CUDA_SUCCESS) return report("cuCtxSynchronize", r);
   return DriverState::get()->streams().synchronize_context(c->handle());
 }
-VGPU_EXPORT CUresult CUDAAPI cuCtxSynchronize(void) { return cuCtxSynchronize_v2(nullptr); }
+VGPU_EXPORT CUresult CUDAAPI cuCtxSynchronize(void) { VGPU_CALL_SCOPE(); return cuCtxSynchronize_v2(nullptr); }

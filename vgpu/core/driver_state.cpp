@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "core/context.h"
+#include "core/thread_state.h"
 #include "exec/graph.h"
 #include "exec/module_registry.h"
 #include "exec/stream.h"
@@ -26,7 +27,13 @@ DriverState::DriverState(simcore::ClusterSpec cluster) : cluster_(std::move(clus
   if (status_) std::atexit([] { if (g_state && g_state->status_) g_state->status_->detach(); });
   for (int i = 0; i < cluster_.total_gpus(); ++i)
     devices_.push_back(std::make_unique<Device>(cluster_, i, status_.get()));
-  engine_ = simcore::make_engine(cluster_);
+  // The engine keeps every event for the timeline only when one is asked for: otherwise a long
+  // run's memory stays bounded (reclaimed events keep just their final interval).
+  simcore::EngineOptions options;
+  const char* timeline = std::getenv("VGPU_TIMELINE");
+  options.record_timeline = timeline != nullptr && *timeline != '\0';
+  engine_ = simcore::make_engine(cluster_, options);
+  ranks_ = std::make_unique<ThreadRanks>(*engine_);
   contexts_ = std::make_unique<ContextManager>(*this);
   memory_ = std::make_unique<MemoryManager>(*this);
   streams_ = std::make_unique<StreamManager>(*this);

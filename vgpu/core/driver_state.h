@@ -27,6 +27,7 @@ class StreamManager;    // exec/stream.h       streams, events, ordering, host f
 class ModuleManager;    // exec/module_registry.h modules, libraries, functions, launches
 class GraphManager;     // exec/graph.h        graphs, capture, instantiation, launch
 class ExportTables;     // darkapi/            cuGetExportTable
+class ThreadRanks;      // core/thread_state.h  host threads as ranks of the engine
 
 class DriverState {
  public:
@@ -42,6 +43,7 @@ class DriverState {
   }
 
   simcore::Engine& engine() const { return *engine_; }
+  ThreadRanks& ranks() const { return *ranks_; }
   // The job's status region (vgpu-smi, NVML); nullptr when it could not be opened.
   status::Writer* status() const { return status_.get(); }
   ContextManager& contexts() const { return *contexts_; }
@@ -57,6 +59,7 @@ class DriverState {
   std::unique_ptr<status::Writer> status_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::unique_ptr<simcore::Engine> engine_;
+  std::unique_ptr<ThreadRanks> ranks_;
   std::unique_ptr<ContextManager> contexts_;
   std::unique_ptr<MemoryManager> memory_;
   std::unique_ptr<StreamManager> streams_;

@@ -10,11 +10,13 @@
 #include "darkapi/served_tables.h"
 #include "darkapi/trace.h"
 #include "driver/cuda_api.h"
+#include "exec/virtual_clock.h"
 
 using namespace vgpu::darkapi;
 
 VGPU_EXPORT CUresult CUDAAPI cuGetExportTable(const void** ppExportTable,
                                               const CUuuid* pExportTableId) {
+  VGPU_CALL_SCOPE();
   if (ppExportTable == nullptr || pExportTableId == nullptr) {
     vgpu::log::warn("cuGetExportTable: null {}", ppExportTable == nullptr ? "ppExportTable"
                                                                           : "pExportTableId");

@@ -10,7 +10,29 @@
 
 using vgpu::DeviceRegistry;
 
+// VGPU_CALL_SCOPE() of exec/virtual_clock.h, for a file that is built into both backends: the
+// sim backend defines these two (CPU time spent inside the driver is not charged to the calling
+// thread's virtual clock); the passthrough library keeps no virtual clocks and does not, so the
+// weak references are null there and the scope does nothing.
+namespace vgpu::vclock {
+[[gnu::weak, gnu::visibility("hidden")]] void enter_call();
+[[gnu::weak, gnu::visibility("hidden")]] void leave_call();
+}  // namespace vgpu::vclock
+
 namespace {
+
+class CallScope {
+ public:
+  CallScope() {
+    if (vgpu::vclock::enter_call != nullptr) vgpu::vclock::enter_call();
+  }
+  ~CallScope() {
+    if (vgpu::vclock::leave_call != nullptr) vgpu::vclock::leave_call();
+  }
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+};
+#define VGPU_CALL_SCOPE() const CallScope vgpu_call_scope_
 
 // The device behind `dev`, or the error the real driver gives.
 CUresult lookup(CUdevice dev, vgpu::Device** out) {
@@ -27,15 +49,17 @@ CUresult lookup(CUdevice dev, vgpu::Device** out) {
 
 }  // namespace
 
-VGPU_EXPORT CUresult CUDAAPI cuInit(unsigned int flags) { return vgpu::backend_initialize(flags); }
+VGPU_EXPORT CUresult CUDAAPI cuInit(unsigned int flags) { VGPU_CALL_SCOPE(); return vgpu::backend_initialize(flags); }
 
 VGPU_EXPORT CUresult CUDAAPI cuDriverGetVersion(int* version) {
+  VGPU_CALL_SCOPE();
   if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *version = vgpu::backend_driver_version();
   return CUDA_SUCCESS;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuDeviceGetCount(int* count) {
+  VGPU_CALL_SCOPE();
   if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
   const DeviceRegistry* d = vgpu::device_registry();
   if (d == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
@@ -44,6 +68,7 @@ VGPU_EXPORT CUresult CUDAAPI cuDeviceGetCount(int* count) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
+  VGPU_CALL_SCOPE();
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   vgpu::Device* dev;
   if (CUresult r = lookup(ordinal, &dev); r != CUDA_SUCCESS) return r;
@@ -52,6 +77,7 @@ VGPU_EXPORT CUresult CUDAAPI cuDeviceGet(CUdevice* device, int ordinal) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice dev) {
+  VGPU_CALL_SCOPE();
   if (name == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
   vgpu::Device* device;
   if (CUresult r = lookup(dev, &device); r != CUDA_SUCCESS) return r;
@@ -60,6 +86,7 @@ VGPU_EXPORT CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice dev) 
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
+  VGPU_CALL_SCOPE();
   if (uuid == nullptr) return CUDA_ERROR_INVALID_VALUE;
   vgpu::Device* device;
   if (CUresult r = lookup(dev, &device); r != CUDA_SUCCESS) return r;
@@ -68,10 +95,12 @@ VGPU_EXPORT CUresult CUDAAPI cuDeviceGetUuid_v2(CUuuid* uuid, CUdevice dev) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuDeviceGetUuid(CUuuid* uuid, CUdevice dev) {
+  VGPU_CALL_SCOPE();
   return cuDeviceGetUuid_v2(uuid, dev);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
+  VGPU_CALL_SCOPE();
   if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
   vgpu::Device* device;
   if (CUresult r = lookup(dev, &device); r != CUDA_SUCCESS) return r;
@@ -81,6 +110,7 @@ VGPU_EXPORT CUresult CUDAAPI cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
 
 // The 32-bit ABI of CUDA 2.x: the size is clamped as the real driver does.
 VGPU_EXPORT CUresult CUDAAPI cuDeviceTotalMem(unsigned int* bytes, CUdevice dev) {
+  VGPU_CALL_SCOPE();
   if (bytes == nullptr) return CUDA_ERROR_INVALID_VALUE;
   size_t full = 0;
   if (CUresult r = cuDeviceTotalMem_v2(&full, dev); r != CUDA_SUCCESS) return r;
@@ -89,6 +119,7 @@ VGPU_EXPORT CUresult CUDAAPI cuDeviceTotalMem(unsigned int* bytes, CUdevice dev)
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute attrib, CUdevice dev) {
+  VGPU_CALL_SCOPE();
   if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
   vgpu::Device* device;
   if (CUresult r = lookup(dev, &device); r != CUDA_SUCCESS) return r;
@@ -96,6 +127,7 @@ VGPU_EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuDeviceComputeCapability(int* major, int* minor, CUdevice dev) {
+  VGPU_CALL_SCOPE();
   if (major == nullptr || minor == nullptr) return CUDA_ERROR_INVALID_VALUE;
   vgpu::Device* device;
   if (CUresult r = lookup(dev, &device); r != CUDA_SUCCESS) return r;
@@ -105,6 +137,7 @@ VGPU_EXPORT CUresult CUDAAPI cuDeviceComputeCapability(int* major, int* minor, C
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuDeviceGetProperties(CUdevprop* prop, CUdevice dev) {
+  VGPU_CALL_SCOPE();
   if (prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
   vgpu::Device* device;
   if (CUresult r = lookup(dev, &device); r != CUDA_SUCCESS) return r;
@@ -128,6 +161,7 @@ VGPU_EXPORT CUresult CUDAAPI cuDeviceGetProperties(CUdevprop* prop, CUdevice dev
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevice dev) {
+  VGPU_CALL_SCOPE();
   if (pciBusId == nullptr || len <= 0) return CUDA_ERROR_INVALID_VALUE;
   vgpu::Device* device;
   if (CUresult r = lookup(dev, &device); r != CUDA_SUCCESS) return r;
@@ -137,6 +171,7 @@ VGPU_EXPORT CUresult CUDAAPI cuDeviceGetPCIBusId(char* pciBusId, int len, CUdevi
 
 // Accepts "domain:bus:device.function" and "bus:device.function", hex, any case.
 VGPU_EXPORT CUresult CUDAAPI cuDeviceGetByPCIBusId(CUdevice* dev, const char* pciBusId) {
+  VGPU_CALL_SCOPE();
   if (dev == nullptr || pciBusId == nullptr) return CUDA_ERROR_INVALID_VALUE;
   const DeviceRegistry* d = vgpu::device_registry();
   if (d == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
@@ -159,6 +194,7 @@ VGPU_EXPORT CUresult CUDAAPI cuDeviceGetByPCIBusId(CUdevice* dev, const char* pc
 
 // Virtual GPUs of one node reach each other over NVLink; across nodes only through the network.
 VGPU_EXPORT CUresult CUDAAPI cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice dev, CUdevice peerDev) {
+  VGPU_CALL_SCOPE();
   if (canAccessPeer == nullptr) return CUDA_ERROR_INVALID_VALUE;
   vgpu::Device *a, *b;
   if (CUresult r = lookup(dev, &a); r != CUDA_SUCCESS) return r;
@@ -170,6 +206,7 @@ VGPU_EXPORT CUresult CUDAAPI cuDeviceCanAccessPeer(int* canAccessPeer, CUdevice 
 
 VGPU_EXPORT CUresult CUDAAPI cuDeviceGetP2PAttribute(int* value, CUdevice_P2PAttribute attrib,
                                                      CUdevice srcDevice, CUdevice dstDevice) {
+  VGPU_CALL_SCOPE();
   if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
   int peer = 0;
   if (CUresult r = cuDeviceCanAccessPeer(&peer, srcDevice, dstDevice); r != CUDA_SUCCESS) return r;

@@ -61,12 +61,15 @@ CUresult pack_params(const LaunchRequest& r, const KernelDesc& k, std::vector<ui
       return CUDA_ERROR_INVALID_VALUE;
     }
     if (k.param_bytes == 0) return CUDA_SUCCESS;
-    if (!buffer || !size || *size < k.param_bytes) {
-      log::warn("{}: extra must give a buffer of at least {} bytes for '{}'", r.api, k.param_bytes,
-                k.name);
+    if (!buffer || !size) {
+      log::warn("{}: extra must give the parameter buffer and its size for '{}'", r.api, k.name);
       return CUDA_ERROR_INVALID_VALUE;
     }
-    std::memcpy(out->data(), buffer, k.param_bytes);
+    // A buffer shorter than the declared parameters is accepted, as the real driver does: NCCL
+    // declares 4 KiB of kernel arguments and passes only the bytes its collective uses.
+    const size_t n = std::min<size_t>(*size, k.param_bytes);
+    std::memcpy(out->data(), buffer, n);
+    std::memset(out->data() + n, 0, k.param_bytes - n);
     return CUDA_SUCCESS;
   }
   if (!k.params.empty()) {

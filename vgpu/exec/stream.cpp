@@ -13,7 +13,9 @@
 // for peer transfers), starting no earlier than the issuing thread's virtual clock plus the
 // launch latency, after the stream's previous event and every event it waits on. Events keep
 // the simcore id of their point in the stream; synchronization moves the calling thread's
-// virtual clock to the finish of what it waited for.
+// virtual clock to the finish of what it waited for. Since no op starts before its thread's
+// clock, each thread's clock is its floor as a rank of the engine (core/thread_state.h), which
+// lets the engine reclaim what finished before every thread's clock.
 #include "exec/stream.h"
 
 #include <algorithm>
@@ -298,10 +300,32 @@ struct StreamManager::Impl {
     return CUDA_SUCCESS;
   }
 
-  double finish_of(simcore::EventId vid, bool final) {
+  // The virtual finish of an op as the engine sees it now. Never a wait for finality: host
+  // threads also synchronize in ways the driver cannot see (a join, a mutex), so a thread that
+  // sits outside the driver can hold the engine's floor below this finish for as long as it
+  // likes, and waiting for it would hang the program. The answer is final unless a later
+  // submission of another thread, starting earlier in virtual time, shares links with it.
+  double finish_of(simcore::EventId vid) {
     if (vid == simcore::kNoEvent) return 0;
-    auto iv = final ? engine().wait_final(vid) : engine().query(vid);
+    auto iv = engine().query(vid);
     return iv ? iv->finish : 0;
+  }
+
+  // Synchronization with `ops` (each with its virtual event): waits until they have run and
+  // moves the calling thread's clock to their latest virtual finish. The clock moves before the
+  // real wait as well, so that a thread blocked here does not hold the engine's floor back (not
+  // from inside a host function, where the wait is refused).
+  CUresult sync_with(const std::vector<std::pair<std::shared_ptr<Op>, simcore::EventId>>& ops) {
+    auto latest = [&] {
+      double t = 0;
+      for (const auto& [op, vid] : ops) t = std::max(t, finish_of(vid));
+      return t;
+    };
+    if (!t_on_worker_fn) vclock::advance_to(latest());
+    for (const auto& [op, vid] : ops)
+      if (CUresult r = wait_done(op); r != CUDA_SUCCESS) return r;
+    vclock::advance_to(latest());
+    return CUDA_SUCCESS;
   }
 
   // ---- capture (under mu) ----------------------------------------------------------------
@@ -346,7 +370,7 @@ struct StreamManager::Impl {
     vclock::CallScope scope;
     std::shared_ptr<Stream> s;
     if (CUresult r = resolve(h, per_thread, &s); r != CUDA_SUCCESS) return r;
-    const double not_before = vclock::now() + vclock::kLaunchLatency;
+    const double not_before = vclock::earliest_start();
     std::shared_ptr<Op> op;
     bool run_inline = false;
     {
@@ -392,9 +416,7 @@ CUresult StreamManager::submit_and_wait(CUstream stream, Work work, bool per_thr
   if (CUresult r = impl_->submit_one(stream, std::move(work), per_thread, nullptr, &op, false);
       r != CUDA_SUCCESS)
     return r;
-  if (CUresult r = impl_->wait_done(op); r != CUDA_SUCCESS) return r;
-  vclock::advance_to(impl_->finish_of(op->vid, true));
-  return CUDA_SUCCESS;
+  return impl_->sync_with({{op, op->vid}});
 }
 
 CUresult StreamManager::submit_wait(CUstream stream, std::function<bool()> ready, bool per_thread) {
@@ -423,12 +445,7 @@ CUresult StreamManager::synchronize_context(CUcontext ctx) {
     if (auto& l = it->second.legacy) lasts.emplace_back(l->last, l->last_vid);
     for (auto& s : it->second.streams) lasts.emplace_back(s->last, s->last_vid);
   }
-  double t = 0;
-  for (auto& [op, vid] : lasts) {
-    if (CUresult r = impl_->wait_done(op); r != CUDA_SUCCESS) return r;
-    t = std::max(t, impl_->finish_of(vid, true));
-  }
-  vclock::advance_to(t);
+  if (CUresult r = impl_->sync_with(lasts); r != CUDA_SUCCESS) return r;
   // Added by the memory helper: stream-ordered pools release memory at synchronization.
   if (auto c = impl_->driver.contexts().find(ctx)) impl_->driver.memory().synchronized(c->device());
   return CUDA_SUCCESS;
@@ -512,7 +529,7 @@ CUresult StreamManager::query(CUstream stream, bool per_thread) {
     if (s->last && !s->last->done) return CUDA_ERROR_NOT_READY;
     vid = s->last_vid;
   }
-  vclock::advance_to(impl_->finish_of(vid, false));
+  vclock::advance_to(impl_->finish_of(vid));
   return CUDA_SUCCESS;
 }
 
@@ -531,8 +548,7 @@ CUresult StreamManager::synchronize(CUstream stream, bool per_thread) {
     last = s->last;
     vid = s->last_vid;
   }
-  if (CUresult r = impl_->wait_done(last); r != CUDA_SUCCESS) return r;
-  vclock::advance_to(impl_->finish_of(vid, true));
+  if (CUresult r = impl_->sync_with({{last, vid}}); r != CUDA_SUCCESS) return r;
   impl_->driver.memory().synchronized(s->device);  // added by the memory helper (pools)
   return CUDA_SUCCESS;
 }
@@ -548,7 +564,7 @@ CUresult StreamManager::wait_event(CUstream stream, CUevent event, unsigned int 
     log::warn("cuStreamWaitEvent: {} is not a live event", static_cast<const void*>(event));
     return CUDA_ERROR_INVALID_HANDLE;
   }
-  const double not_before = vclock::now() + vclock::kLaunchLatency;
+  const double not_before = vclock::earliest_start();
   std::shared_ptr<Op> op;
   bool run_inline = false;
   {
@@ -695,7 +711,7 @@ CUresult StreamManager::event_query(CUevent event) {
     if (e->op && !e->op->done) return CUDA_ERROR_NOT_READY;
     vid = e->vid;
   }
-  vclock::advance_to(impl_->finish_of(vid, false));
+  vclock::advance_to(impl_->finish_of(vid));
   return CUDA_SUCCESS;
 }
 
@@ -711,8 +727,7 @@ CUresult StreamManager::event_synchronize(CUevent event) {
     op = e->op;
     vid = e->vid;
   }
-  if (CUresult r = impl_->wait_done(op); r != CUDA_SUCCESS) return r;
-  vclock::advance_to(impl_->finish_of(vid, true));
+  if (CUresult r = impl_->sync_with({{op, vid}}); r != CUDA_SUCCESS) return r;
   if (auto c = impl_->driver.contexts().find(e->ctx))  // added by the memory helper (pools)
     impl_->driver.memory().synchronized(c->device());
   return CUDA_SUCCESS;
@@ -736,7 +751,7 @@ CUresult StreamManager::event_elapsed(float* ms, CUevent start, CUevent end) {
     va = a->vid;
     vb = b->vid;
   }
-  const double t0 = impl_->finish_of(va, true), t1 = impl_->finish_of(vb, true);
+  const double t0 = impl_->finish_of(va), t1 = impl_->finish_of(vb);
   *ms = static_cast<float>((t1 - t0) * 1e3);
   return CUDA_SUCCESS;
 }
@@ -758,7 +773,7 @@ CUresult StreamManager::submit_items(CUstream stream, std::vector<LaunchItem> it
       return CUDA_ERROR_INVALID_HANDLE;
     }
   }
-  const double not_before = vclock::now() + vclock::kLaunchLatency;
+  const double not_before = vclock::earliest_start();
   std::unique_lock lock(impl_->mu);
   if (CUresult r = impl_->check_implicit_capture(*s); r != CUDA_SUCCESS) return r;
 

@@ -31,6 +31,16 @@ void charge_outside_time() {
   t.last_real_cpu = cpu;
 }
 
+// Renews the thread's promise to the engine when its clock is at least `step` past it.
+void publish_floor(ThreadState& t, double step) {
+  const double ahead = t.virtual_now - t.promised;
+  if (t.rank <= ThreadState::kNoRank || !(ahead > 0 && ahead >= step)) return;
+  DriverState* d = DriverState::get();
+  if (d == nullptr) return;
+  t.promised = t.virtual_now;
+  d->ranks().promise(t.rank, t.virtual_now);
+}
+
 void write_timeline() {
   const char* path = std::getenv("VGPU_TIMELINE");
   DriverState* d = DriverState::get();
@@ -52,12 +62,19 @@ void write_timeline() {
 
 }  // namespace
 
-CallScope::CallScope() {
+CallScope::CallScope() { enter_call(); }
+CallScope::~CallScope() { leave_call(); }
+
+void enter_call() {
   if (t_depth++ == 0) charge_outside_time();
 }
 
-CallScope::~CallScope() {
-  if (--t_depth == 0) this_thread().last_real_cpu = thread_cpu_seconds();
+void leave_call() {
+  if (--t_depth != 0) return;
+  ThreadState& t = this_thread();
+  // The clock will only creep from here until the thread's next call: a valid floor.
+  publish_floor(t, kFloorStep);
+  t.last_real_cpu = thread_cpu_seconds();
 }
 
 double now() {
@@ -67,7 +84,25 @@ double now() {
 
 void advance_to(double t) {
   ThreadState& s = this_thread();
-  if (t > s.virtual_now) s.virtual_now = t;
+  if (!(t > s.virtual_now)) return;
+  s.virtual_now = t;
+  publish_floor(s, 0);
+}
+
+double earliest_start() {
+  ThreadState& t = this_thread();
+  if (t.rank == ThreadState::kNoRank) {
+    if (DriverState* d = DriverState::get()) {
+      double start = 0;
+      t.rank = d->ranks().join(&start);
+      t.promised = start;
+      // Joining late: the engine finalized everything before `start`, so this thread's work
+      // starts there at the earliest. Its clock says so too, and then keeps its promise.
+      if (start > t.virtual_now) t.virtual_now = start;
+      publish_floor(t, 0);
+    }
+  }
+  return now() + kLaunchLatency;
 }
 
 void install_timeline_writer() {

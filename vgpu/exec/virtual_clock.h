@@ -3,6 +3,11 @@
 // (CLOCK_THREAD_CPUTIME_ID), never by the time vgpu itself spends inside a call, and jumps
 // forward to the virtual finish of the work it synchronizes with. Every stream op starts no
 // earlier than its issuing thread's clock plus kLaunchLatency.
+//
+// The clock is also the thread's promise to the simcore engine (its rank's floor, see
+// core/thread_state.h): it never moves back, and no op the thread submits starts before it.
+// The promise is renewed when the clock jumps (synchronization) and, as it creeps forward by
+// CPU time, once every kFloorStep, so that ordinary calls do not all take the engine's lock.
 #pragma once
 
 namespace vgpu::vclock {
@@ -10,6 +15,10 @@ namespace vgpu::vclock {
 // Time from a host call to the moment the GPU can start the op: the order of a real driver's
 // launch latency on an H100 (a few microseconds from cuLaunchKernel to kernel start).
 inline constexpr double kLaunchLatency = 4e-6;
+
+// How far a thread's clock creeps (by CPU time) before its floor is renewed. A lower floor is
+// always a kept promise; it only delays reclaiming the work that finishes in between.
+inline constexpr double kFloorStep = 10e-6;
 
 // Brackets one driver call. The outermost scope on a thread first adds the CPU time the thread
 // spent since it last left the driver, and on exit records the CPU time, so that the time
@@ -22,10 +31,20 @@ class CallScope {
   CallScope& operator=(const CallScope&) = delete;
 };
 
+// The same bracket as two calls, for code built into both backends (driver/device_api.cpp),
+// which reaches them through weak references: the passthrough library keeps no virtual clocks.
+void enter_call();
+void leave_call();
+
 // The calling thread's virtual clock, seconds.
 double now();
-// Move the calling thread's clock forward to `t` (never backward): synchronization.
+// Move the calling thread's clock forward to `t` (never backward): synchronization. The thread's
+// floor follows at once.
 void advance_to(double t);
+// The earliest virtual start of an op the calling thread submits now: its clock plus the launch
+// latency. Makes the thread a rank of the engine on its first submission (a thread joining
+// late starts at the other ranks' floor, see ThreadRanks::join). Only after cuInit.
+double earliest_start();
 
 // VGPU_TIMELINE=<path>: writes the engine's timeline at process exit. Installed once; safe to
 // call many times.

@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "driver/entry_points.h"
+#include "exec/virtual_clock.h"
 #include "sim/api_util.h"
 
 using namespace vgpu;
@@ -24,6 +25,7 @@ template <class Narrow> bool fits(uint64_t v) { return v <= static_cast<uint64_t
 // ---- device memory -----------------------------------------------------------------------------
 
 VGPU_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::with_context("cuMemAlloc", &c); r != CUDA_SUCCESS) return r;
   if (dptr == nullptr || bytesize == 0) return fail(CUDA_ERROR_INVALID_VALUE, "cuMemAlloc: null pointer or size 0");
@@ -35,6 +37,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytesize) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr_v1* dptr, unsigned int bytesize) {
+  VGPU_CALL_SCOPE();
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUdeviceptr p = 0;
   if (CUresult r = cuMemAlloc_v2(&p, bytesize); r != CUDA_SUCCESS) return r;
@@ -48,6 +51,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr_v1* dptr, unsigned int bytes
 
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitch, size_t WidthInBytes,
                                                 size_t Height, unsigned int ElementSizeBytes) {
+  VGPU_CALL_SCOPE();
   if (dptr == nullptr || pPitch == nullptr || WidthInBytes == 0 || Height == 0)
     return fail(CUDA_ERROR_INVALID_VALUE, "cuMemAllocPitch: null pointer or empty extent");
   if (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16)
@@ -63,6 +67,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pPitc
 
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr_v1* dptr, unsigned int* pPitch, unsigned int WidthInBytes,
                                              unsigned int Height, unsigned int ElementSizeBytes) {
+  VGPU_CALL_SCOPE();
   if (dptr == nullptr || pPitch == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUdeviceptr p = 0;
   size_t pitch = 0;
@@ -77,6 +82,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr_v1* dptr, unsigned int*
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   if (dptr == 0) return CUDA_SUCCESS;  // freeing NULL is a no-op, as on the real driver
@@ -94,9 +100,10 @@ VGPU_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr) {
   return CUDA_SUCCESS;
 }
 
-VGPU_EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr_v1 dptr) { return cuMemFree_v2(dptr); }
+VGPU_EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr_v1 dptr) { VGPU_CALL_SCOPE(); return cuMemFree_v2(dptr); }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t* free, size_t* total) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::with_context("cuMemGetInfo", &c); r != CUDA_SUCCESS) return r;
   if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -107,6 +114,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t* free, size_t* total) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemGetInfo(unsigned int* free, unsigned int* total) {
+  VGPU_CALL_SCOPE();
   if (free == nullptr || total == nullptr) return CUDA_ERROR_INVALID_VALUE;
   size_t f, t;
   if (CUresult r = cuMemGetInfo_v2(&f, &t); r != CUDA_SUCCESS) return r;
@@ -116,6 +124,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemGetInfo(unsigned int* free, unsigned int* tota
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t* psize, CUdeviceptr dptr) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   auto a = c.mem->find(dptr);
@@ -127,6 +136,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr* pbase, size_t*
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr_v1* pbase, unsigned int* psize, CUdeviceptr_v1 dptr) {
+  VGPU_CALL_SCOPE();
   CUdeviceptr b;
   size_t s;
   if (CUresult r = cuMemGetAddressRange_v2(&b, &s, dptr); r != CUDA_SUCCESS) return r;
@@ -138,6 +148,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr_v1* pbase, unsigne
 // ---- pinned and registered host memory ---------------------------------------------------------
 
 VGPU_EXPORT CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytesize, unsigned int Flags) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::with_context("cuMemHostAlloc", &c); r != CUDA_SUCCESS) return r;
   if (pp == nullptr || bytesize == 0) return fail(CUDA_ERROR_INVALID_VALUE, "cuMemHostAlloc: null pointer or size 0");
@@ -153,10 +164,11 @@ VGPU_EXPORT CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytesize, unsigned
   return CUDA_SUCCESS;
 }
 
-VGPU_EXPORT CUresult CUDAAPI cuMemAllocHost_v2(void** pp, size_t bytesize) { return cuMemHostAlloc(pp, bytesize, 0); }
-VGPU_EXPORT CUresult CUDAAPI cuMemAllocHost(void** pp, unsigned int bytesize) { return cuMemHostAlloc(pp, bytesize, 0); }
+VGPU_EXPORT CUresult CUDAAPI cuMemAllocHost_v2(void** pp, size_t bytesize) { VGPU_CALL_SCOPE(); return cuMemHostAlloc(pp, bytesize, 0); }
+VGPU_EXPORT CUresult CUDAAPI cuMemAllocHost(void** pp, unsigned int bytesize) { VGPU_CALL_SCOPE(); return cuMemHostAlloc(pp, bytesize, 0); }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemFreeHost(void* p) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   if (p == nullptr) return CUDA_SUCCESS;
@@ -167,6 +179,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemFreeHost(void* p) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemHostRegister_v2(void* p, size_t bytesize, unsigned int Flags) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::with_context("cuMemHostRegister", &c); r != CUDA_SUCCESS) return r;
   if (p == nullptr || bytesize == 0) return fail(CUDA_ERROR_INVALID_VALUE, "cuMemHostRegister: null pointer or size 0");
@@ -198,10 +211,12 @@ VGPU_EXPORT CUresult CUDAAPI cuMemHostRegister_v2(void* p, size_t bytesize, unsi
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemHostRegister(void* p, size_t bytesize, unsigned int Flags) {
+  VGPU_CALL_SCOPE();
   return cuMemHostRegister_v2(p, bytesize, Flags);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemHostUnregister(void* p) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -212,6 +227,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemHostUnregister(void* p) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemHostGetDevicePointer_v2(CUdeviceptr* pdptr, void* p, unsigned int Flags) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::with_context("cuMemHostGetDevicePointer", &c); r != CUDA_SUCCESS) return r;
   if (pdptr == nullptr || p == nullptr || Flags != 0) return CUDA_ERROR_INVALID_VALUE;
@@ -223,6 +239,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemHostGetDevicePointer_v2(CUdeviceptr* pdptr, vo
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr_v1* pdptr, void* p, unsigned int Flags) {
+  VGPU_CALL_SCOPE();
   if (pdptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUdeviceptr d;
   if (CUresult r = cuMemHostGetDevicePointer_v2(&d, p, Flags); r != CUDA_SUCCESS) return r;
@@ -232,6 +249,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr_v1* pdptr, vo
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemHostGetFlags(unsigned int* pFlags, void* p) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   if (pFlags == nullptr || p == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -322,6 +340,7 @@ CUresult pointer_attribute(const Call& c, const Allocation* a, CUdeviceptr ptr,
 }  // namespace
 
 VGPU_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   if (data == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -332,6 +351,7 @@ VGPU_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribu
 
 VGPU_EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute* attributes,
                                                     void** data, CUdeviceptr ptr) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   if (numAttributes == 0 || attributes == nullptr || data == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -351,6 +371,7 @@ VGPU_EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes, 
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuPointerSetAttribute(const void* value, CUpointer_attribute attribute, CUdeviceptr ptr) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;

@@ -1,6 +1,7 @@
 // CUDA arrays of the sim backend: a linear host-backed buffer (rows of width * element bytes),
 // charged to the device like any allocation. 2D/3D copies address them through copy.cpp.
 #include "driver/entry_points.h"
+#include "exec/virtual_clock.h"
 #include "sim/api_util.h"
 
 using namespace vgpu;
@@ -53,27 +54,32 @@ CUresult create(const char* call, CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR& d
 }  // namespace
 
 VGPU_EXPORT CUresult CUDAAPI cuArrayCreate_v2(CUarray* pHandle, const CUDA_ARRAY_DESCRIPTOR* p) {
+  VGPU_CALL_SCOPE();
   if (pHandle == nullptr || p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUDA_ARRAY3D_DESCRIPTOR d{};
   d.Width = p->Width; d.Height = p->Height; d.Depth = 0; d.Format = p->Format; d.NumChannels = p->NumChannels;
   return create("cuArrayCreate", pHandle, d, false);
 }
 VGPU_EXPORT CUresult CUDAAPI cuArrayCreate(CUarray* pHandle, const CUDA_ARRAY_DESCRIPTOR_v1* p) {
+  VGPU_CALL_SCOPE();
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUDA_ARRAY_DESCRIPTOR d{p->Width, p->Height, p->Format, p->NumChannels};
   return cuArrayCreate_v2(pHandle, &d);
 }
 VGPU_EXPORT CUresult CUDAAPI cuArray3DCreate_v2(CUarray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR* p) {
+  VGPU_CALL_SCOPE();
   if (pHandle == nullptr || p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   return create("cuArray3DCreate", pHandle, *p, true);
 }
 VGPU_EXPORT CUresult CUDAAPI cuArray3DCreate(CUarray* pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1* p) {
+  VGPU_CALL_SCOPE();
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUDA_ARRAY3D_DESCRIPTOR d{p->Width, p->Height, p->Depth, p->Format, p->NumChannels, p->Flags};
   return cuArray3DCreate_v2(pHandle, &d);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuArrayDestroy(CUarray h) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   auto arr = c.mem->arrays.remove(h);
@@ -83,6 +89,7 @@ VGPU_EXPORT CUresult CUDAAPI cuArrayDestroy(CUarray h) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR* out, CUarray h) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -92,6 +99,7 @@ VGPU_EXPORT CUresult CUDAAPI cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR* 
   return CUDA_SUCCESS;
 }
 VGPU_EXPORT CUresult CUDAAPI cuArray3DGetDescriptor(CUDA_ARRAY3D_DESCRIPTOR_v1* out, CUarray h) {
+  VGPU_CALL_SCOPE();
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUDA_ARRAY3D_DESCRIPTOR d;
   if (CUresult r = cuArray3DGetDescriptor_v2(&d, h); r != CUDA_SUCCESS) return r;
@@ -100,6 +108,7 @@ VGPU_EXPORT CUresult CUDAAPI cuArray3DGetDescriptor(CUDA_ARRAY3D_DESCRIPTOR_v1* 
   return CUDA_SUCCESS;
 }
 VGPU_EXPORT CUresult CUDAAPI cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR* out, CUarray h) {
+  VGPU_CALL_SCOPE();
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUDA_ARRAY3D_DESCRIPTOR d;
   if (CUresult r = cuArray3DGetDescriptor_v2(&d, h); r != CUDA_SUCCESS) return r;
@@ -108,6 +117,7 @@ VGPU_EXPORT CUresult CUDAAPI cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR* out,
   return CUDA_SUCCESS;
 }
 VGPU_EXPORT CUresult CUDAAPI cuArrayGetDescriptor(CUDA_ARRAY_DESCRIPTOR_v1* out, CUarray h) {
+  VGPU_CALL_SCOPE();
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   CUDA_ARRAY_DESCRIPTOR d;
   if (CUresult r = cuArrayGetDescriptor_v2(&d, h); r != CUDA_SUCCESS) return r;

@@ -2,6 +2,7 @@
 // (copy.cpp). Synchronous forms wait on the stream (legacy default stream, or the per-thread one
 // for _ptds); async forms queue on the given stream (_ptsz: per-thread default for 0).
 #include "driver/entry_points.h"
+#include "exec/virtual_clock.h"
 #include "sim/api_util.h"
 #include "sim/copy.h"
 
@@ -89,95 +90,99 @@ CUresult check_contexts(const char* call, CUcontext a, CUcontext b) {
 
 // ---- 1D ----------------------------------------------------------------------------------------
 
-VGPU_EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) { return copy1d("cuMemcpy", U, dst, U, src, n, kSync); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) { return copy1d("cuMemcpy", U, dst, U, src, n, kSyncPt); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { return copy1d("cuMemcpyAsync", U, dst, U, src, n, async(s)); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { return copy1d("cuMemcpyAsync", U, dst, U, src, n, async(s, true)); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n) { VGPU_CALL_SCOPE(); return copy1d("cuMemcpy", U, dst, U, src, n, kSync); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) { VGPU_CALL_SCOPE(); return copy1d("cuMemcpy", U, dst, U, src, n, kSyncPt); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { VGPU_CALL_SCOPE(); return copy1d("cuMemcpyAsync", U, dst, U, src, n, async(s)); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { VGPU_CALL_SCOPE(); return copy1d("cuMemcpyAsync", U, dst, U, src, n, async(s, true)); }
 
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) { return copy1d("cuMemcpyHtoD", D, dst, H, addr(src), n, kSync); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void* src, size_t n) { return copy1d("cuMemcpyHtoD", D, dst, H, addr(src), n, kSyncPt); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr_v1 dst, const void* src, unsigned int n) { return cuMemcpyHtoD_v2(dst, src, n); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, CUstream s) { return copy1d("cuMemcpyHtoDAsync", D, dst, H, addr(src), n, async(s)); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void* src, size_t n, CUstream s) { return copy1d("cuMemcpyHtoDAsync", D, dst, H, addr(src), n, async(s, true)); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr_v1 dst, const void* src, unsigned int n, CUstream s) { return cuMemcpyHtoDAsync_v2(dst, src, n, s); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t n) { VGPU_CALL_SCOPE(); return copy1d("cuMemcpyHtoD", D, dst, H, addr(src), n, kSync); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void* src, size_t n) { VGPU_CALL_SCOPE(); return copy1d("cuMemcpyHtoD", D, dst, H, addr(src), n, kSyncPt); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr_v1 dst, const void* src, unsigned int n) { VGPU_CALL_SCOPE(); return cuMemcpyHtoD_v2(dst, src, n); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t n, CUstream s) { VGPU_CALL_SCOPE(); return copy1d("cuMemcpyHtoDAsync", D, dst, H, addr(src), n, async(s)); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void* src, size_t n, CUstream s) { VGPU_CALL_SCOPE(); return copy1d("cuMemcpyHtoDAsync", D, dst, H, addr(src), n, async(s, true)); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr_v1 dst, const void* src, unsigned int n, CUstream s) { VGPU_CALL_SCOPE(); return cuMemcpyHtoDAsync_v2(dst, src, n, s); }
 
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) { return copy1d("cuMemcpyDtoH", H, addr(dst), D, src, n, kSync); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void* dst, CUdeviceptr src, size_t n) { return copy1d("cuMemcpyDtoH", H, addr(dst), D, src, n, kSyncPt); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoH(void* dst, CUdeviceptr_v1 src, unsigned int n) { return cuMemcpyDtoH_v2(dst, src, n); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream s) { return copy1d("cuMemcpyDtoHAsync", H, addr(dst), D, src, n, async(s)); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void* dst, CUdeviceptr src, size_t n, CUstream s) { return copy1d("cuMemcpyDtoHAsync", H, addr(dst), D, src, n, async(s, true)); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync(void* dst, CUdeviceptr_v1 src, unsigned int n, CUstream s) { return cuMemcpyDtoHAsync_v2(dst, src, n, s); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t n) { VGPU_CALL_SCOPE(); return copy1d("cuMemcpyDtoH", H, addr(dst), D, src, n, kSync); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoH_v2_ptds(void* dst, CUdeviceptr src, size_t n) { VGPU_CALL_SCOPE(); return copy1d("cuMemcpyDtoH", H, addr(dst), D, src, n, kSyncPt); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoH(void* dst, CUdeviceptr_v1 src, unsigned int n) { VGPU_CALL_SCOPE(); return cuMemcpyDtoH_v2(dst, src, n); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2(void* dst, CUdeviceptr src, size_t n, CUstream s) { VGPU_CALL_SCOPE(); return copy1d("cuMemcpyDtoHAsync", H, addr(dst), D, src, n, async(s)); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync_v2_ptsz(void* dst, CUdeviceptr src, size_t n, CUstream s) { VGPU_CALL_SCOPE(); return copy1d("cuMemcpyDtoHAsync", H, addr(dst), D, src, n, async(s, true)); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoHAsync(void* dst, CUdeviceptr_v1 src, unsigned int n, CUstream s) { VGPU_CALL_SCOPE(); return cuMemcpyDtoHAsync_v2(dst, src, n, s); }
 
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) { return copy1d("cuMemcpyDtoD", D, dst, D, src, n, kSync); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) { return copy1d("cuMemcpyDtoD", D, dst, D, src, n, kSyncPt); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr_v1 dst, CUdeviceptr_v1 src, unsigned int n) { return cuMemcpyDtoD_v2(dst, src, n); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { return copy1d("cuMemcpyDtoDAsync", D, dst, D, src, n, async(s)); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { return copy1d("cuMemcpyDtoDAsync", D, dst, D, src, n, async(s, true)); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr_v1 dst, CUdeviceptr_v1 src, unsigned int n, CUstream s) { return cuMemcpyDtoDAsync_v2(dst, src, n, s); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) { VGPU_CALL_SCOPE(); return copy1d("cuMemcpyDtoD", D, dst, D, src, n, kSync); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n) { VGPU_CALL_SCOPE(); return copy1d("cuMemcpyDtoD", D, dst, D, src, n, kSyncPt); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr_v1 dst, CUdeviceptr_v1 src, unsigned int n) { VGPU_CALL_SCOPE(); return cuMemcpyDtoD_v2(dst, src, n); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { VGPU_CALL_SCOPE(); return copy1d("cuMemcpyDtoDAsync", D, dst, D, src, n, async(s)); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) { VGPU_CALL_SCOPE(); return copy1d("cuMemcpyDtoDAsync", D, dst, D, src, n, async(s, true)); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr_v1 dst, CUdeviceptr_v1 src, unsigned int n, CUstream s) { VGPU_CALL_SCOPE(); return cuMemcpyDtoDAsync_v2(dst, src, n, s); }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n) {
+  VGPU_CALL_SCOPE();
   if (CUresult r = check_contexts("cuMemcpyPeer", dctx, sctx); r != CUDA_SUCCESS) return r;
   return copy1d("cuMemcpyPeer", D, dst, D, src, n, kSync);
 }
 VGPU_EXPORT CUresult CUDAAPI cuMemcpyPeer_ptds(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n) {
+  VGPU_CALL_SCOPE();
   if (CUresult r = check_contexts("cuMemcpyPeer", dctx, sctx); r != CUDA_SUCCESS) return r;
   return copy1d("cuMemcpyPeer", D, dst, D, src, n, kSyncPt);
 }
 VGPU_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream s) {
+  VGPU_CALL_SCOPE();
   if (CUresult r = check_contexts("cuMemcpyPeerAsync", dctx, sctx); r != CUDA_SUCCESS) return r;
   return copy1d("cuMemcpyPeerAsync", D, dst, D, src, n, async(s));
 }
 VGPU_EXPORT CUresult CUDAAPI cuMemcpyPeerAsync_ptsz(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream s) {
+  VGPU_CALL_SCOPE();
   if (CUresult r = check_contexts("cuMemcpyPeerAsync", dctx, sctx); r != CUDA_SUCCESS) return r;
   return copy1d("cuMemcpyPeerAsync", D, dst, D, src, n, async(s, true));
 }
 
 // ---- arrays, 1D --------------------------------------------------------------------------------
 
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoA_v2(CUarray a, size_t off, const void* src, size_t n) { return array1d("cuMemcpyHtoA", a, off, H, 0, nullptr, 0, H, addr(src), n, kSync); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoA_v2_ptds(CUarray a, size_t off, const void* src, size_t n) { return array1d("cuMemcpyHtoA", a, off, H, 0, nullptr, 0, H, addr(src), n, kSyncPt); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoA(CUarray a, unsigned int off, const void* src, unsigned int n) { return cuMemcpyHtoA_v2(a, off, src, n); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoAAsync_v2(CUarray a, size_t off, const void* src, size_t n, CUstream s) { return array1d("cuMemcpyHtoAAsync", a, off, H, 0, nullptr, 0, H, addr(src), n, async(s)); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoAAsync_v2_ptsz(CUarray a, size_t off, const void* src, size_t n, CUstream s) { return array1d("cuMemcpyHtoAAsync", a, off, H, 0, nullptr, 0, H, addr(src), n, async(s, true)); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoAAsync(CUarray a, unsigned int off, const void* src, unsigned int n, CUstream s) { return cuMemcpyHtoAAsync_v2(a, off, src, n, s); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoA_v2(CUarray a, size_t off, const void* src, size_t n) { VGPU_CALL_SCOPE(); return array1d("cuMemcpyHtoA", a, off, H, 0, nullptr, 0, H, addr(src), n, kSync); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoA_v2_ptds(CUarray a, size_t off, const void* src, size_t n) { VGPU_CALL_SCOPE(); return array1d("cuMemcpyHtoA", a, off, H, 0, nullptr, 0, H, addr(src), n, kSyncPt); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoA(CUarray a, unsigned int off, const void* src, unsigned int n) { VGPU_CALL_SCOPE(); return cuMemcpyHtoA_v2(a, off, src, n); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoAAsync_v2(CUarray a, size_t off, const void* src, size_t n, CUstream s) { VGPU_CALL_SCOPE(); return array1d("cuMemcpyHtoAAsync", a, off, H, 0, nullptr, 0, H, addr(src), n, async(s)); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoAAsync_v2_ptsz(CUarray a, size_t off, const void* src, size_t n, CUstream s) { VGPU_CALL_SCOPE(); return array1d("cuMemcpyHtoAAsync", a, off, H, 0, nullptr, 0, H, addr(src), n, async(s, true)); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoAAsync(CUarray a, unsigned int off, const void* src, unsigned int n, CUstream s) { VGPU_CALL_SCOPE(); return cuMemcpyHtoAAsync_v2(a, off, src, n, s); }
 
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoH_v2(void* dst, CUarray a, size_t off, size_t n) { return array1d("cuMemcpyAtoH", nullptr, 0, H, addr(dst), a, off, H, 0, n, kSync); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoH_v2_ptds(void* dst, CUarray a, size_t off, size_t n) { return array1d("cuMemcpyAtoH", nullptr, 0, H, addr(dst), a, off, H, 0, n, kSyncPt); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoH(void* dst, CUarray a, unsigned int off, unsigned int n) { return cuMemcpyAtoH_v2(dst, a, off, n); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoHAsync_v2(void* dst, CUarray a, size_t off, size_t n, CUstream s) { return array1d("cuMemcpyAtoHAsync", nullptr, 0, H, addr(dst), a, off, H, 0, n, async(s)); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoHAsync_v2_ptsz(void* dst, CUarray a, size_t off, size_t n, CUstream s) { return array1d("cuMemcpyAtoHAsync", nullptr, 0, H, addr(dst), a, off, H, 0, n, async(s, true)); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoHAsync(void* dst, CUarray a, unsigned int off, unsigned int n, CUstream s) { return cuMemcpyAtoHAsync_v2(dst, a, off, n, s); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoH_v2(void* dst, CUarray a, size_t off, size_t n) { VGPU_CALL_SCOPE(); return array1d("cuMemcpyAtoH", nullptr, 0, H, addr(dst), a, off, H, 0, n, kSync); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoH_v2_ptds(void* dst, CUarray a, size_t off, size_t n) { VGPU_CALL_SCOPE(); return array1d("cuMemcpyAtoH", nullptr, 0, H, addr(dst), a, off, H, 0, n, kSyncPt); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoH(void* dst, CUarray a, unsigned int off, unsigned int n) { VGPU_CALL_SCOPE(); return cuMemcpyAtoH_v2(dst, a, off, n); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoHAsync_v2(void* dst, CUarray a, size_t off, size_t n, CUstream s) { VGPU_CALL_SCOPE(); return array1d("cuMemcpyAtoHAsync", nullptr, 0, H, addr(dst), a, off, H, 0, n, async(s)); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoHAsync_v2_ptsz(void* dst, CUarray a, size_t off, size_t n, CUstream s) { VGPU_CALL_SCOPE(); return array1d("cuMemcpyAtoHAsync", nullptr, 0, H, addr(dst), a, off, H, 0, n, async(s, true)); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoHAsync(void* dst, CUarray a, unsigned int off, unsigned int n, CUstream s) { VGPU_CALL_SCOPE(); return cuMemcpyAtoHAsync_v2(dst, a, off, n, s); }
 
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoD_v2(CUdeviceptr dst, CUarray a, size_t off, size_t n) { return array1d("cuMemcpyAtoD", nullptr, 0, D, dst, a, off, H, 0, n, kSync); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoD_v2_ptds(CUdeviceptr dst, CUarray a, size_t off, size_t n) { return array1d("cuMemcpyAtoD", nullptr, 0, D, dst, a, off, H, 0, n, kSyncPt); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoD(CUdeviceptr_v1 dst, CUarray a, unsigned int off, unsigned int n) { return cuMemcpyAtoD_v2(dst, a, off, n); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoD_v2(CUdeviceptr dst, CUarray a, size_t off, size_t n) { VGPU_CALL_SCOPE(); return array1d("cuMemcpyAtoD", nullptr, 0, D, dst, a, off, H, 0, n, kSync); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoD_v2_ptds(CUdeviceptr dst, CUarray a, size_t off, size_t n) { VGPU_CALL_SCOPE(); return array1d("cuMemcpyAtoD", nullptr, 0, D, dst, a, off, H, 0, n, kSyncPt); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoD(CUdeviceptr_v1 dst, CUarray a, unsigned int off, unsigned int n) { VGPU_CALL_SCOPE(); return cuMemcpyAtoD_v2(dst, a, off, n); }
 
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoA_v2(CUarray a, size_t off, CUdeviceptr src, size_t n) { return array1d("cuMemcpyDtoA", a, off, H, 0, nullptr, 0, D, src, n, kSync); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoA_v2_ptds(CUarray a, size_t off, CUdeviceptr src, size_t n) { return array1d("cuMemcpyDtoA", a, off, H, 0, nullptr, 0, D, src, n, kSyncPt); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoA(CUarray a, unsigned int off, CUdeviceptr_v1 src, unsigned int n) { return cuMemcpyDtoA_v2(a, off, src, n); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoA_v2(CUarray a, size_t off, CUdeviceptr src, size_t n) { VGPU_CALL_SCOPE(); return array1d("cuMemcpyDtoA", a, off, H, 0, nullptr, 0, D, src, n, kSync); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoA_v2_ptds(CUarray a, size_t off, CUdeviceptr src, size_t n) { VGPU_CALL_SCOPE(); return array1d("cuMemcpyDtoA", a, off, H, 0, nullptr, 0, D, src, n, kSyncPt); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyDtoA(CUarray a, unsigned int off, CUdeviceptr_v1 src, unsigned int n) { VGPU_CALL_SCOPE(); return cuMemcpyDtoA_v2(a, off, src, n); }
 
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoA_v2(CUarray dst, size_t doff, CUarray src, size_t soff, size_t n) { return array1d("cuMemcpyAtoA", dst, doff, H, 0, src, soff, H, 0, n, kSync); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoA_v2_ptds(CUarray dst, size_t doff, CUarray src, size_t soff, size_t n) { return array1d("cuMemcpyAtoA", dst, doff, H, 0, src, soff, H, 0, n, kSyncPt); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoA(CUarray dst, unsigned int doff, CUarray src, unsigned int soff, unsigned int n) { return cuMemcpyAtoA_v2(dst, doff, src, soff, n); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoA_v2(CUarray dst, size_t doff, CUarray src, size_t soff, size_t n) { VGPU_CALL_SCOPE(); return array1d("cuMemcpyAtoA", dst, doff, H, 0, src, soff, H, 0, n, kSync); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoA_v2_ptds(CUarray dst, size_t doff, CUarray src, size_t soff, size_t n) { VGPU_CALL_SCOPE(); return array1d("cuMemcpyAtoA", dst, doff, H, 0, src, soff, H, 0, n, kSyncPt); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoA(CUarray dst, unsigned int doff, CUarray src, unsigned int soff, unsigned int n) { VGPU_CALL_SCOPE(); return cuMemcpyAtoA_v2(dst, doff, src, soff, n); }
 
 // ---- 2D and 3D ---------------------------------------------------------------------------------
 
-VGPU_EXPORT CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D* p) { return copy2d("cuMemcpy2D", p, kSync); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D* p) { return copy2d("cuMemcpy2D", p, kSyncPt); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpy2D(const CUDA_MEMCPY2D_v1* p) { return copy2d("cuMemcpy2D", p, kSync); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D* p) { return copy2d("cuMemcpy2DUnaligned", p, kSync); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D* p) { return copy2d("cuMemcpy2DUnaligned", p, kSyncPt); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned(const CUDA_MEMCPY2D_v1* p) { return copy2d("cuMemcpy2DUnaligned", p, kSync); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* p, CUstream s) { return copy2d("cuMemcpy2DAsync", p, async(s)); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D* p, CUstream s) { return copy2d("cuMemcpy2DAsync", p, async(s, true)); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpy2DAsync(const CUDA_MEMCPY2D_v1* p, CUstream s) { return copy2d("cuMemcpy2DAsync", p, async(s)); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D* p) { VGPU_CALL_SCOPE(); return copy2d("cuMemcpy2D", p, kSync); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D* p) { VGPU_CALL_SCOPE(); return copy2d("cuMemcpy2D", p, kSyncPt); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpy2D(const CUDA_MEMCPY2D_v1* p) { VGPU_CALL_SCOPE(); return copy2d("cuMemcpy2D", p, kSync); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D* p) { VGPU_CALL_SCOPE(); return copy2d("cuMemcpy2DUnaligned", p, kSync); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D* p) { VGPU_CALL_SCOPE(); return copy2d("cuMemcpy2DUnaligned", p, kSyncPt); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpy2DUnaligned(const CUDA_MEMCPY2D_v1* p) { VGPU_CALL_SCOPE(); return copy2d("cuMemcpy2DUnaligned", p, kSync); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D* p, CUstream s) { VGPU_CALL_SCOPE(); return copy2d("cuMemcpy2DAsync", p, async(s)); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D* p, CUstream s) { VGPU_CALL_SCOPE(); return copy2d("cuMemcpy2DAsync", p, async(s, true)); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpy2DAsync(const CUDA_MEMCPY2D_v1* p, CUstream s) { VGPU_CALL_SCOPE(); return copy2d("cuMemcpy2DAsync", p, async(s)); }
 
-VGPU_EXPORT CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D* p) { return copy3d_any("cuMemcpy3D", p, kSync); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D* p) { return copy3d_any("cuMemcpy3D", p, kSyncPt); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpy3D(const CUDA_MEMCPY3D_v1* p) { return copy3d_any("cuMemcpy3D", p, kSync); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* p, CUstream s) { return copy3d_any("cuMemcpy3DAsync", p, async(s)); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D* p, CUstream s) { return copy3d_any("cuMemcpy3DAsync", p, async(s, true)); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpy3DAsync(const CUDA_MEMCPY3D_v1* p, CUstream s) { return copy3d_any("cuMemcpy3DAsync", p, async(s)); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpy3D_v2(const CUDA_MEMCPY3D* p) { VGPU_CALL_SCOPE(); return copy3d_any("cuMemcpy3D", p, kSync); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D* p) { VGPU_CALL_SCOPE(); return copy3d_any("cuMemcpy3D", p, kSyncPt); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpy3D(const CUDA_MEMCPY3D_v1* p) { VGPU_CALL_SCOPE(); return copy3d_any("cuMemcpy3D", p, kSync); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D* p, CUstream s) { VGPU_CALL_SCOPE(); return copy3d_any("cuMemcpy3DAsync", p, async(s)); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D* p, CUstream s) { VGPU_CALL_SCOPE(); return copy3d_any("cuMemcpy3DAsync", p, async(s, true)); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpy3DAsync(const CUDA_MEMCPY3D_v1* p, CUstream s) { VGPU_CALL_SCOPE(); return copy3d_any("cuMemcpy3DAsync", p, async(s)); }
 
 namespace {
 CUresult copy3d_peer(const char* call, const CUDA_MEMCPY3D_PEER* p, Submit how) {
@@ -191,42 +196,52 @@ CUresult copy3d_peer(const char* call, const CUDA_MEMCPY3D_PEER* p, Submit how) 
 }
 }  // namespace
 
-VGPU_EXPORT CUresult CUDAAPI cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER* p) { return copy3d_peer("cuMemcpy3DPeer", p, kSync); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER* p) { return copy3d_peer("cuMemcpy3DPeer", p, kSyncPt); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER* p, CUstream s) { return copy3d_peer("cuMemcpy3DPeerAsync", p, async(s)); }
-VGPU_EXPORT CUresult CUDAAPI cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER* p, CUstream s) { return copy3d_peer("cuMemcpy3DPeerAsync", p, async(s, true)); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER* p) { VGPU_CALL_SCOPE(); return copy3d_peer("cuMemcpy3DPeer", p, kSync); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER* p) { VGPU_CALL_SCOPE(); return copy3d_peer("cuMemcpy3DPeer", p, kSyncPt); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER* p, CUstream s) { VGPU_CALL_SCOPE(); return copy3d_peer("cuMemcpy3DPeerAsync", p, async(s)); }
+VGPU_EXPORT CUresult CUDAAPI cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER* p, CUstream s) { VGPU_CALL_SCOPE(); return copy3d_peer("cuMemcpy3DPeerAsync", p, async(s, true)); }
 
 // ---- sets --------------------------------------------------------------------------------------
 
 #define VGPU_MEMSET(WIDTH, T)                                                                           \
   VGPU_EXPORT CUresult CUDAAPI cuMemsetD##WIDTH##_v2(CUdeviceptr d, T v, size_t n) {                    \
+    VGPU_CALL_SCOPE();                                                                                  \
     return memset2d("cuMemsetD" #WIDTH, d, 0, v, WIDTH / 8, n, 1, kSync);                               \
   }                                                                                                     \
   VGPU_EXPORT CUresult CUDAAPI cuMemsetD##WIDTH##_v2_ptds(CUdeviceptr d, T v, size_t n) {               \
+    VGPU_CALL_SCOPE();                                                                                  \
     return memset2d("cuMemsetD" #WIDTH, d, 0, v, WIDTH / 8, n, 1, kSyncPt);                             \
   }                                                                                                     \
   VGPU_EXPORT CUresult CUDAAPI cuMemsetD##WIDTH(CUdeviceptr_v1 d, T v, unsigned int n) {                \
+    VGPU_CALL_SCOPE();                                                                                  \
     return cuMemsetD##WIDTH##_v2(d, v, n);                                                              \
   }                                                                                                     \
   VGPU_EXPORT CUresult CUDAAPI cuMemsetD##WIDTH##Async(CUdeviceptr d, T v, size_t n, CUstream s) {      \
+    VGPU_CALL_SCOPE();                                                                                  \
     return memset2d("cuMemsetD" #WIDTH "Async", d, 0, v, WIDTH / 8, n, 1, async(s));                    \
   }                                                                                                     \
   VGPU_EXPORT CUresult CUDAAPI cuMemsetD##WIDTH##Async_ptsz(CUdeviceptr d, T v, size_t n, CUstream s) { \
+    VGPU_CALL_SCOPE();                                                                                  \
     return memset2d("cuMemsetD" #WIDTH "Async", d, 0, v, WIDTH / 8, n, 1, async(s, true));              \
   }                                                                                                     \
   VGPU_EXPORT CUresult CUDAAPI cuMemsetD2D##WIDTH##_v2(CUdeviceptr d, size_t pitch, T v, size_t w, size_t h) { \
+    VGPU_CALL_SCOPE();                                                                                  \
     return memset2d("cuMemsetD2D" #WIDTH, d, pitch, v, WIDTH / 8, w, h, kSync);                         \
   }                                                                                                     \
   VGPU_EXPORT CUresult CUDAAPI cuMemsetD2D##WIDTH##_v2_ptds(CUdeviceptr d, size_t pitch, T v, size_t w, size_t h) { \
+    VGPU_CALL_SCOPE();                                                                                  \
     return memset2d("cuMemsetD2D" #WIDTH, d, pitch, v, WIDTH / 8, w, h, kSyncPt);                       \
   }                                                                                                     \
   VGPU_EXPORT CUresult CUDAAPI cuMemsetD2D##WIDTH(CUdeviceptr_v1 d, unsigned int pitch, T v, unsigned int w, unsigned int h) { \
+    VGPU_CALL_SCOPE();                                                                                  \
     return cuMemsetD2D##WIDTH##_v2(d, pitch, v, w, h);                                                  \
   }                                                                                                     \
   VGPU_EXPORT CUresult CUDAAPI cuMemsetD2D##WIDTH##Async(CUdeviceptr d, size_t pitch, T v, size_t w, size_t h, CUstream s) { \
+    VGPU_CALL_SCOPE();                                                                                  \
     return memset2d("cuMemsetD2D" #WIDTH "Async", d, pitch, v, WIDTH / 8, w, h, async(s));              \
   }                                                                                                     \
   VGPU_EXPORT CUresult CUDAAPI cuMemsetD2D##WIDTH##Async_ptsz(CUdeviceptr d, size_t pitch, T v, size_t w, size_t h, CUstream s) { \
+    VGPU_CALL_SCOPE();                                                                                  \
     return memset2d("cuMemsetD2D" #WIDTH "Async", d, pitch, v, WIDTH / 8, w, h, async(s, true));        \
   }
 

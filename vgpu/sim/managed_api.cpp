@@ -3,6 +3,7 @@
 // only move pages on real hardware) and a prefetch occupies its stream for the transfer time.
 #include "driver/entry_points.h"
 #include "exec/stream.h"
+#include "exec/virtual_clock.h"
 #include "sim/api_util.h"
 #include "sim/copy.h"
 
@@ -11,6 +12,7 @@ using vgpu::sim::Call;
 using vgpu::sim::fail;
 
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr* dptr, size_t bytesize, unsigned int flags) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::with_context("cuMemAllocManaged", &c); r != CUDA_SUCCESS) return r;
   if (dptr == nullptr || bytesize == 0) return fail(CUDA_ERROR_INVALID_VALUE, "cuMemAllocManaged: null pointer or size 0");
@@ -53,6 +55,7 @@ std::mutex g_advice_mu;  // advice fields of managed allocations
 }  // namespace
 
 VGPU_EXPORT CUresult CUDAAPI cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUmemLocation location) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   std::shared_ptr<Allocation> a;
@@ -76,6 +79,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CU
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUdevice device) {
+  VGPU_CALL_SCOPE();
   CUmemLocation loc{};
   loc.type = device == CU_DEVICE_CPU ? CU_MEM_LOCATION_TYPE_HOST : CU_MEM_LOCATION_TYPE_DEVICE;
   loc.id = device == CU_DEVICE_CPU ? 0 : device;
@@ -111,13 +115,14 @@ CUmemLocation device_location(CUdevice d) {
 }
 }  // namespace
 
-VGPU_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int flags, CUstream s) { return prefetch(p, n, loc, flags, s, false); }
-VGPU_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int flags, CUstream s) { return prefetch(p, n, loc, flags, s, true); }
-VGPU_EXPORT CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice d, CUstream s) { return prefetch(p, n, device_location(d), 0, s, false); }
-VGPU_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_ptsz(CUdeviceptr p, size_t n, CUdevice d, CUstream s) { return prefetch(p, n, device_location(d), 0, s, true); }
+VGPU_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int flags, CUstream s) { VGPU_CALL_SCOPE(); return prefetch(p, n, loc, flags, s, false); }
+VGPU_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned int flags, CUstream s) { VGPU_CALL_SCOPE(); return prefetch(p, n, loc, flags, s, true); }
+VGPU_EXPORT CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUdevice d, CUstream s) { VGPU_CALL_SCOPE(); return prefetch(p, n, device_location(d), 0, s, false); }
+VGPU_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_ptsz(CUdeviceptr p, size_t n, CUdevice d, CUstream s) { VGPU_CALL_SCOPE(); return prefetch(p, n, device_location(d), 0, s, true); }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemRangeGetAttribute(void* data, size_t dataSize, CUmem_range_attribute attribute,
                                                     CUdeviceptr devPtr, size_t count) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   if (data == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -153,6 +158,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemRangeGetAttribute(void* data, size_t dataSize,
 
 VGPU_EXPORT CUresult CUDAAPI cuMemRangeGetAttributes(void** data, size_t* dataSizes, CUmem_range_attribute* attributes,
                                                      size_t numAttributes, CUdeviceptr devPtr, size_t count) {
+  VGPU_CALL_SCOPE();
   if (data == nullptr || dataSizes == nullptr || attributes == nullptr || numAttributes == 0) return CUDA_ERROR_INVALID_VALUE;
   for (size_t i = 0; i < numAttributes; ++i)
     if (CUresult r = cuMemRangeGetAttribute(data[i], dataSizes[i], attributes[i], devPtr, count); r != CUDA_SUCCESS)

@@ -5,6 +5,7 @@
 
 #include "driver/entry_points.h"
 #include "exec/stream.h"
+#include "exec/virtual_clock.h"
 #include "sim/api_util.h"
 
 using namespace vgpu;
@@ -134,16 +135,20 @@ CUresult free_async(const char* call, CUdeviceptr dptr, CUstream stream, bool pe
 // ---- pools of a device ---------------------------------------------------------------------------
 
 VGPU_EXPORT CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool* pool_out, CUdevice dev) {
+  VGPU_CALL_SCOPE();
   return get_default("cuDeviceGetDefaultMemPool", dev, pool_out);
 }
 VGPU_EXPORT CUresult CUDAAPI cuDeviceGetMemPool(CUmemoryPool* pool, CUdevice dev) {
+  VGPU_CALL_SCOPE();
   return get_current("cuDeviceGetMemPool", dev, pool);
 }
 VGPU_EXPORT CUresult CUDAAPI cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool) {
+  VGPU_CALL_SCOPE();
   return set_current("cuDeviceSetMemPool", dev, pool);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemGetDefaultMemPool(CUmemoryPool* pool_out, CUmemLocation* location, CUmemAllocationType type) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   int dev = 0;
@@ -151,6 +156,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemGetDefaultMemPool(CUmemoryPool* pool_out, CUme
   return get_default("cuMemGetDefaultMemPool", dev, pool_out);
 }
 VGPU_EXPORT CUresult CUDAAPI cuMemGetMemPool(CUmemoryPool* pool_out, CUmemLocation* location, CUmemAllocationType type) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   int dev = 0;
@@ -158,6 +164,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemGetMemPool(CUmemoryPool* pool_out, CUmemLocati
   return get_current("cuMemGetMemPool", dev, pool_out);
 }
 VGPU_EXPORT CUresult CUDAAPI cuMemSetMemPool(CUmemLocation* location, CUmemAllocationType type, CUmemoryPool pool) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   int dev = 0;
@@ -168,6 +175,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemSetMemPool(CUmemLocation* location, CUmemAlloc
 // ---- created pools ----------------------------------------------------------------------------
 
 VGPU_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   if (pool == nullptr || props == nullptr) return fail(CUDA_ERROR_INVALID_VALUE, "cuMemPoolCreate: null pointer");
@@ -193,6 +201,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool* pool, const CUmemPool
 
 // Returns at once; blocks still in use are given back to the device as they are freed.
 VGPU_EXPORT CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   std::shared_ptr<Pool> p;
@@ -212,6 +221,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   std::shared_ptr<Pool> p;
@@ -224,6 +234,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesT
 // ---- attributes --------------------------------------------------------------------------------
 
 VGPU_EXPORT CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   std::shared_ptr<Pool> p;
@@ -251,6 +262,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void* value) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   std::shared_ptr<Pool> p;
@@ -276,6 +288,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_
 // ---- access ------------------------------------------------------------------------------------
 
 VGPU_EXPORT CUresult CUDAAPI cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   std::shared_ptr<Pool> p;
@@ -300,6 +313,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAc
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool pool, CUmemLocation* location) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   std::shared_ptr<Pool> p;
@@ -321,20 +335,26 @@ VGPU_EXPORT CUresult CUDAAPI cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemo
 // ---- stream-ordered allocation -----------------------------------------------------------------
 
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  VGPU_CALL_SCOPE();
   return alloc_async("cuMemAllocAsync", dptr, bytesize, nullptr, false, hStream, false);
 }
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUstream hStream) {
+  VGPU_CALL_SCOPE();
   return alloc_async("cuMemAllocAsync", dptr, bytesize, nullptr, false, hStream, true);
 }
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+  VGPU_CALL_SCOPE();
   return alloc_async("cuMemAllocFromPoolAsync", dptr, bytesize, pool, true, hStream, false);
 }
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream) {
+  VGPU_CALL_SCOPE();
   return alloc_async("cuMemAllocFromPoolAsync", dptr, bytesize, pool, true, hStream, true);
 }
 VGPU_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream) {
+  VGPU_CALL_SCOPE();
   return free_async("cuMemFreeAsync", dptr, hStream, false);
 }
 VGPU_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream) {
+  VGPU_CALL_SCOPE();
   return free_async("cuMemFreeAsync", dptr, hStream, true);
 }

@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 
 #include "driver/entry_points.h"
+#include "exec/virtual_clock.h"
 #include "sim/api_util.h"
 
 using namespace vgpu;
@@ -25,6 +26,7 @@ bool in_reservation(const MemoryManager::Impl& m, uintptr_t ptr, size_t size) {
 
 VGPU_EXPORT CUresult CUDAAPI cuMemGetAllocationGranularity(size_t* granularity, const CUmemAllocationProp* prop,
                                                            CUmemAllocationGranularity_flags option) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   if (granularity == nullptr || prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -38,6 +40,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemGetAllocationGranularity(size_t* granularity, 
 
 VGPU_EXPORT CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr* ptr, size_t size, size_t alignment, CUdeviceptr addr,
                                                  unsigned long long flags) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   (void)addr;  // a hint only
@@ -60,6 +63,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr* ptr, size_t size, 
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   std::lock_guard l(c.mem->vmm_mu);
@@ -79,6 +83,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size) {
 
 VGPU_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, size_t size, const CUmemAllocationProp* prop,
                                          unsigned long long flags) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   if (handle == nullptr || prop == nullptr || size == 0 || size % kGranularity != 0 || flags != 0)
@@ -105,6 +110,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, s
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   std::shared_ptr<PhysicalAllocation> last;  // destroyed outside the lock
@@ -120,6 +126,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle) {
 
 VGPU_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
                                       unsigned long long flags) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   if (size == 0 || flags != 0 || ptr % kGranularity != 0 || size % kGranularity != 0 || offset % kGranularity != 0)
@@ -153,6 +160,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offse
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   if (size == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -177,6 +185,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc* desc, size_t count) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   if (desc == nullptr || count == 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
@@ -195,6 +204,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const 
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemGetAccess(unsigned long long* flags, const CUmemLocation* location, CUdeviceptr ptr) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   if (flags == nullptr || location == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -208,6 +218,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemGetAccess(unsigned long long* flags, const CUm
 
 VGPU_EXPORT CUresult CUDAAPI cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop,
                                                                     CUmemGenericAllocationHandle handle) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   if (prop == nullptr) return CUDA_ERROR_INVALID_VALUE;
@@ -219,6 +230,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemGetAllocationPropertiesFromHandle(CUmemAllocat
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocationHandle* handle, void* addr) {
+  VGPU_CALL_SCOPE();
   Call c;
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   if (handle == nullptr) return CUDA_ERROR_INVALID_VALUE;
