@@ -27,8 +27,9 @@ CUresult out_of_memory(int v, size_t bytes, const char* call) {
 }
 
 // Charge, allocate for real, remember; undo the charge when the real driver refuses.
+// `shareable`: the shared-pages policy may back it (cuMemAlloc only).
 template <class Alloc>
-CUresult charged(CUdeviceptr* dptr, size_t bytes, const char* call, Alloc alloc) {
+CUresult charged(CUdeviceptr* dptr, size_t bytes, const char* call, Alloc alloc, bool shareable = false) {
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   PassState* s;
   int v;
@@ -39,7 +40,7 @@ CUresult charged(CUdeviceptr* dptr, size_t bytes, const char* call, Alloc alloc)
     s->release(v, bytes);
     return r;
   }
-  s->add_allocation(*dptr, bytes, v);
+  s->add_allocation(*dptr, bytes, v, shareable && vgpu::pt::SharedPages::applies_to(bytes) ? 0 : bytes);
   return CUDA_SUCCESS;
 }
 
@@ -56,7 +57,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* dptr, size_t bytes) {
     if (vgpu::pt::SharedPages::applies_to(bytes))
       return vgpu::pt::SharedPages::get().allocate(dptr, bytes, PassState::get()->physical(v));
     return VGPU_REAL("cuMemAlloc_v2", CUresult (*)(CUdeviceptr*, size_t))(dptr, bytes);
-  });
+  }, /*shareable=*/true);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr* dptr, size_t bytes, unsigned int flags) {

@@ -149,7 +149,9 @@ CUresult PassState::primary_context(int v, CUcontext* out) {
     }
     pr.ctx = c;
     contexts_[c] = v;
-    dev->reserve(context_overhead_bytes(dev->model().sm_count));
+    const uint64_t overhead = context_overhead_bytes(dev->model().sm_count);
+    dev->reserve(overhead);
+    if (status_) status_->add_physical(v, static_cast<int64_t>(overhead));  // a real context's
   }
   *out = pr.ctx;
   return CUDA_SUCCESS;
@@ -254,9 +256,16 @@ void PassState::release(int v, uint64_t bytes) {
   if (Device* d = device(v)) d->release(pages(bytes));
 }
 
-void PassState::add_allocation(CUdeviceptr p, uint64_t bytes, int v) {
-  std::lock_guard l(mu_);
-  allocations_[p] = {bytes, v};
+void PassState::add_allocation(CUdeviceptr p, uint64_t bytes, int v, uint64_t physical) {
+  {
+    std::lock_guard l(mu_);
+    allocations_[p] = {bytes, v, pages(physical)};
+  }
+  add_physical(v, static_cast<int64_t>(pages(physical)));
+}
+
+void PassState::add_physical(int v, int64_t bytes) {
+  if (status_ && device(v) != nullptr && bytes != 0) status_->add_physical(v, bytes);
 }
 
 bool PassState::remove_allocation(CUdeviceptr p) {
@@ -269,6 +278,7 @@ bool PassState::remove_allocation(CUdeviceptr p) {
     allocations_.erase(it);
   }
   release(a.device, a.bytes);
+  add_physical(a.device, -static_cast<int64_t>(a.physical));
   return true;
 }
 
@@ -300,8 +310,11 @@ bool PassState::is_device_pointer(uint64_t p) const {
 }
 
 void PassState::add_handle(unsigned long long h, uint64_t bytes, int v) {
-  std::lock_guard l(mu_);
-  handles_[h] = {bytes, v};
+  {
+    std::lock_guard l(mu_);
+    handles_[h] = {bytes, v, bytes};
+  }
+  add_physical(v, static_cast<int64_t>(bytes));
 }
 
 bool PassState::remove_handle(unsigned long long h) {
@@ -314,6 +327,7 @@ bool PassState::remove_handle(unsigned long long h) {
     handles_.erase(it);
   }
   release(a.device, a.bytes);
+  add_physical(a.device, -static_cast<int64_t>(a.physical));
   return true;
 }
 

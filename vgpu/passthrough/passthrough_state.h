@@ -65,7 +65,11 @@ class PassState final : public DeviceRegistry {
   // ---- memory accounting (capacity is the virtual device's) ----
   bool reserve(int v, uint64_t bytes);
   void release(int v, uint64_t bytes);
-  void add_allocation(CUdeviceptr p, uint64_t bytes, int v);
+  // `physical`: the bytes of physical GPU memory behind it (its pages under the private policy,
+  // none under shared pages), shown per virtual device by vgpu-smi --vgpu.
+  void add_allocation(CUdeviceptr p, uint64_t bytes, int v, uint64_t physical);
+  // Physical memory vgpu itself holds for virtual device v (contexts, shared chunks).
+  void add_physical(int v, int64_t bytes);
   // Forgets an allocation and gives its bytes back; false when vgpu does not know `p`.
   bool remove_allocation(CUdeviceptr p);
   // The virtual device owning the allocation that contains `p`; -1 when unknown.
@@ -93,6 +97,7 @@ class PassState final : public DeviceRegistry {
   struct Allocation {
     uint64_t bytes;
     int device;
+    uint64_t physical = 0;
   };
 
   const RealDriver* real_;

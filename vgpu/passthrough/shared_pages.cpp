@@ -78,6 +78,12 @@ CUresult SharedPages::chunks_for(int physical, const std::vector<CUmemGenericAll
       handles.push_back(h);
     }
     it = chunks_.emplace(physical, std::move(handles)).first;
+    // Charged, for vgpu-smi, to the virtual device whose allocation made them.
+    if (PassState* st = PassState::get()) {
+      int v = 0;
+      if (st->current_device(&v) == CUDA_SUCCESS)
+        st->add_physical(v, static_cast<int64_t>(2 * chunk_bytes_ - kPage));
+    }
     log::info("shared pages: {} MiB of GPU {} back every virtual device's allocations",
               (2 * chunk_bytes_ - kPage) >> 20, physical);
   }
