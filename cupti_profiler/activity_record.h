@@ -4,6 +4,7 @@
 #pragma once
 
 #include "cupti_profiler/recorder.h"
+#include "cupti_profiler/stream_order_matcher.h"
 
 #include <cupti.h>
 
@@ -18,6 +19,11 @@ struct ParsedRecord {
   uint64_t tag = 0;  // Type::tag
   OpKind kind = OpKind::kernel;  // Type::op
   uint64_t start_ns = 0, end_ns = 0;  // Type::op; both 0 when CUPTI could not time it
+  StreamKey stream;  // Type::op: CUPTI's context and stream ids (0 when the record has none)
+  // Kernels only: what stream-order matching compares, and whether a graph launched it (graph
+  // nodes are never announced launches).
+  KernelShape shape;
+  bool graph_node = false;
 };
 
 // Only external-correlation records of `tag_kind` count as tags (other tools may push other kinds).

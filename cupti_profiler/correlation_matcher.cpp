@@ -17,23 +17,28 @@ void CorrelationMatcher::on_tag(uint32_t correlation_id, uint64_t tag, std::vect
     }
   }
 
+  if (auto c = claimed_.find(correlation_id); c != claimed_.end() && !c->second) {
+    c->second = true;
+    ++duplicates_;
+  }
+
   auto waiting = pending_.find(correlation_id);
   if (waiting == pending_.end()) return;
-  for (const Op& op : waiting->second) out.push_back({tag, op.kind, op.start_ns, op.end_ns});
+  for (const Op& op : waiting->second) out.push_back({tag, op.kind, op.start_ns, op.end_ns, op.stream_id});
   pending_count_ -= waiting->second.size();
   pending_.erase(waiting);
   // Its id stays in pending_order_ and is skipped when it reaches the front.
 }
 
 void CorrelationMatcher::on_op(uint32_t correlation_id, OpKind kind, uint64_t start_ns,
-                               uint64_t end_ns, std::vector<Completed>& out) {
+                               uint64_t end_ns, std::vector<Completed>& out, uint32_t stream_id) {
   if (auto known = tags_.find(correlation_id); known != tags_.end()) {
-    out.push_back({known->second, kind, start_ns, end_ns});
+    out.push_back({known->second, kind, start_ns, end_ns, stream_id});
     return;
   }
 
   auto [slot, inserted] = pending_.try_emplace(correlation_id);
-  slot->second.push_back({kind, start_ns, end_ns});
+  slot->second.push_back({kind, start_ns, end_ns, stream_id});
   ++pending_count_;
   if (!inserted) return;
 
@@ -49,6 +54,25 @@ void CorrelationMatcher::on_op(uint32_t correlation_id, OpKind kind, uint64_t st
       pending_count_ -= stale->second.size();
       pending_.erase(stale);
     }
+  }
+}
+
+void CorrelationMatcher::claim(uint32_t correlation_id) {
+  const bool tagged = tags_.count(correlation_id) != 0;
+  auto [it, inserted] = claimed_.try_emplace(correlation_id, tagged);
+  if (!inserted) {
+    // Another op of the same call (a kernel launch produces one; count the call once).
+    if (tagged && !it->second) {
+      it->second = true;
+      ++duplicates_;
+    }
+    return;
+  }
+  if (tagged) ++duplicates_;
+  claimed_order_.push_back(correlation_id);
+  while (claimed_order_.size() > window_) {
+    claimed_.erase(claimed_order_.front());
+    claimed_order_.pop_front();
   }
 }
 

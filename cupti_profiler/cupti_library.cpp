@@ -86,6 +86,8 @@ bool try_open(const std::string& candidate, CuptiLibrary& lib, std::string& why)
                 lib.ActivityPopExternalCorrelationId, &missing);
   lib.ActivityFlushPeriod = reinterpret_cast<decltype(lib.ActivityFlushPeriod)>(
       dlsym(handle, "cuptiActivityFlushPeriod"));
+  lib.GetStreamIdEx = reinterpret_cast<decltype(lib.GetStreamIdEx)>(dlsym(handle, "cuptiGetStreamIdEx"));
+  lib.GetContextId = reinterpret_cast<decltype(lib.GetContextId)>(dlsym(handle, "cuptiGetContextId"));
   if (!ok) {
     why = fmt::format("{}: no {}", candidate, missing);
     // Not CUPTI: nothing of it has run yet, so it can go.

@@ -22,8 +22,11 @@ struct CuptiLibrary {
   CUptiResult (*ActivityGetNumDroppedRecords)(CUcontext, uint32_t, size_t*) = nullptr;
   CUptiResult (*ActivityPushExternalCorrelationId)(CUpti_ExternalCorrelationKind, uint64_t) = nullptr;
   CUptiResult (*ActivityPopExternalCorrelationId)(CUpti_ExternalCorrelationKind, uint64_t*) = nullptr;
-  // Optional (nullptr when this CUPTI lacks it).
+  // Optional (nullptr when this CUPTI lacks them).
   CUptiResult (*ActivityFlushPeriod)(uint32_t) = nullptr;
+  // For Recorder::expect_kernel; without them it returns false and only the tag join works.
+  CUptiResult (*GetStreamIdEx)(CUcontext, CUstream, uint8_t, uint32_t*) = nullptr;
+  CUptiResult (*GetContextId)(CUcontext, uint32_t*) = nullptr;
 
   // "CUPTI_ERROR_..." for a result code (the library's own text when it has one).
   std::string error_name(CUptiResult r) const;

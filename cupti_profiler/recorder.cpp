@@ -4,7 +4,10 @@
 #include "common/log.h"
 #include "cupti_library.h"
 #include "cupti_profiler/correlation_matcher.h"
+#include "cupti_profiler/stream_order_matcher.h"
+#include "stream_id_cache.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -18,6 +21,8 @@ namespace {
 constexpr CUpti_ExternalCorrelationKind kTagKind = CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0;
 // CUPTI wants activity buffers aligned to 8 bytes.
 constexpr size_t kBufferAlign = 8;
+// Announcements queued by launching threads before one of them matches them itself.
+constexpr size_t kMaxStaged = 4096;
 
 }  // namespace
 
@@ -26,17 +31,49 @@ struct Recorder::Impl {
   RecorderOptions options;
   std::vector<CUpti_ActivityKind> enabled;
 
-  mutable std::mutex match_mutex;  // matcher and stats
+  mutable std::mutex match_mutex;  // both matchers and stats
   CorrelationMatcher matcher;
+  StreamOrderMatcher stream_matcher;
+  uint64_t graph_kernels = 0;  // kernel records of graph nodes (never announced launches)
   RecorderStats stats;
+
+  // Announcements (and cancellations) wait here, under a lock of their own, until the matcher
+  // takes them: a launching thread then never waits for a whole buffer being matched. A record
+  // is only produced after its launch was announced, so draining before matching a buffer keeps
+  // every announcement ahead of its kernel's record.
+  struct Staged {
+    bool cancel;
+    StreamKey stream;
+    KernelShape shape;
+    uint64_t tag;
+  };
+  std::mutex stage_mutex;  // taken after match_mutex, never before it
+  std::vector<Staged> staged;
+  std::atomic<uint64_t> expect_unresolved{0};
+
+  StreamIdCache stream_ids;  // own lock; CUPTI is asked outside match_mutex
 
   std::mutex sink_mutex;
   std::shared_ptr<const std::function<void(const Completed&)>> sink;
   std::mutex deliver_mutex;  // serializes calls of the sink
 
-  explicit Impl(const RecorderOptions& o) : options(o), matcher(o.pending_window) {}
+  explicit Impl(const RecorderOptions& o)
+      : options(o),
+        matcher(o.pending_window),
+        stream_matcher(StreamOrderMatcher::Limits{o.pending_window, o.overtake_tolerance, 256}),
+        stream_ids([this](void* ctx, void* stream, bool per_thread, StreamKey* out) {
+          return resolve_stream(ctx, stream, per_thread, out);
+        }) {}
 
   void process(uint8_t* buffer, size_t valid_bytes, CUcontext context, uint32_t stream_id);
+  // A kernel record: the stream-order join first, then the tag join. Under match_mutex.
+  void on_kernel(const ParsedRecord& p, std::vector<Completed>& done);
+  bool resolve_stream(void* context, void* stream, bool per_thread, StreamKey* out) const;
+  bool stream_of(const KernelLaunch& launch, StreamKey* out);
+  void update_stats();  // under match_mutex
+  void drain_staged();  // under match_mutex
+  // Queues one announcement or cancellation; drains it at once if nobody has for long.
+  void stage(const Staged& s);
   void deliver(const std::vector<Completed>& done);
 };
 
@@ -101,6 +138,7 @@ void Recorder::Impl::process(uint8_t* buffer, size_t valid_bytes, CUcontext cont
   {
     std::lock_guard lock(match_mutex);
     ++stats.buffers;
+    drain_staged();
     CUpti_Activity* record = nullptr;
     // GetNextRecord answers CUPTI_ERROR_MAX_LIMIT_REACHED at the end of the valid bytes.
     while (valid_bytes > 0 &&
@@ -108,8 +146,10 @@ void Recorder::Impl::process(uint8_t* buffer, size_t valid_bytes, CUcontext cont
       ParsedRecord p = parse_record(record, kTagKind);
       if (p.type == ParsedRecord::Type::tag) {
         matcher.on_tag(p.correlation_id, p.tag, done);
+      } else if (p.type == ParsedRecord::Type::op && p.kind == OpKind::kernel) {
+        on_kernel(p, done);
       } else if (p.type == ParsedRecord::Type::op) {
-        matcher.on_op(p.correlation_id, p.kind, p.start_ns, p.end_ns, done);
+        matcher.on_op(p.correlation_id, p.kind, p.start_ns, p.end_ns, done, p.stream.stream_id);
       }
     }
     size_t dropped = 0;
@@ -122,10 +162,95 @@ void Recorder::Impl::process(uint8_t* buffer, size_t valid_bytes, CUcontext cont
     stats.delivered += done.size();
     for (const Completed& c : done)
       if (c.start_ns == 0 && c.end_ns == 0) ++stats.untimed;
-    stats.untagged_dropped = matcher.untagged_dropped();
-    stats.pending = matcher.pending_ops();
+    update_stats();
   }
   if (!done.empty()) deliver(done);
+}
+
+void Recorder::Impl::on_kernel(const ParsedRecord& p, std::vector<Completed>& done) {
+  if (p.graph_node) {
+    ++graph_kernels;
+  } else if (stream_matcher.on_kernel(p.stream, p.shape, p.start_ns, p.end_ns, done)) {
+    // Delivered by stream order; the tag join must not deliver it again.
+    matcher.claim(p.correlation_id);
+    return;
+  }
+  matcher.on_op(p.correlation_id, p.kind, p.start_ns, p.end_ns, done, p.stream.stream_id);
+}
+
+void Recorder::Impl::drain_staged() {
+  std::vector<Staged> batch;
+  {
+    std::lock_guard lock(stage_mutex);
+    batch.swap(staged);
+  }
+  for (const Staged& s : batch) {
+    if (!s.cancel) {
+      stream_matcher.expect(s.stream, s.shape, s.tag);
+      ++stats.kernels_expected;
+    } else if (stream_matcher.cancel(s.stream, s.tag)) {
+      ++stats.expect_cancelled;
+    }
+  }
+}
+
+void Recorder::Impl::stage(const Staged& s) {
+  size_t waiting;
+  {
+    std::lock_guard lock(stage_mutex);
+    staged.push_back(s);
+    waiting = staged.size();
+  }
+  // CUPTI hands over no buffers (no kernel records at all?): keep the queue bounded.
+  if (waiting >= kMaxStaged) {
+    std::lock_guard lock(match_mutex);
+    drain_staged();
+    update_stats();
+  }
+}
+
+void Recorder::Impl::update_stats() {
+  stats.untagged_dropped = matcher.untagged_dropped();
+  stats.pending = matcher.pending_ops();
+  stats.duplicates = matcher.duplicates();
+  stats.kernels_matched = stream_matcher.matched();
+  stats.expect_dropped = stream_matcher.dropped();
+  stats.expect_pending = stream_matcher.pending();
+  stats.kernels_unannounced = stream_matcher.unannounced() + graph_kernels;
+  stats.expect_unresolved = expect_unresolved.load(std::memory_order_relaxed);
+}
+
+bool Recorder::Impl::resolve_stream(void* context, void* stream, bool per_thread,
+                                    StreamKey* out) const {
+  if (!lib->GetStreamIdEx || !lib->GetContextId) {
+    log::once(log::Level::warn, "cupti.no_stream_id",
+              "cupti: this libcupti has no cuptiGetStreamIdEx/cuptiGetContextId; kernels are "
+              "matched by correlation only");
+    return false;
+  }
+  auto* ctx = static_cast<CUcontext>(context);
+  uint32_t context_id = 0, stream_id = 0;
+  CUptiResult r = lib->GetContextId(ctx, &context_id);
+  if (r == CUPTI_SUCCESS)
+    r = lib->GetStreamIdEx(ctx, static_cast<CUstream>(stream), per_thread ? 1 : 0, &stream_id);
+  if (r != CUPTI_SUCCESS) {
+    log::once(log::Level::warn, "cupti.stream_id",
+              fmt::format("cupti: cannot resolve a stream's CUPTI id ({}); its kernels are matched "
+                          "by correlation only",
+                          lib->error_name(r)));
+    return false;
+  }
+  *out = {context_id, stream_id};
+  return true;
+}
+
+bool Recorder::Impl::stream_of(const KernelLaunch& launch, StreamKey* out) {
+  if (launch.context == nullptr) {
+    log::once(log::Level::warn, "cupti.expect_no_context",
+              "cupti: expect_kernel without a context; that launch is matched by correlation only");
+    return false;
+  }
+  return stream_ids.lookup(launch.context, launch.stream, launch.per_thread_default, out);
 }
 
 void Recorder::Impl::deliver(const std::vector<Completed>& done) {
@@ -256,6 +381,61 @@ void Recorder::end_op() {
               "cupti: cuptiActivityPopExternalCorrelationId failed (end_op without begin_op?)");
 }
 
+namespace {
+
+KernelShape shape_of(const KernelLaunch& launch) {
+  KernelShape shape;
+  shape.name_hash = kernel_name_hash(launch.name);
+  for (int i = 0; i < 3; ++i) {
+    shape.grid[i] = launch.grid[i];
+    shape.block[i] = launch.block[i];
+  }
+  return shape;
+}
+
+}  // namespace
+
+bool Recorder::expect_kernel(const KernelLaunch& launch, uint64_t tag) {
+  try {
+    StreamKey stream;
+    if (!impl_->stream_of(launch, &stream)) {
+      impl_->expect_unresolved.fetch_add(1, std::memory_order_relaxed);
+      return false;
+    }
+    impl_->stage({false, stream, shape_of(launch), tag});
+    return true;
+  } catch (...) {
+    log::once(log::Level::error, "cupti.expect", "cupti: expect_kernel failed");
+    return false;
+  }
+}
+
+void Recorder::cancel_kernel(const KernelLaunch& launch, uint64_t tag) {
+  try {
+    StreamKey stream;
+    if (!impl_->stream_of(launch, &stream)) return;
+    impl_->stage({true, stream, KernelShape{}, tag});
+  } catch (...) {
+    log::once(log::Level::error, "cupti.cancel", "cupti: cancel_kernel failed");
+  }
+}
+
+void Recorder::forget_stream(void* context, void* stream) {
+  try {
+    impl_->stream_ids.forget_stream(context, stream);
+  } catch (...) {
+    log::once(log::Level::error, "cupti.forget", "cupti: forget_stream failed");
+  }
+}
+
+void Recorder::forget_context(void* context) {
+  try {
+    impl_->stream_ids.forget_context(context);
+  } catch (...) {
+    log::once(log::Level::error, "cupti.forget", "cupti: forget_context failed");
+  }
+}
+
 void Recorder::set_sink(std::function<void(const Completed&)> sink) {
   auto s = std::make_shared<const std::function<void(const Completed&)>>(std::move(sink));
   std::lock_guard lock(impl_->sink_mutex);
@@ -271,6 +451,12 @@ void Recorder::flush() {
 
 RecorderStats Recorder::stats() const {
   std::lock_guard lock(impl_->match_mutex);
+  try {
+    impl_->drain_staged();  // so that what was announced counts as expected/pending now
+  } catch (...) {
+    log::once(log::Level::error, "cupti.drain", "cupti: failed to queue announced launches");
+  }
+  impl_->update_stats();
   return impl_->stats;
 }
 

@@ -70,6 +70,7 @@ struct PendingSend {
   const unsigned char* data;
   uint64_t size;
   Request* req;  // alive while queued: the registry owns it until it completes or the comm closes
+  bool direct;   // the receiver copies it from `data` itself: nothing goes through the ring
 };
 
 struct SendComm : Object {

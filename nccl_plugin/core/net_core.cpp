@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 #include "common/log.h"
 #include "simcore/cluster_config.h"
@@ -47,6 +48,10 @@ ncclResult_t Core::init() {
     }
     ring_bytes_ = x;
   }
+  // VGPU_NCCL_DIRECT=0: ranks in one process also go through the ring (tests of the ring path,
+  // or to rule the direct copy out when chasing a problem).
+  const char* direct = std::getenv("VGPU_NCCL_DIRECT");
+  direct_ = direct == nullptr || std::strcmp(direct, "0") != 0;
   nic_names_.clear();
   for (int i = 0; i < cluster_->nic.per_node; ++i) nic_names_.push_back(fmt::format("vgpu-nic{}", i));
   vtime_ = std::make_unique<VirtualTime>(*cluster_);
@@ -200,9 +205,11 @@ void Core::finish_request_vtime(Request& r) {
     c.start = r.v_start;
     c.finish = r.v_finish;
   }
-  // Where the flow lives in our engine, ask again: later submissions may have moved it.
+  // Where the flow lives in this process's engine, ask again: later submissions may have moved
+  // it. Not through the daemon: the receiver's answer is as good as a second round trip.
   double s = 0, f = 0;
-  if (r.flow_id != 0 && r.n == 1 && r.peer_same_engine && vtime_->query(r.flow_id, &s, &f)) {
+  if (r.flow_id != 0 && r.n == 1 && r.peer_same_engine && vtime_->cheap_queries() &&
+      vtime_->query(r.flow_id, &s, &f)) {
     c.start = s;
     c.finish = f;
   }
@@ -255,7 +262,11 @@ ncclResult_t Core::close_send(void* send_comm) {
   auto& c = *obj;
   std::lock_guard lock(c.mu);
   c.closed = true;
-  c.conn->header.sender_closed.store(1, std::memory_order_release);
+  ConnHeader& h = c.conn->header;
+  h.sender_closed.store(1, std::memory_order_seq_cst);
+  // A receiver of this process may be copying out of one of our buffers (direct messages): let
+  // it finish (one bounded memcpy) before NCCL may free them. It starts no copy after this.
+  while (h.direct_reader.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
   for (auto& m : c.queue) registry_.remove(m.req);
   c.queue.clear();
   c.seg.unlink();  // no-op once the receiver accepted (it unlinked the name)

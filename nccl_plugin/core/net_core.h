@@ -76,6 +76,7 @@ class Core {
   ncclResult_t check_region(void* mhandle, const void* data, size_t size, const char* call);
   ncclResult_t progress_send(SendComm& c);
   ncclResult_t progress_recv(RecvComm& c);
+  ncclResult_t copy_direct(RecvComm& c, const MessageDesc& d);
   ncclResult_t fail(ConnHeader& h, ncclResult_t code);
   void finish_request_vtime(Request& r);
 
@@ -84,6 +85,7 @@ class Core {
   std::vector<std::string> nic_names_;
   std::unique_ptr<VirtualTime> vtime_;
   uint64_t ring_bytes_ = 1u << 20;
+  bool direct_ = true;  // ranks in one process: the receiver copies from the sender's buffer
   std::atomic<bool> cuda_pointers_{false};
   std::atomic<bool> ready_{false};
   Registry registry_;

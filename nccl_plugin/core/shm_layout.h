@@ -7,7 +7,9 @@
 //
 // Connection segment (created by connect(), one per sender->receiver connection): a ring of
 // message descriptors (sender -> receiver; the receiver writes each one's outcome back) and a
-// byte ring that carries the payloads in message order (host staging).
+// byte ring that carries the payloads in message order (host staging). When both ends are in
+// one process (ranks as threads, or one process driving several GPUs), a descriptor instead
+// names the sender's buffer and the receiver copies from it directly: one copy instead of two.
 #pragma once
 
 #include <atomic>
@@ -19,7 +21,7 @@ namespace vgpu::nccl {
 inline constexpr uint32_t kListenMagic = 0x4c4e4756;  // "VGNL"
 inline constexpr uint32_t kConnMagic = 0x434e4756;    // "VGNC"
 inline constexpr uint32_t kHandleMagic = 0x484e4756;  // "VGNH"
-inline constexpr uint32_t kLayoutVersion = 1;
+inline constexpr uint32_t kLayoutVersion = 2;
 
 inline constexpr int kListenSlots = 64;      // connects one listener accepts
 inline constexpr int kSegmentNameMax = 96;   // bytes, NUL included
@@ -63,7 +65,8 @@ enum DescState : uint32_t { kDescPending = 0, kDescDone = 1 };
 struct MessageDesc {
   uint64_t size;
   int32_t tag;
-  int32_t pad;
+  uint32_t direct;                    // 1: the payload is at src_addr in the sender (same process)
+  uint64_t src_addr;                  // the sender's buffer (only meaningful when direct)
   double not_before;                  // sender's virtual clock at isend
   // Written by the receiver before `state` turns kDescDone:
   uint64_t flow_id;
@@ -86,6 +89,9 @@ struct alignas(64) ConnHeader {
   std::atomic<uint32_t> sender_closed;
   std::atomic<uint32_t> receiver_closed;
   std::atomic<int32_t> error;         // an ncclResult_t that poisons the connection both ways
+  // 1 while the receiver copies out of the sender's buffer (direct messages): closeSend waits for
+  // 0 after setting sender_closed, so the buffer is never read after NCCL may have freed it.
+  std::atomic<uint32_t> direct_reader;
   alignas(64) std::atomic<uint64_t> posted;     // descriptors published by the sender
   alignas(64) std::atomic<uint64_t> completed;  // messages fully received
   alignas(64) std::atomic<uint64_t> head;       // payload bytes written into the ring

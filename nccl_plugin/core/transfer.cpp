@@ -13,6 +13,11 @@ namespace vgpu::nccl {
 namespace {
 
 constexpr size_t kMaxPostedRecvs = 1024;
+// Both ends publish their ring position after every slice they copy, so the peer starts on the
+// first bytes of a large copy while the rest is still being copied (sender and receiver
+// pipeline instead of taking turns).
+constexpr uint64_t kPublishSlice = 64 * 1024;
+constexpr uint64_t kDirectPerCall = 16ull << 20;
 
 void ring_write(ConnSegment* conn, uint64_t pos, const unsigned char* src, uint64_t n) {
   uint64_t cap = conn->header.ring_bytes;
@@ -67,19 +72,25 @@ ncclResult_t Core::isend(void* send_comm, void* data, size_t size, int tag, void
   r->sizes[0] = size;
   r->tags[0] = tag;
   r->gpu = c->gpu;
-  r->not_before = VirtualTime::now(c->gpu);
+  r->not_before = vtime_->now(c->gpu);
   Request* raw = r.get();
 
+  // Both ends in this process: the receiver copies straight from `data` (NCCL keeps it valid
+  // until test() reports the send done, which only the receiver's copy allows).
+  const bool direct = direct_ && size > 0 &&
+                      h.receiver_pid.load(std::memory_order_acquire) == h.sender_pid;
   MessageDesc& d = c->conn->desc[c->posted % kDescriptors];
   d.size = size;
   d.tag = tag;
+  d.direct = direct ? 1 : 0;
+  d.src_addr = reinterpret_cast<uintptr_t>(data);
   d.not_before = r->not_before;
   d.flow_id = 0;
   d.v_start = 0;
   d.v_finish = 0;
   d.received = 0;
   d.state.store(kDescPending, std::memory_order_relaxed);
-  c->queue.push_back(PendingSend{static_cast<const unsigned char*>(data), size, raw});
+  c->queue.push_back(PendingSend{static_cast<const unsigned char*>(data), size, raw, direct});
   c->posted++;
   h.posted.store(c->posted, std::memory_order_release);
   *request = registry_.add(std::move(r));
@@ -97,12 +108,18 @@ ncclResult_t Core::progress_send(SendComm& c) {
   // Stream payloads into the ring, in message order, as far as the receiver has made room.
   while (c.copy_msg < c.posted) {
     PendingSend& m = c.queue[c.copy_msg - c.retired];
+    if (m.direct) {  // the receiver takes it from the sender's buffer
+      c.copy_msg++;
+      continue;
+    }
     uint64_t space = h.ring_bytes - (c.head - h.tail.load(std::memory_order_acquire));
     uint64_t n = std::min(m.size - c.copy_off, space);
-    if (n > 0) {
-      ring_write(c.conn, c.head, m.data + c.copy_off, n);
-      c.head += n;
-      c.copy_off += n;
+    while (n > 0) {
+      uint64_t k = std::min(n, kPublishSlice);
+      ring_write(c.conn, c.head, m.data + c.copy_off, k);
+      c.head += k;
+      c.copy_off += k;
+      n -= k;
       h.head.store(c.head, std::memory_order_release);
       moved = true;
     }
@@ -183,10 +200,31 @@ ncclResult_t Core::irecv(void* recv_comm, int n, void** data, const size_t* size
   r->gpu = c->gpu;
   r->peer_gpu = h.src_gpu;
   r->peer_same_engine = true;  // the receiver reports the flows to its own engine
-  r->not_before = VirtualTime::now(c->gpu);
+  r->not_before = vtime_->now(c->gpu);
   c->posted.push_back(r.get());
   *request = registry_.add(std::move(r));
   (void)progress_recv(*c);  // a failure is recorded on the requests: test() reports it
+  return ncclSuccess;
+}
+
+// A direct message (both ends in this process): copy from the sender's buffer, at most
+// kDirectPerCall bytes per call so that one huge message does not stall NCCL's proxy thread.
+// The sender's closeSend waits while direct_reader is set, and this never starts a copy once
+// it saw sender_closed: the buffer cannot be freed under the copy.
+ncclResult_t Core::copy_direct(RecvComm& c, const MessageDesc& d) {
+  ConnHeader& h = c.conn->header;
+  const auto* src = reinterpret_cast<const unsigned char*>(static_cast<uintptr_t>(d.src_addr));
+  auto* dst = static_cast<unsigned char*>(c.cur->data[c.cur_entry]);
+  uint64_t n = std::min(d.size - c.cur_off, kDirectPerCall);
+  h.direct_reader.store(1, std::memory_order_seq_cst);
+  if (h.sender_closed.load(std::memory_order_seq_cst) != 0) {
+    h.direct_reader.store(0, std::memory_order_release);
+    vgpu::log::warn("nccl: the sender closed the connection with a message in flight");
+    return ncclSystemError;
+  }
+  std::memcpy(dst + c.cur_off, src + c.cur_off, n);
+  h.direct_reader.store(0, std::memory_order_release);
+  c.cur_off += n;
   return ncclSuccess;
 }
 
@@ -230,12 +268,19 @@ ncclResult_t Core::progress_recv(RecvComm& c) {
       c.cur_off = 0;
       c.cur_flow = vtime_->add_flow(h.src_gpu, c.gpu, d.size, std::max(d.not_before, r->not_before));
     }
-    uint64_t avail = h.head.load(std::memory_order_acquire) - c.tail;
+    if (d.direct != 0) {
+      if (ncclResult_t rc = copy_direct(c, d); rc != ncclSuccess) return poison(rc);
+      moved = true;
+      if (c.cur_off < d.size) break;  // a very large message: the rest on the next call
+    }
+    uint64_t avail = d.direct != 0 ? 0 : h.head.load(std::memory_order_acquire) - c.tail;
     uint64_t n = std::min(avail, d.size - c.cur_off);
-    if (n > 0) {
-      ring_read(c.conn, c.tail, static_cast<unsigned char*>(c.cur->data[c.cur_entry]) + c.cur_off, n);
-      c.tail += n;
-      c.cur_off += n;
+    while (n > 0) {
+      uint64_t k = std::min(n, kPublishSlice);
+      ring_read(c.conn, c.tail, static_cast<unsigned char*>(c.cur->data[c.cur_entry]) + c.cur_off, k);
+      c.tail += k;
+      c.cur_off += k;
+      n -= k;
       h.tail.store(c.tail, std::memory_order_release);
       moved = true;
     }
@@ -268,8 +313,11 @@ ncclResult_t Core::progress_recv(RecvComm& c) {
     }
   }
   if (moved || c.posted.empty()) return ncclSuccess;
+  // A closed sender publishes nothing more: once its last bytes are taken, what is still
+  // pending (no message, or the rest of one) never comes.
   if (h.sender_closed.load(std::memory_order_acquire) != 0 &&
-      c.next >= h.posted.load(std::memory_order_acquire)) {
+      (c.next >= h.posted.load(std::memory_order_acquire) ||
+       h.head.load(std::memory_order_acquire) == c.tail)) {
     vgpu::log::warn("nccl: the sender closed the connection with {} receive(s) pending",
                     c.posted.size());
     return poison(ncclSystemError);

@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdlib>
@@ -32,15 +33,32 @@ bool env_int(const char* name, long* out) {
 
 }  // namespace
 
-std::unique_ptr<simcore::Engine> open_engine(const simcore::ClusterSpec& cluster, int rank,
-                                             std::string* error) {
+EngineMode engine_mode_from_env() {
   const char* mode = std::getenv("VGPU_SIMCORE");
-  if (mode != nullptr && std::strcmp(mode, "daemon") == 0) {
-    simcore::RemoteOptions options;
-    options.rank = rank;
-    return simcore::connect_engine(options, error);
+  if (mode != nullptr && std::strcmp(mode, "daemon") == 0) return EngineMode::daemon;
+  if (mode != nullptr && std::strcmp(mode, "off") == 0) return EngineMode::off;
+  return EngineMode::local;
+}
+
+std::unique_ptr<simcore::Engine> open_engine(EngineMode mode, const simcore::ClusterSpec& cluster,
+                                             int rank, std::string* error) {
+  switch (mode) {
+    case EngineMode::off:
+      *error = "VGPU_SIMCORE=off";
+      return nullptr;
+    case EngineMode::daemon: {
+      simcore::RemoteOptions options;
+      options.rank = rank;
+      return simcore::connect_engine(options, error);
+    }
+    case EngineMode::local:
+      break;
   }
-  return simcore::make_engine(cluster);
+  // Nobody reads this engine's timeline (the plugin has no timeline output of its own): keep
+  // no per-event record of it, so memory does not grow with every transfer.
+  simcore::EngineOptions options;
+  options.record_timeline = false;
+  return simcore::make_engine(cluster, options);
 }
 
 int VirtualTime::rank_gpu(std::string* error) const {
@@ -96,32 +114,42 @@ int VirtualTime::rank_gpu(std::string* error) const {
   return static_cast<int>(gpu);
 }
 
-double VirtualTime::now(int gpu) {
+VirtualTime::VirtualTime(const simcore::ClusterSpec& cluster)
+    : cluster_(cluster), mode_(engine_mode_from_env()), gpus_(std::max(0, cluster.total_gpus())) {
+  latest_ = std::make_unique<std::atomic<double>[]>(static_cast<size_t>(gpus_));
+  for (int i = 0; i < gpus_; ++i) latest_[i].store(-1, std::memory_order_relaxed);
+}
+
+double VirtualTime::now(int gpu) const {
   vgpu_nccl_clock_fn fn = g_clock.load(std::memory_order_acquire);
-  if (fn == nullptr) return 0;
-  double t = fn(gpu);
-  return std::isfinite(t) && t > 0 ? t : 0;
+  if (fn != nullptr) {
+    double t = fn(gpu);
+    return std::isfinite(t) && t > 0 ? t : 0;
+  }
+  if (gpu < 0 || gpu >= gpus_) return 0;
+  return std::max(0.0, latest_[gpu].load(std::memory_order_acquire));
 }
 
 simcore::Engine* VirtualTime::engine() {
+  if (simcore::Engine* e = engine_ptr_.load(std::memory_order_acquire)) return e;
   std::lock_guard lock(engine_mu_);
   if (!engine_tried_) {
     engine_tried_ = true;
     std::string error;
     std::string rank_error;
     int rank = rank_gpu(&rank_error);
-    engine_ = open_engine(cluster_, rank, &error);
-    const char* mode = std::getenv("VGPU_SIMCORE");
-    daemon_ = engine_ != nullptr && mode != nullptr && std::strcmp(mode, "daemon") == 0;
-    if (engine_ == nullptr) {
+    engine_ = open_engine(mode_, cluster_, rank, &error);
+    if (engine_ != nullptr) {
+      engine_ptr_.store(engine_.get(), std::memory_order_release);
+    } else if (mode_ == EngineMode::off) {
+      vgpu::log::info("nccl plugin: VGPU_SIMCORE=off: transfers carry no virtual time");
+    } else {
       vgpu::log::always(fmt::format("vgpu nccl plugin: no simulation engine ({}); transfers move "
                                     "but carry no virtual time", error));
     }
   }
   return engine_.get();
 }
-
-bool VirtualTime::shared_engine() const { return daemon_; }
 
 uint64_t VirtualTime::add_flow(int src_gpu, int dst_gpu, uint64_t bytes, double not_before) {
   simcore::Engine* e = engine();
@@ -131,7 +159,8 @@ uint64_t VirtualTime::add_flow(int src_gpu, int dst_gpu, uint64_t bytes, double 
   f.dst_gpu = dst_gpu;
   f.bytes = bytes;
   f.not_before = not_before;
-  f.label = fmt::format("nccl {}->{} {}B", src_gpu, dst_gpu, bytes);
+  // Only the daemon's timeline shows labels (VGPU_TIMELINE); the local engine keeps none.
+  if (mode_ == EngineMode::daemon) f.label = fmt::format("nccl {}->{} {}B", src_gpu, dst_gpu, bytes);
   simcore::EventId id = e->add_flow(f);
   if (id == simcore::kNoEvent) {
     vgpu::log::once(vgpu::log::Level::warn, "nccl-flow-rejected",
@@ -157,9 +186,11 @@ void VirtualTime::record(vgpu_nccl_completion c) {
     c.seq = next_seq_++;
     log_.push_back(c);
     if (log_.size() > kLogCapacity) log_.pop_front();
-    if (std::isfinite(c.finish)) {
-      auto [it, inserted] = latest_.emplace(c.gpu, c.finish);
-      if (!inserted && it->second < c.finish) it->second = c.finish;
+  }
+  if (std::isfinite(c.finish) && c.gpu >= 0 && c.gpu < gpus_) {
+    std::atomic<double>& l = latest_[c.gpu];
+    double cur = l.load(std::memory_order_relaxed);
+    while (cur < c.finish && !l.compare_exchange_weak(cur, c.finish, std::memory_order_acq_rel)) {
     }
   }
   t_last = c;
@@ -167,10 +198,10 @@ void VirtualTime::record(vgpu_nccl_completion c) {
 }
 
 bool VirtualTime::latest(int gpu, double* finish) {
-  std::lock_guard lock(log_mu_);
-  auto it = latest_.find(gpu);
-  if (it == latest_.end()) return false;
-  *finish = it->second;
+  if (gpu < 0 || gpu >= gpus_) return false;
+  double t = latest_[gpu].load(std::memory_order_acquire);
+  if (t < 0) return false;
+  *finish = t;
   return true;
 }
 

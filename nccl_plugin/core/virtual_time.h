@@ -4,9 +4,9 @@
 // transfers simply carry no virtual time.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -17,11 +17,16 @@
 
 namespace vgpu::nccl {
 
-// The one place that decides where simcore runs: VGPU_SIMCORE=daemon -> the job's vgpud
-// (ranks as processes), anything else -> an engine inside this process. nullptr with *error set
-// when the daemon cannot be reached.
-std::unique_ptr<simcore::Engine> open_engine(const simcore::ClusterSpec& cluster, int rank,
-                                             std::string* error);
+// Where simcore runs, decided once from VGPU_SIMCORE: "daemon" -> the job's vgpud (ranks as
+// processes; every call is a socket round trip), "off" -> nowhere (the bytes move without
+// virtual time, e.g. to measure the data path alone), anything else -> inside this process.
+enum class EngineMode { local, daemon, off };
+EngineMode engine_mode_from_env();
+
+// Opens the engine of `mode`; nullptr with *error set when the daemon cannot be reached or the
+// engine is off.
+std::unique_ptr<simcore::Engine> open_engine(EngineMode mode, const simcore::ClusterSpec& cluster,
+                                             int rank, std::string* error);
 
 // Process-wide settings behind vtime_api.h.
 void set_clock_hook(vgpu_nccl_clock_fn fn);
@@ -29,13 +34,20 @@ void set_thread_gpu(int gpu);
 
 class VirtualTime {
  public:
-  explicit VirtualTime(const simcore::ClusterSpec& cluster) : cluster_(cluster) {}
+  explicit VirtualTime(const simcore::ClusterSpec& cluster);
 
   // The calling thread's rank GPU; -1 with *error saying what to change when it is not in the
   // cluster.
   int rank_gpu(std::string* error) const;
-  static double now(int gpu);           // the installed clock, else 0
-  bool shared_engine() const;           // one engine for every process of the job (daemon)
+  // The GPU's virtual "now", the earliest start of a transfer it takes part in: the installed
+  // clock; without one, the latest virtual finish among the GPU's requests completed in this
+  // process (a rank cannot issue work that waits on a transfer before that transfer ended), so
+  // that virtual time advances instead of piling every transfer up at 0.
+  double now(int gpu) const;
+  EngineMode mode() const { return mode_; }
+  bool shared_engine() const { return mode_ == EngineMode::daemon; }  // one for every process
+  // Queries are calls into this process (no round trip): worth repeating for a fresher answer.
+  bool cheap_queries() const { return mode_ == EngineMode::local; }
 
   // Reports a transfer; 0 when virtual time is off.
   uint64_t add_flow(int src_gpu, int dst_gpu, uint64_t bytes, double not_before);
@@ -50,15 +62,19 @@ class VirtualTime {
   simcore::Engine* engine();
 
   const simcore::ClusterSpec& cluster_;
-  std::mutex engine_mu_;
+  const EngineMode mode_;
+  std::mutex engine_mu_;  // guards the first open only
   bool engine_tried_ = false;
   std::unique_ptr<simcore::Engine> engine_;
-  bool daemon_ = false;
+  std::atomic<simcore::Engine*> engine_ptr_{nullptr};  // set once opened: the lock-free path
 
   std::mutex log_mu_;
   uint64_t next_seq_ = 1;
   std::deque<vgpu_nccl_completion> log_;
-  std::map<int, double> latest_;
+  // Per global GPU: the latest finish of a completed request, -1 while none (read lock-free on
+  // every isend/irecv).
+  std::unique_ptr<std::atomic<double>[]> latest_;
+  int gpus_ = 0;
 };
 
 }  // namespace vgpu::nccl

@@ -28,6 +28,61 @@ TEST(ActivityRecord, ConcurrentKernelIsATimedKernelOp) {
   EXPECT_EQ(parse_record(as_activity(&k), CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0).kind, OpKind::kernel);
 }
 
+TEST(ActivityRecord, AKernelRecordSaysWhereItRanAndWhatItWas) {
+  CUpti_ActivityKernel10 k;
+  std::memset(&k, 0, sizeof k);
+  k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+  k.start = 10;
+  k.end = 20;
+  k.correlationId = 5;
+  k.contextId = 3;
+  k.streamId = 13;
+  k.name = "_Z4spinx";
+  k.gridX = 4;
+  k.gridY = 2;
+  k.gridZ = 1;
+  k.blockX = 128;
+  k.blockY = 1;
+  k.blockZ = 1;
+  ParsedRecord p = parse_record(as_activity(&k), CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0);
+  EXPECT_EQ(p.stream.context_id, 3u);
+  EXPECT_EQ(p.stream.stream_id, 13u);
+  EXPECT_EQ(p.shape.name_hash, kernel_name_hash("_Z4spinx"));
+  EXPECT_EQ(p.shape.grid[0], 4u);
+  EXPECT_EQ(p.shape.grid[1], 2u);
+  EXPECT_EQ(p.shape.block[0], 128u);
+  EXPECT_FALSE(p.graph_node);
+
+  KernelShape launched;
+  launched.name_hash = kernel_name_hash("_Z4spinx");
+  launched.grid[0] = 4;
+  launched.grid[1] = 2;
+  launched.block[0] = 128;
+  EXPECT_TRUE(launched.matches(p.shape));
+
+  k.graphNodeId = 77;  // launched by a graph
+  EXPECT_TRUE(parse_record(as_activity(&k), CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0).graph_node);
+  k.graphNodeId = 0;
+  k.name = nullptr;  // no name: matches any announced name
+  EXPECT_EQ(parse_record(as_activity(&k), CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0).shape.name_hash, 0u);
+}
+
+TEST(ActivityRecord, CopiesAndMemsetsSayTheirStream) {
+  CUpti_ActivityMemcpy6 c;
+  std::memset(&c, 0, sizeof c);
+  c.kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+  c.contextId = 2;
+  c.streamId = 21;
+  ParsedRecord p = parse_record(as_activity(&c), CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0);
+  EXPECT_EQ(p.stream.stream_id, 21u);
+  EXPECT_EQ(p.stream.context_id, 2u);
+  CUpti_ActivityMemset4 s;
+  std::memset(&s, 0, sizeof s);
+  s.kind = CUPTI_ACTIVITY_KIND_MEMSET;
+  s.streamId = 22;
+  EXPECT_EQ(parse_record(as_activity(&s), CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0).stream.stream_id, 22u);
+}
+
 TEST(ActivityRecord, MemcpyMemsetAndPeerCopy) {
   CUpti_ActivityMemcpy6 c;
   std::memset(&c, 0, sizeof c);

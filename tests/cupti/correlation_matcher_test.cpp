@@ -105,6 +105,44 @@ TEST(CorrelationMatcher, MatchedIdsDoNotGrowTheWaitingList) {
   EXPECT_EQ(out.size(), 1001u);
 }
 
+TEST(CorrelationMatcher, TheOpsStreamIsPassedOn) {
+  CorrelationMatcher m;
+  std::vector<Completed> out;
+  m.on_op(1, OpKind::memcpy, 1, 2, out, 21);
+  m.on_tag(1, 5, out);
+  m.on_tag(2, 6, out);
+  m.on_op(2, OpKind::kernel, 3, 4, out, 22);
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].stream_id, 21u);
+  EXPECT_EQ(out[1].stream_id, 22u);
+}
+
+TEST(CorrelationMatcher, ClaimedOpsCountTheirTagAsADuplicate) {
+  // A kernel delivered by stream order whose driver call was also tagged: the tag record may
+  // come before or after; either way nothing more is delivered and it is counted once.
+  CorrelationMatcher m(4);
+  std::vector<Completed> out;
+  m.on_tag(1, 10, out);
+  m.claim(1);
+  m.claim(1);  // a second op of the same call: still one duplicate
+  EXPECT_EQ(m.duplicates(), 1u);
+  m.claim(2);
+  EXPECT_EQ(m.duplicates(), 1u);
+  m.on_tag(2, 20, out);
+  m.on_tag(2, 20, out);
+  EXPECT_EQ(m.duplicates(), 2u);
+  m.claim(3);  // never tagged (a runtime launch): no duplicate
+  EXPECT_TRUE(out.empty());
+  EXPECT_EQ(m.pending_ops(), 0u);
+  EXPECT_EQ(m.duplicates(), 2u);
+  // Claims are bounded by the window too.
+  for (uint32_t c = 100; c < 200; ++c) m.claim(c);
+  m.on_tag(100, 1, out);
+  EXPECT_EQ(m.duplicates(), 2u);
+  m.on_tag(199, 1, out);
+  EXPECT_EQ(m.duplicates(), 3u);
+}
+
 TEST(CorrelationMatcher, EveryInterleavingOfManyCallsMatchesEachOpOnce) {
   // Calls c = 1..N, each with one tag record and 1..3 op records, shuffled (as if spread over
   // buffers in any order), plus untagged ops. Each tagged op comes out exactly once, with its tag.

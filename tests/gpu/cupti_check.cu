@@ -6,10 +6,22 @@
 // Three recorders in turn in one process: started before CUDA initializes (as vgpu starts it);
 // then on the live context with driver API records off (reported only: CUPTI then writes no tag
 // records, which is why they are on by default); then again with the defaults.
-// Exit status: 0 all ops present and within 5% + 5 us; 1 a mismatch or missing op; 3 no CUPTI.
+//
+// Then a fourth recorder for kernels the CUDA runtime launches (<<<>>>), matched by stream order
+// through Recorder::expect_kernel, each launch announced as the passthrough backend announces it
+// (context, stream handle as the driver sees it, cuFuncGetName's name, grid, block): several
+// streams, the legacy and per-thread default streams, a second host thread, unannounced kernels in
+// between. Every announced kernel must come back exactly once, with its own duration (spins of
+// 20/60/200/600 us alternate on each stream, so a kernel matched to a neighbour's launch shows),
+// and every stream with one CUPTI stream id. Also judged: driver-API launches both announced and
+// bracketed come back once each. Reported only: runtime launches bracketed by begin_op/end_op
+// alone (the tag join), and the runtime launches again announced without names.
+//
+// Exit status: 0 all judged checks pass; 1 a mismatch or missing op; 3 no CUPTI.
 #include <cuda.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -17,12 +29,15 @@
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cupti_profiler/recorder.h"
 
 using vgpu::cupti::Completed;
+using vgpu::cupti::KernelLaunch;
 using vgpu::cupti::OpKind;
 using vgpu::cupti::Recorder;
 using vgpu::cupti::RecorderOptions;
@@ -32,6 +47,16 @@ __global__ void spin(long long cycles) {
   while (clock64() - t0 < cycles) {
   }
 }
+
+// The same spin under another name, launched with a bigger grid.
+__global__ void spin_grid(long long cycles) {
+  long long t0 = clock64();
+  while (clock64() - t0 < cycles) {
+  }
+}
+
+// Launched unannounced between announced kernels: must be skipped.
+__global__ void touch(int* p) { p[threadIdx.x] += 1; }
 
 #define CHECK_CU(call)                                                          \
   do {                                                                          \
@@ -62,6 +87,7 @@ struct Seen {  // all CUPTI ops of one tag
   OpKind kind = OpKind::kernel;
   uint64_t start = UINT64_MAX, end = 0;
   int untimed = 0;
+  uint32_t stream_id = 0;
 };
 
 struct Collector {
@@ -72,6 +98,7 @@ struct Collector {
     Seen& s = by_tag[c.tag];
     ++s.count;
     s.kind = c.kind;
+    s.stream_id = c.stream_id;
     if (c.start_ns == 0 && c.end_ns == 0) {
       ++s.untimed;
       return;
@@ -219,6 +246,294 @@ int run_phase(const char* phase, bool checked, Recorder& rec, Gpu& g, uint64_t t
   return checked ? failures : 0;
 }
 
+// ---- phase 4: runtime launches matched by stream order (expect_kernel) ----------------------
+
+// Where a runtime launch goes, and how the passthrough backend would see that stream.
+struct Place {
+  std::string name;
+  cudaStream_t launch;      // what the program passes to <<<>>>
+  void* announce;           // the CUstream the driver entry point receives
+  bool per_thread_default;  // a _ptsz entry point
+  int thread;               // 0 main, 1 the second host thread
+  int same_as;              // index of the place naming the same stream, or -1
+};
+
+struct Announced {
+  uint64_t tag;
+  int place;
+  double expected_us;
+};
+
+const double kSpinsUs[] = {20, 60, 200, 600};
+
+std::string function_name(const void* symbol) {
+  cudaFunction_t f = nullptr;
+  CHECK_RT(cudaGetFuncBySymbol(&f, symbol));
+  const char* name = nullptr;
+  CHECK_CU(cuFuncGetName(&name, reinterpret_cast<CUfunction>(f)));
+  return name ? name : "";
+}
+
+// Launches `rounds` kernels on each place of `thread`, every one announced (with or without
+// names), plus unannounced ones in between. Appends what it announced.
+void launch_places(Recorder& rec, Gpu& g, const std::vector<Place>& places, int thread, int rounds,
+                   bool with_names, uint64_t* next_tag, std::mutex& tag_mutex,
+                   std::vector<Announced>& out, int* touch_buffer) {
+  CHECK_RT(cudaSetDevice(0));
+  CUcontext ctx = nullptr;
+  CHECK_CU(cuCtxGetCurrent(&ctx));
+  const std::string spin_name = with_names ? function_name(reinterpret_cast<const void*>(&spin)) : "";
+  const std::string grid_name =
+      with_names ? function_name(reinterpret_cast<const void*>(&spin_grid)) : "";
+  for (int r = 0; r < rounds; ++r) {
+    for (size_t p = 0; p < places.size(); ++p) {
+      const Place& pl = places[p];
+      if (pl.thread != thread) continue;
+      const double us = kSpinsUs[(r + p) % 4];
+      long long cycles = static_cast<long long>(us * g.cycles_per_ms / 1000.0);
+      const bool big = (r % 2) == 1;
+      KernelLaunch k;
+      k.context = ctx;
+      k.stream = pl.announce;
+      k.per_thread_default = pl.per_thread_default;
+      k.name = big ? grid_name : spin_name;
+      if (big) {
+        k.grid[0] = 4;
+        k.grid[1] = 2;
+        k.block[0] = 64;
+      }
+      uint64_t tag;
+      {
+        std::lock_guard<std::mutex> lock(tag_mutex);
+        tag = (*next_tag)++;
+      }
+      if (!rec.expect_kernel(k, tag)) {
+        std::printf("expect_kernel refused place '%s' (stream id unresolved)\n", pl.name.c_str());
+      } else {
+        std::lock_guard<std::mutex> lock(tag_mutex);
+        out.push_back({tag, static_cast<int>(p), us});
+      }
+      if (big) {
+        spin_grid<<<dim3(4, 2, 1), dim3(64, 1, 1), 0, pl.launch>>>(cycles);
+      } else {
+        spin<<<1, 1, 0, pl.launch>>>(cycles);
+      }
+      CHECK_RT(cudaGetLastError());
+      if (r % 3 == 0) touch<<<1, 32, 0, pl.launch>>>(touch_buffer);
+    }
+  }
+}
+
+// Runtime launches on every place (two host threads), announced; returns the failures.
+int run_runtime_phase(const char* phase, bool judged, bool with_names, Recorder& rec, Gpu& g,
+                      const std::vector<Place>& places, uint64_t tag_base, int* touch_buffer) {
+  Collector col;
+  rec.set_sink([&col](const Completed& c) { col.add(c); });
+  const vgpu::cupti::RecorderStats before = rec.stats();
+  constexpr int kRounds = 24;
+  std::mutex tag_mutex;
+  uint64_t next_tag = tag_base;
+  std::vector<Announced> announced;
+  std::thread second([&] {
+    launch_places(rec, g, places, 1, kRounds, with_names, &next_tag, tag_mutex, announced, touch_buffer);
+    CHECK_RT(cudaStreamSynchronize(cudaStreamPerThread));
+  });
+  launch_places(rec, g, places, 0, kRounds, with_names, &next_tag, tag_mutex, announced, touch_buffer);
+  second.join();
+  CHECK_RT(cudaDeviceSynchronize());
+  rec.flush();
+  rec.set_sink(nullptr);
+  const vgpu::cupti::RecorderStats st = rec.stats();
+
+  int failures = 0;
+  struct PerPlace {
+    int announced = 0, delivered = 0, twice = 0, implausible = 0;
+    std::set<uint32_t> stream_ids;
+    double min_ratio = 1e9, max_ratio = 0;
+  };
+  std::vector<PerPlace> per(places.size());
+  std::lock_guard<std::mutex> lock(col.mutex);
+  for (const Announced& a : announced) {
+    PerPlace& p = per[a.place];
+    ++p.announced;
+    auto it = col.by_tag.find(a.tag);
+    if (it == col.by_tag.end()) continue;
+    const Seen& s = it->second;
+    ++p.delivered;
+    if (s.count != 1) ++p.twice;
+    p.stream_ids.insert(s.stream_id);
+    if (s.end == 0 || s.kind != OpKind::kernel) {
+      ++p.implausible;
+      continue;
+    }
+    const double us = (s.end - s.start) / 1000.0;
+    const double ratio = us / a.expected_us;
+    p.min_ratio = std::min(p.min_ratio, ratio);
+    p.max_ratio = std::max(p.max_ratio, ratio);
+    if (us < 0.85 * a.expected_us || us > 1.6 * a.expected_us + 15.0) ++p.implausible;
+  }
+  std::printf("\n[%s] CUPTI: %s\n", phase, rec.library_path().c_str());
+  std::printf("%-30s %9s %9s %6s %11s %14s %14s  %s\n", "stream", "announced", "delivered", "twice",
+              "implausible", "cupti ids", "us/expected", "verdict");
+  for (size_t i = 0; i < places.size(); ++i) {
+    const PerPlace& p = per[i];
+    std::string ids;
+    for (uint32_t id : p.stream_ids) ids += (ids.empty() ? "" : ",") + std::to_string(id);
+    bool ok = p.announced > 0 && p.delivered == p.announced && p.twice == 0 && p.implausible == 0 &&
+              p.stream_ids.size() == 1;
+    // Places naming one stream share its id; other streams have other ids (one context here).
+    auto group = [&](size_t k) { return places[k].same_as >= 0 ? static_cast<size_t>(places[k].same_as) : k; };
+    for (size_t j = 0; ok && j < i; ++j)
+      if ((group(j) == group(i)) != (per[j].stream_ids == p.stream_ids)) ok = false;
+    if (!ok) ++failures;
+    char ratio[40];
+    std::snprintf(ratio, sizeof ratio, "%.3f-%.3f", p.delivered ? p.min_ratio : 0.0,
+                  p.delivered ? p.max_ratio : 0.0);
+    std::printf("%-30s %9d %9d %6d %11d %14s %14s  %s\n", places[i].name.c_str(), p.announced,
+                p.delivered, p.twice, p.implausible, ids.c_str(), ratio,
+                ok ? "ok" : (judged ? "FAIL" : "would fail"));
+  }
+  // Tags outside the announced ones would be kernels matched to the wrong launch.
+  int unexpected = 0;
+  for (auto& [tag, s] : col.by_tag)
+    if (tag < tag_base || tag >= next_tag) ++unexpected;
+  if (unexpected) {
+    std::printf("unexpected tags: %d\n", unexpected);
+    ++failures;
+  }
+  const uint64_t dropped = st.expect_dropped - before.expect_dropped;
+  std::printf("stats (this phase): expected %" PRIu64 ", matched %" PRIu64 ", expect_dropped %" PRIu64
+              ", expect_pending %" PRIu64 ", unresolved %" PRIu64 ", unannounced kernels %" PRIu64
+              ", duplicates %" PRIu64 ", cupti_dropped %" PRIu64 "\n",
+              st.kernels_expected - before.kernels_expected, st.kernels_matched - before.kernels_matched,
+              dropped, st.expect_pending, st.expect_unresolved - before.expect_unresolved,
+              st.kernels_unannounced - before.kernels_unannounced, st.duplicates - before.duplicates,
+              st.cupti_dropped - before.cupti_dropped);
+  if (dropped != 0 || st.expect_pending != 0) ++failures;
+  std::printf("[%s] %s\n", phase,
+              !judged ? (failures == 0 ? "(not judged) would pass" : "(not judged) would fail")
+                      : (failures == 0 ? "PASS" : "FAIL"));
+  return judged ? failures : 0;
+}
+
+// Runtime launches bracketed by begin_op/end_op only (no announcement): what the tag join finds.
+// Reported only. (Under vgpu the bracket sits inside the runtime, around the forwarded
+// cuLaunchKernel; here it wraps the runtime call.)
+void report_tag_join_for_runtime_launches(Recorder& rec, Gpu& g, cudaStream_t stream, uint64_t tag_base) {
+  Collector col;
+  rec.set_sink([&col](const Completed& c) { col.add(c); });
+  constexpr int kLaunches = 20;
+  long long cycles = static_cast<long long>(20.0 * g.cycles_per_ms / 1000.0);
+  for (int i = 0; i < kLaunches; ++i) {
+    rec.begin_op(tag_base + i);
+    spin<<<1, 1, 0, stream>>>(cycles);
+    rec.end_op();
+  }
+  CHECK_RT(cudaStreamSynchronize(stream));
+  rec.flush();
+  rec.set_sink(nullptr);
+  std::lock_guard<std::mutex> lock(col.mutex);
+  std::printf("\n[4b: runtime <<<>>> bracketed by begin_op/end_op only] %zu of %d delivered by the tag "
+              "join (info)\n", col.by_tag.size(), kLaunches);
+}
+
+// Driver-API launches both announced and bracketed: each must come back once. Returns failures.
+int run_announced_and_tagged(Recorder& rec, Gpu& g, uint64_t tag_base) {
+  Collector col;
+  rec.set_sink([&col](const Completed& c) { col.add(c); });
+  const vgpu::cupti::RecorderStats before = rec.stats();
+  CUcontext ctx = nullptr;
+  CHECK_CU(cuCtxGetCurrent(&ctx));
+  const std::string name = function_name(reinterpret_cast<const void*>(&spin));
+  constexpr int kLaunches = 12;
+  for (int i = 0; i < kLaunches; ++i) {
+    KernelLaunch k;
+    k.context = ctx;
+    k.stream = g.stream;
+    k.name = name;
+    rec.expect_kernel(k, tag_base + i);
+    rec.begin_op(tag_base + i);
+    launch_spin(g, kSpinsUs[i % 4] / 1000.0);
+    rec.end_op();
+  }
+  CHECK_CU(cuStreamSynchronize(g.stream));
+  rec.flush();
+  rec.set_sink(nullptr);
+  const vgpu::cupti::RecorderStats st = rec.stats();
+  int failures = 0, once = 0;
+  std::lock_guard<std::mutex> lock(col.mutex);
+  for (int i = 0; i < kLaunches; ++i) {
+    auto it = col.by_tag.find(tag_base + i);
+    const double expected = kSpinsUs[i % 4];
+    if (it == col.by_tag.end() || it->second.count != 1 || it->second.end == 0) {
+      ++failures;
+      continue;
+    }
+    const double us = (it->second.end - it->second.start) / 1000.0;
+    if (us < 0.85 * expected || us > 1.6 * expected + 15.0) {
+      ++failures;
+      continue;
+    }
+    ++once;
+  }
+  // Delivered by the stream-order join, not the tag join.
+  if (st.kernels_matched - before.kernels_matched != static_cast<uint64_t>(kLaunches)) ++failures;
+  std::printf("\n[4c: driver-API launches announced and bracketed] %d of %d delivered exactly once "
+              "with their duration; matched by stream order %" PRIu64 ", duplicates %" PRIu64 " -> %s\n",
+              once, kLaunches, st.kernels_matched - before.kernels_matched,
+              st.duplicates - before.duplicates, failures == 0 ? "PASS" : "FAIL");
+  return failures;
+}
+
+int runtime_phases(Gpu& g) {
+  std::unique_ptr<Recorder> rec = Recorder::start();
+  if (!rec) {
+    std::printf("recorder 4 failed to start\n");
+    return 1;
+  }
+  cudaStream_t a, b, blocking, t2;
+  CHECK_RT(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+  CHECK_RT(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+  CHECK_RT(cudaStreamCreate(&blocking));
+  CHECK_RT(cudaStreamCreateWithFlags(&t2, cudaStreamNonBlocking));
+  int* touch_buffer = nullptr;
+  CHECK_RT(cudaMalloc(&touch_buffer, 32 * sizeof(int)));
+  void* const legacy = reinterpret_cast<void*>(1);      // CU_STREAM_LEGACY
+  void* const per_thread = reinterpret_cast<void*>(2);  // CU_STREAM_PER_THREAD
+  std::vector<Place> places = {
+      {"legacy default (0)", 0, nullptr, false, 0, -1},
+      {"cudaStreamLegacy", cudaStreamLegacy, legacy, false, 0, 0},
+      {"per-thread (handle)", cudaStreamPerThread, per_thread, false, 0, -1},
+      {"per-thread (0 under _ptsz)", cudaStreamPerThread, nullptr, true, 0, 2},
+      {"created non-blocking A", a, a, false, 0, -1},
+      {"created non-blocking B", b, b, false, 0, -1},
+      {"created blocking", blocking, blocking, false, 0, -1},
+      {"thread 2: per-thread", cudaStreamPerThread, per_thread, false, 1, -1},
+      {"thread 2: created", t2, t2, false, 1, -1},
+  };
+  // Warm-up, unannounced: loads the kernels.
+  spin<<<1, 1>>>(1);
+  spin_grid<<<1, 1>>>(1);
+  touch<<<1, 32>>>(touch_buffer);
+  CHECK_RT(cudaDeviceSynchronize());
+  rec->flush();
+
+  int failures = 0;
+  failures += run_runtime_phase("4a: runtime <<<>>> announced with expect_kernel", true, true, *rec, g,
+                                places, 100000, touch_buffer);
+  report_tag_join_for_runtime_launches(*rec, g, a, 200000);
+  failures += run_announced_and_tagged(*rec, g, 300000);
+  run_runtime_phase("4d: as 4a, announced without names", false, false, *rec, g, places, 400000,
+                    touch_buffer);
+  // A destroyed stream's handle may come back: the caller forgets it.
+  for (cudaStream_t s : {a, b, blocking, t2}) {
+    rec->forget_stream(nullptr, s);
+    CHECK_RT(cudaStreamDestroy(s));
+  }
+  CHECK_RT(cudaFree(touch_buffer));
+  return failures;
+}
+
 }  // namespace
 
 int main() {
@@ -253,15 +568,25 @@ int main() {
     }
     failures += run_phase("3: started again on a live context, defaults", true, *rec, g, 3000);
   }
+  failures += runtime_phases(g);
   // Reported only: host cost per launch of an empty kernel with and without a recorder bracketing it.
   {
-    auto per_launch_us = [&g](Recorder* rec) {
+    CUcontext ctx = nullptr;
+    CHECK_CU(cuCtxGetCurrent(&ctx));
+    const std::string name = function_name(reinterpret_cast<const void*>(&spin));
+    // announce: also expect_kernel before each launch, as the passthrough backend does.
+    auto per_launch_us = [&](Recorder* rec, bool announce) {
       constexpr int kLaunches = 20000;
       long long zero = 0;
       void* args[] = {&zero};
+      KernelLaunch k;
+      k.context = ctx;
+      k.stream = g.stream;
+      k.name = name;
       CHECK_CU(cuStreamSynchronize(g.stream));
       auto t0 = std::chrono::steady_clock::now();
       for (int i = 0; i < kLaunches; ++i) {
+        if (rec && announce) rec->expect_kernel(k, 9000000 + i);
         if (rec) rec->begin_op(9000000 + i);
         CHECK_CU(cuLaunchKernel(g.spin, 1, 1, 1, 1, 1, 1, 0, g.stream, args, nullptr));
         if (rec) rec->end_op();
@@ -271,13 +596,18 @@ int main() {
       auto t1 = std::chrono::steady_clock::now();
       return std::chrono::duration<double, std::micro>(t1 - t0).count() / kLaunches;
     };
-    double bare = per_launch_us(nullptr);
+    double bare = per_launch_us(nullptr, false);
     std::unique_ptr<Recorder> rec = Recorder::start();
-    double traced = rec ? per_launch_us(rec.get()) : -1;
+    double traced = rec ? per_launch_us(rec.get(), false) : -1;
     if (rec) rec->flush();
-    std::printf("\nlaunch+sync cost per empty kernel: %.2f us without a recorder, %.2f us with one "
-                "(begin_op/end_op around each; %" PRIu64 " delivered)\n",
-                bare, traced, rec ? rec->stats().delivered : 0);
+    uint64_t delivered_traced = rec ? rec->stats().delivered : 0;
+    double announced = rec ? per_launch_us(rec.get(), true) : -1;
+    if (rec) rec->flush();
+    std::printf("\nlaunch+sync cost per empty kernel: %.2f us without a recorder, %.2f us with "
+                "begin_op/end_op around each (%" PRIu64 " delivered), %.2f us with expect_kernel too "
+                "(%" PRIu64 " matched by stream order, %" PRIu64 " expect_dropped)\n",
+                bare, traced, delivered_traced, announced, rec ? rec->stats().kernels_matched : 0,
+                rec ? rec->stats().expect_dropped : 0);
   }
   std::printf("\n%s (%d failures in judged phases)\n", failures == 0 ? "ALL PASS" : "FAILED", failures);
   return failures == 0 ? 0 : 1;

@@ -182,6 +182,53 @@ TEST_F(Memory, TwoDAndThreeDCopies) {
   EXPECT_EQ(cuMemFree(d), CUDA_SUCCESS);
 }
 
+// A mipmapped array: each level is an array of its own size (copies reach it), all levels are
+// charged at once, a level cannot be destroyed alone, and the mipmap goes with its context.
+TEST_F(Memory, MipmappedArrayLevelsAreArrays) {
+  const size_t f0 = free_mem();
+  CUDA_ARRAY3D_DESCRIPTOR d{};
+  d.Width = 1024; d.Height = 512; d.Format = CU_AD_FORMAT_FLOAT; d.NumChannels = 4;
+  CUmipmappedArray m;
+  EXPECT_EQ(cuMipmappedArrayCreate(&m, &d, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMipmappedArrayCreate(&m, &d, 12), CUDA_ERROR_INVALID_VALUE);  // 1024 wide: 11 levels
+  ASSERT_EQ(cuMipmappedArrayCreate(&m, &d, 11), CUDA_SUCCESS);
+  EXPECT_EQ(cuMipmappedArrayDestroy(m), CUDA_SUCCESS);
+  EXPECT_EQ(free_mem(), f0);
+  ASSERT_EQ(cuMipmappedArrayCreate(&m, &d, 3), CUDA_SUCCESS);
+  EXPECT_EQ(f0 - free_mem(), 12u << 20);  // 8 + 2 + 0.5 MiB, in 2 MiB granules
+  CUarray level[3];
+  for (unsigned l = 0; l < 3; ++l) {
+    ASSERT_EQ(cuMipmappedArrayGetLevel(&level[l], m, l), CUDA_SUCCESS);
+    CUDA_ARRAY3D_DESCRIPTOR got{};
+    ASSERT_EQ(cuArray3DGetDescriptor(&got, level[l]), CUDA_SUCCESS);
+    EXPECT_EQ(got.Width, 1024u >> l);
+    EXPECT_EQ(got.Height, 512u >> l);
+    EXPECT_EQ(got.Format, CU_AD_FORMAT_FLOAT);
+  }
+  EXPECT_EQ(cuMipmappedArrayGetLevel(&level[0], m, 3), CUDA_ERROR_INVALID_VALUE);
+  auto in = pattern(256 * 128 * 16, 7);  // all of level 2
+  ASSERT_EQ(cuMemcpyHtoA(level[2], 0, in.data(), in.size()), CUDA_SUCCESS);
+  std::vector<unsigned char> out(in.size());
+  ASSERT_EQ(cuMemcpyAtoH(out.data(), level[2], 0, out.size()), CUDA_SUCCESS);
+  EXPECT_EQ(in, out);
+  EXPECT_EQ(cuMemcpyHtoA(level[2], 1, in.data(), in.size()), CUDA_ERROR_INVALID_VALUE);  // one byte past
+  EXPECT_EQ(cuArrayDestroy(level[1]), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuMipmappedArrayDestroy(m), CUDA_SUCCESS);
+  EXPECT_EQ(free_mem(), f0);
+  EXPECT_EQ(cuMipmappedArrayDestroy(m), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuMipmappedArrayGetLevel(&level[0], m, 0), CUDA_ERROR_INVALID_HANDLE);
+  EXPECT_EQ(cuMemcpyAtoH(out.data(), level[2], 0, 16), CUDA_ERROR_INVALID_VALUE);  // gone with it
+
+  // A mipmap left in a destroyed context gives its memory back.
+  CUcontext c;
+  ASSERT_EQ(cuCtxCreate(&c, nullptr, 0, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuMipmappedArrayCreate(&m, &d, 2), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxDestroy(c), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetCurrent(ctx0_), CUDA_SUCCESS);
+  EXPECT_EQ(free_mem(), f0);
+  EXPECT_EQ(cuMipmappedArrayDestroy(m), CUDA_ERROR_INVALID_HANDLE);
+}
+
 TEST_F(Memory, ArrayLinearCopies) {
   CUarray a, b;
   CUDA_ARRAY_DESCRIPTOR ad{};
@@ -427,6 +474,40 @@ TEST_F(Memory, VmmDoubleMappingShowsTheSameBytes) {
   EXPECT_EQ(cuMemAddressFree(va, 2 * g), CUDA_SUCCESS);
   EXPECT_EQ(cuMemAddressFree(vb, 2 * g), CUDA_SUCCESS);
   EXPECT_EQ(cuMemRelease(h), CUDA_ERROR_INVALID_VALUE);
+}
+
+// The real driver maps whole handles only (an H100 with driver 580 answers a part of one with
+// CUDA_ERROR_NOT_SUPPORTED): so does the sim, and the refused map leaves nothing mapped.
+TEST_F(Memory, VmmMapsOnlyWholeHandles) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  size_t g = 0;
+  ASSERT_EQ(cuMemGetAllocationGranularity(&g, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM), CUDA_SUCCESS);
+  CUmemGenericAllocationHandle h;
+  ASSERT_EQ(cuMemCreate(&h, 4 * g, &prop, 0), CUDA_SUCCESS);
+  CUdeviceptr va;
+  ASSERT_EQ(cuMemAddressReserve(&va, 4 * g, 0, 0, 0), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemMap(va, 2 * g, 0, h, 0), CUDA_ERROR_NOT_SUPPORTED);      // the first half
+  EXPECT_EQ(cuMemMap(va, 2 * g, 2 * g, h, 0), CUDA_ERROR_NOT_SUPPORTED);  // the second half
+  EXPECT_EQ(cuMemMap(va, 3 * g, g, h, 0), CUDA_ERROR_NOT_SUPPORTED);      // from an offset to the end
+  EXPECT_EQ(cuMemMap(va, 4 * g, g, h, 0), CUDA_ERROR_INVALID_VALUE);      // past the allocation
+  unsigned char byte = 0;
+  EXPECT_EQ(cuMemcpyDtoH(&byte, va, 1), CUDA_ERROR_INVALID_VALUE);        // nothing was mapped
+  ASSERT_EQ(cuMemMap(va, 4 * g, 0, h, 0), CUDA_SUCCESS);                  // the whole handle
+  CUmemAccessDesc acc{};
+  acc.location = prop.location;
+  acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  ASSERT_EQ(cuMemSetAccess(va, 4 * g, &acc, 1), CUDA_SUCCESS);
+  auto in = pattern(4 * g, 5);
+  std::vector<unsigned char> out(in.size());
+  ASSERT_EQ(cuMemcpyHtoD(va, in.data(), in.size()), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyDtoH(out.data(), va, out.size()), CUDA_SUCCESS);
+  EXPECT_EQ(in, out);
+  EXPECT_EQ(cuMemUnmap(va, 4 * g), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemAddressFree(va, 4 * g), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemRelease(h), CUDA_SUCCESS);
 }
 
 TEST_F(Memory, AsyncCopiesAndSetsRoundTrip) {

@@ -297,3 +297,150 @@ TEST(NcclTransfer, PeerClosedIsAnError) {
   EXPECT_EQ(wait_all({rr}), ncclSystemError);
   close_pair(p);
 }
+
+// More sends than the connection has descriptors (256) before any receive: the plugin answers
+// "retry later" (a null request, as NCCL expects) instead of failing or overwriting, and every
+// message arrives in order once receives drain the queue.
+TEST(NcclTransfer, SendsBeyondTheDescriptorQueueAreRetriedNotLost) {
+  const auto& n = net();
+  Pair p;
+  ASSERT_TRUE(connect_pair(&p));
+  constexpr int kMsgs = 300;
+  constexpr size_t kLen = 1000;
+  std::vector<unsigned char> src(kMsgs * kLen), dst(kMsgs * kLen, 0);
+  fill_pattern(src, 123);
+  void *smr = nullptr, *rmr = nullptr;
+  ASSERT_EQ(n.regMr(p.send, src.data(), src.size(), NCCL_PTR_HOST, &smr), ncclSuccess);
+  ASSERT_EQ(n.regMr(p.recv, dst.data(), dst.size(), NCCL_PTR_HOST, &rmr), ncclSuccess);
+  std::vector<void*> sreqs(kMsgs, nullptr);
+  int posted = 0;
+  while (posted < kMsgs) {
+    void* r = nullptr;
+    ASSERT_EQ(n.isend(p.send, src.data() + posted * kLen, kLen, posted, smr, nullptr, &r),
+              ncclSuccess);
+    if (r == nullptr) break;
+    sreqs[posted++] = r;
+  }
+  EXPECT_EQ(posted, 256);  // the descriptor queue is full: NCCL will retry
+  std::vector<void*> rreqs(kMsgs, nullptr);
+  std::vector<bool> rdone(kMsgs, false);
+  for (int i = 0; i < kMsgs; ++i) {
+    void* d[1] = {dst.data() + i * kLen};
+    size_t s[1] = {kLen};
+    int t[1] = {i};
+    void* m[1] = {rmr};
+    ASSERT_EQ(n.irecv(p.recv, 1, d, s, t, m, nullptr, &rreqs[i]), ncclSuccess);
+    ASSERT_NE(rreqs[i], nullptr);
+    // NCCL's next proxy pass: test what is outstanding, retry the sends that did not fit.
+    for (int j = 0; j <= i; ++j) {
+      if (rdone[j]) continue;
+      int done = 0;
+      ASSERT_EQ(n.test(rreqs[j], &done, nullptr), ncclSuccess);
+      rdone[j] = done != 0;
+    }
+    while (posted < kMsgs) {
+      void* q = nullptr;
+      ASSERT_EQ(n.isend(p.send, src.data() + posted * kLen, kLen, posted, smr, nullptr, &q),
+                ncclSuccess);
+      if (q == nullptr) break;
+      sreqs[posted++] = q;
+    }
+  }
+  EXPECT_EQ(posted, kMsgs);
+  std::vector<void*> all = sreqs;
+  for (int i = 0; i < kMsgs; ++i) {
+    if (!rdone[i]) all.push_back(rreqs[i]);
+  }
+  ASSERT_EQ(wait_all(all), ncclSuccess);
+  EXPECT_TRUE(src == dst);
+  n.deregMr(p.send, smr);
+  n.deregMr(p.recv, rmr);
+  close_pair(p);
+}
+
+// NCCL groups up to maxRecvs receives of one comm into one irecv, all with the sender's rank as
+// tag: equal tags fill the buffers in the order the sends were posted. Several grouped receives
+// outstanding at once take the sends in posting order, buffer by buffer, whatever the tags.
+TEST(NcclTransfer, GroupedReceivesFillInSendOrderAcrossTagsAndRequests) {
+  const auto& n = net();
+  Pair p;
+  ASSERT_TRUE(connect_pair(&p));
+  constexpr int kGroup = 8;
+  constexpr int kGroups = 3;
+  constexpr size_t kLen = 70001;  // odd: every message starts at another ring offset
+  std::vector<unsigned char> src(kGroup * kGroups * kLen), dst(kGroup * kGroups * kLen, 0);
+  fill_pattern(src, 77);
+  void *smr = nullptr, *rmr = nullptr;
+  ASSERT_EQ(n.regMr(p.send, src.data(), src.size(), NCCL_PTR_HOST, &smr), ncclSuccess);
+  ASSERT_EQ(n.regMr(p.recv, dst.data(), dst.size(), NCCL_PTR_HOST, &rmr), ncclSuccess);
+  // Group 0: all tag 5. Group 1: tags 1,2 alternating. Group 2: distinct tags, reversed.
+  auto tag_of = [&](int g, int i) { return g == 0 ? 5 : g == 1 ? 1 + (i % 2) : 100 + i; };
+  std::vector<void*> reqs;
+  for (int g = 0; g < kGroups; ++g) {
+    void* d[kGroup];
+    size_t s[kGroup];
+    int t[kGroup];
+    void* m[kGroup];
+    for (int i = 0; i < kGroup; ++i) {
+      d[i] = dst.data() + (g * kGroup + i) * kLen;
+      s[i] = kLen;
+      t[i] = tag_of(g, i);
+      m[i] = rmr;
+    }
+    void* r = nullptr;
+    ASSERT_EQ(n.irecv(p.recv, kGroup, d, s, t, m, nullptr, &r), ncclSuccess);
+    ASSERT_NE(r, nullptr);
+    reqs.push_back(r);
+  }
+  // Sends: group by group; within group 2 in reversed buffer order (tags pick the buffer).
+  for (int g = 0; g < kGroups; ++g) {
+    for (int k = 0; k < kGroup; ++k) {
+      int i = g == 2 ? kGroup - 1 - k : k;
+      void* r = nullptr;
+      ASSERT_EQ(n.isend(p.send, src.data() + (g * kGroup + i) * kLen, kLen, tag_of(g, i), smr,
+                        nullptr, &r), ncclSuccess);
+      ASSERT_NE(r, nullptr);
+      reqs.push_back(r);
+    }
+  }
+  std::vector<std::vector<int>> got;
+  ASSERT_EQ(wait_all(reqs, &got), ncclSuccess);
+  for (int g = 0; g < kGroups; ++g) {
+    for (int i = 0; i < kGroup; ++i) EXPECT_EQ(got[g][i], static_cast<int>(kLen)) << g << "/" << i;
+  }
+  EXPECT_TRUE(src == dst);
+  n.deregMr(p.send, smr);
+  n.deregMr(p.recv, rmr);
+  close_pair(p);
+}
+
+// A send comm closed while its receiver is part-way through a message: the receiver gets an
+// error (never a read of a buffer NCCL may already have freed), whichever path carries it.
+TEST(NcclTransfer, SenderClosedMidMessageFailsTheReceive) {
+  const auto& n = net();
+  Pair p;
+  ASSERT_TRUE(connect_pair(&p));
+  const size_t kLen = size_t{40} << 20;  // more than one call's worth of copying on either path
+  std::vector<unsigned char> src(kLen, 0x11), dst(kLen, 0);
+  void *smr = nullptr, *rmr = nullptr;
+  ASSERT_EQ(n.regMr(p.send, src.data(), kLen, NCCL_PTR_HOST, &smr), ncclSuccess);
+  ASSERT_EQ(n.regMr(p.recv, dst.data(), kLen, NCCL_PTR_HOST, &rmr), ncclSuccess);
+  void *sreq = nullptr, *rreq = nullptr;
+  ASSERT_EQ(n.isend(p.send, src.data(), kLen, 0, smr, nullptr, &sreq), ncclSuccess);
+  void* d[1] = {dst.data()};
+  size_t s[1] = {kLen};
+  int t[1] = {0};
+  void* m[1] = {rmr};
+  ASSERT_EQ(n.irecv(p.recv, 1, d, s, t, m, nullptr, &rreq), ncclSuccess);
+  int done = 0;
+  ASSERT_EQ(n.test(rreq, &done, nullptr), ncclSuccess);
+  ASSERT_EQ(done, 0);
+  ASSERT_EQ(n.deregMr(p.send, smr), ncclSuccess);
+  ASSERT_EQ(n.closeSend(p.send), ncclSuccess);
+  p.send = nullptr;
+  std::fill(src.begin(), src.end(), 0x22);  // what NCCL may do with the memory now
+  EXPECT_EQ(wait_all({rreq}), ncclSystemError);
+  EXPECT_EQ(std::count(dst.begin(), dst.end(), 0x22), 0) << "read the sender's buffer after close";
+  n.deregMr(p.recv, rmr);
+  close_pair(p);
+}

@@ -2,6 +2,7 @@
 
 Environment (set by tests/tools/meson.build): VGPU_RUN, VGPU_BUILD_ROOT, VGPU_CUDART_PROGRAM
 (empty when nvcc was not found)."""
+import json
 import os
 import re
 import shlex
@@ -17,6 +18,7 @@ BUILD = os.environ["VGPU_BUILD_ROOT"]
 CUDART_PROGRAM = os.environ.get("VGPU_CUDART_PROGRAM", "")
 SMI = os.path.join(BUILD, "vgpu", "tools", "vgpu-smi")
 PLUGIN = os.path.join(BUILD, "nccl_plugin", "libnccl-net-vgpu.so")
+VCLOCK = os.path.join(BUILD, "vgpu", "vclock", "libvgpu-vclock.so")
 
 
 def clean_env(daemon_dir, **extra):
@@ -48,6 +50,64 @@ assert cu.cuCtxSetCurrent(ctx) == 0
 assert cu.cuMemAlloc_v2(ctypes.byref(ptr), ctypes.c_size_t(1 << 30)) == 0
 time.sleep(1.0)
 print("held")
+"""
+
+
+# --virtual-clock, seen from python (ctypes over the sim driver): one launch of an empty PTX
+# kernel that the fallback model times at about 4.1 s of virtual time (2^20 x 800 blocks of
+# 1024 threads; tests/vclock/shim_test.cpp), which the sim does not execute. time.perf_counter
+# and time.time on this thread move by the kernel's virtual duration (cuEventElapsedTime);
+# a thread that never calls the driver reads real time; time.sleep on this thread still
+# sleeps its real duration. Real time comes from os.times(), which no clock shim sees.
+VIRTUAL_CLOCK = r"""
+import ctypes, json, os, threading, time
+cu = ctypes.CDLL("libcuda.so.1")
+PTX = b'''
+.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry vclock_spin()
+{
+    ret;
+}
+'''
+def ok(r):
+    assert r == 0, r
+V = ctypes.c_void_p
+dev, ctx, mod, fn = ctypes.c_int(), V(), V(), V()
+e0, e1 = V(), V()
+ok(cu.cuInit(0))
+ok(cu.cuDeviceGet(ctypes.byref(dev), 0))
+ok(cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), dev))
+ok(cu.cuCtxSetCurrent(ctx))
+ok(cu.cuModuleLoadData(ctypes.byref(mod), PTX))
+ok(cu.cuModuleGetFunction(ctypes.byref(fn), mod, b"vclock_spin"))
+ok(cu.cuEventCreate(ctypes.byref(e0), 0))
+ok(cu.cuEventCreate(ctypes.byref(e1), 0))
+ok(cu.cuEventRecord(e0, None))  # the first submission: this thread now has a virtual clock
+ok(cu.cuEventSynchronize(e0))
+out = {}
+r0, p0, t0 = os.times().elapsed, time.perf_counter(), time.time()
+ok(cu.cuEventRecord(e0, None))
+ok(cu.cuLaunchKernel(fn, 1 << 20, 800, 1, 1024, 1, 1, 0, None, None, None))
+ok(cu.cuEventRecord(e1, None))
+ok(cu.cuEventSynchronize(e1))
+out["perf_counter"], out["time"] = time.perf_counter() - p0, time.time() - t0
+out["real"] = os.times().elapsed - r0
+ms = ctypes.c_float()
+ok(cu.cuEventElapsedTime(ctypes.byref(ms), e0, e1))
+out["virtual"] = ms.value / 1e3
+def other():
+    a, r = time.perf_counter(), os.times().elapsed
+    time.sleep(0.3)
+    out["other_perf_counter"], out["other_real"] = time.perf_counter() - a, os.times().elapsed - r
+t = threading.Thread(target=other)
+t.start()
+t.join()
+r0, p0 = os.times().elapsed, time.perf_counter()
+time.sleep(0.3)
+out["sleep_perf_counter"], out["sleep_real"] = time.perf_counter() - p0, os.times().elapsed - r0
+print(json.dumps(out))
 """
 
 
@@ -152,6 +212,19 @@ class VgpuRunTest(unittest.TestCase):
         self.assertEqual(parse_env(r.stdout)["LD_LIBRARY_PATH"].split(":")[0],
                          os.path.join(BUILD, "vgpu"))
 
+    def test_print_env_virtual_clock(self):
+        r = self.run_vgpu("--print-env")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("LD_PRELOAD", parse_env(r.stdout))
+        r = self.run_vgpu("--virtual-clock", "--print-env")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(parse_env(r.stdout)["LD_PRELOAD"], VCLOCK)
+        # The caller's preloads stay, first (a sanitizer runtime must lead); no second copy.
+        r = self.run_vgpu("--virtual-clock", "--print-env", LD_PRELOAD="/x/liba.so:/x/libb.so")
+        self.assertEqual(parse_env(r.stdout)["LD_PRELOAD"], f"/x/liba.so /x/libb.so {VCLOCK}")
+        r = self.run_vgpu("--virtual-clock", "--print-env", LD_PRELOAD=f"{VCLOCK} /x/liba.so")
+        self.assertEqual(parse_env(r.stdout)["LD_PRELOAD"], f"{VCLOCK} /x/liba.so")
+
     def test_users_nccl_settings_are_replaced_with_a_note(self):
         r = self.run_vgpu("--print-env", NCCL_P2P_DISABLE="0", NCCL_NET="IB")
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -201,9 +274,24 @@ class VgpuRunTest(unittest.TestCase):
         self.assert_refused(self.run_vgpu("--config", toml, "--", "true"), f"{toml}:3:")
         self.assert_refused(self.run_vgpu("--gpus", "zero", "--", "true"), "--gpus")
 
-    def test_virtual_clock_is_reserved(self):
-        self.assert_refused(self.run_vgpu("--virtual-clock", "--", "true"), "--virtual-clock",
-                            "not implemented yet")
+    def test_virtual_clock_without_the_shim(self):
+        lib = os.path.join(self.tmp, "lib")
+        os.makedirs(os.path.join(lib, "sim"))
+        os.symlink(os.path.join(BUILD, "vgpu", "libcuda.so.1"), os.path.join(lib, "sim", "libcuda.so.1"))
+        os.symlink(os.path.join(BUILD, "vgpu", "nvml", "libnvidia-ml.so.1"),
+                   os.path.join(lib, "libnvidia-ml.so.1"))
+        os.symlink(PLUGIN, os.path.join(lib, "libnccl-net-vgpu.so"))
+        r = self.run_vgpu("--backend", "sim", "--lib-dir", lib, "--virtual-clock", "--", "true")
+        self.assert_refused(r, "--virtual-clock", "libvgpu-vclock.so",
+                            os.path.join(lib, "libvgpu-vclock.so"), "not found")
+        # Without --virtual-clock the same folder is enough; with the shim there, it is used.
+        r = self.run_vgpu("--backend", "sim", "--lib-dir", lib, "--print-env")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("LD_PRELOAD", parse_env(r.stdout))
+        os.symlink(VCLOCK, os.path.join(lib, "libvgpu-vclock.so"))
+        r = self.run_vgpu("--backend", "sim", "--lib-dir", lib, "--virtual-clock", "--print-env")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(parse_env(r.stdout)["LD_PRELOAD"], os.path.join(lib, "libvgpu-vclock.so"))
 
     def test_bad_job_id(self):
         self.assert_refused(self.run_vgpu("--job-id", "a/b", "--", "true"), "--job-id")
@@ -275,6 +363,33 @@ class VgpuRunTest(unittest.TestCase):
         self.assertGreaterEqual(peaks[2], 1024, r.stderr)
         self.assertLess(peaks[2], 2048, r.stderr)
         self.assertEqual(peaks[:2] + peaks[3:], [0] * 7, r.stderr)
+
+    def test_virtual_clock_python(self):
+        r = self.run_vgpu("--virtual-clock", "--no-summary", "--", "python3", "-c", VIRTUAL_CLOCK)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        virtual = out["virtual"]
+        self.assertGreater(virtual, 3.0, out)
+        self.assertLess(out["real"], virtual / 2, out)  # the two can be told apart
+        # This thread's clocks moved by the virtual duration (plus a little CPU time).
+        for clock in ("perf_counter", "time"):
+            self.assertGreaterEqual(out[clock], virtual - 1e-3, (clock, out))
+            self.assertLess(out[clock], virtual + 0.2, (clock, out))
+        # A thread that never called the driver: real time.
+        self.assertGreater(out["other_perf_counter"], 0.25, out)
+        self.assertLess(abs(out["other_perf_counter"] - out["other_real"]), 0.1, out)
+        # A sleep on the GPU thread lasts its real 0.3 s (its deadline is moved onto the real
+        # clock; it would otherwise wait out the virtual lead of ~4 s too) and does not advance
+        # the virtual clock, which counts CPU time and GPU work.
+        self.assertGreater(out["sleep_real"], 0.25, out)
+        self.assertLess(out["sleep_real"], 2.0, out)
+        self.assertLess(out["sleep_perf_counter"], 0.15, out)
+        # Without --virtual-clock the same program reads real time.
+        r = self.run_vgpu("--no-summary", "--", "python3", "-c", VIRTUAL_CLOCK)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        self.assertLess(out["perf_counter"], out["virtual"] / 2, out)
+        self.assertGreater(out["sleep_perf_counter"], 0.25, out)
 
     def test_the_jobs_vgpud_is_stopped(self):
         # A rank's plugin starts vgpud on demand under the job's id; vgpu-run stops it at the end.

@@ -22,5 +22,10 @@ const DeviceRegistry* device_registry();
 CUresult backend_initialize(unsigned int flags);
 // cuDriverGetVersion of the backend.
 int backend_driver_version();
+// The calling thread's virtual clock in seconds, for vgpu's clock table
+// (darkapi/vgpu_clock_table.h, `vgpu-run --virtual-clock`): true and *seconds when the thread
+// has one, false when its timing must stay real. Called from inside clock_gettime on any
+// thread: must not throw, log, or block on anything but the backend's own short locks.
+bool backend_thread_virtual_now(double* seconds);
 
 }  // namespace vgpu

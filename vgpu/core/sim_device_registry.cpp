@@ -1,6 +1,8 @@
 // The sim backend's answers to core/device_registry.h: the devices of DriverState.
 #include "core/device_registry.h"
 #include "core/driver_state.h"
+#include "core/thread_state.h"
+#include "exec/virtual_clock.h"
 
 namespace vgpu {
 namespace {
@@ -28,5 +30,19 @@ const DeviceRegistry* device_registry() {
 CUresult backend_initialize(unsigned int flags) { return DriverState::initialize(flags); }
 
 int backend_driver_version() { return CUDA_VERSION; }  // the toolkit vgpu was built against
+
+// A thread has a virtual clock from its first submission of work, when it becomes a rank of the
+// engine (vclock::earliest_start), until it exits: that is when the clock starts to mean the
+// simulated cluster's time (before, it only counted CPU time). Threads that never submit
+// (NCCL's watchdog, a rendezvous thread, the driver's own workers) answer false and keep real
+// time. Not bracketed like a driver call: the reading costs one CPU-time read (a system call,
+// 0.2-2 us), where a bracket costs two and may take the engine's lock to renew the floor; the
+// CPU time of the read is the program's own and is charged to its clock like any other.
+bool backend_thread_virtual_now(double* seconds) {
+  ThreadState& t = this_thread();
+  if (t.rank <= ThreadState::kNoRank) return false;  // never submitted, or exiting
+  *seconds = vclock::now();
+  return true;
+}
 
 }  // namespace vgpu

@@ -3,12 +3,15 @@
 //
 // Measured on a 580 driver: an unknown UUID, a null UUID or a null out-pointer all give
 // CUDA_ERROR_INVALID_VALUE; an unknown UUID also sets *ppExportTable to null.
+//
+// vgpu's own clock table (vgpu_clock_table.h) is answered first: it is no catalogued table.
 #include <cstring>
 
 #include "common/log.h"
 #include "darkapi/catalog.h"
 #include "darkapi/served_tables.h"
 #include "darkapi/trace.h"
+#include "darkapi/vgpu_clock_table.h"
 #include "driver/cuda_api.h"
 #include "exec/virtual_clock.h"
 
@@ -23,6 +26,7 @@ VGPU_EXPORT CUresult CUDAAPI cuGetExportTable(const void** ppExportTable,
     if (trace_enabled()) trace_line("cuGetExportTable(null argument) -> 1");
     return CUDA_ERROR_INVALID_VALUE;
   }
+  if (serve_vgpu_clock_table(pExportTableId, ppExportTable)) return CUDA_SUCCESS;
   uint8_t bytes[16];
   std::memcpy(bytes, pExportTableId->bytes, sizeof bytes);
   const TableInfo* table = find_table(*pExportTableId);

@@ -228,4 +228,11 @@ int64_t KernelTimeDb::count() {
   return n;
 }
 
+double recorded_or_estimated(KernelTimeDb& db, const GpuFigures& gpu, const LaunchSignature& signature,
+                             bool* from_database) {
+  const std::optional<uint64_t> ns = db.lookup(signature);
+  if (from_database) *from_database = ns.has_value();
+  return ns ? static_cast<double>(*ns) * 1e-9 : KernelTimeModel::estimate(gpu, signature);
+}
+
 }  // namespace vgpu

@@ -36,6 +36,7 @@
 #include <optional>
 #include <string>
 
+#include "exec/kernel_time_model.h"
 #include "exec/launch_signature.h"
 
 namespace vgpu {
@@ -71,5 +72,11 @@ class KernelTimeDb {
   std::unique_ptr<Impl> impl_;
   std::string model_;
 };
+
+// The duration of a launch that does not run: the recorded one when `db` holds the signature
+// (*from_database true), else the fallback model's estimate for `gpu`. What the sim backend
+// gives every launch, and the passthrough backend the launches it replays.
+double recorded_or_estimated(KernelTimeDb& db, const GpuFigures& gpu, const LaunchSignature& signature,
+                             bool* from_database = nullptr);
 
 }  // namespace vgpu

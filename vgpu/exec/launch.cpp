@@ -91,14 +91,9 @@ Work PreparedLaunch::to_work() const {
 }
 
 double ModuleManager::kernel_duration(const LaunchSignature& signature, bool* from_database) {
-  if (auto ns = kernel_times_->lookup(signature)) {
-    if (from_database) *from_database = true;
-    return static_cast<double>(*ns) * 1e-9;
-  }
-  if (from_database) *from_database = false;
   const auto& m = driver_.cluster().model;
   const GpuFigures figures{m.memory_bw, m.fp32_flops, m.tf32_tensor_flops, m.bf16_tensor_flops};
-  return KernelTimeModel::estimate(figures, signature);
+  return recorded_or_estimated(*kernel_times_, figures, signature, from_database);
 }
 
 CUresult ModuleManager::prepare_launch(const LaunchRequest& r, bool per_thread, PreparedLaunch* out) {

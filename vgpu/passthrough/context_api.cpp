@@ -8,7 +8,9 @@
 
 #include "common/log.h"
 #include "driver/cuda_api.h"
+#include "passthrough/kernel_recording.h"
 #include "passthrough/passthrough_state.h"
+#include "passthrough/virtual_time.h"
 
 using vgpu::pt::PassState;
 
@@ -107,6 +109,10 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
   }
   const CUresult r = VGPU_REAL("cuCtxDestroy_v2", CUresult (*)(CUcontext))(ctx);
   if (r == CUDA_SUCCESS && s != nullptr) s->remove_context(ctx);
+  if (r == CUDA_SUCCESS) {
+    if (vgpu::pt::VirtualTime* vt = vgpu::pt::VirtualTime::get()) vt->context_destroyed(ctx);
+    if (vgpu::pt::KernelRecording* rec = vgpu::pt::KernelRecording::get()) rec->forget_context(ctx);
+  }
   return r;
 }
 VGPU_EXPORT CUresult CUDAAPI cuCtxDestroy(CUcontext ctx) { return cuCtxDestroy_v2(ctx); }

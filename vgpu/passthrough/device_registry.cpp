@@ -1,6 +1,7 @@
 // The passthrough backend's answers to core/device_registry.h.
 #include "core/device_registry.h"
 #include "passthrough/passthrough_state.h"
+#include "passthrough/thread_clock.h"
 #include "passthrough/real_driver.h"
 
 namespace vgpu {
@@ -15,6 +16,15 @@ int backend_driver_version() {
   int v = CUDA_VERSION;
   if (auto get = VGPU_REAL("cuDriverGetVersion", CUresult (*)(int*))) get(&v);
   return v;
+}
+
+// vgpu's clock table (darkapi/vgpu_clock_table.h): a thread has a virtual clock once it has
+// submitted or synchronized work on a virtual device (passthrough/thread_clock.h); threads
+// that never did (NCCL's watchdog, rendezvous) keep real time.
+bool backend_thread_virtual_now(double* seconds) {
+  if (seconds == nullptr || !pt::thread_clock::has_clock()) return false;
+  *seconds = pt::thread_clock::now();
+  return true;
 }
 
 }  // namespace vgpu

@@ -1,16 +1,27 @@
 // Recording kernel durations on the real GPU into the kernel-time database (VGPU_KERNEL_DB),
-// which the sim backend replays: each forwarded launch gets a launch signature
-// (exec/launch_signature.h, the same bytes the sim backend computes) and a CUPTI tag; the
-// CUPTI duration of the tagged kernel is then recorded under the signature and the physical
-// GPU's name.
+// which the sim backend replays, under the launch signature (exec/launch_signature.h, the same
+// bytes the sim backend computes) and the physical GPU's name.
+//
+// By default the database gets the measurements of the virtual timeline (launch_api.cpp: each
+// signature's first launches, measured alone). With VGPU_MEASURE=cupti (or serialize) it gets
+// instead CUPTI's duration of every executed launch, found again in CUPTI's records by stream
+// order: that is what KernelRecording does.
 #pragma once
 
 #include <cstdint>
+#include <string_view>
 
 #include "driver/cuda_api.h"
 #include "exec/launch_signature.h"
 
+namespace vgpu {
+class KernelTimeDb;
+}
+
 namespace vgpu::pt {
+
+// The database of physical GPU `physical`'s model; nullptr when VGPU_KERNEL_DB is unset.
+KernelTimeDb* physical_kernel_db(int physical);
 
 class KernelRecording {
  public:
@@ -18,9 +29,23 @@ class KernelRecording {
   static KernelRecording* get();
 
   // Brackets one forwarded launch on the calling thread (begin returns false when the launch
-  // cannot be described: it is then forwarded unrecorded).
-  virtual bool begin(CUfunction f, const LaunchShape& shape, void** params, void** extra) = 0;
-  virtual void end() = 0;
+  // is not recorded: it is then forwarded as is). The launch is found again in CUPTI's records
+  // by its stream and place in it (Recorder::expect_kernel): kernels launched by the CUDA
+  // runtime carry the runtime call's correlation id, which our tag never meets.
+  struct Launch {
+    CUcontext context;
+    CUstream stream;
+    bool per_thread;
+    std::string_view name;
+    LaunchShape shape;
+  };
+  virtual bool begin(const LaunchSignature& signature, const Launch& launch) = 0;
+  // `launched`: the real driver accepted the launch.
+  virtual void end(bool launched) = 0;
+
+  // A stream or context is gone: its handle may come back as another one.
+  virtual void forget_stream(CUcontext context, CUstream stream) = 0;
+  virtual void forget_context(CUcontext context) = 0;
 
   // Hands every completed measurement to the database now (also done at exit).
   virtual void flush() = 0;

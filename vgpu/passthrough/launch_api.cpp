@@ -1,21 +1,124 @@
-// Kernel launches under the passthrough backend: forwarded to the real driver as they are;
-// with VGPU_KERNEL_DB set, each one is also measured (kernel_recording.h).
-#include "driver/cuda_api.h"
-#include "passthrough/kernel_recording.h"
-#include "passthrough/passthrough_state.h"
+// Kernel launches under the passthrough backend. Each launch is forwarded or skipped as the
+// launch policy says (launch_policy.h), and placed on its stream's virtual timeline with its
+// duration: the signature's settled duration, a measurement of this very launch, the
+// kernel-time database's (policy none), or for NCCL's kernels the virtual finish of their
+// transfers (nccl_timing.h). With VGPU_KERNEL_DB set, forwarded launches are also recorded into
+// the database (kernel_recording.h).
+#include <string>
 
+#include "driver/cuda_api.h"
+#include "exec/kernel_time_db.h"
+#include "passthrough/kernel_recording.h"
+#include "passthrough/launch_facts.h"
+#include "passthrough/launch_policy.h"
+#include "passthrough/measure_lock.h"
+#include "passthrough/nccl_timing.h"
+#include "passthrough/passthrough_state.h"
+#include "passthrough/thread_clock.h"
+#include "passthrough/virtual_time.h"
+
+using vgpu::KernelTimeDb;
 using vgpu::LaunchShape;
-using vgpu::pt::KernelRecording;
+using vgpu::LaunchSignature;
+using namespace vgpu::pt;
 
 namespace {
 
-// Forwards `launch`, bracketed by the recorder when one is active.
+// The kernel-time database of the virtual GPU model, for launches that are replayed.
+double replayed_seconds(int device, const LaunchSignature& sig) {
+  PassState* s = PassState::get();
+  const vgpu::Device* d = s ? s->device(device) : nullptr;
+  if (d == nullptr) return vgpu::KernelTimeModel::kLaunchFloorS;
+  const simcore::GpuModel& m = d->model();
+  static vgpu::KernelTimeDb* db = new vgpu::KernelTimeDb(vgpu::KernelTimeDb::path_from_environment(), m.name);
+  const vgpu::GpuFigures figures{m.memory_bw, m.fp32_flops, m.tf32_tensor_flops, m.bf16_tensor_flops};
+  return vgpu::recorded_or_estimated(*db, figures, sig);
+}
+
+// What to do with one launch.
+struct Plan {
+  bool run = true;
+  Timing timing{Timing::Source::measured};
+  bool have_signature = false;
+  LaunchSignature signature;
+};
+
+Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extra, const StreamTarget& t) {
+  Plan p;
+  const FunctionFacts& facts = function_facts(f);
+  if (facts.ok && nccl_timing::is_nccl_kernel(facts.name)) {
+    // Always run (peers spin-wait on it); timed by its transfers when the vgpu plugin moves them.
+    if (nccl_timing::plugin_present()) {
+      p.timing.source = Timing::Source::nccl;
+      p.timing.nccl_gpu = nccl_timing::global_gpu(t.device);
+      p.timing.nccl_since = nccl_timing::log_position();
+    }
+    return p;
+  }
+  p.have_signature = launch_signature(f, shape, params, extra, &p.signature);
+  const LaunchPolicy policy = launch_policy();
+  if (policy == LaunchPolicy::none) {
+    p.run = false;
+    p.timing = {Timing::Source::known,
+                p.have_signature ? replayed_seconds(t.device, p.signature) : vgpu::KernelTimeModel::kLaunchFloorS};
+    return p;
+  }
+  if (!p.have_signature) return p;  // measured each time
+  KernelDurations& durations = KernelDurations::get();
+  if (const std::optional<double> settled = durations.settled(p.signature.bytes)) {
+    p.timing = {Timing::Source::known, *settled};
+    p.run = policy == LaunchPolicy::all;
+    return p;
+  }
+  // Each measurement also goes to the kernel-time database, when one is configured (and CUPTI
+  // is not recording instead: kernel_recording.h).
+  PassState* state = PassState::get();
+  KernelTimeDb* db = KernelRecording::get() ? nullptr : physical_kernel_db(state ? state->physical(t.device) : -1);
+  p.timing.on_measured = [&durations, db, sig = p.signature](double s) {
+    durations.add_sample(sig.bytes, s);
+    if (db != nullptr) db->record(sig, static_cast<uint64_t>(s * 1e9 + 0.5));
+  };
+  return p;
+}
+
+// Forwards (or skips) one launch and times it.
 template <class Launch>
-CUresult recorded(CUfunction f, const LaunchShape& shape, void** params, void** extra, Launch launch) {
-  KernelRecording* rec = KernelRecording::get();
-  if (rec == nullptr || f == nullptr || !rec->begin(f, shape, params, extra)) return launch();
-  const CUresult r = launch();
-  rec->end();
+CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, bool per_thread, void** params,
+                      void** extra, Launch launch) {
+  VirtualTime* vt = VirtualTime::get();
+  if (vt == nullptr || f == nullptr) return launch();
+  StreamTarget t;
+  Plan plan;
+  VirtualTime::Bracket bracket;
+  KernelRecording* rec = nullptr;
+  thread_clock::Pause pause;  // as every timed call (timed_api.cpp): no driver time is charged
+  if (!vt->target(stream, per_thread, &t) || vt->capturing(t)) return launch();
+  plan = plan_for(f, shape, params, extra, t);
+  // A launch measured now holds the physical GPU's measurement lock until it has run.
+  MeasureLock* alone = nullptr;
+  if (plan.run && plan.timing.source == Timing::Source::measured) {
+    PassState* s = PassState::get();
+    alone = MeasureLock::of(s ? s->physical(t.device) : -1);
+    if (alone != nullptr && !alone->acquire()) alone = nullptr;
+  }
+  if (plan.run) {
+    bracket = vt->begin(t, plan.timing, /*gated=*/alone != nullptr);
+    rec = plan.have_signature ? KernelRecording::get() : nullptr;
+    if (rec != nullptr &&
+        !rec->begin(plan.signature, {t.context, stream, per_thread, function_facts(f).name, shape}))
+      rec = nullptr;
+  }
+  const CUresult r = plan.run ? launch() : CUDA_SUCCESS;
+  if (rec != nullptr) rec->end(r == CUDA_SUCCESS);
+  OpRef op;
+  if (r == CUDA_SUCCESS)
+    op = vt->submit(t, std::move(plan.timing), bracket);
+  else
+    vt->abandon(bracket);
+  if (alone != nullptr) {
+    vt->wait_measured(op, MeasureLock::kWaitSeconds);
+    alone->release();
+  }
   return r;
 }
 
@@ -32,18 +135,32 @@ LaunchShape shape_of(const CUlaunchConfig* c) {
 
 using LaunchKernelFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
                                     unsigned, CUstream, void**, void**);
+using CooperativeFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                                   unsigned, CUstream, void**);
 using LaunchKernelExFn = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
 
-CUresult launch_kernel(LaunchKernelFn real, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                       unsigned by, unsigned bz, unsigned shared, CUstream s, void** params, void** extra) {
-  return recorded(f, shape_of(gx, gy, gz, bx, by, bz, shared), params, extra, [&] {
-    return real(f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
-  });
+CUresult launch_kernel(LaunchKernelFn real, bool per_thread, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                       unsigned bx, unsigned by, unsigned bz, unsigned shared, CUstream s, void** params,
+                       void** extra) {
+  if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  return timed_launch(f, shape_of(gx, gy, gz, bx, by, bz, shared), s, per_thread, params, extra,
+                      [&] { return real(f, gx, gy, gz, bx, by, bz, shared, s, params, extra); });
 }
 
-CUresult launch_kernel_ex(LaunchKernelExFn real, const CUlaunchConfig* c, CUfunction f, void** params, void** extra) {
-  return recorded(f, shape_of(c), params, extra,
-                  [&] { return real(c, f, params, extra); });
+CUresult launch_cooperative(CooperativeFn real, bool per_thread, CUfunction f, unsigned gx, unsigned gy,
+                            unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shared, CUstream s,
+                            void** params) {
+  if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  return timed_launch(f, shape_of(gx, gy, gz, bx, by, bz, shared), s, per_thread, params, nullptr,
+                      [&] { return real(f, gx, gy, gz, bx, by, bz, shared, s, params); });
+}
+
+CUresult launch_kernel_ex(LaunchKernelExFn real, bool per_thread, const CUlaunchConfig* c, CUfunction f,
+                          void** params, void** extra) {
+  if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+  if (c == nullptr) return real(c, f, params, extra);  // the real driver's error
+  return timed_launch(f, shape_of(c), c->hStream, per_thread, params, extra,
+                      [&] { return real(c, f, params, extra); });
 }
 
 }  // namespace
@@ -51,17 +168,31 @@ CUresult launch_kernel_ex(LaunchKernelExFn real, const CUlaunchConfig* c, CUfunc
 VGPU_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                             unsigned by, unsigned bz, unsigned shared, CUstream s,
                                             void** params, void** extra) {
-  return launch_kernel(VGPU_REAL("cuLaunchKernel", LaunchKernelFn), f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
+  return launch_kernel(VGPU_REAL("cuLaunchKernel", LaunchKernelFn), false, f, gx, gy, gz, bx, by, bz, shared, s,
+                       params, extra);
 }
 VGPU_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                                  unsigned bx, unsigned by, unsigned bz, unsigned shared,
                                                  CUstream s, void** params, void** extra) {
-  return launch_kernel(VGPU_REAL("cuLaunchKernel_ptsz", LaunchKernelFn), f, gx, gy, gz, bx, by, bz, shared, s, params, extra);
+  return launch_kernel(VGPU_REAL("cuLaunchKernel_ptsz", LaunchKernelFn), true, f, gx, gy, gz, bx, by, bz, shared,
+                       s, params, extra);
+}
+VGPU_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                                       unsigned bx, unsigned by, unsigned bz, unsigned shared,
+                                                       CUstream s, void** params) {
+  return launch_cooperative(VGPU_REAL("cuLaunchCooperativeKernel", CooperativeFn), false, f, gx, gy, gz, bx, by,
+                            bz, shared, s, params);
+}
+VGPU_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                                            unsigned bx, unsigned by, unsigned bz,
+                                                            unsigned shared, CUstream s, void** params) {
+  return launch_cooperative(VGPU_REAL("cuLaunchCooperativeKernel_ptsz", CooperativeFn), true, f, gx, gy, gz, bx,
+                            by, bz, shared, s, params);
 }
 VGPU_EXPORT CUresult CUDAAPI cuLaunchKernelEx(const CUlaunchConfig* c, CUfunction f, void** params, void** extra) {
-  return launch_kernel_ex(VGPU_REAL("cuLaunchKernelEx", LaunchKernelExFn), c, f, params, extra);
+  return launch_kernel_ex(VGPU_REAL("cuLaunchKernelEx", LaunchKernelExFn), false, c, f, params, extra);
 }
 VGPU_EXPORT CUresult CUDAAPI cuLaunchKernelEx_ptsz(const CUlaunchConfig* c, CUfunction f, void** params,
                                                    void** extra) {
-  return launch_kernel_ex(VGPU_REAL("cuLaunchKernelEx_ptsz", LaunchKernelExFn), c, f, params, extra);
+  return launch_kernel_ex(VGPU_REAL("cuLaunchKernelEx_ptsz", LaunchKernelExFn), true, c, f, params, extra);
 }

@@ -1,6 +1,8 @@
 // The copy/set engine of the sim backend (see copy.h for the cost model).
 #include "sim/copy.h"
 
+#include "core/copy_cost.h"
+
 #include <cstring>
 #include <vector>
 
@@ -87,13 +89,10 @@ CUresult resolve_side(const char* call, const char* which, const Call& c, CUmemo
   return CUDA_SUCCESS;
 }
 
-double pcie(const Call& c, int device) {
+const simcore::GpuModel& model_of(const Call& c, int device) {
   const Device* d = c.driver->device(device >= 0 ? device : 0);
-  return d && d->model().pcie_bw > 0 ? d->model().pcie_bw : 25e9;
-}
-double hbm(const Call& c, int device) {
-  const Device* d = c.driver->device(device >= 0 ? device : 0);
-  return d && d->model().memory_bw > 0 ? d->model().memory_bw : 2e12;
+  static const simcore::GpuModel unknown{};
+  return d ? d->model() : unknown;
 }
 
 CUresult run(Call& c, Work work, Submit how) {
@@ -131,9 +130,9 @@ CUresult copy3d(const char* call, const CUDA_MEMCPY3D& p, Submit how) {
   if (src.device >= 0 && dst.device >= 0 && src.device != dst.device) {
     w.transfer = Work::Transfer{src.device, dst.device, bytes};
   } else if (src.device >= 0 && src.device == dst.device) {
-    w.duration_s = kCopyLatency + 2.0 * static_cast<double>(bytes) / hbm(c, src.device);
+    w.duration_s = copy_seconds(model_of(c, src.device), CopyPath::within_device, bytes);
   } else {
-    w.duration_s = kCopyLatency + static_cast<double>(bytes) / pcie(c, src.device >= 0 ? src.device : dst.device);
+    w.duration_s = copy_seconds(model_of(c, src.device >= 0 ? src.device : dst.device), CopyPath::host_device, bytes);
   }
   const size_t sy = p.srcY, sz = p.srcZ, dy = p.dstY, dz = p.dstZ;
   w.execute = [src = std::move(src), dst = std::move(dst), sx, sy, sz, dx, dy, dz, width, rows, depth] {
@@ -187,7 +186,7 @@ CUresult memset2d(const char* call, CUdeviceptr dst, size_t pitch, uint32_t valu
   Work w;
   w.kind = Work::Kind::memset;
   w.label = fmt::format("memset {} B", bytes);
-  w.duration_s = kCopyLatency + static_cast<double>(bytes) / hbm(c, side.device);
+  w.duration_s = copy_seconds(model_of(c, side.device), CopyPath::memset, bytes);
   const size_t step = height > 1 ? pitch : row;
   w.execute = [side = std::move(side), value, element, width, height, step] {
     for (size_t y = 0; y < height; ++y) {

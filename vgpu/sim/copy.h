@@ -3,14 +3,8 @@
 // against their allocation or array, CUDA_ERROR_INVALID_VALUE when out of range), prices it and
 // hands a Work to the stream.
 //
-// Virtual cost (the GPU model's figures from the catalog):
-//   host <-> device        kCopyLatency + bytes / pcie_bw
-//   host <-> host          kCopyLatency + bytes / pcie_bw (staged through the device, as cudaMemcpy does)
-//   within one device      kCopyLatency + 2 * bytes / memory_bw (read + write of HBM)
-//   between two devices    a simcore transfer {src, dst, bytes} over the simulated NVLink/network
-//   memset                 kCopyLatency + bytes / memory_bw
-// kCopyLatency (2 us) is the fixed cost of one DMA operation: a small cudaMemcpy on an H100
-// takes about that long end to end.
+// Virtual cost: core/copy_cost.h; between two devices a simcore transfer {src, dst, bytes} over
+// the simulated NVLink/network.
 #pragma once
 
 #include <cstddef>
@@ -19,8 +13,6 @@
 #include "driver/cuda_api.h"
 
 namespace vgpu::sim {
-
-inline constexpr double kCopyLatency = 2e-6;
 
 // How the entry point wants the work run.
 struct Submit {

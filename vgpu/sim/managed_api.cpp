@@ -1,6 +1,7 @@
 // Managed memory of the sim backend: one host-backed range reachable from host and every
 // device, charged to the device current at allocation; advice and prefetch are recorded (they
 // only move pages on real hardware) and a prefetch occupies its stream for the transfer time.
+#include "core/copy_cost.h"
 #include "driver/entry_points.h"
 #include "exec/stream.h"
 #include "exec/virtual_clock.h"
@@ -100,7 +101,7 @@ CUresult prefetch(CUdeviceptr ptr, size_t count, CUmemLocation loc, unsigned int
   w.kind = Work::Kind::copy;
   w.label = fmt::format("prefetch {} B", count);
   // Pages move over the host link (no network transfer: the pages have one home at a time).
-  w.duration_s = sim::kCopyLatency + static_cast<double>(count) / (dev->model().pcie_bw > 0 ? dev->model().pcie_bw : 25e9);
+  w.duration_s = copy_seconds(dev->model(), CopyPath::host_device, count);
   w.execute = [a, id] {
     std::lock_guard l(g_advice_mu);
     a->last_prefetch = id;

@@ -225,6 +225,10 @@ void MemoryManager::context_destroyed(CUcontext ctx) {
     if (arr->ctx != ctx || !impl_->arrays.remove(arr->handle)) continue;
     if (Device* dev = impl_->driver.device(arr->device)) dev->release(arr->charged);
   }
+  for (auto& mip : impl_->mipmaps.snapshot()) {  // their levels went with the arrays above
+    if (mip->ctx != ctx || !impl_->mipmaps.remove(mip->handle)) continue;
+    if (Device* dev = impl_->driver.device(mip->device)) dev->release(mip->charged);
+  }
   if (!gone.empty())
     log::debug("context {}: freed {} allocations with it", static_cast<void*>(ctx), gone.size());
 }

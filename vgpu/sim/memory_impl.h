@@ -98,9 +98,20 @@ struct ArrayObject {
   int device = -1;
   uint64_t charged = 0;
   CUcontext ctx = nullptr;
+  bool mipmap_level = false;  // a level of a mipmapped array: destroyed with it, never alone
   std::shared_ptr<HostMapping> mapping;
   char* data() const { return static_cast<char*>(mapping->base); }
   size_t bytes() const { return row_bytes * height * depth; }
+};
+
+// A mipmapped array: each level is an array (copies and descriptors reach it as any array),
+// and the levels are charged together, once, to the mipmapped array.
+struct MipmapObject {
+  CUmipmappedArray handle = nullptr;
+  int device = -1;
+  uint64_t charged = 0;
+  CUcontext ctx = nullptr;
+  std::vector<std::shared_ptr<ArrayObject>> levels;
 };
 
 // A stream-ordered memory pool (pool.cpp has the model). Every block is its own 2 MiB-rounded
@@ -150,6 +161,7 @@ struct MemoryManager::Impl {
 
   // ---- handles ----
   HandleTable<ArrayObject> arrays;
+  HandleTable<MipmapObject> mipmaps;
   HandleTable<Pool> pools;
   std::vector<std::shared_ptr<Pool>> default_pools;  // one per device
   std::vector<CUmemoryPool> default_pool_handles;

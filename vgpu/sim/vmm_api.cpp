@@ -1,7 +1,8 @@
 // The virtual memory management API of the sim backend: address reservations are PROT_NONE
 // host reservations; a physical allocation (cuMemCreate) is a range of a memfd arena, charged to
 // its device; cuMemMap maps that range MAP_SHARED|MAP_FIXED into a reservation, so one
-// allocation mapped at two addresses shows the same bytes at both.
+// allocation mapped at two addresses shows the same bytes at both. As on the real driver, only
+// a whole allocation can be mapped (offset 0, its full size).
 #include <sys/mman.h>
 
 #include "driver/entry_points.h"
@@ -137,6 +138,11 @@ VGPU_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offse
   auto phys = it->second.phys;
   if (offset > phys->size || size > phys->size - offset)
     return fail(CUDA_ERROR_INVALID_VALUE, "cuMemMap: offset+size past the allocation");
+  // The real driver maps whole handles only: part of one is CUDA_ERROR_NOT_SUPPORTED (measured
+  // on an H100, driver 580), so a program that works on the sim works on a GPU.
+  if (offset != 0 || size != phys->size)
+    return fail(CUDA_ERROR_NOT_SUPPORTED, "cuMemMap: {:#x}+{} is part of a {}-byte allocation; only whole "
+                "allocations can be mapped", offset, size, phys->size);
   if (!in_reservation(*c.mem, ptr, size)) return fail(CUDA_ERROR_INVALID_VALUE, "cuMemMap: {:#x} is not reserved", ptr);
   std::unique_lock il(c.mem->index_mu);
   auto next = c.mem->index.lower_bound(ptr);

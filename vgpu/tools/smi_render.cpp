@@ -29,10 +29,12 @@ std::string policy(const char* env) {
   return v != nullptr && *v != '\0' ? v : "n/a (sim)";
 }
 
-std::string physical_gpu(const inspect::JobView& v, size_t i) {
+// The physical GPU memory behind a virtual device (the passthrough backend's own allocations,
+// contexts and shared chunks); the sim backend has none.
+std::string physical_memory(const inspect::JobView& v, size_t i) {
   const uint64_t physical = v.activity[i].physical;
   if (physical == 0) return v.backend == "passthrough" ? "none yet" : "none (sim backend)";
-  return fmt::format("{} MiB held on the physical GPU", mib(physical));
+  return fmt::format("{}MiB", mib(physical));
 }
 
 std::string now_line() {
@@ -101,12 +103,15 @@ std::string render_vgpu(const Shown& s) {
     out += boxed(" vgpu job: none (configured cluster)");
   out += boxed(fmt::format(" launch policy: {:<28}memory policy: {}", policy("VGPU_LAUNCH_POLICY"),
                            policy("VGPU_MEMORY_POLICY")));
-  out += boxed("  GPU   Virtual clock       Busy            Kernels   Physical GPU");
+  // Memory: what the program was charged on the virtual device (the table's Memory-Usage), and
+  // the physical GPU memory behind it.
+  out += boxed("  GPU   Virtual clock   Busy            Kernels    Memory used   Physical memory");
   out += kDouble;
   for (int i : s.devices) {
     const inspect::DeviceActivity& a = v.activity[i];
-    out += boxed(fmt::format("  {:>3}   {:<18}  {:<14}  {:>7}   {}", i, fmt::format("{:.6f} s", a.clock_s),
-                             fmt::format("{:.6f} s", a.busy_s), a.kernels, physical_gpu(v, i)));
+    out += boxed(fmt::format("  {:>3}   {:<14}  {:<14}  {:>7}   {:>11}   {}", i, fmt::format("{:.6f} s", a.clock_s),
+                             fmt::format("{:.6f} s", a.busy_s), a.kernels, fmt::format("{}MiB", mib(a.used)),
+                             physical_memory(v, i)));
   }
   out += kRule;
   return out;
@@ -148,6 +153,7 @@ std::optional<std::string> render_query(const Shown& s, const std::vector<std::s
       {"vgpu.clock", {"s", [&](int i) { return fmt::format("{:.6f}", v.activity[i].clock_s); }}},
       {"vgpu.busy", {"s", [&](int i) { return fmt::format("{:.6f}", v.activity[i].busy_s); }}},
       {"vgpu.kernels", {"", [&](int i) { return std::to_string(v.activity[i].kernels); }}},
+      {"vgpu.memory.physical", {"MiB", mem([&v](int i) { return v.activity[i].physical; })}},
   };
   static const std::map<std::string, std::string> aliases = {
       {"gpu_name", "name"}, {"gpu_uuid", "uuid"}, {"gpu_bus_id", "pci.bus_id"}, {"pci.bus", "pci.bus_id"}};

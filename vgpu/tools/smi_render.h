@@ -1,5 +1,5 @@
 // What vgpu-smi prints, from a JobView: nvidia-smi's table, -L, --query-gpu CSV, and the vgpu
-// section (job, backend, policies, virtual clock, physical GPU behind each device).
+// section (job, backend, policies, virtual clock, memory used and physical memory per device).
 #pragma once
 
 #include <optional>

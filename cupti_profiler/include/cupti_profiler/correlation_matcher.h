@@ -28,17 +28,24 @@ class CorrelationMatcher {
 
   // CUPTI reported a device op. Appended to `out` at once if its tag is known, else it waits.
   void on_op(uint32_t correlation_id, OpKind kind, uint64_t start_ns, uint64_t end_ns,
-             std::vector<Completed>& out);
+             std::vector<Completed>& out, uint32_t stream_id = 0);
+
+  // The op of `correlation_id` was delivered another way (StreamOrderMatcher). Nothing is
+  // delivered here for it; a tag the id has or gets (within the window) counts as a duplicate.
+  void claim(uint32_t correlation_id);
 
   // Ops that aged out of the window without meeting a tag (calls made outside begin_op/end_op).
   uint64_t untagged_dropped() const { return untagged_dropped_; }
   size_t pending_ops() const { return pending_count_; }
   size_t known_tags() const { return tags_.size(); }
+  // Claimed ids that also carried a tag.
+  uint64_t duplicates() const { return duplicates_; }
 
  private:
   struct Op {
     OpKind kind;
     uint64_t start_ns, end_ns;
+    uint32_t stream_id;
   };
 
   size_t window_;
@@ -49,6 +56,9 @@ class CorrelationMatcher {
   std::deque<uint32_t> pending_order_;
   size_t pending_count_ = 0;
   uint64_t untagged_dropped_ = 0;
+  std::unordered_map<uint32_t, bool> claimed_;  // id -> its tag was already counted
+  std::deque<uint32_t> claimed_order_;
+  uint64_t duplicates_ = 0;
 };
 
 }  // namespace vgpu::cupti

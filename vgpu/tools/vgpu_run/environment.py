@@ -10,6 +10,10 @@
   VGPU_JOB_ID         one id for every process of the job: they share one status region
                       (vgpu-smi --job ID) and one vgpud, and no other job's.
   VGPU_TIMELINE       --timeline: where the driver writes the simulated timeline at exit.
+  LD_PRELOAD          --virtual-clock: vgpu's clock shim (libvgpu-vclock.so) after whatever the
+                      caller preloads (a sanitizer runtime must stay first): each thread that
+                      submitted GPU work reads its virtual clock from clock_gettime,
+                      gettimeofday and time (README, "The job's own clock").
   VGPU_SIMCORE=daemon the plugin's transfers are timed by the job's shared vgpud, so ranks in
   VGPU_VGPUD          separate processes share one network; VGPU_VGPUD is the binary the plugin
                       starts on demand.
@@ -63,10 +67,21 @@ def library_path(dirs, inherited):
     return ":".join(parts)
 
 
+def preload_with(lib, inherited):
+    """LD_PRELOAD with `lib` after the inherited entries (split on spaces and colons, as the
+    dynamic loader does), once."""
+    parts = [p for p in inherited.replace(":", " ").split() if p]
+    if not any(os.path.basename(p) == os.path.basename(lib) for p in parts):
+        parts.append(lib)
+    return " ".join(parts)
+
+
 def job_vars(options, layout, backend, real_driver, job_id, topo_file, base):
     """Everything vgpu-run sets, in a stable order."""
     out = {"LD_LIBRARY_PATH": library_path([layout.libcuda_dir(backend), layout.nvml_libdir],
                                            base.get("LD_LIBRARY_PATH", ""))}
+    if options.virtual_clock:
+        out["LD_PRELOAD"] = preload_with(layout.vclock_lib, base.get("LD_PRELOAD", ""))
     if real_driver:
         out["VGPU_REAL_LIBCUDA"] = real_driver
     out.update(cluster_vars(options))

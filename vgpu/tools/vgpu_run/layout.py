@@ -6,6 +6,7 @@ from typing import Optional
 from .errors import UsageError
 
 PLUGIN_FILE = "libnccl-net-vgpu.so"
+VCLOCK_FILE = "libvgpu-vclock.so"
 
 # The real driver's usual places, in the order vgpu/passthrough/real_driver.cpp tries them
 # after VGPU_REAL_LIBCUDA (which, when set, is the only candidate there too).
@@ -27,6 +28,7 @@ class Layout:
     vgpud: Optional[str]
     vgpu_smi: Optional[str]
     origin: str  # where the paths came from, for messages
+    vclock_lib: Optional[str] = None  # the clock shim (--virtual-clock)
 
     def libcuda_dir(self, backend):
         return self.sim_libdir if backend == "sim" else self.passthrough_libdir
@@ -44,7 +46,8 @@ def resolve(options, configured):
     """The paths from the configured defaults, overridden by --lib-dir / --bin-dir."""
     layout = Layout(configured.get("sim_libdir"), configured.get("passthrough_libdir"),
                     configured.get("nvml_libdir"), configured.get("nccl_plugin"),
-                    configured.get("vgpud"), configured.get("vgpu_smi"), "the build")
+                    configured.get("vgpud"), configured.get("vgpu_smi"), "the build",
+                    configured.get("vclock_lib"))
     if options.lib_dir:
         d = options.lib_dir
         if not os.path.isdir(d):
@@ -56,6 +59,9 @@ def resolve(options, configured):
                                                     "libcuda.so.1")
         layout.nvml_libdir = os.path.abspath(d)
         layout.nccl_plugin = os.path.abspath(os.path.join(d, PLUGIN_FILE))
+        # An installed libdir has the shim itself; a build-like folder may keep it in vclock/.
+        layout.vclock_lib = os.path.join(_first_dir_with(d, ("", "vclock"), VCLOCK_FILE),
+                                         VCLOCK_FILE)
         layout.origin = f"--lib-dir {d}"
     if options.bin_dir:
         if not os.path.isdir(options.bin_dir):
@@ -65,7 +71,7 @@ def resolve(options, configured):
     return layout
 
 
-def require(layout, backend):
+def require(layout, backend, virtual_clock=False):
     """Refuses (UsageError) when a piece the job needs is missing."""
     fix_lib = ("build it (meson compile -C <builddir> ...) or pass --lib-dir DIR"
                if layout.origin == "the build" else f"check {layout.origin}")
@@ -80,6 +86,9 @@ def require(layout, backend):
         (layout.vgpud, "vgpud", fix_bin),
         (layout.vgpu_smi, "vgpu-smi", fix_bin),
     ]
+    if virtual_clock:
+        checks.append((layout.vclock_lib, f"the clock shim for --virtual-clock ({VCLOCK_FILE})",
+                       fix_lib))
     for path, what, fix in checks:
         if not path:
             raise UsageError(f"{what}: no path configured; {fix}")

@@ -51,9 +51,6 @@ def _write_topology(cluster, env, notes):
 
 def prepare(options, configured, base):
     """(the variables to set, the cluster, the backend, notes), or UsageError."""
-    if options.virtual_clock:
-        raise UsageError("--virtual-clock is not implemented yet (issue 9): run without it; "
-                         "CUDA events already report virtual time")
     if not options.command and not options.print_env:
         raise UsageError(f"no command given: {options_mod.USAGE}")
     notes = []
@@ -63,7 +60,7 @@ def prepare(options, configured, base):
             and not os.path.isfile(base["VGPU_REAL_LIBCUDA"]):
         notes.append(f"VGPU_REAL_LIBCUDA={base['VGPU_REAL_LIBCUDA']} does not exist: "
                      "sim backend")
-    layout_mod.require(layout, backend)
+    layout_mod.require(layout, backend, options.virtual_clock)
     job = _job_id(options, base, notes)
     probe_env = dict(base)
     probe_env.update(environment.cluster_vars(options))

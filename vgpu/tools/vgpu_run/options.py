@@ -15,6 +15,7 @@ EPILOG = """\
 examples:
   vgpu-run -- python3 train.py
   vgpu-run --gpus 8 --model H200 -- torchrun --nproc_per_node 8 train.py
+  vgpu-run --virtual-clock -- python3 train.py   # its own step-time logs in virtual time
   vgpu-run --print-env                 # what it would set, as NAME=value lines
 exit status: the command's (128+N when a signal N ended it); 2 when vgpu-run refuses to start
 (the message names what to change); 127/126 when the command cannot be found/executed."""
@@ -56,7 +57,8 @@ def _parser():
     g.add_argument("--lib-dir", metavar="DIR",
                    help="take the libraries from DIR: sim/libcuda.so.1 (or libcuda.so.1), "
                         "passthrough/libcuda.so.1 (or vgpu-passthrough/libcuda.so.1), "
-                        "libnvidia-ml.so.1, libnccl-net-vgpu.so")
+                        "libnvidia-ml.so.1, libnccl-net-vgpu.so, libvgpu-vclock.so (or "
+                        "vclock/libvgpu-vclock.so)")
     g.add_argument("--bin-dir", metavar="DIR", help="take vgpud and vgpu-smi from DIR")
     c = p.add_argument_group("cluster (each sets the variable the driver reads)")
     c.add_argument("--config", metavar="FILE", help="cluster TOML file (VGPU_CONFIG)")
@@ -74,8 +76,11 @@ def _parser():
     j.add_argument("--timeline", metavar="FILE",
                    help="write the simulated timeline (Chrome trace) to FILE (VGPU_TIMELINE)")
     j.add_argument("--virtual-clock", action="store_true",
-                   help="(not implemented yet) the job's own wall-clock timing reads the "
-                        "virtual clock")
+                   help="the job's own wall-clock timing (time.perf_counter, time.time, "
+                        "std::chrono::steady_clock) reads the virtual clock on every thread "
+                        "that launched GPU work, so its logs of step time and tokens/s report "
+                        "the simulated cluster; other threads keep real time (preloads "
+                        "libvgpu-vclock.so)")
     o = p.add_argument_group("output")
     o.add_argument("--print-env", action="store_true",
                    help="print the environment it would set (NAME=value, shell-quoted) and exit")

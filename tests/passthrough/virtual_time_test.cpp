@@ -1,0 +1,249 @@
+// Virtual time under the passthrough backend, on CI: the "real driver" is vgpu's sim backend,
+// whose kernels take the fallback model's durations, so that what the passthrough measures on
+// its real driver is known. The program's own events must report the virtual timeline: every
+// launch measured (or its signature's settled duration), stream order, cross-stream waits, the
+// legacy stream's barrier, synchronization moving the thread's clock, copies priced by the
+// virtual GPU, and the launch policies (VGPU_LAUNCH_POLICY, one test binary run three ways).
+//
+// "Real" time below is the real driver's own answer for the same events (the sim library,
+// called directly): what the work took on the GPU that ran it.
+#include <cuda.h>
+#include <dlfcn.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace {
+
+bool running_on_passthrough() {
+  Dl_info info{};
+  return dladdr(reinterpret_cast<void*>(&cuInit), &info) != 0 && info.dli_fname &&
+         std::string(info.dli_fname).find("/passthrough/") != std::string::npos;
+}
+
+std::string policy() {
+  const char* p = std::getenv("VGPU_LAUNCH_POLICY");
+  return p ? p : "all";
+}
+
+using ElapsedFn = CUresult (*)(float*, CUevent, CUevent);
+// The real driver's elapsed time between two events.
+float real_ms(CUevent a, CUevent b) {
+  static ElapsedFn fn = [] {
+    void* lib = dlopen(std::getenv("VGPU_REAL_LIBCUDA"), RTLD_NOW | RTLD_NOLOAD);
+    return lib ? reinterpret_cast<ElapsedFn>(dlsym(lib, "cuEventElapsedTime")) : nullptr;
+  }();
+  float ms = -1;
+  EXPECT_NE(fn, nullptr);
+  if (fn) EXPECT_EQ(fn(&ms, a, b), CUDA_SUCCESS);
+  return ms;
+}
+
+float virtual_ms(CUevent a, CUevent b) {
+  float ms = -1;
+  EXPECT_EQ(cuEventElapsedTime(&ms, a, b), CUDA_SUCCESS);
+  return ms;
+}
+
+class VirtualTime : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_TRUE(running_on_passthrough());
+    ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
+  }
+  void SetUp() override {
+    ASSERT_EQ(cuDevicePrimaryCtxRetain(&ctx_, 0), CUDA_SUCCESS);
+    ASSERT_EQ(cuCtxSetCurrent(ctx_), CUDA_SUCCESS);
+    std::ifstream in(KERNELS_FATBIN, std::ios::binary);
+    image_.assign(std::istreambuf_iterator<char>(in), {});
+    ASSERT_FALSE(image_.empty());
+    ASSERT_EQ(cuModuleLoadData(&module_, image_.data()), CUDA_SUCCESS);
+    ASSERT_EQ(cuModuleGetFunction(&axpy_, module_, "axpy"), CUDA_SUCCESS);
+    ASSERT_EQ(cuMemAlloc(&x_, 4 << 20), CUDA_SUCCESS);
+    ASSERT_EQ(cuMemAlloc(&y_, 4 << 20), CUDA_SUCCESS);
+    for (CUevent* e : {&a_, &b_, &c_}) ASSERT_EQ(cuEventCreate(e, CU_EVENT_DEFAULT), CUDA_SUCCESS);
+  }
+  void TearDown() override {
+    for (CUevent e : {a_, b_, c_}) cuEventDestroy(e);
+    cuMemFree(x_);
+    cuMemFree(y_);
+    cuModuleUnload(module_);
+    cuDevicePrimaryCtxRelease(0);
+  }
+  // One axpy over `n` elements: with 16M threads the sim's model gives it ~80 us.
+  void axpy(CUstream s, int n = 1 << 24) {
+    float a = 2;
+    void* params[] = {&a, &x_, &y_, &n};
+    ASSERT_EQ(cuLaunchKernel(axpy_, static_cast<unsigned>(n / 256), 1, 1, 256, 1, 1, 0, s, params, nullptr),
+              CUDA_SUCCESS);
+  }
+
+  CUcontext ctx_ = nullptr;
+  std::vector<char> image_;
+  CUmodule module_ = nullptr;
+  CUfunction axpy_ = nullptr;
+  CUdeviceptr x_ = 0, y_ = 0;
+  CUevent a_ = nullptr, b_ = nullptr, c_ = nullptr;
+};
+
+TEST_F(VirtualTime, EventsReportTheVirtualTimelineOfKernels) {
+  // Warm up so that the signature is settled under every policy.
+  for (int i = 0; i < 5; ++i) axpy(nullptr);
+  ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
+  axpy(nullptr);
+  ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
+  for (int i = 0; i < 19; ++i) axpy(nullptr);
+  ASSERT_EQ(cuEventRecord(c_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventSynchronize(c_), CUDA_SUCCESS);
+  const float one = virtual_ms(a_, b_), twenty = virtual_ms(a_, c_);
+  ASSERT_GT(one, 0.05f);  // ~80 us by the model: not the real driver's idle gaps
+  EXPECT_NEAR(twenty / one, 20.0, 1.0);
+  const float real_twenty = real_ms(a_, c_);
+  if (policy() == "all") {
+    // Every launch ran: the virtual timeline is what the GPU took.
+    EXPECT_NEAR(twenty / real_twenty, 1.0, 0.1);
+  } else {
+    // Launches were skipped: the GPU did (next to) nothing, the virtual timeline is unchanged.
+    EXPECT_LT(real_twenty, 0.5f * twenty);
+  }
+}
+
+TEST_F(VirtualTime, SynchronizationMovesTheThreadsClock) {
+  CUstream idle;
+  ASSERT_EQ(cuStreamCreate(&idle, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
+  for (int i = 0; i < 10; ++i) axpy(nullptr);
+  ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
+  // Before synchronizing, an event on an idle stream lands at the thread's clock: early.
+  ASSERT_EQ(cuEventRecord(c_, idle), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  const float ten = virtual_ms(a_, b_);
+  EXPECT_LT(virtual_ms(a_, c_), 0.5f * ten);
+  // After it, the thread is at the finish of the work it waited for.
+  ASSERT_EQ(cuEventRecord(c_, idle), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventSynchronize(c_), CUDA_SUCCESS);
+  EXPECT_GE(virtual_ms(a_, c_), ten);
+  EXPECT_LT(virtual_ms(a_, c_), ten + 1.0f);
+  ASSERT_EQ(cuStreamDestroy(idle), CUDA_SUCCESS);
+}
+
+TEST_F(VirtualTime, StreamsWaitForEventsAndTheLegacyStream) {
+  CUstream blocking, non_blocking;
+  ASSERT_EQ(cuStreamCreate(&blocking, CU_STREAM_DEFAULT), CUDA_SUCCESS);
+  ASSERT_EQ(cuStreamCreate(&non_blocking, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(a_, non_blocking), CUDA_SUCCESS);
+  for (int i = 0; i < 10; ++i) axpy(blocking);
+  const auto sync_all = [&] { ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS); };
+  // A non-blocking stream does not wait for the blocking stream's work...
+  ASSERT_EQ(cuEventRecord(b_, non_blocking), CUDA_SUCCESS);
+  // ...the legacy stream does.
+  ASSERT_EQ(cuEventRecord(c_, nullptr), CUDA_SUCCESS);
+  sync_all();
+  const float legacy = virtual_ms(a_, c_);
+  EXPECT_LT(virtual_ms(a_, b_), 0.2f * legacy);
+  EXPECT_GT(legacy, 0.5f);  // ten ~80 us kernels
+
+  // cuStreamWaitEvent: the non-blocking stream waits for an event of the blocking one.
+  ASSERT_EQ(cuEventRecord(a_, non_blocking), CUDA_SUCCESS);
+  for (int i = 0; i < 10; ++i) axpy(blocking);
+  CUevent done;
+  ASSERT_EQ(cuEventCreate(&done, CU_EVENT_DEFAULT), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(done, blocking), CUDA_SUCCESS);
+  ASSERT_EQ(cuStreamWaitEvent(non_blocking, done, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(b_, non_blocking), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
+  EXPECT_GT(virtual_ms(a_, b_), 0.9f * legacy);
+  cuEventDestroy(done);
+  cuStreamDestroy(blocking);
+  cuStreamDestroy(non_blocking);
+}
+
+TEST_F(VirtualTime, CopiesArePricedByTheVirtualGpu) {
+  const size_t bytes = 4 << 20;
+  std::vector<char> host(bytes, 1);
+  ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyHtoD(x_, host.data(), bytes), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyDtoD(y_, x_, bytes), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(c_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventSynchronize(c_), CUDA_SUCCESS);
+  // Priced by the virtual GPU's figures (core/copy_cost.h), not by what the real driver took:
+  // the default H100's PCIe, 63 GB/s: 2 us + 4 MiB / 63 GB/s = 68.6 us (plus the few us of
+  // this thread's CPU time between the event and the copy).
+  EXPECT_GT(virtual_ms(a_, b_), 0.0686f);
+  EXPECT_LT(virtual_ms(a_, b_), 0.0686f + 0.02f);
+  // A device-to-device copy reads and writes HBM: much faster than over PCIe.
+  EXPECT_LT(virtual_ms(b_, c_), 0.2f * virtual_ms(a_, b_));
+}
+
+TEST_F(VirtualTime, ThreadsOnDifferentDevicesKeepTheirOwnTimelines) {
+  std::vector<std::thread> threads;
+  std::vector<float> ms(4, -1);
+  for (int d = 0; d < 4; ++d) {
+    threads.emplace_back([&, d] {
+      CUcontext c;
+      ASSERT_EQ(cuDevicePrimaryCtxRetain(&c, d), CUDA_SUCCESS);
+      ASSERT_EQ(cuCtxSetCurrent(c), CUDA_SUCCESS);
+      CUmodule m;
+      CUfunction f;
+      ASSERT_EQ(cuModuleLoadData(&m, image_.data()), CUDA_SUCCESS);
+      ASSERT_EQ(cuModuleGetFunction(&f, m, "axpy"), CUDA_SUCCESS);
+      CUdeviceptr x, y;
+      ASSERT_EQ(cuMemAlloc(&x, 1 << 20), CUDA_SUCCESS);
+      ASSERT_EQ(cuMemAlloc(&y, 1 << 20), CUDA_SUCCESS);
+      CUevent s, e;
+      cuEventCreate(&s, 0);
+      cuEventCreate(&e, 0);
+      ASSERT_EQ(cuEventRecord(s, nullptr), CUDA_SUCCESS);
+      int n = 1 << 24;
+      float a = 1;
+      void* params[] = {&a, &x, &y, &n};
+      for (int i = 0; i < 5 * (d + 1); ++i)
+        ASSERT_EQ(cuLaunchKernel(f, n / 256, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
+      ASSERT_EQ(cuEventRecord(e, nullptr), CUDA_SUCCESS);
+      ASSERT_EQ(cuEventSynchronize(e), CUDA_SUCCESS);
+      ASSERT_EQ(cuEventElapsedTime(&ms[d], s, e), CUDA_SUCCESS);
+      cuEventDestroy(s);
+      cuEventDestroy(e);
+      cuMemFree(x);
+      cuMemFree(y);
+      cuModuleUnload(m);
+      cuDevicePrimaryCtxRelease(d);
+    });
+  }
+  for (auto& t : threads) t.join();
+  // Device d ran 5 (d + 1) kernels: its own timeline, not the shared GPU's.
+  for (int d = 1; d < 4; ++d) EXPECT_NEAR(ms[d] / ms[0], d + 1.0, 0.3 * (d + 1)) << d;
+}
+
+TEST_F(VirtualTime, CapturedWorkIsTimedWhenTheGraphRuns) {
+  CUstream s;
+  ASSERT_EQ(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  for (int i = 0; i < 10; ++i) axpy(s);
+  CUgraph g;
+  ASSERT_EQ(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+  CUgraphExec exec;
+  ASSERT_EQ(cuGraphInstantiate(&exec, g, 0), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(a_, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuGraphLaunch(exec, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(b_, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
+  // A graph launch is measured on the real driver as a whole.
+  EXPECT_NEAR(virtual_ms(a_, b_), real_ms(a_, b_), 0.05 * real_ms(a_, b_) + 0.01);
+  EXPECT_GT(virtual_ms(a_, b_), 0.5f);
+  cuGraphExecDestroy(exec);
+  cuGraphDestroy(g);
+  cuStreamDestroy(s);
+}
+
+}  // namespace

@@ -1,0 +1,34 @@
+// The virtual duration of copies and sets, from the GPU model's figures (catalog): the one
+// price list both backends use (the sim for every copy, the passthrough for the copies it
+// times instead of measuring them).
+//   host <-> device (and host <-> host)  kCopyLatency + bytes / pcie_bw
+//   within one device                    kCopyLatency + 2 * bytes / memory_bw (read + write)
+//   memset                               kCopyLatency + bytes / memory_bw
+// kCopyLatency (2 us) is the fixed cost of one DMA operation: a small cudaMemcpy on an H100
+// takes about that long end to end. A figure the model leaves at 0 falls back to PCIe 4 x16
+// (25 GB/s) and 2 TB/s.
+#pragma once
+
+#include <cstdint>
+
+#include "simcore/cluster_spec.h"
+
+namespace vgpu {
+
+inline constexpr double kCopyLatency = 2e-6;
+
+enum class CopyPath { host_device, within_device, memset };
+
+inline double copy_seconds(const simcore::GpuModel& m, CopyPath path, uint64_t bytes) {
+  const double pcie = m.pcie_bw > 0 ? m.pcie_bw : 25e9;
+  const double hbm = m.memory_bw > 0 ? m.memory_bw : 2e12;
+  const double b = static_cast<double>(bytes);
+  switch (path) {
+    case CopyPath::host_device: return kCopyLatency + b / pcie;
+    case CopyPath::within_device: return kCopyLatency + 2.0 * b / hbm;
+    case CopyPath::memset: return kCopyLatency + b / hbm;
+  }
+  return kCopyLatency;
+}
+
+}  // namespace vgpu

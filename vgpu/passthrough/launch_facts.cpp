@@ -1,0 +1,87 @@
+#include "passthrough/launch_facts.h"
+
+#include <algorithm>
+#include <cstring>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "passthrough/passthrough_state.h"
+
+namespace vgpu::pt {
+namespace {
+
+FunctionFacts describe(CUfunction f) {
+  FunctionFacts facts;
+  const char* name = nullptr;
+  // cudart hands context-independent kernels (CUkernel) to cuLaunchKernel as well.
+  if (VGPU_REAL("cuFuncGetName", CUresult (*)(const char**, CUfunction))(&name, f) != CUDA_SUCCESS &&
+      VGPU_REAL("cuKernelGetName", CUresult (*)(const char**, CUkernel))(&name, reinterpret_cast<CUkernel>(f)) !=
+          CUDA_SUCCESS)
+    return facts;
+  facts.name = name ? name : "";
+  auto func_info = VGPU_REAL("cuFuncGetParamInfo", CUresult (*)(CUfunction, size_t, size_t*, size_t*));
+  auto kernel_info = VGPU_REAL("cuKernelGetParamInfo", CUresult (*)(CUkernel, size_t, size_t*, size_t*));
+  for (size_t i = 0; i < 4096; ++i) {
+    size_t off = 0, size = 0;
+    if ((!func_info || func_info(f, i, &off, &size) != CUDA_SUCCESS) &&
+        (!kernel_info || kernel_info(reinterpret_cast<CUkernel>(f), i, &off, &size) != CUDA_SUCCESS))
+      break;
+    facts.slots.push_back({static_cast<uint32_t>(off), static_cast<uint32_t>(size)});
+    facts.block_bytes = std::max<uint32_t>(facts.block_bytes, static_cast<uint32_t>(off + size));
+  }
+  facts.ok = true;
+  return facts;
+}
+
+// The packed parameter block of a launch, from kernelParams (one pointer per parameter) or from
+// `extra` (CU_LAUNCH_PARAM_BUFFER_POINTER/SIZE); false when neither describes it.
+bool pack_params(const FunctionFacts& facts, void** params, void** extra, std::vector<uint8_t>* out) {
+  out->assign(facts.block_bytes, 0);
+  if (params != nullptr) {
+    for (size_t i = 0; i < facts.slots.size(); ++i)
+      if (params[i] != nullptr) std::memcpy(out->data() + facts.slots[i].offset, params[i], facts.slots[i].size);
+    return true;
+  }
+  if (extra == nullptr) return facts.slots.empty();
+  const void* buffer = nullptr;
+  size_t size = 0;
+  for (size_t i = 0; i < 64 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = extra[i + 1];
+    if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1]) size = *static_cast<size_t*>(extra[i + 1]);
+  }
+  if (buffer == nullptr || size < facts.block_bytes) return false;
+  std::memcpy(out->data(), buffer, facts.block_bytes);
+  return true;
+}
+
+struct FactsCache {
+  std::shared_mutex mu;
+  std::unordered_map<CUfunction, FunctionFacts> facts;
+};
+
+}  // namespace
+
+const FunctionFacts& function_facts(CUfunction f) {
+  static FactsCache* cache = new FactsCache;  // never destroyed: launches may run during exit
+  {
+    std::shared_lock l(cache->mu);
+    if (auto it = cache->facts.find(f); it != cache->facts.end()) return it->second;
+  }
+  FunctionFacts facts = describe(f);
+  std::unique_lock l(cache->mu);
+  return cache->facts.emplace(f, std::move(facts)).first->second;
+}
+
+bool launch_signature(CUfunction f, const LaunchShape& shape, void** params, void** extra,
+                      LaunchSignature* out) {
+  PassState* s = PassState::get();
+  if (s == nullptr || f == nullptr) return false;
+  const FunctionFacts& facts = function_facts(f);
+  std::vector<uint8_t> block;
+  if (!facts.ok || !pack_params(facts, params, extra, &block)) return false;
+  *out = build_launch_signature(facts.name, shape, facts.slots, block,
+                                [s](uint64_t v) { return s->is_device_pointer(v); });
+  return true;
+}
+
+}  // namespace vgpu::pt

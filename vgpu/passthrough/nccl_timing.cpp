@@ -1,0 +1,125 @@
+#include "passthrough/nccl_timing.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstdlib>
+#include <deque>
+#include <mutex>
+#include <unordered_map>
+
+#include "common/log.h"
+#include "nccl_plugin/core/vtime_api.h"
+#include "passthrough/passthrough_state.h"
+
+namespace vgpu::pt::nccl_timing {
+namespace {
+
+using CompletionsFn = int (*)(uint64_t, vgpu_nccl_completion*, int);
+using SetClockFn = void (*)(vgpu_nccl_clock_fn);
+
+constexpr int kMaxGpus = 4096;
+std::array<std::atomic<double>, kMaxGpus> g_kernel_start{};
+
+double clock_hook(int gpu) {
+  return gpu >= 0 && gpu < kMaxGpus ? g_kernel_start[gpu].load(std::memory_order_relaxed) : 0;
+}
+
+// The completions read from the plugin so far, per global GPU (seq, virtual finish).
+class CompletionLog {
+ public:
+  bool present() {
+    std::lock_guard l(mu_);
+    return load();
+  }
+  uint64_t position() {
+    std::lock_guard l(mu_);
+    pull();
+    return cursor_;
+  }
+  double latest_after(int gpu, uint64_t since, double floor) {
+    std::lock_guard l(mu_);
+    pull();
+    double out = floor;
+    auto it = by_gpu_.find(gpu);
+    if (it == by_gpu_.end()) return out;
+    for (const auto& [seq, finish] : it->second)
+      if (seq > since) out = std::max(out, finish);
+    return out;
+  }
+
+ private:
+  bool load() {
+    if (completions_ != nullptr) return true;
+    // NCCL dlopens the plugin (RTLD_LOCAL): find it by name among the loaded libraries.
+    void* lib = dlopen("libnccl-net-vgpu.so", RTLD_NOLOAD | RTLD_LAZY);
+    void* completions = lib ? dlsym(lib, "vgpu_nccl_completions") : dlsym(RTLD_DEFAULT, "vgpu_nccl_completions");
+    void* set_clock = lib ? dlsym(lib, "vgpu_nccl_set_clock") : dlsym(RTLD_DEFAULT, "vgpu_nccl_set_clock");
+    if (completions == nullptr || set_clock == nullptr) return false;
+    completions_ = reinterpret_cast<CompletionsFn>(completions);
+    reinterpret_cast<SetClockFn>(set_clock)(&clock_hook);
+    log::info("passthrough: NCCL kernels are timed by the vgpu net plugin's transfers");
+    return true;
+  }
+  void pull() {
+    if (!load()) return;
+    vgpu_nccl_completion buf[256];
+    for (;;) {
+      const int n = completions_(cursor_, buf, 256);
+      if (n <= 0) break;
+      for (int i = 0; i < n; ++i) {
+        cursor_ = std::max(cursor_, buf[i].seq);
+        auto& q = by_gpu_[buf[i].gpu];
+        if (buf[i].finish == buf[i].finish) q.emplace_back(buf[i].seq, buf[i].finish);  // not NaN
+        if (q.size() > 8192) q.pop_front();
+      }
+      if (n < 256) break;
+    }
+  }
+
+  std::mutex mu_;
+  CompletionsFn completions_ = nullptr;
+  uint64_t cursor_ = 0;
+  std::unordered_map<int, std::deque<std::pair<uint64_t, double>>> by_gpu_;
+};
+
+CompletionLog& completion_log() {
+  static CompletionLog* log = new CompletionLog;  // used until exit
+  return *log;
+}
+
+}  // namespace
+
+bool is_nccl_kernel(std::string_view name) {
+  return name.starts_with("ncclDevKernel") || name.starts_with("ncclKernel") ||
+         name.starts_with("_Z13ncclDevKernel") || name.find("ncclDevKernel_") != std::string_view::npos;
+}
+
+int global_gpu(int v) {
+  if (const char* g = std::getenv("VGPU_GLOBAL_RANK_GPU"); g != nullptr && *g != '\0')
+    return std::atoi(g);
+  int node = 0;
+  if (const char* n = std::getenv("VGPU_NODE_INDEX"); n != nullptr && *n != '\0') node = std::atoi(n);
+  PassState* s = PassState::get();
+  const int per_node = s ? s->cluster().gpus_per_node : 8;
+  return node * per_node + v;
+}
+
+bool plugin_present() { return completion_log().present(); }
+uint64_t log_position() { return completion_log().position(); }
+
+double finish(int gpu, uint64_t since, double start) {
+  return completion_log().latest_after(gpu, since, start + kMinSeconds);
+}
+
+void set_kernel_start(int gpu, double start) {
+  if (gpu < 0 || gpu >= kMaxGpus) return;
+  std::atomic<double>& s = g_kernel_start[gpu];
+  double seen = s.load(std::memory_order_relaxed);
+  while (start > seen && !s.compare_exchange_weak(seen, start, std::memory_order_relaxed)) {
+  }
+}
+
+}  // namespace vgpu::pt::nccl_timing

@@ -1,0 +1,77 @@
+#include "passthrough/thread_clock.h"
+
+#include <time.h>
+
+#include <array>
+#include <atomic>
+
+namespace vgpu::pt::thread_clock {
+namespace {
+
+struct Clock {
+  double now = 0;
+  double last_cpu = -1;  // thread CPU time when the clock was last charged; < 0: never
+  int paused = 0;
+  bool used = false;
+};
+thread_local Clock t_clock;
+
+constexpr int kMaxDevices = 1024;
+std::array<std::atomic<double>, kMaxDevices> g_horizon{};
+
+double thread_cpu_seconds() {
+  timespec ts{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+void charge(Clock& c) {
+  if (c.paused > 0) return;
+  const double cpu = thread_cpu_seconds();
+  if (c.last_cpu >= 0 && cpu > c.last_cpu) c.now += cpu - c.last_cpu;
+  c.last_cpu = cpu;
+}
+
+void raise_horizon(int device, double t) {
+  if (device < 0 || device >= kMaxDevices) return;
+  std::atomic<double>& h = g_horizon[static_cast<size_t>(device)];
+  double seen = h.load(std::memory_order_relaxed);
+  while (t > seen && !h.compare_exchange_weak(seen, t, std::memory_order_relaxed)) {
+  }
+}
+
+}  // namespace
+
+double now(int device) {
+  Clock& c = t_clock;
+  charge(c);
+  c.used = true;
+  if (device >= 0 && device < kMaxDevices) {
+    const double h = g_horizon[static_cast<size_t>(device)].load(std::memory_order_relaxed);
+    if (h > c.now) c.now = h;
+  }
+  return c.now;
+}
+
+void advance_to(double t, int device) {
+  Clock& c = t_clock;
+  charge(c);
+  c.used = true;
+  if (t > c.now) c.now = t;
+  raise_horizon(device, c.now);
+}
+
+bool has_clock() { return t_clock.used; }
+
+Pause::Pause() {
+  Clock& c = t_clock;
+  charge(c);
+  ++c.paused;
+}
+
+Pause::~Pause() {
+  Clock& c = t_clock;
+  if (--c.paused == 0) c.last_cpu = thread_cpu_seconds();
+}
+
+}  // namespace vgpu::pt::thread_clock

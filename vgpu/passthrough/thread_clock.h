@@ -1,0 +1,33 @@
+// The virtual CPU clock of each host thread under the passthrough backend. It advances by the
+// real CPU time the thread spends outside the calls that vgpu pauses it for (every call vgpu
+// times: launches, copies, events, synchronizations, whose real waiting the virtual timeline
+// replaces), and jumps to the virtual finish of the work the thread synchronizes with.
+//
+// Threads hand work to each other without the driver (PyTorch's autograd engine launches the
+// backward pass from its own thread while the main thread waits on a condition variable), so a
+// thread's clock alone can lag behind. Hence each virtual device keeps a horizon: the latest
+// virtual time some thread synchronized with that device's work. A thread that then submits
+// work to the device is at least there; it happens later in real time, so in the virtual
+// cluster too. Threads driving different virtual devices stay independent.
+#pragma once
+
+namespace vgpu::pt::thread_clock {
+
+// The calling thread's virtual clock, seconds, raised to the horizon of `device` (< 0: none).
+double now(int device = -1);
+// Synchronization with work on `device` that finishes at `t`: the thread's clock jumps there
+// (never back) and the device's horizon follows.
+void advance_to(double t, int device);
+// Whether the thread has a virtual clock: it submitted or synchronized work since it started.
+bool has_clock();
+
+// Excludes the real CPU time spent inside its scope from the thread's clock. Nests.
+class Pause {
+ public:
+  Pause();
+  ~Pause();
+  Pause(const Pause&) = delete;
+  Pause& operator=(const Pause&) = delete;
+};
+
+}  // namespace vgpu::pt::thread_clock

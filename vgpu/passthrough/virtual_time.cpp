@@ -1,0 +1,376 @@
+#include "passthrough/virtual_time.h"
+
+#include <sched.h>
+#include <time.h>
+
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "common/log.h"
+#include "exec/virtual_clock.h"
+#include "passthrough/nccl_timing.h"
+#include "passthrough/passthrough_state.h"
+#include "passthrough/thread_clock.h"
+
+namespace vgpu::pt {
+namespace {
+
+// Stands for the calling thread's per-thread default stream in stream keys.
+thread_local char t_per_thread_stream;
+
+constexpr size_t kResolveEvery = 256;  // submissions between opportunistic resolves
+
+using EventRecordFn = CUresult (*)(CUevent, CUstream);
+using EventQueryFn = CUresult (*)(CUevent);
+using ElapsedFn = CUresult (*)(float*, CUevent, CUevent);
+
+CUresult real_record(CUevent e, CUstream s) { return VGPU_REAL("cuEventRecord", EventRecordFn)(e, s); }
+
+}  // namespace
+
+struct VirtualTime::Impl {
+  struct StreamInfo {
+    CUcontext context;
+    StreamKind kind;
+  };
+  struct Measurement {
+    CUevent begin, end;
+    CUcontext context;
+    Timing timing;
+  };
+
+  std::mutex mu;
+  std::unordered_map<CUstream, StreamInfo> streams;
+  std::unordered_map<CUevent, OpRef> events;
+  std::unordered_map<uint64_t, Measurement> measurements;
+  std::unordered_map<CUcontext, std::vector<CUevent>> event_pool;
+  // Per context: a host flag the GPU can wait on (Bracket's gate); null when unavailable.
+  struct Gate {
+    volatile uint32_t* host = nullptr;
+    CUdeviceptr device = 0;
+    uint32_t value = 0;
+  };
+  std::unordered_map<CUcontext, Gate> gates;
+  uint64_t next_measurement = 0;
+  size_t submissions = 0;
+
+  // A timing event of `ctx` (created with the context current).
+  CUevent take_event(CUcontext ctx) {
+    {
+      std::lock_guard l(mu);
+      auto& pool = event_pool[ctx];
+      if (!pool.empty()) {
+        CUevent e = pool.back();
+        pool.pop_back();
+        return e;
+      }
+    }
+    CUcontext current = nullptr;
+    VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&current);
+    const bool switch_ctx = current != ctx;
+    if (switch_ctx) VGPU_REAL("cuCtxPushCurrent_v2", CUresult (*)(CUcontext))(ctx);
+    CUevent e = nullptr;
+    if (VGPU_REAL("cuEventCreate", CUresult (*)(CUevent*, unsigned))(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
+      e = nullptr;
+    if (switch_ctx) {
+      CUcontext popped = nullptr;
+      VGPU_REAL("cuCtxPopCurrent_v2", CUresult (*)(CUcontext*))(&popped);
+    }
+    return e;
+  }
+  // The context's gate, made on first use (with the context current); host null when the
+  // driver cannot make one.
+  Gate* gate(CUcontext ctx) {
+    std::lock_guard l(mu);
+    auto it = gates.find(ctx);
+    if (it != gates.end()) return it->second.host ? &it->second : nullptr;
+    Gate g;
+    CUcontext current = nullptr;
+    VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&current);
+    const bool switch_ctx = current != ctx;
+    if (switch_ctx) VGPU_REAL("cuCtxPushCurrent_v2", CUresult (*)(CUcontext))(ctx);
+    void* p = nullptr;
+    if (VGPU_REAL("cuMemHostAlloc", CUresult (*)(void**, size_t, unsigned))(
+            &p, 64, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS &&
+        VGPU_REAL("cuMemHostGetDevicePointer_v2", CUresult (*)(CUdeviceptr*, void*, unsigned))(&g.device, p, 0) ==
+            CUDA_SUCCESS) {
+      g.host = static_cast<volatile uint32_t*>(p);
+      *g.host = 0;
+    }
+    if (switch_ctx) {
+      CUcontext popped = nullptr;
+      VGPU_REAL("cuCtxPopCurrent_v2", CUresult (*)(CUcontext*))(&popped);
+    }
+    auto& stored = gates[ctx] = g;
+    return stored.host ? &stored : nullptr;
+  }
+  void give_back(CUcontext ctx, CUevent e) {
+    if (e == nullptr) return;
+    std::lock_guard l(mu);
+    event_pool[ctx].push_back(e);
+  }
+};
+
+VirtualTime* VirtualTime::get() {
+  if (PassState::get() == nullptr) return nullptr;
+  static VirtualTime* vt = [] {
+    auto* v = new VirtualTime;  // lives until exit: programs synchronize from exit handlers
+    v->impl_ = new Impl;
+    return v;
+  }();
+  return vt;
+}
+
+bool VirtualTime::target(CUstream stream, bool per_thread, StreamTarget* out) {
+  out->real = stream;
+  const bool special = stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
+  if (special) {
+    CUcontext ctx = nullptr;
+    if (VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&ctx) != CUDA_SUCCESS || ctx == nullptr)
+      return false;
+    const bool ptds = stream == CU_STREAM_PER_THREAD || (stream == nullptr && per_thread);
+    out->context = ctx;
+    out->key = {ctx, ptds ? static_cast<const void*>(&t_per_thread_stream) : nullptr};
+    out->kind = ptds ? StreamKind::blocking : StreamKind::legacy;
+    out->record_on = ptds ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+  } else {
+    Impl::StreamInfo info{};
+    bool known;
+    {
+      std::lock_guard l(impl_->mu);
+      auto it = impl_->streams.find(stream);
+      known = it != impl_->streams.end();
+      if (known) info = it->second;
+    }
+    if (!known) {
+      unsigned flags = 0;
+      if (VGPU_REAL("cuStreamGetCtx", CUresult (*)(CUstream, CUcontext*))(stream, &info.context) != CUDA_SUCCESS ||
+          VGPU_REAL("cuStreamGetFlags", CUresult (*)(CUstream, unsigned*))(stream, &flags) != CUDA_SUCCESS)
+        return false;
+      info.kind = (flags & CU_STREAM_NON_BLOCKING) ? StreamKind::non_blocking : StreamKind::blocking;
+      std::lock_guard l(impl_->mu);
+      impl_->streams.emplace(stream, info);
+    }
+    out->context = info.context;
+    out->key = {info.context, stream};
+    out->kind = info.kind;
+    out->record_on = stream;
+  }
+  PassState* s = PassState::get();
+  out->device = s ? std::max(0, s->device_of(out->context)) : 0;
+  return true;
+}
+
+bool VirtualTime::capturing(const StreamTarget& t) {
+  CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
+  const CUresult r = VGPU_REAL("cuStreamIsCapturing", CUresult (*)(CUstream, CUstreamCaptureStatus*))(t.record_on, &status);
+  // An error here means a capture elsewhere forbids touching this stream: do not add work.
+  return r != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+double VirtualTime::issue_time(int device) { return thread_clock::now(device) + vclock::kLaunchLatency; }
+
+VirtualTime::Bracket VirtualTime::begin(const StreamTarget& t, const Timing& timing, bool gated) {
+  Bracket b;
+  if (timing.source == Timing::Source::known) return b;
+  CUevent e = impl_->take_event(t.context);
+  if (e == nullptr) return b;
+  if (gated) {
+    if (Impl::Gate* g = impl_->gate(t.context)) {
+      const uint32_t value = ++g->value;  // measurements of one context are serialized (measure_lock.h)
+      if (VGPU_REAL("cuStreamWaitValue32_v2", CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned))(
+              t.record_on, g->device, value, CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS) {
+        b.gate_ = g->host;
+        b.gate_value_ = value;
+      }
+    }
+  }
+  b.begin_ = e;
+  b.context_ = t.context;
+  if (real_record(e, t.record_on) != CUDA_SUCCESS) {
+    b.begin_ = nullptr;
+    impl_->give_back(t.context, e);
+  }
+  return b;
+}
+
+void VirtualTime::open_gate(Bracket& b) {
+  if (b.gate_ == nullptr) return;
+  __atomic_store_n(b.gate_, b.gate_value_, __ATOMIC_RELEASE);
+  b.gate_ = nullptr;
+}
+
+void VirtualTime::abandon(Bracket& b) {
+  open_gate(b);
+  impl_->give_back(b.context_, b.begin_);
+  b.begin_ = nullptr;
+}
+
+OpRef VirtualTime::submit(const StreamTarget& t, Timing timing, Bracket& b) {
+  const double issue = issue_time(t.device);
+  double duration = timing.source == Timing::Source::known ? timing.seconds : -1;
+  uint64_t id = 0;
+  if (duration < 0) {
+    CUevent end = b.active() ? impl_->take_event(t.context) : nullptr;
+    if (end == nullptr || real_record(end, t.record_on) != CUDA_SUCCESS) {
+      // Cannot measure: the op counts as instantaneous (logged once).
+      log::once(log::Level::warn, "vtime-unmeasured",
+                "passthrough: could not place timing events on a stream; some ops take no virtual time");
+      impl_->give_back(t.context, end);
+      abandon(b);
+      duration = 0;
+    } else {
+      std::lock_guard l(impl_->mu);
+      id = ++impl_->next_measurement;
+      impl_->measurements.emplace(id, Impl::Measurement{b.begin_, end, t.context, std::move(timing)});
+      b.begin_ = nullptr;
+    }
+  }
+  open_gate(b);
+  OpRef op = timeline_.append(t.key, t.kind, t.device, issue, duration, {}, id);
+  log::trace("vtime: op on device {} stream {} issue {:.9f} duration {:.9f}", t.device, t.key.stream, issue,
+             duration);
+  bool resolve_now;
+  {
+    std::lock_guard l(impl_->mu);
+    resolve_now = ++impl_->submissions % kResolveEvery == 0;
+    if (id != 0) {
+      const Impl::Measurement& m = impl_->measurements.at(id);
+      if (m.timing.source == Timing::Source::nccl) {
+        const std::optional<double> start = timeline_.start_if_ready(op);
+        nccl_timing::set_kernel_start(m.timing.nccl_gpu, start ? *start : issue);
+      }
+    }
+  }
+  if (resolve_now) resolve(nullptr);
+  return op;
+}
+
+void VirtualTime::wait_measured(const OpRef& op, double timeout_s) {
+  if (!op || op->measurement == 0) return;
+  CUevent end = nullptr;
+  {
+    std::lock_guard l(impl_->mu);
+    auto it = impl_->measurements.find(op->measurement);
+    if (it == impl_->measurements.end()) return;
+    end = it->second.end;
+  }
+  timespec start{}, now{};
+  clock_gettime(CLOCK_MONOTONIC, &start);
+  for (;;) {
+    if (VGPU_REAL("cuEventQuery", EventQueryFn)(end) != CUDA_ERROR_NOT_READY) return;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (static_cast<double>(now.tv_sec - start.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec - start.tv_nsec) >
+        timeout_s)
+      return;
+    sched_yield();
+  }
+}
+
+double VirtualTime::measure(const TimedOp& op, double start, bool force) {
+  Impl::Measurement m;
+  {
+    std::lock_guard l(impl_->mu);
+    auto it = impl_->measurements.find(op.measurement);
+    if (it == impl_->measurements.end()) return force ? 0 : -1;
+    m = it->second;
+  }
+  CUresult r = VGPU_REAL("cuEventQuery", EventQueryFn)(m.end);
+  if (r == CUDA_ERROR_NOT_READY) {
+    if (!force) return -1;
+    r = VGPU_REAL("cuEventSynchronize", EventQueryFn)(m.end);
+  }
+  float ms = 0;
+  if (r == CUDA_SUCCESS) r = VGPU_REAL("cuEventElapsedTime", ElapsedFn)(&ms, m.begin, m.end);
+  double seconds = 0;
+  if (r != CUDA_SUCCESS) {
+    log::once(log::Level::warn, "vtime-measure",
+              fmt::format("passthrough: reading a timing event failed ({}); the op takes no virtual time",
+                          static_cast<int>(r)));
+  } else {
+    seconds = static_cast<double>(ms) * 1e-3;
+  }
+  if (m.timing.source == Timing::Source::nccl) {
+    seconds = nccl_timing::finish(m.timing.nccl_gpu, m.timing.nccl_since, start) - start;
+  } else if (r == CUDA_SUCCESS && m.timing.on_measured) {
+    m.timing.on_measured(seconds);
+  }
+  {
+    std::lock_guard l(impl_->mu);
+    impl_->measurements.erase(op.measurement);
+  }
+  impl_->give_back(m.context, m.begin);
+  impl_->give_back(m.context, m.end);
+  return seconds;
+}
+
+void VirtualTime::resolve(const OpRef& target) {
+  timeline_.resolve([this](const TimedOp& op, double start, bool force) { return measure(op, start, force); },
+                    target);
+}
+
+void VirtualTime::event_recorded(CUevent event, const StreamTarget& t) {
+  OpRef op = timeline_.append(t.key, t.kind, t.device, issue_time(t.device), 0);
+  std::lock_guard l(impl_->mu);
+  impl_->events[event] = std::move(op);
+}
+
+void VirtualTime::stream_waits(const StreamTarget& t, CUevent event) {
+  OpRef waited = event_op(event);
+  if (!waited) return;
+  timeline_.append(t.key, t.kind, t.device, issue_time(t.device), 0, {waited});
+}
+
+void VirtualTime::event_destroyed(CUevent event) {
+  std::lock_guard l(impl_->mu);
+  impl_->events.erase(event);
+}
+
+OpRef VirtualTime::event_op(CUevent event) {
+  std::lock_guard l(impl_->mu);
+  auto it = impl_->events.find(event);
+  return it == impl_->events.end() ? nullptr : it->second;
+}
+
+std::optional<float> VirtualTime::elapsed_ms(CUevent start, CUevent end) {
+  OpRef a = event_op(start), b = event_op(end);
+  if (!a || !b) return std::nullopt;
+  resolve(a);
+  resolve(b);
+  const std::optional<double> fa = timeline_.finish(a), fb = timeline_.finish(b);
+  if (!fa || !fb) return std::nullopt;
+  return static_cast<float>((*fb - *fa) * 1e3);
+}
+
+void VirtualTime::synchronized(const OpRef& op, int device) {
+  if (!op) return;
+  resolve(op);
+  if (const std::optional<double> f = timeline_.finish(op)) thread_clock::advance_to(*f, device);
+}
+
+void VirtualTime::context_synchronized(CUcontext context, int device) {
+  for (const OpRef& op : timeline_.tails_of_context(context)) synchronized(op, device);
+}
+
+void VirtualTime::stream_destroyed(CUstream stream) {
+  CUcontext ctx = nullptr;
+  {
+    std::lock_guard l(impl_->mu);
+    auto it = impl_->streams.find(stream);
+    if (it == impl_->streams.end()) return;
+    ctx = it->second.context;
+    impl_->streams.erase(it);
+  }
+  timeline_.forget_stream({ctx, stream});
+}
+
+void VirtualTime::context_destroyed(CUcontext context) {
+  timeline_.forget_context(context);
+  std::lock_guard l(impl_->mu);
+  std::erase_if(impl_->streams, [context](const auto& kv) { return kv.second.context == context; });
+  impl_->event_pool.erase(context);  // the context took its events with it
+  std::erase_if(impl_->measurements, [context](const auto& kv) { return kv.second.context == context; });
+}
+
+}  // namespace vgpu::pt

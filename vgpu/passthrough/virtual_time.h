@@ -1,0 +1,118 @@
+// Virtual time under the passthrough backend: the owner of the streams' virtual timeline
+// (virtual_timeline.h), of the real events that measure ops on the real GPU, and of what the
+// program's own events mean. The entry points (launch_api.cpp, timed_api.cpp) tell it what they
+// forwarded; it answers cuEventElapsedTime and moves the calling thread's virtual clock
+// (thread_clock.h) when the program synchronizes, so that a program's own timing reports the
+// virtual cluster.
+//
+// Measuring: an op whose duration is not known in advance is bracketed on its real stream by a
+// pair of real events; its duration is their elapsed time, read once the real work is done (at
+// the latest when the program synchronizes with it). On a busy stream this is the time the op
+// held the stream, gaps between back-to-back kernels included, which is what a program's own
+// event timing of a real run adds up.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "driver/cuda_api.h"
+#include "passthrough/virtual_timeline.h"
+
+namespace vgpu::pt {
+
+// Where an op on a stream argument goes.
+struct StreamTarget {
+  StreamKey key;
+  StreamKind kind = StreamKind::legacy;
+  CUcontext context = nullptr;
+  CUstream real = nullptr;       // the handle as the program passed it
+  CUstream record_on = nullptr;  // the same stream for vgpu's own event records
+  int device = -1;          // virtual device
+};
+
+// How an op's duration becomes known.
+struct Timing {
+  enum class Source { known, measured, nccl };
+  Source source = Source::known;
+  double seconds = 0;                        // Source::known
+  std::function<void(double)> on_measured;   // Source::measured: told the measured duration
+  int nccl_gpu = -1;                         // Source::nccl: the rank's global GPU
+  uint64_t nccl_since = 0;                   //   and the plugin's log position at launch
+};
+
+class VirtualTime {
+ public:
+  // The process's virtual time; nullptr before a successful cuInit.
+  static VirtualTime* get();
+
+  // Resolves a stream argument (`per_thread`: a _ptsz/_ptds entry point). Errors as the real
+  // driver would give them for a bad handle are left to the forwarded call itself: false here
+  // only means "do not time this".
+  bool target(CUstream stream, bool per_thread, StreamTarget* out);
+  // Whether the stream is being captured into a graph (its work then does not run now).
+  bool capturing(const StreamTarget& t);
+
+  // Brackets one forwarded op: begin() before forwarding it, then submit() after it was
+  // forwarded successfully (abandon() if it failed).
+  //
+  // `gated`: the stream is held shut (a cuStreamWaitValue32 on a host flag) until the op and
+  // its end event are queued behind the begin event, and opened by submit()/abandon(). On an
+  // idle stream the begin event would otherwise complete at once and the measurement would
+  // include the host's launch latency; gated, the op starts right after its begin event, as a
+  // launch queued behind busy work does. For launches measured alone (measure_lock.h).
+  class Bracket {
+   public:
+    Bracket() = default;
+    bool active() const { return begin_ != nullptr; }
+
+   private:
+    friend class VirtualTime;
+    CUevent begin_ = nullptr;
+    CUcontext context_ = nullptr;
+    volatile uint32_t* gate_ = nullptr;
+    uint32_t gate_value_ = 0;
+  };
+  Bracket begin(const StreamTarget& t, const Timing& timing, bool gated = false);
+  OpRef submit(const StreamTarget& t, Timing timing, Bracket& bracket);
+  void abandon(Bracket& bracket);
+
+  // Waits (for real, at most `timeout_s`) until the measured op has run: measure_lock.h.
+  void wait_measured(const OpRef& op, double timeout_s);
+
+  // The earliest virtual start of an op the calling thread submits now to `device`.
+  double issue_time(int device);
+
+  // Events: recorded on a stream, waited for by a stream, forgotten.
+  void event_recorded(CUevent event, const StreamTarget& t);
+  void stream_waits(const StreamTarget& t, CUevent event);
+  void event_destroyed(CUevent event);
+  OpRef event_op(CUevent event);
+  // Virtual ms between two recorded events whose real work is complete; nullopt when either
+  // was never recorded through vgpu.
+  std::optional<float> elapsed_ms(CUevent start, CUevent end);
+
+  // The calling thread waited for real until `op` (and all it depends on) completed: its
+  // virtual clock moves to the op's virtual finish.
+  void synchronized(const OpRef& op, int device);
+  // The same for every stream of a context (cuCtxSynchronize).
+  void context_synchronized(CUcontext context, int device);
+
+  void stream_destroyed(CUstream stream);
+  void context_destroyed(CUcontext context);
+
+  VirtualTimeline& timeline() { return timeline_; }
+
+ private:
+  VirtualTime() = default;
+  struct Impl;
+  double measure(const TimedOp& op, double start, bool force);
+  static void open_gate(Bracket& b);
+  void resolve(const OpRef& target);
+
+  VirtualTimeline timeline_;
+  Impl* impl_ = nullptr;
+};
+
+}  // namespace vgpu::pt

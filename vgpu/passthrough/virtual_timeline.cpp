@@ -1,0 +1,140 @@
+#include "passthrough/virtual_timeline.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace vgpu::pt {
+
+OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device, double issue,
+                              double duration, const std::vector<OpRef>& waits, uint64_t measurement) {
+  auto op = std::make_shared<TimedOp>();
+  op->measurement = measurement;
+  op->issue = issue;
+  op->duration = duration;
+  op->device = device;
+  std::lock_guard l(mu_);
+  Stream& s = streams_[key];
+  s.kind = kind;
+  if (s.tail) op->deps.push_back(s.tail);
+  for (const OpRef& w : waits)
+    if (w) op->deps.push_back(w);
+  // The legacy default stream's implicit barrier, both ways.
+  if (kind != StreamKind::non_blocking) {
+    for (const auto& [other_key, other] : streams_) {
+      if (other_key.context != key.context || other_key == key || !other.tail) continue;
+      const bool barrier = kind == StreamKind::legacy ? other.kind == StreamKind::blocking
+                                                      : other.kind == StreamKind::legacy;
+      if (barrier) op->deps.push_back(other.tail);
+    }
+  }
+  s.tail = op;
+  if (!try_resolve(*op)) pending_.push_back(op);
+  return op;
+}
+
+bool VirtualTimeline::try_resolve(TimedOp& op) {
+  if (op.resolved) return true;
+  if (op.duration < 0) return false;
+  double start = op.issue;
+  for (const OpRef& d : op.deps) {
+    if (!d->resolved) return false;
+    start = std::max(start, d->finish);
+  }
+  op.start = start;
+  op.finish = start + op.duration;
+  op.resolved = true;
+  op.deps.clear();
+  op.deps.shrink_to_fit();
+  return true;
+}
+
+void VirtualTimeline::set_duration(const OpRef& op, double seconds) {
+  if (!op) return;
+  std::lock_guard l(mu_);
+  if (!op->resolved) op->duration = std::max(0.0, seconds);
+}
+
+std::optional<double> VirtualTimeline::start_if_ready(const OpRef& op) const {
+  if (!op) return std::nullopt;
+  std::lock_guard l(mu_);
+  if (op->resolved) return op->start;
+  double start = op->issue;
+  for (const OpRef& d : op->deps) {
+    if (!d->resolved) return std::nullopt;
+    start = std::max(start, d->finish);
+  }
+  return start;
+}
+
+OpRef VirtualTimeline::tail(const StreamKey& key) const {
+  std::lock_guard l(mu_);
+  auto it = streams_.find(key);
+  return it == streams_.end() ? nullptr : it->second.tail;
+}
+
+std::vector<OpRef> VirtualTimeline::tails_of_context(const void* context) const {
+  std::vector<OpRef> out;
+  std::lock_guard l(mu_);
+  for (const auto& [key, s] : streams_)
+    if (key.context == context && s.tail) out.push_back(s.tail);
+  return out;
+}
+
+void VirtualTimeline::resolve(const Measure& measure, const OpRef& target) {
+  std::lock_guard l(mu_);
+  // What `target` depends on, transitively, among the unresolved ops.
+  std::unordered_set<const TimedOp*> forced;
+  std::vector<const TimedOp*> stack;
+  if (target && !target->resolved) stack.push_back(target.get());
+  while (!stack.empty()) {
+    const TimedOp* op = stack.back();
+    stack.pop_back();
+    if (!forced.insert(op).second) continue;
+    for (const OpRef& d : op->deps)
+      if (!d->resolved) stack.push_back(d.get());
+  }
+  for (OpRef& op : pending_) {
+    if (op->resolved) continue;
+    if (op->duration < 0) {
+      double start = op->issue;
+      bool ready = true;
+      for (const OpRef& d : op->deps) {
+        if (!d->resolved) {
+          ready = false;
+          break;
+        }
+        start = std::max(start, d->finish);
+      }
+      if (ready) {
+        const double d = measure(*op, start, forced.contains(op.get()));
+        if (d >= 0) op->duration = d;
+      }
+    }
+    try_resolve(*op);
+  }
+  std::erase_if(pending_, [](const OpRef& op) { return op->resolved; });
+}
+
+std::optional<double> VirtualTimeline::finish(const OpRef& op) const {
+  if (!op) return std::nullopt;
+  std::lock_guard l(mu_);
+  if (!op->resolved) return std::nullopt;
+  return op->finish;
+}
+
+size_t VirtualTimeline::pending() const {
+  std::lock_guard l(mu_);
+  return pending_.size();
+}
+
+void VirtualTimeline::forget_stream(const StreamKey& key) {
+  std::lock_guard l(mu_);
+  streams_.erase(key);
+}
+
+void VirtualTimeline::forget_context(const void* context) {
+  std::lock_guard l(mu_);
+  std::erase_if(streams_, [context](const auto& kv) { return kv.first.context == context; });
+}
+
+}  // namespace vgpu::pt

@@ -1,0 +1,103 @@
+// The virtual timeline of the passthrough backend's streams: real work runs on the real GPU,
+// and each op the program submits also gets a place on its stream's virtual timeline. An op
+// starts at the latest of its issue time (the issuing thread's virtual clock plus the launch
+// latency), the finish of the op before it on its stream, and the finish of every op it waits
+// for (a recorded event, the legacy default stream's implicit barrier); it lasts its duration.
+//
+// Durations may be unknown when the op is submitted (the launch is being measured on the real
+// GPU and the measurement is read only once the real work is done), so ops resolve lazily:
+// an op is resolved once its duration and all its dependencies are known. Ops are resolved in
+// submission order (every dependency was submitted earlier), so one pass over the pending ops
+// resolves everything that can be.
+//
+// Pure bookkeeping: no driver calls, no clocks. One mutex; every method is thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+namespace vgpu::pt {
+
+struct TimedOp {
+  double issue = 0;      // earliest start, virtual seconds
+  double duration = -1;  // < 0: not known yet
+  double start = 0, finish = 0;
+  bool resolved = false;
+  int device = -1;       // the virtual device it runs on
+  // What set_duration needs to find it again (the measurement's owner keeps its own state).
+  uint64_t measurement = 0;
+  std::vector<std::shared_ptr<TimedOp>> deps;  // dropped once resolved
+};
+using OpRef = std::shared_ptr<TimedOp>;
+
+// Which stream an op goes to. The legacy default stream of a context waits for every blocking
+// stream of the context, and blocking streams wait for it (CUDA's default-stream semantics);
+// non-blocking streams wait for neither.
+enum class StreamKind { legacy, blocking, non_blocking };
+struct StreamKey {
+  const void* context = nullptr;
+  const void* stream = nullptr;  // a real stream handle, or a per-thread default stream's id
+  bool operator==(const StreamKey&) const = default;
+};
+
+class VirtualTimeline {
+ public:
+  // Appends an op to `stream`. `duration` < 0: unknown until set_duration(). `waits`: ops that
+  // must finish first (null entries are ignored). Resolves it at once when it can.
+  OpRef append(const StreamKey& stream, StreamKind kind, int device, double issue, double duration,
+               const std::vector<OpRef>& waits = {}, uint64_t measurement = 0);
+
+  // The start of `op` if its dependencies are resolved (its duration may still be unknown).
+  std::optional<double> start_if_ready(const OpRef& op) const;
+
+  // The measurement of `op` came back.
+  void set_duration(const OpRef& op, double seconds);
+
+  // The last op of a stream, or null.
+  OpRef tail(const StreamKey& stream) const;
+  // The last op of every stream of `context`.
+  std::vector<OpRef> tails_of_context(const void* context) const;
+
+  // Resolves every pending op that can be. `measure(op, start, force)` is asked for the
+  // duration of each pending op whose duration is unknown and whose dependencies are resolved
+  // (so its start is known): it returns the duration (>= 0), or < 0 when it cannot tell yet.
+  // `force` is true for `target` and every op it depends on: the caller synchronized with
+  // `target` for real, so their measurements are complete and must be read now.
+  using Measure = std::function<double(const TimedOp& op, double start, bool force)>;
+  void resolve(const Measure& measure, const OpRef& target = nullptr);
+
+  // The finish of `op` when resolved.
+  std::optional<double> finish(const OpRef& op) const;
+
+  // Ops waiting for a duration or a dependency (tests, logs).
+  size_t pending() const;
+
+  // The stream is gone: later ops on a new stream with the same handle start fresh.
+  void forget_stream(const StreamKey& stream);
+  void forget_context(const void* context);
+
+ private:
+  struct KeyHash {
+    size_t operator()(const StreamKey& k) const {
+      return std::hash<const void*>()(k.context) * 31 + std::hash<const void*>()(k.stream);
+    }
+  };
+  struct Stream {
+    StreamKind kind = StreamKind::blocking;
+    OpRef tail;
+  };
+  // Resolves `op` if its duration and dependencies allow; true when resolved.
+  static bool try_resolve(TimedOp& op);
+
+  mutable std::mutex mu_;
+  std::unordered_map<StreamKey, Stream, KeyHash> streams_;
+  std::deque<OpRef> pending_;  // submission order
+};
+
+}  // namespace vgpu::pt
