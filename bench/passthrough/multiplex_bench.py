@@ -4,13 +4,17 @@
   multiplex_bench.py LIBDIR OUTDIR
 
 Runs a GPT-2 training step (tests/gpu/gpt2_tiny.py) four ways, each in fresh processes:
-  real     one process on the real driver, no vgpu: the baseline step time;
-  alone    one process on virtual device 0 of vgpu, recording every kernel's duration (CUPTI);
-  shared   8 processes at once, one per virtual device, all on the one physical GPU, recording;
-  serial   the same 8 processes with VGPU_MEASURE=serialize (CUPTI runs kernels one at a time).
-Prints two tables: the wall time of one step of the 8-device job over the real single-GPU step
-(simulation slowdown), and per kernel signature the duration recorded under multiplexing against
-the same kernel recorded alone (median and p95 of the relative error over the kernels).
+  real        one process on the real driver, no vgpu: the baseline step time;
+  alone       one process on virtual device 0 of vgpu: every kernel signature measured with
+              nothing else on the GPU (the measurements go to a kernel-time database);
+  shared      8 processes at once, one per virtual device, all on the one physical GPU, with
+              vgpu's default measurement (each measured launch holds the GPU's measurement lock);
+  concurrent  the same 8 processes with VGPU_MEASURE=concurrent (measurements may overlap).
+Prints three tables: the wall time of one step of the 8-device job over the real single-GPU
+step (simulation slowdown); per kernel signature the duration measured under multiplexing
+against the same kernel measured alone (median and p95 of the relative error over the kernels);
+and the step time each virtual device reports through its own CUDA events (virtual time)
+against the step time of the same job alone.
 """
 import os
 import sqlite3
@@ -34,10 +38,14 @@ for _ in range(warmup):
     gpt2_tiny.step(model, opt, batch=8, seq=512)
 torch.cuda.synchronize()
 t0 = time.perf_counter()
+a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+a.record()
 for _ in range(steps):
     gpt2_tiny.step(model, opt, batch=8, seq=512)
+b.record()
 torch.cuda.synchronize()
 print("WALL_PER_STEP_MS", (time.perf_counter() - t0) / steps * 1e3, flush=True)
+print("EVENT_PER_STEP_MS", a.elapsed_time(b) / steps, flush=True)
 """
 
 
@@ -52,14 +60,17 @@ def run(ranks, env_extra, libdir=None, db_root=None):
             env["VGPU_KERNEL_DB"] = f"{db_root}/rank{r}"
         procs.append(subprocess.Popen([sys.executable, "-c", WORKER, ROOT, str(r), str(STEPS), str(WARMUP)],
                                       env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
-    walls = []
+    walls, events = [], []
     for p in procs:
         out, _ = p.communicate(timeout=600)
         vals = [float(l.split()[1]) for l in out.splitlines() if l.startswith("WALL_PER_STEP_MS")]
+        ev = [float(l.split()[1]) for l in out.splitlines() if l.startswith("EVENT_PER_STEP_MS")]
         if p.returncode != 0 or not vals:
             print(out[-3000:])
             raise SystemExit(f"worker failed ({p.returncode})")
         walls.append(vals[0])
+        events.append(ev[0] if ev else float("nan"))
+    run.events = events
     return walls
 
 
@@ -93,26 +104,35 @@ def main():
     libdir, out = os.path.abspath(sys.argv[1]), os.path.abspath(sys.argv[2])
     os.makedirs(out, exist_ok=True)
     real = run([0], {})[0]
+    real_event = run.events[0]
     alone_wall = run([0], {}, libdir, f"{out}/alone")[0]
-    t0 = time.perf_counter()
+    alone_event = run.events[0]
     shared_walls = run(range(8), {}, libdir, f"{out}/shared")
-    serial_walls = run(range(8), {"VGPU_MEASURE": "serialize"}, libdir, f"{out}/serial")
-    del t0
+    shared_events = run.events
+    concurrent_walls = run(range(8), {"VGPU_MEASURE": "concurrent"}, libdir, f"{out}/concurrent")
+    concurrent_events = run.events
     alone = durations(f"{out}/alone")
     print(f"\nSimulation slowdown (GPT-2, 4 layers, batch 8, seq 512, bf16; {STEPS} steps after {WARMUP}):")
-    print(f"{'run':44s} {'ms per step':>12s} {'x real':>8s}")
-    print(f"{'real GPU, no vgpu (baseline)':44s} {real:12.2f} {1:8.2f}")
-    print(f"{'vgpu, 1 virtual device, recording':44s} {alone_wall:12.2f} {alone_wall / real:8.2f}")
-    print(f"{'vgpu, 8 virtual devices at once, recording':44s} {max(shared_walls):12.2f} {max(shared_walls) / real:8.2f}")
-    print(f"{'vgpu, 8 virtual devices, serialized measurement':44s} {max(serial_walls):12.2f} {max(serial_walls) / real:8.2f}")
-    print(f"\nKernel-estimation accuracy ({len(alone)} kernel signatures recorded alone):")
-    print(f"{'recorded while 8 virtual devices share the GPU':50s} {'kernels':>8s} {'median err %':>13s} {'p95 err %':>10s}")
-    for label, root in [("concurrent (CUPTI CONCURRENT_KERNEL)", "shared"), ("serialized (VGPU_MEASURE=serialize)", "serial")]:
+    print(f"{'run':52s} {'ms per step':>12s} {'x real':>8s}")
+    print(f"{'real GPU, no vgpu (baseline)':52s} {real:12.2f} {1:8.2f}")
+    print(f"{'vgpu, 1 virtual device':52s} {alone_wall:12.2f} {alone_wall / real:8.2f}")
+    print(f"{'vgpu, 8 virtual devices at once (measured alone)':52s} {max(shared_walls):12.2f} {max(shared_walls) / real:8.2f}")
+    print(f"{'vgpu, 8 virtual devices at once (concurrent)':52s} {max(concurrent_walls):12.2f} {max(concurrent_walls) / real:8.2f}")
+    print(f"\nKernel-estimation accuracy ({len(alone)} kernel signatures measured alone):")
+    print(f"{'measured while 8 virtual devices share the GPU':52s} {'kernels':>8s} {'median err %':>13s} {'p95 err %':>10s}")
+    for label, root in [("default (measurement lock)", "shared"), ("VGPU_MEASURE=concurrent", "concurrent")]:
         a = accuracy(alone, durations(f"{out}/{root}"))
         if a:
-            print(f"{label:50s} {a[0]:8d} {a[1]:13.2f} {a[2]:10.2f}")
+            print(f"{label:52s} {a[0]:8d} {a[1]:13.2f} {a[2]:10.2f}")
         else:
-            print(f"{label:50s} no common signatures")
+            print(f"{label:52s} no common signatures")
+    print("\nStep time by the job's own CUDA events (virtual time under vgpu):")
+    print(f"real GPU {real_event:.3f} ms; vgpu alone {alone_event:.3f} ms "
+          f"(error {abs(alone_event - real_event) / real_event * 100:.2f}%)")
+    for label, ev in [("8 devices, measurement lock", shared_events), ("8 devices, concurrent", concurrent_events)]:
+        errs = sorted(abs(e - alone_event) / alone_event * 100 for e in ev)
+        print(f"{label}: per device {', '.join(f'{e:.2f}' for e in ev)} ms; vs alone median error "
+              f"{statistics.median(errs):.2f}%, max {errs[-1]:.2f}%")
 
 
 if __name__ == "__main__":

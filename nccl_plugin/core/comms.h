@@ -76,7 +76,7 @@ struct PendingSend {
 struct SendComm : Object {
   SendComm() : Object(Kind::send) {}
   std::mutex mu;
-  ShmMapping seg;
+  std::shared_ptr<ShmMapping> seg;  // shared with a receiver in this process (one mapping)
   ConnSegment* conn = nullptr;
   int dev = 0;
   int gpu = 0;
@@ -93,7 +93,7 @@ struct SendComm : Object {
 struct RecvComm : Object {
   RecvComm() : Object(Kind::recv) {}
   std::mutex mu;
-  ShmMapping seg;
+  std::shared_ptr<ShmMapping> seg;
   ConnSegment* conn = nullptr;
   int dev = 0;
   int gpu = 0;

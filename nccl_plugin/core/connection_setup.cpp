@@ -101,12 +101,13 @@ ncclResult_t Core::connect(int dev, const void* handle, void** send_comm) {
 
   auto c = std::make_shared<SendComm>();
   std::string name = make_segment_name('C');
-  error = c->seg.create(name, ConnSegment::total_bytes(ring_bytes_));
+  c->seg = std::make_shared<ShmMapping>();
+  error = c->seg->create(name, ConnSegment::total_bytes(ring_bytes_));
   if (!error.empty()) {
     vgpu::log::warn("nccl connect: {}", error);
     return ncclSystemError;
   }
-  auto* conn = new (c->seg.data()) ConnSegment();
+  auto* conn = new (c->seg->data()) ConnSegment();
   ConnHeader& hd = conn->header;
   hd.magic = kConnMagic;
   hd.version = kLayoutVersion;
@@ -124,6 +125,10 @@ ncclResult_t Core::connect(int dev, const void* handle, void** send_comm) {
   if (slot >= static_cast<uint32_t>(kListenSlots)) {
     vgpu::log::warn("nccl connect: listener {} already took {} connections", h.name, kListenSlots);
     return ncclSystemError;
+  }
+  {
+    std::lock_guard local(local_mu_);
+    local_conns_[name] = c->seg;
   }
   ListenSlot& s = ls->slots[slot];
   std::snprintf(s.conn_name, sizeof s.conn_name, "%s", name.c_str());
@@ -152,11 +157,23 @@ ncclResult_t Core::accept(void* listen_comm, void** recv_comm) {
   if (s.state.load(std::memory_order_acquire) != kSlotReady) return ncclSuccess;  // not yet
 
   auto c = std::make_shared<RecvComm>();
-  std::string error = c->seg.open(s.conn_name, sizeof(ConnSegment));
+  std::string error;
+  {
+    std::lock_guard local(local_mu_);
+    auto it = local_conns_.find(s.conn_name);
+    if (it != local_conns_.end()) {
+      c->seg = it->second.lock();  // the sender is in this process: share its mapping
+      local_conns_.erase(it);
+    }
+  }
+  if (c->seg == nullptr) {
+    c->seg = std::make_shared<ShmMapping>();
+    error = c->seg->open(s.conn_name, sizeof(ConnSegment));
+  }
   if (error.empty()) {
-    auto* conn = static_cast<ConnSegment*>(c->seg.data());
+    auto* conn = static_cast<ConnSegment*>(c->seg->data());
     if (conn->header.magic != kConnMagic || conn->header.version != kLayoutVersion ||
-        c->seg.size() < ConnSegment::total_bytes(conn->header.ring_bytes)) {
+        c->seg->size() < ConnSegment::total_bytes(conn->header.ring_bytes)) {
       error = fmt::format("segment {} is not a connection of this plugin", s.conn_name);
     }
   }
@@ -165,7 +182,7 @@ ncclResult_t Core::accept(void* listen_comm, void** recv_comm) {
     vgpu::log::warn("nccl accept: {}", error);
     return ncclSystemError;
   }
-  auto* conn = static_cast<ConnSegment*>(c->seg.data());
+  auto* conn = static_cast<ConnSegment*>(c->seg->data());
   conn->header.dst_gpu.store(l->gpu, std::memory_order_relaxed);
   conn->header.receiver_pid.store(static_cast<int32_t>(getpid()), std::memory_order_release);
   // Both ends have it mapped now: drop the name so nothing lingers in /dev/shm.

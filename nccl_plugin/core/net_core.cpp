@@ -269,7 +269,11 @@ ncclResult_t Core::close_send(void* send_comm) {
   while (h.direct_reader.load(std::memory_order_seq_cst) != 0) std::this_thread::yield();
   for (auto& m : c.queue) registry_.remove(m.req);
   c.queue.clear();
-  c.seg.unlink();  // no-op once the receiver accepted (it unlinked the name)
+  {
+    std::lock_guard local(local_mu_);
+    local_conns_.erase(c.seg->name());
+  }
+  c.seg->unlink();  // no-op once the receiver accepted (it unlinked the name)
   return ncclSuccess;
 }
 

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "abi/nccl_types.h"
@@ -87,6 +88,12 @@ class Core {
   uint64_t ring_bytes_ = 1u << 20;
   bool direct_ = true;  // ranks in one process: the receiver copies from the sender's buffer
   std::atomic<bool> cuda_pointers_{false};
+  // Connection segments this process created and nobody accepted yet, by name: an accept in
+  // this process takes the creator's mapping instead of mapping the segment a second time, so
+  // both ends use the same addresses (which is also what lets ThreadSanitizer see how they
+  // synchronize).
+  std::mutex local_mu_;
+  std::unordered_map<std::string, std::weak_ptr<ShmMapping>> local_conns_;
   std::atomic<bool> ready_{false};
   Registry registry_;
 };

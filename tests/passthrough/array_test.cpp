@@ -160,6 +160,8 @@ TEST_F(PassthroughArrays, RefusedByTheRealDriverCostsNothing) {
   CUmipmappedArray m = nullptr;
   const CUDA_ARRAY3D_DESCRIPTOR small = desc3d(16, 16, 0, CU_AD_FORMAT_FLOAT, 1);
   EXPECT_EQ(cuMipmappedArrayCreate(&m, &small, 6), CUDA_ERROR_INVALID_VALUE);  // 16x16 has 5 levels
+  EXPECT_EQ(cuMipmappedArrayCreate(&m, &small, 0xffffffffu), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuMipmappedArrayCreate(&m, &small, 0), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(cuArray3DCreate(nullptr, &small), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(free_mem(), f0);
 }

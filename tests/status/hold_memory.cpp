@@ -7,6 +7,7 @@
 //   REAL CONTEXT <bytes> USED <bytes>
 //                       (passthrough only: the same from the real driver, whose one device
 //                       holds every virtual device)
+//   LIBRARY <path of the libcuda.so.1 it runs on>
 //   READY
 // Built twice: on the sim backend, and on the passthrough backend. For the passthrough one the
 // test names the sim library serving as its real driver (VGPU_REAL_LIBCUDA) and a job for it
@@ -102,6 +103,9 @@ int main() {
   used[3] = used_now();
   for (int d = 0; d < count; ++d) std::printf("DEVICE %d CONTEXT %zu USED %zu\n", d, context[d], used[d]);
   if (g_real != nullptr) std::printf("REAL CONTEXT %zu USED %zu\n", real_context, real_used_now());
+  Dl_info info{};
+  if (dladdr(reinterpret_cast<void*>(&cuInit), &info) != 0 && info.dli_fname != nullptr)
+    std::printf("LIBRARY %s\n", info.dli_fname);
   std::printf("READY\n");
   std::fflush(stdout);
   char buf[256];

@@ -77,7 +77,7 @@ std::string smi(const std::vector<std::string>& args) {
 // The memory-holding program, until destroyed (its stdin closes).
 class Holder {
  public:
-  Holder(const std::string& path, const std::map<std::string, std::string>& env, bool unset_library_path) {
+  Holder(const std::string& path, const std::map<std::string, std::string>& env) {
     int in_pipe[2], out_pipe[2];
     EXPECT_EQ(pipe(in_pipe), 0);
     EXPECT_EQ(pipe(out_pipe), 0);
@@ -87,9 +87,9 @@ class Holder {
       dup2(out_pipe[1], 1);
       close(in_pipe[1]);
       close(out_pipe[0]);
-      // meson's LD_LIBRARY_PATH holds the sim's libcuda.so.1: the passthrough program must find
-      // its own through its RUNPATH.
-      if (unset_library_path) unsetenv("LD_LIBRARY_PATH");
+      // meson's LD_LIBRARY_PATH holds both backends' libcuda.so.1, in an order of its own: each
+      // program finds its own through its RUNPATH.
+      unsetenv("LD_LIBRARY_PATH");
       for (const auto& [k, v] : env) setenv(k.c_str(), v.c_str(), 1);
       execl(path.c_str(), path.c_str(), nullptr);
       _exit(127);
@@ -110,6 +110,8 @@ class Holder {
         context_[d] = context;
         used_[d] = used;
       }
+      char library[200];
+      if (std::sscanf(line, "LIBRARY %199s", library) == 1) library_ = library;
       if (std::sscanf(line, "REAL CONTEXT %llu USED %llu", &context, &used) == 2) {
         real_context_ = context;
         real_used_ = used;
@@ -123,6 +125,8 @@ class Holder {
     std::fclose(out_);
   }
   bool ready() const { return ready_; }
+  // Which backend it ran on: the passthrough's library lives in a folder of that name.
+  bool on_passthrough() const { return library_.find("/passthrough/") != std::string::npos; }
   // What cuMemGetInfo showed on device d once its context was made, and at the end.
   uint64_t context(int d) const { return context_.count(d) ? context_.at(d) : 0; }
   uint64_t used(int d) const { return used_.count(d) ? used_.at(d) : 0; }
@@ -136,6 +140,7 @@ class Holder {
   int stdin_ = -1;
   FILE* out_ = nullptr;
   bool ready_ = false;
+  std::string library_;
   std::map<int, uint64_t> context_, used_;
   uint64_t real_context_ = 0, real_used_ = 0;
 };
@@ -180,8 +185,9 @@ std::string mib_text(uint64_t bytes) { return std::to_string(bytes / kMiB) + "Mi
 
 TEST(SmiMemory, SimBackendShowsVirtualUsageAndNoPhysicalMemory) {
   const std::string job = unique_job("sim");
-  Holder h(env_path("STATUS_HOLD_SIM"), {{"VGPU_JOB_ID", job}}, false);
+  Holder h(env_path("STATUS_HOLD_SIM"), {{"VGPU_JOB_ID", job}});
   ASSERT_TRUE(h.ready());
+  ASSERT_FALSE(h.on_passthrough());
   ASSERT_EQ(h.devices(), 8u);
   EXPECT_GT(h.used(1), (1ull << 30) + 3 * kMiB);
   EXPECT_GT(h.used(3), 336 * kMiB);  // 256 MiB + 16 MiB array + 64 MiB VMM, and the context
@@ -215,8 +221,9 @@ TEST_P(SmiPassthrough, ShowsVirtualUsageAndThePhysicalMemoryBehindIt) {
     env["VGPU_SHARED_CHUNK"] = std::to_string(64 * kMiB);  // chunks of 2..64 MiB: 126 MiB
     env["VGPU_SHARED_MIN_BYTES"] = "0";
   }
-  Holder h(env_path("STATUS_HOLD_PASSTHROUGH"), env, true);
+  Holder h(env_path("STATUS_HOLD_PASSTHROUGH"), env);
   ASSERT_TRUE(h.ready());
+  ASSERT_TRUE(h.on_passthrough());
   ASSERT_EQ(h.devices(), 8u);
   EXPECT_GT(h.used(1), (1ull << 30) + 3 * kMiB);
   EXPECT_GT(h.used(3), 336 * kMiB);

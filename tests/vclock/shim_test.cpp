@@ -334,6 +334,9 @@ TEST(VirtualClock, AbsoluteDeadlinesWaitTheirRealDuration) {
       EXPECT_EQ(sem_clockwait(&sem, CLOCK_MONOTONIC, &d), -1);
       sem_destroy(&sem);
     });
+#if !defined(__SANITIZE_THREAD__)
+    // TSan's interceptor reaches the C library's pthread_cond_timedwait by its symbol version
+    // (dlvsym), past the shim's unversioned definition (README: limits).
     timed("pthread_cond_timedwait", [&] {
       pthread_mutex_t m = PTHREAD_MUTEX_INITIALIZER;
       pthread_cond_t c = PTHREAD_COND_INITIALIZER;
@@ -342,6 +345,7 @@ TEST(VirtualClock, AbsoluteDeadlinesWaitTheirRealDuration) {
       EXPECT_EQ(pthread_cond_timedwait(&c, &m, &d), ETIMEDOUT);
       pthread_mutex_unlock(&m);
     });
+#endif
     timed("condition_variable::wait_for", [&] {
       std::mutex m;
       std::condition_variable c;

@@ -19,6 +19,7 @@
 // (what is later mapped into them is a cuMemCreate allocation, charged there): not charged.
 #include "passthrough/array_api.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <mutex>
 #include <unordered_map>
@@ -99,8 +100,11 @@ uint64_t array_bytes(const CUDA_ARRAY3D_DESCRIPTOR& d, unsigned levels) {
   const uint64_t texel = texel_half_bytes(d.Format, d.NumChannels);
   const bool layers_stay = (d.Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP)) != 0;
   u128 total = 0;
+  // Past 41 levels every dimension below kHuge is 1: more levels are invalid (the real driver
+  // refuses them), and are not worth counting.
+  levels = std::min(levels, 41u);
   for (unsigned l = 0; l < levels && total < kTooLarge; ++l) {
-    auto shrink = [l](uint64_t n) -> uint64_t { return n == 0 ? 0 : (l >= 64 || (n >> l) == 0 ? 1 : n >> l); };
+    auto shrink = [l](uint64_t n) -> uint64_t { return n == 0 ? 0 : std::max<uint64_t>(n >> l, 1); };
     total += level_bytes(shrink(d.Width), shrink(d.Height), layers_stay ? d.Depth : shrink(d.Depth), texel);
   }
   total = round_up(total, kPage);

@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "driver/cuda_api.h"
+#include "passthrough/array_api.h"
 #include "passthrough/kernel_recording.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/virtual_time.h"
@@ -112,6 +113,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
   if (r == CUDA_SUCCESS) {
     if (vgpu::pt::VirtualTime* vt = vgpu::pt::VirtualTime::get()) vt->context_destroyed(ctx);
     if (vgpu::pt::KernelRecording* rec = vgpu::pt::KernelRecording::get()) rec->forget_context(ctx);
+    vgpu::pt::arrays_destroyed_with(ctx);
   }
   return r;
 }

@@ -45,6 +45,7 @@ struct Plan {
 
 Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extra, const StreamTarget& t) {
   Plan p;
+  p.timing.kernel = true;
   const FunctionFacts& facts = function_facts(f);
   if (facts.ok && nccl_timing::is_nccl_kernel(facts.name)) {
     // Always run (peers spin-wait on it); timed by its transfers when the vgpu plugin moves them.
@@ -59,14 +60,16 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
   const LaunchPolicy policy = launch_policy();
   if (policy == LaunchPolicy::none) {
     p.run = false;
-    p.timing = {Timing::Source::known,
-                p.have_signature ? replayed_seconds(t.device, p.signature) : vgpu::KernelTimeModel::kLaunchFloorS};
+    p.timing.source = Timing::Source::known;
+    p.timing.seconds =
+        p.have_signature ? replayed_seconds(t.device, p.signature) : vgpu::KernelTimeModel::kLaunchFloorS;
     return p;
   }
   if (!p.have_signature) return p;  // measured each time
   KernelDurations& durations = KernelDurations::get();
   if (const std::optional<double> settled = durations.settled(p.signature.bytes)) {
-    p.timing = {Timing::Source::known, *settled};
+    p.timing.source = Timing::Source::known;
+    p.timing.seconds = *settled;
     p.run = policy == LaunchPolicy::all;
     return p;
   }
@@ -100,6 +103,7 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
     PassState* s = PassState::get();
     alone = MeasureLock::of(s ? s->physical(t.device) : -1);
     if (alone != nullptr && !alone->acquire()) alone = nullptr;
+    if (alone != nullptr) pause.mark_blocking();  // it waits for its kernel
   }
   if (plan.run) {
     bracket = vt->begin(t, plan.timing, /*gated=*/alone != nullptr);

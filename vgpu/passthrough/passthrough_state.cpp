@@ -229,6 +229,12 @@ int PassState::device_of(CUcontext real) const {
   return it == contexts_.end() ? -1 : it->second;
 }
 
+void PassState::report_work(int v, double busy_s, bool kernel, double finish) {
+  if (!status_ || device(v) == nullptr) return;
+  status_->add_work(v, busy_s, kernel);
+  status_->advance_clock(v, finish);
+}
+
 CUresult PassState::current_device(int* v) const {
   CUcontext c = nullptr;
   if (CUresult r = VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&c); r != CUDA_SUCCESS)

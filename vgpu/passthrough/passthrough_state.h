@@ -68,6 +68,9 @@ class PassState final : public DeviceRegistry {
   // `physical`: the bytes of physical GPU memory behind it (its pages under the private policy,
   // none under shared pages), shown per virtual device by vgpu-smi --vgpu.
   void add_allocation(CUdeviceptr p, uint64_t bytes, int v, uint64_t physical);
+  // Virtual device v did `busy_s` of work (a kernel or not) finishing at virtual time `finish`:
+  // its busy time, kernel count and virtual clock in the status region.
+  void report_work(int v, double busy_s, bool kernel, double finish);
   // Physical memory vgpu itself holds for virtual device v (contexts, shared chunks).
   void add_physical(int v, int64_t bytes);
   // Forgets an allocation and gives its bytes back; false when vgpu does not know `p`.

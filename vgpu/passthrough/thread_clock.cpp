@@ -13,11 +13,19 @@ struct Clock {
   double last_cpu = -1;  // thread CPU time when the clock was last charged; < 0: never
   int paused = 0;
   bool used = false;
+  bool blocking = false;     // the outermost pause
+  double pause_wall = 0;     // monotonic time when it began
 };
 thread_local Clock t_clock;
 
 constexpr int kMaxDevices = 1024;
 std::array<std::atomic<double>, kMaxDevices> g_horizon{};
+
+double wall_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
 
 double thread_cpu_seconds() {
   timespec ts{};
@@ -63,15 +71,28 @@ void advance_to(double t, int device) {
 
 bool has_clock() { return t_clock.used; }
 
-Pause::Pause() {
+Pause::Pause(bool blocking) {
   Clock& c = t_clock;
+  if (c.paused++ > 0) {
+    c.blocking = c.blocking || blocking;
+    return;
+  }
+  --c.paused;
   charge(c);
   ++c.paused;
+  c.blocking = blocking;
+  c.pause_wall = wall_seconds();
 }
+
+void Pause::mark_blocking() { t_clock.blocking = true; }
 
 Pause::~Pause() {
   Clock& c = t_clock;
-  if (--c.paused == 0) c.last_cpu = thread_cpu_seconds();
+  if (--c.paused != 0) return;
+  if (c.blocking || c.last_cpu < 0)
+    c.last_cpu = thread_cpu_seconds();
+  else
+    c.last_cpu += wall_seconds() - c.pause_wall;  // CPU time inside taken as its wall time
 }
 
 }  // namespace vgpu::pt::thread_clock

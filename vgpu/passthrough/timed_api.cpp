@@ -53,13 +53,15 @@ CopyPath path_between(uint64_t dst, uint64_t src) {
 // (cuMemcpy without Async) also move the thread's clock to their virtual finish.
 template <class Call>
 CUresult priced(CUstream s, bool per_thread, CopyPath path, uint64_t bytes, bool synchronous, Call call) {
-  thread_clock::Pause pause;
+  thread_clock::Pause pause(synchronous);
   StreamTarget t;
   VirtualTime* vt = timed_target(s, per_thread, &t);
   const CUresult r = call();
   if (r != CUDA_SUCCESS || vt == nullptr) return r;
   VirtualTime::Bracket none;
-  const OpRef op = vt->submit(t, Timing{Timing::Source::known, price(t, path, bytes)}, none);
+  Timing timing;
+  timing.seconds = price(t, path, bytes);
+  const OpRef op = vt->submit(t, std::move(timing), none);
   if (synchronous) vt->synchronized(op, t.device);
   return r;
 }
@@ -86,7 +88,7 @@ CUresult stream_waits(CUstream s, CUevent e, bool per_thread, Call call) {
 
 template <class Call>
 CUresult stream_synchronized(CUstream s, bool per_thread, Call call) {
-  thread_clock::Pause pause;
+  thread_clock::Pause pause(/*blocking=*/true);
   VirtualTime* vt = VirtualTime::get();
   StreamTarget t;
   const bool known = vt != nullptr && vt->target(s, per_thread, &t);
@@ -96,7 +98,7 @@ CUresult stream_synchronized(CUstream s, bool per_thread, Call call) {
 }
 
 CUresult context_synchronized(CUcontext ctx, CUresult (*real)(CUcontext), bool explicit_ctx) {
-  thread_clock::Pause pause;
+  thread_clock::Pause pause(/*blocking=*/true);
   VirtualTime* vt = VirtualTime::get();
   if (ctx == nullptr) VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&ctx);
   const CUresult r = explicit_ctx ? real(ctx) : VGPU_REAL("cuCtxSynchronize", CUresult (*)())();
@@ -112,7 +114,8 @@ CUresult graph_launch(CUstream s, bool per_thread, Call call) {
   thread_clock::Pause pause;
   StreamTarget t;
   VirtualTime::Bracket bracket;
-  const Timing timing{Timing::Source::measured};
+  Timing timing;
+  timing.source = Timing::Source::measured;
   VirtualTime* vt = timed_target(s, per_thread, &t);
   if (vt != nullptr) bracket = vt->begin(t, timing);
   const CUresult r = call();
@@ -146,7 +149,7 @@ VGPU_EXPORT CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, 
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent e) {
-  thread_clock::Pause pause;
+  thread_clock::Pause pause(/*blocking=*/true);
   const CUresult r = REAL(cuEventSynchronize, CUevent)(e);
   if (r != CUDA_SUCCESS) return r;
   if (VirtualTime* vt = VirtualTime::get())
@@ -156,7 +159,7 @@ VGPU_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent e) {
 
 namespace {
 CUresult elapsed(float* ms, CUevent a, CUevent b, CUresult (*real)(float*, CUevent, CUevent)) {
-  thread_clock::Pause pause;
+  thread_clock::Pause pause(/*blocking=*/true);  // may wait for measurements
   // The real driver checks the handles, the timing flags and that both events completed.
   const CUresult r = real(ms, a, b);
   if (r != CUDA_SUCCESS) return r;
@@ -208,6 +211,52 @@ VGPU_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream s) { return cuStreamDestro
 VGPU_EXPORT CUresult CUDAAPI cuCtxSynchronize() { return context_synchronized(nullptr, nullptr, false); }
 VGPU_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
   return context_synchronized(ctx, REAL(cuCtxSynchronize_v2, CUcontext), true);
+}
+
+// ---- stream capture: only counted, so that launches ask about capture only while one is open ----
+namespace {
+CUresult capture_begun(CUresult r) {
+  if (r == CUDA_SUCCESS)
+    if (VirtualTime* vt = VirtualTime::get()) vt->capture_opened();
+  return r;
+}
+CUresult capture_ended(CUresult r) {
+  // Ended, successfully or invalidated; any other error leaves the capture open.
+  if (r == CUDA_SUCCESS || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)
+    if (VirtualTime* vt = VirtualTime::get()) vt->capture_closed();
+  return r;
+}
+}  // namespace
+
+VGPU_EXPORT CUresult CUDAAPI cuStreamBeginCapture(CUstream s) {
+  return capture_begun(REAL(cuStreamBeginCapture, CUstream)(s));
+}
+VGPU_EXPORT CUresult CUDAAPI cuStreamBeginCapture_ptsz(CUstream s) {
+  return capture_begun(REAL(cuStreamBeginCapture_ptsz, CUstream)(s));
+}
+VGPU_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream s, CUstreamCaptureMode mode) {
+  return capture_begun(REAL(cuStreamBeginCapture_v2, CUstream, CUstreamCaptureMode)(s, mode));
+}
+VGPU_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream s, CUstreamCaptureMode mode) {
+  return capture_begun(REAL(cuStreamBeginCapture_v2_ptsz, CUstream, CUstreamCaptureMode)(s, mode));
+}
+using BeginToGraphFn = CUresult (*)(CUstream, CUgraph, const CUgraphNode*, const CUgraphEdgeData*, size_t,
+                                    CUstreamCaptureMode);
+VGPU_EXPORT CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream s, CUgraph g, const CUgraphNode* deps,
+                                                         const CUgraphEdgeData* data, size_t n,
+                                                         CUstreamCaptureMode mode) {
+  return capture_begun(VGPU_REAL("cuStreamBeginCaptureToGraph", BeginToGraphFn)(s, g, deps, data, n, mode));
+}
+VGPU_EXPORT CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(CUstream s, CUgraph g, const CUgraphNode* deps,
+                                                              const CUgraphEdgeData* data, size_t n,
+                                                              CUstreamCaptureMode mode) {
+  return capture_begun(VGPU_REAL("cuStreamBeginCaptureToGraph_ptsz", BeginToGraphFn)(s, g, deps, data, n, mode));
+}
+VGPU_EXPORT CUresult CUDAAPI cuStreamEndCapture(CUstream s, CUgraph* g) {
+  return capture_ended(REAL(cuStreamEndCapture, CUstream, CUgraph*)(s, g));
+}
+VGPU_EXPORT CUresult CUDAAPI cuStreamEndCapture_ptsz(CUstream s, CUgraph* g) {
+  return capture_ended(REAL(cuStreamEndCapture_ptsz, CUstream, CUgraph*)(s, g));
 }
 
 // ---- graphs ----

@@ -117,6 +117,12 @@ VirtualTime* VirtualTime::get() {
   static VirtualTime* vt = [] {
     auto* v = new VirtualTime;  // lives until exit: programs synchronize from exit handlers
     v->impl_ = new Impl;
+    // Each virtual device's busy time, kernel count and virtual clock, for vgpu-smi and
+    // vgpu-run's summary (status region).
+    v->timeline_.set_on_resolved([](const TimedOp& op) {
+      if (op.duration <= 0 && !op.kernel) return;
+      if (PassState* s = PassState::get()) s->report_work(op.device, op.duration, op.kernel, op.finish);
+    });
     return v;
   }();
   return vt;
@@ -162,7 +168,17 @@ bool VirtualTime::target(CUstream stream, bool per_thread, StreamTarget* out) {
   return true;
 }
 
+void VirtualTime::capture_opened() { open_captures_.fetch_add(1, std::memory_order_acq_rel); }
+
+void VirtualTime::capture_closed() {
+  int n = open_captures_.load(std::memory_order_acquire);
+  while (n > 0 && !open_captures_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel)) {
+  }
+}
+
 bool VirtualTime::capturing(const StreamTarget& t) {
+  // No capture open in this process: nothing is being captured (the common case, no driver call).
+  if (open_captures_.load(std::memory_order_acquire) == 0) return false;
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   const CUresult r = VGPU_REAL("cuStreamIsCapturing", CUresult (*)(CUstream, CUstreamCaptureStatus*))(t.record_on, &status);
   // An error here means a capture elsewhere forbids touching this stream: do not add work.
@@ -228,7 +244,7 @@ OpRef VirtualTime::submit(const StreamTarget& t, Timing timing, Bracket& b) {
     }
   }
   open_gate(b);
-  OpRef op = timeline_.append(t.key, t.kind, t.device, issue, duration, {}, id);
+  OpRef op = timeline_.append(t.key, t.kind, t.device, issue, duration, {}, id, timing.kernel);
   log::trace("vtime: op on device {} stream {} issue {:.9f} duration {:.9f}", t.device, t.key.stream, issue,
              duration);
   bool resolve_now;

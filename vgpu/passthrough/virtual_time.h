@@ -12,6 +12,7 @@
 // event timing of a real run adds up.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -36,6 +37,7 @@ struct StreamTarget {
 struct Timing {
   enum class Source { known, measured, nccl };
   Source source = Source::known;
+  bool kernel = false;                       // a kernel launch (statistics)
   double seconds = 0;                        // Source::known
   std::function<void(double)> on_measured;   // Source::measured: told the measured duration
   int nccl_gpu = -1;                         // Source::nccl: the rank's global GPU
@@ -51,8 +53,11 @@ class VirtualTime {
   // driver would give them for a bad handle are left to the forwarded call itself: false here
   // only means "do not time this".
   bool target(CUstream stream, bool per_thread, StreamTarget* out);
-  // Whether the stream is being captured into a graph (its work then does not run now).
+  // Whether the stream is being captured into a graph (its work then does not run now). Asks
+  // the real driver only while some capture is open (capture_opened/closed below).
   bool capturing(const StreamTarget& t);
+  void capture_opened();
+  void capture_closed();
 
   // Brackets one forwarded op: begin() before forwarding it, then submit() after it was
   // forwarded successfully (abandon() if it failed).
@@ -113,6 +118,7 @@ class VirtualTime {
 
   VirtualTimeline timeline_;
   Impl* impl_ = nullptr;
+  std::atomic<int> open_captures_{0};
 };
 
 }  // namespace vgpu::pt

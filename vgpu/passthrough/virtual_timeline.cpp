@@ -6,9 +6,11 @@
 namespace vgpu::pt {
 
 OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device, double issue,
-                              double duration, const std::vector<OpRef>& waits, uint64_t measurement) {
+                              double duration, const std::vector<OpRef>& waits, uint64_t measurement,
+                              bool kernel) {
   auto op = std::make_shared<TimedOp>();
   op->measurement = measurement;
+  op->kernel = kernel;
   op->issue = issue;
   op->duration = duration;
   op->device = device;
@@ -45,6 +47,7 @@ bool VirtualTimeline::try_resolve(TimedOp& op) {
   op.resolved = true;
   op.deps.clear();
   op.deps.shrink_to_fit();
+  if (on_resolved_) on_resolved_(op);
   return true;
 }
 

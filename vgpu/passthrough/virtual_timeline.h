@@ -30,6 +30,7 @@ struct TimedOp {
   double start = 0, finish = 0;
   bool resolved = false;
   int device = -1;       // the virtual device it runs on
+  bool kernel = false;   // a kernel launch (for the per-device statistics)
   // What set_duration needs to find it again (the measurement's owner keeps its own state).
   uint64_t measurement = 0;
   std::vector<std::shared_ptr<TimedOp>> deps;  // dropped once resolved
@@ -51,7 +52,7 @@ class VirtualTimeline {
   // Appends an op to `stream`. `duration` < 0: unknown until set_duration(). `waits`: ops that
   // must finish first (null entries are ignored). Resolves it at once when it can.
   OpRef append(const StreamKey& stream, StreamKind kind, int device, double issue, double duration,
-               const std::vector<OpRef>& waits = {}, uint64_t measurement = 0);
+               const std::vector<OpRef>& waits = {}, uint64_t measurement = 0, bool kernel = false);
 
   // The start of `op` if its dependencies are resolved (its duration may still be unknown).
   std::optional<double> start_if_ready(const OpRef& op) const;
@@ -78,6 +79,9 @@ class VirtualTimeline {
   // Ops waiting for a duration or a dependency (tests, logs).
   size_t pending() const;
 
+  // Called (under the timeline's lock: keep it short) for every op as it resolves.
+  void set_on_resolved(std::function<void(const TimedOp&)> f) { on_resolved_ = std::move(f); }
+
   // The stream is gone: later ops on a new stream with the same handle start fresh.
   void forget_stream(const StreamKey& stream);
   void forget_context(const void* context);
@@ -93,7 +97,9 @@ class VirtualTimeline {
     OpRef tail;
   };
   // Resolves `op` if its duration and dependencies allow; true when resolved.
-  static bool try_resolve(TimedOp& op);
+  bool try_resolve(TimedOp& op);
+
+  std::function<void(const TimedOp&)> on_resolved_;
 
   mutable std::mutex mu_;
   std::unordered_map<StreamKey, Stream, KeyHash> streams_;

@@ -19,6 +19,14 @@ constexpr int64_t kNsPerSecond = 1'000'000'000;
 
 int64_t to_ns(const timespec& ts) { return static_cast<int64_t>(ts.tv_sec) * kNsPerSecond + ts.tv_nsec; }
 
+// glibc declares gettimeofday's timeval pointer nonnull, so the compiler would drop a null
+// check on it; but gettimeofday(NULL, tz) is accepted by the C library and must not crash here.
+template <typename T>
+T* opaque(T* p) {
+  asm("" : "+r"(p));
+  return p;
+}
+
 }  // namespace
 
 #define VCLOCK_EXPORT extern "C" __attribute__((visibility("default")))
@@ -26,7 +34,8 @@ int64_t to_ns(const timespec& ts) { return static_cast<int64_t>(ts.tv_sec) * kNs
 VCLOCK_EXPORT int clock_gettime(clockid_t id, struct timespec* ts) noexcept {
   const int rc = real::clock_gettime(id, ts);
   const int c = clock_index(id);
-  if (rc != 0 || c < 0 || ts == nullptr) return rc;
+  // rc == 0: the C library wrote *ts, so ts is valid.
+  if (rc != 0 || c < 0) return rc;
   const int64_t ns = job_now_ns(c, to_ns(*ts));
   ts->tv_sec = static_cast<time_t>(ns / kNsPerSecond);
   ts->tv_nsec = static_cast<long>(ns % kNsPerSecond);
@@ -35,6 +44,7 @@ VCLOCK_EXPORT int clock_gettime(clockid_t id, struct timespec* ts) noexcept {
 
 VCLOCK_EXPORT int gettimeofday(struct timeval* tv, void* tz) noexcept {
   const int rc = real::gettimeofday(tv, tz);
+  tv = opaque(tv);
   if (rc != 0 || tv == nullptr) return rc;
   const int64_t real_ns = real::now_ns(kRealtime);
   const int64_t ns = job_now_ns(kRealtime, real_ns);
