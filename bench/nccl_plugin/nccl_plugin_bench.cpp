@@ -7,8 +7,11 @@
 //   off     VGPU_SIMCORE=off: the bytes move, no virtual time
 //   inproc  VGPU_SIMCORE unset: a simcore engine inside each process times every transfer
 //   daemon  VGPU_SIMCORE=daemon: the job's vgpud times them (one socket round trip per call)
+// With a "/k" suffix (inproc/k, daemon/k) the ranks install a clock hook as the passthrough
+// backend does: every transfer of an exchange (one NCCL kernel) has the kernel's start as its
+// earliest start; without it the plugin's own clock applies (the latest completion per GPU).
 //
-//   nccl_plugin_bench [--quick] [--modes threads,processes] [--engines off,inproc,daemon]
+//   nccl_plugin_bench [--quick] [--modes threads,processes] [--engines off,inproc,daemon,...]
 //                     [--abi 11,12] [--sizes 65536,1048576,...] [--target SECONDS]
 //                     [--channels N]
 //                     [--plugin PATH] [--vgpud PATH]
@@ -48,7 +51,7 @@ using Clock = std::chrono::steady_clock;
 
 struct Options {
   std::vector<std::string> modes{"threads", "processes"};
-  std::vector<std::string> engines{"off", "inproc", "daemon"};
+  std::vector<std::string> engines{"off", "inproc", "daemon", "inproc/k", "daemon/k"};
   std::vector<int> abis{11, 12};
   std::vector<size_t> sizes{size_t{64} << 10, size_t{256} << 10, size_t{1} << 20,
                             size_t{4} << 20,  size_t{16} << 20,  size_t{64} << 20};
@@ -158,7 +161,11 @@ void run_threads(const NetOps& ops, Shared* shared, const RunConfig& cfg) {
 }
 
 // The environment of one configuration, set in its own process before the plugin is loaded.
-void set_engine_env(const std::string& engine, const Options& o, const std::string& job) {
+std::string engine_of(const std::string& label) { return label.substr(0, label.find('/')); }
+bool kernel_clock_of(const std::string& label) { return label.find("/k") != std::string::npos; }
+
+void set_engine_env(const std::string& label, const Options& o, const std::string& job) {
+  const std::string engine = engine_of(label);
   setenv("VGPU_JOB_ID", job.c_str(), 1);
   if (engine == "off") {
     setenv("VGPU_SIMCORE", "off", 1);
@@ -186,7 +193,8 @@ void set_engine_env(const std::string& engine, const Options& o, const std::stri
 // Runs one configuration in a child process (the plugin and its engine are per process).
 bool run_config(const Options& o, const std::string& mode, const std::string& engine, int abi,
                 Shared* shared, const RunConfig& cfg) {
-  std::string job = "nccl-bench-" + std::to_string(getpid()) + "-" + mode + "-" + engine;
+  std::string job = "nccl-bench-" + std::to_string(getpid()) + "-" + mode + "-" +
+                    engine_of(engine) + (kernel_clock_of(engine) ? "-k" : "");
   pid_t child = fork();
   if (child < 0) return false;
   if (child == 0) {
@@ -219,7 +227,7 @@ bool run_config(const Options& o, const std::string& mode, const std::string& en
   }
   int status = 0;
   waitpid(child, &status, 0);
-  if (engine == "daemon") {
+  if (engine_of(engine) == "daemon") {
     simcore::RemoteOptions ro;
     ro.job_id = job;
     simcore::shutdown_daemon(ro);
@@ -298,7 +306,7 @@ int main(int argc, char** argv) {
   }
   std::printf("(memcpy: src -> shared memory -> dst in one thread, the bound of host staging per "
               "rank;\n 2x: two threads doing it at once, as both ranks of an exchange do)\n\n");
-  std::printf("%-10s %-7s %-4s %-8s %12s %10s %10s %10s\n", "ranks", "engine", "abi", "size",
+  std::printf("%-10s %-8s %-4s %-8s %12s %10s %10s %10s\n", "ranks", "engine", "abi", "size",
               "us/exchange", "GB/s/dir", "vs memcpy", "vs 2x");
   std::fflush(stdout);
 
@@ -309,16 +317,23 @@ int main(int argc, char** argv) {
       for (int abi : o.abis) {
         // v12 only where it adds a row worth having: the tables share the core.
         if (abi == 12 && !(mode == "threads" && engine == "inproc") && o.abis.size() > 1) continue;
-        if (engine == "daemon" && !daemon_ok) {
-          std::printf("%-10s %-7s v%-3d (skipped: no vgpud at '%s')\n", mode.c_str(),
+        if (engine != "off" && engine != "inproc" && engine != "daemon" && engine != "inproc/k" &&
+            engine != "daemon/k") {
+          std::fprintf(stderr, "unknown engine '%s'\n", engine.c_str());
+          return 2;
+        }
+        if (engine_of(engine) == "daemon" && !daemon_ok) {
+          std::printf("%-10s %-8s v%-3d (skipped: no vgpud at '%s')\n", mode.c_str(),
                       engine.c_str(), abi, o.vgpud.c_str());
           continue;
         }
         Shared* shared = nccl_bench::map_shared();
-        bool ok = run_config(o, mode, engine, abi, shared, cfg);
+        RunConfig row_cfg = cfg;
+        row_cfg.kernel_clock = kernel_clock_of(engine);
+        bool ok = run_config(o, mode, engine, abi, shared, row_cfg);
         if (!ok) {
           ++failures;
-          std::printf("%-10s %-7s v%-3d FAILED: %s\n", mode.c_str(), engine.c_str(), abi,
+          std::printf("%-10s %-8s v%-3d FAILED: %s\n", mode.c_str(), engine.c_str(), abi,
                       shared->error[0] ? shared->error : "a rank exited abnormally");
           std::fflush(stdout);
           continue;
@@ -326,7 +341,7 @@ int main(int argc, char** argv) {
         for (size_t i = 0; i < o.sizes.size(); ++i) {
           double t = shared->per_exchange[i];
           double gbs = o.sizes[i] / t / 1e9;
-          std::printf("%-10s %-7s v%-3d %-8s %12.1f %10.2f %9.1f%% %9.1f%%\n", mode.c_str(),
+          std::printf("%-10s %-8s v%-3d %-8s %12.1f %10.2f %9.1f%% %9.1f%%\n", mode.c_str(),
                       engine.c_str(), abi, human(o.sizes[i]).c_str(), t * 1e6, gbs,
                       100.0 * base[i] / t, 100.0 * base2[i] / t);
         }

@@ -23,6 +23,13 @@ constexpr auto kBarrierDeadline = std::chrono::seconds(300);
 constexpr auto kExchangeDeadline = std::chrono::seconds(120);
 constexpr int kBatches = 3;
 
+// The kernel clock (RunConfig::kernel_clock), per global GPU.
+constexpr int kClockGpus = 1024;
+std::atomic<double> g_kernel_start[kClockGpus];
+double kernel_clock(int gpu) {
+  return gpu >= 0 && gpu < kClockGpus ? g_kernel_start[gpu].load(std::memory_order_relaxed) : 0;
+}
+
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
@@ -157,6 +164,12 @@ class Rank {
       return error("bad run configuration");
     }
     if (ops_.set_thread_gpu != nullptr) ops_.set_thread_gpu(cfg_.first_gpu + rank_);
+    if (cfg_.kernel_clock) {
+      if (ops_.set_clock == nullptr || ops_.latest_completion == nullptr) {
+        return error("the plugin has no vgpu_nccl_set_clock / vgpu_nccl_latest_completion");
+      }
+      ops_.set_clock(&kernel_clock);
+    }
     if (!connect()) return false;
     for (int i = 0; i < cfg_.nsizes; ++i) {
       if (!run_size(i)) return false;
@@ -255,6 +268,14 @@ class Rank {
       ch.s_post = ch.s_done = ch.r_post = ch.r_done = 0;
     }
     const uint64_t ex = exchanges_++;
+    const int gpu = cfg_.first_gpu + rank_;
+    if (cfg_.kernel_clock && gpu >= 0 && gpu < kClockGpus) {
+      // A new kernel: it starts once its GPU's previous transfers finished.
+      double t = 0;
+      if (ops_.latest_completion(gpu, &t) == 0 && t > g_kernel_start[gpu].load()) {
+        g_kernel_start[gpu].store(t);
+      }
+    }
     auto end = Clock::now() + kExchangeDeadline;
     uint64_t passes = 0;
     for (;;) {
@@ -360,6 +381,9 @@ std::string load_plugin(const char* path, int abi, NetOps* out) {
   if (dl == nullptr) return std::string("dlopen: ") + dlerror();
   *out = NetOps{};
   out->set_thread_gpu = reinterpret_cast<void (*)(int)>(dlsym(dl, "vgpu_nccl_set_thread_gpu"));
+  out->set_clock = reinterpret_cast<void (*)(double (*)(int))>(dlsym(dl, "vgpu_nccl_set_clock"));
+  out->latest_completion =
+      reinterpret_cast<int (*)(int, double*)>(dlsym(dl, "vgpu_nccl_latest_completion"));
   if (abi == 11) {
     auto* n = static_cast<ncclNet_v11_t*>(dlsym(dl, "ncclNetPlugin_v11"));
     if (n == nullptr) return "no ncclNetPlugin_v11";

@@ -36,6 +36,8 @@ struct NetOps {
   ncclResult_t (*close_recv)(void* recv_comm) = nullptr;
   ncclResult_t (*close_listen)(void* listen_comm) = nullptr;
   void (*set_thread_gpu)(int gpu) = nullptr;
+  void (*set_clock)(double (*clock)(int gpu)) = nullptr;
+  int (*latest_completion)(int gpu, double* finish) = nullptr;
 };
 
 // Loads the plugin at `path` (dlopen; a second load in one process reuses the first) and
@@ -76,6 +78,10 @@ struct RunConfig {
   // Fill and check every byte (tests); otherwise only a stamp at both ends of each chunk.
   bool verify_all = false;
   int first_gpu = 0;  // rank r is global GPU first_gpu + r (vgpu_nccl_set_thread_gpu)
+  // Install a clock hook as the passthrough backend does: each exchange is one NCCL kernel whose
+  // virtual start (the latest completion its GPU saw before it) is the earliest start of all of
+  // its transfers. Off: no hook (the plugin's own fallback clock).
+  bool kernel_clock = false;
 };
 
 // One rank of the ring: connects, runs every size, closes. Timings (rank 0) and any failure

@@ -87,6 +87,10 @@ struct SendComm : Object {
   uint64_t copy_off = 0;
   uint64_t head = 0;
   std::deque<PendingSend> queue;  // index i holds message retired + i
+  // Latest virtual finish of a completed send (-1: none): the earliest start of the next one.
+  // NCCL reuses a staging slot only once its previous transfer completed, so a connection's
+  // transfers pipeline NCCL_STEPS deep instead of all starting at their kernel's start.
+  double last_finish = -1;
   PeerWatch watch;
 };
 
@@ -106,6 +110,7 @@ struct RecvComm : Object {
   uint64_t cur_off = 0;
   uint64_t cur_flow = 0;
   std::deque<Request*> posted;  // incomplete receives, oldest first
+  double last_finish = -1;      // as SendComm::last_finish, for the receive side
   PeerWatch watch;
 };
 

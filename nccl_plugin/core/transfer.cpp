@@ -72,7 +72,7 @@ ncclResult_t Core::isend(void* send_comm, void* data, size_t size, int tag, void
   r->sizes[0] = size;
   r->tags[0] = tag;
   r->gpu = c->gpu;
-  r->not_before = vtime_->now(c->gpu);
+  r->not_before = std::max(vtime_->now(c->gpu), c->last_finish);
   Request* raw = r.get();
 
   // Both ends in this process: the receiver copies straight from `data` (NCCL keeps it valid
@@ -137,6 +137,7 @@ ncclResult_t Core::progress_send(SendComm& c) {
     r->v_start = d.v_start;
     r->v_finish = d.v_finish;
     r->has_vtime = d.flow_id != 0;
+    if (r->has_vtime) c.last_finish = std::max(c.last_finish, d.v_finish);
     r->peer_gpu = h.dst_gpu.load(std::memory_order_relaxed);
     r->peer_same_engine = vtime_->shared_engine() ||
                           h.receiver_pid.load(std::memory_order_relaxed) == h.sender_pid;
@@ -200,7 +201,7 @@ ncclResult_t Core::irecv(void* recv_comm, int n, void** data, const size_t* size
   r->gpu = c->gpu;
   r->peer_gpu = h.src_gpu;
   r->peer_same_engine = true;  // the receiver reports the flows to its own engine
-  r->not_before = vtime_->now(c->gpu);
+  r->not_before = std::max(vtime_->now(c->gpu), c->last_finish);
   c->posted.push_back(r.get());
   *request = registry_.add(std::move(r));
   (void)progress_recv(*c);  // a failure is recorded on the requests: test() reports it
@@ -300,6 +301,7 @@ ncclResult_t Core::progress_recv(RecvComm& c) {
 
     r->received[c.cur_entry] = d.size;
     if (timed) {
+      c.last_finish = std::max(c.last_finish, f);
       if (!r->has_vtime || s < r->v_start) r->v_start = s;
       if (!r->has_vtime || f > r->v_finish) r->v_finish = f;
       r->has_vtime = true;

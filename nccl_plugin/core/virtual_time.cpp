@@ -55,7 +55,7 @@ std::unique_ptr<simcore::Engine> open_engine(EngineMode mode, const simcore::Clu
       break;
   }
   // Nobody reads this engine's timeline (the plugin has no timeline output of its own): keep
-  // no per-event record of it, so memory does not grow with every transfer.
+  // neither labels nor timeline entries.
   simcore::EngineOptions options;
   options.record_timeline = false;
   return simcore::make_engine(cluster, options);

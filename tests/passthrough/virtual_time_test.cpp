@@ -21,6 +21,16 @@
 
 namespace {
 
+// The test thread's own CPU time between two calls counts in virtual time (as a program's
+// would): a few us, much more under the sanitizers.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool kSanitized = true;
+constexpr float kHostSlackMs = 0.1f;
+#else
+constexpr bool kSanitized = false;
+constexpr float kHostSlackMs = 0.02f;
+#endif
+
 bool running_on_passthrough() {
   Dl_info info{};
   return dladdr(reinterpret_cast<void*>(&cuInit), &info) != 0 && info.dli_fname &&
@@ -102,15 +112,20 @@ TEST_F(VirtualTime, EventsReportTheVirtualTimelineOfKernels) {
   for (int i = 0; i < 19; ++i) axpy(nullptr);
   ASSERT_EQ(cuEventRecord(c_, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(cuEventSynchronize(c_), CUDA_SUCCESS);
-  const float one = virtual_ms(a_, b_), twenty = virtual_ms(a_, c_);
-  ASSERT_GT(one, 0.05f);  // ~80 us by the model: not the real driver's idle gaps
-  EXPECT_NEAR(twenty / one, 20.0, 1.0);
+  // Back to back on a busy stream, each kernel adds its own duration: b..c is 19 of them.
+  const float first = virtual_ms(a_, b_), per = virtual_ms(b_, c_) / 19, twenty = virtual_ms(a_, c_);
+  ASSERT_GT(per, 0.05f);  // ~80 us by the model: not the real driver's idle gaps
+  // The first one started on an idle stream: after this thread's own time since event a.
+  EXPECT_GE(first, 0.99f * per);
+  EXPECT_LT(first, per + kHostSlackMs);
   const float real_twenty = real_ms(a_, c_);
   if (policy() == "all") {
     // Every launch ran: the virtual timeline is what the GPU took.
     EXPECT_NEAR(twenty / real_twenty, 1.0, 0.1);
-  } else {
+  } else if (!kSanitized) {
     // Launches were skipped: the GPU did (next to) nothing, the virtual timeline is unchanged.
+    // (The sim as real driver charges its own host time, which under the sanitizers alone
+    // exceeds the kernels' durations: not checked there.)
     EXPECT_LT(real_twenty, 0.5f * twenty);
   }
 }
@@ -180,9 +195,9 @@ TEST_F(VirtualTime, CopiesArePricedByTheVirtualGpu) {
   // the default H100's PCIe, 63 GB/s: 2 us + 4 MiB / 63 GB/s = 68.6 us (plus the few us of
   // this thread's CPU time between the event and the copy).
   EXPECT_GT(virtual_ms(a_, b_), 0.0686f);
-  EXPECT_LT(virtual_ms(a_, b_), 0.0686f + 0.02f);
+  EXPECT_LT(virtual_ms(a_, b_), 0.0686f + kHostSlackMs);
   // A device-to-device copy reads and writes HBM: much faster than over PCIe.
-  EXPECT_LT(virtual_ms(b_, c_), 0.2f * virtual_ms(a_, b_));
+  EXPECT_LT(virtual_ms(b_, c_), 0.0686f * 0.2f + kHostSlackMs);
 }
 
 TEST_F(VirtualTime, ThreadsOnDifferentDevicesKeepTheirOwnTimelines) {
@@ -239,7 +254,7 @@ TEST_F(VirtualTime, CapturedWorkIsTimedWhenTheGraphRuns) {
   ASSERT_EQ(cuEventRecord(b_, s), CUDA_SUCCESS);
   ASSERT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
   // A graph launch is measured on the real driver as a whole.
-  EXPECT_NEAR(virtual_ms(a_, b_), real_ms(a_, b_), 0.05 * real_ms(a_, b_) + 0.01);
+  EXPECT_NEAR(virtual_ms(a_, b_), real_ms(a_, b_), 0.05 * real_ms(a_, b_) + kHostSlackMs);
   EXPECT_GT(virtual_ms(a_, b_), 0.5f);
   cuGraphExecDestroy(exec);
   cuGraphDestroy(g);

@@ -27,5 +27,9 @@ int backend_driver_version();
 // has one, false when its timing must stay real. Called from inside clock_gettime on any
 // thread: must not throw, log, or block on anything but the backend's own short locks.
 bool backend_thread_virtual_now(double* seconds);
+// Whether the calling thread is inside a driver call that vgpu times (its clock is paused):
+// its clock reads then stay real (the clock table answers kClockRealForNow), so that vgpu's and
+// the real driver's own timeouts keep real time.
+bool backend_thread_in_call();
 
 }  // namespace vgpu

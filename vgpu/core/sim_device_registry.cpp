@@ -38,15 +38,15 @@ int backend_driver_version() { return CUDA_VERSION; }  // the toolkit vgpu was b
 // time. Not bracketed like a driver call: the reading costs one CPU-time read (a system call,
 // 0.2-2 us), where a bracket costs two and may take the engine's lock to renew the floor; the
 // CPU time of the read is the program's own and is charged to its clock like any other.
-// Known gap: on a thread that never used the driver, this_thread() creates its state here, inside
-// the caller's clock_gettime (a thread_local registration, an allocation), which is unsafe where
-// the caller is an allocator or a sanitizer tearing the thread down. An accessor that returns
-// the state only when it exists (core/thread_state.h) would close it.
+// The thread's state is only looked at, never created here: this runs inside the caller's
+// clock_gettime, possibly in an allocator or in a thread being torn down.
 bool backend_thread_virtual_now(double* seconds) {
-  ThreadState& t = this_thread();
-  if (t.rank <= ThreadState::kNoRank) return false;  // never submitted, or exiting
+  ThreadState* t = this_thread_if_any();
+  if (t == nullptr || t->rank <= ThreadState::kNoRank) return false;  // never submitted, or exiting
   *seconds = vclock::now();
   return true;
 }
+
+bool backend_thread_in_call() { return vclock::in_call(); }
 
 }  // namespace vgpu

@@ -7,7 +7,12 @@
 
 namespace vgpu {
 
+namespace {
+thread_local ThreadState* t_state = nullptr;  // set while the thread's state exists
+}
+
 ThreadState::~ThreadState() {
+  if (t_state == this) t_state = nullptr;
   // The driver state is never destroyed, so it is still there at any thread's exit (the main
   // thread's included). A driver call made after this point (another library's static
   // destructor) must not make the thread a rank again: nobody would ever unregister it.
@@ -19,8 +24,11 @@ ThreadState::~ThreadState() {
 
 ThreadState& this_thread() {
   thread_local ThreadState state;
+  t_state = &state;
   return state;
 }
+
+ThreadState* this_thread_if_any() { return t_state; }
 
 int ThreadRanks::join(double* start) {
   std::lock_guard lock(mu_);

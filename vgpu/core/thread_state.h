@@ -40,6 +40,9 @@ struct ThreadState {
 };
 
 ThreadState& this_thread();
+// The calling thread's state if it has one already (never creates it: safe from inside
+// clock_gettime, an allocator, or a thread being torn down).
+ThreadState* this_thread_if_any();
 
 // The host threads that are ranks of the engine, with the floor each promised. One per driver
 // (DriverState owns it). It mirrors the floors so that a thread joining late learns where the

@@ -20,6 +20,7 @@ int thread_virtual_now(double* seconds) noexcept {
   if (seconds == nullptr) return kClockNone;
   try {
     double now = 0;
+    if (backend_thread_in_call()) return kClockRealForNow;
     if (!backend_thread_virtual_now(&now)) return kClockNone;
     *seconds = now;
     return kClockVirtual;

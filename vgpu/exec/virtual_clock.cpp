@@ -77,6 +77,8 @@ void leave_call() {
   t.last_real_cpu = thread_cpu_seconds();
 }
 
+bool in_call() { return t_depth > 0; }
+
 double now() {
   if (t_depth == 0) charge_outside_time();
   return this_thread().virtual_now;

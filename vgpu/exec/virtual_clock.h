@@ -38,6 +38,8 @@ void leave_call();
 
 // The calling thread's virtual clock, seconds.
 double now();
+// Whether the calling thread is inside a driver call (a CallScope is open).
+bool in_call();
 // Move the calling thread's clock forward to `t` (never backward): synchronization. The thread's
 // floor follows at once.
 void advance_to(double t);

@@ -27,4 +27,6 @@ bool backend_thread_virtual_now(double* seconds) {
   return true;
 }
 
+bool backend_thread_in_call() { return pt::thread_clock::paused(); }
+
 }  // namespace vgpu

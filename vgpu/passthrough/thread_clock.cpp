@@ -70,6 +70,7 @@ void advance_to(double t, int device) {
 }
 
 bool has_clock() { return t_clock.used; }
+bool paused() { return t_clock.paused > 0; }
 
 Pause::Pause(bool blocking) {
   Clock& c = t_clock;
@@ -88,11 +89,17 @@ void Pause::mark_blocking() { t_clock.blocking = true; }
 
 Pause::~Pause() {
   Clock& c = t_clock;
-  if (--c.paused != 0) return;
+  if (c.paused > 1) {
+    --c.paused;
+    return;
+  }
+  // Read while still paused: under `vgpu-run --virtual-clock` a paused thread's clock reads
+  // stay real (darkapi/vgpu_clock_table.h).
   if (c.blocking || c.last_cpu < 0)
     c.last_cpu = thread_cpu_seconds();
   else
     c.last_cpu += wall_seconds() - c.pause_wall;  // CPU time inside taken as its wall time
+  c.paused = 0;
 }
 
 }  // namespace vgpu::pt::thread_clock

@@ -20,6 +20,8 @@ double now(int device = -1);
 void advance_to(double t, int device);
 // Whether the thread has a virtual clock: it submitted or synchronized work since it started.
 bool has_clock();
+// Whether the thread is inside a call vgpu times (a Pause is open).
+bool paused();
 
 // Excludes the real CPU time spent inside its scope from the thread's clock. Nests.
 // Reading a thread's CPU time is a system call (~0.3 us), so a scope that does not block
