@@ -3,6 +3,7 @@
 // pointer before anything is dereferenced.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -56,6 +57,45 @@ class PeerWatch {
 
 struct Request;
 
+// The simcore flow of the last transfer through each buffer of a comm, by address. NCCL reuses
+// a staging slot only once the transfer that used it completed, so the next transfer through
+// it is submitted "after" that flow: a connection's transfers pipeline as deep as NCCL's window
+// instead of all starting at their kernel's start (which also spares simcore re-solving every
+// chunk of a large collective at every new one). The last kSlots addresses are kept: NCCL's
+// staging slots (NCCL_STEPS per protocol) fit many times over.
+class SlotFlows {
+ public:
+  uint64_t flow_of(const void* addr) const {  // 0 when unknown
+    const auto a = reinterpret_cast<uintptr_t>(addr);
+    if (a == 0) return 0;
+    for (const auto& e : entries_) {
+      if (e.addr == a) return e.flow;
+    }
+    return 0;
+  }
+  void record(const void* addr, uint64_t flow) {
+    const auto a = reinterpret_cast<uintptr_t>(addr);
+    if (a == 0 || flow == 0) return;
+    for (auto& e : entries_) {
+      if (e.addr == a) {
+        e.flow = flow;
+        return;
+      }
+    }
+    entries_[next_] = Entry{a, flow};
+    next_ = (next_ + 1) % kSlots;
+  }
+
+ private:
+  static constexpr int kSlots = 64;
+  struct Entry {
+    uintptr_t addr = 0;
+    uint64_t flow = 0;
+  };
+  std::array<Entry, kSlots> entries_{};
+  int next_ = 0;
+};
+
 struct ListenComm : Object {
   ListenComm() : Object(Kind::listen) {}
   std::mutex mu;
@@ -87,10 +127,7 @@ struct SendComm : Object {
   uint64_t copy_off = 0;
   uint64_t head = 0;
   std::deque<PendingSend> queue;  // index i holds message retired + i
-  // Latest virtual finish of a completed send (-1: none): the earliest start of the next one.
-  // NCCL reuses a staging slot only once its previous transfer completed, so a connection's
-  // transfers pipeline NCCL_STEPS deep instead of all starting at their kernel's start.
-  double last_finish = -1;
+  SlotFlows slots;
   PeerWatch watch;
 };
 
@@ -110,7 +147,7 @@ struct RecvComm : Object {
   uint64_t cur_off = 0;
   uint64_t cur_flow = 0;
   std::deque<Request*> posted;  // incomplete receives, oldest first
-  double last_finish = -1;      // as SendComm::last_finish, for the receive side
+  SlotFlows slots;
   PeerWatch watch;
 };
 
@@ -134,6 +171,7 @@ struct Request : Object {
   size_t sizes[kMaxRecvs] = {};
   int tags[kMaxRecvs] = {};
   bool matched[kMaxRecvs] = {};
+  uint64_t slot_flow[kMaxRecvs] = {};  // the previous transfer into each buffer (SlotFlows)
   uint64_t received[kMaxRecvs] = {};
   int filled = 0;
   double not_before = 0;

@@ -68,6 +68,7 @@ struct MessageDesc {
   uint32_t direct;                    // 1: the payload is at src_addr in the sender (same process)
   uint64_t src_addr;                  // the sender's buffer (only meaningful when direct)
   double not_before;                  // sender's virtual clock at isend
+  uint64_t after_flow;                // the previous transfer out of the same sender buffer
   // Written by the receiver before `state` turns kDescDone:
   uint64_t flow_id;
   double v_start;

@@ -72,7 +72,7 @@ ncclResult_t Core::isend(void* send_comm, void* data, size_t size, int tag, void
   r->sizes[0] = size;
   r->tags[0] = tag;
   r->gpu = c->gpu;
-  r->not_before = std::max(vtime_->now(c->gpu), c->last_finish);
+  r->not_before = vtime_->now(c->gpu);
   Request* raw = r.get();
 
   // Both ends in this process: the receiver copies straight from `data` (NCCL keeps it valid
@@ -85,6 +85,7 @@ ncclResult_t Core::isend(void* send_comm, void* data, size_t size, int tag, void
   d.direct = direct ? 1 : 0;
   d.src_addr = reinterpret_cast<uintptr_t>(data);
   d.not_before = r->not_before;
+  d.after_flow = c->slots.flow_of(data);
   d.flow_id = 0;
   d.v_start = 0;
   d.v_finish = 0;
@@ -137,7 +138,7 @@ ncclResult_t Core::progress_send(SendComm& c) {
     r->v_start = d.v_start;
     r->v_finish = d.v_finish;
     r->has_vtime = d.flow_id != 0;
-    if (r->has_vtime) c.last_finish = std::max(c.last_finish, d.v_finish);
+    c.slots.record(c.queue.front().data, d.flow_id);
     r->peer_gpu = h.dst_gpu.load(std::memory_order_relaxed);
     r->peer_same_engine = vtime_->shared_engine() ||
                           h.receiver_pid.load(std::memory_order_relaxed) == h.sender_pid;
@@ -201,7 +202,8 @@ ncclResult_t Core::irecv(void* recv_comm, int n, void** data, const size_t* size
   r->gpu = c->gpu;
   r->peer_gpu = h.src_gpu;
   r->peer_same_engine = true;  // the receiver reports the flows to its own engine
-  r->not_before = std::max(vtime_->now(c->gpu), c->last_finish);
+  r->not_before = vtime_->now(c->gpu);
+  for (int i = 0; i < n; ++i) r->slot_flow[i] = c->slots.flow_of(data[i]);
   c->posted.push_back(r.get());
   *request = registry_.add(std::move(r));
   (void)progress_recv(*c);  // a failure is recorded on the requests: test() reports it
@@ -267,7 +269,10 @@ ncclResult_t Core::progress_recv(RecvComm& c) {
       c.cur = r;
       c.cur_entry = entry;
       c.cur_off = 0;
-      c.cur_flow = vtime_->add_flow(h.src_gpu, c.gpu, d.size, std::max(d.not_before, r->not_before));
+      // It starts once both ranks reached it and both buffers were free (their previous
+      // transfers finished).
+      c.cur_flow = vtime_->add_flow(h.src_gpu, c.gpu, d.size, std::max(d.not_before, r->not_before),
+                                    d.after_flow, r->slot_flow[entry]);
     }
     if (d.direct != 0) {
       if (ncclResult_t rc = copy_direct(c, d); rc != ncclSuccess) return poison(rc);
@@ -300,8 +305,8 @@ ncclResult_t Core::progress_recv(RecvComm& c) {
     moved = true;
 
     r->received[c.cur_entry] = d.size;
+    c.slots.record(r->data[c.cur_entry], c.cur_flow);
     if (timed) {
-      c.last_finish = std::max(c.last_finish, f);
       if (!r->has_vtime || s < r->v_start) r->v_start = s;
       if (!r->has_vtime || f > r->v_finish) r->v_finish = f;
       r->has_vtime = true;

@@ -151,7 +151,8 @@ simcore::Engine* VirtualTime::engine() {
   return engine_.get();
 }
 
-uint64_t VirtualTime::add_flow(int src_gpu, int dst_gpu, uint64_t bytes, double not_before) {
+uint64_t VirtualTime::add_flow(int src_gpu, int dst_gpu, uint64_t bytes, double not_before,
+                               uint64_t after_a, uint64_t after_b) {
   simcore::Engine* e = engine();
   if (e == nullptr) return 0;
   simcore::FlowSpec f;
@@ -159,6 +160,8 @@ uint64_t VirtualTime::add_flow(int src_gpu, int dst_gpu, uint64_t bytes, double 
   f.dst_gpu = dst_gpu;
   f.bytes = bytes;
   f.not_before = not_before;
+  if (after_a != 0) f.after.push_back(after_a);
+  if (after_b != 0 && after_b != after_a) f.after.push_back(after_b);
   // Only the daemon's timeline shows labels (VGPU_TIMELINE); the local engine keeps none.
   if (mode_ == EngineMode::daemon) f.label = fmt::format("nccl {}->{} {}B", src_gpu, dst_gpu, bytes);
   simcore::EventId id = e->add_flow(f);

@@ -49,8 +49,10 @@ class VirtualTime {
   // Queries are calls into this process (no round trip): worth repeating for a fresher answer.
   bool cheap_queries() const { return mode_ == EngineMode::local; }
 
-  // Reports a transfer; 0 when virtual time is off.
-  uint64_t add_flow(int src_gpu, int dst_gpu, uint64_t bytes, double not_before);
+  // Reports a transfer that starts no earlier than `not_before` and than the flows `after_a`
+  // and `after_b` finished (0: none); returns its flow, 0 when virtual time is off.
+  uint64_t add_flow(int src_gpu, int dst_gpu, uint64_t bytes, double not_before,
+                    uint64_t after_a = 0, uint64_t after_b = 0);
   bool query(uint64_t flow, double* start, double* finish);
 
   void record(vgpu_nccl_completion c);  // assigns seq; updates the per-GPU latest

@@ -420,7 +420,7 @@ TEST(NcclTransfer, SenderClosedMidMessageFailsTheReceive) {
   const auto& n = net();
   Pair p;
   ASSERT_TRUE(connect_pair(&p));
-  const size_t kLen = size_t{20} << 20;  // more than one call's worth of copying on either path
+  const size_t kLen = size_t{40} << 20;  // more than two calls' worth of copying on either path
   std::vector<unsigned char> src(kLen, 0x11), dst(kLen, 0);
   void *smr = nullptr, *rmr = nullptr;
   ASSERT_EQ(n.regMr(p.send, src.data(), kLen, NCCL_PTR_HOST, &smr), ncclSuccess);

@@ -185,3 +185,73 @@ TEST_F(NcclVirtualTime, TransfersStartAtTheLaterRanksClock) {
   EXPECT_DOUBLE_EQ(c.finish, ref[0].finish);
   close_pair(p);
 }
+
+// NCCL keeps NCCL_STEPS transfers in flight per connection and reuses a staging slot only once
+// its previous transfer completed. Under a clock that stands still for the whole kernel (the
+// passthrough backend's: the kernel's start), the first window of transfers starts at the
+// clock, and each later one no earlier than the transfer whose slot it reuses finished: a
+// pipeline, not every chunk of the kernel piled up at its start.
+TEST_F(NcclVirtualTime, ChunksOfOneConnectionPipelineBehindTheirSlots) {
+  g_base = 40.0;
+  const auto& n = net();
+  Pair p = gpu_pair(4, 0);
+  constexpr int kWindow = 4;
+  constexpr int kChunks = 12;
+  constexpr size_t kLen = 2'000'000;
+  std::vector<unsigned char> src(kWindow * kLen, 0x5a), dst(kWindow * kLen, 0);
+  void *smr = nullptr, *rmr = nullptr;
+  ASSERT_EQ(n.regMr(p.send, src.data(), src.size(), NCCL_PTR_HOST, &smr), ncclSuccess);
+  ASSERT_EQ(n.regMr(p.recv, dst.data(), dst.size(), NCCL_PTR_HOST, &rmr), ncclSuccess);
+  void* sreq[kChunks] = {};
+  void* rreq[kChunks] = {};
+  vgpu_nccl_completion recv[kChunks] = {};
+  int posted = 0, s_done = 0, r_done = 0;
+  auto end = std::chrono::steady_clock::now() + kDeadline;
+  while (r_done < kChunks || s_done < kChunks) {
+    ASSERT_LT(std::chrono::steady_clock::now(), end);
+    // A slot is free again once both its send and its receive completed.
+    while (posted < kChunks && posted - std::min(s_done, r_done) < kWindow) {
+      void* d[1] = {dst.data() + (posted % kWindow) * kLen};
+      size_t s[1] = {kLen};
+      int t[1] = {4};
+      void* m[1] = {rmr};
+      ASSERT_EQ(n.irecv(p.recv, 1, d, s, t, m, nullptr, &rreq[posted]), ncclSuccess);
+      ASSERT_EQ(n.isend(p.send, src.data() + (posted % kWindow) * kLen, kLen, 4, smr, nullptr,
+                        &sreq[posted]), ncclSuccess);
+      ++posted;
+    }
+    int done = 0;
+    if (s_done < posted) {
+      ASSERT_EQ(n.test(sreq[s_done], &done, nullptr), ncclSuccess);
+      if (done) ++s_done;
+    }
+    if (r_done < posted) {
+      ASSERT_EQ(n.test(rreq[r_done], &done, nullptr), ncclSuccess);
+      if (done) {
+        ASSERT_EQ(plugin().last_completion(&recv[r_done]), 0);
+        ++r_done;
+      }
+    }
+  }
+  // Where simcore places them now that all are known (a completion reports the interval as it
+  // stood then; later chunks of the first window could still move it).
+  double start[kChunks], finish[kChunks];
+  for (int k = 0; k < kChunks; ++k) {
+    ASSERT_NE(recv[k].flow_id, 0u) << k;
+    ASSERT_EQ(plugin().flow_interval(recv[k].flow_id, &start[k], &finish[k]), 0) << k;
+  }
+  for (int k = 0; k < kChunks; ++k) {
+    SCOPED_TRACE(k);
+    if (k < kWindow) {
+      EXPECT_DOUBLE_EQ(start[k], 40.0);  // the first window starts with the kernel
+    } else {
+      EXPECT_DOUBLE_EQ(start[k], finish[k - kWindow]);  // as soon as its slot is free
+    }
+  }
+  // 12 chunks of 2 MB over one 50 GB/s NIC path: 480 us of bytes, and three windows' latency
+  // (each window waits for the previous one's last byte to land).
+  EXPECT_NEAR(finish[kChunks - 1] - 40.0, 12 * kLen / 50e9 + 3 * 2.5e-6, 1e-6);
+  n.deregMr(p.send, smr);
+  n.deregMr(p.recv, rmr);
+  close_pair(p);
+}

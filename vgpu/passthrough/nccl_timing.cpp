@@ -18,6 +18,10 @@ namespace vgpu::pt::nccl_timing {
 namespace {
 
 using CompletionsFn = int (*)(uint64_t, vgpu_nccl_completion*, int);
+using IntervalFn = int (*)(uint64_t, double*, double*);
+
+// How many of a kernel's latest transfers are asked again for their final placement.
+constexpr size_t kRequery = 16;
 using SetClockFn = void (*)(vgpu_nccl_clock_fn);
 
 constexpr int kMaxGpus = 4096;
@@ -39,14 +43,27 @@ class CompletionLog {
     pull();
     return cursor_;
   }
+  // The latest virtual finish among `gpu`'s transfers logged after `since`. A finish is logged
+  // when NCCL saw the transfer complete, but simcore may still move it later: transfers that
+  // arrive afterwards in real time can start earlier in virtual time and take a share of the
+  // same links. So the latest-logged transfers (which, sharing links fairly, finish last) are
+  // asked for their placement now.
   double latest_after(int gpu, uint64_t since, double floor) {
     std::lock_guard l(mu_);
     pull();
     double out = floor;
     auto it = by_gpu_.find(gpu);
     if (it == by_gpu_.end()) return out;
-    for (const auto& [seq, finish] : it->second)
-      if (seq > since) out = std::max(out, finish);
+    size_t asked = 0;
+    for (auto e = it->second.rbegin(); e != it->second.rend() && e->seq > since; ++e) {
+      double finish = e->finish;
+      double start = 0, now_finish = 0;
+      if (interval_ != nullptr && e->flow != 0 && asked < kRequery && interval_(e->flow, &start, &now_finish) == 0) {
+        ++asked;
+        finish = std::max(finish, now_finish);
+      }
+      out = std::max(out, finish);
+    }
     return out;
   }
 
@@ -57,6 +74,8 @@ class CompletionLog {
     void* lib = dlopen("libnccl-net-vgpu.so", RTLD_NOLOAD | RTLD_LAZY);
     void* completions = lib ? dlsym(lib, "vgpu_nccl_completions") : dlsym(RTLD_DEFAULT, "vgpu_nccl_completions");
     void* set_clock = lib ? dlsym(lib, "vgpu_nccl_set_clock") : dlsym(RTLD_DEFAULT, "vgpu_nccl_set_clock");
+    void* interval = lib ? dlsym(lib, "vgpu_nccl_flow_interval") : dlsym(RTLD_DEFAULT, "vgpu_nccl_flow_interval");
+    interval_ = reinterpret_cast<IntervalFn>(interval);
     if (completions == nullptr || set_clock == nullptr) return false;
     completions_ = reinterpret_cast<CompletionsFn>(completions);
     reinterpret_cast<SetClockFn>(set_clock)(&clock_hook);
@@ -72,17 +91,22 @@ class CompletionLog {
       for (int i = 0; i < n; ++i) {
         cursor_ = std::max(cursor_, buf[i].seq);
         auto& q = by_gpu_[buf[i].gpu];
-        if (buf[i].finish == buf[i].finish) q.emplace_back(buf[i].seq, buf[i].finish);  // not NaN
+        if (buf[i].finish == buf[i].finish) q.push_back({buf[i].seq, buf[i].flow_id, buf[i].finish});  // not NaN
         if (q.size() > 8192) q.pop_front();
       }
       if (n < 256) break;
     }
   }
 
+  struct Entry {
+    uint64_t seq, flow;
+    double finish;
+  };
   std::mutex mu_;
   CompletionsFn completions_ = nullptr;
+  IntervalFn interval_ = nullptr;
   uint64_t cursor_ = 0;
-  std::unordered_map<int, std::deque<std::pair<uint64_t, double>>> by_gpu_;
+  std::unordered_map<int, std::deque<Entry>> by_gpu_;
 };
 
 CompletionLog& completion_log() {
