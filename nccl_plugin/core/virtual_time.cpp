@@ -89,8 +89,14 @@ int VirtualTime::rank_gpu(std::string* error) const {
     }
     int dev = 0;
     // The rank's current CUDA device, if the driver is loaded (resolved now, not at load time).
+    // The CUDA runtime loads libcuda.so.1 with RTLD_LOCAL, so RTLD_DEFAULT does not see it: ask
+    // the loaded library by name first. (Without this every rank of a PyTorch job counted as
+    // GPU 0, and its transfers as flows from GPU 0 to itself.)
     using GetDevice = int (*)(int*);
-    auto fn = reinterpret_cast<GetDevice>(dlsym(RTLD_DEFAULT, "cuCtxGetDevice"));
+    void* driver = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
+    auto fn = reinterpret_cast<GetDevice>(driver ? dlsym(driver, "cuCtxGetDevice") : nullptr);
+    if (fn == nullptr) fn = reinterpret_cast<GetDevice>(dlsym(RTLD_DEFAULT, "cuCtxGetDevice"));
+    if (driver != nullptr) dlclose(driver);  // NOLOAD took a reference; the library stays loaded
     if (fn == nullptr || fn(&dev) != 0) {
       dev = 0;
       vgpu::log::once(vgpu::log::Level::info, "nccl-no-ctx",

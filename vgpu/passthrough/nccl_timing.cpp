@@ -48,7 +48,7 @@ class CompletionLog {
   // arrive afterwards in real time can start earlier in virtual time and take a share of the
   // same links. So the latest-logged transfers (which, sharing links fairly, finish last) are
   // asked for their placement now.
-  double latest_after(int gpu, uint64_t since, double floor) {
+  double latest_between(int gpu, uint64_t since, uint64_t until, double floor) {
     std::lock_guard l(mu_);
     pull();
     double out = floor;
@@ -56,6 +56,7 @@ class CompletionLog {
     if (it == by_gpu_.end()) return out;
     size_t asked = 0;
     for (auto e = it->second.rbegin(); e != it->second.rend() && e->seq > since; ++e) {
+      if (until != 0 && e->seq > until) continue;
       double finish = e->finish;
       double start = 0, now_finish = 0;
       if (interval_ != nullptr && e->flow != 0 && asked < kRequery && interval_(e->flow, &start, &now_finish) == 0) {
@@ -132,10 +133,23 @@ int global_gpu(int v) {
 }
 
 bool plugin_present() { return completion_log().present(); }
-uint64_t log_position() { return completion_log().position(); }
 
-double finish(int gpu, uint64_t since, double start) {
-  return completion_log().latest_after(gpu, since, start + kMinSeconds);
+Window open_window(int gpu) {
+  static std::mutex mu;
+  static auto* open = new std::unordered_map<int, std::shared_ptr<std::atomic<uint64_t>>>;
+  Window w;
+  w.since = completion_log().position();
+  w.until = std::make_shared<std::atomic<uint64_t>>(0);
+  std::lock_guard l(mu);
+  auto& previous = (*open)[gpu];
+  if (previous) previous->store(w.since == 0 ? 1 : w.since, std::memory_order_release);
+  previous = w.until;
+  return w;
+}
+
+double finish(int gpu, const Window& w, double start) {
+  const uint64_t until = w.until ? w.until->load(std::memory_order_acquire) : 0;
+  return completion_log().latest_between(gpu, w.since, until, start + kMinSeconds);
 }
 
 void set_kernel_start(int gpu, double start) {

@@ -7,13 +7,17 @@
 // virtual start, which it reads through the clock hook installed here.
 //
 // Attribution: the transfers of a kernel are those the plugin logged after the kernel was
-// launched. Transfers of one kernel still running when the next NCCL kernel of the same GPU is
-// launched count for the later one: the last kernel of a chain ends where it should, earlier
-// ones may end early. Without the plugin (NCCL's own transports) NCCL kernels are timed like
-// any other kernel, by their real duration.
+// launched and before the next NCCL kernel of the same GPU was launched (a window of the
+// plugin's completion log; the last kernel's window stays open until it is timed). The host
+// runs ahead of the GPU, so transfers of one kernel may fall in the next one's window: the last
+// kernel of a chain ends where it should, earlier ones may end early, and no kernel is held
+// back by transfers of work launched long after it. Without the plugin (NCCL's own
+// transports) NCCL kernels are timed like any other kernel, by their real duration.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <string_view>
 
 namespace vgpu::pt::nccl_timing {
@@ -28,13 +32,18 @@ int global_gpu(int v);
 // Whether the plugin's interface is there (loads it and installs the clock hook on first use).
 bool plugin_present();
 
-// The plugin's completion log position now: transfers logged later belong to kernels launched
-// from now on.
-uint64_t log_position();
+// The log window of one NCCL kernel: opened at its launch, closed by the next NCCL launch on
+// the same GPU.
+struct Window {
+  uint64_t since = 0;
+  std::shared_ptr<std::atomic<uint64_t>> until;  // 0: still open
+};
+// Opens the window of a kernel of `gpu` launched now (and closes the previous one's).
+Window open_window(int gpu);
 
-// The virtual finish of the NCCL kernel of `gpu` launched at log position `since` and started
-// at `start`. Call once its real execution is complete.
-double finish(int gpu, uint64_t since, double start);
+// The virtual finish of the NCCL kernel of `gpu` with log window `w`, started at `start`. Call
+// once its real execution is complete.
+double finish(int gpu, const Window& w, double start);
 
 // The virtual start of the NCCL kernel now running on `gpu` (the earliest start of its
 // transfers): set by the launch path once known.

@@ -308,7 +308,7 @@ double VirtualTime::measure(const TimedOp& op, double start, bool force) {
     seconds = static_cast<double>(ms) * 1e-3;
   }
   if (m.timing.source == Timing::Source::nccl) {
-    seconds = nccl_timing::finish(m.timing.nccl_gpu, m.timing.nccl_since, start) - start;
+    seconds = nccl_timing::finish(m.timing.nccl_gpu, m.timing.nccl_window, start) - start;
   } else if (r == CUDA_SUCCESS && m.timing.on_measured) {
     m.timing.on_measured(seconds);
   }

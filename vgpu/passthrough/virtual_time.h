@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "driver/cuda_api.h"
+#include "passthrough/nccl_timing.h"
 #include "passthrough/virtual_timeline.h"
 
 namespace vgpu::pt {
@@ -41,7 +42,7 @@ struct Timing {
   double seconds = 0;                        // Source::known
   std::function<void(double)> on_measured;   // Source::measured: told the measured duration
   int nccl_gpu = -1;                         // Source::nccl: the rank's global GPU
-  uint64_t nccl_since = 0;                   //   and the plugin's log position at launch
+  nccl_timing::Window nccl_window;           //   and its window of the plugin's log
 };
 
 class VirtualTime {
