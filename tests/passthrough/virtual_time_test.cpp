@@ -10,16 +10,34 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "exec/kernel_time_db.h"
+#include "exec/launch_signature.h"
+
 namespace {
+
+// The kernel-time database (read once, at cuInit: set before main() runs).
+std::string db_path() {
+  static const std::string path =
+      (std::filesystem::temp_directory_path() / ("vgpu_vtime_test_" + std::to_string(::getpid()) + ".sqlite"))
+          .string();
+  return path;
+}
+const bool kDbSet = [] {
+  std::filesystem::remove(db_path());
+  ::setenv("VGPU_KERNEL_DB", db_path().c_str(), 1);
+  return true;
+}();
 
 // The test thread's own CPU time between two calls counts in virtual time (as a program's
 // would): a few us, much more under the sanitizers.
@@ -238,6 +256,39 @@ TEST_F(VirtualTime, ThreadsOnDifferentDevicesKeepTheirOwnTimelines) {
   for (auto& t : threads) t.join();
   // Device d ran 5 (d + 1) kernels: its own timeline, not the shared GPU's.
   for (int d = 1; d < 4; ++d) EXPECT_NEAR(ms[d] / ms[0], d + 1.0, 0.3 * (d + 1)) << d;
+}
+
+// A signature the database holds for the GPU takes the recorded duration, without measuring:
+// record a job alone once, reuse the durations in runs that share the GPU.
+TEST_F(VirtualTime, RecordedDurationsAreTakenWithoutMeasuring) {
+  float a = 3;
+  int n = 64 * 256;
+  void* params[] = {&a, &x_, &y_, &n};
+  vgpu::LaunchShape shape;
+  shape.grid = {64, 1, 1};
+  shape.block = {256, 1, 1};
+  std::vector<vgpu::ParamSlot> slots;
+  std::vector<uint8_t> packed(28);
+  for (size_t i = 0; i < 4; ++i) {
+    size_t off = 0, size = 0;
+    ASSERT_EQ(cuFuncGetParamInfo(axpy_, i, &off, &size), CUDA_SUCCESS);
+    slots.push_back({static_cast<uint32_t>(off), static_cast<uint32_t>(size)});
+    std::memcpy(packed.data() + off, params[i], size);
+  }
+  const CUdeviceptr x = x_, y = y_;
+  const auto sig = vgpu::build_launch_signature("axpy", shape, slots, packed,
+                                                [&](uint64_t v) { return v == x || v == y; });
+  char name[256] = {};
+  ASSERT_EQ(cuDeviceGetName(name, sizeof name, 0), CUDA_SUCCESS);  // the physical GPU's model too
+  vgpu::KernelTimeDb(db_path(), name).record(sig, 1'000'000);  // 1 ms
+  ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
+  for (int i = 0; i < 10; ++i)
+    ASSERT_EQ(cuLaunchKernel(axpy_, 64, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
+  // The sim runs this launch in ~2.5 us; the database says 1 ms, every time.
+  EXPECT_NEAR(virtual_ms(a_, b_), 10.0f, 0.1f + kHostSlackMs);
 }
 
 TEST_F(VirtualTime, CapturedWorkIsTimedWhenTheGraphRuns) {

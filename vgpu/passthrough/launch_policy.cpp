@@ -63,6 +63,13 @@ std::optional<double> KernelDurations::settled(const std::string& signature) {
   return it->second.median;
 }
 
+void KernelDurations::settle(const std::string& signature, double seconds) {
+  std::lock_guard l(mu_);
+  Entry& e = entries_[signature];
+  e.samples.clear();
+  e.median = seconds;
+}
+
 void KernelDurations::add_sample(const std::string& signature, double seconds) {
   std::lock_guard l(mu_);
   Entry& e = entries_[signature];

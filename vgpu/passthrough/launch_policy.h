@@ -3,7 +3,10 @@
 //
 //   all    (default) every launch runs. Each launch signature is measured on the real GPU on
 //          its first VGPU_MEASURE_SAMPLES launches (default 3); later launches take the median
-//          of those and are not measured again. The program computes exactly what it would on
+//          of those and are not measured again. A signature the kernel-time database
+//          (VGPU_KERNEL_DB) already holds for the physical GPU takes the recorded duration and
+//          is not measured at all: record a job alone once, and its multi-process runs reuse
+//          durations that no other process disturbed. The program computes exactly what it would on
 //          a real GPU, and after the first iterations a step costs no timing work at all.
 //   first  only the measured launches run; later launches of a signature are skipped and take
 //          its median. Much faster for large virtual clusters on one GPU, but the program's
@@ -42,6 +45,8 @@ class KernelDurations {
   // The signature's duration once it has all its samples, in seconds.
   std::optional<double> settled(const std::string& signature);
   void add_sample(const std::string& signature, double seconds);
+  // The signature's duration is known already (the kernel-time database): no measuring.
+  void settle(const std::string& signature, double seconds);
 
  private:
   struct Entry {
