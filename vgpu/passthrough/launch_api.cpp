@@ -4,7 +4,10 @@
 // kernel-time database's (policy none), or for NCCL's kernels the virtual finish of their
 // transfers (nccl_timing.h). With VGPU_KERNEL_DB set, forwarded launches are also recorded into
 // the database (kernel_recording.h).
+#include <mutex>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "driver/cuda_api.h"
 #include "exec/kernel_time_db.h"
@@ -96,6 +99,14 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
   return p;
 }
 
+// Whether `f` was launched in `ctx` before (and now it has been).
+bool launched_before(CUcontext ctx, CUfunction f) {
+  static std::mutex mu;
+  static auto* seen = new std::set<std::pair<CUcontext, CUfunction>>;  // used until exit
+  std::lock_guard l(mu);
+  return !seen->insert({ctx, f}).second;
+}
+
 // Forwards (or skips) one launch and times it.
 template <class Launch>
 CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, bool per_thread, void** params,
@@ -118,7 +129,11 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
     if (alone != nullptr) pause.mark_blocking();  // it waits for its kernel
   }
   if (plan.run) {
-    bracket = vt->begin(t, plan.timing, /*gated=*/alone != nullptr);
+    // Gated only once the function has run in this context before: the first launch of a
+    // function may load it (lazy loading), and loading can wait for the context's streams,
+    // one of which the gate holds shut until the launch returns: a deadlock (seen on an H200
+    // with several virtual devices in one process).
+    bracket = vt->begin(t, plan.timing, /*gated=*/alone != nullptr && launched_before(t.context, f));
     rec = plan.have_signature ? KernelRecording::get() : nullptr;
     if (rec != nullptr &&
         !rec->begin(plan.signature, {t.context, stream, per_thread, function_facts(f).name, shape}))

@@ -76,9 +76,13 @@ void KernelDurations::add_sample(const std::string& signature, double seconds) {
   if (e.median >= 0) return;
   e.samples.push_back(seconds);
   if (static_cast<int>(e.samples.size()) < samples_wanted()) return;
-  std::vector<double> s = e.samples;
-  std::nth_element(s.begin(), s.begin() + s.size() / 2, s.end());
-  e.median = s[s.size() / 2];
+  // The first sample of a signature is usually its function's first launch in the context,
+  // which is measured without the stream gate (launch_api.cpp) and so includes the host's
+  // launch latency: with three or more samples it is left out.
+  std::vector<double> s(e.samples.begin() + (e.samples.size() >= 3 ? 1 : 0), e.samples.end());
+  std::sort(s.begin(), s.end());
+  const size_t n = s.size();
+  e.median = n % 2 == 1 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
   e.samples.clear();
   e.samples.shrink_to_fit();
 }

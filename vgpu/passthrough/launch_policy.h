@@ -3,7 +3,8 @@
 //
 //   all    (default) every launch runs. Each launch signature is measured on the real GPU on
 //          its first VGPU_MEASURE_SAMPLES launches (default 3); later launches take the median
-//          of those and are not measured again. A signature the kernel-time database
+//          of those (without the first, which includes the first launch's latency) and are not
+//          measured again. A signature the kernel-time database
 //          (VGPU_KERNEL_DB) already holds for the physical GPU takes the recorded duration and
 //          is not measured at all: record a job alone once, and its multi-process runs reuse
 //          durations that no other process disturbed. The program computes exactly what it would on
