@@ -226,6 +226,11 @@ void VirtualTime::abandon(Bracket& b) {
 OpRef VirtualTime::submit(const StreamTarget& t, Timing timing, Bracket& b) {
   const double issue = issue_time(t.device);
   double duration = timing.source == Timing::Source::known ? timing.seconds : -1;
+  // Read before `timing` moves into the measurement: once the op is on the timeline another
+  // thread's resolve may measure it and erase that measurement.
+  const bool nccl = timing.source == Timing::Source::nccl;
+  const int nccl_gpu = timing.nccl_gpu;
+  const bool kernel = timing.kernel;
   uint64_t id = 0;
   if (duration < 0) {
     CUevent end = b.active() ? impl_->take_event(t.context) : nullptr;
@@ -244,19 +249,16 @@ OpRef VirtualTime::submit(const StreamTarget& t, Timing timing, Bracket& b) {
     }
   }
   open_gate(b);
-  OpRef op = timeline_.append(t.key, t.kind, t.device, issue, duration, {}, id, timing.kernel);
+  OpRef op = timeline_.append(t.key, t.kind, t.device, issue, duration, {}, id, kernel);
   log::trace("vtime: op on device {} stream {} issue {:.9f} duration {:.9f}", t.device, t.key.stream, issue,
              duration);
   bool resolve_now;
   {
     std::lock_guard l(impl_->mu);
     resolve_now = ++impl_->submissions % kResolveEvery == 0;
-    if (id != 0) {
-      const Impl::Measurement& m = impl_->measurements.at(id);
-      if (m.timing.source == Timing::Source::nccl) {
-        const std::optional<double> start = timeline_.start_if_ready(op);
-        nccl_timing::set_kernel_start(m.timing.nccl_gpu, start ? *start : issue);
-      }
+    if (id != 0 && nccl) {
+      const std::optional<double> start = timeline_.start_if_ready(op);
+      nccl_timing::set_kernel_start(nccl_gpu, start ? *start : issue);
     }
   }
   if (resolve_now) resolve(nullptr);
