@@ -114,6 +114,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
     if (vgpu::pt::VirtualTime* vt = vgpu::pt::VirtualTime::get()) vt->context_destroyed(ctx);
     if (vgpu::pt::KernelRecording* rec = vgpu::pt::KernelRecording::get()) rec->forget_context(ctx);
     vgpu::pt::arrays_destroyed_with(ctx);
+    vgpu::pt::allocations_destroyed_with(ctx);
   }
   return r;
 }

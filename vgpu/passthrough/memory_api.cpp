@@ -3,6 +3,13 @@
 // virtual device refuses memory (CUDA_ERROR_OUT_OF_MEMORY) where a real GPU of its model would,
 // whatever the physical GPU has left; cuMemGetInfo reports the virtual device.
 // Device ordinals inside VMM structures (CUmemLocation) are translated both ways.
+//
+// Frees take the accounting record out before the real free and put it back if the real driver
+// refuses: once the real free returns, another thread may be handed the same address (or VMM
+// handle) and record its own charge under it. Allocations made in a context go back with the
+// context (allocations_destroyed_with); a VMM handle's charge stays until it is released and its
+// last mapping is unmapped, as the real driver keeps its memory that long.
+#include <cstdint>
 #include <vector>
 
 #include "common/log.h"
@@ -28,8 +35,10 @@ CUresult out_of_memory(int v, size_t bytes, const char* call) {
 
 // Charge, allocate for real, remember; undo the charge when the real driver refuses.
 // `shareable`: the shared-pages policy may back it (cuMemAlloc only).
+// The real context the allocation goes with, or nullptr (`in_context` false: pool memory).
 template <class Alloc>
-CUresult charged(CUdeviceptr* dptr, size_t bytes, const char* call, Alloc alloc, bool shareable = false) {
+CUresult charged(CUdeviceptr* dptr, size_t bytes, const char* call, Alloc alloc, bool shareable = false,
+                 bool in_context = true) {
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   PassState* s;
   int v;
@@ -40,7 +49,9 @@ CUresult charged(CUdeviceptr* dptr, size_t bytes, const char* call, Alloc alloc,
     s->release(v, bytes);
     return r;
   }
-  s->add_allocation(*dptr, bytes, v, shareable && vgpu::pt::SharedPages::applies_to(bytes) ? 0 : bytes);
+  CUcontext ctx = nullptr;  // current: current_device() found it
+  if (in_context) VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&ctx);
+  s->add_allocation(*dptr, bytes, v, shareable && vgpu::pt::SharedPages::applies_to(bytes) ? 0 : bytes, ctx);
   return CUDA_SUCCESS;
 }
 
@@ -71,34 +82,89 @@ VGPU_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr* dptr, size_t* pitch
                                                 size_t height, unsigned int element) {
   if (pitch == nullptr) return CUDA_ERROR_INVALID_VALUE;
   // The pitch is the real driver's choice: charge the widest it picks (512-byte alignment).
-  const size_t bytes = ((width + 511) / 512 * 512) * height;
+  // An extent past 2^64 bytes is charged as 2^64 - 1: refused as out of memory.
+  const unsigned __int128 wide = static_cast<unsigned __int128>((width + 511ull) / 512 * 512) * height;
+  const size_t bytes = width > SIZE_MAX - 511 || wide > SIZE_MAX ? SIZE_MAX : static_cast<size_t>(wide);
   return charged(dptr, bytes, "cuMemAllocPitch", [&](int) {
     return VGPU_REAL("cuMemAllocPitch_v2", CUresult (*)(CUdeviceptr*, size_t*, size_t, size_t, unsigned))(
         dptr, pitch, width, height, element);
   });
 }
 
-VGPU_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr p) {
-  CUresult r;
-  if (!vgpu::pt::SharedPages::enabled() || !vgpu::pt::SharedPages::get().free(p, &r))
-    r = VGPU_REAL("cuMemFree_v2", CUresult (*)(CUdeviceptr))(p);
-  if (r == CUDA_SUCCESS)
-    if (PassState* s = PassState::get()) s->remove_allocation(p);
+namespace {
+// Takes `p`'s record out, frees for real, then gives its bytes back or puts the record back.
+template <class Free>
+CUresult uncharged_free(CUdeviceptr p, Free free) {
+  PassState* s = PassState::get();
+  PassState::Charge c;
+  const bool known = s != nullptr && p != 0 && s->take_allocation(p, &c);
+  const CUresult r = free();
+  if (known) {
+    if (r == CUDA_SUCCESS) s->give_back(c);
+    else s->put_back_allocation(p, c);
+  }
   return r;
 }
+}  // namespace
+
+VGPU_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr p) {
+  return uncharged_free(p, [p] {
+    CUresult r;
+    if (!vgpu::pt::SharedPages::enabled() || !vgpu::pt::SharedPages::get().free(p, &r))
+      r = VGPU_REAL("cuMemFree_v2", CUresult (*)(CUdeviceptr))(p);
+    return r;
+  });
+}
+
+// ---- the 32-bit entry points of programs built against old headers ----
+// Served by the charged 64-bit paths above, as the sim backend serves them; an address that does
+// not fit 32 bits is freed again and refused, as there.
+
+namespace {
+CUresult narrow(CUdeviceptr p, CUdeviceptr_v1* out, const char* call) {
+  if (p > UINT32_MAX) {
+    cuMemFree_v2(p);
+    vgpu::log::info("{} (32-bit ABI): the address {:#x} does not fit 32 bits", call, p);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  *out = static_cast<CUdeviceptr_v1>(p);
+  return CUDA_SUCCESS;
+}
+}  // namespace
+
+VGPU_EXPORT CUresult CUDAAPI cuMemAlloc(CUdeviceptr_v1* dptr, unsigned int bytes) {
+  if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUdeviceptr p = 0;
+  if (CUresult r = cuMemAlloc_v2(&p, bytes); r != CUDA_SUCCESS) return r;
+  return narrow(p, dptr, "cuMemAlloc");
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr_v1* dptr, unsigned int* pitch, unsigned int width,
+                                             unsigned int height, unsigned int element) {
+  if (dptr == nullptr || pitch == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUdeviceptr p = 0;
+  size_t wide_pitch = 0;
+  if (CUresult r = cuMemAllocPitch_v2(&p, &wide_pitch, width, height, element); r != CUDA_SUCCESS) return r;
+  if (wide_pitch > UINT32_MAX) {
+    cuMemFree_v2(p);
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  if (CUresult r = narrow(p, dptr, "cuMemAllocPitch"); r != CUDA_SUCCESS) return r;
+  *pitch = static_cast<unsigned int>(wide_pitch);
+  return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr_v1 p) { return cuMemFree_v2(p); }
 
 namespace {
 template <class Alloc>
 CUresult charged_async(CUdeviceptr* dptr, size_t bytes, const char* call, Alloc alloc) {
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  return charged(dptr, bytes, call, alloc);
+  return charged(dptr, bytes, call, alloc, /*shareable=*/false, /*in_context=*/false);
 }
 using FreeAsync = CUresult (*)(CUdeviceptr, CUstream);
 CUresult free_async(CUdeviceptr p, CUstream stream, FreeAsync real) {
-  const CUresult r = real(p, stream);
-  if (r == CUDA_SUCCESS)
-    if (PassState* s = PassState::get()) s->remove_allocation(p);
-  return r;
+  return uncharged_free(p, [&] { return real(p, stream); });
 }
 }  // namespace
 
@@ -153,6 +219,9 @@ VGPU_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, s
   const bool on_device = prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
   const int v = prop->location.id;
   if (on_device && s->device(v) == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+  // No multiple of a granularity lies within a page of 2^64: the real driver's answer to a size
+  // that is not one, given before the charge's page rounding could pass 2^64.
+  if (size > SIZE_MAX - ((2u << 20) - 1)) return CUDA_ERROR_INVALID_VALUE;
   if (on_device && !s->reserve(v, size)) return out_of_memory(v, size, "cuMemCreate");
   const CUresult r = VGPU_REAL("cuMemCreate", CUresult (*)(CUmemGenericAllocationHandle*, size_t, const CUmemAllocationProp*,
                                           unsigned long long))(handle, size, &real, flags);
@@ -165,9 +234,12 @@ VGPU_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, s
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle) {
+  PassState* s = PassState::get();
+  auto charge = s != nullptr ? s->take_handle(handle) : nullptr;
   const CUresult r = VGPU_REAL("cuMemRelease", CUresult (*)(CUmemGenericAllocationHandle))(handle);
-  if (r == CUDA_SUCCESS)
-    if (PassState* s = PassState::get()) s->remove_handle(handle);
+  if (charge == nullptr) return r;
+  if (r == CUDA_SUCCESS) s->handle_released(charge);
+  else s->put_back_handle(handle, std::move(charge));
   return r;
 }
 
@@ -176,14 +248,14 @@ VGPU_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offse
   const CUresult r = VGPU_REAL("cuMemMap", CUresult (*)(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
                                           unsigned long long))(ptr, size, offset, handle, flags);
   if (r == CUDA_SUCCESS)
-    if (PassState* s = PassState::get()) s->add_mapping(ptr, size);
+    if (PassState* s = PassState::get()) s->add_mapping(ptr, size, handle);
   return r;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size) {
   const CUresult r = VGPU_REAL("cuMemUnmap", CUresult (*)(CUdeviceptr, size_t))(ptr, size);
   if (r == CUDA_SUCCESS)
-    if (PassState* s = PassState::get()) s->remove_mapping(ptr);
+    if (PassState* s = PassState::get()) s->remove_mapping(ptr, size);
   return r;
 }
 

@@ -19,7 +19,10 @@ PassState* g_state = nullptr;  // set once under g_init_once, then only read
 // The real driver rounds device allocations up to its 2 MiB pages; so does the accounting,
 // so that a virtual device fills up where the real one would.
 constexpr uint64_t kPage = 2ull << 20;
-uint64_t pages(uint64_t bytes) { return (bytes + kPage - 1) / kPage * kPage; }
+// Saturates instead of wrapping to 0 near 2^64: no device has that much, so reserve() refuses.
+uint64_t pages(uint64_t bytes) {
+  return bytes > UINT64_MAX - (kPage - 1) ? UINT64_MAX : (bytes + kPage - 1) / kPage * kPage;
+}
 
 // VGPU_PHYSICAL_DEVICES="0,1": virtual device v runs on the (v mod n)-th listed physical GPU.
 // Default: round robin over every physical GPU of the process.
@@ -262,10 +265,10 @@ void PassState::release(int v, uint64_t bytes) {
   if (Device* d = device(v)) d->release(pages(bytes));
 }
 
-void PassState::add_allocation(CUdeviceptr p, uint64_t bytes, int v, uint64_t physical) {
+void PassState::add_allocation(CUdeviceptr p, uint64_t bytes, int v, uint64_t physical, CUcontext ctx) {
   {
     std::lock_guard l(mu_);
-    allocations_[p] = {bytes, v, pages(physical)};
+    allocations_[p] = {bytes, v, pages(physical), ctx};
   }
   add_physical(v, static_cast<int64_t>(pages(physical)));
 }
@@ -274,18 +277,51 @@ void PassState::add_physical(int v, int64_t bytes) {
   if (status_ && device(v) != nullptr && bytes != 0) status_->add_physical(v, bytes);
 }
 
+bool PassState::take_allocation(CUdeviceptr p, Charge* out) {
+  std::lock_guard l(mu_);
+  auto it = allocations_.find(p);
+  if (it == allocations_.end()) return false;
+  *out = it->second;
+  allocations_.erase(it);
+  return true;
+}
+
+void PassState::put_back_allocation(CUdeviceptr p, const Charge& c) {
+  std::lock_guard l(mu_);
+  allocations_[p] = c;
+}
+
+void PassState::give_back(const Charge& c) {
+  release(c.device, c.bytes);
+  add_physical(c.device, -static_cast<int64_t>(c.physical));
+}
+
 bool PassState::remove_allocation(CUdeviceptr p) {
-  Allocation a;
+  Charge c;
+  if (!take_allocation(p, &c)) return false;
+  give_back(c);
+  return true;
+}
+
+void PassState::allocations_destroyed_with(CUcontext ctx) {
+  if (ctx == nullptr) return;
+  std::vector<Charge> gone;
   {
     std::lock_guard l(mu_);
-    auto it = allocations_.find(p);
-    if (it == allocations_.end()) return false;
-    a = it->second;
-    allocations_.erase(it);
+    for (auto it = allocations_.begin(); it != allocations_.end();) {
+      if (it->second.ctx == ctx) {
+        gone.push_back(it->second);
+        it = allocations_.erase(it);
+      } else {
+        ++it;
+      }
+    }
   }
-  release(a.device, a.bytes);
-  add_physical(a.device, -static_cast<int64_t>(a.physical));
-  return true;
+  for (const Charge& c : gone) give_back(c);
+}
+
+void allocations_destroyed_with(CUcontext ctx) {
+  if (PassState* s = PassState::get()) s->allocations_destroyed_with(ctx);
 }
 
 int PassState::device_of_pointer(CUdeviceptr p) const {
@@ -296,14 +332,29 @@ int PassState::device_of_pointer(CUdeviceptr p) const {
   return p < it->first + it->second.bytes ? it->second.device : -1;
 }
 
-void PassState::add_mapping(CUdeviceptr p, uint64_t bytes) {
+void PassState::add_mapping(CUdeviceptr p, uint64_t bytes, unsigned long long handle) {
   std::lock_guard l(mu_);
-  mappings_[p] = bytes;
+  Mapping m{bytes, nullptr};
+  if (auto it = handles_.find(handle); it != handles_.end()) {
+    m.handle = it->second;
+    ++m.handle->mappings;
+  }
+  // A mapping replaced without an unmap (vgpu missed it) no longer holds its handle.
+  if (auto old = mappings_.find(p); old != mappings_.end() && old->second.handle) --old->second.handle->mappings;
+  mappings_[p] = std::move(m);
 }
 
-void PassState::remove_mapping(CUdeviceptr p) {
-  std::lock_guard l(mu_);
-  mappings_.erase(p);
+void PassState::remove_mapping(CUdeviceptr p, uint64_t bytes) {
+  std::vector<Charge> freed;
+  {
+    std::lock_guard l(mu_);
+    const CUdeviceptr end = bytes > UINT64_MAX - p ? UINT64_MAX : p + bytes;
+    for (auto it = mappings_.lower_bound(p); it != mappings_.end() && (it->first < end || it->first == p);) {
+      if (const auto& h = it->second.handle; h && --h->mappings == 0 && h->released) freed.push_back(h->charge);
+      it = mappings_.erase(it);
+    }
+  }
+  for (const Charge& c : freed) give_back(c);
 }
 
 bool PassState::is_device_pointer(uint64_t p) const {
@@ -312,35 +363,54 @@ bool PassState::is_device_pointer(uint64_t p) const {
   auto it = mappings_.upper_bound(p);
   if (it == mappings_.begin()) return false;
   --it;
-  return p < it->first + it->second;
+  return p < it->first + it->second.bytes;
 }
 
 void PassState::add_handle(unsigned long long h, uint64_t bytes, int v) {
+  auto c = std::make_shared<HandleCharge>();
+  c->charge = {bytes, v, bytes, nullptr};
   {
     std::lock_guard l(mu_);
-    handles_[h] = {bytes, v, bytes};
+    handles_[h] = std::move(c);
   }
   add_physical(v, static_cast<int64_t>(bytes));
 }
 
-bool PassState::remove_handle(unsigned long long h) {
-  Allocation a;
+std::shared_ptr<PassState::HandleCharge> PassState::take_handle(unsigned long long h) {
+  std::lock_guard l(mu_);
+  auto it = handles_.find(h);
+  if (it == handles_.end()) return nullptr;
+  auto c = std::move(it->second);
+  handles_.erase(it);
+  return c;
+}
+
+void PassState::put_back_handle(unsigned long long h, std::shared_ptr<HandleCharge> c) {
+  if (!c) return;
+  std::lock_guard l(mu_);
+  handles_[h] = std::move(c);
+}
+
+void PassState::handle_released(const std::shared_ptr<HandleCharge>& c) {
+  if (!c) return;
   {
     std::lock_guard l(mu_);
-    auto it = handles_.find(h);
-    if (it == handles_.end()) return false;
-    a = it->second;
-    handles_.erase(it);
+    c->released = true;
+    if (c->mappings > 0) return;  // the last unmap gives the bytes back
   }
-  release(a.device, a.bytes);
-  add_physical(a.device, -static_cast<int64_t>(a.physical));
-  return true;
+  give_back(c->charge);
+}
+
+bool PassState::remove_handle(unsigned long long h) {
+  auto c = take_handle(h);
+  handle_released(c);
+  return c != nullptr;
 }
 
 int PassState::handle_device(unsigned long long h) const {
   std::lock_guard l(mu_);
   auto it = handles_.find(h);
-  return it == handles_.end() ? -1 : it->second.device;
+  return it == handles_.end() ? -1 : it->second->charge.device;
 }
 
 void PassState::memory_info(int v, size_t* free, size_t* total) const {

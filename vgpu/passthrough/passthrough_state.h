@@ -63,27 +63,53 @@ class PassState final : public DeviceRegistry {
   CUresult current_device(int* v) const;
 
   // ---- memory accounting (capacity is the virtual device's) ----
+  // Bytes are charged in whole 2 MiB pages; a size whose rounding would pass 2^64 is refused.
   bool reserve(int v, uint64_t bytes);
   void release(int v, uint64_t bytes);
-  // `physical`: the bytes of physical GPU memory behind it (its pages under the private policy,
-  // none under shared pages), shown per virtual device by vgpu-smi --vgpu.
-  void add_allocation(CUdeviceptr p, uint64_t bytes, int v, uint64_t physical);
+  // What one allocation holds on its virtual device. `physical`: the bytes of physical GPU
+  // memory behind it (its pages under the private policy, none under shared pages), shown per
+  // virtual device by vgpu-smi --vgpu. `ctx`: the real context whose destruction frees it
+  // (nullptr: it outlives contexts, as stream-ordered pool memory does).
+  struct Charge {
+    uint64_t bytes = 0;
+    int device = -1;
+    uint64_t physical = 0;
+    CUcontext ctx = nullptr;
+  };
+  void add_allocation(CUdeviceptr p, uint64_t bytes, int v, uint64_t physical, CUcontext ctx = nullptr);
   // Virtual device v did `busy_s` of work (a kernel or not) finishing at virtual time `finish`:
   // its busy time, kernel count and virtual clock in the status region.
   void report_work(int v, double busy_s, bool kernel, double finish);
   // Physical memory vgpu itself holds for virtual device v (contexts, shared chunks).
   void add_physical(int v, int64_t bytes);
+  // Frees take the record out before the real free (which makes the address another thread's
+  // to be given), put it back if the real driver refuses, and give its bytes back once it did.
+  bool take_allocation(CUdeviceptr p, Charge* out);
+  void put_back_allocation(CUdeviceptr p, const Charge& c);
+  void give_back(const Charge& c);
   // Forgets an allocation and gives its bytes back; false when vgpu does not know `p`.
   bool remove_allocation(CUdeviceptr p);
+  // A real context was destroyed, and the allocations made in it with it: their bytes go back.
+  void allocations_destroyed_with(CUcontext ctx);
   // The virtual device owning the allocation that contains `p`; -1 when unknown.
   int device_of_pointer(CUdeviceptr p) const;
-  // Address ranges mapped with cuMemMap (PyTorch's expandable segments live there).
-  void add_mapping(CUdeviceptr p, uint64_t bytes);
-  void remove_mapping(CUdeviceptr p);
+  // Address ranges mapped with cuMemMap (PyTorch's expandable segments live there), with the
+  // handle mapped there. A handle's charge stays until it is released and its last mapping is
+  // unmapped, as the real driver keeps the memory that long.
+  void add_mapping(CUdeviceptr p, uint64_t bytes, unsigned long long handle);
+  // Forgets every mapping starting in [p, p + bytes).
+  void remove_mapping(CUdeviceptr p, uint64_t bytes);
   // Whether `p` points into device memory the program allocated or mapped: launch signatures
   // leave such parameters out.
   bool is_device_pointer(uint64_t p) const;
   void add_handle(unsigned long long h, uint64_t bytes, int v);
+  // cuMemRelease: the handle's record is taken out before the real release (the handle value is
+  // then free for reuse) and put back if the real driver refuses.
+  struct HandleCharge;
+  std::shared_ptr<HandleCharge> take_handle(unsigned long long h);
+  void put_back_handle(unsigned long long h, std::shared_ptr<HandleCharge> c);
+  // The real release succeeded: the bytes go back now, or with the last unmap.
+  void handle_released(const std::shared_ptr<HandleCharge>& c);
   bool remove_handle(unsigned long long h);
   int handle_device(unsigned long long h) const;  // -1 when unknown
   // What cuMemGetInfo shows on virtual device v: its capacity minus the driver's context
@@ -97,10 +123,9 @@ class PassState final : public DeviceRegistry {
     int refs = 0;
     unsigned int flags = 0;
   };
-  struct Allocation {
-    uint64_t bytes;
-    int device;
-    uint64_t physical = 0;
+  struct Mapping {
+    uint64_t bytes = 0;
+    std::shared_ptr<HandleCharge> handle;  // nullptr: a handle vgpu does not charge
   };
 
   const RealDriver* real_;
@@ -112,10 +137,20 @@ class PassState final : public DeviceRegistry {
   mutable std::mutex mu_;
   std::vector<Primary> primaries_;
   std::unordered_map<CUcontext, int> contexts_;
-  std::map<CUdeviceptr, Allocation> allocations_;  // ordered: pointers inside an allocation
-  std::unordered_map<unsigned long long, Allocation> handles_;
-  std::map<CUdeviceptr, uint64_t> mappings_;
+  std::map<CUdeviceptr, Charge> allocations_;  // ordered: pointers inside an allocation
+  std::unordered_map<unsigned long long, std::shared_ptr<HandleCharge>> handles_;
+  std::map<CUdeviceptr, Mapping> mappings_;
 };
+
+// A cuMemCreate handle's charge, shared by the handle and its mappings (guarded by mu_).
+struct PassState::HandleCharge {
+  Charge charge;
+  int mappings = 0;
+  bool released = false;
+};
+
+// cuCtxDestroy: the allocations made in `ctx` went with it (call after the real destroy).
+void allocations_destroyed_with(CUcontext ctx);
 
 // The forwarders' translation of a device ordinal argument (VGPU_DEV in entries.inc).
 int physical_device(int v);
