@@ -132,12 +132,14 @@ std::string describe(const ClusterSpec& c) {
                                 c.total_gpus(), m.name, m.id, m.cc_major, m.cc_minor, m.sm_count,
                                 static_cast<double>(c.memory_bytes) / (1ull << 30));
   if (c.nvlink.present)
-    out += fmt::format("nvlink: {}, {} per GPU per direction, {} latency\n",
-                       c.nvlink.nvswitch ? "NVSwitch" : "direct links", gBps(c.nvlink.bw_per_gpu), us(c.nvlink.latency_s));
+    out += fmt::format("nvlink: {}, {} per GPU per direction ({:.0f}% payload), {} latency\n",
+                       c.nvlink.nvswitch ? "NVSwitch" : "direct links", gBps(c.nvlink.bw_per_gpu),
+                       100 * c.nvlink.efficiency, us(c.nvlink.latency_s));
   else
     out += "nvlink: none\n";
-  out += fmt::format("nic: {} per node{}, {} each, {} latency\n", c.nic.per_node,
-                     c.nic.rail_optimized ? " (rail-optimized)" : "", gbps(c.nic.bw), us(c.nic.latency_s));
+  out += fmt::format("nic: {} per node{}, {} each ({:.0f}% payload), {} latency\n", c.nic.per_node,
+                     c.nic.rail_optimized ? " (rail-optimized)" : "", gbps(c.nic.bw), 100 * c.nic.efficiency,
+                     us(c.nic.latency_s));
   out += fmt::format("fabric: {}, {} nodes per leaf, {:g}:1 oversubscription, {} links, {} per hop\n", c.fabric.kind,
                      c.fabric.nodes_per_leaf, c.fabric.oversubscription, gbps(c.fabric.link_bw), us(c.fabric.latency_s));
   out += fmt::format("source: {}\n", c.source);

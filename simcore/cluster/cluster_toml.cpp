@@ -72,7 +72,8 @@ class FileReader {
       if (k == "nvswitch") return boolean(v, nvlink.nvswitch);
       if (k == "bandwidth") return bandwidth(v, d_.nvlink_bw);
       if (k == "latency") return latency(v, nvlink.latency_s);
-      return unknown(key, "present, nvswitch, bandwidth, latency");
+      if (k == "efficiency") return fraction(v, nvlink.efficiency);
+      return unknown(key, "present, nvswitch, bandwidth, latency, efficiency");
     }
     if (section_ == "nic") {
       if (k == "per_node") {
@@ -89,7 +90,8 @@ class FileReader {
         return true;
       }
       if (k == "latency") return latency(v, nic.latency_s);
-      return unknown(key, "per_node, rail_optimized, bandwidth, latency");
+      if (k == "efficiency") return fraction(v, nic.efficiency);
+      return unknown(key, "per_node, rail_optimized, bandwidth, latency, efficiency");
     }
     // fabric
     if (k == "kind") {
@@ -149,6 +151,13 @@ class FileReader {
     const auto bw = s ? parse_bandwidth(s->get()) : std::nullopt;
     if (!bw || *bw <= 0) return fail(v.source(), expected("a bandwidth like \"450GB/s\" or \"400Gb/s\"", v));
     out = bw;
+    return true;
+  }
+  bool fraction(const toml::node& v, double& out) {
+    const auto x = v.value<double>();  // integers convert too
+    if (!x || !(*x > 0 && *x <= 1))
+      return fail(v.source(), expected("a fraction above 0 and at most 1, e.g. 0.75", v));
+    out = *x;
     return true;
   }
   bool latency(const toml::node& v, double& out) {

@@ -21,6 +21,14 @@ double bandwidth_or(double value, double fallback, const char* what) {
   return fallback;
 }
 
+// A payload efficiency in (0, 1], else 1 (logged once).
+double efficiency_or_one(double value, const char* what) {
+  if (std::isfinite(value) && value > 0 && value <= 1) return value;
+  vgpu::log::once(vgpu::log::Level::warn, std::string("simcore-efficiency-") + what,
+                  fmt::format("simcore: {} efficiency {} is not in (0, 1]; using 1", what, value));
+  return 1.0;
+}
+
 double latency_or_zero(double value) { return std::isfinite(value) && value > 0 ? value : 0.0; }
 
 constexpr double kPcieGen5x16 = 63e9;
@@ -39,10 +47,13 @@ Topology::Topology(const ClusterSpec& c) {
 
   const double hbm = bandwidth_or(c.model.memory_bw, kHbmFallback, "HBM") / 2;
   const double pcie = positive(c.model.pcie_bw) ? c.model.pcie_bw : kPcieGen5x16;
-  const double nic = bandwidth_or(c.nic.bw, kNic400G, "NIC");
-  const double fabric_link = positive(c.fabric.link_bw) ? c.fabric.link_bw : nic;
+  // The fabric carries the NICs' packets: the NIC's payload efficiency applies to its links too.
+  const double nic_eff = efficiency_or_one(c.nic.efficiency, "NIC");
+  const double nic = bandwidth_or(c.nic.bw, kNic400G, "NIC") * nic_eff;
+  const double fabric_link = (positive(c.fabric.link_bw) ? c.fabric.link_bw : nic / nic_eff) * nic_eff;
   const double oversub = positive(c.fabric.oversubscription) ? c.fabric.oversubscription : 1.0;
-  const double nvlink = positive(c.nvlink.bw_per_gpu) ? c.nvlink.bw_per_gpu : c.model.nvlink_bw;
+  const double nvlink = (positive(c.nvlink.bw_per_gpu) ? c.nvlink.bw_per_gpu : c.model.nvlink_bw) *
+                        efficiency_or_one(c.nvlink.efficiency, "NVLink");
   const double nv_lat = latency_or_zero(c.nvlink.latency_s);
   const double nic_lat = latency_or_zero(c.nic.latency_s);
   const double hop_lat = latency_or_zero(c.fabric.latency_s);

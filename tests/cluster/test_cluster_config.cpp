@@ -48,10 +48,12 @@ void expect_same_cluster(const ClusterSpec& a, const ClusterSpec& b) {
   EXPECT_EQ(a.nvlink.nvswitch, b.nvlink.nvswitch);
   EXPECT_DOUBLE_EQ(a.nvlink.bw_per_gpu, b.nvlink.bw_per_gpu);
   EXPECT_DOUBLE_EQ(a.nvlink.latency_s, b.nvlink.latency_s);
+  EXPECT_DOUBLE_EQ(a.nvlink.efficiency, b.nvlink.efficiency);
   EXPECT_EQ(a.nic.per_node, b.nic.per_node);
   EXPECT_EQ(a.nic.rail_optimized, b.nic.rail_optimized);
   EXPECT_DOUBLE_EQ(a.nic.bw, b.nic.bw);
   EXPECT_DOUBLE_EQ(a.nic.latency_s, b.nic.latency_s);
+  EXPECT_DOUBLE_EQ(a.nic.efficiency, b.nic.efficiency);
   EXPECT_EQ(a.fabric.kind, b.fabric.kind);
   EXPECT_EQ(a.fabric.nodes_per_leaf, b.fabric.nodes_per_leaf);
   EXPECT_DOUBLE_EQ(a.fabric.oversubscription, b.fabric.oversubscription);
@@ -137,11 +139,13 @@ memory = "96 GiB"
 [nvlink]
 bandwidth = "600GB/s"
 latency = "1.5us"
+efficiency = 0.8
 
 [nic]
 per_node = 2
 rail_optimized = false
 bandwidth = "800Gbps"
+efficiency = 1
 
 [fabric]
 nodes_per_leaf = 2
@@ -158,6 +162,8 @@ link_bandwidth = "1.6Tb/s"
   EXPECT_EQ(c.memory_bytes, 96ull << 30);
   EXPECT_DOUBLE_EQ(c.nvlink.bw_per_gpu, 600e9);
   EXPECT_DOUBLE_EQ(c.nvlink.latency_s, 1.5e-6);
+  EXPECT_DOUBLE_EQ(c.nvlink.efficiency, 0.8);
+  EXPECT_DOUBLE_EQ(c.nic.efficiency, 1.0);
   EXPECT_TRUE(c.nvlink.nvswitch);  // kept from the default
   EXPECT_EQ(c.nic.per_node, 2);
   EXPECT_FALSE(c.nic.rail_optimized);
@@ -306,6 +312,12 @@ TEST(ClusterConfig, BadValuesAreReportedPrecisely) {
                "cluster.memory: expected a capacity like \"80GiB\" (more than 0, at most 4 TiB), got -1");
   expect_error("[nvlink]\npresent = \"yes\"\n", 2, 11, "nvlink.present: expected true or false, got \"yes\"");
   expect_error("[nvlink]\nlatency = 1\n", 2, 11, "nvlink.latency: expected a latency like \"1us\" or \"500ns\", got 1");
+  expect_error("[nvlink]\nefficiency = 0\n", 2, 14,
+               "nvlink.efficiency: expected a fraction above 0 and at most 1, e.g. 0.75, got 0");
+  expect_error("[nic]\nefficiency = 1.5\n", 2, 14,
+               "nic.efficiency: expected a fraction above 0 and at most 1, e.g. 0.75, got 1.5");
+  expect_error("[nic]\nefficiency = \"high\"\n", 2, 14,
+               "nic.efficiency: expected a fraction above 0 and at most 1, e.g. 0.75, got \"high\"");
   expect_error("[nic]\nbandwidth = \"400G\"\n", 2, 13,
                "nic.bandwidth: expected a bandwidth like \"450GB/s\" or \"400Gb/s\", got \"400G\"");
   expect_error("[fabric]\nkind = \"torus\"\n", 2, 8,
@@ -320,7 +332,7 @@ TEST(ClusterConfig, UnknownKeysAndTablesAreRejected) {
   expect_error("[cluster]\nnodes = 2\nnode = 3\n", 3, 1,
                "cluster.node: unknown key; keys of [cluster]: nodes, gpus_per_node, gpu_model, memory");
   expect_error("[nic]\n  bandwith = \"400Gb/s\"\n", 2, 3,
-               "nic.bandwith: unknown key; keys of [nic]: per_node, rail_optimized, bandwidth, latency");
+               "nic.bandwith: unknown key; keys of [nic]: per_node, rail_optimized, bandwidth, latency, efficiency");
   expect_error("[clustr]\nnodes = 2\n", 1, 2, "unknown table \"clustr\"; known tables: cluster, nvlink, nic, fabric");
   expect_error("nodes = 2\n", 1, 1, "unknown key \"nodes\"; known tables: cluster, nvlink, nic, fabric");
   expect_error("cluster = 3\n", 1, 11, "cluster: expected a table [cluster], got 3");
@@ -345,7 +357,7 @@ TEST(ClusterConfig, MalformedTomlIsReportedWithItsPosition) {
 TEST(ClusterConfig, DescribeSummarizes) {
   const std::string d = describe(default_cluster());
   EXPECT_NE(d.find("1 node x 8 GPUs = 8 x NVIDIA H100 80GB HBM3 (H100-SXM-80GB, sm_90, 132 SMs"), std::string::npos) << d;
-  EXPECT_NE(d.find("NVSwitch, 450 GB/s per GPU per direction, 1 us latency"), std::string::npos) << d;
+  EXPECT_NE(d.find("NVSwitch, 450 GB/s per GPU per direction (75% payload), 1 us latency"), std::string::npos) << d;
   EXPECT_NE(d.find("nic: 8 per node (rail-optimized), 400 Gb/s each"), std::string::npos) << d;
   EXPECT_NE(d.find("fabric: leaf-spine, 32 nodes per leaf"), std::string::npos) << d;
   EXPECT_NE(d.find("source: embedded default"), std::string::npos) << d;

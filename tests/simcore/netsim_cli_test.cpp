@@ -15,8 +15,8 @@
 
 namespace {
 
-// 2 nodes x 4 GPUs under one leaf. NVLink 400 GB/s with 1 us latency; NICs 400 Gb/s = 50 GB/s
-// with 2 us latency, plus 0.5 us for the leaf hop.
+// 2 nodes x 4 GPUs under one leaf. NVLink 400 GB/s with 1 us latency, all of it payload; NICs
+// 400 Gb/s = 50 GB/s with 2 us latency, plus 0.5 us for the leaf hop.
 constexpr const char* kConfig = R"(
 [cluster]
 nodes = 2
@@ -25,6 +25,7 @@ gpu_model = "H100-SXM-80GB"
 [nvlink]
 bandwidth = "400GB/s"
 latency = "1us"
+efficiency = 1.0
 [nic]
 bandwidth = "400Gb/s"
 latency = "2us"

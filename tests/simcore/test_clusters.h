@@ -10,7 +10,7 @@ inline constexpr double kNicBw = 50e9;
 inline constexpr double kPcieBw = 64e9;
 inline constexpr double kHbmBw = 2e12;      // copies run at half of it
 
-// nodes x gpus, NVSwitch, one NIC per GPU, no latency anywhere, `nodes_per_leaf` nodes a leaf.
+// nodes x gpus, NVSwitch, one NIC per GPU, every payload at line rate, no latency anywhere, `nodes_per_leaf` nodes a leaf.
 inline ClusterSpec small_cluster(int nodes, int gpus, int nodes_per_leaf = 32) {
   ClusterSpec c;
   c.source = "test";
@@ -24,6 +24,7 @@ inline ClusterSpec small_cluster(int nodes, int gpus, int nodes_per_leaf = 32) {
   c.nvlink.nvswitch = true;
   c.nvlink.bw_per_gpu = kNvlinkBw;
   c.nvlink.latency_s = 0;
+  c.nvlink.efficiency = 1;  // expected times use the raw figures above
   c.nic.per_node = gpus;
   c.nic.rail_optimized = true;
   c.nic.bw = kNicBw;

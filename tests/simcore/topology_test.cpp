@@ -90,6 +90,34 @@ TEST(Topology, LatencyIsTheSumAlongTheRoute) {
   EXPECT_DOUBLE_EQ(t.route(0, 4).latency, 3.5e-6);  // NIC + leaf, spine, leaf
 }
 
+// The payload's share of the line rate scales NVLink links by nvlink.efficiency and NIC and
+// fabric links by nic.efficiency; HBM and PCIe keep theirs.
+TEST(Topology, EfficiencyScalesTheLinksItNames) {
+  ClusterSpec c = small_cluster(2, 2, 1);
+  c.nvlink.efficiency = 0.75;
+  c.nic.efficiency = 0.5;
+  Topology t(c);
+  const Route intra = t.route(0, 1);
+  for (int i = 0; i < intra.count; ++i)
+    EXPECT_DOUBLE_EQ(t.links()[intra.links[i]].capacity, 0.75 * testing::kNvlinkBw);
+  const Route inter = t.route(0, 2);  // pcie, nic, leaf, leaf, nic, pcie
+  ASSERT_EQ(inter.count, 6);
+  for (int i = 0; i < inter.count; ++i) {
+    const Link& l = t.links()[inter.links[i]];
+    double expected = 0.5 * testing::kNicBw;
+    if (l.kind == LinkKind::pcie_up || l.kind == LinkKind::pcie_down) expected = testing::kPcieBw;
+    if (l.kind == LinkKind::leaf_up || l.kind == LinkKind::leaf_down) expected *= 2;  // 2 NICs a leaf
+    EXPECT_DOUBLE_EQ(l.capacity, expected) << t.link_name(inter.links[i]);
+  }
+  EXPECT_DOUBLE_EQ(t.links()[t.route(1, 1).links[0]].capacity, testing::kHbmBw / 2);
+  // Out of (0, 1]: line rate (logged once).
+  c.nvlink.efficiency = 0;
+  c.nic.efficiency = 2;
+  Topology u(c);
+  EXPECT_DOUBLE_EQ(u.links()[u.route(0, 1).links[0]].capacity, testing::kNvlinkBw);
+  EXPECT_DOUBLE_EQ(u.links()[u.route(0, 2).links[1]].capacity, testing::kNicBw);
+}
+
 TEST(Topology, UnusableValuesFallBack) {
   ClusterSpec c = small_cluster(2, 2);
   c.nic.bw = 0;

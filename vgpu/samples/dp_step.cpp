@@ -191,7 +191,8 @@ int main(int argc, char** argv) {
   }
 
   simcore::ConfigResult config = simcore::load_cluster_config();
-  const double link = config.ok() ? config.cluster->nvlink.bw_per_gpu : 0;
+  // What a transfer's payload gets of the link (the cluster's nvlink.efficiency).
+  const double link = config.ok() ? config.cluster->nvlink.bw_per_gpu * config.cluster->nvlink.efficiency : 0;
   const double algbw = grad_bytes / allreduce_max;
   const double busbw = algbw * 2.0 * (n - 1) / n;
   // A ring moves 2(n-1) chunks over every link in sequence, each at the link's bandwidth, and
@@ -200,7 +201,7 @@ int main(int argc, char** argv) {
   std::printf("\nall-reduce: %.3f ms, algbw %.1f GB/s, busbw %.1f GB/s\n", allreduce_max * 1e3,
               algbw / 1e9, busbw / 1e9);
   if (expected > 0)
-    std::printf("analytic ring: %.3f ms (link %.0f GB/s per direction, reduction %.3f ms per step)"
+    std::printf("analytic ring: %.3f ms (link payload %.1f GB/s per direction, reduction %.3f ms per step)"
                 ", busbw %.1f GB/s; simulated/analytic time = %.3f\n",
                 expected * 1e3, link / 1e9, t_add * 1e3,
                 grad_bytes * 2.0 * (n - 1) / n / expected / 1e9, allreduce_max / expected);

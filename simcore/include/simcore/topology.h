@@ -19,6 +19,8 @@
 //   nic.bw, divided by the oversubscription, rounded up to whole fabric.link_bw links. Each
 //   carries one switch hop (fabric.latency_s): leaf_up the spine, leaf_down the far leaf.
 //   The spine does not block.
+// Every NVLink capacity above is multiplied by nvlink.efficiency, every NIC and fabric capacity
+// by nic.efficiency: the payload's share of the line rate.
 // Leaves: nodes are grouped by nodes_per_leaf. With fabric.kind "rail-optimized" every rail
 // (NIC index) of a group has its own leaf; with "leaf-spine" all NICs of a group share one leaf.
 //
