@@ -14,10 +14,12 @@
 
 #include "common/log.h"
 #include "driver/cuda_api.h"
+#include "passthrough/memory_location.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/shared_pages.h"
 
 using vgpu::pt::PassState;
+using vgpu::pt::to_physical;
 
 namespace {
 
@@ -36,13 +38,18 @@ CUresult out_of_memory(int v, size_t bytes, const char* call) {
 // Charge, allocate for real, remember; undo the charge when the real driver refuses.
 // `shareable`: the shared-pages policy may back it (cuMemAlloc only).
 // The real context the allocation goes with, or nullptr (`in_context` false: pool memory).
+// `on_device`: the virtual device charged (-1: the current context's).
 template <class Alloc>
 CUresult charged(CUdeviceptr* dptr, size_t bytes, const char* call, Alloc alloc, bool shareable = false,
-                 bool in_context = true) {
+                 bool in_context = true, int on_device = -1) {
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   PassState* s;
-  int v;
-  if (CUresult r = current(&s, &v); r != CUDA_SUCCESS) return r;
+  int v = on_device;
+  if (v < 0) {
+    if (CUresult r = current(&s, &v); r != CUDA_SUCCESS) return r;
+  } else if ((s = PassState::get()) == nullptr) {
+    return CUDA_ERROR_NOT_INITIALIZED;
+  }
   if (!s->reserve(v, bytes)) return out_of_memory(v, bytes, call);
   const CUresult r = alloc(v);
   if (r != CUDA_SUCCESS) {
@@ -53,11 +60,6 @@ CUresult charged(CUdeviceptr* dptr, size_t bytes, const char* call, Alloc alloc,
   if (in_context) VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&ctx);
   s->add_allocation(*dptr, bytes, v, shareable && vgpu::pt::SharedPages::applies_to(bytes) ? 0 : bytes, ctx);
   return CUDA_SUCCESS;
-}
-
-CUmemLocation to_physical(CUmemLocation loc) {
-  if (loc.type == CU_MEM_LOCATION_TYPE_DEVICE) loc.id = vgpu::pt::physical_device(loc.id);
-  return loc;
 }
 
 }  // namespace
@@ -157,10 +159,35 @@ VGPU_EXPORT CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr_v1* dptr, unsigned int*
 VGPU_EXPORT CUresult CUDAAPI cuMemFree(CUdeviceptr_v1 p) { return cuMemFree_v2(p); }
 
 namespace {
+// The virtual device whose work `stream` holds (-1: the current context's, or unknown).
+int stream_device(CUstream stream) {
+  if (stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD) return -1;
+  PassState* s = PassState::get();
+  CUcontext ctx = nullptr;
+  if (s == nullptr || VGPU_REAL("cuStreamGetCtx", CUresult (*)(CUstream, CUcontext*))(stream, &ctx) != CUDA_SUCCESS)
+    return -1;
+  return s->device_of(ctx);
+}
+
+// Stream-ordered memory is charged to the stream's virtual device; `alloc(v)` allocates it.
 template <class Alloc>
-CUresult charged_async(CUdeviceptr* dptr, size_t bytes, const char* call, Alloc alloc) {
+CUresult charged_async(CUdeviceptr* dptr, size_t bytes, CUstream stream, const char* call, Alloc alloc) {
   if (bytes == 0) return CUDA_ERROR_INVALID_VALUE;
-  return charged(dptr, bytes, call, alloc, /*shareable=*/false, /*in_context=*/false);
+  return charged(dptr, bytes, call, alloc, /*shareable=*/false, /*in_context=*/false, stream_device(stream));
+}
+
+// cuMemAllocAsync: from virtual device v's current pool when the GPU's current pool is another
+// virtual device's (device_pools.h).
+template <class Real>
+CUresult alloc_async(int v, CUdeviceptr* dptr, size_t bytes, CUstream stream, Real real, const char* from_pool) {
+  CUmemoryPool pool = nullptr;
+  if (PassState* s = PassState::get(); s != nullptr && s->pools().redirect_alloc(v, &pool)) {
+    using FromPool = CUresult (*)(CUdeviceptr*, size_t, CUmemoryPool, CUstream);
+    const FromPool from = reinterpret_cast<FromPool>(vgpu::pt::real_symbol(from_pool));
+    if (from == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
+    return from(dptr, bytes, pool, stream);
+  }
+  return real(dptr, bytes, stream);
 }
 using FreeAsync = CUresult (*)(CUdeviceptr, CUstream);
 CUresult free_async(CUdeviceptr p, CUstream stream, FreeAsync real) {
@@ -169,25 +196,28 @@ CUresult free_async(CUdeviceptr p, CUstream stream, FreeAsync real) {
 }  // namespace
 
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* dptr, size_t bytes, CUstream stream) {
-  return charged_async(dptr, bytes, "cuMemAllocAsync", [&](int) {
-    return VGPU_REAL("cuMemAllocAsync", CUresult (*)(CUdeviceptr*, size_t, CUstream))(dptr, bytes, stream);
+  return charged_async(dptr, bytes, stream, "cuMemAllocAsync", [&](int v) {
+    return alloc_async(v, dptr, bytes, stream, VGPU_REAL("cuMemAllocAsync", CUresult (*)(CUdeviceptr*, size_t, CUstream)),
+                       "cuMemAllocFromPoolAsync");
   });
 }
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr* dptr, size_t bytes, CUstream stream) {
-  return charged_async(dptr, bytes, "cuMemAllocAsync", [&](int) {
-    return VGPU_REAL("cuMemAllocAsync_ptsz", CUresult (*)(CUdeviceptr*, size_t, CUstream))(dptr, bytes, stream);
+  return charged_async(dptr, bytes, stream, "cuMemAllocAsync", [&](int v) {
+    return alloc_async(v, dptr, bytes, stream,
+                       VGPU_REAL("cuMemAllocAsync_ptsz", CUresult (*)(CUdeviceptr*, size_t, CUstream)),
+                       "cuMemAllocFromPoolAsync_ptsz");
   });
 }
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr* dptr, size_t bytes, CUmemoryPool pool,
                                                      CUstream stream) {
-  return charged_async(dptr, bytes, "cuMemAllocFromPoolAsync", [&](int) {
+  return charged_async(dptr, bytes, stream, "cuMemAllocFromPoolAsync", [&](int) {
     return VGPU_REAL("cuMemAllocFromPoolAsync", CUresult (*)(CUdeviceptr*, size_t, CUmemoryPool, CUstream))(
         dptr, bytes, pool, stream);
   });
 }
 VGPU_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr* dptr, size_t bytes,
                                                           CUmemoryPool pool, CUstream stream) {
-  return charged_async(dptr, bytes, "cuMemAllocFromPoolAsync", [&](int) {
+  return charged_async(dptr, bytes, stream, "cuMemAllocFromPoolAsync", [&](int) {
     return VGPU_REAL("cuMemAllocFromPoolAsync_ptsz", CUresult (*)(CUdeviceptr*, size_t, CUmemoryPool, CUstream))(dptr, bytes, pool, stream);
   });
 }
@@ -274,32 +304,6 @@ VGPU_EXPORT CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const 
   for (CUmemAccessDesc& d : real) d.location = to_physical(d.location);
   return VGPU_REAL("cuMemSetAccess", CUresult (*)(CUdeviceptr, size_t, const CUmemAccessDesc*, size_t))(
       ptr, size, real.data(), count);
-}
-
-// Stream-ordered pools name their device in CUmemLocation too (NCCL creates one per rank).
-VGPU_EXPORT CUresult CUDAAPI cuMemPoolCreate(CUmemoryPool* pool, const CUmemPoolProps* props) {
-  if (props == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  if (props->location.type == CU_MEM_LOCATION_TYPE_DEVICE && PassState::get() &&
-      PassState::get()->device(props->location.id) == nullptr)
-    return CUDA_ERROR_INVALID_DEVICE;
-  CUmemPoolProps real = *props;
-  real.location = to_physical(props->location);
-  return VGPU_REAL("cuMemPoolCreate", CUresult (*)(CUmemoryPool*, const CUmemPoolProps*))(pool, &real);
-}
-
-VGPU_EXPORT CUresult CUDAAPI cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc* map, size_t count) {
-  if (map == nullptr && count > 0) return CUDA_ERROR_INVALID_VALUE;
-  std::vector<CUmemAccessDesc> real(map, map + count);
-  for (CUmemAccessDesc& d : real) d.location = to_physical(d.location);
-  return VGPU_REAL("cuMemPoolSetAccess", CUresult (*)(CUmemoryPool, const CUmemAccessDesc*, size_t))(
-      pool, real.data(), count);
-}
-
-VGPU_EXPORT CUresult CUDAAPI cuMemPoolGetAccess(CUmemAccess_flags* flags, CUmemoryPool pool, CUmemLocation* location) {
-  if (location == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  CUmemLocation real = to_physical(*location);
-  return VGPU_REAL("cuMemPoolGetAccess", CUresult (*)(CUmemAccess_flags*, CUmemoryPool, CUmemLocation*))(
-      flags, pool, &real);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp* prop,

@@ -75,7 +75,7 @@ int physical_device(int v) {
 }
 
 PassState::PassState(const RealDriver& real, simcore::ClusterSpec cluster, std::vector<int> physical)
-    : real_(&real), cluster_(std::move(cluster)), physical_(std::move(physical)) {
+    : real_(&real), cluster_(std::move(cluster)), physical_(std::move(physical)), pools_(physical_) {
   status_ = status::Writer::attach(status::current_job_id(), "passthrough", status_devices(cluster_));
   for (int i = 0; i < cluster_.total_gpus(); ++i)
     devices_.push_back(std::make_unique<Device>(cluster_, i, status_.get()));
@@ -117,6 +117,14 @@ Device* PassState::device(int v) const {
 
 int PassState::physical(int v) const {
   return v >= 0 && v < device_count() ? physical_[static_cast<size_t>(v)] : -1;
+}
+
+int PassState::virtual_of_physical(int p) const {
+  if (p < 0) return -1;
+  if (int v = -1; current_device(&v) == CUDA_SUCCESS && physical(v) == p) return v;
+  for (int v = 0; v < device_count(); ++v)
+    if (physical(v) == p) return v;
+  return -1;
 }
 
 // ---- contexts ----

@@ -18,6 +18,7 @@
 #include "core/device.h"
 #include "core/device_registry.h"
 #include "driver/cuda_api.h"
+#include "passthrough/device_pools.h"
 #include "simcore/cluster_spec.h"
 
 namespace vgpu::status {
@@ -42,7 +43,12 @@ class PassState final : public DeviceRegistry {
   // The real CUdevice behind virtual device `v`; -1 for an ordinal that is not a device (the
   // real driver then answers CUDA_ERROR_INVALID_DEVICE itself).
   int physical(int v) const;
+  // The virtual device a physical ordinal the real driver reports stands for: the calling
+  // thread's current one when it runs on that GPU, else the first on it (-1: none).
+  int virtual_of_physical(int p) const;
   const simcore::ClusterSpec& cluster() const { return cluster_; }
+  // Each virtual device's default and current stream-ordered pools (device_pools.h).
+  DevicePools& pools() { return pools_; }
   const RealDriver& real() const { return *real_; }
 
   // ---- contexts ----
@@ -133,6 +139,7 @@ class PassState final : public DeviceRegistry {
   std::unique_ptr<status::Writer> status_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::vector<int> physical_;  // real CUdevice per virtual device
+  DevicePools pools_;
 
   mutable std::mutex mu_;
   std::vector<Primary> primaries_;
