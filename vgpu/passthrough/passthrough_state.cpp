@@ -136,8 +136,7 @@ CUresult PassState::primary_context(int v, CUcontext* out) {
   Primary& pr = primaries_[static_cast<size_t>(v)];
   if (pr.ctx == nullptr) {
     const int p = physical(v);
-    bool first_on_gpu = true;
-    for (int u = 0; u < v; ++u) first_on_gpu = first_on_gpu && physical(u) != p;
+    const bool first_on_gpu = pools_.owns_gpu_pools(v);  // the first virtual device on GPU p
     CUcontext c = nullptr;
     CUresult r;
     if (first_on_gpu) {
