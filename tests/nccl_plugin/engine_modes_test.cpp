@@ -136,8 +136,12 @@ TEST(NcclEngineModes, TransfersAdvanceVirtualTimeWithoutAClock) {
   plugin().set_thread_gpu(kSenderGpu);
   auto end = std::chrono::steady_clock::now() + kDeadline;
   while ((p.send == nullptr || p.recv == nullptr) && std::chrono::steady_clock::now() < end) {
-    if (p.send == nullptr) ASSERT_EQ(n.connect(plugin().ctx, 0, handle, &p.send, nullptr), ncclSuccess);
-    if (p.recv == nullptr) ASSERT_EQ(n.accept(p.listen, &p.recv, nullptr), ncclSuccess);
+    if (p.send == nullptr) {
+      ASSERT_EQ(n.connect(plugin().ctx, 0, handle, &p.send, nullptr), ncclSuccess);
+    }
+    if (p.recv == nullptr) {
+      ASSERT_EQ(n.accept(p.listen, &p.recv, nullptr), ncclSuccess);
+    }
   }
   plugin().set_thread_gpu(-1);
   ASSERT_NE(p.recv, nullptr);
@@ -254,7 +258,9 @@ TEST(NcclEngineModes, ProcessesReportTheSameFlows) {
     EXPECT_DOUBLE_EQ(f, recvs[k].finish);
   }
   // The sender waited for its first transfer before the second: its clock moved past it.
-  if (mode() != Mode::off) EXPECT_GE(recvs[1].start, recvs[0].finish);
+  if (mode() != Mode::off) {
+    EXPECT_GE(recvs[1].start, recvs[0].finish);
+  }
   close(to_child[1]);
   close(from_child[0]);
   n.deregMr(rc, mr);

@@ -69,7 +69,9 @@ float real_ms(CUevent a, CUevent b) {
   }();
   float ms = -1;
   EXPECT_NE(fn, nullptr);
-  if (fn) EXPECT_EQ(fn(&ms, a, b), CUDA_SUCCESS);
+  if (fn) {
+    EXPECT_EQ(fn(&ms, a, b), CUDA_SUCCESS);
+  }
   return ms;
 }
 
