@@ -24,4 +24,11 @@ inline std::vector<CUmemLocation> to_physical(const CUmemLocation* locs, size_t 
   return out;
 }
 
+// The real entry point called with `args`; an entry point newer than the installed driver is
+// not supported there, as the generated forwarders answer.
+template <class Fn, class... Args>
+CUresult call_real(Fn real, Args... args) {
+  return real != nullptr ? real(args...) : CUDA_ERROR_NOT_SUPPORTED;
+}
+
 }  // namespace vgpu::pt

@@ -6,6 +6,7 @@
 #include "passthrough/memory_location.h"
 #include "passthrough/passthrough_state.h"
 
+using vgpu::pt::call_real;
 using vgpu::pt::to_physical;
 
 namespace {
@@ -13,42 +14,36 @@ namespace {
 using Batch = CUresult (*)(CUdeviceptr*, size_t*, size_t, CUmemLocation*, size_t*, size_t, unsigned long long,
                            CUstream);
 
-// An entry point newer than the installed driver is not supported there, as the forwarders say.
-template <class Fn, class... Args>
-CUresult forward(Fn real, Args... args) {
-  return real != nullptr ? real(args...) : CUDA_ERROR_NOT_SUPPORTED;
-}
-
 CUresult batch(Batch real, CUdeviceptr* dptrs, size_t* sizes, size_t count, CUmemLocation* locs, size_t* loc_idx,
                size_t n_locs, unsigned long long flags, CUstream stream) {
   std::vector<CUmemLocation> phys = to_physical(locs, n_locs);
-  return forward(real, dptrs, sizes, count, locs ? phys.data() : nullptr, loc_idx, n_locs, flags, stream);
+  return call_real(real, dptrs, sizes, count, locs ? phys.data() : nullptr, loc_idx, n_locs, flags, stream);
 }
 
 }  // namespace
 
 VGPU_EXPORT CUresult CUDAAPI cuMemAdvise_v2(CUdeviceptr p, size_t count, CUmem_advise advice, CUmemLocation location) {
-  return forward(VGPU_REAL("cuMemAdvise_v2", CUresult (*)(CUdeviceptr, size_t, CUmem_advise, CUmemLocation)), p,
+  return call_real(VGPU_REAL("cuMemAdvise_v2", CUresult (*)(CUdeviceptr, size_t, CUmem_advise, CUmemLocation)), p,
                  count, advice, to_physical(location));
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2(CUdeviceptr p, size_t count, CUmemLocation location,
                                                    unsigned int flags, CUstream stream) {
-  return forward(VGPU_REAL("cuMemPrefetchAsync_v2", CUresult (*)(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream)), p,
+  return call_real(VGPU_REAL("cuMemPrefetchAsync_v2", CUresult (*)(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream)), p,
                  count, to_physical(location), flags, stream);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t count, CUmemLocation location,
                                                         unsigned int flags, CUstream stream) {
-  return forward(VGPU_REAL("cuMemPrefetchAsync_v2_ptsz", CUresult (*)(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream)), p,
+  return call_real(VGPU_REAL("cuMemPrefetchAsync_v2_ptsz", CUresult (*)(CUdeviceptr, size_t, CUmemLocation, unsigned, CUstream)), p,
                  count, to_physical(location), flags, stream);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemGetAccess(unsigned long long* flags, const CUmemLocation* location, CUdeviceptr p) {
   using Fn = CUresult (*)(unsigned long long*, const CUmemLocation*, CUdeviceptr);
-  if (location == nullptr) return forward(VGPU_REAL("cuMemGetAccess", Fn), flags, location, p);
+  if (location == nullptr) return call_real(VGPU_REAL("cuMemGetAccess", Fn), flags, location, p);
   const CUmemLocation phys = to_physical(*location);
-  return forward(VGPU_REAL("cuMemGetAccess", Fn), flags, &phys, p);
+  return call_real(VGPU_REAL("cuMemGetAccess", Fn), flags, &phys, p);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemPrefetchBatchAsync(CUdeviceptr* dptrs, size_t* sizes, size_t count,
