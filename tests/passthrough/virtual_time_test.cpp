@@ -220,6 +220,57 @@ TEST_F(VirtualTime, CopiesArePricedByTheVirtualGpu) {
   EXPECT_LT(virtual_ms(b_, c_), 0.0686f * 0.2f + kHostSlackMs);
 }
 
+// 2D copies and sets, and copies between virtual devices, are priced too: a 2D host-to-device
+// copy as its 1D twin, a 2D set at HBM speed, and a copy to another virtual device over the
+// virtual cluster's NVLink route (1 us + 4 MiB / (450 GB/s x 0.75 payload) = 13.4 us), not at the
+// price of a copy inside one device (2 us + 2 x 4 MiB / 3.35 TB/s = 4.5 us), whatever the real
+// copy between two contexts of one GPU took.
+TEST_F(VirtualTime, TwoDimensionalAndPeerCopiesArePriced) {
+  const size_t width = 4096, rows = 1024, bytes = width * rows;
+  std::vector<char> host(bytes, 1);
+  CUDA_MEMCPY2D p{};
+  p.srcMemoryType = CU_MEMORYTYPE_HOST;
+  p.srcHost = host.data();
+  p.srcPitch = width;
+  p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+  p.dstDevice = x_;
+  p.dstPitch = width;
+  p.WidthInBytes = width;
+  p.Height = rows;
+  ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpy2DAsync(&p, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemsetD2D8Async(y_, width, 0, width, rows, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(c_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventSynchronize(c_), CUDA_SUCCESS);
+  EXPECT_GT(virtual_ms(a_, b_), 0.0686f);
+  EXPECT_LT(virtual_ms(a_, b_), 0.0686f + kHostSlackMs);
+  EXPECT_GT(virtual_ms(b_, c_), 0.002f);
+  EXPECT_LT(virtual_ms(b_, c_), 0.0045f + kHostSlackMs);
+
+  CUcontext other = nullptr;
+  CUdeviceptr z = 0;
+  ASSERT_EQ(cuDevicePrimaryCtxRetain(&other, 1), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetCurrent(other), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAlloc(&z, bytes), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetCurrent(ctx_), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyPeerAsync(z, other, x_, ctx_, bytes, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyPeerAsync(y_, ctx_, x_, ctx_, bytes, nullptr), CUDA_SUCCESS);  // within device 0
+  ASSERT_EQ(cuEventRecord(c_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventSynchronize(c_), CUDA_SUCCESS);
+  EXPECT_GT(virtual_ms(a_, b_), 0.0134f);
+  EXPECT_LT(virtual_ms(a_, b_), 0.0134f + kHostSlackMs);
+  EXPECT_GT(virtual_ms(b_, c_), 0.0045f);
+  EXPECT_LT(virtual_ms(b_, c_), 0.0045f + kHostSlackMs);
+  ASSERT_EQ(cuCtxSetCurrent(other), CUDA_SUCCESS);
+  EXPECT_EQ(cuMemFree(z), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetCurrent(ctx_), CUDA_SUCCESS);
+  cuDevicePrimaryCtxRelease(1);
+}
+
 TEST_F(VirtualTime, ThreadsOnDifferentDevicesKeepTheirOwnTimelines) {
   std::vector<std::thread> threads;
   std::vector<float> ms(4, -1);

@@ -1,6 +1,6 @@
 // The virtual duration of copies and sets, from the GPU model's figures (catalog): the one
-// price list both backends use (the sim for every copy, the passthrough for the copies it
-// times instead of measuring them).
+// price list both backends use (the sim for every copy within a GPU or to the host, the
+// passthrough for every copy it times instead of measuring it).
 //   host <-> device (and host <-> host)  kCopyLatency + bytes / pcie_bw
 //   within one device                    kCopyLatency + 2 * bytes / memory_bw (read + write)
 //   memset                               kCopyLatency + bytes / memory_bw
@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "simcore/cluster_spec.h"
+#include "simcore/topology.h"
 
 namespace vgpu {
 
@@ -29,6 +30,19 @@ inline double copy_seconds(const simcore::GpuModel& m, CopyPath path, uint64_t b
     case CopyPath::memset: return kCopyLatency + b / hbm;
   }
   return kCopyLatency;
+}
+
+// A copy between two GPUs on its own: the route's latency plus the bytes at the route's narrowest
+// link (topology.h, payload efficiency included). The sim backend gives such copies to simcore,
+// where they also share links with other transfers; this is the uncontended answer.
+inline double transfer_seconds(const simcore::Topology& t, int src_gpu, int dst_gpu, uint64_t bytes) {
+  const simcore::Route r = t.route(src_gpu, dst_gpu);
+  double narrowest = 0;
+  for (int i = 0; i < r.count; ++i) {
+    const double c = t.links()[r.links[i]].capacity;
+    if (narrowest == 0 || c < narrowest) narrowest = c;
+  }
+  return r.latency + (narrowest > 0 ? static_cast<double>(bytes) / narrowest : 0.0);
 }
 
 }  // namespace vgpu

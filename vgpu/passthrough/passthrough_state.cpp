@@ -75,7 +75,8 @@ int physical_device(int v) {
 }
 
 PassState::PassState(const RealDriver& real, simcore::ClusterSpec cluster, std::vector<int> physical)
-    : real_(&real), cluster_(std::move(cluster)), physical_(std::move(physical)), pools_(physical_) {
+    : real_(&real), cluster_(std::move(cluster)), topology_(cluster_), physical_(std::move(physical)),
+      pools_(physical_) {
   status_ = status::Writer::attach(status::current_job_id(), "passthrough", status_devices(cluster_));
   for (int i = 0; i < cluster_.total_gpus(); ++i)
     devices_.push_back(std::make_unique<Device>(cluster_, i, status_.get()));

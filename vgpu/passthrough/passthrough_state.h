@@ -20,6 +20,7 @@
 #include "driver/cuda_api.h"
 #include "passthrough/device_pools.h"
 #include "simcore/cluster_spec.h"
+#include "simcore/topology.h"
 
 namespace vgpu::status {
 class Writer;
@@ -47,6 +48,8 @@ class PassState final : public DeviceRegistry {
   // thread's current one when it runs on that GPU, else the first on it (-1: none).
   int virtual_of_physical(int p) const;
   const simcore::ClusterSpec& cluster() const { return cluster_; }
+  // The virtual cluster's links and routes (copies between virtual devices are priced on them).
+  const simcore::Topology& topology() const { return topology_; }
   // Each virtual device's default and current stream-ordered pools (device_pools.h).
   DevicePools& pools() { return pools_; }
   const RealDriver& real() const { return *real_; }
@@ -136,6 +139,7 @@ class PassState final : public DeviceRegistry {
 
   const RealDriver* real_;
   simcore::ClusterSpec cluster_;
+  simcore::Topology topology_;
   std::unique_ptr<status::Writer> status_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::vector<int> physical_;  // real CUdevice per virtual device

@@ -1,25 +1,20 @@
 // The entry points through which a program observes time, under the passthrough backend: its
-// events, its synchronizations, and the copies, sets and graph launches that take stream time.
-// Each is forwarded to the real driver as it is (so errors, readiness and ordering stay the real
-// driver's), and virtual_time.h is told what happened: cuEventElapsedTime then answers in
-// virtual milliseconds and every synchronization moves the calling thread's virtual clock to
-// the virtual finish of the work it waited for.
-//
-// Copies and sets are priced by the virtual GPU's figures (core/copy_cost.h), not measured:
-// their cost depends on the size and the link only. Graph launches are measured.
+// events, its synchronizations, its captures and graph launches. Each is forwarded to the real
+// driver as it is (so errors, readiness and ordering stay the real driver's), and virtual_time.h
+// is told what happened: cuEventElapsedTime then answers in virtual milliseconds and every
+// synchronization moves the calling thread's virtual clock to the virtual finish of the work it
+// waited for. Graph launches are measured. (Copies and sets: timed_copy_api.cpp.)
 //
 // The host time spent inside every call timed here is not charged to the calling thread's
 // clock (thread_clock::Pause), exactly as the sim backend charges no driver time: the same
 // program gets the same virtual time on both backends, and a real GPU shared by several
 // virtual devices, whose synchronizations wait for each other's work, does not leak into it.
-#include "core/copy_cost.h"
 #include "driver/cuda_api.h"
 #include "passthrough/kernel_recording.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/thread_clock.h"
 #include "passthrough/virtual_time.h"
 
-using vgpu::CopyPath;
 using vgpu::pt::OpRef;
 using vgpu::pt::PassState;
 using vgpu::pt::StreamTarget;
@@ -29,48 +24,11 @@ namespace thread_clock = vgpu::pt::thread_clock;
 
 namespace {
 
-// The stream a call works on, when vgpu can time it (not captured, a live stream).
-VirtualTime* timed_target(CUstream s, bool per_thread, StreamTarget* t) {
-  VirtualTime* vt = VirtualTime::get();
-  if (vt == nullptr || !vt->target(s, per_thread, t) || vt->capturing(*t)) return nullptr;
-  return vt;
-}
-
-double price(const StreamTarget& t, CopyPath path, uint64_t bytes) {
-  PassState* s = PassState::get();
-  const vgpu::Device* d = s ? s->device(t.device) : nullptr;
-  static const simcore::GpuModel unknown{};
-  return vgpu::copy_seconds(d ? d->model() : unknown, path, bytes);
-}
-
-CopyPath path_between(uint64_t dst, uint64_t src) {
-  PassState* s = PassState::get();
-  return s && s->is_device_pointer(dst) && s->is_device_pointer(src) ? CopyPath::within_device
-                                                                      : CopyPath::host_device;
-}
-
-// A copy or set: forwarded, then placed on its stream's virtual timeline; `synchronous` ones
-// (cuMemcpy without Async) also move the thread's clock to their virtual finish.
-template <class Call>
-CUresult priced(CUstream s, bool per_thread, CopyPath path, uint64_t bytes, bool synchronous, Call call) {
-  thread_clock::Pause pause(synchronous);
-  StreamTarget t;
-  VirtualTime* vt = timed_target(s, per_thread, &t);
-  const CUresult r = call();
-  if (r != CUDA_SUCCESS || vt == nullptr) return r;
-  VirtualTime::Bracket none;
-  Timing timing;
-  timing.seconds = price(t, path, bytes);
-  const OpRef op = vt->submit(t, std::move(timing), none);
-  if (synchronous) vt->synchronized(op, t.device);
-  return r;
-}
-
 template <class Call>
 CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
   thread_clock::Pause pause;
   StreamTarget t;
-  VirtualTime* vt = timed_target(s, per_thread, &t);
+  VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
   const CUresult r = call();
   if (r == CUDA_SUCCESS && vt != nullptr) vt->event_recorded(e, t);
   return r;
@@ -80,7 +38,7 @@ template <class Call>
 CUresult stream_waits(CUstream s, CUevent e, bool per_thread, Call call) {
   thread_clock::Pause pause;
   StreamTarget t;
-  VirtualTime* vt = timed_target(s, per_thread, &t);
+  VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
   const CUresult r = call();
   if (r == CUDA_SUCCESS && vt != nullptr) vt->stream_waits(t, e);
   return r;
@@ -116,7 +74,7 @@ CUresult graph_launch(CUstream s, bool per_thread, Call call) {
   VirtualTime::Bracket bracket;
   Timing timing;
   timing.source = Timing::Source::measured;
-  VirtualTime* vt = timed_target(s, per_thread, &t);
+  VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
   if (vt != nullptr) bracket = vt->begin(t, timing);
   const CUresult r = call();
   if (vt == nullptr) return r;
@@ -127,7 +85,6 @@ CUresult graph_launch(CUstream s, bool per_thread, Call call) {
   return r;
 }
 
-using U64 = unsigned long long;
 #define REAL(name, ...) VGPU_REAL(#name, CUresult (*)(__VA_ARGS__))
 
 }  // namespace
@@ -266,60 +223,3 @@ VGPU_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec g, CUstream s) {
 VGPU_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec g, CUstream s) {
   return graph_launch(s, true, [&] { return REAL(cuGraphLaunch_ptsz, CUgraphExec, CUstream)(g, s); });
 }
-
-// ---- copies and sets ----
-// (name, per-thread variant, path, synchronous) over the real entry point of the same name.
-#define VGPU_COPY(sym, ptds, sync, dst_t, src_t)                                                     \
-  VGPU_EXPORT CUresult CUDAAPI sym(dst_t dst, src_t src, size_t n) {                                 \
-    return priced(nullptr, ptds, path_between((U64)dst, (U64)src), n, sync,                          \
-                  [&] { return REAL(sym, dst_t, src_t, size_t)(dst, src, n); });                     \
-  }
-#define VGPU_COPY_ASYNC(sym, ptsz, dst_t, src_t)                                                     \
-  VGPU_EXPORT CUresult CUDAAPI sym(dst_t dst, src_t src, size_t n, CUstream s) {                     \
-    return priced(s, ptsz, path_between((U64)dst, (U64)src), n, false,                               \
-                  [&] { return REAL(sym, dst_t, src_t, size_t, CUstream)(dst, src, n, s); });        \
-  }
-VGPU_COPY(cuMemcpy, false, true, CUdeviceptr, CUdeviceptr)
-VGPU_COPY(cuMemcpy_ptds, true, true, CUdeviceptr, CUdeviceptr)
-VGPU_COPY(cuMemcpyHtoD_v2, false, true, CUdeviceptr, const void*)
-VGPU_COPY(cuMemcpyHtoD_v2_ptds, true, true, CUdeviceptr, const void*)
-VGPU_COPY(cuMemcpyDtoH_v2, false, true, void*, CUdeviceptr)
-VGPU_COPY(cuMemcpyDtoH_v2_ptds, true, true, void*, CUdeviceptr)
-VGPU_COPY(cuMemcpyDtoD_v2, false, false, CUdeviceptr, CUdeviceptr)
-VGPU_COPY(cuMemcpyDtoD_v2_ptds, true, false, CUdeviceptr, CUdeviceptr)
-VGPU_COPY_ASYNC(cuMemcpyAsync, false, CUdeviceptr, CUdeviceptr)
-VGPU_COPY_ASYNC(cuMemcpyAsync_ptsz, true, CUdeviceptr, CUdeviceptr)
-VGPU_COPY_ASYNC(cuMemcpyHtoDAsync_v2, false, CUdeviceptr, const void*)
-VGPU_COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, true, CUdeviceptr, const void*)
-VGPU_COPY_ASYNC(cuMemcpyDtoHAsync_v2, false, void*, CUdeviceptr)
-VGPU_COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, true, void*, CUdeviceptr)
-VGPU_COPY_ASYNC(cuMemcpyDtoDAsync_v2, false, CUdeviceptr, CUdeviceptr)
-VGPU_COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, true, CUdeviceptr, CUdeviceptr)
-#undef VGPU_COPY
-#undef VGPU_COPY_ASYNC
-
-// Sets of device memory are asynchronous to the host, with or without Async.
-#define VGPU_SET(sym, ptsz, value_t, element)                                                        \
-  VGPU_EXPORT CUresult CUDAAPI sym(CUdeviceptr dst, value_t v, size_t n) {                           \
-    return priced(nullptr, ptsz, CopyPath::memset, n * element, false,                               \
-                  [&] { return REAL(sym, CUdeviceptr, value_t, size_t)(dst, v, n); });               \
-  }
-#define VGPU_SET_ASYNC(sym, ptsz, value_t, element)                                                  \
-  VGPU_EXPORT CUresult CUDAAPI sym(CUdeviceptr dst, value_t v, size_t n, CUstream s) {               \
-    return priced(s, ptsz, CopyPath::memset, n * element, false,                                     \
-                  [&] { return REAL(sym, CUdeviceptr, value_t, size_t, CUstream)(dst, v, n, s); });  \
-  }
-VGPU_SET(cuMemsetD8_v2, false, unsigned char, 1)
-VGPU_SET(cuMemsetD8_v2_ptds, true, unsigned char, 1)
-VGPU_SET(cuMemsetD16_v2, false, unsigned short, 2)
-VGPU_SET(cuMemsetD16_v2_ptds, true, unsigned short, 2)
-VGPU_SET(cuMemsetD32_v2, false, unsigned int, 4)
-VGPU_SET(cuMemsetD32_v2_ptds, true, unsigned int, 4)
-VGPU_SET_ASYNC(cuMemsetD8Async, false, unsigned char, 1)
-VGPU_SET_ASYNC(cuMemsetD8Async_ptsz, true, unsigned char, 1)
-VGPU_SET_ASYNC(cuMemsetD16Async, false, unsigned short, 2)
-VGPU_SET_ASYNC(cuMemsetD16Async_ptsz, true, unsigned short, 2)
-VGPU_SET_ASYNC(cuMemsetD32Async, false, unsigned int, 4)
-VGPU_SET_ASYNC(cuMemsetD32Async_ptsz, true, unsigned int, 4)
-#undef VGPU_SET
-#undef VGPU_SET_ASYNC

@@ -168,6 +168,12 @@ bool VirtualTime::target(CUstream stream, bool per_thread, StreamTarget* out) {
   return true;
 }
 
+VirtualTime* VirtualTime::for_call(CUstream s, bool per_thread, StreamTarget* t) {
+  VirtualTime* vt = get();
+  if (vt == nullptr || !vt->target(s, per_thread, t) || vt->capturing(*t)) return nullptr;
+  return vt;
+}
+
 void VirtualTime::capture_opened() { open_captures_.fetch_add(1, std::memory_order_acq_rel); }
 
 void VirtualTime::capture_closed() {

@@ -49,6 +49,9 @@ class VirtualTime {
  public:
   // The process's virtual time; nullptr before a successful cuInit.
   static VirtualTime* get();
+  // The virtual time and the target of a call on stream `s` when the call can be timed (a live
+  // stream that is not being captured); nullptr otherwise.
+  static VirtualTime* for_call(CUstream s, bool per_thread, StreamTarget* t);
 
   // Resolves a stream argument (`per_thread`: a _ptsz/_ptds entry point). Errors as the real
   // driver would give them for a bad handle are left to the forwarded call itself: false here

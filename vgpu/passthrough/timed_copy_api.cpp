@@ -1,0 +1,256 @@
+// Copies and sets under the passthrough backend: forwarded to the real driver as they are, then
+// placed on their stream's virtual timeline at the price the virtual GPU gives them
+// (core/copy_cost.h): their cost depends on the size and the link only, so they are priced, not
+// measured. 1D, 2D and 3D copies, copies between virtual devices (priced on the virtual
+// cluster's route between them, uncontended) and 1D/2D sets. As in timed_api.cpp, the host
+// time inside these calls is not charged to the calling thread's clock.
+#include "core/copy_cost.h"
+#include "driver/cuda_api.h"
+#include "passthrough/passthrough_state.h"
+#include "passthrough/thread_clock.h"
+#include "passthrough/virtual_time.h"
+
+using vgpu::CopyPath;
+using vgpu::pt::OpRef;
+using vgpu::pt::PassState;
+using vgpu::pt::StreamTarget;
+using vgpu::pt::Timing;
+using vgpu::pt::VirtualTime;
+namespace thread_clock = vgpu::pt::thread_clock;
+
+namespace {
+
+double price(const StreamTarget& t, CopyPath path, uint64_t bytes) {
+  PassState* s = PassState::get();
+  const vgpu::Device* d = s ? s->device(t.device) : nullptr;
+  static const simcore::GpuModel unknown{};
+  return vgpu::copy_seconds(d ? d->model() : unknown, path, bytes);
+}
+
+CopyPath path_between(uint64_t dst, uint64_t src) {
+  PassState* s = PassState::get();
+  return s && s->is_device_pointer(dst) && s->is_device_pointer(src) ? CopyPath::within_device
+                                                                      : CopyPath::host_device;
+}
+
+// A copy or set: forwarded, then placed on its stream's virtual timeline for `seconds(target)`;
+// `synchronous` ones (cuMemcpy without Async) also move the thread's clock to their virtual
+// finish.
+template <class Call, class Seconds>
+CUresult timed(CUstream s, bool per_thread, bool synchronous, Seconds seconds, Call call) {
+  thread_clock::Pause pause(synchronous);
+  StreamTarget t;
+  VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
+  const CUresult r = call();
+  if (r != CUDA_SUCCESS || vt == nullptr) return r;
+  VirtualTime::Bracket none;
+  Timing timing;
+  timing.seconds = seconds(t);
+  const OpRef op = vt->submit(t, std::move(timing), none);
+  if (synchronous) vt->synchronized(op, t.device);
+  return r;
+}
+
+template <class Call>
+CUresult priced(CUstream s, bool per_thread, CopyPath path, uint64_t bytes, bool synchronous, Call call) {
+  return timed(s, per_thread, synchronous, [&](const StreamTarget& t) { return price(t, path, bytes); }, call);
+}
+
+// Whether one side of a 2D/3D copy is GPU memory (device or array; unified: as vgpu knows it).
+bool on_gpu(CUmemorytype type, CUdeviceptr device) {
+  if (type == CU_MEMORYTYPE_DEVICE || type == CU_MEMORYTYPE_ARRAY) return true;
+  if (type != CU_MEMORYTYPE_UNIFIED) return false;
+  PassState* s = PassState::get();
+  return s != nullptr && s->is_device_pointer(device);
+}
+
+template <class P>
+CopyPath path_of(const P& p) {
+  return on_gpu(p.srcMemoryType, p.srcDevice) && on_gpu(p.dstMemoryType, p.dstDevice) ? CopyPath::within_device
+                                                                                    : CopyPath::host_device;
+}
+
+// A copy from virtual device `src_ctx`'s memory to `dst_ctx`'s: within one device at the device's
+// price, between two on the virtual cluster's route.
+double peer_seconds(const StreamTarget& t, CUcontext dst_ctx, CUcontext src_ctx, uint64_t bytes) {
+  PassState* s = PassState::get();
+  const int src = s ? s->device_of(src_ctx) : -1, dst = s ? s->device_of(dst_ctx) : -1;
+  if (s == nullptr || src < 0 || dst < 0 || src == dst) return price(t, CopyPath::within_device, bytes);
+  return vgpu::transfer_seconds(s->topology(), src, dst, bytes);
+}
+
+uint64_t rows_bytes(size_t width, size_t height, size_t depth = 1) {
+  return static_cast<uint64_t>(width) * (height ? height : 1) * (depth ? depth : 1);
+}
+
+using U64 = unsigned long long;
+#define REAL(name, ...) VGPU_REAL(#name, CUresult (*)(__VA_ARGS__))
+
+}  // namespace
+
+// ---- 1D copies ----
+// (name, per-thread variant, path, synchronous) over the real entry point of the same name.
+#define VGPU_COPY(sym, ptds, sync, dst_t, src_t)                                                     \
+  VGPU_EXPORT CUresult CUDAAPI sym(dst_t dst, src_t src, size_t n) {                                 \
+    return priced(nullptr, ptds, path_between((U64)dst, (U64)src), n, sync,                          \
+                  [&] { return REAL(sym, dst_t, src_t, size_t)(dst, src, n); });                     \
+  }
+#define VGPU_COPY_ASYNC(sym, ptsz, dst_t, src_t)                                                     \
+  VGPU_EXPORT CUresult CUDAAPI sym(dst_t dst, src_t src, size_t n, CUstream s) {                     \
+    return priced(s, ptsz, path_between((U64)dst, (U64)src), n, false,                               \
+                  [&] { return REAL(sym, dst_t, src_t, size_t, CUstream)(dst, src, n, s); });        \
+  }
+VGPU_COPY(cuMemcpy, false, true, CUdeviceptr, CUdeviceptr)
+VGPU_COPY(cuMemcpy_ptds, true, true, CUdeviceptr, CUdeviceptr)
+VGPU_COPY(cuMemcpyHtoD_v2, false, true, CUdeviceptr, const void*)
+VGPU_COPY(cuMemcpyHtoD_v2_ptds, true, true, CUdeviceptr, const void*)
+VGPU_COPY(cuMemcpyDtoH_v2, false, true, void*, CUdeviceptr)
+VGPU_COPY(cuMemcpyDtoH_v2_ptds, true, true, void*, CUdeviceptr)
+VGPU_COPY(cuMemcpyDtoD_v2, false, false, CUdeviceptr, CUdeviceptr)
+VGPU_COPY(cuMemcpyDtoD_v2_ptds, true, false, CUdeviceptr, CUdeviceptr)
+VGPU_COPY_ASYNC(cuMemcpyAsync, false, CUdeviceptr, CUdeviceptr)
+VGPU_COPY_ASYNC(cuMemcpyAsync_ptsz, true, CUdeviceptr, CUdeviceptr)
+VGPU_COPY_ASYNC(cuMemcpyHtoDAsync_v2, false, CUdeviceptr, const void*)
+VGPU_COPY_ASYNC(cuMemcpyHtoDAsync_v2_ptsz, true, CUdeviceptr, const void*)
+VGPU_COPY_ASYNC(cuMemcpyDtoHAsync_v2, false, void*, CUdeviceptr)
+VGPU_COPY_ASYNC(cuMemcpyDtoHAsync_v2_ptsz, true, void*, CUdeviceptr)
+VGPU_COPY_ASYNC(cuMemcpyDtoDAsync_v2, false, CUdeviceptr, CUdeviceptr)
+VGPU_COPY_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, true, CUdeviceptr, CUdeviceptr)
+#undef VGPU_COPY
+#undef VGPU_COPY_ASYNC
+
+// Sets of device memory are asynchronous to the host, with or without Async.
+#define VGPU_SET(sym, ptsz, value_t, element)                                                        \
+  VGPU_EXPORT CUresult CUDAAPI sym(CUdeviceptr dst, value_t v, size_t n) {                           \
+    return priced(nullptr, ptsz, CopyPath::memset, n * element, false,                               \
+                  [&] { return REAL(sym, CUdeviceptr, value_t, size_t)(dst, v, n); });               \
+  }
+#define VGPU_SET_ASYNC(sym, ptsz, value_t, element)                                                  \
+  VGPU_EXPORT CUresult CUDAAPI sym(CUdeviceptr dst, value_t v, size_t n, CUstream s) {               \
+    return priced(s, ptsz, CopyPath::memset, n * element, false,                                     \
+                  [&] { return REAL(sym, CUdeviceptr, value_t, size_t, CUstream)(dst, v, n, s); });  \
+  }
+VGPU_SET(cuMemsetD8_v2, false, unsigned char, 1)
+VGPU_SET(cuMemsetD8_v2_ptds, true, unsigned char, 1)
+VGPU_SET(cuMemsetD16_v2, false, unsigned short, 2)
+VGPU_SET(cuMemsetD16_v2_ptds, true, unsigned short, 2)
+VGPU_SET(cuMemsetD32_v2, false, unsigned int, 4)
+VGPU_SET(cuMemsetD32_v2_ptds, true, unsigned int, 4)
+VGPU_SET_ASYNC(cuMemsetD8Async, false, unsigned char, 1)
+VGPU_SET_ASYNC(cuMemsetD8Async_ptsz, true, unsigned char, 1)
+VGPU_SET_ASYNC(cuMemsetD16Async, false, unsigned short, 2)
+VGPU_SET_ASYNC(cuMemsetD16Async_ptsz, true, unsigned short, 2)
+VGPU_SET_ASYNC(cuMemsetD32Async, false, unsigned int, 4)
+VGPU_SET_ASYNC(cuMemsetD32Async_ptsz, true, unsigned int, 4)
+#undef VGPU_SET
+#undef VGPU_SET_ASYNC
+
+// ---- 2D and 3D copies ----
+#define VGPU_COPY2D(sym, ptds, sync)                                                                 \
+  VGPU_EXPORT CUresult CUDAAPI sym(const CUDA_MEMCPY2D* p) {                                         \
+    if (p == nullptr) return REAL(sym, const CUDA_MEMCPY2D*)(p);                                     \
+    return priced(nullptr, ptds, path_of(*p), rows_bytes(p->WidthInBytes, p->Height), sync,          \
+                  [&] { return REAL(sym, const CUDA_MEMCPY2D*)(p); });                               \
+  }
+#define VGPU_COPY2D_ASYNC(sym, ptsz)                                                                 \
+  VGPU_EXPORT CUresult CUDAAPI sym(const CUDA_MEMCPY2D* p, CUstream s) {                             \
+    if (p == nullptr) return REAL(sym, const CUDA_MEMCPY2D*, CUstream)(p, s);                        \
+    return priced(s, ptsz, path_of(*p), rows_bytes(p->WidthInBytes, p->Height), false,               \
+                  [&] { return REAL(sym, const CUDA_MEMCPY2D*, CUstream)(p, s); });                  \
+  }
+#define VGPU_COPY3D(sym, ptds, sync)                                                                 \
+  VGPU_EXPORT CUresult CUDAAPI sym(const CUDA_MEMCPY3D* p) {                                         \
+    if (p == nullptr) return REAL(sym, const CUDA_MEMCPY3D*)(p);                                     \
+    return priced(nullptr, ptds, path_of(*p), rows_bytes(p->WidthInBytes, p->Height, p->Depth), sync, \
+                  [&] { return REAL(sym, const CUDA_MEMCPY3D*)(p); });                               \
+  }
+#define VGPU_COPY3D_ASYNC(sym, ptsz)                                                                 \
+  VGPU_EXPORT CUresult CUDAAPI sym(const CUDA_MEMCPY3D* p, CUstream s) {                             \
+    if (p == nullptr) return REAL(sym, const CUDA_MEMCPY3D*, CUstream)(p, s);                        \
+    return priced(s, ptsz, path_of(*p), rows_bytes(p->WidthInBytes, p->Height, p->Depth), false,    \
+                  [&] { return REAL(sym, const CUDA_MEMCPY3D*, CUstream)(p, s); });                  \
+  }
+VGPU_COPY2D(cuMemcpy2D_v2, false, true)
+VGPU_COPY2D(cuMemcpy2D_v2_ptds, true, true)
+VGPU_COPY2D(cuMemcpy2DUnaligned_v2, false, true)
+VGPU_COPY2D(cuMemcpy2DUnaligned_v2_ptds, true, true)
+VGPU_COPY2D_ASYNC(cuMemcpy2DAsync_v2, false)
+VGPU_COPY2D_ASYNC(cuMemcpy2DAsync_v2_ptsz, true)
+VGPU_COPY3D(cuMemcpy3D_v2, false, true)
+VGPU_COPY3D(cuMemcpy3D_v2_ptds, true, true)
+VGPU_COPY3D_ASYNC(cuMemcpy3DAsync_v2, false)
+VGPU_COPY3D_ASYNC(cuMemcpy3DAsync_v2_ptsz, true)
+#undef VGPU_COPY2D
+#undef VGPU_COPY2D_ASYNC
+#undef VGPU_COPY3D
+#undef VGPU_COPY3D_ASYNC
+
+// ---- copies between virtual devices ----
+#define VGPU_PEER(sym, ptds, sync)                                                                   \
+  VGPU_EXPORT CUresult CUDAAPI sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) { \
+    return timed(nullptr, ptds, sync, [&](const StreamTarget& t) { return peer_seconds(t, dc, sc, n); },   \
+                 [&] { return REAL(sym, CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t)(dst, dc, src, sc, n); }); \
+  }
+#define VGPU_PEER_ASYNC(sym, ptsz)                                                                   \
+  VGPU_EXPORT CUresult CUDAAPI sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,  \
+                                   CUstream s) {                                                     \
+    return timed(s, ptsz, false, [&](const StreamTarget& t) { return peer_seconds(t, dc, sc, n); },        \
+                 [&] {                                                                               \
+                   return REAL(sym, CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream)(dst, dc, src, sc, n, s); \
+                 });                                                                                 \
+  }
+#define VGPU_PEER3D(sym, ptds, sync)                                                                 \
+  VGPU_EXPORT CUresult CUDAAPI sym(const CUDA_MEMCPY3D_PEER* p) {                                    \
+    if (p == nullptr) return REAL(sym, const CUDA_MEMCPY3D_PEER*)(p);                                \
+    const uint64_t n = rows_bytes(p->WidthInBytes, p->Height, p->Depth);                             \
+    return timed(nullptr, ptds, sync,                                                                \
+                 [&](const StreamTarget& t) { return peer_seconds(t, p->dstContext, p->srcContext, n); }, \
+                 [&] { return REAL(sym, const CUDA_MEMCPY3D_PEER*)(p); });                           \
+  }
+#define VGPU_PEER3D_ASYNC(sym, ptsz)                                                                 \
+  VGPU_EXPORT CUresult CUDAAPI sym(const CUDA_MEMCPY3D_PEER* p, CUstream s) {                        \
+    if (p == nullptr) return REAL(sym, const CUDA_MEMCPY3D_PEER*, CUstream)(p, s);                   \
+    const uint64_t n = rows_bytes(p->WidthInBytes, p->Height, p->Depth);                             \
+    return timed(s, ptsz, false,                                                                     \
+                 [&](const StreamTarget& t) { return peer_seconds(t, p->dstContext, p->srcContext, n); }, \
+                 [&] { return REAL(sym, const CUDA_MEMCPY3D_PEER*, CUstream)(p, s); });              \
+  }
+VGPU_PEER(cuMemcpyPeer, false, true)
+VGPU_PEER(cuMemcpyPeer_ptds, true, true)
+VGPU_PEER_ASYNC(cuMemcpyPeerAsync, false)
+VGPU_PEER_ASYNC(cuMemcpyPeerAsync_ptsz, true)
+VGPU_PEER3D(cuMemcpy3DPeer, false, true)
+VGPU_PEER3D(cuMemcpy3DPeer_ptds, true, true)
+VGPU_PEER3D_ASYNC(cuMemcpy3DPeerAsync, false)
+VGPU_PEER3D_ASYNC(cuMemcpy3DPeerAsync_ptsz, true)
+#undef VGPU_PEER
+#undef VGPU_PEER_ASYNC
+#undef VGPU_PEER3D
+#undef VGPU_PEER3D_ASYNC
+
+// ---- 2D sets ----
+#define VGPU_SET2D(sym, ptds, value_t, element)                                                      \
+  VGPU_EXPORT CUresult CUDAAPI sym(CUdeviceptr dst, size_t pitch, value_t v, size_t w, size_t h) {   \
+    return priced(nullptr, ptds, CopyPath::memset, rows_bytes(w * element, h), false,                \
+                  [&] { return REAL(sym, CUdeviceptr, size_t, value_t, size_t, size_t)(dst, pitch, v, w, h); }); \
+  }
+#define VGPU_SET2D_ASYNC(sym, ptsz, value_t, element)                                                \
+  VGPU_EXPORT CUresult CUDAAPI sym(CUdeviceptr dst, size_t pitch, value_t v, size_t w, size_t h, CUstream s) { \
+    return priced(s, ptsz, CopyPath::memset, rows_bytes(w * element, h), false, [&] {                \
+      return REAL(sym, CUdeviceptr, size_t, value_t, size_t, size_t, CUstream)(dst, pitch, v, w, h, s); \
+    });                                                                                              \
+  }
+VGPU_SET2D(cuMemsetD2D8_v2, false, unsigned char, 1)
+VGPU_SET2D(cuMemsetD2D8_v2_ptds, true, unsigned char, 1)
+VGPU_SET2D(cuMemsetD2D16_v2, false, unsigned short, 2)
+VGPU_SET2D(cuMemsetD2D16_v2_ptds, true, unsigned short, 2)
+VGPU_SET2D(cuMemsetD2D32_v2, false, unsigned int, 4)
+VGPU_SET2D(cuMemsetD2D32_v2_ptds, true, unsigned int, 4)
+VGPU_SET2D_ASYNC(cuMemsetD2D8Async, false, unsigned char, 1)
+VGPU_SET2D_ASYNC(cuMemsetD2D8Async_ptsz, true, unsigned char, 1)
+VGPU_SET2D_ASYNC(cuMemsetD2D16Async, false, unsigned short, 2)
+VGPU_SET2D_ASYNC(cuMemsetD2D16Async_ptsz, true, unsigned short, 2)
+VGPU_SET2D_ASYNC(cuMemsetD2D32Async, false, unsigned int, 4)
+VGPU_SET2D_ASYNC(cuMemsetD2D32Async_ptsz, true, unsigned int, 4)
+#undef VGPU_SET2D
+#undef VGPU_SET2D_ASYNC
