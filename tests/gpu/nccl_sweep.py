@@ -9,9 +9,10 @@ group call per collective. Under vgpu that puts all ranks' NCCL kernels in one p
 they run side by side on the physical GPU instead of time-slicing between processes; the time
 reported is the slowest device's.
 
-Prints, on rank 0, nccl-tests' columns: size (B), count (elements, bf16... here float32), time
-(us, mean of `iters` after `warmup`, measured with CUDA events around the loop), algbw and busbw
-(GB/s; busbw = algbw x 2(n-1)/n for all-reduce, x (n-1)/n for all-gather). The same script runs
+Prints, on rank 0, nccl-tests' columns: size (B), count (float32 elements), time (us, mean of
+`iters` after `warmup`, measured with CUDA events around the loop), algbw and busbw (GB/s; busbw
+= algbw x 2(n-1)/n for all-reduce, x (n-1)/n for all-gather). As in nccl-tests, an all-gather's
+size and count are those of the gathered output (each rank sends size / n). The same script runs
 on real GPUs and under vgpu-run, so the two tables compare line by line.
 """
 import os
@@ -33,6 +34,12 @@ def header(op, world):
     print(f"#{'size':>12s} {'count':>12s} {'time(us)':>10s} {'algbw':>8s} {'busbw':>8s}")
 
 
+def per_rank_count(op, world, size):
+    """Elements each rank sends: all of `size` for an all-reduce, its 1/world share of the
+    gathered output for an all-gather."""
+    return size // 4 // world if op == "all_gather" else size // 4
+
+
 def row(op, world, size, us):
     algbw = size / us / 1e3
     factor = 2 * (world - 1) / world if op == "all_reduce" else (world - 1) / world
@@ -50,7 +57,7 @@ def single_process(op, lo, hi):
     header(op, world)
     for mib in sizes(lo, hi):
         size = mib << 20
-        count = size // 4
+        count = per_rank_count(op, world, size)
         xs = [torch.ones(count, device=f"cuda:{d}") for d in devices]
         outs = [torch.empty(count * world, device=f"cuda:{d}") for d in devices] if op == "all_gather" else None
         iters, warmup = iterations(mib)
@@ -98,7 +105,7 @@ def main():
         header(op, world)
     for mib in sizes(lo, hi):
         size = mib << 20
-        count = size // 4
+        count = per_rank_count(op, world, size)
         x = torch.ones(count, device="cuda")
         out = torch.empty(count * world, device="cuda") if op == "all_gather" else None
         iters, warmup = iterations(mib)

@@ -240,6 +240,18 @@ TEST_F(PassthroughPools, ManagedMemoryLocationsAreTranslatedBothWays) {
   ASSERT_EQ(cuMemRangeGetAttribute(&last, sizeof last, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, m, 2 * kMiB),
             CUDA_SUCCESS);
   EXPECT_EQ(last, CU_DEVICE_CPU);
+  // The 32-bit-era entry point names the device by ordinal: CU_DEVICE_CPU stays the CPU, and an
+  // ordinal that is no virtual device is refused (not read as the CPU).
+  using PrefetchV1 = CUresult (*)(CUdeviceptr, size_t, CUdevice, CUstream);
+  const auto prefetch_v1 = reinterpret_cast<PrefetchV1>(dlsym(RTLD_DEFAULT, "cuMemPrefetchAsync"));
+  ASSERT_NE(prefetch_v1, nullptr);
+  EXPECT_EQ(prefetch_v1(m, 2 * kMiB, 3, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(prefetch_v1(m, 2 * kMiB, CU_DEVICE_CPU, nullptr), CUDA_SUCCESS);
+  EXPECT_EQ(prefetch_v1(m, 2 * kMiB, 99, nullptr), CUDA_ERROR_INVALID_DEVICE);
+  ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemRangeGetAttribute(&last, sizeof last, CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION, m, 2 * kMiB),
+            CUDA_SUCCESS);
+  EXPECT_EQ(last, CU_DEVICE_CPU);
   EXPECT_EQ(cuMemFree(m), CUDA_SUCCESS);
 }
 

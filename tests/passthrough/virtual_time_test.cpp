@@ -48,6 +48,8 @@ constexpr float kHostSlackMs = 0.1f;
 constexpr bool kSanitized = false;
 constexpr float kHostSlackMs = 0.02f;
 #endif
+// An op queued behind busy work is timed to its price alone: to the float rounding of the events.
+constexpr float kPriceToleranceMs = 0.0005f;
 
 bool running_on_passthrough() {
   Dl_info info{};
@@ -114,6 +116,13 @@ class VirtualTime : public ::testing::Test {
               CUDA_SUCCESS);
   }
 
+  // Queues ~0.8 ms of kernels on the legacy stream, so that what is queued next starts when the
+  // op before it ends, not at this thread's clock: the events between then measure the ops
+  // alone, with none of this thread's own (load-dependent) CPU time in them.
+  void keep_stream_busy() {
+    for (int i = 0; i < 10; ++i) axpy(nullptr);
+  }
+
   CUcontext ctx_ = nullptr;
   std::vector<char> image_;
   CUmodule module_ = nullptr;
@@ -135,9 +144,10 @@ TEST_F(VirtualTime, EventsReportTheVirtualTimelineOfKernels) {
   // Back to back on a busy stream, each kernel adds its own duration: b..c is 19 of them.
   const float first = virtual_ms(a_, b_), per = virtual_ms(b_, c_) / 19, twenty = virtual_ms(a_, c_);
   ASSERT_GT(per, 0.05f);  // ~80 us by the model: not the real driver's idle gaps
-  // The first one started on an idle stream: after this thread's own time since event a.
+  // The first one started on an idle stream: after this thread's own time since event a (a few
+  // us; tens under a loaded CI machine, which the bound allows).
   EXPECT_GE(first, 0.99f * per);
-  EXPECT_LT(first, per + kHostSlackMs);
+  EXPECT_LT(first, per + 3 * kHostSlackMs);
   const float real_twenty = real_ms(a_, c_);
   if (policy() == "all") {
     // Every launch ran: the virtual timeline is what the GPU took.
@@ -204,20 +214,26 @@ TEST_F(VirtualTime, StreamsWaitForEventsAndTheLegacyStream) {
 TEST_F(VirtualTime, CopiesArePricedByTheVirtualGpu) {
   const size_t bytes = 4 << 20;
   std::vector<char> host(bytes, 1);
+  keep_stream_busy();
+  ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyHtoDAsync(x_, host.data(), bytes, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyDtoDAsync(y_, x_, bytes, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(c_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventSynchronize(c_), CUDA_SUCCESS);
+  // Priced by the virtual GPU's figures (core/copy_cost.h), not by what the real driver took:
+  // the default H100's PCIe, 63 GB/s: 2 us + 4 MiB / 63 GB/s = 68.6 us.
+  EXPECT_NEAR(virtual_ms(a_, b_), 0.0686f, kPriceToleranceMs);
+  // A device-to-device copy reads and writes HBM: 2 us + 2 x 4 MiB / 3.35 TB/s = 4.5 us.
+  EXPECT_NEAR(virtual_ms(b_, c_), 0.0045f, kPriceToleranceMs);
+  // A synchronous copy is priced the same (its event lands after this thread's return from it).
   ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
   ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(cuMemcpyHtoD(x_, host.data(), bytes), CUDA_SUCCESS);
   ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
-  ASSERT_EQ(cuMemcpyDtoD(y_, x_, bytes), CUDA_SUCCESS);
-  ASSERT_EQ(cuEventRecord(c_, nullptr), CUDA_SUCCESS);
-  ASSERT_EQ(cuEventSynchronize(c_), CUDA_SUCCESS);
-  // Priced by the virtual GPU's figures (core/copy_cost.h), not by what the real driver took:
-  // the default H100's PCIe, 63 GB/s: 2 us + 4 MiB / 63 GB/s = 68.6 us (plus the few us of
-  // this thread's CPU time between the event and the copy).
+  ASSERT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
   EXPECT_GT(virtual_ms(a_, b_), 0.0686f);
-  EXPECT_LT(virtual_ms(a_, b_), 0.0686f + kHostSlackMs);
-  // A device-to-device copy reads and writes HBM: much faster than over PCIe.
-  EXPECT_LT(virtual_ms(b_, c_), 0.0686f * 0.2f + kHostSlackMs);
+  EXPECT_LT(virtual_ms(a_, b_), 0.0686f + 3 * kHostSlackMs);
 }
 
 // 2D copies and sets, and copies between virtual devices, are priced too: a 2D host-to-device
@@ -237,17 +253,16 @@ TEST_F(VirtualTime, TwoDimensionalAndPeerCopiesArePriced) {
   p.dstPitch = width;
   p.WidthInBytes = width;
   p.Height = rows;
-  ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  keep_stream_busy();
   ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(cuMemcpy2DAsync(&p, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(cuMemsetD2D8Async(y_, width, 0, width, rows, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(cuEventRecord(c_, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(cuEventSynchronize(c_), CUDA_SUCCESS);
-  EXPECT_GT(virtual_ms(a_, b_), 0.0686f);
-  EXPECT_LT(virtual_ms(a_, b_), 0.0686f + kHostSlackMs);
-  EXPECT_GT(virtual_ms(b_, c_), 0.002f);
-  EXPECT_LT(virtual_ms(b_, c_), 0.0045f + kHostSlackMs);
+  EXPECT_NEAR(virtual_ms(a_, b_), 0.0686f, kPriceToleranceMs);
+  EXPECT_GT(virtual_ms(b_, c_), 0.002f);  // a set writes only: less than the 4.5 us of a copy
+  EXPECT_LT(virtual_ms(b_, c_), 0.0045f);
 
   CUcontext other = nullptr;
   CUdeviceptr z = 0;
@@ -255,20 +270,44 @@ TEST_F(VirtualTime, TwoDimensionalAndPeerCopiesArePriced) {
   ASSERT_EQ(cuCtxSetCurrent(other), CUDA_SUCCESS);
   ASSERT_EQ(cuMemAlloc(&z, bytes), CUDA_SUCCESS);
   ASSERT_EQ(cuCtxSetCurrent(ctx_), CUDA_SUCCESS);
+  keep_stream_busy();
   ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(cuMemcpyPeerAsync(z, other, x_, ctx_, bytes, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(cuMemcpyPeerAsync(y_, ctx_, x_, ctx_, bytes, nullptr), CUDA_SUCCESS);  // within device 0
   ASSERT_EQ(cuEventRecord(c_, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(cuEventSynchronize(c_), CUDA_SUCCESS);
-  EXPECT_GT(virtual_ms(a_, b_), 0.0134f);
-  EXPECT_LT(virtual_ms(a_, b_), 0.0134f + kHostSlackMs);
-  EXPECT_GT(virtual_ms(b_, c_), 0.0045f);
-  EXPECT_LT(virtual_ms(b_, c_), 0.0045f + kHostSlackMs);
+  EXPECT_NEAR(virtual_ms(a_, b_), 0.0134f, kPriceToleranceMs);
+  EXPECT_NEAR(virtual_ms(b_, c_), 0.0045f, kPriceToleranceMs);
   ASSERT_EQ(cuCtxSetCurrent(other), CUDA_SUCCESS);
   EXPECT_EQ(cuMemFree(z), CUDA_SUCCESS);
   ASSERT_EQ(cuCtxSetCurrent(ctx_), CUDA_SUCCESS);
   cuDevicePrimaryCtxRelease(1);
+}
+
+// Copies to and from arrays: a 2 MiB 1D array filled from the host at PCIe speed (2 us +
+// 2 MiB / 63 GB/s = 35.3 us), copied to linear memory at HBM speed (2 us + 2 x 2 MiB / 3.35 TB/s
+// = 3.25 us).
+TEST_F(VirtualTime, ArrayCopiesArePriced) {
+  CUDA_ARRAY_DESCRIPTOR d{};
+  d.Width = 131072;  // the largest 1D array: 4 floats each, 2 MiB
+  d.Height = 0;
+  d.Format = CU_AD_FORMAT_FLOAT;
+  d.NumChannels = 4;
+  const size_t bytes = d.Width * 16;
+  CUarray array = nullptr;
+  ASSERT_EQ(cuArrayCreate(&array, &d), CUDA_SUCCESS);
+  std::vector<char> host(bytes, 1);
+  keep_stream_busy();
+  ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyHtoAAsync(array, 0, host.data(), bytes, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyAtoD(y_, array, 0, bytes), CUDA_SUCCESS);  // asynchronous to the host
+  ASSERT_EQ(cuEventRecord(c_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventSynchronize(c_), CUDA_SUCCESS);
+  EXPECT_NEAR(virtual_ms(a_, b_), 0.0353f, kPriceToleranceMs);
+  EXPECT_NEAR(virtual_ms(b_, c_), 0.00325f, kPriceToleranceMs);
+  EXPECT_EQ(cuArrayDestroy(array), CUDA_SUCCESS);
 }
 
 TEST_F(VirtualTime, ThreadsOnDifferentDevicesKeepTheirOwnTimelines) {

@@ -71,7 +71,13 @@ void* real_symbol(const char* name) {
 
 int physical_device(int v) {
   const PassState* s = PassState::get();
-  return s ? s->physical(v) : v;  // before cuInit the real driver answers NOT_INITIALIZED itself
+  if (s == nullptr) return v;  // before cuInit the real driver answers NOT_INITIALIZED itself
+  // Negative ordinals are the driver's own markers (CU_DEVICE_CPU, CU_DEVICE_INVALID) and pass
+  // unchanged; an ordinal past the virtual devices becomes one past every real device, so the
+  // real driver refuses it (as -1 it would have read as the CPU).
+  if (v < 0) return v;
+  const int p = s->physical(v);
+  return p >= 0 ? p : kNoPhysicalDevice;
 }
 
 PassState::PassState(const RealDriver& real, simcore::ClusterSpec cluster, std::vector<int> physical)

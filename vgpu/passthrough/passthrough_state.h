@@ -165,6 +165,8 @@ void allocations_destroyed_with(CUcontext ctx);
 
 // The forwarders' translation of a device ordinal argument (VGPU_DEV in entries.inc).
 int physical_device(int v);
+// What physical_device gives a virtual ordinal that is not a device: no real driver has it.
+inline constexpr int kNoPhysicalDevice = 1 << 20;
 
 // The real driver's entry point, or nullptr; logs once when it is missing.
 void* real_symbol(const char* name);

@@ -1,8 +1,8 @@
 // Copies and sets under the passthrough backend: forwarded to the real driver as they are, then
 // placed on their stream's virtual timeline at the price the virtual GPU gives them
 // (core/copy_cost.h): their cost depends on the size and the link only, so they are priced, not
-// measured. 1D, 2D and 3D copies, copies between virtual devices (priced on the virtual
-// cluster's route between them, uncontended) and 1D/2D sets. As in timed_api.cpp, the host
+// measured. 1D, 2D and 3D copies, copies to and from arrays, copies between virtual devices
+// (priced on the virtual cluster's route between them, uncontended) and 1D/2D sets. As in timed_api.cpp, the host
 // time inside these calls is not charged to the calling thread's clock.
 #include "core/copy_cost.h"
 #include "driver/cuda_api.h"
@@ -144,6 +144,44 @@ VGPU_SET_ASYNC(cuMemsetD32Async, false, unsigned int, 4)
 VGPU_SET_ASYNC(cuMemsetD32Async_ptsz, true, unsigned int, 4)
 #undef VGPU_SET
 #undef VGPU_SET_ASYNC
+
+// ---- copies to and from arrays ----
+// (name, per-thread variant, path, synchronous); the array side is GPU memory.
+#define VGPU_ARRAY_COPY(sym, ptds, path, sync, ...)                                                  \
+  VGPU_EXPORT CUresult CUDAAPI sym(VGPU_ARRAY_PARAMS(__VA_ARGS__)) {                                 \
+    return priced(nullptr, ptds, path, n, sync, [&] { return REAL(sym, __VA_ARGS__)(a, b, c, n); }); \
+  }
+#define VGPU_ARRAY_PARAMS(A, B, C, N) A a, B b, C c, N n
+VGPU_ARRAY_COPY(cuMemcpyAtoH_v2, false, CopyPath::host_device, true, void*, CUarray, size_t, size_t)
+VGPU_ARRAY_COPY(cuMemcpyAtoH_v2_ptds, true, CopyPath::host_device, true, void*, CUarray, size_t, size_t)
+VGPU_ARRAY_COPY(cuMemcpyHtoA_v2, false, CopyPath::host_device, true, CUarray, size_t, const void*, size_t)
+VGPU_ARRAY_COPY(cuMemcpyHtoA_v2_ptds, true, CopyPath::host_device, true, CUarray, size_t, const void*, size_t)
+VGPU_ARRAY_COPY(cuMemcpyAtoD_v2, false, CopyPath::within_device, false, CUdeviceptr, CUarray, size_t, size_t)
+VGPU_ARRAY_COPY(cuMemcpyAtoD_v2_ptds, true, CopyPath::within_device, false, CUdeviceptr, CUarray, size_t, size_t)
+VGPU_ARRAY_COPY(cuMemcpyDtoA_v2, false, CopyPath::within_device, false, CUarray, size_t, CUdeviceptr, size_t)
+VGPU_ARRAY_COPY(cuMemcpyDtoA_v2_ptds, true, CopyPath::within_device, false, CUarray, size_t, CUdeviceptr, size_t)
+#undef VGPU_ARRAY_COPY
+#undef VGPU_ARRAY_PARAMS
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoA_v2(CUarray dst, size_t dst_off, CUarray src, size_t src_off, size_t n) {
+  return priced(nullptr, false, CopyPath::within_device, n, false, [&] {
+    return REAL(cuMemcpyAtoA_v2, CUarray, size_t, CUarray, size_t, size_t)(dst, dst_off, src, src_off, n);
+  });
+}
+VGPU_EXPORT CUresult CUDAAPI cuMemcpyAtoA_v2_ptds(CUarray dst, size_t dst_off, CUarray src, size_t src_off, size_t n) {
+  return priced(nullptr, true, CopyPath::within_device, n, false, [&] {
+    return REAL(cuMemcpyAtoA_v2_ptds, CUarray, size_t, CUarray, size_t, size_t)(dst, dst_off, src, src_off, n);
+  });
+}
+#define VGPU_ARRAY_COPY_ASYNC(sym, ptsz, A, B, C)                                                    \
+  VGPU_EXPORT CUresult CUDAAPI sym(A a, B b, C c, size_t n, CUstream s) {                            \
+    return priced(s, ptsz, CopyPath::host_device, n, false,                                          \
+                  [&] { return REAL(sym, A, B, C, size_t, CUstream)(a, b, c, n, s); });              \
+  }
+VGPU_ARRAY_COPY_ASYNC(cuMemcpyAtoHAsync_v2, false, void*, CUarray, size_t)
+VGPU_ARRAY_COPY_ASYNC(cuMemcpyAtoHAsync_v2_ptsz, true, void*, CUarray, size_t)
+VGPU_ARRAY_COPY_ASYNC(cuMemcpyHtoAAsync_v2, false, CUarray, size_t, const void*)
+VGPU_ARRAY_COPY_ASYNC(cuMemcpyHtoAAsync_v2_ptsz, true, CUarray, size_t, const void*)
+#undef VGPU_ARRAY_COPY_ASYNC
 
 // ---- 2D and 3D copies ----
 #define VGPU_COPY2D(sym, ptds, sync)                                                                 \
