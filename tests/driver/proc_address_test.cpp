@@ -84,7 +84,8 @@ TEST(DriverSurface, ProcAddressMatchesRealDriver) {
 TEST(DriverSurface, ReferenceRequestsFromPyTorchResolve) {
   Driver d;
   auto get = d.sym<decltype(&cuGetProcAddress_v2)>("cuGetProcAddress_v2");
-  std::ifstream in(env_or_die("VGPU_SHARED_REFERENCE") + "/pytorch-cu130-driver-requests.txt");
+  // A copy of shared/reference's list, kept in the repository so that a clean clone tests it.
+  std::ifstream in(env_or_die("VGPU_TEST_DATA") + "/pytorch-cu130-driver-requests.txt");
   ASSERT_TRUE(in.good());
   std::string line;
   int checked = 0;

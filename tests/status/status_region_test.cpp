@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <string>
 
 namespace vgpu::status {
@@ -98,6 +99,34 @@ TEST(StatusRegion, StaleRegionOfDeadJobIsRemovedByReader) {
   ASSERT_TRUE(read_snapshot(getuid(), job, &s, &error)) << error;
   EXPECT_TRUE(s.processes.empty());
   EXPECT_FALSE(read_snapshot(getuid(), job, &s, &error));  // cleaned up
+}
+
+// Under vgpu-run (VGPU_STATUS_KEEP=1) the last process leaves the region for the launcher: a
+// job shorter than the launcher's poll still reports. The next process of the same job attaches
+// to it and adds to the same figures; neither a leaving writer nor a reader removes it.
+TEST(StatusRegion, KeptForTheLauncherAfterTheLastProcessLeft) {
+  const std::string job = unique_job("keep");
+  setenv("VGPU_STATUS_KEEP", "1", 1);
+  auto w = Writer::attach(job, "sim", devices(2));
+  ASSERT_NE(w, nullptr);
+  w->add_work(1, 0.5, true);
+  w.reset();
+  Snapshot s;
+  std::string error;
+  ASSERT_TRUE(read_snapshot(getuid(), job, &s, &error)) << error;
+  EXPECT_TRUE(s.processes.empty());
+  EXPECT_EQ(s.devices[1].kernels, 1u);
+  ASSERT_TRUE(read_snapshot(getuid(), job, &s, &error)) << error;  // the reader left it too
+  auto again = Writer::attach(job, "sim", devices(2));
+  ASSERT_NE(again, nullptr);
+  again->add_work(1, 0.25, true);
+  again.reset();
+  ASSERT_TRUE(read_snapshot(getuid(), job, &s, &error)) << error;
+  EXPECT_EQ(s.devices[1].kernels, 2u);
+  EXPECT_DOUBLE_EQ(s.devices[1].busy_s, 0.75);
+  unsetenv("VGPU_STATUS_KEEP");
+  EXPECT_TRUE(read_snapshot(getuid(), job, &s, &error)) << error;  // now the reader removes it
+  EXPECT_FALSE(read_snapshot(getuid(), job, &s, &error));
 }
 
 TEST(StatusRegion, JobsAreSeparate) {

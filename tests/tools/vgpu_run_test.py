@@ -337,6 +337,8 @@ class VgpuRunTest(unittest.TestCase):
                       r.stderr)
         rows = summary_rows(r.stderr)
         self.assertEqual([row[0] for row in rows], list(range(8)), r.stderr)
+        # vgpu-run removes the region its job left for it (VGPU_STATUS_KEEP).
+        self.assertFalse(os.path.exists(f"/dev/shm/vgpu-{os.getuid()}-tools-test-cudart"))
         # The driver does not write virtual clocks into the status region yet (status::Writer's
         # advance_clock/add_work have no caller): the summary says so instead of printing 0 s.
         if max(row[2] for row in rows) > 0:

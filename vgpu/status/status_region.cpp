@@ -228,6 +228,14 @@ bool stale_with_other_devices(const std::string& name, const std::vector<DeviceI
   }
   return false;
 }
+// VGPU_STATUS_KEEP=1 (set by vgpu-run): the last process leaves the region in place for the
+// launcher, which reads the final figures and removes it. Without it a job shorter than the
+// launcher's poll could come and go unseen.
+bool kept_for_launcher() {
+  const char* v = std::getenv("VGPU_STATUS_KEEP");
+  return v != nullptr && v[0] == '1';
+}
+
 }  // namespace
 
 std::unique_ptr<Writer> Writer::attach(const std::string& job, const std::string& backend,
@@ -308,7 +316,7 @@ void Writer::detach() {
   Mapping& m = *impl_->map;
   for (uint32_t d = 0; d < m.devices(); ++d) atomic(m.memory(impl_->slot)[d]).store(0);
   atomic(m.process(impl_->slot).pid).store(0, std::memory_order_release);
-  if (!m.reclaim_dead()) shm_unlink(("/" + impl_->name).c_str());
+  if (!m.reclaim_dead() && !kept_for_launcher()) shm_unlink(("/" + impl_->name).c_str());
 }
 
 void Writer::add_memory(int device, int64_t delta) {
@@ -374,7 +382,7 @@ bool read_snapshot(uid_t uid, const std::string& job, Snapshot* out, std::string
     }
     s.processes.push_back(std::move(ps));
   }
-  if (writable && !live) shm_unlink(("/" + name).c_str());  // only the dead were left
+  if (writable && !live && !kept_for_launcher()) shm_unlink(("/" + name).c_str());  // only the dead were left
   *out = std::move(s);
   return true;
 }

@@ -10,7 +10,8 @@
 // A process claims a slot at attach() and clears it at detach()/exit. Slots of processes that
 // died without detaching are reclaimed by the next attach() or reader (pid gone, or pid reused:
 // the start time recorded from /proc differs). The region is unlinked by the last process to
-// leave, or by a reader that finds only dead processes in it.
+// leave (unless VGPU_STATUS_KEEP=1: vgpu-run removes it after the job), or by a reader that
+// finds only dead processes in it.
 #pragma once
 
 #include <sys/types.h>
@@ -73,7 +74,7 @@ class Writer {
   ~Writer();  // detach()
 
   // Leaves the region: clears this process's slot and unlinks the region if no live process is
-  // left. Idempotent; later updates are ignored (the driver calls it at exit, while other
+  // left (and VGPU_STATUS_KEEP is not 1). Idempotent; later updates are ignored (the driver calls it at exit, while other
   // threads may still be running).
   void detach();
 

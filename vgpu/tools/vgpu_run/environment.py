@@ -9,6 +9,9 @@
                       plugin and vgpud alike).
   VGPU_JOB_ID         one id for every process of the job: they share one status region
                       (vgpu-smi --job ID) and one vgpud, and no other job's.
+  VGPU_STATUS_KEEP=1  the last process of the job leaves the status region in place: vgpu-run
+                      reads the final figures from it and then removes it (a job shorter than
+                      the monitor's poll would otherwise come and go unseen).
   VGPU_TIMELINE       --timeline: where the driver writes the simulated timeline at exit.
   LD_PRELOAD          --virtual-clock: vgpu's clock shim (libvgpu-vclock.so) after whatever the
                       caller preloads (a sanitizer runtime must stay first): each thread that
@@ -86,6 +89,7 @@ def job_vars(options, layout, backend, real_driver, job_id, topo_file, base):
         out["VGPU_REAL_LIBCUDA"] = real_driver
     out.update(cluster_vars(options))
     out["VGPU_JOB_ID"] = job_id
+    out["VGPU_STATUS_KEEP"] = "1"
     if options.timeline:
         out["VGPU_TIMELINE"] = os.path.abspath(options.timeline)
     out["VGPU_SIMCORE"] = "daemon"

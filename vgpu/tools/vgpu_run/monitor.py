@@ -1,10 +1,11 @@
 """Watches the job's status region (vgpu/status/status_region.h) while the command runs.
 
-The region lives in /dev/shm only while a process of the job is attached: the last one to
-leave unlinks it. To still report the final virtual clocks, the monitor opens the region as
-soon as it appears and keeps that descriptor; the data outlive the name. At the end it writes
-a copy under a name of its own ("<job>.final") and asks vgpu-smi about the copy, so every
-figure is vgpu-smi's (vgpu-smi then removes the copy: it holds no live process).
+vgpu-run sets VGPU_STATUS_KEEP=1, so the region stays in /dev/shm after the job's last process
+left, and the monitor reads the final figures from it and then removes it. Should the name
+still go (a process of the job without that variable, or a vgpu-smi outside the job that found
+only exited processes), the monitor also keeps a descriptor on the region from the moment it
+appears; the data outlive the name. It then writes a copy under a name of its own
+("<job>.final") and asks vgpu-smi about the copy, so every figure is vgpu-smi's.
 
 Memory use is per live process and is cleared as each one leaves, so the peak is sampled
 (vgpu-smi --query-gpu=memory.used every --sample-interval seconds): a peak shorter than the
@@ -119,6 +120,7 @@ class Monitor:
         try:
             if os.path.exists(self.region):
                 rows = self.query(self.job)
+                self._remove()
             elif self._fd is not None:
                 rows = self._query_copy()
             else:
@@ -133,6 +135,15 @@ class Monitor:
         for row in rows:
             row["memory_peak_mib"] = max(self.peak_mib.get(row["index"], 0), row["memory_used_mib"])
         return rows
+
+    def _remove(self):
+        """Removes the region the job's processes left behind (VGPU_STATUS_KEEP). A process of
+        the job still attached (a child the command left running) keeps its mapping; only the
+        name goes."""
+        try:
+            os.unlink(self.region)
+        except OSError:
+            pass
 
     def _query_copy(self):
         size = os.fstat(self._fd).st_size
