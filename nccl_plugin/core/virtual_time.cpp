@@ -171,6 +171,8 @@ uint64_t VirtualTime::add_flow(int src_gpu, int dst_gpu, uint64_t bytes, double 
   // Only the daemon's timeline shows labels (VGPU_TIMELINE); the local engine keeps none.
   if (mode_ == EngineMode::daemon) f.label = fmt::format("nccl {}->{} {}B", src_gpu, dst_gpu, bytes);
   simcore::EventId id = e->add_flow(f);
+  vgpu::log::debug("nccl plugin: flow {} gpu {}->{} {} B not before {:.9f} after {},{}", id, src_gpu, dst_gpu,
+                   bytes, not_before, after_a, after_b);
   if (id == simcore::kNoEvent) {
     vgpu::log::once(vgpu::log::Level::warn, "nccl-flow-rejected",
                     "nccl plugin: simcore rejected a transfer; it carries no virtual time");
@@ -190,6 +192,8 @@ bool VirtualTime::query(uint64_t flow, double* start, double* finish) {
 }
 
 void VirtualTime::record(vgpu_nccl_completion c) {
+  vgpu::log::debug("nccl plugin: {} of flow {} on gpu {} (peer {}) {} B done: virtual {:.9f} .. {:.9f}",
+                   c.is_send ? "send" : "recv", c.flow_id, c.gpu, c.peer_gpu, c.bytes, c.start, c.finish);
   {
     std::lock_guard lock(log_mu_);
     c.seq = next_seq_++;

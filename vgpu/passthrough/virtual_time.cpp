@@ -265,6 +265,8 @@ OpRef VirtualTime::submit(const StreamTarget& t, Timing timing, Bracket& b) {
     if (id != 0 && nccl) {
       const std::optional<double> start = timeline_.start_if_ready(op);
       nccl_timing::set_kernel_start(nccl_gpu, start ? *start : issue);
+      log::debug("vtime: NCCL kernel on gpu {} issued {:.9f}, start {}", nccl_gpu, issue,
+                 start ? fmt::format("{:.9f}", *start) : std::string("not known yet"));
     }
   }
   if (resolve_now) resolve(nullptr);
@@ -317,6 +319,8 @@ double VirtualTime::measure(const TimedOp& op, double start, bool force) {
   }
   if (m.timing.source == Timing::Source::nccl) {
     seconds = nccl_timing::finish(m.timing.nccl_gpu, m.timing.nccl_window, start) - start;
+    log::debug("vtime: NCCL kernel on gpu {} (log window from {}) {:.9f} .. {:.9f}, real {:.9f} s",
+               m.timing.nccl_gpu, m.timing.nccl_window.since, start, start + seconds, static_cast<double>(ms) * 1e-3);
   } else if (r == CUDA_SUCCESS && m.timing.on_measured) {
     m.timing.on_measured(seconds);
   }
