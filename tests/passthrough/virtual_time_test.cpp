@@ -383,6 +383,50 @@ TEST_F(VirtualTime, RecordedDurationsAreTakenWithoutMeasuring) {
   EXPECT_NEAR(virtual_ms(a_, b_), 10.0f, 0.1f + kHostSlackMs);
 }
 
+// A signature's settled duration (the median of its samples after the first, which carries the
+// host's launch latency) goes to the database, not each raw sample; and a signature this process
+// has begun to measure is not taken from the database after its first sample.
+TEST_F(VirtualTime, SettledDurationsGoToTheDatabase) {
+  if (policy() == "none") GTEST_SKIP() << "nothing is measured under VGPU_LAUNCH_POLICY=none";
+  float a = 5;
+  int n = 96 * 256;  // a signature no other test launches
+  void* params[] = {&a, &x_, &y_, &n};
+  vgpu::LaunchShape shape;
+  shape.grid = {96, 1, 1};
+  shape.block = {256, 1, 1};
+  std::vector<vgpu::ParamSlot> slots;
+  std::vector<uint8_t> packed(28);
+  for (size_t i = 0; i < 4; ++i) {
+    size_t off = 0, size = 0;
+    ASSERT_EQ(cuFuncGetParamInfo(axpy_, i, &off, &size), CUDA_SUCCESS);
+    slots.push_back({static_cast<uint32_t>(off), static_cast<uint32_t>(size)});
+    std::memcpy(packed.data() + off, params[i], size);
+  }
+  const CUdeviceptr x = x_, y = y_;
+  const auto sig = vgpu::build_launch_signature("axpy", shape, slots, packed,
+                                                [&](uint64_t v) { return v == x || v == y; });
+  char name[256] = {};
+  ASSERT_EQ(cuDeviceGetName(name, sizeof name, 0), CUDA_SUCCESS);
+  auto launch = [&] {
+    ASSERT_EQ(cuLaunchKernel(axpy_, 96, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
+    ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);  // measured, and its sample taken
+  };
+  launch();
+  launch();
+  EXPECT_FALSE(vgpu::KernelTimeDb(db_path(), name).lookup(sig)) << "two samples of three: not settled yet";
+  launch();
+  const auto recorded = vgpu::KernelTimeDb(db_path(), name).lookup(sig);
+  ASSERT_TRUE(recorded);
+  EXPECT_GT(*recorded, 0u);
+  // Later launches take the settled duration: what the database now holds.
+  ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
+  for (int i = 0; i < 4; ++i)
+    ASSERT_EQ(cuLaunchKernel(axpy_, 96, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
+  EXPECT_NEAR(virtual_ms(a_, b_), 4 * static_cast<float>(*recorded) * 1e-6f, 4 * kHostSlackMs);
+}
+
 TEST_F(VirtualTime, CapturedWorkIsTimedWhenTheGraphRuns) {
   CUstream s;
   ASSERT_EQ(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);

@@ -70,12 +70,17 @@ void KernelDurations::settle(const std::string& signature, double seconds) {
   e.median = seconds;
 }
 
-void KernelDurations::add_sample(const std::string& signature, double seconds) {
+bool KernelDurations::seen(const std::string& signature) {
+  std::lock_guard l(mu_);
+  return entries_.count(signature) != 0;
+}
+
+std::optional<double> KernelDurations::add_sample(const std::string& signature, double seconds) {
   std::lock_guard l(mu_);
   Entry& e = entries_[signature];
-  if (e.median >= 0) return;
+  if (e.median >= 0) return std::nullopt;
   e.samples.push_back(seconds);
-  if (static_cast<int>(e.samples.size()) < samples_wanted()) return;
+  if (static_cast<int>(e.samples.size()) < samples_wanted()) return std::nullopt;
   // The first sample of a signature is usually its function's first launch in the context,
   // which is measured without the stream gate (launch_api.cpp) and so includes the host's
   // launch latency: with three or more samples it is left out.
@@ -85,6 +90,7 @@ void KernelDurations::add_sample(const std::string& signature, double seconds) {
   e.median = n % 2 == 1 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
   e.samples.clear();
   e.samples.shrink_to_fit();
+  return e.median;
 }
 
 }  // namespace vgpu::pt

@@ -45,7 +45,10 @@ class KernelDurations {
 
   // The signature's duration once it has all its samples, in seconds.
   std::optional<double> settled(const std::string& signature);
-  void add_sample(const std::string& signature, double seconds);
+  // Whether the signature has been measured (or settled) in this process at all.
+  bool seen(const std::string& signature);
+  // Adds a measurement; returns the signature's duration when this sample settled it.
+  std::optional<double> add_sample(const std::string& signature, double seconds);
   // The signature's duration is known already (the kernel-time database): no measuring.
   void settle(const std::string& signature, double seconds);
 
