@@ -38,10 +38,16 @@ double replayed_seconds(int device, const LaunchSignature& sig) {
   return vgpu::recorded_or_estimated(*db, figures, sig);
 }
 
+Timing measured_timing() {
+  Timing t;
+  t.source = Timing::Source::measured;
+  return t;
+}
+
 // What to do with one launch.
 struct Plan {
   bool run = true;
-  Timing timing{Timing::Source::measured};
+  Timing timing = measured_timing();
   bool have_signature = false;
   LaunchSignature signature;
 };
