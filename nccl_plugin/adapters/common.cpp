@@ -1,5 +1,7 @@
 #include "common.h"
 
+#include "profiler/launch_tags.h"
+
 #include "common/log.h"
 
 namespace vgpu::nccl::adapt {
@@ -26,14 +28,17 @@ ncclResult_t dereg_mr(void* comm, void* mhandle) { return Core::get().dereg_mr(c
 
 ncclResult_t isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
                    void* phandle, void** request) {
-  (void)phandle;
-  return Core::get().isend(send_comm, data, size, tag, mhandle, request);
+  return Core::get().isend(send_comm, data, size, tag, mhandle, request,
+                           prof::LaunchTags::get().launch_of_transfer(phandle));
 }
 
 ncclResult_t irecv(void* recv_comm, int n, void** data, size_t* sizes, int* tags, void** mhandles,
                    void** phandles, void** request) {
-  (void)phandles;
-  return Core::get().irecv(recv_comm, n, data, sizes, tags, mhandles, request);
+  // Grouped receives are the same step of one operation's channels: one launch.
+  uint64_t launch = 0;
+  for (int i = 0; phandles != nullptr && i < n && launch == 0; ++i)
+    launch = prof::LaunchTags::get().launch_of_transfer(phandles[i]);
+  return Core::get().irecv(recv_comm, n, data, sizes, tags, mhandles, request, launch);
 }
 
 ncclResult_t iflush(void* recv_comm, int n, void** data, int* sizes, void** mhandles,

@@ -175,6 +175,7 @@ struct Request : Object {
   uint64_t received[kMaxRecvs] = {};
   int filled = 0;
   double not_before = 0;
+  uint64_t launch = 0;  // the NCCL kernel launch it belongs to (0: unknown)
   // Virtual time of the transfers it waited for.
   int gpu = 0;
   int peer_gpu = 0;

@@ -55,10 +55,12 @@ class Core {
   ncclResult_t reg_mr(void* comm, void* data, size_t size, int type, void** mhandle);
   ncclResult_t dereg_mr(void* comm, void* mhandle);
 
+  // `launch`: the NCCL kernel launch the transfer belongs to (profiler/launch_tags.h), 0 when
+  // unknown.
   ncclResult_t isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
-                     void** request);
+                     void** request, uint64_t launch = 0);
   ncclResult_t irecv(void* recv_comm, int n, void** data, const size_t* sizes, const int* tags,
-                     void** mhandles, void** request);
+                     void** mhandles, void** request, uint64_t launch = 0);
   ncclResult_t iflush(void* recv_comm, int n, void** request);
   ncclResult_t test(void* request, int* done, int* sizes);
 

@@ -44,7 +44,7 @@ ncclResult_t Core::fail(ConnHeader& h, ncclResult_t code) {
 }
 
 ncclResult_t Core::isend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
-                         void** request) {
+                         void** request, uint64_t launch) {
   if (request == nullptr) {
     vgpu::log::warn("nccl isend: request is null");
     return ncclInternalError;
@@ -72,7 +72,10 @@ ncclResult_t Core::isend(void* send_comm, void* data, size_t size, int tag, void
   r->sizes[0] = size;
   r->tags[0] = tag;
   r->gpu = c->gpu;
-  r->not_before = vtime_->now(c->gpu);
+  r->launch = launch;
+  // NCCL sends once its kernel has put the data in the buffer: the kernel is running, so the
+  // driver can tell its virtual start.
+  r->not_before = vtime_->now(c->gpu, launch);
   Request* raw = r.get();
 
   // Both ends in this process: the receiver copies straight from `data` (NCCL keeps it valid
@@ -163,7 +166,7 @@ ncclResult_t Core::progress_send(SendComm& c) {
 }
 
 ncclResult_t Core::irecv(void* recv_comm, int n, void** data, const size_t* sizes, const int* tags,
-                         void** mhandles, void** request) {
+                         void** mhandles, void** request, uint64_t launch) {
   if (request == nullptr) {
     vgpu::log::warn("nccl irecv: request is null");
     return ncclInternalError;
@@ -202,7 +205,8 @@ ncclResult_t Core::irecv(void* recv_comm, int n, void** data, const size_t* size
   r->gpu = c->gpu;
   r->peer_gpu = h.src_gpu;
   r->peer_same_engine = true;  // the receiver reports the flows to its own engine
-  r->not_before = vtime_->now(c->gpu);
+  r->launch = launch;
+  r->not_before = vtime_->now(c->gpu, launch);
   for (int i = 0; i < n; ++i) r->slot_flow[i] = c->slots.flow_of(data[i]);
   c->posted.push_back(r.get());
   *request = registry_.add(std::move(r));
@@ -270,9 +274,13 @@ ncclResult_t Core::progress_recv(RecvComm& c) {
       c.cur_entry = entry;
       c.cur_off = 0;
       // It starts once both ranks reached it and both buffers were free (their previous
-      // transfers finished).
+      // transfers finished). NCCL posts receives ahead of its kernel: the receiving kernel's
+      // start may have become known since.
+      if (r->launch != 0) r->not_before = std::max(r->not_before, vtime_->now(c.gpu, r->launch));
       c.cur_flow = vtime_->add_flow(h.src_gpu, c.gpu, d.size, std::max(d.not_before, r->not_before),
                                     d.after_flow, r->slot_flow[entry]);
+      vgpu::log::debug("nccl plugin: flow {} matched: sender ready at {:.9f}, receiver (launch {}) at {:.9f}",
+                       c.cur_flow, d.not_before, r->launch, r->not_before);
     }
     if (d.direct != 0) {
       if (ncclResult_t rc = copy_direct(c, d); rc != ncclSuccess) return poison(rc);

@@ -17,6 +17,7 @@ namespace {
 constexpr size_t kLogCapacity = 4096;
 
 std::atomic<vgpu_nccl_clock_fn> g_clock{nullptr};
+std::atomic<vgpu_nccl_launch_clock_fn> g_launch_clock{nullptr};
 thread_local int t_gpu_override = -1;
 thread_local bool t_has_last = false;
 thread_local vgpu_nccl_completion t_last{};
@@ -126,7 +127,13 @@ VirtualTime::VirtualTime(const simcore::ClusterSpec& cluster)
   for (int i = 0; i < gpus_; ++i) latest_[i].store(-1, std::memory_order_relaxed);
 }
 
-double VirtualTime::now(int gpu) const {
+double VirtualTime::now(int gpu, uint64_t launch) const {
+  if (launch != 0) {
+    if (vgpu_nccl_launch_clock_fn fn = g_launch_clock.load(std::memory_order_acquire)) {
+      const double t = fn(gpu, launch);
+      if (std::isfinite(t) && t >= 0) return t;
+    }
+  }
   vgpu_nccl_clock_fn fn = g_clock.load(std::memory_order_acquire);
   if (fn != nullptr) {
     double t = fn(gpu);
@@ -192,13 +199,30 @@ bool VirtualTime::query(uint64_t flow, double* start, double* finish) {
 }
 
 void VirtualTime::record(vgpu_nccl_completion c) {
-  vgpu::log::debug("nccl plugin: {} of flow {} on gpu {} (peer {}) {} B done: virtual {:.9f} .. {:.9f}",
-                   c.is_send ? "send" : "recv", c.flow_id, c.gpu, c.peer_gpu, c.bytes, c.start, c.finish);
+  vgpu::log::debug("nccl plugin: {} of flow {} on gpu {} (peer {}, launch {}) {} B done: virtual {:.9f} .. {:.9f}",
+                   c.is_send ? "send" : "recv", c.flow_id, c.gpu, c.peer_gpu, c.launch, c.bytes, c.start, c.finish);
   {
     std::lock_guard lock(log_mu_);
     c.seq = next_seq_++;
     log_.push_back(c);
     if (log_.size() > kLogCapacity) log_.pop_front();
+    if (c.launch != 0) {
+      auto [it, added] = launches_.try_emplace(c.launch);
+      if (added) {
+        launch_order_.push_back(c.launch);
+        while (launch_order_.size() > kLaunchRecords) {
+          launches_.erase(launch_order_.front());
+          launch_order_.pop_front();
+        }
+      }
+      LaunchRecord& l = it->second;
+      ++l.count;
+      if (std::isfinite(c.finish)) l.finish = std::max(l.finish, c.finish);
+      if (c.flow_id != 0) {
+        l.flows.push_back(c.flow_id);
+        if (l.flows.size() > kRequeryFlows) l.flows.pop_front();
+      }
+    }
   }
   if (std::isfinite(c.finish) && c.gpu >= 0 && c.gpu < gpus_) {
     std::atomic<double>& l = latest_[c.gpu];
@@ -228,6 +252,32 @@ int VirtualTime::completions(uint64_t after_seq, vgpu_nccl_completion* out, int 
   return n;
 }
 
+bool VirtualTime::launch_transfers(uint64_t launch, double* finish, uint64_t* count) {
+  double out = -1;
+  std::deque<uint64_t> flows;
+  {
+    std::lock_guard lock(log_mu_);
+    auto it = launches_.find(launch);
+    if (it == launches_.end()) return false;
+    out = it->second.finish;
+    *count = it->second.count;
+    flows = it->second.flows;
+  }
+  // Outside the lock: through the daemon each query is a round trip.
+  for (uint64_t flow : flows) {
+    double s = 0, f = 0;
+    if (query(flow, &s, &f)) out = std::max(out, f);
+  }
+  if (out < 0) return false;  // completed, but none carried virtual time
+  *finish = out;
+  return true;
+}
+
+void VirtualTime::forget_launch(uint64_t launch) {
+  std::lock_guard lock(log_mu_);
+  launches_.erase(launch);  // its place in launch_order_ ages out with the rest
+}
+
 bool VirtualTime::last_on_thread(vgpu_nccl_completion* out) {
   if (!t_has_last) return false;
   *out = t_last;
@@ -236,6 +286,7 @@ bool VirtualTime::last_on_thread(vgpu_nccl_completion* out) {
 
 // Process-wide hooks, kept beside the state they feed.
 void set_clock_hook(vgpu_nccl_clock_fn fn) { g_clock.store(fn, std::memory_order_release); }
+void set_launch_clock_hook(vgpu_nccl_launch_clock_fn fn) { g_launch_clock.store(fn, std::memory_order_release); }
 void set_thread_gpu(int gpu) { t_gpu_override = gpu < 0 ? -1 : gpu; }
 
 }  // namespace vgpu::nccl

@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 
 #include "simcore/cluster_spec.h"
 #include "simcore/engine.h"
@@ -30,6 +31,7 @@ std::unique_ptr<simcore::Engine> open_engine(EngineMode mode, const simcore::Clu
 
 // Process-wide settings behind vtime_api.h.
 void set_clock_hook(vgpu_nccl_clock_fn fn);
+void set_launch_clock_hook(vgpu_nccl_launch_clock_fn fn);
 void set_thread_gpu(int gpu);
 
 class VirtualTime {
@@ -42,8 +44,10 @@ class VirtualTime {
   // The GPU's virtual "now", the earliest start of a transfer it takes part in: the installed
   // clock; without one, the latest virtual finish among the GPU's requests completed in this
   // process (a rank cannot issue work that waits on a transfer before that transfer ended), so
-  // that virtual time advances instead of piling every transfer up at 0.
-  double now(int gpu) const;
+  // that virtual time advances instead of piling every transfer up at 0. With a launch tag and
+  // the driver's launch clock, the virtual start of that very kernel launch when the driver knows
+  // it.
+  double now(int gpu, uint64_t launch = 0) const;
   EngineMode mode() const { return mode_; }
   bool shared_engine() const { return mode_ == EngineMode::daemon; }  // one for every process
   // Queries are calls into this process (no round trip): worth repeating for a fresher answer.
@@ -55,8 +59,14 @@ class VirtualTime {
                     uint64_t after_a = 0, uint64_t after_b = 0);
   bool query(uint64_t flow, double* start, double* finish);
 
-  void record(vgpu_nccl_completion c);  // assigns seq; updates the per-GPU latest
+  void record(vgpu_nccl_completion c);  // assigns seq; updates the per-GPU and per-launch latest
   bool latest(int gpu, double* finish);
+  // vgpu_nccl_launch_transfers / vgpu_nccl_forget_launch.
+  bool launch_transfers(uint64_t launch, double* finish, uint64_t* count);
+  void forget_launch(uint64_t launch);
+  // Launch records kept at most (the driver forgets each once its kernel is timed; sends that
+  // complete after that make new records, which age out).
+  static constexpr size_t kLaunchRecords = 16384;
   int completions(uint64_t after_seq, vgpu_nccl_completion* out, int max);
   static bool last_on_thread(vgpu_nccl_completion* out);
 
@@ -73,6 +83,16 @@ class VirtualTime {
   std::mutex log_mu_;
   uint64_t next_seq_ = 1;
   std::deque<vgpu_nccl_completion> log_;
+  // Per launch tag (under log_mu_): the latest finish, how many completed, and the flows of the
+  // latest few (asked again at launch_transfers: simcore may still move them).
+  struct LaunchRecord {
+    double finish = -1;
+    uint64_t count = 0;
+    std::deque<uint64_t> flows;
+  };
+  static constexpr size_t kRequeryFlows = 16;
+  std::unordered_map<uint64_t, LaunchRecord> launches_;
+  std::deque<uint64_t> launch_order_;  // insertion order, for the bound
   // Per global GPU: the latest finish of a completed request, -1 while none (read lock-free on
   // every isend/irecv).
   std::unique_ptr<std::atomic<double>[]> latest_;

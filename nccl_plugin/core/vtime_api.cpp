@@ -2,10 +2,34 @@
 #include "vtime_api.h"
 
 #include "net_core.h"
+#include "profiler/launch_tags.h"
 
 using vgpu::nccl::Core;
 
 VGPU_NCCL_API void vgpu_nccl_set_clock(vgpu_nccl_clock_fn fn) { vgpu::nccl::set_clock_hook(fn); }
+
+VGPU_NCCL_API int vgpu_nccl_interface_version(void) { return VGPU_NCCL_INTERFACE_VERSION; }
+
+VGPU_NCCL_API void vgpu_nccl_set_launch_clock(vgpu_nccl_launch_clock_fn fn) {
+  vgpu::nccl::set_launch_clock_hook(fn);
+}
+
+VGPU_NCCL_API uint64_t vgpu_nccl_current_launch(void) {
+  return vgpu::nccl::prof::LaunchTags::current_launch();
+}
+
+VGPU_NCCL_API int vgpu_nccl_launch_transfers(uint64_t launch, double* finish, uint64_t* count) {
+  auto* vt = Core::get().vtime();
+  if (vt == nullptr || finish == nullptr || launch == 0) return -1;
+  uint64_t n = 0;
+  if (!vt->launch_transfers(launch, finish, &n)) return -1;
+  if (count != nullptr) *count = n;
+  return 0;
+}
+
+VGPU_NCCL_API void vgpu_nccl_forget_launch(uint64_t launch) {
+  if (auto* vt = Core::get().vtime()) vt->forget_launch(launch);
+}
 
 VGPU_NCCL_API void vgpu_nccl_set_thread_gpu(int global_gpu) {
   vgpu::nccl::set_thread_gpu(global_gpu);

@@ -3,6 +3,10 @@
 // GPU, and how the driver reads back the virtual completion of the transfers NCCL waited for,
 // so that each NCCL kernel can be given the virtual duration of its transfers.
 // Every function is thread-safe and never fails hard: a missing answer is a -1 return.
+//
+// Launch tags: with vgpu's NCCL profiler loaded (profiler/launch_tags.h), every transfer knows
+// the NCCL kernel launch it belongs to, and the driver learns each NCCL launch's tag from inside
+// its cuLaunchKernel(Ex) (vgpu_nccl_current_launch). Tag 0 means unknown.
 #pragma once
 
 #include <stdint.h>
@@ -23,12 +27,35 @@ typedef struct {
   uint64_t bytes;
   double start;        // virtual seconds (NaN when unknown)
   double finish;
+  uint64_t launch;     // the NCCL kernel launch it belongs to (0: unknown)
 } vgpu_nccl_completion;
+
+// This header's version; the driver uses nothing else of a plugin that answers another.
+#define VGPU_NCCL_INTERFACE_VERSION 2
+VGPU_NCCL_API int vgpu_nccl_interface_version(void);
 
 // The virtual "now" of a global GPU, used as the earliest start of every transfer it issues or
 // accepts (the later of sender's and receiver's). Unset: 0. nullptr resets.
 typedef double (*vgpu_nccl_clock_fn)(int global_gpu);
 VGPU_NCCL_API void vgpu_nccl_set_clock(vgpu_nccl_clock_fn fn);
+
+// The virtual start of the NCCL kernel launch `launch` of `global_gpu`, preferred over the GPU's
+// clock for the transfers of that launch; a negative answer means "not known": the GPU's clock
+// is used. nullptr resets.
+typedef double (*vgpu_nccl_launch_clock_fn)(int global_gpu, uint64_t launch);
+VGPU_NCCL_API void vgpu_nccl_set_launch_clock(vgpu_nccl_launch_clock_fn fn);
+
+// The tag of the NCCL kernel launch under way on the calling thread: NCCL's profiler brackets
+// each cuLaunchKernel(Ex) of its kernels, so the driver asks from inside that call. 0: none.
+VGPU_NCCL_API uint64_t vgpu_nccl_current_launch(void);
+
+// The latest virtual finish among the completed transfers of launch `launch` (simcore is asked
+// again for the latest few, which later arrivals may have moved), and how many completed.
+// 0 on success, -1 when none completed (yet).
+VGPU_NCCL_API int vgpu_nccl_launch_transfers(uint64_t launch, double* finish, uint64_t* count);
+
+// The driver is done with `launch`: its record may go (records are also bounded in number).
+VGPU_NCCL_API void vgpu_nccl_forget_launch(uint64_t launch);
 
 // The global GPU of the calling thread's rank, for comms it creates from now on (tests running
 // ranks as threads; -1 clears). Precedence: this, VGPU_GLOBAL_RANK_GPU, then

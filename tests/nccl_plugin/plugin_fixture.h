@@ -86,6 +86,28 @@ inline bool connect_pair(Pair* p, int dev = 0) {
   return true;
 }
 
+// A pair whose sender is global GPU `src_gpu` and receiver `dst_gpu` (ranks as threads: the
+// per-thread GPU of the plugin's C interface).
+inline Pair gpu_pair(int src_gpu, int dst_gpu) {
+  const auto& n = net();
+  Pair p;
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  plugin().set_thread_gpu(dst_gpu);
+  EXPECT_EQ(n.listen(plugin().ctx, 0, handle, &p.listen), ncclSuccess);
+  plugin().set_thread_gpu(src_gpu);
+  auto end = std::chrono::steady_clock::now() + kDeadline;
+  while ((p.send == nullptr || p.recv == nullptr) && std::chrono::steady_clock::now() < end) {
+    if (p.send == nullptr) {
+      EXPECT_EQ(n.connect(plugin().ctx, 0, handle, &p.send, nullptr), ncclSuccess);
+    }
+    if (p.recv == nullptr) {
+      EXPECT_EQ(n.accept(p.listen, &p.recv, nullptr), ncclSuccess);
+    }
+  }
+  plugin().set_thread_gpu(-1);
+  return p;
+}
+
 inline void close_pair(Pair& p) {
   const auto& n = net();
   if (p.send) {

@@ -39,27 +39,6 @@ std::vector<simcore::Interval> reference(const std::vector<Flow>& flows) {
   return out;
 }
 
-// A pair whose receiver is `dst_gpu` and sender `src_gpu` (ranks as threads: per-thread GPU).
-Pair gpu_pair(int src_gpu, int dst_gpu) {
-  const auto& n = net();
-  Pair p;
-  char handle[NCCL_NET_HANDLE_MAXSIZE];
-  plugin().set_thread_gpu(dst_gpu);
-  EXPECT_EQ(n.listen(plugin().ctx, 0, handle, &p.listen), ncclSuccess);
-  plugin().set_thread_gpu(src_gpu);
-  auto end = std::chrono::steady_clock::now() + kDeadline;
-  while ((p.send == nullptr || p.recv == nullptr) && std::chrono::steady_clock::now() < end) {
-    if (p.send == nullptr) {
-      EXPECT_EQ(n.connect(plugin().ctx, 0, handle, &p.send, nullptr), ncclSuccess);
-    }
-    if (p.recv == nullptr) {
-      EXPECT_EQ(n.accept(p.listen, &p.recv, nullptr), ncclSuccess);
-    }
-  }
-  plugin().set_thread_gpu(-1);
-  return p;
-}
-
 struct Posted {
   std::vector<unsigned char> src, dst;
   void *smr = nullptr, *rmr = nullptr, *sreq = nullptr, *rreq = nullptr;

@@ -149,6 +149,7 @@ class VgpuRunTest(unittest.TestCase):
         self.assertEqual(ld[:2], [os.path.join(BUILD, "vgpu"), os.path.join(BUILD, "vgpu", "nvml")])
         self.assertNotIn("VGPU_REAL_LIBCUDA", env)
         self.assertEqual(env["NCCL_NET_PLUGIN"], PLUGIN)
+        self.assertEqual(env["NCCL_PROFILER_PLUGIN"], PLUGIN)  # tells each transfer's kernel launch
         self.assertEqual(env["NCCL_NET"], "vgpu")
         self.assertEqual(env["NCCL_P2P_DISABLE"], "1")
         self.assertEqual(env["NCCL_SHM_DISABLE"], "1")
@@ -232,6 +233,12 @@ class VgpuRunTest(unittest.TestCase):
         self.assertEqual((env["NCCL_P2P_DISABLE"], env["NCCL_NET"]), ("1", "vgpu"))
         self.assertIn("NCCL_P2P_DISABLE=0 from the environment replaced by 1", r.stderr)
         self.assertIn("NCCL_NET=IB from the environment replaced by vgpu", r.stderr)
+
+    def test_users_own_nccl_profiler_is_kept_with_a_note(self):
+        r = self.run_vgpu("--print-env", NCCL_PROFILER_PLUGIN="/opt/my/libnccl-profiler.so")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(parse_env(r.stdout)["NCCL_PROFILER_PLUGIN"], "/opt/my/libnccl-profiler.so")
+        self.assertIn("NCCL_PROFILER_PLUGIN=/opt/my/libnccl-profiler.so from the environment kept", r.stderr)
 
     # --- refusals ------------------------------------------------------------------------------
 

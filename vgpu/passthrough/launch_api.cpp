@@ -61,7 +61,7 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
     if (nccl_timing::plugin_present()) {
       p.timing.source = Timing::Source::nccl;
       p.timing.nccl_gpu = nccl_timing::global_gpu(t.device);
-      p.timing.nccl_window = nccl_timing::open_window(p.timing.nccl_gpu);
+      p.timing.nccl = nccl_timing::attribute(p.timing.nccl_gpu);
     }
     return p;
   }

@@ -13,16 +13,10 @@
 #include "common/log.h"
 #include "nccl_plugin/core/vtime_api.h"
 #include "passthrough/passthrough_state.h"
+#include "passthrough/virtual_time.h"
 
 namespace vgpu::pt::nccl_timing {
 namespace {
-
-using CompletionsFn = int (*)(uint64_t, vgpu_nccl_completion*, int);
-using IntervalFn = int (*)(uint64_t, double*, double*);
-
-// How many of a kernel's latest transfers are asked again for their final placement.
-constexpr size_t kRequery = 16;
-using SetClockFn = void (*)(vgpu_nccl_clock_fn);
 
 constexpr int kMaxGpus = 4096;
 std::array<std::atomic<double>, kMaxGpus> g_kernel_start{};
@@ -31,35 +25,141 @@ double clock_hook(int gpu) {
   return gpu >= 0 && gpu < kMaxGpus ? g_kernel_start[gpu].load(std::memory_order_relaxed) : 0;
 }
 
-// The completions read from the plugin so far, per global GPU (seq, virtual finish).
+// NCCL kernels on the timeline by launch tag, the latest kKept of them: their transfers ask for
+// their start, also after the kernel itself was timed (sends may leave after their kernel ended).
+class Launches {
+ public:
+  void add(uint64_t tag, const OpRef& op) {
+    std::lock_guard l(mu_);
+    if (ops_.emplace(tag, op).second) order_.push_back(tag);
+    while (order_.size() > kKept) {
+      ops_.erase(order_.front());
+      order_.pop_front();
+    }
+  }
+  OpRef find(uint64_t tag) {
+    std::lock_guard l(mu_);
+    auto it = ops_.find(tag);
+    return it == ops_.end() ? nullptr : it->second;
+  }
+
+ private:
+  static constexpr size_t kKept = 16384;
+  std::mutex mu_;
+  // Held, not weak: nothing else keeps a timed op once resolved (and then it holds no deps).
+  std::unordered_map<uint64_t, OpRef> ops_;
+  std::deque<uint64_t> order_;
+};
+
+Launches& launches() {
+  static Launches* l = new Launches;  // used until exit
+  return *l;
+}
+
+// The transfers' clock for the plugin: the virtual start of the kernel launch they belong to,
+// once its stream predecessors resolve (for a send the kernel is running, so they have), else
+// its issue time, a lower bound.
+double launch_clock_hook(int gpu, uint64_t launch) {
+  OpRef op = launches().find(launch);
+  if (!op) {
+    log::debug("nccl timing: launch {} of gpu {} is not on the timeline (yet, or any more)", launch, gpu);
+    return -1;
+  }
+  VirtualTime* vt = VirtualTime::get();
+  if (vt != nullptr) {
+    if (const std::optional<double> s = vt->start_of(op)) return *s;
+  }
+  return op->issue;
+}
+
+// The plugin's C interface (vtime_api.h), resolved in the library NCCL loaded.
+struct Plugin {
+  using CompletionsFn = int (*)(uint64_t, vgpu_nccl_completion*, int);
+  using IntervalFn = int (*)(uint64_t, double*, double*);
+  using LaunchFn = uint64_t (*)();
+  using LaunchTransfersFn = int (*)(uint64_t, double*, uint64_t*);
+  using ForgetFn = void (*)(uint64_t);
+  CompletionsFn completions = nullptr;
+  IntervalFn interval = nullptr;
+  LaunchFn current_launch = nullptr;
+  LaunchTransfersFn launch_transfers = nullptr;
+  ForgetFn forget_launch = nullptr;
+};
+
+// Loads the plugin's interface once NCCL has loaded the plugin (until then: not present).
+class PluginLink {
+ public:
+  const Plugin* get() {
+    std::lock_guard l(mu_);
+    if (loaded_) return &fns_;
+    // NCCL dlopens the plugin (RTLD_LOCAL): find it by name among the loaded libraries.
+    void* lib = dlopen("libnccl-net-vgpu.so", RTLD_NOLOAD | RTLD_LAZY);
+    auto sym = [lib](const char* name) { return lib ? dlsym(lib, name) : dlsym(RTLD_DEFAULT, name); };
+    auto version = reinterpret_cast<int (*)()>(sym("vgpu_nccl_interface_version"));
+    if (version == nullptr) return nullptr;
+    if (version() != VGPU_NCCL_INTERFACE_VERSION) {
+      log::once(log::Level::warn, "nccl-interface",
+                fmt::format("passthrough: the vgpu NCCL plugin speaks interface {} and this driver {}: "
+                            "NCCL kernels are timed by their real duration (use the plugin built with this "
+                            "driver)", version(), VGPU_NCCL_INTERFACE_VERSION));
+      return nullptr;
+    }
+    fns_.completions = reinterpret_cast<Plugin::CompletionsFn>(sym("vgpu_nccl_completions"));
+    fns_.interval = reinterpret_cast<Plugin::IntervalFn>(sym("vgpu_nccl_flow_interval"));
+    fns_.current_launch = reinterpret_cast<Plugin::LaunchFn>(sym("vgpu_nccl_current_launch"));
+    fns_.launch_transfers = reinterpret_cast<Plugin::LaunchTransfersFn>(sym("vgpu_nccl_launch_transfers"));
+    fns_.forget_launch = reinterpret_cast<Plugin::ForgetFn>(sym("vgpu_nccl_forget_launch"));
+    auto set_clock = reinterpret_cast<void (*)(vgpu_nccl_clock_fn)>(sym("vgpu_nccl_set_clock"));
+    auto set_launch_clock = reinterpret_cast<void (*)(vgpu_nccl_launch_clock_fn)>(sym("vgpu_nccl_set_launch_clock"));
+    if (fns_.completions == nullptr || fns_.interval == nullptr || fns_.current_launch == nullptr ||
+        fns_.launch_transfers == nullptr || fns_.forget_launch == nullptr || set_clock == nullptr ||
+        set_launch_clock == nullptr)
+      return nullptr;
+    set_clock(&clock_hook);
+    set_launch_clock(&launch_clock_hook);
+    loaded_ = true;
+    log::info("passthrough: NCCL kernels are timed by the vgpu net plugin's transfers");
+    return &fns_;
+  }
+
+ private:
+  std::mutex mu_;
+  bool loaded_ = false;
+  Plugin fns_;
+};
+
+const Plugin* plugin() {
+  static PluginLink* link = new PluginLink;  // used until exit
+  return link->get();
+}
+
+// Attribution by launch order (the fallback): the completions read from the plugin so far, per
+// global GPU.
 class CompletionLog {
  public:
-  bool present() {
-    std::lock_guard l(mu_);
-    return load();
-  }
   uint64_t position() {
     std::lock_guard l(mu_);
     pull();
     return cursor_;
   }
-  // The latest virtual finish among `gpu`'s transfers logged after `since`. A finish is logged
-  // when NCCL saw the transfer complete, but simcore may still move it later: transfers that
-  // arrive afterwards in real time can start earlier in virtual time and take a share of the
-  // same links. So the latest-logged transfers (which, sharing links fairly, finish last) are
-  // asked for their placement now.
+  // The latest virtual finish among `gpu`'s transfers logged after `since` (and not after
+  // `until`, when closed). A finish is logged when NCCL saw the transfer complete, but simcore
+  // may still move it later: transfers that arrive afterwards in real time can start earlier in
+  // virtual time and take a share of the same links. So the latest-logged transfers (which,
+  // sharing links fairly, finish last) are asked for their placement now.
   double latest_between(int gpu, uint64_t since, uint64_t until, double floor) {
     std::lock_guard l(mu_);
     pull();
+    const Plugin* p = plugin();
     double out = floor;
     auto it = by_gpu_.find(gpu);
-    if (it == by_gpu_.end()) return out;
+    if (p == nullptr || it == by_gpu_.end()) return out;
     size_t asked = 0;
     for (auto e = it->second.rbegin(); e != it->second.rend() && e->seq > since; ++e) {
       if (until != 0 && e->seq > until) continue;
       double finish = e->finish;
       double start = 0, now_finish = 0;
-      if (interval_ != nullptr && e->flow != 0 && asked < kRequery && interval_(e->flow, &start, &now_finish) == 0) {
+      if (e->flow != 0 && asked < kRequery && p->interval(e->flow, &start, &now_finish) == 0) {
         ++asked;
         finish = std::max(finish, now_finish);
       }
@@ -69,28 +169,17 @@ class CompletionLog {
   }
 
  private:
-  bool load() {
-    if (completions_ != nullptr) return true;
-    // NCCL dlopens the plugin (RTLD_LOCAL): find it by name among the loaded libraries.
-    void* lib = dlopen("libnccl-net-vgpu.so", RTLD_NOLOAD | RTLD_LAZY);
-    void* completions = lib ? dlsym(lib, "vgpu_nccl_completions") : dlsym(RTLD_DEFAULT, "vgpu_nccl_completions");
-    void* set_clock = lib ? dlsym(lib, "vgpu_nccl_set_clock") : dlsym(RTLD_DEFAULT, "vgpu_nccl_set_clock");
-    void* interval = lib ? dlsym(lib, "vgpu_nccl_flow_interval") : dlsym(RTLD_DEFAULT, "vgpu_nccl_flow_interval");
-    interval_ = reinterpret_cast<IntervalFn>(interval);
-    if (completions == nullptr || set_clock == nullptr) return false;
-    completions_ = reinterpret_cast<CompletionsFn>(completions);
-    reinterpret_cast<SetClockFn>(set_clock)(&clock_hook);
-    log::info("passthrough: NCCL kernels are timed by the vgpu net plugin's transfers");
-    return true;
-  }
+  static constexpr size_t kRequery = 16;  // latest transfers asked again for their placement
   void pull() {
-    if (!load()) return;
+    const Plugin* p = plugin();
+    if (p == nullptr) return;
     vgpu_nccl_completion buf[256];
     for (;;) {
-      const int n = completions_(cursor_, buf, 256);
+      const int n = p->completions(cursor_, buf, 256);
       if (n <= 0) break;
       for (int i = 0; i < n; ++i) {
         cursor_ = std::max(cursor_, buf[i].seq);
+        if (buf[i].launch != 0) continue;  // attributed exactly (finish() asks by launch)
         auto& q = by_gpu_[buf[i].gpu];
         if (buf[i].finish == buf[i].finish) q.push_back({buf[i].seq, buf[i].flow_id, buf[i].finish});  // not NaN
         if (q.size() > 8192) q.pop_front();
@@ -104,8 +193,6 @@ class CompletionLog {
     double finish;
   };
   std::mutex mu_;
-  CompletionsFn completions_ = nullptr;
-  IntervalFn interval_ = nullptr;
   uint64_t cursor_ = 0;
   std::unordered_map<int, std::deque<Entry>> by_gpu_;
 };
@@ -132,24 +219,42 @@ int global_gpu(int v) {
   return node * per_node + v;
 }
 
-bool plugin_present() { return completion_log().present(); }
+bool plugin_present() { return plugin() != nullptr; }
 
-Window open_window(int gpu) {
+Attribution attribute(int gpu) {
+  Attribution a;
+  if (const Plugin* p = plugin()) a.launch = p->current_launch();
+  if (a.launch != 0) return a;
   static std::mutex mu;
   static auto* open = new std::unordered_map<int, std::shared_ptr<std::atomic<uint64_t>>>;
-  Window w;
-  w.since = completion_log().position();
-  w.until = std::make_shared<std::atomic<uint64_t>>(0);
+  a.since = completion_log().position();
+  a.until = std::make_shared<std::atomic<uint64_t>>(0);
   std::lock_guard l(mu);
   auto& previous = (*open)[gpu];
-  if (previous) previous->store(w.since == 0 ? 1 : w.since, std::memory_order_release);
-  previous = w.until;
-  return w;
+  if (previous) previous->store(a.since == 0 ? 1 : a.since, std::memory_order_release);
+  previous = a.until;
+  return a;
 }
 
-double finish(int gpu, const Window& w, double start) {
-  const uint64_t until = w.until ? w.until->load(std::memory_order_acquire) : 0;
-  return completion_log().latest_between(gpu, w.since, until, start + kMinSeconds);
+void launched(const Attribution& a, const OpRef& op) {
+  if (a.launch != 0 && op) launches().add(a.launch, op);
+}
+
+double finish(int gpu, const Attribution& a, double start) {
+  const double floor = start + kMinSeconds;
+  if (a.launch == 0) {
+    const uint64_t until = a.until ? a.until->load(std::memory_order_acquire) : 0;
+    return completion_log().latest_between(gpu, a.since, until, floor);
+  }
+  // The launch stays on record (until it ages out): a kernel may end before its last sends
+  // leave (it only had to put their data in NCCL's buffers), and those still ask for its start.
+  const Plugin* p = plugin();
+  if (p == nullptr) return floor;
+  double f = floor;
+  uint64_t count = 0;
+  if (p->launch_transfers(a.launch, &f, &count) != 0) f = floor;
+  p->forget_launch(a.launch);
+  return std::max(floor, f);
 }
 
 void set_kernel_start(int gpu, double start) {

@@ -236,6 +236,7 @@ OpRef VirtualTime::submit(const StreamTarget& t, Timing timing, Bracket& b) {
   // thread's resolve may measure it and erase that measurement.
   const bool nccl = timing.source == Timing::Source::nccl;
   const int nccl_gpu = timing.nccl_gpu;
+  const nccl_timing::Attribution nccl_attribution = timing.nccl;
   const bool kernel = timing.kernel;
   uint64_t id = 0;
   if (duration < 0) {
@@ -262,12 +263,14 @@ OpRef VirtualTime::submit(const StreamTarget& t, Timing timing, Bracket& b) {
   {
     std::lock_guard l(impl_->mu);
     resolve_now = ++impl_->submissions % kResolveEvery == 0;
-    if (id != 0 && nccl) {
-      const std::optional<double> start = timeline_.start_if_ready(op);
-      nccl_timing::set_kernel_start(nccl_gpu, start ? *start : issue);
-      log::debug("vtime: NCCL kernel on gpu {} issued {:.9f}, start {}", nccl_gpu, issue,
-                 start ? fmt::format("{:.9f}", *start) : std::string("not known yet"));
-    }
+  }
+  // Not under impl_->mu: the timeline's lock is taken first everywhere else (resolve -> measure).
+  if (id != 0 && nccl) {
+    nccl_timing::launched(nccl_attribution, op);
+    const std::optional<double> start = timeline_.start_if_ready(op);
+    nccl_timing::set_kernel_start(nccl_gpu, start ? *start : issue);
+    log::debug("vtime: NCCL kernel on gpu {} (launch {}) issued {:.9f}, start {}", nccl_gpu, nccl_attribution.launch,
+               issue, start ? fmt::format("{:.9f}", *start) : std::string("not known yet"));
   }
   if (resolve_now) resolve(nullptr);
   return op;
@@ -318,9 +321,10 @@ double VirtualTime::measure(const TimedOp& op, double start, bool force) {
     seconds = static_cast<double>(ms) * 1e-3;
   }
   if (m.timing.source == Timing::Source::nccl) {
-    seconds = nccl_timing::finish(m.timing.nccl_gpu, m.timing.nccl_window, start) - start;
-    log::debug("vtime: NCCL kernel on gpu {} (log window from {}) {:.9f} .. {:.9f}, real {:.9f} s",
-               m.timing.nccl_gpu, m.timing.nccl_window.since, start, start + seconds, static_cast<double>(ms) * 1e-3);
+    seconds = nccl_timing::finish(m.timing.nccl_gpu, m.timing.nccl, start) - start;
+    log::debug("vtime: NCCL kernel on gpu {} (launch {}, log window from {}) {:.9f} .. {:.9f}, real {:.9f} s",
+               m.timing.nccl_gpu, m.timing.nccl.launch, m.timing.nccl.since, start, start + seconds,
+               static_cast<double>(ms) * 1e-3);
   } else if (r == CUDA_SUCCESS && m.timing.on_measured) {
     m.timing.on_measured(seconds);
   }
@@ -333,9 +337,22 @@ double VirtualTime::measure(const TimedOp& op, double start, bool force) {
   return seconds;
 }
 
-void VirtualTime::resolve(const OpRef& target) {
+std::optional<double> VirtualTime::start_of(const OpRef& op) {
+  if (std::optional<double> s = timeline_.start_if_ready(op, /*wait=*/false)) return s;
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const int64_t ns = static_cast<int64_t>(now.tv_sec) * 1000000000 + now.tv_nsec;
+  int64_t last = last_start_resolve_ns_.load(std::memory_order_relaxed);
+  if (ns - last < static_cast<int64_t>(kStartResolveSeconds * 1e9) ||
+      !last_start_resolve_ns_.compare_exchange_strong(last, ns, std::memory_order_relaxed))
+    return std::nullopt;
+  resolve(nullptr, /*wait=*/false);
+  return timeline_.start_if_ready(op, /*wait=*/false);
+}
+
+void VirtualTime::resolve(const OpRef& target, bool wait) {
   timeline_.resolve([this](const TimedOp& op, double start, bool force) { return measure(op, start, force); },
-                    target);
+                    target, wait);
 }
 
 void VirtualTime::event_recorded(CUevent event, const StreamTarget& t) {

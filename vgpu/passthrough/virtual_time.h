@@ -42,7 +42,7 @@ struct Timing {
   double seconds = 0;                        // Source::known
   std::function<void(double)> on_measured;   // Source::measured: told the measured duration
   int nccl_gpu = -1;                         // Source::nccl: the rank's global GPU
-  nccl_timing::Window nccl_window;           //   and its window of the plugin's log
+  nccl_timing::Attribution nccl;             //   and which transfers are the kernel's
 };
 
 class VirtualTime {
@@ -93,6 +93,14 @@ class VirtualTime {
   // The earliest virtual start of an op the calling thread submits now to `device`.
   double issue_time(int device);
 
+  // The virtual start of `op` once everything before it resolved; if not yet, resolves what
+  // the real GPU has finished (at most every kStartResolveSeconds: callers are on hot paths) and
+  // asks again. Never waits for the timeline: nullopt when it is busy or the start still
+  // unknown. For NCCL's proxy thread (through the plugin's launch clock), which the GPU may be
+  // waiting for while a synchronizing thread holds the timeline.
+  std::optional<double> start_of(const OpRef& op);
+  static constexpr double kStartResolveSeconds = 50e-6;
+
   // Events: recorded on a stream, waited for by a stream, forgotten.
   void event_recorded(CUevent event, const StreamTarget& t);
   void stream_waits(const StreamTarget& t, CUevent event);
@@ -118,11 +126,12 @@ class VirtualTime {
   struct Impl;
   double measure(const TimedOp& op, double start, bool force);
   static void open_gate(Bracket& b);
-  void resolve(const OpRef& target);
+  void resolve(const OpRef& target, bool wait = true);
 
   VirtualTimeline timeline_;
   Impl* impl_ = nullptr;
   std::atomic<int> open_captures_{0};
+  std::atomic<int64_t> last_start_resolve_ns_{0};
 };
 
 }  // namespace vgpu::pt

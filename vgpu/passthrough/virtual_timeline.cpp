@@ -57,9 +57,14 @@ void VirtualTimeline::set_duration(const OpRef& op, double seconds) {
   if (!op->resolved) op->duration = std::max(0.0, seconds);
 }
 
-std::optional<double> VirtualTimeline::start_if_ready(const OpRef& op) const {
+std::optional<double> VirtualTimeline::start_if_ready(const OpRef& op, bool wait) const {
   if (!op) return std::nullopt;
-  std::lock_guard l(mu_);
+  std::unique_lock l(mu_, std::defer_lock);
+  if (wait) {
+    l.lock();
+  } else if (!l.try_lock()) {
+    return std::nullopt;
+  }
   if (op->resolved) return op->start;
   double start = op->issue;
   for (const OpRef& d : op->deps) {
@@ -83,8 +88,13 @@ std::vector<OpRef> VirtualTimeline::tails_of_context(const void* context) const 
   return out;
 }
 
-void VirtualTimeline::resolve(const Measure& measure, const OpRef& target) {
-  std::lock_guard l(mu_);
+void VirtualTimeline::resolve(const Measure& measure, const OpRef& target, bool wait) {
+  std::unique_lock l(mu_, std::defer_lock);
+  if (wait) {
+    l.lock();
+  } else if (!l.try_lock()) {
+    return;
+  }
   // What `target` depends on, transitively, among the unresolved ops.
   std::unordered_set<const TimedOp*> forced;
   std::vector<const TimedOp*> stack;

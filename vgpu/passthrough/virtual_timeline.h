@@ -55,7 +55,10 @@ class VirtualTimeline {
                const std::vector<OpRef>& waits = {}, uint64_t measurement = 0, bool kernel = false);
 
   // The start of `op` if its dependencies are resolved (its duration may still be unknown).
-  std::optional<double> start_if_ready(const OpRef& op) const;
+  // `wait` false: nullopt at once when another thread holds the timeline (a resolve forced by a
+  // synchronization may hold it until the GPU finishes, and NCCL's proxy thread, which the GPU
+  // may be waiting for, must never wait on it).
+  std::optional<double> start_if_ready(const OpRef& op, bool wait = true) const;
 
   // The measurement of `op` came back.
   void set_duration(const OpRef& op, double seconds);
@@ -70,8 +73,9 @@ class VirtualTimeline {
   // (so its start is known): it returns the duration (>= 0), or < 0 when it cannot tell yet.
   // `force` is true for `target` and every op it depends on: the caller synchronized with
   // `target` for real, so their measurements are complete and must be read now.
+  // `wait` false: does nothing when another thread holds the timeline (as start_if_ready).
   using Measure = std::function<double(const TimedOp& op, double start, bool force)>;
-  void resolve(const Measure& measure, const OpRef& target = nullptr);
+  void resolve(const Measure& measure, const OpRef& target = nullptr, bool wait = true);
 
   // The finish of `op` when resolved.
   std::optional<double> finish(const OpRef& op) const;

@@ -29,6 +29,12 @@
   NCCL_NVLS_ENABLE=0, NCCL_COLLNET_ENABLE=0
                       no NVLink SHARP or in-network reductions: they bypass the plugin.
   NCCL_TOPO_FILE      the generated topology (topology.py says what it holds and why).
+  NCCL_PROFILER_PLUGIN
+                      the same library, whose NCCL profiler tells the driver which kernel launch
+                      each transfer belongs to, so each NCCL kernel is timed by its own
+                      transfers. A value of the caller's is kept (with a note): NCCL loads one
+                      profiler, and NCCL kernels are then attributed their transfers by launch
+                      order, which is right only where the host does not run ahead.
 
 NCCL_HOSTID is not set: with P2P and SHM disabled NCCL already treats each GPU as its own node
 (topology.py), so a host id per virtual node would change nothing inside a host, and one
@@ -97,6 +103,7 @@ def job_vars(options, layout, backend, real_driver, job_id, topo_file, base):
     out["NCCL_NET_PLUGIN"] = layout.nccl_plugin
     out.update(NCCL_FIXED)
     out["NCCL_TOPO_FILE"] = topo_file
+    out["NCCL_PROFILER_PLUGIN"] = base.get("NCCL_PROFILER_PLUGIN") or layout.nccl_plugin
     return out
 
 
@@ -107,6 +114,10 @@ def replaced(setting, base):
         old = base.get(name)
         if old is not None and old != setting[name]:
             notes.append(f"{name}={old} from the environment replaced by {setting[name]}")
+    own = base.get("NCCL_PROFILER_PLUGIN")
+    if own and own != setting["NCCL_NET_PLUGIN"]:
+        notes.append(f"NCCL_PROFILER_PLUGIN={own} from the environment kept: NCCL kernels are "
+                     "attributed their transfers by launch order, not by vgpu's profiler")
     return notes
 
 

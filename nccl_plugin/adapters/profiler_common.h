@@ -1,0 +1,33 @@
+// What the profiler ABI adapters share: every entry point but startEvent has one signature in
+// v5 and v6, and startEvent reads the same members of either descriptor.
+#pragma once
+
+#include "abi/profiler_v5.h"
+#include "adapters/common.h"
+#include "profiler/launch_tags.h"
+
+namespace vgpu::nccl::adapt {
+
+inline constexpr const char* kProfilerName = "vgpu";
+
+ncclResult_t profiler_init(void** context, uint64_t comm_id, int* activation_mask, const char* comm_name,
+                           int nodes, int nranks, int rank, ncclDebugLogger_t log);
+ncclResult_t profiler_stop(void* handle);
+ncclResult_t profiler_record(void* handle, int state, ncclProfilerEventStateArgs_v5_t* args);
+ncclResult_t profiler_finalize(void* context);
+
+// startEvent for a descriptor of any version (their common prefix is identical).
+template <class Descr> ncclResult_t start_event(void* context, void** handle, const Descr* d) {
+  if (handle == nullptr) return ncclInvalidArgument;
+  *handle = nullptr;
+  if (d == nullptr) return ncclSuccess;
+  prof::Event e;
+  e.type = d->type;
+  e.parent = d->parentObj;
+  if (d->type == ncclProfileColl) e.plan = d->coll.parentGroup;
+  if (d->type == ncclProfileP2p) e.plan = d->p2p.parentGroup;
+  *handle = prof::LaunchTags::get().start(context, e);
+  return ncclSuccess;
+}
+
+}  // namespace vgpu::nccl::adapt

@@ -1,0 +1,173 @@
+#include "profiler/launch_tags.h"
+
+#include <atomic>
+
+#include "abi/profiler_v5.h"
+
+namespace vgpu::nccl::prof {
+namespace {
+
+thread_local uint64_t t_current_launch = 0;
+std::atomic<bool> g_active{false};
+
+// What a context is: NCCL only needs a non-null pointer back; vgpu needs a distinct identity per
+// communicator (the slots of a GroupApi are per communicator).
+struct Context {
+  int unused = 0;
+};
+
+}  // namespace
+
+LaunchTags& LaunchTags::get() {
+  static LaunchTags* tags = new LaunchTags;  // NCCL's threads may call in while the process exits
+  return *tags;
+}
+
+void* LaunchTags::encode(uint64_t value, Kind k) {
+  return reinterpret_cast<void*>(static_cast<uintptr_t>((value << 4) | k));
+}
+
+bool LaunchTags::decode(const void* handle, Kind k, uint64_t* value) {
+  const auto v = reinterpret_cast<uintptr_t>(handle);
+  if (v == 0 || (v & 0xf) != k) return false;
+  *value = v >> 4;
+  return true;
+}
+
+void* LaunchTags::open_context(int* activation_mask) {
+  // The chain from a transfer to its kernel launch, and nothing that changes what NCCL runs
+  // (ncclProfileKernelCh would add proxy work) or costs per step beyond it.
+  if (activation_mask != nullptr) {
+    *activation_mask = ncclProfileGroupApi | ncclProfileCollApi | ncclProfileP2pApi |
+                       ncclProfileKernelLaunch | ncclProfileGroup | ncclProfileColl | ncclProfileP2p |
+                       ncclProfileProxyOp | ncclProfileProxyStep;
+  }
+  std::lock_guard l(mu_);
+  ++contexts_;
+  g_active.store(true, std::memory_order_release);
+  return new Context;
+}
+
+void LaunchTags::close_context(void* context) {
+  if (context == nullptr) return;
+  std::lock_guard l(mu_);
+  --contexts_;
+  delete static_cast<Context*>(context);
+}
+
+bool LaunchTags::active() const { return g_active.load(std::memory_order_acquire); }
+
+uint64_t LaunchTags::current_launch() { return t_current_launch; }
+
+uint64_t LaunchTags::fresh() { return ++next_; }
+
+LaunchTags::Node* LaunchTags::node(uint64_t id) {
+  auto it = nodes_.find(id);
+  return it == nodes_.end() ? nullptr : &it->second;
+}
+
+LaunchTags::Node* LaunchTags::group_of(const void* handle) {
+  uint64_t id = 0;
+  if (decode(handle, group_api, &id)) return node(id);
+  if (!decode(handle, api, &id)) return nullptr;
+  Node* a = node(id);
+  return a == nullptr ? nullptr : node(a->group);
+}
+
+uint64_t LaunchTags::slot_tag(Node& group, void* context, bool is_launch) {
+  Slots* s = nullptr;
+  for (Slots& x : group.slots)
+    if (x.context == context) s = &x;
+  if (s == nullptr) {
+    group.slots.push_back(Slots{context, 0, 0, {}});
+    s = &group.slots.back();
+  }
+  const uint32_t index = is_launch ? s->launches++ : s->plans++;
+  while (s->tags.size() <= index) s->tags.push_back(fresh());
+  return s->tags[index];
+}
+
+void LaunchTags::retire(uint64_t id) {
+  retired_.push_back(id);
+  while (retired_.size() > kKeepRetired) {
+    nodes_.erase(retired_.front());
+    retired_.pop_front();
+  }
+}
+
+void* LaunchTags::start(void* context, const Event& e) {
+  uint64_t tag = 0;
+  switch (e.type) {
+    case ncclProfileProxyStep:  // the hot path: no lock
+      decode(e.parent, op, &tag);
+      return encode(tag, step);
+    case ncclProfileProxyOp:
+      decode(e.parent, task, &tag);
+      return encode(tag, op);
+    default:
+      break;
+  }
+  std::lock_guard l(mu_);
+  switch (e.type) {
+    case ncclProfileGroupApi: {
+      const uint64_t id = fresh();
+      nodes_[id].kind = group_api;
+      return encode(id, group_api);
+    }
+    case ncclProfileCollApi:
+    case ncclProfileP2pApi: {
+      uint64_t group = 0;
+      decode(e.parent, group_api, &group);
+      const uint64_t id = fresh();
+      Node& n = nodes_[id];
+      n.kind = api;
+      n.group = group;
+      return encode(id, api);
+    }
+    case ncclProfileGroup: {
+      const uint64_t id = fresh();
+      nodes_[id].kind = plan;
+      return encode(id, plan);
+    }
+    case ncclProfileKernelLaunch: {
+      if (Node* g = group_of(e.parent)) tag = slot_tag(*g, context, /*is_launch=*/true);
+      t_current_launch = tag;
+      return encode(tag, launch);
+    }
+    case ncclProfileColl:
+    case ncclProfileP2p: {
+      uint64_t plan_id = 0;
+      Node* p = decode(e.plan, plan, &plan_id) ? node(plan_id) : nullptr;
+      if (p != nullptr && p->tag != 0) {
+        tag = p->tag;
+      } else if (Node* g = group_of(e.parent)) {
+        tag = slot_tag(*g, context, /*is_launch=*/false);
+        if (p != nullptr) p->tag = tag;
+      }
+      return encode(tag, task);
+    }
+    default:
+      return nullptr;  // not followed: NCCL then skips its state updates and stop
+  }
+}
+
+void LaunchTags::stop(void* handle) {
+  uint64_t v = 0;
+  if (decode(handle, launch, &v)) {
+    t_current_launch = 0;
+    return;
+  }
+  if (decode(handle, group_api, &v) || decode(handle, api, &v) || decode(handle, plan, &v)) {
+    std::lock_guard l(mu_);
+    retire(v);
+  }
+}
+
+uint64_t LaunchTags::launch_of_transfer(const void* phandle) const {
+  if (phandle == nullptr || !active()) return 0;
+  const auto* pair = static_cast<const ncclProxyEventHandle_v5_t*>(phandle);
+  uint64_t tag = 0;
+  return decode(pair->stepEventHandle, step, &tag) ? tag : 0;
+}
+
+}  // namespace vgpu::nccl::prof

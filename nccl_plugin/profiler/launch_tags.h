@@ -1,0 +1,94 @@
+// Which NCCL kernel launch each network transfer belongs to, learnt from NCCL's own profiler
+// events (vgpu exports an NCCL profiler beside its net plugin: adapters/profiler_vN.cpp).
+//
+// Why: an NCCL kernel's virtual duration is the virtual finish of the transfers it waited for.
+// The host launches collectives far ahead of the GPU, so "the transfers logged since this
+// kernel's launch" mixes collectives; NCCL's profiler events name each transfer's collective.
+//
+// How the events connect (NCCL 2.28+, profiler ABI v5/v6), each arrow an event's parent:
+//   transfer (isend/irecv phandle) -> ProxyStep -> ProxyOp -> Coll|P2p task -> CollApi|P2pApi
+//   -> GroupApi;   KernelLaunch -> GroupApi;   Coll|P2p also names its plan (a Group event).
+// One GroupApi (an outermost ncclGroupStart/End, implicit around a single call) may launch
+// several kernels, one per plan and communicator, in order; so the k-th KernelLaunch of a
+// GroupApi on a communicator and the k-th plan of that GroupApi on it are the same kernel, and
+// share one launch tag. Whichever of the two comes first (a plan's tasks may start before or
+// after its launch, on another thread) creates the tag.
+//
+// Handles: NCCL only stores profiler handles and passes them back, so they are encoded values,
+// not pointers: (value << 4) | kind. Task, proxy-op, proxy-step and launch handles carry their
+// launch tag in the value, so the proxy thread's many step events cost no lock and no memory;
+// GroupApi, Api and plan handles carry the id of a table entry, and an entry whose id is no
+// longer in the table (retired long ago) simply yields no tag. A tag of 0 means "unknown": the
+// driver then falls back to attributing by launch order.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+namespace vgpu::nccl::prof {
+
+// The version-neutral view of one event descriptor (each adapter fills it from its ABI).
+struct Event {
+  uint64_t type = 0;       // ncclProfile* bit
+  void* parent = nullptr;  // parentObj
+  void* plan = nullptr;    // Coll/P2p: the handle of the plan's Group event
+};
+
+class LaunchTags {
+ public:
+  static LaunchTags& get();
+
+  // A communicator's profiler context, and the event types to activate.
+  void* open_context(int* activation_mask);
+  void close_context(void* context);
+  // The handle of a started event; nullptr for an event vgpu does not follow.
+  void* start(void* context, const Event& e);
+  void stop(void* handle);
+
+  // Whether NCCL loaded this profiler (a context was opened): only then are the phandles NCCL
+  // gives the net plugin known to point at NCCL's step handle pair.
+  bool active() const;
+  // The launch tag of the NCCL kernel launch under way on the calling thread (0: none), read by
+  // the driver from inside that cuLaunchKernel(Ex).
+  static uint64_t current_launch();
+  // The launch tag of a transfer, from the phandle NCCL passed to isend/irecv (0: unknown).
+  uint64_t launch_of_transfer(const void* phandle) const;
+
+  // Entries kept after NCCL stopped them (their children may still start later: a plan's tasks
+  // start after its API events ended, proxy ops after their task ended).
+  static constexpr size_t kKeepRetired = 8192;
+
+ private:
+  LaunchTags() = default;
+  enum Kind : uint8_t { none = 0, launch = 1, task = 2, op = 3, step = 4, group_api = 5, api = 6, plan = 7 };
+  static void* encode(uint64_t value, Kind k);
+  static bool decode(const void* handle, Kind k, uint64_t* value);
+
+  struct Slots {  // one communicator's kernels within one GroupApi
+    void* context = nullptr;
+    uint32_t launches = 0, plans = 0;
+    std::vector<uint64_t> tags;
+  };
+  struct Node {
+    Kind kind = none;
+    uint64_t group = 0;  // api: its GroupApi's id
+    uint64_t tag = 0;    // plan: its launch tag once known
+    std::vector<Slots> slots;  // group_api
+  };
+  uint64_t fresh();
+  Node* node(uint64_t id);                   // under mu_
+  Node* group_of(const void* api_or_group);  // under mu_
+  uint64_t slot_tag(Node& group, void* context, bool is_launch);  // under mu_
+  void retire(uint64_t id);                  // under mu_
+
+  mutable std::mutex mu_;
+  std::unordered_map<uint64_t, Node> nodes_;
+  std::deque<uint64_t> retired_;
+  uint64_t next_ = 0;  // under mu_
+  int contexts_ = 0;   // under mu_
+};
+
+}  // namespace vgpu::nccl::prof

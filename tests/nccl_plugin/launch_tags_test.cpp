@@ -1,0 +1,240 @@
+// NCCL's profiler events, as NCCL 2.28+ sends them to the profiler vgpu exports beside its net
+// plugin, tie every transfer to its kernel launch: the tag the driver reads from inside the
+// launch (vgpu_nccl_current_launch) is the tag the transfers of that launch's collective carry
+// into their completions and into vgpu_nccl_launch_transfers. Driven through the ABI tables
+// (ncclProfiler_v5/_v6, ncclNetPlugin_v12) as NCCL does; cluster 2 nodes x 4 GPUs.
+#include <set>
+#include <thread>
+
+#include "profiler_fixture.h"
+
+using namespace vtest;
+
+namespace {
+
+class LaunchTags : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_NE(plugin().ctx, nullptr);
+    ASSERT_NE(profiler().v5, nullptr);
+    ASSERT_NE(profiler().v6, nullptr);
+    ASSERT_NE(profiler().current_launch, nullptr);
+    ASSERT_NE(profiler().launch_transfers, nullptr);
+  }
+};
+
+}  // namespace
+
+TEST_F(LaunchTags, BothProfilerVersionsActivateTheChainFromTransferToLaunch) {
+  EXPECT_STREQ(profiler().v5->name, "vgpu");
+  EXPECT_STREQ(profiler().v6->name, "vgpu");
+  for (bool v6 : {false, true}) {
+    Comm c(v6);
+    for (int bit : {ncclProfileGroupApi, ncclProfileCollApi, ncclProfileP2pApi, ncclProfileKernelLaunch,
+                    ncclProfileGroup, ncclProfileColl, ncclProfileP2p, ncclProfileProxyOp, ncclProfileProxyStep})
+      EXPECT_NE(c.mask() & bit, 0) << "event type bit " << bit;
+    // KernelCh would make NCCL add proxy work to every kernel: never asked for.
+    EXPECT_EQ(c.mask() & ncclProfileKernelCh, 0);
+  }
+  auto version = reinterpret_cast<int (*)()>(dlsym(plugin().dl, "vgpu_nccl_interface_version"));
+  ASSERT_NE(version, nullptr);
+  EXPECT_EQ(version(), VGPU_NCCL_INTERFACE_VERSION);
+}
+
+TEST_F(LaunchTags, BothEndsOfATransferCarryTheirKernelLaunch) {
+  for (bool v6 : {false, true}) {
+    Comm c(v6);
+    void* group = c.start(ncclProfileGroupApi, nullptr);
+    void* api = c.start(ncclProfileCollApi, group);
+    Comm::stop(api);  // NCCL ends the API event before the launch
+    const uint64_t launch = c.launch(group);
+    EXPECT_NE(launch, 0u);
+    void* plan = c.start(ncclProfileGroup, nullptr);
+    void* step = c.task_step(api, plan);
+    Tagged t = transfer(step, step);
+    EXPECT_EQ(t.send.launch, launch);
+    EXPECT_EQ(t.recv.launch, launch);
+    Comm::stop(plan);
+    Comm::stop(group);
+
+    double finish = -1;
+    uint64_t count = 0;
+    ASSERT_EQ(profiler().launch_transfers(launch, &finish, &count), 0);
+    EXPECT_EQ(count, 2u);
+    EXPECT_DOUBLE_EQ(finish, std::max(t.send.finish, t.recv.finish));
+    profiler().forget_launch(launch);
+    EXPECT_EQ(profiler().launch_transfers(launch, &finish, &count), -1);
+  }
+}
+
+TEST_F(LaunchTags, PlansMatchTheLaunchesOfTheirGroupInOrderWhicheverComesFirst) {
+  Comm c;
+  // Launches first (NCCL launches, then starts each plan's tasks)...
+  void* group = c.start(ncclProfileGroupApi, nullptr);
+  void* api1 = c.start(ncclProfileCollApi, group);
+  void* api2 = c.start(ncclProfileCollApi, group);
+  const uint64_t l1 = c.launch(group), l2 = c.launch(group);
+  EXPECT_NE(l1, l2);
+  void* plan1 = c.start(ncclProfileGroup, nullptr);
+  void* s1 = c.task_step(api1, plan1);
+  void* s1b = c.task_step(api2, plan1);  // a second collective of the same plan (one kernel)
+  void* plan2 = c.start(ncclProfileGroup, nullptr);
+  void* s2 = c.task_step(api2, plan2);
+  EXPECT_EQ(transfer(s1, s1).send.launch, l1);
+  EXPECT_EQ(transfer(s1b, s1b).send.launch, l1);
+  EXPECT_EQ(transfer(s2, s2).send.launch, l2);
+  // ...or plans first (their host callback ran before the launch call returned).
+  void* g2 = c.start(ncclProfileGroupApi, nullptr);
+  void* api3 = c.start(ncclProfileP2pApi, g2);
+  void* plan3 = c.start(ncclProfileGroup, nullptr);
+  void* s3 = c.task_step(api3, plan3, ncclProfileP2p);
+  void* plan4 = c.start(ncclProfileGroup, nullptr);
+  void* s4 = c.task_step(api3, plan4, ncclProfileP2p);
+  const uint64_t l3 = c.launch(g2), l4 = c.launch(g2);
+  EXPECT_EQ(transfer(s3, s3).send.launch, l3);
+  EXPECT_EQ(transfer(s4, s4).recv.launch, l4);
+  std::set<uint64_t> distinct{l1, l2, l3, l4};
+  EXPECT_EQ(distinct.size(), 4u);
+  for (void* h : {api1, api2, plan1, plan2, group, api3, plan3, plan4, g2}) Comm::stop(h);
+}
+
+TEST_F(LaunchTags, CommunicatorsInOneGroupEachKeepTheirOwnOrder) {
+  // One thread's group over two communicators (as a single process driving two GPUs does).
+  Comm a, b;
+  void* group = a.start(ncclProfileGroupApi, nullptr);
+  void* api_a = a.start(ncclProfileCollApi, group);
+  void* api_b = b.start(ncclProfileCollApi, group);
+  const uint64_t la = a.launch(group);
+  const uint64_t lb = b.launch(group);
+  EXPECT_NE(la, lb);
+  void* plan_b = b.start(ncclProfileGroup, nullptr);  // b's plan runs its tasks first
+  void* sb = b.task_step(api_b, plan_b);
+  void* plan_a = a.start(ncclProfileGroup, nullptr);
+  void* sa = a.task_step(api_a, plan_a);
+  Tagged t = transfer(sa, sb);  // a sends to b
+  EXPECT_EQ(t.send.launch, la);
+  EXPECT_EQ(t.recv.launch, lb);
+  for (void* h : {api_a, api_b, plan_a, plan_b, group}) Comm::stop(h);
+}
+
+TEST_F(LaunchTags, WhatCannotBeTracedCarriesNoTagAndBreaksNothing) {
+  Comm c;
+  // A launch whose group vgpu never saw.
+  void* h = c.start(ncclProfileKernelLaunch, nullptr);
+  EXPECT_NE(h, nullptr);
+  EXPECT_EQ(profiler().current_launch(), 0u);
+  Comm::stop(h);
+  // Tasks under a parent that is no handle of vgpu's (a real pointer, as another profiler's).
+  int foreign = 0;
+  void* step = c.task_step(&foreign, &foreign);
+  EXPECT_EQ(transfer(step, step).send.launch, 0u);
+  // NCCL's pair with no step handle (the step event type inactive), and no pair at all.
+  EXPECT_EQ(transfer(nullptr, nullptr).recv.launch, 0u);
+  // Events vgpu does not follow, and stops of handles it never gave.
+  EXPECT_EQ(c.start(ncclProfileProxyCtrl, nullptr), nullptr);
+  EXPECT_EQ(c.start(ncclProfileKernelCh, nullptr), nullptr);
+  EXPECT_EQ(c.start(ncclProfileNetPlugin, nullptr), nullptr);
+  Comm::stop(nullptr);
+  Comm::stop(&foreign);
+  void* null_handle = nullptr;
+  EXPECT_EQ(profiler().v5->startEvent(nullptr, &null_handle, nullptr), ncclSuccess);
+  EXPECT_EQ(profiler().v5->startEvent(nullptr, nullptr, nullptr), ncclInvalidArgument);
+  EXPECT_EQ(profiler().v5->recordEventState(nullptr, 0, nullptr), ncclSuccess);
+  double f = 0;
+  EXPECT_EQ(profiler().launch_transfers(0, &f, nullptr), -1);
+  EXPECT_EQ(profiler().launch_transfers(12345, nullptr, nullptr), -1);
+  // A plan of a group retired long ago: its tag is unknown, not another group's.
+  void* old_group = c.start(ncclProfileGroupApi, nullptr);
+  void* old_api = c.start(ncclProfileCollApi, old_group);
+  Comm::stop(old_api);
+  Comm::stop(old_group);
+  for (int i = 0; i < 9000; ++i) Comm::stop(c.start(ncclProfileGroupApi, nullptr));
+  void* plan = c.start(ncclProfileGroup, nullptr);
+  void* late = c.task_step(old_api, plan);
+  EXPECT_EQ(transfer(late, late).send.launch, 0u);
+  Comm::stop(plan);
+}
+
+namespace {
+// Launch clock for the next test: launch -> its kernel's virtual start.
+std::atomic<uint64_t> g_first{0}, g_second{0};
+double launch_clock(int, uint64_t launch) {
+  if (launch == g_first.load()) return 100.0;
+  if (launch == g_second.load()) return 200.0;
+  return -1;
+}
+double gpu_clock(int) { return 300.0; }  // what transfers of an unknown launch would get
+}  // namespace
+
+TEST_F(LaunchTags, EachKernelIsTimedByItsOwnTransfersWhenTheHostRunsAhead) {
+  // The host launches two collectives before any of their transfers move (as a training loop
+  // does): attribution by launch order would give the first kernel nothing and the second both.
+  // With launch tags each kernel gets its own, each starting at its own kernel's virtual start.
+  ASSERT_NE(profiler().set_launch_clock, nullptr);
+  ASSERT_NE(profiler().set_clock, nullptr);
+  Comm c;
+  void* group = c.start(ncclProfileGroupApi, nullptr);
+  void* api1 = c.start(ncclProfileCollApi, group);
+  const uint64_t l1 = c.launch(group);
+  void* plan1 = c.start(ncclProfileGroup, nullptr);
+  void* s1 = c.task_step(api1, plan1);
+  void* g2 = c.start(ncclProfileGroupApi, nullptr);
+  void* api2 = c.start(ncclProfileCollApi, g2);
+  const uint64_t l2 = c.launch(g2);
+  void* plan2 = c.start(ncclProfileGroup, nullptr);
+  void* s2 = c.task_step(api2, plan2);
+  g_first = l1;
+  g_second = l2;
+  profiler().set_launch_clock(&launch_clock);
+  profiler().set_clock(&gpu_clock);
+  const size_t bytes = 45'000'000;  // 0 -> 1 over NVLink: ~133 us at 337.5 GB/s
+  Tagged first = transfer(s1, s1, bytes);
+  Tagged second = transfer(s2, s2, bytes);
+  profiler().set_launch_clock(nullptr);
+  profiler().set_clock(nullptr);
+  EXPECT_DOUBLE_EQ(first.send.start, 100.0);
+  EXPECT_DOUBLE_EQ(second.send.start, 200.0);
+  EXPECT_NEAR(first.send.finish - first.send.start, bytes / 337.5e9, 5e-6);
+  double f1 = 0, f2 = 0;
+  uint64_t n1 = 0, n2 = 0;
+  ASSERT_EQ(profiler().launch_transfers(l1, &f1, &n1), 0);
+  ASSERT_EQ(profiler().launch_transfers(l2, &f2, &n2), 0);
+  EXPECT_EQ(n1, 2u);
+  EXPECT_EQ(n2, 2u);
+  EXPECT_DOUBLE_EQ(f1, first.send.finish);
+  EXPECT_DOUBLE_EQ(f2, second.send.finish);
+  EXPECT_LT(f1, 101.0);
+  EXPECT_GT(f2, 200.0);
+  for (void* h : {api1, plan1, group, api2, plan2, g2}) Comm::stop(h);
+}
+
+TEST_F(LaunchTags, ManyThreadsLaunchingAtOnceGetDistinctTags) {
+  constexpr int kThreads = 8, kGroups = 300;
+  std::vector<std::vector<uint64_t>> seen(kThreads);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kThreads; ++i) {
+    threads.emplace_back([&, i] {
+      Comm c(i % 2 == 1);
+      for (int g = 0; g < kGroups; ++g) {
+        void* group = c.start(ncclProfileGroupApi, nullptr);
+        void* api = c.start(ncclProfileCollApi, group);
+        Comm::stop(api);
+        seen[i].push_back(c.launch(group));
+        void* plan = c.start(ncclProfileGroup, nullptr);
+        void* task = c.start(ncclProfileColl, api, plan);
+        void* op = c.start(ncclProfileProxyOp, task);
+        for (int s = 0; s < 8; ++s) Comm::stop(c.start(ncclProfileProxyStep, op));
+        for (void* h : {op, task, plan, group}) Comm::stop(h);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::set<uint64_t> all;
+  for (const auto& v : seen) {
+    for (uint64_t tag : v) {
+      EXPECT_NE(tag, 0u);
+      all.insert(tag);
+    }
+  }
+  EXPECT_EQ(all.size(), static_cast<size_t>(kThreads * kGroups));
+}
