@@ -88,7 +88,6 @@ class LaunchTags {
   std::unordered_map<uint64_t, Node> nodes_;
   std::deque<uint64_t> retired_;
   uint64_t next_ = 0;  // under mu_
-  int contexts_ = 0;   // under mu_
 };
 
 }  // namespace vgpu::nccl::prof
