@@ -90,6 +90,7 @@ struct Plugin {
 class PluginLink {
  public:
   const Plugin* get() {
+    if (const Plugin* p = ready_.load(std::memory_order_acquire)) return p;  // every NCCL launch
     std::lock_guard l(mu_);
     if (loaded_) return &fns_;
     // NCCL dlopens the plugin (RTLD_LOCAL): find it by name among the loaded libraries.
@@ -118,6 +119,7 @@ class PluginLink {
     set_clock(&clock_hook);
     set_launch_clock(&launch_clock_hook);
     loaded_ = true;
+    ready_.store(&fns_, std::memory_order_release);
     log::info("passthrough: NCCL kernels are timed by the vgpu net plugin's transfers");
     return &fns_;
   }
@@ -126,6 +128,7 @@ class PluginLink {
   std::mutex mu_;
   bool loaded_ = false;
   Plugin fns_;
+  std::atomic<const Plugin*> ready_{nullptr};
 };
 
 const Plugin* plugin() {
