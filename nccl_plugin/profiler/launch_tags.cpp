@@ -56,17 +56,20 @@ uint64_t LaunchTags::current_launch() { return t_current_launch; }
 
 uint64_t LaunchTags::fresh() { return ++next_; }
 
-LaunchTags::Node* LaunchTags::node(uint64_t id) {
+LaunchTags::Node* LaunchTags::node(const void* handle, Kind k) {
+  uint64_t id = 0;
+  return decode(handle, k, &id) ? node(id, k) : nullptr;
+}
+
+LaunchTags::Node* LaunchTags::node(uint64_t id, Kind k) {
   auto it = nodes_.find(id);
-  return it == nodes_.end() ? nullptr : &it->second;
+  return it == nodes_.end() || it->second.kind != k ? nullptr : &it->second;
 }
 
 LaunchTags::Node* LaunchTags::group_of(const void* handle) {
-  uint64_t id = 0;
-  if (decode(handle, group_api, &id)) return node(id);
-  if (!decode(handle, api, &id)) return nullptr;
-  Node* a = node(id);
-  return a == nullptr ? nullptr : node(a->group);
+  if (Node* g = node(handle, group_api)) return g;
+  Node* a = node(handle, api);
+  return a == nullptr ? nullptr : node(a->group, group_api);
 }
 
 uint64_t LaunchTags::slot_tag(Node& group, void* context, bool is_launch) {
@@ -131,8 +134,7 @@ void* LaunchTags::start(void* context, const Event& e) {
     }
     case ncclProfileColl:
     case ncclProfileP2p: {
-      uint64_t plan_id = 0;
-      Node* p = decode(e.plan, plan, &plan_id) ? node(plan_id) : nullptr;
+      Node* p = node(e.plan, plan);
       if (p != nullptr && p->tag != 0) {
         tag = p->tag;
       } else if (Node* g = group_of(e.parent)) {

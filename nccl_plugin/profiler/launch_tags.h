@@ -79,7 +79,9 @@ class LaunchTags {
     std::vector<Slots> slots;  // group_api
   };
   uint64_t fresh();
-  Node* node(uint64_t id);                   // under mu_
+  // The live entry of kind `k` (by id, or by a handle of that kind), else nullptr; under mu_.
+  Node* node(uint64_t id, Kind k);
+  Node* node(const void* handle, Kind k);
   Node* group_of(const void* api_or_group);  // under mu_
   uint64_t slot_tag(Node& group, void* context, bool is_launch);  // under mu_
   void retire(uint64_t id);                  // under mu_

@@ -254,8 +254,7 @@ double finish(int gpu, const Attribution& a, double start) {
   const Plugin* p = plugin();
   if (p == nullptr) return floor;
   double f = floor;
-  uint64_t count = 0;
-  if (p->launch_transfers(a.launch, &f, &count) != 0) f = floor;
+  if (p->launch_transfers(a.launch, &f, nullptr) != 0) f = floor;
   p->forget_launch(a.launch);
   return std::max(floor, f);
 }

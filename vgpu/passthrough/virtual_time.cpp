@@ -236,7 +236,7 @@ OpRef VirtualTime::submit(const StreamTarget& t, Timing timing, Bracket& b) {
   // thread's resolve may measure it and erase that measurement.
   const bool nccl = timing.source == Timing::Source::nccl;
   const int nccl_gpu = timing.nccl_gpu;
-  const nccl_timing::Attribution nccl_attribution = timing.nccl;
+  const nccl_timing::Attribution nccl_attribution = nccl ? timing.nccl : nccl_timing::Attribution{};
   const bool kernel = timing.kernel;
   uint64_t id = 0;
   if (duration < 0) {
