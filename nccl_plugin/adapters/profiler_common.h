@@ -24,8 +24,17 @@ template <class Descr> ncclResult_t start_event(void* context, void** handle, co
   prof::Event e;
   e.type = d->type;
   e.parent = d->parentObj;
-  if (d->type == ncclProfileColl) e.plan = d->coll.parentGroup;
-  if (d->type == ncclProfileP2p) e.plan = d->p2p.parentGroup;
+  if (d->type == ncclProfileColl) {
+    e.plan = d->coll.parentGroup;
+    e.func = d->coll.func;
+    e.bytes = d->coll.count * prof::datatype_size(d->coll.datatype);
+  }
+  if (d->type == ncclProfileP2p) {
+    e.plan = d->p2p.parentGroup;
+    e.func = d->p2p.func;
+    e.bytes = d->p2p.count * prof::datatype_size(d->p2p.datatype);
+    e.peer = d->p2p.peer;
+  }
   *handle = prof::LaunchTags::get().start(context, e);
   return ncclSuccess;
 }

@@ -218,6 +218,7 @@ void VirtualTime::record(vgpu_nccl_completion c) {
       LaunchRecord& l = it->second;
       ++l.count;
       if (std::isfinite(c.finish)) l.finish = std::max(l.finish, c.finish);
+      if (std::isfinite(c.start) && (l.first_start < 0 || c.start < l.first_start)) l.first_start = c.start;
       if (c.flow_id != 0) {
         l.flows.push_back(c.flow_id);
         if (l.flows.size() > kRequeryFlows) l.flows.pop_front();
@@ -252,6 +253,19 @@ int VirtualTime::completions(uint64_t after_seq, vgpu_nccl_completion* out, int 
   return n;
 }
 
+bool VirtualTime::launch_window(uint64_t launch, double* first_start, double* last_finish, uint64_t* count) {
+  {
+    std::lock_guard lock(log_mu_);
+    auto it = launches_.find(launch);
+    if (it == launches_.end() || it->second.first_start < 0) return false;
+    *first_start = it->second.first_start;
+  }
+  uint64_t n = 0;
+  if (!launch_transfers(launch, last_finish, &n)) *last_finish = *first_start;
+  *count = n;
+  return true;
+}
+
 bool VirtualTime::launch_transfers(uint64_t launch, double* finish, uint64_t* count) {
   double out = -1;
   std::deque<uint64_t> flows;
@@ -260,7 +274,7 @@ bool VirtualTime::launch_transfers(uint64_t launch, double* finish, uint64_t* co
     auto it = launches_.find(launch);
     if (it == launches_.end()) return false;
     out = it->second.finish;
-    *count = it->second.count;
+    if (count != nullptr) *count = it->second.count;
     flows = it->second.flows;
   }
   // Outside the lock: through the daemon each query is a round trip.

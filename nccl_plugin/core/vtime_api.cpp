@@ -1,6 +1,8 @@
 // The exported C functions of vtime_api.h, over the core's VirtualTime.
 #include "vtime_api.h"
 
+#include <cstring>
+
 #include "net_core.h"
 #include "profiler/launch_tags.h"
 
@@ -24,6 +26,34 @@ VGPU_NCCL_API int vgpu_nccl_launch_transfers(uint64_t launch, double* finish, ui
   uint64_t n = 0;
   if (!vt->launch_transfers(launch, finish, &n)) return -1;
   if (count != nullptr) *count = n;
+  return 0;
+}
+
+VGPU_NCCL_API int vgpu_nccl_launch_window(uint64_t launch, double* first_start, double* last_finish,
+                                          uint64_t* count) {
+  auto* vt = Core::get().vtime();
+  if (vt == nullptr || first_start == nullptr || last_finish == nullptr || launch == 0) return -1;
+  uint64_t n = 0;
+  if (!vt->launch_window(launch, first_start, last_finish, &n)) return -1;
+  if (count != nullptr) *count = n;
+  return 0;
+}
+
+VGPU_NCCL_API int vgpu_nccl_launch_collective(uint64_t launch, vgpu_nccl_launch_work* out) {
+  vgpu::nccl::prof::LaunchWork w;
+  if (out == nullptr || !vgpu::nccl::prof::LaunchTags::get().launch_work(launch, &w)) return -1;
+  static_assert(sizeof out->item / sizeof out->item[0] == vgpu::nccl::prof::LaunchWork::kMaxItems);
+  *out = {};
+  out->nranks = w.nranks;
+  out->nnodes = w.nnodes;
+  out->items = w.items;
+  for (int i = 0; i < w.items; ++i) {
+    static_assert(sizeof out->item[i].func == sizeof w.item[i].func);
+    std::memcpy(out->item[i].func, w.item[i].func, sizeof out->item[i].func);
+    out->item[i].bytes = w.item[i].bytes;
+    out->item[i].peers = w.item[i].peers;
+    out->item[i].self = w.item[i].self ? 1 : 0;
+  }
   return 0;
 }
 

@@ -31,7 +31,7 @@ typedef struct {
 } vgpu_nccl_completion;
 
 // This header's version; the driver uses nothing else of a plugin that answers another.
-#define VGPU_NCCL_INTERFACE_VERSION 2
+#define VGPU_NCCL_INTERFACE_VERSION 3
 VGPU_NCCL_API int vgpu_nccl_interface_version(void);
 
 // The virtual "now" of a global GPU, used as the earliest start of every transfer it issues or
@@ -53,6 +53,32 @@ VGPU_NCCL_API uint64_t vgpu_nccl_current_launch(void);
 // again for the latest few, which later arrivals may have moved), and how many completed.
 // 0 on success, -1 when none completed (yet).
 VGPU_NCCL_API int vgpu_nccl_launch_transfers(uint64_t launch, double* finish, uint64_t* count);
+
+// The earliest virtual start and the latest virtual finish among the completed transfers of
+// launch `launch`, and how many completed. A transfer starts no earlier than its kernel on both
+// of its ranks, so the earliest start is when the launch's ranks had all begun (for two ranks
+// exactly; for more, as far as its neighbours tell). 0 on success, -1 when none completed.
+VGPU_NCCL_API int vgpu_nccl_launch_window(uint64_t launch, double* first_start, double* last_finish,
+                                          uint64_t* count);
+
+// What launch `launch` does, from NCCL's profiler events: its operations (NCCL's names, bytes
+// as count times datatype size, one entry per kind of operation; Sends that include one to
+// the rank itself are an all-to-all) and its communicator's shape.
+typedef struct {
+  char func[16];
+  uint64_t bytes;  // to other ranks
+  int peers;       // Send/Recv: distinct other ranks
+  int self;        // Send/Recv: also to the rank itself (an all-to-all's own share)
+} vgpu_nccl_work_item;
+typedef struct {
+  int nranks;
+  int nnodes;
+  int items;
+  int pad;
+  vgpu_nccl_work_item item[8];
+} vgpu_nccl_launch_work;
+// 0 on success, -1 when the launch is unknown (no vgpu profiler, or its record aged out).
+VGPU_NCCL_API int vgpu_nccl_launch_collective(uint64_t launch, vgpu_nccl_launch_work* out);
 
 // The driver is done with `launch`: its record may go (records are also bounded in number).
 VGPU_NCCL_API void vgpu_nccl_forget_launch(uint64_t launch);

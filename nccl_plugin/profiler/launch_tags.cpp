@@ -1,6 +1,8 @@
 #include "profiler/launch_tags.h"
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 
 #include "abi/profiler_v5.h"
 
@@ -13,7 +15,7 @@ std::atomic<bool> g_active{false};
 // What a context is: NCCL only needs a non-null pointer back; vgpu needs a distinct identity per
 // communicator (the slots of a GroupApi are per communicator).
 struct Context {
-  int unused = 0;
+  int nranks = 0, nnodes = 0, rank = -1;  // the communicator's shape (profiler init)
 };
 
 }  // namespace
@@ -34,7 +36,19 @@ bool LaunchTags::decode(const void* handle, Kind k, uint64_t* value) {
   return true;
 }
 
-void* LaunchTags::open_context(int* activation_mask) {
+uint64_t datatype_size(const char* name) {
+  if (name == nullptr) return 1;
+  const char* digits = name;
+  while (*digits != '\0' && (*digits < '0' || *digits > '9')) ++digits;
+  switch (std::atoi(digits)) {
+    case 16: return 2;
+    case 32: return 4;
+    case 64: return 8;
+    default: return 1;  // Int8, Uint8, Float8e4m3, Float8e5m2
+  }
+}
+
+void* LaunchTags::open_context(int* activation_mask, int nranks, int nnodes, int rank) {
   // The chain from a transfer to its kernel launch, and nothing that changes what NCCL runs
   // (ncclProfileKernelCh would add proxy work) or costs per step beyond it.
   if (activation_mask != nullptr) {
@@ -43,7 +57,11 @@ void* LaunchTags::open_context(int* activation_mask) {
                        ncclProfileProxyOp | ncclProfileProxyStep;
   }
   g_active.store(true, std::memory_order_release);
-  return new Context;
+  auto* c = new Context;
+  c->nranks = nranks;
+  c->nnodes = nnodes;
+  c->rank = rank;
+  return c;
 }
 
 void LaunchTags::close_context(void* context) {
@@ -141,11 +159,55 @@ void* LaunchTags::start(void* context, const Event& e) {
         tag = slot_tag(*g, context, /*is_launch=*/false);
         if (p != nullptr) p->tag = tag;
       }
+      if (tag != 0) note_work(tag, context, e);
       return encode(tag, task);
     }
     default:
       return nullptr;  // not followed: NCCL then skips its state updates and stop
   }
+}
+
+void LaunchTags::note_work(uint64_t tag, void* context, const Event& e) {
+  auto [it, added] = work_.try_emplace(tag);
+  if (added) {
+    work_order_.push_back(tag);
+    while (work_order_.size() > kKeepRetired) {
+      work_.erase(work_order_.front());
+      work_order_.pop_front();
+    }
+  }
+  LaunchWork& w = it->second;
+  if (const auto* c = static_cast<const Context*>(context)) {
+    w.nranks = c->nranks;
+    w.nnodes = c->nnodes;
+    w.rank = c->rank;
+  }
+  const char* func = e.func != nullptr ? e.func : "";
+  LaunchWork::Item* item = nullptr;
+  for (int i = 0; i < w.items && item == nullptr; ++i)
+    if (std::strncmp(w.item[i].func, func, sizeof w.item[i].func - 1) == 0) item = &w.item[i];
+  if (item == nullptr) {
+    if (w.items == LaunchWork::kMaxItems) return;
+    item = &w.item[w.items++];
+    std::strncpy(item->func, func, sizeof item->func - 1);
+  }
+  const bool to_self = e.peer >= 0 && e.peer == w.rank;
+  item->self = item->self || to_self;
+  if (!to_self) item->bytes += e.bytes;
+  if (e.peer >= 0 && !to_self) {
+    const uint64_t bit = uint64_t{1} << (e.peer % 64);
+    if ((item->peer_mask & bit) == 0) ++item->peers;
+    item->peer_mask |= bit;
+  }
+}
+
+bool LaunchTags::launch_work(uint64_t tag, LaunchWork* out) const {
+  if (tag == 0 || out == nullptr) return false;
+  std::lock_guard l(mu_);
+  auto it = work_.find(tag);
+  if (it == work_.end()) return false;
+  *out = it->second;
+  return true;
 }
 
 void LaunchTags::stop(void* handle) {

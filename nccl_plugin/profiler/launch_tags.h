@@ -35,14 +35,37 @@ struct Event {
   uint64_t type = 0;       // ncclProfile* bit
   void* parent = nullptr;  // parentObj
   void* plan = nullptr;    // Coll/P2p: the handle of the plan's Group event
+  const char* func = nullptr;  // Coll/P2p: NCCL's name of the operation ("AllReduce", "Send", ...)
+  uint64_t bytes = 0;          // Coll/P2p: its count times the datatype's size
+  int peer = -1;               // P2p: the peer rank
 };
+
+// What one NCCL kernel launch does, for the collective model (simcore/collective_model.h):
+// its operations (those of one kind merged: a coalesced group is one kernel over all of them)
+// and its communicator's shape.
+struct LaunchWork {
+  struct Item {
+    char func[16] = {};
+    uint64_t bytes = 0;  // to other ranks (a send to oneself is a local copy)
+    int peers = 0;       // P2p: distinct other ranks
+    bool self = false;   // P2p: also to oneself (an all-to-all's own share)
+    uint64_t peer_mask = 0;  // P2p: other ranks seen, rank mod 64
+  };
+  static constexpr int kMaxItems = 8;
+  int nranks = 0, nnodes = 0, rank = -1;
+  int items = 0;
+  Item item[kMaxItems];
+};
+
+// NCCL's name of a datatype ("ncclFloat32", "ncclBfloat16", ...) -> its size; 1 if unknown.
+uint64_t datatype_size(const char* name);
 
 class LaunchTags {
  public:
   static LaunchTags& get();
 
   // A communicator's profiler context, and the event types to activate.
-  void* open_context(int* activation_mask);
+  void* open_context(int* activation_mask, int nranks = 0, int nnodes = 0, int rank = -1);
   void close_context(void* context);
   // The handle of a started event; nullptr for an event vgpu does not follow.
   void* start(void* context, const Event& e);
@@ -56,6 +79,8 @@ class LaunchTags {
   static uint64_t current_launch();
   // The launch tag of a transfer, from the phandle NCCL passed to isend/irecv (0: unknown).
   uint64_t launch_of_transfer(const void* phandle) const;
+  // What launch `tag` does (its Coll/P2p events so far); false when nothing is known of it.
+  bool launch_work(uint64_t tag, LaunchWork* out) const;
 
   // Entries kept after NCCL stopped them (their children may still start later: a plan's tasks
   // start after its API events ended, proxy ops after their task ended).
@@ -86,8 +111,12 @@ class LaunchTags {
   uint64_t slot_tag(Node& group, void* context, bool is_launch);  // under mu_
   void retire(uint64_t id);                  // under mu_
 
+  void note_work(uint64_t tag, void* context, const Event& e);  // under mu_
+
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, Node> nodes_;
+  std::unordered_map<uint64_t, LaunchWork> work_;  // by launch tag, the latest kKeepRetired
+  std::deque<uint64_t> work_order_;
   std::deque<uint64_t> retired_;
   uint64_t next_ = 0;  // under mu_
 };

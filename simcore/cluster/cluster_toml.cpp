@@ -35,11 +35,13 @@ class FileReader {
     for (auto&& [key, node] : root) {
       const std::string_view name = key.str();
       const toml::table* table = node.as_table();
-      if (name != "cluster" && name != "nvlink" && name != "nic" && name != "fabric") {
-        fail(key.source(), fmt::format("unknown {} \"{}\"; known tables: cluster, nvlink, nic, fabric",
+      if (name != "cluster" && name != "nvlink" && name != "nic" && name != "fabric" && name != "collectives") {
+        fail(key.source(), fmt::format("unknown {} \"{}\"; known tables: cluster, nvlink, nic, fabric, collectives",
                                        table ? "table" : "key", name));
       } else if (!table) {
         fail(node.source(), fmt::format("{}: expected a table [{}], got {}", name, name, shown(node)));
+      } else if (name == "collectives") {
+        read_collectives(*table);
       } else {
         section_ = name;
         for (auto&& [k, v] : *table) {
@@ -112,6 +114,86 @@ class FileReader {
     if (k == "link_bandwidth") return bandwidth(v, d_.fabric_link_bw);
     if (k == "latency") return latency(v, fabric.latency_s);
     return unknown(key, "kind, nodes_per_leaf, oversubscription, link_bandwidth, latency");
+  }
+
+  // [collectives.<link class>] with ll_max, step_latency and the tables [ll] and [simple] of
+  // per-collective costs (cluster_spec.h, CollectiveSpec).
+  void read_collectives(const toml::table& t) {
+    for (auto&& [k, v] : t) {
+      section_ = "collectives";
+      key_ = k.str();
+      LinkCollectives* link = key_ == "nvlink" ? &d_.spec.collectives.nvlink
+                              : key_ == "nic"  ? &d_.spec.collectives.nic
+                                               : nullptr;
+      const toml::table* lt = v.as_table();
+      if (link == nullptr) {
+        unknown(k, "nvlink, nic");
+        return;
+      }
+      if (lt == nullptr) {
+        fail(v.source(), expected("a table", v));
+        return;
+      }
+      const std::string link_name(k.str());
+      for (auto&& [lk, lv] : *lt) {
+        key_ = scratch_ = fmt::format("{}.{}", link_name, lk.str());
+        const std::string_view name = lk.str();
+        bool ok = true;
+        if (name == "ll_max") {
+          std::optional<uint64_t> bytes;
+          ok = capacity(lv, bytes);
+          if (ok) link->ll_max_bytes = static_cast<double>(*bytes);
+        } else if (name == "step_latency") {
+          ok = latency(lv, link->step_latency_s);
+        } else if (name == "ll" || name == "simple") {
+          ok = read_costs(lv, name == "ll" ? link->ll : link->simple, fmt::format("{}.{}", link_name, name));
+        } else {
+          ok = unknown(lk, "ll_max, step_latency, ll, simple");
+        }
+        if (!ok) return;
+      }
+    }
+  }
+  bool read_costs(const toml::node& v, ProtocolCosts& costs, const std::string& where) {
+    const toml::table* t = v.as_table();
+    if (t == nullptr) return fail(v.source(), expected("a table of collectives", v));
+    for (auto&& [k, cv] : *t) {
+      key_ = scratch_ = fmt::format("{}.{}", where, k.str());
+      int index = -1;
+      for (int i = 0; i < kCollectiveKinds; ++i)
+        if (k.str() == kCollectiveKeys[i]) index = i;
+      if (index < 0)
+        return unknown(k, "all_reduce, all_gather, reduce_scatter, broadcast, reduce, send_recv, all_to_all");
+      const toml::table* c = cv.as_table();
+      if (c == nullptr)
+        return fail(cv.source(), expected("{ latency = \"7us\", link_share = 0.75, fill = \"512KiB\" }", cv));
+      CollectiveCost cost = costs.op[index];
+      const std::string op_path = scratch_;
+      for (auto&& [ck, value] : *c) {
+        const std::string_view name = ck.str();
+        key_ = scratch_ = fmt::format("{}.{}", op_path, name);
+        bool ok = true;
+        if (name == "latency") {
+          ok = latency(value, cost.latency_s);
+        } else if (name == "link_share") {
+          ok = fraction(value, cost.link_share);
+        } else if (name == "fill") {
+          const auto* s = value.as_string();
+          const auto bytes = s ? parse_bytes(s->get()) : std::nullopt;
+          if (s != nullptr && (s->get() == "0" || s->get().starts_with("0KiB") || s->get().starts_with("0B")))
+            cost.fill_bytes = 0;
+          else if (!bytes)
+            ok = fail(value.source(), expected("a size like \"512KiB\"", value));
+          else
+            cost.fill_bytes = static_cast<double>(*bytes);
+        } else {
+          ok = fail(ck.source(), fmt::format("{}: unknown key; keys: latency, link_share, fill", path()));
+        }
+        if (!ok) return false;
+      }
+      costs.op[index] = cost;
+    }
+    return true;
   }
 
   bool integer(const toml::node& v, int lo, int hi, int& out) {
@@ -193,6 +275,7 @@ class FileReader {
   std::string_view source_;
   ClusterDraft& d_;
   std::string_view section_, key_;
+  std::string scratch_;  // key_ of a nested [collectives] key
   std::optional<ConfigError> error_;
 };
 

@@ -1,30 +1,12 @@
-// The collective model (collective_model.h). Parameters are per link class (inside a node over
-// NVLink, across nodes over the NICs) and per protocol; the estimate takes the protocol that is
-// fastest for the call, as NCCL's own tuner does.
+// The collective model (collective_model.h) over the fitted parameters of the cluster
+// configuration (ClusterSpec::collectives; cluster_spec.h says what each one is).
 #include "simcore/collective_model.h"
 
 #include <algorithm>
-#include <array>
-#include <limits>
+#include <cmath>
 
 namespace simcore {
 namespace {
-
-struct Protocol {
-  const char* name;
-  double step_latency_s;  // per communication step on the critical path
-  double link_share;      // the payload's share of the link's (efficiency-scaled) bandwidth
-};
-
-// Until the fitted figures land in the cluster configuration: NCCL's documented shape (LL pays
-// half the line for its flags, LL128 8 bytes of every 128, Simple the full line and the
-// longest per-step latency), at the link's configured payload efficiency.
-constexpr std::array<Protocol, 3> kProtocols{{
-    {"LL", 1.0e-6, 0.5},
-    {"LL128", 2.0e-6, 0.9375},
-    {"Simple", 4.0e-6, 1.0},
-}};
-constexpr double kLaunchSeconds = 5e-6;
 
 bool one_node(const ClusterSpec& c, const std::vector<int>& gpus) {
   for (int g : gpus)
@@ -32,7 +14,8 @@ bool one_node(const ClusterSpec& c, const std::vector<int>& gpus) {
   return true;
 }
 
-// Bytes one rank sends, and the steps on the critical path, of a ring schedule.
+// Bytes one rank sends on its busiest link, and the steps on the critical path, of NCCL's ring
+// schedule over n ranks.
 void ring_shape(CollectiveOp op, double bytes, int n, double* wire, int* steps) {
   switch (op) {
     case CollectiveOp::all_reduce:
@@ -57,6 +40,18 @@ void ring_shape(CollectiveOp op, double bytes, int n, double* wire, int* steps) 
   }
 }
 
+// The buffer size NCCL's protocol choice goes by: the whole buffer (the nccl-tests size).
+double buffer_bytes(CollectiveOp op, double bytes, int n) {
+  switch (op) {
+    case CollectiveOp::all_gather:
+    case CollectiveOp::reduce_scatter:
+    case CollectiveOp::all_to_all:
+      return bytes * n;
+    default:
+      return bytes;
+  }
+}
+
 }  // namespace
 
 std::optional<CollectiveOp> collective_from_nccl_name(std::string_view name) {
@@ -71,6 +66,7 @@ std::optional<CollectiveOp> collective_from_nccl_name(std::string_view name) {
 }
 
 const char* collective_name(CollectiveOp op) {
+  static_assert(static_cast<int>(CollectiveOp::all_to_all) + 1 == kCollectiveKinds);
   switch (op) {
     case CollectiveOp::all_reduce: return "AllReduce";
     case CollectiveOp::all_gather: return "AllGather";
@@ -85,25 +81,27 @@ const char* collective_name(CollectiveOp op) {
 
 CollectiveEstimate estimate_collective(const ClusterSpec& cluster, const CollectiveCall& call) {
   CollectiveEstimate e;
-  e.seconds = kLaunchSeconds;
   const int n = static_cast<int>(call.gpus.size());
+  const bool nvlink = n < 2 || (one_node(cluster, call.gpus) && cluster.nvlink.present);
+  const LinkCollectives& link = nvlink ? cluster.collectives.nvlink : cluster.collectives.nic;
+  const int index = static_cast<int>(call.op);
+  const bool ll = buffer_bytes(call.op, static_cast<double>(call.bytes), std::max(n, 1)) < link.ll_max_bytes;
+  const CollectiveCost& cost = (ll ? link.ll : link.simple).op[index];
+  e.protocol = ll ? "LL" : "Simple";
+  e.seconds = cost.latency_s;
   if (n < 2 || call.bytes == 0) return e;
   double wire = 0;
   int steps = 0;
   ring_shape(call.op, static_cast<double>(call.bytes), n, &wire, &steps);
-  const bool nvlink = one_node(cluster, call.gpus) && cluster.nvlink.present;
-  const double link_bw = nvlink ? cluster.nvlink.bw_per_gpu * cluster.nvlink.efficiency
-                                : cluster.nic.bw * cluster.nic.efficiency;
-  const double hop_latency = nvlink ? cluster.nvlink.latency_s : cluster.nic.latency_s;
-  double best = std::numeric_limits<double>::infinity();
-  for (const Protocol& p : kProtocols) {
-    const double t = steps * (p.step_latency_s + hop_latency) + wire / (link_bw * p.link_share);
-    if (t < best) {
-      best = t;
-      e.protocol = p.name;
-    }
-  }
-  e.seconds += best;
+  int steps_of_two = 0;
+  double unused = 0;
+  ring_shape(call.op, 1.0, 2, &unused, &steps_of_two);
+  // The bus bandwidth the collective reaches: a share of its link's line rate (a rank's NVLink
+  // to the switch or peer, or its NIC), never above the line rate's payload.
+  const double line = nvlink ? cluster.nvlink.bw_per_gpu : cluster.nic.bw * cluster.nic.efficiency;
+  const double bandwidth = std::max(1.0, line * std::clamp(cost.link_share, 1e-6, 1.0));
+  e.seconds += std::max(0, steps - steps_of_two) * link.step_latency_s +
+               (wire + 2.0 * std::sqrt(wire * std::max(0.0, cost.fill_bytes))) / bandwidth;
   e.steps = steps;
   e.wire_bytes = wire;
   return e;

@@ -38,6 +38,25 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
+void expect_same_link_collectives(const LinkCollectives& a, const LinkCollectives& b) {
+  EXPECT_DOUBLE_EQ(a.ll_max_bytes, b.ll_max_bytes);
+  EXPECT_DOUBLE_EQ(a.step_latency_s, b.step_latency_s);
+  for (int i = 0; i < kCollectiveKinds; ++i) {
+    SCOPED_TRACE(kCollectiveKeys[i]);
+    for (const auto* p : {&a.ll, &a.simple}) {
+      const ProtocolCosts& q = p == &a.ll ? b.ll : b.simple;
+      EXPECT_NEAR(p->op[i].latency_s, q.op[i].latency_s, 1e-12);
+      EXPECT_DOUBLE_EQ(p->op[i].link_share, q.op[i].link_share);
+      EXPECT_DOUBLE_EQ(p->op[i].fill_bytes, q.op[i].fill_bytes);
+    }
+  }
+}
+
+void expect_same_collectives(const CollectiveSpec& a, const CollectiveSpec& b) {
+  expect_same_link_collectives(a.nvlink, b.nvlink);
+  expect_same_link_collectives(a.nic, b.nic);
+}
+
 void expect_same_cluster(const ClusterSpec& a, const ClusterSpec& b) {
   EXPECT_EQ(a.nodes, b.nodes);
   EXPECT_EQ(a.gpus_per_node, b.gpus_per_node);
@@ -59,6 +78,7 @@ void expect_same_cluster(const ClusterSpec& a, const ClusterSpec& b) {
   EXPECT_DOUBLE_EQ(a.fabric.oversubscription, b.fabric.oversubscription);
   EXPECT_DOUBLE_EQ(a.fabric.link_bw, b.fabric.link_bw);
   EXPECT_DOUBLE_EQ(a.fabric.latency_s, b.fabric.latency_s);
+  expect_same_collectives(a.collectives, b.collectives);
 }
 
 TEST(ClusterConfig, DefaultIsOneHgxH100Node) {
@@ -113,7 +133,10 @@ TEST(ClusterConfig, StructDefaultsAgreeWithTheDefaultCluster) {
   EXPECT_DOUBLE_EQ(plain.fabric.oversubscription, def.fabric.oversubscription);
   EXPECT_DOUBLE_EQ(plain.fabric.link_bw, def.fabric.link_bw);
   EXPECT_DOUBLE_EQ(plain.fabric.latency_s, def.fabric.latency_s);
+  // The fitted collective costs: the embedded file repeats default_collectives().
+  expect_same_collectives(plain.collectives, def.collectives);
 }
+
 
 TEST(ClusterConfig, EveryCatalogModelParses) {
   for (const GpuModel& m : gpu_catalog()) {
@@ -333,8 +356,8 @@ TEST(ClusterConfig, UnknownKeysAndTablesAreRejected) {
                "cluster.node: unknown key; keys of [cluster]: nodes, gpus_per_node, gpu_model, memory");
   expect_error("[nic]\n  bandwith = \"400Gb/s\"\n", 2, 3,
                "nic.bandwith: unknown key; keys of [nic]: per_node, rail_optimized, bandwidth, latency, efficiency");
-  expect_error("[clustr]\nnodes = 2\n", 1, 2, "unknown table \"clustr\"; known tables: cluster, nvlink, nic, fabric");
-  expect_error("nodes = 2\n", 1, 1, "unknown key \"nodes\"; known tables: cluster, nvlink, nic, fabric");
+  expect_error("[clustr]\nnodes = 2\n", 1, 2, "unknown table \"clustr\"; known tables: cluster, nvlink, nic, fabric, collectives");
+  expect_error("nodes = 2\n", 1, 1, "unknown key \"nodes\"; known tables: cluster, nvlink, nic, fabric, collectives");
   expect_error("cluster = 3\n", 1, 11, "cluster: expected a table [cluster], got 3");
   expect_error("[fabric]\nspeed = \"fast\"\n", 2, 1,
                "fabric.speed: unknown key; keys of [fabric]: kind, nodes_per_leaf, oversubscription, "
@@ -361,6 +384,27 @@ TEST(ClusterConfig, DescribeSummarizes) {
   EXPECT_NE(d.find("nic: 8 per node (rail-optimized), 400 Gb/s each"), std::string::npos) << d;
   EXPECT_NE(d.find("fabric: leaf-spine, 32 nodes per leaf"), std::string::npos) << d;
   EXPECT_NE(d.find("source: embedded default"), std::string::npos) << d;
+}
+
+TEST(ClusterConfig, CollectiveCostsAreReadAndChecked) {
+  const ConfigResult r = parse(
+      "[collectives.nvlink]\nll_max = \"1MiB\"\n[collectives.nvlink.simple]\n"
+      "all_gather = { latency = \"20us\", link_share = 0.5, fill = \"1MiB\" }\n");
+  ASSERT_TRUE(r.cluster) << r.error.to_string();
+  const LinkCollectives& nv = r.cluster->collectives.nvlink;
+  EXPECT_DOUBLE_EQ(nv.ll_max_bytes, 1024.0 * 1024);
+  EXPECT_NEAR(nv.simple.op[1].latency_s, 20e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(nv.simple.op[1].link_share, 0.5);
+  EXPECT_DOUBLE_EQ(nv.simple.op[1].fill_bytes, 1024.0 * 1024);
+  // Keys the file leaves out keep the fitted defaults.
+  EXPECT_DOUBLE_EQ(nv.simple.op[0].link_share, default_collectives().nvlink.simple.op[0].link_share);
+  expect_error("[collectives.nvlink.simple]\nallreduce = { latency = \"1us\" }\n", 2, 1,
+               "collectives.nvlink.simple.allreduce: unknown key; keys of [collectives]: all_reduce, all_gather, "
+               "reduce_scatter, broadcast, reduce, send_recv, all_to_all");
+  expect_error("[collectives.nvlink.ll]\nall_reduce = { link_share = 1.5 }\n", 2, 29,
+               "collectives.nvlink.ll.all_reduce.link_share: expected a fraction above 0 and at most 1, e.g. 0.75, got 1.5");
+  expect_error("[collectives.infiniband]\nll_max = \"1MiB\"\n", 1, 14,
+               "collectives.infiniband: unknown key; keys of [collectives]: nvlink, nic");
 }
 
 }  // namespace

@@ -7,11 +7,15 @@
 #include <atomic>
 #include <cstdlib>
 #include <deque>
+#include <cstring>
 #include <mutex>
+#include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include "common/log.h"
 #include "nccl_plugin/core/vtime_api.h"
+#include "simcore/collective_model.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/virtual_time.h"
 
@@ -79,7 +83,11 @@ struct Plugin {
   using LaunchFn = uint64_t (*)();
   using LaunchTransfersFn = int (*)(uint64_t, double*, uint64_t*);
   using ForgetFn = void (*)(uint64_t);
+  using WindowFn = int (*)(uint64_t, double*, double*, uint64_t*);
+  using WorkFn = int (*)(uint64_t, vgpu_nccl_launch_work*);
   CompletionsFn completions = nullptr;
+  WindowFn launch_window = nullptr;
+  WorkFn launch_work = nullptr;
   IntervalFn interval = nullptr;
   LaunchFn current_launch = nullptr;
   LaunchTransfersFn launch_transfers = nullptr;
@@ -110,10 +118,13 @@ class PluginLink {
     fns_.current_launch = reinterpret_cast<Plugin::LaunchFn>(sym("vgpu_nccl_current_launch"));
     fns_.launch_transfers = reinterpret_cast<Plugin::LaunchTransfersFn>(sym("vgpu_nccl_launch_transfers"));
     fns_.forget_launch = reinterpret_cast<Plugin::ForgetFn>(sym("vgpu_nccl_forget_launch"));
+    fns_.launch_window = reinterpret_cast<Plugin::WindowFn>(sym("vgpu_nccl_launch_window"));
+    fns_.launch_work = reinterpret_cast<Plugin::WorkFn>(sym("vgpu_nccl_launch_collective"));
     auto set_clock = reinterpret_cast<void (*)(vgpu_nccl_clock_fn)>(sym("vgpu_nccl_set_clock"));
     auto set_launch_clock = reinterpret_cast<void (*)(vgpu_nccl_launch_clock_fn)>(sym("vgpu_nccl_set_launch_clock"));
     if (fns_.completions == nullptr || fns_.interval == nullptr || fns_.current_launch == nullptr ||
-        fns_.launch_transfers == nullptr || fns_.forget_launch == nullptr || set_clock == nullptr ||
+        fns_.launch_transfers == nullptr || fns_.forget_launch == nullptr || fns_.launch_window == nullptr ||
+        fns_.launch_work == nullptr || set_clock == nullptr ||
         set_launch_clock == nullptr)
       return nullptr;
     set_clock(&clock_hook);
@@ -205,6 +216,62 @@ CompletionLog& completion_log() {
   return *log;
 }
 
+// The collective calls one launch stands for: NCCL's operations of the launch, its Sends and
+// Recvs as one send/recv (the larger side) or, when they include the rank's own share, an
+// all-to-all of the bytes per peer.
+std::vector<simcore::CollectiveCall> launch_calls(const vgpu_nccl_launch_work& w, std::vector<int> gpus) {
+  std::vector<simcore::CollectiveCall> calls;
+  uint64_t p2p_bytes = 0;
+  int p2p_peers = 0;
+  bool all_to_all = false;
+  for (int i = 0; i < std::min(w.items, 8); ++i) {
+    const vgpu_nccl_work_item& item = w.item[i];
+    const std::string_view func(item.func, strnlen(item.func, sizeof item.func));
+    const std::optional<simcore::CollectiveOp> op = simcore::collective_from_nccl_name(func);
+    if (!op) continue;
+    if (*op == simcore::CollectiveOp::send_recv) {
+      p2p_bytes = std::max(p2p_bytes, item.bytes);
+      p2p_peers = std::max(p2p_peers, item.peers);
+      all_to_all = all_to_all || item.self != 0;
+      continue;
+    }
+    calls.push_back({*op, item.bytes, gpus});
+  }
+  if (p2p_peers > 0) {
+    if (all_to_all)
+      calls.push_back({simcore::CollectiveOp::all_to_all, p2p_bytes / static_cast<uint64_t>(p2p_peers), gpus});
+    else
+      calls.push_back({simcore::CollectiveOp::send_recv, p2p_bytes, {gpus.front(), gpus.size() > 1 ? gpus[1] : gpus.front()}});
+  }
+  return calls;
+}
+
+// The collective model's time for what launch `launch` does (NCCL's profiler told the plugin),
+// or nullopt when the launch's work is unknown.
+std::optional<double> modelled_seconds(const Plugin& p, int gpu, uint64_t launch) {
+  vgpu_nccl_launch_work w{};
+  if (p.launch_work(launch, &w) != 0 || w.items <= 0) return std::nullopt;
+  PassState* s = PassState::get();
+  if (s == nullptr) return std::nullopt;
+  const simcore::ClusterSpec& cluster = s->cluster();
+  // The communicator's ranks on the virtual cluster: as many nodes as NCCL counted, the rank's
+  // own node first (only which ranks share a node matters to the model).
+  const int nranks = std::max(1, w.nranks), nnodes = std::clamp(w.nnodes, 1, nranks);
+  const int per_node = std::max(1, cluster.gpus_per_node);
+  const int first_node = std::max(0, gpu) / per_node;
+  std::vector<int> gpus;
+  for (int r = 0; r < nranks; ++r) gpus.push_back((first_node + r % nnodes) * per_node + (r / nnodes) % per_node);
+  double seconds = 0;
+  for (const simcore::CollectiveCall& call : launch_calls(w, gpus)) {
+    const simcore::CollectiveEstimate e = simcore::estimate_collective(cluster, call);
+    log::debug("nccl timing: launch {} {} {} B over {} ranks ({} nodes): {:.9f} s ({})", launch,
+               simcore::collective_name(call.op), call.bytes, call.gpus.size(), nnodes, e.seconds, e.protocol);
+    seconds += e.seconds;
+  }
+  if (seconds <= 0) return std::nullopt;
+  return seconds;
+}
+
 }  // namespace
 
 bool is_nccl_kernel(std::string_view name) {
@@ -254,7 +321,16 @@ double finish(int gpu, const Attribution& a, double start) {
   const Plugin* p = plugin();
   if (p == nullptr) return floor;
   double f = floor;
-  if (p->launch_transfers(a.launch, &f, nullptr) != 0) f = floor;
+  // The collective model: the kernel lasts what its collective takes on the virtual cluster,
+  // from the moment all of its ranks have begun (the earliest start among its transfers, which
+  // wait for the kernels at both of their ends).
+  if (const std::optional<double> modelled = modelled_seconds(*p, gpu, a.launch)) {
+    double first = -1, last = -1;
+    const double sync = p->launch_window(a.launch, &first, &last, nullptr) == 0 ? std::max(start, first) : start;
+    f = sync + *modelled;
+  } else if (p->launch_transfers(a.launch, &f, nullptr) != 0) {
+    f = floor;
+  }
   p->forget_launch(a.launch);
   return std::max(floor, f);
 }

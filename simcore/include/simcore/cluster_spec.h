@@ -61,6 +61,35 @@ struct FabricSpec {
   double latency_s = 0.5e-6;        // per switch hop
 };
 
+// The collective model's parameters (collective_model.h) for one link class and protocol, per
+// collective: T = latency + (W + 2 sqrt(W * fill)) / bandwidth for W bytes on a rank's busiest
+// link, bandwidth = link_share x the link's line rate (NVLink per GPU, or the NIC's payload
+// rate). The defaults are fitted to real NCCL 2.28.9 between two NVLink-connected H100s
+// (tests/data/nccl_tests_h100x2_nvlink.txt, tests/gpu/fidelity/fit_collectives.py).
+struct CollectiveCost {
+  double latency_s = 10e-6;
+  double link_share = 0.75;   // the collective's bus bandwidth as a share of its link's line rate
+  double fill_bytes = 0;      // pipeline fill
+};
+// Collectives in the order of simcore::CollectiveOp (collective_model.h).
+inline constexpr int kCollectiveKinds = 7;
+inline constexpr const char* kCollectiveKeys[kCollectiveKinds] = {
+    "all_reduce", "all_gather", "reduce_scatter", "broadcast", "reduce", "send_recv", "all_to_all"};
+struct ProtocolCosts {
+  CollectiveCost op[kCollectiveKinds];
+};
+struct LinkCollectives {
+  double ll_max_bytes = 3 * 1024 * 1024;  // LL below this buffer size, Simple from it
+  double step_latency_s = 1e-6;           // each ring step beyond the two of a 2-rank ring
+  ProtocolCosts ll, simple;
+};
+struct CollectiveSpec {
+  LinkCollectives nvlink;  // every rank in one node
+  LinkCollectives nic;     // ranks on several nodes (not measured yet: derived from the NIC)
+};
+// The fitted defaults (default_cluster.toml holds the same; a test keeps them equal).
+CollectiveSpec default_collectives();
+
 struct ClusterSpec {
   std::string source;               // "embedded default" or the config file's path
   int nodes = 1;
@@ -70,6 +99,7 @@ struct ClusterSpec {
   NvlinkSpec nvlink;
   NicSpec nic;
   FabricSpec fabric;
+  CollectiveSpec collectives = default_collectives();
 
   int total_gpus() const { return nodes * gpus_per_node; }
   int node_of(int gpu) const { return gpu / gpus_per_node; }

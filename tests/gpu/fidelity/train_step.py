@@ -1,0 +1,125 @@
+"""One GPT-2 training step, timed the way users time their own jobs: the host clock
+(time.perf_counter) around each step, the step ending in torch.cuda.synchronize().
+
+    python3 train_step.py single [--compile]             # one GPU
+    torchrun --nproc_per_node N train_step.py ddp         # DistributedDataParallel
+    torchrun --nproc_per_node N train_step.py fsdp2       # fully_shard per block (FSDP2)
+
+Options: --layers L (12) --d D (768) --batch B (8 per rank) --seq S (1024) --steps N (10)
+--warmup W (5). Besides the step, CUDA events split it into forward, backward and optimizer
+phases (what each phase costs tells where a simulated step differs from the real one).
+Prints, on rank 0, one line: RESULT {json} with the median and every step time in ms.
+"""
+import argparse
+import json
+import os
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import gpt2_tiny  # noqa: E402
+
+
+def parse():
+    p = argparse.ArgumentParser()
+    p.add_argument("mode", choices=["single", "ddp", "fsdp2"])
+    p.add_argument("--compile", action="store_true")
+    p.add_argument("--layers", type=int, default=12)
+    p.add_argument("--d", type=int, default=768)
+    p.add_argument("--batch", type=int, default=8)
+    p.add_argument("--seq", type=int, default=1024)
+    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=5)
+    return p.parse_args()
+
+
+def build(args, device):
+    torch.manual_seed(0)
+    model = gpt2_tiny.GPT2(layers=args.layers, d=args.d, heads=max(1, args.d // 64)).to(device)
+    if args.mode == "ddp":
+        from torch.nn.parallel import DistributedDataParallel as DDP
+        model = DDP(model, device_ids=[device.index])
+    elif args.mode == "fsdp2":
+        from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+        mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)
+        for blk in model.blocks:
+            fully_shard(blk, mp_policy=mp)
+        fully_shard(model, mp_policy=mp)
+    if args.compile:
+        model = torch.compile(model)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=args.mode != "fsdp2")
+    return model, opt
+
+
+def main():
+    args = parse()
+    distributed = args.mode != "single"
+    if distributed:
+        local = int(os.environ["LOCAL_RANK"])
+        torch.cuda.set_device(local)
+        device = torch.device("cuda", local)
+        dist.init_process_group("nccl", device_id=device)
+        rank = dist.get_rank()
+    else:
+        device, rank = torch.device("cuda", 0), 0
+    model, opt = build(args, device)
+    gen = torch.Generator(device=device).manual_seed(1234 + rank)
+    autocast = args.mode != "fsdp2"  # FSDP2 casts through its mixed-precision policy
+
+    def one_step(marks=None):
+        idx = torch.randint(0, 50257, (args.batch, args.seq + 1), device=device, generator=gen)
+        if marks:
+            marks[0].record()
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+            logits = model(idx[:, :-1])
+            loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), idx[:, 1:].reshape(-1))
+        if marks:
+            marks[1].record()
+        loss.backward()
+        if marks:
+            marks[2].record()
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        if marks:
+            marks[3].record()
+        return loss
+
+    for _ in range(args.warmup):
+        one_step()
+    torch.cuda.synchronize()
+    if distributed:
+        dist.barrier()
+        torch.cuda.synchronize()
+    steps, phases = [], []
+    for _ in range(args.steps):
+        marks = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+        t0 = time.perf_counter()
+        loss = one_step(marks)
+        torch.cuda.synchronize()
+        steps.append((time.perf_counter() - t0) * 1e3)
+        phases.append([marks[i].elapsed_time(marks[i + 1]) for i in range(3)])
+    final_loss = loss.item()
+    med = sorted(steps)[len(steps) // 2]
+    if distributed:
+        t = torch.tensor([med], device=device)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        med = t.item()
+    if rank == 0:
+        ph = [sorted(p[i] for p in phases)[len(phases) // 2] for i in range(3)]
+        world = dist.get_world_size() if distributed else 1
+        print("RESULT " + json.dumps({
+            "mode": args.mode + ("+compile" if args.compile else ""), "world": world,
+            "layers": args.layers, "batch": args.batch, "seq": args.seq,
+            "step_ms": round(med, 3), "steps_ms": [round(s, 3) for s in steps],
+            "forward_ms": round(ph[0], 3), "backward_ms": round(ph[1], 3), "optimizer_ms": round(ph[2], 3),
+            "loss": round(final_loss, 4)}), flush=True)
+    if distributed:
+        dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
