@@ -9,6 +9,7 @@
 #include <string>
 #include <utility>
 
+#include "core/call_cost.h"
 #include "driver/cuda_api.h"
 #include "exec/kernel_time_db.h"
 #include "passthrough/kernel_recording.h"
@@ -125,7 +126,8 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
   Plan plan;
   VirtualTime::Bracket bracket;
   KernelRecording* rec = nullptr;
-  thread_clock::Pause pause;  // as every timed call (timed_api.cpp): no driver time is charged
+  // As every timed call (timed_api.cpp): vgpu's time inside is not charged, the real call's is.
+  thread_clock::Pause pause(false, vgpu::call_cost::kLaunchSeconds);
   if (!vt->target(stream, per_thread, &t) || vt->capturing(t)) return launch();
   plan = plan_for(f, shape, params, extra, t);
   // A launch measured now holds the physical GPU's measurement lock until it has run.

@@ -15,6 +15,8 @@ struct Clock {
   bool used = false;
   bool blocking = false;     // the outermost pause
   double pause_wall = 0;     // monotonic time when it began
+  double real_cost = 0;      // charged when the outermost pause ends
+  bool polling = false;      // the last query answered "not ready" (see polled_not_ready)
 };
 thread_local Clock t_clock;
 
@@ -40,6 +42,9 @@ void charge(Clock& c) {
   c.last_cpu = cpu;
 }
 
+// The CPU time since the thread's last call is dropped: it was spent polling.
+void drop(Clock& c) { c.last_cpu = thread_cpu_seconds(); }
+
 void raise_horizon(int device, double t) {
   if (device < 0 || device >= kMaxDevices) return;
   std::atomic<double>& h = g_horizon[static_cast<size_t>(device)];
@@ -52,7 +57,9 @@ void raise_horizon(int device, double t) {
 
 double now(int device) {
   Clock& c = t_clock;
-  charge(c);
+  // A poller's clock stands still until it either asks again (the time was waiting) or does
+  // something else with the driver (the time was work, charged then).
+  if (!c.polling) charge(c);
   c.used = true;
   if (device >= 0 && device < kMaxDevices) {
     const double h = g_horizon[static_cast<size_t>(device)].load(std::memory_order_relaxed);
@@ -69,19 +76,53 @@ void advance_to(double t, int device) {
   raise_horizon(device, c.now);
 }
 
+void polled_not_ready() {
+  Clock& c = t_clock;
+  c.polling = true;
+  c.used = true;
+}
+
+bool polled_ready(double finish, int device) {
+  Clock& c = t_clock;
+  if (!c.polling) return false;
+  c.polling = false;
+  if (finish > c.now) c.now = finish;
+  c.used = true;
+  raise_horizon(device, c.now);
+  return true;
+}
+
+bool polling() { return t_clock.polling; }
+
 bool has_clock() { return t_clock.used; }
 bool paused() { return t_clock.paused > 0; }
 
-Pause::Pause(bool blocking) {
+Pause::Pause(bool blocking, double real_cost) {
   Clock& c = t_clock;
   if (c.paused++ > 0) {
     c.blocking = c.blocking || blocking;
     return;
   }
+  c.real_cost = real_cost;
   --c.paused;
   charge(c);
+  c.polling = false;  // any other call ends the polling (its CPU time since was charged above)
   ++c.paused;
   c.blocking = blocking;
+  c.pause_wall = wall_seconds();
+}
+
+Pause::Pause(Query) {
+  Clock& c = t_clock;
+  if (c.paused++ > 0) return;
+  --c.paused;
+  if (c.polling)
+    drop(c);  // the time since the last question was spent waiting for the answer
+  else
+    charge(c);
+  ++c.paused;
+  c.blocking = false;
+  c.real_cost = 0;
   c.pause_wall = wall_seconds();
 }
 
@@ -100,6 +141,8 @@ Pause::~Pause() {
   else
     c.last_cpu += wall_seconds() - c.pause_wall;  // CPU time inside taken as its wall time
   c.paused = 0;
+  c.now += c.real_cost;
+  c.real_cost = 0;
 }
 
 }  // namespace vgpu::pt::thread_clock

@@ -23,6 +23,25 @@ bool has_clock();
 // Whether the thread is inside a call vgpu times (a Pause is open).
 bool paused();
 
+// Polling: a thread that asks whether work is done (cuStreamQuery, cuEventQuery) and hears "not
+// ready" is waiting, however it spends the time until the next question (spinning, checking
+// NCCL for errors, reading the clock). Under vgpu the real GPU finishes later than the virtual
+// cluster would (several virtual GPUs share it, NCCL's bytes go through host memory), so that
+// wait must not become virtual time: from a "not ready" answer until the thread does anything
+// else with the driver, its CPU time is not charged, and the answer "ready" moves its clock to
+// the virtual finish of the work, as a synchronization does. Between a "not ready" and the
+// thread's next call its clock stands still; the CPU time in between is dropped if that call is
+// another question (the thread was spinning) and charged if it is anything else (the thread went
+// off to do work: PyTorch's allocator asks once about an old block's event and carries on).
+// A query answered "not ready" on the calling thread.
+void polled_not_ready();
+// A query answered "ready": if the thread was polling, its clock moves to `finish` (the awaited
+// work's virtual finish, < 0: unknown) and the device's horizon follows, as in advance_to.
+// Returns whether the thread was polling.
+bool polled_ready(double finish, int device);
+// Whether the calling thread is polling now (the answer it last heard was "not ready").
+bool polling();
+
 // Excludes the real CPU time spent inside its scope from the thread's clock. Nests.
 // Reading a thread's CPU time is a system call (~0.3 us), so a scope that does not block
 // (`blocking` false: launches, records, async copies) reads it only on entry and takes the CPU
@@ -30,7 +49,12 @@ bool paused();
 // on both ends, since its wall time is mostly waiting.
 class Pause {
  public:
-  explicit Pause(bool blocking = false);
+  // `real_cost`: what the real driver's call itself costs the thread (core/call_cost.h),
+  // charged once when the outermost scope ends.
+  explicit Pause(bool blocking = false, double real_cost = 0);
+  // A query's scope: while the thread polls, the CPU time since its last question is dropped.
+  struct Query {};
+  explicit Pause(Query);
   ~Pause();
   // The scope turned out to wait after all (a launch measured alone).
   void mark_blocking();

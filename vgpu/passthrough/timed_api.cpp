@@ -9,6 +9,10 @@
 // clock (thread_clock::Pause), exactly as the sim backend charges no driver time: the same
 // program gets the same virtual time on both backends, and a real GPU shared by several
 // virtual devices, whose synchronizations wait for each other's work, does not leak into it.
+#include <functional>
+
+#include "common/log.h"
+#include "core/call_cost.h"
 #include "driver/cuda_api.h"
 #include "passthrough/kernel_recording.h"
 #include "passthrough/passthrough_state.h"
@@ -26,7 +30,7 @@ namespace {
 
 template <class Call>
 CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
-  thread_clock::Pause pause;
+  thread_clock::Pause pause(false, vgpu::call_cost::kEventRecordSeconds);
   StreamTarget t;
   VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
   const CUresult r = call();
@@ -87,7 +91,47 @@ CUresult graph_launch(CUstream s, bool per_thread, Call call) {
 
 #define REAL(name, ...) VGPU_REAL(#name, CUresult (*)(__VA_ARGS__))
 
+// A query of a stream's or an event's work (thread_clock.h, "Polling"): "not ready" makes the
+// thread a poller, whose waiting is not charged; "ready" after polling moves its clock to the
+// virtual finish of the work, as the synchronization the polling loop stands for.
+template <class Call>
+CUresult queried(const std::function<OpRef(VirtualTime&)>& awaited, Call call) {
+  thread_clock::Pause pause(thread_clock::Pause::Query{});
+  const CUresult r = call();
+  if (r == CUDA_ERROR_NOT_READY) {
+    thread_clock::polled_not_ready();
+  } else if (r == CUDA_SUCCESS && thread_clock::polling()) {
+    VirtualTime* vt = VirtualTime::get();
+    const OpRef op = vt != nullptr ? awaited(*vt) : nullptr;
+    double finish = -1;
+    if (op) {
+      vt->resolve_for_poll(op);
+      if (const std::optional<double> f = vt->timeline().finish(op)) finish = *f;
+    }
+    thread_clock::polled_ready(finish, op ? op->device : -1);
+    vgpu::log::trace("vtime: a poller heard ready: the awaited work finishes at {:.9f}", finish);
+  }
+  return r;
+}
+
+OpRef stream_tail(VirtualTime& vt, CUstream s, bool per_thread) {
+  StreamTarget t;
+  return vt.target(s, per_thread, &t) ? vt.timeline().tail(t.key) : nullptr;
+}
+
 }  // namespace
+
+VGPU_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream s) {
+  return queried([s](VirtualTime& vt) { return stream_tail(vt, s, false); },
+                 [&] { return REAL(cuStreamQuery, CUstream)(s); });
+}
+VGPU_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream s) {
+  return queried([s](VirtualTime& vt) { return stream_tail(vt, s, true); },
+                 [&] { return REAL(cuStreamQuery_ptsz, CUstream)(s); });
+}
+VGPU_EXPORT CUresult CUDAAPI cuEventQuery(CUevent e) {
+  return queried([e](VirtualTime& vt) { return vt.event_op(e); }, [&] { return REAL(cuEventQuery, CUevent)(e); });
+}
 
 // ---- events ----
 VGPU_EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {

@@ -4,6 +4,7 @@
 // measured. 1D, 2D and 3D copies, copies to and from arrays, copies between virtual devices
 // (priced on the virtual cluster's route between them, uncontended) and 1D/2D sets. As in timed_api.cpp, the host
 // time inside these calls is not charged to the calling thread's clock.
+#include "core/call_cost.h"
 #include "core/copy_cost.h"
 #include "driver/cuda_api.h"
 #include "passthrough/passthrough_state.h"
@@ -38,7 +39,7 @@ CopyPath path_between(uint64_t dst, uint64_t src) {
 // finish.
 template <class Call, class Seconds>
 CUresult timed(CUstream s, bool per_thread, bool synchronous, Seconds seconds, Call call) {
-  thread_clock::Pause pause(synchronous);
+  thread_clock::Pause pause(synchronous, vgpu::call_cost::kAsyncCopySeconds);
   StreamTarget t;
   VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
   const CUresult r = call();

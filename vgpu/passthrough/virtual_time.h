@@ -113,6 +113,8 @@ class VirtualTime {
   // The calling thread waited for real until `op` (and all it depends on) completed: its
   // virtual clock moves to the op's virtual finish.
   void synchronized(const OpRef& op, int device);
+  // A poller heard "ready" for `op`: its real work is done, so its measurement can be read.
+  void resolve_for_poll(const OpRef& op) { resolve(op); }
   // The same for every stream of a context (cuCtxSynchronize).
   void context_synchronized(CUcontext context, int device);
 
