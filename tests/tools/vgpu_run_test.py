@@ -214,7 +214,11 @@ class VgpuRunTest(unittest.TestCase):
                          os.path.join(BUILD, "vgpu"))
 
     def test_print_env_virtual_clock(self):
+        # The virtual clock is the default; --real-clock leaves the job's clocks alone.
         r = self.run_vgpu("--print-env")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(parse_env(r.stdout)["LD_PRELOAD"], VCLOCK)
+        r = self.run_vgpu("--real-clock", "--print-env")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertNotIn("LD_PRELOAD", parse_env(r.stdout))
         r = self.run_vgpu("--virtual-clock", "--print-env")
@@ -291,10 +295,12 @@ class VgpuRunTest(unittest.TestCase):
         r = self.run_vgpu("--backend", "sim", "--lib-dir", lib, "--virtual-clock", "--", "true")
         self.assert_refused(r, "--virtual-clock", "libvgpu-vclock.so",
                             os.path.join(lib, "libvgpu-vclock.so"), "not found")
-        # Without --virtual-clock the same folder is enough; with the shim there, it is used.
+        # Without --virtual-clock named, the same folder is enough (the clocks stay real, with a
+        # note); with the shim there, it is used.
         r = self.run_vgpu("--backend", "sim", "--lib-dir", lib, "--print-env")
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertNotIn("LD_PRELOAD", parse_env(r.stdout))
+        self.assertIn("libvgpu-vclock.so) is not there", r.stderr)
         os.symlink(VCLOCK, os.path.join(lib, "libvgpu-vclock.so"))
         r = self.run_vgpu("--backend", "sim", "--lib-dir", lib, "--virtual-clock", "--print-env")
         self.assertEqual(r.returncode, 0, r.stderr)
@@ -393,8 +399,13 @@ class VgpuRunTest(unittest.TestCase):
         self.assertGreater(out["sleep_real"], 0.25, out)
         self.assertLess(out["sleep_real"], 2.0, out)
         self.assertLess(out["sleep_perf_counter"], 0.15, out)
-        # Without --virtual-clock the same program reads real time.
+        # The virtual clock is the default: the same without the option. With --real-clock the
+        # same program reads real time.
         r = self.run_vgpu("--no-summary", "--", "python3", "-c", VIRTUAL_CLOCK)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        out = json.loads(r.stdout.strip().splitlines()[-1])
+        self.assertGreaterEqual(out["perf_counter"], out["virtual"] - 1e-3, out)
+        r = self.run_vgpu("--real-clock", "--no-summary", "--", "python3", "-c", VIRTUAL_CLOCK)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         out = json.loads(r.stdout.strip().splitlines()[-1])
         self.assertLess(out["perf_counter"], out["virtual"] / 2, out)

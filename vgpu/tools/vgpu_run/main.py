@@ -60,6 +60,12 @@ def prepare(options, configured, base):
             and not os.path.isfile(base["VGPU_REAL_LIBCUDA"]):
         notes.append(f"VGPU_REAL_LIBCUDA={base['VGPU_REAL_LIBCUDA']} does not exist: "
                      "sim backend")
+    # The virtual clock is the default: used when the shim is there, required when asked for.
+    if options.virtual_clock is None:
+        options.virtual_clock = bool(layout.vclock_lib and os.path.isfile(layout.vclock_lib))
+        if not options.virtual_clock:
+            notes.append("the clock shim (libvgpu-vclock.so) is not there: the job's own clocks "
+                         "stay real (only its CUDA events report virtual time)")
     layout_mod.require(layout, backend, options.virtual_clock)
     job = _job_id(options, base, notes)
     probe_env = dict(base)

@@ -15,7 +15,7 @@ EPILOG = """\
 examples:
   vgpu-run -- python3 train.py
   vgpu-run --gpus 8 --model H200 -- torchrun --nproc_per_node 8 train.py
-  vgpu-run --virtual-clock -- python3 train.py   # its own step-time logs in virtual time
+  vgpu-run -- python3 train.py                   # its own step-time logs in virtual time
   vgpu-run --print-env                 # what it would set, as NAME=value lines
 exit status: the command's (128+N when a signal N ended it); 2 when vgpu-run refuses to start
 (the message names what to change); 127/126 when the command cannot be found/executed."""
@@ -75,12 +75,18 @@ def _parser():
                         "else a new one); vgpu-smi --job ID watches it")
     j.add_argument("--timeline", metavar="FILE",
                    help="write the simulated timeline (Chrome trace) to FILE (VGPU_TIMELINE)")
-    j.add_argument("--virtual-clock", action="store_true",
-                   help="the job's own wall-clock timing (time.perf_counter, time.time, "
-                        "std::chrono::steady_clock) reads the virtual clock on every thread "
-                        "that launched GPU work, so its logs of step time and tokens/s report "
-                        "the simulated cluster; other threads keep real time (preloads "
-                        "libvgpu-vclock.so)")
+    clock = j.add_mutually_exclusive_group()
+    clock.add_argument("--virtual-clock", dest="virtual_clock", action="store_const", const=True,
+                       default=None,
+                       help="(the default) the job's own wall-clock timing (time.perf_counter, "
+                            "time.time, std::chrono::steady_clock) reads the virtual clock on "
+                            "every thread that launched GPU work, so its logs of step time and "
+                            "tokens/s, and nccl-tests' bandwidths, report the simulated cluster; "
+                            "other threads keep real time (preloads libvgpu-vclock.so; named "
+                            "explicitly, a missing shim is an error)")
+    clock.add_argument("--real-clock", dest="virtual_clock", action="store_const", const=False,
+                       help="leave the job's clocks real (no clock shim): only its CUDA events "
+                            "and synchronizations report virtual time")
     o = p.add_argument_group("output")
     o.add_argument("--print-env", action="store_true",
                    help="print the environment it would set (NAME=value, shell-quoted) and exit")
