@@ -230,6 +230,21 @@ class VgpuRunTest(unittest.TestCase):
         r = self.run_vgpu("--virtual-clock", "--print-env", LD_PRELOAD=f"{VCLOCK} /x/liba.so")
         self.assertEqual(parse_env(r.stdout)["LD_PRELOAD"], f"{VCLOCK} /x/liba.so")
 
+    def test_the_job_has_its_own_kernel_time_database(self):
+        # Ranks share their kernel measurements through a database private to the job, removed
+        # when it ends; a database the caller names is used as it is, and kept.
+        r = self.run_vgpu("--backend", "sim", "--no-summary", "--", "sh", "-c",
+                          'test -d "$VGPU_KERNEL_DB" && echo "$VGPU_KERNEL_DB"')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        path = r.stdout.strip().splitlines()[-1]
+        self.assertIn("kernel-times-", os.path.basename(path))
+        self.assertFalse(os.path.exists(path), path)
+        mine = os.path.join(self.tmp, "mine")
+        os.makedirs(mine)
+        r = self.run_vgpu("--backend", "sim", "--print-env", VGPU_KERNEL_DB=mine)
+        self.assertNotIn("VGPU_KERNEL_DB", parse_env(r.stdout))
+        self.assertTrue(os.path.isdir(mine))
+
     def test_users_nccl_settings_are_replaced_with_a_note(self):
         r = self.run_vgpu("--print-env", NCCL_P2P_DISABLE="0", NCCL_NET="IB")
         self.assertEqual(r.returncode, 0, r.stderr)

@@ -13,6 +13,9 @@
                       reads the final figures from it and then removes it (a job shorter than
                       the monitor's poll would otherwise come and go unseen).
   VGPU_TIMELINE       --timeline: where the driver writes the simulated timeline at exit.
+  VGPU_KERNEL_DB      unless set by the caller: a kernel-time database private to the job, so
+                      that a kernel measured by one rank is not measured again by the others
+                      (one measurement per signature per job); removed when the job ends.
   LD_PRELOAD          --virtual-clock: vgpu's clock shim (libvgpu-vclock.so) after whatever the
                       caller preloads (a sanitizer runtime must stay first): each thread that
                       submitted GPU work reads its virtual clock from clock_gettime,
@@ -41,6 +44,8 @@ NCCL_HOSTID is not set: with P2P and SHM disabled NCCL already treats each GPU a
 environment cannot give the ranks of one torchrun different ids."""
 import os
 import shlex
+
+from . import daemon
 
 # Variables vgpu-run must own; a different value in the caller's environment is replaced
 # (with a note), since the job would otherwise bypass the plugin.
@@ -98,6 +103,8 @@ def job_vars(options, layout, backend, real_driver, job_id, topo_file, base):
     out["VGPU_STATUS_KEEP"] = "1"
     if options.timeline:
         out["VGPU_TIMELINE"] = os.path.abspath(options.timeline)
+    if not base.get("VGPU_KERNEL_DB"):
+        out["VGPU_KERNEL_DB"] = job_kernel_db(base, job_id)
     out["VGPU_SIMCORE"] = "daemon"
     out["VGPU_VGPUD"] = layout.vgpud
     out["NCCL_NET_PLUGIN"] = layout.nccl_plugin
@@ -105,6 +112,12 @@ def job_vars(options, layout, backend, real_driver, job_id, topo_file, base):
     out["NCCL_TOPO_FILE"] = topo_file
     out["NCCL_PROFILER_PLUGIN"] = base.get("NCCL_PROFILER_PLUGIN") or layout.nccl_plugin
     return out
+
+
+def job_kernel_db(base, job_id):
+    """The job's own kernel-time database (a folder in the user's private runtime dir; main()
+    creates it before the job and removes it after)."""
+    return os.path.join(daemon.ensure_private_dir(daemon.socket_dir(base)), f"kernel-times-{job_id}")
 
 
 def replaced(setting, base):

@@ -2,6 +2,7 @@
 import hashlib
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import sys
@@ -124,6 +125,9 @@ def main(argv, configured):
 
     env = dict(base)
     env.update(setting)
+    own_db = "VGPU_KERNEL_DB" in setting  # the job's own database (environment.job_kernel_db)
+    if own_db:
+        os.makedirs(setting["VGPU_KERNEL_DB"], mode=0o700, exist_ok=True)
     monitor = Monitor(setting["VGPU_JOB_ID"], layout.vgpu_smi, env, options.sample_interval)
     monitor.start()
     started = time.monotonic()
@@ -134,6 +138,8 @@ def main(argv, configured):
     if monitor.incarnations > 1:
         end_notes.append(f"the job's processes ran one after another ({monitor.incarnations} "
                          "separate status regions): the figures are the last one's")
+    if own_db:
+        shutil.rmtree(setting["VGPU_KERNEL_DB"], ignore_errors=True)  # the job's own: done with it
     stopped = daemon.stop(setting["VGPU_JOB_ID"], env)
     if stopped:
         end_notes.append(stopped)
