@@ -73,11 +73,13 @@ class Polling : public ::testing::Test {
     ASSERT_EQ(cuLaunchKernel(axpy_, static_cast<unsigned>(n / 256), 1, 1, 256, 1, 1, 0, nullptr, params, nullptr),
               CUDA_SUCCESS);
   }
-  // The virtual duration of one axpy, as the program's own events see it.
+  // The virtual duration of one axpy, as the program's own events see it (behind queued work,
+  // so that the events bracket the kernel alone, not this thread's time to launch it).
   float axpy_ms() {
     CUevent a, b;
     EXPECT_EQ(cuEventCreate(&a, CU_EVENT_DEFAULT), CUDA_SUCCESS);
     EXPECT_EQ(cuEventCreate(&b, CU_EVENT_DEFAULT), CUDA_SUCCESS);
+    for (int i = 0; i < 4; ++i) axpy();
     EXPECT_EQ(cuEventRecord(a, nullptr), CUDA_SUCCESS);
     axpy();
     EXPECT_EQ(cuEventRecord(b, nullptr), CUDA_SUCCESS);

@@ -254,13 +254,15 @@ std::optional<double> modelled_seconds(const Plugin& p, int gpu, uint64_t launch
   PassState* s = PassState::get();
   if (s == nullptr) return std::nullopt;
   const simcore::ClusterSpec& cluster = s->cluster();
-  // The communicator's ranks on the virtual cluster: as many nodes as NCCL counted, the rank's
-  // own node first (only which ranks share a node matters to the model).
-  const int nranks = std::max(1, w.nranks), nnodes = std::clamp(w.nnodes, 1, nranks);
+  // The communicator's ranks on the virtual cluster, filling nodes in order from the rank's own
+  // (what torchrun and Slurm do). NCCL's own node count is not used: under vgpu it counts
+  // hosts as vgpu's topology presents them, not the virtual cluster's nodes.
+  const int nranks = std::max(1, w.nranks);
   const int per_node = std::max(1, cluster.gpus_per_node);
+  const int nnodes = (nranks + per_node - 1) / per_node;
   const int first_node = std::max(0, gpu) / per_node;
   std::vector<int> gpus;
-  for (int r = 0; r < nranks; ++r) gpus.push_back((first_node + r % nnodes) * per_node + (r / nnodes) % per_node);
+  for (int r = 0; r < nranks; ++r) gpus.push_back((first_node + r / per_node) * per_node + r % per_node);
   double seconds = 0;
   for (const simcore::CollectiveCall& call : launch_calls(w, gpus)) {
     const simcore::CollectiveEstimate e = simcore::estimate_collective(cluster, call);

@@ -15,8 +15,11 @@ struct Clock {
   bool used = false;
   bool blocking = false;     // the outermost pause
   double pause_wall = 0;     // monotonic time when it began
-  double real_cost = 0;      // charged when the outermost pause ends
+  double real_cost = 0;      // real calls' CPU time inside the pause, charged when it ends
   bool polling = false;      // the last query answered "not ready" (see polled_not_ready)
+  // What this polling is waiting for (the work asked about and heard "not ready" of).
+  std::array<const void*, 8> awaited{};
+  int awaiting = 0;
 };
 thread_local Clock t_clock;
 
@@ -29,11 +32,19 @@ double wall_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
+}  // namespace
+
 double thread_cpu_seconds() {
   timespec ts{};
   if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
+
+void charge_real(double seconds) {
+  if (seconds > 0) t_clock.real_cost += seconds;
+}
+
+namespace {
 
 void charge(Clock& c) {
   if (c.paused > 0) return;
@@ -76,20 +87,28 @@ void advance_to(double t, int device) {
   raise_horizon(device, c.now);
 }
 
-void polled_not_ready() {
+void polled_not_ready(const void* awaited) {
   Clock& c = t_clock;
+  if (!c.polling) c.awaiting = 0;  // a new polling
   c.polling = true;
   c.used = true;
+  for (int i = 0; i < c.awaiting; ++i)
+    if (c.awaited[i] == awaited) return;
+  if (c.awaiting < static_cast<int>(c.awaited.size())) c.awaited[c.awaiting++] = awaited;
 }
 
-bool polled_ready(double finish, int device) {
+bool polled_ready(const void* awaited, double finish) {
   Clock& c = t_clock;
   if (!c.polling) return false;
-  c.polling = false;
-  if (finish > c.now) c.now = finish;
-  c.used = true;
-  raise_horizon(device, c.now);
-  return true;
+  for (int i = 0; i < c.awaiting; ++i) {
+    if (c.awaited[i] != awaited) continue;
+    c.awaited[i] = c.awaited[--c.awaiting];
+    if (c.awaiting == 0) c.polling = false;
+    if (finish > c.now) c.now = finish;
+    c.used = true;
+    return true;
+  }
+  return false;
 }
 
 bool polling() { return t_clock.polling; }
@@ -97,13 +116,13 @@ bool polling() { return t_clock.polling; }
 bool has_clock() { return t_clock.used; }
 bool paused() { return t_clock.paused > 0; }
 
-Pause::Pause(bool blocking, double real_cost) {
+Pause::Pause(bool blocking) {
   Clock& c = t_clock;
   if (c.paused++ > 0) {
     c.blocking = c.blocking || blocking;
     return;
   }
-  c.real_cost = real_cost;
+  c.real_cost = 0;
   --c.paused;
   charge(c);
   c.polling = false;  // any other call ends the polling (its CPU time since was charged above)

@@ -33,12 +33,14 @@ bool paused();
 // thread's next call its clock stands still; the CPU time in between is dropped if that call is
 // another question (the thread was spinning) and charged if it is anything else (the thread went
 // off to do work: PyTorch's allocator asks once about an old block's event and carries on).
-// A query answered "not ready" on the calling thread.
-void polled_not_ready();
-// A query answered "ready": if the thread was polling, its clock moves to `finish` (the awaited
-// work's virtual finish, < 0: unknown) and the device's horizon follows, as in advance_to.
-// Returns whether the thread was polling.
-bool polled_ready(double finish, int device);
+// A query about `awaited` (the work asked about) answered "not ready" on the calling thread.
+void polled_not_ready(const void* awaited);
+// A query about `awaited` answered "ready": if the thread had heard "not ready" about it, its
+// clock moves to `finish` (the work's virtual finish, < 0: unknown); an answer about other work
+// moves nothing (PyTorch's allocator asks about several events in a row). The device's horizon
+// does not follow (unlike advance_to): pollers are often bystanders, such as NCCL's watchdog.
+// Returns whether the clock was moved.
+bool polled_ready(const void* awaited, double finish);
 // Whether the calling thread is polling now (the answer it last heard was "not ready").
 bool polling();
 
@@ -47,17 +49,28 @@ bool polling();
 // (`blocking` false: launches, records, async copies) reads it only on entry and takes the CPU
 // time inside to be its wall time (a vDSO read); a blocking scope (synchronizations) reads it
 // on both ends, since its wall time is mostly waiting.
+// The calling thread's CPU time, seconds.
+double thread_cpu_seconds();
+// Adds `seconds` of a real driver call's CPU time to the thread's clock (Pause::real_call).
+void charge_real(double seconds);
+
 class Pause {
  public:
-  // `real_cost`: what the real driver's call itself costs the thread (core/call_cost.h),
-  // charged once when the outermost scope ends.
-  explicit Pause(bool blocking = false, double real_cost = 0);
+  explicit Pause(bool blocking = false);
   // A query's scope: while the thread polls, the CPU time since its last question is dropped.
   struct Query {};
   explicit Pause(Query);
   ~Pause();
   // The scope turned out to wait after all (a launch measured alone).
   void mark_blocking();
+  // Runs the real driver's call and charges the thread the CPU time it took: what the call costs
+  // a program on a real GPU, in place of vgpu's own time around it (measuring, bookkeeping).
+  template <class Call> auto real_call(Call call) {
+    const double before = thread_cpu_seconds();
+    auto r = call();
+    charge_real(thread_cpu_seconds() - before);
+    return r;
+  }
   Pause(const Pause&) = delete;
   Pause& operator=(const Pause&) = delete;
 };

@@ -12,7 +12,6 @@
 #include <functional>
 
 #include "common/log.h"
-#include "core/call_cost.h"
 #include "driver/cuda_api.h"
 #include "passthrough/kernel_recording.h"
 #include "passthrough/passthrough_state.h"
@@ -30,10 +29,10 @@ namespace {
 
 template <class Call>
 CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
-  thread_clock::Pause pause(false, vgpu::call_cost::kEventRecordSeconds);
+  thread_clock::Pause pause;
   StreamTarget t;
   VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
-  const CUresult r = call();
+  const CUresult r = pause.real_call(call);
   if (r == CUDA_SUCCESS && vt != nullptr) vt->event_recorded(e, t);
   return r;
 }
@@ -98,19 +97,20 @@ template <class Call>
 CUresult queried(const std::function<OpRef(VirtualTime&)>& awaited, Call call) {
   thread_clock::Pause pause(thread_clock::Pause::Query{});
   const CUresult r = call();
+  if (r != CUDA_ERROR_NOT_READY && (r != CUDA_SUCCESS || !thread_clock::polling())) return r;
+  VirtualTime* vt = VirtualTime::get();
+  const OpRef op = vt != nullptr ? awaited(*vt) : nullptr;
   if (r == CUDA_ERROR_NOT_READY) {
-    thread_clock::polled_not_ready();
-  } else if (r == CUDA_SUCCESS && thread_clock::polling()) {
-    VirtualTime* vt = VirtualTime::get();
-    const OpRef op = vt != nullptr ? awaited(*vt) : nullptr;
-    double finish = -1;
-    if (op) {
-      vt->resolve_for_poll(op);
-      if (const std::optional<double> f = vt->timeline().finish(op)) finish = *f;
-    }
-    thread_clock::polled_ready(finish, op ? op->device : -1);
-    vgpu::log::trace("vtime: a poller heard ready: the awaited work finishes at {:.9f}", finish);
+    thread_clock::polled_not_ready(op.get());
+    return r;
   }
+  double finish = -1;
+  if (op) {
+    vt->resolve_for_poll(op);
+    if (const std::optional<double> f = vt->timeline().finish(op)) finish = *f;
+  }
+  if (thread_clock::polled_ready(op.get(), finish))
+    vgpu::log::trace("vtime: a poller heard ready: the awaited work finishes at {:.9f}", finish);
   return r;
 }
 

@@ -4,7 +4,6 @@
 // measured. 1D, 2D and 3D copies, copies to and from arrays, copies between virtual devices
 // (priced on the virtual cluster's route between them, uncontended) and 1D/2D sets. As in timed_api.cpp, the host
 // time inside these calls is not charged to the calling thread's clock.
-#include "core/call_cost.h"
 #include "core/copy_cost.h"
 #include "driver/cuda_api.h"
 #include "passthrough/passthrough_state.h"
@@ -39,9 +38,12 @@ CopyPath path_between(uint64_t dst, uint64_t src) {
 // finish.
 template <class Call, class Seconds>
 CUresult timed(CUstream s, bool per_thread, bool synchronous, Seconds seconds, Call call) {
-  thread_clock::Pause pause(synchronous, vgpu::call_cost::kAsyncCopySeconds);
+  thread_clock::Pause pause(synchronous);
   StreamTarget t;
   VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
+  // Not charged to the thread (unlike launches): a copy's real call may do the copy itself
+  // (pageable memory is staged by the CPU), whose cost depends on the physical machine's memory
+  // system and load, not on the virtual GPU, whose price for the copy is on the timeline.
   const CUresult r = call();
   if (r != CUDA_SUCCESS || vt == nullptr) return r;
   VirtualTime::Bracket none;
