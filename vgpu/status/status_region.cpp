@@ -13,12 +13,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <signal.h>
-#include <sstream>
 #include <thread>
 
 #include "common/log.h"
+#include "status/proc_info.h"
 
 namespace vgpu::status {
 namespace {
@@ -66,30 +65,11 @@ void copy_text(char* dst, size_t n, const std::string& s) {
   std::snprintf(dst, n, "%s", s.c_str());
 }
 
-uint64_t start_time_of(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), {});
-  auto close = stat.rfind(')');  // the command name may hold spaces and parentheses
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(stat.substr(close + 2));
-  std::string field;
-  for (int i = 3; i <= 22 && rest >> field; ++i)
-    if (i == 22) return std::strtoull(field.c_str(), nullptr, 10);
-  return 0;
-}
-
-std::string process_name(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/cmdline");
-  std::string cmd;
-  std::getline(in, cmd, '\0');
-  return cmd;
-}
-
 bool alive(const ProcessRecord& p) {
   const pid_t pid = atomic(const_cast<int32_t&>(p.pid)).load(std::memory_order_acquire);
   if (pid <= 0) return false;
   if (kill(pid, 0) != 0 && errno == ESRCH) return false;
-  return start_time_of(pid) == p.start_time;
+  return process_start_time(pid) == p.start_time;
 }
 
 // A mapped region of a known device count.
@@ -175,19 +155,23 @@ std::unique_ptr<Mapping> open_existing(const std::string& name, bool writable, s
 
 }  // namespace
 
-std::string region_name(uid_t uid, const std::string& job) {
+std::string region_name(uid_t uid, const std::string& job) noexcept try {
   std::string safe = job;
   for (char& c : safe)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-' && c != '_' && c != '.') c = '_';
   return "vgpu-" + std::to_string(uid) + "-" + safe;
+} catch (...) {
+  return {};  // out of memory: no name, so nothing is opened
 }
 
-std::string current_job_id() {
+std::string current_job_id() noexcept try {
   if (const char* j = std::getenv("VGPU_JOB_ID"); j != nullptr && *j != '\0') return j;
   return "sid" + std::to_string(getsid(0));
+} catch (...) {
+  return {};
 }
 
-std::vector<std::string> list_jobs(uid_t uid) {
+std::vector<std::string> list_jobs(uid_t uid) noexcept try {
   std::vector<std::string> jobs;
   const std::string prefix = "vgpu-" + std::to_string(uid) + "-";
   if (DIR* dir = opendir("/dev/shm")) {
@@ -199,6 +183,8 @@ std::vector<std::string> list_jobs(uid_t uid) {
   }
   std::sort(jobs.begin(), jobs.end());
   return jobs;
+} catch (...) {
+  return {};
 }
 
 struct Writer::Impl {
@@ -239,7 +225,7 @@ bool kept_for_launcher() {
 }  // namespace
 
 std::unique_ptr<Writer> Writer::attach(const std::string& job, const std::string& backend,
-                                       const std::vector<DeviceInfo>& devices) {
+                                       const std::vector<DeviceInfo>& devices) noexcept try {
   auto impl = std::make_unique<Impl>();
   impl->name = region_name(getuid(), job);
   const uint32_t n = static_cast<uint32_t>(devices.size());
@@ -295,8 +281,8 @@ std::unique_ptr<Writer> Writer::attach(const std::string& job, const std::string
     int32_t expected = 0;
     ProcessRecord& p = impl->map->process(s);
     if (atomic(p.pid).compare_exchange_strong(expected, -1)) {
-      p.start_time = start_time_of(me);
-      copy_text(p.name, sizeof p.name, process_name(me));
+      p.start_time = process_start_time(me);
+      process_name(me, p.name, sizeof p.name);
       for (uint32_t d = 0; d < n; ++d) atomic(impl->map->memory(s)[d]).store(0);
       atomic(p.pid).store(me, std::memory_order_release);
       impl->slot = s;
@@ -307,31 +293,38 @@ std::unique_ptr<Writer> Writer::attach(const std::string& job, const std::string
     return nullptr;
   }
   return std::unique_ptr<Writer>(new Writer(std::move(impl)));
+} catch (const std::exception& e) {
+  log::warn("status region: {}: not reporting status", e.what());
+  return nullptr;
+} catch (...) {
+  return nullptr;
 }
 
 Writer::~Writer() { detach(); }
 
-void Writer::detach() {
+void Writer::detach() noexcept try {
   if (impl_->detached.exchange(true)) return;
   Mapping& m = *impl_->map;
   for (uint32_t d = 0; d < m.devices(); ++d) atomic(m.memory(impl_->slot)[d]).store(0);
   atomic(m.process(impl_->slot).pid).store(0, std::memory_order_release);
   if (!m.reclaim_dead() && !kept_for_launcher()) shm_unlink(("/" + impl_->name).c_str());
+} catch (...) {
+  // Leaving is best effort: a region left behind is reclaimed by the next process.
 }
 
-void Writer::add_memory(int device, int64_t delta) {
+void Writer::add_memory(int device, int64_t delta) noexcept {
   if (impl_->detached.load(std::memory_order_relaxed)) return;
   if (device < 0 || static_cast<uint32_t>(device) >= impl_->map->devices()) return;
   atomic(impl_->map->memory(impl_->slot)[device]).fetch_add(static_cast<uint64_t>(delta));
 }
 
-void Writer::add_physical(int device, int64_t delta) {
+void Writer::add_physical(int device, int64_t delta) noexcept {
   if (impl_->detached.load(std::memory_order_relaxed)) return;
   if (device < 0 || static_cast<uint32_t>(device) >= impl_->map->devices()) return;
   atomic(impl_->map->device(device).physical).fetch_add(static_cast<uint64_t>(delta));
 }
 
-void Writer::add_work(int device, double busy_s, bool kernel) {
+void Writer::add_work(int device, double busy_s, bool kernel) noexcept {
   if (impl_->detached.load(std::memory_order_relaxed)) return;
   if (device < 0 || static_cast<uint32_t>(device) >= impl_->map->devices()) return;
   DeviceRecord& d = impl_->map->device(device);
@@ -339,7 +332,7 @@ void Writer::add_work(int device, double busy_s, bool kernel) {
   atomic(d.busy_ns).fetch_add(static_cast<uint64_t>(busy_s * 1e9));
 }
 
-void Writer::advance_clock(int device, double clock_s) {
+void Writer::advance_clock(int device, double clock_s) noexcept {
   if (impl_->detached.load(std::memory_order_relaxed)) return;
   if (device < 0 || static_cast<uint32_t>(device) >= impl_->map->devices()) return;
   auto clock = atomic(impl_->map->device(device).clock_ns);
@@ -349,7 +342,7 @@ void Writer::advance_clock(int device, double clock_s) {
   }
 }
 
-bool read_snapshot(uid_t uid, const std::string& job, Snapshot* out, std::string* error) {
+bool read_snapshot(uid_t uid, const std::string& job, Snapshot* out, std::string* error) noexcept try {
   const std::string name = region_name(uid, job);
   // Writable when we can (to reclaim dead processes' slots); read-only otherwise.
   auto m = open_existing(name, true, nullptr);
@@ -385,6 +378,14 @@ bool read_snapshot(uid_t uid, const std::string& job, Snapshot* out, std::string
   if (writable && !live && !kept_for_launcher()) shm_unlink(("/" + name).c_str());  // only the dead were left
   *out = std::move(s);
   return true;
+} catch (const std::exception& e) {
+  try {
+    if (error) *error = std::string("status region: ") + e.what();
+  } catch (...) {
+  }
+  return false;
+} catch (...) {
+  return false;
 }
 
 }  // namespace vgpu::status

@@ -85,7 +85,7 @@ int print_once(const vgpu::smi::Options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   vgpu::smi::Options o;
   if (auto error = vgpu::smi::parse_options(argc, argv, &o)) {
     std::fprintf(stderr, "%s\n\nPlease run 'vgpu-smi -h' for help.\n", error->c_str());
@@ -101,4 +101,7 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::duration<double>(*o.loop_s));
     if (o.query_gpu.empty()) std::fputs("\n", stdout);
   }
+} catch (const std::exception& e) {  // out of memory, mostly: one line and a failure code
+  std::fprintf(stderr, "vgpu-smi: %s\n", e.what());
+  return 1;
 }
