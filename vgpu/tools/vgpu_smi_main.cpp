@@ -35,6 +35,8 @@ int select_job(const vgpu::smi::Options& o, Selected* out) {
     return denied ? 4 : 6;
   }
   if (vgpu::inspect::job_view(uid, vgpu::status::current_job_id(), &out->view, &error)) return 0;
+  // A region that exists but cannot be used (garbage, another user's) is said, not passed over.
+  if (error.rfind("no status region", 0) != 0) std::fprintf(stderr, "vgpu-smi: %s\n", error.c_str());
   const std::vector<std::string> jobs = vgpu::status::list_jobs(uid);
   if (jobs.size() == 1 && vgpu::inspect::job_view(uid, jobs[0], &out->view, &error)) return 0;
   if (jobs.size() > 1) {
