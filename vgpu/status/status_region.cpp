@@ -360,6 +360,35 @@ Publish publish(const std::string& name, const std::string& job, const std::stri
   return Publish::kDone;
 }
 
+// Removes the regions of `uid` that only dead processes hold, whatever their job (a killed job
+// leaves its region in /dev/shm, which is memory), and the temporary files of creators that
+// died. Regions kept for vgpu-run (it removes them), live ones, and ones this version cannot
+// read (another vgpu build's) are left alone.
+void sweep_dead_regions(uid_t uid) {
+  const std::string prefix = "vgpu-" + std::to_string(uid) + "-";
+  std::vector<std::string> names;
+  if (DIR* dir = opendir("/dev/shm")) {
+    while (dirent* e = readdir(dir))
+      if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) names.emplace_back(e->d_name);
+    closedir(dir);
+  }
+  for (const std::string& name : names) {
+    if (const size_t at = name.rfind("+new"); at != std::string::npos) {
+      const long pid = std::strtol(name.c_str() + at + 4, nullptr, 10);
+      struct stat st{};
+      if (pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH &&
+          lstat(shm_path(name).c_str(), &st) == 0 && st.st_uid == uid)
+        unlink(shm_path(name).c_str());
+      continue;
+    }
+    Opened o = open_owned(name, uid, true);
+    if (o.access != Access::kOk) continue;
+    std::string why;
+    auto map = map_checked(o.fd.get(), true, &why);
+    if (map && !map->kept() && !map->reclaim_dead()) unlink_if_same(name, o.fd.get());
+  }
+}
+
 }  // namespace
 
 std::string region_name(uid_t uid, const std::string& job) noexcept try {
@@ -423,6 +452,7 @@ std::unique_ptr<Writer> Writer::attach(const std::string& job, const std::string
   const std::string base = region_name(uid, job);
   if (base.empty() || devices.size() > kMaxDevices) return nullptr;
   const uint32_t n = static_cast<uint32_t>(devices.size());
+  sweep_dead_regions(uid);
   auto impl = std::make_unique<Impl>();
   std::string skipped;  // why the names before the one used were not
   for (int k = 0; k < kNameChoices && !impl->map; ++k) {
