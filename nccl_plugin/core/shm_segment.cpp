@@ -16,6 +16,7 @@
 #include <functional>
 
 #include "common/log.h"
+#include "common/proc_info.h"
 
 namespace vgpu::nccl {
 
@@ -126,18 +127,9 @@ bool process_alive(int pid) {
   if (pid <= 0) return false;
   if (pid == getpid()) return true;
   if (kill(pid, 0) != 0 && errno == ESRCH) return false;
-  // An exited child nobody reaped yet still answers kill(): look at its state.
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  FILE* f = std::fopen(path, "r");
-  if (f == nullptr) return true;  // no procfs: trust kill()
-  char buf[512];
-  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  buf[n] = '\0';
-  const char* paren = std::strrchr(buf, ')');
-  if (paren == nullptr || paren[1] == '\0' || paren[2] == '\0') return true;
-  char state = paren[2];
+  // An exited child nobody reaped yet still answers kill(): look at its state ('\0': no
+  // procfs, or it went just now; trust kill()).
+  const char state = vgpu::process_state(pid);
   return state != 'Z' && state != 'X';
 }
 

@@ -294,6 +294,26 @@ TEST_F(DaemonProcess, ADaemonKilledUnderItsClientsFailsTheirCallsPromptly) {
   EXPECT_TRUE(later.get());
 }
 
+// A daemon stopped (SIGSTOP) under a waiting client: the wait gives up within about a second,
+// not after the call timeout (set to 10 minutes here), and the engine says why it is lost.
+TEST_F(DaemonProcess, ADaemonStoppedUnderItsClientsIsNoticedNotWaitedOn) {
+  auto d = start_daemon();
+  RemoteOptions o = options(0);
+  o.call_timeout_s = 600;
+  std::string err;
+  auto e = connect_engine(o, &err);
+  ASSERT_TRUE(e) << err;
+  e->register_rank(0);
+  const EventId id = e->add_task(TaskSpec{0, 0, 1.0, 0, {}, ""});
+  EXPECT_TRUE(e->lost().empty());
+  ASSERT_EQ(::kill(d->pid(), SIGSTOP), 0);
+  auto waiting = std::async(std::launch::async, [&] { return e->query(id); });
+  ASSERT_EQ(waiting.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_FALSE(waiting.get());
+  EXPECT_NE(e->lost().find("stopped"), std::string::npos) << e->lost();
+  ::kill(d->pid(), SIGCONT);
+}
+
 TEST_F(DaemonProcess, OneDaemonPerJob) {
   auto first = start_daemon();
   Child second({FAKE_VGPUD_PATH, "--job", job_, "--socket-dir", tmp_.path()});

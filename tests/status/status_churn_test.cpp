@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "status/proc_info.h"
+#include "common/proc_info.h"
 #include "status/status_region.h"
 
 namespace vgpu::status {

@@ -18,7 +18,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
-#include "status/proc_info.h"
+#include "common/proc_info.h"
 
 namespace vgpu::status {
 namespace {

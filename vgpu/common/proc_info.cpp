@@ -1,4 +1,4 @@
-#include "status/proc_info.h"
+#include "proc_info.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstring>
 
-namespace vgpu::status {
+namespace vgpu {
 
 long read_proc_file(pid_t pid, const char* leaf, char* buf, size_t cap) noexcept {
   if (cap == 0) return -1;
@@ -74,4 +74,13 @@ void process_name(pid_t pid, char* out, size_t n) noexcept {
   std::snprintf(out, n, "%s", buf);  // up to the first NUL: the program
 }
 
-}  // namespace vgpu::status
+char process_state(pid_t pid) noexcept {
+  char buf[1024];
+  const long n = read_proc_file(pid, "stat", buf, sizeof buf);
+  if (n <= 0) return '\0';
+  for (long i = n; i > 0; --i)
+    if (buf[i - 1] == ')') return i + 1 < n ? buf[i + 1] : '\0';  // ") S ..."
+  return '\0';
+}
+
+}  // namespace vgpu

@@ -1,5 +1,6 @@
-// What the status region needs to know about another process from /proc: its start time (to tell
-// a live owner from a reused pid) and its name. The process may exit at any moment, between the
+// What vgpu needs to know about another process from /proc: its start time (the status region
+// tells a live owner from a reused pid), its name, and whether it is stopped (a SIGSTOPped
+// vgpud or peer rank is reported rather than waited on in silence). The process may exit at any moment, between the
 // open and the read or in the middle of it, so every function here is exception-free and treats
 // a short, empty or unreadable file as "unknown" (0 / empty name), never as an error to throw.
 #pragma once
@@ -9,7 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace vgpu::status {
+namespace vgpu {
 
 // Reads /proc/<pid>/<leaf> into buf (at most cap - 1 bytes, NUL-terminated). The number of bytes
 // read, or -1 if the file cannot be opened or read (the process is gone).
@@ -27,4 +28,8 @@ uint64_t process_start_time(pid_t pid) noexcept;
 // empty if the process is gone.
 void process_name(pid_t pid, char* out, size_t n) noexcept;
 
-}  // namespace vgpu::status
+// The state letter of /proc/<pid>/stat (field 3: 'R', 'S', 'T' stopped, 't' traced, 'Z'...),
+// or '\0' if the process is gone.
+char process_state(pid_t pid) noexcept;
+
+}  // namespace vgpu
