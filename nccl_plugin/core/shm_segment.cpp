@@ -57,11 +57,26 @@ std::string ShmMapping::create(const std::string& name, size_t bytes) {
   return {};
 }
 
+bool is_segment_name(const std::string& name) {
+  const std::string prefix = fmt::format("/vgpu-nccl.{}.", static_cast<unsigned>(getuid()));
+  return name.size() < 256 && name.compare(0, prefix.size(), prefix) == 0 &&
+         name.find('/', 1) == std::string::npos;
+}
+
 std::string ShmMapping::open(const std::string& name, size_t min_bytes) {
-  int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
-  if (fd < 0) return fmt::format("shm_open({}) failed: {}", name, std::strerror(errno));
+  // The name comes from a handle or a peer's slot: only this user's plugin segments are
+  // opened, never following a symlink or blocking on a FIFO, and only if the opened file is a
+  // regular file of this user closed to everyone else (another user could have made the name).
+  if (!is_segment_name(name)) return fmt::format("{} is not a segment name of this user's plugin", name);
+  int fd = ::open(("/dev/shm" + name).c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return fmt::format("open(/dev/shm{}) failed: {}", name, std::strerror(errno));
   struct stat st {};
-  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < min_bytes) {
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0) {
+    close(fd);
+    return fmt::format("segment {} is not a private file of this user (owner uid {}, mode {:o}): not used",
+                       name, static_cast<unsigned>(st.st_uid), st.st_mode & 07777);
+  }
+  if (static_cast<size_t>(st.st_size) < min_bytes) {
     close(fd);
     return fmt::format("segment {} is too small or unreadable", name);
   }
