@@ -4,6 +4,7 @@
 #include <new>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include "common/log.h"
 #include "passthrough/real_driver.h"
@@ -63,6 +64,10 @@ CUresult physical_map(const RealDriver& real, int virtual_count, std::vector<int
 }  // namespace
 
 void* real_symbol(const char* name) {
+  // Our own implementations are compiled as vgpu_impl_<symbol> (driver/cuda_api.h); a name that
+  // went through a macro before being stringized carries the prefix: the real one has none.
+  constexpr std::string_view kImpl = "vgpu_impl_";
+  if (std::string_view(name).substr(0, kImpl.size()) == kImpl) name += kImpl.size();
   const RealDriver* real = RealDriver::get();
   void* f = real ? real->symbol(name) : nullptr;
   if (f == nullptr && real != nullptr)
