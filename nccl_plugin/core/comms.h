@@ -45,7 +45,9 @@ class Registry {
   std::unordered_map<const void*, std::shared_ptr<Object>> live_;
 };
 
-// Checks a peer process at most every 50 ms: cheap enough to call from every idle test().
+// Checks a peer process at most every 50 ms: cheap enough to call from every idle test(). A
+// peer seen stopped (SIGSTOP, a debugger) for a second is said once per stop, whatever the log
+// level: the wait for it goes on (it may be continued), but not in silence.
 class PeerWatch {
  public:
   bool alive(int pid);
@@ -53,6 +55,8 @@ class PeerWatch {
  private:
   std::chrono::steady_clock::time_point last_{};
   bool alive_ = true;
+  std::chrono::steady_clock::time_point stopped_since_{};
+  bool stopped_ = false, told_ = false;
 };
 
 struct Request;

@@ -158,9 +158,20 @@ ncclResult_t Core::accept(void* listen_comm, void** recv_comm) {
 
   auto c = std::make_shared<RecvComm>();
   std::string error;
+  // The slot was written by the connecting peer: its name must be a terminated segment name of
+  // this user's plugin before anything opens or unlinks it.
+  char copied[sizeof s.conn_name];
+  std::memcpy(copied, s.conn_name, sizeof copied);  // once: the peer may still write the slot
+  const void* nul = std::memchr(copied, '\0', sizeof copied);
+  const std::string conn_name = nul ? std::string(copied) : std::string();
+  if (!is_segment_name(conn_name)) {
+    l->next_accept++;
+    vgpu::log::warn("nccl accept: slot {} names no segment of this plugin", l->next_accept - 1);
+    return ncclSystemError;
+  }
   {
     std::lock_guard local(local_mu_);
-    auto it = local_conns_.find(s.conn_name);
+    auto it = local_conns_.find(conn_name);
     if (it != local_conns_.end()) {
       c->seg = it->second.lock();  // the sender is in this process: share its mapping
       local_conns_.erase(it);
@@ -168,13 +179,13 @@ ncclResult_t Core::accept(void* listen_comm, void** recv_comm) {
   }
   if (c->seg == nullptr) {
     c->seg = std::make_shared<ShmMapping>();
-    error = c->seg->open(s.conn_name, sizeof(ConnSegment));
+    error = c->seg->open(conn_name, sizeof(ConnSegment));
   }
   if (error.empty()) {
     auto* conn = static_cast<ConnSegment*>(c->seg->data());
     if (conn->header.magic != kConnMagic || conn->header.version != kLayoutVersion ||
         c->seg->size() < ConnSegment::total_bytes(conn->header.ring_bytes)) {
-      error = fmt::format("segment {} is not a connection of this plugin", s.conn_name);
+      error = fmt::format("segment {} is not a connection of this plugin", conn_name);
     }
   }
   if (!error.empty()) {
@@ -186,7 +197,7 @@ ncclResult_t Core::accept(void* listen_comm, void** recv_comm) {
   conn->header.dst_gpu.store(l->gpu, std::memory_order_relaxed);
   conn->header.receiver_pid.store(static_cast<int32_t>(getpid()), std::memory_order_release);
   // Both ends have it mapped now: drop the name so nothing lingers in /dev/shm.
-  shm_unlink(s.conn_name);
+  shm_unlink(conn_name.c_str());
   c->conn = conn;
   c->dev = l->dev;
   c->gpu = l->gpu;

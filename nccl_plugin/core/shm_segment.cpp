@@ -16,6 +16,7 @@
 #include <functional>
 
 #include "common/log.h"
+#include "common/proc_info.h"
 
 namespace vgpu::nccl {
 
@@ -56,11 +57,26 @@ std::string ShmMapping::create(const std::string& name, size_t bytes) {
   return {};
 }
 
+bool is_segment_name(const std::string& name) {
+  const std::string prefix = fmt::format("/vgpu-nccl.{}.", static_cast<unsigned>(getuid()));
+  return name.size() < 256 && name.compare(0, prefix.size(), prefix) == 0 &&
+         name.find('/', 1) == std::string::npos;
+}
+
 std::string ShmMapping::open(const std::string& name, size_t min_bytes) {
-  int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
-  if (fd < 0) return fmt::format("shm_open({}) failed: {}", name, std::strerror(errno));
+  // The name comes from a handle or a peer's slot: only this user's plugin segments are
+  // opened, never following a symlink or blocking on a FIFO, and only if the opened file is a
+  // regular file of this user closed to everyone else (another user could have made the name).
+  if (!is_segment_name(name)) return fmt::format("{} is not a segment name of this user's plugin", name);
+  int fd = ::open(("/dev/shm" + name).c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0) return fmt::format("open(/dev/shm{}) failed: {}", name, std::strerror(errno));
   struct stat st {};
-  if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < min_bytes) {
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0) {
+    close(fd);
+    return fmt::format("segment {} is not a private file of this user (owner uid {}, mode {:o}): not used",
+                       name, static_cast<unsigned>(st.st_uid), st.st_mode & 07777);
+  }
+  if (static_cast<size_t>(st.st_size) < min_bytes) {
     close(fd);
     return fmt::format("segment {} is too small or unreadable", name);
   }
@@ -126,18 +142,9 @@ bool process_alive(int pid) {
   if (pid <= 0) return false;
   if (pid == getpid()) return true;
   if (kill(pid, 0) != 0 && errno == ESRCH) return false;
-  // An exited child nobody reaped yet still answers kill(): look at its state.
-  char path[64];
-  std::snprintf(path, sizeof path, "/proc/%d/stat", pid);
-  FILE* f = std::fopen(path, "r");
-  if (f == nullptr) return true;  // no procfs: trust kill()
-  char buf[512];
-  size_t n = std::fread(buf, 1, sizeof buf - 1, f);
-  std::fclose(f);
-  buf[n] = '\0';
-  const char* paren = std::strrchr(buf, ')');
-  if (paren == nullptr || paren[1] == '\0' || paren[2] == '\0') return true;
-  char state = paren[2];
+  // An exited child nobody reaped yet still answers kill(): look at its state ('\0': no
+  // procfs, or it went just now; trust kill()).
+  const char state = vgpu::process_state(pid);
   return state != 'Z' && state != 'X';
 }
 

@@ -19,7 +19,8 @@ class ShmMapping {
   // Creates `name` exclusively (mode 0600), sized `bytes`, zero-filled. Empty string on success,
   // else what failed.
   std::string create(const std::string& name, size_t bytes);
-  // Maps an existing segment; its size must be at least `min_bytes`.
+  // Maps an existing segment of this user's plugin (is_segment_name), a regular file owned by
+  // this user with no access for others; its size must be at least `min_bytes`.
   std::string open(const std::string& name, size_t min_bytes);
   void unlink();  // removes the name (mappings stay valid); idempotent
 
@@ -36,6 +37,9 @@ class ShmMapping {
 
 // "/vgpu-nccl.<uid>.<job>.<kind>.<pid>.<n>": unique per process and call.
 std::string make_segment_name(char kind);
+// Whether `name` has the form of this user's segment names (what open() and an unlink of a name
+// read from shared memory accept).
+bool is_segment_name(const std::string& name);
 // The job part of the names: VGPU_JOB_ID (sanitized, long ones hashed) or "sid<session id>".
 std::string job_tag();
 uint64_t random_nonce();

@@ -279,6 +279,7 @@ ncclResult_t Core::progress_recv(RecvComm& c) {
       if (r->launch != 0) r->not_before = std::max(r->not_before, vtime_->now(c.gpu, r->launch));
       c.cur_flow = vtime_->add_flow(h.src_gpu, c.gpu, d.size, std::max(d.not_before, r->not_before),
                                     d.after_flow, r->slot_flow[entry]);
+      if (vtime_->lost()) return poison(ncclSystemError);
       vgpu::log::debug("nccl plugin: flow {} matched: sender ready at {:.9f}, receiver (launch {}) at {:.9f}",
                        c.cur_flow, d.not_before, r->launch, r->not_before);
     }
@@ -303,6 +304,7 @@ ncclResult_t Core::progress_recv(RecvComm& c) {
     Request* r = c.cur;
     double s = 0, f = 0;
     bool timed = vtime_->query(c.cur_flow, &s, &f);
+    if (vtime_->lost()) return poison(ncclSystemError);
     d.flow_id = c.cur_flow;
     d.v_start = timed ? s : 0;
     d.v_finish = timed ? f : 0;

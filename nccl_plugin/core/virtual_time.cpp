@@ -180,7 +180,8 @@ uint64_t VirtualTime::add_flow(int src_gpu, int dst_gpu, uint64_t bytes, double 
   simcore::EventId id = e->add_flow(f);
   vgpu::log::debug("nccl plugin: flow {} gpu {}->{} {} B not before {:.9f} after {},{}", id, src_gpu, dst_gpu,
                    bytes, not_before, after_a, after_b);
-  if (id == simcore::kNoEvent) {
+  if (id == simcore::kNoEvent) check_lost(*e);
+  if (id == simcore::kNoEvent && !lost()) {
     vgpu::log::once(vgpu::log::Level::warn, "nccl-flow-rejected",
                     "nccl plugin: simcore rejected a transfer; it carries no virtual time");
   }
@@ -192,10 +193,21 @@ bool VirtualTime::query(uint64_t flow, double* start, double* finish) {
   simcore::Engine* e = engine();
   if (e == nullptr) return false;
   auto iv = e->query(flow);
-  if (!iv) return false;
+  if (!iv) {
+    check_lost(*e);
+    return false;
+  }
   *start = iv->start;
   *finish = iv->finish;
   return true;
+}
+
+void VirtualTime::check_lost(const simcore::Engine& e) {
+  const std::string why = e.lost();
+  if (why.empty() || lost_.exchange(true)) return;
+  vgpu::log::always(fmt::format("vgpu nccl plugin: lost the job's vgpud ({}): this rank's "
+                                "transfers fail from now on, because their virtual time can no "
+                                "longer be simulated", why));
 }
 
 void VirtualTime::record(vgpu_nccl_completion c) {

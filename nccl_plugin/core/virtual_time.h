@@ -58,6 +58,10 @@ class VirtualTime {
   uint64_t add_flow(int src_gpu, int dst_gpu, uint64_t bytes, double not_before,
                     uint64_t after_a = 0, uint64_t after_b = 0);
   bool query(uint64_t flow, double* start, double* finish);
+  // Whether the shared engine (vgpud) was lost: it exited, was stopped or dropped the
+  // connection. The job's virtual time can then no longer be kept, so transfers fail from then
+  // on (README: Reliability) after one line saying why.
+  bool lost() const { return lost_.load(std::memory_order_acquire); }
 
   void record(vgpu_nccl_completion c);  // assigns seq; updates the per-GPU and per-launch latest
   bool latest(int gpu, double* finish);
@@ -74,6 +78,8 @@ class VirtualTime {
 
  private:
   simcore::Engine* engine();
+  void check_lost(const simcore::Engine& e);
+  std::atomic<bool> lost_{false};
 
   const simcore::ClusterSpec& cluster_;
   const EngineMode mode_;

@@ -60,7 +60,19 @@ ConfigResult build(std::optional<std::string_view> text, std::string_view source
       draft.spec.source = std::string(source);
     }
     if (auto e = apply_environment(env, draft)) return failure(std::move(*e));
-    return ConfigResult{finish(draft), {}};
+    ClusterSpec spec = finish(draft);
+    auto set = [&](const char* name) {
+      const char* v = env ? env(name) : std::getenv(name);
+      return v != nullptr && *v != '\0';
+    };
+    const bool shaped_by_env = set("VGPU_NODES") || set("VGPU_GPUS_PER_NODE") || set("VGPU_DEVICE_COUNT");
+    if (int64_t{spec.nodes} * spec.gpus_per_node > kMaxTotalGpus)
+      return failure(ConfigError{shaped_by_env ? std::string("environment") : spec.source, 0, 0,
+                                 fmt::format("{} nodes x {} GPUs = {} GPUs: more than the {} GPUs one "
+                                             "machine can simulate; use fewer nodes or GPUs per node",
+                                             spec.nodes, spec.gpus_per_node,
+                                             int64_t{spec.nodes} * spec.gpus_per_node, kMaxTotalGpus)});
+    return ConfigResult{std::move(spec), {}};
   } catch (const std::exception& e) {  // allocation failure: still no exception leaves simcore
     return failure(ConfigError{std::string(source), 0, 0, fmt::format("cannot load: {}", e.what())});
   } catch (...) {

@@ -46,7 +46,7 @@ class EnvReader {
   std::optional<ConfigError> apply(ClusterDraft& d) {
     const auto nodes = get_int("VGPU_NODES", 1, kMaxNodes);
     const auto per_node = get_int("VGPU_GPUS_PER_NODE", 1, kMaxGpusPerNode);
-    const auto count = get_int("VGPU_DEVICE_COUNT", 1, int64_t{kMaxNodes} * kMaxGpusPerNode);
+    const auto count = get_int("VGPU_DEVICE_COUNT", 1, kMaxTotalGpus);
     if (error_) return error_;
     if (nodes) d.spec.nodes = *nodes;
     if (per_node) d.spec.gpus_per_node = *per_node;

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <string>
 
 #include "cluster_draft.h"
@@ -15,6 +16,11 @@
 
 namespace simcore::detail {
 namespace {
+
+// The smallest link efficiency and bandwidth a configuration may give: below them a transfer's
+// virtual duration is absurd or infinite.
+constexpr double kMinEfficiency = 0.001;
+constexpr double kMinBandwidth = 1e6;  // 1 MB/s
 
 // "got ..." in messages: the value as the user wrote it, or its kind.
 std::string shown(const toml::node& node) {
@@ -231,14 +237,17 @@ class FileReader {
   bool bandwidth(const toml::node& v, std::optional<double>& out) {
     const auto* s = v.as_string();
     const auto bw = s ? parse_bandwidth(s->get()) : std::nullopt;
-    if (!bw || *bw <= 0) return fail(v.source(), expected("a bandwidth like \"450GB/s\" or \"400Gb/s\"", v));
+    if (!bw || !(*bw >= kMinBandwidth) || !std::isfinite(*bw))
+      return fail(v.source(), expected("a bandwidth like \"450GB/s\" or \"400Gb/s\", at least 1MB/s", v));
     out = bw;
     return true;
   }
+  // An efficiency: at least kMinEfficiency, at most 1. Near zero it made every transfer last
+  // forever (an infinite virtual time).
   bool fraction(const toml::node& v, double& out) {
     const auto x = v.value<double>();  // integers convert too
-    if (!x || !(*x > 0 && *x <= 1))
-      return fail(v.source(), expected("a fraction above 0 and at most 1, e.g. 0.75", v));
+    if (!x || !(*x >= kMinEfficiency && *x <= 1))
+      return fail(v.source(), expected(fmt::format("a fraction from {} to 1, e.g. 0.75", kMinEfficiency), v));
     out = *x;
     return true;
   }

@@ -11,10 +11,13 @@
 
 #include <fmt/format.h>
 
+#include "common/log.h"
+
 namespace simcore::daemon {
 namespace {
 
 constexpr size_t kMaxStem = 64;
+constexpr int kDirChoices = 8;
 
 uint64_t fnv1a(std::string_view s) {
   uint64_t h = 1469598103934665603ull;
@@ -40,10 +43,28 @@ std::string default_job_id() {
 
 std::string default_socket_dir() {
   std::string dir = env_or_empty("VGPU_DAEMON_DIR");
-  if (!dir.empty()) return dir;
+  if (!dir.empty()) return dir;  // the user's own choice: checked when used, never replaced
   const std::string xdg = env_or_empty("XDG_RUNTIME_DIR");
-  if (!xdg.empty()) return xdg + "/vgpu";
-  return fmt::format("/tmp/vgpu-{}", static_cast<unsigned>(geteuid()));
+  const std::string base =
+      !xdg.empty() ? xdg + "/vgpu" : fmt::format("/tmp/vgpu-{}", static_cast<unsigned>(geteuid()));
+  // Someone else may have created the name first (in /tmp anyone can): such a directory is
+  // never used, and the job takes "<base>.1" ... ".7" instead, the first that is absent or a
+  // real directory of this user, so every process of the job still picks the same one.
+  for (int k = 0; k < kDirChoices; ++k) {
+    const std::string candidate = k == 0 ? base : fmt::format("{}.{}", base, k);
+    struct stat st {};
+    if (lstat(candidate.c_str(), &st) != 0) {
+      if (errno != ENOENT) continue;
+    } else if (!S_ISDIR(st.st_mode) || st.st_uid != geteuid()) {
+      continue;
+    }
+    if (k > 0)
+      vgpu::log::once(vgpu::log::Level::warn, "vgpu-runtime-dir",
+                      fmt::format("'{}' is not a directory of this user: using '{}' instead",
+                                  base, candidate));
+    return candidate;
+  }
+  return base;  // all taken: ensure_private_dir refuses it with the reason
 }
 
 std::string job_file_stem(std::string_view job) {

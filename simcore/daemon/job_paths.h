@@ -3,7 +3,8 @@
 // (to find or start the daemon) and vgpud (to serve), so both always agree.
 //
 //   directory  $VGPU_DAEMON_DIR, else $XDG_RUNTIME_DIR/vgpu, else /tmp/vgpu-<uid>; mode 0700,
-//              owned by the user (a directory someone else owns is refused, not used)
+//              owned by the user (a directory someone else owns is refused, not used: without
+//              VGPU_DAEMON_DIR the first of "<dir>.1" ... ".7" that is free or ours is taken)
 //   <job>.sock the Unix socket (0600)
 //   <job>.lock flock()ed by the daemon for its whole life (and by the client starting it), so
 //              at most one daemon serves a job; left in place on exit (unlinking a lock races)

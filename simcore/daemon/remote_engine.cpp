@@ -55,6 +55,7 @@ class RemoteEngine final : public Engine {
     return r ? r->interval : std::nullopt;
   }
   void shutdown() override { channel_.close("shut down by this client"); }
+  std::string lost() const override { return channel_.alive() ? std::string() : channel_.why_dead(); }
   Stats stats() const override {
     const auto r = expect<StatsReply>(StatsRequest{}, "stats");
     return r ? r->stats : Stats{};

@@ -11,17 +11,52 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "common/proc_info.h"
 #include "fork_guard.h"
 
 namespace simcore::daemon {
 
 using namespace wire;
 
+namespace {
+
+// How often a waiting caller looks at the daemon process, and how long the daemon may be seen
+// stopped before its calls fail: a SIGSTOPped vgpud is reported within about a second, not
+// after the call timeout (120 s).
+constexpr auto kStallCheck = std::chrono::milliseconds(200);
+constexpr auto kStoppedFor = std::chrono::milliseconds(750);
+
+// The process at the other end of a Unix socket; 0 over TCP (a daemon on another host).
+pid_t peer_pid(int fd) {
+  ucred cred{};
+  socklen_t len = sizeof cred;
+  if (::getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0 || len != sizeof cred) return 0;
+  return cred.pid > 0 ? cred.pid : 0;
+}
+
+}  // namespace
+
 RpcChannel::RpcChannel(UniqueFd fd, double call_timeout_s)
-    : fd_(std::move(fd)), call_timeout_s_(call_timeout_s) {
+    : fd_(std::move(fd)), call_timeout_s_(call_timeout_s), daemon_pid_(peer_pid(fd_.get())) {
   // A daemon that stops reading must not block a sender for longer than a call may take.
   set_io_timeouts(fd_.get(), call_timeout_s_, 0);
   guard_against_fork(fd_.get());
+}
+
+std::string RpcChannel::daemon_stalled() {
+  if (daemon_pid_ <= 0) return {};
+  const char state = vgpu::process_state(daemon_pid_);
+  if (state == '\0' || state == 'Z' || state == 'X')
+    return fmt::format("vgpud (pid {}) has exited", daemon_pid_);
+  if (state != 'T' && state != 't') {
+    stopped_since_.reset();
+    return {};
+  }
+  const auto now = Clock::now();
+  if (!stopped_since_) stopped_since_ = now;
+  if (now - *stopped_since_ < kStoppedFor) return {};
+  return fmt::format("vgpud (pid {}) is stopped (SIGSTOP or a debugger): not waiting for it",
+                     daemon_pid_);
 }
 
 RpcChannel::~RpcChannel() {
@@ -170,11 +205,21 @@ std::optional<Body> RpcChannel::call(Body request, bool wait_forever) {
       reading_ = true;
       lk.unlock();
       std::string why;
-      const Read r = read_and_dispatch(deadline, &why);
+      // Read in short slices when the daemon is a local process, and look at it in between.
+      std::optional<Clock::time_point> until = deadline;
+      const bool watch = daemon_pid_ > 0;
+      if (watch && (!until || *until > Clock::now() + kStallCheck)) until = Clock::now() + kStallCheck;
+      Read r = read_and_dispatch(until, &why);
+      std::string stalled;
+      if (r == Read::kTimeout && watch && (!deadline || Clock::now() < *deadline)) {
+        stalled = daemon_stalled();
+        r = stalled.empty() ? Read::kProgress : Read::kClosed;
+        why = stalled;
+      }
       lk.lock();
       reading_ = false;
       if (r == Read::kClosed) {
-        if (!dead_) vgpu::log::warn("vgpud client: {}", why);
+        if (!dead_) vgpu::log::error("vgpud client: {}", why);
         fail_locked(why);
       } else if (r == Read::kTimeout && !slot.done) {
         timed_out = true;

@@ -4,7 +4,8 @@
 // belongs to (leader/follower). So a lone caller reads its own reply (no extra thread hop, no
 // background thread in the host process), and many callers share one reader.
 // When the connection drops, every waiting call wakes at once with "no reply", and so does
-// every later call.
+// every later call. A local daemon that exits or is stopped (SIGSTOP) is noticed by the waiting
+// reader within about a second and treated the same way.
 #pragma once
 
 #include <chrono>
@@ -12,6 +13,7 @@
 #include <cstdint>
 #include <mutex>
 #include <optional>
+#include <sys/types.h>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -55,6 +57,9 @@ class RpcChannel {
   void dispatch(wire::Frame frame, std::string* why, bool* broken);
   void fail_locked(const std::string& why);
   void hand_off_locked();
+  // As the reader, between slices of a wait: why the local daemon cannot answer (exited, or
+  // stopped for kStoppedFor), or empty.
+  std::string daemon_stalled();
 
   UniqueFd fd_;
   double call_timeout_s_;
@@ -66,6 +71,8 @@ class RpcChannel {
   std::string why_dead_;
   std::mutex write_mu_;                        // one frame at a time on the socket
   std::vector<uint8_t> rbuf_;                  // only the current reader touches it
+  const pid_t daemon_pid_;                     // the daemon (Unix socket), 0 over TCP
+  std::optional<Clock::time_point> stopped_since_;  // only the current reader touches it
 };
 
 }  // namespace simcore::daemon

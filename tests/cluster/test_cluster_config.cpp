@@ -2,6 +2,9 @@
 // precise errors.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -286,7 +289,7 @@ TEST(ClusterConfig, BadEnvironmentNamesTheVariable) {
   EXPECT_EQ(env_error({{"VGPU_GPUS_PER_NODE", "65"}}).message,
             "VGPU_GPUS_PER_NODE: expected an integer between 1 and 64, got \"65\"");
   EXPECT_EQ(env_error({{"VGPU_DEVICE_COUNT", "8x"}}).message,
-            "VGPU_DEVICE_COUNT: expected an integer between 1 and 4194304, got \"8x\"");
+            "VGPU_DEVICE_COUNT: expected an integer between 1 and 131072, got \"8x\"");
   EXPECT_EQ(env_error({{"VGPU_DEVICE_COUNT", "128"}}).message,
             "VGPU_DEVICE_COUNT=128 GPUs do not fit in one node (at most 64); set VGPU_NODES or "
             "VGPU_GPUS_PER_NODE too");
@@ -305,6 +308,51 @@ TEST(ClusterConfig, BadEnvironmentNamesTheVariable) {
   env_error({{"VGPU_MEMORY", "0"}});
 }
 
+// Limits (issue 19): a cluster larger than one machine can simulate is refused with the bound in
+// the message (4,194,304 GPUs took 25 s and 7 GB at cuInit); near-zero efficiencies and
+// bandwidths (infinite transfer times) are refused; the largest allowed cluster loads.
+TEST(ClusterConfig, SizesAndRatesAreBoundedWithTheBoundInTheMessage) {
+  const ConfigResult huge = parse("", FakeEnv{{{"VGPU_NODES", "65536"}, {"VGPU_GPUS_PER_NODE", "64"}}});
+  ASSERT_FALSE(huge.ok());
+  EXPECT_EQ(huge.error.message,
+            "65536 nodes x 64 GPUs = 4194304 GPUs: more than the 131072 GPUs one machine can "
+            "simulate; use fewer nodes or GPUs per node");
+  const ConfigResult toml_huge = parse("[cluster]\nnodes = 4096\ngpus_per_node = 64\n");
+  ASSERT_FALSE(toml_huge.ok());
+  EXPECT_NE(toml_huge.error.message.find("131072"), std::string::npos) << toml_huge.error.message;
+  const ConfigResult largest = parse("", FakeEnv{{{"VGPU_NODES", "2048"}, {"VGPU_GPUS_PER_NODE", "64"}}});
+  ASSERT_TRUE(largest.ok()) << largest.error.to_string();
+  EXPECT_EQ(largest.cluster->total_gpus(), 131072);
+  for (const char* text : {"[nvlink]\nefficiency = 1e-300\n", "[nic]\nefficiency = 0.0009\n",
+                           "[nic]\nbandwidth = \"1e-300GB/s\"\n", "[nvlink]\nbandwidth = \"999kB/s\"\n"}) {
+    const ConfigResult r = parse(text);
+    EXPECT_FALSE(r.ok()) << text;
+  }
+  EXPECT_TRUE(parse("[nic]\nefficiency = 0.001\n").ok());
+}
+
+// A 10 MB value in a configuration is not echoed as a 10 MB log line: the line is cut.
+TEST(ClusterConfig, AHugeValueIsNotEchoedWhole) {
+  const std::string huge(10 << 20, 'x');
+  char path[] = "/tmp/vgpu-cluster-log-XXXXXX";
+  const int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  unlink(path);
+  std::fflush(stderr);
+  const int saved = dup(2);
+  dup2(fd, 2);
+  const ConfigResult r = parse("", FakeEnv{{{"VGPU_GPU_MODEL", huge}}});
+  std::fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  ASSERT_FALSE(r.ok());
+  struct stat st {};
+  ASSERT_EQ(fstat(fd, &st), 0);
+  close(fd);
+  EXPECT_GT(st.st_size, 0);           // the failure was logged (VGPU_LOG_LEVEL=warn)...
+  EXPECT_LT(st.st_size, 8 << 10);     // ...in one cut line, not 10 MB
+}
+
 // A bad file: the error names the file, the line and column of the offending text, the key.
 void expect_error(std::string_view text, int line, int column, std::string_view message) {
   const ConfigResult r = parse(text);
@@ -317,9 +365,9 @@ void expect_error(std::string_view text, int line, int column, std::string_view 
 
 TEST(ClusterConfig, BadValuesAreReportedPrecisely) {
   expect_error("[cluster]\nnodes = 2\n\n[nvlink]\npresent = true\nnvswitch = true\nbandwidth = \"fast\"\n", 7, 13,
-               "nvlink.bandwidth: expected a bandwidth like \"450GB/s\" or \"400Gb/s\", got \"fast\"");
+               "nvlink.bandwidth: expected a bandwidth like \"450GB/s\" or \"400Gb/s\", at least 1MB/s, got \"fast\"");
   EXPECT_EQ(parse("[nvlink]\n  bandwidth = \"fast\"\n").error.to_string(),
-            "cluster.toml:2:15: nvlink.bandwidth: expected a bandwidth like \"450GB/s\" or \"400Gb/s\", got \"fast\"");
+            "cluster.toml:2:15: nvlink.bandwidth: expected a bandwidth like \"450GB/s\" or \"400Gb/s\", at least 1MB/s, got \"fast\"");
   expect_error("[cluster]\nnodes = 0\n", 2, 9, "cluster.nodes: expected an integer between 1 and 65536, got 0");
   expect_error("[cluster]\nnodes = \"2\"\n", 2, 9, "cluster.nodes: expected an integer between 1 and 65536, got \"2\"");
   expect_error("[cluster]\ngpus_per_node = 65\n", 2, 17,
@@ -336,13 +384,13 @@ TEST(ClusterConfig, BadValuesAreReportedPrecisely) {
   expect_error("[nvlink]\npresent = \"yes\"\n", 2, 11, "nvlink.present: expected true or false, got \"yes\"");
   expect_error("[nvlink]\nlatency = 1\n", 2, 11, "nvlink.latency: expected a latency like \"1us\" or \"500ns\", got 1");
   expect_error("[nvlink]\nefficiency = 0\n", 2, 14,
-               "nvlink.efficiency: expected a fraction above 0 and at most 1, e.g. 0.75, got 0");
+               "nvlink.efficiency: expected a fraction from 0.001 to 1, e.g. 0.75, got 0");
   expect_error("[nic]\nefficiency = 1.5\n", 2, 14,
-               "nic.efficiency: expected a fraction above 0 and at most 1, e.g. 0.75, got 1.5");
+               "nic.efficiency: expected a fraction from 0.001 to 1, e.g. 0.75, got 1.5");
   expect_error("[nic]\nefficiency = \"high\"\n", 2, 14,
-               "nic.efficiency: expected a fraction above 0 and at most 1, e.g. 0.75, got \"high\"");
+               "nic.efficiency: expected a fraction from 0.001 to 1, e.g. 0.75, got \"high\"");
   expect_error("[nic]\nbandwidth = \"400G\"\n", 2, 13,
-               "nic.bandwidth: expected a bandwidth like \"450GB/s\" or \"400Gb/s\", got \"400G\"");
+               "nic.bandwidth: expected a bandwidth like \"450GB/s\" or \"400Gb/s\", at least 1MB/s, got \"400G\"");
   expect_error("[fabric]\nkind = \"torus\"\n", 2, 8,
                "fabric.kind: expected \"leaf-spine\" or \"rail-optimized\", got \"torus\"");
   expect_error("[fabric]\noversubscription = 0.5\n", 2, 20,

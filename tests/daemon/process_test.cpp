@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <set>
@@ -293,6 +294,26 @@ TEST_F(DaemonProcess, ADaemonKilledUnderItsClientsFailsTheirCallsPromptly) {
   EXPECT_TRUE(later.get());
 }
 
+// A daemon stopped (SIGSTOP) under a waiting client: the wait gives up within about a second,
+// not after the call timeout (set to 10 minutes here), and the engine says why it is lost.
+TEST_F(DaemonProcess, ADaemonStoppedUnderItsClientsIsNoticedNotWaitedOn) {
+  auto d = start_daemon();
+  RemoteOptions o = options(0);
+  o.call_timeout_s = 600;
+  std::string err;
+  auto e = connect_engine(o, &err);
+  ASSERT_TRUE(e) << err;
+  e->register_rank(0);
+  const EventId id = e->add_task(TaskSpec{0, 0, 1.0, 0, {}, ""});
+  EXPECT_TRUE(e->lost().empty());
+  ASSERT_EQ(::kill(d->pid(), SIGSTOP), 0);
+  auto waiting = std::async(std::launch::async, [&] { return e->query(id); });
+  ASSERT_EQ(waiting.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+  EXPECT_FALSE(waiting.get());
+  EXPECT_NE(e->lost().find("stopped"), std::string::npos) << e->lost();
+  ::kill(d->pid(), SIGCONT);
+}
+
 TEST_F(DaemonProcess, OneDaemonPerJob) {
   auto first = start_daemon();
   Child second({FAKE_VGPUD_PATH, "--job", job_, "--socket-dir", tmp_.path()});
@@ -316,6 +337,55 @@ TEST_F(DaemonProcess, ADaemonThatCannotStartIsReportedNotRetriedForever) {
   std::string err;
   EXPECT_FALSE(connect_engine(o, &err));
   EXPECT_NE(err.find("no-such-vgpud"), std::string::npos) << err;
+}
+
+// The default runtime directory pre-created by another user (anyone can make /tmp/vgpu-<uid>):
+// the ranks neither use nor wait on it; they agree on "<dir>.1", start one daemon there and get
+// their simulated time from it.
+TEST_F(DaemonProcess, ARuntimeDirectoryPlantedByAnotherUserIsSkipped) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root to plant a directory as another user";
+  const std::string runtime = tmp_.path() + "/xdg";
+  ASSERT_EQ(::mkdir(runtime.c_str(), 0755), 0);
+  const std::string planted = runtime + "/vgpu";
+  ASSERT_EQ(::mkdir(planted.c_str(), 0777), 0);
+  ASSERT_EQ(::chmod(planted.c_str(), 0777), 0);
+  ASSERT_EQ(::chown(planted.c_str(), 65534, 65534), 0);
+  const std::vector<std::string> rank_env = {
+      "VGPU_JOB_ID=" + job_, "VGPU_DAEMON_DIR=", "XDG_RUNTIME_DIR=" + runtime,
+      std::string("VGPU_VGPUD=") + FAKE_VGPUD_PATH, "VGPU_DAEMON_IDLE_S=30",
+      "FAKE_VGPUD_STARTS=" + starts_file()};
+  std::set<std::string> ids;
+  for (int i = 0; i < 2; ++i) {
+    Child rank({CLIENT_TOOL_PATH, "add", "1000"}, rank_env);
+    auto l = rank.line();
+    ASSERT_TRUE(l);
+    EXPECT_EQ(l->rfind("id ", 0), 0u) << *l;
+    ids.insert(*l);
+    EXPECT_TRUE(rank.succeeds());
+  }
+  EXPECT_EQ(ids.size(), 2u);  // one daemon served both
+  EXPECT_EQ(recorded_starts().size(), 1u);
+  struct stat s {};
+  ASSERT_EQ(::lstat((runtime + "/vgpu.1").c_str(), &s), 0);
+  EXPECT_EQ(s.st_uid, 0u);
+  EXPECT_EQ(s.st_mode & 0777, 0700u);
+  // Nothing was put into the planted directory.
+  EXPECT_TRUE(std::filesystem::is_empty(planted));
+  std::string err;
+  daemon::JobPaths p;
+  const char* saved_xdg = ::getenv("XDG_RUNTIME_DIR");
+  const char* saved_dir = ::getenv("VGPU_DAEMON_DIR");
+  const std::string xdg_before = saved_xdg ? saved_xdg : "", dir_before = saved_dir ? saved_dir : "";
+  ::setenv("XDG_RUNTIME_DIR", runtime.c_str(), 1);
+  ::unsetenv("VGPU_DAEMON_DIR");
+  const bool paths_ok = daemon::job_paths("", job_, &p, &err);
+  saved_xdg ? ::setenv("XDG_RUNTIME_DIR", xdg_before.c_str(), 1) : ::unsetenv("XDG_RUNTIME_DIR");
+  if (saved_dir) ::setenv("VGPU_DAEMON_DIR", dir_before.c_str(), 1);
+  ASSERT_TRUE(paths_ok) << err;
+  EXPECT_EQ(p.dir, runtime + "/vgpu.1");
+  RemoteOptions o = options();
+  o.socket_dir = p.dir;
+  EXPECT_TRUE(shutdown_daemon(o, &err)) << err;
 }
 
 }  // namespace

@@ -3,7 +3,9 @@
 // no crash (the sanitizer builds make "no crash" mean no UB and no wild allocation too).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <set>
 
@@ -242,8 +244,12 @@ TEST(ProtocolFuzz, MutatedTruncatedAndRandomFramesFailCleanly) {
   for (const Frame& f : sample_frames()) seeds.push_back(encode(f));
   auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
   size_t decoded = 0;
-  constexpr int kRounds = 200000;
-  for (int round = 0; round < kRounds; ++round) {
+  // VGPU_FUZZ_ROUNDS raises it for the fuzz phase of tests/run-all.
+  const char* rounds_env = std::getenv("VGPU_FUZZ_ROUNDS");
+  const long kRounds = rounds_env != nullptr && *rounds_env != '\0'
+                           ? std::max(200000L, 100 * std::strtol(rounds_env, nullptr, 0))
+                           : 200000L;
+  for (long round = 0; round < kRounds; ++round) {
     std::vector<uint8_t> b = seeds[pick(seeds.size())];
     switch (round % 8) {
       case 0:  // flip a few bits

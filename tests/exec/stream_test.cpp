@@ -414,7 +414,14 @@ TEST_F(Exec, ThreadsWithFarApartClocksKeepTheirOwnTimes) {
   constexpr int kAhead = 16;  // copies that move the first thread's clock about 8.5 ms ahead
 
   CUevent a0, a1, b0, b1, b2;
-  for (CUevent* e : {&a0, &a1, &b0, &b1, &b2}) OK(cuEventCreate(e, 0));
+  for (CUevent* e : {&a0, &a1}) OK(cuEventCreate(e, 0));
+  // Each thread's events belong to its own device: an event is recorded only on a stream of
+  // its device (as the real driver requires).
+  CUcontext ctx0;
+  OK(cuCtxGetCurrent(&ctx0));
+  OK(cuCtxSetCurrent(ctx1));
+  for (CUevent* e : {&b0, &b1, &b2}) OK(cuEventCreate(e, 0));
+  OK(cuCtxSetCurrent(ctx0));
   // Phases: 2 once both threads submitted (both are ranks), 10 once the first is far ahead. The
   // waits cost no CPU time, which would move a thread's clock.
   std::mutex mu;

@@ -13,7 +13,10 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <csignal>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "plugin_fixture.h"
@@ -253,6 +256,59 @@ TEST(NcclEngineModes, ProcessesReportTheSameFlows) {
   n.deregMr(rc, mr);
   n.closeRecv(rc);
   n.closeListen(lc);
+}
+
+// The job's vgpud stopped (SIGSTOP) under a transfer: the call waiting on it gives up within
+// about a second (not after the 120 s call timeout), and the transfer fails with
+// ncclSystemError instead of moving on without virtual time (README: Reliability). Runs last:
+// the daemon is killed afterwards.
+TEST(NcclEngineModes, AStoppedDaemonFailsTheTransferInsteadOfStallingIt) {
+  if (mode() != Mode::daemon) GTEST_SKIP() << "daemon mode only";
+  const auto& n = net();
+  Pair p = gpu_pair(kSenderGpu, kReceiverGpu);
+  ASSERT_NE(p.send, nullptr);
+  ASSERT_NE(p.recv, nullptr);
+  // The daemon the plugin started is our child (we are its subreaper): find it.
+  pid_t daemon = 0;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string line;
+    std::getline(stat, line);
+    const size_t close = line.rfind(')');
+    if (close == std::string::npos || line.find("(vgpud)") == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 2));
+    std::string state;
+    long ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == getpid()) daemon = static_cast<pid_t>(std::stol(name));
+  }
+  ASSERT_GT(daemon, 0) << "no vgpud child found";
+  ASSERT_EQ(kill(daemon, SIGSTOP), 0);
+  std::vector<unsigned char> src(kBytes), dst(kBytes);
+  void *smr = nullptr, *rmr = nullptr;
+  ASSERT_EQ(n.regMr(p.send, src.data(), kBytes, NCCL_PTR_HOST, &smr), ncclSuccess);
+  ASSERT_EQ(n.regMr(p.recv, dst.data(), kBytes, NCCL_PTR_HOST, &rmr), ncclSuccess);
+  void *sreq = nullptr, *rreq = nullptr;
+  void* d[1] = {dst.data()};
+  size_t sz[1] = {kBytes};
+  int t[1] = {4};
+  void* m[1] = {rmr};
+  ASSERT_EQ(n.irecv(p.recv, 1, d, sz, t, m, nullptr, &rreq), ncclSuccess);
+  ASSERT_EQ(n.isend(p.send, src.data(), kBytes, 4, smr, nullptr, &sreq), ncclSuccess);
+  ncclResult_t failed = ncclSuccess;
+  const auto end = std::chrono::steady_clock::now() + kDeadline;
+  while (failed == ncclSuccess && std::chrono::steady_clock::now() < end) {
+    int done = 0;
+    failed = n.test(rreq, &done, nullptr);
+    if (failed == ncclSuccess && sreq != nullptr && n.test(sreq, &done, nullptr) == ncclSuccess && done)
+      sreq = nullptr;
+  }
+  EXPECT_EQ(failed, ncclSystemError);
+  kill(daemon, SIGCONT);
+  kill(daemon, SIGKILL);
+  waitpid(daemon, nullptr, 0);
 }
 
 // Daemon mode: a daemon of our own (socket in a fresh directory, unique job), reaped and shut

@@ -3,6 +3,13 @@
 #include <future>
 #include <thread>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "core/shm_layout.h"
 #include "plugin_fixture.h"
 
 using namespace vtest;
@@ -277,6 +284,55 @@ TEST(NcclTransfer, BadArgumentsAreErrorsNotCrashes) {
   EXPECT_EQ(n.deregMr(p.send, mr), ncclSuccess);
   EXPECT_EQ(n.deregMr(p.send, mr), ncclInternalError);  // twice
   close_pair(p);
+}
+
+// A handle naming a segment that is not a private segment of this user's plugin is refused
+// before anything is mapped: another program's shared memory (here the job's status region
+// name), a segment opened to others (mode 0666), a symlink put in its place (issue 19).
+TEST(NcclTransfer, HandlesNamingForeignSegmentsAreRefused) {
+  const auto& n = net();
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void* lc = nullptr;
+  plugin().set_thread_gpu(0);
+  ASSERT_EQ(n.listen(plugin().ctx, 0, handle, &lc), ncclSuccess);
+  plugin().set_thread_gpu(1);
+  vgpu::nccl::WireHandle h;
+  std::memcpy(&h, handle, sizeof h);
+  const std::string segment = std::string("/dev/shm") + h.name;
+  auto connect_with = [&](const vgpu::nccl::WireHandle& w) {
+    char bytes[NCCL_NET_HANDLE_MAXSIZE] = {};
+    std::memcpy(bytes, &w, sizeof w);
+    void* sc = nullptr;
+    const ncclResult_t r = n.connect(plugin().ctx, 0, bytes, &sc, nullptr);
+    EXPECT_EQ(sc, nullptr);
+    return r;
+  };
+  vgpu::nccl::WireHandle other = h;
+  std::snprintf(other.name, sizeof other.name, "/vgpu-%u-some-job", static_cast<unsigned>(getuid()));
+  EXPECT_EQ(connect_with(other), ncclSystemError);
+  ASSERT_EQ(chmod(segment.c_str(), 0666), 0);
+  EXPECT_EQ(connect_with(h), ncclSystemError);
+  ASSERT_EQ(chmod(segment.c_str(), 0600), 0);
+  const std::string moved = segment + ".moved";
+  ASSERT_EQ(rename(segment.c_str(), moved.c_str()), 0);
+  ASSERT_EQ(symlink(moved.c_str(), segment.c_str()), 0);
+  EXPECT_EQ(connect_with(h), ncclSystemError);
+  unlink(segment.c_str());
+  ASSERT_EQ(rename(moved.c_str(), segment.c_str()), 0);
+  // The genuine handle still connects.
+  void* sc = nullptr;
+  EXPECT_EQ(n.connect(plugin().ctx, 0, handle, &sc, nullptr), ncclSuccess);
+  plugin().set_thread_gpu(-1);
+  void* rc = nullptr;
+  const auto end = std::chrono::steady_clock::now() + kDeadline;
+  while (rc == nullptr && std::chrono::steady_clock::now() < end) ASSERT_EQ(n.accept(lc, &rc, nullptr), ncclSuccess);
+  if (sc) {
+    EXPECT_EQ(n.closeSend(sc), ncclSuccess);
+  }
+  if (rc) {
+    EXPECT_EQ(n.closeRecv(rc), ncclSuccess);
+  }
+  EXPECT_EQ(n.closeListen(lc), ncclSuccess);
 }
 
 TEST(NcclTransfer, PeerClosedIsAnError) {

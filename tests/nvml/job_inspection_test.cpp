@@ -499,6 +499,9 @@ TEST(JobCleanup, KilledProcessLeavesNoProcessAndNoMemory) {
   holder.kill_hard();  // reaped: no zombie keeps the pid alive
 
   RunResult after = smi({"--job", holder.job()});
+  // Any other process of this user that starts meanwhile (another test running in parallel)
+  // removes a region only the dead hold, whatever its job: then it is gone already.
+  if (after.status == 6 && after.err.find("no status region") != std::string::npos) return;
   ASSERT_EQ(after.status, 0) << after.err;
   EXPECT_NE(after.out.find("No running processes found"), std::string::npos) << after.out;
   EXPECT_EQ(after.out.find(std::to_string(holder.pid())), std::string::npos) << after.out;

@@ -56,9 +56,24 @@ Level threshold() {
   return level;
 }
 
+namespace {
+thread_local uint64_t t_lines_at_warn = 0;  // see lines_written_here()
+
+// A message quoting user input (a config value, a path, a name) can be any size; a log line is
+// cut at kMaxLine bytes and says how much was left out.
+constexpr size_t kMaxLine = 4096;
+template <class F> void with_bounded(std::string_view message, F&& f) {
+  if (message.size() <= kMaxLine) return f(message);
+  f(fmt::format("{}... ({} more bytes not shown)", message.substr(0, kMaxLine), message.size() - kMaxLine));
+}
+}  // namespace
+
+uint64_t lines_written_here() { return t_lines_at_warn; }
+
 void write(Level l, std::string_view message) {
   if (!enabled(l)) return;
-  logger().log(to_spdlog(l), "{}", message);
+  if (static_cast<int>(l) >= static_cast<int>(Level::warn)) ++t_lines_at_warn;
+  with_bounded(message, [&](std::string_view m) { logger().log(to_spdlog(l), "{}", m); });
 }
 
 // True the first time `key` is seen in this process.
@@ -79,6 +94,8 @@ namespace vgpu::log {
 void always(std::string_view message) {
   const char* level = std::getenv("VGPU_LOG_LEVEL");
   if (level != nullptr && strcasecmp(level, "off") == 0) return;
-  if (first_time(message)) logger().log(spdlog::level::err, "{}", message);
+  if (!first_time(message)) return;
+  ++t_lines_at_warn;
+  with_bounded(message, [](std::string_view m) { logger().log(spdlog::level::err, "{}", m); });
 }
 }  // namespace vgpu::log

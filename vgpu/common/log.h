@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <string_view>
 #include <utility>
 
@@ -17,7 +18,11 @@ enum class Level : int { trace = 0, debug = 1, info = 2, warn = 3, error = 4, of
 // The level chosen by VGPU_LOG_LEVEL, read once.
 Level threshold();
 inline bool enabled(Level l) { return static_cast<int>(l) >= static_cast<int>(threshold()); }
+// Writes one line (cut at 4 KiB: a message quoting user input says how much was left out).
 void write(Level l, std::string_view message);
+// How many lines at warn or above this thread has written: a driver entry point compares it
+// before and after a call to know whether its error return was already explained.
+uint64_t lines_written_here();
 
 // Log `message` only the first time `key` is seen in this process (e.g. an unimplemented entry
 // point names itself once, however often it is called). Thread-safe.

@@ -88,10 +88,21 @@ CUresult ContextState::get_limit(CUlimit limit, size_t* value) const {
   }
 }
 
+namespace {
+constexpr size_t kMaxStackBytes = 512 * 1024;
+}  // namespace
+
 CUresult ContextState::set_limit(CUlimit limit, size_t value) {
   std::lock_guard l(data_->mu);
   switch (limit) {
     case CU_LIMIT_STACK_SIZE:
+      // A thread's stack lives in its local memory, at most 512 KiB on every architecture
+      // vgpu models: more is refused (SIZE_MAX used to wrap to 0 when rounded and succeed).
+      if (value > kMaxStackBytes) {
+        log::warn("cuCtxSetLimit: stack size {} exceeds the {} bytes of local memory a thread can have",
+                  value, kMaxStackBytes);
+        return CUDA_ERROR_INVALID_VALUE;
+      }
       // The real driver rounds the per-thread stack up to 16 bytes.
       data_->stack_size = (value + 15) & ~size_t{15};
       return CUDA_SUCCESS;

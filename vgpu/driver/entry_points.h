@@ -11,6 +11,10 @@ namespace vgpu {
 // a log line naming the symbol the first time it is called.
 CUresult unimplemented(const char* symbol);
 
+// "CUDA_ERROR_INVALID_VALUE" for CUDA_ERROR_INVALID_VALUE; "unknown error" for a code cuda.h
+// does not define.
+const char* error_name(CUresult r);
+
 // One row of cuGetProcAddress's table: `api` at ABI `version` is `fn`; per_thread marks the
 // _ptds/_ptsz variants.
 struct ProcEntry {

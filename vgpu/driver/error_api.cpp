@@ -25,6 +25,13 @@ const ErrorText* find(const CUresult& error) {
 }
 }  // namespace
 
+namespace vgpu {
+const char* error_name(CUresult r) {
+  const ErrorText* e = find(r);
+  return e ? e->name : "unknown error";
+}
+}  // namespace vgpu
+
 // Like the real driver: an unknown code gives CUDA_ERROR_INVALID_VALUE and a NULL string.
 VGPU_EXPORT CUresult CUDAAPI cuGetErrorName(CUresult error, const char** pStr) {
   if (pStr == nullptr) return CUDA_ERROR_INVALID_VALUE;

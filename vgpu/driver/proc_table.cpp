@@ -1,6 +1,9 @@
 // cuGetProcAddress's table, generated from the toolkit's typedefs (see gen_driver_surface.py).
 // Taking the address of each symbol here binds to whichever definition won the link: vgpu's
 // implementation where there is one, the weak unimplemented stub otherwise.
+// Not the implementations: the exported definitions (checked_entries.cpp in the sim backend).
+#define VGPU_NO_ENTRY_RENAMES 1
+
 #include <iterator>
 
 #include "driver/entry_points.h"

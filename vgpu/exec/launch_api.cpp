@@ -1,5 +1,7 @@
 // Entry points: kernel launches (cuLaunchKernel, cuLaunchKernelEx, cuLaunchCooperativeKernel and
 // their per-thread-default-stream _ptsz forms) and the occupancy calculator (cuOccupancy*).
+#include <cstring>
+
 #include "exec/module_api_util.h"
 
 using vgpu::LaunchRequest;
@@ -21,6 +23,10 @@ LaunchRequest request(CUfunction f, unsigned int gx, unsigned int gy, unsigned i
   return r;
 }
 
+// The highest CUlaunchAttributeID of the toolkit vgpu is built with (CUDA 13:
+// CU_LAUNCH_ATTRIBUTE_NVLINK_UTIL_CENTRIC_SCHEDULING).
+constexpr int kLastLaunchAttribute = 16;
+
 CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** params, void** extra,
                    bool per_thread, const char* api) {
   VGPU_MODULE_CALL(api, config);
@@ -33,7 +39,15 @@ CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** params, vo
                             config->hStream, params, extra, api);
   for (unsigned int i = 0; i < config->numAttrs; ++i) {
     const CUlaunchAttribute& a = config->attrs[i];
-    switch (a.id) {
+    // The id as the program stored it: read as an int first, because loading a value outside
+    // CUlaunchAttributeID (12345, say) as the enum is undefined behaviour.
+    int id;
+    std::memcpy(&id, &a.id, sizeof id);
+    if (id < 0 || id > kLastLaunchAttribute) {
+      vgpu::log::warn("{}: unknown launch attribute {}", api, id);
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    switch (id) {
       case CU_LAUNCH_ATTRIBUTE_COOPERATIVE: r.cooperative = a.value.cooperative != 0; break;
       case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
         r.cluster = {a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z};
@@ -42,10 +56,6 @@ CUresult launch_ex(const CUlaunchConfig* config, CUfunction f, void** params, vo
       default:
         // Scheduling hints (access policy, programmatic serialization, memory sync domains,
         // preferred cluster, completion events...) change nothing in the simulated duration.
-        if (static_cast<int>(a.id) < 0 || static_cast<int>(a.id) > 64) {
-          vgpu::log::warn("{}: unknown launch attribute {}", api, static_cast<int>(a.id));
-          return CUDA_ERROR_INVALID_VALUE;
-        }
         break;
     }
   }

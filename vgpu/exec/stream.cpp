@@ -674,6 +674,7 @@ CUresult StreamManager::event_create(CUevent* out, unsigned int flags) {
   e->handle = mint_handle<CUevent>(HandleKind::event);
   e->flags = flags;
   e->ctx = ctx->handle();
+  e->device = ctx->device();
   impl_->events.add(e->handle, e);
   *out = e->handle;
   return CUDA_SUCCESS;
@@ -692,6 +693,14 @@ CUresult StreamManager::event_record(CUevent event, CUstream stream, bool per_th
   auto e = impl_->events.find(event);
   if (!e) {
     log::warn("cuEventRecord: {} is not a live event", static_cast<const void*>(event));
+    return CUDA_ERROR_INVALID_HANDLE;
+  }
+  // As the real driver: an event is recorded only on a stream of its own device.
+  std::shared_ptr<Stream> s;
+  if (CUresult r = impl_->resolve(stream, per_thread, &s); r != CUDA_SUCCESS) return r;
+  if (s->device != e->device) {
+    log::warn("cuEventRecord: event {} belongs to device {}, stream {} to device {}",
+              static_cast<const void*>(event), e->device, static_cast<const void*>(stream), s->device);
     return CUDA_ERROR_INVALID_HANDLE;
   }
   std::vector<LaunchItem> items(1);

@@ -67,6 +67,7 @@ struct Event {
   CUevent handle = nullptr;
   unsigned int flags = 0;
   CUcontext ctx = nullptr;
+  int device = 0;  // of its context: an event is recorded only on a stream of the same device
   bool recorded = false;
   std::shared_ptr<Op> op;
   simcore::EventId vid = simcore::kNoEvent;

@@ -126,6 +126,12 @@ class CubinReader {
     g.size = s.size;
     g.space = starts_with(sec.name, ".nv.constant") ? GlobalSpace::constant : GlobalSpace::global;
     g.managed = (s.other & kStoCudaManaged) != 0;
+    // The variable lies inside its section, also in one without file bytes (.nv.global is
+    // NOBITS): its size is what the driver allocates, so a flipped bit in the symbol must not
+    // claim gigabytes the section never had.
+    if (checked_add(s.value, s.size, "global variable") > sec.size)
+      fail("ELF: global {} [{}, +{}) lies outside its section {} of {} bytes", s.name, s.value, s.size,
+           sec.name, sec.size);
     if (sec.type != kShtNobits) {
       const ByteView bytes = elf_.data(sec).sub(s.value, s.size, "global variable initialiser");
       g.init.assign(bytes.data(), bytes.data() + bytes.size());

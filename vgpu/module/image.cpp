@@ -7,6 +7,7 @@
 #include "module/elf_reader.h"
 #include "module/fatbin.h"
 #include "module/ptx.h"
+#include "module/readable_memory.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -91,9 +92,20 @@ ModuleImage parse_bytes(std::span<const uint8_t> bytes, int sm_arch, const Parse
 // The extent of an image known only by address, reading nothing its headers do not promise.
 uint64_t probe(const uint8_t* p, const ParseOptions& options) {
   if (p == nullptr) fail("null image pointer");
+  bool unreadable = false;
+  readable_strnlen(reinterpret_cast<const char*>(p), 4, &unreadable);
+  if (unreadable) fail("the image pointer {} is not readable memory", static_cast<const void*>(p));
   const uint64_t cap = options.max_image_bytes;
+  // Every extent a header claims is checked against the limit and against the memory really
+  // there before a byte of it is read: a corrupt header is an error, not a segfault.
+  uint64_t checked = 0;  // [p, p + checked) is known readable
   auto limited = [&](uint64_t n, const char* what) {
     if (n > cap) fail("{} claims {} bytes, over the {}-byte limit", what, n, cap);
+    if (n > checked) {
+      if (!readable(p + checked, n - checked))
+        fail("{} claims {} bytes, but the memory at the image's address ends before that", what, n);
+      checked = n;
+    }
     return std::span<const uint8_t>(p, static_cast<size_t>(n));
   };
   if (has_magic(p, kFatbinWrapperMagic)) return sizeof(RegistrationWrapper);
@@ -116,19 +128,26 @@ uint64_t probe(const uint8_t* p, const ParseOptions& options) {
     limited(end, "ELF image");
     return end;
   }
-  const size_t n = strnlen(reinterpret_cast<const char*>(p), static_cast<size_t>(cap));
+  const uint64_t n = readable_strnlen(reinterpret_cast<const char*>(p), cap, &unreadable);
+  if (unreadable) fail("text image: the memory ends after {} bytes without a NUL terminator", n);
   if (n == cap) fail("no NUL terminator within {} bytes: not PTX text", cap);
   return n + 1;
 }
 
 ModuleImage parse_at(const void* image, int sm_arch, const ParseOptions& options) {
   const auto* p = static_cast<const uint8_t*>(image);
+  // The first bytes say what the image is; a pointer to nothing readable is refused here.
+  bool unreadable = false;
+  if (p != nullptr) readable_strnlen(reinterpret_cast<const char*>(p), 4, &unreadable);
+  if (unreadable) fail("the image pointer {} is not readable memory", static_cast<const void*>(p));
   if (p != nullptr && has_magic(p, kFatbinWrapperMagic)) {
+    if (!readable(p, sizeof(RegistrationWrapper))) fail("fat binary wrapper cut short by unreadable memory");
     RegistrationWrapper w;
     std::memcpy(&w, p, sizeof w);
     if (w.version != 1 && w.version != 2) fail("fat binary wrapper has version {}", w.version);
     const auto* data = static_cast<const uint8_t*>(w.data);
-    if (data == nullptr || !has_magic(data, kFatbinMagic)) fail("fat binary wrapper does not point at a fat binary");
+    if (data == nullptr || !readable(data, 4) || !has_magic(data, kFatbinMagic))
+      fail("fat binary wrapper does not point at a fat binary");
     p = data;
   }
   const uint64_t size = probe(p, options);

@@ -46,7 +46,17 @@ bool parse_pci_bus_id(const std::string& text, unsigned* domain, unsigned* bus, 
   return true;
 }
 
-bool configured_view(JobView* out, std::string* error) {
+// The answer of a view that threw (out of memory, mostly): false and the reason, never an
+// exception into NVML's C callers or vgpu-smi.
+static bool view_failed(const char* what, std::string* error) noexcept {
+  try {
+    if (error) *error = what;
+  } catch (...) {
+  }
+  return false;
+}
+
+bool configured_view(JobView* out, std::string* error) noexcept try {
   simcore::ConfigResult config = simcore::load_cluster_config();
   if (!config.ok()) {
     if (error) *error = "cluster configuration rejected: " + config.error.to_string();
@@ -72,9 +82,13 @@ bool configured_view(JobView* out, std::string* error) {
   view.activity.resize(view.devices.size());
   *out = std::move(view);
   return true;
+} catch (const std::exception& e) {
+  return view_failed(e.what(), error);
+} catch (...) {
+  return view_failed("unknown error", error);
 }
 
-bool job_view(uid_t uid, const std::string& job, JobView* out, std::string* error) {
+bool job_view(uid_t uid, const std::string& job, JobView* out, std::string* error) noexcept try {
   status::Snapshot snap;
   if (!status::read_snapshot(uid, job, &snap, error)) return false;
   JobView view;
@@ -98,6 +112,10 @@ bool job_view(uid_t uid, const std::string& job, JobView* out, std::string* erro
   view.processes = std::move(snap.processes);
   *out = std::move(view);
   return true;
+} catch (const std::exception& e) {
+  return view_failed(e.what(), error);
+} catch (...) {
+  return view_failed("unknown error", error);
 }
 
 std::optional<size_t> find_device(const status::Snapshot& snapshot, const std::string& uuid) {

@@ -51,11 +51,11 @@ struct JobView {
 };
 
 // The configured cluster (VGPU_CONFIG, environment overrides), nobody running on it.
-bool configured_view(JobView* out, std::string* error);
+bool configured_view(JobView* out, std::string* error) noexcept;
 
 // The job's region read now (dead processes reclaimed). False + error when there is no region or
 // it cannot be read (another user's: "Permission denied").
-bool job_view(uid_t uid, const std::string& job, JobView* out, std::string* error);
+bool job_view(uid_t uid, const std::string& job, JobView* out, std::string* error) noexcept;
 
 // The activity of `facts` in `snapshot`, matched by UUID (a region created by a process with
 // another device list still lines up); nullopt when the device is not in the snapshot.

@@ -14,7 +14,7 @@ Library& Library::get() {
   return *library;
 }
 
-nvmlReturn_t Library::init() {
+nvmlReturn_t Library::init() noexcept try {
   std::lock_guard lock(mutex_);
   if (!built_) {
     inspect::JobView view;
@@ -36,6 +36,11 @@ nvmlReturn_t Library::init() {
   }
   refs_.fetch_add(1, std::memory_order_acq_rel);
   return NVML_SUCCESS;
+} catch (const std::exception& e) {  // out of memory building the devices: fail, never abort
+  log::error("vgpu NVML: nvmlInit: {}", e.what());
+  return NVML_ERROR_UNKNOWN;
+} catch (...) {
+  return NVML_ERROR_UNKNOWN;
 }
 
 nvmlReturn_t Library::shutdown() {
@@ -68,17 +73,21 @@ int Library::devices_on_node(const nvmlDevice_st& d) const {
   return n;
 }
 
-LiveDevice Library::live(const nvmlDevice_st& d) const {
+LiveDevice Library::live(const nvmlDevice_st& d) const noexcept {
   LiveDevice out;
-  status::Snapshot snap;
-  if (!status::read_snapshot(getuid(), status::current_job_id(), &snap, nullptr)) return out;
-  const std::optional<size_t> at = inspect::find_device(snap, d.facts.uuid);
-  if (!at) return out;
-  const status::DeviceSnapshot& s = snap.devices[*at];
-  out.activity = {s.used, s.physical, s.kernels, s.busy_s, s.clock_s, s.utilization()};
-  for (const status::ProcessSnapshot& p : snap.processes)
-    if (*at < p.memory.size() && p.memory[*at] > 0)
-      out.processes.emplace_back(static_cast<unsigned>(p.pid), p.memory[*at]);
+  try {
+    status::Snapshot snap;
+    if (!status::read_snapshot(getuid(), status::current_job_id(), &snap, nullptr)) return out;
+    const std::optional<size_t> at = inspect::find_device(snap, d.facts.uuid);
+    if (!at) return out;
+    const status::DeviceSnapshot& s = snap.devices[*at];
+    out.activity = {s.used, s.physical, s.kernels, s.busy_s, s.clock_s, s.utilization()};
+    for (const status::ProcessSnapshot& p : snap.processes)
+      if (*at < p.memory.size() && p.memory[*at] > 0)
+        out.processes.emplace_back(static_cast<unsigned>(p.pid), p.memory[*at]);
+  } catch (...) {  // out of memory copying the region: report no activity rather than abort
+    out = LiveDevice{};
+  }
   return out;
 }
 

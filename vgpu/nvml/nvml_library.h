@@ -35,7 +35,7 @@ class Library {
  public:
   static Library& get();
 
-  nvmlReturn_t init();
+  nvmlReturn_t init() noexcept;
   nvmlReturn_t shutdown();
 
   // NVML_ERROR_UNINITIALIZED before init; NVML_ERROR_INVALID_ARGUMENT for a handle that is not one
@@ -51,7 +51,7 @@ class Library {
   int devices_on_node(const nvmlDevice_st& d) const;
 
   // The device's activity and processes from the job's region now; zeros without a region.
-  LiveDevice live(const nvmlDevice_st& d) const;
+  LiveDevice live(const nvmlDevice_st& d) const noexcept;
 
  private:
   Library() = default;

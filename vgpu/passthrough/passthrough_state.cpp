@@ -1,8 +1,10 @@
 #include "passthrough/passthrough_state.h"
 
 #include <cstdlib>
+#include <new>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include "common/log.h"
 #include "passthrough/real_driver.h"
@@ -62,6 +64,10 @@ CUresult physical_map(const RealDriver& real, int virtual_count, std::vector<int
 }  // namespace
 
 void* real_symbol(const char* name) {
+  // Our own implementations are compiled as vgpu_impl_<symbol> (driver/cuda_api.h); a name that
+  // went through a macro before being stringized carries the prefix: the real one has none.
+  constexpr std::string_view kImpl = "vgpu_impl_";
+  if (std::string_view(name).substr(0, kImpl.size()) == kImpl) name += kImpl.size();
   const RealDriver* real = RealDriver::get();
   void* f = real ? real->symbol(name) : nullptr;
   if (f == nullptr && real != nullptr)
@@ -96,22 +102,32 @@ CUresult PassState::initialize(unsigned int flags) {
   if (CUresult r = real_init ? real_init(flags) : CUDA_ERROR_NOT_INITIALIZED; r != CUDA_SUCCESS)
     return r;
   std::call_once(g_init_once, [real] {
-    simcore::ConfigResult config = simcore::load_cluster_config();
-    if (!config.ok()) {
-      log::always(fmt::format("vgpu: cluster configuration rejected: {}", config.error.to_string()));
-      g_init_result = CUDA_ERROR_INVALID_VALUE;
-      return;
+    // Nothing may leave cuInit as an exception (out of memory for a huge cluster, mostly): the
+    // program gets an error code and one line, and every later call fails cleanly.
+    try {
+      simcore::ConfigResult config = simcore::load_cluster_config();
+      if (!config.ok()) {
+        log::always(fmt::format("vgpu: cluster configuration rejected: {}", config.error.to_string()));
+        g_init_result = CUDA_ERROR_INVALID_VALUE;
+        return;
+      }
+      std::vector<int> physical;
+      if (CUresult r = physical_map(*real, config.cluster->total_gpus(), &physical); r != CUDA_SUCCESS) {
+        g_init_result = r;
+        return;
+      }
+      g_state = new PassState(*real, std::move(*config.cluster), std::move(physical));
+      log::info("passthrough: {} virtual GPUs ({} x {} {}) on the GPUs of {}", g_state->device_count(),
+                g_state->cluster_.nodes, g_state->cluster_.gpus_per_node, g_state->cluster_.model.id,
+                real->path());
+      g_init_result = CUDA_SUCCESS;
+    } catch (const std::exception& e) {
+      log::always(fmt::format("vgpu: cuInit failed: {}", e.what()));
+      g_init_result = dynamic_cast<const std::bad_alloc*>(&e) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_UNKNOWN;
+    } catch (...) {
+      log::always("vgpu: cuInit failed");
+      g_init_result = CUDA_ERROR_UNKNOWN;
     }
-    std::vector<int> physical;
-    if (CUresult r = physical_map(*real, config.cluster->total_gpus(), &physical); r != CUDA_SUCCESS) {
-      g_init_result = r;
-      return;
-    }
-    g_state = new PassState(*real, std::move(*config.cluster), std::move(physical));
-    log::info("passthrough: {} virtual GPUs ({} x {} {}) on the GPUs of {}", g_state->device_count(),
-              g_state->cluster_.nodes, g_state->cluster_.gpus_per_node, g_state->cluster_.model.id,
-              real->path());
-    g_init_result = CUDA_SUCCESS;
   });
   return g_init_result;
 }

@@ -5,6 +5,8 @@
 #include <climits>
 #include <cstring>
 
+#include <unistd.h>
+
 #include "driver/entry_points.h"
 #include "exec/virtual_clock.h"
 #include "sim/api_util.h"
@@ -153,6 +155,11 @@ VGPU_EXPORT CUresult CUDAAPI cuMemHostAlloc(void** pp, size_t bytesize, unsigned
   if (CUresult r = sim::with_context("cuMemHostAlloc", &c); r != CUDA_SUCCESS) return r;
   if (pp == nullptr || bytesize == 0) return fail(CUDA_ERROR_INVALID_VALUE, "cuMemHostAlloc: null pointer or size 0");
   if (Flags & ~7u) return fail(CUDA_ERROR_INVALID_VALUE, "cuMemHostAlloc: unknown flags {:#x}", Flags);
+  // Pinned memory is locked physical RAM: the real driver cannot pin more than the machine has
+  // (the sim backend's reservation would succeed for any size, 64 TiB included).
+  static const uint64_t ram = uint64_t(sysconf(_SC_PHYS_PAGES)) * uint64_t(sysconf(_SC_PAGESIZE));
+  if (bytesize > ram)
+    return fail(CUDA_ERROR_OUT_OF_MEMORY, "cuMemHostAlloc: {} bytes exceed this host's {} bytes of RAM", bytesize, ram);
   std::shared_ptr<Allocation> a;
   // Portable pinned memory outlives the context that made it.
   CUcontext owner = (Flags & CU_MEMHOSTALLOC_PORTABLE) ? nullptr : c.ctx->handle();

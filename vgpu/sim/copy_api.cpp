@@ -1,6 +1,8 @@
 // Every cuMemcpy* and cuMemset* entry point: each describes its copy and calls the engine
 // (copy.cpp). Synchronous forms wait on the stream (legacy default stream, or the per-thread one
 // for _ptds); async forms queue on the given stream (_ptsz: per-thread default for 0).
+#include <cstring>
+
 #include "driver/entry_points.h"
 #include "exec/virtual_clock.h"
 #include "sim/api_util.h"
@@ -41,9 +43,28 @@ template <class P> CUDA_MEMCPY3D from3d(const P& p) {
   return q;
 }
 
+// A memory type as the program stored it, read without loading it as a CUmemorytype (a value
+// outside the enum, say 77, is undefined behaviour to load): only the four real ones pass.
+bool known_memory_type(const CUmemorytype& field) {
+  int v;
+  std::memcpy(&v, &field, sizeof v);
+  return v == CU_MEMORYTYPE_HOST || v == CU_MEMORYTYPE_DEVICE || v == CU_MEMORYTYPE_ARRAY ||
+         v == CU_MEMORYTYPE_UNIFIED;
+}
+template <class P> CUresult check_memory_types(const char* call, const P& p) {
+  if (!known_memory_type(p.srcMemoryType) || !known_memory_type(p.dstMemoryType)) {
+    int src, dst;
+    std::memcpy(&src, &p.srcMemoryType, sizeof src);
+    std::memcpy(&dst, &p.dstMemoryType, sizeof dst);
+    return sim::fail(CUDA_ERROR_INVALID_VALUE, "{}: memory types {} -> {}: not a CUmemorytype", call, src, dst);
+  }
+  return CUDA_SUCCESS;
+}
+
 // A 2D copy's rows must fit their pitch; the 2D API checks that even for Height == 1.
 template <class P> CUresult copy2d(const char* call, const P* p, Submit how) {
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = check_memory_types(call, *p); r != CUDA_SUCCESS) return r;
   CUDA_MEMCPY3D q = from2d(*p);
   if ((q.srcMemoryType != CU_MEMORYTYPE_ARRAY && q.srcPitch != 0 && q.WidthInBytes > q.srcPitch) ||
       (q.dstMemoryType != CU_MEMORYTYPE_ARRAY && q.dstPitch != 0 && q.WidthInBytes > q.dstPitch))
@@ -53,6 +74,7 @@ template <class P> CUresult copy2d(const char* call, const P* p, Submit how) {
 template <class P> CUresult copy3d_any(const char* call, const P* p, Submit how) {
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (p->reserved0 != nullptr || p->reserved1 != nullptr) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = check_memory_types(call, *p); r != CUDA_SUCCESS) return r;
   return copy3d(call, from3d(*p), how);
 }
 

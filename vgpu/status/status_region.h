@@ -58,11 +58,14 @@ struct Snapshot {
 };
 
 // The region name of a job: "vgpu-<uid>-<job>" (in /dev/shm).
-std::string region_name(uid_t uid, const std::string& job);
+std::string region_name(uid_t uid, const std::string& job) noexcept;
 // VGPU_JOB_ID if set, else the session id of this process (what torchrun's children share).
-std::string current_job_id();
+std::string current_job_id() noexcept;
 // The jobs of `uid` that have a region now.
-std::vector<std::string> list_jobs(uid_t uid);
+std::vector<std::string> list_jobs(uid_t uid) noexcept;
+
+// Every function here is noexcept: they run inside cuInit, NVML calls and vgpu-smi, while the
+// processes they read about come and go; a failure is a missing status, never an abort.
 
 // The writer side, one per process (owned by the driver).
 class Writer {
@@ -70,18 +73,18 @@ class Writer {
   // Creates the job's region or joins it, and claims a process slot. nullptr (and one log line)
   // if the region cannot be used: the driver then works without status reporting.
   static std::unique_ptr<Writer> attach(const std::string& job, const std::string& backend,
-                                        const std::vector<DeviceInfo>& devices);
+                                        const std::vector<DeviceInfo>& devices) noexcept;
   ~Writer();  // detach()
 
   // Leaves the region: clears this process's slot and unlinks the region if no live process is
   // left (and VGPU_STATUS_KEEP is not 1). Idempotent; later updates are ignored (the driver calls it at exit, while other
   // threads may still be running).
-  void detach();
+  void detach() noexcept;
 
-  void add_memory(int device, int64_t delta_bytes);
-  void add_physical(int device, int64_t delta_bytes);
-  void add_work(int device, double busy_s, bool kernel);
-  void advance_clock(int device, double clock_s);
+  void add_memory(int device, int64_t delta_bytes) noexcept;
+  void add_physical(int device, int64_t delta_bytes) noexcept;
+  void add_work(int device, double busy_s, bool kernel) noexcept;
+  void advance_clock(int device, double clock_s) noexcept;
 
  private:
   struct Impl;
@@ -91,6 +94,6 @@ class Writer {
 
 // The reader side (vgpu-smi, NVML): a consistent-enough copy of the region, with dead
 // processes' slots reclaimed first. nullopt-like empty snapshot (no devices) if there is none.
-bool read_snapshot(uid_t uid, const std::string& job, Snapshot* out, std::string* error);
+bool read_snapshot(uid_t uid, const std::string& job, Snapshot* out, std::string* error) noexcept;
 
 }  // namespace vgpu::status

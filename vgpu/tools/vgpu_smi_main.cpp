@@ -35,6 +35,8 @@ int select_job(const vgpu::smi::Options& o, Selected* out) {
     return denied ? 4 : 6;
   }
   if (vgpu::inspect::job_view(uid, vgpu::status::current_job_id(), &out->view, &error)) return 0;
+  // A region that exists but cannot be used (garbage, another user's) is said, not passed over.
+  if (error.rfind("no status region", 0) != 0) std::fprintf(stderr, "vgpu-smi: %s\n", error.c_str());
   const std::vector<std::string> jobs = vgpu::status::list_jobs(uid);
   if (jobs.size() == 1 && vgpu::inspect::job_view(uid, jobs[0], &out->view, &error)) return 0;
   if (jobs.size() > 1) {
@@ -85,7 +87,7 @@ int print_once(const vgpu::smi::Options& o) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   vgpu::smi::Options o;
   if (auto error = vgpu::smi::parse_options(argc, argv, &o)) {
     std::fprintf(stderr, "%s\n\nPlease run 'vgpu-smi -h' for help.\n", error->c_str());
@@ -101,4 +103,7 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::duration<double>(*o.loop_s));
     if (o.query_gpu.empty()) std::fputs("\n", stdout);
   }
+} catch (const std::exception& e) {  // out of memory, mostly: one line and a failure code
+  std::fprintf(stderr, "vgpu-smi: %s\n", e.what());
+  return 1;
 }

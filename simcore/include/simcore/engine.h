@@ -138,6 +138,10 @@ class Engine {
     Time floor = 0;                   // history before this time is reclaimed
   };
   virtual Stats stats() const { return {}; }
+
+  // Why the engine can answer nothing any more (the daemon behind a remote engine exited, was
+  // stopped, or dropped the connection); empty while it works. Once non-empty, every call fails.
+  virtual std::string lost() const { return {}; }
 };
 
 enum class SolverMode {

@@ -7,6 +7,9 @@
 //   method's error value (kNoEvent, nullopt, false, an empty timeline); wait_final included;
 // - the daemon hangs: calls give up after RemoteOptions::call_timeout_s (wait_final excepted,
 //   which waits as long as the daemon lives) and the engine then counts as disconnected;
+// - a local daemon is stopped (SIGSTOP) or exits while a call waits: noticed within about a
+//   second (the daemon's process state), and the engine counts as disconnected;
+// - once disconnected, lost() says why;
 // - no call ever raises SIGPIPE, throws, or blocks another thread's call.
 // Threads share one connection: no background thread is started (a waiting caller reads the
 // replies of all). A forked child does not inherit the connection (its copy is replaced by a
@@ -16,7 +19,8 @@
 //
 // Environment (each used when the matching option is left empty / negative):
 //   VGPU_JOB_ID            job id (default: "sid" + the session id of the calling process)
-//   VGPU_DAEMON_DIR        socket directory (default $XDG_RUNTIME_DIR/vgpu or /tmp/vgpu-<uid>)
+//   VGPU_DAEMON_DIR        socket directory (default $XDG_RUNTIME_DIR/vgpu or /tmp/vgpu-<uid>,
+//                          or "<that>.1".."7" when another user took the name)
 //   VGPU_DAEMON_TCP        host:port of a daemon on another host: connect over TCP instead
 //   VGPU_DAEMON_TOKEN      the job's shared secret for TCP (or VGPU_DAEMON_TOKEN_FILE: a file
 //                          holding it); both ends must have the same one

@@ -18,8 +18,22 @@ def socket_dir(env):
     if env.get("VGPU_DAEMON_DIR"):
         return env["VGPU_DAEMON_DIR"]
     if env.get("XDG_RUNTIME_DIR"):
-        return os.path.join(env["XDG_RUNTIME_DIR"], "vgpu")
-    return f"/tmp/vgpu-{os.getuid()}"
+        base = os.path.join(env["XDG_RUNTIME_DIR"], "vgpu")
+    else:
+        base = f"/tmp/vgpu-{os.getuid()}"
+    # As simcore/daemon/job_paths.cpp: a name someone else took first is skipped for "<base>.1"
+    # ... ".7", the first that is absent or a real directory of this user.
+    for k in range(8):
+        path = base if k == 0 else f"{base}.{k}"
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return path
+        except OSError:
+            continue
+        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
+            return path
+    return base
 
 
 def ensure_private_dir(path):

@@ -11,6 +11,7 @@ Memory use is per live process and is cleared as each one leaves, so the peak is
 (vgpu-smi --query-gpu=memory.used every --sample-interval seconds): a peak shorter than the
 interval can be missed."""
 import os
+import stat
 import subprocess
 import threading
 import time
@@ -21,7 +22,21 @@ _POLL_S = 0.02  # how often the region's name is looked for (a stat of a /dev/sh
 
 
 def region_path(job):
-    return f"/dev/shm/vgpu-{os.getuid()}-{job}"
+    """The job's region as the driver names it (vgpu/status/status_region.cpp): the first of
+    "vgpu-<uid>-<job>", "+1" .. "+7" that is absent or a private file of this user; a name
+    someone else took (another user's file, a symlink, a file open to others) is skipped."""
+    base = f"/dev/shm/vgpu-{os.getuid()}-{job}"
+    for k in range(8):
+        path = base if k == 0 else f"{base}+{k}"
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            return path
+        except OSError:
+            continue
+        if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077:
+            return path
+    return base
 
 
 def parse_query(text):
@@ -70,7 +85,7 @@ class Monitor:
         if identity == self._identity:
             return True
         try:
-            fd = os.open(self.region, os.O_RDONLY | os.O_CLOEXEC)
+            fd = os.open(self.region, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK)
         except OSError:
             return False
         st = os.fstat(fd)
