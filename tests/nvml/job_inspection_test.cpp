@@ -136,8 +136,9 @@ class Holder {
       if (std::sscanf(line, "DEVICE %d UUID %127s PCI %127s TOTAL %llu USED %llu", &ordinal, uuid, pci, &total,
                       &used) == 5)
         devices_.push_back({uuid, pci, total, used});
-      int pid = 0;
+      int pid = 0, kernel_device = 0, kernels = 0;
       if (std::sscanf(line, "PID %d", &pid) == 1) reported_pid_ = pid;
+      if (std::sscanf(line, "KERNELS %d %d", &kernel_device, &kernels) == 2) kernels_ = kernels;
     }
     out_ = out;
   }
@@ -156,6 +157,7 @@ class Holder {
   bool ready() const { return ready_; }
   pid_t pid() const { return pid_; }
   int reported_pid() const { return reported_pid_; }
+  int kernels() const { return kernels_; }  // launched on device 1
   const std::vector<DriverDevice>& devices() const { return devices_; }
   const std::string& job() const { return job_; }
 
@@ -173,6 +175,7 @@ class Holder {
   FILE* out_ = nullptr;
   bool ready_ = false, reaped_ = false;
   int reported_pid_ = 0;
+  int kernels_ = 0;
   std::vector<DriverDevice> devices_;
 };
 
@@ -250,7 +253,30 @@ TEST_F(JobInspection, QueryGpuCsvHeaderAndUnitsAsNvidiaSmi) {
   ASSERT_EQ(cells.size(), 8u);
   EXPECT_EQ(cells[4], std::to_string(d.total >> 20) + " MiB");
   EXPECT_EQ(cells[5], std::to_string(d.used >> 20) + " MiB");
-  EXPECT_EQ(cells[7], "0 %");
+  EXPECT_EQ(cells[7], "100 %");  // device 1 ran back-to-back kernels for over a second
+}
+
+TEST_F(JobInspection, ActivityOfTheBusyDeviceIsLive) {
+  // hold_memory ran 300 kernels of ~5 ms (fallback model) back to back on device 1, and still
+  // runs: the sim backend must have reported them while the job is alive.
+  RunResult r = smi({"--job", holder_->job(), "--query-gpu=index,utilization.gpu,vgpu.kernels,vgpu.busy,vgpu.clock",
+                     "--format=csv,noheader,nounits"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto rows = lines_of(r.out);
+  ASSERT_EQ(rows.size(), holder_->devices().size()) << r.out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto cells = split_csv(rows[i]);
+    ASSERT_EQ(cells.size(), 5u) << rows[i];
+    if (i == 1) {
+      EXPECT_EQ(cells[1], "100") << rows[i];
+      EXPECT_EQ(cells[2], std::to_string(holder_->kernels())) << rows[i];
+      EXPECT_GT(std::stod(cells[3]), 1.0) << rows[i];                   // 300 x ~5 ms
+      EXPECT_GE(std::stod(cells[4]), std::stod(cells[3])) << rows[i];  // clock >= busy
+    } else {
+      EXPECT_EQ(cells[1], "0") << rows[i];
+      EXPECT_EQ(cells[2], "0") << rows[i];
+    }
+  }
 }
 
 TEST_F(JobInspection, ListGpus) {
@@ -382,6 +408,16 @@ TEST_F(Nvml, MemoryAndProcessesAreTheDriversNumbers) {
     n = 8;
     ASSERT_EQ(nvmlDeviceGetGraphicsRunningProcesses_v3(dev, &n, procs), NVML_SUCCESS);
     EXPECT_EQ(n, 0u);
+  }
+}
+
+TEST_F(Nvml, UtilizationFollowsTheSimulatedWork) {
+  for (unsigned i : {0u, 1u}) {
+    nvmlDevice_t dev;
+    ASSERT_EQ(nvmlDeviceGetHandleByIndex(i, &dev), NVML_SUCCESS);
+    nvmlUtilization_t u{};
+    ASSERT_EQ(nvmlDeviceGetUtilizationRates(dev, &u), NVML_SUCCESS);
+    EXPECT_EQ(u.gpu, i == 1 ? 100u : 0u) << "device " << i;
   }
 }
 

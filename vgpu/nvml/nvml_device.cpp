@@ -206,8 +206,8 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* me
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization) {
   VGPU_NVML_DEVICE(device, utilization);
   const LiveDevice live = Library::get().live(dev);
-  utilization->gpu = static_cast<unsigned>(live.activity.utilization * 100.0 + 0.5);
-  utilization->memory = 0;  // memory-bus activity is not modelled
+  utilization->gpu = static_cast<unsigned>(live.activity.util_gpu * 100.0 + 0.5);
+  utilization->memory = static_cast<unsigned>(live.activity.util_memory * 100.0 + 0.5);
   return NVML_SUCCESS;
 }
 

@@ -70,7 +70,7 @@ std::string render_table(const Shown& s, bool with_vgpu_section) {
                        f.pci_bus_id, "Off", "N/A");
     out += fmt::format("| {:<4} {:<5}  {:<4} {:>22} | {:>10} / {:>9} | {:>7}{:>13} |\n", "N/A", "N/A", "P0",
                        "N/A /  N/A", fmt::format("{}MiB", mib(a.used)), fmt::format("{}MiB", mib(f.capacity)),
-                       fmt::format("{}%", static_cast<int>(a.utilization * 100 + 0.5)), "Default");
+                       fmt::format("{}%", static_cast<int>(a.util_gpu * 100 + 0.5)), "Default");
     out += fmt::format("| {:<39} | {:<22} | {:>20} |\n", "", "", "Disabled");
     out += "+-----------------------------------------+------------------------+----------------------+\n";
   }
@@ -149,6 +149,8 @@ std::optional<std::string> render_query(const Shown& s, const std::vector<std::s
                                mib(std::min(v.activity[i].used, v.devices[i].capacity)));
        }}},
       {"utilization.gpu",
+       {"%", [&](int i) { return std::to_string(static_cast<int>(v.activity[i].util_gpu * 100 + 0.5)); }}},
+      {"vgpu.utilization",
        {"%", [&](int i) { return std::to_string(static_cast<int>(v.activity[i].utilization * 100 + 0.5)); }}},
       {"vgpu.clock", {"s", [&](int i) { return fmt::format("{:.6f}", v.activity[i].clock_s); }}},
       {"vgpu.busy", {"s", [&](int i) { return fmt::format("{:.6f}", v.activity[i].busy_s); }}},
