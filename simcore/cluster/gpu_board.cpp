@@ -19,16 +19,16 @@ constexpr uint64_t MiB = 1ull << 20;
 GpuBoard h100() {
   GpuBoard b;
   b.nvml_memory_total = 81559 * MiB;
-  b.nvml_memory_reserved = 328 * MiB;
+  b.nvml_memory_reserved = 480 * MiB;  // total - reserved = CUDA's total (81079 MiB)
   b.bar1_total = 131072 * MiB;
   b.max_sm_clock = 1980, b.max_mem_clock = 2619, b.max_video_clock = 1545;
   b.idle_sm_clock = 345, b.idle_video_clock = 765;
   b.app_sm_clock = 1980, b.app_mem_clock = 2619;
-  b.power_limit = 700, b.min_power_limit = 200, b.max_power_limit = 700, b.idle_power = 70;
-  b.idle_temp = 31, b.load_temp = 62, b.memory_idle_temp = 39;
+  b.power_limit = 700, b.min_power_limit = 200, b.max_power_limit = 700, b.idle_power = 71.66;
+  b.idle_temp = 34, b.load_temp = 62, b.memory_idle_temp = 35;
   b.shutdown_temp = 92, b.slowdown_temp = 89, b.max_operating_temp = 87, b.memory_max_temp = 95;
   b.pcie_max_gen = 5, b.pcie_max_width = 16;
-  b.vbios = "96.00.99.00.01";
+  b.vbios = "96.00.DA.00.0C";
   b.board_part_number = "692-2G520-0200-000";
   b.gpu_part_number = "2330-885-A1";
   b.inforom_image = "G520.0200.00.05";

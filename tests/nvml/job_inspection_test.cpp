@@ -192,7 +192,7 @@ RunResult smi(const std::vector<std::string>& args) {
 
 // NVML's framebuffer of an H100 80GB HBM3 (nvidia-smi on the real part), and what it reports as
 // reserved.
-constexpr unsigned long long kNvmlTotalMiB = 81559, kNvmlReservedMiB = 328;
+constexpr unsigned long long kNvmlTotalMiB = 81559, kNvmlReservedMiB = 480;
 
 constexpr const char* kQuery =
     "--query-gpu=index,name,uuid,pci.bus_id,memory.total,memory.used,memory.free,utilization.gpu";

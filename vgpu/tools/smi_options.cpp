@@ -34,9 +34,11 @@ const char* usage_text() {
          "    -h, --help               This help.\n"
          "    -L, --list-gpus          One line per GPU: index, name, UUID.\n"
          "    -i, --id=N[,M...]        Only these GPUs (by index).\n"
-         "    --query-gpu=FIELD,...    index, name, uuid, pci.bus_id, memory.total, memory.used,\n"
-         "                             memory.free, utilization.gpu, count, driver_version,\n"
-         "                             vgpu.clock, vgpu.busy, vgpu.kernels, vgpu.memory.physical\n"
+         "    --query-gpu=FIELD,...    Any field of nvidia-smi --help-query-gpu (see\n"
+         "                             --help-query-gpu), and vgpu's own: vgpu.clock, vgpu.busy,\n"
+         "                             vgpu.kernels, vgpu.utilization, vgpu.memory.physical,\n"
+         "                             vgpu.memory.capacity.\n"
+         "    --help-query-gpu         The fields --query-gpu knows.\n"
          "    --format=csv[,noheader][,nounits]  Output format of --query-gpu (required with it).\n"
          "    -l, --loop[=SEC]         Print again every SEC seconds (default 5) until interrupted.\n"
          "    --vgpu                   Only what vgpu knows: job, backend, policies, virtual clock,\n"
@@ -44,7 +46,9 @@ const char* usage_text() {
          "                             behind it.\n"
          "    --job=ID                 The job to show (default: this session's job, else the only\n"
          "                             job of this user, else the configured cluster).\n"
-         "    --uid=N                  Look for --job among the jobs of user N.\n";
+         "    --uid=N                  Look for --job among the jobs of user N.\n"
+         "    --cluster                The configured cluster with nothing running, whatever jobs\n"
+         "                             there are.\n";
 }
 
 std::optional<std::string> parse_options(int argc, char** argv, Options* out) {
@@ -74,6 +78,8 @@ std::optional<std::string> parse_options(int argc, char** argv, Options* out) {
     };
     if (arg == "-h" || arg == "--help") {
       o.help = true;
+    } else if (arg == "--help-query-gpu") {
+      o.help_query_gpu = true;
     } else if (arg == "-L" || arg == "--list-gpus") {
       o.list = true;
     } else if (arg == "-i" || arg == "--id") {
@@ -105,6 +111,8 @@ std::optional<std::string> parse_options(int argc, char** argv, Options* out) {
         if (value.empty() || *end != '\0' || !(seconds > 0)) return "Invalid loop interval \"" + value + "\".";
       }
       o.loop_s = seconds;
+    } else if (arg == "--cluster") {
+      o.cluster = true;
     } else if (arg == "--vgpu") {
       o.vgpu_only = true;
     } else if (arg == "--job") {
@@ -123,6 +131,7 @@ std::optional<std::string> parse_options(int argc, char** argv, Options* out) {
   if (!o.query_gpu.empty() && !o.csv) return std::string("Option --format=csv must be specified with --query-gpu.");
   if (o.query_gpu.empty() && o.csv) return std::string("Option --format is only valid with --query-gpu.");
   if (o.uid && !o.job) return std::string("Option --uid needs --job.");
+  if (o.cluster && o.job) return std::string("Options --cluster and --job exclude each other.");
   *out = std::move(o);
   return std::nullopt;
 }

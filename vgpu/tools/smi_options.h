@@ -11,6 +11,7 @@ namespace vgpu::smi {
 
 struct Options {
   bool help = false;
+  bool help_query_gpu = false;           // --help-query-gpu
   bool list = false;                     // -L, --list-gpus
   std::vector<int> ids;                  // -i, --id: empty = every device
   std::vector<std::string> query_gpu;    // --query-gpu=a,b,...
@@ -19,6 +20,7 @@ struct Options {
   bool vgpu_only = false;                // --vgpu: only what vgpu knows (job, clocks, policies)
   std::optional<std::string> job;        // --job ID
   std::optional<uid_t> uid;              // --uid N: a job of another user (needs their permission)
+  bool cluster = false;                  // --cluster: the configured cluster, whatever runs
 };
 
 // nullopt on success; else the message for the user (exit code 2).

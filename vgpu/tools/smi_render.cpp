@@ -73,7 +73,7 @@ std::string render_table(const Shown& s, bool with_vgpu_section) {
                        f.pci_bus_id, "Off", "0");
     out += fmt::format("| {:<4} {:>4}C  {:<4} {:>22} | {:>10} / {:>9} | {:>7}{:>13} |\n", "N/A", r.temp_gpu,
                        fmt::format("P{}", r.pstate),
-                       fmt::format("{}W / {:>4}W", static_cast<int>(r.power_draw + 0.5), static_cast<int>(r.power_limit + 0.5)),
+                       fmt::format("{}W / {:>4}W", static_cast<int>(r.power_draw), static_cast<int>(r.power_limit)),
                        fmt::format("{}MiB", mib(r.memory_used)), fmt::format("{}MiB", mib(r.memory_total)),
                        fmt::format("{}%", r.util_gpu), "Default");
     out += fmt::format("| {:<39} | {:<22} | {:>20} |\n", "", "", "Disabled");

@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "tools/smi_fields.h"
 #include "tools/smi_options.h"
 #include "tools/smi_render.h"
 
@@ -27,6 +28,11 @@ struct Selected {
 int select_job(const vgpu::smi::Options& o, Selected* out) {
   const uid_t uid = o.uid.value_or(getuid());
   std::string error;
+  if (o.cluster) {
+    if (vgpu::inspect::configured_view(&out->view, &error)) return 0;
+    std::fprintf(stderr, "vgpu-smi: %s\n", error.c_str());
+    return 1;
+  }
   if (o.job) {
     if (vgpu::inspect::job_view(uid, *o.job, &out->view, &error)) return 0;
     const bool denied = error.find("Permission denied") != std::string::npos;
@@ -93,6 +99,15 @@ int main(int argc, char** argv) {
   }
   if (o.help) {
     std::fputs(vgpu::smi::usage_text(), stdout);
+    return 0;
+  }
+  if (o.help_query_gpu) {  // one field a line, as nvidia-smi names them: "name" or "gpu_name"
+    for (const vgpu::smi::QueryField& f : vgpu::smi::gpu_query_fields()) {
+      std::string line = "\"" + f.name + "\"";
+      for (const std::string& a : f.aliases) line += " or \"" + a + "\"";
+      if (!f.unit.empty()) line += "  [" + f.unit + "]";
+      std::puts(line.c_str());
+    }
     return 0;
   }
   if (!o.loop_s) return print_once(o);
