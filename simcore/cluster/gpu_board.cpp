@@ -29,7 +29,7 @@ GpuBoard h100() {
   b.shutdown_temp = 92, b.slowdown_temp = 89, b.max_operating_temp = 87, b.memory_max_temp = 95;
   b.pcie_max_gen = 5, b.pcie_max_width = 16;
   b.vbios = "96.00.DA.00.0C";
-  b.board_part_number = "692-2G520-0200-000";
+  b.board_part_number = "695-2G520-0200-000";
   b.gpu_part_number = "2330-885-A1";
   b.inforom_image = "G520.0200.00.05";
   b.architecture = "Hopper", b.architecture_id = 9;

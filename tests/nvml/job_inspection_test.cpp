@@ -285,6 +285,39 @@ TEST_F(JobInspection, ActivityOfTheBusyDeviceIsLive) {
   }
 }
 
+TEST_F(JobInspection, ComputeAppsAndFullReportShowTheJob) {
+  RunResult r = smi({"--job", holder_->job(), "--query-compute-apps=pid,used_memory,gpu_uuid,gpu_bus_id",
+                     "--format=csv,noheader,nounits"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto rows = lines_of(r.out);
+  ASSERT_EQ(rows.size(), 2u) << r.out;  // devices 1 and 3
+  for (size_t k = 0; k < 2; ++k) {
+    const DriverDevice& d = holder_->devices()[k == 0 ? 1 : 3];
+    const auto cells = split_csv(rows[k]);
+    ASSERT_EQ(cells.size(), 4u) << rows[k];
+    EXPECT_EQ(cells[0], std::to_string(holder_->pid()));
+    EXPECT_EQ(cells[1], std::to_string(d.used >> 20));
+    EXPECT_EQ(cells[2], d.uuid);
+  }
+  r = smi({"--job", holder_->job(), "--query-compute-apps=pid,used_memory", "--format=csv"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(lines_of(r.out)[0], "pid, used_gpu_memory [MiB]");
+
+  r = smi({"--job", holder_->job(), "-q", "-i", "1"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto has = [&](const std::string& label, const std::string& value) {
+    for (const std::string& l : lines_of(r.out))
+      if (l.find(label) != std::string::npos && l.size() > 55 && l.substr(55) == ": " + value) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("        GPU  ", "100 %")) << r.out;
+  EXPECT_TRUE(has("        SM  ", "1980 MHz")) << r.out;  // Clocks: boost while busy
+  EXPECT_TRUE(has("Process ID", std::to_string(holder_->pid()))) << r.out;
+  EXPECT_TRUE(has("Used GPU Memory", std::to_string(holder_->devices()[1].used >> 20) + " MiB")) << r.out;
+  r = smi({"--job", holder_->job(), "-q", "-i", "0"});
+  EXPECT_NE(r.out.find("    Processes                                          : None"), std::string::npos) << r.out;
+}
+
 TEST_F(JobInspection, ListGpus) {
   RunResult r = smi({"--job", holder_->job(), "-L"});
   ASSERT_EQ(r.status, 0) << r.err;

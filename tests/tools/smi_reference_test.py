@@ -84,5 +84,62 @@ class SmiReference(unittest.TestCase):
         self.assertEqual(len(r.stdout.splitlines()[0].split(", ")), 16)
 
 
+class SmiViews(unittest.TestCase):
+    def real(self, name):
+        with open(os.path.join(DATA, name)) as f:
+            return f.read()
+
+    def test_full_report_of_an_idle_h100_is_the_real_ones(self):
+        # Lines that name that GPU, that machine or that moment.
+        per_device = ("Timestamp", "Attached GPUs", "GPU 0000", "Serial Number", "GPU UUID", "GPU PDI",
+                      "Board ID", "Module Id", "Bus ", "Device  ", "Bus Id", "Tx Throughput", "Rx Throughput",
+                      "Average Power Draw", "Instantaneous Power Draw")
+        r = smi("-q", "-i", "0")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        real = self.real("smi_q.txt").splitlines()
+        ours = r.stdout.splitlines()
+        self.assertEqual(len(ours), len(real))
+        differ = [(a, b) for a, b in zip(real, ours)
+                  if a.rstrip() != b.rstrip() and not a.strip().startswith(per_device)]
+        self.assertEqual(differ, [])
+
+    def test_topology_matrix(self):
+        r = smi("topo", "-m")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        lines = r.stdout.splitlines()
+        real = self.real("smi_topo.txt").splitlines()
+        self.assertTrue(lines[0].startswith("\t\x1b[4mGPU0\tGPU1\tGPU2"))
+        self.assertTrue(lines[0].endswith("CPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m"))
+        for i in range(8):
+            cells = lines[1 + i].split("\t")
+            self.assertEqual(cells[0], f"GPU{i}")
+            self.assertEqual(cells[1:9], [" X " if j == i else "NV18" for j in range(8)])
+            self.assertEqual(cells[-3:], ["0", "", "N/A"])
+        self.assertEqual(lines[9:], real[3:])  # the legend, verbatim
+        # Two virtual nodes: GPUs of different nodes are SYS apart; without NVLink, NODE.
+        env = dict(ENV, VGPU_NODES="2", VGPU_GPUS_PER_NODE="2")
+        two = subprocess.run([SMI, "--cluster", "topo", "-m"], capture_output=True, text=True, env=env)
+        self.assertEqual([l.split("\t")[1:5] for l in two.stdout.splitlines()[1:5]],
+                         [[" X ", "NV18", "SYS", "SYS"], ["NV18", " X ", "SYS", "SYS"],
+                          ["SYS", "SYS", " X ", "NV18"], ["SYS", "SYS", "NV18", " X "]])
+
+    def test_nvlink_status(self):
+        r = smi("nvlink", "-s", "-i", "0")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ours, real = r.stdout.splitlines(), self.real("smi_nvlink.txt").splitlines()
+        self.assertEqual(len(ours), len(real))
+        self.assertEqual(ours[1:], real[1:])  # 18 links at NVLink 4's 26.562 GB/s
+
+    def test_dmon(self):
+        r = smi("dmon", "-c", "2", "-d", "1", "-i", "0,1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ours, real = r.stdout.splitlines(), self.real("smi_dmon.txt").splitlines()
+        self.assertEqual(ours[:2], real[:2])
+        self.assertEqual(len(ours), 6)  # one header, two samples of two GPUs
+        for row in ours[2:]:
+            self.assertEqual(len(row), len(real[2]))
+            self.assertEqual(row.split()[-2:], ["2619", "345"])  # idle: memory clock, idle SM clock
+
+
 if __name__ == "__main__":
     sys.exit(unittest.main(verbosity=2) and 0)

@@ -15,6 +15,11 @@ struct Options {
   bool list = false;                     // -L, --list-gpus
   std::vector<int> ids;                  // -i, --id: empty = every device
   std::vector<std::string> query_gpu;    // --query-gpu=a,b,...
+  std::vector<std::string> query_apps;   // --query-compute-apps=a,b,...
+  bool full_report = false;              // -q, --query
+  std::string subcommand;                // "topo" (-m), "nvlink" (-s), "dmon"
+  std::optional<int> dmon_count;         // dmon -c N: samples (default: until interrupted)
+  double dmon_delay_s = 1;               // dmon -d N
   bool csv = false, noheader = false, nounits = false;  // --format=csv[,noheader][,nounits]
   std::optional<double> loop_s;          // -l [SEC], --loop=SEC
   bool vgpu_only = false;                // --vgpu: only what vgpu knows (job, clocks, policies)

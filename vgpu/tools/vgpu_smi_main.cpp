@@ -69,7 +69,35 @@ int print_once(const vgpu::smi::Options& o) {
     }
   }
   std::string out;
-  if (!o.query_gpu.empty()) {
+  if (o.subcommand == "dmon") {
+    // Samples until -c is reached or interrupted; the header again every 20 samples, as nvidia-smi.
+    for (int n = 0; !o.dmon_count || n < *o.dmon_count; ++n) {
+      if (n > 0) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(o.dmon_delay_s));
+        if (int rc = select_job(o, &sel); rc != 0) return rc;
+      }
+      const vgpu::smi::Shown now{sel.view, shown.devices, ""};
+      std::string sample = (n % 20 == 0 ? vgpu::smi::render_dmon_header() : "") + vgpu::smi::render_dmon_rows(now);
+      std::fwrite(sample.data(), 1, sample.size(), stdout);
+      std::fflush(stdout);
+    }
+    return 0;
+  }
+  if (o.subcommand == "topo") {
+    out = vgpu::smi::render_topology(shown);
+  } else if (o.subcommand == "nvlink") {
+    out = vgpu::smi::render_nvlink_status(shown);
+  } else if (!o.query_apps.empty()) {
+    std::string error;
+    auto csv = vgpu::smi::render_compute_apps(shown, o.query_apps, o.noheader, o.nounits, &error);
+    if (!csv) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return 2;
+    }
+    out = *csv;
+  } else if (o.full_report) {
+    out = vgpu::smi::render_full_report(shown);
+  } else if (!o.query_gpu.empty()) {
     std::string error;
     auto csv = vgpu::smi::render_query(shown, o.query_gpu, o.noheader, o.nounits, &error);
     if (!csv) {
