@@ -1,6 +1,7 @@
 // Driver entry points that real programs reach beyond what PyTorch uses (issue 24), exercised
 // by an unmodified nvcc-built program on the sim backend: the profiler range calls
-// (cudaProfilerStart aborted every program that made it), and more as they are implemented.
+// (cudaProfilerStart aborted every program that made it), texture and surface objects, stream
+// attachment of managed memory, and more as they are implemented.
 //
 // Each check prints one line; the exit status is the number of failed checks.
 #include <cuda.h>
@@ -43,6 +44,80 @@ void profiler_range() {
   if (saved) cuCtxPushCurrent(saved);
 }
 
+void texture_and_surface_objects() {
+  // A texture over linear device memory, read back through the descriptor queries.
+  float* buf = nullptr;
+  check(cudaMalloc(&buf, 1 << 20) == cudaSuccess, "cudaMalloc for the texture");
+  cudaResourceDesc res{};
+  res.resType = cudaResourceTypeLinear;
+  res.res.linear.devPtr = buf;
+  res.res.linear.desc = cudaCreateChannelDesc<float>();
+  res.res.linear.sizeInBytes = 1 << 20;
+  cudaTextureDesc tex{};
+  tex.readMode = cudaReadModeElementType;
+  tex.addressMode[0] = cudaAddressModeClamp;
+  cudaTextureObject_t t = 0;
+  check(cudaCreateTextureObject(&t, &res, &tex, nullptr) == cudaSuccess && t != 0, "cudaCreateTextureObject (linear)");
+  cudaResourceDesc back{};
+  check(cudaGetTextureObjectResourceDesc(&back, t) == cudaSuccess && back.resType == cudaResourceTypeLinear &&
+            back.res.linear.devPtr == buf && back.res.linear.sizeInBytes == (1u << 20),
+        "cudaGetTextureObjectResourceDesc gives the resource back");
+  cudaTextureDesc tback{};
+  check(cudaGetTextureObjectTextureDesc(&tback, t) == cudaSuccess && tback.addressMode[0] == cudaAddressModeClamp,
+        "cudaGetTextureObjectTextureDesc gives the descriptor back");
+  check(cudaDestroyTextureObject(t) == cudaSuccess, "cudaDestroyTextureObject");
+  check_cu(cuTexObjectDestroy(t), CUDA_ERROR_INVALID_VALUE, "destroying it twice");
+  res.res.linear.devPtr = reinterpret_cast<void*>(0x1234);
+  check(cudaCreateTextureObject(&t, &res, &tex, nullptr) != cudaSuccess, "a texture over memory that is not the device's is refused");
+  cudaGetLastError();
+
+  // A surface over an array created for surface load/store; refused over a plain array.
+  cudaChannelFormatDesc ch = cudaCreateChannelDesc<float>();
+  cudaArray_t surf_array = nullptr, plain = nullptr;
+  check(cudaMallocArray(&surf_array, &ch, 64, 64, cudaArraySurfaceLoadStore) == cudaSuccess, "cudaMallocArray (surface)");
+  check(cudaMallocArray(&plain, &ch, 64, 64) == cudaSuccess, "cudaMallocArray (plain)");
+  cudaResourceDesc sres{};
+  sres.resType = cudaResourceTypeArray;
+  sres.res.array.array = surf_array;
+  cudaSurfaceObject_t sobj = 0;
+  check(cudaCreateSurfaceObject(&sobj, &sres) == cudaSuccess && sobj != 0, "cudaCreateSurfaceObject");
+  cudaResourceDesc sback{};
+  check(cudaGetSurfaceObjectResourceDesc(&sback, sobj) == cudaSuccess && sback.res.array.array == surf_array,
+        "cudaGetSurfaceObjectResourceDesc");
+  check(cudaDestroySurfaceObject(sobj) == cudaSuccess, "cudaDestroySurfaceObject");
+  sres.res.array.array = plain;
+  check(cudaCreateSurfaceObject(&sobj, &sres) != cudaSuccess, "a surface over an array without SurfaceLoadStore is refused");
+  cudaGetLastError();
+  // A texture over an array.
+  cudaResourceDesc ares{};
+  ares.resType = cudaResourceTypeArray;
+  ares.res.array.array = plain;
+  check(cudaCreateTextureObject(&t, &ares, &tex, nullptr) == cudaSuccess, "cudaCreateTextureObject (array)");
+  check(cudaDestroyTextureObject(t) == cudaSuccess, "cudaDestroyTextureObject (array)");
+  cudaFreeArray(surf_array);
+  cudaFreeArray(plain);
+  cudaFree(buf);
+}
+
+void stream_attach_managed_memory() {
+  float* m = nullptr;
+  check(cudaMallocManaged(&m, 4096) == cudaSuccess, "cudaMallocManaged");
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  check(cudaStreamAttachMemAsync(s, m, 0, cudaMemAttachSingle) == cudaSuccess, "cudaStreamAttachMemAsync single");
+  check(cudaStreamAttachMemAsync(s, m, 4096, cudaMemAttachGlobal) == cudaSuccess, "cudaStreamAttachMemAsync global");
+  check(cudaStreamSynchronize(s) == cudaSuccess, "the stream runs past the attachment");
+  check(cudaStreamAttachMemAsync(s, m, 100, cudaMemAttachGlobal) != cudaSuccess, "a partial length is refused");
+  cudaGetLastError();
+  float* d = nullptr;
+  cudaMalloc(&d, 4096);
+  check(cudaStreamAttachMemAsync(s, d, 0, cudaMemAttachGlobal) != cudaSuccess, "device memory is refused");
+  cudaGetLastError();
+  cudaFree(d);
+  cudaStreamDestroy(s);
+  cudaFree(m);
+}
+
 }  // namespace
 
 int main() {
@@ -51,6 +126,8 @@ int main() {
     return 1;
   }
   profiler_range();
+  texture_and_surface_objects();
+  stream_attach_managed_memory();
   std::printf("%d check(s) failed\n", g_failures);
   return g_failures > 255 ? 255 : g_failures;
 }

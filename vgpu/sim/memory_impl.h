@@ -131,6 +131,17 @@ struct Pool {
   std::multimap<uint64_t, std::shared_ptr<HostMapping>> free_blocks;  // by block size
 };
 
+// A texture or surface object (texture_api.cpp): the descriptors it was created with, returned
+// by the Get*Desc queries. Nothing samples it on the sim backend.
+struct TextureObject {
+  bool surface = false;
+  CUDA_RESOURCE_DESC res{};
+  CUDA_TEXTURE_DESC tex{};
+  CUDA_RESOURCE_VIEW_DESC view{};
+  bool has_view = false;
+  CUcontext ctx = nullptr;
+};
+
 struct MemoryManager::Impl {
   explicit Impl(DriverState& d);
 
@@ -163,6 +174,7 @@ struct MemoryManager::Impl {
   HandleTable<ArrayObject> arrays;
   HandleTable<MipmapObject> mipmaps;
   HandleTable<Pool> pools;
+  HandleTable<TextureObject> textures;  // texture and surface objects
   std::vector<std::shared_ptr<Pool>> default_pools;  // one per device
   std::vector<CUmemoryPool> default_pool_handles;
   std::mutex current_pool_mu;
