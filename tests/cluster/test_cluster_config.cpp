@@ -58,6 +58,7 @@ void expect_same_cluster(const ClusterSpec& a, const ClusterSpec& b) {
   EXPECT_EQ(a.fabric.nodes_per_leaf, b.fabric.nodes_per_leaf);
   EXPECT_DOUBLE_EQ(a.fabric.oversubscription, b.fabric.oversubscription);
   EXPECT_DOUBLE_EQ(a.fabric.link_bw, b.fabric.link_bw);
+  EXPECT_DOUBLE_EQ(a.pcie.efficiency, b.pcie.efficiency);
   EXPECT_DOUBLE_EQ(a.fabric.latency_s, b.fabric.latency_s);
 }
 

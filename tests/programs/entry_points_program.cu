@@ -1,7 +1,8 @@
 // Driver entry points that real programs reach beyond what PyTorch uses (issue 24), exercised
 // by an unmodified nvcc-built program on the sim backend: the profiler range calls
 // (cudaProfilerStart aborted every program that made it), texture and surface objects, stream
-// attachment of managed memory, and more as they are implemented.
+// attachment of managed memory, the JIT linker (two PTX inputs linked, loaded, launched), and
+// more as they are implemented.
 //
 // Each check prints one line; the exit status is the number of failed checks.
 #include <cuda.h>
@@ -118,6 +119,78 @@ void stream_attach_managed_memory() {
   cudaFree(m);
 }
 
+// Two PTX modules as NVRTC would hand them over: one kernel each.
+constexpr const char* kPtxA = R"(.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry scale_a(.param .u64 scale_a_param_0, .param .f32 scale_a_param_1)
+{
+	ret;
+}
+)";
+constexpr const char* kPtxB = R"(.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry add_b(.param .u64 add_b_param_0, .param .u64 add_b_param_1, .param .u32 add_b_param_2)
+{
+	ret;
+}
+)";
+
+void jit_link() {
+  char info[256] = "untouched", error[256] = "untouched";
+  CUjit_option opts[] = {CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
+                         CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES};
+  void* vals[] = {info, reinterpret_cast<void*>(sizeof info), error, reinterpret_cast<void*>(sizeof error)};
+  CUlinkState link = nullptr;
+  check_cu(cuLinkCreate(4, opts, vals, &link), CUDA_SUCCESS, "cuLinkCreate");
+  check_cu(cuLinkAddData(link, CU_JIT_INPUT_PTX, const_cast<char*>(kPtxA), std::strlen(kPtxA) + 1, "a.ptx", 0, nullptr,
+                         nullptr),
+           CUDA_SUCCESS, "cuLinkAddData (PTX a)");
+  check_cu(cuLinkAddData(link, CU_JIT_INPUT_PTX, const_cast<char*>(kPtxB), std::strlen(kPtxB), "b.ptx", 0, nullptr,
+                         nullptr),
+           CUDA_SUCCESS, "cuLinkAddData (PTX b, size without the NUL)");
+  const char* junk = "this is not PTX";
+  check_cu(cuLinkAddData(link, CU_JIT_INPUT_PTX, const_cast<char*>(junk), std::strlen(junk) + 1, "junk", 0, nullptr,
+                         nullptr),
+           CUDA_ERROR_INVALID_PTX, "cuLinkAddData refuses what is not PTX");
+  check_cu(cuLinkAddFile(link, CU_JIT_INPUT_CUBIN, "/nonexistent/x.cubin", 0, nullptr, nullptr),
+           CUDA_ERROR_FILE_NOT_FOUND, "cuLinkAddFile of a missing file");
+  void* image = nullptr;
+  size_t size = 0;
+  check_cu(cuLinkComplete(link, &image, &size), CUDA_SUCCESS, "cuLinkComplete");
+  check(image != nullptr && size > 0 && info[0] == '\0' && error[0] == '\0', "a linked image, empty logs");
+  CUmodule mod = nullptr;
+  check_cu(cuModuleLoadData(&mod, image), CUDA_SUCCESS, "cuModuleLoadData of the linked image");
+  CUfunction fa = nullptr, fb = nullptr;
+  check_cu(cuModuleGetFunction(&fa, mod, "scale_a"), CUDA_SUCCESS, "the first input's kernel is in it");
+  check_cu(cuModuleGetFunction(&fb, mod, "add_b"), CUDA_SUCCESS, "the second input's kernel is in it");
+  size_t offset = 0, psize = 0;
+  check_cu(cuFuncGetParamInfo(fb, 2, &offset, &psize), CUDA_SUCCESS, "cuFuncGetParamInfo");
+  check(offset == 16 && psize == 4, "add_b's third parameter at 16, 4 bytes");
+  void* p0 = nullptr;
+  unsigned n = 4;
+  void* args[] = {&p0, &p0, &n};
+  check_cu(cuLaunchKernel(fb, 1, 1, 1, 32, 1, 1, 0, nullptr, args, nullptr), CUDA_SUCCESS, "launch a linked kernel");
+  check_cu(cuCtxSynchronize(), CUDA_SUCCESS, "it completes");
+  check_cu(cuModuleUnload(mod), CUDA_SUCCESS, "cuModuleUnload");
+  check_cu(cuLinkDestroy(link), CUDA_SUCCESS, "cuLinkDestroy");
+  check_cu(cuLinkDestroy(link), CUDA_ERROR_INVALID_HANDLE, "cuLinkDestroy twice");
+  check_cu(cuLinkComplete(link, &image, &size), CUDA_ERROR_INVALID_HANDLE, "cuLinkComplete after destroy");
+
+  // A single cubin input comes out as itself; the ptxjit pattern with one PTX as well.
+  check_cu(cuLinkCreate(0, nullptr, nullptr, &link), CUDA_SUCCESS, "cuLinkCreate without options");
+  check_cu(cuLinkAddData(link, CU_JIT_INPUT_PTX, const_cast<char*>(kPtxA), std::strlen(kPtxA) + 1, "a.ptx", 0,
+                         nullptr, nullptr),
+           CUDA_SUCCESS, "one PTX input");
+  check_cu(cuLinkComplete(link, &image, &size), CUDA_SUCCESS, "cuLinkComplete of one input");
+  check(size == std::strlen(kPtxA) + 1 && std::memcmp(image, kPtxA, size) == 0, "one input links to itself");
+  cuLinkDestroy(link);
+  check_cu(cuLinkCreate(0, nullptr, nullptr, &link), CUDA_SUCCESS, "cuLinkCreate (empty)");
+  check_cu(cuLinkComplete(link, &image, &size), CUDA_ERROR_INVALID_VALUE, "linking nothing is refused");
+  cuLinkDestroy(link);
+}
+
 }  // namespace
 
 int main() {
@@ -128,6 +201,7 @@ int main() {
   profiler_range();
   texture_and_surface_objects();
   stream_attach_managed_memory();
+  jit_link();
   std::printf("%d check(s) failed\n", g_failures);
   return g_failures > 255 ? 255 : g_failures;
 }

@@ -101,7 +101,7 @@ CUresult prefetch(CUdeviceptr ptr, size_t count, CUmemLocation loc, unsigned int
   w.kind = Work::Kind::copy;
   w.label = fmt::format("prefetch {} B", count);
   // Pages move over the host link (no network transfer: the pages have one home at a time).
-  w.duration_s = copy_seconds(dev->model(), CopyPath::host_device, count);
+  w.duration_s = copy_seconds(dev->model(), CopyPath::host_device, count, c.driver->cluster().pcie.efficiency);
   w.execute = [a, id] {
     std::lock_guard l(g_advice_mu);
     a->last_prefetch = id;
