@@ -10,6 +10,10 @@
 #include <cuda_profiler_api.h>
 #include <cuda_runtime.h>
 
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -191,9 +195,201 @@ void jit_link() {
   cuLinkDestroy(link);
 }
 
+__global__ void fill(int* out, int v) {
+  if (out) out[threadIdx.x] = v;
+}
+
+void graphs() {
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  // A graph of two kernels, cloned; the clone has the same shape.
+  cudaGraph_t g = nullptr, copy = nullptr;
+  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess, "begin capture");
+  fill<<<1, 32, 0, s>>>(nullptr, 1);
+  fill<<<1, 32, 0, s>>>(nullptr, 2);
+  check(cudaStreamEndCapture(s, &g) == cudaSuccess, "end capture");
+  check(cudaGraphClone(&copy, g) == cudaSuccess && copy != nullptr && copy != g, "cudaGraphClone");
+  size_t n0 = 0, n1 = 0, e0 = 0, e1 = 0;
+  cudaGraphGetNodes(g, nullptr, &n0);
+  cudaGraphGetNodes(copy, nullptr, &n1);
+  cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &e0);
+  cudaGraphGetEdges(copy, nullptr, nullptr, nullptr, &e1);
+  check(n0 == 2 && n1 == 2 && e0 == 1 && e1 == 1, "the clone has the original's nodes and edges");
+
+  // Updating a kernel node of an instantiated graph.
+  cudaGraphExec_t exec = nullptr;
+  check(cudaGraphInstantiate(&exec, copy, 0) == cudaSuccess, "instantiate the clone");
+  cudaGraphNode_t nodes[2];
+  size_t count = 2;
+  cudaGraphGetNodes(copy, nodes, &count);
+  int* out = nullptr;
+  int v = 7;
+  void* args[] = {&out, &v};
+  cudaKernelNodeParams kp{};
+  kp.func = reinterpret_cast<void*>(fill);
+  kp.gridDim = dim3(2);
+  kp.blockDim = dim3(64);
+  kp.kernelParams = args;
+  check(cudaGraphExecKernelNodeSetParams(exec, nodes[0], &kp) == cudaSuccess, "cudaGraphExecKernelNodeSetParams");
+  kp.blockDim = dim3(4096);  // more threads than a block may have
+  check(cudaGraphExecKernelNodeSetParams(exec, nodes[0], &kp) != cudaSuccess, "an invalid launch is refused");
+  cudaGetLastError();
+  check(cudaGraphLaunch(exec, s) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess, "launch the updated graph");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(copy);
+  cudaGraphDestroy(g);
+
+  // Memory allocation and free nodes: the address is fixed when the node is made.
+  cudaGraph_t mg = nullptr;
+  cudaGraphCreate(&mg, 0);
+  cudaMemAllocNodeParams ap{};
+  ap.poolProps.allocType = cudaMemAllocationTypePinned;
+  ap.poolProps.location.type = cudaMemLocationTypeDevice;
+  ap.poolProps.location.id = 0;
+  ap.bytesize = 1 << 20;
+  cudaGraphNode_t alloc = nullptr, freen = nullptr;
+  check(cudaGraphAddMemAllocNode(&alloc, mg, nullptr, 0, &ap) == cudaSuccess && ap.dptr != nullptr,
+        "cudaGraphAddMemAllocNode gives an address");
+  check(cudaGraphAddMemFreeNode(&freen, mg, &alloc, 1, ap.dptr) == cudaSuccess, "cudaGraphAddMemFreeNode");
+  cudaGraphNodeType type;
+  cudaGraphNodeGetType(alloc, &type);
+  check(type == cudaGraphNodeTypeMemAlloc, "the node is a memory allocation node");
+  ap.bytesize = size_t(1) << 40;  // a terabyte: more than the device holds
+  check(cudaGraphAddMemAllocNode(&alloc, mg, nullptr, 0, &ap) == cudaErrorMemoryAllocation,
+        "an allocation node past the capacity is refused");
+  cudaGetLastError();
+  check(cudaGraphInstantiate(&exec, mg, 0) == cudaSuccess && cudaGraphLaunch(exec, s) == cudaSuccess &&
+            cudaStreamSynchronize(s) == cudaSuccess,
+        "a graph with memory nodes runs");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(mg);
+
+  // A stream forked into a capture and joined back may be destroyed before the capture ends.
+  cudaStream_t fork;
+  cudaStreamCreate(&fork);
+  cudaEvent_t forked, joined;
+  cudaEventCreateWithFlags(&forked, cudaEventDisableTiming);
+  cudaEventCreateWithFlags(&joined, cudaEventDisableTiming);
+  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal) == cudaSuccess, "begin capture (fork)");
+  cudaEventRecord(forked, s);
+  cudaStreamWaitEvent(fork, forked, 0);
+  fill<<<1, 32, 0, fork>>>(nullptr, 3);
+  cudaEventRecord(joined, fork);
+  cudaStreamWaitEvent(s, joined, 0);
+  check(cudaStreamDestroy(fork) == cudaSuccess, "destroy the joined fork stream during the capture");
+  fill<<<1, 32, 0, s>>>(nullptr, 4);
+  g = nullptr;
+  check(cudaStreamEndCapture(s, &g) == cudaSuccess && g != nullptr, "the capture is still valid");
+  count = 0;
+  cudaGraphGetNodes(g, nullptr, &count);
+  check(count == 2, "both kernels are in the graph");
+  cudaGraphDestroy(g);
+
+  // Conditional nodes: an IF whose condition defaults to 1 runs its body (a memset the host can
+  // see), a SWITCH with value 1 runs its second body only.
+  int* flag = nullptr;
+  cudaMalloc(&flag, 2 * sizeof(int));
+  cudaMemset(flag, 0, 2 * sizeof(int));
+  cudaGraph_t cg = nullptr;
+  cudaGraphCreate(&cg, 0);
+  cudaGraphConditionalHandle hif = 0, hsw = 0;
+  check(cudaGraphConditionalHandleCreate(&hif, cg, 1, cudaGraphCondAssignDefault) == cudaSuccess,
+        "cudaGraphConditionalHandleCreate");
+  cudaGraphConditionalHandleCreate(&hsw, cg, 1, cudaGraphCondAssignDefault);
+  cudaGraphNodeParams cp{};
+  cp.type = cudaGraphNodeTypeConditional;
+  cp.conditional.handle = hif;
+  cp.conditional.type = cudaGraphCondTypeIf;
+  cp.conditional.size = 1;
+  cudaGraphNode_t cnode = nullptr;
+  check(cudaGraphAddNode(&cnode, cg, nullptr, nullptr, 0, &cp) == cudaSuccess && cp.conditional.phGraph_out != nullptr,
+        "cudaGraphAddNode (IF) gives a body graph");
+  cudaGraph_t body = cp.conditional.phGraph_out[0];
+  cudaMemsetParams mp{};
+  mp.dst = flag;
+  mp.value = 7;
+  mp.elementSize = 4;
+  mp.width = 1;
+  mp.height = 1;
+  cudaGraphNode_t mnode = nullptr;
+  check(cudaGraphAddMemsetNode(&mnode, body, nullptr, 0, &mp) == cudaSuccess, "a memset in the IF body");
+  cudaGraphNodeParams sp{};
+  sp.type = cudaGraphNodeTypeConditional;
+  sp.conditional.handle = hsw;
+  sp.conditional.type = cudaGraphCondTypeSwitch;
+  sp.conditional.size = 2;
+  check(cudaGraphAddNode(&cnode, cg, &cnode, nullptr, 1, &sp) == cudaSuccess, "cudaGraphAddNode (SWITCH, after the IF)");
+  mp.dst = flag + 1;
+  mp.value = 10;
+  cudaGraphAddMemsetNode(&mnode, sp.conditional.phGraph_out[0], nullptr, 0, &mp);
+  mp.value = 11;
+  cudaGraphAddMemsetNode(&mnode, sp.conditional.phGraph_out[1], nullptr, 0, &mp);
+  check(cudaGraphInstantiate(&exec, cg, 0) == cudaSuccess && cudaGraphLaunch(exec, s) == cudaSuccess &&
+            cudaStreamSynchronize(s) == cudaSuccess,
+        "a graph with conditional nodes runs");
+  int got[2] = {0, 0};
+  cudaMemcpy(got, flag, sizeof got, cudaMemcpyDeviceToHost);
+  check(got[0] == 7 && got[1] == 11, "the IF body ran, and the SWITCH's body 1 only");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(cg);
+  cudaFree(flag);
+  cudaStreamDestroy(s);
+}
+
+std::string hex_of(const void* p, size_t n) {
+  std::string out;
+  char b[3];
+  for (size_t i = 0; i < n; ++i) std::snprintf(b, sizeof b, "%02x", static_cast<const unsigned char*>(p)[i]), out += b;
+  return out;
+}
+
+// The child of ipc(): opens the parent's buffer, checks what the parent wrote, writes its own.
+int ipc_child(const char* hex) {
+  cudaIpcMemHandle_t h{};
+  for (size_t i = 0; i < sizeof h; ++i) std::sscanf(hex + 2 * i, "%2hhx", reinterpret_cast<unsigned char*>(&h) + i);
+  void* p = nullptr;
+  check(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess) == cudaSuccess && p != nullptr,
+        "child: cudaIpcOpenMemHandle");
+  std::vector<unsigned char> host(1 << 20);
+  check(cudaMemcpy(host.data(), p, host.size(), cudaMemcpyDeviceToHost) == cudaSuccess, "child: read the buffer");
+  check(host[0] == 0x5a && host[host.size() - 1] == 0x5a, "child: sees the parent's bytes");
+  check(cudaMemset(p, 0xa5, host.size()) == cudaSuccess && cudaDeviceSynchronize() == cudaSuccess,
+        "child: writes the buffer");
+  check(cudaIpcCloseMemHandle(p) == cudaSuccess, "child: cudaIpcCloseMemHandle");
+  return g_failures;
+}
+
+void ipc(const char* self) {
+  void* buf = nullptr;
+  const size_t n = 1 << 20;
+  check(cudaMalloc(&buf, n) == cudaSuccess && cudaMemset(buf, 0x5a, n) == cudaSuccess, "parent: a buffer");
+  cudaIpcMemHandle_t h{};
+  check(cudaIpcGetMemHandle(&h, buf) == cudaSuccess, "parent: cudaIpcGetMemHandle");
+  void* same = nullptr;
+  check(cudaIpcOpenMemHandle(&same, h, cudaIpcMemLazyEnablePeerAccess) != cudaSuccess,
+        "opening a handle in the process that made it is refused");
+  cudaGetLastError();
+  // Another process of the same job (a fresh program, as torch.multiprocessing spawns).
+  const std::string hex = hex_of(&h, sizeof h);
+  char* argv[] = {const_cast<char*>(self), const_cast<char*>("ipc-child"), const_cast<char*>(hex.c_str()), nullptr};
+  pid_t pid = 0;
+  int status = -1;
+  check(posix_spawn(&pid, self, nullptr, nullptr, argv, environ) == 0 && waitpid(pid, &status, 0) == pid &&
+            WIFEXITED(status) && WEXITSTATUS(status) == 0,
+        "the child process opened, read and wrote the buffer");
+  std::vector<unsigned char> host(n);
+  cudaMemcpy(host.data(), buf, n, cudaMemcpyDeviceToHost);
+  check(host[0] == 0xa5 && host[n - 1] == 0xa5, "parent: sees the child's bytes");
+  check(cudaFree(buf) == cudaSuccess, "parent: frees the exported buffer");
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "ipc-child") == 0) {
+    if (cudaSetDevice(0) != cudaSuccess) return 1;
+    return ipc_child(argv[2]);
+  }
   if (cudaSetDevice(0) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) {
     std::printf("FAIL no device\n");
     return 1;
@@ -202,6 +398,8 @@ int main() {
   texture_and_surface_objects();
   stream_attach_managed_memory();
   jit_link();
+  graphs();
+  ipc("/proc/self/exe");
   std::printf("%d check(s) failed\n", g_failures);
   return g_failures > 255 ? 255 : g_failures;
 }

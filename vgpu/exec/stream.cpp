@@ -524,6 +524,13 @@ CUresult StreamManager::destroy(CUstream stream) {
   }
   // Like the real driver: returns at once; work already queued still runs to completion.
   std::lock_guard lock(impl_->mu);
+  // A stream forked into another's capture (by waiting on an event recorded there) may go once
+  // its work has been joined back: its nodes stay in the graph and the capture goes on. Only
+  // destroying the stream that began the capture ends it, invalidated.
+  if (s->capture && s->capture->origin.lock() != s) {
+    s->capture.reset();
+    s->frontier.clear();
+  }
   impl_->invalidate(*s);
   s->destroyed = true;
   if (s->queue.empty()) impl_->forget(s);

@@ -84,6 +84,10 @@ struct Allocation {
   std::shared_ptr<PhysicalAllocation> physical;  // VMM mappings
   // VMM access per device ordinal (cuMemSetAccess); managed-memory advice.
   std::map<int, unsigned long long> access;
+  // IPC (ipc_api.cpp): an exported allocation's memory lives in a memfd (closed with the
+  // allocation); an imported one maps another process's and is charged to nobody here.
+  std::shared_ptr<void> ipc_fd;
+  bool ipc_import = false;
   int read_mostly = 0;
   int preferred_location = CU_DEVICE_INVALID;
   int last_prefetch = CU_DEVICE_INVALID;
