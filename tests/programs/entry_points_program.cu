@@ -359,6 +359,80 @@ int ipc_child(const char* hex) {
   return g_failures;
 }
 
+// Maps a VMM allocation handle at a fresh address of device 0, readable and writable.
+CUdeviceptr map_vmm(CUmemGenericAllocationHandle h, size_t size) {
+  CUdeviceptr p = 0;
+  CUmemAccessDesc access{};
+  access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  access.location.id = 0;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  if (cuMemAddressReserve(&p, size, 0, 0, 0) != CUDA_SUCCESS || cuMemMap(p, size, 0, h, 0) != CUDA_SUCCESS ||
+      cuMemSetAccess(p, size, &access, 1) != CUDA_SUCCESS)
+    return 0;
+  return p;
+}
+
+// The child of vmm_share(): imports the allocation from the inherited descriptor.
+int vmm_child(const char* fd_text, const char* size_text) {
+  const int fd = std::atoi(fd_text);
+  const size_t size = std::strtoull(size_text, nullptr, 10);
+  CUmemGenericAllocationHandle h = 0;
+  check_cu(cuMemImportFromShareableHandle(&h, reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
+                                          CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+           CUDA_SUCCESS, "child: cuMemImportFromShareableHandle");
+  close(fd);
+  const CUdeviceptr p = map_vmm(h, size);
+  check(p != 0, "child: maps the imported allocation");
+  unsigned char b = 0;
+  cuMemcpyDtoH(&b, p + size - 1, 1);
+  check(b == 0x33, "child: sees the parent's bytes");
+  check_cu(cuMemsetD8(p, 0x44, size), CUDA_SUCCESS, "child: writes them");
+  cuCtxSynchronize();
+  cuMemUnmap(p, size);
+  cuMemAddressFree(p, size);
+  check_cu(cuMemRelease(h), CUDA_SUCCESS, "child: cuMemRelease");
+  return g_failures;
+}
+
+void vmm_share(const char* self) {
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = 0;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+  size_t gran = 0;
+  cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+  const size_t size = 4 * gran;
+  CUmemGenericAllocationHandle h = 0;
+  check_cu(cuMemCreate(&h, size, &prop, 0), CUDA_SUCCESS, "parent: cuMemCreate (shareable)");
+  const CUdeviceptr p = map_vmm(h, size);
+  check(p != 0 && cuMemsetD8(p, 0x33, size) == CUDA_SUCCESS, "parent: maps and fills it");
+  int fd = -1;
+  check_cu(cuMemExportToShareableHandle(&fd, h, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0), CUDA_SUCCESS,
+           "parent: cuMemExportToShareableHandle");
+  const std::string fd_text = std::to_string(fd), size_text = std::to_string(size);
+  char* argv[] = {const_cast<char*>(self), const_cast<char*>("vmm-child"), const_cast<char*>(fd_text.c_str()),
+                  const_cast<char*>(size_text.c_str()), nullptr};
+  pid_t pid = 0;
+  int status = -1;
+  check(posix_spawn(&pid, self, nullptr, nullptr, argv, environ) == 0 && waitpid(pid, &status, 0) == pid &&
+            WIFEXITED(status) && WEXITSTATUS(status) == 0,
+        "the child process imported, read and wrote the allocation");
+  close(fd);
+  unsigned char b = 0;
+  cuMemcpyDtoH(&b, p, 1);
+  check(b == 0x44, "parent: sees the child's bytes");
+  CUmemGenericAllocationHandle plain = 0;
+  prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_NONE;
+  cuMemCreate(&plain, gran, &prop, 0);
+  check_cu(cuMemExportToShareableHandle(&fd, plain, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0),
+           CUDA_ERROR_INVALID_VALUE, "an allocation not made shareable cannot be exported");
+  cuMemRelease(plain);
+  cuMemUnmap(p, size);
+  cuMemAddressFree(p, size);
+  cuMemRelease(h);
+}
+
 void ipc(const char* self) {
   void* buf = nullptr;
   const size_t n = 1 << 20;
@@ -386,6 +460,10 @@ void ipc(const char* self) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 4 && std::strcmp(argv[1], "vmm-child") == 0) {
+    if (cudaSetDevice(0) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) return 1;
+    return vmm_child(argv[2], argv[3]);
+  }
   if (argc == 3 && std::strcmp(argv[1], "ipc-child") == 0) {
     if (cudaSetDevice(0) != cudaSuccess) return 1;
     return ipc_child(argv[2]);
@@ -400,6 +478,7 @@ int main(int argc, char** argv) {
   jit_link();
   graphs();
   ipc("/proc/self/exe");
+  vmm_share("/proc/self/exe");
   std::printf("%d check(s) failed\n", g_failures);
   return g_failures > 255 ? 255 : g_failures;
 }

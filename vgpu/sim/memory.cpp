@@ -31,10 +31,10 @@ std::shared_ptr<HostMapping> HostMapping::create(size_t bytes) {
 }
 
 PhysicalAllocation::~PhysicalAllocation() {
-  if (fd >= 0)
+  if (fd >= 0 && !dedicated)
     fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
               static_cast<off_t>(size));
-  if (DriverState* d = DriverState::get(); d != nullptr && device >= 0)
+  if (DriverState* d = DriverState::get(); d != nullptr && device >= 0 && !imported)
     if (Device* dev = d->device(device)) dev->release(size);
 }
 

@@ -59,7 +59,12 @@ struct PhysicalAllocation {
   int device = -1;
   CUmemAllocationProp prop{};
   unsigned long long block_id = 0;
-  ~PhysicalAllocation();  // punches the hole and gives the capacity back
+  // A memfd of its own (requested shareable: cuMemExportToShareableHandle hands out a copy of
+  // the descriptor), freed by the kernel once no process holds it; imported from another
+  // process (cuMemImportFromShareableHandle): the exporter holds the capacity.
+  bool dedicated = false;
+  bool imported = false;
+  ~PhysicalAllocation();  // punches the hole (arena ranges) and gives the capacity back
 };
 
 struct Pool;
