@@ -433,6 +433,67 @@ void vmm_share(const char* self) {
   cuMemRelease(h);
 }
 
+// The child of pool_share(): imports the pool from the inherited descriptor, then the pointer.
+int pool_child(const char* fd_text, const char* hex) {
+  cudaMemPool_t pool = nullptr;
+  const int fd = std::atoi(fd_text);
+  check(cudaMemPoolImportFromShareableHandle(&pool, reinterpret_cast<void*>(static_cast<intptr_t>(fd)),
+                                             cudaMemHandleTypePosixFileDescriptor, 0) == cudaSuccess,
+        "child: cudaMemPoolImportFromShareableHandle");
+  close(fd);
+  cudaMemPoolPtrExportData data{};
+  for (size_t i = 0; i < sizeof data; ++i) std::sscanf(hex + 2 * i, "%2hhx", reinterpret_cast<unsigned char*>(&data) + i);
+  void* p = nullptr;
+  check(cudaMemPoolImportPointer(&p, pool, &data) == cudaSuccess && p != nullptr, "child: cudaMemPoolImportPointer");
+  unsigned char b = 0;
+  cudaMemcpy(&b, p, 1, cudaMemcpyDeviceToHost);
+  check(b == 0x61, "child: sees the parent's bytes");
+  cudaMemset(p, 0x62, 4096);
+  cudaDeviceSynchronize();
+  check(cudaFree(p) == cudaSuccess, "child: frees the imported pointer");
+  void* q = nullptr;
+  check(cudaMallocFromPoolAsync(&q, 64, pool, nullptr) != cudaSuccess, "child: no allocation from an imported pool");
+  cudaGetLastError();
+  return g_failures;
+}
+
+void pool_share(const char* self) {
+  cudaMemPoolProps props{};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypePosixFileDescriptor;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = 0;
+  cudaMemPool_t pool = nullptr;
+  check(cudaMemPoolCreate(&pool, &props) == cudaSuccess, "parent: a shareable pool");
+  void* p = nullptr;
+  cudaStream_t s;
+  cudaStreamCreate(&s);
+  check(cudaMallocFromPoolAsync(&p, 4096, pool, s) == cudaSuccess && cudaMemsetAsync(p, 0x61, 4096, s) == cudaSuccess &&
+            cudaStreamSynchronize(s) == cudaSuccess,
+        "parent: an allocation from it, filled");
+  int fd = -1;
+  check(cudaMemPoolExportToShareableHandle(&fd, pool, cudaMemHandleTypePosixFileDescriptor, 0) == cudaSuccess,
+        "parent: cudaMemPoolExportToShareableHandle");
+  cudaMemPoolPtrExportData data{};
+  check(cudaMemPoolExportPointer(&data, p) == cudaSuccess, "parent: cudaMemPoolExportPointer");
+  const std::string fd_text = std::to_string(fd), hex = hex_of(&data, sizeof data);
+  char* argv[] = {const_cast<char*>(self), const_cast<char*>("pool-child"), const_cast<char*>(fd_text.c_str()),
+                  const_cast<char*>(hex.c_str()), nullptr};
+  pid_t pid = 0;
+  int status = -1;
+  check(posix_spawn(&pid, self, nullptr, nullptr, argv, environ) == 0 && waitpid(pid, &status, 0) == pid &&
+            WIFEXITED(status) && WEXITSTATUS(status) == 0,
+        "the child process imported the pool's pointer, read and wrote it");
+  close(fd);
+  unsigned char b = 0;
+  cudaMemcpy(&b, p, 1, cudaMemcpyDeviceToHost);
+  check(b == 0x62, "parent: sees the child's bytes");
+  cudaFreeAsync(p, s);
+  cudaStreamSynchronize(s);
+  cudaStreamDestroy(s);
+  cudaMemPoolDestroy(pool);
+}
+
 void ipc(const char* self) {
   void* buf = nullptr;
   const size_t n = 1 << 20;
@@ -460,6 +521,10 @@ void ipc(const char* self) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 4 && std::strcmp(argv[1], "pool-child") == 0) {
+    if (cudaSetDevice(0) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) return 1;
+    return pool_child(argv[2], argv[3]);
+  }
   if (argc == 4 && std::strcmp(argv[1], "vmm-child") == 0) {
     if (cudaSetDevice(0) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) return 1;
     return vmm_child(argv[2], argv[3]);
@@ -479,6 +544,7 @@ int main(int argc, char** argv) {
   graphs();
   ipc("/proc/self/exe");
   vmm_share("/proc/self/exe");
+  pool_share("/proc/self/exe");
   std::printf("%d check(s) failed\n", g_failures);
   return g_failures > 255 ? 255 : g_failures;
 }

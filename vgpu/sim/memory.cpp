@@ -179,7 +179,7 @@ CUresult MemoryManager::allocate_device(int device, size_t bytes, CUdeviceptr* o
 
 CUresult MemoryManager::free_device(CUdeviceptr ptr) {
   auto a = impl_->index_remove(static_cast<uintptr_t>(ptr), [](const Allocation& x) {
-    return (x.kind == AllocKind::device || x.kind == AllocKind::managed) && !x.ipc_import;
+    return (x.kind == AllocKind::device || x.kind == AllocKind::managed) && (!x.ipc_import || x.pool_import);
   });
   if (!a) return CUDA_ERROR_INVALID_VALUE;
   impl_->uncharge(*a);

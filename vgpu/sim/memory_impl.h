@@ -93,6 +93,7 @@ struct Allocation {
   // allocation); an imported one maps another process's and is charged to nobody here.
   std::shared_ptr<void> ipc_fd;
   bool ipc_import = false;
+  bool pool_import = false;  // imported from an exported pool: freed by cuMemFree(Async)
   int read_mostly = 0;
   int preferred_location = CU_DEVICE_INVALID;
   int last_prefetch = CU_DEVICE_INVALID;
@@ -138,6 +139,7 @@ struct Pool {
   int follow_event_deps = 1, allow_opportunistic = 1, allow_internal_deps = 1;
   std::map<int, CUmemAccess_flags> access;  // devices other than `device` (cuMemPoolSetAccess)
   std::multimap<uint64_t, std::shared_ptr<HostMapping>> free_blocks;  // by block size
+  int imported_from = 0;  // the exporting process of an imported pool (ipc_api.cpp); 0: own pool
 };
 
 // A texture or surface object (texture_api.cpp): the descriptors it was created with, returned
