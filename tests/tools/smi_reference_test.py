@@ -103,6 +103,19 @@ class SmiViews(unittest.TestCase):
                   if a.rstrip() != b.rstrip() and not a.strip().startswith(per_device)]
         self.assertEqual(differ, [])
 
+    def test_table_has_nvidia_smis_layout(self):
+        r = smi("-i", "0,1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ours = r.stdout.splitlines()[1:24]
+        real = self.real("smi_table.txt").splitlines()[1:24]
+        self.assertEqual([len(l.rstrip()) for l in ours], [len(l.rstrip()) for l in real])
+        # The same text but for the brand, bus ids and the idle GPU's sensors.
+        def norm(line):
+            line = re.sub(r"(NVIDIA|VGPU)-SMI 580\.159\.04 +", "SMI ", line)
+            line = re.sub(r"[0-9A-F]{8}:[0-9A-F]{2}:[0-9A-F]{2}\.0", "BUS", line)
+            return re.sub(r"\d+C +P0 +\d+W", "T P0 W", line)
+        self.assertEqual([norm(l) for l in ours], [norm(l) for l in real])
+
     def test_topology_matrix(self):
         r = smi("topo", "-m")
         self.assertEqual(r.returncode, 0, r.stderr)

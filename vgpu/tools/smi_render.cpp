@@ -58,7 +58,7 @@ std::string render_table(const Shown& s, bool with_vgpu_section) {
   const inspect::JobView& v = s.view;
   std::string out = now_line();
   out += kRule;
-  out += boxed(fmt::format(" VGPU-SMI {:<22}Driver Version: {:<15}CUDA Version: {}", inspect::kDriverVersion,
+  out += boxed(fmt::format(" VGPU-SMI {:<25}Driver Version: {:<15}CUDA Version: {}", inspect::kDriverVersion,
                            inspect::kDriverVersion, cuda_version()));
   out += "+-----------------------------------------+------------------------+----------------------+\n";
   out += "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |\n";
@@ -71,7 +71,7 @@ std::string render_table(const Shown& s, bool with_vgpu_section) {
     // As nvidia-smi 580 prints an H100: ECC enabled with no uncorrected error, no fan.
     out += fmt::format("| {:>3}  {:<25}{:>8}  | {:>18} {:>3} | {:>20} |\n", f.index, fit(f.name, 25), "On",
                        f.pci_bus_id, "Off", "0");
-    out += fmt::format("| {:<4} {:>4}C  {:<4} {:>22} | {:>10} / {:>9} | {:>7}{:>13} |\n", "N/A", r.temp_gpu,
+    out += fmt::format("| {:<3}{:>5}C{:>6}{:>24} | {:>10} / {:>9} | {:>7}{:>13} |\n", "N/A", r.temp_gpu,
                        fmt::format("P{}", r.pstate),
                        fmt::format("{}W / {:>4}W", static_cast<int>(r.power_draw), static_cast<int>(r.power_limit)),
                        fmt::format("{}MiB", mib(r.memory_used)), fmt::format("{}MiB", mib(r.memory_total)),
