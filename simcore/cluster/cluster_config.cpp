@@ -152,6 +152,8 @@ std::string describe(const ClusterSpec& c) {
   out += fmt::format("nic: {} per node{}, {} each ({:.0f}% payload), {} latency\n", c.nic.per_node,
                      c.nic.rail_optimized ? " (rail-optimized)" : "", gbps(c.nic.bw), 100 * c.nic.efficiency,
                      us(c.nic.latency_s));
+  out += fmt::format("pcie: Gen{} x{}, {} per direction ({:.0f}% payload)\n", m.pcie_gen, m.pcie_width,
+                     gBps(m.pcie_bw), 100 * c.pcie.efficiency);
   out += fmt::format("fabric: {}, {} nodes per leaf, {:g}:1 oversubscription, {} links, {} per hop\n", c.fabric.kind,
                      c.fabric.nodes_per_leaf, c.fabric.oversubscription, gbps(c.fabric.link_bw), us(c.fabric.latency_s));
   out += fmt::format("source: {}\n", c.source);

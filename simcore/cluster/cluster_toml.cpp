@@ -41,8 +41,9 @@ class FileReader {
     for (auto&& [key, node] : root) {
       const std::string_view name = key.str();
       const toml::table* table = node.as_table();
-      if (name != "cluster" && name != "nvlink" && name != "nic" && name != "fabric" && name != "collectives") {
-        fail(key.source(), fmt::format("unknown {} \"{}\"; known tables: cluster, nvlink, nic, fabric, collectives",
+      if (name != "cluster" && name != "nvlink" && name != "nic" && name != "fabric" && name != "pcie" &&
+          name != "collectives") {
+        fail(key.source(), fmt::format("unknown {} \"{}\"; known tables: cluster, nvlink, nic, fabric, pcie, collectives",
                                        table ? "table" : "key", name));
       } else if (!table) {
         fail(node.source(), fmt::format("{}: expected a table [{}], got {}", name, name, shown(node)));
@@ -100,6 +101,10 @@ class FileReader {
       if (k == "latency") return latency(v, nic.latency_s);
       if (k == "efficiency") return fraction(v, nic.efficiency);
       return unknown(key, "per_node, rail_optimized, bandwidth, latency, efficiency");
+    }
+    if (section_ == "pcie") {
+      if (k == "efficiency") return fraction(v, d_.spec.pcie.efficiency);
+      return unknown(key, "efficiency");
     }
     // fabric
     if (k == "kind") {

@@ -80,6 +80,7 @@ void expect_same_cluster(const ClusterSpec& a, const ClusterSpec& b) {
   EXPECT_EQ(a.fabric.nodes_per_leaf, b.fabric.nodes_per_leaf);
   EXPECT_DOUBLE_EQ(a.fabric.oversubscription, b.fabric.oversubscription);
   EXPECT_DOUBLE_EQ(a.fabric.link_bw, b.fabric.link_bw);
+  EXPECT_DOUBLE_EQ(a.pcie.efficiency, b.pcie.efficiency);
   EXPECT_DOUBLE_EQ(a.fabric.latency_s, b.fabric.latency_s);
   expect_same_collectives(a.collectives, b.collectives);
 }
@@ -177,6 +178,9 @@ efficiency = 1
 nodes_per_leaf = 2
 oversubscription = 2
 link_bandwidth = "1.6Tb/s"
+
+[pcie]
+efficiency = 0.9
 )");
   ASSERT_TRUE(r.ok()) << r.error.to_string();
   const ClusterSpec& c = *r.cluster;
@@ -189,6 +193,7 @@ link_bandwidth = "1.6Tb/s"
   EXPECT_DOUBLE_EQ(c.nvlink.bw_per_gpu, 600e9);
   EXPECT_DOUBLE_EQ(c.nvlink.latency_s, 1.5e-6);
   EXPECT_DOUBLE_EQ(c.nvlink.efficiency, 0.8);
+  EXPECT_DOUBLE_EQ(c.pcie.efficiency, 0.9);
   EXPECT_DOUBLE_EQ(c.nic.efficiency, 1.0);
   EXPECT_TRUE(c.nvlink.nvswitch);  // kept from the default
   EXPECT_EQ(c.nic.per_node, 2);
@@ -404,8 +409,8 @@ TEST(ClusterConfig, UnknownKeysAndTablesAreRejected) {
                "cluster.node: unknown key; keys of [cluster]: nodes, gpus_per_node, gpu_model, memory");
   expect_error("[nic]\n  bandwith = \"400Gb/s\"\n", 2, 3,
                "nic.bandwith: unknown key; keys of [nic]: per_node, rail_optimized, bandwidth, latency, efficiency");
-  expect_error("[clustr]\nnodes = 2\n", 1, 2, "unknown table \"clustr\"; known tables: cluster, nvlink, nic, fabric, collectives");
-  expect_error("nodes = 2\n", 1, 1, "unknown key \"nodes\"; known tables: cluster, nvlink, nic, fabric, collectives");
+  expect_error("[clustr]\nnodes = 2\n", 1, 2, "unknown table \"clustr\"; known tables: cluster, nvlink, nic, fabric, pcie, collectives");
+  expect_error("nodes = 2\n", 1, 1, "unknown key \"nodes\"; known tables: cluster, nvlink, nic, fabric, pcie, collectives");
   expect_error("cluster = 3\n", 1, 11, "cluster: expected a table [cluster], got 3");
   expect_error("[fabric]\nspeed = \"fast\"\n", 2, 1,
                "fabric.speed: unknown key; keys of [fabric]: kind, nodes_per_leaf, oversubscription, "

@@ -144,7 +144,7 @@ TEST_F(Graphs, GraphLaunchTakesTheSameVirtualTimeAsDirectSubmission) {
   float graph = 0;
   OK(cuEventElapsedTime(&graph, t0, t1));
   EXPECT_NEAR(graph, direct, direct * 0.01);
-  const float one = static_cast<float>((2e-6 + n / 63e9) * 1e3);
+  const float one = static_cast<float>((2e-6 + n / (63e9 * 0.87)) * 1e3);  // PCIe x [pcie] efficiency
   EXPECT_NEAR(graph, 2 * one, one * 0.1);  // two copies in a row, the third beside them
   OK(cuGraphExecDestroy(exec));
   OK(cuGraphDestroy(g));

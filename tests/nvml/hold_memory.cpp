@@ -2,8 +2,11 @@
 // prints what the driver says about every device, so the tests compare vgpu-smi and NVML with
 // the driver's own numbers rather than with constants:
 //   DEVICE <ordinal> UUID <GPU-...> PCI <bus id> TOTAL <bytes> USED <bytes>
+//   KERNELS <device> <count>
 //   PID <pid>
 //   READY
+// On device 1 it also runs kKernels back-to-back kernels (an empty PTX kernel over a grid large
+// enough for the fallback model to give each 5 ms), so that monitors see a busy device.
 // USED is total - free from cuMemGetInfo on that device after the allocations (the context's
 // charge included); 0 on devices the program never touched.
 #include <cuda.h>
@@ -31,6 +34,31 @@ std::string uuid_text(const CUuuid& u) {
   return s;
 }
 
+constexpr int kKernels = 300;
+constexpr const char* kPtx = R"(.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry busy(.param .u64 busy_param_0)
+{
+	ret;
+}
+)";
+
+// Runs kKernels launches of `busy` on the current context and waits for them.
+bool run_kernels() {
+  CUmodule module;
+  CUfunction busy;
+  if (!ok(cuModuleLoadData(&module, kPtx), "cuModuleLoadData") ||
+      !ok(cuModuleGetFunction(&busy, module, "busy"), "cuModuleGetFunction"))
+    return false;
+  unsigned long long n = 1ull << 30;
+  void* params[] = {&n};
+  for (int i = 0; i < kKernels; ++i)
+    if (!ok(cuLaunchKernel(busy, 1u << 20, 1, 1, 1024, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel"))
+      return false;
+  return ok(cuCtxSynchronize(), "cuCtxSynchronize");
+}
+
 }  // namespace
 
 int main() {
@@ -50,6 +78,11 @@ int main() {
         !ok(cuMemGetInfo(&free_b, &total_b), "cuMemGetInfo"))
       return 1;
     used[kDevices[k]] = total_b - free_b;
+    if (kDevices[k] == 1) {
+      if (!run_kernels() || !ok(cuMemGetInfo(&free_b, &total_b), "cuMemGetInfo")) return 1;
+      used[1] = total_b - free_b;  // the module's memory included
+      std::printf("KERNELS 1 %d\n", kKernels);
+    }
   }
   for (int d = 0; d < count && d < 64; ++d) {
     CUuuid uuid;

@@ -136,8 +136,9 @@ class Holder {
       if (std::sscanf(line, "DEVICE %d UUID %127s PCI %127s TOTAL %llu USED %llu", &ordinal, uuid, pci, &total,
                       &used) == 5)
         devices_.push_back({uuid, pci, total, used});
-      int pid = 0;
+      int pid = 0, kernel_device = 0, kernels = 0;
       if (std::sscanf(line, "PID %d", &pid) == 1) reported_pid_ = pid;
+      if (std::sscanf(line, "KERNELS %d %d", &kernel_device, &kernels) == 2) kernels_ = kernels;
     }
     out_ = out;
   }
@@ -156,6 +157,7 @@ class Holder {
   bool ready() const { return ready_; }
   pid_t pid() const { return pid_; }
   int reported_pid() const { return reported_pid_; }
+  int kernels() const { return kernels_; }  // launched on device 1
   const std::vector<DriverDevice>& devices() const { return devices_; }
   const std::string& job() const { return job_; }
 
@@ -173,6 +175,7 @@ class Holder {
   FILE* out_ = nullptr;
   bool ready_ = false, reaped_ = false;
   int reported_pid_ = 0;
+  int kernels_ = 0;
   std::vector<DriverDevice> devices_;
 };
 
@@ -186,6 +189,10 @@ RunResult smi(const std::vector<std::string>& args) {
   argv.insert(argv.end(), args.begin(), args.end());
   return run(argv, {});
 }
+
+// NVML's framebuffer of an H100 80GB HBM3 (nvidia-smi on the real part), and what it reports as
+// reserved.
+constexpr unsigned long long kNvmlTotalMiB = 81559, kNvmlReservedMiB = 480;
 
 constexpr const char* kQuery =
     "--query-gpu=index,name,uuid,pci.bus_id,memory.total,memory.used,memory.free,utilization.gpu";
@@ -231,9 +238,11 @@ TEST_F(JobInspection, QueryGpuCsvReportsTheDriversNumbers) {
     EXPECT_EQ(cells[1], "NVIDIA H100 80GB HBM3");
     EXPECT_EQ(cells[2], d.uuid);
     EXPECT_EQ(pci_tuple(cells[3]), pci_tuple(d.pci));
-    EXPECT_EQ(cells[4], std::to_string(d.total >> 20));
+    // NVML's total, as nvidia-smi reads on a real H100 80GB HBM3 (CUDA's total is 81079 MiB);
+    // free is what neither the driver's reservation nor the job's processes hold.
+    EXPECT_EQ(cells[4], std::to_string(kNvmlTotalMiB));
     EXPECT_EQ(cells[5], std::to_string(d.used >> 20)) << "device " << i;
-    EXPECT_EQ(cells[6], std::to_string((d.total >> 20) - (d.used >> 20))) << "device " << i;
+    EXPECT_EQ(cells[6], std::to_string(kNvmlTotalMiB - kNvmlReservedMiB - (d.used >> 20))) << "device " << i;
   }
 }
 
@@ -248,9 +257,65 @@ TEST_F(JobInspection, QueryGpuCsvHeaderAndUnitsAsNvidiaSmi) {
   const DriverDevice& d = holder_->devices()[1];
   const auto cells = split_csv(rows[1]);
   ASSERT_EQ(cells.size(), 8u);
-  EXPECT_EQ(cells[4], std::to_string(d.total >> 20) + " MiB");
+  EXPECT_EQ(cells[4], std::to_string(kNvmlTotalMiB) + " MiB");
   EXPECT_EQ(cells[5], std::to_string(d.used >> 20) + " MiB");
-  EXPECT_EQ(cells[7], "0 %");
+  EXPECT_EQ(cells[7], "100 %");  // device 1 ran back-to-back kernels for over a second
+}
+
+TEST_F(JobInspection, ActivityOfTheBusyDeviceIsLive) {
+  // hold_memory ran 300 kernels of ~5 ms (fallback model) back to back on device 1, and still
+  // runs: the sim backend must have reported them while the job is alive.
+  RunResult r = smi({"--job", holder_->job(), "--query-gpu=index,utilization.gpu,vgpu.kernels,vgpu.busy,vgpu.clock",
+                     "--format=csv,noheader,nounits"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto rows = lines_of(r.out);
+  ASSERT_EQ(rows.size(), holder_->devices().size()) << r.out;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto cells = split_csv(rows[i]);
+    ASSERT_EQ(cells.size(), 5u) << rows[i];
+    if (i == 1) {
+      EXPECT_EQ(cells[1], "100") << rows[i];
+      EXPECT_EQ(cells[2], std::to_string(holder_->kernels())) << rows[i];
+      EXPECT_GT(std::stod(cells[3]), 1.0) << rows[i];                   // 300 x ~5 ms
+      EXPECT_GE(std::stod(cells[4]), std::stod(cells[3])) << rows[i];  // clock >= busy
+    } else {
+      EXPECT_EQ(cells[1], "0") << rows[i];
+      EXPECT_EQ(cells[2], "0") << rows[i];
+    }
+  }
+}
+
+TEST_F(JobInspection, ComputeAppsAndFullReportShowTheJob) {
+  RunResult r = smi({"--job", holder_->job(), "--query-compute-apps=pid,used_memory,gpu_uuid,gpu_bus_id",
+                     "--format=csv,noheader,nounits"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto rows = lines_of(r.out);
+  ASSERT_EQ(rows.size(), 2u) << r.out;  // devices 1 and 3
+  for (size_t k = 0; k < 2; ++k) {
+    const DriverDevice& d = holder_->devices()[k == 0 ? 1 : 3];
+    const auto cells = split_csv(rows[k]);
+    ASSERT_EQ(cells.size(), 4u) << rows[k];
+    EXPECT_EQ(cells[0], std::to_string(holder_->pid()));
+    EXPECT_EQ(cells[1], std::to_string(d.used >> 20));
+    EXPECT_EQ(cells[2], d.uuid);
+  }
+  r = smi({"--job", holder_->job(), "--query-compute-apps=pid,used_memory", "--format=csv"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(lines_of(r.out)[0], "pid, used_gpu_memory [MiB]");
+
+  r = smi({"--job", holder_->job(), "-q", "-i", "1"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto has = [&](const std::string& label, const std::string& value) {
+    for (const std::string& l : lines_of(r.out))
+      if (l.find(label) != std::string::npos && l.size() > 55 && l.substr(55) == ": " + value) return true;
+    return false;
+  };
+  EXPECT_TRUE(has("        GPU  ", "100 %")) << r.out;
+  EXPECT_TRUE(has("        SM  ", "1980 MHz")) << r.out;  // Clocks: boost while busy
+  EXPECT_TRUE(has("Process ID", std::to_string(holder_->pid()))) << r.out;
+  EXPECT_TRUE(has("Used GPU Memory", std::to_string(holder_->devices()[1].used >> 20) + " MiB")) << r.out;
+  r = smi({"--job", holder_->job(), "-q", "-i", "0"});
+  EXPECT_NE(r.out.find("    Processes                                          : None"), std::string::npos) << r.out;
 }
 
 TEST_F(JobInspection, ListGpus) {
@@ -269,7 +334,7 @@ TEST_F(JobInspection, DefaultTableShowsDevicesMemoryAndTheProcess) {
   EXPECT_NE(r.out.find("CUDA Version: 13.0"), std::string::npos) << r.out;
   for (int dev : {1, 3}) {
     const DriverDevice& d = holder_->devices()[dev];
-    const std::string usage = std::to_string(d.used >> 20) + "MiB /  " + std::to_string(d.total >> 20) + "MiB";
+    const std::string usage = std::to_string(d.used >> 20) + "MiB /  " + std::to_string(kNvmlTotalMiB) + "MiB";
     EXPECT_NE(r.out.find(usage), std::string::npos) << usage << "\n" << r.out;
     // The process row: GPU, pid, its memory on that GPU.
     bool found = false;
@@ -346,17 +411,20 @@ TEST_F(Nvml, MemoryAndProcessesAreTheDriversNumbers) {
     const DriverDevice& d = holder_->devices()[i];
     nvmlDevice_t dev;
     ASSERT_EQ(nvmlDeviceGetHandleByIndex(i, &dev), NVML_SUCCESS);
+    // NVML's memory, not CUDA's: the board's total, the driver's reservation, the processes'.
+    constexpr unsigned long long kTotal = kNvmlTotalMiB << 20, kReserved = kNvmlReservedMiB << 20;
     nvmlMemory_t m;
     ASSERT_EQ(nvmlDeviceGetMemoryInfo(dev, &m), NVML_SUCCESS);
-    EXPECT_EQ(m.total, d.total);
-    EXPECT_EQ(m.used, d.used) << "device " << i;
-    EXPECT_EQ(m.free, d.total - d.used);
+    EXPECT_EQ(m.total, kTotal);
+    EXPECT_EQ(m.used, d.used + kReserved) << "device " << i;  // v1: reserved counts as used
+    EXPECT_EQ(m.free, kTotal - kReserved - d.used);
     nvmlMemory_v2_t m2{};
     m2.version = nvmlMemory_v2;
     ASSERT_EQ(nvmlDeviceGetMemoryInfo_v2(dev, &m2), NVML_SUCCESS);
-    EXPECT_EQ(m2.total, d.total);
+    EXPECT_EQ(m2.total, kTotal);
+    EXPECT_EQ(m2.reserved, kReserved);
     EXPECT_EQ(m2.used, d.used);
-    EXPECT_EQ(m2.free + m2.used + m2.reserved, d.total);
+    EXPECT_EQ(m2.free + m2.used + m2.reserved, kTotal);
     m2.version = 1;
     EXPECT_EQ(nvmlDeviceGetMemoryInfo_v2(dev, &m2), NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
 
@@ -383,6 +451,101 @@ TEST_F(Nvml, MemoryAndProcessesAreTheDriversNumbers) {
     ASSERT_EQ(nvmlDeviceGetGraphicsRunningProcesses_v3(dev, &n, procs), NVML_SUCCESS);
     EXPECT_EQ(n, 0u);
   }
+}
+
+TEST_F(Nvml, UtilizationFollowsTheSimulatedWork) {
+  for (unsigned i : {0u, 1u}) {
+    nvmlDevice_t dev;
+    ASSERT_EQ(nvmlDeviceGetHandleByIndex(i, &dev), NVML_SUCCESS);
+    nvmlUtilization_t u{};
+    ASSERT_EQ(nvmlDeviceGetUtilizationRates(dev, &u), NVML_SUCCESS);
+    EXPECT_EQ(u.gpu, i == 1 ? 100u : 0u) << "device " << i;
+  }
+}
+
+TEST_F(Nvml, SensorsFollowTheSimulatedLoad) {
+  // Device 1 ran kernels for the whole last second of its virtual time; device 0 never ran any.
+  nvmlDevice_t busy, idle;
+  ASSERT_EQ(nvmlDeviceGetHandleByIndex(1, &busy), NVML_SUCCESS);
+  ASSERT_EQ(nvmlDeviceGetHandleByIndex(0, &idle), NVML_SUCCESS);
+  unsigned c_busy = 0, c_idle = 0, max_sm = 0, app = 0, mem = 0;
+  ASSERT_EQ(nvmlDeviceGetClockInfo(busy, NVML_CLOCK_SM, &c_busy), NVML_SUCCESS);
+  ASSERT_EQ(nvmlDeviceGetClockInfo(idle, NVML_CLOCK_SM, &c_idle), NVML_SUCCESS);
+  ASSERT_EQ(nvmlDeviceGetMaxClockInfo(idle, NVML_CLOCK_SM, &max_sm), NVML_SUCCESS);
+  ASSERT_EQ(nvmlDeviceGetApplicationsClock(idle, NVML_CLOCK_GRAPHICS, &app), NVML_SUCCESS);
+  ASSERT_EQ(nvmlDeviceGetClockInfo(idle, NVML_CLOCK_MEM, &mem), NVML_SUCCESS);
+  EXPECT_EQ(max_sm, 1980u);  // the catalog's clock (CU_DEVICE_ATTRIBUTE_CLOCK_RATE)
+  EXPECT_EQ(c_busy, max_sm);
+  EXPECT_LT(c_idle, c_busy);
+  EXPECT_EQ(app, 1980u);
+  EXPECT_EQ(mem, 2619u);
+
+  unsigned p_busy = 0, p_idle = 0, limit = 0, lo = 0, hi = 0, t_busy = 0, t_idle = 0, slowdown = 0;
+  ASSERT_EQ(nvmlDeviceGetPowerUsage(busy, &p_busy), NVML_SUCCESS);
+  ASSERT_EQ(nvmlDeviceGetPowerUsage(idle, &p_idle), NVML_SUCCESS);
+  ASSERT_EQ(nvmlDeviceGetPowerManagementLimit(idle, &limit), NVML_SUCCESS);
+  ASSERT_EQ(nvmlDeviceGetPowerManagementLimitConstraints(idle, &lo, &hi), NVML_SUCCESS);
+  EXPECT_EQ(limit, 700000u);  // mW: the H100 SXM's 700 W
+  EXPECT_EQ(hi, limit);
+  EXPECT_LT(lo, hi);
+  EXPECT_LT(p_idle, p_busy);
+  EXPECT_LE(p_busy, limit);
+  ASSERT_EQ(nvmlDeviceGetTemperature(busy, NVML_TEMPERATURE_GPU, &t_busy), NVML_SUCCESS);
+  ASSERT_EQ(nvmlDeviceGetTemperature(idle, NVML_TEMPERATURE_GPU, &t_idle), NVML_SUCCESS);
+  ASSERT_EQ(nvmlDeviceGetTemperatureThreshold(idle, NVML_TEMPERATURE_THRESHOLD_SLOWDOWN, &slowdown), NVML_SUCCESS);
+  EXPECT_LT(t_idle, t_busy);
+  EXPECT_LT(t_busy, slowdown);
+  unsigned long long e_busy = 0, e_idle = 1;
+  ASSERT_EQ(nvmlDeviceGetTotalEnergyConsumption(busy, &e_busy), NVML_SUCCESS);
+  ASSERT_EQ(nvmlDeviceGetTotalEnergyConsumption(idle, &e_idle), NVML_SUCCESS);
+  EXPECT_GT(e_busy, 0u);
+  EXPECT_EQ(e_idle, 0u);  // its virtual clock never moved
+
+  nvmlPstates_t ps = NVML_PSTATE_UNKNOWN;
+  ASSERT_EQ(nvmlDeviceGetPowerState(busy, &ps), NVML_SUCCESS);
+  EXPECT_EQ(ps, NVML_PSTATE_0);
+  unsigned long long reasons = 0;
+  ASSERT_EQ(nvmlDeviceGetCurrentClocksEventReasons(idle, &reasons), NVML_SUCCESS);
+  EXPECT_EQ(reasons, 1u);  // GPU idle
+  ASSERT_EQ(nvmlDeviceGetCurrentClocksEventReasons(busy, &reasons), NVML_SUCCESS);
+  EXPECT_EQ(reasons, 0u);
+
+  nvmlEnableState_t cur = NVML_FEATURE_DISABLED, pend = NVML_FEATURE_DISABLED;
+  ASSERT_EQ(nvmlDeviceGetEccMode(busy, &cur, &pend), NVML_SUCCESS);
+  EXPECT_EQ(cur, NVML_FEATURE_ENABLED);
+  unsigned long long errors = 99;
+  ASSERT_EQ(nvmlDeviceGetTotalEccErrors(busy, NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC, &errors),
+            NVML_SUCCESS);
+  EXPECT_EQ(errors, 0u);
+
+  nvmlBAR1Memory_t bar1{};
+  ASSERT_EQ(nvmlDeviceGetBAR1MemoryInfo(busy, &bar1), NVML_SUCCESS);
+  EXPECT_EQ(bar1.bar1Total, 131072ull << 20);
+  EXPECT_EQ(bar1.bar1Free + bar1.bar1Used, bar1.bar1Total);
+  char serial[32], other[32], vbios[32];
+  ASSERT_EQ(nvmlDeviceGetSerial(busy, serial, sizeof serial), NVML_SUCCESS);
+  ASSERT_EQ(nvmlDeviceGetSerial(idle, other, sizeof other), NVML_SUCCESS);
+  EXPECT_EQ(std::strlen(serial), 13u);
+  EXPECT_STRNE(serial, other);
+  EXPECT_EQ(nvmlDeviceGetSerial(busy, serial, 4), NVML_ERROR_INSUFFICIENT_SIZE);
+  ASSERT_EQ(nvmlDeviceGetVbiosVersion(busy, vbios, sizeof vbios), NVML_SUCCESS);
+  EXPECT_GT(std::strlen(vbios), 8u);
+  unsigned fan = 0;
+  EXPECT_EQ(nvmlDeviceGetFanSpeed(busy, &fan), NVML_ERROR_NOT_SUPPORTED);  // SXM: no fan
+
+  nvmlValueType_t type;
+  nvmlSample_t sample[4];
+  unsigned n = 4;
+  ASSERT_EQ(nvmlDeviceGetSamples(busy, NVML_GPU_UTILIZATION_SAMPLES, 0, &type, &n, sample), NVML_SUCCESS);
+  ASSERT_EQ(n, 1u);
+  EXPECT_EQ(type, NVML_VALUE_TYPE_UNSIGNED_INT);
+  EXPECT_EQ(sample[0].sampleValue.uiVal, 100u);
+  nvmlProcessUtilizationSample_t pu[4];
+  n = 4;
+  ASSERT_EQ(nvmlDeviceGetProcessUtilization(busy, pu, &n, 0), NVML_SUCCESS);
+  ASSERT_EQ(n, 1u);
+  EXPECT_EQ(pu[0].pid, static_cast<unsigned>(holder_->pid()));
+  EXPECT_EQ(pu[0].smUtil, 100u);
 }
 
 TEST_F(Nvml, TopologyOfOneNvSwitchNode) {
@@ -425,8 +588,6 @@ TEST_F(Nvml, TopologyOfOneNvSwitchNode) {
   unsigned long cpus[4] = {};
   ASSERT_EQ(nvmlDeviceGetCpuAffinity(a, 4, cpus), NVML_SUCCESS);
   EXPECT_NE(cpus[0] & 1ul, 0u);
-  unsigned power;
-  EXPECT_EQ(nvmlDeviceGetPowerUsage(a, &power), NVML_ERROR_NOT_SUPPORTED);
 }
 
 TEST_F(Nvml, BadHandlesAndArgumentsAreErrorsNotCrashes) {
@@ -471,7 +632,7 @@ TEST_F(Nvml, ManyThreadsQueryAtOnce) {
         const unsigned i = static_cast<unsigned>((t + k) % 8);
         nvmlMemory_t m;
         if (nvmlDeviceGetHandleByIndex(i, &dev) != NVML_SUCCESS || nvmlDeviceGetMemoryInfo(dev, &m) != NVML_SUCCESS ||
-            m.used != holder_->devices()[i].used)
+            m.used != holder_->devices()[i].used + (kNvmlReservedMiB << 20))
           ++wrong;
       }
     });

@@ -26,7 +26,9 @@ void* sim() {
     return next ? next args : CUDA_ERROR_NOT_SUPPORTED;                                        \
   }
 #define VGPU_HIDDEN_ENTRY(sym)
+#define VGPU_INTEROP_ENTRY(sym)
 #include "entries.inc"
 #undef VGPU_ENTRY
 #undef VGPU_HIDDEN_ENTRY
+#undef VGPU_INTEROP_ENTRY
 

@@ -139,6 +139,10 @@ bool ContextState::enable_peer(CUcontext peer) {
   std::lock_guard l(data_->mu);
   return data_->peers.insert(peer).second;
 }
+std::vector<CUcontext> ContextState::peers() const {
+  std::lock_guard l(data_->mu);
+  return {data_->peers.begin(), data_->peers.end()};
+}
 bool ContextState::disable_peer(CUcontext peer) {
   std::lock_guard l(data_->mu);
   return data_->peers.erase(peer) > 0;
@@ -385,6 +389,16 @@ int ContextManager::live_contexts(int device) const {
   if (impl_->driver.device(device) == nullptr) return 0;
   std::lock_guard l(impl_->mu);
   return impl_->per_device[static_cast<size_t>(device)].live;
+}
+
+bool ContextManager::peer_access(int a, int b) const {
+  for (const auto& c : impl_->table.snapshot()) {
+    if (!c->active() || (c->device() != a && c->device() != b)) continue;
+    const int other = c->device() == a ? b : a;
+    for (CUcontext p : c->peers())
+      if (auto peer = impl_->table.find(p); peer && peer->device() == other) return true;
+  }
+  return false;
 }
 
 }  // namespace vgpu

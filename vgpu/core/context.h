@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "driver/cuda_api.h"
 
@@ -48,6 +49,7 @@ class ContextState : public Context {
   // Peer access from this context to `peer`'s device: false when already in that state.
   bool enable_peer(CUcontext peer);
   bool disable_peer(CUcontext peer);
+  std::vector<CUcontext> peers() const;
 
  private:
   friend class ContextManager;
@@ -98,6 +100,10 @@ class ContextManager {
   static uint64_t context_overhead_bytes(int sm_count);
   // Number of live (active) contexts on `device`, primary included.
   int live_contexts(int device) const;
+  // Whether a live context of device `a` has peer access to a context of device `b` or one of
+  // `b` to `a` (cuCtxEnablePeerAccess / cudaDeviceEnablePeerAccess): copies between them then
+  // go over the peer link; otherwise the driver stages them through host memory.
+  bool peer_access(int a, int b) const;
 
  private:
   struct Impl;

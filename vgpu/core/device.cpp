@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "simcore/gpu_board.h"
 #include "status/status_region.h"
 
 namespace vgpu {
@@ -62,7 +63,9 @@ std::vector<status::DeviceInfo> status_devices(const simcore::ClusterSpec& clust
   std::vector<status::DeviceInfo> out;
   for (int i = 0; i < cluster.total_gpus(); ++i) {
     Device d(cluster, i, nullptr);
-    out.push_back({d.name(), uuid_string(d.uuid()), d.pci().to_string(), d.capacity()});
+    const simcore::GpuBoard& board = simcore::gpu_board(cluster.model);
+    out.push_back({d.name(), uuid_string(d.uuid()), d.pci().to_string(), d.capacity(),
+                   board.max_sm_clock, board.idle_sm_clock});
   }
   return out;
 }

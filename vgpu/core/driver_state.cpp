@@ -25,7 +25,12 @@ DriverState* g_state = nullptr;  // set once under g_init_once, then only read
 
 DriverState::DriverState(simcore::ClusterSpec cluster) : cluster_(std::move(cluster)) {
   status_ = status::Writer::attach(status::current_job_id(), "sim", status_devices(cluster_));
-  if (status_) std::atexit([] { if (g_state && g_state->status_) g_state->status_->detach(); });
+  if (status_)
+    std::atexit([] {
+      if (!g_state || !g_state->status_) return;
+      if (g_state->streams_) g_state->streams_->flush_activity();  // the last batch of work
+      g_state->status_->detach();
+    });
   for (int i = 0; i < cluster_.total_gpus(); ++i)
     devices_.push_back(std::make_unique<Device>(cluster_, i, status_.get()));
   // The engine keeps every event for the timeline only when one is asked for: otherwise a long

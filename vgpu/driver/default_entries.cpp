@@ -11,6 +11,11 @@
   VGPU_EXPORT __attribute__((weak)) CUresult CUDAAPI sym params { return vgpu::unimplemented(#sym); }
 #define VGPU_HIDDEN_ENTRY(sym) \
   namespace vgpu::hidden { CUresult CUDAAPI sym() { return vgpu::unimplemented(#sym); } }
+// Graphics interop, exported by name as the real driver does: never implemented (no GL/EGL/VDPAU
+// context exists on a virtual device); the stub ignores its arguments (the caller owns them).
+#define VGPU_INTEROP_ENTRY(sym) \
+  extern "C" VGPU_EXPORT __attribute__((weak)) CUresult CUDAAPI sym() { return vgpu::unimplemented(#sym); }
 #include "entries.inc"
 #undef VGPU_ENTRY
 #undef VGPU_HIDDEN_ENTRY
+#undef VGPU_INTEROP_ENTRY

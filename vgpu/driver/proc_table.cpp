@@ -11,9 +11,13 @@
 // Entry points that cuGetProcAddress serves but libcuda.so.1 does not export by name.
 #define VGPU_ENTRY(sym, params, args, forwarded)
 #define VGPU_HIDDEN_ENTRY(sym) namespace vgpu::hidden { CUresult CUDAAPI sym(); }
+// Graphics interop: exported under the real driver's names (declared without parameters: the
+// table only takes their addresses).
+#define VGPU_INTEROP_ENTRY(sym) extern "C" CUresult CUDAAPI sym();
 #include "entries.inc"
 #undef VGPU_ENTRY
 #undef VGPU_HIDDEN_ENTRY
+#undef VGPU_INTEROP_ENTRY
 using namespace vgpu::hidden;
 
 namespace vgpu {

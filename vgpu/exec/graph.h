@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 #include "core/handle_table.h"
@@ -26,12 +27,19 @@ struct GraphNode {
   Work work;                        // kernel / memcpy / memset / host / empty
   CUevent event = nullptr;          // event record / wait nodes
   std::vector<CUgraphNode> deps;    // nodes of the same graph; guarded by Graph::mu
+  // Conditional nodes: the body graphs (destroyed with the node's graph) and the value their
+  // condition has at launch.
+  std::vector<CUgraph> bodies;
+  CUgraphConditionalNodeType cond_type = CU_GRAPH_COND_TYPE_IF;
+  unsigned int cond_value = 0;
 };
 
 struct Graph {
   CUgraph handle = nullptr;
   mutable std::mutex mu;
   std::vector<std::shared_ptr<GraphNode>> nodes;  // in creation order
+  std::vector<CUdeviceptr> allocations;            // by its memory allocation nodes
+  std::unordered_map<CUgraphConditionalHandle, unsigned int> conditionals;  // handle -> launch value
 };
 
 // One step of a launch, as StreamManager::submit_items() takes it.
@@ -45,7 +53,15 @@ struct LaunchItem {
 
 struct GraphExec {
   CUgraphExec handle = nullptr;
-  std::vector<LaunchItem> items;  // topologically sorted snapshot of the graph
+  mutable std::mutex mu;               // guards items' work against cuGraphExec*SetParams
+  std::vector<LaunchItem> items;       // topologically sorted snapshot of the graph
+  std::vector<CUgraphNode> nodes;      // the graph node each item was made from
+};
+
+// Memory a graph's allocation node reserved (cuGraphAddMemAllocNode): freed with the graph
+// (or by the program's cuMemFree), so its address stays valid for every launch.
+struct GraphMemory {
+  CUdeviceptr ptr = 0;
 };
 
 class GraphManager {
@@ -71,6 +87,19 @@ class GraphManager {
   CUresult get_edges(CUgraph graph, CUgraphNode* from, CUgraphNode* to, CUgraphEdgeData* data,
                      size_t* count) const;
 
+  // cuGraphClone: the same nodes and edges under new handles.
+  CUresult clone(CUgraph original, CUgraph* out);
+  // cuGraphExec*SetParams: the item made from `node` runs `work` from now on (same node type).
+  CUresult set_exec_work(CUgraphExec exec, CUgraphNode node, Work work);
+  // Memory of an allocation node, freed with the graph.
+  CUresult own_allocation(CUgraph graph, CUdeviceptr ptr);
+
+  // Conditional nodes (cuGraphConditionalHandleCreate, cuGraphAddNode of type CONDITIONAL).
+  CUresult conditional_handle(CUgraph graph, unsigned int default_value, unsigned int flags,
+                              CUgraphConditionalHandle* out);
+  CUresult add_conditional(CUgraph graph, const CUgraphNode* deps, size_t num_deps,
+                           CUDA_CONDITIONAL_NODE_PARAMS& params, CUgraphNode* out);
+
   CUresult instantiate(CUgraph graph, CUgraphExec* out);
   CUresult destroy_exec(CUgraphExec exec);
   CUresult launch(CUgraphExec exec, CUstream stream, bool per_thread);
@@ -80,6 +109,10 @@ class GraphManager {
   static CUgraphNodeType node_type_of(const Work& work);
 
  private:
+  CUresult append_items(const Graph& g, const std::vector<int>& root_deps, GraphExec& exec,
+                        std::vector<int>* sinks, int depth) const;
+  CUgraph conditional_body(const GraphNode& node) const;
+
   DriverState& driver_;
   HandleTable<Graph> graphs_;
   HandleTable<GraphNode> nodes_;

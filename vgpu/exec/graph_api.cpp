@@ -5,6 +5,7 @@
 #include "exec/stream.h"
 #include "exec/virtual_clock.h"
 #include "sim/copy.h"
+#include "sim/memory.h"
 
 using vgpu::DriverState;
 using vgpu::GraphManager;
@@ -332,3 +333,159 @@ VGPU_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec e, CUstream s) { VGPU_CAL
 VGPU_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) { VGPU_CALL_SCOPE(); return launch(e, s, true); }
 VGPU_EXPORT CUresult CUDAAPI cuGraphUpload(CUgraphExec e, CUstream s) { VGPU_CALL_SCOPE(); return upload(e, s, false); }
 VGPU_EXPORT CUresult CUDAAPI cuGraphUpload_ptsz(CUgraphExec e, CUstream s) { VGPU_CALL_SCOPE(); return upload(e, s, true); }
+
+// ---- cloning, updating an instantiated graph, memory nodes ----------------------------------
+
+VGPU_EXPORT CUresult CUDAAPI cuGraphClone(CUgraph* clone, CUgraph original) {
+  VGPU_CALL_SCOPE();
+  VGPU_STATE(d);
+  return d->graphs().clone(original, clone);
+}
+
+// The new parameters are turned into a kernel node's Work the way cuGraphAddKernelNode does (a
+// launch captured into a scratch graph, validated like any launch), then replace what the
+// instantiated graph runs for `node`; the graph it was instantiated from is left as it was.
+VGPU_EXPORT CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec exec, CUgraphNode node,
+                                                              const CUDA_KERNEL_NODE_PARAMS* p) {
+  VGPU_CALL_SCOPE();
+  VGPU_STATE(d);
+  if (p == nullptr || !d->graphs().find_exec(exec)) return CUDA_ERROR_INVALID_VALUE;
+  CUgraph scratch = nullptr;
+  if (CUresult r = d->graphs().create(&scratch); r != CUDA_SUCCESS) return r;
+  CUgraphNode made = nullptr;
+  CUresult r = cuGraphAddKernelNode_v2(&made, scratch, nullptr, 0, p);
+  if (r == CUDA_SUCCESS) {
+    auto n = d->graphs().find_node(made);
+    r = n ? d->graphs().set_exec_work(exec, node, n->work) : CUDA_ERROR_INVALID_VALUE;
+  }
+  d->graphs().destroy(scratch);
+  return r;
+}
+VGPU_EXPORT CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec exec, CUgraphNode node,
+                                                           const CUDA_KERNEL_NODE_PARAMS_v1* p) {
+  VGPU_CALL_SCOPE();
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUDA_KERNEL_NODE_PARAMS v2{};
+  v2.func = p->func;
+  v2.gridDimX = p->gridDimX; v2.gridDimY = p->gridDimY; v2.gridDimZ = p->gridDimZ;
+  v2.blockDimX = p->blockDimX; v2.blockDimY = p->blockDimY; v2.blockDimZ = p->blockDimZ;
+  v2.sharedMemBytes = p->sharedMemBytes;
+  v2.kernelParams = p->kernelParams;
+  v2.extra = p->extra;
+  return cuGraphExecKernelNodeSetParams_v2(exec, node, &v2);
+}
+
+// A graph's memory allocation node: the memory is reserved when the node is made (so its
+// address, returned in dptr, is fixed for every launch, as the real driver's virtual address
+// is) and charged to the device's capacity until the graph is destroyed. A free node only
+// orders the graph's work: the memory stays the graph's for its next launch.
+VGPU_EXPORT CUresult CUDAAPI cuGraphAddMemAllocNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n,
+                                                    CUDA_MEM_ALLOC_NODE_PARAMS* p) {
+  VGPU_CALL_SCOPE();
+  VGPU_STATE(d);
+  if (p == nullptr || out == nullptr || p->bytesize == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (p->poolProps.allocType != CU_MEM_ALLOCATION_TYPE_PINNED ||
+      p->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE || d->device(p->poolProps.location.id) == nullptr) {
+    vgpu::log::warn("cuGraphAddMemAllocNode: only pinned device memory of a valid device can be allocated");
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (!d->graphs().find(g)) return CUDA_ERROR_INVALID_VALUE;
+  CUdeviceptr ptr = 0;
+  if (CUresult r = d->memory().allocate_device(p->poolProps.location.id, p->bytesize, &ptr); r != CUDA_SUCCESS)
+    return r;
+  Work w;
+  w.kind = Work::Kind::other;
+  w.label = "graph mem alloc";
+  if (CUresult r = add(out, g, deps, n, CU_GRAPH_NODE_TYPE_MEM_ALLOC, std::move(w), nullptr); r != CUDA_SUCCESS) {
+    d->memory().free_device(ptr);
+    return r;
+  }
+  d->graphs().own_allocation(g, ptr);
+  p->dptr = ptr;
+  return CUDA_SUCCESS;
+}
+VGPU_EXPORT CUresult CUDAAPI cuGraphAddMemFreeNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n,
+                                                   CUdeviceptr dptr) {
+  VGPU_CALL_SCOPE();
+  VGPU_STATE(d);
+  if (dptr == 0) return CUDA_ERROR_INVALID_VALUE;
+  Work w;
+  w.kind = Work::Kind::other;
+  w.label = "graph mem free";
+  return add(out, g, deps, n, CU_GRAPH_NODE_TYPE_MEM_FREE, std::move(w), nullptr);
+}
+
+// ---- conditional nodes and the generic cuGraphAddNode ----------------------------------------
+
+VGPU_EXPORT CUresult CUDAAPI cuGraphConditionalHandleCreate(CUgraphConditionalHandle* out, CUgraph g, CUcontext,
+                                                            unsigned int defaultLaunchValue, unsigned int flags) {
+  VGPU_CALL_SCOPE();
+  VGPU_STATE(d);
+  return d->graphs().conditional_handle(g, defaultLaunchValue, flags, out);
+}
+
+// Every node type the sim backend has, through the per-type entry points; the others (child
+// graphs, external semaphores, batched memory operations) are CUDA_ERROR_NOT_SUPPORTED.
+VGPU_EXPORT CUresult CUDAAPI cuGraphAddNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n,
+                                            CUgraphNodeParams* p) {
+  VGPU_CALL_SCOPE();
+  VGPU_STATE(d);
+  if (p == nullptr || out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  switch (p->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL: {
+      CUDA_KERNEL_NODE_PARAMS k{};
+      k.func = p->kernel.func;
+      k.gridDimX = p->kernel.gridDimX; k.gridDimY = p->kernel.gridDimY; k.gridDimZ = p->kernel.gridDimZ;
+      k.blockDimX = p->kernel.blockDimX; k.blockDimY = p->kernel.blockDimY; k.blockDimZ = p->kernel.blockDimZ;
+      k.sharedMemBytes = p->kernel.sharedMemBytes;
+      k.kernelParams = p->kernel.kernelParams;
+      k.extra = p->kernel.extra;
+      k.kern = p->kernel.kern;
+      k.ctx = p->kernel.ctx;
+      return cuGraphAddKernelNode_v2(out, g, deps, n, &k);
+    }
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+      return cuGraphAddMemcpyNode(out, g, deps, n, &p->memcpy.copyParams, p->memcpy.copyCtx);
+    case CU_GRAPH_NODE_TYPE_MEMSET: {
+      CUDA_MEMSET_NODE_PARAMS m{};
+      m.dst = p->memset.dst;
+      m.pitch = p->memset.pitch;
+      m.value = p->memset.value;
+      m.elementSize = p->memset.elementSize;
+      m.width = p->memset.width;
+      m.height = p->memset.height;
+      return cuGraphAddMemsetNode(out, g, deps, n, &m, p->memset.ctx);
+    }
+    case CU_GRAPH_NODE_TYPE_HOST: {
+      CUDA_HOST_NODE_PARAMS h{};
+      h.fn = p->host.fn;
+      h.userData = p->host.userData;
+      return cuGraphAddHostNode(out, g, deps, n, &h);
+    }
+    case CU_GRAPH_NODE_TYPE_EMPTY: return cuGraphAddEmptyNode(out, g, deps, n);
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD: return cuGraphAddEventRecordNode(out, g, deps, n, p->eventRecord.event);
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT: return cuGraphAddEventWaitNode(out, g, deps, n, p->eventWait.event);
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC: {
+      CUDA_MEM_ALLOC_NODE_PARAMS a{};
+      a.poolProps = p->alloc.poolProps;
+      a.accessDescs = p->alloc.accessDescs;
+      a.accessDescCount = p->alloc.accessDescCount;
+      a.bytesize = p->alloc.bytesize;
+      CUresult r = cuGraphAddMemAllocNode(out, g, deps, n, &a);
+      p->alloc.dptr = a.dptr;
+      return r;
+    }
+    case CU_GRAPH_NODE_TYPE_MEM_FREE: return cuGraphAddMemFreeNode(out, g, deps, n, p->free.dptr);
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL:
+      if (n > 0 && deps == nullptr) return CUDA_ERROR_INVALID_VALUE;
+      return d->graphs().add_conditional(g, deps, n, p->conditional, out);
+    default:
+      vgpu::log::warn("cuGraphAddNode: node type {} is not supported by vgpu", static_cast<int>(p->type));
+      return CUDA_ERROR_NOT_SUPPORTED;
+  }
+}
+VGPU_EXPORT CUresult CUDAAPI cuGraphAddNode_v2(CUgraphNode* out, CUgraph g, const CUgraphNode* deps,
+                                               const CUgraphEdgeData*, size_t n, CUgraphNodeParams* p) {
+  VGPU_CALL_SCOPE();
+  return cuGraphAddNode(out, g, deps, n, p);
+}

@@ -31,6 +31,7 @@
 #include "core/context.h"
 #include "core/driver_state.h"
 #include "core/handle_table.h"
+#include "exec/activity_report.h"
 #include "exec/graph.h"
 #include "exec/stream_objects.h"
 #include "exec/virtual_clock.h"
@@ -74,6 +75,8 @@ struct StreamManager::Impl {
   std::unordered_map<Stream*, std::shared_ptr<Stream>> pending;  // streams with queued ops
   std::atomic<unsigned long long> next_id{16};
   std::atomic<uint64_t> next_capture_id{1};
+  ActivityReport activity{driver.engine(), driver.status()};  // the status region's view
+  std::atomic<bool> activity_due{false};  // a batch is due: flushed once mu is released
   WorkerPool pool;  // last: destroyed (joined) first
 
   simcore::Engine& engine() { return driver.engine(); }
@@ -176,6 +179,9 @@ struct StreamManager::Impl {
       id = engine().add_task(t);
     }
     if (id == simcore::kNoEvent) log::warn("stream op '{}': simulator refused it", w.label);
+    if (w.kind == Work::Kind::kernel || w.kind == Work::Kind::copy || w.kind == Work::Kind::memset)
+      if (activity.note(s.device, id, w.kind == Work::Kind::kernel))
+        activity_due.store(true, std::memory_order_relaxed);
     return id;
   }
 
@@ -204,6 +210,11 @@ struct StreamManager::Impl {
       schedule(s);
     }
     return op;
+  }
+
+  // A batch of activity is due (noted under mu): report it now that mu is released.
+  void report_activity() {
+    if (activity_due.load(std::memory_order_relaxed) && activity_due.exchange(false)) activity.flush();
   }
 
   // ---- real execution ----------------------------------------------------------------
@@ -325,6 +336,7 @@ struct StreamManager::Impl {
     for (const auto& [op, vid] : ops)
       if (CUresult r = wait_done(op); r != CUDA_SUCCESS) return r;
     vclock::advance_to(latest());
+    activity.flush();  // the engine has just placed this work: monitors see it now
     return CUDA_SUCCESS;
   }
 
@@ -394,6 +406,7 @@ struct StreamManager::Impl {
       run(*op);
       finish_inline(s, op);
     }
+    report_activity();
     if (op_out) *op_out = op;
     return CUDA_SUCCESS;
   }
@@ -405,6 +418,8 @@ StreamManager::StreamManager(DriverState& driver) : impl_(std::make_unique<Impl>
   vclock::install_timeline_writer();
 }
 StreamManager::~StreamManager() = default;
+
+void StreamManager::flush_activity() { impl_->activity.flush(); }
 
 CUresult StreamManager::submit(CUstream stream, Work work, bool per_thread) {
   return impl_->submit_one(stream, std::move(work), per_thread, nullptr, nullptr, true);
@@ -509,6 +524,13 @@ CUresult StreamManager::destroy(CUstream stream) {
   }
   // Like the real driver: returns at once; work already queued still runs to completion.
   std::lock_guard lock(impl_->mu);
+  // A stream forked into another's capture (by waiting on an event recorded there) may go once
+  // its work has been joined back: its nodes stay in the graph and the capture goes on. Only
+  // destroying the stream that began the capture ends it, invalidated.
+  if (s->capture && s->capture->origin.lock() != s) {
+    s->capture.reset();
+    s->frontier.clear();
+  }
   impl_->invalidate(*s);
   s->destroyed = true;
   if (s->queue.empty()) impl_->forget(s);
@@ -885,6 +907,7 @@ CUresult StreamManager::submit_items(CUstream stream, std::vector<LaunchItem> it
     Impl::run(*first_inline);
     impl_->finish_inline(s, first_inline);
   }
+  impl_->report_activity();
   return CUDA_SUCCESS;
 }
 

@@ -92,6 +92,10 @@ class StreamManager {
   // stream is captured, the items become nodes of the capture instead.
   CUresult submit_items(CUstream stream, std::vector<LaunchItem> items, bool per_thread);
 
+  // Reports the work submitted so far to the job's status region (exec/activity_report.h);
+  // also done by itself at synchronizations and in batches. At exit, before the region is left.
+  void flush_activity();
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;

@@ -15,11 +15,13 @@ against every answer recorded from a real 580-series driver.
 
 Outputs:
   entries.inc     X-macro list: VGPU_ENTRY(symbol, (params), (args)) for every exported symbol,
-                  VGPU_HIDDEN_ENTRY(symbol) for what cuGetProcAddress serves but the stub does
-                  not export (graphics interop, whose types need GL/EGL/VDPAU headers).
+                  VGPU_INTEROP_ENTRY(symbol) for the graphics interop entry points the real
+                  driver exports but the stub does not (their types need GL/EGL/VDPAU headers),
+                  VGPU_HIDDEN_ENTRY(symbol) for what cuGetProcAddress serves but no Linux
+                  driver exports (cuWGL*).
   proc_table.inc  {api, version, per_thread, symbol} rows for cuGetProcAddress, sorted by api
                   then version.
-  driver.map      the linker version script: exactly the stub's symbols, nothing else.
+  driver.map      the linker version script: the stub's symbols and the interop ones, nothing else.
   entry_renames.h declares vgpu_impl_<symbol> and #defines <symbol> as it, for every exported
                   symbol (see driver/checked_entries.cpp).
   errors.inc      {code, "NAME", "description"} for every CUresult, the description being the
@@ -130,19 +132,29 @@ def build(stub: Path, include: Path):
             signature[sym] = typedefs[(api, version, flavor)]
             proc_rows.append((api, version, 1 if flavor else 0, sym))
 
-    # Entry points the real driver serves through cuGetProcAddress without the stub exporting
-    # them (graphics interop: GL, EGL, VDPAU). They resolve to hidden stubs of their own,
-    # named like exported ones would be.
-    hidden = []
-    for (api, flavor), versions in sorted(versions_by_key.items()):
+    # Entry points the real driver exports and serves through cuGetProcAddress without the stub
+    # exporting them (graphics interop: GL, EGL, VDPAU). They are named as the real driver names
+    # them: successive ABI versions api, api_v2, ...; a per-thread variant is the default-stream
+    # symbol in force at its version plus the suffix (cuGLMapBufferObject_v2_ptds). Exported
+    # (VGPU_INTEROP_ENTRY) except what only Windows drivers have (cuWGL*: VGPU_HIDDEN_ENTRY).
+    interop = {}  # (api, version, flavor) -> symbol
+    for (api, flavor), versions in sorted(versions_by_key.items(), key=lambda kv: kv[0][1]):
         if (api, flavor) in symbols_by_key:
             continue
         for i, version in enumerate(sorted(versions)):
-            sym = api + (f'_v{i + 1}' if i else '') + flavor
-            hidden.append(sym)
+            if not flavor:
+                sym = api + (f'_v{i + 1}' if i else '')
+            else:
+                base = [interop[(api, v, '')] for v in sorted(versions_by_key.get((api, ''), []))
+                        if v <= version and (api, v, '') in interop]
+                sym = (base[-1] if base else api) + flavor
+            interop[(api, version, flavor)] = sym
             proc_rows.append((api, version, 1 if flavor else 0, sym))
+    hidden = sorted(set(interop.values()))
+    interop_exports = [sym for sym in hidden if not sym.startswith('cuWGL')]
 
-    entries = [f'VGPU_HIDDEN_ENTRY({sym})' for sym in hidden]
+    entries = [f'VGPU_INTEROP_ENTRY({sym})' if sym in interop_exports else f'VGPU_HIDDEN_ENTRY({sym})'
+               for sym in hidden]
     for sym in symbols:
         params = signature.get(sym)
         if params is None or FOREIGN_TYPE_RE.search(params):
@@ -155,7 +167,7 @@ def build(stub: Path, include: Path):
                             for p, n in zip(split_top_level(params), param_names(params)))
             entries.append(f'VGPU_ENTRY({sym}, ({params}), ({args}), ({fwd}))')
     proc_rows.sort()
-    return symbols, entries, proc_rows, problems, signature
+    return symbols + interop_exports, entries, proc_rows, problems, signature
 
 
 ERROR_ENUM_RE = re.compile(r'typedef enum cudaError_enum \{(.*?)\} CUresult;', re.S)
@@ -204,7 +216,7 @@ def main():
         + '#include "entries.inc"\n#undef VGPU_ENTRY\n#undef VGPU_HIDDEN_ENTRY\n'
         + ''.join(f'#define {s} vgpu_impl_{s}\n' for s in exported))
     (a.out_dir / 'driver.map').write_text(
-        '/* Generated: exactly the symbols of the toolkit\'s stub libcuda.so. */\n{\n  global:\n'
+        '/* Generated: the symbols of the toolkit\'s stub libcuda.so and the graphics interop ones. */\n{\n  global:\n'
         + ''.join(f'    {s};\n' for s in symbols) + '  local:\n    *;\n};\n')
 
 

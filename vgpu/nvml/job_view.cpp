@@ -106,7 +106,7 @@ bool job_view(uid_t uid, const std::string& job, JobView* out, std::string* erro
     f.capacity = s.info.capacity;
     f.model = simcore::find_gpu_model(f.name);
     view.devices.push_back(std::move(f));
-    view.activity.push_back({s.used, s.physical, s.kernels, s.busy_s, s.clock_s, s.utilization()});
+    view.activity.push_back(activity_of(s));
   }
   assign_nodes(view.devices);
   view.processes = std::move(snap.processes);
@@ -116,6 +116,14 @@ bool job_view(uid_t uid, const std::string& job, JobView* out, std::string* erro
   return view_failed(e.what(), error);
 } catch (...) {
   return view_failed("unknown error", error);
+}
+
+DeviceActivity activity_of(const status::DeviceSnapshot& s) {
+  DeviceActivity a;
+  a.used = s.used, a.physical = s.physical, a.kernels = s.kernels;
+  a.busy_s = s.busy_s, a.clock_s = s.clock_s, a.utilization = s.utilization();
+  a.util_gpu = s.util_gpu, a.util_memory = s.util_memory, a.sm_clock_mhz = s.sm_clock_mhz;
+  return a;
 }
 
 std::optional<size_t> find_device(const status::Snapshot& snapshot, const std::string& uuid) {

@@ -37,8 +37,14 @@ struct DeviceFacts {  // fixed for the job's lifetime
 struct DeviceActivity {  // changes while the job runs
   uint64_t used = 0, physical = 0, kernels = 0;
   double busy_s = 0, clock_s = 0;
-  double utilization = 0;  // busy / clock, 0..1
+  double utilization = 0;  // the whole run: busy / clock, 0..1
+  // Over the last status::kUtilizationWindow of virtual time (NVML's utilization rates), 0..1.
+  double util_gpu = 0, util_memory = 0;
+  unsigned sm_clock_mhz = 0;  // 0 without a job: readers then report the idle clock
 };
+
+// The activity of one device of a status snapshot.
+DeviceActivity activity_of(const status::DeviceSnapshot& s);
 
 struct JobView {
   std::string job;                      // empty when no job region was read

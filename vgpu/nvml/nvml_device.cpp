@@ -1,8 +1,6 @@
 // Device enumeration, identity, memory, utilization, processes and the fixed per-device facts.
 //
-// Sensors a virtual device does not have (power draw, temperature, fan, clocks, PCIe throughput)
-// answer NVML_ERROR_NOT_SUPPORTED, which every tool already shows as "N/A": a made-up constant
-// would read as a measurement.
+// Clocks, power, temperature, ECC and samples: nvml_sensors.cpp.
 #include <cstdio>
 #include <cstring>
 
@@ -11,6 +9,7 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "nvml/device_report.h"
 #include "nvml/nvml_library.h"
 #include "simcore/gpu_catalog.h"
 
@@ -82,6 +81,13 @@ nvmlReturn_t running_processes(nvmlDevice_t device, unsigned int* count, Info* i
   return NVML_SUCCESS;
 }
 
+}  // namespace
+
+namespace {
+// The device's report now (nvml/device_report.h): one computation for every NVML answer.
+vgpu::inspect::DeviceReport report_of(const nvmlDevice_st& d) {
+  return vgpu::inspect::device_report(d.facts, Library::get().live(d).activity);
+}
 }  // namespace
 
 extern "C" {
@@ -180,34 +186,36 @@ nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t device, nvmlPciInfo_v1_t* pci) {
   return NVML_SUCCESS;
 }
 
-// total = the virtual capacity (what cuDeviceTotalMem reports), used = what the job's processes
-// hold on the device (contexts included, as the driver charges them).
+// NVML's memory, not CUDA's: total is the board's framebuffer (81559 MiB on an H100 80GB HBM3,
+// where cuDeviceTotalMem says 81079 MiB), reserved what the driver and firmware keep, used what
+// the job's processes hold (contexts included, as the driver charges them). The v1 query counts
+// the reserved memory as used, as NVML documents.
 nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_t* memory) {
   VGPU_NVML_DEVICE(device, memory);
-  const uint64_t used = std::min(Library::get().live(dev).activity.used, dev.facts.capacity);
-  memory->total = dev.facts.capacity;
-  memory->used = used;
-  memory->free = dev.facts.capacity - used;
+  const vgpu::inspect::DeviceReport r = report_of(dev);
+  memory->total = r.memory_total;
+  memory->used = r.memory_used + r.memory_reserved;
+  memory->free = r.memory_free;
   return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemory_v2_t* memory) {
   VGPU_NVML_DEVICE(device, memory);
   if (memory->version != nvmlMemory_v2) return NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-  const uint64_t used = std::min(Library::get().live(dev).activity.used, dev.facts.capacity);
-  memory->total = dev.facts.capacity;
-  memory->reserved = 0;  // the driver charges its own overhead to the processes' contexts
-  memory->used = used;
-  memory->free = dev.facts.capacity - used;
+  const vgpu::inspect::DeviceReport r = report_of(dev);
+  memory->total = r.memory_total;
+  memory->reserved = r.memory_reserved;
+  memory->used = r.memory_used;
+  memory->free = r.memory_free;
   return NVML_SUCCESS;
 }
 
-// gpu = busy virtual time / the device's virtual clock, over the job so far.
+// Over the status region's window of virtual time: kernels (gpu), copies and memsets (memory).
 nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t* utilization) {
   VGPU_NVML_DEVICE(device, utilization);
   const LiveDevice live = Library::get().live(dev);
-  utilization->gpu = static_cast<unsigned>(live.activity.utilization * 100.0 + 0.5);
-  utilization->memory = 0;  // memory-bus activity is not modelled
+  utilization->gpu = static_cast<unsigned>(live.activity.util_gpu * 100.0 + 0.5);
+  utilization->memory = static_cast<unsigned>(live.activity.util_memory * 100.0 + 0.5);
   return NVML_SUCCESS;
 }
 
@@ -324,38 +332,6 @@ nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t device, unsigned int* c
 }
 nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t device, unsigned int* maxLinkWidth) {
   return nvmlDeviceGetCurrPcieLinkWidth(device, maxLinkWidth);
-}
-
-// No sensors on a virtual device (see the top of this file).
-nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, nvmlPcieUtilCounter_t, unsigned int* value) {
-  VGPU_NVML_DEVICE(device, value);
-  (void)dev;
-  return NVML_ERROR_NOT_SUPPORTED;
-}
-nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power) {
-  VGPU_NVML_DEVICE(device, power);
-  (void)dev;
-  return NVML_ERROR_NOT_SUPPORTED;
-}
-nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensors_t, unsigned int* temp) {
-  VGPU_NVML_DEVICE(device, temp);
-  (void)dev;
-  return NVML_ERROR_NOT_SUPPORTED;
-}
-nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned int* speed) {
-  VGPU_NVML_DEVICE(device, speed);
-  (void)dev;
-  return NVML_ERROR_NOT_SUPPORTED;
-}
-nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, nvmlClockType_t, unsigned int* clock) {
-  VGPU_NVML_DEVICE(device, clock);
-  (void)dev;
-  return NVML_ERROR_NOT_SUPPORTED;
-}
-nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, nvmlClockType_t, unsigned int* clock) {
-  VGPU_NVML_DEVICE(device, clock);
-  (void)dev;
-  return NVML_ERROR_NOT_SUPPORTED;
 }
 
 }  // extern "C"

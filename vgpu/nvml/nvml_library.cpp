@@ -81,7 +81,7 @@ LiveDevice Library::live(const nvmlDevice_st& d) const noexcept {
     const std::optional<size_t> at = inspect::find_device(snap, d.facts.uuid);
     if (!at) return out;
     const status::DeviceSnapshot& s = snap.devices[*at];
-    out.activity = {s.used, s.physical, s.kernels, s.busy_s, s.clock_s, s.utilization()};
+    out.activity = inspect::activity_of(s);
     for (const status::ProcessSnapshot& p : snap.processes)
       if (*at < p.memory.size() && p.memory[*at] > 0)
         out.processes.emplace_back(static_cast<unsigned>(p.pid), p.memory[*at]);

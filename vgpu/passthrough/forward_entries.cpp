@@ -21,7 +21,10 @@
   }
 
 
+#define VGPU_INTEROP_ENTRY(sym) \
+  extern "C" VGPU_EXPORT __attribute__((weak)) CUresult CUDAAPI sym() { return vgpu::unimplemented(#sym); }
 #include "entries.inc"
 #undef VGPU_ENTRY
 #undef VGPU_HIDDEN_ENTRY
+#undef VGPU_INTEROP_ENTRY
 #undef VGPU_DEV

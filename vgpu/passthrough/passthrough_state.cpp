@@ -264,8 +264,7 @@ int PassState::device_of(CUcontext real) const {
 
 void PassState::report_work(int v, double busy_s, bool kernel, double finish) {
   if (!status_ || device(v) == nullptr) return;
-  status_->add_work(v, busy_s, kernel);
-  status_->advance_clock(v, finish);
+  status_->add_interval(v, finish - busy_s, finish, kernel);
 }
 
 CUresult PassState::current_device(int* v) const {

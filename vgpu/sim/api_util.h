@@ -44,4 +44,8 @@ CUresult fail(CUresult r, fmt::format_string<A...> f, A&&... a) {
   return r;
 }
 
+// A memfd of `size` bytes for a shareable VMM allocation of `device` (shareable_api.cpp): sets
+// the allocation's descriptor (owned through its arena pointer), offset 0, dedicated.
+CUresult dedicated_memfd(int device, uint64_t size, PhysicalAllocation* phys);
+
 }  // namespace vgpu::sim

@@ -95,11 +95,16 @@ const simcore::GpuModel& model_of(const Call& c, int device) {
   return d ? d->model() : unknown;
 }
 
-CUresult run(Call& c, Work work, Submit how) {
+// A synchronous copy waits for its work, except device to device: "for transfers from device
+// memory to device memory, no host-side synchronization is performed" (CUDA runtime API, API
+// synchronization behavior), so the host goes on while the copy runs in stream order.
+CUresult run(Call& c, Work work, Submit how, bool device_to_device = false) {
   StreamManager& s = c.driver->streams();
-  return how.async ? s.submit(how.stream, std::move(work), how.per_thread)
-                   : s.submit_and_wait(how.stream, std::move(work), how.per_thread);
+  return how.async || device_to_device ? s.submit(how.stream, std::move(work), how.per_thread)
+                                       : s.submit_and_wait(how.stream, std::move(work), how.per_thread);
 }
+
+double pcie_efficiency(const Call& c) { return c.driver->cluster().pcie.efficiency; }
 
 }  // namespace
 
@@ -128,12 +133,18 @@ CUresult copy3d(const char* call, const CUDA_MEMCPY3D& p, Submit how) {
   const char* dir = src.device < 0 ? (dst.device < 0 ? "HtoH" : "HtoD") : (dst.device < 0 ? "DtoH" : src.device == dst.device ? "DtoD" : "PtoP");
   w.label = fmt::format("memcpy {} {} B", dir, bytes);
   if (src.device >= 0 && dst.device >= 0 && src.device != dst.device) {
-    w.transfer = Work::Transfer{src.device, dst.device, bytes};
+    // Over the peer link only with peer access enabled; else staged through host memory.
+    if (c.driver->contexts().peer_access(src.device, dst.device))
+      w.transfer = Work::Transfer{src.device, dst.device, bytes};
+    else
+      w.duration_s = copy_seconds(model_of(c, src.device), CopyPath::staged_peer, bytes, pcie_efficiency(c));
   } else if (src.device >= 0 && src.device == dst.device) {
     w.duration_s = copy_seconds(model_of(c, src.device), CopyPath::within_device, bytes);
   } else {
-    w.duration_s = copy_seconds(model_of(c, src.device >= 0 ? src.device : dst.device), CopyPath::host_device, bytes);
+    w.duration_s = copy_seconds(model_of(c, src.device >= 0 ? src.device : dst.device), CopyPath::host_device, bytes,
+                                pcie_efficiency(c));
   }
+  const bool device_to_device = src.device >= 0 && dst.device >= 0;
   const size_t sy = p.srcY, sz = p.srcZ, dy = p.dstY, dz = p.dstZ;
   w.execute = [src = std::move(src), dst = std::move(dst), sx, sy, sz, dx, dy, dz, width, rows, depth] {
     for (size_t z = 0; z < depth; ++z)
@@ -143,7 +154,7 @@ CUresult copy3d(const char* call, const CUDA_MEMCPY3D& p, Submit how) {
         std::memmove(to, from, width);
       }
   };
-  return run(c, std::move(w), how);
+  return run(c, std::move(w), how, device_to_device);
 }
 
 CUresult copy1d(const char* call, CUmemorytype dst_type, uintptr_t dst, CUmemorytype src_type, uintptr_t src,

@@ -101,7 +101,7 @@ CUresult prefetch(CUdeviceptr ptr, size_t count, CUmemLocation loc, unsigned int
   w.kind = Work::Kind::copy;
   w.label = fmt::format("prefetch {} B", count);
   // Pages move over the host link (no network transfer: the pages have one home at a time).
-  w.duration_s = copy_seconds(dev->model(), CopyPath::host_device, count);
+  w.duration_s = copy_seconds(dev->model(), CopyPath::host_device, count, c.driver->cluster().pcie.efficiency);
   w.execute = [a, id] {
     std::lock_guard l(g_advice_mu);
     a->last_prefetch = id;
@@ -165,4 +165,38 @@ VGPU_EXPORT CUresult CUDAAPI cuMemRangeGetAttributes(void** data, size_t* dataSi
     if (CUresult r = cuMemRangeGetAttribute(data[i], dataSizes[i], attributes[i], devPtr, count); r != CUDA_SUCCESS)
       return r;
   return CUDA_SUCCESS;
+}
+
+// cuStreamAttachMemAsync: on a real GPU without concurrent managed access it decides which
+// stream may touch the range; with it (every catalog model) it is ordering only. The attachment
+// takes effect in stream order, as an op of no duration; the arguments are checked as the real
+// driver does: a managed allocation, its whole length (or 0 for all of it), one attach flag, and
+// CU_MEM_ATTACH_SINGLE only on a stream of its own.
+namespace {
+CUresult attach_mem(CUstream s, CUdeviceptr ptr, size_t length, unsigned int flags, bool per_thread) {
+  Call c;
+  if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
+  if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST && flags != CU_MEM_ATTACH_SINGLE)
+    return fail(CUDA_ERROR_INVALID_VALUE, "cuStreamAttachMemAsync: flags {:#x}", flags);
+  auto a = c.mem->find(ptr);
+  if (!a || a->kind != AllocKind::managed || ptr != a->base || (length != 0 && length != a->size))
+    return fail(CUDA_ERROR_INVALID_VALUE, "cuStreamAttachMemAsync: {:#x}+{} is not a whole managed allocation", ptr,
+                length);
+  const bool default_stream = s == nullptr || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
+  if (flags == CU_MEM_ATTACH_SINGLE && default_stream)
+    return fail(CUDA_ERROR_INVALID_VALUE, "cuStreamAttachMemAsync: CU_MEM_ATTACH_SINGLE needs a stream of its own");
+  Work w;
+  w.kind = Work::Kind::other;
+  w.label = fmt::format("attach {} B", a->size);
+  return c.driver->streams().submit(s, std::move(w), per_thread);
+}
+}  // namespace
+
+VGPU_EXPORT CUresult CUDAAPI cuStreamAttachMemAsync(CUstream s, CUdeviceptr p, size_t n, unsigned int flags) {
+  VGPU_CALL_SCOPE();
+  return attach_mem(s, p, n, flags, false);
+}
+VGPU_EXPORT CUresult CUDAAPI cuStreamAttachMemAsync_ptsz(CUstream s, CUdeviceptr p, size_t n, unsigned int flags) {
+  VGPU_CALL_SCOPE();
+  return attach_mem(s, p, n, flags, true);
 }

@@ -31,10 +31,10 @@ std::shared_ptr<HostMapping> HostMapping::create(size_t bytes) {
 }
 
 PhysicalAllocation::~PhysicalAllocation() {
-  if (fd >= 0)
+  if (fd >= 0 && !dedicated)
     fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
               static_cast<off_t>(size));
-  if (DriverState* d = DriverState::get(); d != nullptr && device >= 0)
+  if (DriverState* d = DriverState::get(); d != nullptr && device >= 0 && !imported)
     if (Device* dev = d->device(device)) dev->release(size);
 }
 
@@ -179,7 +179,7 @@ CUresult MemoryManager::allocate_device(int device, size_t bytes, CUdeviceptr* o
 
 CUresult MemoryManager::free_device(CUdeviceptr ptr) {
   auto a = impl_->index_remove(static_cast<uintptr_t>(ptr), [](const Allocation& x) {
-    return x.kind == AllocKind::device || x.kind == AllocKind::managed;
+    return (x.kind == AllocKind::device || x.kind == AllocKind::managed) && (!x.ipc_import || x.pool_import);
   });
   if (!a) return CUDA_ERROR_INVALID_VALUE;
   impl_->uncharge(*a);

@@ -59,7 +59,12 @@ struct PhysicalAllocation {
   int device = -1;
   CUmemAllocationProp prop{};
   unsigned long long block_id = 0;
-  ~PhysicalAllocation();  // punches the hole and gives the capacity back
+  // A memfd of its own (requested shareable: cuMemExportToShareableHandle hands out a copy of
+  // the descriptor), freed by the kernel once no process holds it; imported from another
+  // process (cuMemImportFromShareableHandle): the exporter holds the capacity.
+  bool dedicated = false;
+  bool imported = false;
+  ~PhysicalAllocation();  // punches the hole (arena ranges) and gives the capacity back
 };
 
 struct Pool;
@@ -84,6 +89,11 @@ struct Allocation {
   std::shared_ptr<PhysicalAllocation> physical;  // VMM mappings
   // VMM access per device ordinal (cuMemSetAccess); managed-memory advice.
   std::map<int, unsigned long long> access;
+  // IPC (ipc_api.cpp): an exported allocation's memory lives in a memfd (closed with the
+  // allocation); an imported one maps another process's and is charged to nobody here.
+  std::shared_ptr<void> ipc_fd;
+  bool ipc_import = false;
+  bool pool_import = false;  // imported from an exported pool: freed by cuMemFree(Async)
   int read_mostly = 0;
   int preferred_location = CU_DEVICE_INVALID;
   int last_prefetch = CU_DEVICE_INVALID;
@@ -129,6 +139,18 @@ struct Pool {
   int follow_event_deps = 1, allow_opportunistic = 1, allow_internal_deps = 1;
   std::map<int, CUmemAccess_flags> access;  // devices other than `device` (cuMemPoolSetAccess)
   std::multimap<uint64_t, std::shared_ptr<HostMapping>> free_blocks;  // by block size
+  int imported_from = 0;  // the exporting process of an imported pool (ipc_api.cpp); 0: own pool
+};
+
+// A texture or surface object (texture_api.cpp): the descriptors it was created with, returned
+// by the Get*Desc queries. Nothing samples it on the sim backend.
+struct TextureObject {
+  bool surface = false;
+  CUDA_RESOURCE_DESC res{};
+  CUDA_TEXTURE_DESC tex{};
+  CUDA_RESOURCE_VIEW_DESC view{};
+  bool has_view = false;
+  CUcontext ctx = nullptr;
 };
 
 struct MemoryManager::Impl {
@@ -163,6 +185,7 @@ struct MemoryManager::Impl {
   HandleTable<ArrayObject> arrays;
   HandleTable<MipmapObject> mipmaps;
   HandleTable<Pool> pools;
+  HandleTable<TextureObject> textures;  // texture and surface objects
   std::vector<std::shared_ptr<Pool>> default_pools;  // one per device
   std::vector<CUmemoryPool> default_pool_handles;
   std::mutex current_pool_mu;

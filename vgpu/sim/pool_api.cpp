@@ -86,6 +86,8 @@ CUresult alloc_async(const char* call, CUdeviceptr* dptr, size_t bytes, CUmemory
   } else {
     pool = c.mem->current_pool(dev);
   }
+  if (pool->imported_from != 0)  // another process's pool: its pointers are imported, not allocated
+    return fail(CUDA_ERROR_INVALID_VALUE, "{}: the pool was imported from another process", call);
   std::shared_ptr<Allocation> a;
   if (CUresult r = c.mem->pool_allocate(pool, bytes, &a); r != CUDA_SUCCESS) {
     if (r == CUDA_ERROR_INVALID_HANDLE) return fail(r, "{}: the pool was destroyed", call);

@@ -95,9 +95,14 @@ VGPU_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle* handle, s
   if (dev == nullptr) return CUDA_ERROR_INVALID_DEVICE;
   if (!dev->reserve(size)) return fail(CUDA_ERROR_OUT_OF_MEMORY, "cuMemCreate: out of memory on device {}", prop->location.id);
   auto phys = std::make_shared<PhysicalAllocation>();
-  if (CUresult r = c.mem->arena_allocate(size, &phys->arena, &phys->fd, &phys->offset); r != CUDA_SUCCESS) {
+  // Shareable with other processes: a memfd of its own (sim/shareable_api.cpp); else a range of
+  // the process's arena.
+  const CUresult made = (prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+                            ? sim::dedicated_memfd(prop->location.id, size, phys.get())
+                            : c.mem->arena_allocate(size, &phys->arena, &phys->fd, &phys->offset);
+  if (made != CUDA_SUCCESS) {
     dev->release(size);
-    return r;
+    return made;
   }
   phys->size = size;
   phys->device = prop->location.id;  // from here on the destructor gives the capacity back

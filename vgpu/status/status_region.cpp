@@ -12,6 +12,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <mutex>
 #include <signal.h>
 #include <utility>
 
@@ -19,6 +21,7 @@
 
 #include "common/log.h"
 #include "common/proc_info.h"
+#include "status/activity_window.h"
 
 namespace vgpu::status {
 namespace {
@@ -53,6 +56,13 @@ struct DeviceRecord {
   uint64_t kernels;    // atomic
   uint64_t busy_ns;    // atomic
   uint64_t clock_ns;   // atomic max
+  // Version 2: published by the writer that last fed the device's utilization window.
+  uint32_t util_gpu_permille;     // atomic
+  uint32_t util_memory_permille;  // atomic
+  uint32_t sm_clock_mhz;          // atomic
+  uint32_t max_sm_clock_mhz;      // fixed
+  uint32_t idle_sm_clock_mhz;     // fixed
+  uint32_t reserved;
 };
 
 struct ProcessRecord {
@@ -345,6 +355,9 @@ Publish publish(const std::string& name, const std::string& job, const std::stri
     copy_text(d.uuid, sizeof d.uuid, devices[i].uuid);
     copy_text(d.pci_bus_id, sizeof d.pci_bus_id, devices[i].pci_bus_id);
     d.capacity = devices[i].capacity;
+    d.max_sm_clock_mhz = devices[i].max_sm_clock_mhz;
+    d.idle_sm_clock_mhz = devices[i].idle_sm_clock_mhz;
+    d.sm_clock_mhz = devices[i].idle_sm_clock_mhz;
   }
   atomic(h.magic).store(kMagic, std::memory_order_release);
   *slot = map->claim_slot();  // before it has a name: a sweeper never finds it empty
@@ -442,6 +455,31 @@ struct Writer::Impl {
   std::unique_ptr<Mapping> map;
   int slot = -1;
   std::atomic<bool> detached{false};
+
+  // This process's view of each device's recent work (add_interval), published into the region.
+  struct Windows {
+    ActivityWindow kernels{kUtilizationWindow};
+    ActivityWindow copies{kUtilizationWindow};
+    bool dirty = false;
+  };
+  std::mutex activity_mu;
+  std::vector<Windows> windows;                      // under activity_mu, one per device
+  std::chrono::steady_clock::time_point published;   // under activity_mu
+
+  void publish_locked() {
+    for (uint32_t i = 0; i < windows.size(); ++i) {
+      Windows& w = windows[i];
+      if (!w.dirty) continue;
+      w.dirty = false;
+      DeviceRecord& d = map->device(static_cast<int>(i));
+      const double now = atomic(d.clock_ns).load() / 1e9;
+      const double gpu = w.kernels.utilization(now), mem = w.copies.utilization(now);
+      atomic(d.util_gpu_permille).store(static_cast<uint32_t>(gpu * 1000 + 0.5));
+      atomic(d.util_memory_permille).store(static_cast<uint32_t>(mem * 1000 + 0.5));
+      atomic(d.sm_clock_mhz).store(gpu > 0 || mem > 0 ? d.max_sm_clock_mhz : d.idle_sm_clock_mhz);
+    }
+    published = std::chrono::steady_clock::now();
+  }
 };
 
 Writer::Writer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -521,6 +559,7 @@ std::unique_ptr<Writer> Writer::attach(const std::string& job, const std::string
   }
   if (!skipped.empty())
     log::warn("{}; this job's status region is {} instead", skipped, shm_path(impl->name));
+  impl->windows.resize(n);
   return std::unique_ptr<Writer>(new Writer(std::move(impl)));
 } catch (const std::exception& e) {
   log::warn("status region: {}: not reporting status", e.what());
@@ -532,6 +571,7 @@ std::unique_ptr<Writer> Writer::attach(const std::string& job, const std::string
 Writer::~Writer() { detach(); }
 
 void Writer::detach() noexcept try {
+  publish();  // the final utilization, for whoever reads the region after this process
   if (impl_->detached.exchange(true)) return;
   Mapping& m = *impl_->map;
   m.release_slot(impl_->slot);
@@ -572,6 +612,25 @@ void Writer::advance_clock(int device, double clock_s) noexcept {
   uint64_t cur = clock.load();
   while (cur < t && !clock.compare_exchange_weak(cur, t)) {
   }
+}
+
+void Writer::add_interval(int device, double start_s, double finish_s, bool kernel) {
+  if (impl_->detached.load(std::memory_order_relaxed)) return;
+  if (device < 0 || static_cast<uint32_t>(device) >= impl_->map->devices()) return;
+  add_work(device, std::max(0.0, finish_s - start_s), kernel);
+  advance_clock(device, finish_s);
+  std::lock_guard lock(impl_->activity_mu);
+  Impl::Windows& w = impl_->windows[static_cast<size_t>(device)];
+  (kernel ? w.kernels : w.copies).add(start_s, finish_s);
+  w.dirty = true;
+  if (std::chrono::steady_clock::now() - impl_->published > std::chrono::milliseconds(50))
+    impl_->publish_locked();
+}
+
+void Writer::publish() {
+  if (impl_->detached.load(std::memory_order_relaxed)) return;
+  std::lock_guard lock(impl_->activity_mu);
+  impl_->publish_locked();
 }
 
 bool read_snapshot(uid_t uid, const std::string& job, Snapshot* out, std::string* error) noexcept try {
@@ -619,6 +678,11 @@ bool read_snapshot(uid_t uid, const std::string& job, Snapshot* out, std::string
     ds.kernels = atomic(d.kernels).load();
     ds.busy_s = atomic(d.busy_ns).load() / 1e9;
     ds.clock_s = atomic(d.clock_ns).load() / 1e9;
+    ds.info.max_sm_clock_mhz = d.max_sm_clock_mhz;
+    ds.info.idle_sm_clock_mhz = d.idle_sm_clock_mhz;
+    ds.util_gpu = atomic(d.util_gpu_permille).load() / 1000.0;
+    ds.util_memory = atomic(d.util_memory_permille).load() / 1000.0;
+    ds.sm_clock_mhz = atomic(d.sm_clock_mhz).load();
     s.devices.push_back(ds);
   }
   for (int slot = 0; slot < kProcessSlots; ++slot) {

@@ -24,14 +24,18 @@
 namespace vgpu::status {
 
 inline constexpr uint64_t kMagic = 0x3130'5553'5550'4756ull;  // "VGPUSU01"
-inline constexpr uint32_t kVersion = 1;
+inline constexpr uint32_t kVersion = 2;  // 2: utilization over a window, SM clock
 inline constexpr int kProcessSlots = 128;
+// The stretch of virtual time utilization is measured over (NVML samples over 1/6 s to 1 s).
+inline constexpr double kUtilizationWindow = 1.0;
 
 struct DeviceInfo {  // what is fixed for the job's lifetime
   std::string model;  // "NVIDIA H100 80GB HBM3"
   std::string uuid;   // "GPU-76677075-..."
   std::string pci_bus_id;
   uint64_t capacity = 0;
+  unsigned max_sm_clock_mhz = 0;   // the SM clock while work runs (the model's boost clock)
+  unsigned idle_sm_clock_mhz = 0;  // and while it idles
 };
 
 struct DeviceSnapshot {
@@ -41,6 +45,12 @@ struct DeviceSnapshot {
   uint64_t kernels = 0;
   double busy_s = 0;           // virtual time spent running kernels and copies
   double clock_s = 0;          // the furthest virtual time reached on the device
+  // Over the last kUtilizationWindow of the device's virtual time: the fraction during which a
+  // kernel ran (NVML's utilization.gpu) and during which a copy or memset ran (utilization.memory).
+  double util_gpu = 0;
+  double util_memory = 0;
+  unsigned sm_clock_mhz = 0;   // the SM clock now: boost while the window saw work, else idle
+  // The whole run's busy fraction (busy time over the virtual clock).
   double utilization() const { return clock_s > 0 ? std::min(1.0, busy_s / clock_s) : 0; }
 };
 
@@ -85,6 +95,13 @@ class Writer {
   void add_physical(int device, int64_t delta_bytes) noexcept;
   void add_work(int device, double busy_s, bool kernel) noexcept;
   void advance_clock(int device, double clock_s) noexcept;
+
+  // Work that ran on `device` over [start_s, finish_s] of virtual time: a kernel (kernel=true)
+  // or a copy/memset. Adds its busy time (and a kernel to the count), moves the device's clock to
+  // its finish and feeds the device's utilization window. Utilization and the SM clock are
+  // republished at most every 50 ms of real time; publish() forces it (end of a batch).
+  void add_interval(int device, double start_s, double finish_s, bool kernel);
+  void publish();
 
  private:
   struct Impl;

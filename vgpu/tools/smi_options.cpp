@@ -34,9 +34,19 @@ const char* usage_text() {
          "    -h, --help               This help.\n"
          "    -L, --list-gpus          One line per GPU: index, name, UUID.\n"
          "    -i, --id=N[,M...]        Only these GPUs (by index).\n"
-         "    --query-gpu=FIELD,...    index, name, uuid, pci.bus_id, memory.total, memory.used,\n"
-         "                             memory.free, utilization.gpu, count, driver_version,\n"
-         "                             vgpu.clock, vgpu.busy, vgpu.kernels, vgpu.memory.physical\n"
+         "    --query-gpu=FIELD,...    Any field of nvidia-smi --help-query-gpu (see\n"
+         "                             --help-query-gpu), and vgpu's own: vgpu.clock, vgpu.busy,\n"
+         "                             vgpu.kernels, vgpu.utilization, vgpu.memory.physical,\n"
+         "                             vgpu.memory.capacity.\n"
+         "    --help-query-gpu         The fields --query-gpu knows.\n"
+         "    --query-compute-apps=FIELD,...  One row per process and GPU: pid, process_name,\n"
+         "                             used_memory (used_gpu_memory), gpu_uuid, gpu_bus_id,\n"
+         "                             gpu_name, gpu_serial, timestamp (with --format=csv).\n"
+         "    -q, --query              The full report of every (or each -i) GPU.\n"
+         "    topo -m                  The virtual fabric as a matrix: NV# (NVLinks), NODE, SYS.\n"
+         "    nvlink -s                Each GPU's NVLinks and their speed.\n"
+         "    dmon [-c N] [-d SEC]     One line per GPU and sample: power, temperatures,\n"
+         "                             utilization, clocks.\n"
          "    --format=csv[,noheader][,nounits]  Output format of --query-gpu (required with it).\n"
          "    -l, --loop[=SEC]         Print again every SEC seconds (default 5) until interrupted.\n"
          "    --vgpu                   Only what vgpu knows: job, backend, policies, virtual clock,\n"
@@ -44,12 +54,24 @@ const char* usage_text() {
          "                             behind it.\n"
          "    --job=ID                 The job to show (default: this session's job, else the only\n"
          "                             job of this user, else the configured cluster).\n"
-         "    --uid=N                  Look for --job among the jobs of user N.\n";
+         "    --uid=N                  Look for --job among the jobs of user N.\n"
+         "    --cluster                The configured cluster with nothing running, whatever jobs\n"
+         "                             there are.\n";
 }
 
 std::optional<std::string> parse_options(int argc, char** argv, Options* out) {
   Options o;
+  // nvidia-smi's subcommands come first; vgpu's own options (--cluster, --job) may precede them.
+  int skip = 0;
+  for (int i = 1; i < argc && skip == 0; ++i) {
+    const std::string a = argv[i];
+    if (a == "topo" || a == "nvlink" || a == "dmon") o.subcommand = a, skip = i;
+    else if (a == "--job" || a == "--uid") ++i;  // and its value
+    else if (a != "--cluster" && a.rfind("--job=", 0) != 0 && a.rfind("--uid=", 0) != 0) break;
+  }
+  bool topo_matrix = false, nvlink_status = false;
   for (int i = 1; i < argc; ++i) {
+    if (i == skip) continue;
     std::string arg = argv[i];
     std::string value;
     bool has_value = false;
@@ -74,6 +96,8 @@ std::optional<std::string> parse_options(int argc, char** argv, Options* out) {
     };
     if (arg == "-h" || arg == "--help") {
       o.help = true;
+    } else if (arg == "--help-query-gpu") {
+      o.help_query_gpu = true;
     } else if (arg == "-L" || arg == "--list-gpus") {
       o.list = true;
     } else if (arg == "-i" || arg == "--id") {
@@ -105,6 +129,28 @@ std::optional<std::string> parse_options(int argc, char** argv, Options* out) {
         if (value.empty() || *end != '\0' || !(seconds > 0)) return "Invalid loop interval \"" + value + "\".";
       }
       o.loop_s = seconds;
+    } else if ((arg == "-m" || arg == "--matrix") && o.subcommand == "topo") {
+      topo_matrix = true;
+    } else if ((arg == "-s" || arg == "--status") && o.subcommand == "nvlink") {
+      nvlink_status = true;
+    } else if ((arg == "-c" || arg == "--count") && o.subcommand == "dmon") {
+      if (auto e = need("a sample count")) return e;
+      long n = 0;
+      if (!parse_int(value, &n) || n <= 0) return "Invalid count \"" + value + "\".";
+      o.dmon_count = static_cast<int>(n);
+    } else if ((arg == "-d" || arg == "--delay") && o.subcommand == "dmon") {
+      if (auto e = need("a delay")) return e;
+      long n = 0;
+      if (!parse_int(value, &n) || n <= 0) return "Invalid delay \"" + value + "\".";
+      o.dmon_delay_s = static_cast<double>(n);
+    } else if (arg == "-q" || arg == "--query") {
+      o.full_report = true;
+    } else if (arg == "--query-compute-apps") {
+      if (auto e = need("a list of fields")) return e;
+      o.query_apps = split(value, ',');
+      if (o.query_apps.empty()) return std::string("--query-compute-apps needs at least one field.");
+    } else if (arg == "--cluster") {
+      o.cluster = true;
     } else if (arg == "--vgpu") {
       o.vgpu_only = true;
     } else if (arg == "--job") {
@@ -120,9 +166,13 @@ std::optional<std::string> parse_options(int argc, char** argv, Options* out) {
       return "Invalid combination of input arguments. Unknown option \"" + std::string(argv[i]) + "\".";
     }
   }
-  if (!o.query_gpu.empty() && !o.csv) return std::string("Option --format=csv must be specified with --query-gpu.");
-  if (o.query_gpu.empty() && o.csv) return std::string("Option --format is only valid with --query-gpu.");
+  const bool query = !o.query_gpu.empty() || !o.query_apps.empty();
+  if (query && !o.csv) return std::string("Option --format=csv must be specified with --query-gpu.");
+  if (!query && o.csv) return std::string("Option --format is only valid with --query-gpu.");
+  if (o.subcommand == "topo" && !topo_matrix) return std::string("topo: use -m (--matrix) to show the topology.");
+  if (o.subcommand == "nvlink" && !nvlink_status) return std::string("nvlink: use -s (--status) to show the links.");
   if (o.uid && !o.job) return std::string("Option --uid needs --job.");
+  if (o.cluster && o.job) return std::string("Options --cluster and --job exclude each other.");
   *out = std::move(o);
   return std::nullopt;
 }

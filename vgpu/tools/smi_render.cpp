@@ -1,5 +1,7 @@
 #include "tools/smi_render.h"
 
+#include "tools/smi_fields.h"
+
 #include <cstdlib>
 #include <ctime>
 #include <fmt/format.h>
@@ -56,7 +58,7 @@ std::string render_table(const Shown& s, bool with_vgpu_section) {
   const inspect::JobView& v = s.view;
   std::string out = now_line();
   out += kRule;
-  out += boxed(fmt::format(" VGPU-SMI {:<22}Driver Version: {:<15}CUDA Version: {}", inspect::kDriverVersion,
+  out += boxed(fmt::format(" VGPU-SMI {:<25}Driver Version: {:<15}CUDA Version: {}", inspect::kDriverVersion,
                            inspect::kDriverVersion, cuda_version()));
   out += "+-----------------------------------------+------------------------+----------------------+\n";
   out += "| GPU  Name                 Persistence-M | Bus-Id          Disp.A | Volatile Uncorr. ECC |\n";
@@ -65,12 +67,15 @@ std::string render_table(const Shown& s, bool with_vgpu_section) {
   out += "|=========================================+========================+======================|\n";
   for (int i : s.devices) {
     const inspect::DeviceFacts& f = v.devices[i];
-    const inspect::DeviceActivity& a = v.activity[i];
+    const inspect::DeviceReport r = inspect::device_report(f, v.activity[i]);
+    // As nvidia-smi 580 prints an H100: ECC enabled with no uncorrected error, no fan.
     out += fmt::format("| {:>3}  {:<25}{:>8}  | {:>18} {:>3} | {:>20} |\n", f.index, fit(f.name, 25), "On",
-                       f.pci_bus_id, "Off", "N/A");
-    out += fmt::format("| {:<4} {:<5}  {:<4} {:>22} | {:>10} / {:>9} | {:>7}{:>13} |\n", "N/A", "N/A", "P0",
-                       "N/A /  N/A", fmt::format("{}MiB", mib(a.used)), fmt::format("{}MiB", mib(f.capacity)),
-                       fmt::format("{}%", static_cast<int>(a.utilization * 100 + 0.5)), "Default");
+                       f.pci_bus_id, "Off", "0");
+    out += fmt::format("| {:<3}{:>5}C{:>6}{:>24} | {:>10} / {:>9} | {:>7}{:>13} |\n", "N/A", r.temp_gpu,
+                       fmt::format("P{}", r.pstate),
+                       fmt::format("{}W / {:>4}W", static_cast<int>(r.power_draw), static_cast<int>(r.power_limit)),
+                       fmt::format("{}MiB", mib(r.memory_used)), fmt::format("{}MiB", mib(r.memory_total)),
+                       fmt::format("{}%", r.util_gpu), "Default");
     out += fmt::format("| {:<39} | {:<22} | {:>20} |\n", "", "", "Disabled");
     out += "+-----------------------------------------+------------------------+----------------------+\n";
   }
@@ -87,7 +92,7 @@ std::string render_table(const Shown& s, bool with_vgpu_section) {
                                fmt::format("{}MiB", mib(p.memory[i]))));
       ++rows;
     }
-  if (rows == 0) out += boxed(v.has_job() ? "  No running processes found" : "  No running jobs");
+  if (rows == 0) out += boxed("  No running processes found");
   out += kRule;
   if (with_vgpu_section) out += "\n" + render_vgpu(s);
   if (!s.note.empty()) out += s.note + "\n";
@@ -128,56 +133,30 @@ std::string render_list(const Shown& s) {
 
 std::optional<std::string> render_query(const Shown& s, const std::vector<std::string>& fields, bool noheader,
                                         bool nounits, std::string* error) {
-  const inspect::JobView& v = s.view;
-  struct Field {
-    const char* unit;  // shown in the header always, after values unless nounits
-    std::function<std::string(int)> value;
-  };
-  auto mem = [&](auto bytes_of) { return [&v, bytes_of](int i) { return std::to_string(mib(bytes_of(i))); }; };
-  const std::map<std::string, Field> known = {
-      {"index", {"", [&](int i) { return std::to_string(v.devices[i].index); }}},
-      {"count", {"", [&](int) { return std::to_string(v.devices.size()); }}},
-      {"name", {"", [&](int i) { return v.devices[i].name; }}},
-      {"uuid", {"", [&](int i) { return v.devices[i].uuid; }}},
-      {"pci.bus_id", {"", [&](int i) { return v.devices[i].pci_bus_id; }}},
-      {"driver_version", {"", [&](int) { return std::string(inspect::kDriverVersion); }}},
-      {"memory.total", {"MiB", mem([&v](int i) { return v.devices[i].capacity; })}},
-      {"memory.used", {"MiB", mem([&v](int i) { return std::min(v.activity[i].used, v.devices[i].capacity); })}},
-      // Free as total - used in whole MiB, so that the columns add up as nvidia-smi's do.
-      {"memory.free", {"MiB", [&](int i) {
-         return std::to_string(mib(v.devices[i].capacity) -
-                               mib(std::min(v.activity[i].used, v.devices[i].capacity)));
-       }}},
-      {"utilization.gpu",
-       {"%", [&](int i) { return std::to_string(static_cast<int>(v.activity[i].utilization * 100 + 0.5)); }}},
-      {"vgpu.clock", {"s", [&](int i) { return fmt::format("{:.6f}", v.activity[i].clock_s); }}},
-      {"vgpu.busy", {"s", [&](int i) { return fmt::format("{:.6f}", v.activity[i].busy_s); }}},
-      {"vgpu.kernels", {"", [&](int i) { return std::to_string(v.activity[i].kernels); }}},
-      {"vgpu.memory.physical", {"MiB", mem([&v](int i) { return v.activity[i].physical; })}},
-  };
-  static const std::map<std::string, std::string> aliases = {
-      {"gpu_name", "name"}, {"gpu_uuid", "uuid"}, {"gpu_bus_id", "pci.bus_id"}, {"pci.bus", "pci.bus_id"}};
-  std::vector<std::pair<std::string, const Field*>> chosen;
-  for (std::string name : fields) {
-    if (auto a = aliases.find(name); a != aliases.end()) name = a->second;
-    auto it = known.find(name);
-    if (it == known.end()) {
+  std::vector<const QueryField*> chosen;
+  for (const std::string& name : fields) {
+    const QueryField* f = find_gpu_field(name);
+    if (f == nullptr) {
       *error = "Field \"" + name + "\" is not a valid field to query.";
       return std::nullopt;
     }
-    chosen.emplace_back(name, &it->second);
+    chosen.push_back(f);
   }
   std::string out;
   if (!noheader) {
     for (size_t c = 0; c < chosen.size(); ++c)
-      out += (c ? ", " : "") + chosen[c].first +
-             (*chosen[c].second->unit ? std::string(" [") + chosen[c].second->unit + "]" : "");
+      out += (c ? ", " : "") + chosen[c]->name + (chosen[c]->unit.empty() ? "" : " [" + chosen[c]->unit + "]");
     out += "\n";
   }
+  const std::string timestamp = query_timestamp();
   for (int i : s.devices) {
+    const inspect::DeviceReport report = inspect::device_report(s.view.devices[i], s.view.activity[i]);
+    const FieldInput in{s.view, i, report, timestamp};
     for (size_t c = 0; c < chosen.size(); ++c) {
-      const Field& f = *chosen[c].second;
-      out += (c ? ", " : "") + f.value(i) + (!nounits && *f.unit ? std::string(" ") + f.unit : "");
+      const std::optional<std::string> v = chosen[c]->value(in);
+      out += c ? ", " : "";
+      if (!v) out += "[N/A]";
+      else out += *v + (!nounits && !chosen[c]->unit.empty() ? " " + chosen[c]->unit : "");
     }
     out += "\n";
   }

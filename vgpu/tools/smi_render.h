@@ -26,4 +26,17 @@ std::string render_vgpu(const Shown& s);
 std::optional<std::string> render_query(const Shown& s, const std::vector<std::string>& fields,
                                         bool noheader, bool nounits, std::string* error);
 
+// -q: nvidia-smi's full report (smi_report.cpp).
+std::string render_full_report(const Shown& s);
+// topo -m, nvlink -s, dmon (a header, then one row per device per sample) and
+// --query-compute-apps (smi_views.cpp).
+std::string render_topology(const Shown& s);
+std::string render_nvlink_status(const Shown& s);
+std::string render_dmon_header();
+std::string render_dmon_rows(const Shown& s);
+std::optional<std::string> render_compute_apps(const Shown& s, const std::vector<std::string>& fields,
+                                               bool noheader, bool nounits, std::string* error);
+// nvidia-smi's timestamp format (smi_fields.cpp).
+std::string query_timestamp();
+
 }  // namespace vgpu::smi

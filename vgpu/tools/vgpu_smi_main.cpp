@@ -11,6 +11,7 @@
 #include <string>
 #include <thread>
 
+#include "tools/smi_fields.h"
 #include "tools/smi_options.h"
 #include "tools/smi_render.h"
 
@@ -27,6 +28,11 @@ struct Selected {
 int select_job(const vgpu::smi::Options& o, Selected* out) {
   const uid_t uid = o.uid.value_or(getuid());
   std::string error;
+  if (o.cluster) {
+    if (vgpu::inspect::configured_view(&out->view, &error)) return 0;
+    std::fprintf(stderr, "vgpu-smi: %s\n", error.c_str());
+    return 1;
+  }
   if (o.job) {
     if (vgpu::inspect::job_view(uid, *o.job, &out->view, &error)) return 0;
     const bool denied = error.find("Permission denied") != std::string::npos;
@@ -65,7 +71,35 @@ int print_once(const vgpu::smi::Options& o) {
     }
   }
   std::string out;
-  if (!o.query_gpu.empty()) {
+  if (o.subcommand == "dmon") {
+    // Samples until -c is reached or interrupted; the header again every 20 samples, as nvidia-smi.
+    for (int n = 0; !o.dmon_count || n < *o.dmon_count; ++n) {
+      if (n > 0) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(o.dmon_delay_s));
+        if (int rc = select_job(o, &sel); rc != 0) return rc;
+      }
+      const vgpu::smi::Shown now{sel.view, shown.devices, ""};
+      std::string sample = (n % 20 == 0 ? vgpu::smi::render_dmon_header() : "") + vgpu::smi::render_dmon_rows(now);
+      std::fwrite(sample.data(), 1, sample.size(), stdout);
+      std::fflush(stdout);
+    }
+    return 0;
+  }
+  if (o.subcommand == "topo") {
+    out = vgpu::smi::render_topology(shown);
+  } else if (o.subcommand == "nvlink") {
+    out = vgpu::smi::render_nvlink_status(shown);
+  } else if (!o.query_apps.empty()) {
+    std::string error;
+    auto csv = vgpu::smi::render_compute_apps(shown, o.query_apps, o.noheader, o.nounits, &error);
+    if (!csv) {
+      std::fprintf(stderr, "%s\n", error.c_str());
+      return 2;
+    }
+    out = *csv;
+  } else if (o.full_report) {
+    out = vgpu::smi::render_full_report(shown);
+  } else if (!o.query_gpu.empty()) {
     std::string error;
     auto csv = vgpu::smi::render_query(shown, o.query_gpu, o.noheader, o.nounits, &error);
     if (!csv) {
@@ -95,6 +129,15 @@ int main(int argc, char** argv) try {
   }
   if (o.help) {
     std::fputs(vgpu::smi::usage_text(), stdout);
+    return 0;
+  }
+  if (o.help_query_gpu) {  // one field a line, as nvidia-smi names them: "name" or "gpu_name"
+    for (const vgpu::smi::QueryField& f : vgpu::smi::gpu_query_fields()) {
+      std::string line = "\"" + f.name + "\"";
+      for (const std::string& a : f.aliases) line += " or \"" + a + "\"";
+      if (!f.unit.empty()) line += "  [" + f.unit + "]";
+      std::puts(line.c_str());
+    }
     return 0;
   }
   if (!o.loop_s) return print_once(o);

@@ -53,6 +53,14 @@ struct NicSpec {
   double efficiency = 1.0;    // the fraction of bw a payload gets (not calibrated: 1)
 };
 
+// The host link of every GPU (the model's pcie_bw is its line rate per direction).
+struct PcieSpec {
+  // The fraction of the line rate a copy's payload gets: 0.87 is what a pinned 256 MiB copy
+  // reached on a real H100 SXM (Gen5 x16, 63 GB/s): 54.7 GB/s host to device, 55.2 device to
+  // host (tests/data/nvidia_smi_h100_580/pcie_bw.txt).
+  double efficiency = 0.87;
+};
+
 struct FabricSpec {
   std::string kind = "leaf-spine";  // "leaf-spine" or "rail-optimized"
   int nodes_per_leaf = 32;          // leaf-spine: nodes below one leaf switch
@@ -99,6 +107,7 @@ struct ClusterSpec {
   NvlinkSpec nvlink;
   NicSpec nic;
   FabricSpec fabric;
+  PcieSpec pcie;
   CollectiveSpec collectives = default_collectives();
 
   int total_gpus() const { return nodes * gpus_per_node; }

@@ -16,7 +16,7 @@ import subprocess
 import threading
 import time
 
-QUERY = ("index", "name", "memory.used", "memory.total", "utilization.gpu", "vgpu.clock",
+QUERY = ("index", "name", "memory.used", "memory.total", "vgpu.utilization", "vgpu.clock",
          "vgpu.busy", "vgpu.kernels")
 _POLL_S = 0.02  # how often the region's name is looked for (a stat of a /dev/shm file)
 
