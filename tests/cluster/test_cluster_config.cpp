@@ -455,7 +455,7 @@ TEST(ClusterConfig, CollectiveCostsAreReadAndChecked) {
                "collectives.nvlink.simple.allreduce: unknown key; keys of [collectives]: all_reduce, all_gather, "
                "reduce_scatter, broadcast, reduce, send_recv, all_to_all");
   expect_error("[collectives.nvlink.ll]\nall_reduce = { link_share = 1.5 }\n", 2, 29,
-               "collectives.nvlink.ll.all_reduce.link_share: expected a fraction above 0 and at most 1, e.g. 0.75, got 1.5");
+               "collectives.nvlink.ll.all_reduce.link_share: expected a fraction from 0.001 to 1, e.g. 0.75, got 1.5");
   expect_error("[collectives.infiniband]\nll_max = \"1MiB\"\n", 1, 14,
                "collectives.infiniband: unknown key; keys of [collectives]: nvlink, nic");
 }

@@ -32,6 +32,8 @@ inline CUresult reported(const char* api, uint64_t lines_before, CUresult r) {
 }  // namespace vgpu
 
 #define VGPU_HIDDEN_ENTRY(sym)
+// Graphics interop entry points are exported by driver/default_entries.cpp as they are.
+#define VGPU_INTEROP_ENTRY(sym)
 #define VGPU_ENTRY(sym, params, args, forwarded) extern "C" CUresult CUDAAPI vgpu_impl_##sym params;
 #include "entries.inc"
 #undef VGPU_ENTRY
@@ -44,3 +46,4 @@ inline CUresult reported(const char* api, uint64_t lines_before, CUresult r) {
 #include "entries.inc"
 #undef VGPU_ENTRY
 #undef VGPU_HIDDEN_ENTRY
+#undef VGPU_INTEROP_ENTRY

@@ -210,10 +210,10 @@ def main():
     exported = [sym for sym in symbols if signature.get(sym) is not None]
     (a.out_dir / 'entry_renames.h').write_text(
         header + '#pragma once\n'
-        + '#define VGPU_HIDDEN_ENTRY(sym)\n'
+        + '#define VGPU_HIDDEN_ENTRY(sym)\n#define VGPU_INTEROP_ENTRY(sym)\n'
         + '#define VGPU_ENTRY(sym, params, args, forwarded) '
           'extern "C" CUresult CUDAAPI vgpu_impl_##sym params;\n'
-        + '#include "entries.inc"\n#undef VGPU_ENTRY\n#undef VGPU_HIDDEN_ENTRY\n'
+        + '#include "entries.inc"\n#undef VGPU_ENTRY\n#undef VGPU_HIDDEN_ENTRY\n#undef VGPU_INTEROP_ENTRY\n'
         + ''.join(f'#define {s} vgpu_impl_{s}\n' for s in exported))
     (a.out_dir / 'driver.map').write_text(
         '/* Generated: the symbols of the toolkit\'s stub libcuda.so and the graphics interop ones. */\n{\n  global:\n'

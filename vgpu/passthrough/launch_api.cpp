@@ -125,8 +125,7 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
   Plan plan;
   VirtualTime::Bracket bracket;
   KernelRecording* rec = nullptr;
-  // As every timed call (timed_api.cpp): vgpu's time inside is not charged, the real call's is.
-  thread_clock::Pause pause;
+  thread_clock::Pause pause;  // as every timed call (timed_api.cpp): no driver time is charged
   if (!vt->target(stream, per_thread, &t) || vt->capturing(t)) return launch();
   plan = plan_for(f, shape, params, extra, t);
   // A launch measured now holds the physical GPU's measurement lock until it has run.
@@ -148,7 +147,7 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
         !rec->begin(plan.signature, {t.context, stream, per_thread, function_facts(f).name, shape}))
       rec = nullptr;
   }
-  const CUresult r = plan.run ? pause.real_call(launch) : CUDA_SUCCESS;
+  const CUresult r = plan.run ? launch() : CUDA_SUCCESS;
   if (rec != nullptr) rec->end(r == CUDA_SUCCESS);
   OpRef op;
   if (r == CUDA_SUCCESS)

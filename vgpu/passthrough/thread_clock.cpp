@@ -15,7 +15,6 @@ struct Clock {
   bool used = false;
   bool blocking = false;     // the outermost pause
   double pause_wall = 0;     // monotonic time when it began
-  double real_cost = 0;      // real calls' CPU time inside the pause, charged when it ends
   bool polling = false;      // the last query answered "not ready" (see polled_not_ready)
   // What this polling is waiting for (the work asked about and heard "not ready" of).
   std::array<const void*, 8> awaited{};
@@ -32,19 +31,11 @@ double wall_seconds() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-}  // namespace
-
 double thread_cpu_seconds() {
   timespec ts{};
   if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
-
-void charge_real(double seconds) {
-  if (seconds > 0) t_clock.real_cost += seconds;
-}
-
-namespace {
 
 void charge(Clock& c) {
   if (c.paused > 0) return;
@@ -122,7 +113,6 @@ Pause::Pause(bool blocking) {
     c.blocking = c.blocking || blocking;
     return;
   }
-  c.real_cost = 0;
   --c.paused;
   charge(c);
   c.polling = false;  // any other call ends the polling (its CPU time since was charged above)
@@ -141,7 +131,6 @@ Pause::Pause(Query) {
     charge(c);
   ++c.paused;
   c.blocking = false;
-  c.real_cost = 0;
   c.pause_wall = wall_seconds();
 }
 
@@ -160,8 +149,6 @@ Pause::~Pause() {
   else
     c.last_cpu += wall_seconds() - c.pause_wall;  // CPU time inside taken as its wall time
   c.paused = 0;
-  c.now += c.real_cost;
-  c.real_cost = 0;
 }
 
 }  // namespace vgpu::pt::thread_clock

@@ -49,11 +49,6 @@ bool polling();
 // (`blocking` false: launches, records, async copies) reads it only on entry and takes the CPU
 // time inside to be its wall time (a vDSO read); a blocking scope (synchronizations) reads it
 // on both ends, since its wall time is mostly waiting.
-// The calling thread's CPU time, seconds.
-double thread_cpu_seconds();
-// Adds `seconds` of a real driver call's CPU time to the thread's clock (Pause::real_call).
-void charge_real(double seconds);
-
 class Pause {
  public:
   explicit Pause(bool blocking = false);
@@ -63,14 +58,6 @@ class Pause {
   ~Pause();
   // The scope turned out to wait after all (a launch measured alone).
   void mark_blocking();
-  // Runs the real driver's call and charges the thread the CPU time it took: what the call costs
-  // a program on a real GPU, in place of vgpu's own time around it (measuring, bookkeeping).
-  template <class Call> auto real_call(Call call) {
-    const double before = thread_cpu_seconds();
-    auto r = call();
-    charge_real(thread_cpu_seconds() - before);
-    return r;
-  }
   Pause(const Pause&) = delete;
   Pause& operator=(const Pause&) = delete;
 };

@@ -32,7 +32,7 @@ CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
   thread_clock::Pause pause;
   StreamTarget t;
   VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
-  const CUresult r = pause.real_call(call);
+  const CUresult r = call();
   if (r == CUDA_SUCCESS && vt != nullptr) vt->event_recorded(e, t);
   return r;
 }

@@ -41,9 +41,6 @@ CUresult timed(CUstream s, bool per_thread, bool synchronous, Seconds seconds, C
   thread_clock::Pause pause(synchronous);
   StreamTarget t;
   VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
-  // Not charged to the thread (unlike launches): a copy's real call may do the copy itself
-  // (pageable memory is staged by the CPU), whose cost depends on the physical machine's memory
-  // system and load, not on the virtual GPU, whose price for the copy is on the timeline.
   const CUresult r = call();
   if (r != CUDA_SUCCESS || vt == nullptr) return r;
   VirtualTime::Bracket none;

@@ -323,7 +323,7 @@ enum class Publish { kDone, kTaken, kFailed };
 
 // Creates the region complete, with this process in slot 0, under a temporary name, then gives
 // it `name` with link() (which fails if the name exists): nobody ever sees it half written.
-Publish publish(const std::string& name, const std::string& job, const std::string& backend,
+Publish publish_region(const std::string& name, const std::string& job, const std::string& backend,
                 const std::vector<DeviceInfo>& devices, std::unique_ptr<Mapping>* out, int* slot,
                 std::string* error) {
   const uint32_t n = static_cast<uint32_t>(devices.size());
@@ -501,7 +501,7 @@ std::unique_ptr<Writer> Writer::attach(const std::string& job, const std::string
       Opened o = open_owned(name, uid, true);
       if (o.access == Access::kMissing) {
         std::string error;
-        const Publish p = publish(name, job, backend, devices, &impl->map, &impl->slot, &error);
+        const Publish p = publish_region(name, job, backend, devices, &impl->map, &impl->slot, &error);
         if (p == Publish::kFailed) {
           log::warn("status region: {}: not reporting status", error);
           return nullptr;
