@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -179,6 +180,9 @@ struct Request : Object {
   uint64_t received[kMaxRecvs] = {};
   int filled = 0;
   double not_before = 0;
+  // A receive, once matched: when both ends' kernels had begun (the later of the two), which is
+  // when the collective could start moving these bytes. NaN: not known (sends, no launch clock).
+  double ready = std::numeric_limits<double>::quiet_NaN();
   uint64_t launch = 0;  // the NCCL kernel launch it belongs to (0: unknown)
   // Virtual time of the transfers it waited for.
   int gpu = 0;

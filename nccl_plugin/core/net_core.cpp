@@ -199,6 +199,7 @@ void Core::finish_request_vtime(Request& r) {
   c.is_send = r.type == Request::Type::send;
   c.flow_id = r.flow_id;
   c.launch = r.launch;
+  c.ready = r.ready;
   for (int i = 0; i < r.n; ++i) c.bytes += r.received[i];
   c.start = NAN;
   c.finish = NAN;

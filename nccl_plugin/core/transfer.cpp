@@ -277,6 +277,7 @@ ncclResult_t Core::progress_recv(RecvComm& c) {
       // transfers finished). NCCL posts receives ahead of its kernel: the receiving kernel's
       // start may have become known since.
       if (r->launch != 0) r->not_before = std::max(r->not_before, vtime_->now(c.gpu, r->launch));
+      r->ready = std::max(d.not_before, r->not_before);
       c.cur_flow = vtime_->add_flow(h.src_gpu, c.gpu, d.size, std::max(d.not_before, r->not_before),
                                     d.after_flow, r->slot_flow[entry]);
       if (vtime_->lost()) return poison(ncclSystemError);

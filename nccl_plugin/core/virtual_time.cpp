@@ -230,7 +230,7 @@ void VirtualTime::record(vgpu_nccl_completion c) {
       LaunchRecord& l = it->second;
       ++l.count;
       if (std::isfinite(c.finish)) l.finish = std::max(l.finish, c.finish);
-      if (std::isfinite(c.start) && (l.first_start < 0 || c.start < l.first_start)) l.first_start = c.start;
+      if (std::isfinite(c.ready)) l.ready = std::max(l.ready, c.ready);
       if (c.flow_id != 0) {
         l.flows.push_back(c.flow_id);
         if (l.flows.size() > kRequeryFlows) l.flows.pop_front();
@@ -265,15 +265,15 @@ int VirtualTime::completions(uint64_t after_seq, vgpu_nccl_completion* out, int 
   return n;
 }
 
-bool VirtualTime::launch_window(uint64_t launch, double* first_start, double* last_finish, uint64_t* count) {
+bool VirtualTime::launch_window(uint64_t launch, double* ready, double* last_finish, uint64_t* count) {
   {
     std::lock_guard lock(log_mu_);
     auto it = launches_.find(launch);
-    if (it == launches_.end() || it->second.first_start < 0) return false;
-    *first_start = it->second.first_start;
+    if (it == launches_.end() || it->second.ready < 0) return false;
+    *ready = it->second.ready;
   }
   uint64_t n = 0;
-  if (!launch_transfers(launch, last_finish, &n)) *last_finish = *first_start;
+  if (!launch_transfers(launch, last_finish, &n)) *last_finish = *ready;
   *count = n;
   return true;
 }

@@ -67,8 +67,8 @@ class VirtualTime {
   bool latest(int gpu, double* finish);
   // vgpu_nccl_launch_transfers / vgpu_nccl_forget_launch.
   bool launch_transfers(uint64_t launch, double* finish, uint64_t* count);
-  // vgpu_nccl_launch_window: also the earliest virtual start among the launch's transfers.
-  bool launch_window(uint64_t launch, double* first_start, double* last_finish, uint64_t* count);
+  // vgpu_nccl_launch_window: also when the launch's peers had all begun (its receives' ready).
+  bool launch_window(uint64_t launch, double* ready, double* last_finish, uint64_t* count);
   void forget_launch(uint64_t launch);
   // Launch records kept at most (the driver forgets each once its kernel is timed; sends that
   // complete after that make new records, which age out).
@@ -94,7 +94,7 @@ class VirtualTime {
   // Per launch tag (under log_mu_): the latest finish, how many completed, and the flows of the
   // latest few (asked again at launch_transfers: simcore may still move them).
   struct LaunchRecord {
-    double first_start = -1;  // < 0: none with a virtual start yet
+    double ready = -1;  // the latest `ready` of its receives; < 0: none known yet
     double finish = -1;
     uint64_t count = 0;
     std::deque<uint64_t> flows;

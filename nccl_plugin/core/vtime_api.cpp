@@ -29,12 +29,12 @@ VGPU_NCCL_API int vgpu_nccl_launch_transfers(uint64_t launch, double* finish, ui
   return 0;
 }
 
-VGPU_NCCL_API int vgpu_nccl_launch_window(uint64_t launch, double* first_start, double* last_finish,
+VGPU_NCCL_API int vgpu_nccl_launch_window(uint64_t launch, double* ready, double* last_finish,
                                           uint64_t* count) {
   auto* vt = Core::get().vtime();
-  if (vt == nullptr || first_start == nullptr || last_finish == nullptr || launch == 0) return -1;
+  if (vt == nullptr || ready == nullptr || last_finish == nullptr || launch == 0) return -1;
   uint64_t n = 0;
-  if (!vt->launch_window(launch, first_start, last_finish, &n)) return -1;
+  if (!vt->launch_window(launch, ready, last_finish, &n)) return -1;
   if (count != nullptr) *count = n;
   return 0;
 }

@@ -28,6 +28,7 @@ typedef struct {
   double start;        // virtual seconds (NaN when unknown)
   double finish;
   uint64_t launch;     // the NCCL kernel launch it belongs to (0: unknown)
+  double ready;        // a receive: when the kernels at both ends had begun (NaN: unknown)
 } vgpu_nccl_completion;
 
 // This header's version; the driver uses nothing else of a plugin that answers another.
@@ -54,11 +55,11 @@ VGPU_NCCL_API uint64_t vgpu_nccl_current_launch(void);
 // 0 on success, -1 when none completed (yet).
 VGPU_NCCL_API int vgpu_nccl_launch_transfers(uint64_t launch, double* finish, uint64_t* count);
 
-// The earliest virtual start and the latest virtual finish among the completed transfers of
-// launch `launch`, and how many completed. A transfer starts no earlier than its kernel on both
-// of its ranks, so the earliest start is when the launch's ranks had all begun (for two ranks
-// exactly; for more, as far as its neighbours tell). 0 on success, -1 when none completed.
-VGPU_NCCL_API int vgpu_nccl_launch_window(uint64_t launch, double* first_start, double* last_finish,
+// When the ranks launch `launch` exchanged bytes with had all begun their kernels (the latest
+// `ready` among its completed receives: for two ranks exactly when the collective could start;
+// for more, as far as its neighbours tell), the latest virtual finish among its completed
+// transfers, and how many completed. 0 on success, -1 when no receive of it completed.
+VGPU_NCCL_API int vgpu_nccl_launch_window(uint64_t launch, double* ready, double* last_finish,
                                           uint64_t* count);
 
 // What launch `launch` does, from NCCL's profiler events: its operations (NCCL's names, bytes

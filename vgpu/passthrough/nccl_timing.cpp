@@ -324,11 +324,12 @@ double finish(int gpu, const Attribution& a, double start) {
   if (p == nullptr) return floor;
   double f = floor;
   // The collective model: the kernel lasts what its collective takes on the virtual cluster,
-  // from the moment all of its ranks have begun (the earliest start among its transfers, which
-  // wait for the kernels at both of their ends).
+  // from the moment all of its ranks have begun (its receives say when the kernels at both of
+  // their ends began; the plugin's own placement of the transfers, chained through NCCL's
+  // buffers at the network model's rates, is not the collective's time).
   if (const std::optional<double> modelled = modelled_seconds(*p, gpu, a.launch)) {
-    double first = -1, last = -1;
-    const double sync = p->launch_window(a.launch, &first, &last, nullptr) == 0 ? std::max(start, first) : start;
+    double ready = -1, last = -1;
+    const double sync = p->launch_window(a.launch, &ready, &last, nullptr) == 0 ? std::max(start, ready) : start;
     f = sync + *modelled;
   } else if (p->launch_transfers(a.launch, &f, nullptr) != 0) {
     f = floor;
