@@ -1,8 +1,12 @@
 #include "passthrough/launch_policy.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "common/log.h"
 
@@ -56,18 +60,54 @@ int KernelDurations::samples_wanted() {
   return n;
 }
 
+KernelDurations::KernelDurations() {
+  const char* path = std::getenv("VGPU_LAUNCH_STATS");
+  if (path == nullptr || *path == '\0') return;
+  stats_fd_ = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (stats_fd_ < 0) log::always(fmt::format("vgpu: VGPU_LAUNCH_STATS: cannot write {}", path));
+}
+
+void KernelDurations::publish() {
+  if (stats_fd_ < 0) return;
+  char line[160];
+  const int n = std::snprintf(line, sizeof line,
+                              "signatures=%012llu launches=%012llu settled=%012llu from_database=%012llu "
+                              "measured=%012llu\n",
+                              static_cast<unsigned long long>(entries_.size()), counts_.launches, counts_.settled,
+                              counts_.from_database, counts_.measured());
+  if (n > 0 && ::pwrite(stats_fd_, line, static_cast<size_t>(n), 0) < 0) {
+    ::close(stats_fd_);  // a full disk or a closed file: stop trying
+    stats_fd_ = -1;
+  }
+}
+
+KernelDurations::Counts KernelDurations::counts() {
+  std::lock_guard l(mu_);
+  Counts c = counts_;
+  c.signatures = entries_.size();
+  return c;
+}
+
 std::optional<double> KernelDurations::settled(const std::string& signature) {
   std::lock_guard l(mu_);
+  ++counts_.launches;
   auto it = entries_.find(signature);
-  if (it == entries_.end() || it->second.median < 0) return std::nullopt;
-  return it->second.median;
+  std::optional<double> found;
+  if (it != entries_.end() && it->second.median >= 0) {
+    ++counts_.settled;
+    found = it->second.median;
+  }
+  publish();
+  return found;
 }
 
 void KernelDurations::settle(const std::string& signature, double seconds) {
   std::lock_guard l(mu_);
+  ++counts_.from_database;
   Entry& e = entries_[signature];
   e.samples.clear();
   e.median = seconds;
+  publish();
 }
 
 bool KernelDurations::seen(const std::string& signature) {
