@@ -8,10 +8,11 @@
 //   - a call shorter than kShortCall that did not block spent its wall time on the CPU;
 //   - a stretch outside the driver shorter than kShortGap is charged its wall time;
 //   - anything longer (a sleep, I/O, a wait on another thread, a synchronization that blocked),
-//     and at least every kRefresh of wall time, reads the CPU clock itself. The exact reading
-//     then settles the estimates made since the last one: what was charged too much (the thread
-//     was preempted in a short stretch) is taken off the next charges, so the error stays below
-//     a few short stretches and never accumulates.
+//     and at least every kRefresh of wall time, reads the CPU clock itself. An exact reading on
+//     the way in settles the estimates made since the last one: what was charged too much (the
+//     thread was preempted in a short stretch) is taken off the next charges. One on the way out
+//     of a long call restarts the count from there. Either way the error is bounded by the
+//     preempted part of the short stretches within one kRefresh and never accumulates.
 // A program that sleeps or blocks outside the driver is therefore never charged for it; one that
 // calls the driver in a tight loop costs no system call per call.
 //
