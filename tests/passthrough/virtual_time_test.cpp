@@ -35,16 +35,17 @@ std::string db_path() {
           .string();
   return path;
 }
-// VGPU_LAUNCH_STATS: the launch counts (read when the first launch is planned).
-std::string stats_path() {
-  static const std::string path =
-      (std::filesystem::temp_directory_path() / ("vgpu_vtime_stats_" + std::to_string(::getpid()))).string();
-  return path;
+// VGPU_LAUNCH_STATS: the launch counts (read when the first launch is planned), set with "%p",
+// which the driver replaces by the process id.
+std::string stats_path(bool pattern = false) {
+  return (std::filesystem::temp_directory_path() /
+          ("vgpu_vtime_stats_" + (pattern ? std::string("%p") : std::to_string(::getpid()))))
+      .string();
 }
 const bool kDbSet = [] {
   std::filesystem::remove(db_path());
   ::setenv("VGPU_KERNEL_DB", db_path().c_str(), 1);
-  ::setenv("VGPU_LAUNCH_STATS", stats_path().c_str(), 1);
+  ::setenv("VGPU_LAUNCH_STATS", stats_path(/*pattern=*/true).c_str(), 1);
   return true;
 }();
 
@@ -468,6 +469,7 @@ TEST_F(VirtualTime, LaunchStatsCountMeasuredAndSettledLaunches) {
   EXPECT_EQ(after["measured"] - before.at("measured"), 1);  // the third sample
   EXPECT_EQ(after["settled"] - before.at("settled"), 4);
   EXPECT_EQ(after["signatures"], before.at("signatures"));
+  std::filesystem::remove(stats_path());  // the driver keeps writing through its open descriptor
 }
 
 TEST_F(VirtualTime, CapturedWorkIsTimedWhenTheGraphRuns) {

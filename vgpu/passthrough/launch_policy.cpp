@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -61,9 +62,12 @@ int KernelDurations::samples_wanted() {
 }
 
 KernelDurations::KernelDurations() {
-  const char* path = std::getenv("VGPU_LAUNCH_STATS");
-  if (path == nullptr || *path == '\0') return;
-  stats_fd_ = ::open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const char* value = std::getenv("VGPU_LAUNCH_STATS");
+  if (value == nullptr || *value == '\0') return;
+  // "%p" becomes the process id, so that the ranks of a job each keep their own file.
+  std::string path = value;
+  if (const size_t at = path.find("%p"); at != std::string::npos) path.replace(at, 2, std::to_string(::getpid()));
+  stats_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (stats_fd_ < 0) log::always(fmt::format("vgpu: VGPU_LAUNCH_STATS: cannot write {}", path));
 }
 

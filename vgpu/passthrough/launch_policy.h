@@ -20,7 +20,8 @@
 // VGPU_LAUNCH_STATS=<file>: after every launch with a signature, the file holds one line of
 // KernelDurations::Counts, "signatures=N launches=N settled=N from_database=N measured=N" (fixed
 // width, rewritten in place), so that a script can read how many launches were measured between
-// two points of a run (tests/gpu/measured_per_step.py reads it after each step).
+// two points of a run (tests/gpu/measured_per_step.py reads it after each step). A "%p" in the
+// path becomes the process id (one file per rank of a multi-process job).
 //
 // Under every policy NCCL's kernels run: ranks spin-wait on each other inside them, and the
 // vgpu net plugin moves their bytes, so skipping one on one rank would hang the others.
