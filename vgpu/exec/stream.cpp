@@ -197,7 +197,7 @@ struct StreamManager::Impl {
     s.in_flight.pop_front();
     if (t_on_worker_fn) return;  // a host function's thread is the driver's, not the program's
     const double finish = finish_of(oldest);  // 0 once forgotten: it finished before the floor
-    if (finish > vclock::now()) vclock::advance_to(finish);
+    if (finish > vclock::now()) vclock::advance_to(finish, /*floor_now=*/false);
   }
 
   // Appends one op to `s` (under mu). Returns it; `*run_inline` says whether the caller may

@@ -75,11 +75,11 @@ double now() {
   return this_thread().virtual_now;
 }
 
-void advance_to(double t) {
+void advance_to(double t, bool floor_now) {
   ThreadState& s = this_thread();
   if (!(t > s.virtual_now)) return;
   s.virtual_now = t;
-  publish_floor(s, 0);
+  publish_floor(s, floor_now ? 0 : kFloorStep);
 }
 
 double earliest_start() {
