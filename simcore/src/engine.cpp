@@ -75,6 +75,11 @@ class LocalEngine final : public Engine {
     return sim_.interval(id);
   }
 
+  void release(EventId id) override {
+    std::lock_guard lock(mu_);
+    sim_.release(id);
+  }
+
   bool is_final(EventId id) const override {
     std::lock_guard lock(mu_);
     if (!sim_.known(id)) return false;

@@ -25,9 +25,7 @@ uint32_t Simulator::allocate_slot() {
 
 EventId Simulator::submit(const NewEvent& e) {
   const uint32_t slot = allocate_slot();
-  const EventId id = static_cast<EventId>(slot_of_.size() + 1);
-  slot_of_.push_back(slot);
-  results_.push_back(Interval{});
+  const EventId id = ids_.add(slot);
   ++live_;
 
   Record& r = records_[slot];
@@ -47,10 +45,10 @@ EventId Simulator::submit(const NewEvent& e) {
   Time lower_bound = r.base_ready;
   if (e.after) {
     for (EventId dep : *e.after) {
-      const uint32_t ds = slot_of_[dep - 1];
-      if (ds == kRetired) {
-        r.base_ready = std::max(r.base_ready, results_[dep - 1].finish);
-        lower_bound = std::max(lower_bound, results_[dep - 1].finish);
+      const uint32_t ds = ids_.slot(dep);
+      if (ds == IdTable::kRetired) {
+        r.base_ready = std::max(r.base_ready, ids_.result(dep).finish);
+        lower_bound = std::max(lower_bound, ids_.result(dep).finish);
         continue;
       }
       if (std::find(r.deps.begin(), r.deps.end(), ds) != r.deps.end()) continue;
@@ -69,8 +67,9 @@ EventId Simulator::submit(const NewEvent& e) {
 }
 
 bool Simulator::settled(EventId id) const {
-  const uint32_t slot = slot_of_[id - 1];
-  if (slot == kRetired) return true;
+  if (!ids_.present(id)) return true;
+  const uint32_t slot = ids_.slot(id);
+  if (slot == IdTable::kRetired) return true;
   const Record& r = records_[slot];
   return !r.dirty && r.finish <= rewind_to_;
 }
@@ -461,8 +460,9 @@ void Simulator::trim_segments(Record& r) {
 // Results and reclaiming
 
 Interval Simulator::interval(EventId id) const {
-  const uint32_t slot = slot_of_[id - 1];
-  if (slot == kRetired) return results_[id - 1];
+  if (!ids_.present(id)) return Interval{};  // forgotten: the engine checks known() first
+  const uint32_t slot = ids_.slot(id);
+  if (slot == IdTable::kRetired) return ids_.result(id);
   const Record& r = records_[slot];
   return Interval{r.start, r.finish};
 }
@@ -480,8 +480,7 @@ void Simulator::reclaim(Time floor) {
 
 void Simulator::retire(uint32_t slot) {
   Record& r = records_[slot];
-  results_[r.id - 1] = Interval{r.start, r.finish};
-  slot_of_[r.id - 1] = kRetired;
+  ids_.retire(r.id, Interval{r.start, r.finish});
   if (record_timeline_) {
     retired_timeline_.push_back(timeline_entry(r, labels_[slot]));
     labels_[slot] = std::string();
@@ -507,7 +506,7 @@ void Simulator::retire(uint32_t slot) {
 
 Engine::Stats Simulator::stats() const {
   Engine::Stats s;
-  s.events_submitted = slot_of_.size();
+  s.events_submitted = ids_.last();
   s.events_live = live_;
   s.flow_segments = segments_;
   size_t history = records_.capacity() * sizeof(Record) + free_slots_.capacity() * sizeof(uint32_t) +
@@ -523,7 +522,7 @@ Engine::Stats Simulator::stats() const {
   }
   for (const std::string& l : labels_) history += sizeof(std::string) + l.capacity();
   s.history_bytes = history;
-  s.result_bytes = slot_of_.capacity() * sizeof(uint32_t) + results_.capacity() * sizeof(Interval);
+  s.result_bytes = ids_.bytes();
   size_t timeline = retired_timeline_.capacity() * sizeof(TimelineEntry);
   for (const TimelineEntry& t : retired_timeline_) timeline += t.label.capacity();
   s.timeline_bytes = timeline;

@@ -23,7 +23,8 @@
 // clean flow to start on it".
 //
 // reclaim(F) (F = the ranks' floor; no sweep ever starts below it) retires events finishing
-// before F: their interval moves to a 16-byte result and everything else is freed.
+// before F: their interval moves to a 16-byte result and everything else is freed; results of
+// released ids go too, a chunk of ids at a time (id_table.h).
 //
 // Within one virtual instant all queue items of that instant are applied first (starts, ends
 // of transfers, finishes, and what they release), then the flow solver re-solves once.
@@ -37,6 +38,7 @@
 #include <vector>
 
 #include "flow_solver.h"
+#include "id_table.h"
 #include "simcore/engine.h"
 #include "simcore/topology.h"
 #include "timeline.h"
@@ -63,8 +65,11 @@ class Simulator {
   Simulator(const ClusterSpec& cluster, const EngineOptions& options);
 
   const Topology& topology() const { return topology_; }
-  EventId last_id() const { return static_cast<EventId>(slot_of_.size()); }
-  bool known(EventId id) const { return id != kNoEvent && id <= last_id(); }
+  EventId last_id() const { return ids_.last(); }
+  // Handed out, and not forgotten (released and retired: id_table.h).
+  bool known(EventId id) const { return ids_.present(id); }
+  // The submitter will not name `id` again: once it is also retired, its result may go.
+  void release(EventId id) { ids_.release(id); }
   Time floor() const { return floor_; }
 
   EventId submit(const NewEvent& event);
@@ -201,8 +206,7 @@ class Simulator {
   std::vector<Record> records_;
   std::vector<std::string> labels_;  // by slot, only with record_timeline_
   std::vector<uint32_t> free_slots_;
-  std::vector<uint32_t> slot_of_;    // by id - 1; kRetired once retired
-  std::vector<Interval> results_;    // by id - 1; valid once retired
+  IdTable ids_;                      // slot by id, or the final interval once retired
   std::vector<TimelineEntry> retired_timeline_;
   std::vector<LinkIndex> links_;
 

@@ -8,6 +8,9 @@
 #include <filesystem>
 #include <thread>
 
+#include <sqlite3.h>
+
+#include "exec/host_address_space.h"
 #include "exec/kernel_time_db.h"
 #include "exec/kernel_time_model.h"
 #include "exec/launch_signature.h"
@@ -79,6 +82,128 @@ TEST(LaunchSignature, PointersInsideStructParametersAreMasked) {
   EXPECT_NE(sig(0x700000001000, 0x700000002000, 4096, 4), sig(0x700000001000, 0x700000002000, 4096, 8));
   // A word that is not a device pointer is a value.
   EXPECT_NE(sig(0x1000, 0x700000002000, 4096, 4), sig(0x2000, 0x700000002000, 4096, 4));
+}
+
+// A by-value struct the host fills only in part, as PyTorch's OffsetCalculator<2> is
+// {int dims; IntDivider sizes[25]; uint32 strides[25][2]} with entries past `dims` never written:
+// they hold what the host stack held before, here addresses of live host objects (the stack, the
+// heap, code), which differ from one launch to the next. Such words are masked like device
+// pointers; the entries in use, and the launch's real scalars, still decide the signature.
+struct PartlyFilled {
+  int32_t dims = 0;
+  uint32_t pad_ = 0;
+  uint64_t sizes[8] = {};  // only [0, dims) meaningful
+  float alpha = 0;
+  uint32_t pad2_ = 0;
+};
+static_assert(sizeof(PartlyFilled) == 80);
+
+LaunchSignature partly_filled_sig(HostAddressSpace& host, const PartlyFilled& v, int n) {
+  const ParamSlot slots[] = {{0, 4}, {8, sizeof(PartlyFilled)}};
+  std::vector<uint8_t> block(8 + sizeof(PartlyFilled), 0);
+  std::memcpy(block.data(), &n, 4);
+  std::memcpy(block.data() + 8, &v, sizeof v);
+  return build_launch_signature("partly_filled", LaunchShape{}, slots, block,
+                                [&host](uint64_t w) { return fake_pointer(w) || host.contains(w); });
+}
+
+TEST(LaunchSignature, HostAddressGarbageInsideStructsIsMasked) {
+  HostAddressSpace host;
+  int on_stack = 0;
+  auto heap_small = std::make_unique<int>(1);
+  auto heap_large = std::make_unique<std::vector<char>>(8 << 20);
+  const auto code = reinterpret_cast<uintptr_t>(&partly_filled_sig);
+  PartlyFilled a;
+  a.dims = 2;
+  a.sizes[0] = 512;
+  a.sizes[1] = 768;
+  a.alpha = 0.5f;
+  PartlyFilled b = a;
+  // Unused entries: whatever the stack held, different in the two launches.
+  a.sizes[2] = reinterpret_cast<uintptr_t>(&on_stack);
+  a.sizes[3] = reinterpret_cast<uintptr_t>(heap_small.get());
+  a.sizes[4] = code;
+  b.sizes[2] = reinterpret_cast<uintptr_t>(heap_large->data());
+  b.sizes[3] = reinterpret_cast<uintptr_t>(&b);
+  b.sizes[4] = reinterpret_cast<uintptr_t>(&a) + 8;
+  EXPECT_EQ(partly_filled_sig(host, a, 1000), partly_filled_sig(host, b, 1000));
+  // A real field differs: a size in use, the scalar, the separate parameter.
+  PartlyFilled c = a;
+  c.sizes[1] = 769;
+  EXPECT_NE(partly_filled_sig(host, a, 1000), partly_filled_sig(host, c, 1000));
+  c = a;
+  c.alpha = 0.25f;
+  EXPECT_NE(partly_filled_sig(host, a, 1000), partly_filled_sig(host, c, 1000));
+  EXPECT_NE(partly_filled_sig(host, a, 1000), partly_filled_sig(host, a, 1001));
+  // Values that merely look large are not addresses of host memory: below 4 GiB, two packed
+  // 32-bit integers, floats, the kernel address space.
+  for (uint64_t v : {uint64_t{5'000'000}, uint64_t{0xffff'ffff}, (uint64_t{3} << 32) | 1024,
+                     uint64_t{0x3f80'0000'3f00'0000}, uint64_t{0xffff'8000'0000'0000}}) {
+    c = a;
+    c.sizes[1] = v;
+    EXPECT_NE(partly_filled_sig(host, a, 1000), partly_filled_sig(host, c, 1000)) << std::hex << v;
+  }
+}
+
+// Bytes between parameters (alignment padding) are not in the signature: a launch packed
+// through `extra` carries whatever the host left there.
+TEST(LaunchSignature, PaddingBetweenParametersIsLeftOut) {
+  std::vector<uint8_t> x = axpy_params(2.0f, 0x700000001000, 0x700000002000, 1000);
+  std::vector<uint8_t> y = x;
+  for (int i = 4; i < 8; ++i) y[static_cast<size_t>(i)] = static_cast<uint8_t>(0xa5 + i);
+  LaunchShape s;
+  EXPECT_EQ(build_launch_signature("axpy", s, kAxpy, x, fake_pointer),
+            build_launch_signature("axpy", s, kAxpy, y, fake_pointer));
+}
+
+TEST(HostAddressSpace, KnowsTheProcesssReadableMappingsAboveFourGiB) {
+  HostAddressSpace host;
+  int on_stack = 0;
+  auto on_heap = std::make_unique<int>(0);
+  EXPECT_TRUE(host.contains(reinterpret_cast<uintptr_t>(&on_stack)));
+  EXPECT_TRUE(host.contains(reinterpret_cast<uintptr_t>(on_heap.get())));
+  EXPECT_FALSE(host.contains(0));
+  EXPECT_FALSE(host.contains(4096));
+  EXPECT_FALSE(host.contains(HostAddressSpace::kUserEnd));
+  const auto ranges = HostAddressSpace::parse_maps(
+      "00400000-00452000 r-xp 00000000 08:02 173521 /usr/bin/python\n"
+      "7f0000000000-7f0000100000 rw-p 00000000 00:00 0 \n"
+      "7f0000100000-7f1000000000 ---p 00000000 00:00 0 \n"
+      "ffffffffff600000-ffffffffff601000 --xp 00000000 00:00 0 [vsyscall]\n"
+      "0ffff0000-100010000 r--p 00000000 00:00 0\n");
+  ASSERT_EQ(ranges.size(), 2u);
+  EXPECT_EQ(ranges[0], std::make_pair(uint64_t{1} << 32, uint64_t{0x100010000}));
+  EXPECT_EQ(ranges[1], std::make_pair(uint64_t{0x7f0000000000}, uint64_t{0x7f0000100000}));
+}
+
+// A database recorded under the older masking rules (sig2) has rows for the same launches
+// whose bytes differ only in the magic: they never answer a lookup now.
+TEST(KernelTimeDb, RowsOfAnOlderSignatureFormatNeverMatch) {
+  const std::string path = temp_db("oldsig");
+  const auto sig = axpy_sig(0x700000001000, 0x700000002000, 1000);
+  ASSERT_EQ(sig.bytes.substr(0, 10), std::string("vgpu-sig3\0", 10));
+  {
+    KernelTimeDb db(path, "NVIDIA H100 80GB HBM3");
+    ASSERT_TRUE(db.record(axpy_sig(0x700000001000, 0x700000002000, 5), 1));  // creates the schema
+  }
+  std::string old = sig.bytes;
+  old[8] = '2';
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &h), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(h,
+                               "INSERT INTO kernel_times(gpu_model, signature, kernel_name, duration_ns, samples,"
+                               " updated_at) VALUES('NVIDIA H100 80GB HBM3', ?1, 'axpy', 999, 1, 0);",
+                               -1, &st, nullptr),
+            SQLITE_OK);
+  sqlite3_bind_blob(st, 1, old.data(), static_cast<int>(old.size()), SQLITE_STATIC);
+  EXPECT_EQ(sqlite3_step(st), SQLITE_DONE);
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  KernelTimeDb fresh(path, "NVIDIA H100 80GB HBM3");
+  EXPECT_EQ(fresh.count(), 2);
+  EXPECT_FALSE(fresh.lookup(sig).has_value());
+  std::filesystem::remove(path);
 }
 
 TEST(LaunchSignature, DecodesItsHeaderAndIntegers) {

@@ -10,6 +10,8 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+
+#include <map>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -33,11 +35,29 @@ std::string db_path() {
           .string();
   return path;
 }
+// VGPU_LAUNCH_STATS: the launch counts (read when the first launch is planned), set with "%p",
+// which the driver replaces by the process id.
+std::string stats_path(bool pattern = false) {
+  return (std::filesystem::temp_directory_path() /
+          ("vgpu_vtime_stats_" + (pattern ? std::string("%p") : std::to_string(::getpid()))))
+      .string();
+}
 const bool kDbSet = [] {
   std::filesystem::remove(db_path());
   ::setenv("VGPU_KERNEL_DB", db_path().c_str(), 1);
+  ::setenv("VGPU_LAUNCH_STATS", stats_path(/*pattern=*/true).c_str(), 1);
   return true;
 }();
+
+// The counts VGPU_LAUNCH_STATS holds now, by name.
+std::map<std::string, long> launch_stats() {
+  std::map<std::string, long> out;
+  std::ifstream f(stats_path());
+  std::string field;
+  while (f >> field)
+    if (auto eq = field.find('='); eq != std::string::npos) out[field.substr(0, eq)] = std::stol(field.substr(eq + 1));
+  return out;
+}
 
 // The test thread's own CPU time between two calls counts in virtual time (as a program's
 // would): a few us, much more under the sanitizers.
@@ -425,6 +445,31 @@ TEST_F(VirtualTime, SettledDurationsGoToTheDatabase) {
   ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
   EXPECT_NEAR(virtual_ms(a_, b_), 4 * static_cast<float>(*recorded) * 1e-6f, 4 * kHostSlackMs);
+}
+
+// Each launch of a new signature is measured until it settles (VGPU_MEASURE_SAMPLES, 3), then
+// takes the settled duration: VGPU_LAUNCH_STATS counts both.
+TEST_F(VirtualTime, LaunchStatsCountMeasuredAndSettledLaunches) {
+  if (policy() == "none") GTEST_SKIP() << "nothing is measured under VGPU_LAUNCH_POLICY=none";
+  float a = 7;
+  int n = 80 * 256;  // a signature no other test launches
+  void* params[] = {&a, &x_, &y_, &n};
+  for (int i = 0; i < 2; ++i) {  // the file exists once a launch was counted
+    ASSERT_EQ(cuLaunchKernel(axpy_, 80, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
+    ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  }
+  const auto before = launch_stats();
+  ASSERT_EQ(before.count("measured"), 1u) << "no VGPU_LAUNCH_STATS file";
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(cuLaunchKernel(axpy_, 80, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
+    ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  }
+  auto after = launch_stats();
+  EXPECT_EQ(after["launches"] - before.at("launches"), 5);
+  EXPECT_EQ(after["measured"] - before.at("measured"), 1);  // the third sample
+  EXPECT_EQ(after["settled"] - before.at("settled"), 4);
+  EXPECT_EQ(after["signatures"], before.at("signatures"));
+  std::filesystem::remove(stats_path());  // the driver keeps writing through its open descriptor
 }
 
 TEST_F(VirtualTime, CapturedWorkIsTimedWhenTheGraphRuns) {

@@ -263,3 +263,58 @@ TEST(Ranks, TimelineIsChromeTraceJson) {
 
 }  // namespace
 }  // namespace simcore
+
+namespace simcore {
+namespace {
+
+// A submitter that releases the ids it will not name again (Engine::release) lets the engine
+// forget the final results too, a chunk of ids at a time; ids not released, or not yet final,
+// keep answering; an id forgotten is unknown (nullopt, refused as a dependency), never a crash.
+TEST(Ranks, ReleasedFinalEventsAreForgotten) {
+  constexpr int kEvents = 100'000;
+  auto run = [&](bool release) {
+    auto e = make_engine(testing::small_cluster(1, 2), EngineOptions{SolverMode::incremental, false});
+    e->register_rank(0);
+    Time clock = 0;
+    EventId prev = kNoEvent, kept = kNoEvent;
+    for (int i = 0; i < kEvents; ++i) {
+      TaskSpec t;
+      t.duration = 1e-6;
+      t.not_before = clock;
+      if (prev != kNoEvent) t.after.push_back(prev);
+      const EventId id = e->add_task(t);
+      if (i == 10) kept = id;  // held by the submitter: never released
+      if (release && prev != kNoEvent && prev != kept) e->release(prev);
+      prev = id;
+      clock += 2e-6;
+      e->set_rank_floor(0, clock);
+    }
+    return std::make_tuple(e->stats(), std::move(e), kept, prev);
+  };
+  auto [kept_stats, kept_engine, k1, p1] = run(false);
+  auto [stats, engine, kept, last] = run(true);
+  EXPECT_EQ(stats.events_submitted, static_cast<uint64_t>(kEvents));
+  // 20 bytes per event kept without releases; with them, a few chunks (the one holding `kept`,
+  // the newest ones not yet final or not full).
+  EXPECT_GT(kept_stats.result_bytes, 20u * kEvents);
+  EXPECT_LT(stats.result_bytes, 5u * 4096 * 20);
+  // The kept event and the newest still answer; a released final one of a freed chunk does not.
+  ASSERT_TRUE(engine->query(kept).has_value());
+  EXPECT_NEAR(engine->query(kept)->start, 10 * 2e-6, 1e-12);
+  EXPECT_TRUE(engine->query(last).has_value());
+  EXPECT_FALSE(engine->query(kept + 5000).has_value());
+  TaskSpec t;
+  t.after.push_back(kept + 5000);
+  EXPECT_EQ(engine->add_task(t), kNoEvent);
+  t.after = {kept};
+  EXPECT_NE(engine->add_task(t), kNoEvent);
+  // Released twice, or an unknown id: ignored.
+  engine->release(last);
+  engine->release(last);
+  engine->release(kNoEvent);
+  engine->release(last + 1000);
+  EXPECT_TRUE(engine->query(last).has_value());
+}
+
+}  // namespace
+}  // namespace simcore

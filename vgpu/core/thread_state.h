@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "driver/cuda_api.h"
+#include "exec/outside_cpu_time.h"
 
 namespace simcore { class Engine; }
 
@@ -26,7 +27,7 @@ struct ThreadState {
 
   std::vector<CUcontext> context_stack;
   double virtual_now = 0;       // the thread's virtual CPU clock, seconds
-  double last_real_cpu = -1;    // thread CPU time at the last driver call, seconds
+  OutsideCpuTime outside_cpu;   // its CPU time outside driver calls, read cheaply
   int rank = kNoRank;           // this thread's rank in the engine (ThreadRanks)
   double promised = 0;          // the floor it last promised the engine, seconds
 

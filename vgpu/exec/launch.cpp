@@ -194,8 +194,8 @@ CUresult ModuleManager::prepare_launch(const LaunchRequest& r, bool per_thread, 
   PreparedLaunch p;
   if (CUresult rc = pack_params(r, k, &p.params); rc != CUDA_SUCCESS) return rc;
   const MemoryManager& memory = driver_.memory();
-  p.signature = build_launch_signature(k.name, s, k.params, p.params, [&memory](uint64_t v) {
-    return v != 0 && memory.resolve(static_cast<CUdeviceptr>(v), 1).has_value();
+  p.signature = build_launch_signature(k.name, s, k.params, p.params, [&memory, this](uint64_t v) {
+    return v != 0 && (memory.resolve(static_cast<CUdeviceptr>(v), 1).has_value() || host_addresses_.contains(v));
   });
   p.duration_s = kernel_duration(p.signature, &p.from_database);
   p.function = std::move(fn);

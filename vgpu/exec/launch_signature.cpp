@@ -5,7 +5,11 @@
 namespace vgpu {
 namespace {
 
-constexpr std::string_view kMagic{"vgpu-sig2\0", 10};
+constexpr std::string_view kMagic{"vgpu-sig3\0", 10};
+
+// No address, host or device, lies below this (Linux never maps the first 64 KiB:
+// vm.mmap_min_addr): smaller values (most sizes and counts) skip `is_pointer`, which takes locks.
+constexpr uint64_t kLowestAddress = 0x10000;
 
 void put_u32(std::string& out, uint32_t v) {
   for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -54,7 +58,7 @@ LaunchSignature build_launch_signature(std::string_view function_name, const Lau
     if (slot.size == 8 && is_pointer) {
       uint64_t value;
       std::memcpy(&value, p, 8);
-      if (is_pointer(value)) {
+      if (value >= kLowestAddress && is_pointer(value)) {
         out.push_back('p');
         continue;
       }
@@ -64,14 +68,15 @@ LaunchSignature build_launch_signature(std::string_view function_name, const Lau
     const size_t at = out.size();
     out.append(reinterpret_cast<const char*>(p), slot.size);
     // Structs passed by value often carry pointers (PyTorch's TensorIterator kernels pass their
-    // data pointers in an array inside one parameter): every 8-byte-aligned word of a larger
-    // parameter that points into device memory is zeroed, as a pointer parameter is left out.
+    // data pointers in an array inside one parameter) and host stack garbage in their unused
+    // parts: every 8-byte-aligned word of a larger parameter that is a device or host address
+    // is zeroed, as a pointer parameter is left out.
     if (slot.size > 8 && is_pointer) {
       for (uint32_t w = 0; w + 8 <= slot.size; w += 8) {
         if ((slot.offset + w) % 8 != 0) continue;
         uint64_t value;
         std::memcpy(&value, p + w, 8);
-        if (value != 0 && is_pointer(value)) std::memset(out.data() + at + w, 0, 8);
+        if (value >= kLowestAddress && is_pointer(value)) std::memset(out.data() + at + w, 0, 8);
       }
     }
   }

@@ -3,17 +3,30 @@
 // later launch with the same signature, and replayed by the sim backend.
 //
 // A signature is made of the function's name, the grid and block dimensions, the dynamic shared
-// memory, and the parameter bytes that are NOT device pointers. Pointer values change from run to
-// run (and between two allocations of the same buffer) without changing the work a kernel does,
-// so they are left out; sizes, strides, scalars and structs passed by value stay in, because
-// they usually decide how much work there is. A parameter counts as a pointer when it is 8 bytes
-// and its value lies inside a known allocation (the caller's `is_pointer` decides); inside a
-// larger parameter (a struct by value) every 8-byte-aligned word that is such a pointer is zeroed.
+// memory, and the parameter bytes that are the kernel's input. Left out:
+//   - pointers. Pointer values change from run to run (and between two allocations of the same
+//     buffer) without changing the work a kernel does. A value counts as a pointer when it lies
+//     inside a known device allocation or in the process's own host memory (the caller's
+//     `is_pointer` decides; both backends ask `is_device(v) || HostAddressSpace::contains(v)`,
+//     exec/host_address_space.h; values below 64 KiB, which Linux never maps, are not asked). An 8-byte parameter that is one is recorded as 'p'; inside a
+//     larger parameter (a struct by value) every 8-byte-aligned word that is one is zeroed.
+//     Host addresses matter for the second case: a struct the host filled only in part (PyTorch's
+//     OffsetCalculator beyond its dims) carries stack garbage, mostly frame, return and heap
+//     addresses, which made every launch a new signature.
+//   - the bytes between parameters (alignment padding): only each parameter's own bytes, at the
+//     offset and size of the cubin's EIATTR_KPARAM_INFO (the sim's parser, or the real driver's
+//     cuFuncGetParamInfo, which reports the same), enter the signature, so a launch packed
+//     through `extra` (whose buffer holds whatever the host left in the gaps) and the same launch
+//     through kernelParams agree.
+// Sizes, strides, scalars and structs passed by value stay in, because they usually decide how
+// much work there is.
 //
 // The encoding is a byte string (exact comparison, usable as a map key and as an SQLite BLOB):
-//   "vgpu-sig2\0" name "\0" grid.x grid.y grid.z block.x block.y block.z shared   (u32 LE each)
+//   "vgpu-sig3\0" name "\0" grid.x grid.y grid.z block.x block.y block.z shared   (u32 LE each)
 //   then per parameter, in order: 'p' (a pointer, no bytes) or 'v' u32-LE size, then the bytes.
-// Both backends build it with build_launch_signature(), so their keys agree.
+// Both backends build it with build_launch_signature(), so their keys agree. The magic names the
+// masking rules: when they change, so does the magic (sig2: device pointers only), and a
+// kernel-time database recorded under older rules never matches (its rows keep their magic).
 #pragma once
 
 #include <array>

@@ -18,6 +18,7 @@
 #include "core/handle_table.h"
 #include "core/stream_work.h"
 #include "driver/cuda_api.h"
+#include "exec/host_address_space.h"
 #include "exec/kernel_time_db.h"
 #include "exec/launch_signature.h"
 #include "exec/module_objects.h"
@@ -140,6 +141,7 @@ class ModuleManager {
   DriverState& driver_;
   int sm_arch_ = 0;
   std::unique_ptr<KernelTimeDb> kernel_times_;
+  HostAddressSpace host_addresses_;  // masked in launch signatures (exec/launch_signature.h)
   HandleTable<Module> modules_;
   HandleTable<Function> functions_;
   HandleTable<Library> libraries_;

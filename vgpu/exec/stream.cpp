@@ -44,6 +44,10 @@ namespace {
 
 thread_local bool t_on_worker_fn = false;  // inside a host function: waiting would deadlock
 
+// Ops a stream may have in flight before the next one waits (wait_for_queue_room): the order of
+// a real driver's launch queue (pushbuffer), which fills after about a thousand launches.
+constexpr size_t kLaunchQueueDepth = 1024;
+
 const char* kind_name(Work::Kind k) {
   switch (k) {
     case Work::Kind::kernel: return "kernel";
@@ -185,6 +189,23 @@ struct StreamManager::Impl {
     return id;
   }
 
+  // A real driver queues a bounded number of launches (about a thousand) and blocks the caller
+  // of the next until the GPU has run the oldest: a program that never synchronizes runs at
+  // the GPU's pace, not ahead of it. The same here, in virtual time: past kLaunchQueueDepth ops
+  // in flight, the issuing thread's clock moves to the finish of the op that many back. This
+  // also lets the engine's floor follow (a thread's clock is its promise), so that a program
+  // that never synchronizes does not keep every op's history. (Under mu.)
+  void wait_for_queue_room(Stream& s, simcore::EventId vid) {
+    if (vid == simcore::kNoEvent) return;
+    s.in_flight.push_back(vid);
+    if (s.in_flight.size() <= kLaunchQueueDepth) return;
+    const simcore::EventId oldest = s.in_flight.front();
+    s.in_flight.pop_front();
+    if (t_on_worker_fn) return;  // a host function's thread is the driver's, not the program's
+    const double finish = finish_of(oldest);  // 0 once forgotten: it finished before the floor
+    if (finish > vclock::now()) vclock::advance_to(finish, /*floor_now=*/false);
+  }
+
   // Appends one op to `s` (under mu). Returns it; `*run_inline` says whether the caller may
   // run it now on its own thread (then it must call finish_inline()).
   std::shared_ptr<Op> append(const std::shared_ptr<Stream>& s, Work work,
@@ -194,6 +215,8 @@ struct StreamManager::Impl {
     auto op = std::make_shared<Op>();
     op->on_worker = work.kind == Work::Kind::host_function;
     op->vid = add_virtual(*s, work, std::move(after), not_before);
+    if (op->vid != simcore::kNoEvent) op->engine = &engine();
+    wait_for_queue_room(*s, op->vid);
     op->execute = std::move(work.execute);
     op->ready = std::move(ready);
     op->waits = std::move(waits);
@@ -899,7 +922,11 @@ CUresult StreamManager::submit_items(CUstream stream, std::vector<LaunchItem> it
     join.label = "graph end";
     if (auto id = impl_->engine().add_task(join); id != simcore::kNoEvent) {
       s->last_vid = id;
-      if (op) op->vid = id;  // the last real op stands for the graph's end
+      if (op) {  // the last real op stands for the graph's end, and keeps its own event
+        if (op->own_vid == simcore::kNoEvent) op->own_vid = op->vid;
+        op->vid = id;
+        op->engine = &impl_->engine();
+      }
     }
   }
   lock.unlock();

@@ -13,14 +13,28 @@
 
 namespace vgpu {
 
-// One op of a stream: its real effect and its simcore event.
+// One op of a stream: its real effect and its simcore event. The op owns its events: every
+// holder of an event id (the stream's last op, a recorded event) holds the op, so when the last
+// holder lets go the engine is told it may forget the ids (simcore Engine::release), and a run
+// of 10^8 launches does not keep 20 bytes of engine results for each.
 struct Op {
   std::function<void()> execute;
   std::function<bool()> ready;              // polled precondition (cuStreamWaitValue*)
   bool on_worker = false;                   // host function: never on the caller's thread
   std::vector<std::shared_ptr<Op>> waits;   // other streams' ops that must be done first
   simcore::EventId vid = simcore::kNoEvent;  // its point in virtual time
+  simcore::EventId own_vid = simcore::kNoEvent;  // its own event when `vid` is a graph's end
+  simcore::Engine* engine = nullptr;        // where its events live (the driver's: never destroyed)
   bool done = false;
+
+  Op() = default;
+  Op(const Op&) = delete;
+  Op& operator=(const Op&) = delete;
+  ~Op() {
+    if (engine == nullptr) return;
+    if (vid != simcore::kNoEvent) engine->release(vid);
+    if (own_vid != simcore::kNoEvent && own_vid != vid) engine->release(own_vid);
+  }
 };
 
 struct Stream;
@@ -53,6 +67,9 @@ struct Stream {
   bool destroyed = false;
   std::shared_ptr<Op> last;               // last op submitted (possibly done)
   simcore::EventId last_vid = simcore::kNoEvent;
+  // The events of its last kLaunchQueueDepth ops (stream.cpp): a launch past that many waits,
+  // in virtual time, for the oldest to finish, as a real driver's full launch queue blocks.
+  std::deque<simcore::EventId> in_flight;
   std::map<int, CUstreamAttrValue> attrs;
 
   std::shared_ptr<CaptureSession> capture;

@@ -1,7 +1,5 @@
 #include "exec/virtual_clock.h"
 
-#include <time.h>
-
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -15,20 +13,13 @@
 namespace vgpu::vclock {
 namespace {
 
-double thread_cpu_seconds() {
-  timespec ts{};
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
 thread_local int t_depth = 0;
 
-// Charge the CPU time spent outside the driver since the thread last left it.
+// Charge the CPU time spent outside the driver since the thread last left it. (Entering a call
+// already counts as inside: the clock shim then answers real readings, never this clock.)
 void charge_outside_time() {
   ThreadState& t = this_thread();
-  const double cpu = thread_cpu_seconds();
-  if (t.last_real_cpu >= 0 && cpu > t.last_real_cpu) t.virtual_now += cpu - t.last_real_cpu;
-  t.last_real_cpu = cpu;
+  t.virtual_now += t.outside_cpu.take();
 }
 
 // Renews the thread's promise to the engine when its clock is at least `step` past it.
@@ -74,7 +65,7 @@ void leave_call() {
   ThreadState& t = this_thread();
   // The clock will only creep from here until the thread's next call: a valid floor.
   publish_floor(t, kFloorStep);
-  t.last_real_cpu = thread_cpu_seconds();
+  t.outside_cpu.leave();
 }
 
 bool in_call() { return t_depth > 0; }
@@ -84,11 +75,11 @@ double now() {
   return this_thread().virtual_now;
 }
 
-void advance_to(double t) {
+void advance_to(double t, bool floor_now) {
   ThreadState& s = this_thread();
   if (!(t > s.virtual_now)) return;
   s.virtual_now = t;
-  publish_floor(s, 0);
+  publish_floor(s, floor_now ? 0 : kFloorStep);
 }
 
 double earliest_start() {

@@ -41,8 +41,10 @@ double now();
 // Whether the calling thread is inside a driver call (a CallScope is open).
 bool in_call();
 // Move the calling thread's clock forward to `t` (never backward): synchronization. The thread's
-// floor follows at once.
-void advance_to(double t);
+// floor follows at once, or (`floor_now` false: a launch waiting for room in its stream's queue,
+// once per launch) only when the clock is kFloorStep past the last promise, as it does when
+// the clock creeps by CPU time, so that such waits do not all take the engine's lock.
+void advance_to(double t, bool floor_now = true);
 // The earliest virtual start of an op the calling thread submits now: its clock plus the launch
 // latency. Makes the thread a rank of the engine on its first submission (a thread joining
 // late starts at the other ranks' floor, see ThreadRanks::join). Only after cuInit.

@@ -80,7 +80,7 @@ bool launch_signature(CUfunction f, const LaunchShape& shape, void** params, voi
   std::vector<uint8_t> block;
   if (!facts.ok || !pack_params(facts, params, extra, &block)) return false;
   *out = build_launch_signature(facts.name, shape, facts.slots, block,
-                                [s](uint64_t v) { return s->is_device_pointer(v); });
+                                [s](uint64_t v) { return s->is_device_pointer(v) || s->host_addresses().contains(v); });
   return true;
 }
 

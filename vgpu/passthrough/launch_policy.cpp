@@ -1,8 +1,13 @@
 #include "passthrough/launch_policy.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "common/log.h"
 
@@ -56,18 +61,57 @@ int KernelDurations::samples_wanted() {
   return n;
 }
 
+KernelDurations::KernelDurations() {
+  const char* value = std::getenv("VGPU_LAUNCH_STATS");
+  if (value == nullptr || *value == '\0') return;
+  // "%p" becomes the process id, so that the ranks of a job each keep their own file.
+  std::string path = value;
+  if (const size_t at = path.find("%p"); at != std::string::npos) path.replace(at, 2, std::to_string(::getpid()));
+  stats_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (stats_fd_ < 0) log::always(fmt::format("vgpu: VGPU_LAUNCH_STATS: cannot write {}", path));
+}
+
+void KernelDurations::publish() {
+  if (stats_fd_ < 0) return;
+  char line[160];
+  const int n = std::snprintf(line, sizeof line,
+                              "signatures=%012llu launches=%012llu settled=%012llu from_database=%012llu "
+                              "measured=%012llu\n",
+                              static_cast<unsigned long long>(entries_.size()), counts_.launches, counts_.settled,
+                              counts_.from_database, counts_.measured());
+  if (n > 0 && ::pwrite(stats_fd_, line, static_cast<size_t>(n), 0) < 0) {
+    ::close(stats_fd_);  // a full disk or a closed file: stop trying
+    stats_fd_ = -1;
+  }
+}
+
+KernelDurations::Counts KernelDurations::counts() {
+  std::lock_guard l(mu_);
+  Counts c = counts_;
+  c.signatures = entries_.size();
+  return c;
+}
+
 std::optional<double> KernelDurations::settled(const std::string& signature) {
   std::lock_guard l(mu_);
+  ++counts_.launches;
   auto it = entries_.find(signature);
-  if (it == entries_.end() || it->second.median < 0) return std::nullopt;
-  return it->second.median;
+  std::optional<double> found;
+  if (it != entries_.end() && it->second.median >= 0) {
+    ++counts_.settled;
+    found = it->second.median;
+  }
+  publish();
+  return found;
 }
 
 void KernelDurations::settle(const std::string& signature, double seconds) {
   std::lock_guard l(mu_);
+  ++counts_.from_database;
   Entry& e = entries_[signature];
   e.samples.clear();
   e.median = seconds;
+  publish();
 }
 
 bool KernelDurations::seen(const std::string& signature) {

@@ -17,6 +17,12 @@
 //   none   nothing runs; every launch takes the duration recorded in the kernel-time database
 //          (VGPU_KERNEL_DB, recorded on a GPU of the virtual model) or the fallback model.
 //
+// VGPU_LAUNCH_STATS=<file>: after every launch with a signature, the file holds one line of
+// KernelDurations::Counts, "signatures=N launches=N settled=N from_database=N measured=N" (fixed
+// width, rewritten in place), so that a script can read how many launches were measured between
+// two points of a run (tests/gpu/measured_per_step.py reads it after each step). A "%p" in the
+// path becomes the process id (one file per rank of a multi-process job).
+//
 // Under every policy NCCL's kernels run: ranks spin-wait on each other inside them, and the
 // vgpu net plugin moves their bytes, so skipping one on one rank would hang the others.
 #pragma once
@@ -52,7 +58,23 @@ class KernelDurations {
   // The signature's duration is known already (the kernel-time database): no measuring.
   void settle(const std::string& signature, double seconds);
 
+  // What the launches with a signature did so far (launches that cannot be described are
+  // measured every time and not counted): `launches` asked settled() (one per launch under
+  // the policies all and first), `settled` found a duration there, `from_database` took it from
+  // the kernel-time database instead; the rest were measured. `signatures`: distinct ones.
+  struct Counts {
+    unsigned long long signatures = 0, launches = 0, settled = 0, from_database = 0;
+    unsigned long long measured() const { return launches - settled - from_database; }
+  };
+  Counts counts();
+
+  KernelDurations();
+
  private:
+  void publish();  // under mu_: VGPU_LAUNCH_STATS
+
+  Counts counts_;
+  int stats_fd_ = -1;
   struct Entry {
     std::vector<double> samples;
     double median = -1;

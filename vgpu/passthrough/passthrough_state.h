@@ -18,6 +18,7 @@
 #include "core/device.h"
 #include "core/device_registry.h"
 #include "driver/cuda_api.h"
+#include "exec/host_address_space.h"
 #include "passthrough/device_pools.h"
 #include "simcore/cluster_spec.h"
 #include "simcore/topology.h"
@@ -111,6 +112,8 @@ class PassState final : public DeviceRegistry {
   // Whether `p` points into device memory the program allocated or mapped: launch signatures
   // leave such parameters out.
   bool is_device_pointer(uint64_t p) const;
+  // The process's host mappings, which launch signatures leave out as well.
+  HostAddressSpace& host_addresses() { return host_addresses_; }
   void add_handle(unsigned long long h, uint64_t bytes, int v);
   // cuMemRelease: the handle's record is taken out before the real release (the handle value is
   // then free for reuse) and put back if the real driver refuses.
@@ -151,6 +154,7 @@ class PassState final : public DeviceRegistry {
   std::map<CUdeviceptr, Charge> allocations_;  // ordered: pointers inside an allocation
   std::unordered_map<unsigned long long, std::shared_ptr<HandleCharge>> handles_;
   std::map<CUdeviceptr, Mapping> mappings_;
+  HostAddressSpace host_addresses_;
 };
 
 // A cuMemCreate handle's charge, shared by the handle and its mappings (guarded by mu_).

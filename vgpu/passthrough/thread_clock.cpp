@@ -1,20 +1,19 @@
 #include "passthrough/thread_clock.h"
 
-#include <time.h>
-
 #include <array>
 #include <atomic>
+
+#include "exec/outside_cpu_time.h"
 
 namespace vgpu::pt::thread_clock {
 namespace {
 
 struct Clock {
   double now = 0;
-  double last_cpu = -1;  // thread CPU time when the clock was last charged; < 0: never
+  OutsideCpuTime outside;  // CPU time outside paused calls (exec/outside_cpu_time.h)
   int paused = 0;
   bool used = false;
   bool blocking = false;     // the outermost pause
-  double pause_wall = 0;     // monotonic time when it began
   bool polling = false;      // the last query answered "not ready" (see polled_not_ready)
   // What this polling is waiting for (the work asked about and heard "not ready" of).
   std::array<const void*, 8> awaited{};
@@ -25,27 +24,10 @@ thread_local Clock t_clock;
 constexpr int kMaxDevices = 1024;
 std::array<std::atomic<double>, kMaxDevices> g_horizon{};
 
-double wall_seconds() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
-double thread_cpu_seconds() {
-  timespec ts{};
-  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
-  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
-}
-
 void charge(Clock& c) {
   if (c.paused > 0) return;
-  const double cpu = thread_cpu_seconds();
-  if (c.last_cpu >= 0 && cpu > c.last_cpu) c.now += cpu - c.last_cpu;
-  c.last_cpu = cpu;
+  c.now += c.outside.take();
 }
-
-// The CPU time since the thread's last call is dropped: it was spent polling.
-void drop(Clock& c) { c.last_cpu = thread_cpu_seconds(); }
 
 void raise_horizon(int device, double t) {
   if (device < 0 || device >= kMaxDevices) return;
@@ -113,25 +95,17 @@ Pause::Pause(bool blocking) {
     c.blocking = c.blocking || blocking;
     return;
   }
-  --c.paused;
-  charge(c);
-  c.polling = false;  // any other call ends the polling (its CPU time since was charged above)
-  ++c.paused;
+  c.now += c.outside.enter();  // also the time since a "not ready": it was work
+  c.polling = false;           // any other call ends the polling
   c.blocking = blocking;
-  c.pause_wall = wall_seconds();
 }
 
 Pause::Pause(Query) {
   Clock& c = t_clock;
   if (c.paused++ > 0) return;
-  --c.paused;
-  if (c.polling)
-    drop(c);  // the time since the last question was spent waiting for the answer
-  else
-    charge(c);
-  ++c.paused;
+  const double outside = c.outside.enter();
+  if (!c.polling) c.now += outside;  // while polling, the time since the last question was waiting
   c.blocking = false;
-  c.pause_wall = wall_seconds();
 }
 
 void Pause::mark_blocking() { t_clock.blocking = true; }
@@ -142,12 +116,9 @@ Pause::~Pause() {
     --c.paused;
     return;
   }
-  // Read while still paused: under `vgpu-run --virtual-clock` a paused thread's clock reads
-  // stay real (darkapi/vgpu_clock_table.h).
-  if (c.blocking || c.last_cpu < 0)
-    c.last_cpu = thread_cpu_seconds();
-  else
-    c.last_cpu += wall_seconds() - c.pause_wall;  // CPU time inside taken as its wall time
+  // A blocking scope's wall time is mostly waiting: the CPU clock is read; otherwise the CPU
+  // time inside is taken as its wall time (both readings bypass the clock shim).
+  c.outside.leave(c.blocking);
   c.paused = 0;
 }
 

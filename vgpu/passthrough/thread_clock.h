@@ -45,10 +45,11 @@ bool polled_ready(const void* awaited, double finish);
 bool polling();
 
 // Excludes the real CPU time spent inside its scope from the thread's clock. Nests.
-// Reading a thread's CPU time is a system call (~0.3 us), so a scope that does not block
-// (`blocking` false: launches, records, async copies) reads it only on entry and takes the CPU
-// time inside to be its wall time (a vDSO read); a blocking scope (synchronizations) reads it
-// on both ends, since its wall time is mostly waiting.
+// Reading a thread's CPU time is a system call (~0.3 us), so the clock is kept as the sim
+// backend keeps its own (exec/outside_cpu_time.h): short stretches outside and short scopes that
+// do not block (`blocking` false: launches, records, async copies) are timed by the vDSO wall
+// clock, and the CPU clock is read after a blocking scope (synchronizations, whose wall time is
+// mostly waiting), after any stretch longer than 50 us, and at least every millisecond.
 class Pause {
  public:
   explicit Pause(bool blocking = false);

@@ -35,7 +35,9 @@
 //   (set_rank_floor), where a rank blocked in wait_final_for_rank(id, rank) promises at least
 //   the current finish of `id`. Events finishing at or before F are final. History older than
 //   F is reclaimed; only 20 bytes per event remain (its final interval, for query()), plus its
-//   timeline entry unless EngineOptions::record_timeline is off.
+//   timeline entry unless EngineOptions::record_timeline is off. A submitter that releases the
+//   ids it will not name again (release()) lets those 20 bytes go as well, 4096 ids at a time,
+//   so a run of 10^8 launches keeps bounded memory.
 // - The first rank to register starts at the reclaimed floor (0 at first); a rank registered
 //   beside others starts at their floor, so that nothing final becomes tentative again.
 // - A submission with not_before below the floor breaks a promise: it is moved to the floor
@@ -123,13 +125,18 @@ class Engine {
     return wait_final(id);
   }
 
+  // The caller will never name `id` again (in `after`, query, is_final or a wait): once the
+  // event is also final and reclaimed, the engine may forget it (it is then unknown). Ignored by
+  // engines that keep everything.
+  virtual void release(EventId id) { (void)id; }
+
   // Counters for tests and benchmarks (zeros where an implementation keeps none).
   struct Stats {
     uint64_t events_submitted = 0;
     uint64_t events_live = 0;         // not yet reclaimed (history is kept for them)
     uint64_t flow_segments = 0;       // rate-history segments held by live flows
     uint64_t history_bytes = 0;       // memory of everything reclaimable (live events, logs)
-    uint64_t result_bytes = 0;        // memory of the per-event final intervals (never reclaimed)
+    uint64_t result_bytes = 0;        // memory of the per-event final intervals (until released)
     uint64_t timeline_bytes = 0;      // memory held for timeline_json() of reclaimed events
     uint64_t rollbacks = 0;           // simulations that had to rewind simulated work
     uint64_t replayed_events = 0;     // events re-simulated by those rewinds

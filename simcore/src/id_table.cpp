@@ -1,0 +1,58 @@
+#include "id_table.h"
+
+namespace simcore::detail {
+
+IdTable::Chunk* IdTable::chunk_of(EventId id) const {
+  if (id == kNoEvent || id > last_ || id < first_) return nullptr;
+  const size_t c = static_cast<size_t>((id - first_) / kChunk);
+  return c < chunks_.size() ? chunks_[c].get() : nullptr;
+}
+
+EventId IdTable::add(uint32_t slot) {
+  const EventId id = last_ + 1;
+  if (index(id) == 0) {
+    chunks_.push_back(std::make_unique<Chunk>());
+    ++held_;
+  }
+  last_ = id;
+  Chunk* c = chunk_of(id);
+  c->slot[index(id)] = slot;
+  c->result[index(id)] = Interval{};
+  return id;
+}
+
+void IdTable::retire(EventId id, const Interval& final_interval) {
+  Chunk* c = chunk_of(id);
+  if (c == nullptr || c->slot[index(id)] == kRetired) return;
+  c->slot[index(id)] = kRetired;
+  c->result[index(id)] = final_interval;
+  ++c->retired;
+  maybe_free(id);
+}
+
+void IdTable::release(EventId id) {
+  Chunk* c = chunk_of(id);
+  if (c == nullptr) return;
+  uint64_t& word = c->released_bits[index(id) / 64];
+  const uint64_t bit = uint64_t{1} << (index(id) % 64);
+  if (word & bit) return;
+  word |= bit;
+  ++c->released;
+  maybe_free(id);
+}
+
+void IdTable::maybe_free(EventId id) {
+  Chunk* c = chunk_of(id);
+  // Only a full chunk: ids still to come would land in a freed one.
+  if (c == nullptr || c->retired != kChunk || c->released != kChunk) return;
+  chunks_[static_cast<size_t>((id - first_) / kChunk)].reset();
+  --held_;
+  while (!chunks_.empty() && chunks_.front() == nullptr) {
+    chunks_.pop_front();
+    first_ += kChunk;
+  }
+}
+
+size_t IdTable::bytes() const { return held_ * sizeof(Chunk) + chunks_.size() * sizeof(chunks_[0]); }
+
+}  // namespace simcore::detail

@@ -1,0 +1,59 @@
+// What the simulator keeps per event id: the event's record slot while it is live, its final
+// interval once it is retired. A long run submits ~10^8 events, so this table must not keep
+// 20 bytes for each of them forever: ids are handed out in order and stored in chunks of
+// kChunk, and a chunk is freed once every one of its ids is both retired (final, its history
+// reclaimed) and released by the submitter (Engine::release: it will never name the id again).
+// A user that never releases (vgpu-netsim, the NCCL plugin, vgpud's clients) keeps everything,
+// as before. An id whose chunk was freed is no longer known (queries answer nullopt, a
+// dependency on it is refused), never a dangling read.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <memory>
+
+#include "simcore/engine.h"
+
+namespace simcore::detail {
+
+class IdTable {
+ public:
+  static constexpr uint32_t kRetired = std::numeric_limits<uint32_t>::max();
+  static constexpr uint32_t kChunk = 4096;
+
+  // A new id for an event in `slot`.
+  EventId add(uint32_t slot);
+  EventId last() const { return last_; }
+  // The id was handed out and its chunk is still held.
+  bool present(EventId id) const { return chunk_of(id) != nullptr; }
+
+  // Only for present ids.
+  uint32_t slot(EventId id) const { return chunk_of(id)->slot[index(id)]; }
+  const Interval& result(EventId id) const { return chunk_of(id)->result[index(id)]; }
+  void retire(EventId id, const Interval& final_interval);
+
+  // The submitter will not name `id` again (a second release of an id is ignored).
+  void release(EventId id);
+
+  size_t bytes() const;
+
+ private:
+  struct Chunk {
+    uint32_t slot[kChunk];
+    Interval result[kChunk];
+    uint64_t released_bits[kChunk / 64] = {};
+    uint32_t retired = 0;
+    uint32_t released = 0;
+  };
+  static uint32_t index(EventId id) { return static_cast<uint32_t>((id - 1) % kChunk); }
+  Chunk* chunk_of(EventId id) const;
+  void maybe_free(EventId id);
+
+  std::deque<std::unique_ptr<Chunk>> chunks_;  // chunks_[0] holds ids from first_ on
+  EventId first_ = 1;                          // first id of chunks_[0]
+  EventId last_ = 0;
+  size_t held_ = 0;                            // chunks not freed
+};
+
+}  // namespace simcore::detail

@@ -1,0 +1,56 @@
+// The CPU time a host thread spends outside driver calls, which is what its virtual CPU clock
+// advances by (exec/virtual_clock.h), read cheaply.
+//
+// Why: the thread's CPU clock (CLOCK_THREAD_CPUTIME_ID) is a system call (~0.3 us, more under
+// seccomp or a hypervisor), and reading it on entry and exit of every call was half the cost of
+// the sim backend's cuLaunchKernel. The monotonic clock is a vDSO read (~20 ns). Over a short
+// stretch a thread that is not blocked uses CPU time at the rate of wall time, so:
+//   - a call shorter than kShortCall that did not block spent its wall time on the CPU;
+//   - a stretch outside the driver shorter than kShortGap is charged its wall time;
+//   - anything longer (a sleep, I/O, a wait on another thread, a synchronization that blocked),
+//     and at least every kRefresh of wall time, reads the CPU clock itself. An exact reading on
+//     the way in settles the estimates made since the last one: what was charged too much (the
+//     thread was preempted in a short stretch) is taken off the next charges. One on the way out
+//     of a long call restarts the count from there. Either way the error is bounded by the
+//     preempted part of the short stretches within one kRefresh and never accumulates.
+// A program that sleeps or blocks outside the driver is therefore never charged for it; one that
+// calls the driver in a tight loop costs no system call per call.
+//
+// Every reading bypasses an interposed clock_gettime (the clock shim, vgpu/vclock), which may ask
+// this very clock for the thread's virtual time.
+#pragma once
+
+namespace vgpu {
+
+class OutsideCpuTime {
+ public:
+  static constexpr double kShortGap = 50e-6;   // seconds outside charged as wall time
+  static constexpr double kShortCall = 50e-6;  // seconds inside taken as CPU time
+  static constexpr double kRefresh = 1e-3;     // wall time between exact readings, at most
+
+  // The CPU seconds the thread ran outside since the last take() or leave() (0 on the first
+  // call, which starts the count). Call only while outside a call.
+  double take();
+  // The thread enters a call: take() and mark the call's start. Returns take()'s charge.
+  double enter() { return take(); }
+  // The thread leaves the call entered last. `blocked`: the call is known to have waited, so
+  // its wall time is not CPU time (also assumed for any call longer than kShortCall).
+  void leave(bool blocked = false);
+
+  // How many times the CPU clock itself was read (for tests and benches).
+  unsigned long exact_reads() const { return exact_reads_; }
+
+  // The two clocks, seconds; both bypass an interposed clock_gettime.
+  static double wall_seconds();
+  static double thread_cpu_seconds();
+
+ private:
+  double read_cpu(double wall);
+
+  double cpu_ = -1;         // the thread's CPU time at mark_ (exact or estimated); < 0: not started
+  double mark_ = 0;         // wall time of the last take() or leave()
+  double exact_at_ = 0;     // wall time of the last exact reading
+  unsigned long exact_reads_ = 0;
+};
+
+}  // namespace vgpu
