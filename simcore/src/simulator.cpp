@@ -79,13 +79,14 @@ bool Simulator::settled(EventId id) const {
 // The sweep
 
 void Simulator::push(Time t, uint32_t target, ItemKind kind, uint32_t version) {
-  queue_.push(QueueItem{t, target, version, kind, seq_++});
+  queue_.push(QueueItem{t, target, version, kind});
 }
 
 void Simulator::sync() {
   if (fresh_.empty()) return;
   const Time start = rewind_to_;
   const uint64_t replayed_before = replayed_;
+  queue_.restart();
   for (uint32_t slot : fresh_) dirty_.push_back(slot);
   for (uint32_t slot : fresh_) schedule_if_ready(slot, start);
   fresh_.clear();
@@ -123,7 +124,7 @@ void Simulator::schedule_if_ready(uint32_t slot, Time now) {
 void Simulator::run() {
   while (!queue_.empty()) {
     const Time now = queue_.top().t;
-    while (!queue_.empty() && queue_.top().t <= now) {
+    while (queue_.has_current()) {
       const QueueItem item = queue_.top();
       queue_.pop();
       handle(item, now);
@@ -435,13 +436,9 @@ void Simulator::finalize() {
   announced_.clear();
   // Stale entries (events re-simulated since) pile up in the finish order; drop them at times.
   if (finish_order_.size() > 2 * live_ + 1024) {
-    std::vector<FinishEntry> keep;
-    while (!finish_order_.empty()) {
-      const FinishEntry e = finish_order_.top();
-      finish_order_.pop();
-      if (records_[e.slot].id != kNoEvent && records_[e.slot].finish_stamp == e.stamp) keep.push_back(e);
-    }
-    finish_order_ = decltype(finish_order_)(std::greater<>(), std::move(keep));
+    finish_order_.filter([&](const FinishEntry& e) {
+      return records_[e.slot].id != kNoEvent && records_[e.slot].finish_stamp == e.stamp;
+    });
   }
 }
 
@@ -470,7 +467,7 @@ Interval Simulator::interval(EventId id) const {
 void Simulator::reclaim(Time floor) {
   if (!(floor > floor_)) return;
   floor_ = floor;
-  while (!finish_order_.empty() && finish_order_.top().time < floor_) {
+  while (!finish_order_.empty() && finish_order_.top().t < floor_) {
     const FinishEntry e = finish_order_.top();
     finish_order_.pop();
     const Record& r = records_[e.slot];
@@ -511,8 +508,8 @@ Engine::Stats Simulator::stats() const {
   s.events_live = live_;
   s.flow_segments = segments_;
   size_t history = records_.capacity() * sizeof(Record) + free_slots_.capacity() * sizeof(uint32_t) +
-                   finish_order_.size() * sizeof(FinishEntry) + solver_.memory_bytes() +
-                   queue_.size() * sizeof(QueueItem) + fresh_.capacity() * sizeof(uint32_t) +
+                   finish_order_.memory_bytes() + solver_.memory_bytes() +
+                   queue_.memory_bytes() + fresh_.capacity() * sizeof(uint32_t) +
                    dirty_.capacity() * sizeof(uint32_t) + links_.capacity() * sizeof(LinkIndex);
   for (const LinkIndex& li : links_) history += li.by_start.capacity() * sizeof(li.by_start[0]);
   for (const Record& r : records_) {

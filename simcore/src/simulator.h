@@ -32,11 +32,11 @@
 #include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <limits>
-#include <queue>
 #include <string>
 #include <vector>
 
 #include "flow_solver.h"
+#include "radix_queue.h"
 #include "simcore/engine.h"
 #include "simcore/topology.h"
 #include "timeline.h"
@@ -125,26 +125,20 @@ class Simulator {
     boost::container::small_vector<Segment, 2> segments;     // flow rate history
   };
 
+  // Queue order: time, then kind, then first pushed first served (radix_queue.h).
   struct QueueItem {
     Time t;
     uint32_t target;   // a slot, or a link for kWatch
     uint32_t version;  // the target's version (or watch stamp) when pushed
     ItemKind kind;
-    uint64_t seq;      // ties: first pushed, first served
-    bool operator>(const QueueItem& o) const {
-      if (t != o.t) return t > o.t;
-      if (kind != o.kind) return kind > o.kind;
-      return seq > o.seq;
-    }
   };
+  static constexpr int kItemKinds = kCleanFinish + 1;
 
   struct FinishEntry {
-    Time time;
+    Time t;
     uint64_t stamp;
     uint32_t slot;
-    bool operator>(const FinishEntry& o) const {
-      return time != o.time ? time > o.time : stamp > o.stamp;
-    }
+    uint8_t kind = 0;
   };
 
   struct LinkIndex {
@@ -212,9 +206,9 @@ class Simulator {
   std::vector<uint32_t> announced_;  // clean events whose finish the sweep will announce
   std::vector<uint32_t> starting_;   // scratch for watch_fired()
   Time rewind_to_ = std::numeric_limits<Time>::infinity();
-  std::priority_queue<QueueItem, std::vector<QueueItem>, std::greater<>> queue_;
-  std::priority_queue<FinishEntry, std::vector<FinishEntry>, std::greater<>> finish_order_;
-  uint64_t seq_ = 0, stamps_ = 0;
+  RadixQueue<QueueItem, kItemKinds> queue_;
+  RadixQueue<FinishEntry, 1> finish_order_;
+  uint64_t stamps_ = 0;
 
   Time floor_ = 0, frontier_ = 0;
   uint64_t live_ = 0, segments_ = 0, rollbacks_ = 0, replayed_ = 0;
