@@ -225,36 +225,38 @@ uint64_t IdTable::hash(std::string_view s) {
 
 int64_t IdTable::find(std::string_view s) const {
   if (slots_.empty()) return -1;
+  const uint64_t h = hash(s);
+  const uint8_t tag = static_cast<uint8_t>(0x80 | (h >> 57));
   const size_t mask = slots_.size() - 1;
-  for (size_t i = hash(s) & mask;; i = (i + 1) & mask) {
-    const uint32_t v = slots_[i];
-    if (v == 0) return -1;
-    if (id(v - 1) == s) return v - 1;
+  for (size_t i = h & mask;; i = (i + 1) & mask) {
+    const uint8_t t = tags_[i];
+    if (t == 0) return -1;
+    if (t == tag && id(slots_[i]) == s) return slots_[i];
   }
 }
 
 void IdTable::grow() {
-  std::vector<uint32_t> old = std::move(slots_);
-  slots_.assign(old.empty() ? 1024 : old.size() * 2, 0);
+  const size_t size = slots_.empty() ? 1024 : slots_.size() * 2;
+  slots_.assign(size, 0);
+  tags_.assign(size, 0);
+  for (size_t k = 0; k < ends_.size(); ++k) place(k, hash(id(k)));
+}
+
+void IdTable::place(size_t index, uint64_t h) {
   const size_t mask = slots_.size() - 1;
-  for (uint32_t v : old) {
-    if (v == 0) continue;
-    size_t i = hash(id(v - 1)) & mask;
-    while (slots_[i] != 0) i = (i + 1) & mask;
-    slots_[i] = v;
-  }
+  size_t i = h & mask;
+  while (tags_[i] != 0) i = (i + 1) & mask;
+  slots_[i] = static_cast<uint32_t>(index);
+  tags_[i] = static_cast<uint8_t>(0x80 | (h >> 57));
 }
 
 bool IdTable::insert(std::string_view s) {
-  if (find(s) >= 0 || chars_.size() + s.size() > UINT32_MAX) return false;
+  if (find(s) >= 0 || chars_.size() + s.size() > UINT32_MAX || ends_.size() >= UINT32_MAX) return false;
   // At most 3/4 full.
   if (4 * (ends_.size() + 1) > 3 * slots_.size()) grow();
   chars_.append(s);
   ends_.push_back(static_cast<uint32_t>(chars_.size()));
-  const size_t mask = slots_.size() - 1;
-  size_t i = hash(s) & mask;
-  while (slots_[i] != 0) i = (i + 1) & mask;
-  slots_[i] = static_cast<uint32_t>(ends_.size());
+  place(ends_.size() - 1, hash(s));
   return true;
 }
 
@@ -264,7 +266,8 @@ void IdTable::shrink_to_fit() {
 }
 
 size_t IdTable::memory_bytes() const {
-  return chars_.capacity() + ends_.capacity() * sizeof(uint32_t) + slots_.capacity() * sizeof(uint32_t);
+  return chars_.capacity() + ends_.capacity() * sizeof(uint32_t) + slots_.capacity() * sizeof(uint32_t) +
+         tags_.capacity();
 }
 
 // ---------------------------------------------------------------------------------------------

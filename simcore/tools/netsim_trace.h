@@ -12,7 +12,7 @@
 // come out of a large buffer, a hand-written scanner accepts the plain lines (no escapes, no
 // duplicate keys, numbers in their usual forms) and anything else goes through nlohmann::json,
 // which also words every error. Ids live back to back in one arena with an open-addressing
-// index over them: about 16 bytes per event beside the id's own characters.
+// index over them: about 14 bytes per event beside the id's own characters.
 #pragma once
 
 #include <cstdint>
@@ -60,10 +60,14 @@ class IdTable {
  private:
   static uint64_t hash(std::string_view s);
   void grow();
+  void place(size_t index, uint64_t h);
 
   std::string chars_;            // every id, back to back
   std::vector<uint32_t> ends_;   // end of id k in chars_
-  std::vector<uint32_t> slots_;  // open addressing: index + 1, 0 when empty
+  // Open addressing, linear probing: a slot holds an id's index, and its tag 0x80 | 7 bits of
+  // the id's hash (0: empty), so that a probe rarely touches an id that is not the one wanted.
+  std::vector<uint32_t> slots_;
+  std::vector<uint8_t> tags_;
 };
 
 // Splits a stream into lines through a large buffer (std::getline's semantics: a last line
