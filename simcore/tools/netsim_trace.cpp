@@ -226,6 +226,8 @@ uint64_t IdTable::hash(std::string_view s) {
 int64_t IdTable::find(std::string_view s) const {
   if (slots_.empty()) return -1;
   const uint64_t h = hash(s);
+  const uint32_t r = recent_[h >> 48];
+  if (r != 0 && id(r - 1) == s) return r - 1;
   const uint8_t tag = static_cast<uint8_t>(0x80 | (h >> 57));
   const size_t mask = slots_.size() - 1;
   for (size_t i = h & mask;; i = (i + 1) & mask) {
@@ -256,7 +258,9 @@ bool IdTable::insert(std::string_view s) {
   if (4 * (ends_.size() + 1) > 3 * slots_.size()) grow();
   chars_.append(s);
   ends_.push_back(static_cast<uint32_t>(chars_.size()));
-  place(ends_.size() - 1, hash(s));
+  const uint64_t h = hash(s);
+  place(ends_.size() - 1, h);
+  recent_[h >> 48] = static_cast<uint32_t>(ends_.size());
   return true;
 }
 
@@ -267,7 +271,7 @@ void IdTable::shrink_to_fit() {
 
 size_t IdTable::memory_bytes() const {
   return chars_.capacity() + ends_.capacity() * sizeof(uint32_t) + slots_.capacity() * sizeof(uint32_t) +
-         tags_.capacity();
+         tags_.capacity() + recent_.capacity() * sizeof(uint32_t);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -332,7 +336,8 @@ bool TraceReader::next(LineSource& in, TraceLine& out) {
       if (!parse(text, out)) return false;
     }
     if (count_ < known_) {
-      if (ids_.find(out.id) != static_cast<int64_t>(count_)) {
+      ids_.note_recent(count_);
+      if (ids_.id(count_) != out.id) {
         // The first pass saw this id at another line (or not at all): the file changed.
         return lookup(out.id) >= 0 ? fail("duplicate id \"" + out.id + "\"")
                                    : fail("the trace changed between its two readings");
