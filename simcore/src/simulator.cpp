@@ -16,7 +16,6 @@ uint32_t Simulator::allocate_slot() {
     return s;
   }
   records_.emplace_back();
-  segments_of_.emplace_back();
   if (record_timeline_) labels_.emplace_back();
   return static_cast<uint32_t>(records_.size() - 1);
 }
@@ -233,22 +232,21 @@ void Simulator::dep_check(uint32_t slot, Time now) {
 
 void Simulator::on_rate(uint32_t slot, double rate, Time now) {
   Record& r = records_[slot];
-  Segments& segments = segments_of_[slot];
   ++r.version;
   double remaining = static_cast<double>(r.bytes);
-  if (segments.empty()) {
-    segments.push_back(Segment{now, rate, remaining});
+  if (r.segments.empty()) {
+    r.segments.push_back(Segment{now, rate, remaining});
     ++segments_;
   } else {
-    Segment& last = segments.back();
+    Segment& last = r.segments.back();
     if (last.t == now) {
       last.rate = rate;
       remaining = last.remaining;
     } else {
       remaining = std::max(0.0, last.remaining - last.rate * (now - last.t));
-      segments.push_back(Segment{now, rate, remaining});
+      r.segments.push_back(Segment{now, rate, remaining});
       ++segments_;
-      if (segments.size() >= r.trim_at) trim_segments(r, slot);
+      if (r.segments.size() >= r.trim_at) trim_segments(r);
     }
   }
   push(now + remaining / rate, slot, kTransferEnd);
@@ -287,13 +285,12 @@ void Simulator::dirty_moving(uint32_t slot, Time now) {
   // join the sweep as well.
   for (int i = 0; i < route.count; ++i) ++links_[route.links[i]].ghosts;
   push(r.old_transfer_end, slot, kGhostEnd);
-  Segments& segments = segments_of_[slot];
-  while (!segments.empty() && segments.back().t >= now) {
-    segments.pop_back();
+  while (!r.segments.empty() && r.segments.back().t >= now) {
+    r.segments.pop_back();
     --segments_;
   }
   r.phase = Phase::moving;
-  const Segment s = segments.back();  // it started before now, so this exists
+  const Segment s = r.segments.back();  // it started before now, so this exists
   attach_dirty(slot, route, s.rate);
   push(std::max(now, s.t + s.remaining / s.rate), slot, kTransferEnd);
 }
@@ -308,8 +305,8 @@ void Simulator::dirty_pending(uint32_t slot, Time now) {
     push(r.old_start, slot, kGhostBegin);
     push(r.old_transfer_end, slot, kGhostEnd);
   }
-  segments_ -= segments_of_[slot].size();
-  segments_of_[slot].clear();
+  segments_ -= r.segments.size();
+  r.segments.clear();
   r.trim_at = 8;
   r.phase = Phase::pending;
   schedule_if_ready(slot, now);
@@ -356,7 +353,7 @@ void Simulator::pull_in(Time now) {
 void Simulator::join(uint32_t slot, Time now) {
   if (records_[slot].dirty) return;
   const Record& r = records_[slot];
-  if (r.start < now && !segments_of_[slot].empty()) dirty_moving(slot, now);
+  if (r.start < now && !r.segments.empty()) dirty_moving(slot, now);
   else dirty_pending(slot, now);
 }
 
@@ -447,15 +444,14 @@ void Simulator::finalize() {
 
 // Drops segments that no sweep can reach: all but the last one starting before the floor
 // (a flow re-simulated from the floor on continues from the rate in force just before it).
-void Simulator::trim_segments(Record& r, uint32_t slot) {
-  Segments& segments = segments_of_[slot];
+void Simulator::trim_segments(Record& r) {
   size_t keep_from = 0;
-  while (keep_from + 1 < segments.size() && segments[keep_from + 1].t < floor_) ++keep_from;
+  while (keep_from + 1 < r.segments.size() && r.segments[keep_from + 1].t < floor_) ++keep_from;
   if (keep_from > 0) {
-    segments.erase(segments.begin(), segments.begin() + static_cast<long>(keep_from));
+    r.segments.erase(r.segments.begin(), r.segments.begin() + static_cast<long>(keep_from));
     segments_ -= keep_from;
   }
-  r.trim_at = static_cast<uint32_t>(std::max<size_t>(8, 2 * segments.size()));
+  r.trim_at = static_cast<uint32_t>(std::max<size_t>(8, 2 * r.segments.size()));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -500,8 +496,7 @@ void Simulator::retire(uint32_t slot) {
     auto it = std::find(d.dependents.begin(), d.dependents.end(), slot);
     if (it != d.dependents.end()) d.dependents.erase(it);
   }
-  segments_ -= segments_of_[slot].size();
-  segments_of_[slot] = Segments();
+  segments_ -= r.segments.size();
   r = Record{};
   free_slots_.push_back(slot);
   --live_;
@@ -517,14 +512,12 @@ Engine::Stats Simulator::stats() const {
                    queue_.memory_bytes() + fresh_.capacity() * sizeof(uint32_t) +
                    dirty_.capacity() * sizeof(uint32_t) + links_.capacity() * sizeof(LinkIndex);
   for (const LinkIndex& li : links_) history += li.by_start.capacity() * sizeof(li.by_start[0]);
-  history += segments_of_.capacity() * sizeof(Segments);
   for (const Record& r : records_) {
-    // small_vector spills to the heap once its capacity exceeds the inline elements.
+    // small_vector spills to the heap once its capacity exceeds the inline two elements.
     if (r.deps.capacity() > 2) history += r.deps.capacity() * sizeof(uint32_t);
     if (r.dependents.capacity() > 2) history += r.dependents.capacity() * sizeof(uint32_t);
+    if (r.segments.capacity() > 2) history += r.segments.capacity() * sizeof(Segment);
   }
-  for (const Segments& s : segments_of_)
-    if (s.capacity() > 1) history += s.capacity() * sizeof(Segment);
   for (const std::string& l : labels_) history += sizeof(std::string) + l.capacity();
   s.history_bytes = history;
   s.result_bytes = slot_of_.capacity() * sizeof(uint32_t) + results_.capacity() * sizeof(Interval);

@@ -122,6 +122,7 @@ class Simulator {
     uint64_t finish_stamp = 0;  // matches its live entry in finish_order_
     boost::container::small_vector<uint32_t, 2> deps;        // live dependencies (slots)
     boost::container::small_vector<uint32_t, 2> dependents;  // live dependents (slots)
+    boost::container::small_vector<Segment, 2> segments;     // flow rate history
   };
 
   // Queue order: time, then kind, then first pushed first served (radix_queue.h).
@@ -184,7 +185,7 @@ class Simulator {
 
   void finalize();
   void retire(uint32_t slot);
-  void trim_segments(Record& r, uint32_t slot);
+  void trim_segments(Record& r);
   TimelineEntry timeline_entry(const Record& r, const std::string& label) const;
 
   Topology topology_;
@@ -192,10 +193,6 @@ class Simulator {
   bool record_timeline_;
 
   std::vector<Record> records_;
-  // By slot: a flow's rate history, kept beside the records (the scheduling touches records
-  // far more often, and they stay smaller without it).
-  using Segments = boost::container::small_vector<Segment, 1>;
-  std::vector<Segments> segments_of_;
   std::vector<std::string> labels_;  // by slot, only with record_timeline_
   std::vector<uint32_t> free_slots_;
   std::vector<uint32_t> slot_of_;    // by id - 1; kRetired once retired
