@@ -18,20 +18,30 @@
 //       in one component); ratio to a flow arriving after everything (no rollback).
 //   memory/flows:N  history held after N flows from 16 ranks whose floors advance (2 nodes);
 //       ratio to the same flows with no ranks (nothing reclaimable) at 10^6 flows.
+//   netsim_ring/gpus:N  the built vgpu-netsim on the trace of a whole 1 GiB ring all-reduce over N
+//       GPUs (JSON lines, as NCCL's ranks would emit it), read from the file (two passes, floors
+//       promised) and from standard input (one pass, everything kept): CPU seconds, peak memory
+//       per flow (ru_maxrss) and the engine's and reader's own count (--stats) per flow.
 //
 //   simcore-bench [--quick] [Google Benchmark flags, e.g. --benchmark_filter=ring]
 // --quick shrinks every workload (the smoke run of `meson test --benchmark`). Times are CPU
 // seconds of this process (every benchmark here is single-threaded), so other load on the
 // machine moves them little.
 #include <benchmark/benchmark.h>
+#include <fcntl.h>
 #include <malloc.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -349,6 +359,110 @@ void memory(benchmark::State& state, bool quick) {
   }
 }
 
+// ---------------------------------------------------------------------------------------------
+// vgpu-netsim end to end.
+
+#ifdef VGPU_NETSIM_PATH
+struct ChildRun {
+  double cpu_s = 0, wall_s = 0, max_rss_bytes = 0;
+  int status = -1;
+  std::string err;
+};
+
+// Runs vgpu-netsim on `trace` (or, with from_stdin, on its standard input) for a cluster of
+// `nodes` default nodes, output discarded.
+ChildRun run_netsim(const std::string& trace, int nodes, bool from_stdin) {
+  const std::string err_path = trace + ".err";
+  ChildRun r;
+  timespec t0{}, t1{};
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int out = open("/dev/null", O_WRONLY);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(out, 1);
+    dup2(err, 2);
+    if (from_stdin) dup2(open(trace.c_str(), O_RDONLY), 0);
+    for (const char* v : {"VGPU_CONFIG", "VGPU_GPUS_PER_NODE", "VGPU_DEVICE_COUNT", "VGPU_GPU_MODEL"})
+      unsetenv(v);
+    setenv("VGPU_NODES", std::to_string(nodes).c_str(), 1);
+    if (from_stdin) execl(VGPU_NETSIM_PATH, VGPU_NETSIM_PATH, "--stats", "-", nullptr);
+    else execl(VGPU_NETSIM_PATH, VGPU_NETSIM_PATH, "--stats", trace.c_str(), nullptr);
+    _exit(127);
+  }
+  int status = 0;
+  rusage ru{};
+  wait4(pid, &status, 0, &ru);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.cpu_s = ru.ru_utime.tv_sec + 1e-6 * ru.ru_utime.tv_usec + ru.ru_stime.tv_sec + 1e-6 * ru.ru_stime.tv_usec;
+  r.wall_s = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+  r.max_rss_bytes = 1024.0 * static_cast<double>(ru.ru_maxrss);
+  std::ifstream in(err_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.err = ss.str();
+  std::remove(err_path.c_str());
+  return r;
+}
+
+double stat_after(const std::string& text, const std::string& key) {
+  const size_t at = text.find(key);
+  return at == std::string::npos ? NAN : std::atof(text.c_str() + at + key.size());
+}
+
+void netsim_ring(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const int steps = 2 * (n - 1);
+  const uint64_t chunk = kGiB / static_cast<uint64_t>(n);
+  char path[] = "/tmp/simcore_bench_ring_XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) {
+    state.SkipWithError("cannot create a temporary trace");
+    return;
+  }
+  {
+    FILE* f = fdopen(fd, "w");
+    char line[256];
+    for (int s = 0; s < steps; ++s) {
+      for (int i = 0; i < n; ++i) {
+        int len;
+        if (s == 0)
+          len = std::snprintf(line, sizeof line, "{\"id\":\"s%d_g%d\",\"src\":%d,\"dst\":%d,\"bytes\":%llu}\n",
+                              s, i, i, (i + 1) % n, static_cast<unsigned long long>(chunk));
+        else
+          len = std::snprintf(line, sizeof line,
+                              "{\"id\":\"s%d_g%d\",\"src\":%d,\"dst\":%d,\"bytes\":%llu,\"after\":[\"s%d_g%d\",\"s%d_g%d\"]}\n",
+                              s, i, i, (i + 1) % n, static_cast<unsigned long long>(chunk), s - 1,
+                              (i + n - 1) % n, s - 1, i);
+        std::fwrite(line, 1, static_cast<size_t>(len), f);
+      }
+    }
+    std::fclose(f);
+  }
+  const double flows = static_cast<double>(steps) * n;
+  for (auto _ : state) {
+    const ChildRun file = run_netsim(path, std::max(1, n / 8), false);
+    const ChildRun piped = run_netsim(path, std::max(1, n / 8), true);
+    if (file.status != 0 || piped.status != 0) {
+      state.SkipWithError(("vgpu-netsim failed: " + file.err + piped.err).c_str());
+      break;
+    }
+    state.SetIterationTime(file.cpu_s);
+    state.counters["flows"] = flows;
+    state.counters["cpu_s"] = file.cpu_s;
+    state.counters["wall_s"] = file.wall_s;
+    state.counters["s_vs_1s"] = file.cpu_s;
+    state.counters["rss_B/flow"] = file.max_rss_bytes / flows;
+    state.counters["counted_B/flow"] = stat_after(file.err, "memory per event: ");
+    state.counters["stdin_cpu_s"] = piped.cpu_s;
+    state.counters["stdin_rss_B/flow"] = piped.max_rss_bytes / flows;
+    state.counters["rss_ratio"] = file.max_rss_bytes / piped.max_rss_bytes;
+  }
+  std::remove(path);
+}
+#endif
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -385,6 +499,11 @@ int main(int argc, char** argv) {
   if (quick) mem->Arg(50000);
   else mem->Arg(1000000)->Arg(10000000);
   once(mem);
+#ifdef VGPU_NETSIM_PATH
+  auto* ns = benchmark::RegisterBenchmark("netsim_ring", netsim_ring);
+  ns->ArgName("gpus")->Arg(quick ? 64 : 1024);
+  once(ns);
+#endif
 
   benchmark::Initialize(&count, args.data());
   if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 2;
