@@ -511,7 +511,7 @@ Engine::Stats Simulator::stats() const {
                    finish_order_.memory_bytes() + solver_.memory_bytes() +
                    queue_.memory_bytes() + fresh_.capacity() * sizeof(uint32_t) +
                    dirty_.capacity() * sizeof(uint32_t) + links_.capacity() * sizeof(LinkIndex);
-  for (const LinkIndex& li : links_) history += li.by_start.capacity() * sizeof(li.by_start[0]);
+  for (const LinkIndex& li : links_) history += li.by_start.memory_bytes();
   for (const Record& r : records_) {
     // small_vector spills to the heap once its capacity exceeds the inline two elements.
     if (r.deps.capacity() > 2) history += r.deps.capacity() * sizeof(uint32_t);

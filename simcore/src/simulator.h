@@ -37,6 +37,7 @@
 
 #include "flow_solver.h"
 #include "radix_queue.h"
+#include "start_index.h"
 #include "simcore/engine.h"
 #include "simcore/topology.h"
 #include "timeline.h"
@@ -142,7 +143,7 @@ class Simulator {
   };
 
   struct LinkIndex {
-    std::vector<std::pair<Time, uint32_t>> by_start;  // (start, slot) of flows, sorted
+    StartIndex by_start;       // (start, slot) of flows, sorted
     double max_duration = 0;   // longest transfer among them (bounds the backward scan)
     uint32_t clean = 0;        // entries of clean flows
     uint32_t ghosts = 0;       // old transfers of dirty flows in progress now
