@@ -218,7 +218,7 @@ Trace ring_trace(int gpus, int steps, double jitter, std::mt19937_64& rng) {
       t.events.push_back(std::move(e));
     }
   }
-  for (int k = 0; k < gpus / 8; ++k) {
+  for (int k = 0; k < gpus / 16; ++k) {
     testing::TraceEvent e;
     e.src = static_cast<int>(rng() % gpus);
     e.dst = static_cast<int>(rng() % gpus);
@@ -237,7 +237,7 @@ TEST(Rollback, RingOf1024GpusInShuffledOrder) {
   std::mt19937_64 rng(99);
   for (double jitter : {0.0, 20e-6}) {
     SCOPED_TRACE("jitter " + std::to_string(jitter));
-    const Trace t = ring_trace(1024, 4, jitter, rng);
+    const Trace t = ring_trace(1024, 3, jitter, rng);
     uint64_t rollbacks = 0;
     auto run = [&](const std::vector<int>& order, double sync_chance) {
       auto e = make_engine(c);
