@@ -39,8 +39,7 @@ EventId Simulator::submit(const NewEvent& e) {
   r.dst = e.dst;
   r.lane = e.lane;
   r.bytes = e.bytes;
-  r.duration = e.duration;
-  r.latency = e.kind == EventKind::flow ? topology_.route(e.gpu, e.dst).latency : 0;
+  r.tail = e.kind == EventKind::flow ? topology_.route(e.gpu, e.dst).latency : e.duration;
   r.base_ready = std::max(e.not_before, floor_);
   if (record_timeline_ && e.label) labels_[slot] = *e.label;
 
@@ -167,11 +166,11 @@ void Simulator::begin(uint32_t slot, Time now) {
   if (r.kind == EventKind::task) {
     r.phase = Phase::tail;
     r.transfer_end = now;
-    push(now + r.duration, slot, kFinish);
+    push(now + r.tail, slot, kFinish);
   } else if (r.bytes == 0) {
     r.phase = Phase::tail;
     r.transfer_end = now;
-    push(now + r.latency, slot, kFinish);
+    push(now + r.tail, slot, kFinish);
   } else {
     r.phase = Phase::moving;
     index_insert(slot, r);
@@ -184,7 +183,7 @@ void Simulator::end_transfer(uint32_t slot, Time now) {
   r.phase = Phase::tail;
   r.transfer_end = now;
   solver_.detach(slot, /*touch=*/true);
-  push(now + r.latency, slot, kFinish);
+  push(now + r.tail, slot, kFinish);
 }
 
 void Simulator::complete(uint32_t slot, Time now) {
@@ -513,10 +512,10 @@ Engine::Stats Simulator::stats() const {
                    dirty_.capacity() * sizeof(uint32_t) + links_.capacity() * sizeof(LinkIndex);
   for (const LinkIndex& li : links_) history += li.by_start.memory_bytes();
   for (const Record& r : records_) {
-    // small_vector spills to the heap once its capacity exceeds the inline two elements.
+    // small_vector spills to the heap once its capacity exceeds its inline elements.
     if (r.deps.capacity() > 2) history += r.deps.capacity() * sizeof(uint32_t);
     if (r.dependents.capacity() > 2) history += r.dependents.capacity() * sizeof(uint32_t);
-    if (r.segments.capacity() > 2) history += r.segments.capacity() * sizeof(Segment);
+    if (r.segments.capacity() > 1) history += r.segments.capacity() * sizeof(Segment);
   }
   for (const std::string& l : labels_) history += sizeof(std::string) + l.capacity();
   s.history_bytes = history;

@@ -110,8 +110,7 @@ class Simulator {
     bool finish_announced = false;  // clean: the sweep announced its finish
     int32_t gpu = 0, dst = 0, lane = 0;
     uint64_t bytes = 0;
-    Time duration = 0;     // task
-    Time latency = 0;      // flow: its route's latency (the fixed tail)
+    Time tail = 0;         // a task's duration; a flow's route latency (after its last byte)
     Time base_ready = 0;   // not_before, raised by the finishes of retired dependencies
     Time lower_bound = 0;  // fresh: no earlier start is possible (where the sweep begins)
     Time ready = 0;        // scheduling: the latest dependency finish seen so far
@@ -123,7 +122,7 @@ class Simulator {
     uint64_t finish_stamp = 0;  // matches its live entry in finish_order_
     boost::container::small_vector<uint32_t, 2> deps;        // live dependencies (slots)
     boost::container::small_vector<uint32_t, 2> dependents;  // live dependents (slots)
-    boost::container::small_vector<Segment, 2> segments;     // flow rate history
+    boost::container::small_vector<Segment, 1> segments;     // flow rate history
   };
 
   // Queue order: time, then kind, then first pushed first served (radix_queue.h).
