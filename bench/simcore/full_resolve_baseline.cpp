@@ -165,13 +165,21 @@ class Baseline {
     // offset_ now points one past each link's list; its start is offset_ - count_.
     new_rate_.assign(running_.size(), -1.0);
     std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+    // Shares only grow as flows freeze elsewhere: a stale key is refreshed when it reaches the
+    // top (the same filling as the engine's).
     while (!heap_.empty()) {
       std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
       const LinkHeapItem top = heap_.back();
       heap_.pop_back();
       const LinkId l = top.link;
-      if (unfrozen_[l] == 0 || remaining_[l] / unfrozen_[l] != top.share) continue;
-      const double share = std::max(top.share, capacity_[l] * 1e-12);
+      if (unfrozen_[l] == 0) continue;
+      const double current = remaining_[l] / unfrozen_[l];
+      if (current != top.share && !heap_.empty() && current > heap_.front().share) {
+        heap_.push_back(LinkHeapItem{current, l});
+        std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+        continue;
+      }
+      const double share = std::max(current, capacity_[l] * 1e-12);
       for (uint32_t k = offset_[l] - count_[l]; k < offset_[l]; ++k) {
         const uint32_t fi = flat_[k];
         if (new_rate_[fi] >= 0) continue;
@@ -181,10 +189,7 @@ class Baseline {
           const LinkId o = f.links[i];
           if (o == l) continue;
           remaining_[o] = std::max(0.0, remaining_[o] - share);
-          if (--unfrozen_[o] > 0) {
-            heap_.push_back(LinkHeapItem{remaining_[o] / unfrozen_[o], o});
-            std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
-          }
+          --unfrozen_[o];
         }
       }
       unfrozen_[l] = 0;

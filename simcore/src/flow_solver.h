@@ -10,7 +10,8 @@
 //
 // Both run the same progressive filling: the link with the smallest fair share (remaining
 // capacity / unfrozen flows) is the next bottleneck; its flows freeze at that share, which is
-// subtracted from the other links they cross. Links wait in a lazy min-heap keyed by share.
+// subtracted from the other links they cross. Links wait in a min-heap keyed by share; since
+// shares only grow, a key is refreshed only when it reaches the top.
 // The flows of a link live in an intrusive vector: each flow remembers its position in each of
 // its links' vectors, so attaching and detaching cost O(route length).
 #pragma once
@@ -81,7 +82,6 @@ class FlowSolver {
   template <class OnChange> bool solve_alone(uint32_t slot, OnChange& on_change);
   void collect_component(LinkId seed);  // fills comp_links_ / comp_flows_
   void fill();                          // progressive filling of comp_links_ / comp_flows_
-  void push_share(LinkId id);
   template <class OnChange> void apply(OnChange& on_change);
 
   SolverMode mode_;
