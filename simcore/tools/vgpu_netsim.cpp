@@ -7,7 +7,7 @@
 //               [trace.jsonl | -]
 //
 // Output: one JSON line per event, in input order: {"id":"a","start_us":..,"finish_us":..}.
-// A trace given as a file is read twice. The first pass (outline_trace) tells, for every block
+// A trace given as a regular file is read twice. The first pass (outline_trace) tells, for every block
 // of lines, how early anything from there on can start: no earlier than the earliest start_us of
 // the lines without dependencies, and, for the others, no earlier than the earliest current
 // start among the events from their lowest dependency on. After each block the replay promises
@@ -16,6 +16,8 @@
 // (one pass) every event's history is kept.
 // Exit status: 0 success, 2 bad usage, configuration or trace (with "file:line: message" for
 // the trace), 1 when a file cannot be read or written.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
@@ -160,7 +162,10 @@ int main(int argc, char** argv) {
   constexpr size_t kBlock = 1024;
   simcore::netsim::TraceOutline outline;
   simcore::netsim::IdTable known;
-  const bool promise = opt.input != "-";
+  // Only a regular file can be read twice (a pipe named as a file cannot).
+  struct stat input_stat {};
+  const bool promise = opt.input != "-" && ::stat(opt.input.c_str(), &input_stat) == 0 &&
+                       S_ISREG(input_stat.st_mode);
   if (promise) {
     std::ifstream first(opt.input, std::ios::binary);
     outline = simcore::netsim::outline_trace(first, kBlock, known);

@@ -187,6 +187,12 @@ TEST_F(NetsimCli, FloorsFromAFileDoNotChangeTheAnswer) {
   EXPECT_GT(line, 12 * 1024);
   EXPECT_EQ(file.out, piped.out);
   EXPECT_TRUE(file.err.find("warn") == std::string::npos) << file.err;
+  // A pipe named as a file can only be read once: it is read as standard input is.
+  const std::string fifo = dir_ + "/fifo";
+  ASSERT_EQ(std::system(("mkfifo '" + fifo + "' && (cat '" + trace + "' > '" + fifo + "' &)").c_str()), 0);
+  const Result named_pipe = run("'" + fifo + "'");
+  ASSERT_EQ(named_pipe.status, 0) << named_pipe.err;
+  EXPECT_EQ(named_pipe.out, piped.out);
   // The promises did reclaim history ("N events live at the end", --stats); standard input's run
   // keeps every event. (The tasks waiting on lines 3000 back hold the floor that far back.)
   const Result piped_stats = run("--stats - < '" + trace + "'");
