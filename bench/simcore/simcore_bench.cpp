@@ -1,28 +1,55 @@
-// simcore benchmarks, each printed as a table with a ratio against a baseline measured in the
-// same run:
-//   ring      flow completions per second of a ring all-reduce over 1024 GPUs (128 nodes x 8,
-//             leaf-spine) with the incremental solver, against a full re-solve of every flow in
-//             flight at every change (the same solver in SolverMode::full_resolve);
-//   rollback  the cost of one submission landing d events in the virtual past, against one
-//             that lands after everything simulated (no rollback);
-//   memory    history held after 10^6 flows from 16 ranks whose floors advance, against the
-//             same submissions with no ranks (nothing can be reclaimed).
+// simcore benchmarks on Google Benchmark. Every ratio is against a baseline measured in the same
+// run, in the same benchmark, and is reported as a counter beside the times it comes from:
+//   ring_vs_full_resolve/{aligned,spread}  the first steps of a ring all-reduce (1 GiB, 1024 GPUs
+//       = 128 nodes x 8, leaf-spine), in the engine and in full_resolve_baseline.h (max-min
+//       re-solved from scratch over every running flow at every instant); ratio = baseline CPU
+//       time / engine CPU time on the same flows, max_rel_diff = how far their finishes differ.
+//       aligned: every GPU starts the collective at t = 0 (synchronous training); spread: each
+//       GPU's first send starts at a random time within 20 us.
+//   ring_allreduce/gpus:N  a whole ring all-reduce of 1 GiB over N GPUs (2 N (N-1) flows) in the
+//       engine, submitted step by step by one rank that promises, after each step, the earliest
+//       start of the step it just submitted (history behind it is reclaimed);
+//       ns_per_flow, and for N = 1024 the same run's ratio to 0.5 s.
+//   ring_allreduce_exponent  fits ns_per_flow ~ N^e over the ring_allreduce runs of this
+//       process (128..4096 GPUs): per_flow_exponent e (0: the cost of a flow does not grow with
+//       the cluster), whole_ring_exponent 2 + e.
+//   rollback/depth:d  one flow arriving d events (in start order) before the last start of dense
+//       64-GPU traffic (1 MiB flows between random GPUs of 8 nodes x 8, one every 0.5 us, all
+//       in one component); ratio to a flow arriving after everything (no rollback).
+//   memory/flows:N  history held after N flows from 16 ranks whose floors advance (2 nodes);
+//       ratio to the same flows with no ranks (nothing reclaimable) at 10^6 flows.
+//   netsim_ring/gpus:N  the built vgpu-netsim on the trace of a whole 1 GiB ring all-reduce over N
+//       GPUs (JSON lines, as NCCL's ranks would emit it), read from the file (two passes, floors
+//       promised) and from standard input (one pass, everything kept): CPU seconds, peak memory
+//       per flow (ru_maxrss) and the engine's and reader's own count (--stats) per flow.
 //
-//   simcore-bench [ring|rollback|memory ...] [--quick]
-// With no names, all three run. --quick shrinks every workload (a smoke test). Times are CPU
-// seconds of this process.
+//   simcore-bench [--quick] [Google Benchmark flags, e.g. --benchmark_filter=ring]
+// --quick shrinks every workload (the smoke run of `meson test --benchmark`). Times are CPU
+// seconds of this process (every benchmark here is single-threaded), so other load on the
+// machine moves them little.
+#include <benchmark/benchmark.h>
+#include <fcntl.h>
 #include <malloc.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
-#include <ctime>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <sstream>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "full_resolve_baseline.h"
 #include "simcore/cluster_config.h"
 #include "simcore/engine.h"
+#include "simcore/topology.h"
 
 namespace {
 
@@ -30,224 +57,254 @@ using simcore::Engine;
 using simcore::EngineOptions;
 using simcore::EventId;
 using simcore::FlowSpec;
-using simcore::SolverMode;
 using simcore::Time;
-// CPU time of the process, not wall time: the figures should not depend on what else the
-// machine runs (every benchmark here is single-threaded).
-struct Clock {
-  using time_point = double;
-  static double now() {
-    timespec ts{};
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
-  }
-};
+using simcore::bench::BaselineEvent;
 
-double seconds_since(double t0) { return Clock::now() - t0; }
+double cpu_now() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
 
-simcore::ClusterSpec cluster(int nodes) {
+simcore::ClusterSpec cluster_of_gpus(int gpus) {
   simcore::ClusterSpec c = simcore::default_cluster();
-  c.nodes = nodes;
+  c.gpus_per_node = 8;
+  c.nodes = std::max(1, gpus / 8);
   return c;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Ring all-reduce: 2(N-1) steps; in step s GPU i sends one chunk to GPU i+1 once it received
-// the previous step's chunk from GPU i-1 and finished its own previous send.
-struct RingResult {
-  uint64_t flows = 0;
-  double seconds = 0;
-  double finish = 0;
-  simcore::Engine::Stats stats;
-};
+constexpr uint64_t kGiB = uint64_t(1) << 30;
 
-// jitter > 0: each GPU's first send starts at a random time in [0, jitter) (ranks never start
-// a collective at the same instant), which keeps changes from coinciding across nodes.
-RingResult ring_allreduce(SolverMode mode, int nodes, int steps, uint64_t buffer_bytes,
-                          double jitter) {
-  EngineOptions o;
-  o.solver = mode;
-  o.record_timeline = false;
-  const simcore::ClusterSpec c = cluster(nodes);
-  auto engine = simcore::make_engine(c, o);
-  const int n = c.total_gpus();
-  const uint64_t chunk = buffer_bytes / static_cast<uint64_t>(n);
-  const auto t0 = Clock::now();
+// Ring all-reduce: 2(N-1) steps; in step s GPU i sends one chunk to GPU i+1 once it received
+// the previous step's chunk from GPU i-1 and finished its own previous send. Event index:
+// s * N + i. jitter > 0: each GPU's first send starts at a random time in [0, jitter).
+std::vector<BaselineEvent> ring_events(int n, int steps, uint64_t buffer, double jitter) {
+  std::vector<BaselineEvent> out;
+  out.reserve(static_cast<size_t>(steps) * n);
   std::mt19937_64 rng(1);
-  std::vector<EventId> prev(n, simcore::kNoEvent), cur(n);
-  EventId last = simcore::kNoEvent;
+  const uint64_t chunk = buffer / static_cast<uint64_t>(n);
   for (int s = 0; s < steps; ++s) {
     for (int i = 0; i < n; ++i) {
-      FlowSpec f;
-      f.src_gpu = i;
-      f.dst_gpu = (i + 1) % n;
-      f.bytes = chunk;
-      if (s == 0 && jitter > 0) f.not_before = jitter * static_cast<double>(rng() % 1000000) / 1e6;
-      if (s > 0) f.after = {prev[(i + n - 1) % n], prev[i]};
-      cur[i] = last = engine->add_flow(f);
+      BaselineEvent e;
+      e.src = i;
+      e.dst = (i + 1) % n;
+      e.bytes = chunk;
+      if (s == 0 && jitter > 0) e.not_before = jitter * static_cast<double>(rng() % 1000000) / 1e6;
+      if (s > 0) {
+        const uint32_t base = static_cast<uint32_t>((s - 1) * n);
+        e.after = {base + static_cast<uint32_t>((i + n - 1) % n), base + static_cast<uint32_t>(i)};
+      }
+      out.push_back(std::move(e));
     }
-    std::swap(prev, cur);
   }
-  RingResult r;
-  r.finish = engine->query(last)->finish;  // simulates everything
-  r.seconds = seconds_since(t0);
-  r.flows = static_cast<uint64_t>(steps) * static_cast<uint64_t>(n);
-  r.stats = engine->stats();
-  return r;
+  return out;
 }
 
-void bench_ring(bool quick) {
-  const int nodes = quick ? 16 : 128;
-  const int n = nodes * 8;
-  const int full_steps = 2 * (n - 1);
-  const int baseline_steps = quick ? 16 : 64;
-  const uint64_t buffer = uint64_t(1) << 30;
-  std::printf("\n== ring all-reduce, %d GPUs (%d nodes x 8, leaf-spine, 32 nodes/leaf), %.0f MiB "
-              "per GPU, %llu B chunks, %d steps in all\n", n, nodes, buffer / 1048576.0,
-              static_cast<unsigned long long>(buffer / static_cast<uint64_t>(n)), full_steps);
-  std::printf("%-44s %6s %9s %9s %12s %11s %8s\n", "solver", "steps", "flows", "CPU s",
-              "flows/s", "solved/flow", "ratio");
-  auto row = [](const std::string& name, int steps, const RingResult& r, double base_rate) {
-    const double rate = r.flows / r.seconds;
-    std::printf("%-44s %6d %9llu %9.3f %12.0f %11.1f %8.2f\n", name.c_str(), steps,
-                static_cast<unsigned long long>(r.flows), r.seconds, rate,
-                static_cast<double>(r.stats.solved_flows) / r.flows, rate / base_rate);
-  };
-  for (double jitter : {0.0, 20e-6}) {
-    const std::string starts = jitter > 0 ? "starts within 20 us" : "aligned starts";
-    const RingResult base = ring_allreduce(SolverMode::full_resolve, nodes, baseline_steps, buffer, jitter);
-    const double base_rate = base.flows / base.seconds;
-    row("full re-solve (baseline), " + starts, baseline_steps, base, base_rate);
-    const RingResult inc = ring_allreduce(SolverMode::incremental, nodes, baseline_steps, buffer, jitter);
-    row("incremental, " + starts, baseline_steps, inc, base_rate);
-    const RingResult all = ring_allreduce(SolverMode::incremental, nodes, full_steps, buffer, jitter);
-    row("incremental, " + starts + ", whole", full_steps, all, base_rate);
-    std::printf("   same prefix answer: last finish %.9f s (full) vs %.9f s (incremental); the "
-                "whole all-reduce takes %.6f s of virtual time\n", base.finish, inc.finish, all.finish);
+// All events submitted, then one query: the engine simulates them in one sweep.
+std::vector<simcore::Interval> engine_run(const simcore::ClusterSpec& c,
+                                          const std::vector<BaselineEvent>& events,
+                                          Engine::Stats* stats) {
+  EngineOptions o;
+  o.record_timeline = false;
+  auto engine = simcore::make_engine(c, o);
+  std::vector<EventId> ids(events.size());
+  FlowSpec f;
+  for (size_t k = 0; k < events.size(); ++k) {
+    const BaselineEvent& e = events[k];
+    f.src_gpu = e.src;
+    f.dst_gpu = e.dst;
+    f.bytes = e.bytes;
+    f.not_before = e.not_before;
+    f.after.clear();
+    for (uint32_t d : e.after) f.after.push_back(ids[d]);
+    ids[k] = engine->add_flow(f);
+  }
+  std::vector<simcore::Interval> out(events.size());
+  for (size_t k = events.size(); k-- > 0;) out[k] = *engine->query(ids[k]);
+  if (stats) *stats = engine->stats();
+  return out;
+}
+
+void ring_vs_full_resolve(benchmark::State& state, bool quick, double jitter) {
+  const int n = quick ? 128 : 1024;
+  const int steps = quick ? 16 : 64;
+  const simcore::ClusterSpec c = cluster_of_gpus(n);
+  const auto events = ring_events(n, steps, kGiB, jitter);
+  const simcore::Topology topology(c);
+  for (auto _ : state) {
+    double t0 = cpu_now();
+    const auto base = simcore::bench::full_resolve_simulate(topology, events);
+    const double base_s = cpu_now() - t0;
+    Engine::Stats stats;
+    t0 = cpu_now();
+    const auto got = engine_run(c, events, &stats);
+    const double engine_s = cpu_now() - t0;
+    state.SetIterationTime(engine_s);
+    double diff = 0;
+    for (size_t k = 0; k < events.size(); ++k)
+      diff = std::max(diff, std::abs(got[k].finish - base.intervals[k].finish) /
+                                std::max(1e-30, base.intervals[k].finish));
+    state.counters["gpus"] = n;
+    state.counters["flows"] = static_cast<double>(events.size());
+    state.counters["baseline_s"] = base_s;
+    state.counters["engine_s"] = engine_s;
+    state.counters["ratio"] = base_s / engine_s;
+    state.counters["max_rel_diff"] = diff;
+    state.counters["base_solved/flow"] = static_cast<double>(base.solved_flows) / events.size();
+    state.counters["solved/flow"] = static_cast<double>(stats.solved_flows) / events.size();
   }
 }
 
 // ---------------------------------------------------------------------------------------------
-// Rollback cost: a workload is simulated, then single flows arrive whose start lies d events
-// (in start order) before the last start, as a slow rank's would. Their cost is the causal cone
-// they re-simulate; the baseline is a flow arriving after everything (nothing to rewind).
-//   dense:  1 MiB flows between random GPUs of 8 nodes x 8, one every 0.5 us: the NICs are
-//           half loaded and nearly all flows in flight share links transitively, so a late
-//           flow's cone is almost everything after it (the worst case).
-//   sparse: 32 GPU pairs inside the nodes, each a chain of 1 MiB NVLink transfers back to
-//           back (each after the previous one): a late flow delays the rest of its own pair's
-//           chain, and nothing else.
-struct Workload {
-  const char* name;
-  int events;
-  bool dense;
+// Whole ring all-reduce at scale, as a rank would submit it: one step at a time, then a floor.
+
+struct RingScaling {
+  std::map<int, double> ns_per_flow;  // by GPU count, from this process's runs
 };
 
-void bench_rollback_on(const Workload& w, bool quick) {
-  const simcore::ClusterSpec c = cluster(8);
-  EngineOptions o;
-  o.record_timeline = false;
-  auto engine = simcore::make_engine(c, o);
-  std::mt19937_64 rng(42);
-  const int gpus = c.total_gpus();
-  const double gap = 0.5e-6;
-  const int events = quick ? w.events / 20 : w.events;
-  auto random_flow = [&](Time not_before) {
+void ring_allreduce(benchmark::State& state, RingScaling& scaling) {
+  const int n = static_cast<int>(state.range(0));
+  const simcore::ClusterSpec c = cluster_of_gpus(n);
+  const uint64_t chunk = kGiB / static_cast<uint64_t>(n);
+  const int steps = 2 * (n - 1);
+  for (auto _ : state) {
+    EngineOptions o;
+    o.record_timeline = false;
+    const double t0 = cpu_now();
+    auto engine = simcore::make_engine(c, o);
+    engine->register_rank(0);
+    std::vector<EventId> prev(n, simcore::kNoEvent), cur(n);
+    FlowSpec f;
+    f.bytes = chunk;
+    Time floor = 0;
+    for (int s = 0; s < steps; ++s) {
+      for (int i = 0; i < n; ++i) {
+        f.src_gpu = i;
+        f.dst_gpu = (i + 1) % n;
+        f.not_before = floor;
+        f.after.clear();
+        if (s > 0) f.after = {prev[(i + n - 1) % n], prev[i]};
+        cur[i] = engine->add_flow(f);
+      }
+      // Nothing submitted later starts before the earliest start of this step.
+      floor = engine->query(cur[0])->start;
+      for (int i = 1; i < n; ++i) floor = std::min(floor, engine->query(cur[i])->start);
+      engine->set_rank_floor(0, floor);
+      std::swap(prev, cur);
+    }
+    const Time finish = engine->query(prev[n - 1])->finish;
+    const auto stats = engine->stats();
+    const double seconds = cpu_now() - t0;
+    state.SetIterationTime(seconds);
+    const double flows = static_cast<double>(steps) * n;
+    scaling.ns_per_flow[n] = 1e9 * seconds / flows;
+    state.counters["flows"] = flows;
+    state.counters["engine_s"] = seconds;
+    state.counters["ns_per_flow"] = 1e9 * seconds / flows;
+    state.counters["virtual_ms"] = 1e3 * finish;
+    state.counters["live_events"] = static_cast<double>(stats.events_live);
+    if (n == 1024) state.counters["s_vs_0.5s"] = seconds / 0.5;
+    if (n == 4096) state.counters["s_vs_5s"] = seconds / 5.0;
+  }
+}
+
+void ring_allreduce_exponent(benchmark::State& state, const RingScaling& scaling) {
+  for (auto _ : state) {
+    // Least squares of log(ns_per_flow) against log(N).
+    double sx = 0, sy = 0, sxx = 0, sxy = 0, k = 0;
+    for (const auto& [n, ns] : scaling.ns_per_flow) {
+      const double x = std::log(n), y = std::log(ns);
+      sx += x, sy += y, sxx += x * x, sxy += x * y, k += 1;
+    }
+    const double e = k >= 2 ? (k * sxy - sx * sy) / (k * sxx - sx * sx) : NAN;
+    state.SetIterationTime(1e-9);
+    state.counters["sizes"] = k;
+    state.counters["min_gpus"] = scaling.ns_per_flow.empty() ? 0 : scaling.ns_per_flow.begin()->first;
+    state.counters["max_gpus"] = scaling.ns_per_flow.empty() ? 0 : scaling.ns_per_flow.rbegin()->first;
+    state.counters["per_flow_exponent"] = e;
+    state.counters["whole_ring_exponent"] = 2 + e;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rollback cost on dense traffic.
+
+struct DenseTraffic {
+  std::unique_ptr<Engine> engine;
+  std::vector<Time> starts;  // sorted
+  std::mt19937_64 rng{42};
+  int gpus = 0;
+
+  explicit DenseTraffic(int events) {
+    const simcore::ClusterSpec c = cluster_of_gpus(64);
+    gpus = c.total_gpus();
+    EngineOptions o;
+    o.record_timeline = false;
+    engine = simcore::make_engine(c, o);
+    for (int i = 0; i < events; ++i) engine->add_flow(random_flow(i * 0.5e-6));
+    for (EventId id = 1; id <= static_cast<EventId>(events); ++id)
+      starts.push_back(engine->query(id)->start);
+    std::sort(starts.begin(), starts.end());
+  }
+  FlowSpec random_flow(Time not_before) {
     FlowSpec f;
     f.bytes = 1 << 20;
-    f.not_before = w.dense ? not_before : 0;
-    if (w.dense) {
-      f.src_gpu = static_cast<int>(rng() % gpus);
-      f.dst_gpu = static_cast<int>(rng() % gpus);
-    } else {
-      const int pair = static_cast<int>(rng() % (gpus / 2));
-      f.src_gpu = 2 * pair;
-      f.dst_gpu = 2 * pair + 1;
-    }
+    f.not_before = not_before;
+    f.src_gpu = static_cast<int>(rng() % gpus);
+    f.dst_gpu = static_cast<int>(rng() % gpus);
     return f;
-  };
-  std::vector<EventId> chain(gpus / 2, simcore::kNoEvent);
-  const double t0 = Clock::now();
-  for (int i = 0; i < events; ++i) {
-    FlowSpec f = random_flow(i * gap);
-    if (!w.dense) {
-      f.src_gpu = 2 * (i % (gpus / 2));  // the pairs take turns
-      f.dst_gpu = f.src_gpu + 1;
-      EventId& prev = chain[f.src_gpu / 2];
-      if (prev != simcore::kNoEvent) f.after = {prev};
-      prev = engine->add_flow(f);
-    } else {
-      engine->add_flow(f);
-    }
   }
-  engine->query(1);
-  const double forward = seconds_since(t0);
-  std::vector<Time> starts;
-  for (EventId id = 1; id <= static_cast<EventId>(events); ++id) starts.push_back(engine->query(id)->start);
-  std::sort(starts.begin(), starts.end());
-  std::printf("\n-- %s: %d flows simulated forward in %.3f CPU s (%.2f us per flow)\n", w.name,
-              events, forward, 1e6 * forward / events);
-  std::printf("%-12s %12s %14s %14s %16s %10s\n", "depth d", "us back", "re-simulated",
-              "us/rollback", "us/re-simulated", "ratio");
-  auto measure = [&](int depth, int reps) {
+  // Mean CPU seconds and re-simulated events of one late flow `depth` starts back (0: after all).
+  std::pair<double, double> late_flow(int depth, int reps) {
     double total = 0;
     uint64_t replayed = 0;
     for (int r = 0; r < reps; ++r) {
       FlowSpec f = random_flow(0);
-      // Appends go one second apart, after everything.
       f.not_before = depth == 0 ? starts.back() + 1.0 + r : starts[starts.size() - 1 - depth];
       const auto before = engine->stats().replayed_events;
-      const double t = Clock::now();
+      const double t = cpu_now();
       const EventId id = engine->add_flow(f);
       engine->query(id);
-      total += seconds_since(t);
+      total += cpu_now() - t;
       replayed += engine->stats().replayed_events - before;
     }
-    return std::make_pair(total / reps, static_cast<double>(replayed) / reps);
-  };
-  const auto [base_cost, base_replayed] = measure(0, 50);
-  std::printf("%-12s %12s %14.0f %14.2f %16s %10.2f\n", "0 (append)", "-", base_replayed,
-              base_cost * 1e6, "-", 1.0);
-  for (int depth : {1, 10, 100, 1000, 10000, 100000}) {
-    if (depth >= events) break;
-    const int reps = depth >= 10000 ? 3 : depth >= 1000 ? 10 : 30;
-    const auto [cost, replayed] = measure(depth, reps);
-    std::printf("%-12d %12.1f %14.0f %14.2f %16.2f %10.1f\n", depth,
-                (starts.back() - starts[starts.size() - 1 - depth]) * 1e6, replayed,
-                cost * 1e6, replayed > 0 ? cost * 1e6 / replayed : 0.0, cost / base_cost);
+    return {total / reps, static_cast<double>(replayed) / reps};
+  }
+};
+
+void rollback(benchmark::State& state, bool quick) {
+  const int depth = static_cast<int>(state.range(0));
+  DenseTraffic traffic(quick ? 2000 : 20000);
+  for (auto _ : state) {
+    const auto [append_s, unused] = traffic.late_flow(0, 50);
+    const auto [late_s, replayed] = traffic.late_flow(depth, depth >= 1000 ? 10 : 30);
+    state.SetIterationTime(late_s);
+    state.counters["us_per_rollback"] = 1e6 * late_s;
+    state.counters["us_per_append"] = 1e6 * append_s;
+    state.counters["ratio"] = late_s / append_s;
+    state.counters["re_simulated"] = replayed;
+    state.counters["us_back"] =
+        1e6 * (traffic.starts.back() - traffic.starts[traffic.starts.size() - 1 - depth]);
   }
 }
 
-void bench_rollback(bool quick) {
-  std::printf("\n== rollback cost: one flow arriving d events (in start order) before the last "
-              "start, 64 GPUs\n");
-  bench_rollback_on(Workload{"dense (random GPU pairs, one big component)", 20000, true}, quick);
-  bench_rollback_on(Workload{"sparse (32 independent chains on NVLink)", 200000, false}, quick);
-}
-
 // ---------------------------------------------------------------------------------------------
-// History memory: 16 ranks on 16 GPUs (2 nodes) submit 10^6 flows in round-robin. Rank r's
-// k-th flow starts at k * 4.5 us plus up to 4 us of jitter (ranks that keep in step, as
-// collectives make them), sometimes after another rank's last flow; every rank promises the
-// start of its next flow after each submission and queries every 64th flow.
+// History memory with and without floors: 16 ranks on 16 GPUs (2 nodes) submit flows in
+// round-robin; rank r's k-th flow starts at k * 4.5 us plus up to 4 us of jitter, sometimes after
+// another rank's last flow; every rank promises the start of its next flow after each submission
+// and queries every 64th flow.
+
 struct MemoryResult {
-  double seconds = 0;
   Engine::Stats stats;
   uint64_t peak_live = 0;
-  double heap_bytes = 0;  // malloc'd bytes held by the engine at the end (mallinfo2)
+  uint64_t peak_history = 0;
 };
-
-double heap_in_use() {
-  const struct mallinfo2 m = mallinfo2();
-  return static_cast<double>(m.uordblks + m.hblkhd);  // small chunks + mmapped big ones
-}
 
 MemoryResult history_run(int flows, bool ranks) {
   constexpr int kRanks = 16;
-  const simcore::ClusterSpec c = cluster(2);
+  const simcore::ClusterSpec c = cluster_of_gpus(16);
   EngineOptions o;
   o.record_timeline = false;
-  const double heap_before = heap_in_use();
   auto engine = simcore::make_engine(c, o);
   if (ranks)
     for (int r = 0; r < kRanks; ++r) engine->register_rank(r);
@@ -257,7 +314,6 @@ MemoryResult history_run(int flows, bool ranks) {
   for (int r = 0; r < kRanks; ++r) next[r] = start_of(0);
   std::vector<EventId> last(kRanks, simcore::kNoEvent);
   MemoryResult m;
-  const auto t0 = Clock::now();
   for (int i = 0; i < flows; ++i) {
     const int r = i % kRanks;
     const int k = i / kRanks;
@@ -272,60 +328,186 @@ MemoryResult history_run(int flows, bool ranks) {
     next[r] = start_of(k + 1);
     if (ranks) engine->set_rank_floor(r, next[r]);
     if (i % 64 == 63) engine->query(last[r]);
-    if (i % 65536 == 0) m.peak_live = std::max(m.peak_live, engine->stats().events_live);
+    if (i % 65536 == 65535) {
+      const auto s = engine->stats();
+      m.peak_live = std::max(m.peak_live, s.events_live);
+      m.peak_history = std::max(m.peak_history, s.history_bytes);
+    }
   }
   engine->query(last[0]);
-  m.seconds = seconds_since(t0);
   m.stats = engine->stats();
   m.peak_live = std::max(m.peak_live, m.stats.events_live);
-  m.heap_bytes = heap_in_use() - heap_before;
+  m.peak_history = std::max(m.peak_history, m.stats.history_bytes);
   return m;
 }
 
-void bench_memory(bool quick) {
-  const int flows = quick ? 50000 : 1000000;
-  std::printf("\n== history memory after %d flows (16 ranks on 2 nodes x 8 GPUs)\n", flows);
-  std::printf("%-26s %8s %12s %10s %14s %8s %14s %14s\n", "", "CPU s", "live events",
-              "segments", "history bytes", "ratio", "result bytes", "heap in use");
-  auto row = [](const char* name, const MemoryResult& m, double base) {
-    std::printf("%-26s %8.2f %12llu %10llu %14llu %8.5f %14llu %14.0f\n", name, m.seconds,
-                static_cast<unsigned long long>(m.stats.events_live),
-                static_cast<unsigned long long>(m.stats.flow_segments),
-                static_cast<unsigned long long>(m.stats.history_bytes),
-                m.stats.history_bytes / base,
-                static_cast<unsigned long long>(m.stats.result_bytes), m.heap_bytes);
-  };
-  const MemoryResult floors = history_run(flows, true);
-  const MemoryResult none = history_run(flows, false);
-  row("no ranks (baseline)", none, static_cast<double>(none.stats.history_bytes));
-  row("16 ranks, advancing floors", floors, static_cast<double>(none.stats.history_bytes));
-  std::printf("with floors: at most %llu events live at once (sampled); floor reached %.6f s. "
-              "History bytes: the engine's own count of what floors reclaim; result bytes: the 20 "
-              "bytes per event kept for query(); heap in use: malloc's count, both together.\n",
-              static_cast<unsigned long long>(floors.peak_live), floors.stats.floor);
+void memory(benchmark::State& state, bool quick) {
+  const int flows = static_cast<int>(state.range(0));
+  const int base_flows = quick ? 50000 : 1000000;
+  for (auto _ : state) {
+    const double t0 = cpu_now();
+    const MemoryResult floors = history_run(flows, true);
+    state.SetIterationTime(cpu_now() - t0);
+    const MemoryResult none = history_run(std::min(flows, base_flows), false);
+    state.counters["peak_live_events"] = static_cast<double>(floors.peak_live);
+    state.counters["peak_history_bytes"] = static_cast<double>(floors.peak_history);
+    state.counters["history_bytes"] = static_cast<double>(floors.stats.history_bytes);
+    state.counters["result_B/flow"] = static_cast<double>(floors.stats.result_bytes) / flows;
+    state.counters["no_floor_bytes"] = static_cast<double>(none.stats.history_bytes);
+    state.counters["ratio"] = static_cast<double>(floors.peak_history) /
+                              static_cast<double>(none.stats.history_bytes);
+  }
 }
+
+// ---------------------------------------------------------------------------------------------
+// vgpu-netsim end to end.
+
+#ifdef VGPU_NETSIM_PATH
+struct ChildRun {
+  double cpu_s = 0, wall_s = 0, max_rss_bytes = 0;
+  int status = -1;
+  std::string err;
+};
+
+// Runs vgpu-netsim on `trace` (or, with from_stdin, on its standard input) for a cluster of
+// `nodes` default nodes, output discarded.
+ChildRun run_netsim(const std::string& trace, int nodes, bool from_stdin) {
+  const std::string err_path = trace + ".err";
+  ChildRun r;
+  timespec t0{}, t1{};
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int out = open("/dev/null", O_WRONLY);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(out, 1);
+    dup2(err, 2);
+    if (from_stdin) dup2(open(trace.c_str(), O_RDONLY), 0);
+    for (const char* v : {"VGPU_CONFIG", "VGPU_GPUS_PER_NODE", "VGPU_DEVICE_COUNT", "VGPU_GPU_MODEL"})
+      unsetenv(v);
+    setenv("VGPU_NODES", std::to_string(nodes).c_str(), 1);
+    if (from_stdin) execl(VGPU_NETSIM_PATH, VGPU_NETSIM_PATH, "--stats", "-", nullptr);
+    else execl(VGPU_NETSIM_PATH, VGPU_NETSIM_PATH, "--stats", trace.c_str(), nullptr);
+    _exit(127);
+  }
+  int status = 0;
+  rusage ru{};
+  wait4(pid, &status, 0, &ru);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  r.cpu_s = ru.ru_utime.tv_sec + 1e-6 * ru.ru_utime.tv_usec + ru.ru_stime.tv_sec + 1e-6 * ru.ru_stime.tv_usec;
+  r.wall_s = (t1.tv_sec - t0.tv_sec) + 1e-9 * (t1.tv_nsec - t0.tv_nsec);
+  r.max_rss_bytes = 1024.0 * static_cast<double>(ru.ru_maxrss);
+  std::ifstream in(err_path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  r.err = ss.str();
+  std::remove(err_path.c_str());
+  return r;
+}
+
+double stat_after(const std::string& text, const std::string& key) {
+  const size_t at = text.find(key);
+  return at == std::string::npos ? NAN : std::atof(text.c_str() + at + key.size());
+}
+
+void netsim_ring(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const int steps = 2 * (n - 1);
+  const uint64_t chunk = kGiB / static_cast<uint64_t>(n);
+  char path[] = "/tmp/simcore_bench_ring_XXXXXX";
+  const int fd = mkstemp(path);
+  if (fd < 0) {
+    state.SkipWithError("cannot create a temporary trace");
+    return;
+  }
+  {
+    FILE* f = fdopen(fd, "w");
+    char line[256];
+    for (int s = 0; s < steps; ++s) {
+      for (int i = 0; i < n; ++i) {
+        int len;
+        if (s == 0)
+          len = std::snprintf(line, sizeof line, "{\"id\":\"s%d_g%d\",\"src\":%d,\"dst\":%d,\"bytes\":%llu}\n",
+                              s, i, i, (i + 1) % n, static_cast<unsigned long long>(chunk));
+        else
+          len = std::snprintf(line, sizeof line,
+                              "{\"id\":\"s%d_g%d\",\"src\":%d,\"dst\":%d,\"bytes\":%llu,\"after\":[\"s%d_g%d\",\"s%d_g%d\"]}\n",
+                              s, i, i, (i + 1) % n, static_cast<unsigned long long>(chunk), s - 1,
+                              (i + n - 1) % n, s - 1, i);
+        std::fwrite(line, 1, static_cast<size_t>(len), f);
+      }
+    }
+    std::fclose(f);
+  }
+  const double flows = static_cast<double>(steps) * n;
+  for (auto _ : state) {
+    const ChildRun file = run_netsim(path, std::max(1, n / 8), false);
+    const ChildRun piped = run_netsim(path, std::max(1, n / 8), true);
+    if (file.status != 0 || piped.status != 0) {
+      state.SkipWithError(("vgpu-netsim failed: " + file.err + piped.err).c_str());
+      break;
+    }
+    state.SetIterationTime(file.cpu_s);
+    state.counters["flows"] = flows;
+    state.counters["cpu_s"] = file.cpu_s;
+    state.counters["wall_s"] = file.wall_s;
+    state.counters["s_vs_1s"] = file.cpu_s;
+    state.counters["rss_B/flow"] = file.max_rss_bytes / flows;
+    state.counters["counted_B/flow"] = stat_after(file.err, "memory per event: ");
+    state.counters["stdin_cpu_s"] = piped.cpu_s;
+    state.counters["stdin_rss_B/flow"] = piped.max_rss_bytes / flows;
+    state.counters["rss_ratio"] = file.max_rss_bytes / piped.max_rss_bytes;
+  }
+  std::remove(path);
+}
+#endif
 
 }  // namespace
 
 int main(int argc, char** argv) {
   bool quick = false;
-  std::vector<std::string> names;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--quick") quick = true;
-    else if (a == "ring" || a == "rollback" || a == "memory") names.push_back(a);
-    else {
-      std::fprintf(stderr, "usage: simcore-bench [ring|rollback|memory ...] [--quick]\n");
-      return 2;
-    }
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
+    else args.push_back(argv[i]);
   }
-  if (names.empty()) names = {"ring", "rollback", "memory"};
-  for (const std::string& n : names) {
-    const auto t0 = Clock::now();
-    if (n == "ring") bench_ring(quick);
-    if (n == "rollback") bench_rollback(quick);
-    if (n == "memory") bench_memory(quick);
-    std::printf("(%s: %.1f s)\n", n.c_str(), seconds_since(t0));
-  }
+  int count = static_cast<int>(args.size());
+  RingScaling scaling;
+
+  auto once = [](benchmark::internal::Benchmark* b) {
+    b->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
+  };
+  once(benchmark::RegisterBenchmark("ring_vs_full_resolve/aligned", ring_vs_full_resolve, quick, 0.0));
+  once(benchmark::RegisterBenchmark("ring_vs_full_resolve/spread", ring_vs_full_resolve, quick, 20e-6));
+  auto* ring = benchmark::RegisterBenchmark("ring_allreduce", [&scaling](benchmark::State& s) {
+    ring_allreduce(s, scaling);
+  });
+  ring->ArgName("gpus");
+  for (int n : quick ? std::vector<int>{64, 128} : std::vector<int>{128, 256, 512, 1024, 2048, 4096})
+    ring->Arg(n);
+  once(ring);
+  once(benchmark::RegisterBenchmark("ring_allreduce_exponent", [&scaling](benchmark::State& s) {
+    ring_allreduce_exponent(s, scaling);
+  }));
+  auto* rb = benchmark::RegisterBenchmark("rollback", rollback, quick);
+  rb->ArgName("depth")->Arg(1)->Arg(10)->Arg(100);
+  if (!quick) rb->Arg(1000);
+  once(rb);
+  auto* mem = benchmark::RegisterBenchmark("memory", memory, quick);
+  mem->ArgName("flows");
+  if (quick) mem->Arg(50000);
+  else mem->Arg(1000000)->Arg(10000000);
+  once(mem);
+#ifdef VGPU_NETSIM_PATH
+  auto* ns = benchmark::RegisterBenchmark("netsim_ring", netsim_ring);
+  ns->ArgName("gpus")->Arg(quick ? 64 : 1024);
+  once(ns);
+#endif
+
+  benchmark::Initialize(&count, args.data());
+  if (benchmark::ReportUnrecognizedArguments(count, args.data())) return 2;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
   return 0;
 }

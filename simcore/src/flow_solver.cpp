@@ -84,12 +84,6 @@ void FlowSolver::collect_component(LinkId seed) {
   }
 }
 
-void FlowSolver::push_share(LinkId id) {
-  const LinkState& l = links_[id];
-  heap_.push_back(HeapItem{l.remaining / l.unfrozen, id});
-  std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
-}
-
 void FlowSolver::fill() {
   // Every flow of every component link belongs to the component, so a link's flow count is its
   // number of unfrozen flows at the start.
@@ -103,16 +97,25 @@ void FlowSolver::fill() {
     if (l.unfrozen > 0) heap_.push_back(HeapItem{l.remaining / l.unfrozen, id});
   }
   std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+  // A link's share only grows as flows freeze elsewhere (a flow frozen at the smallest share s
+  // leaves (R - s) / (U - 1) >= R / U), so its heap key may lag behind: it is brought up to date
+  // when it reaches the top, and pushed back if it is no longer the smallest. One push per link
+  // that turns out stale, not one per flow that froze.
   while (!heap_.empty()) {
     std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
     const HeapItem top = heap_.back();
     heap_.pop_back();
     LinkState& l = links_[top.link];
-    // A stale entry: the link's share moved since it was pushed (a newer entry exists).
-    if (l.unfrozen == 0 || l.remaining / l.unfrozen != top.share) continue;
+    if (l.unfrozen == 0) continue;
+    const double current = l.remaining / l.unfrozen;
+    if (current != top.share && !heap_.empty() && current > heap_.front().share) {
+      heap_.push_back(HeapItem{current, top.link});
+      std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+      continue;
+    }
     // Rounding can leave a share a hair below zero on a link that is exactly full; a flow must
     // never stall, so it keeps a sliver of the link.
-    const double share = std::max(top.share, l.capacity * 1e-12);
+    const double share = std::max(current, l.capacity * 1e-12);
     for (uint32_t slot : l.flows) {
       FlowState& f = flows_[slot];
       if (f.frozen != kUnfrozen) continue;
@@ -123,7 +126,7 @@ void FlowSolver::fill() {
         if (other == top.link) continue;
         LinkState& o = links_[other];
         o.remaining = std::max(0.0, o.remaining - share);
-        if (--o.unfrozen > 0) push_share(other);
+        --o.unfrozen;
       }
     }
     l.unfrozen = 0;

@@ -10,12 +10,15 @@
 //
 // Both run the same progressive filling: the link with the smallest fair share (remaining
 // capacity / unfrozen flows) is the next bottleneck; its flows freeze at that share, which is
-// subtracted from the other links they cross. Links wait in a lazy min-heap keyed by share.
+// subtracted from the other links they cross. Links wait in a min-heap keyed by share; since
+// shares only grow, a key is refreshed only when it reaches the top.
 // The flows of a link live in an intrusive vector: each flow remembers its position in each of
 // its links' vectors, so attaching and detaching cost O(route length).
 #pragma once
 
+#include <algorithm>
 #include <array>
+#include <limits>
 #include <cstdint>
 #include <vector>
 
@@ -73,9 +76,12 @@ class FlowSolver {
   };
 
   void touch(LinkId id);
+  // A flow alone on every link of its route is a component of its own: its rate is its
+  // narrowest link (what the filling gives, without the walk and the heap). False when it
+  // shares a link.
+  template <class OnChange> bool solve_alone(uint32_t slot, OnChange& on_change);
   void collect_component(LinkId seed);  // fills comp_links_ / comp_flows_
   void fill();                          // progressive filling of comp_links_ / comp_flows_
-  void push_share(LinkId id);
   template <class OnChange> void apply(OnChange& on_change);
 
   SolverMode mode_;
@@ -100,6 +106,26 @@ template <class OnChange> void FlowSolver::apply(OnChange& on_change) {
       on_change(slot, f.rate);
     }
   }
+}
+
+template <class OnChange> bool FlowSolver::solve_alone(uint32_t slot, OnChange& on_change) {
+  FlowState& f = flows_[slot];
+  double rate = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < f.count; ++i) {
+    const LinkState& l = links_[f.links[i]];
+    if (l.flows.size() != 1) return false;
+    rate = std::min(rate, l.capacity);
+  }
+  for (int i = 0; i < f.count; ++i) links_[f.links[i]].seen = epoch_;
+  f.seen = epoch_;
+  ++solves_;
+  ++solved_flows_;
+  f.next_rate = rate;
+  if (rate != f.rate) {
+    f.rate = rate;
+    on_change(slot, rate);
+  }
+  return true;
 }
 
 template <class OnChange> void FlowSolver::solve(OnChange&& on_change) {
@@ -127,7 +153,9 @@ template <class OnChange> void FlowSolver::solve(OnChange&& on_change) {
   // Links touched in this batch that one walk already reached are skipped (seen == epoch_).
   for (size_t i = 0; i < touched_.size(); ++i) {
     const LinkId seed = touched_[i];
-    if (links_[seed].seen == epoch_ || links_[seed].flows.empty()) continue;
+    const LinkState& l = links_[seed];
+    if (l.seen == epoch_ || l.flows.empty()) continue;
+    if (l.flows.size() == 1 && solve_alone(l.flows[0], on_change)) continue;
     collect_component(seed);
     fill();
     apply(on_change);

@@ -37,8 +37,7 @@ EventId Simulator::submit(const NewEvent& e) {
   r.dst = e.dst;
   r.lane = e.lane;
   r.bytes = e.bytes;
-  r.duration = e.duration;
-  r.latency = e.kind == EventKind::flow ? topology_.route(e.gpu, e.dst).latency : 0;
+  r.tail = e.kind == EventKind::flow ? topology_.route(e.gpu, e.dst).latency : e.duration;
   r.base_ready = std::max(e.not_before, floor_);
   if (record_timeline_ && e.label) labels_[slot] = *e.label;
 
@@ -78,13 +77,14 @@ bool Simulator::settled(EventId id) const {
 // The sweep
 
 void Simulator::push(Time t, uint32_t target, ItemKind kind, uint32_t version) {
-  queue_.push(QueueItem{t, target, version, kind, seq_++});
+  queue_.push(QueueItem{t, target, version, kind});
 }
 
 void Simulator::sync() {
   if (fresh_.empty()) return;
   const Time start = rewind_to_;
   const uint64_t replayed_before = replayed_;
+  queue_.restart();
   for (uint32_t slot : fresh_) dirty_.push_back(slot);
   for (uint32_t slot : fresh_) schedule_if_ready(slot, start);
   fresh_.clear();
@@ -122,7 +122,7 @@ void Simulator::schedule_if_ready(uint32_t slot, Time now) {
 void Simulator::run() {
   while (!queue_.empty()) {
     const Time now = queue_.top().t;
-    while (!queue_.empty() && queue_.top().t <= now) {
+    while (queue_.has_current()) {
       const QueueItem item = queue_.top();
       queue_.pop();
       handle(item, now);
@@ -165,11 +165,11 @@ void Simulator::begin(uint32_t slot, Time now) {
   if (r.kind == EventKind::task) {
     r.phase = Phase::tail;
     r.transfer_end = now;
-    push(now + r.duration, slot, kFinish);
+    push(now + r.tail, slot, kFinish);
   } else if (r.bytes == 0) {
     r.phase = Phase::tail;
     r.transfer_end = now;
-    push(now + r.latency, slot, kFinish);
+    push(now + r.tail, slot, kFinish);
   } else {
     r.phase = Phase::moving;
     index_insert(slot, r);
@@ -182,7 +182,7 @@ void Simulator::end_transfer(uint32_t slot, Time now) {
   r.phase = Phase::tail;
   r.transfer_end = now;
   solver_.detach(slot, /*touch=*/true);
-  push(now + r.latency, slot, kFinish);
+  push(now + r.tail, slot, kFinish);
 }
 
 void Simulator::complete(uint32_t slot, Time now) {
@@ -434,13 +434,9 @@ void Simulator::finalize() {
   announced_.clear();
   // Stale entries (events re-simulated since) pile up in the finish order; drop them at times.
   if (finish_order_.size() > 2 * live_ + 1024) {
-    std::vector<FinishEntry> keep;
-    while (!finish_order_.empty()) {
-      const FinishEntry e = finish_order_.top();
-      finish_order_.pop();
-      if (records_[e.slot].id != kNoEvent && records_[e.slot].finish_stamp == e.stamp) keep.push_back(e);
-    }
-    finish_order_ = decltype(finish_order_)(std::greater<>(), std::move(keep));
+    finish_order_.filter([&](const FinishEntry& e) {
+      return records_[e.slot].id != kNoEvent && records_[e.slot].finish_stamp == e.stamp;
+    });
   }
 }
 
@@ -470,7 +466,7 @@ Interval Simulator::interval(EventId id) const {
 void Simulator::reclaim(Time floor) {
   if (!(floor > floor_)) return;
   floor_ = floor;
-  while (!finish_order_.empty() && finish_order_.top().time < floor_) {
+  while (!finish_order_.empty() && finish_order_.top().t < floor_) {
     const FinishEntry e = finish_order_.top();
     finish_order_.pop();
     const Record& r = records_[e.slot];
@@ -510,15 +506,15 @@ Engine::Stats Simulator::stats() const {
   s.events_live = live_;
   s.flow_segments = segments_;
   size_t history = records_.capacity() * sizeof(Record) + free_slots_.capacity() * sizeof(uint32_t) +
-                   finish_order_.size() * sizeof(FinishEntry) + solver_.memory_bytes() +
-                   queue_.size() * sizeof(QueueItem) + fresh_.capacity() * sizeof(uint32_t) +
+                   finish_order_.memory_bytes() + solver_.memory_bytes() +
+                   queue_.memory_bytes() + fresh_.capacity() * sizeof(uint32_t) +
                    dirty_.capacity() * sizeof(uint32_t) + links_.capacity() * sizeof(LinkIndex);
-  for (const LinkIndex& li : links_) history += li.by_start.capacity() * sizeof(li.by_start[0]);
+  for (const LinkIndex& li : links_) history += li.by_start.memory_bytes();
   for (const Record& r : records_) {
-    // small_vector spills to the heap once its capacity exceeds the inline two elements.
+    // small_vector spills to the heap once its capacity exceeds its inline elements.
     if (r.deps.capacity() > 2) history += r.deps.capacity() * sizeof(uint32_t);
     if (r.dependents.capacity() > 2) history += r.dependents.capacity() * sizeof(uint32_t);
-    if (r.segments.capacity() > 2) history += r.segments.capacity() * sizeof(Segment);
+    if (r.segments.capacity() > 1) history += r.segments.capacity() * sizeof(Segment);
   }
   for (const std::string& l : labels_) history += sizeof(std::string) + l.capacity();
   s.history_bytes = history;

@@ -33,12 +33,13 @@
 #include <boost/container/small_vector.hpp>
 #include <cstdint>
 #include <limits>
-#include <queue>
 #include <string>
 #include <vector>
 
 #include "flow_solver.h"
 #include "id_table.h"
+#include "radix_queue.h"
+#include "start_index.h"
 #include "simcore/engine.h"
 #include "simcore/topology.h"
 #include "timeline.h"
@@ -114,8 +115,7 @@ class Simulator {
     bool finish_announced = false;  // clean: the sweep announced its finish
     int32_t gpu = 0, dst = 0, lane = 0;
     uint64_t bytes = 0;
-    Time duration = 0;     // task
-    Time latency = 0;      // flow: its route's latency (the fixed tail)
+    Time tail = 0;         // a task's duration; a flow's route latency (after its last byte)
     Time base_ready = 0;   // not_before, raised by the finishes of retired dependencies
     Time lower_bound = 0;  // fresh: no earlier start is possible (where the sweep begins)
     Time ready = 0;        // scheduling: the latest dependency finish seen so far
@@ -127,33 +127,27 @@ class Simulator {
     uint64_t finish_stamp = 0;  // matches its live entry in finish_order_
     boost::container::small_vector<uint32_t, 2> deps;        // live dependencies (slots)
     boost::container::small_vector<uint32_t, 2> dependents;  // live dependents (slots)
-    boost::container::small_vector<Segment, 2> segments;     // flow rate history
+    boost::container::small_vector<Segment, 1> segments;     // flow rate history
   };
 
+  // Queue order: time, then kind, then first pushed first served (radix_queue.h).
   struct QueueItem {
     Time t;
     uint32_t target;   // a slot, or a link for kWatch
     uint32_t version;  // the target's version (or watch stamp) when pushed
     ItemKind kind;
-    uint64_t seq;      // ties: first pushed, first served
-    bool operator>(const QueueItem& o) const {
-      if (t != o.t) return t > o.t;
-      if (kind != o.kind) return kind > o.kind;
-      return seq > o.seq;
-    }
   };
+  static constexpr int kItemKinds = kCleanFinish + 1;
 
   struct FinishEntry {
-    Time time;
+    Time t;
     uint64_t stamp;
     uint32_t slot;
-    bool operator>(const FinishEntry& o) const {
-      return time != o.time ? time > o.time : stamp > o.stamp;
-    }
+    uint8_t kind = 0;
   };
 
   struct LinkIndex {
-    std::vector<std::pair<Time, uint32_t>> by_start;  // (start, slot) of flows, sorted
+    StartIndex by_start;       // (start, slot) of flows, sorted
     double max_duration = 0;   // longest transfer among them (bounds the backward scan)
     uint32_t clean = 0;        // entries of clean flows
     uint32_t ghosts = 0;       // old transfers of dirty flows in progress now
@@ -216,9 +210,9 @@ class Simulator {
   std::vector<uint32_t> announced_;  // clean events whose finish the sweep will announce
   std::vector<uint32_t> starting_;   // scratch for watch_fired()
   Time rewind_to_ = std::numeric_limits<Time>::infinity();
-  std::priority_queue<QueueItem, std::vector<QueueItem>, std::greater<>> queue_;
-  std::priority_queue<FinishEntry, std::vector<FinishEntry>, std::greater<>> finish_order_;
-  uint64_t seq_ = 0, stamps_ = 0;
+  RadixQueue<QueueItem, kItemKinds> queue_;
+  RadixQueue<FinishEntry, 1> finish_order_;
+  uint64_t stamps_ = 0;
 
   Time floor_ = 0, frontier_ = 0;
   uint64_t live_ = 0, segments_ = 0, rollbacks_ = 0, replayed_ = 0;

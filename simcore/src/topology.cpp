@@ -102,6 +102,12 @@ Topology::Topology(const ClusterSpec& c) {
   for (int l = 0; l < leaves_; ++l) add(LinkKind::leaf_up, uplink[l], hop_lat, l);
   leaf_down_ = static_cast<LinkId>(links_.size());
   for (int l = 0; l < leaves_; ++l) add(LinkKind::leaf_down, uplink[l], hop_lat, l);
+
+  places_.resize(gpus_);
+  for (int g = 0; g < gpus_; ++g) {
+    const int n = nic_of(g);
+    places_[g] = Place{node_of(g), n, leaf_of_nic(n)};
+  }
 }
 
 LinkId Topology::add(LinkKind kind, double capacity, double latency, int owner, int peer) {
@@ -124,19 +130,21 @@ Route Topology::route(int src, int dst) const {
     r.links[r.count++] = id;
     r.latency += links_[id].latency;
   };
+  const Place& ps = places_[src];
+  const Place& pd = places_[dst];
   if (src == dst) {
     push(hbm_ + src);
-  } else if (node_of(src) == node_of(dst)) {
+  } else if (ps.node == pd.node) {
     switch (intra_) {
       case Intra::nvswitch: push(nv_up_ + src); push(nv_down_ + dst); break;
       case Intra::nvlink_mesh:
-        push(nv_peer_ + static_cast<LinkId>(src) * gpus_per_node_ + dst % gpus_per_node_);
+        push(nv_peer_ + static_cast<LinkId>(src) * gpus_per_node_ + (dst - pd.node * gpus_per_node_));
         break;
       case Intra::pcie: push(pcie_up_ + src); push(pcie_down_ + dst); break;
     }
   } else {
-    const int ns = nic_of(src), nd = nic_of(dst);
-    const int ls = leaf_of_nic(ns), ld = leaf_of_nic(nd);
+    const int ns = ps.nic, nd = pd.nic;
+    const int ls = ps.leaf, ld = pd.leaf;
     push(pcie_up_ + src);
     push(nic_up_ + ns);
     if (ls != ld) {

@@ -7,9 +7,21 @@
 //               [trace.jsonl | -]
 //
 // Output: one JSON line per event, in input order: {"id":"a","start_us":..,"finish_us":..}.
+// A trace given as a regular file is read twice. The first pass (outline_trace) tells, for every block
+// of lines, how early anything from there on can start: no earlier than the earliest start_us of
+// the lines without dependencies, and, for the others, no earlier than the earliest current
+// start among the events from their lowest dependency on. After each block the replay promises
+// that floor, as a rank would (set_rank_floor), and the engine reclaims the history behind it:
+// memory stays near the engine's 20 bytes of result per event plus the ids. From standard input
+// (one pass) every event's history is kept.
 // Exit status: 0 success, 2 bad usage, configuration or trace (with "file:line: message" for
 // the trace), 1 when a file cannot be read or written.
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
+#include <iterator>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -46,8 +58,46 @@ int usage_error(const std::string& message) {
   return 2;
 }
 
-// Ids come from parsed JSON, so they are valid UTF-8 and dump() cannot throw.
-std::string json_string(const std::string& s) { return nlohmann::json(s).dump(); }
+// Ids come from parsed JSON, so they are valid UTF-8 and dump() cannot throw; most need no
+// escaping at all.
+void append_json_string(fmt::memory_buffer& out, std::string_view s) {
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\' || c < 0x20) {
+      const std::string quoted = nlohmann::json(std::string(s)).dump();
+      out.append(quoted.data(), quoted.data() + quoted.size());
+      return;
+    }
+  }
+  out.push_back('"');
+  out.append(s.data(), s.data() + s.size());
+  out.push_back('"');
+}
+
+// The engine id of every line. A fresh engine numbers events 1, 2, 3, ...: while it does, the
+// table is two numbers; should it ever not, every id is stored.
+class EventIds {
+ public:
+  void push_back(simcore::EventId id) {
+    if (stored_.empty()) {
+      if (count_ == 0) first_ = id;
+      if (id == first_ + count_) {
+        ++count_;
+        return;
+      }
+      for (size_t k = 0; k < count_; ++k) stored_.push_back(first_ + k);
+    }
+    stored_.push_back(id);
+    ++count_;
+  }
+  simcore::EventId operator[](size_t k) const { return stored_.empty() ? first_ + k : stored_[k]; }
+  size_t size() const { return count_; }
+  size_t memory_bytes() const { return stored_.capacity() * sizeof(simcore::EventId); }
+
+ private:
+  simcore::EventId first_ = 0;
+  size_t count_ = 0;
+  std::vector<simcore::EventId> stored_;
+};
 
 }  // namespace
 
@@ -103,40 +153,79 @@ int main(int argc, char** argv) {
     in = &file;
   }
 
-  auto engine = simcore::make_engine(cluster);
-  simcore::netsim::TraceReader reader(cluster.total_gpus());
-  std::vector<std::string> ids;
-  std::vector<simcore::EventId> events;
+  simcore::EngineOptions engine_options;
+  engine_options.record_timeline = !opt.trace_out.empty();
+  auto engine = simcore::make_engine(cluster, engine_options);
+  EventIds events;
+
+  // Floors: a block's lines, and every later one, start no earlier than the outline says.
+  constexpr size_t kBlock = 1024;
+  simcore::netsim::TraceOutline outline;
+  simcore::netsim::IdTable known;
+  // Only a regular file can be read twice (a pipe named as a file cannot).
+  struct stat input_stat {};
+  const bool promise = opt.input != "-" && ::stat(opt.input.c_str(), &input_stat) == 0 &&
+                       S_ISREG(input_stat.st_mode);
+  if (promise) {
+    std::ifstream first(opt.input, std::ios::binary);
+    outline = simcore::netsim::outline_trace(first, kBlock, known);
+    known.shrink_to_fit();
+    engine->register_rank(0);
+  }
+  simcore::netsim::TraceReader reader(cluster.total_gpus(), std::move(known));
+  simcore::Time floor = 0;
+  auto promise_floor = [&] {
+    const size_t b = events.size() / kBlock;
+    if (b >= outline.min_dependency.size()) return;
+    simcore::Time f = outline.min_free_start_us[b] * 1e-6;
+    const size_t from = outline.min_dependency[b];
+    if (from < events.size()) {
+      // Looking far back would cost more than the memory it frees: no promise this time.
+      if (events.size() - from > 16 * kBlock) return;
+      for (size_t i = from; i < events.size() && f > floor; ++i) f = std::min(f, engine->query(events[i])->start);
+    }
+    if (std::isfinite(f) && f > floor) {
+      floor = f;
+      engine->set_rank_floor(0, floor);
+    }
+  };
+
+  simcore::netsim::LineSource source(*in);
   simcore::netsim::TraceLine line;
-  while (reader.next(*in, line)) {
-    std::vector<simcore::EventId> after;
+  std::vector<simcore::EventId> after;
+  simcore::FlowSpec f;
+  simcore::TaskSpec t;
+  while (reader.next(source, line)) {
+    after.clear();
     for (size_t k : line.after) after.push_back(events[k]);
     simcore::EventId id;
+    // Labels only matter to the timeline.
+    const std::string& label = !opt.trace_out.empty() ? (line.label.empty() ? line.id : line.label) : line.label;
     if (line.is_task) {
-      simcore::TaskSpec t;
       t.gpu = line.src;
       t.duration = line.duration_us * 1e-6;
-      t.not_before = line.start_us * 1e-6;
-      t.after = std::move(after);
-      t.label = line.label.empty() ? line.id : line.label;
+      t.not_before = std::max(line.start_us * 1e-6, floor);  // it cannot start before anyway
+      t.after.swap(after);
+      t.label = label;
       id = engine->add_task(t);
+      t.after.swap(after);
     } else {
-      simcore::FlowSpec f;
       f.src_gpu = line.src;
       f.dst_gpu = line.dst;
       f.bytes = line.bytes;
-      f.not_before = line.start_us * 1e-6;
-      f.after = std::move(after);
-      f.label = line.label.empty() ? line.id : line.label;
+      f.not_before = std::max(line.start_us * 1e-6, floor);
+      f.after.swap(after);
+      f.label = label;
       id = engine->add_flow(f);
+      f.after.swap(after);
     }
     if (id == simcore::kNoEvent) {
       std::fprintf(stderr, "%s:%d: the simulator refused this event\n", name.c_str(), line.line);
       return 2;
     }
     if (!opt.batch) engine->query(id);  // simulate it now, as a live rank's query would
-    ids.push_back(line.id);
     events.push_back(id);
+    if (promise && events.size() % kBlock == 0) promise_floor();
   }
   if (reader.error()) {
     std::fprintf(stderr, "%s:%d: %s\n", name.c_str(), reader.error()->line,
@@ -148,11 +237,13 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  std::string out;
+  fmt::memory_buffer out;
   for (size_t i = 0; i < events.size(); ++i) {
     const auto iv = engine->query(events[i]);
-    out += fmt::format("{{\"id\":{},\"start_us\":{:.6f},\"finish_us\":{:.6f}}}\n", json_string(ids[i]),
-                       iv->start * 1e6, iv->finish * 1e6);
+    out.append(std::string_view("{\"id\":"));
+    append_json_string(out, reader.ids().id(i));
+    fmt::format_to(std::back_inserter(out), ",\"start_us\":{:.6f},\"finish_us\":{:.6f}}}\n",
+                   iv->start * 1e6, iv->finish * 1e6);
     if (out.size() > (1 << 20)) {
       std::fwrite(out.data(), 1, out.size(), stdout);
       out.clear();
@@ -171,14 +262,22 @@ int main(int argc, char** argv) {
   }
   if (opt.stats) {
     const auto s = engine->stats();
+    const double n = std::max<double>(1, static_cast<double>(events.size()));
+    const double engine_bytes = static_cast<double>(s.history_bytes + s.result_bytes + s.timeline_bytes);
+    const double reader_bytes = static_cast<double>(reader.ids().memory_bytes() +
+                                                    events.memory_bytes());
     std::fprintf(stderr,
                  "vgpu-netsim: %llu events, %llu rollbacks re-simulating %llu events, %llu max-min "
-                 "fillings over %llu flows\n",
+                 "fillings over %llu flows\n"
+                 "vgpu-netsim: memory per event: %.1f bytes (engine %.1f: history %.1f, results %.1f, "
+                 "timeline %.1f; ids and event table %.1f); %llu events live at the end\n",
                  static_cast<unsigned long long>(s.events_submitted),
                  static_cast<unsigned long long>(s.rollbacks),
                  static_cast<unsigned long long>(s.replayed_events),
                  static_cast<unsigned long long>(s.solves),
-                 static_cast<unsigned long long>(s.solved_flows));
+                 static_cast<unsigned long long>(s.solved_flows), (engine_bytes + reader_bytes) / n,
+                 engine_bytes / n, s.history_bytes / n, s.result_bytes / n, s.timeline_bytes / n,
+                 reader_bytes / n, static_cast<unsigned long long>(s.events_live));
   }
   return 0;
 }

@@ -82,7 +82,14 @@ class Topology {
   int nic_of(int gpu) const;   // global NIC index
   int leaf_of_nic(int nic) const;
 
+  // Where each GPU sits, worked out once: route() is on the simulator's hot path, and the
+  // divisions behind these cost more than the rest of it.
+  struct Place {
+    int32_t node, nic, leaf;
+  };
+
   std::vector<Link> links_;
+  std::vector<Place> places_;
   int gpus_ = 0, gpus_per_node_ = 1, nics_per_node_ = 1, nodes_per_leaf_ = 1, leaves_ = 0;
   bool rail_leaves_ = false;
   enum class Intra { nvswitch, nvlink_mesh, pcie } intra_ = Intra::nvswitch;

@@ -1,0 +1,147 @@
+// A monotone priority queue on virtual time (a radix heap), for the simulator's event queue and
+// its finish order. Both only ever take out items in non-decreasing time: the sweep moves
+// forward, and the floor only rises. A binary heap pays log(size) cache-missing levels on every
+// push and pop; here an item is appended to one of 65 buckets by the highest bit in which its
+// time differs from the current instant's, and moves to a lower bucket only when that bucket is
+// emptied, so every operation is an append or a sequential scan.
+//
+// Items at the current instant sit in one FIFO per kind: they come out by kind, then in the
+// order they were pushed (the order a binary heap on (time, kind, push count) gives).
+// An item pushed with a time before the current instant is due at once: it joins the current
+// instant (the simulator handles everything at the instant it pops it, whatever its time).
+// restart() (on an empty queue) forgets the current instant, so that a new sweep can start in the
+// past of the previous one. When the queue runs empty within a sweep, a push before the current
+// instant makes its time the current one.
+//
+// Item needs `double t` (>= 0) and `uint8_t kind` (< Kinds).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <vector>
+
+namespace simcore::detail {
+
+template <class Item, int Kinds>
+class RadixQueue {
+ public:
+  bool empty() const { return size_ == 0; }
+  size_t size() const { return size_; }
+
+  // Precondition: empty(). The next instant may lie anywhere (a new sweep, maybe in the past).
+  void restart() { last_ = 0; }
+
+  void push(Item item) {
+    uint64_t k = key(item.t);
+    if (size_ == 0 && k < last_) last_ = k;  // a new sweep, in the past of the last one
+    if (k <= last_) {
+      k = last_;
+      item.t = std::bit_cast<double>(last_);
+      now_[item.kind].items.push_back(item);
+    } else {
+      buckets_[bucket(k)].push_back(Entry{k, item});
+    }
+    ++size_;
+  }
+
+  // Items left at the current instant (top() and pop() would not move to a later one).
+  bool has_current() const {
+    for (const Fifo& f : now_)
+      if (!f.empty()) return true;
+    return false;
+  }
+
+  // Precondition: !empty(). Moves to the next instant when the current one is exhausted: a
+  // later push before it then joins that instant (so the sweep peeks only between instants).
+  const Item& top() {
+    const int kind = current_kind();
+    return now_[kind].items[now_[kind].head];
+  }
+  void pop() {
+    const int kind = current_kind();
+    Fifo& f = now_[kind];
+    if (++f.head == f.items.size()) {
+      f.items.clear();
+      f.head = 0;
+    }
+    --size_;
+  }
+
+  // Keeps only the items `keep` accepts (order among the kept ones is unchanged).
+  template <class Keep> void filter(Keep&& keep) {
+    size_t n = 0;
+    for (Fifo& f : now_) {
+      std::vector<Item> kept;
+      for (size_t i = f.head; i < f.items.size(); ++i)
+        if (keep(f.items[i])) kept.push_back(f.items[i]);
+      f.items = std::move(kept);
+      f.head = 0;
+      n += f.items.size();
+    }
+    for (auto& b : buckets_) {
+      size_t w = 0;
+      for (const Entry& e : b)
+        if (keep(e.item)) b[w++] = e;
+      b.resize(w);
+      n += w;
+    }
+    size_ = n;
+  }
+
+  size_t memory_bytes() const {
+    size_t bytes = 0;
+    for (const Fifo& f : now_) bytes += f.items.capacity() * sizeof(Item);
+    for (const auto& b : buckets_) bytes += b.capacity() * sizeof(Entry);
+    return bytes;
+  }
+
+ private:
+  struct Entry {
+    uint64_t key;
+    Item item;
+  };
+  struct Fifo {
+    std::vector<Item> items;
+    size_t head = 0;
+    bool empty() const { return head == items.size(); }
+  };
+
+  // Non-negative doubles order like their bit patterns (-0 and anything below 0 count as 0).
+  static uint64_t key(double t) { return t > 0 ? std::bit_cast<uint64_t>(t) : 0; }
+  int bucket(uint64_t k) const { return 64 - std::countl_zero(k ^ last_); }
+
+  int current_kind() {
+    for (;;) {
+      for (int i = 0; i < Kinds; ++i)
+        if (!now_[i].empty()) return i;
+      advance();
+    }
+  }
+
+  // The current instant is exhausted: the smallest time in the lowest non-empty bucket becomes
+  // current, and that bucket's items move down (those at the new instant into the FIFOs).
+  void advance() {
+    int b = 1;
+    while (buckets_[b].empty()) ++b;
+    std::vector<Entry>& from = buckets_[b];
+    uint64_t least = from[0].key;
+    for (const Entry& e : from) least = std::min(least, e.key);
+    last_ = least;
+    scratch_.swap(from);
+    for (const Entry& e : scratch_) {
+      if (e.key == last_) now_[e.item.kind].items.push_back(e.item);
+      else buckets_[bucket(e.key)].push_back(e);
+    }
+    scratch_.clear();
+  }
+
+  std::array<Fifo, Kinds> now_;
+  std::array<std::vector<Entry>, 65> buckets_;
+  std::vector<Entry> scratch_;
+  uint64_t last_ = 0;
+  size_t size_ = 0;
+};
+
+}  // namespace simcore::detail

@@ -1,0 +1,54 @@
+// A link's flows sorted by start time: (start, slot) pairs. The simulator appends as a sweep
+// starts flows (nearly always at the end) and removes them as they are retired (nearly always
+// near the front, in finish order), so a removal shifts whichever side of the vector is shorter:
+// removing the oldest entries costs O(1), not a move of every later one.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "simcore/engine.h"
+
+namespace simcore::detail {
+
+class StartIndex {
+ public:
+  using Entry = std::pair<Time, uint32_t>;
+
+  Entry* begin() { return v_.data() + head_; }
+  Entry* end() { return v_.data() + v_.size(); }
+  const Entry* begin() const { return v_.data() + head_; }
+  const Entry* end() const { return v_.data() + v_.size(); }
+  bool empty() const { return head_ == v_.size(); }
+  const Entry& back() const { return v_.back(); }
+
+  void push_back(const Entry& e) { v_.push_back(e); }
+  void insert(const Entry* at, const Entry& e) {
+    v_.insert(v_.begin() + (at - v_.data()), e);
+  }
+  void erase(Entry* at) {
+    const size_t before = static_cast<size_t>(at - begin());
+    if (before < static_cast<size_t>(end() - at)) {
+      std::move_backward(begin(), at, at + 1);
+      ++head_;
+      if (head_ == v_.size()) {
+        v_.clear();
+        head_ = 0;
+      } else if (head_ >= 64 && 2 * head_ >= v_.size()) {
+        v_.erase(v_.begin(), v_.begin() + static_cast<long>(head_));
+        head_ = 0;
+      }
+    } else {
+      v_.erase(v_.begin() + (at - v_.data()));
+    }
+  }
+  size_t memory_bytes() const { return v_.capacity() * sizeof(Entry); }
+
+ private:
+  std::vector<Entry> v_;
+  size_t head_ = 0;  // entries before it are gone
+};
+
+}  // namespace simcore::detail
