@@ -150,9 +150,11 @@ class VgpuRunTest(unittest.TestCase):
         self.assertNotIn("VGPU_REAL_LIBCUDA", env)
         self.assertEqual(env["NCCL_NET_PLUGIN"], PLUGIN)
         self.assertEqual(env["NCCL_PROFILER_PLUGIN"], PLUGIN)  # tells each transfer's kernel launch
-        self.assertEqual(env["NCCL_NET"], "vgpu")
-        self.assertEqual(env["NCCL_P2P_DISABLE"], "1")
-        self.assertEqual(env["NCCL_SHM_DISABLE"], "1")
+        # The sim backend runs no kernel: NCCL's network transport would wait for them forever,
+        # so NCCL uses its P2P transport (tests/programs/run_nccl_program.py).
+        self.assertNotIn("NCCL_NET", env)
+        self.assertEqual(env["NCCL_P2P_DISABLE"], "0")
+        self.assertEqual(env["NCCL_SHM_DISABLE"], "0")
         self.assertEqual(env["NCCL_NVLS_ENABLE"], "0")
         self.assertNotIn("NCCL_IB_DISABLE", env)
         self.assertNotIn("NCCL_HOSTID", env)
@@ -227,12 +229,26 @@ class VgpuRunTest(unittest.TestCase):
         self.assertEqual(parse_env(r.stdout)["LD_PRELOAD"], f"{VCLOCK} /x/liba.so")
 
     def test_users_nccl_settings_are_replaced_with_a_note(self):
-        r = self.run_vgpu("--print-env", NCCL_P2P_DISABLE="0", NCCL_NET="IB")
+        real = os.path.join(BUILD, "vgpu", "libcuda.so.1")  # any library will do for print-env
+        r = self.run_vgpu("--backend", "passthrough", "--print-env", NCCL_P2P_DISABLE="0",
+                          NCCL_NET="IB", VGPU_REAL_LIBCUDA=real)
         self.assertEqual(r.returncode, 0, r.stderr)
         env = parse_env(r.stdout)
         self.assertEqual((env["NCCL_P2P_DISABLE"], env["NCCL_NET"]), ("1", "vgpu"))
         self.assertIn("NCCL_P2P_DISABLE=0 from the environment replaced by 1", r.stderr)
         self.assertIn("NCCL_NET=IB from the environment replaced by vgpu", r.stderr)
+        # The sim backend: P2P on, NCCL_NET gone (the job does not see it either).
+        r = self.run_vgpu("--backend", "sim", "--print-env", NCCL_P2P_DISABLE="1", NCCL_NET="vgpu")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        env = parse_env(r.stdout)
+        self.assertEqual(env["NCCL_P2P_DISABLE"], "0")
+        self.assertNotIn("NCCL_NET", env)
+        self.assertIn("NCCL_P2P_DISABLE=1 from the environment replaced by 0", r.stderr)
+        self.assertIn("NCCL_NET=vgpu from the environment removed", r.stderr)
+        r = self.run_vgpu("--backend", "sim", "--no-summary", "--", "sh", "-c", 'echo "net=${NCCL_NET-unset}"',
+                          NCCL_NET="vgpu")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("net=unset", r.stdout)
 
     def test_users_own_nccl_profiler_is_kept_with_a_note(self):
         r = self.run_vgpu("--print-env", NCCL_PROFILER_PLUGIN="/opt/my/libnccl-profiler.so")
@@ -319,10 +335,10 @@ class VgpuRunTest(unittest.TestCase):
 
     def test_the_command_gets_the_environment(self):
         r = self.run_vgpu("--job-id", "tools-test-env", "--gpus", "2", "--",
-                          "sh", "-c", 'echo "$VGPU_JOB_ID $VGPU_GPUS_PER_NODE $NCCL_NET $LD_LIBRARY_PATH"')
+                          "sh", "-c", 'echo "$VGPU_JOB_ID $VGPU_GPUS_PER_NODE $NCCL_P2P_DISABLE $LD_LIBRARY_PATH"')
         self.assertEqual(r.returncode, 0, r.stderr)
-        job, gpus, net, ld = r.stdout.split()
-        self.assertEqual((job, gpus, net), ("tools-test-env", "2", "vgpu"))
+        job, gpus, p2p_off, ld = r.stdout.split()
+        self.assertEqual((job, gpus, p2p_off), ("tools-test-env", "2", "0"))  # the sim backend's
         self.assertTrue(ld.startswith(os.path.join(BUILD, "vgpu") + ":"), ld)
 
     def test_vgpu_smi_under_vgpu_run_sees_8_devices(self):

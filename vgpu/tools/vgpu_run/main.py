@@ -118,6 +118,8 @@ def main(argv, configured):
 
     env = dict(base)
     env.update(setting)
+    for name in environment.removed(setting):
+        env.pop(name, None)
     monitor = Monitor(setting["VGPU_JOB_ID"], layout.vgpu_smi, env, options.sample_interval)
     monitor.start()
     started = time.monotonic()
