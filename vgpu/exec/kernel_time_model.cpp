@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <string>
+#include <vector>
 
 namespace vgpu {
 namespace {
@@ -19,13 +20,15 @@ double time_for(double amount, double rate) { return rate > 0 ? amount / rate : 
 
 }  // namespace
 
-double KernelTimeModel::estimate(const GpuFigures& gpu, const LaunchSignature& signature) {
+double KernelTimeModel::estimate(const GpuFigures& gpu, const LaunchSignature& signature,
+                                 const LaunchHints& hints) {
   std::string name;
   LaunchShape shape;
   if (!decode_signature_header(signature, &name, &shape)) return kLaunchFloorS;
   const std::string lname = lower(name);
 
-  if (has(lname, "gemm") || has(lname, "matmul")) {
+  const bool tensor_fragments = has(lname, "wmma") || has(lname, "hmma");
+  if (has(lname, "gemm") || has(lname, "matmul") || tensor_fragments) {
     std::vector<int64_t> dims;
     for (int64_t v : signature_integers(signature)) {
       if (v > 0 && v <= kMaxGemmDim) dims.push_back(v);
@@ -35,10 +38,11 @@ double KernelTimeModel::estimate(const GpuFigures& gpu, const LaunchSignature& s
       const double m = static_cast<double>(dims[0]), n = static_cast<double>(dims[1]),
                    k = static_cast<double>(dims[2]);
       double rate = gpu.fp32_flops, elem = 4;
-      if (has(lname, "bf16") || has(lname, "fp16") || has(lname, "half") || has(lname, "hgemm")) {
-        rate = gpu.bf16_tensor_flops, elem = 2;
-      } else if (has(lname, "tf32")) {
+      if (has(lname, "tf32")) {
         rate = gpu.tf32_tensor_flops;
+      } else if (has(lname, "bf16") || has(lname, "fp16") || has(lname, "half") || has(lname, "hgemm") ||
+                 tensor_fragments) {
+        rate = gpu.bf16_tensor_flops, elem = 2;
       }
       const double flops = 2 * m * n * k;
       const double bytes = elem * (m * k + k * n + m * n);
@@ -47,9 +51,24 @@ double KernelTimeModel::estimate(const GpuFigures& gpu, const LaunchSignature& s
     }
   }
 
-  const double threads = static_cast<double>(shape.threads());
-  return std::max({kLaunchFloorS, time_for(threads * kBytesPerThread, gpu.memory_bw),
-                   time_for(threads * kFlopsPerThread, gpu.fp32_flops)});
+  // A grid-stride loop runs fewer threads than it has elements: an integer parameter larger than
+  // the thread count that the launch's buffers can hold (one byte an element at least) is taken
+  // as the element count. Asked only past the thread count, largest first.
+  double items = static_cast<double>(shape.threads());
+  if (hints.fits_in_a_buffer) {
+    std::vector<int64_t> counts;
+    for (int64_t v : signature_integers(signature))
+      if (v > 0 && v < kMaxElementCount && static_cast<double>(v) > items) counts.push_back(v);
+    std::sort(counts.rbegin(), counts.rend());
+    for (int64_t v : counts) {
+      if (hints.fits_in_a_buffer(static_cast<uint64_t>(v))) {
+        items = static_cast<double>(v);
+        break;
+      }
+    }
+  }
+  return std::max({kLaunchFloorS, time_for(items * kBytesPerThread, gpu.memory_bw),
+                   time_for(items * kFlopsPerThread, gpu.fp32_flops)});
 }
 
 }  // namespace vgpu

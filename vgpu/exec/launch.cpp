@@ -90,10 +90,11 @@ Work PreparedLaunch::to_work() const {
   return w;
 }
 
-double ModuleManager::kernel_duration(const LaunchSignature& signature, bool* from_database) {
+double ModuleManager::kernel_duration(const LaunchSignature& signature, bool* from_database,
+                                      const LaunchHints& hints) {
   const auto& m = driver_.cluster().model;
   const GpuFigures figures{m.memory_bw, m.fp32_flops, m.tf32_tensor_flops, m.bf16_tensor_flops};
-  return recorded_or_estimated(*kernel_times_, figures, signature, from_database);
+  return recorded_or_estimated(*kernel_times_, figures, signature, from_database, hints);
 }
 
 CUresult ModuleManager::prepare_launch(const LaunchRequest& r, bool per_thread, PreparedLaunch* out) {
@@ -194,10 +195,19 @@ CUresult ModuleManager::prepare_launch(const LaunchRequest& r, bool per_thread, 
   PreparedLaunch p;
   if (CUresult rc = pack_params(r, k, &p.params); rc != CUDA_SUCCESS) return rc;
   const MemoryManager& memory = driver_.memory();
-  p.signature = build_launch_signature(k.name, s, k.params, p.params, [&memory](uint64_t v) {
-    return v != 0 && memory.resolve(static_cast<CUdeviceptr>(v), 1).has_value();
+  std::vector<uint64_t> pointers;  // for the fallback model: what the buffers can hold
+  p.signature = build_launch_signature(k.name, s, k.params, p.params, [&memory, &pointers](uint64_t v) {
+    const bool is = v != 0 && memory.resolve(static_cast<CUdeviceptr>(v), 1).has_value();
+    if (is && pointers.size() < 16) pointers.push_back(v);
+    return is;
   });
-  p.duration_s = kernel_duration(p.signature, &p.from_database);
+  LaunchHints hints;
+  hints.fits_in_a_buffer = [&memory, &pointers](uint64_t bytes) {
+    return std::any_of(pointers.begin(), pointers.end(), [&](uint64_t v) {
+      return memory.resolve(static_cast<CUdeviceptr>(v), bytes).has_value();
+    });
+  };
+  p.duration_s = kernel_duration(p.signature, &p.from_database, hints);
   p.function = std::move(fn);
   *out = std::move(p);
   return CUDA_SUCCESS;

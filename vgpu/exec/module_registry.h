@@ -117,8 +117,10 @@ class ModuleManager {
   CUresult launch(const LaunchRequest& request, bool per_thread);
 
   // The virtual duration of a launch signature on this cluster's GPU model: the database's, else
-  // the fallback model's. `from_database` tells which.
-  double kernel_duration(const LaunchSignature& signature, bool* from_database = nullptr);
+  // the fallback model's (with what the launch path knows beyond the signature). `from_database`
+  // tells which.
+  double kernel_duration(const LaunchSignature& signature, bool* from_database = nullptr,
+                         const LaunchHints& hints = {});
   KernelTimeDb& kernel_times() { return *kernel_times_; }
 
  private:
