@@ -26,6 +26,11 @@ template <class Descr> ncclResult_t start_event(void* context, void** handle, co
   e.parent = d->parentObj;
   if (d->type == ncclProfileColl) e.plan = d->coll.parentGroup;
   if (d->type == ncclProfileP2p) e.plan = d->p2p.parentGroup;
+  if (d->type == ncclProfileCollApi) {
+    e.func = d->collApi.func;
+    e.count = d->collApi.count;
+    e.datatype = d->collApi.datatype;
+  }
   *handle = prof::LaunchTags::get().start(context, e);
   return ncclSuccess;
 }

@@ -8,6 +8,7 @@
 #include "exec/kernel_time_model.h"
 #include "exec/module_registry.h"
 #include "exec/module_resources.h"
+#include "exec/nccl_collectives.h"
 #include "exec/stream.h"
 #include "sim/memory.h"
 
@@ -216,6 +217,8 @@ CUresult ModuleManager::prepare_launch(const LaunchRequest& r, bool per_thread, 
 CUresult ModuleManager::launch(const LaunchRequest& request, bool per_thread) {
   PreparedLaunch p;
   if (CUresult rc = prepare_launch(request, per_thread, &p); rc != CUDA_SUCCESS) return rc;
+  CUresult rc = CUDA_SUCCESS;
+  if (nccl_ && nccl_->submit(request.stream, per_thread, p, &rc)) return rc;
   return driver_.streams().submit(request.stream, p.to_work(), per_thread);
 }
 

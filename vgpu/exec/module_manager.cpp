@@ -10,6 +10,7 @@
 #include "core/context.h"
 #include "core/driver_state.h"
 #include "exec/module_registry.h"
+#include "exec/nccl_collectives.h"
 #include "sim/memory.h"
 
 namespace vgpu {
@@ -65,6 +66,7 @@ ModuleManager::ModuleManager(DriverState& driver) : driver_(driver) {
   const auto& model = driver_.cluster().model;
   sm_arch_ = model.cc_major * 10 + model.cc_minor;
   kernel_times_ = std::make_unique<KernelTimeDb>(KernelTimeDb::path_from_environment(), model.name);
+  nccl_ = std::make_unique<NcclCollectives>(driver_);
 }
 
 ModuleManager::~ModuleManager() = default;

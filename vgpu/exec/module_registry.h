@@ -24,6 +24,8 @@
 
 namespace vgpu {
 
+class NcclCollectives;
+
 class DriverState;
 
 // One kernel launch as the entry points receive it.
@@ -142,6 +144,7 @@ class ModuleManager {
   DriverState& driver_;
   int sm_arch_ = 0;
   std::unique_ptr<KernelTimeDb> kernel_times_;
+  std::unique_ptr<NcclCollectives> nccl_;  // NCCL kernels timed by the collective model
   HandleTable<Module> modules_;
   HandleTable<Function> functions_;
   HandleTable<Library> libraries_;

@@ -92,6 +92,11 @@ class StreamManager {
   // stream is captured, the items become nodes of the capture instead.
   CUresult submit_items(CUstream stream, std::vector<LaunchItem> items, bool per_thread);
 
+  // NCCL collectives on the sim backend (exec/nccl_collectives.h): appends `work` to the stream
+  // whose last op has simcore event `last`, if nothing was appended to it since; false when no
+  // stream ends with it (or it is being captured).
+  bool append_after_last(uint64_t last, Work work);
+
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
