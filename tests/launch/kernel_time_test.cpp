@@ -267,3 +267,34 @@ TEST(KernelTimeModel, GridStrideLoopIsTimedByItsElementCount) {
   EXPECT_DOUBLE_EQ(KernelTimeModel::estimate(kH100, sig, small), KernelTimeModel::estimate(kH100, sig));
   EXPECT_DOUBLE_EQ(KernelTimeModel::estimate(kH100, sig), 2.5e-6);  // without hints: the thread count
 }
+
+// cuBLAS passes M, N, K inside one parameter struct: an xmma-style block holds them as three
+// consecutive words, an nvjet kernel in its TMA descriptors as "size - 1" pairs. Neither may be
+// timed below the peak (issue 23: a 4096^3 cuBLAS GEMM read 2.5 us, 55,000 TFLOP/s).
+TEST(KernelTimeModel, LibraryGemmsFindTheirSizesInTheParameterStruct) {
+  const double flops = 2.0 * 4096 * 4096 * 4096;
+  LaunchShape s;
+  s.grid = {16, 32, 1};
+  s.block = {256, 1, 1};
+  std::vector<uint32_t> xmma(184, 0);
+  xmma[0] = 0x183fda40, xmma[1] = 0x7ff3;           // a host pointer: its upper half is no size
+  xmma[38] = 1, xmma[39] = 4096, xmma[40] = 4096, xmma[41] = 4096, xmma[42] = 4096;  // M, N, K, lda
+  std::vector<uint8_t> p(xmma.size() * 4);
+  std::memcpy(p.data(), xmma.data(), p.size());
+  const ParamSlot one[] = {{0, static_cast<uint32_t>(p.size())}};
+  const auto ffma = build_launch_signature("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_ffma_kernel", s, one, p, fake_pointer);
+  EXPECT_NEAR(KernelTimeModel::estimate(kH100, ffma), flops / (67e12 * 0.7), 1e-9);
+
+  std::vector<uint32_t> nvjet(430, 0);
+  nvjet[46] = 288034, nvjet[47] = 512;  // not sizes
+  nvjet[52] = 4095, nvjet[53] = 4095;   // a TMA descriptor of a 4096 x 4096 operand
+  nvjet[78] = 5, nvjet[79] = 7, nvjet[80] = 4096;
+  p.assign(nvjet.size() * 4, 0);
+  std::memcpy(p.data(), nvjet.data(), p.size());
+  const ParamSlot big[] = {{0, static_cast<uint32_t>(p.size())}};
+  s.grid = {8, 16, 1};  // persistent: the grid says nothing of the problem size
+  const auto tst = build_launch_signature("nvjet_sm90_tst_256x128_64x4_2x4_h_bz_coopA_NNT", s, big, p, fake_pointer);
+  const double t = KernelTimeModel::estimate(kH100, tst);
+  EXPECT_GE(t, flops / 989.5e12);
+  EXPECT_NEAR(t, flops / (989.5e12 * 0.7), 1e-9);
+}
