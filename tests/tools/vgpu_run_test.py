@@ -348,6 +348,44 @@ class VgpuRunTest(unittest.TestCase):
         self.assertIn("backend sim, 8 x NVIDIA H100 80GB HBM3 (1 node x 8)", r.stderr)
         self.assertIn("no process of the job used the virtual GPUs", r.stderr)
 
+    def test_kernel_db_lists_the_signatures_it_lacks(self):
+        if not CUDART_PROGRAM or not os.path.isfile(CUDART_PROGRAM):
+            self.skipTest("no nvcc-built cudart program in this build")
+        import sqlite3
+        db = os.path.join(self.tmp, "kernels.sqlite")
+        r = self.run_vgpu("--backend", "sim", "--kernel-db", db, "--print-env")
+        env = parse_env(r.stdout)
+        self.assertEqual(env["VGPU_KERNEL_DB"], db)
+        self.assertTrue(env["VGPU_KERNEL_DB_MISSES"].startswith(self.daemon_dir + "/"))
+        # An empty database: every kernel of the program is listed, with the time it was given.
+        r = self.run_vgpu("--backend", "sim", "--kernel-db", db, "--no-summary", "--", CUDART_PROGRAM)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        m = re.search(r"(\d+) launch signature\(s\) \((\d+) launches\) were not in it .*\(all in (\S+)\):",
+                      r.stderr)
+        self.assertIsNotNone(m, r.stderr)
+        self.assertGreater(int(m.group(1)), 0)
+        self.assertRegex(r.stderr, r"x +\d+\.\d{3} us  \S+")
+        # Record every listed signature in the database: the next run finds them all.
+        con = sqlite3.connect(db)
+        con.execute("CREATE TABLE IF NOT EXISTS kernel_times(gpu_model TEXT NOT NULL, signature BLOB "
+                    "NOT NULL, kernel_name TEXT NOT NULL, grid_x INTEGER, grid_y INTEGER, grid_z "
+                    "INTEGER, block_x INTEGER, block_y INTEGER, block_z INTEGER, shared_bytes "
+                    "INTEGER, duration_ns INTEGER NOT NULL, samples INTEGER NOT NULL, updated_at "
+                    "INTEGER NOT NULL, PRIMARY KEY (gpu_model, signature))")
+        with open(m.group(3)) as f:
+            for line in f:
+                launches, seconds, name, grid, block, sig = line.rstrip("\n").split("\t")
+                con.execute("INSERT OR REPLACE INTO kernel_times VALUES(?, ?, ?, 1, 1, 1, 1, 1, 1, 0, "
+                            "1000, 1, 0)", ("NVIDIA H100 80GB HBM3", bytes.fromhex(sig), name))  # the model name the driver keys by
+        con.commit()
+        con.close()
+        r = self.run_vgpu("--backend", "sim", "--kernel-db", db, "--no-summary", "--", CUDART_PROGRAM)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"kernel database {db}: every launch signature was found", r.stderr)
+        # --record measures on a GPU: refused on the sim backend, and with --kernel-db.
+        self.assert_refused(self.run_vgpu("--backend", "sim", "--record", db, "--", "true"),
+                            "--record needs the passthrough backend")
+
     def test_cudart_program(self):
         if not CUDART_PROGRAM or not os.path.isfile(CUDART_PROGRAM):
             self.skipTest("no nvcc-built cudart program in this build")

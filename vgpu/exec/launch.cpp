@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "core/driver_state.h"
+#include "exec/kernel_db_misses.h"
 #include "exec/kernel_time_model.h"
 #include "exec/module_registry.h"
 #include "exec/module_resources.h"
@@ -95,7 +96,11 @@ double ModuleManager::kernel_duration(const LaunchSignature& signature, bool* fr
                                       const LaunchHints& hints) {
   const auto& m = driver_.cluster().model;
   const GpuFigures figures{m.memory_bw, m.fp32_flops, m.tf32_tensor_flops, m.bf16_tensor_flops};
-  return recorded_or_estimated(*kernel_times_, figures, signature, from_database, hints);
+  bool found = false;
+  const double d = recorded_or_estimated(*kernel_times_, figures, signature, &found, hints);
+  if (!found && misses_) misses_->note(signature, d);
+  if (from_database) *from_database = found;
+  return d;
 }
 
 CUresult ModuleManager::prepare_launch(const LaunchRequest& r, bool per_thread, PreparedLaunch* out) {

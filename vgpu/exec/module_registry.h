@@ -25,6 +25,7 @@
 namespace vgpu {
 
 class NcclCollectives;
+class KernelDbMisses;
 
 class DriverState;
 
@@ -124,6 +125,8 @@ class ModuleManager {
   double kernel_duration(const LaunchSignature& signature, bool* from_database = nullptr,
                          const LaunchHints& hints = {});
   KernelTimeDb& kernel_times() { return *kernel_times_; }
+  // At exit: the signatures the database lacked, for vgpu-run --kernel-db (exec/kernel_db_misses.h).
+  void write_kernel_db_misses();
 
  private:
   CUresult current_device(int* device) const;
@@ -145,6 +148,7 @@ class ModuleManager {
   int sm_arch_ = 0;
   std::unique_ptr<KernelTimeDb> kernel_times_;
   std::unique_ptr<NcclCollectives> nccl_;  // NCCL kernels timed by the collective model
+  std::unique_ptr<KernelDbMisses> misses_;  // signatures the database lacked (VGPU_KERNEL_DB_MISSES)
   HandleTable<Module> modules_;
   HandleTable<Function> functions_;
   HandleTable<Library> libraries_;
