@@ -36,6 +36,11 @@
                       has no proxy work per operation, so ranks in one process use it (NCCL
                       sees the virtual NVLinks through the virtual NVML); each NCCL kernel then
                       lasts what the collective model says (vgpu/exec/nccl_collectives.h).
+  NCCL_IGNORE_DISABLED_P2P=1
+                      sim: NCCL takes every GPU of one process for one node; GPUs of different
+                      virtual nodes see each other's NVSwitch through NVML but have no peer
+                      access, which NCCL calls a hardware fault and stops at. With this it
+                      connects them through its SHM transport (no proxy work either).
   NCCL_NVLS_ENABLE=0, NCCL_COLLNET_ENABLE=0
                       no NVLink SHARP or in-network reductions: they bypass the plugin.
   NCCL_TOPO_FILE      the generated topology (topology.py says what it holds and why).
@@ -65,6 +70,7 @@ NCCL_FIXED = {
 NCCL_FIXED_SIM = {
     "NCCL_P2P_DISABLE": "0",
     "NCCL_SHM_DISABLE": "0",
+    "NCCL_IGNORE_DISABLED_P2P": "1",
     "NCCL_NVLS_ENABLE": "0",
     "NCCL_COLLNET_ENABLE": "0",
 }
