@@ -431,7 +431,10 @@ bool StreamManager::append_after_last(uint64_t last, Work work) {
     std::vector<simcore::EventId> after;
     impl_->stream_deps(*target, waits, after);
     after.insert(after.end(), work.also_after.begin(), work.also_after.end());
-    op = impl_->append(target, std::move(work), std::move(waits), std::move(after), 0, nullptr, &run_inline);
+    // Not before the calling thread's clock: its promise to the engine, so at or above the
+    // engine's floor (the work's own dependencies place it later anyway).
+    op = impl_->append(target, std::move(work), std::move(waits), std::move(after), vclock::now(), nullptr,
+                       &run_inline);
   }
   if (run_inline) {
     Impl::run(*op);
