@@ -4,10 +4,10 @@
 
 namespace vgpu::nccl::adapt {
 
-ncclResult_t profiler_init(void** context, uint64_t, int* activation_mask, const char*, int nodes, int nranks,
+ncclResult_t profiler_init(void** context, uint64_t comm_id, int* activation_mask, const char*, int nodes, int nranks,
                            int rank, ncclDebugLogger_t) {
   if (context == nullptr) return ncclInvalidArgument;
-  *context = prof::LaunchTags::get().open_context(activation_mask, nranks, nodes, rank);
+  *context = prof::LaunchTags::get().open_context(activation_mask, comm_id, nranks, nodes, rank);
   vgpu::log::info("nccl profiler: rank {} follows its transfers to their kernel launches", rank);
   return ncclSuccess;
 }

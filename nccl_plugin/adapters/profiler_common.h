@@ -27,13 +27,18 @@ template <class Descr> ncclResult_t start_event(void* context, void** handle, co
   if (d->type == ncclProfileColl) {
     e.plan = d->coll.parentGroup;
     e.func = d->coll.func;
-    e.bytes = d->coll.count * prof::datatype_size(d->coll.datatype);
+    e.bytes = d->coll.count * static_cast<uint64_t>(prof::nccl_type_bytes(d->coll.datatype));
   }
   if (d->type == ncclProfileP2p) {
     e.plan = d->p2p.parentGroup;
     e.func = d->p2p.func;
-    e.bytes = d->p2p.count * prof::datatype_size(d->p2p.datatype);
+    e.bytes = d->p2p.count * static_cast<uint64_t>(prof::nccl_type_bytes(d->p2p.datatype));
     e.peer = d->p2p.peer;
+  }
+  if (d->type == ncclProfileCollApi) {
+    e.func = d->collApi.func;
+    e.count = d->collApi.count;
+    e.datatype = d->collApi.datatype;
   }
   *handle = prof::LaunchTags::get().start(context, e);
   return ncclSuccess;

@@ -88,3 +88,8 @@ VGPU_NCCL_API int vgpu_nccl_flow_interval(uint64_t flow_id, double* start, doubl
   if (vt == nullptr || start == nullptr || finish == nullptr) return -1;
   return vt->query(flow_id, start, finish) ? 0 : -1;
 }
+
+VGPU_NCCL_API int vgpu_nccl_launch_collectives(uint64_t launch, vgpu_nccl_collective* out, int max) {
+  if (out == nullptr || max < 0 || launch == 0) return -1;
+  return vgpu::nccl::prof::LaunchTags::get().launch_collectives(launch, out, max);
+}

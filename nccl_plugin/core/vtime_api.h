@@ -31,6 +31,18 @@ typedef struct {
   double ready;        // a receive: when the kernels at both ends had begun (NaN: unknown)
 } vgpu_nccl_completion;
 
+// One collective API call of an NCCL kernel launch, as NCCL's profiler described it when the
+// call was made (its CollApi event): what the sim backend times the kernel by.
+typedef struct {
+  uint64_t comm_id;   // NCCL's id of the communicator (the same on every rank)
+  int nranks;         // the communicator's size
+  int rank;           // the calling rank in it
+  char func[24];      // NCCL's name: "AllReduce", "AllGather", "ReduceScatter", "Broadcast", ...
+  uint64_t count;     // NCCL's count (elements)
+  int type_bytes;     // the datatype's size (0: unknown)
+  int pad;
+} vgpu_nccl_collective;
+
 // This header's version; the driver uses nothing else of a plugin that answers another.
 #define VGPU_NCCL_INTERFACE_VERSION 3
 VGPU_NCCL_API int vgpu_nccl_interface_version(void);
@@ -80,6 +92,14 @@ typedef struct {
 } vgpu_nccl_launch_work;
 // 0 on success, -1 when the launch is unknown (no vgpu profiler, or its record aged out).
 VGPU_NCCL_API int vgpu_nccl_launch_collective(uint64_t launch, vgpu_nccl_launch_work* out);
+
+// The collective calls of NCCL kernel launch `launch` (a tag from vgpu_nccl_current_launch), up
+// to `max` of them into `out`: the calls its group made on the launch's communicator, given to
+// the first launch of that communicator in the group (NCCL splits a group into several kernels
+// only past one kernel's work budget; later ones get none). Returns how many were written, 0
+// for a launch with none (send/recv only) and -1 for one the profiler does not know (no
+// profiler loaded, an old launch, bad arguments). Answerable from inside the launch.
+VGPU_NCCL_API int vgpu_nccl_launch_collectives(uint64_t launch, vgpu_nccl_collective* out, int max);
 
 // The driver is done with `launch`: its record may go (records are also bounded in number).
 VGPU_NCCL_API void vgpu_nccl_forget_launch(uint64_t launch);

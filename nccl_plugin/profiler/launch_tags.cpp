@@ -1,5 +1,6 @@
 #include "profiler/launch_tags.h"
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +16,7 @@ std::atomic<bool> g_active{false};
 // What a context is: NCCL only needs a non-null pointer back; vgpu needs a distinct identity per
 // communicator (the slots of a GroupApi are per communicator).
 struct Context {
+  uint64_t comm_id = 0;
   int nranks = 0, nnodes = 0, rank = -1;  // the communicator's shape (profiler init)
 };
 
@@ -36,19 +38,20 @@ bool LaunchTags::decode(const void* handle, Kind k, uint64_t* value) {
   return true;
 }
 
-uint64_t datatype_size(const char* name) {
-  if (name == nullptr) return 1;
-  const char* digits = name;
-  while (*digits != '\0' && (*digits < '0' || *digits > '9')) ++digits;
-  switch (std::atoi(digits)) {
-    case 16: return 2;
-    case 32: return 4;
-    case 64: return 8;
-    default: return 1;  // Int8, Uint8, Float8e4m3, Float8e5m2
-  }
+int nccl_type_bytes(const char* datatype) {
+  if (datatype == nullptr) return 0;
+  static constexpr struct {
+    const char* name;
+    int bytes;
+  } kTypes[] = {{"ncclInt8", 1},     {"ncclUint8", 1},    {"ncclFloat8e4m3", 1}, {"ncclFloat8e5m2", 1},
+                {"ncclFloat16", 2},  {"ncclBfloat16", 2}, {"ncclInt32", 4},      {"ncclUint32", 4},
+                {"ncclFloat32", 4},  {"ncclInt64", 8},    {"ncclUint64", 8},     {"ncclFloat64", 8}};
+  for (const auto& t : kTypes)
+    if (std::strcmp(datatype, t.name) == 0) return t.bytes;
+  return 0;
 }
 
-void* LaunchTags::open_context(int* activation_mask, int nranks, int nnodes, int rank) {
+void* LaunchTags::open_context(int* activation_mask, uint64_t comm_id, int nranks, int nnodes, int rank) {
   // The chain from a transfer to its kernel launch, and nothing that changes what NCCL runs
   // (ncclProfileKernelCh would add proxy work) or costs per step beyond it.
   if (activation_mask != nullptr) {
@@ -57,11 +60,7 @@ void* LaunchTags::open_context(int* activation_mask, int nranks, int nnodes, int
                        ncclProfileProxyOp | ncclProfileProxyStep;
   }
   g_active.store(true, std::memory_order_release);
-  auto* c = new Context;
-  c->nranks = nranks;
-  c->nnodes = nnodes;
-  c->rank = rank;
-  return c;
+  return new Context{comm_id, nranks, nnodes, rank};
 }
 
 void LaunchTags::close_context(void* context) {
@@ -90,7 +89,7 @@ LaunchTags::Node* LaunchTags::group_of(const void* handle) {
   return a == nullptr ? nullptr : node(a->group, group_api);
 }
 
-uint64_t LaunchTags::slot_tag(Node& group, void* context, bool is_launch) {
+uint64_t LaunchTags::slot_tag(Node& group, void* context, bool is_launch, uint32_t* index_out) {
   Slots* s = nullptr;
   for (Slots& x : group.slots)
     if (x.context == context) s = &x;
@@ -99,6 +98,7 @@ uint64_t LaunchTags::slot_tag(Node& group, void* context, bool is_launch) {
     s = &group.slots.back();
   }
   const uint32_t index = is_launch ? s->launches++ : s->plans++;
+  if (index_out != nullptr) *index_out = index;
   while (s->tags.size() <= index) s->tags.push_back(fresh());
   return s->tags[index];
 }
@@ -134,6 +134,10 @@ void* LaunchTags::start(void* context, const Event& e) {
     case ncclProfileP2pApi: {
       uint64_t group = 0;
       decode(e.parent, group_api, &group);
+      if (e.type == ncclProfileCollApi && e.func != nullptr) {
+        if (Node* g = node(group, group_api))
+          g->calls.push_back(Call{context, e.func, e.count, nccl_type_bytes(e.datatype)});
+      }
       const uint64_t id = fresh();
       Node& n = nodes_[id];
       n.kind = api;
@@ -146,7 +150,11 @@ void* LaunchTags::start(void* context, const Event& e) {
       return encode(id, plan);
     }
     case ncclProfileKernelLaunch: {
-      if (Node* g = group_of(e.parent)) tag = slot_tag(*g, context, /*is_launch=*/true);
+      if (Node* g = group_of(e.parent)) {
+        uint32_t index = 0;
+        tag = slot_tag(*g, context, /*is_launch=*/true, &index);
+        record_launch(tag, *g, context, index == 0);
+      }
       t_current_launch = tag;
       return encode(tag, launch);
     }
@@ -220,6 +228,40 @@ void LaunchTags::stop(void* handle) {
     std::lock_guard l(mu_);
     retire(v);
   }
+}
+
+void LaunchTags::record_launch(uint64_t tag, Node& group, void* context, bool first) {
+  const auto* c = static_cast<const Context*>(context);
+  LaunchRecord r;
+  if (c != nullptr) r.comm_id = c->comm_id, r.nranks = c->nranks, r.rank = c->rank;
+  if (first)
+    for (const Call& call : group.calls)
+      if (call.context == context) r.calls.push_back(call);
+  if (launches_.insert_or_assign(tag, std::move(r)).second) launch_order_.push_back(tag);
+  while (launch_order_.size() > kKeepLaunches) {
+    launches_.erase(launch_order_.front());
+    launch_order_.pop_front();
+  }
+}
+
+int LaunchTags::launch_collectives(uint64_t tag, vgpu_nccl_collective* out, int max) {
+  std::lock_guard l(mu_);
+  auto it = launches_.find(tag);
+  if (it == launches_.end()) return -1;
+  const LaunchRecord& r = it->second;
+  int n = 0;
+  for (const Call& call : r.calls) {
+    if (n >= max) break;
+    vgpu_nccl_collective& o = out[n++];
+    o = vgpu_nccl_collective{};
+    o.comm_id = r.comm_id;
+    o.nranks = r.nranks;
+    o.rank = r.rank;
+    std::strncpy(o.func, call.func.c_str(), sizeof(o.func) - 1);
+    o.count = call.count;
+    o.type_bytes = call.type_bytes;
+  }
+  return n;
 }
 
 uint64_t LaunchTags::launch_of_transfer(const void* phandle) const {

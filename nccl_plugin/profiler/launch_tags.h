@@ -24,9 +24,12 @@
 
 #include <cstdint>
 #include <deque>
+#include <string>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
+
+#include "core/vtime_api.h"
 
 namespace vgpu::nccl::prof {
 
@@ -35,9 +38,12 @@ struct Event {
   uint64_t type = 0;       // ncclProfile* bit
   void* parent = nullptr;  // parentObj
   void* plan = nullptr;    // Coll/P2p: the handle of the plan's Group event
-  const char* func = nullptr;  // Coll/P2p: NCCL's name of the operation ("AllReduce", "Send", ...)
+  const char* func = nullptr;  // Coll/P2p/CollApi: NCCL's name of the operation ("AllReduce", "Send", ...)
   uint64_t bytes = 0;          // Coll/P2p: its count times the datatype's size
   int peer = -1;               // P2p: the peer rank
+  // CollApi: the call's count and datatype (NCCL's strings; copied).
+  uint64_t count = 0;
+  const char* datatype = nullptr;
 };
 
 // What one NCCL kernel launch does, for the collective model (simcore/collective_model.h):
@@ -57,15 +63,15 @@ struct LaunchWork {
   Item item[kMaxItems];
 };
 
-// NCCL's name of a datatype ("ncclFloat32", "ncclBfloat16", ...) -> its size; 1 if unknown.
-uint64_t datatype_size(const char* name);
+// The datatype's size from NCCL's profiler name ("ncclFloat32" -> 4); 0 when unknown.
+int nccl_type_bytes(const char* datatype);
 
 class LaunchTags {
  public:
   static LaunchTags& get();
 
   // A communicator's profiler context, and the event types to activate.
-  void* open_context(int* activation_mask, int nranks = 0, int nnodes = 0, int rank = -1);
+  void* open_context(int* activation_mask, uint64_t comm_id = 0, int nranks = 0, int nnodes = 0, int rank = -1);
   void close_context(void* context);
   // The handle of a started event; nullptr for an event vgpu does not follow.
   void* start(void* context, const Event& e);
@@ -81,6 +87,8 @@ class LaunchTags {
   uint64_t launch_of_transfer(const void* phandle) const;
   // What launch `tag` does (its Coll/P2p events so far); false when nothing is known of it.
   bool launch_work(uint64_t tag, LaunchWork* out) const;
+  // The collective calls of a launch (vtime_api.h, vgpu_nccl_launch_collectives).
+  int launch_collectives(uint64_t tag, vgpu_nccl_collective* out, int max);
 
   // Entries kept after NCCL stopped them (their children may still start later: a plan's tasks
   // start after its API events ended, proxy ops after their task ended).
@@ -97,18 +105,33 @@ class LaunchTags {
     uint32_t launches = 0, plans = 0;
     std::vector<uint64_t> tags;
   };
+  struct Call {  // one CollApi of a GroupApi
+    void* context = nullptr;
+    std::string func;
+    uint64_t count = 0;
+    int type_bytes = 0;
+  };
   struct Node {
     Kind kind = none;
     uint64_t group = 0;  // api: its GroupApi's id
     uint64_t tag = 0;    // plan: its launch tag once known
     std::vector<Slots> slots;  // group_api
+    std::vector<Call> calls;   // group_api: its collective calls, every communicator's
   };
+  // What the driver asks of a launch (launch_collectives), kept for the latest kKeepLaunches.
+  struct LaunchRecord {
+    uint64_t comm_id = 0;
+    int nranks = 0, rank = 0;
+    std::vector<Call> calls;
+  };
+  static constexpr size_t kKeepLaunches = 4096;
+  void record_launch(uint64_t tag, Node& group, void* context, bool first);  // under mu_
   uint64_t fresh();
   // The live entry of kind `k` (by id, or by a handle of that kind), else nullptr; under mu_.
   Node* node(uint64_t id, Kind k);
   Node* node(const void* handle, Kind k);
   Node* group_of(const void* api_or_group);  // under mu_
-  uint64_t slot_tag(Node& group, void* context, bool is_launch);  // under mu_
+  uint64_t slot_tag(Node& group, void* context, bool is_launch, uint32_t* index = nullptr);  // under mu_
   void retire(uint64_t id);                  // under mu_
 
   void note_work(uint64_t tag, void* context, const Event& e);  // under mu_
@@ -118,6 +141,8 @@ class LaunchTags {
   std::unordered_map<uint64_t, LaunchWork> work_;  // by launch tag, the latest kKeepRetired
   std::deque<uint64_t> work_order_;
   std::deque<uint64_t> retired_;
+  std::unordered_map<uint64_t, LaunchRecord> launches_;  // by tag
+  std::deque<uint64_t> launch_order_;
   uint64_t next_ = 0;  // under mu_
 };
 

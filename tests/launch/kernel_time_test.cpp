@@ -352,3 +352,74 @@ TEST(KernelTimeModel, GemmUsesMNK) {
   const auto bf16 = build_launch_signature("gemm_bf16_kernel", s, slots, p, fake_pointer);
   EXPECT_NEAR(KernelTimeModel::estimate(kH100, bf16), 2.0 * 4096 * 4096 * 4096 / (989.5e12 * 0.7), 1e-9);
 }
+
+// Roofline: no fallback answer beats the model's peak compute or memory bandwidth for the work it
+// can infer (issue 23: a 4096^3 WMMA GEMM read at 3,000-4,300 TFLOPS, a grid-stride kernel at
+// 148 TB/s).
+TEST(KernelTimeModel, WmmaGemmNeverBeatsTensorPeak) {
+  // wmma_kernel(const half* A, const half* B, float* C, int M, int N, int K): one warp per 16x16
+  // tile, so its 2^22 threads would read as an elementwise kernel of 20 us (6,900 TFLOPS).
+  const ParamSlot slots[] = {{0, 8}, {8, 8}, {16, 8}, {24, 4}, {28, 4}, {32, 4}};
+  std::vector<uint8_t> p(36, 0);
+  const uint64_t ptrs[3] = {0x700000001000, 0x700000002000, 0x700000003000};
+  std::memcpy(p.data(), ptrs, 24);
+  const int mnk[3] = {4096, 4096, 4096};
+  std::memcpy(p.data() + 24, mnk, 12);
+  LaunchShape s;
+  s.grid = {128, 256, 1};
+  s.block = {128, 1, 1};
+  const double flops = 2.0 * 4096 * 4096 * 4096;
+  for (const char* name : {"_Z11wmma_kernelP6__halfS0_Pfiii", "hmma_tile_kernel"}) {
+    const double t = KernelTimeModel::estimate(kH100, build_launch_signature(name, s, slots, p, fake_pointer));
+    EXPECT_GE(t, flops / 989.5e12) << name;  // never above the tensor peak
+    EXPECT_NEAR(t, flops / (989.5e12 * 0.7), 1e-9) << name;
+  }
+}
+
+TEST(KernelTimeModel, GridStrideLoopIsTimedByItsElementCount) {
+  // axpy over n = 2^28 floats with 132 x 256 threads, each looping over its share. Its buffers
+  // hold 1 GiB each, so n is an element count: 2^28 x 16 B / 3.35 TB/s = 1.28 ms.
+  const int n = 1 << 28;
+  const auto sig = axpy_sig(0x700000001000, 0x700000002000, n, 132);
+  LaunchHints hints;
+  hints.fits_in_a_buffer = [](uint64_t bytes) { return bytes <= (uint64_t{1} << 30); };
+  const double t = KernelTimeModel::estimate(kH100, sig, hints);
+  EXPECT_NEAR(t, double(n) * 16 / 3.35e12, 1e-9);
+  EXPECT_GE(t, double(n) * 8 / 3.35e12);  // at least one float read and one written per element
+  // An integer no buffer could hold as elements (a seed, a flag word) is not a count.
+  LaunchHints small;
+  small.fits_in_a_buffer = [](uint64_t bytes) { return bytes <= 4096; };
+  EXPECT_DOUBLE_EQ(KernelTimeModel::estimate(kH100, sig, small), KernelTimeModel::estimate(kH100, sig));
+  EXPECT_DOUBLE_EQ(KernelTimeModel::estimate(kH100, sig), 2.5e-6);  // without hints: the thread count
+}
+
+// cuBLAS passes M, N, K inside one parameter struct: an xmma-style block holds them as three
+// consecutive words, an nvjet kernel in its TMA descriptors as "size - 1" pairs. Neither may be
+// timed below the peak (issue 23: a 4096^3 cuBLAS GEMM read 2.5 us, 55,000 TFLOP/s).
+TEST(KernelTimeModel, LibraryGemmsFindTheirSizesInTheParameterStruct) {
+  const double flops = 2.0 * 4096 * 4096 * 4096;
+  LaunchShape s;
+  s.grid = {16, 32, 1};
+  s.block = {256, 1, 1};
+  std::vector<uint32_t> xmma(184, 0);
+  xmma[0] = 0x183fda40, xmma[1] = 0x7ff3;           // a host pointer: its upper half is no size
+  xmma[38] = 1, xmma[39] = 4096, xmma[40] = 4096, xmma[41] = 4096, xmma[42] = 4096;  // M, N, K, lda
+  std::vector<uint8_t> p(xmma.size() * 4);
+  std::memcpy(p.data(), xmma.data(), p.size());
+  const ParamSlot one[] = {{0, static_cast<uint32_t>(p.size())}};
+  const auto ffma = build_launch_signature("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_ffma_kernel", s, one, p, fake_pointer);
+  EXPECT_NEAR(KernelTimeModel::estimate(kH100, ffma), flops / (67e12 * 0.7), 1e-9);
+
+  std::vector<uint32_t> nvjet(430, 0);
+  nvjet[46] = 288034, nvjet[47] = 512;  // not sizes
+  nvjet[52] = 4095, nvjet[53] = 4095;   // a TMA descriptor of a 4096 x 4096 operand
+  nvjet[78] = 5, nvjet[79] = 7, nvjet[80] = 4096;
+  p.assign(nvjet.size() * 4, 0);
+  std::memcpy(p.data(), nvjet.data(), p.size());
+  const ParamSlot big[] = {{0, static_cast<uint32_t>(p.size())}};
+  s.grid = {8, 16, 1};  // persistent: the grid says nothing of the problem size
+  const auto tst = build_launch_signature("nvjet_sm90_tst_256x128_64x4_2x4_h_bz_coopA_NNT", s, big, p, fake_pointer);
+  const double t = KernelTimeModel::estimate(kH100, tst);
+  EXPECT_GE(t, flops / 989.5e12);
+  EXPECT_NEAR(t, flops / (989.5e12 * 0.7), 1e-9);
+}

@@ -238,3 +238,51 @@ TEST_F(LaunchTags, ManyThreadsLaunchingAtOnceGetDistinctTags) {
   }
   EXPECT_EQ(all.size(), static_cast<size_t>(kThreads * kGroups));
 }
+
+// What the sim backend times an NCCL kernel by: the collective calls of its launch, from the
+// CollApi events of its group on its communicator (vgpu_nccl_launch_collectives).
+TEST_F(LaunchTags, ALaunchKnowsItsGroupsCollectiveCallsOnItsCommunicator) {
+  using CollectivesFn = int (*)(uint64_t, vgpu_nccl_collective*, int);
+  auto collectives = reinterpret_cast<CollectivesFn>(dlsym(plugin().dl, "vgpu_nccl_launch_collectives"));
+  ASSERT_NE(collectives, nullptr);
+  for (bool v6 : {false, true}) {
+    Comm a(v6), b(v6);
+    void* group = a.start(ncclProfileGroupApi, nullptr);
+    auto call = [&](Comm& c, const char* func, size_t count, const char* type) {
+      void* h = nullptr;
+      if (v6) {
+        auto d = Comm::describe<ncclProfilerEventDescr_v6_t>(ncclProfileCollApi, group, nullptr);
+        d.collApi.func = func, d.collApi.count = count, d.collApi.datatype = type;
+        EXPECT_EQ(profiler().v6->startEvent(c.context(), &h, &d), ncclSuccess);
+      } else {
+        auto d = Comm::describe<ncclProfilerEventDescr_v5_t>(ncclProfileCollApi, group, nullptr);
+        d.collApi.func = func, d.collApi.count = count, d.collApi.datatype = type;
+        EXPECT_EQ(profiler().v5->startEvent(c.context(), &h, &d), ncclSuccess);
+      }
+      Comm::stop(h);
+    };
+    call(a, "AllReduce", 1000, "ncclFloat32");
+    call(b, "AllGather", 77, "ncclBfloat16");
+    call(a, "ReduceScatter", 5, "ncclWhatever");
+    const uint64_t la = a.launch(group), la2 = a.launch(group), lb = b.launch(group);
+    vgpu_nccl_collective out[4];
+    ASSERT_EQ(collectives(la, out, 4), 2);
+    EXPECT_STREQ(out[0].func, "AllReduce");
+    EXPECT_EQ(out[0].count, 1000u);
+    EXPECT_EQ(out[0].type_bytes, 4);
+    EXPECT_EQ(out[0].comm_id, 1u);  // the fixture's communicator: id 1, 2 ranks, rank 0
+    EXPECT_EQ(out[0].nranks, 2);
+    EXPECT_EQ(out[0].rank, 0);
+    EXPECT_STREQ(out[1].func, "ReduceScatter");
+    EXPECT_EQ(out[1].type_bytes, 0);  // unknown datatype
+    EXPECT_EQ(collectives(la, out, 1), 1);  // no more than asked
+    EXPECT_EQ(collectives(la2, out, 4), 0);  // a second kernel of the group: its calls went to the first
+    ASSERT_EQ(collectives(lb, out, 4), 1);
+    EXPECT_STREQ(out[0].func, "AllGather");
+    EXPECT_EQ(out[0].type_bytes, 2);
+    EXPECT_EQ(collectives(0, out, 4), -1);
+    EXPECT_EQ(collectives(la + 1000000, out, 4), -1);  // unknown launch
+    EXPECT_EQ(collectives(la, nullptr, 4), -1);
+    Comm::stop(group);
+  }
+}

@@ -58,6 +58,7 @@ class Comm {
   }
   ~Comm() { EXPECT_EQ(profiler().v5->finalize(ctx_), ncclSuccess); }
   int mask() const { return mask_; }
+  void* context() const { return ctx_; }
 
   void* start(uint64_t type, void* parent, void* plan = nullptr) {
     void* h = nullptr;

@@ -150,9 +150,11 @@ class VgpuRunTest(unittest.TestCase):
         self.assertNotIn("VGPU_REAL_LIBCUDA", env)
         self.assertEqual(env["NCCL_NET_PLUGIN"], PLUGIN)
         self.assertEqual(env["NCCL_PROFILER_PLUGIN"], PLUGIN)  # tells each transfer's kernel launch
-        self.assertEqual(env["NCCL_NET"], "vgpu")
-        self.assertEqual(env["NCCL_P2P_DISABLE"], "1")
-        self.assertEqual(env["NCCL_SHM_DISABLE"], "1")
+        # The sim backend runs no kernel: NCCL's network transport would wait for them forever,
+        # so NCCL uses its P2P transport (tests/programs/run_nccl_program.py).
+        self.assertNotIn("NCCL_NET", env)
+        self.assertEqual(env["NCCL_P2P_DISABLE"], "0")
+        self.assertEqual(env["NCCL_SHM_DISABLE"], "0")
         self.assertEqual(env["NCCL_NVLS_ENABLE"], "0")
         self.assertNotIn("NCCL_IB_DISABLE", env)
         self.assertNotIn("NCCL_HOSTID", env)
@@ -246,12 +248,26 @@ class VgpuRunTest(unittest.TestCase):
         self.assertTrue(os.path.isdir(mine))
 
     def test_users_nccl_settings_are_replaced_with_a_note(self):
-        r = self.run_vgpu("--print-env", NCCL_P2P_DISABLE="0", NCCL_NET="IB")
+        real = os.path.join(BUILD, "vgpu", "libcuda.so.1")  # any library will do for print-env
+        r = self.run_vgpu("--backend", "passthrough", "--print-env", NCCL_P2P_DISABLE="0",
+                          NCCL_NET="IB", VGPU_REAL_LIBCUDA=real)
         self.assertEqual(r.returncode, 0, r.stderr)
         env = parse_env(r.stdout)
         self.assertEqual((env["NCCL_P2P_DISABLE"], env["NCCL_NET"]), ("1", "vgpu"))
         self.assertIn("NCCL_P2P_DISABLE=0 from the environment replaced by 1", r.stderr)
         self.assertIn("NCCL_NET=IB from the environment replaced by vgpu", r.stderr)
+        # The sim backend: P2P on, NCCL_NET gone (the job does not see it either).
+        r = self.run_vgpu("--backend", "sim", "--print-env", NCCL_P2P_DISABLE="1", NCCL_NET="vgpu")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        env = parse_env(r.stdout)
+        self.assertEqual(env["NCCL_P2P_DISABLE"], "0")
+        self.assertNotIn("NCCL_NET", env)
+        self.assertIn("NCCL_P2P_DISABLE=1 from the environment replaced by 0", r.stderr)
+        self.assertIn("NCCL_NET=vgpu from the environment removed", r.stderr)
+        r = self.run_vgpu("--backend", "sim", "--no-summary", "--", "sh", "-c", 'echo "net=${NCCL_NET-unset}"',
+                          NCCL_NET="vgpu")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("net=unset", r.stdout)
 
     def test_users_own_nccl_profiler_is_kept_with_a_note(self):
         r = self.run_vgpu("--print-env", NCCL_PROFILER_PLUGIN="/opt/my/libnccl-profiler.so")
@@ -340,10 +356,10 @@ class VgpuRunTest(unittest.TestCase):
 
     def test_the_command_gets_the_environment(self):
         r = self.run_vgpu("--job-id", "tools-test-env", "--gpus", "2", "--",
-                          "sh", "-c", 'echo "$VGPU_JOB_ID $VGPU_GPUS_PER_NODE $NCCL_NET $LD_LIBRARY_PATH"')
+                          "sh", "-c", 'echo "$VGPU_JOB_ID $VGPU_GPUS_PER_NODE $NCCL_P2P_DISABLE $LD_LIBRARY_PATH"')
         self.assertEqual(r.returncode, 0, r.stderr)
-        job, gpus, net, ld = r.stdout.split()
-        self.assertEqual((job, gpus, net), ("tools-test-env", "2", "vgpu"))
+        job, gpus, p2p_off, ld = r.stdout.split()
+        self.assertEqual((job, gpus, p2p_off), ("tools-test-env", "2", "0"))  # the sim backend's
         self.assertTrue(ld.startswith(os.path.join(BUILD, "vgpu") + ":"), ld)
 
     def test_vgpu_smi_under_vgpu_run_sees_8_devices(self):
@@ -352,6 +368,44 @@ class VgpuRunTest(unittest.TestCase):
         self.assertEqual(len(re.findall(r"^GPU \d+: ", r.stdout, re.M)), 8, r.stdout)
         self.assertIn("backend sim, 8 x NVIDIA H100 80GB HBM3 (1 node x 8)", r.stderr)
         self.assertIn("no process of the job used the virtual GPUs", r.stderr)
+
+    def test_kernel_db_lists_the_signatures_it_lacks(self):
+        if not CUDART_PROGRAM or not os.path.isfile(CUDART_PROGRAM):
+            self.skipTest("no nvcc-built cudart program in this build")
+        import sqlite3
+        db = os.path.join(self.tmp, "kernels.sqlite")
+        r = self.run_vgpu("--backend", "sim", "--kernel-db", db, "--print-env")
+        env = parse_env(r.stdout)
+        self.assertEqual(env["VGPU_KERNEL_DB"], db)
+        self.assertTrue(env["VGPU_KERNEL_DB_MISSES"].startswith(self.daemon_dir + "/"))
+        # An empty database: every kernel of the program is listed, with the time it was given.
+        r = self.run_vgpu("--backend", "sim", "--kernel-db", db, "--no-summary", "--", CUDART_PROGRAM)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        m = re.search(r"(\d+) launch signature\(s\) \((\d+) launches\) were not in it .*\(all in (\S+)\):",
+                      r.stderr)
+        self.assertIsNotNone(m, r.stderr)
+        self.assertGreater(int(m.group(1)), 0)
+        self.assertRegex(r.stderr, r"x +\d+\.\d{3} us  \S+")
+        # Record every listed signature in the database: the next run finds them all.
+        con = sqlite3.connect(db)
+        con.execute("CREATE TABLE IF NOT EXISTS kernel_times(gpu_model TEXT NOT NULL, signature BLOB "
+                    "NOT NULL, kernel_name TEXT NOT NULL, grid_x INTEGER, grid_y INTEGER, grid_z "
+                    "INTEGER, block_x INTEGER, block_y INTEGER, block_z INTEGER, shared_bytes "
+                    "INTEGER, duration_ns INTEGER NOT NULL, samples INTEGER NOT NULL, updated_at "
+                    "INTEGER NOT NULL, PRIMARY KEY (gpu_model, signature))")
+        with open(m.group(3)) as f:
+            for line in f:
+                launches, seconds, name, grid, block, sig = line.rstrip("\n").split("\t")
+                con.execute("INSERT OR REPLACE INTO kernel_times VALUES(?, ?, ?, 1, 1, 1, 1, 1, 1, 0, "
+                            "1000, 1, 0)", ("NVIDIA H100 80GB HBM3", bytes.fromhex(sig), name))  # the model name the driver keys by
+        con.commit()
+        con.close()
+        r = self.run_vgpu("--backend", "sim", "--kernel-db", db, "--no-summary", "--", CUDART_PROGRAM)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn(f"kernel database {db}: every launch signature was found", r.stderr)
+        # --record measures on a GPU: refused on the sim backend, and with --kernel-db.
+        self.assert_refused(self.run_vgpu("--backend", "sim", "--record", db, "--", "true"),
+                            "--record needs the passthrough backend")
 
     def test_cudart_program(self):
         if not CUDART_PROGRAM or not os.path.isfile(CUDART_PROGRAM):

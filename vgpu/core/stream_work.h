@@ -8,6 +8,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "driver/cuda_api.h"
 
@@ -31,6 +32,13 @@ struct Work {
     uint64_t bytes;
   };
   std::optional<Transfer> transfer;
+
+  // Added for NCCL collectives on the sim backend (exec/nccl_collectives.h): simcore events this
+  // work also starts after (other ranks' arrival at the same collective), and a callback told
+  // this work's own simcore event once it is on its stream's timeline (not called for work
+  // recorded into a stream capture).
+  std::vector<uint64_t> also_after;
+  std::function<void(uint64_t event)> on_timeline;
 };
 
 }  // namespace vgpu

@@ -55,6 +55,8 @@ std::span<const SlotImpl> build_impls() {
     ours<integrity_check, 1, &s::integrity_check>("integrity_check", "version, unix_seconds, out"),
 
     ours<context_info, 4, &s::context_id>("context_id", "ctx, id"),
+    ours<context_info, 39, &s::context_lookup>("context_lookup", "ctx, arg1, out, arg3, kind, arg5"),
+    ours<context_info, 51, &s::context_object>("context_object", "ctx, arg1, out, arg3, kind, arg5"),
     absent(context_info, 91),
   };
   return impls;

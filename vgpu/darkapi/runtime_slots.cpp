@@ -2,6 +2,9 @@
 // checks and the context id. Each answers what the real driver answered when measured
 // (tests/darkapi/data/real_driver_probe_h200_580.txt).
 #include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
 
 #include "common/log.h"
 #include "darkapi/slots.h"
@@ -14,6 +17,29 @@ namespace {
 // runtime counts 32-bit words rather than bytes.
 alignas(64) uint32_t g_callback_buffer1[1024];
 alignas(64) uint32_t g_callback_buffer2[14];
+
+// The zeroed block slot [51] hands out, one per context: the library may keep the address and
+// read (or write) it for the context's lifetime, so blocks are never freed (a few KiB each).
+class ContextBlocks {
+ public:
+  static ContextBlocks& get() {
+    static ContextBlocks* b = new ContextBlocks;  // asked until exit
+    return *b;
+  }
+  void* block(CUcontext ctx) {
+    std::lock_guard l(mu_);
+    auto& b = blocks_[ctx];
+    if (!b) b = std::make_unique<Block>();
+    return b->words;
+  }
+
+ private:
+  struct Block {
+    alignas(64) uint64_t words[512] = {};
+  };
+  std::mutex mu_;
+  std::unordered_map<CUcontext, std::unique_ptr<Block>> blocks_;
+};
 
 }  // namespace
 
@@ -40,5 +66,17 @@ CUresult context_check(CUcontext, uint32_t* flags, const void**) {
 uint32_t context_check_global() { return 0; }
 
 CUresult context_id(CUcontext ctx, unsigned long long* id) { return cuCtxGetId(ctx, id); }
+
+CUresult context_object(CUcontext ctx, uint64_t, void** out, uint64_t, uint64_t, const void*) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *out = ContextBlocks::get().block(ctx);
+  return CUDA_SUCCESS;
+}
+
+CUresult context_lookup(CUcontext, const void*, void** out, uint64_t, uint64_t, const void*) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *out = nullptr;
+  return CUDA_SUCCESS;
+}
 
 }  // namespace vgpu::darkapi::slots

@@ -58,5 +58,16 @@ CUresult integrity_check(uint32_t version, uint64_t unix_seconds, uint64_t* out)
 // ---- context_info (21318c60) ----
 // [4] Measured: the same id as cuCtxGetId.
 CUresult context_id(CUcontext ctx, unsigned long long* id);
+// [51] and [39]: cuBLAS (cuBLASLt) calls them before the first GEMM on a context, [51] as
+// (ctx, 0, out, 0, 7, p), then [39] as (ctx, p2, out, 3, 7, p3); p, p2, p3 point into the
+// library. Public analyses of NVIDIA's tools libraries name this table the tools' context
+// interface (CU_ETID_ToolsContext); what the two slots compute is not known, and they could
+// not be traced on a real driver here. Answered so that GEMMs run, as another clean-room
+// driver (SCUDA) answers them: [51] writes the address of a zeroed block of the context (the
+// same block for every call on that context, kept until exit) and returns success; [39]
+// writes null and returns success. A null `out` is CUDA_ERROR_INVALID_VALUE.
+CUresult context_object(CUcontext ctx, uint64_t arg1, void** out, uint64_t arg3, uint64_t kind, const void* arg5);
+CUresult context_lookup(CUcontext ctx, const void* arg1, void** out, uint64_t arg3, uint64_t kind,
+                        const void* arg5);
 
 }  // namespace vgpu::darkapi::slots

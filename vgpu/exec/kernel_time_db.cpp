@@ -229,10 +229,10 @@ int64_t KernelTimeDb::count() {
 }
 
 double recorded_or_estimated(KernelTimeDb& db, const GpuFigures& gpu, const LaunchSignature& signature,
-                             bool* from_database) {
+                             bool* from_database, const LaunchHints& hints) {
   const std::optional<uint64_t> ns = db.lookup(signature);
   if (from_database) *from_database = ns.has_value();
-  return ns ? static_cast<double>(*ns) * 1e-9 : KernelTimeModel::estimate(gpu, signature);
+  return ns ? static_cast<double>(*ns) * 1e-9 : KernelTimeModel::estimate(gpu, signature, hints);
 }
 
 }  // namespace vgpu

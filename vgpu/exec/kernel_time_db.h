@@ -77,6 +77,6 @@ class KernelTimeDb {
 // (*from_database true), else the fallback model's estimate for `gpu`. What the sim backend
 // gives every launch, and the passthrough backend the launches it replays.
 double recorded_or_estimated(KernelTimeDb& db, const GpuFigures& gpu, const LaunchSignature& signature,
-                             bool* from_database = nullptr);
+                             bool* from_database = nullptr, const LaunchHints& hints = {});
 
 }  // namespace vgpu

@@ -5,9 +5,11 @@
 
 #include "common/log.h"
 #include "core/driver_state.h"
+#include "exec/kernel_db_misses.h"
 #include "exec/kernel_time_model.h"
 #include "exec/module_registry.h"
 #include "exec/module_resources.h"
+#include "exec/nccl_collectives.h"
 #include "exec/stream.h"
 #include "sim/memory.h"
 
@@ -90,10 +92,15 @@ Work PreparedLaunch::to_work() const {
   return w;
 }
 
-double ModuleManager::kernel_duration(const LaunchSignature& signature, bool* from_database) {
+double ModuleManager::kernel_duration(const LaunchSignature& signature, bool* from_database,
+                                      const LaunchHints& hints) {
   const auto& m = driver_.cluster().model;
   const GpuFigures figures{m.memory_bw, m.fp32_flops, m.tf32_tensor_flops, m.bf16_tensor_flops};
-  return recorded_or_estimated(*kernel_times_, figures, signature, from_database);
+  bool found = false;
+  const double d = recorded_or_estimated(*kernel_times_, figures, signature, &found, hints);
+  if (!found && misses_) misses_->note(signature, d);
+  if (from_database) *from_database = found;
+  return d;
 }
 
 CUresult ModuleManager::prepare_launch(const LaunchRequest& r, bool per_thread, PreparedLaunch* out) {
@@ -194,10 +201,20 @@ CUresult ModuleManager::prepare_launch(const LaunchRequest& r, bool per_thread, 
   PreparedLaunch p;
   if (CUresult rc = pack_params(r, k, &p.params); rc != CUDA_SUCCESS) return rc;
   const MemoryManager& memory = driver_.memory();
-  p.signature = build_launch_signature(k.name, s, k.params, p.params, [&memory, this](uint64_t v) {
-    return v != 0 && (memory.resolve(static_cast<CUdeviceptr>(v), 1).has_value() || host_addresses_.contains(v));
+  std::vector<uint64_t> pointers;  // for the fallback model: what the buffers can hold
+  p.signature = build_launch_signature(k.name, s, k.params, p.params, [&memory, &pointers, this](uint64_t v) {
+    if (v == 0) return false;
+    const bool device = memory.resolve(static_cast<CUdeviceptr>(v), 1).has_value();
+    if (device && pointers.size() < 16) pointers.push_back(v);
+    return device || host_addresses_.contains(v);
   });
-  p.duration_s = kernel_duration(p.signature, &p.from_database);
+  LaunchHints hints;
+  hints.fits_in_a_buffer = [&memory, &pointers](uint64_t bytes) {
+    return std::any_of(pointers.begin(), pointers.end(), [&](uint64_t v) {
+      return memory.resolve(static_cast<CUdeviceptr>(v), bytes).has_value();
+    });
+  };
+  p.duration_s = kernel_duration(p.signature, &p.from_database, hints);
   p.function = std::move(fn);
   *out = std::move(p);
   return CUDA_SUCCESS;
@@ -206,6 +223,8 @@ CUresult ModuleManager::prepare_launch(const LaunchRequest& r, bool per_thread, 
 CUresult ModuleManager::launch(const LaunchRequest& request, bool per_thread) {
   PreparedLaunch p;
   if (CUresult rc = prepare_launch(request, per_thread, &p); rc != CUDA_SUCCESS) return rc;
+  CUresult rc = CUDA_SUCCESS;
+  if (nccl_ && nccl_->submit(request.stream, per_thread, p, &rc)) return rc;
   return driver_.streams().submit(request.stream, p.to_work(), per_thread);
 }
 

@@ -111,6 +111,30 @@ std::vector<int64_t> signature_integers(const LaunchSignature& signature) {
   return ints;
 }
 
+std::vector<std::vector<uint32_t>> signature_struct_words(const LaunchSignature& signature) {
+  std::vector<std::vector<uint32_t>> out;
+  const std::string_view s = signature.bytes;
+  if (s.size() < kMagic.size() || s.substr(0, kMagic.size()) != kMagic) return out;
+  size_t at = s.find('\0', kMagic.size());
+  if (at == std::string_view::npos) return out;
+  at += 1 + 7 * 4;
+  while (at < s.size()) {
+    const char tag = s[at++];
+    if (tag == 'p') continue;
+    if (tag != 'v' || at + 4 > s.size()) break;
+    const uint32_t size = get_u32(s, at);
+    at += 4;
+    if (size > s.size() - at) break;
+    if (size > 8) {
+      std::vector<uint32_t> words(size / 4);
+      std::memcpy(words.data(), s.data() + at, words.size() * 4);
+      out.push_back(std::move(words));
+    }
+    at += size;
+  }
+  return out;
+}
+
 bool decode_signature_header(const LaunchSignature& signature, std::string* name, LaunchShape* shape) {
   const std::string_view s = signature.bytes;
   if (s.size() < kMagic.size() || s.substr(0, kMagic.size()) != kMagic) return false;

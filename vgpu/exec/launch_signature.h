@@ -73,6 +73,11 @@ LaunchSignature build_launch_signature(std::string_view function_name, const Lau
 // time model reads problem sizes (M, N, K of a GEMM) from them.
 std::vector<int64_t> signature_integers(const LaunchSignature& signature);
 
+// The 4-byte words of each non-pointer parameter larger than 8 bytes (a struct passed by value,
+// its device pointers zeroed), one vector per parameter: the fallback model looks for the
+// problem sizes of library GEMMs (cuBLAS passes them inside one parameter struct) there.
+std::vector<std::vector<uint32_t>> signature_struct_words(const LaunchSignature& signature);
+
 // The function name and shape a signature was built from; false for bytes that are not one.
 bool decode_signature_header(const LaunchSignature& signature, std::string* name, LaunchShape* shape);
 

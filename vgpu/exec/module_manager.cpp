@@ -4,12 +4,16 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <mutex>
 #include <cstring>
 
 #include "common/log.h"
 #include "core/context.h"
 #include "core/driver_state.h"
 #include "exec/module_registry.h"
+#include "exec/kernel_db_misses.h"
+#include "exec/nccl_collectives.h"
 #include "sim/memory.h"
 
 namespace vgpu {
@@ -65,6 +69,20 @@ ModuleManager::ModuleManager(DriverState& driver) : driver_(driver) {
   const auto& model = driver_.cluster().model;
   sm_arch_ = model.cc_major * 10 + model.cc_minor;
   kernel_times_ = std::make_unique<KernelTimeDb>(KernelTimeDb::path_from_environment(), model.name);
+  nccl_ = std::make_unique<NcclCollectives>(driver_);
+  misses_ = std::make_unique<KernelDbMisses>();
+  if (misses_->enabled()) {
+    static std::once_flag once;  // the driver state, and so this manager, is made once
+    std::call_once(once, [] {
+      std::atexit([] {
+        if (DriverState* d = DriverState::get()) d->modules().write_kernel_db_misses();
+      });
+    });
+  }
+}
+
+void ModuleManager::write_kernel_db_misses() {
+  if (misses_) misses_->write();
 }
 
 ModuleManager::~ModuleManager() = default;

@@ -25,6 +25,9 @@
 
 namespace vgpu {
 
+class NcclCollectives;
+class KernelDbMisses;
+
 class DriverState;
 
 // One kernel launch as the entry points receive it.
@@ -118,9 +121,13 @@ class ModuleManager {
   CUresult launch(const LaunchRequest& request, bool per_thread);
 
   // The virtual duration of a launch signature on this cluster's GPU model: the database's, else
-  // the fallback model's. `from_database` tells which.
-  double kernel_duration(const LaunchSignature& signature, bool* from_database = nullptr);
+  // the fallback model's (with what the launch path knows beyond the signature). `from_database`
+  // tells which.
+  double kernel_duration(const LaunchSignature& signature, bool* from_database = nullptr,
+                         const LaunchHints& hints = {});
   KernelTimeDb& kernel_times() { return *kernel_times_; }
+  // At exit: the signatures the database lacked, for vgpu-run --kernel-db (exec/kernel_db_misses.h).
+  void write_kernel_db_misses();
 
  private:
   CUresult current_device(int* device) const;
@@ -142,6 +149,8 @@ class ModuleManager {
   int sm_arch_ = 0;
   std::unique_ptr<KernelTimeDb> kernel_times_;
   HostAddressSpace host_addresses_;  // masked in launch signatures (exec/launch_signature.h)
+  std::unique_ptr<NcclCollectives> nccl_;  // NCCL kernels timed by the collective model
+  std::unique_ptr<KernelDbMisses> misses_;  // signatures the database lacked (VGPU_KERNEL_DB_MISSES)
   HandleTable<Module> modules_;
   HandleTable<Function> functions_;
   HandleTable<Library> libraries_;

@@ -408,6 +408,7 @@ struct StreamManager::Impl {
     const double not_before = vclock::earliest_start();
     std::shared_ptr<Op> op;
     bool run_inline = false;
+    auto on_timeline = std::move(work.on_timeline);
     {
       std::lock_guard lock(mu);
       if (CUresult r = check_implicit_capture(*s); r != CUDA_SUCCESS) return r;
@@ -422,9 +423,11 @@ struct StreamManager::Impl {
       std::vector<std::shared_ptr<Op>> waits;
       std::vector<simcore::EventId> after;
       stream_deps(*s, waits, after);
+      after.insert(after.end(), work.also_after.begin(), work.also_after.end());
       op = append(s, std::move(work), std::move(waits), std::move(after), not_before,
                   std::move(ready), &run_inline);
     }
+    if (on_timeline) on_timeline(op->vid);
     if (run_inline) {
       run(*op);
       finish_inline(s, op);
@@ -446,6 +449,36 @@ void StreamManager::flush_activity() { impl_->activity.flush(); }
 
 CUresult StreamManager::submit(CUstream stream, Work work, bool per_thread) {
   return impl_->submit_one(stream, std::move(work), per_thread, nullptr, nullptr, true);
+}
+
+bool StreamManager::append_after_last(uint64_t last, Work work) {
+  if (last == simcore::kNoEvent) return false;
+  std::shared_ptr<Op> op;
+  std::shared_ptr<Stream> target;
+  bool run_inline = false;
+  {
+    std::lock_guard lock(impl_->mu);
+    for (auto& [ctx, cs] : impl_->by_ctx) {
+      if (cs.legacy && cs.legacy->last_vid == last) target = cs.legacy;
+      for (auto& t : cs.streams)
+        if (!target && t->last_vid == last && !t->destroyed) target = t;
+      if (target) break;
+    }
+    if (!target || target->capture) return false;
+    std::vector<std::shared_ptr<Op>> waits;
+    std::vector<simcore::EventId> after;
+    impl_->stream_deps(*target, waits, after);
+    after.insert(after.end(), work.also_after.begin(), work.also_after.end());
+    // Not before the calling thread's clock: its promise to the engine, so at or above the
+    // engine's floor (the work's own dependencies place it later anyway).
+    op = impl_->append(target, std::move(work), std::move(waits), std::move(after), vclock::now(), nullptr,
+                       &run_inline);
+  }
+  if (run_inline) {
+    Impl::run(*op);
+    impl_->finish_inline(target, op);
+  }
+  return true;
 }
 
 CUresult StreamManager::submit_and_wait(CUstream stream, Work work, bool per_thread) {

@@ -95,6 +95,10 @@ class StreamManager {
   // Reports the work submitted so far to the job's status region (exec/activity_report.h);
   // also done by itself at synchronizations and in batches. At exit, before the region is left.
   void flush_activity();
+  // NCCL collectives on the sim backend (exec/nccl_collectives.h): appends `work` to the stream
+  // whose last op has simcore event `last`, if nothing was appended to it since; false when no
+  // stream ends with it (or it is being captured).
+  bool append_after_last(uint64_t last, Work work);
 
  private:
   struct Impl;

@@ -24,11 +24,26 @@
   VGPU_VGPUD          separate processes share one network; VGPU_VGPUD is the binary the plugin
                       starts on demand.
   NCCL_NET_PLUGIN     the plugin by absolute path (NCCL 2.28 dlopens a path as given).
-  NCCL_NET=vgpu       NCCL uses the plugin's network or fails ("Failed to initialize any NET
-                      plugin"): never a silent fallback to its own socket/IB transports.
+  NCCL_NET=vgpu       passthrough: NCCL uses the plugin's network or fails ("Failed to
+                      initialize any NET plugin"): never a silent fallback to its own socket/IB
+                      transports.
   NCCL_P2P_DISABLE=1, NCCL_SHM_DISABLE=1
-                      no direct GPU-to-GPU or host shared-memory paths, so that every byte
-                      between ranks, inside a node too, goes through the plugin and is timed.
+                      passthrough: no direct GPU-to-GPU or host shared-memory paths, so that
+                      every byte between ranks, inside a node too, goes through the plugin and
+                      is timed.
+  NCCL_P2P_DISABLE=0, NCCL_SHM_DISABLE=0, no NCCL_NET
+                      sim: the sim backend executes no kernel, and NCCL's network transport
+                      moves each step only once its kernel has written it (the proxy thread
+                      polls the kernel's FIFO in host memory): its proxy operations would never
+                      end and ncclCommDestroy would wait for them forever. NCCL's P2P transport
+                      has no proxy work per operation, so ranks in one process use it (NCCL
+                      sees the virtual NVLinks through the virtual NVML); each NCCL kernel then
+                      lasts what the collective model says (vgpu/exec/nccl_collectives.h).
+  NCCL_IGNORE_DISABLED_P2P=1
+                      sim: NCCL takes every GPU of one process for one node; GPUs of different
+                      virtual nodes see each other's NVSwitch through NVML but have no peer
+                      access, which NCCL calls a hardware fault and stops at. With this it
+                      connects them through its SHM transport (no proxy work either).
   NCCL_NVLS_ENABLE=0, NCCL_COLLNET_ENABLE=0
                       no NVLink SHARP or in-network reductions: they bypass the plugin.
   NCCL_TOPO_FILE      the generated topology (topology.py says what it holds and why).
@@ -56,6 +71,18 @@ NCCL_FIXED = {
     "NCCL_NVLS_ENABLE": "0",
     "NCCL_COLLNET_ENABLE": "0",
 }
+# The sim backend's: transports without per-operation proxy work (see above).
+NCCL_FIXED_SIM = {
+    "NCCL_P2P_DISABLE": "0",
+    "NCCL_SHM_DISABLE": "0",
+    "NCCL_IGNORE_DISABLED_P2P": "1",
+    "NCCL_NVLS_ENABLE": "0",
+    "NCCL_COLLNET_ENABLE": "0",
+}
+
+
+def nccl_fixed(backend):
+    return NCCL_FIXED_SIM if backend == "sim" else NCCL_FIXED
 
 
 def cluster_vars(options):
@@ -103,12 +130,13 @@ def job_vars(options, layout, backend, real_driver, job_id, topo_file, base):
     out["VGPU_STATUS_KEEP"] = "1"
     if options.timeline:
         out["VGPU_TIMELINE"] = os.path.abspath(options.timeline)
-    if not base.get("VGPU_KERNEL_DB"):
+    if not base.get("VGPU_KERNEL_DB") and not getattr(options, "record", None) \
+            and not getattr(options, "kernel_db", None):
         out["VGPU_KERNEL_DB"] = job_kernel_db(base, job_id)
     out["VGPU_SIMCORE"] = "daemon"
     out["VGPU_VGPUD"] = layout.vgpud
     out["NCCL_NET_PLUGIN"] = layout.nccl_plugin
-    out.update(NCCL_FIXED)
+    out.update(nccl_fixed(backend))
     out["NCCL_TOPO_FILE"] = topo_file
     out["NCCL_PROFILER_PLUGIN"] = base.get("NCCL_PROFILER_PLUGIN") or layout.nccl_plugin
     return out
@@ -120,12 +148,20 @@ def job_kernel_db(base, job_id):
     return os.path.join(daemon.ensure_private_dir(daemon.socket_dir(base)), f"kernel-times-{job_id}")
 
 
+def removed(setting):
+    """The caller's variables the job must not see: NCCL_NET on the sim backend."""
+    return [name for name in NCCL_FIXED if name not in setting]
+
+
 def replaced(setting, base):
     """Notes for variables of the caller's environment that vgpu-run overrides."""
     notes = []
     for name in list(NCCL_FIXED) + ["NCCL_NET_PLUGIN", "NCCL_TOPO_FILE", "VGPU_SIMCORE"]:
         old = base.get(name)
-        if old is not None and old != setting[name]:
+        if old is not None and name not in setting:
+            notes.append(f"{name}={old} from the environment removed (sim backend: NCCL's "
+                         "network transport would wait for kernels that never run)")
+        elif old is not None and old != setting[name]:
             notes.append(f"{name}={old} from the environment replaced by {setting[name]}")
     own = base.get("NCCL_PROFILER_PLUGIN")
     if own and own != setting["NCCL_NET_PLUGIN"]:

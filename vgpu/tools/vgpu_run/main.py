@@ -9,7 +9,7 @@ import sys
 import time
 
 from . import cluster as cluster_mod
-from . import daemon, environment, layout as layout_mod, options as options_mod, summary, topology
+from . import daemon, environment, kernel_db, layout as layout_mod, options as options_mod, summary, topology
 from .errors import UsageError
 from .monitor import Monitor, region_path
 
@@ -68,6 +68,7 @@ def prepare(options, configured, base):
             notes.append("the clock shim (libvgpu-vclock.so) is not there: the job's own clocks "
                          "stay real (only its CUDA events report virtual time)")
     layout_mod.require(layout, backend, options.virtual_clock)
+    kernel_db.check(options, backend)
     job = _job_id(options, base, notes)
     probe_env = dict(base)
     probe_env.update(environment.cluster_vars(options))
@@ -75,6 +76,7 @@ def prepare(options, configured, base):
     cluster = cluster_mod.describe(layout.nvml_libdir, probe_env)
     topo = _write_topology(cluster, base, notes)
     setting = environment.job_vars(options, layout, backend, real, job, topo, base)
+    setting.update(kernel_db.job_vars(options, daemon.ensure_private_dir(daemon.socket_dir(base)), job))
     notes += environment.replaced(setting, base)
     return setting, cluster, backend, layout, notes
 
@@ -125,9 +127,15 @@ def main(argv, configured):
 
     env = dict(base)
     env.update(setting)
-    own_db = "VGPU_KERNEL_DB" in setting  # the job's own database (environment.job_kernel_db)
+    # The job's own database (environment.job_kernel_db), not one the caller named.
+    own_db = setting.get("VGPU_KERNEL_DB") == environment.job_kernel_db(base, setting["VGPU_JOB_ID"])
     if own_db:
         os.makedirs(setting["VGPU_KERNEL_DB"], mode=0o700, exist_ok=True)
+    misses = setting.get("VGPU_KERNEL_DB_MISSES")
+    if misses and os.path.exists(misses):
+        os.remove(misses)  # a file of an earlier run with the same job id
+    for name in environment.removed(setting):
+        env.pop(name, None)
     monitor = Monitor(setting["VGPU_JOB_ID"], layout.vgpu_smi, env, options.sample_interval)
     monitor.start()
     started = time.monotonic()
@@ -143,6 +151,9 @@ def main(argv, configured):
     stopped = daemon.stop(setting["VGPU_JOB_ID"], env)
     if stopped:
         end_notes.append(stopped)
+    if misses:
+        for line in kernel_db.report(misses, setting["VGPU_KERNEL_DB"]):
+            _say(line)
     timeline = setting.get("VGPU_TIMELINE") or base.get("VGPU_TIMELINE")
     if timeline:
         state = "written" if os.path.isfile(timeline) else "not written"

@@ -75,6 +75,12 @@ def _parser():
                         "else a new one); vgpu-smi --job ID watches it")
     j.add_argument("--timeline", metavar="FILE",
                    help="write the simulated timeline (Chrome trace) to FILE (VGPU_TIMELINE)")
+    j.add_argument("--record", metavar="DB",
+                   help="passthrough: record every kernel's measured duration by launch "
+                        "signature in the kernel-time database DB (VGPU_KERNEL_DB)")
+    j.add_argument("--kernel-db", metavar="DB",
+                   help="sim: time kernels by the database DB (VGPU_KERNEL_DB) and list at the "
+                        "end the launch signatures it lacked, with the time they were given")
     clock = j.add_mutually_exclusive_group()
     clock.add_argument("--virtual-clock", dest="virtual_clock", action="store_const", const=True,
                        default=None,

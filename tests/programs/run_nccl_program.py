@@ -1,0 +1,120 @@
+"""Runs tests/programs/nccl_program (NCCL from the toolkit, one process driving every rank) through
+vgpu-run on the sim backend, as a user would, and checks that it ends and what it reports.
+
+Usage: run_nccl_program.py RANKS   (environment: VGPU_RUN, NCCL_PROGRAM, COLLECTIVE_ESTIMATE,
+CUDA_LIB_DIR; VGPU_NODES for ranks on several virtual nodes)
+
+Checks:
+- the job ends within the timeout with status 0 and destroys its communicators (it used to hang
+  in ncclCommDestroy: NCCL's network proxy waited for kernels the sim backend never runs);
+- NCCL used its P2P transport, not the network (the plugin's transport needs running kernels);
+- on the simulated timeline (--timeline), every rank's all-reduce kernel lasts what the collective
+  model says (collective_estimate, the model on the same cluster), the last rank to arrive starts
+  its kernel when every rank has arrived, and every rank's stream goes on only after the
+  collective's end;
+- the program's own CUDA-event timing of each all-reduce is never shorter than the model's.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+TIMEOUT_S = 180
+
+
+def main():
+    ranks = int(sys.argv[1])
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = env["CUDA_LIB_DIR"]  # libnccl.so.2, libcudart; vgpu-run puts vgpu's first
+    env["NCCL_DEBUG"] = "INFO"
+    timeline = os.path.join(tempfile.mkdtemp(prefix="vgpu-nccl-"), "timeline.json")
+    cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--timeline", timeline, "--",
+           env["NCCL_PROGRAM"], str(ranks), "1", "1", "256"]
+    try:
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired as e:
+        out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        print(out[-4000:])
+        print(f"FAIL the job did not end within {TIMEOUT_S} s (hang)")
+        return 1
+    out = r.stdout + r.stderr
+    failures = 0
+
+    def check(ok, what):
+        nonlocal failures
+        print(("ok   " if ok else "FAIL ") + what)
+        failures += not ok
+
+    check(r.returncode == 0, f"exit status {r.returncode}")
+    check(f"ok   ncclCommDestroy of {ranks} communicators" in out, "ncclCommDestroy returned")
+    check(("via P2P" in out or "via SHM" in out) and "via NET" not in out,
+          "ranks connect through P2P (or SHM across virtual nodes), none through the network")
+    times = [(int(b), float(ms)) for b, ms in re.findall(r"^allreduce (\d+) B ([0-9.]+) ms", out, re.M)]
+    check(len(times) == 3, f"three all-reduces timed: {times}")
+
+    def expected_us(func, nbytes):
+        out = subprocess.run([env["COLLECTIVE_ESTIMATE"], func, str(nbytes), *map(str, range(ranks))],
+                             capture_output=True, text=True, check=True).stdout
+        return float(out)
+
+    for nbytes, ms in times[1:]:  # the first includes NCCL's connection setup on the host
+        want = expected_us("AllReduce", nbytes)
+        check(ms * 1e3 >= want - 1e-3, f"all-reduce of {nbytes} B: {ms * 1e3:.3f} us by CUDA events, "
+              f"the model says {want:.3f} us")
+    try:
+        with open(timeline) as f:
+            data = json.load(f)
+    except (OSError, ValueError) as e:
+        check(False, f"timeline written: {e}")
+        return 1
+    events = data["traceEvents"] if isinstance(data, dict) else data
+    per_gpu = {}
+    for e in events:
+        name = e.get("name", "")
+        if e.get("ph") == "X" and ("nccl" in name.lower()):
+            per_gpu.setdefault(e["pid"], []).append(e)
+    check(sorted(per_gpu) == list(range(ranks)), f"NCCL work on GPUs {sorted(per_gpu)}")
+    seqs = {}
+    for gpu, evs in per_gpu.items():
+        evs.sort(key=lambda e: e["ts"])
+        seq = []  # (arrival, kernel, end) per collective, in order
+        for e in evs:
+            if e["name"] == "nccl arrival":
+                seq.append({"arrival": e})
+            elif e["name"] == "nccl collective end":
+                if seq:
+                    seq[-1]["end"] = e
+            elif "[AllReduce " in e["name"] and seq:
+                seq[-1]["kernel"] = e
+        seqs[gpu] = seq
+    counts = {len(v) for v in seqs.values()}
+    check(counts == {3}, f"three collectives on every GPU: {counts}")
+    if counts != {3}:
+        return 1
+    eps = 1e-3  # us
+    for k, (nbytes, _) in enumerate(times):
+        parts = [seqs[g][k] for g in range(ranks)]
+        if not all("kernel" in p and "end" in p for p in parts):
+            check(False, f"collective {k}: a kernel and an end on every GPU")
+            continue
+        want = expected_us("AllReduce", nbytes)
+        durs = [p["kernel"]["dur"] for p in parts]
+        check(all(abs(d - want) < eps for d in durs),
+              f"collective {k} ({nbytes} B): kernels last {min(durs):.3f}-{max(durs):.3f} us, model {want:.3f} us")
+        last_arrival = max(p["arrival"]["ts"] for p in parts)
+        latest_start = max(p["kernel"]["ts"] for p in parts)
+        check(abs(latest_start - last_arrival) < eps,
+              f"collective {k}: the last rank's kernel starts when the last rank arrives ({last_arrival:.3f} us)")
+        end = max(p["kernel"]["ts"] + p["kernel"]["dur"] for p in parts)
+        ends = [p["end"]["ts"] for p in parts]
+        check(all(abs(t - end) < eps for t in ends) and abs(end - (last_arrival + want)) < eps,
+              f"collective {k}: every rank goes on at the collective's end, {end:.3f} us")
+    if failures:
+        print("\n".join(l for l in out.splitlines() if "NCCL INFO" not in l)[-4000:])
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

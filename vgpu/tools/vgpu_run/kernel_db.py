@@ -1,0 +1,63 @@
+"""--record DB and --kernel-db DB: the kernel-time database of a job.
+
+--record DB     (passthrough) VGPU_KERNEL_DB=DB: the driver measures every kernel on the GPU
+                and records each launch signature's duration in DB (SQLite; a folder holds
+                one file per GPU model).
+--kernel-db DB  (sim) VGPU_KERNEL_DB=DB: kernels take the durations recorded in DB, and the
+                fallback model's for signatures DB lacks. VGPU_KERNEL_DB_MISSES=FILE makes each
+                process of the job append those signatures to FILE at exit
+                (vgpu/exec/kernel_db_misses.h); vgpu-run lists them at the end with the time
+                they were given.
+"""
+import os
+
+from .errors import UsageError
+
+SHOWN = 20  # missing signatures listed at the end (the file holds all)
+
+
+def check(options, backend):
+    if options.record and options.kernel_db:
+        raise UsageError("--record and --kernel-db exclude each other (record on a GPU, then "
+                         "simulate with the database)")
+    if options.record and backend != "passthrough":
+        raise UsageError("--record needs the passthrough backend (a GPU): the sim backend "
+                         "measures no kernel")
+
+
+def job_vars(options, folder, job):
+    if options.record:
+        return {"VGPU_KERNEL_DB": os.path.abspath(options.record)}
+    if options.kernel_db:
+        return {"VGPU_KERNEL_DB": os.path.abspath(options.kernel_db),
+                "VGPU_KERNEL_DB_MISSES": os.path.join(folder, f"kernel-db-misses-{job}.tsv")}
+    return {}
+
+
+def report(path, db):
+    """Lines for the end of the run: the signatures DB lacked, largest total time first."""
+    rows = {}
+    try:
+        with open(path) as f:
+            for line in f:
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) != 6:
+                    continue
+                launches, seconds, name, grid, block, sig = parts
+                key = sig if sig != "-" else name
+                old = rows.get(key)
+                n = int(launches) + (old[0] if old else 0)
+                rows[key] = (n, float(seconds), name, grid, block)
+    except OSError:
+        return [f"kernel database {db}: every launch signature was found"]
+    if not rows:
+        return [f"kernel database {db}: every launch signature was found"]
+    total = sum(r[0] for r in rows.values())
+    lines = [f"kernel database {db}: {len(rows)} launch signature(s) ({total} launches) were not in "
+             f"it and got the fallback model's time (all in {path}):"]
+    for n, seconds, name, grid, block in sorted(rows.values(), key=lambda r: -r[0] * r[1])[:SHOWN]:
+        short = name if len(name) <= 60 else name[:57] + "..."
+        lines.append(f"  {n:>7} x {seconds * 1e6:12.3f} us  {short}  grid {grid} block {block}")
+    if len(rows) > SHOWN:
+        lines.append(f"  ... and {len(rows) - SHOWN} more")
+    return lines
