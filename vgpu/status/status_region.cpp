@@ -524,7 +524,7 @@ std::unique_ptr<Writer> Writer::attach(const std::string& job, const std::string
         unlink_if_same(name, o.fd.get());
         continue;
       }
-      if (!map->kept() && stale_with_other_devices(*map, devices)) {
+      if (stale_with_other_devices(*map, devices)) {
         // Left by processes that have all exited, describing other devices (another config
         // under the same job id): this process's job starts afresh.
         unlink_if_same(name, o.fd.get());
