@@ -41,8 +41,8 @@ static_assert(sizeof(HandleData) <= sizeof(CUipcMemHandle));
 
 // Moves the allocation's pages into a memfd mapped at the same address; idempotent. Done once,
 // at the first export: a copy or memset of this process running on the buffer at that very
-// moment (on a driver thread) could lose its bytes, so programs export buffers they are not
-// writing, as the real driver's documentation asks of IPC buffers in flight anyway.
+// moment (on a driver thread) could lose its bytes: a known limit of the sim backend (PyTorch
+// exports a tensor's storage when it sends it, after the work that wrote it).
 CUresult share(Allocation& a) {
   if (a.ipc_fd) return CUDA_SUCCESS;
   if (!a.mapping || a.mapping->base != reinterpret_cast<void*>(a.base))
