@@ -41,8 +41,7 @@ static_assert(sizeof(HandleData) <= sizeof(CUipcMemHandle));
 
 // Moves the allocation's pages into a memfd mapped at the same address; idempotent. Done once,
 // at the first export: a copy or memset of this process running on the buffer at that very
-// moment (on a driver thread) could lose its bytes: a known limit of the sim backend (PyTorch
-// exports a tensor's storage when it sends it, after the work that wrote it).
+// moment (on a driver thread) could lose its bytes: a known limit of the sim backend.
 CUresult share(Allocation& a) {
   if (a.ipc_fd) return CUDA_SUCCESS;
   if (!a.mapping || a.mapping->base != reinterpret_cast<void*>(a.base))
