@@ -25,6 +25,7 @@
 namespace vgpu {
 
 class DriverState;
+struct LinkState;  // a JIT link in progress (exec/link_api.cpp)
 
 // One kernel launch as the entry points receive it.
 struct LaunchRequest {
@@ -120,6 +121,8 @@ class ModuleManager {
   // the fallback model's. `from_database` tells which.
   double kernel_duration(const LaunchSignature& signature, bool* from_database = nullptr);
   KernelTimeDb& kernel_times() { return *kernel_times_; }
+  // The JIT linker's states by CUlinkState handle (exec/link_api.cpp).
+  HandleTable<LinkState>& link_states() { return link_states_; }
 
  private:
   CUresult current_device(int* device) const;
@@ -144,6 +147,7 @@ class ModuleManager {
   HandleTable<Function> functions_;
   HandleTable<Library> libraries_;
   HandleTable<Kernel> kernels_;
+  HandleTable<LinkState> link_states_;
 };
 
 }  // namespace vgpu
