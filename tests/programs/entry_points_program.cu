@@ -331,6 +331,16 @@ void graphs() {
   cudaMemcpy(got, flag, sizeof got, cudaMemcpyDeviceToHost);
   check(got[0] == 7 && got[1] == 11, "the IF body ran, and the SWITCH's body 1 only");
   cudaGraphExecDestroy(exec);
+  // A clone carries the conditional nodes with their bodies.
+  cudaMemset(flag, 0, 2 * sizeof(int));
+  cudaGraph_t cclone = nullptr;
+  check(cudaGraphClone(&cclone, cg) == cudaSuccess && cudaGraphInstantiate(&exec, cclone, 0) == cudaSuccess &&
+            cudaGraphLaunch(exec, s) == cudaSuccess && cudaStreamSynchronize(s) == cudaSuccess,
+        "a clone of the conditional graph runs");
+  cudaMemcpy(got, flag, sizeof got, cudaMemcpyDeviceToHost);
+  check(got[0] == 7 && got[1] == 11, "the clone's conditional bodies ran as the original's");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(cclone);
   cudaGraphDestroy(cg);
   cudaFree(flag);
   cudaStreamDestroy(s);

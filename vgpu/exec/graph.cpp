@@ -68,6 +68,10 @@ CUresult GraphManager::clone(CUgraph original, CUgraph* out) {
   {
     std::lock_guard lock(g->mu);
     nodes = g->nodes;
+    if (auto c = graphs_.find(copy)) {
+      std::lock_guard copy_lock(c->mu);
+      c->conditionals = g->conditionals;  // the handles stay usable on the clone
+    }
   }
   // Creation order puts every node after its dependencies only for graphs built by capture;
   // edges added later may point forward, so nodes are made first and wired afterwards.
@@ -79,6 +83,19 @@ CUresult GraphManager::clone(CUgraph original, CUgraph* out) {
       return r;
     }
     made[n->handle] = h;
+    if (n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {  // its bodies are cloned with it
+      auto m = nodes_.find(h);
+      m->cond_type = n->cond_type;
+      m->cond_value = n->cond_value;
+      for (CUgraph body : n->bodies) {
+        CUgraph b = nullptr;
+        if (CUresult r = clone(body, &b); r != CUDA_SUCCESS) {
+          destroy(copy);
+          return r;
+        }
+        m->bodies.push_back(b);
+      }
+    }
   }
   for (const auto& n : nodes) {
     std::vector<CUgraphNode> deps;
@@ -180,6 +197,7 @@ CUresult GraphManager::add_dependencies(CUgraph graph, const CUgraphNode* from,
 CUresult GraphManager::destroy_node(CUgraphNode node) {
   auto n = nodes_.remove(node);
   if (!n) return CUDA_ERROR_INVALID_VALUE;
+  for (CUgraph body : n->bodies) destroy(body);  // a conditional node's bodies go with it
   auto g = graphs_.find(n->graph);
   if (!g) return CUDA_SUCCESS;
   std::lock_guard lock(g->mu);
@@ -309,6 +327,7 @@ CUresult GraphManager::append_items(const Graph& g, const std::vector<int>& root
 // body runs once for a non-zero value: nothing could ever set it to zero.
 CUgraph GraphManager::conditional_body(const GraphNode& node) const {
   const unsigned v = node.cond_value;
+  if (node.bodies.empty()) return nullptr;
   switch (node.cond_type) {
     case CU_GRAPH_COND_TYPE_IF:
       return v != 0 ? node.bodies[0] : node.bodies.size() > 1 ? node.bodies[1] : nullptr;

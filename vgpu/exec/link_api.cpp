@@ -20,7 +20,7 @@
 #include "exec/module_api_util.h"
 #include "module/image.h"
 
-namespace {
+namespace vgpu {
 
 struct LinkInput {
   CUjitInputType type;
@@ -36,10 +36,17 @@ struct LinkState {
   std::vector<uint8_t> output;  // cuLinkComplete's image
 };
 
-// The link states of the process, by handle.
-vgpu::HandleTable<LinkState>& states() {
-  static auto* table = new vgpu::HandleTable<LinkState>;  // lives until exit, like the driver
-  return *table;
+}  // namespace vgpu
+
+namespace {
+
+using vgpu::LinkInput;
+using vgpu::LinkState;
+
+// The link states live with the module manager; nullptr before cuInit.
+vgpu::HandleTable<LinkState>* states() {
+  vgpu::DriverState* d = vgpu::DriverState::get();
+  return d ? &d->modules().link_states() : nullptr;
 }
 
 CUresult parse_error(const char* call, const std::string& name, const vgpu::module::ParseError& e) {
@@ -55,7 +62,9 @@ CUresult parse_error(const char* call, const std::string& name, const vgpu::modu
 
 CUresult add(const char* call, CUlinkState handle, CUjitInputType type, std::vector<uint8_t> bytes,
              const char* name) {
-  auto s = states().find(handle);
+  auto* table = states();
+  if (table == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  auto s = table->find(handle);
   if (!s) {
     vgpu::log::warn("{}: not a live link state", call);
     return CUDA_ERROR_INVALID_HANDLE;
@@ -139,7 +148,7 @@ VGPU_EXPORT CUresult CUDAAPI cuLinkCreate_v2(unsigned int numOptions, CUjit_opti
             reinterpret_cast<uintptr_t>(optionValues[j]) > 0)
           static_cast<char*>(optionValues[i])[0] = '\0';
   CUlinkState h = vgpu::mint_handle<CUlinkState>(vgpu::HandleKind::link_state);
-  states().add(h, std::move(s));
+  states()->add(h, std::move(s));
   *stateOut = h;
   return CUDA_SUCCESS;
 }
@@ -170,7 +179,8 @@ VGPU_EXPORT CUresult CUDAAPI cuLinkAddFile_v2(CUlinkState state, CUjitInputType 
     vgpu::log::warn("cuLinkAddFile: null path");
     return CUDA_ERROR_INVALID_VALUE;
   }
-  if (!states().find(state)) return CUDA_ERROR_INVALID_HANDLE;
+  if (states() == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!states()->find(state)) return CUDA_ERROR_INVALID_HANDLE;
   auto file = vgpu::module::read_image_file(path);
   if (!file.ok()) return parse_error("cuLinkAddFile", path, file.error());
   return add("cuLinkAddFile", state, type, std::move(file).value(), path);
@@ -182,7 +192,8 @@ VGPU_EXPORT CUresult CUDAAPI cuLinkAddFile(CUlinkState state, CUjitInputType typ
 
 VGPU_EXPORT CUresult CUDAAPI cuLinkComplete(CUlinkState state, void** cubinOut, size_t* sizeOut) {
   VGPU_CALL_SCOPE();
-  auto s = states().find(state);
+  if (states() == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  auto s = states()->find(state);
   if (!s) {
     vgpu::log::warn("cuLinkComplete: not a live link state");
     return CUDA_ERROR_INVALID_HANDLE;
@@ -213,7 +224,8 @@ VGPU_EXPORT CUresult CUDAAPI cuLinkComplete(CUlinkState state, void** cubinOut, 
 
 VGPU_EXPORT CUresult CUDAAPI cuLinkDestroy(CUlinkState state) {
   VGPU_CALL_SCOPE();
-  if (!states().remove(state)) {
+  if (states() == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!states()->remove(state)) {
     vgpu::log::warn("cuLinkDestroy: not a live link state");
     return CUDA_ERROR_INVALID_HANDLE;
   }

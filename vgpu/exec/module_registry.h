@@ -29,6 +29,7 @@ class NcclCollectives;
 class KernelDbMisses;
 
 class DriverState;
+struct LinkState;  // a JIT link in progress (exec/link_api.cpp)
 
 // One kernel launch as the entry points receive it.
 struct LaunchRequest {
@@ -128,6 +129,8 @@ class ModuleManager {
   KernelTimeDb& kernel_times() { return *kernel_times_; }
   // At exit: the signatures the database lacked, for vgpu-run --kernel-db (exec/kernel_db_misses.h).
   void write_kernel_db_misses();
+  // The JIT linker's states by CUlinkState handle (exec/link_api.cpp).
+  HandleTable<LinkState>& link_states() { return link_states_; }
 
  private:
   CUresult current_device(int* device) const;
@@ -155,6 +158,7 @@ class ModuleManager {
   HandleTable<Function> functions_;
   HandleTable<Library> libraries_;
   HandleTable<Kernel> kernels_;
+  HandleTable<LinkState> link_states_;
 };
 
 }  // namespace vgpu

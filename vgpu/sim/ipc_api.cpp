@@ -39,7 +39,9 @@ struct HandleData {  // within CUipcMemHandle's 64 reserved bytes
 };
 static_assert(sizeof(HandleData) <= sizeof(CUipcMemHandle));
 
-// Moves the allocation's pages into a memfd mapped at the same address; idempotent.
+// Moves the allocation's pages into a memfd mapped at the same address; idempotent. Done once,
+// at the first export: a copy or memset of this process running on the buffer at that very
+// moment (on a driver thread) could lose its bytes: a known limit of the sim backend.
 CUresult share(Allocation& a) {
   if (a.ipc_fd) return CUDA_SUCCESS;
   if (!a.mapping || a.mapping->base != reinterpret_cast<void*>(a.base))

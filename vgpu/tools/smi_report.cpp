@@ -333,8 +333,10 @@ std::string render_full_report(const Shown& s) {
                                           (inspect::kCudaDriverVersion % 1000) / 10));
   out += "\n";
   kv(out, 0, "Attached GPUs", std::to_string(s.view.devices.size()));
-  for (int i : s.devices) device_block(out, s, i);
-  out += "\n";
+  for (int i : s.devices) {  // each block ends with an empty line, as nvidia-smi's
+    device_block(out, s, i);
+    out += "\n";
+  }
   return out;
 }
 
