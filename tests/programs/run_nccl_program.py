@@ -10,7 +10,8 @@ Checks:
 - NCCL used its P2P transport, not the network (the plugin's transport needs running kernels);
 - on the simulated timeline (--timeline), every rank's all-reduce kernel lasts what the collective
   model says (collective_estimate, the model on the same cluster), the last rank to arrive starts
-  its kernel when every rank has arrived, and every rank's stream goes on only after the
+  its kernel when every rank has arrived (from the second collective on, every rank's kernel
+  does: one thread launched them all), and every rank's stream goes on only after the
   collective's end;
 - the program's own CUDA-event timing of each all-reduce is never shorter than the model's.
 """
@@ -107,6 +108,10 @@ def main():
         latest_start = max(p["kernel"]["ts"] for p in parts)
         check(abs(latest_start - last_arrival) < eps,
               f"collective {k}: the last rank's kernel starts when the last rank arrives ({last_arrival:.3f} us)")
+        if k >= 1:  # one thread launched every rank of the previous collective: all start together
+            starts = [p["kernel"]["ts"] for p in parts]
+            check(all(abs(t - last_arrival) < eps for t in starts),
+                  f"collective {k}: every rank's kernel starts then ({min(starts):.3f}-{max(starts):.3f} us)")
         end = max(p["kernel"]["ts"] + p["kernel"]["dur"] for p in parts)
         ends = [p["end"]["ts"] for p in parts]
         check(all(abs(t - end) < eps for t in ends) and abs(end - (last_arrival + want)) < eps,

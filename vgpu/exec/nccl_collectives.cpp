@@ -127,25 +127,67 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   std::pair<uint64_t, uint64_t> key;
   std::vector<uint64_t> others;
   double seconds = 0;
+  bool last = false, hold = false;
+  const auto raw = reinterpret_cast<uintptr_t>(stream);
+  const bool explicit_stream = stream != nullptr && raw != reinterpret_cast<uintptr_t>(CU_STREAM_LEGACY) &&
+                               raw != reinterpret_cast<uintptr_t>(CU_STREAM_PER_THREAD);
+  Work k = p.to_work();
   {
     std::lock_guard l(mu_);
     key = {comm, launches_[{comm, rank}]++};
     Pending& pend = pending_[key];
+    if (pend.arrivals.empty()) pend.thread = std::this_thread::get_id();
+    pend.one_thread = pend.one_thread && pend.thread == std::this_thread::get_id();
     pend.nranks = nranks;
     others = pend.arrivals;
     if (arrival != 0) pend.arrivals.push_back(arrival);
+    last = static_cast<int>(pend.arrivals.size()) >= nranks;
     seconds = duration(driver_.cluster(), calls, gpus_of(comm, nranks, rank, gpu));
+    k.duration_s = seconds;
+    k.label = fmt::format("{} [{}]", k.label, what);
+    // The group pattern (one thread launches every rank): hold an early rank's kernel until the
+    // last rank arrives, so that every rank's kernel starts with the collective.
+    hold = !last && arrival != 0 && explicit_stream && one_thread_[comm];
+    if (hold) {
+      pend.held.push_back(Held{stream, per_thread, arrival, std::move(k)});
+      log::debug("sim nccl: rank {}/{} of comm {:x} collective {} on GPU {} held until every rank arrives",
+                 rank, nranks, comm, key.second, gpu);
+      return true;
+    }
   }
 
-  Work k = p.to_work();
-  k.duration_s = seconds;
-  k.label = fmt::format("{} [{}]", k.label, what);
   k.also_after = std::move(others);
   uint64_t kernel = 0;
   k.on_timeline = [&kernel](uint64_t e) { kernel = e; };
   *rc = streams.submit(stream, std::move(k), per_thread);
   log::debug("sim nccl: rank {}/{} of comm {:x} collective {} on GPU {}: {} -> {:.3f} us", rank, nranks,
              comm, key.second, gpu, what, seconds * 1e6);
+
+  // The held kernels of the early ranks go right after their arrivals, after every arrival.
+  std::vector<Held> held;
+  std::vector<uint64_t> all_arrivals;
+  if (last) {
+    std::lock_guard l(mu_);
+    auto it = pending_.find(key);
+    if (it != pending_.end()) {
+      held = std::move(it->second.held);
+      it->second.held.clear();
+      all_arrivals = it->second.arrivals;
+    }
+  }
+  std::vector<uint64_t> placed;
+  for (Held& h : held) {
+    uint64_t e = 0;
+    h.kernel.also_after = all_arrivals;
+    h.kernel.on_timeline = [&e](uint64_t v) { e = v; };
+    if (!streams.append_after_last(h.arrival, h.kernel)) {
+      // Work was queued behind the arrival meanwhile: the kernel goes at the stream's end.
+      log::debug("sim nccl: a held kernel of comm {:x} collective {} goes behind later work", comm, key.second);
+      h.kernel.on_timeline = [&e](uint64_t v) { e = v; };
+      if (streams.submit(h.stream, std::move(h.kernel), h.per_thread) != CUDA_SUCCESS) continue;
+    }
+    if (e != 0) placed.push_back(e);
+  }
 
   // The last rank's kernel: every rank's stream continues after the collective's end.
   std::vector<uint64_t> kernels;
@@ -154,9 +196,11 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     auto it = pending_.find(key);
     if (it == pending_.end()) return true;
     if (kernel != 0) it->second.kernels.push_back(kernel);
+    it->second.kernels.insert(it->second.kernels.end(), placed.begin(), placed.end());
     if (static_cast<int>(it->second.arrivals.size()) >= nranks &&
         static_cast<int>(it->second.kernels.size()) >= nranks) {
       kernels = std::move(it->second.kernels);
+      one_thread_[comm] = it->second.one_thread;
       pending_.erase(it);
     }
     while (pending_.size() > kMaxPending) pending_.erase(pending_.begin());  // a rank never came

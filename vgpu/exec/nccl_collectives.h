@@ -24,6 +24,10 @@
 // exact when one thread launches every rank (ncclGroupStart/End over several communicators)
 // or the ranks' threads do not run ahead; a rank that submitted more work before the last rank
 // arrived keeps that work where it was placed.
+// When one thread launched every rank of the communicator's previous collective (the group
+// pattern) and the stream is an explicit handle, an early rank's kernel is held back until the
+// last rank arrives and then placed right after its arrival: every rank's kernel then starts
+// when the last rank arrives, as the real kernels run together.
 #pragma once
 
 #include <cstdint>
@@ -32,8 +36,10 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "core/stream_work.h"
 #include "driver/cuda_api.h"
 #include "simcore/collective_model.h"
 
@@ -64,10 +70,19 @@ class NcclCollectives {
 
  private:
   struct Plugin;
+  struct Held {  // an early rank's kernel, submitted when the last rank arrives
+    CUstream stream = nullptr;
+    bool per_thread = false;
+    uint64_t arrival = 0;
+    Work kernel;
+  };
   struct Pending {
     int nranks = 0;
     std::vector<uint64_t> arrivals;  // simcore events
     std::vector<uint64_t> kernels;
+    std::vector<Held> held;
+    std::thread::id thread;          // the first rank's launching thread
+    bool one_thread = true;          // every rank so far launched from it
   };
   // The global GPU of every rank of a communicator as learnt so far; unknown ranks guessed as
   // consecutive GPUs around a known one.
@@ -79,6 +94,7 @@ class NcclCollectives {
   std::map<std::pair<uint64_t, int>, uint64_t> launches_;  // (comm, rank) -> NCCL launches so far
   std::map<uint64_t, std::vector<int>> comm_gpus_;          // comm -> gpu of each rank (-1 unknown)
   std::map<std::pair<uint64_t, uint64_t>, Pending> pending_;  // (comm, k) -> the collective
+  std::map<uint64_t, bool> one_thread_;  // comm -> its last complete collective came from one thread
 };
 
 }  // namespace vgpu

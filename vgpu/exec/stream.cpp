@@ -456,6 +456,7 @@ bool StreamManager::append_after_last(uint64_t last, Work work) {
   std::shared_ptr<Op> op;
   std::shared_ptr<Stream> target;
   bool run_inline = false;
+  auto on_timeline = std::move(work.on_timeline);
   {
     std::lock_guard lock(impl_->mu);
     for (auto& [ctx, cs] : impl_->by_ctx) {
@@ -474,6 +475,7 @@ bool StreamManager::append_after_last(uint64_t last, Work work) {
     op = impl_->append(target, std::move(work), std::move(waits), std::move(after), vclock::now(), nullptr,
                        &run_inline);
   }
+  if (on_timeline) on_timeline(op->vid);
   if (run_inline) {
     Impl::run(*op);
     impl_->finish_inline(target, op);

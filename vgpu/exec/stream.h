@@ -97,7 +97,7 @@ class StreamManager {
   void flush_activity();
   // NCCL collectives on the sim backend (exec/nccl_collectives.h): appends `work` to the stream
   // whose last op has simcore event `last`, if nothing was appended to it since; false when no
-  // stream ends with it (or it is being captured).
+  // stream ends with it (or it is being captured). Work::on_timeline is honoured.
   bool append_after_last(uint64_t last, Work work);
 
  private:
