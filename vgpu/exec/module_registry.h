@@ -12,6 +12,7 @@
 #include <array>
 #include <memory>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "exec/kernel_time_db.h"
 #include "exec/launch_signature.h"
 #include "exec/module_objects.h"
+#include "exec/module_resources.h"
 
 namespace vgpu {
 
@@ -142,6 +144,11 @@ class ModuleManager {
   int sm_arch_ = 0;
   std::unique_ptr<KernelTimeDb> kernel_times_;
   HostAddressSpace host_addresses_;  // masked in launch signatures (exec/launch_signature.h)
+  // What each device offers a launch, by ordinal, read once (module_resources.h); never shrinks,
+  // so references stay valid.
+  const DeviceFigures& device_figures(int device);
+  std::shared_mutex figures_mu_;
+  std::vector<std::unique_ptr<const DeviceFigures>> figures_;
   HandleTable<Module> modules_;
   HandleTable<Function> functions_;
   HandleTable<Library> libraries_;
