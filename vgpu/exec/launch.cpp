@@ -19,12 +19,6 @@ namespace {
 // The most entries of an `extra` array we read before deciding it has no CU_LAUNCH_PARAM_END.
 constexpr int kMaxExtraEntries = 64;
 
-int device_attr(const DriverState& d, int device, CUdevice_attribute a, int fallback) {
-  const Device* dev = d.device(device);
-  int v = 0;
-  return dev && dev->attribute(a, &v) == CUDA_SUCCESS && v > 0 ? v : fallback;
-}
-
 // Copies the parameters into one packed block, from kernelParams (one pointer per parameter) or
 // from extra (one buffer). Returns INVALID_VALUE for a missing or short source.
 CUresult pack_params(const LaunchRequest& r, const KernelDesc& k, std::vector<uint8_t>* out) {
@@ -103,6 +97,23 @@ double ModuleManager::kernel_duration(const LaunchSignature& signature, bool* fr
   return d;
 }
 
+const DeviceFigures& ModuleManager::device_figures(int device) {
+  {
+    std::shared_lock l(figures_mu_);
+    if (device >= 0 && static_cast<size_t>(device) < figures_.size() && figures_[device]) return *figures_[device];
+  }
+  auto f = std::make_unique<DeviceFigures>(DeviceFigures::of(driver_, device));
+  std::unique_lock l(figures_mu_);
+  if (device < 0) {  // not a device: nothing to keep (the stream's device is always one)
+    static thread_local DeviceFigures scratch;
+    scratch = *f;
+    return scratch;
+  }
+  if (static_cast<size_t>(device) >= figures_.size()) figures_.resize(static_cast<size_t>(device) + 1);
+  if (!figures_[device]) figures_[device] = std::move(f);
+  return *figures_[device];
+}
+
 CUresult ModuleManager::prepare_launch(const LaunchRequest& r, bool per_thread, PreparedLaunch* out) {
   int device = 0;
   if (CUresult rc = driver_.streams().device_of(r.stream, per_thread, &device); rc != CUDA_SUCCESS) {
@@ -123,28 +134,18 @@ CUresult ModuleManager::prepare_launch(const LaunchRequest& r, bool per_thread, 
   const module::KernelInfo& info = fn->info();
   const LaunchShape& s = r.shape;
 
-  static constexpr CUdevice_attribute grid_attr[3] = {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
-                                                      CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
-                                                      CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z};
-  static constexpr CUdevice_attribute block_attr[3] = {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X,
-                                                       CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
-                                                       CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z};
-  static constexpr int grid_default[3] = {2147483647, 65535, 65535};
-  static constexpr int block_default[3] = {1024, 1024, 64};
+  const DeviceFigures& figures = device_figures(device);
   for (int i = 0; i < 3; ++i) {
-    const uint32_t gmax = static_cast<uint32_t>(device_attr(driver_, device, grid_attr[i], grid_default[i]));
-    const uint32_t bmax = static_cast<uint32_t>(device_attr(driver_, device, block_attr[i], block_default[i]));
-    if (s.grid[i] == 0 || s.grid[i] > gmax || s.block[i] == 0 || s.block[i] > bmax) {
+    if (s.grid[i] == 0 || s.grid[i] > figures.grid_max[i] || s.block[i] == 0 || s.block[i] > figures.block_max[i]) {
       log::warn("{}: '{}' grid ({}, {}, {}) block ({}, {}, {}) is outside the device's limits", r.api,
                 k.name, s.grid[0], s.grid[1], s.grid[2], s.block[0], s.block[1], s.block[2]);
       return CUDA_ERROR_INVALID_VALUE;
     }
   }
-  const KernelResources res(driver_, device, info);
+  const KernelResources res(figures, info);
   const uint64_t threads = s.threads_per_block();
-  const uint64_t declared_max = std::min<uint64_t>(
-      device_attr(driver_, device, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024),
-      info.max_threads ? info.max_threads : UINT32_MAX);
+  const uint64_t declared_max = std::min<uint64_t>(static_cast<uint64_t>(figures.max_threads_block),
+                                                   info.max_threads ? info.max_threads : UINT32_MAX);
   if (threads > declared_max) {
     log::warn("{}: '{}' allows {} threads per block, launched with {}", r.api, k.name, declared_max,
               threads);

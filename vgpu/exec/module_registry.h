@@ -12,6 +12,7 @@
 #include <array>
 #include <memory>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "exec/kernel_time_db.h"
 #include "exec/launch_signature.h"
 #include "exec/module_objects.h"
+#include "exec/module_resources.h"
 
 namespace vgpu {
 
@@ -154,6 +156,11 @@ class ModuleManager {
   HostAddressSpace host_addresses_;  // masked in launch signatures (exec/launch_signature.h)
   std::unique_ptr<NcclCollectives> nccl_;  // NCCL kernels timed by the collective model
   std::unique_ptr<KernelDbMisses> misses_;  // signatures the database lacked (VGPU_KERNEL_DB_MISSES)
+  // What each device offers a launch, by ordinal, read once (module_resources.h); never shrinks,
+  // so references stay valid.
+  const DeviceFigures& device_figures(int device);
+  std::shared_mutex figures_mu_;
+  std::vector<std::unique_ptr<const DeviceFigures>> figures_;
   HandleTable<Module> modules_;
   HandleTable<Function> functions_;
   HandleTable<Library> libraries_;

@@ -21,18 +21,48 @@ int attr(const DriverState& driver, int device, CUdevice_attribute a, int fallba
 
 }  // namespace
 
+DeviceFigures DeviceFigures::of(const DriverState& driver, int device) {
+  DeviceFigures f{};
+  f.max_threads_block = attr(driver, device, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024);
+  f.max_threads_sm = attr(driver, device, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 2048);
+  f.max_blocks_sm = attr(driver, device, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, 32);
+  f.regs_sm = attr(driver, device, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, 65536);
+  f.regs_block = attr(driver, device, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, 65536);
+  f.shared_sm = attr(driver, device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, 233472);
+  f.optin_shared = attr(driver, device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 232448);
+  f.reserved_shared = attr(driver, device, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, 0);
+  f.warp_size = attr(driver, device, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 32);
+  f.sm_count = attr(driver, device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 1);
+  static constexpr CUdevice_attribute grid_attr[3] = {CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X,
+                                                      CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y,
+                                                      CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z};
+  static constexpr CUdevice_attribute block_attr[3] = {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X,
+                                                       CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y,
+                                                       CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z};
+  static constexpr int grid_default[3] = {2147483647, 65535, 65535};
+  static constexpr int block_default[3] = {1024, 1024, 64};
+  for (int i = 0; i < 3; ++i) {
+    f.grid_max[i] = static_cast<uint32_t>(attr(driver, device, grid_attr[i], grid_default[i]));
+    f.block_max[i] = static_cast<uint32_t>(attr(driver, device, block_attr[i], block_default[i]));
+  }
+  return f;
+}
+
 KernelResources::KernelResources(const DriverState& driver, int device, const module::KernelInfo& k)
+    : KernelResources(DeviceFigures::of(driver, device), k) {}
+
+KernelResources::KernelResources(const DeviceFigures& d, const module::KernelInfo& k)
     : info(&k),
-      max_threads_block_(attr(driver, device, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024)),
-      max_threads_sm_(attr(driver, device, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, 2048)),
-      max_blocks_sm_(attr(driver, device, CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, 32)),
-      regs_sm_(attr(driver, device, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, 65536)),
-      regs_block_(attr(driver, device, CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, 65536)),
-      shared_sm_(attr(driver, device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, 233472)),
-      optin_shared_(attr(driver, device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 232448)),
-      reserved_shared_(attr(driver, device, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, 0)),
-      warp_size_(attr(driver, device, CU_DEVICE_ATTRIBUTE_WARP_SIZE, 32)),
-      sm_count_(attr(driver, device, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 1)) {}
+      max_threads_block_(d.max_threads_block),
+      max_threads_sm_(d.max_threads_sm),
+      max_blocks_sm_(d.max_blocks_sm),
+      regs_sm_(d.regs_sm),
+      regs_block_(d.regs_block),
+      shared_sm_(d.shared_sm),
+      optin_shared_(d.optin_shared),
+      reserved_shared_(d.reserved_shared),
+      warp_size_(d.warp_size),
+      sm_count_(d.sm_count) {}
 
 int KernelResources::registers() const {
   return info->registers >= 0 ? info->registers : kAssumedPtxRegisters;

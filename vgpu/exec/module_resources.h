@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 
 #include "module/image.h"
 
@@ -17,12 +18,24 @@ namespace vgpu {
 
 class DriverState;
 
+// What a device offers a launch, read from its attributes once: a launch is checked against it
+// and its kernel's resources computed from it (ModuleManager keeps one per device, since every
+// attribute lookup is a map search and a launch needs sixteen of them).
+struct DeviceFigures {
+  int max_threads_block, max_threads_sm, max_blocks_sm, regs_sm, regs_block;
+  int shared_sm, optin_shared, reserved_shared, warp_size, sm_count;
+  uint32_t grid_max[3], block_max[3];
+
+  static DeviceFigures of(const DriverState& driver, int device);
+};
+
 class KernelResources {
  public:
   // A kernel loaded from PTX has no register count (nothing compiled it); assume this many.
   static constexpr int kAssumedPtxRegisters = 32;
 
   KernelResources(const DriverState& driver, int device, const module::KernelInfo& info);
+  KernelResources(const DeviceFigures& device, const module::KernelInfo& info);
 
   const module::KernelInfo* info;
 
