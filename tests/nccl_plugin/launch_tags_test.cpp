@@ -286,3 +286,77 @@ TEST_F(LaunchTags, ALaunchKnowsItsGroupsCollectiveCallsOnItsCommunicator) {
     Comm::stop(group);
   }
 }
+
+namespace {
+
+// A Coll or P2p event of `plan`'s kernel with what NCCL tells of the operation.
+void* operation(Comm& c, uint64_t type, void* api, void* plan, const char* func, size_t count, const char* dtype,
+                int peer = -1) {
+  ncclProfilerEventDescr_v5_t d{};
+  d.type = type;
+  d.parentObj = api;
+  if (type == ncclProfileColl) {
+    d.coll.parentGroup = plan;
+    d.coll.func = func;
+    d.coll.count = count;
+    d.coll.datatype = dtype;
+  } else {
+    d.p2p.parentGroup = plan;
+    d.p2p.func = func;
+    d.p2p.count = count;
+    d.p2p.datatype = dtype;
+    d.p2p.peer = peer;
+  }
+  void* h = nullptr;
+  EXPECT_EQ(profiler().v5->startEvent(c.context(), &h, &d), ncclSuccess);
+  return h;
+}
+
+using LaunchWorkFn = int (*)(uint64_t, vgpu_nccl_launch_work*);
+
+TEST_F(LaunchTags, EachLaunchKnowsWhatItDoesForTheCollectiveModel) {
+  const auto work_of = reinterpret_cast<LaunchWorkFn>(dlsym(plugin().dl, "vgpu_nccl_launch_collective"));
+  ASSERT_NE(work_of, nullptr);
+  Comm c;  // 2 ranks on 1 node, this one rank 0
+  // A coalesced group of two all-reduces: one kernel over both (their bytes add up).
+  void* group = c.start(ncclProfileGroupApi, nullptr);
+  void* api = c.start(ncclProfileCollApi, group);
+  const uint64_t launch = c.launch(group);
+  void* plan = c.start(ncclProfileGroup, nullptr);
+  Comm::stop(operation(c, ncclProfileColl, api, plan, "AllReduce", 1000, "ncclFloat32"));
+  Comm::stop(operation(c, ncclProfileColl, api, plan, "AllReduce", 500, "ncclBfloat16"));
+  vgpu_nccl_launch_work w{};
+  ASSERT_EQ(work_of(launch, &w), 0);
+  EXPECT_EQ(w.nranks, 2);
+  EXPECT_EQ(w.nnodes, 1);
+  ASSERT_EQ(w.items, 1);
+  EXPECT_STREQ(w.item[0].func, "AllReduce");
+  EXPECT_EQ(w.item[0].bytes, 1000u * 4 + 500u * 2);
+  Comm::stop(plan);
+  Comm::stop(api);
+  Comm::stop(group);
+
+  // An all-to-all's sends include the rank's own share (a local copy, no bytes on a link).
+  void* g2 = c.start(ncclProfileGroupApi, nullptr);
+  void* p2p_api = c.start(ncclProfileP2pApi, g2);
+  const uint64_t launch2 = c.launch(g2);
+  void* plan2 = c.start(ncclProfileGroup, nullptr);
+  Comm::stop(operation(c, ncclProfileP2p, p2p_api, plan2, "Send", 256, "ncclUint8", /*peer=*/0));
+  Comm::stop(operation(c, ncclProfileP2p, p2p_api, plan2, "Send", 256, "ncclUint8", /*peer=*/1));
+  Comm::stop(operation(c, ncclProfileP2p, p2p_api, plan2, "Recv", 256, "ncclUint8", /*peer=*/1));
+  ASSERT_EQ(work_of(launch2, &w), 0);
+  ASSERT_EQ(w.items, 2);
+  EXPECT_STREQ(w.item[0].func, "Send");
+  EXPECT_EQ(w.item[0].bytes, 256u);
+  EXPECT_EQ(w.item[0].peers, 1);
+  EXPECT_EQ(w.item[0].self, 1);
+  EXPECT_STREQ(w.item[1].func, "Recv");
+  EXPECT_EQ(w.item[1].self, 0);
+  Comm::stop(plan2);
+  Comm::stop(p2p_api);
+  Comm::stop(g2);
+  // A launch the profiler never saw.
+  EXPECT_EQ(work_of(launch2 + 1000000, &w), -1);
+}
+
+}  // namespace
