@@ -89,7 +89,8 @@ double KernelTimeModel::estimate(const GpuFigures& gpu, const LaunchSignature& s
     }
     // Library GEMMs pass their sizes in a parameter struct: only the volume is known, so the
     // bytes are those of a cube of that volume (never more than the real three matrices).
-    if (const double volume = struct_gemm_volume(signature, kMaxGemmDim); volume > 0) {
+    const double volume = struct_gemm_volume(hints.unmasked ? hints.unmasked() : signature, kMaxGemmDim);
+    if (volume > 0) {
       const double side = std::cbrt(volume);
       return std::max({kLaunchFloorS, time_for(2 * volume, rate * kGemmEfficiency),
                        time_for(elem * 3 * side * side, gpu.memory_bw)});

@@ -47,6 +47,11 @@ struct LaunchHints {
   // Whether `bytes` bytes from one of the launch's pointer parameters on lie inside one
   // allocation. Empty: no integer parameter is taken as an element count.
   std::function<bool(uint64_t bytes)> fits_in_a_buffer;
+  // The launch's signature with only device pointers left out: what its parameters hold. The
+  // signature proper also masks whatever looks like a host address, and two 32-bit sizes side
+  // by side can (a sanitizer's shadow memory covers such values): the sizes of a library GEMM's
+  // parameter struct are read from this one. Empty: from the signature.
+  std::function<LaunchSignature()> unmasked;
 };
 
 struct KernelTimeModel {

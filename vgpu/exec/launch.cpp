@@ -215,6 +215,11 @@ CUresult ModuleManager::prepare_launch(const LaunchRequest& r, bool per_thread, 
       return memory.resolve(static_cast<CUdeviceptr>(v), bytes).has_value();
     });
   };
+  hints.unmasked = [&] {
+    return build_launch_signature(k.name, s, k.params, p.params, [&memory](uint64_t v) {
+      return v != 0 && memory.resolve(static_cast<CUdeviceptr>(v), 1).has_value();
+    });
+  };
   p.duration_s = kernel_duration(p.signature, &p.from_database, hints);
   p.function = std::move(fn);
   *out = std::move(p);
