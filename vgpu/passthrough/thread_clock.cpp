@@ -62,9 +62,11 @@ void advance_to(double t, int device) {
 
 void polled_not_ready(const void* awaited) {
   Clock& c = t_clock;
+  // A thread without a virtual clock (it never submitted work: NCCL's watchdog, a monitor)
+  // keeps real time, its timeouts too: its questions are no waiting of the program's.
+  if (!c.used) return;
   if (!c.polling) c.awaiting = 0;  // a new polling
   c.polling = true;
-  c.used = true;
   for (int i = 0; i < c.awaiting; ++i)
     if (c.awaited[i] == awaited) return;
   if (c.awaiting < static_cast<int>(c.awaited.size())) c.awaited[c.awaiting++] = awaited;
@@ -78,7 +80,6 @@ bool polled_ready(const void* awaited, double finish) {
     c.awaited[i] = c.awaited[--c.awaiting];
     if (c.awaiting == 0) c.polling = false;
     if (finish > c.now) c.now = finish;
-    c.used = true;
     return true;
   }
   return false;

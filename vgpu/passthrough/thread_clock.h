@@ -34,6 +34,7 @@ bool paused();
 // another question (the thread was spinning) and charged if it is anything else (the thread went
 // off to do work: PyTorch's allocator asks once about an old block's event and carries on).
 // A query about `awaited` (the work asked about) answered "not ready" on the calling thread.
+// Only a thread with a virtual clock (has_clock()) polls; others keep real time.
 void polled_not_ready(const void* awaited);
 // A query about `awaited` answered "ready": if the thread had heard "not ready" about it, its
 // clock moves to `finish` (the work's virtual finish, < 0: unknown); an answer about other work
