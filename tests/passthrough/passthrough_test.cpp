@@ -203,4 +203,21 @@ TEST_F(Passthrough, StreamsKnowTheirVirtualDevice) {
   EXPECT_EQ(cuStreamDestroy(s), CUDA_SUCCESS);
 }
 
+TEST_F(Passthrough, AnEventIsRecordedOnlyOnItsOwnVirtualDevice) {
+  // Virtual devices 0 and 1 share the real device 0, whose driver would take the record: vgpu
+  // refuses it as a real driver refuses an event of another device.
+  ASSERT_EQ(cuCtxSetCurrent(primary(0)), CUDA_SUCCESS);
+  CUevent e = nullptr;
+  ASSERT_EQ(cuEventCreate(&e, CU_EVENT_DEFAULT), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSetCurrent(primary(1)), CUDA_SUCCESS);
+  CUstream s = nullptr;
+  ASSERT_EQ(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  EXPECT_EQ(cuEventRecord(e, s), CUDA_ERROR_INVALID_HANDLE);
+  ASSERT_EQ(cuCtxSetCurrent(primary(0)), CUDA_SUCCESS);
+  EXPECT_EQ(cuEventRecord(e, nullptr), CUDA_SUCCESS);  // on its own device it is recorded
+  EXPECT_EQ(cuEventSynchronize(e), CUDA_SUCCESS);
+  EXPECT_EQ(cuStreamDestroy(s), CUDA_SUCCESS);
+  EXPECT_EQ(cuEventDestroy(e), CUDA_SUCCESS);
+}
+
 }  // namespace

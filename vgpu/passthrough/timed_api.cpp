@@ -32,6 +32,16 @@ CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
   thread_clock::Pause pause;
   StreamTarget t;
   VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
+  // The real driver refuses an event of another device; two virtual devices on one real GPU are
+  // one device to it, so vgpu refuses as it would.
+  if (vt != nullptr && e != nullptr) {
+    const int event_device = vt->event_device(e);
+    if (event_device >= 0 && event_device != t.device) {
+      vgpu::log::warn("cuEventRecord: the event belongs to virtual device {}, the stream to {}", event_device,
+                      t.device);
+      return CUDA_ERROR_INVALID_HANDLE;
+    }
+  }
   const CUresult r = call();
   if (r == CUDA_SUCCESS && vt != nullptr) vt->event_recorded(e, t);
   return r;
@@ -175,6 +185,25 @@ VGPU_EXPORT CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent a, CUevent b)
 }
 VGPU_EXPORT CUresult CUDAAPI cuEventElapsedTime_v2(float* ms, CUevent a, CUevent b) {
   return elapsed(ms, a, b, REAL(cuEventElapsedTime_v2, float*, CUevent, CUevent));
+}
+
+namespace {
+template <class Call>
+CUresult created_event(CUevent* e, Call call) {
+  const CUresult r = call();
+  if (r != CUDA_SUCCESS || e == nullptr || *e == nullptr) return r;
+  VirtualTime* vt = VirtualTime::get();
+  PassState* s = PassState::get();
+  CUcontext ctx = nullptr;
+  if (vt != nullptr && s != nullptr && VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&ctx) == CUDA_SUCCESS &&
+      ctx != nullptr)
+    vt->event_created(*e, s->device_of(ctx));
+  return r;
+}
+}  // namespace
+
+VGPU_EXPORT CUresult CUDAAPI cuEventCreate(CUevent* e, unsigned flags) {
+  return created_event(e, [&] { return REAL(cuEventCreate, CUevent*, unsigned)(e, flags); });
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuEventDestroy_v2(CUevent e) {

@@ -43,6 +43,7 @@ struct VirtualTime::Impl {
   std::mutex mu;
   std::unordered_map<CUstream, StreamInfo> streams;
   std::unordered_map<CUevent, OpRef> events;
+  std::unordered_map<CUevent, int> event_devices;  // the program's events: their virtual device
   std::unordered_map<uint64_t, Measurement> measurements;
   std::unordered_map<CUcontext, std::vector<CUevent>> event_pool;
   // Per context: a host flag the GPU can wait on (Bracket's gate); null when unavailable.
@@ -367,9 +368,21 @@ void VirtualTime::stream_waits(const StreamTarget& t, CUevent event) {
   timeline_.append(t.key, t.kind, t.device, issue_time(t.device), 0, {waited});
 }
 
+void VirtualTime::event_created(CUevent event, int device) {
+  std::lock_guard l(impl_->mu);
+  impl_->event_devices[event] = device;
+}
+
+int VirtualTime::event_device(CUevent event) {
+  std::lock_guard l(impl_->mu);
+  auto it = impl_->event_devices.find(event);
+  return it == impl_->event_devices.end() ? -1 : it->second;
+}
+
 void VirtualTime::event_destroyed(CUevent event) {
   std::lock_guard l(impl_->mu);
   impl_->events.erase(event);
+  impl_->event_devices.erase(event);
 }
 
 OpRef VirtualTime::event_op(CUevent event) {

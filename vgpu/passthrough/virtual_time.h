@@ -105,6 +105,10 @@ class VirtualTime {
   void event_recorded(CUevent event, const StreamTarget& t);
   void stream_waits(const StreamTarget& t, CUevent event);
   void event_destroyed(CUevent event);
+  // The virtual device an event was created on (the program's cuEventCreate), -1 if unknown:
+  // several virtual devices share one real GPU, whose driver cannot tell them apart.
+  void event_created(CUevent event, int device);
+  int event_device(CUevent event);
   OpRef event_op(CUevent event);
   // Virtual ms between two recorded events whose real work is complete; nullopt when either
   // was never recorded through vgpu.
