@@ -75,6 +75,8 @@ void* real_symbol(const char* name) {
   return f;
 }
 
+CUresult CUDAAPI missing_real_entry() { return CUDA_ERROR_NOT_SUPPORTED; }
+
 int physical_device(int v) {
   const PassState* s = PassState::get();
   if (s == nullptr) return v;  // before cuInit the real driver answers NOT_INITIALIZED itself

@@ -174,7 +174,15 @@ inline constexpr int kNoPhysicalDevice = 1 << 20;
 
 // The real driver's entry point, or nullptr; logs once when it is missing.
 void* real_symbol(const char* name);
-template <class F> F real_fn(const char* name) { return reinterpret_cast<F>(real_symbol(name)); }
+// What a call through real_fn reaches when the real driver lacks the entry point (an older
+// driver): CUDA_ERROR_NOT_SUPPORTED instead of a jump to null. Every entry point vgpu forwards
+// returns CUresult; the stub takes no arguments, which the x86-64 calling convention leaves to
+// the caller to clean up.
+CUresult CUDAAPI missing_real_entry();
+template <class F> F real_fn(const char* name) {
+  void* p = real_symbol(name);
+  return p != nullptr ? reinterpret_cast<F>(p) : reinterpret_cast<F>(&missing_real_entry);
+}
 
 }  // namespace vgpu::pt
 
