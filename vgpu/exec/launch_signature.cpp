@@ -85,12 +85,15 @@ LaunchSignature build_launch_signature(std::string_view function_name, const Lau
   return sig;
 }
 
-std::vector<int64_t> signature_integers(const LaunchSignature& signature) {
-  std::vector<int64_t> ints;
+namespace {
+
+// Calls `each` with the bytes of every by-value parameter the signature holds, in order
+// (pointer parameters carry no bytes); stops at the first malformed record.
+template <class Each> void for_each_value(const LaunchSignature& signature, Each each) {
   const std::string_view s = signature.bytes;
-  if (s.size() < kMagic.size() || s.substr(0, kMagic.size()) != kMagic) return ints;
+  if (s.size() < kMagic.size() || s.substr(0, kMagic.size()) != kMagic) return;
   size_t at = s.find('\0', kMagic.size());
-  if (at == std::string_view::npos) return ints;
+  if (at == std::string_view::npos) return;
   at += 1 + 7 * 4;
   while (at < s.size()) {
     const char tag = s[at++];
@@ -99,41 +102,37 @@ std::vector<int64_t> signature_integers(const LaunchSignature& signature) {
     const uint32_t size = get_u32(s, at);
     at += 4;
     if (size > s.size() - at) break;
-    if (size == 4) {
-      int32_t v;
-      std::memcpy(&v, s.data() + at, 4);
-      ints.push_back(v);
-    } else if (size == 8) {
-      int64_t v;
-      std::memcpy(&v, s.data() + at, 8);
-      ints.push_back(v);
-    }
+    each(s.substr(at, size));
     at += size;
   }
+}
+
+}  // namespace
+
+std::vector<int64_t> signature_integers(const LaunchSignature& signature) {
+  std::vector<int64_t> ints;
+  for_each_value(signature, [&ints](std::string_view v) {
+    if (v.size() == 4) {
+      int32_t x;
+      std::memcpy(&x, v.data(), 4);
+      ints.push_back(x);
+    } else if (v.size() == 8) {
+      int64_t x;
+      std::memcpy(&x, v.data(), 8);
+      ints.push_back(x);
+    }
+  });
   return ints;
 }
 
 std::vector<std::vector<uint32_t>> signature_struct_words(const LaunchSignature& signature) {
   std::vector<std::vector<uint32_t>> out;
-  const std::string_view s = signature.bytes;
-  if (s.size() < kMagic.size() || s.substr(0, kMagic.size()) != kMagic) return out;
-  size_t at = s.find('\0', kMagic.size());
-  if (at == std::string_view::npos) return out;
-  at += 1 + 7 * 4;
-  while (at < s.size()) {
-    const char tag = s[at++];
-    if (tag == 'p') continue;
-    if (tag != 'v' || at + 4 > s.size()) break;
-    const uint32_t size = get_u32(s, at);
-    at += 4;
-    if (size > s.size() - at) break;
-    if (size > 8) {
-      std::vector<uint32_t> words(size / 4);
-      std::memcpy(words.data(), s.data() + at, words.size() * 4);
-      out.push_back(std::move(words));
-    }
-    at += size;
-  }
+  for_each_value(signature, [&out](std::string_view v) {
+    if (v.size() <= 8) return;
+    std::vector<uint32_t> words(v.size() / 4);
+    std::memcpy(words.data(), v.data(), words.size() * 4);
+    out.push_back(std::move(words));
+  });
   return out;
 }
 

@@ -130,8 +130,7 @@ def job_vars(options, layout, backend, real_driver, job_id, topo_file, base):
     out["VGPU_STATUS_KEEP"] = "1"
     if options.timeline:
         out["VGPU_TIMELINE"] = os.path.abspath(options.timeline)
-    if not base.get("VGPU_KERNEL_DB") and not getattr(options, "record", None) \
-            and not getattr(options, "kernel_db", None):
+    if not base.get("VGPU_KERNEL_DB") and not options.record and not options.kernel_db:
         out["VGPU_KERNEL_DB"] = job_kernel_db(base, job_id)
     out["VGPU_SIMCORE"] = "daemon"
     out["VGPU_VGPUD"] = layout.vgpud
