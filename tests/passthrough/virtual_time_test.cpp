@@ -170,8 +170,9 @@ TEST_F(VirtualTime, EventsReportTheVirtualTimelineOfKernels) {
   EXPECT_LT(first, per + 3 * kHostSlackMs);
   const float real_twenty = real_ms(a_, c_);
   if (policy() == "all") {
-    // Every launch ran: the virtual timeline is what the GPU took.
-    EXPECT_NEAR(twenty / real_twenty, 1.0, 0.1);
+    // Every launch ran: the virtual timeline is what the GPU took (the sim as real driver also
+    // counts its own host time, which the sanitizers inflate: 0.897 seen under TSan).
+    EXPECT_NEAR(twenty / real_twenty, 1.0, kSanitized ? 0.2 : 0.1);
   } else if (!kSanitized) {
     // Launches were skipped: the GPU did (next to) nothing, the virtual timeline is unchanged.
     // (The sim as real driver charges its own host time, which under the sanitizers alone

