@@ -6,8 +6,9 @@
 #include <map>
 #include <queue>
 #include <set>
+#include <string_view>
 
-namespace simcore::detail {
+namespace simcore {
 
 void append_json_string(std::string& out, const std::string& s) {
   out.push_back('"');
@@ -30,7 +31,7 @@ namespace {
 
 constexpr int kNetLaneBase = 1000000;  // flow lanes sit after any task lane
 
-double us(Time t) { return t * 1e6; }
+double us(double t) { return t * 1e6; }
 
 }  // namespace
 
@@ -45,7 +46,7 @@ std::string chrome_trace_json(std::vector<TimelineEntry> entries) {
   {
     int32_t gpu = -1;
     // (busy until, lane) of the current GPU's net lanes
-    std::priority_queue<std::pair<Time, int32_t>, std::vector<std::pair<Time, int32_t>>,
+    std::priority_queue<std::pair<double, int32_t>, std::vector<std::pair<double, int32_t>>,
                         std::greater<>> busy;
     std::priority_queue<int32_t, std::vector<int32_t>, std::greater<>> free_lanes;
     for (size_t i = 0; i < entries.size(); ++i) {
@@ -111,7 +112,7 @@ std::string chrome_trace_json(std::vector<TimelineEntry> entries) {
                        e.flow ? "flow" : "task", e.gpu, tid[i], us(e.start),
                        us(e.finish - e.start));
     if (e.flow) {
-      const Time moving = e.transfer_end - e.start;
+      const double moving = e.transfer_end - e.start;
       out += fmt::format(R"(,"args":{{"dst":{},"bytes":{},"last_byte_us":{:.6f},"mean_GBps":{:.3f}}})",
                          e.dst, e.bytes, us(e.transfer_end),
                          moving > 0 ? static_cast<double>(e.bytes) / moving / 1e9 : 0.0);
@@ -122,4 +123,36 @@ std::string chrome_trace_json(std::vector<TimelineEntry> entries) {
   return out;
 }
 
-}  // namespace simcore::detail
+bool merge_chrome_traces(const std::vector<std::string>& traces, std::string* out) {
+  // chrome_trace_json writes one event per line: the events are the lines between the opening
+  // of "traceEvents" and the closing "]}".
+  static constexpr std::string_view kHead = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
+  std::vector<std::string_view> events;
+  std::set<std::string_view> metadata;
+  for (const std::string& t : traces) {
+    std::string_view body(t);
+    while (!body.empty() && (body.back() == '\n' || body.back() == ' ')) body.remove_suffix(1);
+    if (!body.starts_with(kHead) || !body.ends_with("]}")) return false;
+    body = body.substr(kHead.size(), body.size() - kHead.size() - 2);
+    while (!body.empty()) {
+      const size_t eol = body.find('\n');
+      std::string_view line = body.substr(0, eol);
+      body = eol == std::string_view::npos ? std::string_view() : body.substr(eol + 1);
+      if (line.ends_with(',')) line.remove_suffix(1);
+      if (line.empty()) continue;
+      // The same GPU's names may come from several processes (a GPU's lanes are per process).
+      if (line.find("\"ph\":\"M\"") != std::string_view::npos && !metadata.insert(line).second) continue;
+      events.push_back(line);
+    }
+  }
+  std::string merged(kHead);
+  for (size_t i = 0; i < events.size(); ++i) {
+    if (i > 0) merged += ",\n";
+    merged += events[i];
+  }
+  merged += "]}\n";
+  *out = std::move(merged);
+  return true;
+}
+
+}  // namespace simcore

@@ -25,6 +25,17 @@ inline constexpr double kCopyLatency = 2e-6;
 
 enum class CopyPath { host_device, within_device, memset, staged_peer };
 
+// The path's name in timelines and logs.
+inline const char* copy_path_name(CopyPath path) {
+  switch (path) {
+    case CopyPath::host_device: return "copy host<->device";
+    case CopyPath::within_device: return "copy within device";
+    case CopyPath::memset: return "memset";
+    case CopyPath::staged_peer: return "peer copy through host";
+  }
+  return "copy";
+}
+
 inline double copy_seconds(const simcore::GpuModel& m, CopyPath path, uint64_t bytes, double pcie_efficiency = 1.0) {
   const double pcie = (m.pcie_bw > 0 ? m.pcie_bw : 25e9) * (pcie_efficiency > 0 ? pcie_efficiency : 1.0);
   const double hbm = m.memory_bw > 0 ? m.memory_bw : 2e12;

@@ -1,5 +1,8 @@
 #include "exec/virtual_clock.h"
 
+#include <dlfcn.h>
+#include <link.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -33,7 +36,7 @@ void publish_floor(ThreadState& t, double step) {
 }
 
 void write_timeline() {
-  const char* path = std::getenv("VGPU_TIMELINE");
+  const char* path = timeline_path();
   DriverState* d = DriverState::get();
   if (path == nullptr || *path == '\0' || d == nullptr) return;
   try {
@@ -98,11 +101,55 @@ double earliest_start() {
   return now() + kLaunchLatency;
 }
 
+namespace {
+
+// Whether an object loaded before this library defines the driver's cuInit: this library is then
+// the "real driver" a passthrough libcuda loaded beneath itself (with RTLD_LOCAL, so the symbol
+// is not in the global scope to ask). Objects are listed in load order, and the top driver was
+// loaded first.
+bool loaded_beneath_another_driver() {
+  struct Walk {
+    const void* mine = nullptr;
+    bool other = false;
+  } walk;
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<void*>(&loaded_beneath_another_driver), &self) == 0) return false;
+  walk.mine = self.dli_fbase;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* w = static_cast<Walk*>(data);
+        if (reinterpret_cast<const void*>(info->dlpi_addr) == w->mine) return 1;  // reached us
+        if (info->dlpi_name == nullptr || info->dlpi_name[0] == '\0') return 0;
+        void* h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+        if (h == nullptr) return 0;
+        Dl_info at{};
+        void* init = dlsym(h, "cuInit");
+        // The object's own definition (a dependency's, found through it, may be this library).
+        if (init != nullptr && dladdr(init, &at) != 0 && at.dli_fbase != w->mine &&
+            dlsym(h, "cuGetProcAddress_v2") != nullptr)
+          w->other = true;
+        dlclose(h);
+        return w->other ? 1 : 0;
+      },
+      &walk);
+  return walk.other;
+}
+
+}  // namespace
+
+const char* timeline_path() {
+  static const char* path = [] () -> const char* {
+    const char* p = std::getenv("VGPU_TIMELINE");
+    if (p == nullptr || *p == '\0' || loaded_beneath_another_driver()) return nullptr;
+    return p;
+  }();
+  return path;
+}
+
 void install_timeline_writer() {
   static std::once_flag once;
   std::call_once(once, [] {
-    const char* path = std::getenv("VGPU_TIMELINE");
-    if (path != nullptr && *path != '\0') std::atexit(write_timeline);
+    if (timeline_path() != nullptr) std::atexit(write_timeline);
   });
 }
 

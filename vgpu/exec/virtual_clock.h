@@ -53,6 +53,10 @@ double earliest_start();
 // VGPU_TIMELINE=<path>: writes the engine's timeline at process exit. Installed once; safe to
 // call many times.
 void install_timeline_writer();
+// The file VGPU_TIMELINE names, or null: none is asked for, or this library is not the process's
+// driver but the "real driver" under a passthrough libcuda (the tests' stand-in for a GPU), whose
+// own timeline goes to that file.
+const char* timeline_path();
 
 }  // namespace vgpu::vclock
 

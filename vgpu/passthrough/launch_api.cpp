@@ -16,6 +16,7 @@
 #include "passthrough/launch_policy.h"
 #include "passthrough/measure_lock.h"
 #include "passthrough/nccl_timing.h"
+#include "passthrough/timeline_writer.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/thread_clock.h"
 #include "passthrough/virtual_time.h"
@@ -56,6 +57,7 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
   Plan p;
   p.timing.kernel = true;
   const FunctionFacts& facts = function_facts(f);
+  if (facts.ok && TimelineWriter::get() != nullptr) p.timing.label = facts.name;
   if (facts.ok && nccl_timing::is_nccl_kernel(facts.name)) {
     // Always run (peers spin-wait on it); timed by its transfers when the vgpu plugin moves them.
     if (nccl_timing::plugin_present()) {

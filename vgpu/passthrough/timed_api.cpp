@@ -16,11 +16,13 @@
 #include "passthrough/kernel_recording.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/thread_clock.h"
+#include "passthrough/timeline_writer.h"
 #include "passthrough/virtual_time.h"
 
 using vgpu::pt::OpRef;
 using vgpu::pt::PassState;
 using vgpu::pt::StreamTarget;
+using vgpu::pt::TimelineWriter;
 using vgpu::pt::Timing;
 using vgpu::pt::VirtualTime;
 namespace thread_clock = vgpu::pt::thread_clock;
@@ -87,6 +89,7 @@ CUresult graph_launch(CUstream s, bool per_thread, Call call) {
   VirtualTime::Bracket bracket;
   Timing timing;
   timing.source = Timing::Source::measured;
+  if (TimelineWriter::get() != nullptr) timing.label = "graph launch";
   VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
   if (vt != nullptr) bracket = vt->begin(t, timing);
   const CUresult r = call();

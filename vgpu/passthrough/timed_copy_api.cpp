@@ -4,16 +4,20 @@
 // measured. 1D, 2D and 3D copies, copies to and from arrays, copies between virtual devices
 // (priced on the virtual cluster's route between them, uncontended) and 1D/2D sets. As in timed_api.cpp, the host
 // time inside these calls is not charged to the calling thread's clock.
+#include <fmt/format.h>
+
 #include "core/copy_cost.h"
 #include "driver/cuda_api.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/thread_clock.h"
+#include "passthrough/timeline_writer.h"
 #include "passthrough/virtual_time.h"
 
 using vgpu::CopyPath;
 using vgpu::pt::OpRef;
 using vgpu::pt::PassState;
 using vgpu::pt::StreamTarget;
+using vgpu::pt::TimelineWriter;
 using vgpu::pt::Timing;
 using vgpu::pt::VirtualTime;
 namespace thread_clock = vgpu::pt::thread_clock;
@@ -37,7 +41,8 @@ CopyPath path_between(uint64_t dst, uint64_t src) {
 // `synchronous` ones (cuMemcpy without Async) also move the thread's clock to their virtual
 // finish.
 template <class Call, class Seconds>
-CUresult timed(CUstream s, bool per_thread, bool synchronous, Seconds seconds, Call call) {
+CUresult timed(CUstream s, bool per_thread, bool synchronous, Seconds seconds, Call call,
+               const char* what = "peer copy", uint64_t bytes = 0) {
   thread_clock::Pause pause(synchronous);
   StreamTarget t;
   VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
@@ -46,6 +51,8 @@ CUresult timed(CUstream s, bool per_thread, bool synchronous, Seconds seconds, C
   VirtualTime::Bracket none;
   Timing timing;
   timing.seconds = seconds(t);
+  if (TimelineWriter::get() != nullptr)
+    timing.label = bytes > 0 ? fmt::format("{} {} B", what, bytes) : std::string(what);
   const OpRef op = vt->submit(t, std::move(timing), none);
   if (synchronous) vt->synchronized(op, t.device);
   return r;
@@ -53,7 +60,8 @@ CUresult timed(CUstream s, bool per_thread, bool synchronous, Seconds seconds, C
 
 template <class Call>
 CUresult priced(CUstream s, bool per_thread, CopyPath path, uint64_t bytes, bool synchronous, Call call) {
-  return timed(s, per_thread, synchronous, [&](const StreamTarget& t) { return price(t, path, bytes); }, call);
+  return timed(s, per_thread, synchronous, [&](const StreamTarget& t) { return price(t, path, bytes); }, call,
+               copy_path_name(path), bytes);
 }
 
 // Whether one side of a 2D/3D copy is GPU memory (device or array; unified: as vgpu knows it).

@@ -12,6 +12,7 @@
 #include "passthrough/nccl_timing.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/thread_clock.h"
+#include "passthrough/timeline_writer.h"
 
 namespace vgpu::pt {
 namespace {
@@ -120,7 +121,9 @@ VirtualTime* VirtualTime::get() {
     v->impl_ = new Impl;
     // Each virtual device's busy time, kernel count and virtual clock, for vgpu-smi and
     // vgpu-run's summary (status region).
-    v->timeline_.set_on_resolved([](const TimedOp& op) {
+    TimelineWriter* trace = TimelineWriter::get();  // VGPU_TIMELINE
+    v->timeline_.set_on_resolved([trace](const TimedOp& op) {
+      if (trace != nullptr) trace->add(op);
       if (op.duration <= 0 && !op.kernel) return;
       if (PassState* s = PassState::get()) s->report_work(op.device, op.duration, op.kernel, op.finish);
     });
@@ -239,6 +242,7 @@ OpRef VirtualTime::submit(const StreamTarget& t, Timing timing, Bracket& b) {
   const int nccl_gpu = timing.nccl_gpu;
   const nccl_timing::Attribution nccl_attribution = nccl ? timing.nccl : nccl_timing::Attribution{};
   const bool kernel = timing.kernel;
+  std::string label = std::move(timing.label);
   uint64_t id = 0;
   if (duration < 0) {
     CUevent end = b.active() ? impl_->take_event(t.context) : nullptr;
@@ -257,7 +261,7 @@ OpRef VirtualTime::submit(const StreamTarget& t, Timing timing, Bracket& b) {
     }
   }
   open_gate(b);
-  OpRef op = timeline_.append(t.key, t.kind, t.device, issue, duration, {}, id, kernel);
+  OpRef op = timeline_.append(t.key, t.kind, t.device, issue, duration, {}, id, kernel, std::move(label));
   log::trace("vtime: op on device {} stream {} issue {:.9f} duration {:.9f}", t.device, t.key.stream, issue,
              duration);
   bool resolve_now;

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "driver/cuda_api.h"
@@ -43,6 +44,7 @@ struct Timing {
   std::function<void(double)> on_measured;   // Source::measured: told the measured duration
   int nccl_gpu = -1;                         // Source::nccl: the rank's global GPU
   nccl_timing::Attribution nccl;             //   and which transfers are the kernel's
+  std::string label;                         // for VGPU_TIMELINE; set only when one is written
 };
 
 class VirtualTime {

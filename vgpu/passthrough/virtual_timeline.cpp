@@ -7,8 +7,9 @@ namespace vgpu::pt {
 
 OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device, double issue,
                               double duration, const std::vector<OpRef>& waits, uint64_t measurement,
-                              bool kernel) {
+                              bool kernel, std::string label) {
   auto op = std::make_shared<TimedOp>();
+  op->label = std::move(label);
   op->measurement = measurement;
   op->kernel = kernel;
   op->issue = issue;
@@ -17,6 +18,8 @@ OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device,
   std::lock_guard l(mu_);
   Stream& s = streams_[key];
   s.kind = kind;
+  if (s.lane < 0) s.lane = next_lane_++;
+  op->lane = s.lane;
   if (s.tail) op->deps.push_back(s.tail);
   for (const OpRef& w : waits)
     if (w) op->deps.push_back(w);

@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -31,6 +32,8 @@ struct TimedOp {
   bool resolved = false;
   int device = -1;       // the virtual device it runs on
   bool kernel = false;   // a kernel launch (for the per-device statistics)
+  int32_t lane = 0;      // its stream's number within the process (the timeline's lanes)
+  std::string label;     // what it is, for VGPU_TIMELINE (empty unless one is written)
   // What set_duration needs to find it again (the measurement's owner keeps its own state).
   uint64_t measurement = 0;
   std::vector<std::shared_ptr<TimedOp>> deps;  // dropped once resolved
@@ -52,7 +55,8 @@ class VirtualTimeline {
   // Appends an op to `stream`. `duration` < 0: unknown until set_duration(). `waits`: ops that
   // must finish first (null entries are ignored). Resolves it at once when it can.
   OpRef append(const StreamKey& stream, StreamKind kind, int device, double issue, double duration,
-               const std::vector<OpRef>& waits = {}, uint64_t measurement = 0, bool kernel = false);
+               const std::vector<OpRef>& waits = {}, uint64_t measurement = 0, bool kernel = false,
+               std::string label = {});
 
   // The start of `op` if its dependencies are resolved (its duration may still be unknown).
   // `wait` false: nullopt at once when another thread holds the timeline (a resolve forced by a
@@ -99,6 +103,7 @@ class VirtualTimeline {
   struct Stream {
     StreamKind kind = StreamKind::blocking;
     OpRef tail;
+    int32_t lane = -1;
   };
   // Resolves `op` if its duration and dependencies allow; true when resolved.
   bool try_resolve(TimedOp& op);
@@ -108,6 +113,7 @@ class VirtualTimeline {
   mutable std::mutex mu_;
   std::unordered_map<StreamKey, Stream, KeyHash> streams_;
   std::deque<OpRef> pending_;  // submission order
+  int32_t next_lane_ = 0;
 };
 
 }  // namespace vgpu::pt

@@ -156,6 +156,8 @@ def main(argv, configured):
             _say(line)
     timeline = setting.get("VGPU_TIMELINE") or base.get("VGPU_TIMELINE")
     if timeline:
+        # The passthrough's processes each left a part beside the merged trace (timeline_writer.h).
+        shutil.rmtree(f"{timeline}.parts.{setting['VGPU_JOB_ID']}", ignore_errors=True)
         state = "written" if os.path.isfile(timeline) else "not written"
         end_notes.append(f"timeline ({state}): {timeline}")
     if not options.no_summary:

@@ -1,0 +1,74 @@
+#!/usr/bin/env python3
+"""VGPU_TIMELINE on the passthrough backend (over the sim backend as its real driver): an
+unmodified cudart program's kernels, copies and memsets appear in the trace with their virtual
+times, and the processes of one job (VGPU_JOB_ID) leave one merged trace.
+
+usage: timeline_check.py PROGRAM   (the environment selects the passthrough library)"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def run(program, env):
+    r = subprocess.run([program], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=240)
+    if r.returncode != 0:
+        sys.exit(f"FAIL {program} exited {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+
+
+def events(path):
+    with open(path) as f:
+        trace = json.load(f)
+    return [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+
+
+def main():
+    program = sys.argv[1]
+    failures = []
+    with tempfile.TemporaryDirectory() as tmp:
+        env = dict(os.environ)
+        env.pop("VGPU_JOB_ID", None)
+        single = os.path.join(tmp, "single.json")
+        env["VGPU_TIMELINE"] = single
+        run(program, env)
+        one = events(single)
+        kernels = [e for e in one if "scale" in e["name"]]
+        copies = [e for e in one if e["name"].startswith("copy host<->device")]
+        print(f"one process: {len(one)} ops, {len(kernels)} launches of scale, {len(copies)} host copies")
+        if len(kernels) < 20:  # the program launches `scale` 27 times
+            failures.append(f"expected the program's launches of scale in the trace, found {len(kernels)}")
+        if not copies:
+            failures.append("no host<->device copy in the trace")
+        # Stream order: on each lane, ops do not overlap and have non-negative durations.
+        lanes = {}
+        for e in one:
+            if e["dur"] < 0:
+                failures.append(f"negative duration: {e}")
+            lanes.setdefault((e["pid"], e["tid"]), []).append(e)
+        for lane, ops in lanes.items():
+            ops.sort(key=lambda e: e["ts"])
+            for a, b in zip(ops, ops[1:]):
+                if b["ts"] < a["ts"] + a["dur"] - 1e-3:
+                    failures.append(f"lane {lane}: {b['name']} starts at {b['ts']} before {a['name']} ends")
+                    break
+        # Two processes of one job: one trace with both processes' ops.
+        merged = os.path.join(tmp, "job.json")
+        env["VGPU_TIMELINE"] = merged
+        env["VGPU_JOB_ID"] = "timeline-check-" + str(os.getpid())
+        procs = [subprocess.Popen([program], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                 for _ in range(2)]
+        codes = [p.wait(timeout=240) for p in procs]
+        if any(codes):
+            failures.append(f"the job's processes exited {codes}")
+        both = events(merged)
+        print(f"two processes of one job: {len(both)} ops in the merged trace")
+        if len(both) != 2 * len(one):
+            failures.append(f"merged trace holds {len(both)} ops, expected 2 x {len(one)}")
+    for f in failures:
+        print("FAIL", f)
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,48 @@
+// VGPU_TIMELINE under the passthrough backend: every op of the streams' virtual timelines
+// (kernels by name, copies, NCCL kernels, graph launches) as it resolves, written at exit in the
+// trace format the sim backend writes (simcore/chrome_trace.h), one trace process per global GPU
+// and one lane per stream.
+//
+// A job of several processes (vgpu-run sets VGPU_JOB_ID) writes one part per process into
+// `<file>.parts.<job>/` and each exiting process merges every part present into `<file>` under a
+// file lock, so the last one to exit leaves the whole job's trace; vgpu-run removes the parts.
+// Without VGPU_JOB_ID the process writes `<file>` itself.
+//
+// Only when VGPU_TIMELINE names a file: otherwise nothing is recorded and get() is null. The
+// trace keeps every op, so its memory grows with the run (as the sim backend's does).
+#pragma once
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "passthrough/virtual_timeline.h"
+#include "simcore/chrome_trace.h"
+
+namespace vgpu::pt {
+
+class TimelineWriter {
+ public:
+  // The process's writer, or null when no timeline is asked for.
+  static TimelineWriter* get();
+
+  // A resolved op of virtual device `op.device` (called under the timeline's lock: short).
+  void add(const TimedOp& op);
+  // Writes the trace (and merges the job's parts). Called once at exit; tests may call it.
+  void write();
+
+  // Where the parts of a job go, and whether this process writes a part (see above).
+  const std::string& path() const { return path_; }
+  const std::string& parts_dir() const { return parts_dir_; }
+
+ private:
+  TimelineWriter(std::string path, std::string job);
+  int global_gpu(int device);
+
+  std::string path_, parts_dir_;
+  std::mutex mu_;
+  std::vector<simcore::TimelineEntry> entries_;
+  std::vector<int> gpu_of_device_;  // cached global GPU per virtual device (-2: not yet)
+};
+
+}  // namespace vgpu::pt
