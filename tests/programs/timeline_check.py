@@ -29,6 +29,7 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         env = dict(os.environ)
         env.pop("VGPU_JOB_ID", None)
+        env["LD_PRELOAD"] = env.pop("VGPU_TEST_PRELOAD", "")  # sanitizer builds: the program's own
         single = os.path.join(tmp, "single.json")
         env["VGPU_TIMELINE"] = single
         run(program, env)
