@@ -4,8 +4,8 @@
 // measured. 1D, 2D and 3D copies, copies to and from arrays, copies between virtual devices
 // (priced on the virtual cluster's route between them, uncontended) and 1D/2D sets. As in timed_api.cpp, the host
 // time inside these calls is not charged to the calling thread's clock.
-#include "core/copy_cost.h"
-#include "driver/cuda_api.h"
+#include "front/launch/copy_cost.h"
+#include "front/driver/cuda_api.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/thread_clock.h"
 #include "passthrough/virtual_time.h"

@@ -1,0 +1,109 @@
+#include "sim/exec/virtual_clock.h"
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "common/log.h"
+#include "sim/core/driver_state.h"
+#include "sim/core/thread_state.h"
+#include "simcore/engine.h"
+
+namespace vgpu::vclock {
+namespace {
+
+thread_local int t_depth = 0;
+
+// Charge the CPU time spent outside the driver since the thread last left it. (Entering a call
+// already counts as inside: the clock shim then answers real readings, never this clock.)
+void charge_outside_time() {
+  ThreadState& t = this_thread();
+  t.virtual_now += t.outside_cpu.take();
+}
+
+// Renews the thread's promise to the engine when its clock is at least `step` past it.
+void publish_floor(ThreadState& t, double step) {
+  const double ahead = t.virtual_now - t.promised;
+  if (t.rank <= ThreadState::kNoRank || !(ahead > 0 && ahead >= step)) return;
+  DriverState* d = DriverState::get();
+  if (d == nullptr) return;
+  t.promised = t.virtual_now;
+  d->ranks().promise(t.rank, t.virtual_now);
+}
+
+void write_timeline() {
+  const char* path = std::getenv("VGPU_TIMELINE");
+  DriverState* d = DriverState::get();
+  if (path == nullptr || *path == '\0' || d == nullptr) return;
+  try {
+    // The engine is never destroyed (DriverState lives to the end of the process) and is
+    // thread-safe, so reading it here is safe even while other threads still submit.
+    const std::string json = d->engine().timeline_json();
+    if (FILE* f = std::fopen(path, "w")) {
+      std::fwrite(json.data(), 1, json.size(), f);
+      std::fclose(f);
+    } else {
+      log::warn("VGPU_TIMELINE: cannot write {}", path);
+    }
+  } catch (...) {
+    // Never let an exit handler throw out of the host process.
+  }
+}
+
+}  // namespace
+
+CallScope::CallScope() { enter_call(); }
+CallScope::~CallScope() { leave_call(); }
+
+void enter_call() {
+  if (t_depth++ == 0) charge_outside_time();
+}
+
+void leave_call() {
+  if (--t_depth != 0) return;
+  ThreadState& t = this_thread();
+  // The clock will only creep from here until the thread's next call: a valid floor.
+  publish_floor(t, kFloorStep);
+  t.outside_cpu.leave();
+}
+
+bool in_call() { return t_depth > 0; }
+
+double now() {
+  if (t_depth == 0) charge_outside_time();
+  return this_thread().virtual_now;
+}
+
+void advance_to(double t, bool floor_now) {
+  ThreadState& s = this_thread();
+  if (!(t > s.virtual_now)) return;
+  s.virtual_now = t;
+  publish_floor(s, floor_now ? 0 : kFloorStep);
+}
+
+double earliest_start() {
+  ThreadState& t = this_thread();
+  if (t.rank == ThreadState::kNoRank) {
+    if (DriverState* d = DriverState::get()) {
+      double start = 0;
+      t.rank = d->ranks().join(&start);
+      t.promised = start;
+      // Joining late: the engine finalized everything before `start`, so this thread's work
+      // starts there at the earliest. Its clock says so too, and then keeps its promise.
+      if (start > t.virtual_now) t.virtual_now = start;
+      publish_floor(t, 0);
+    }
+  }
+  return now() + kLaunchLatency;
+}
+
+void install_timeline_writer() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* path = std::getenv("VGPU_TIMELINE");
+    if (path != nullptr && *path != '\0') std::atexit(write_timeline);
+  });
+}
+
+}  // namespace vgpu::vclock
