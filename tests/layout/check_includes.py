@@ -4,7 +4,9 @@ its own layer or below, and never across into the other backend. This check read
 #include under vgpu/ (paths relative to vgpu/, as the build's include directory gives them) and
 fails, naming file, line and rule, on an include that breaks one of the rules below.
 
-Usage: check_includes.py VGPU_DIR
+Usage: check_includes.py VGPU_DIR [--expect N]
+  --expect N: succeed only when exactly N includes break the rules (the check's own test, on a
+              fixture tree with known bad includes, so that a check that finds nothing fails).
 """
 import pathlib
 import re
@@ -54,10 +56,15 @@ def violations(vgpu_dir: pathlib.Path):
 
 
 def main() -> int:
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    expect = None
+    if len(args) == 3 and args[1] == '--expect' and args[2].isdigit():
+        expect = int(args[2])
+        args = args[:1]
+    if len(args) != 1:
         print(__doc__, file=sys.stderr)
         return 2
-    vgpu_dir = pathlib.Path(sys.argv[1])
+    vgpu_dir = pathlib.Path(args[0])
     if not (vgpu_dir / 'front').is_dir():
         print(f'{vgpu_dir}: not the vgpu/ folder (no front/)', file=sys.stderr)
         return 2
@@ -65,6 +72,8 @@ def main() -> int:
     for v in found:
         print(v)
     print(f'{len(found)} include(s) crossing layers')
+    if expect is not None:
+        return 0 if len(found) == expect else 1
     return 1 if found else 0
 
 
