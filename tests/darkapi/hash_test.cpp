@@ -11,8 +11,8 @@
 #include <string>
 #include <string_view>
 
-#include "darkapi/integrity.h"
-#include "darkapi/md2.h"
+#include "front/export_tables/integrity.h"
+#include "front/export_tables/md2.h"
 
 using namespace vgpu::darkapi;
 

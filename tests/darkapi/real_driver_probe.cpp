@@ -23,7 +23,7 @@
 #include <string>
 #include <vector>
 
-#include "darkapi/integrity.h"
+#include "front/export_tables/integrity.h"
 
 namespace {
 

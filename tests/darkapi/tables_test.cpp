@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "darkapi/integrity.h"
+#include "front/export_tables/integrity.h"
 #include "darkapi_test_util.h"
 
 using namespace darkapi_test;

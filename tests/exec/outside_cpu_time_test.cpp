@@ -1,6 +1,6 @@
 // OutsideCpuTime (vgpu/exec/outside_cpu_time.h): the CPU time a thread spends outside driver
 // calls, estimated from wall time between rare exact readings of the thread's CPU clock.
-#include "exec/outside_cpu_time.h"
+#include "timing/outside_cpu_time.h"
 
 #include <gtest/gtest.h>
 

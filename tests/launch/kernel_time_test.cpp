@@ -10,10 +10,10 @@
 
 #include <sqlite3.h>
 
-#include "exec/host_address_space.h"
-#include "exec/kernel_time_db.h"
-#include "exec/kernel_time_model.h"
-#include "exec/launch_signature.h"
+#include "front/launch/host_address_space.h"
+#include "front/launch/kernel_time_db.h"
+#include "front/launch/kernel_time_model.h"
+#include "front/launch/launch_signature.h"
 
 using namespace vgpu;
 

@@ -17,9 +17,9 @@
 #include <thread>
 #include <vector>
 
-#include "exec/kernel_time_db.h"
-#include "exec/kernel_time_model.h"
-#include "exec/launch_signature.h"
+#include "front/launch/kernel_time_db.h"
+#include "front/launch/kernel_time_model.h"
+#include "front/launch/launch_signature.h"
 
 // The per-thread-default-stream forms, which cuda.h declares only for its own build.
 extern "C" {

@@ -8,7 +8,7 @@
 
 #include <cstdlib>
 
-#include "driver/cuda_api.h"
+#include "front/driver/cuda_api.h"
 
 namespace {
 

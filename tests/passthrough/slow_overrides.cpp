@@ -10,7 +10,7 @@
 #include <cstdlib>
 #include <thread>
 
-#include "driver/cuda_api.h"
+#include "front/driver/cuda_api.h"
 
 namespace {
 

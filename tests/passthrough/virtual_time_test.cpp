@@ -23,8 +23,8 @@
 #include <thread>
 #include <vector>
 
-#include "exec/kernel_time_db.h"
-#include "exec/launch_signature.h"
+#include "front/launch/kernel_time_db.h"
+#include "front/launch/launch_signature.h"
 
 namespace {
 

@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "darkapi/vgpu_clock_table.h"
+#include "contracts/vgpu_clock_table.h"
 
 namespace {
 

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <thread>
 
-#include "darkapi/vgpu_clock_table.h"
+#include "contracts/vgpu_clock_table.h"
 
 namespace {
 

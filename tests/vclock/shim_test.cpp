@@ -30,7 +30,7 @@
 #include <string>
 #include <thread>
 
-#include "darkapi/vgpu_clock_table.h"
+#include "contracts/vgpu_clock_table.h"
 
 namespace {
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 #include <map>
 
-#include "core/device.h"
+#include "front/device/device.h"
 #include "simcore/cluster_config.h"
 #include "simcore/gpu_catalog.h"
 

@@ -2,7 +2,7 @@
 // to know about their charges.
 #pragma once
 
-#include "driver/cuda_api.h"
+#include "front/driver/cuda_api.h"
 
 namespace vgpu::pt {
 

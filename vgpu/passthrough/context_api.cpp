@@ -7,7 +7,7 @@
 #include <utility>
 
 #include "common/log.h"
-#include "driver/cuda_api.h"
+#include "front/driver/cuda_api.h"
 #include "passthrough/array_api.h"
 #include "passthrough/kernel_recording.h"
 #include "passthrough/passthrough_state.h"

@@ -13,7 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "driver/cuda_api.h"
+#include "front/driver/cuda_api.h"
 
 namespace vgpu::pt {
 

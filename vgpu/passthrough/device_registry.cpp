@@ -1,5 +1,5 @@
 // The passthrough backend's answers to core/device_registry.h.
-#include "core/device_registry.h"
+#include "front/device/device_registry.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/thread_clock.h"
 #include "passthrough/real_driver.h"

@@ -14,12 +14,12 @@
 #include <vector>
 
 #include "common/log.h"
-#include "core/device_registry.h"
-#include "darkapi/catalog.h"
-#include "darkapi/integrity.h"
-#include "darkapi/trace.h"
-#include "darkapi/vgpu_clock_table.h"
-#include "driver/cuda_api.h"
+#include "front/device/device_registry.h"
+#include "front/export_tables/catalog.h"
+#include "front/export_tables/integrity.h"
+#include "front/export_tables/trace.h"
+#include "contracts/vgpu_clock_table.h"
+#include "front/driver/cuda_api.h"
 #include "passthrough/passthrough_state.h"
 
 namespace vgpu::pt {

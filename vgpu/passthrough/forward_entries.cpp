@@ -4,7 +4,7 @@
 // contexts, memory capacity, the private tables) is a strong definition elsewhere in this
 // folder and replaces the weak forwarder at link time.
 #include "common/log.h"
-#include "driver/entry_points.h"
+#include "front/driver/entry_points.h"
 #include "passthrough/passthrough_state.h"
 
 #define VGPU_DEV(d) ::vgpu::pt::physical_device(d)

@@ -12,7 +12,7 @@
 
 #include "common/log.h"
 #include "cupti_profiler/recorder.h"
-#include "exec/kernel_time_db.h"
+#include "front/launch/kernel_time_db.h"
 #include "passthrough/passthrough_state.h"
 
 namespace vgpu::pt {

@@ -11,8 +11,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "driver/cuda_api.h"
-#include "exec/launch_signature.h"
+#include "front/driver/cuda_api.h"
+#include "front/launch/launch_signature.h"
 
 namespace vgpu {
 class KernelTimeDb;

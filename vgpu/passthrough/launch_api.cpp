@@ -9,8 +9,8 @@
 #include <string>
 #include <utility>
 
-#include "driver/cuda_api.h"
-#include "exec/kernel_time_db.h"
+#include "front/driver/cuda_api.h"
+#include "front/launch/kernel_time_db.h"
 #include "passthrough/kernel_recording.h"
 #include "passthrough/launch_facts.h"
 #include "passthrough/launch_policy.h"

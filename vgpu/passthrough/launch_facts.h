@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "driver/cuda_api.h"
-#include "exec/launch_signature.h"
+#include "front/driver/cuda_api.h"
+#include "front/launch/launch_signature.h"
 
 namespace vgpu::pt {
 

@@ -4,7 +4,7 @@
 // back (the node's address, or its parameters when asked) is copied out with virtual devices.
 #include <vector>
 
-#include "driver/cuda_api.h"
+#include "front/driver/cuda_api.h"
 #include "passthrough/memory_location.h"
 #include "passthrough/passthrough_state.h"
 

@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "common/log.h"
-#include "driver/cuda_api.h"
+#include "front/driver/cuda_api.h"
 #include "passthrough/memory_location.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/shared_pages.h"

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "driver/cuda_api.h"
+#include "front/driver/cuda_api.h"
 #include "passthrough/passthrough_state.h"
 
 namespace vgpu::pt {

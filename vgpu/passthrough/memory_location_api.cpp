@@ -2,7 +2,7 @@
 // advice, prefetches (single and batched) and access queries. The virtual ordinal becomes the
 // physical one; the range attributes that answer with device ordinals turn them back. (The VMM and pool entry points that take locations are in memory_api.cpp and
 // pool_api.cpp.)
-#include "driver/cuda_api.h"
+#include "front/driver/cuda_api.h"
 #include "passthrough/memory_location.h"
 #include "passthrough/passthrough_state.h"
 

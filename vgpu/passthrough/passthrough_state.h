@@ -15,10 +15,10 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/device.h"
-#include "core/device_registry.h"
-#include "driver/cuda_api.h"
-#include "exec/host_address_space.h"
+#include "front/device/device.h"
+#include "front/device/device_registry.h"
+#include "front/driver/cuda_api.h"
+#include "front/launch/host_address_space.h"
 #include "passthrough/device_pools.h"
 #include "simcore/cluster_spec.h"
 #include "simcore/topology.h"

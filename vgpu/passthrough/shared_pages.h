@@ -15,7 +15,7 @@
 #include <utility>
 #include <vector>
 
-#include "driver/cuda_api.h"
+#include "front/driver/cuda_api.h"
 
 namespace vgpu::pt {
 

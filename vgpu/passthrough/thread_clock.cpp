@@ -3,7 +3,7 @@
 #include <array>
 #include <atomic>
 
-#include "exec/outside_cpu_time.h"
+#include "timing/outside_cpu_time.h"
 
 namespace vgpu::pt::thread_clock {
 namespace {

@@ -12,7 +12,7 @@
 #include <functional>
 
 #include "common/log.h"
-#include "driver/cuda_api.h"
+#include "front/driver/cuda_api.h"
 #include "passthrough/kernel_recording.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/thread_clock.h"

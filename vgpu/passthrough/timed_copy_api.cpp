@@ -6,8 +6,8 @@
 // time inside these calls is not charged to the calling thread's clock.
 #include <fmt/format.h>
 
-#include "core/copy_cost.h"
-#include "driver/cuda_api.h"
+#include "front/launch/copy_cost.h"
+#include "front/driver/cuda_api.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/thread_clock.h"
 #include "passthrough/timeline_writer.h"

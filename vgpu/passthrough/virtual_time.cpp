@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/log.h"
-#include "exec/virtual_clock.h"
+#include "timing/launch_latency.h"
 #include "passthrough/nccl_timing.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/thread_clock.h"

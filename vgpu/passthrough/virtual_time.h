@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "driver/cuda_api.h"
+#include "front/driver/cuda_api.h"
 #include "passthrough/nccl_timing.h"
 #include "passthrough/virtual_timeline.h"
 

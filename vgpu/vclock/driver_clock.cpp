@@ -6,7 +6,7 @@
 #include <atomic>
 #include <cstring>
 
-#include "darkapi/vgpu_clock_table.h"
+#include "contracts/vgpu_clock_table.h"
 
 namespace vgpu::vclock_shim {
 namespace {

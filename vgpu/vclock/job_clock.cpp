@@ -2,7 +2,7 @@
 
 #include <pthread.h>
 
-#include "darkapi/vgpu_clock_table.h"
+#include "contracts/vgpu_clock_table.h"
 #include "vclock/clock_ids.h"
 #include "vclock/driver_clock.h"
 #include "vclock/real_calls.h"

@@ -1,0 +1,61 @@
+#include "front/launch/kernel_db_misses.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "common/log.h"
+
+namespace vgpu {
+
+KernelDbMisses::KernelDbMisses() {
+  if (const char* p = std::getenv("VGPU_KERNEL_DB_MISSES"); p != nullptr) path_ = p;
+}
+
+void KernelDbMisses::note(const LaunchSignature& signature, double seconds) {
+  if (!enabled()) return;
+  std::lock_guard l(mu_);
+  auto it = misses_.find(signature.bytes);
+  if (it == misses_.end()) {
+    if (misses_.size() >= kMaxSignatures) {
+      ++dropped_;
+      return;
+    }
+    it = misses_.emplace(signature.bytes, Miss{}).first;
+  }
+  ++it->second.launches;
+  it->second.seconds = seconds;
+}
+
+bool KernelDbMisses::write() {
+  if (!enabled()) return true;
+  std::string text;
+  {
+    std::lock_guard l(mu_);
+    if (written_) return true;
+    written_ = true;
+    for (const auto& [bytes, miss] : misses_) {
+      LaunchSignature sig{bytes};
+      std::string name;
+      LaunchShape shape;
+      decode_signature_header(sig, &name, &shape);
+      text += fmt::format("{}\t{:.9f}\t{}\t{}x{}x{}\t{}x{}x{}\t{}\n", miss.launches, miss.seconds, name,
+                          shape.grid[0], shape.grid[1], shape.grid[2], shape.block[0], shape.block[1],
+                          shape.block[2], sig.hex());
+    }
+    if (dropped_ != 0) text += fmt::format("{}\t0\t(more signatures, not listed)\t-\t-\t-\n", dropped_);
+  }
+  if (text.empty()) return true;
+  // One write with O_APPEND: lines of several processes do not interleave within a write.
+  const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    log::warn("VGPU_KERNEL_DB_MISSES={}: cannot open it", path_);
+    return false;
+  }
+  const ssize_t n = ::write(fd, text.data(), text.size());
+  ::close(fd);
+  return n == static_cast<ssize_t>(text.size());
+}
+
+}  // namespace vgpu

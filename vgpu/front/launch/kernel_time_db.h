@@ -1,0 +1,82 @@
+// The kernel-time database: the measured duration of each launch signature on a physical GPU
+// model, recorded by the passthrough backend (CUPTI) and replayed by the sim backend.
+//
+// Where: the file named by VGPU_KERNEL_DB. If that path is an existing directory, each GPU model
+// gets its own file inside it, "<model name with every character outside [A-Za-z0-9._-]
+// replaced by '_'>.sqlite"; otherwise the path is the file itself. Either way rows are keyed by
+// the model, so one file may also hold several models.
+//
+// The GPU model is the name the driver reports for the device (cuDeviceGetName, e.g.
+// "NVIDIA H100 80GB HBM3"), so the passthrough backend records under the physical GPU's own
+// name and the sim backend looks up under the virtual GPU's name: a database recorded on an
+// H100 serves every virtual H100.
+//
+// Schema (version 1, in PRAGMA user_version):
+//   CREATE TABLE kernel_times(
+//     gpu_model   TEXT    NOT NULL,   -- cuDeviceGetName of the GPU that measured it
+//     signature   BLOB    NOT NULL,   -- LaunchSignature::bytes (exec/launch_signature.h)
+//     kernel_name TEXT    NOT NULL,   -- the rest is for people reading the table:
+//     grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
+//     block_x INTEGER, block_y INTEGER, block_z INTEGER,
+//     shared_bytes INTEGER,
+//     duration_ns INTEGER NOT NULL,   -- mean over `samples` measurements, rounded
+//     samples     INTEGER NOT NULL,
+//     updated_at  INTEGER NOT NULL,   -- unix seconds of the last record()
+//     PRIMARY KEY (gpu_model, signature));
+//
+// Cost on the launch path: lookup() reads an in-memory cache under a shared lock; only the
+// first lookup of a signature (hit or miss) queries SQLite, and misses are cached too (a
+// record() from this process updates the cache). Thread-safe. Errors (unreadable file, locked
+// database, bad schema) are logged once and the database then behaves as empty / drops writes:
+// timing falls back to the model, the host program never fails because of it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "front/launch/kernel_time_model.h"
+#include "front/launch/launch_signature.h"
+
+namespace vgpu {
+
+class KernelTimeDb {
+ public:
+  // `path` empty: no database (every lookup misses, record() is dropped).
+  KernelTimeDb(std::string path, std::string gpu_model);
+  ~KernelTimeDb();
+  KernelTimeDb(const KernelTimeDb&) = delete;
+  KernelTimeDb& operator=(const KernelTimeDb&) = delete;
+
+  // The path from VGPU_KERNEL_DB, or empty when unset.
+  static std::string path_from_environment();
+  // The file used for `gpu_model` under `path` (see above).
+  static std::string file_for(const std::string& path, const std::string& gpu_model);
+
+  const std::string& gpu_model() const { return model_; }
+  bool available() const;  // the database opened (or will be created on the first record())
+
+  // The recorded duration of `signature` in nanoseconds, or nullopt.
+  std::optional<uint64_t> lookup(const LaunchSignature& signature);
+
+  // Adds one measurement: the stored duration becomes the mean of all samples. Returns false if
+  // the write failed (logged).
+  bool record(const LaunchSignature& signature, uint64_t duration_ns);
+
+  // Number of rows of this GPU model (tests, tools).
+  int64_t count();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+  std::string model_;
+};
+
+// The duration of a launch that does not run: the recorded one when `db` holds the signature
+// (*from_database true), else the fallback model's estimate for `gpu`. What the sim backend
+// gives every launch, and the passthrough backend the launches it replays.
+double recorded_or_estimated(KernelTimeDb& db, const GpuFigures& gpu, const LaunchSignature& signature,
+                             bool* from_database = nullptr, const LaunchHints& hints = {});
+
+}  // namespace vgpu

@@ -1,0 +1,154 @@
+#include "front/launch/launch_signature.h"
+
+#include <cstring>
+
+namespace vgpu {
+namespace {
+
+constexpr std::string_view kMagic{"vgpu-sig3\0", 10};
+
+// No address, host or device, lies below this (Linux never maps the first 64 KiB:
+// vm.mmap_min_addr): smaller values (most sizes and counts) skip `is_pointer`, which takes locks.
+constexpr uint64_t kLowestAddress = 0x10000;
+
+void put_u32(std::string& out, uint32_t v) {
+  const char bytes[4] = {static_cast<char>(v & 0xff), static_cast<char>((v >> 8) & 0xff),
+                         static_cast<char>((v >> 16) & 0xff), static_cast<char>((v >> 24) & 0xff)};
+  out.append(bytes, 4);  // one append: this runs ~8 times per launch
+}
+
+uint32_t get_u32(std::string_view s, size_t at) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v |= uint32_t{static_cast<uint8_t>(s[at + i])} << (8 * i);
+  return v;
+}
+
+}  // namespace
+
+std::string LaunchSignature::hex() const {
+  static constexpr char digits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(bytes.size() * 2);
+  for (unsigned char c : bytes) {
+    out.push_back(digits[c >> 4]);
+    out.push_back(digits[c & 15]);
+  }
+  return out;
+}
+
+LaunchSignature build_launch_signature(std::string_view function_name, const LaunchShape& shape,
+                                       std::span<const ParamSlot> slots,
+                                       std::span<const uint8_t> params,
+                                       const std::function<bool(uint64_t)>& is_pointer) {
+  LaunchSignature sig;
+  std::string& out = sig.bytes;
+  out.reserve(kMagic.size() + function_name.size() + 1 + 28 + params.size() + 5 * slots.size());
+  out.append(kMagic);
+  out.append(function_name);
+  out.push_back('\0');
+  for (uint32_t v : shape.grid) put_u32(out, v);
+  for (uint32_t v : shape.block) put_u32(out, v);
+  put_u32(out, shape.dynamic_shared);
+  for (const ParamSlot& slot : slots) {
+    const bool inside = slot.offset <= params.size() && slot.size <= params.size() - slot.offset;
+    if (!inside) {  // defensive: the caller validated; record the slot's size only
+      out.push_back('v');
+      put_u32(out, 0);
+      continue;
+    }
+    const uint8_t* p = params.data() + slot.offset;
+    if (slot.size == 8 && is_pointer) {
+      uint64_t value;
+      std::memcpy(&value, p, 8);
+      if (value >= kLowestAddress && is_pointer(value)) {
+        out.push_back('p');
+        continue;
+      }
+    }
+    out.push_back('v');
+    put_u32(out, slot.size);
+    const size_t at = out.size();
+    out.append(reinterpret_cast<const char*>(p), slot.size);
+    // Structs passed by value often carry pointers (PyTorch's TensorIterator kernels pass their
+    // data pointers in an array inside one parameter) and host stack garbage in their unused
+    // parts: every 8-byte-aligned word of a larger parameter that is a device or host address
+    // is zeroed, as a pointer parameter is left out.
+    if (slot.size > 8 && is_pointer) {
+      for (uint32_t w = 0; w + 8 <= slot.size; w += 8) {
+        if ((slot.offset + w) % 8 != 0) continue;
+        uint64_t value;
+        std::memcpy(&value, p + w, 8);
+        if (value >= kLowestAddress && is_pointer(value)) std::memset(out.data() + at + w, 0, 8);
+      }
+    }
+  }
+  return sig;
+}
+
+namespace {
+
+// Calls `each` with the bytes of every by-value parameter the signature holds, in order
+// (pointer parameters carry no bytes); stops at the first malformed record.
+template <class Each> void for_each_value(const LaunchSignature& signature, Each each) {
+  const std::string_view s = signature.bytes;
+  if (s.size() < kMagic.size() || s.substr(0, kMagic.size()) != kMagic) return;
+  size_t at = s.find('\0', kMagic.size());
+  if (at == std::string_view::npos) return;
+  at += 1 + 7 * 4;
+  while (at < s.size()) {
+    const char tag = s[at++];
+    if (tag == 'p') continue;
+    if (tag != 'v' || at + 4 > s.size()) break;
+    const uint32_t size = get_u32(s, at);
+    at += 4;
+    if (size > s.size() - at) break;
+    each(s.substr(at, size));
+    at += size;
+  }
+}
+
+}  // namespace
+
+std::vector<int64_t> signature_integers(const LaunchSignature& signature) {
+  std::vector<int64_t> ints;
+  for_each_value(signature, [&ints](std::string_view v) {
+    if (v.size() == 4) {
+      int32_t x;
+      std::memcpy(&x, v.data(), 4);
+      ints.push_back(x);
+    } else if (v.size() == 8) {
+      int64_t x;
+      std::memcpy(&x, v.data(), 8);
+      ints.push_back(x);
+    }
+  });
+  return ints;
+}
+
+std::vector<std::vector<uint32_t>> signature_struct_words(const LaunchSignature& signature) {
+  std::vector<std::vector<uint32_t>> out;
+  for_each_value(signature, [&out](std::string_view v) {
+    if (v.size() <= 8) return;
+    std::vector<uint32_t> words(v.size() / 4);
+    std::memcpy(words.data(), v.data(), words.size() * 4);
+    out.push_back(std::move(words));
+  });
+  return out;
+}
+
+bool decode_signature_header(const LaunchSignature& signature, std::string* name, LaunchShape* shape) {
+  const std::string_view s = signature.bytes;
+  if (s.size() < kMagic.size() || s.substr(0, kMagic.size()) != kMagic) return false;
+  const size_t nul = s.find('\0', kMagic.size());
+  if (nul == std::string_view::npos || s.size() - (nul + 1) < 7 * 4) return false;
+  if (name) name->assign(s.substr(kMagic.size(), nul - kMagic.size()));
+  if (shape) {
+    size_t at = nul + 1;
+    for (auto& v : shape->grid) v = get_u32(s, at), at += 4;
+    for (auto& v : shape->block) v = get_u32(s, at), at += 4;
+    shape->dynamic_shared = get_u32(s, at);
+  }
+  return true;
+}
+
+}  // namespace vgpu

@@ -1,0 +1,83 @@
+#include "sim/core/driver_state.h"
+
+#include "sim/exec/virtual_clock.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <new>
+
+#include "common/log.h"
+#include "sim/core/context.h"
+#include "sim/core/thread_state.h"
+#include "sim/exec/graph.h"
+#include "sim/exec/module_registry.h"
+#include "sim/exec/stream.h"
+#include "sim/memory/memory.h"
+#include "status/status_region.h"
+#include "simcore/cluster_config.h"
+#include "simcore/engine.h"
+
+namespace vgpu {
+namespace {
+std::once_flag g_init_once;
+CUresult g_init_result = CUDA_ERROR_NOT_INITIALIZED;
+DriverState* g_state = nullptr;  // set once under g_init_once, then only read
+
+}  // namespace
+
+DriverState::DriverState(simcore::ClusterSpec cluster) : cluster_(std::move(cluster)) {
+  status_ = status::Writer::attach(status::current_job_id(), "sim", status_devices(cluster_));
+  if (status_)
+    std::atexit([] {
+      if (!g_state || !g_state->status_) return;
+      if (g_state->streams_) g_state->streams_->flush_activity();  // the last batch of work
+      g_state->status_->detach();
+    });
+  for (int i = 0; i < cluster_.total_gpus(); ++i)
+    devices_.push_back(std::make_unique<Device>(cluster_, i, status_.get()));
+  // The engine keeps every event for the timeline only when one is asked for: otherwise a long
+  // run's memory stays bounded (reclaimed events keep just their final interval).
+  simcore::EngineOptions options;
+  options.record_timeline = vclock::timeline_path() != nullptr;
+  engine_ = simcore::make_engine(cluster_, options);
+  ranks_ = std::make_unique<ThreadRanks>(*engine_);
+  contexts_ = std::make_unique<ContextManager>(*this);
+  memory_ = std::make_unique<MemoryManager>(*this);
+  streams_ = std::make_unique<StreamManager>(*this);
+  modules_ = std::make_unique<ModuleManager>(*this);
+  graphs_ = std::make_unique<GraphManager>(*this);
+}
+
+CUresult DriverState::initialize(unsigned int flags) {
+  if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  std::call_once(g_init_once, [] {
+    // Nothing may leave cuInit as an exception (out of memory for a huge cluster, mostly): the
+    // program gets an error code and one line, and every later call fails cleanly.
+    try {
+      simcore::ConfigResult config = simcore::load_cluster_config();
+      if (!config.ok()) {
+        // A broken configuration is the user's own explicit setting: say so even when logging
+        // is off, once, and fail every call cleanly instead of aborting the program.
+        log::always(fmt::format("vgpu: cluster configuration rejected: {}", config.error.to_string()));
+        g_init_result = CUDA_ERROR_INVALID_VALUE;
+        return;
+      }
+      g_state = new DriverState(std::move(*config.cluster));
+      log::info("initialized: {} virtual GPUs ({} x {} {}), from {}", g_state->device_count(),
+                g_state->cluster_.nodes, g_state->cluster_.gpus_per_node, g_state->cluster_.model.id,
+                g_state->cluster_.source);
+      g_init_result = CUDA_SUCCESS;
+    } catch (const std::exception& e) {
+      log::always(fmt::format("vgpu: cuInit failed: {}", e.what()));
+      g_init_result = dynamic_cast<const std::bad_alloc*>(&e) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_UNKNOWN;
+    } catch (...) {
+      log::always("vgpu: cuInit failed");
+      g_init_result = CUDA_ERROR_UNKNOWN;
+    }
+  });
+  return g_init_result;
+}
+
+DriverState* DriverState::get() { return g_state; }
+
+}  // namespace vgpu

@@ -1,0 +1,70 @@
+// The process-wide state of the driver, created by cuInit and never destroyed (driver calls
+// may come from other libraries' static destructors, after ours would have run).
+//
+// It owns one manager per concern; each manager lives in its own file and owns its objects
+// and their handle table. Entry points reach them through DriverState::get():
+//
+//   auto* d = DriverState::get();            // nullptr before a successful cuInit
+//   if (!d) return CUDA_ERROR_NOT_INITIALIZED;
+//   d->memory().allocate(...);
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "front/device/device.h"
+#include "front/driver/cuda_api.h"
+#include "simcore/cluster_spec.h"
+
+namespace simcore { class Engine; }
+namespace vgpu::status { class Writer; }
+
+namespace vgpu {
+
+class ContextManager;   // core/context.h      contexts, primary contexts, per-thread current
+class MemoryManager;    // sim/memory.h        every allocation path, pointer queries, copies
+class StreamManager;    // exec/stream.h       streams, events, ordering, host functions
+class ModuleManager;    // exec/module_registry.h modules, libraries, functions, launches
+class GraphManager;     // exec/graph.h        graphs, capture, instantiation, launch
+class ExportTables;     // darkapi/            cuGetExportTable
+class ThreadRanks;      // core/thread_state.h  host threads as ranks of the engine
+
+class DriverState {
+ public:
+  // cuInit: builds the state once (thread-safe); later calls return the first call's result.
+  static CUresult initialize(unsigned int flags);
+  static DriverState* get();
+
+  const simcore::ClusterSpec& cluster() const { return cluster_; }
+  int device_count() const { return static_cast<int>(devices_.size()); }
+  // nullptr for an ordinal out of range (the caller returns CUDA_ERROR_INVALID_DEVICE).
+  Device* device(int ordinal) const {
+    return ordinal >= 0 && ordinal < device_count() ? devices_[ordinal].get() : nullptr;
+  }
+
+  simcore::Engine& engine() const { return *engine_; }
+  ThreadRanks& ranks() const { return *ranks_; }
+  // The job's status region (vgpu-smi, NVML); nullptr when it could not be opened.
+  status::Writer* status() const { return status_.get(); }
+  ContextManager& contexts() const { return *contexts_; }
+  MemoryManager& memory() const { return *memory_; }
+  StreamManager& streams() const { return *streams_; }
+  ModuleManager& modules() const { return *modules_; }
+  GraphManager& graphs() const { return *graphs_; }
+
+ private:
+  explicit DriverState(simcore::ClusterSpec cluster);
+
+  simcore::ClusterSpec cluster_;
+  std::unique_ptr<status::Writer> status_;
+  std::vector<std::unique_ptr<Device>> devices_;
+  std::unique_ptr<simcore::Engine> engine_;
+  std::unique_ptr<ThreadRanks> ranks_;
+  std::unique_ptr<ContextManager> contexts_;
+  std::unique_ptr<MemoryManager> memory_;
+  std::unique_ptr<StreamManager> streams_;
+  std::unique_ptr<ModuleManager> modules_;
+  std::unique_ptr<GraphManager> graphs_;
+};
+
+}  // namespace vgpu

@@ -1,0 +1,44 @@
+// What every concern hands to a stream: one unit of work, its real effect and its virtual cost.
+// Memory copies and sets (sim/), kernel launches (core/module), host functions and graph
+// launches all go through StreamManager::submit(), which keeps stream order, cross-stream
+// event dependencies and the virtual timeline in one place.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "front/driver/cuda_api.h"
+
+namespace vgpu {
+
+struct Work {
+  enum class Kind { kernel, copy, memset, host_function, wait, other };
+  Kind kind = Kind::other;
+  std::string label;  // for the timeline, e.g. the kernel name or "memcpy HtoD 4096 B"
+
+  // The real effect, run exactly once, after everything this work depends on has run (stream
+  // order and event waits), on a driver thread or inline. In the sim backend: the memcpy/memset
+  // on host-backed memory, the host function; empty for a kernel (nothing executes).
+  std::function<void()> execute;
+
+  // The virtual cost: either a fixed duration on the stream's device...
+  double duration_s = 0;
+  // ...or a transfer that shares the simulated network (peer copies between virtual devices).
+  struct Transfer {
+    int src_gpu, dst_gpu;
+    uint64_t bytes;
+  };
+  std::optional<Transfer> transfer;
+
+  // Added for NCCL collectives on the sim backend (exec/nccl_collectives.h): simcore events this
+  // work also starts after (other ranks' arrival at the same collective), and a callback told
+  // this work's own simcore event once it is on its stream's timeline (not called for work
+  // recorded into a stream capture).
+  std::vector<uint64_t> also_after;
+  std::function<void(uint64_t event)> on_timeline;
+};
+
+}  // namespace vgpu

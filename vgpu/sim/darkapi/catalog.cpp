@@ -1,0 +1,75 @@
+#include "front/export_tables/catalog.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "sim/darkapi/slots.h"
+#include "front/export_tables/trace.h"
+
+namespace vgpu::darkapi {
+namespace {
+
+// A slot vgpu implements with `Fn`, wrapped for VGPU_TRACE.
+template <TableId T, size_t S, auto Fn>
+SlotImpl ours(const char* name, const char* params) {
+  return {T, static_cast<uint16_t>(S), SlotKind::ours, name, params,
+          reinterpret_cast<const void*>(&Traced<T, S, Fn>::call)};
+}
+// A slot the real driver leaves null.
+constexpr SlotImpl absent(TableId t, uint16_t s) {
+  return {t, s, SlotKind::absent, "absent in the real driver", "", nullptr};
+}
+
+using enum TableId;
+namespace s = slots;
+
+// Built on first use (not at static initialization: a runtime may ask for a table from its
+// own static constructors before ours have run).
+std::span<const SlotImpl> build_impls() {
+  static const SlotImpl impls[] = {
+    ours<cudart_interface, 1, &s::module_from_fatbin_wrapper>(
+        "module_from_fatbin_wrapper", "module, wrapper"),
+    ours<cudart_interface, 2, &s::primary_context>("primary_context", "out, device"),
+    ours<cudart_interface, 6, &s::module_from_fatbin_wrapper_ex>(
+        "module_from_fatbin_wrapper_ex", "module, wrapper, arg3, arg4, arg5"),
+    ours<cudart_interface, 7, &s::cudart_slot7>("slot7_noop", "arg"),
+    ours<cudart_interface, 8, &s::module_from_fatbin_ex>(
+        "module_from_fatbin_ex", "fatbin, module, arg3, arg4, arg5"),
+    absent(cudart_interface, 10),
+    ours<cudart_interface, 12, &s::load_compilers>("load_compilers", ""),
+
+    ours<tools_callback_hooks, 2, &s::callback_buffer1>("callback_buffer1", "ptr, size"),
+    ours<tools_callback_hooks, 6, &s::callback_buffer2>("callback_buffer2", "ptr, size"),
+
+    ours<tools_tls, 2, &s::current_context>("current_context", "out"),
+
+    ours<context_local_storage, 0, &s::cls_put>("put", "ctx, key, value, destructor"),
+    ours<context_local_storage, 1, &s::cls_delete>("delete", "ctx, key"),
+    ours<context_local_storage, 2, &s::cls_get>("get", "value, ctx, key"),
+    absent(context_local_storage, 3),
+
+    ours<context_checks, 2, &s::context_check>("context_check", "ctx, flags, detail"),
+    ours<context_checks, 3, &s::context_check_global>("context_check_global", ""),
+
+    ours<integrity_check, 1, &s::integrity_check>("integrity_check", "version, unix_seconds, out"),
+
+    ours<context_info, 4, &s::context_id>("context_id", "ctx, id"),
+    ours<context_info, 39, &s::context_lookup>("context_lookup", "ctx, arg1, out, arg3, kind, arg5"),
+    ours<context_info, 51, &s::context_object>("context_object", "ctx, arg1, out, arg3, kind, arg5"),
+    absent(context_info, 91),
+  };
+  return impls;
+}
+
+}  // namespace
+
+std::span<const SlotImpl> slot_impls() { return build_impls(); }
+
+const SlotImpl* find_impl(TableId table, size_t slot) {
+  for (const SlotImpl& i : slot_impls())
+    if (i.table == table && i.slot == slot) return &i;
+  return nullptr;
+}
+
+}  // namespace vgpu::darkapi

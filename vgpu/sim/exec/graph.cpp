@@ -1,0 +1,430 @@
+#include "sim/exec/graph.h"
+
+#include <algorithm>
+
+#include "common/log.h"
+#include "sim/core/driver_state.h"
+#include "sim/exec/stream.h"
+#include "sim/memory/memory.h"
+
+#include <unordered_map>
+
+namespace vgpu {
+
+GraphManager::GraphManager(DriverState& driver) : driver_(driver) {}
+GraphManager::~GraphManager() = default;
+
+CUgraphNodeType GraphManager::node_type_of(const Work& work) {
+  switch (work.kind) {
+    case Work::Kind::kernel: return CU_GRAPH_NODE_TYPE_KERNEL;
+    case Work::Kind::copy: return CU_GRAPH_NODE_TYPE_MEMCPY;
+    case Work::Kind::memset: return CU_GRAPH_NODE_TYPE_MEMSET;
+    case Work::Kind::host_function: return CU_GRAPH_NODE_TYPE_HOST;
+    case Work::Kind::wait:
+    case Work::Kind::other: break;
+  }
+  return CU_GRAPH_NODE_TYPE_EMPTY;
+}
+
+CUresult GraphManager::create(CUgraph* out) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto g = std::make_shared<Graph>();
+  g->handle = mint_handle<CUgraph>(HandleKind::graph);
+  graphs_.add(g->handle, g);
+  *out = g->handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult GraphManager::destroy(CUgraph graph) {
+  auto g = graphs_.remove(graph);
+  if (!g) {
+    log::warn("cuGraphDestroy: {} is not a live graph", static_cast<const void*>(graph));
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::vector<CUgraph> bodies;
+  std::lock_guard lock(g->mu);
+  for (auto& n : g->nodes) {
+    nodes_.remove(n->handle);
+    bodies.insert(bodies.end(), n->bodies.begin(), n->bodies.end());
+  }
+  g->nodes.clear();
+  for (CUgraph b : bodies) destroy(b);  // a conditional node's body graphs are the node's
+  // Allocation nodes' memory goes with the graph (unless the program freed it already).
+  for (CUdeviceptr p : g->allocations) driver_.memory().free_device(p);
+  g->allocations.clear();
+  return CUDA_SUCCESS;
+}
+
+CUresult GraphManager::clone(CUgraph original, CUgraph* out) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto g = graphs_.find(original);
+  if (!g) {
+    log::warn("cuGraphClone: {} is not a live graph", static_cast<const void*>(original));
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  CUgraph copy = nullptr;
+  if (CUresult r = create(&copy); r != CUDA_SUCCESS) return r;
+  std::vector<std::shared_ptr<GraphNode>> nodes;
+  {
+    std::lock_guard lock(g->mu);
+    nodes = g->nodes;
+    if (auto c = graphs_.find(copy)) {
+      std::lock_guard copy_lock(c->mu);
+      c->conditionals = g->conditionals;  // the handles stay usable on the clone
+    }
+  }
+  // Creation order puts every node after its dependencies only for graphs built by capture;
+  // edges added later may point forward, so nodes are made first and wired afterwards.
+  std::unordered_map<CUgraphNode, CUgraphNode> made;
+  for (const auto& n : nodes) {
+    CUgraphNode h = nullptr;
+    if (CUresult r = add_node(copy, n->type, n->work, n->event, nullptr, 0, &h); r != CUDA_SUCCESS) {
+      destroy(copy);
+      return r;
+    }
+    made[n->handle] = h;
+    if (n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {  // its bodies are cloned with it
+      auto m = nodes_.find(h);
+      m->cond_type = n->cond_type;
+      m->cond_value = n->cond_value;
+      for (CUgraph body : n->bodies) {
+        CUgraph b = nullptr;
+        if (CUresult r = clone(body, &b); r != CUDA_SUCCESS) {
+          destroy(copy);
+          return r;
+        }
+        m->bodies.push_back(b);
+      }
+    }
+  }
+  for (const auto& n : nodes) {
+    std::vector<CUgraphNode> deps;
+    {
+      std::lock_guard lock(g->mu);
+      deps = n->deps;
+    }
+    for (CUgraphNode d : deps) {
+      auto it = made.find(d);
+      if (it == made.end()) continue;
+      const CUgraphNode to = made[n->handle];
+      if (CUresult r = add_dependencies(copy, &it->second, &to, 1); r != CUDA_SUCCESS) {
+        destroy(copy);
+        return r;
+      }
+    }
+  }
+  *out = copy;
+  return CUDA_SUCCESS;
+}
+
+CUresult GraphManager::set_exec_work(CUgraphExec exec, CUgraphNode node, Work work) {
+  auto e = execs_.find(exec);
+  if (!e) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(e->mu);
+  for (size_t i = 0; i < e->nodes.size(); ++i)
+    if (e->nodes[i] == node) {
+      if (node_type_of(e->items[i].work) != node_type_of(work)) return CUDA_ERROR_INVALID_VALUE;
+      e->items[i].work = std::move(work);
+      return CUDA_SUCCESS;
+    }
+  log::warn("cuGraphExec*SetParams: the node is not part of the instantiated graph");
+  return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult GraphManager::own_allocation(CUgraph graph, CUdeviceptr ptr) {
+  auto g = graphs_.find(graph);
+  if (!g) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(g->mu);
+  g->allocations.push_back(ptr);
+  return CUDA_SUCCESS;
+}
+
+CUresult GraphManager::add_node(CUgraph graph, CUgraphNodeType type, Work work, CUevent event,
+                                const CUgraphNode* deps, size_t num_deps, CUgraphNode* out) {
+  if (out == nullptr || (num_deps > 0 && deps == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  auto g = graphs_.find(graph);
+  if (!g) {
+    log::warn("graph node: {} is not a live graph", static_cast<const void*>(graph));
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  auto n = std::make_shared<GraphNode>();
+  for (size_t i = 0; i < num_deps; ++i) {
+    auto d = nodes_.find(deps[i]);
+    if (!d || d->graph != graph) {
+      log::warn("graph node: dependency {} is not a node of this graph",
+                static_cast<const void*>(deps[i]));
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (std::find(n->deps.begin(), n->deps.end(), deps[i]) != n->deps.end())
+      return CUDA_ERROR_INVALID_VALUE;  // duplicate dependency, as the real driver refuses
+    n->deps.push_back(deps[i]);
+  }
+  n->handle = mint_handle<CUgraphNode>(HandleKind::graph_node);
+  n->graph = graph;
+  n->type = type;
+  n->work = std::move(work);
+  n->event = event;
+  {
+    std::lock_guard lock(g->mu);
+    g->nodes.push_back(n);
+  }
+  nodes_.add(n->handle, n);
+  *out = n->handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult GraphManager::add_dependencies(CUgraph graph, const CUgraphNode* from,
+                                        const CUgraphNode* to, size_t count) {
+  if (count > 0 && (from == nullptr || to == nullptr)) return CUDA_ERROR_INVALID_VALUE;
+  auto g = graphs_.find(graph);
+  if (!g) return CUDA_ERROR_INVALID_VALUE;
+  // Validate all, then apply all: an error adds nothing.
+  std::vector<std::shared_ptr<GraphNode>> tos(count);
+  for (size_t i = 0; i < count; ++i) {
+    auto f = nodes_.find(from[i]);
+    tos[i] = nodes_.find(to[i]);
+    if (!f || !tos[i] || f->graph != graph || tos[i]->graph != graph || from[i] == to[i])
+      return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::lock_guard lock(g->mu);
+  for (size_t i = 0; i < count; ++i)
+    if (std::find(tos[i]->deps.begin(), tos[i]->deps.end(), from[i]) != tos[i]->deps.end())
+      return CUDA_ERROR_INVALID_VALUE;  // the edge exists already
+  for (size_t i = 0; i < count; ++i) tos[i]->deps.push_back(from[i]);
+  return CUDA_SUCCESS;
+}
+
+CUresult GraphManager::destroy_node(CUgraphNode node) {
+  auto n = nodes_.remove(node);
+  if (!n) return CUDA_ERROR_INVALID_VALUE;
+  for (CUgraph body : n->bodies) destroy(body);  // a conditional node's bodies go with it
+  auto g = graphs_.find(n->graph);
+  if (!g) return CUDA_SUCCESS;
+  std::lock_guard lock(g->mu);
+  g->nodes.erase(std::remove(g->nodes.begin(), g->nodes.end(), n), g->nodes.end());
+  for (auto& m : g->nodes) m->deps.erase(std::remove(m->deps.begin(), m->deps.end(), node), m->deps.end());
+  return CUDA_SUCCESS;
+}
+
+CUresult GraphManager::get_nodes(CUgraph graph, CUgraphNode* out, size_t* count,
+                                 bool roots_only) const {
+  if (count == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto g = graphs_.find(graph);
+  if (!g) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(g->mu);
+  std::vector<CUgraphNode> list;
+  for (auto& n : g->nodes)
+    if (!roots_only || n->deps.empty()) list.push_back(n->handle);
+  if (out == nullptr) {
+    *count = list.size();
+    return CUDA_SUCCESS;
+  }
+  const size_t k = std::min(*count, list.size());
+  std::copy_n(list.begin(), k, out);
+  for (size_t i = k; i < *count; ++i) out[i] = nullptr;
+  *count = list.size() < *count ? list.size() : *count;
+  return CUDA_SUCCESS;
+}
+
+CUresult GraphManager::get_edges(CUgraph graph, CUgraphNode* from, CUgraphNode* to,
+                                 CUgraphEdgeData* data, size_t* count) const {
+  if (count == nullptr || ((from == nullptr) != (to == nullptr))) return CUDA_ERROR_INVALID_VALUE;
+  auto g = graphs_.find(graph);
+  if (!g) return CUDA_ERROR_INVALID_VALUE;
+  std::lock_guard lock(g->mu);
+  std::vector<std::pair<CUgraphNode, CUgraphNode>> edges;
+  for (auto& n : g->nodes)
+    for (auto d : n->deps) edges.emplace_back(d, n->handle);
+  if (from == nullptr) {
+    *count = edges.size();
+    return CUDA_SUCCESS;
+  }
+  const size_t k = std::min(*count, edges.size());
+  for (size_t i = 0; i < *count; ++i) {
+    from[i] = i < k ? edges[i].first : nullptr;
+    to[i] = i < k ? edges[i].second : nullptr;
+    if (data) data[i] = CUgraphEdgeData{};
+  }
+  *count = k;
+  return CUDA_SUCCESS;
+}
+
+// Appends the items of `g` to `exec` in one topological order (Kahn's algorithm, stable in
+// creation order, so replays are deterministic); the graph's roots come after `root_deps`.
+// `sinks` receives the items nothing in `g` depends on. A conditional node expands, in place,
+// into the body its condition selects, followed by the node itself as the join point.
+CUresult GraphManager::append_items(const Graph& g, const std::vector<int>& root_deps, GraphExec& exec,
+                                    std::vector<int>* sinks, int depth) const {
+  if (depth > 16) {
+    log::warn("cuGraphInstantiate: conditional bodies nest too deep");
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::vector<std::shared_ptr<GraphNode>> nodes;
+  std::vector<std::vector<CUgraphNode>> node_deps;
+  {
+    std::lock_guard lock(g.mu);
+    nodes = g.nodes;
+    for (const auto& n : nodes) node_deps.push_back(n->deps);
+  }
+  const size_t n = nodes.size();
+  std::unordered_map<CUgraphNode, size_t> index;
+  for (size_t i = 0; i < n; ++i) index[nodes[i]->handle] = i;
+  std::vector<int> pending(n, 0), item_of(n, -1);
+  std::vector<std::vector<size_t>> succ(n);
+  for (size_t i = 0; i < n; ++i)
+    for (auto d : node_deps[i]) {
+      auto it = index.find(d);
+      if (it == index.end()) continue;
+      succ[it->second].push_back(i);
+      ++pending[i];
+    }
+  std::vector<size_t> order;
+  for (size_t i = 0; i < n; ++i)
+    if (pending[i] == 0) order.push_back(i);
+  for (size_t r = 0; r < order.size(); ++r)
+    for (size_t j : succ[order[r]])
+      if (--pending[j] == 0) order.push_back(j);
+  if (order.size() != n) {
+    log::warn("cuGraphInstantiate: the graph has a cycle");
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  for (size_t i : order) {
+    const GraphNode& node = *nodes[i];
+    std::vector<int> deps;
+    for (auto d : node_deps[i])
+      if (auto it = index.find(d); it != index.end()) deps.push_back(item_of[it->second]);
+    if (deps.empty()) deps = root_deps;
+    if (node.type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {
+      if (CUgraph body = conditional_body(node); body != nullptr) {
+        auto bg = graphs_.find(body);
+        std::vector<int> body_sinks;
+        if (bg) {
+          if (CUresult r = append_items(*bg, deps, exec, &body_sinks, depth + 1); r != CUDA_SUCCESS) return r;
+          if (!body_sinks.empty()) deps = body_sinks;
+        }
+      }
+    }
+    LaunchItem item;
+    item.kind = node.type == CU_GRAPH_NODE_TYPE_EVENT_RECORD ? LaunchItem::Kind::event_record
+                : node.type == CU_GRAPH_NODE_TYPE_WAIT_EVENT ? LaunchItem::Kind::event_wait
+                                                             : LaunchItem::Kind::work;
+    item.work = node.work;
+    item.event = node.event;
+    item.deps = std::move(deps);
+    item_of[i] = static_cast<int>(exec.items.size());
+    exec.items.push_back(std::move(item));
+    exec.nodes.push_back(node.handle);
+  }
+  if (sinks)
+    for (size_t i = 0; i < n; ++i)
+      if (succ[i].empty()) sinks->push_back(item_of[i]);
+  return CUDA_SUCCESS;
+}
+
+// The body a conditional node runs at launch. Its condition is set by device code
+// (cudaGraphSetConditional), which does not execute on the sim backend: the value is the
+// handle's default (applied at each launch with CU_GRAPH_COND_ASSIGN_DEFAULT, else 0). A WHILE
+// body runs once for a non-zero value: nothing could ever set it to zero.
+CUgraph GraphManager::conditional_body(const GraphNode& node) const {
+  const unsigned v = node.cond_value;
+  if (node.bodies.empty()) return nullptr;
+  switch (node.cond_type) {
+    case CU_GRAPH_COND_TYPE_IF:
+      return v != 0 ? node.bodies[0] : node.bodies.size() > 1 ? node.bodies[1] : nullptr;
+    case CU_GRAPH_COND_TYPE_WHILE:
+      if (v != 0)
+        log::once(log::Level::warn, "conditional-while",
+                  "a WHILE graph node's body runs once on the sim backend (its condition is set by device code)");
+      return v != 0 ? node.bodies[0] : nullptr;
+    case CU_GRAPH_COND_TYPE_SWITCH:
+      return v < node.bodies.size() ? node.bodies[v] : nullptr;
+  }
+  return nullptr;
+}
+
+CUresult GraphManager::instantiate(CUgraph graph, CUgraphExec* out) {
+  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  auto g = graphs_.find(graph);
+  if (!g) return CUDA_ERROR_INVALID_VALUE;
+  auto exec = std::make_shared<GraphExec>();
+  if (CUresult r = append_items(*g, {}, *exec, nullptr, 0); r != CUDA_SUCCESS) return r;
+  exec->handle = mint_handle<CUgraphExec>(HandleKind::graph_exec);
+  execs_.add(exec->handle, exec);
+  *out = exec->handle;
+  return CUDA_SUCCESS;
+}
+
+CUresult GraphManager::conditional_handle(CUgraph graph, unsigned int default_value, unsigned int flags,
+                                          CUgraphConditionalHandle* out) {
+  if (out == nullptr || (flags & ~CU_GRAPH_COND_ASSIGN_DEFAULT) != 0) return CUDA_ERROR_INVALID_VALUE;
+  auto g = graphs_.find(graph);
+  if (!g) return CUDA_ERROR_INVALID_VALUE;
+  const auto h = reinterpret_cast<CUgraphConditionalHandle>(mint_handle<void*>(HandleKind::other));
+  std::lock_guard lock(g->mu);
+  g->conditionals[h] = (flags & CU_GRAPH_COND_ASSIGN_DEFAULT) ? default_value : 0u;
+  *out = h;
+  return CUDA_SUCCESS;
+}
+
+CUresult GraphManager::add_conditional(CUgraph graph, const CUgraphNode* deps, size_t num_deps,
+                                       CUDA_CONDITIONAL_NODE_PARAMS& p, CUgraphNode* out) {
+  auto g = graphs_.find(graph);
+  if (!g) return CUDA_ERROR_INVALID_VALUE;
+  unsigned value = 0;
+  {
+    std::lock_guard lock(g->mu);
+    auto it = g->conditionals.find(p.handle);
+    if (it == g->conditionals.end()) {
+      log::warn("cuGraphAddNode: the conditional handle was not made for this graph");
+      return CUDA_ERROR_INVALID_VALUE;
+    }
+    value = it->second;
+  }
+  const bool size_ok = p.type == CU_GRAPH_COND_TYPE_IF     ? (p.size == 1 || p.size == 2)
+                       : p.type == CU_GRAPH_COND_TYPE_WHILE ? p.size == 1
+                       : p.type == CU_GRAPH_COND_TYPE_SWITCH ? p.size >= 1
+                                                             : false;
+  if (!size_ok) return CUDA_ERROR_INVALID_VALUE;
+  Work w;
+  w.kind = Work::Kind::other;
+  w.label = "conditional";
+  CUgraphNode node = nullptr;
+  if (CUresult r = add_node(graph, CU_GRAPH_NODE_TYPE_CONDITIONAL, std::move(w), nullptr, deps, num_deps, &node);
+      r != CUDA_SUCCESS)
+    return r;
+  auto n = nodes_.find(node);
+  n->cond_type = p.type;
+  n->cond_value = value;
+  for (unsigned i = 0; i < p.size; ++i) {
+    CUgraph body = nullptr;
+    if (CUresult r = create(&body); r != CUDA_SUCCESS) return r;
+    n->bodies.push_back(body);
+  }
+  p.phGraph_out = n->bodies.data();
+  *out = node;
+  return CUDA_SUCCESS;
+}
+
+CUresult GraphManager::destroy_exec(CUgraphExec exec) {
+  if (!execs_.remove(exec)) {
+    log::warn("cuGraphExecDestroy: {} is not a live executable graph", static_cast<const void*>(exec));
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  return CUDA_SUCCESS;
+}
+
+CUresult GraphManager::launch(CUgraphExec exec, CUstream stream, bool per_thread) {
+  auto e = execs_.find(exec);
+  if (!e) {
+    log::warn("cuGraphLaunch: {} is not a live executable graph", static_cast<const void*>(exec));
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::vector<LaunchItem> items;
+  {
+    std::lock_guard lock(e->mu);
+    items = e->items;  // each launch runs its own copy of the work
+  }
+  return driver_.streams().submit_items(stream, std::move(items), per_thread);
+}
+
+}  // namespace vgpu

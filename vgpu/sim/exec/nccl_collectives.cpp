@@ -1,0 +1,218 @@
+#include "sim/exec/nccl_collectives.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+
+#include "common/log.h"
+#include "sim/core/driver_state.h"
+#include "sim/exec/module_registry.h"
+#include "sim/exec/stream.h"
+#include "../../../nccl_plugin/core/vtime_api.h"  // the plugin's C interface (header only)
+
+namespace vgpu {
+namespace {
+
+constexpr int kMaxCalls = 64;          // collective calls read per launch
+constexpr size_t kMaxPending = 4096;   // collectives some rank of which has not arrived
+
+}  // namespace
+
+bool is_nccl_kernel_name(const std::string& name) {
+  return name.starts_with("ncclDevKernel") || name.starts_with("ncclKernel") ||
+         name.starts_with("_Z13ncclDevKernel") || name.find("ncclDevKernel_") != std::string::npos;
+}
+
+// The plugin's C interface, resolved in the library NCCL loaded (as its profiler) once an NCCL
+// kernel is launched; until then, and with a plugin of another interface version, absent.
+struct NcclCollectives::Plugin {
+  using CurrentFn = uint64_t (*)();
+  using CollectivesFn = int (*)(uint64_t, vgpu_nccl_collective*, int);
+  std::mutex mu;
+  bool tried_ok = false;
+  CurrentFn current = nullptr;
+  CollectivesFn collectives = nullptr;
+
+  bool ready() {
+    std::lock_guard l(mu);
+    if (tried_ok) return true;
+    void* lib = dlopen("libnccl-net-vgpu.so", RTLD_NOLOAD | RTLD_LAZY);
+    if (lib == nullptr) return false;  // not loaded (yet): asked again at the next NCCL launch
+    auto version = reinterpret_cast<int (*)()>(dlsym(lib, "vgpu_nccl_interface_version"));
+    current = reinterpret_cast<CurrentFn>(dlsym(lib, "vgpu_nccl_current_launch"));
+    collectives = reinterpret_cast<CollectivesFn>(dlsym(lib, "vgpu_nccl_launch_collectives"));
+    dlclose(lib);  // NOLOAD took a reference; NCCL's keeps it loaded (-z nodelete too)
+    if (version == nullptr || version() != VGPU_NCCL_INTERFACE_VERSION || current == nullptr ||
+        collectives == nullptr) {
+      log::once(log::Level::warn, "sim-nccl-interface",
+                "sim: the loaded vgpu NCCL plugin speaks another interface than this driver: NCCL "
+                "kernels get the fallback duration (use the plugin built with this driver)");
+      current = nullptr;
+      collectives = nullptr;
+      return false;
+    }
+    tried_ok = true;
+    log::info("sim: NCCL kernels are timed by the collective model (launches described by vgpu's NCCL profiler)");
+    return true;
+  }
+};
+
+NcclCollectives::NcclCollectives(DriverState& driver) : driver_(driver), plugin_(std::make_unique<Plugin>()) {}
+NcclCollectives::~NcclCollectives() = default;
+
+double NcclCollectives::duration(const simcore::ClusterSpec& cluster, const std::vector<Call>& calls,
+                                 const std::vector<int>& gpus) {
+  double total = 0;
+  for (const Call& c : calls) {
+    simcore::CollectiveCall call;
+    call.op = c.op;
+    call.bytes = c.bytes;
+    call.gpus = gpus;
+    total += simcore::estimate_collective(cluster, call).seconds;
+  }
+  return total;
+}
+
+std::vector<int> NcclCollectives::gpus_of(uint64_t comm, int nranks, int rank, int gpu) {
+  std::vector<int>& known = comm_gpus_[comm];
+  if (static_cast<int>(known.size()) != nranks) known.assign(nranks, -1);
+  known[rank] = gpu;
+  std::vector<int> out(known);
+  const int devices = std::max(1, driver_.device_count());
+  for (int r = 0; r < nranks; ++r)
+    if (out[r] < 0) out[r] = ((gpu + r - rank) % devices + devices) % devices;
+  return out;
+}
+
+bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLaunch& p, CUresult* rc) {
+  if (!p.function || !is_nccl_kernel_name(p.function->desc().name) || !plugin_->ready()) return false;
+  const uint64_t tag = plugin_->current();
+  if (tag == 0) return false;
+  vgpu_nccl_collective got[kMaxCalls];
+  const int n = plugin_->collectives(tag, got, kMaxCalls);
+  if (n <= 0) {
+    log::debug("sim nccl: launch {} has no collective call on record ({}): fallback duration", tag, n);
+    return false;
+  }
+  CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+  StreamManager& streams = driver_.streams();
+  if (streams.capture_info(stream, per_thread, &capturing, nullptr, nullptr, nullptr, nullptr) != CUDA_SUCCESS ||
+      capturing != CU_STREAM_CAPTURE_STATUS_NONE)
+    return false;
+
+  const uint64_t comm = got[0].comm_id;
+  const int nranks = got[0].nranks, rank = got[0].rank;
+  if (nranks < 1 || rank < 0 || rank >= nranks) return false;
+  std::vector<Call> calls;
+  std::string what;
+  for (int i = 0; i < n; ++i) {
+    const auto op = simcore::collective_from_nccl_name(got[i].func);
+    const uint64_t bytes = got[i].count * static_cast<uint64_t>(std::max(1, got[i].type_bytes));
+    what += fmt::format("{}{} {} B", what.empty() ? "" : ", ", got[i].func, bytes);
+    if (op) calls.push_back(Call{*op, bytes});
+  }
+  const int gpu = p.function->device;  // the sim backend's ordinals are the cluster's global GPUs
+
+  // Arrival: where this rank's kernel would start on its own.
+  uint64_t arrival = 0;
+  Work a;
+  a.kind = Work::Kind::other;
+  a.label = "nccl arrival";
+  a.on_timeline = [&arrival](uint64_t e) { arrival = e; };
+  if (CUresult r = streams.submit(stream, std::move(a), per_thread); r != CUDA_SUCCESS) {
+    *rc = r;
+    return true;
+  }
+
+  std::pair<uint64_t, uint64_t> key;
+  std::vector<uint64_t> others;
+  double seconds = 0;
+  bool last = false, hold = false;
+  const auto raw = reinterpret_cast<uintptr_t>(stream);
+  const bool explicit_stream = stream != nullptr && raw != reinterpret_cast<uintptr_t>(CU_STREAM_LEGACY) &&
+                               raw != reinterpret_cast<uintptr_t>(CU_STREAM_PER_THREAD);
+  Work k = p.to_work();
+  {
+    std::lock_guard l(mu_);
+    key = {comm, launches_[{comm, rank}]++};
+    Pending& pend = pending_[key];
+    if (pend.arrivals.empty()) pend.thread = std::this_thread::get_id();
+    pend.one_thread = pend.one_thread && pend.thread == std::this_thread::get_id();
+    pend.nranks = nranks;
+    others = pend.arrivals;
+    if (arrival != 0) pend.arrivals.push_back(arrival);
+    last = static_cast<int>(pend.arrivals.size()) >= nranks;
+    seconds = duration(driver_.cluster(), calls, gpus_of(comm, nranks, rank, gpu));
+    k.duration_s = seconds;
+    k.label = fmt::format("{} [{}]", k.label, what);
+    // The group pattern (one thread launches every rank): hold an early rank's kernel until the
+    // last rank arrives, so that every rank's kernel starts with the collective.
+    hold = !last && arrival != 0 && explicit_stream && one_thread_[comm];
+    if (hold) {
+      pend.held.push_back(Held{stream, per_thread, arrival, std::move(k)});
+      log::debug("sim nccl: rank {}/{} of comm {:x} collective {} on GPU {} held until every rank arrives",
+                 rank, nranks, comm, key.second, gpu);
+      return true;
+    }
+  }
+
+  k.also_after = std::move(others);
+  uint64_t kernel = 0;
+  k.on_timeline = [&kernel](uint64_t e) { kernel = e; };
+  *rc = streams.submit(stream, std::move(k), per_thread);
+  log::debug("sim nccl: rank {}/{} of comm {:x} collective {} on GPU {}: {} -> {:.3f} us", rank, nranks,
+             comm, key.second, gpu, what, seconds * 1e6);
+
+  // The held kernels of the early ranks go right after their arrivals, after every arrival.
+  std::vector<Held> held;
+  std::vector<uint64_t> all_arrivals;
+  if (last) {
+    std::lock_guard l(mu_);
+    auto it = pending_.find(key);
+    if (it != pending_.end()) {
+      held = std::move(it->second.held);
+      it->second.held.clear();
+      all_arrivals = it->second.arrivals;
+    }
+  }
+  std::vector<uint64_t> placed;
+  for (Held& h : held) {
+    uint64_t e = 0;
+    h.kernel.also_after = all_arrivals;
+    h.kernel.on_timeline = [&e](uint64_t v) { e = v; };
+    if (!streams.append_after_last(h.arrival, h.kernel)) {
+      // Work was queued behind the arrival meanwhile: the kernel goes at the stream's end.
+      log::debug("sim nccl: a held kernel of comm {:x} collective {} goes behind later work", comm, key.second);
+      h.kernel.on_timeline = [&e](uint64_t v) { e = v; };
+      if (streams.submit(h.stream, std::move(h.kernel), h.per_thread) != CUDA_SUCCESS) continue;
+    }
+    if (e != 0) placed.push_back(e);
+  }
+
+  // The last rank's kernel: every rank's stream continues after the collective's end.
+  std::vector<uint64_t> kernels;
+  {
+    std::lock_guard l(mu_);
+    auto it = pending_.find(key);
+    if (it == pending_.end()) return true;
+    if (kernel != 0) it->second.kernels.push_back(kernel);
+    it->second.kernels.insert(it->second.kernels.end(), placed.begin(), placed.end());
+    if (static_cast<int>(it->second.arrivals.size()) >= nranks &&
+        static_cast<int>(it->second.kernels.size()) >= nranks) {
+      kernels = std::move(it->second.kernels);
+      one_thread_[comm] = it->second.one_thread;
+      pending_.erase(it);
+    }
+    while (pending_.size() > kMaxPending) pending_.erase(pending_.begin());  // a rank never came
+  }
+  for (uint64_t k_event : kernels) {
+    Work end;
+    end.kind = Work::Kind::other;
+    end.label = "nccl collective end";
+    end.also_after = kernels;
+    streams.append_after_last(k_event, std::move(end));
+  }
+  return true;
+}
+
+}  // namespace vgpu

@@ -1,0 +1,100 @@
+// NCCL kernels on the sim backend: each lasts what the collective model says for its
+// collective (simcore/collective_model.h), starting once every rank's kernel of that collective
+// has started, as the real kernels wait for one another.
+//
+// Which collective a launch is: vgpu's NCCL profiler (nccl_plugin/profiler/launch_tags.h) tags
+// each NCCL kernel launch and keeps the collective calls of its group (NCCL's CollApi events:
+// function, count, datatype, communicator id, size and rank); the driver reads the tag from
+// inside the launch and asks the calls (vgpu_nccl_launch_collectives, nccl_plugin/core/
+// vtime_api.h). Without the profiler, for send/recv-only kernels and inside stream capture,
+// NCCL kernels keep the fallback duration.
+//
+// Matching ranks: NCCL launches the kernels of one communicator in the same order on every
+// rank, so the k-th NCCL launch of each rank on communicator c is one collective. The ranks of
+// one process (threads, or one thread driving all of them in a group) meet here; ranks in
+// other processes do not (that needs vgpud to carry the arrivals: each process then times its
+// own ranks' kernels from their own start).
+//
+// On the timeline, per rank r of a collective: an "arrival" op (no duration, after the
+// stream's previous work), then the kernel, starting after its own arrival and every arrival of
+// the other ranks already known, for the model's duration. The rank that arrives last has seen
+// every arrival, so its kernel ends where the collective ends; each rank's stream then gets a
+// "collective end" op after every rank's kernel, so later work on any rank starts after the
+// collective. That op is appended only while the kernel is still the last op of its stream:
+// exact when one thread launches every rank (ncclGroupStart/End over several communicators)
+// or the ranks' threads do not run ahead; a rank that submitted more work before the last rank
+// arrived keeps that work where it was placed.
+// When one thread launched every rank of the communicator's previous collective (the group
+// pattern) and the stream is an explicit handle, an early rank's kernel is held back until the
+// last rank arrives and then placed right after its arrival: every rank's kernel then starts
+// when the last rank arrives, as the real kernels run together.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "sim/core/stream_work.h"
+#include "front/driver/cuda_api.h"
+#include "simcore/collective_model.h"
+
+namespace vgpu {
+
+class DriverState;
+struct PreparedLaunch;
+
+bool is_nccl_kernel_name(const std::string& name);
+
+class NcclCollectives {
+ public:
+  explicit NcclCollectives(DriverState& driver);
+  ~NcclCollectives();
+
+  // Submits an NCCL kernel launch `p` on `stream` as its collective, when the profiler knows
+  // which one it is: returns true and sets *rc. False: not an NCCL collective known here, the
+  // caller submits the launch as any other.
+  bool submit(CUstream stream, bool per_thread, const PreparedLaunch& p, CUresult* rc);
+
+  // The model's duration of the calls of one launch (tests).
+  struct Call {
+    simcore::CollectiveOp op;
+    uint64_t bytes;
+  };
+  static double duration(const simcore::ClusterSpec& cluster, const std::vector<Call>& calls,
+                         const std::vector<int>& gpus);
+
+ private:
+  struct Plugin;
+  struct Held {  // an early rank's kernel, submitted when the last rank arrives
+    CUstream stream = nullptr;
+    bool per_thread = false;
+    uint64_t arrival = 0;
+    Work kernel;
+  };
+  struct Pending {
+    int nranks = 0;
+    std::vector<uint64_t> arrivals;  // simcore events
+    std::vector<uint64_t> kernels;
+    std::vector<Held> held;
+    std::thread::id thread;          // the first rank's launching thread
+    bool one_thread = true;          // every rank so far launched from it
+  };
+  // The global GPU of every rank of a communicator as learnt so far; unknown ranks guessed as
+  // consecutive GPUs around a known one.
+  std::vector<int> gpus_of(uint64_t comm, int nranks, int rank, int gpu);  // under mu_
+
+  DriverState& driver_;
+  std::unique_ptr<Plugin> plugin_;
+  std::mutex mu_;
+  std::map<std::pair<uint64_t, int>, uint64_t> launches_;  // (comm, rank) -> NCCL launches so far
+  std::map<uint64_t, std::vector<int>> comm_gpus_;          // comm -> gpu of each rank (-1 unknown)
+  std::map<std::pair<uint64_t, uint64_t>, Pending> pending_;  // (comm, k) -> the collective
+  std::map<uint64_t, bool> one_thread_;  // comm -> its last complete collective came from one thread
+};
+
+}  // namespace vgpu

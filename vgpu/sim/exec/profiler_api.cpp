@@ -1,0 +1,33 @@
+// cuProfilerStart / cuProfilerStop (cudaProfilerStart/Stop): on a real driver they open and close
+// the range a profiler (Nsight Systems, nvprof, CUPTI) collects. No profiler collects on the sim
+// backend, so both are accepted no-ops with the real driver's checks: initialized, a context
+// current on the calling thread.
+#include "common/log.h"
+#include "sim/core/context.h"
+#include "sim/core/driver_state.h"
+#include "front/driver/entry_points.h"
+#include "sim/exec/virtual_clock.h"
+
+namespace {
+
+CUresult profiler_call(const char* call) {
+  vgpu::DriverState* d = vgpu::DriverState::get();
+  if (d == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+  if (!d->contexts().current()) {
+    vgpu::log::warn("{}: no current context on this thread", call);
+    return CUDA_ERROR_INVALID_CONTEXT;
+  }
+  return CUDA_SUCCESS;
+}
+
+}  // namespace
+
+VGPU_EXPORT CUresult CUDAAPI cuProfilerStart(void) {
+  VGPU_CALL_SCOPE();
+  return profiler_call("cuProfilerStart");
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuProfilerStop(void) {
+  VGPU_CALL_SCOPE();
+  return profiler_call("cuProfilerStop");
+}

@@ -1,0 +1,156 @@
+#include "sim/exec/virtual_clock.h"
+
+#include <dlfcn.h>
+#include <link.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
+#include <string>
+
+#include "common/log.h"
+#include "sim/core/driver_state.h"
+#include "sim/core/thread_state.h"
+#include "simcore/engine.h"
+
+namespace vgpu::vclock {
+namespace {
+
+thread_local int t_depth = 0;
+
+// Charge the CPU time spent outside the driver since the thread last left it. (Entering a call
+// already counts as inside: the clock shim then answers real readings, never this clock.)
+void charge_outside_time() {
+  ThreadState& t = this_thread();
+  t.virtual_now += t.outside_cpu.take();
+}
+
+// Renews the thread's promise to the engine when its clock is at least `step` past it.
+void publish_floor(ThreadState& t, double step) {
+  const double ahead = t.virtual_now - t.promised;
+  if (t.rank <= ThreadState::kNoRank || !(ahead > 0 && ahead >= step)) return;
+  DriverState* d = DriverState::get();
+  if (d == nullptr) return;
+  t.promised = t.virtual_now;
+  d->ranks().promise(t.rank, t.virtual_now);
+}
+
+void write_timeline() {
+  const char* path = timeline_path();
+  DriverState* d = DriverState::get();
+  if (path == nullptr || *path == '\0' || d == nullptr) return;
+  try {
+    // The engine is never destroyed (DriverState lives to the end of the process) and is
+    // thread-safe, so reading it here is safe even while other threads still submit.
+    const std::string json = d->engine().timeline_json();
+    if (FILE* f = std::fopen(path, "w")) {
+      std::fwrite(json.data(), 1, json.size(), f);
+      std::fclose(f);
+    } else {
+      log::warn("VGPU_TIMELINE: cannot write {}", path);
+    }
+  } catch (...) {
+    // Never let an exit handler throw out of the host process.
+  }
+}
+
+}  // namespace
+
+CallScope::CallScope() { enter_call(); }
+CallScope::~CallScope() { leave_call(); }
+
+void enter_call() {
+  if (t_depth++ == 0) charge_outside_time();
+}
+
+void leave_call() {
+  if (--t_depth != 0) return;
+  ThreadState& t = this_thread();
+  // The clock will only creep from here until the thread's next call: a valid floor.
+  publish_floor(t, kFloorStep);
+  t.outside_cpu.leave();
+}
+
+bool in_call() { return t_depth > 0; }
+
+double now() {
+  if (t_depth == 0) charge_outside_time();
+  return this_thread().virtual_now;
+}
+
+void advance_to(double t, bool floor_now) {
+  ThreadState& s = this_thread();
+  if (!(t > s.virtual_now)) return;
+  s.virtual_now = t;
+  publish_floor(s, floor_now ? 0 : kFloorStep);
+}
+
+double earliest_start() {
+  ThreadState& t = this_thread();
+  if (t.rank == ThreadState::kNoRank) {
+    if (DriverState* d = DriverState::get()) {
+      double start = 0;
+      t.rank = d->ranks().join(&start);
+      t.promised = start;
+      // Joining late: the engine finalized everything before `start`, so this thread's work
+      // starts there at the earliest. Its clock says so too, and then keeps its promise.
+      if (start > t.virtual_now) t.virtual_now = start;
+      publish_floor(t, 0);
+    }
+  }
+  return now() + kLaunchLatency;
+}
+
+namespace {
+
+// Whether an object loaded before this library defines the driver's cuInit: this library is then
+// the "real driver" a passthrough libcuda loaded beneath itself (with RTLD_LOCAL, so the symbol
+// is not in the global scope to ask). Objects are listed in load order, and the top driver was
+// loaded first.
+bool loaded_beneath_another_driver() {
+  struct Walk {
+    const void* mine = nullptr;
+    bool other = false;
+  } walk;
+  Dl_info self{};
+  if (dladdr(reinterpret_cast<void*>(&loaded_beneath_another_driver), &self) == 0) return false;
+  walk.mine = self.dli_fbase;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* data) -> int {
+        auto* w = static_cast<Walk*>(data);
+        if (reinterpret_cast<const void*>(info->dlpi_addr) == w->mine) return 1;  // reached us
+        if (info->dlpi_name == nullptr || info->dlpi_name[0] == '\0') return 0;
+        void* h = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
+        if (h == nullptr) return 0;
+        Dl_info at{};
+        void* init = dlsym(h, "cuInit");
+        // The object's own definition (a dependency's, found through it, may be this library).
+        if (init != nullptr && dladdr(init, &at) != 0 && at.dli_fbase != w->mine &&
+            dlsym(h, "cuGetProcAddress_v2") != nullptr)
+          w->other = true;
+        dlclose(h);
+        return w->other ? 1 : 0;
+      },
+      &walk);
+  return walk.other;
+}
+
+}  // namespace
+
+const char* timeline_path() {
+  static const char* path = [] () -> const char* {
+    const char* p = std::getenv("VGPU_TIMELINE");
+    if (p == nullptr || *p == '\0' || loaded_beneath_another_driver()) return nullptr;
+    return p;
+  }();
+  return path;
+}
+
+void install_timeline_writer() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (timeline_path() != nullptr) std::atexit(write_timeline);
+  });
+}
+
+}  // namespace vgpu::vclock

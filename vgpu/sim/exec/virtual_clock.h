@@ -1,0 +1,64 @@
+// The virtual CPU clock of each host thread (ThreadState::virtual_now) and the rules that move
+// it. A thread's clock advances by the real CPU time the thread spends *between* driver calls
+// (CLOCK_THREAD_CPUTIME_ID), never by the time vgpu itself spends inside a call, and jumps
+// forward to the virtual finish of the work it synchronizes with. Every stream op starts no
+// earlier than its issuing thread's clock plus kLaunchLatency.
+//
+// The clock is also the thread's promise to the simcore engine (its rank's floor, see
+// core/thread_state.h): it never moves back, and no op the thread submits starts before it.
+// The promise is renewed when the clock jumps (synchronization) and, as it creeps forward by
+// CPU time, once every kFloorStep, so that ordinary calls do not all take the engine's lock.
+#pragma once
+
+#include "timing/launch_latency.h"  // kLaunchLatency
+
+namespace vgpu::vclock {
+
+// How far a thread's clock creeps (by CPU time) before its floor is renewed. A lower floor is
+// always a kept promise; it only delays reclaiming the work that finishes in between.
+inline constexpr double kFloorStep = 10e-6;
+
+// Brackets one driver call. The outermost scope on a thread first adds the CPU time the thread
+// spent since it last left the driver, and on exit records the CPU time, so that the time
+// spent inside the call is not charged. Scopes nest (an entry point calling submit()).
+class CallScope {
+ public:
+  CallScope();
+  ~CallScope();
+  CallScope(const CallScope&) = delete;
+  CallScope& operator=(const CallScope&) = delete;
+};
+
+// The same bracket as two calls, for code built into both backends (driver/device_api.cpp),
+// which reaches them through weak references: the passthrough library keeps no virtual clocks.
+void enter_call();
+void leave_call();
+
+// The calling thread's virtual clock, seconds.
+double now();
+// Whether the calling thread is inside a driver call (a CallScope is open).
+bool in_call();
+// Move the calling thread's clock forward to `t` (never backward): synchronization. The thread's
+// floor follows at once, or (`floor_now` false: a launch waiting for room in its stream's queue,
+// once per launch) only when the clock is kFloorStep past the last promise, as it does when
+// the clock creeps by CPU time, so that such waits do not all take the engine's lock.
+void advance_to(double t, bool floor_now = true);
+// The earliest virtual start of an op the calling thread submits now: its clock plus the launch
+// latency. Makes the thread a rank of the engine on its first submission (a thread joining
+// late starts at the other ranks' floor, see ThreadRanks::join). Only after cuInit.
+double earliest_start();
+
+// VGPU_TIMELINE=<path>: writes the engine's timeline at process exit. Installed once; safe to
+// call many times.
+void install_timeline_writer();
+// The file VGPU_TIMELINE names, or null: none is asked for, or this library is not the process's
+// driver but the "real driver" under a passthrough libcuda (the tests' stand-in for a GPU), whose
+// own timeline goes to that file.
+const char* timeline_path();
+
+}  // namespace vgpu::vclock
+
+// The first line of every entry point (VGPU_EXPORT function) of the execution concern, so that
+// no call charges vgpu's own time to the calling thread's virtual clock. Entry points of other
+// concerns should open it too.
+#define VGPU_CALL_SCOPE() const ::vgpu::vclock::CallScope vgpu_call_scope_

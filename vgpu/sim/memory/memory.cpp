@@ -1,0 +1,236 @@
+// The sim backend's memory manager: host backings, the address-interval index, capacity
+// charging, and the teardown of a destroyed context's memory. The entry points live beside it
+// (alloc_api.cpp, copy_api.cpp, vmm_api.cpp, pool_api.cpp, array_api.cpp).
+#include "sim/memory/memory.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "sim/core/driver_state.h"
+#include "sim/core/context.h"
+#include "sim/core/thread_state.h"
+#include "sim/memory/memory_impl.h"
+
+namespace vgpu {
+
+HostMapping::~HostMapping() {
+  if (base != nullptr) munmap(base, length);
+}
+
+std::shared_ptr<HostMapping> HostMapping::create(size_t bytes) {
+  const size_t length = round_up(bytes == 0 ? 1 : bytes, 4096);
+  void* p = mmap(nullptr, length, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  auto m = std::make_shared<HostMapping>();
+  m->base = p;
+  m->length = length;
+  return m;
+}
+
+PhysicalAllocation::~PhysicalAllocation() {
+  if (fd >= 0 && !dedicated)
+    fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, static_cast<off_t>(offset),
+              static_cast<off_t>(size));
+  if (DriverState* d = DriverState::get(); d != nullptr && device >= 0 && !imported)
+    if (Device* dev = d->device(device)) dev->release(size);
+}
+
+MemoryManager::Impl::Impl(DriverState& d) : driver(d) {
+  for (int i = 0; i < d.device_count(); ++i) {
+    auto p = std::make_shared<Pool>();
+    p->device = i;
+    p->is_default = true;
+    p->props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p->props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p->props.location.id = i;
+    auto h = mint_handle<CUmemoryPool>(HandleKind::mem_pool);
+    p->handle = h;
+    pools.add(h, p);
+    default_pools.push_back(p);
+    default_pool_handles.push_back(h);
+  }
+  current_pools = default_pool_handles;
+}
+
+void MemoryManager::Impl::index_add(const std::shared_ptr<Allocation>& a) {
+  std::unique_lock l(index_mu);
+  index[a->base] = a;
+}
+
+std::shared_ptr<Allocation> MemoryManager::Impl::find(uintptr_t ptr) const {
+  std::shared_lock l(index_mu);
+  auto it = index.upper_bound(ptr);
+  if (it == index.begin()) return nullptr;
+  --it;
+  const Allocation& a = *it->second;
+  return ptr - a.base < a.size ? it->second : nullptr;
+}
+
+bool MemoryManager::Impl::covers(uintptr_t ptr, size_t bytes,
+                                 std::vector<std::shared_ptr<Allocation>>* holders) const {
+  if (bytes == 0 || ptr > UINTPTR_MAX - bytes) return false;
+  const uintptr_t end = ptr + bytes;
+  std::shared_lock l(index_mu);
+  auto it = index.upper_bound(ptr);
+  if (it == index.begin()) return false;
+  --it;
+  if (ptr - it->second->base >= it->second->size) return false;
+  uintptr_t reached = it->second->base + it->second->size;
+  if (holders) holders->push_back(it->second);
+  while (reached < end) {
+    if (it->second->kind != AllocKind::vmm_mapping) return false;
+    ++it;
+    if (it == index.end() || it->second->base != reached ||
+        it->second->kind != AllocKind::vmm_mapping)
+      return false;
+    reached += it->second->size;
+    if (holders) holders->push_back(it->second);
+  }
+  return true;
+}
+
+CUresult MemoryManager::Impl::allocate(AllocKind kind, int device, size_t bytes, CUcontext ctx,
+                                       std::shared_ptr<Allocation>* out) {
+  uint64_t charge = 0;
+  if (device >= 0) {
+    if (!round_up_checked(bytes, kGranularity, &charge)) return CUDA_ERROR_OUT_OF_MEMORY;
+    Device* dev = driver.device(device);
+    if (dev == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+    if (!dev->reserve(charge)) {
+      log::warn("allocation of {} bytes on device {}: out of memory ({} of {} bytes free)",
+                bytes, device, dev->free_bytes(), dev->capacity());
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+  }
+  auto mapping = HostMapping::create(bytes);
+  if (!mapping) {
+    if (device >= 0) driver.device(device)->release(charge);
+    log::warn("allocation of {} bytes: the host has no address space left for its backing", bytes);
+    return CUDA_ERROR_OUT_OF_MEMORY;
+  }
+  auto a = std::make_shared<Allocation>();
+  a->kind = kind;
+  a->base = reinterpret_cast<uintptr_t>(mapping->base);
+  a->size = bytes;
+  a->host = static_cast<char*>(mapping->base);
+  a->device = device;
+  a->charged = charge;
+  a->ctx = ctx;
+  a->buffer_id = next_buffer_id++;
+  a->mapping = std::move(mapping);
+  index_add(a);
+  *out = std::move(a);
+  return CUDA_SUCCESS;
+}
+
+void MemoryManager::Impl::uncharge(Allocation& a) {
+  if (a.device >= 0 && a.charged > 0) {
+    if (Device* dev = driver.device(a.device)) dev->release(a.charged);
+    a.charged = 0;
+  }
+}
+
+// One arena is a sparse memfd of 1 TiB: ranges are handed out in order and their pages given
+// back to the kernel (hole punched) when released; a fresh arena follows an exhausted one.
+CUresult MemoryManager::Impl::arena_allocate(uint64_t size, std::shared_ptr<void>* arena_out,
+                                             int* fd, uint64_t* offset) {
+  constexpr uint64_t kArenaBytes = 1ull << 40;
+  if (size > kArenaBytes) return CUDA_ERROR_OUT_OF_MEMORY;
+  std::lock_guard l(vmm_mu);
+  if (arena_fd < 0 || arena_next + size > kArenaBytes) {
+    int f = memfd_create("vgpu-vmm", MFD_CLOEXEC);
+    if (f < 0 || ftruncate(f, static_cast<off_t>(kArenaBytes)) != 0) {
+      if (f >= 0) close(f);
+      log::warn("cuMemCreate: cannot create the memfd arena backing VMM allocations");
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    arena = std::shared_ptr<void>(reinterpret_cast<void*>(static_cast<intptr_t>(f) + 1),
+                                  [f](void*) { close(f); });
+    arena_fd = f;
+    arena_next = 0;
+  }
+  *arena_out = arena;
+  *fd = arena_fd;
+  *offset = arena_next;
+  arena_next += size;
+  return CUDA_SUCCESS;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+MemoryManager::MemoryManager(DriverState& driver) : impl_(std::make_unique<Impl>(driver)) {}
+MemoryManager::~MemoryManager() = default;
+
+CUresult MemoryManager::allocate_device(int device, size_t bytes, CUdeviceptr* out) {
+  if (out == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  if (impl_->driver.device(device) == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+  // The allocation belongs to the calling thread's context when it is on that device.
+  CUcontext ctx = nullptr;
+  if (auto c = impl_->driver.contexts().current(); c && c->device() == device) ctx = c->handle();
+  std::shared_ptr<Allocation> a;
+  if (CUresult r = impl_->allocate(AllocKind::device, device, bytes, ctx, &a); r != CUDA_SUCCESS)
+    return r;
+  *out = static_cast<CUdeviceptr>(a->base);
+  return CUDA_SUCCESS;
+}
+
+CUresult MemoryManager::free_device(CUdeviceptr ptr) {
+  auto a = impl_->index_remove(static_cast<uintptr_t>(ptr), [](const Allocation& x) {
+    return (x.kind == AllocKind::device || x.kind == AllocKind::managed) && (!x.ipc_import || x.pool_import);
+  });
+  if (!a) return CUDA_ERROR_INVALID_VALUE;
+  impl_->uncharge(*a);
+  return CUDA_SUCCESS;
+}
+
+std::optional<MemoryManager::Resolved> MemoryManager::resolve(CUdeviceptr ptr, size_t bytes) const {
+  std::vector<std::shared_ptr<Allocation>> holders;
+  if (!impl_->covers(static_cast<uintptr_t>(ptr), bytes == 0 ? 1 : bytes, &holders)) return std::nullopt;
+  const Allocation& a = *holders.front();
+  Resolved r;
+  r.host = a.host + (static_cast<uintptr_t>(ptr) - a.base);
+  switch (a.kind) {
+    case AllocKind::pinned_host:
+    case AllocKind::registered_host:
+      r.device = -1;
+      r.type = CU_MEMORYTYPE_HOST;
+      break;
+    default:
+      r.device = a.device;
+      r.type = CU_MEMORYTYPE_DEVICE;
+      break;
+  }
+  return r;
+}
+
+void MemoryManager::context_destroyed(CUcontext ctx) {
+  if (ctx == nullptr) return;
+  std::vector<std::shared_ptr<Allocation>> gone;
+  {
+    std::unique_lock l(impl_->index_mu);
+    for (auto it = impl_->index.begin(); it != impl_->index.end();) {
+      if (it->second->ctx == ctx) {
+        gone.push_back(std::move(it->second));
+        it = impl_->index.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+  for (auto& a : gone) impl_->uncharge(*a);
+  for (auto& arr : impl_->arrays.snapshot()) {
+    if (arr->ctx != ctx || !impl_->arrays.remove(arr->handle)) continue;
+    if (Device* dev = impl_->driver.device(arr->device)) dev->release(arr->charged);
+  }
+  for (auto& mip : impl_->mipmaps.snapshot()) {  // their levels went with the arrays above
+    if (mip->ctx != ctx || !impl_->mipmaps.remove(mip->handle)) continue;
+    if (Device* dev = impl_->driver.device(mip->device)) dev->release(mip->charged);
+  }
+  if (!gone.empty())
+    log::debug("context {}: freed {} allocations with it", static_cast<void*>(ctx), gone.size());
+}
+
+}  // namespace vgpu
