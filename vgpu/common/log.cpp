@@ -56,7 +56,7 @@ spdlog::level::level_enum to_spdlog(Level l) {
 }  // namespace
 
 Level threshold() {
-  static const Level level = parse_level(settings::log_level_quietly().value_or("off"));
+  static const Level level = parse_level(settings::text_quietly(settings::Id::log_level).value_or("off"));
   return level;
 }
 
@@ -96,7 +96,7 @@ void once(Level l, std::string_view key, std::string_view message) {
 
 namespace vgpu::log {
 void always(std::string_view message) {
-  if (settings::log_level_quietly() == "off") return;  // set to off, not just unset
+  if (settings::text_quietly(settings::Id::log_level) == "off") return;  // set to off, not just unset
   if (!first_time(message)) return;
   ++t_lines_at_warn;
   with_bounded(message, [](std::string_view m) { logger().log(spdlog::level::err, "{}", m); });

@@ -109,7 +109,9 @@ struct Cache {
   std::mutex mu;
   std::array<std::atomic<const Parsed*>, std::size(kSpecs)> values{};
   std::vector<const Parsed*> retired;  // kept alive: a caller may still hold a reference
-  std::atomic<bool> log_level_complaint_pending{false};
+  // Complaints of values read by text_quietly, reported by the next ordinary access.
+  std::array<std::atomic<bool>, std::size(kSpecs)> complaint_pending{};
+  std::atomic<bool> any_pending{false};  // one load on the common path
 };
 Cache& cache() {
   static Cache* c = new Cache;  // never destroyed: settings are read from static destructors too
@@ -133,14 +135,21 @@ const Parsed& cached(Id id, bool* fresh) {
   return *p;
 }
 
+// A complaint of a value read quietly waits for a moment when logging can run (text_quietly).
+void report_quiet_complaints() {
+  Cache& c = cache();
+  if (!c.any_pending.load(std::memory_order_acquire) || !c.any_pending.exchange(false)) return;
+  for (size_t i = 0; i < std::size(kSpecs); ++i) {
+    if (!c.complaint_pending[i].exchange(false)) continue;
+    bool unused = false;
+    report(cached(static_cast<Id>(i), &unused).complaint);
+  }
+}
+
 // The value of `id` now, its complaint (if any) reported once per process.
 Parsed value(Id id) {
   const Spec& s = spec(id);
-  // VGPU_LOG_LEVEL's complaint waits for a moment when logging can run (see log_level_quietly).
-  if (cache().log_level_complaint_pending.exchange(false)) {
-    bool unused = false;
-    report(cached(Id::log_level, &unused).complaint);
-  }
+  report_quiet_complaints();
   if (s.reading == Reading::each_use) {
     Parsed p = parse(s, std::getenv(s.name.data()));
     report(p.complaint);  // log::always prints one distinct line once
@@ -239,10 +248,14 @@ const char* raw(Id id) {
   return v != nullptr && *v != '\0' ? v : nullptr;
 }
 
-std::optional<std::string> log_level_quietly() {
+std::optional<std::string> text_quietly(Id id) {
+  if (!typed(id, {Type::text, Type::path, Type::choice}) || spec(id).reading != Reading::once) return std::nullopt;
   bool fresh = false;
-  const Parsed& p = cached(Id::log_level, &fresh);
-  if (fresh && !p.complaint.empty()) cache().log_level_complaint_pending.store(true);
+  const Parsed& p = cached(id, &fresh);
+  if (fresh && !p.complaint.empty()) {
+    cache().complaint_pending[static_cast<size_t>(id)].store(true);
+    cache().any_pending.store(true);
+  }
   if (!p.set && p.complaint.empty()) return std::nullopt;
   return p.text;
 }
@@ -252,7 +265,8 @@ void reread_for_testing() {
   std::lock_guard lock(c.mu);
   for (auto& slot : c.values)
     if (const Parsed* p = slot.exchange(nullptr)) c.retired.push_back(p);
-  c.log_level_complaint_pending.store(false);
+  for (auto& pending : c.complaint_pending) pending.store(false);
+  c.any_pending.store(false);
 }
 
 }  // namespace vgpu::settings

@@ -231,10 +231,11 @@ bool is_set(Id id);
 // reader with its own stricter parser (Spec::own_parser: the cluster configuration).
 const char* raw(Id id);
 
-// VGPU_LOG_LEVEL for log.cpp alone: read without reporting a malformed value, because the report
-// itself is a log line (log.cpp -> settings -> log.cpp). The report comes with the next access
-// of any other setting. nullopt when unset; an unreadable level reads as "warn".
-std::optional<std::string> log_level_quietly();
+// A `once` text or choice setting read without reporting a malformed value, for log.cpp's
+// VGPU_LOG_LEVEL: the report itself is a log line (log.cpp -> settings -> log.cpp). The report
+// comes with the next access of any other setting. nullopt when unset; an unreadable
+// VGPU_LOG_LEVEL reads as "warn".
+std::optional<std::string> text_quietly(Id id);
 
 // Forgets every cached value and reported complaint; the next access reads the environment again.
 void reread_for_testing();

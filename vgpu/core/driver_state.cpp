@@ -5,6 +5,7 @@
 #include <new>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "core/context.h"
 #include "core/thread_state.h"
 #include "exec/graph.h"
@@ -36,8 +37,7 @@ DriverState::DriverState(simcore::ClusterSpec cluster) : cluster_(std::move(clus
   // The engine keeps every event for the timeline only when one is asked for: otherwise a long
   // run's memory stays bounded (reclaimed events keep just their final interval).
   simcore::EngineOptions options;
-  const char* timeline = std::getenv("VGPU_TIMELINE");
-  options.record_timeline = timeline != nullptr && *timeline != '\0';
+  options.record_timeline = !settings::text(settings::Id::timeline).empty();
   engine_ = simcore::make_engine(cluster_, options);
   ranks_ = std::make_unique<ThreadRanks>(*engine_);
   contexts_ = std::make_unique<ContextManager>(*this);

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "core/driver_state.h"
 #include "core/thread_state.h"
 #include "simcore/engine.h"
@@ -33,14 +34,14 @@ void publish_floor(ThreadState& t, double step) {
 }
 
 void write_timeline() {
-  const char* path = std::getenv("VGPU_TIMELINE");
+  const std::string path = settings::text(settings::Id::timeline);
   DriverState* d = DriverState::get();
-  if (path == nullptr || *path == '\0' || d == nullptr) return;
+  if (path.empty() || d == nullptr) return;
   try {
     // The engine is never destroyed (DriverState lives to the end of the process) and is
     // thread-safe, so reading it here is safe even while other threads still submit.
     const std::string json = d->engine().timeline_json();
-    if (FILE* f = std::fopen(path, "w")) {
+    if (FILE* f = std::fopen(path.c_str(), "w")) {
       std::fwrite(json.data(), 1, json.size(), f);
       std::fclose(f);
     } else {
@@ -101,8 +102,7 @@ double earliest_start() {
 void install_timeline_writer() {
   static std::once_flag once;
   std::call_once(once, [] {
-    const char* path = std::getenv("VGPU_TIMELINE");
-    if (path != nullptr && *path != '\0') std::atexit(write_timeline);
+    if (!settings::text(settings::Id::timeline).empty()) std::atexit(write_timeline);
   });
 }
 
