@@ -4,10 +4,13 @@
   check_settings.py readme VGPU_SETTINGS SOURCE_ROOT
       README.md's table of settings (between the two markers) equals `vgpu-settings --markdown`;
       prints the diff when it does not.
+  check_settings.py update VGPU_SETTINGS SOURCE_ROOT
+      rewrites README.md's table from the registry (after a change to vgpu/common/settings.h).
   check_settings.py names VGPU_SETTINGS SOURCE_ROOT
       every VGPU_* name used in vgpu/, simcore/, nccl_plugin/, cupti_profiler/, tests/gpu/ and
       README.md is declared in the registry (or is a macro, a build-time substitution, or one of
-      the script-local names below), and every declared setting is read somewhere.
+      the script-local names below), every declared setting is read somewhere, and no library
+      reads one with getenv.
 """
 import difflib
 import json
@@ -68,10 +71,22 @@ def check_readme(tool, root):
         print(f"README.md's table of settings matches the registry ({generated.count(chr(10)) - 2} settings)")
         return 0
     print("README.md's table of settings differs from `vgpu-settings --markdown` (the registry, "
-          "vgpu/common/settings.h); paste the tool's output between the markers:")
+          "vgpu/common/settings.h); `tests/settings/check_settings.py update build/vgpu/common/vgpu-settings .` "
+          "rewrites it:")
     sys.stdout.writelines(difflib.unified_diff(current.splitlines(True), generated.splitlines(True),
                                                "README.md", "vgpu-settings --markdown"))
     return 1
+
+
+def update_readme(tool, root):
+    generated = subprocess.run([tool, "--markdown"], check=True, capture_output=True, text=True).stdout
+    path = os.path.join(root, "README.md")
+    readme = read_text(path)
+    head, rest = readme.split(BEGIN, 1)
+    tail = rest.split(END, 1)[1]
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(head + BEGIN + "\n" + generated + END + tail)
+    return check_readme(tool, root)
 
 
 def check_names(tool, root):
@@ -113,6 +128,16 @@ def check_names(tool, root):
         if not re.search(r"\bId::" + ident + r"\b", code):
             print(f"{s['name']} is declared but no code reads it (settings::Id::{ident})")
             bad += 1
+    # ... and through the registry only: no getenv of a VGPU_* variable in the libraries.
+    for rel in ["vgpu", "simcore", "nccl_plugin", "cupti_profiler"]:
+        for path in files_under(root, rel):
+            if not path.endswith((".cpp", ".h", ".c")) or os.path.basename(path) == "settings.cpp":
+                continue
+            for n, line in enumerate((read_text(path) or "").splitlines(), 1):
+                if re.search(r'getenv\(\s*"VGPU_', line):
+                    print(f"{os.path.relpath(path, root)}:{n}: reads a VGPU_* variable with getenv: use "
+                          f"vgpu::settings (common/settings.h)")
+                    bad += 1
     if bad == 0:
         print(f"{len(used)} VGPU_* names in the tree: {len(declared)} settings, all declared and read; "
               f"{len(macros & set(used))} macros or build substitutions; {len(NOT_SETTINGS)} script-local")
@@ -121,7 +146,7 @@ def check_names(tool, root):
 
 def main():
     what, tool, root = sys.argv[1:4]
-    return {"readme": check_readme, "names": check_names}[what](tool, root)
+    return {"readme": check_readme, "update": update_readme, "names": check_names}[what](tool, root)
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ class Env {
     reread_for_testing();
   }
   ~Env() {
-    unsetenv(name_);
+    if (std::string(name_) != "VGPU_LOG_LEVEL") unsetenv(name_);
     reread_for_testing();
   }
 
@@ -144,6 +144,34 @@ TEST(SettingsAccess, AMalformedValueIsLoggedOnceWithTheDefaultUsed) {
   const std::string line = "VGPU_NCCL_RING_BYTES='12abc' is not an integer from 4096 to 1 GiB; using 1048576";
   ASSERT_NE(err.find(line), std::string::npos) << err;
   EXPECT_EQ(err.find(line), err.rfind(line)) << "logged twice: " << err;
+}
+
+TEST(SettingsAccess, AnEachUseValueIsLoggedOncePerDistinctValue) {
+  Env env("VGPU_DAEMON_TIMEOUT_S", "never");
+  testing::internal::CaptureStderr();
+  EXPECT_DOUBLE_EQ(real(Id::daemon_timeout_s), 120);
+  EXPECT_DOUBLE_EQ(real(Id::daemon_timeout_s), 120);
+  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string line = "VGPU_DAEMON_TIMEOUT_S='never' is not a number from 0 to 1000000000; using 120";
+  ASSERT_NE(err.find(line), std::string::npos) << err;
+  EXPECT_EQ(err.find(line), err.rfind(line)) << "logged twice: " << err;
+}
+
+// log.cpp reads VGPU_LOG_LEVEL quietly (its report is a log line itself); the report of an
+// unreadable level comes with the next ordinary access of any setting.
+TEST(SettingsAccess, AnUnreadableLogLevelIsReportedOnceLoggingCanRun) {
+  Env env("VGPU_LOG_LEVEL", "chatty");
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(text_quietly(Id::log_level), "warn");
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(integer(Id::measure_samples), 3);
+  EXPECT_EQ(integer(Id::measure_samples), 3);
+  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string line = "VGPU_LOG_LEVEL='chatty' is not one of trace, debug, info, warn, warning, error, off; using warn";
+  ASSERT_NE(err.find(line), std::string::npos) << err;
+  EXPECT_EQ(err.find(line), err.rfind(line)) << "logged twice: " << err;
+  setenv("VGPU_LOG_LEVEL", "warn", 1);  // as the test environment had it
 }
 
 TEST(SettingsAccess, OnceSettingsAreCachedUntilReread) {

@@ -159,7 +159,7 @@ inline constexpr Spec kSpecs[] = {
      "smallest allocation that VGPU_MEMORY_POLICY=shared maps onto shared chunks", "passthrough", 0,
      1099511627776.0},
     {Id::shared_chunk, "VGPU_SHARED_CHUNK", Type::integer, "1073741824",
-     "largest shared chunk in bytes (chunks are powers of two from 2 MiB up to it)", "passthrough", 2097152,
+     "largest shared chunk in bytes (chunks are powers of two from 2 MiB up to it)", "passthrough", 0,
      1099511627776.0},
     {Id::cupti_library, "VGPU_CUPTI_LIBRARY", Type::path, "",
      "libcupti to load (unset: the toolkit, then the nvidia Python wheels)", "passthrough (CUPTI)", 0, 0, {},
