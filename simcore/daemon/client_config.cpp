@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+
 #include "common/settings.h"
 
 namespace simcore::daemon {

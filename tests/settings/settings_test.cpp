@@ -5,6 +5,8 @@
 
 #include <cstdlib>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "common/settings.h"
 #include "common/settings_table.h"
@@ -181,6 +183,22 @@ TEST(SettingsAccess, OnceSettingsAreCachedUntilReread) {
   EXPECT_EQ(integer(Id::measure_samples), 7);  // parsed once
   reread_for_testing();
   EXPECT_EQ(integer(Id::measure_samples), 9);
+}
+
+// Many threads reading a setting for the first time at once all get the value, parsed once
+// (one complaint line; TSan checks the publication).
+TEST(SettingsAccess, FirstUseFromManyThreads) {
+  Env env("VGPU_NODE_INDEX", "70000");  // out of range: the default, 0, and one line
+  testing::internal::CaptureStderr();
+  std::vector<std::thread> threads;
+  std::vector<int64_t> seen(8, -1);
+  for (size_t i = 0; i < seen.size(); ++i) threads.emplace_back([&seen, i] { seen[i] = integer(Id::node_index); });
+  for (std::thread& t : threads) t.join();
+  const std::string err = testing::internal::GetCapturedStderr();
+  for (int64_t v : seen) EXPECT_EQ(v, 0);
+  const std::string line = "VGPU_NODE_INDEX='70000' is not an integer from 0 to 65535; using 0";
+  ASSERT_NE(err.find(line), std::string::npos) << err;
+  EXPECT_EQ(err.find(line), err.rfind(line)) << "logged twice: " << err;
 }
 
 TEST(SettingsAccess, EachUseSettingsSeeChanges) {
