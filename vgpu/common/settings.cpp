@@ -185,11 +185,11 @@ std::string_view type_name(Type t) {
 
 namespace {
 
+// A range bound as the user would write it: whole numbers without exponent, 2^30 as "1 GiB".
 std::string number(double v) {
   if (v == kGiB) return "1 GiB";
-  return fmt::format("{}", static_cast<int64_t>(v)) == fmt::format("{:.0f}", v) && std::fabs(v) < 1e15
-             ? fmt::format("{:.0f}", v)
-             : fmt::format("{:g}", v);
+  if (v == std::floor(v) && std::fabs(v) <= 1e15) return fmt::format("{:.0f}", v);
+  return fmt::format("{:g}", v);
 }
 
 }  // namespace
