@@ -4,6 +4,9 @@
   check_settings.py readme VGPU_SETTINGS SOURCE_ROOT
       README.md's table of settings (between the two markers) equals `vgpu-settings --markdown`;
       prints the diff when it does not.
+  check_settings.py vgpu_run VGPU_SETTINGS SOURCE_ROOT VGPU_RUN BUILD_ROOT
+      the variables vgpu-run sets for a job (--print-env, both backends, every option that sets
+      one) are declared settings with valid values (vgpu-settings --check).
   check_settings.py update VGPU_SETTINGS SOURCE_ROOT
       rewrites README.md's table from the registry (after a change to vgpu/common/settings.h).
   check_settings.py names VGPU_SETTINGS SOURCE_ROOT
@@ -144,8 +147,37 @@ def check_names(tool, root):
     return 1 if bad else 0
 
 
+def check_vgpu_run(tool, root, vgpu_run, build):
+    import tempfile
+    bad = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        base = {k: v for k, v in os.environ.items() if not k.startswith(("VGPU_", "NCCL_"))}
+        base["VGPU_DAEMON_DIR"] = tmp
+        cluster = ["--nodes", "2", "--gpus", "4", "--model", "H200", "--memory", "100GiB", "--job-id", "settings-check",
+                   "--timeline", os.path.join(tmp, "t.json")]
+        runs = [["--backend", "sim", *cluster, "--kernel-db", os.path.join(tmp, "kdb")],
+                ["--backend", "passthrough", *cluster, "--record", os.path.join(tmp, "kdb")]]
+        base_pt = dict(base, VGPU_REAL_LIBCUDA=os.path.join(build, "vgpu", "libcuda.so.1"))
+        for args in runs:
+            r = subprocess.run([vgpu_run, *args, "--print-env"], env=base_pt, capture_output=True, text=True)
+            if r.returncode != 0:
+                print(f"vgpu-run {' '.join(args)} --print-env failed: {r.stderr}")
+                bad += 1
+                continue
+            ours = dict(line.split("=", 1) for line in r.stdout.splitlines()
+                        if line.startswith("VGPU_") and "=" in line)
+            check = subprocess.run([tool, "--check"], env=ours, capture_output=True, text=True)
+            print(f"vgpu-run {args[1]}: sets {', '.join(sorted(ours))}")
+            if check.returncode != 0:
+                print(check.stdout)
+                bad += 1
+    return 1 if bad else 0
+
+
 def main():
     what, tool, root = sys.argv[1:4]
+    if what == "vgpu_run":
+        return check_vgpu_run(tool, root, *sys.argv[4:6])
     return {"readme": check_readme, "update": update_readme, "names": check_names}[what](tool, root)
 
 
