@@ -1,4 +1,5 @@
 #include "cupti_library.h"
+#include "common/settings.h"
 
 #include <dlfcn.h>
 #include <glob.h>
@@ -146,11 +147,10 @@ const CuptiLibrary* load_cupti(std::string* error) {
   std::lock_guard lock(mutex);
   if (loaded) return loaded;
 
-  const char* env = std::getenv("VGPU_CUPTI_LIBRARY");
-  const char* home = std::getenv("CUDA_HOME");
-  std::vector<std::string> candidates =
-      cupti_candidates(env ? env : "", home ? home : "", loaded_object_paths());
-  if (!env || !*env) {
+  const std::string env = vgpu::settings::text(vgpu::settings::Id::cupti_library);
+  const char* home = std::getenv("CUDA_HOME");  // not ours: the CUDA toolkit's
+  std::vector<std::string> candidates = cupti_candidates(env, home ? home : "", loaded_object_paths());
+  if (env.empty()) {
     // Wheels in the usual install locations, for processes that have not loaded torch yet.
     for (const char* pattern :
          {"/usr/local/lib/python3*/*-packages", "/usr/lib/python3/dist-packages",
@@ -180,7 +180,7 @@ const CuptiLibrary* load_cupti(std::string* error) {
     if (first_reason.empty() || why.find(": no ") != std::string::npos) first_reason = why;
   }
   if (error) {
-    *error = (env && *env) ? fmt::format("VGPU_CUPTI_LIBRARY={}: {}", env, first_reason)
+    *error = !env.empty() ? fmt::format("VGPU_CUPTI_LIBRARY={}: {}", env, first_reason)
                            : fmt::format("libcupti not found ({} places tried; e.g. {})",
                                          candidates.size(), first_reason);
   }

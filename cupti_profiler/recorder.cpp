@@ -2,6 +2,7 @@
 
 #include "activity_record.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "cupti_library.h"
 #include "cupti_profiler/correlation_matcher.h"
 #include "cupti_profiler/stream_order_matcher.h"
@@ -279,10 +280,9 @@ std::unique_ptr<Recorder> Recorder::start(const RecorderOptions& options) {
     std::string error;
     const CuptiLibrary* lib = load_cupti(&error);
     if (!lib) {
-      const char* env = std::getenv("VGPU_CUPTI_LIBRARY");
       // A path the user set that cannot be used is worth their attention; a missing optional
       // library is not.
-      if (env && *env) {
+      if (!vgpu::settings::text(vgpu::settings::Id::cupti_library).empty()) {
         log::always(fmt::format("vgpu: CUPTI unavailable, no kernel timing: {}", error));
       } else {
         log::warn("cupti: unavailable, no kernel timing: {}", error);

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "simcore/cluster_config.h"
 
 namespace vgpu::nccl {
@@ -37,21 +38,10 @@ ncclResult_t Core::init() {
     cluster_.reset();
     return ncclInvalidUsage;
   }
-  if (const char* v = std::getenv("VGPU_NCCL_RING_BYTES"); v != nullptr && *v != '\0') {
-    char* end = nullptr;
-    unsigned long long x = std::strtoull(v, &end, 10);
-    if (end == v || *end != '\0' || x < 4096 || x > (1ull << 30)) {
-      vgpu::log::always(fmt::format("vgpu nccl plugin: VGPU_NCCL_RING_BYTES='{}' must be a byte "
-                                    "count in [4096, 1 GiB]", v));
-      cluster_.reset();
-      return ncclInvalidUsage;
-    }
-    ring_bytes_ = x;
-  }
+  ring_bytes_ = static_cast<uint64_t>(vgpu::settings::integer(vgpu::settings::Id::nccl_ring_bytes));
   // VGPU_NCCL_DIRECT=0: ranks in one process also go through the ring (tests of the ring path,
   // or to rule the direct copy out when chasing a problem).
-  const char* direct = std::getenv("VGPU_NCCL_DIRECT");
-  direct_ = direct == nullptr || std::strcmp(direct, "0") != 0;
+  direct_ = vgpu::settings::flag(vgpu::settings::Id::nccl_direct);
   nic_names_.clear();
   for (int i = 0; i < cluster_->nic.per_node; ++i) nic_names_.push_back(fmt::format("vgpu-nic{}", i));
   vtime_ = std::make_unique<VirtualTime>(*cluster_);

@@ -16,6 +16,7 @@
 #include <functional>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/proc_info.h"
 
 namespace vgpu::nccl {
@@ -93,11 +94,10 @@ std::string ShmMapping::open(const std::string& name, size_t min_bytes) {
 }
 
 std::string job_tag() {
-  const char* job = std::getenv("VGPU_JOB_ID");
-  if (job == nullptr || *job == '\0') return fmt::format("sid{}", static_cast<long>(getsid(0)));
+  const std::string job = vgpu::settings::text(vgpu::settings::Id::job_id);
+  if (job.empty()) return fmt::format("sid{}", static_cast<long>(getsid(0)));
   std::string s;
-  for (const char* c = job; *c != '\0'; ++c) {
-    char ch = *c;
+  for (const char ch : job) {
     bool ok = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
               ch == '-' || ch == '_';
     s.push_back(ok ? ch : '_');

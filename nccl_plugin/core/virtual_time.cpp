@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "simcore/remote_engine.h"
 
 namespace vgpu::nccl {
@@ -22,22 +23,12 @@ thread_local int t_gpu_override = -1;
 thread_local bool t_has_last = false;
 thread_local vgpu_nccl_completion t_last{};
 
-bool env_int(const char* name, long* out) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return false;
-  char* end = nullptr;
-  long x = std::strtol(v, &end, 10);
-  if (end == v || *end != '\0') return false;
-  *out = x;
-  return true;
-}
-
 }  // namespace
 
 EngineMode engine_mode_from_env() {
-  const char* mode = std::getenv("VGPU_SIMCORE");
-  if (mode != nullptr && std::strcmp(mode, "daemon") == 0) return EngineMode::daemon;
-  if (mode != nullptr && std::strcmp(mode, "off") == 0) return EngineMode::off;
+  const std::string mode = vgpu::settings::text(vgpu::settings::Id::simcore);
+  if (mode == "daemon") return EngineMode::daemon;
+  if (mode == "off") return EngineMode::off;
   return EngineMode::local;
 }
 
@@ -69,20 +60,12 @@ int VirtualTime::rank_gpu(std::string* error) const {
   if (t_gpu_override >= 0) {
     gpu = t_gpu_override;
     origin = "vgpu_nccl_set_thread_gpu";
-  } else if (const char* v = std::getenv("VGPU_GLOBAL_RANK_GPU"); v != nullptr && *v != '\0') {
-    if (!env_int("VGPU_GLOBAL_RANK_GPU", &gpu)) {
-      *error = fmt::format("VGPU_GLOBAL_RANK_GPU='{}' is not a number", v);
-      return -1;
-    }
+  } else if (vgpu::settings::is_set(vgpu::settings::Id::global_rank_gpu)) {
+    gpu = static_cast<long>(vgpu::settings::integer(vgpu::settings::Id::global_rank_gpu));
     origin = "VGPU_GLOBAL_RANK_GPU";
   } else {
-    long node = 0;
-    if (const char* v = std::getenv("VGPU_NODE_INDEX"); v != nullptr && *v != '\0' &&
-        !env_int("VGPU_NODE_INDEX", &node)) {
-      *error = fmt::format("VGPU_NODE_INDEX='{}' is not a number", v);
-      return -1;
-    }
-    if (node < 0 || node >= cluster_.nodes) {
+    const long node = static_cast<long>(vgpu::settings::integer(vgpu::settings::Id::node_index));
+    if (node >= cluster_.nodes) {
       *error = fmt::format("VGPU_NODE_INDEX={} but the cluster ({}) has {} node(s): set "
                            "VGPU_NODES or fix VGPU_NODE_INDEX", node, cluster_.source,
                            cluster_.nodes);

@@ -10,6 +10,7 @@
 
 #include "cluster_draft.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "simcore/gpu_catalog.h"
 
 namespace simcore {
@@ -25,6 +26,13 @@ ClusterSpec finish(const ClusterDraft& d) {
 }
 
 namespace {
+
+// A cluster variable's text from `env`, else (an empty EnvLookup) the process environment as the
+// settings registry reads it; nullptr when unset or empty.
+const char* getenv_or(const EnvLookup& env, vgpu::settings::Id id) {
+  const char* v = env ? env(vgpu::settings::spec(id).name.data()) : vgpu::settings::raw(id);
+  return v && *v ? v : nullptr;
+}
 
 constexpr std::string_view kEmbeddedName = "embedded default";
 
@@ -61,11 +69,9 @@ ConfigResult build(std::optional<std::string_view> text, std::string_view source
     }
     if (auto e = apply_environment(env, draft)) return failure(std::move(*e));
     ClusterSpec spec = finish(draft);
-    auto set = [&](const char* name) {
-      const char* v = env ? env(name) : std::getenv(name);
-      return v != nullptr && *v != '\0';
-    };
-    const bool shaped_by_env = set("VGPU_NODES") || set("VGPU_GPUS_PER_NODE") || set("VGPU_DEVICE_COUNT");
+    auto set = [&](vgpu::settings::Id id) { return getenv_or(env, id) != nullptr; };
+    const bool shaped_by_env = set(vgpu::settings::Id::nodes) || set(vgpu::settings::Id::gpus_per_node) ||
+                               set(vgpu::settings::Id::device_count);
     if (int64_t{spec.nodes} * spec.gpus_per_node > kMaxTotalGpus)
       return failure(ConfigError{shaped_by_env ? std::string("environment") : spec.source, 0, 0,
                                  fmt::format("{} nodes x {} GPUs = {} GPUs: more than the {} GPUs one "
@@ -78,11 +84,6 @@ ConfigResult build(std::optional<std::string_view> text, std::string_view source
   } catch (...) {
     return failure(ConfigError{std::string(source), 0, 0, "cannot load: unknown error"});
   }
-}
-
-const char* getenv_or(const EnvLookup& env, const char* name) {
-  const char* v = env ? env(name) : std::getenv(name);
-  return v && *v ? v : nullptr;
 }
 
 std::string gbps(double bytes_per_s) { return fmt::format("{:g} Gb/s", bytes_per_s * 8 / 1e9); }
@@ -132,7 +133,7 @@ ConfigResult load_cluster_config_file(const std::string& path, const EnvLookup& 
 }
 
 ConfigResult load_cluster_config(const EnvLookup& env) {
-  if (const char* path = detail::getenv_or(env, "VGPU_CONFIG")) return load_cluster_config_file(path, env);
+  if (const char* path = detail::getenv_or(env, vgpu::settings::Id::config)) return load_cluster_config_file(path, env);
   return detail::build(std::nullopt, detail::kEmbeddedName, env);
 }
 

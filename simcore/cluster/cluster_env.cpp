@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "cluster_draft.h"
+#include "common/settings.h"
 #include "simcore/gpu_catalog.h"
 
 namespace simcore::detail {
@@ -13,9 +14,18 @@ namespace {
 
 ConfigError env_error(std::string message) { return ConfigError{"environment", 0, 0, std::move(message)}; }
 
+using vgpu::settings::Id;
+
+// The registry declares these variables with the ranges enforced here (and its README table shows
+// them); this parser is stricter than the registry's "log and use the default": a malformed
+// value fails the cluster load, because a cluster of the wrong size is worse than none.
+static_assert(vgpu::settings::spec(Id::nodes).max == kMaxNodes);
+static_assert(vgpu::settings::spec(Id::gpus_per_node).max == kMaxGpusPerNode);
+static_assert(vgpu::settings::spec(Id::device_count).max == kMaxTotalGpus);
+
 // The variable's value, or nullopt when unset or empty.
-std::optional<std::string_view> lookup(const EnvLookup& env, const char* name) {
-  const char* v = env ? env(name) : std::getenv(name);
+std::optional<std::string_view> lookup(const EnvLookup& env, Id id) {
+  const char* v = env ? env(vgpu::settings::spec(id).name.data()) : vgpu::settings::raw(id);
   if (!v || !*v) return std::nullopt;
   return std::string_view(v);
 }
@@ -34,9 +44,12 @@ class EnvReader {
  public:
   explicit EnvReader(const EnvLookup& env) : env_(env) {}
 
-  // The integer variable `name` in [lo, hi]; nullopt when unset. Sets error_ when malformed.
-  std::optional<int> get_int(const char* name, int64_t lo, int64_t hi) {
-    auto text = lookup(env_, name);
+  // The integer variable `id` in its declared range; nullopt when unset. Sets error_ when malformed.
+  std::optional<int> get_int(Id id) {
+    const auto& spec = vgpu::settings::spec(id);
+    const std::string_view name = spec.name;
+    const auto lo = static_cast<int64_t>(spec.min), hi = static_cast<int64_t>(spec.max);
+    auto text = lookup(env_, id);
     if (!text || error_) return std::nullopt;
     auto v = integer(*text, lo, hi);
     if (!v) error_ = env_error(fmt::format("{}: expected an integer between {} and {}, got \"{}\"", name, lo, hi, *text));
@@ -44,9 +57,9 @@ class EnvReader {
   }
 
   std::optional<ConfigError> apply(ClusterDraft& d) {
-    const auto nodes = get_int("VGPU_NODES", 1, kMaxNodes);
-    const auto per_node = get_int("VGPU_GPUS_PER_NODE", 1, kMaxGpusPerNode);
-    const auto count = get_int("VGPU_DEVICE_COUNT", 1, kMaxTotalGpus);
+    const auto nodes = get_int(Id::nodes);
+    const auto per_node = get_int(Id::gpus_per_node);
+    const auto count = get_int(Id::device_count);
     if (error_) return error_;
     if (nodes) d.spec.nodes = *nodes;
     if (per_node) d.spec.gpus_per_node = *per_node;
@@ -54,14 +67,14 @@ class EnvReader {
       if (auto e = split(*count, nodes, per_node, d.spec)) return e;
     }
 
-    if (auto name = lookup(env_, "VGPU_GPU_MODEL")) {
+    if (auto name = lookup(env_, Id::gpu_model)) {
       const GpuModel* m = find_gpu_model(*name);
       if (!m)
         return env_error(fmt::format("VGPU_GPU_MODEL: unknown GPU model \"{}\"; known models: {}", *name,
                                      known_gpu_models()));
       d.spec.model = *m;
     }
-    if (auto text = lookup(env_, "VGPU_MEMORY")) {
+    if (auto text = lookup(env_, Id::memory)) {
       const auto bytes = parse_bytes(*text);
       if (!bytes || *bytes == 0 || *bytes > kMaxMemoryBytes)
         return env_error(fmt::format(

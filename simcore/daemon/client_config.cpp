@@ -8,28 +8,22 @@
 
 #include <fmt/format.h>
 
+#include "common/settings.h"
+
 namespace simcore::daemon {
 namespace {
 
-std::string env(const char* name) {
-  const char* v = std::getenv(name);
-  return v ? std::string(v) : std::string();
-}
-
-// A positive number of seconds from the environment, else `fallback`.
-double env_seconds(const char* name, double fallback) {
-  const std::string v = env(name);
-  if (v.empty()) return fallback;
-  char* end = nullptr;
-  const double d = std::strtod(v.c_str(), &end);
-  return (end && *end == '\0' && d >= 0) ? d : fallback;
-}
+// Read at every resolution, not once: a process may change them between connections (the
+// tests do; see Reading::each_use in common/settings.h).
+using vgpu::settings::Id;
+std::string env(Id id) { return vgpu::settings::text(id); }
+double env_seconds(Id id) { return vgpu::settings::real(id); }
 
 }  // namespace
 
 std::string token_from_env_or_file(const std::string& file, std::string* error) {
-  std::string token = env("VGPU_DAEMON_TOKEN");
-  std::string path = file.empty() ? env("VGPU_DAEMON_TOKEN_FILE") : file;
+  std::string token = env(Id::daemon_token);
+  std::string path = file.empty() ? env(Id::daemon_token_file) : file;
   if (token.empty() && !path.empty()) {
     std::ifstream in(path, std::ios::binary);
     if (!in) {
@@ -51,7 +45,7 @@ bool resolve_client_config(const RemoteOptions& o, ClientConfig* out, std::strin
   c.job = o.job_id.empty() ? default_job_id() : o.job_id;
   c.rank = o.rank;
   if (!job_paths(o.socket_dir, c.job, &c.paths, error)) return false;
-  c.tcp = o.tcp.empty() ? env("VGPU_DAEMON_TCP") : o.tcp;
+  c.tcp = o.tcp.empty() ? env(Id::daemon_tcp) : o.tcp;
   c.token = o.token;
   if (c.token.empty()) {
     std::string err;
@@ -62,13 +56,13 @@ bool resolve_client_config(const RemoteOptions& o, ClientConfig* out, std::strin
     }
   }
   c.start_daemon = o.start_daemon && c.tcp.empty();
-  c.vgpud_path = o.vgpud_path.empty() ? env("VGPU_VGPUD") : o.vgpud_path;
+  c.vgpud_path = o.vgpud_path.empty() ? env(Id::vgpud) : o.vgpud_path;
   c.connect_timeout_s = o.connect_timeout_s > 0 ? o.connect_timeout_s : 20;
   c.call_timeout_s =
-      o.call_timeout_s >= 0 ? o.call_timeout_s : env_seconds("VGPU_DAEMON_TIMEOUT_S", 120);
+      o.call_timeout_s >= 0 ? o.call_timeout_s : env_seconds(Id::daemon_timeout_s);
   c.daemon_idle_timeout_s = o.daemon_idle_timeout_s >= 0
                                 ? o.daemon_idle_timeout_s
-                                : env_seconds("VGPU_DAEMON_IDLE_S", 30);
+                                : env_seconds(Id::daemon_idle_s);
   *out = std::move(c);
   return true;
 }

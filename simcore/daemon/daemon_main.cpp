@@ -15,6 +15,7 @@
 
 #include "client_config.h"
 #include "common/log.h"
+#include "common/settings.h"
 #include "job_paths.h"
 #include "server.h"
 #include "socket_io.h"
@@ -114,8 +115,7 @@ int vgpud_main(int argc, char** argv, const EngineFactory& make_engine) {
   }
   if (a.job.empty()) a.job = default_job_id();
   if (a.idle_timeout_s == -2) {
-    const char* env = std::getenv("VGPU_DAEMON_IDLE_S");
-    a.idle_timeout_s = env ? std::strtod(env, nullptr) : 30;
+    a.idle_timeout_s = vgpu::settings::real(vgpu::settings::Id::daemon_idle_s);
   }
 
   JobPaths paths;

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "common/settings.h"
 
 namespace simcore::daemon {
 namespace {
@@ -36,13 +37,13 @@ std::string env_or_empty(const char* name) {
 }  // namespace
 
 std::string default_job_id() {
-  std::string id = env_or_empty("VGPU_JOB_ID");
+  std::string id = vgpu::settings::text(vgpu::settings::Id::job_id);
   if (!id.empty()) return id;
   return fmt::format("sid{}", static_cast<long>(getsid(0)));
 }
 
 std::string default_socket_dir() {
-  std::string dir = env_or_empty("VGPU_DAEMON_DIR");
+  std::string dir = vgpu::settings::text(vgpu::settings::Id::daemon_dir);
   if (!dir.empty()) return dir;  // the user's own choice: checked when used, never replaced
   const std::string xdg = env_or_empty("XDG_RUNTIME_DIR");
   const std::string base =

@@ -19,8 +19,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: vgpu-collective OP BYTES RANKS [NODES]\n");
     return 2;
   }
-  const simcore::ConfigResult config = simcore::load_cluster_config(
-      [](const char* name) -> const char* { return std::getenv(name); });
+  const simcore::ConfigResult config = simcore::load_cluster_config();  // the environment's
   if (!config.cluster) {
     std::fprintf(stderr, "vgpu-collective: %s\n", config.error.to_string().c_str());
     return 2;

@@ -9,18 +9,22 @@
 #include <string>
 #include <unordered_set>
 
+#include "settings.h"
+
 namespace vgpu::log {
 namespace {
 
-Level parse_level(const char* s) {
-  if (s == nullptr || *s == '\0') return Level::off;
+// VGPU_LOG_LEVEL as the settings registry parsed it (unset: off; unreadable: warn, because the
+// user wants to hear something). Read quietly: the registry's report of an unreadable level is
+// itself a log line, written once logging can run.
+Level parse_level(const std::string& s) {
   static constexpr std::pair<const char*, Level> kNames[] = {
       {"trace", Level::trace}, {"debug", Level::debug}, {"info", Level::info},
       {"warn", Level::warn},   {"warning", Level::warn}, {"error", Level::error},
       {"off", Level::off}};
   for (const auto& [name, level] : kNames)
-    if (strcasecmp(s, name) == 0) return level;
-  return Level::warn;  // set but unreadable: the user wants to hear something
+    if (s == name) return level;
+  return Level::warn;
 }
 
 // The logger is created on first use and deliberately never destroyed: driver calls may come
@@ -52,7 +56,7 @@ spdlog::level::level_enum to_spdlog(Level l) {
 }  // namespace
 
 Level threshold() {
-  static const Level level = parse_level(std::getenv("VGPU_LOG_LEVEL"));
+  static const Level level = parse_level(settings::text_quietly(settings::Id::log_level).value_or("off"));
   return level;
 }
 
@@ -92,8 +96,7 @@ void once(Level l, std::string_view key, std::string_view message) {
 
 namespace vgpu::log {
 void always(std::string_view message) {
-  const char* level = std::getenv("VGPU_LOG_LEVEL");
-  if (level != nullptr && strcasecmp(level, "off") == 0) return;
+  if (settings::text_quietly(settings::Id::log_level) == "off") return;  // set to off, not just unset
   if (!first_time(message)) return;
   ++t_lines_at_warn;
   with_bounded(message, [](std::string_view m) { logger().log(spdlog::level::err, "{}", m); });

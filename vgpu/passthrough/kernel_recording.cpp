@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "cupti_profiler/recorder.h"
 #include "front/launch/kernel_time_db.h"
 #include "passthrough/passthrough_state.h"
@@ -120,11 +121,11 @@ Recording* make() {
   const std::string path = KernelTimeDb::path_from_environment();
   // VGPU_MEASURE=cupti: every executed launch; serialize: the same with CUPTI running kernels
   // one at a time (not for jobs whose ranks wait on each other inside kernels, as NCCL's do).
-  const char* m = std::getenv("VGPU_MEASURE");
-  const bool cupti = m && (std::strcmp(m, "cupti") == 0 || std::strcmp(m, "serialize") == 0);
+  const std::string m = settings::text(settings::Id::measure);
+  const bool cupti = m == "cupti" || m == "serialize";
   if (path.empty() || !cupti) return nullptr;
   cupti::RecorderOptions options;
-  options.serialize_kernels = std::strcmp(m, "serialize") == 0;
+  options.serialize_kernels = m == "serialize";
   auto recorder = cupti::Recorder::start(options);
   if (!recorder) {
     log::always("vgpu passthrough: VGPU_KERNEL_DB is set but CUPTI could not be started; "

@@ -10,30 +10,19 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/settings.h"
 
 namespace vgpu::pt {
 namespace {
 
 LaunchPolicy parse_policy() {
-  const char* v = std::getenv("VGPU_LAUNCH_POLICY");
-  if (v == nullptr || *v == '\0' || std::strcmp(v, "all") == 0) return LaunchPolicy::all;
-  if (std::strcmp(v, "first") == 0) return LaunchPolicy::first;
-  if (std::strcmp(v, "none") == 0) return LaunchPolicy::none;
-  log::always(fmt::format("vgpu: VGPU_LAUNCH_POLICY='{}' is not one of all, first, none; using all", v));
+  const std::string v = settings::text(settings::Id::launch_policy);
+  if (v == "first") return LaunchPolicy::first;
+  if (v == "none") return LaunchPolicy::none;
   return LaunchPolicy::all;
 }
 
-int parse_samples() {
-  const char* v = std::getenv("VGPU_MEASURE_SAMPLES");
-  if (v == nullptr || *v == '\0') return 3;
-  char* end = nullptr;
-  const long n = std::strtol(v, &end, 10);
-  if (end == v || *end != '\0' || n < 1 || n > 1000) {
-    log::always(fmt::format("vgpu: VGPU_MEASURE_SAMPLES='{}' is not a number from 1 to 1000; using 3", v));
-    return 3;
-  }
-  return static_cast<int>(n);
-}
+int parse_samples() { return static_cast<int>(settings::integer(settings::Id::measure_samples)); }
 
 }  // namespace
 
@@ -62,10 +51,9 @@ int KernelDurations::samples_wanted() {
 }
 
 KernelDurations::KernelDurations() {
-  const char* value = std::getenv("VGPU_LAUNCH_STATS");
-  if (value == nullptr || *value == '\0') return;
+  std::string path = settings::text(settings::Id::launch_stats);
+  if (path.empty()) return;
   // "%p" becomes the process id, so that the ranks of a job each keep their own file.
-  std::string path = value;
   if (const size_t at = path.find("%p"); at != std::string::npos) path.replace(at, 2, std::to_string(::getpid()));
   stats_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (stats_fd_ < 0) log::always(fmt::format("vgpu: VGPU_LAUNCH_STATS: cannot write {}", path));

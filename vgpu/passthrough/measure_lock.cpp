@@ -12,15 +12,13 @@
 #include <string>
 
 #include "common/log.h"
+#include "common/settings.h"
 
 namespace vgpu::pt {
 namespace {
 
 bool enabled() {
-  static const bool on = [] {
-    const char* m = std::getenv("VGPU_MEASURE");
-    return m == nullptr || std::strcmp(m, "concurrent") != 0;
-  }();
+  static const bool on = settings::text(settings::Id::measure) != "concurrent";
   return on;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "nccl_plugin/core/vtime_api.h"
 #include "simcore/collective_model.h"
 #include "passthrough/passthrough_state.h"
@@ -282,10 +283,9 @@ bool is_nccl_kernel(std::string_view name) {
 }
 
 int global_gpu(int v) {
-  if (const char* g = std::getenv("VGPU_GLOBAL_RANK_GPU"); g != nullptr && *g != '\0')
-    return std::atoi(g);
-  int node = 0;
-  if (const char* n = std::getenv("VGPU_NODE_INDEX"); n != nullptr && *n != '\0') node = std::atoi(n);
+  if (settings::is_set(settings::Id::global_rank_gpu))
+    return static_cast<int>(settings::integer(settings::Id::global_rank_gpu));
+  const int node = static_cast<int>(settings::integer(settings::Id::node_index));
   PassState* s = PassState::get();
   const int per_node = s ? s->cluster().gpus_per_node : 8;
   return node * per_node + v;

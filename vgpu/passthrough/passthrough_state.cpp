@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "passthrough/real_driver.h"
 #include "simcore/cluster_config.h"
 #include "status/status_region.h"
@@ -36,14 +37,11 @@ CUresult physical_map(const RealDriver& real, int virtual_count, std::vector<int
     return CUDA_ERROR_NO_DEVICE;
   }
   std::vector<int> listed;
-  if (const char* env = std::getenv("VGPU_PHYSICAL_DEVICES"); env && *env) {
-    std::stringstream in(env);
-    for (std::string item; std::getline(in, item, ',');) {
-      char* end = nullptr;
-      const long p = std::strtol(item.c_str(), &end, 10);
-      if (item.empty() || *end != '\0' || p < 0 || p >= real_count) {
-        log::always(fmt::format("vgpu passthrough: VGPU_PHYSICAL_DEVICES=\"{}\": '{}' is not a GPU "
-                                "ordinal below {}", env, item, real_count));
+  if (settings::is_set(settings::Id::physical_devices)) {
+    for (const int64_t p : settings::int_list(settings::Id::physical_devices)) {
+      if (p >= real_count) {
+        log::always(fmt::format("vgpu passthrough: VGPU_PHYSICAL_DEVICES=\"{}\": {} is not a GPU ordinal below {}",
+                                settings::raw(settings::Id::physical_devices), p, real_count));
         return CUDA_ERROR_INVALID_VALUE;
       }
       listed.push_back(static_cast<int>(p));

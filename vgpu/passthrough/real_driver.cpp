@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "common/log.h"
+#include "common/settings.h"
 
 namespace vgpu::pt {
 namespace {
@@ -57,7 +58,7 @@ std::vector<std::string> versioned_beside(const std::string& own) {
 
 std::vector<std::string> real_driver_candidates() {
   std::vector<std::string> out;
-  if (const char* env = std::getenv("VGPU_REAL_LIBCUDA"); env && *env) return {env};
+  if (std::string env = settings::text(settings::Id::real_libcuda); !env.empty()) return {env};
   for (auto& p : versioned_beside(own_path())) out.push_back(std::move(p));
   for (const char* p : {"/usr/local/nvidia/lib64/libcuda.so.1", "/usr/lib/x86_64-linux-gnu/libcuda.so.1",
                         "/usr/lib64/libcuda.so.1", "/usr/lib/aarch64-linux-gnu/libcuda.so.1",

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "passthrough/passthrough_state.h"
 
 namespace vgpu::pt {
@@ -31,21 +32,12 @@ size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 }  // namespace
 
 bool SharedPages::enabled() {
-  static const bool on = [] {
-    const char* p = std::getenv("VGPU_MEMORY_POLICY");
-    if (p == nullptr || std::strcmp(p, "private") == 0) return false;
-    if (std::strcmp(p, "shared") == 0) return true;
-    log::always(fmt::format("vgpu: VGPU_MEMORY_POLICY=\"{}\" is neither private nor shared; using private", p));
-    return false;
-  }();
+  static const bool on = settings::text(settings::Id::memory_policy) == "shared";
   return on;
 }
 
 bool SharedPages::applies_to(size_t bytes) {
-  static const size_t min_bytes = [] {
-    const char* env = std::getenv("VGPU_SHARED_MIN_BYTES");
-    return env && *env ? static_cast<size_t>(std::strtoull(env, nullptr, 10)) : size_t{4} << 20;
-  }();
+  static const size_t min_bytes = static_cast<size_t>(settings::integer(settings::Id::shared_min_bytes));
   return enabled() && bytes >= min_bytes;
 }
 
@@ -58,8 +50,7 @@ CUresult SharedPages::chunks_for(int physical, const std::vector<CUmemGenericAll
   // Called with mu_ held.
   constexpr size_t kPage = 2ull << 20;
   if (chunk_bytes_ == 0) {
-    size_t want = 1ull << 30;
-    if (const char* env = std::getenv("VGPU_SHARED_CHUNK"); env && *env) want = std::strtoull(env, nullptr, 10);
+    const size_t want = static_cast<size_t>(settings::integer(settings::Id::shared_chunk));
     chunk_bytes_ = kPage;
     while (chunk_bytes_ * 2 <= want) chunk_bytes_ *= 2;
   }

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "passthrough/nccl_timing.h"
 
 namespace vgpu::pt {
@@ -62,10 +63,9 @@ void write_at_exit() {
 
 TimelineWriter* TimelineWriter::get() {
   static TimelineWriter* writer = []() -> TimelineWriter* {
-    const char* path = std::getenv("VGPU_TIMELINE");
-    if (path == nullptr || *path == '\0') return nullptr;
-    const char* job = std::getenv("VGPU_JOB_ID");
-    auto* w = new TimelineWriter(path, job != nullptr ? job : "");  // lives until exit
+    const std::string path = settings::text(settings::Id::timeline);
+    if (path.empty()) return nullptr;
+    auto* w = new TimelineWriter(path, settings::text(settings::Id::job_id));  // lives until exit
     std::atexit(write_at_exit);
     return w;
   }();

@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "common/proc_info.h"
 #include "status/activity_window.h"
 
@@ -300,8 +301,7 @@ void unlink_if_same(const std::string& name, int fd) {
 // launcher, which reads the final figures and removes it. Without it a job shorter than the
 // launcher's poll could come and go unseen.
 bool kept_for_launcher() {
-  const char* v = std::getenv("VGPU_STATUS_KEEP");
-  return v != nullptr && v[0] == '1';
+  return settings::flag(settings::Id::status_keep);
 }
 
 // Whether the region has no live process and describes devices other than `devices`.
@@ -414,7 +414,7 @@ std::string region_name(uid_t uid, const std::string& job) noexcept try {
 }
 
 std::string current_job_id() noexcept try {
-  if (const char* j = std::getenv("VGPU_JOB_ID"); j != nullptr && *j != '\0') return j;
+  if (std::string j = settings::text(settings::Id::job_id); !j.empty()) return j;
   return "sid" + std::to_string(getsid(0));
 } catch (...) {
   return {};

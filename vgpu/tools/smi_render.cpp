@@ -1,6 +1,7 @@
 #include "tools/smi_render.h"
 
 #include "tools/smi_fields.h"
+#include "common/settings.h"
 
 #include <cstdlib>
 #include <ctime>
@@ -26,9 +27,8 @@ std::string tail(const std::string& s, size_t width) {
   return s.size() <= width ? s : "..." + s.substr(s.size() - (width - 3));
 }
 
-std::string policy(const char* env) {
-  const char* v = std::getenv(env);
-  return v != nullptr && *v != '\0' ? v : "n/a (sim)";
+std::string policy(vgpu::settings::Id id) {
+  return vgpu::settings::is_set(id) ? vgpu::settings::text(id) : "n/a (sim)";
 }
 
 // The physical GPU memory behind a virtual device (the passthrough backend's own allocations,
@@ -106,8 +106,8 @@ std::string render_vgpu(const Shown& s) {
     out += boxed(fmt::format(" vgpu job: {}    backend: {}", v.job, v.backend));
   else
     out += boxed(" vgpu job: none (configured cluster)");
-  out += boxed(fmt::format(" launch policy: {:<28}memory policy: {}", policy("VGPU_LAUNCH_POLICY"),
-                           policy("VGPU_MEMORY_POLICY")));
+  out += boxed(fmt::format(" launch policy: {:<28}memory policy: {}", policy(vgpu::settings::Id::launch_policy),
+                           policy(vgpu::settings::Id::memory_policy)));
   // Memory: what the program was charged on the virtual device (the table's Memory-Usage), and
   // the physical GPU memory behind it.
   out += boxed("  GPU   Virtual clock   Busy            Kernels    Memory used   Physical memory");

@@ -37,7 +37,9 @@ struct ConfigResult {
   bool ok() const { return cluster.has_value(); }
 };
 
-// Reads an environment variable; nullptr when unset. An empty function means getenv.
+// Reads an environment variable; nullptr when unset. An empty function means the process
+// environment, read through the settings registry (vgpu/common/settings.h), which declares these
+// variables and their ranges.
 using EnvLookup = std::function<const char*(const char* name)>;
 
 // The embedded default, without environment overrides: 1 node x 8 H100-SXM-80GB, NVSwitch at

@@ -10,14 +10,12 @@
 #include <vector>
 
 #include "common/log.h"
+#include "common/settings.h"
 
 namespace vgpu::darkapi {
 
 bool trace_enabled() {
-  static const bool on = [] {
-    const char* v = std::getenv("VGPU_TRACE");
-    return v != nullptr && *v != '\0' && std::strcmp(v, "0") != 0;
-  }();
+  static const bool on = settings::flag(settings::Id::trace);
   return on;
 }
 

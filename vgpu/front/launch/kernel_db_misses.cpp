@@ -6,11 +6,12 @@
 #include <cstdlib>
 
 #include "common/log.h"
+#include "common/settings.h"
 
 namespace vgpu {
 
 KernelDbMisses::KernelDbMisses() {
-  if (const char* p = std::getenv("VGPU_KERNEL_DB_MISSES"); p != nullptr) path_ = p;
+  path_ = settings::text(settings::Id::kernel_db_misses);
 }
 
 void KernelDbMisses::note(const LaunchSignature& signature, double seconds) {

@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "common/log.h"
+#include "common/settings.h"
 
 namespace vgpu {
 namespace {
@@ -145,8 +146,7 @@ KernelTimeDb::KernelTimeDb(std::string path, std::string gpu_model)
 KernelTimeDb::~KernelTimeDb() = default;
 
 std::string KernelTimeDb::path_from_environment() {
-  const char* p = std::getenv("VGPU_KERNEL_DB");
-  return p ? std::string(p) : std::string();
+  return settings::text(settings::Id::kernel_db);
 }
 
 std::string KernelTimeDb::file_for(const std::string& path, const std::string& gpu_model) {

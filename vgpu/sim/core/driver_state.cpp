@@ -7,6 +7,7 @@
 #include <new>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "sim/core/context.h"
 #include "sim/core/thread_state.h"
 #include "sim/exec/graph.h"

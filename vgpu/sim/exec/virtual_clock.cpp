@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "sim/core/driver_state.h"
 #include "sim/core/thread_state.h"
 #include "simcore/engine.h"
@@ -38,7 +39,7 @@ void publish_floor(ThreadState& t, double step) {
 void write_timeline() {
   const char* path = timeline_path();
   DriverState* d = DriverState::get();
-  if (path == nullptr || *path == '\0' || d == nullptr) return;
+  if (path == nullptr || d == nullptr) return;
   try {
     // The engine is never destroyed (DriverState lives to the end of the process) and is
     // thread-safe, so reading it here is safe even while other threads still submit.
@@ -139,9 +140,9 @@ bool loaded_beneath_another_driver() {
 
 const char* timeline_path() {
   static const char* path = [] () -> const char* {
-    const char* p = std::getenv("VGPU_TIMELINE");
-    if (p == nullptr || *p == '\0' || loaded_beneath_another_driver()) return nullptr;
-    return p;
+    static const std::string p = settings::text(settings::Id::timeline);
+    if (p.empty() || loaded_beneath_another_driver()) return nullptr;
+    return p.c_str();
   }();
   return path;
 }
