@@ -1,7 +1,7 @@
-// The virtual CPU clock of each host thread under the passthrough backend. It advances by the
-// real CPU time the thread spends outside the calls that vgpu pauses it for (every call vgpu
-// times: launches, copies, events, synchronizations, whose real waiting the virtual timeline
-// replaces), and jumps to the virtual finish of the work the thread synchronizes with.
+// The virtual CPU clock of each host thread under the passthrough backend: the rule both
+// backends share (timing/thread_clock.h), bracketing every call vgpu times (launches, copies,
+// events, synchronizations, whose real waiting the virtual timeline replaces), plus what only
+// this backend needs, each virtual device's horizon:
 //
 // Threads hand work to each other without the driver (PyTorch's autograd engine launches the
 // backward pass from its own thread while the main thread waits on a condition variable), so a
@@ -23,18 +23,9 @@ bool has_clock();
 // Whether the thread is inside a call vgpu times (a Pause is open).
 bool paused();
 
-// Polling: a thread that asks whether work is done (cuStreamQuery, cuEventQuery) and hears "not
-// ready" is waiting, however it spends the time until the next question (spinning, checking
-// NCCL for errors, reading the clock). Under vgpu the real GPU finishes later than the virtual
-// cluster would (several virtual GPUs share it, NCCL's bytes go through host memory), so that
-// wait must not become virtual time: from a "not ready" answer until the thread does anything
-// else with the driver, its CPU time is not charged, and the answer "ready" moves its clock to
-// the virtual finish of the work, as a synchronization does. Between a "not ready" and the
-// thread's next call its clock stands still; the CPU time in between is dropped if that call is
-// another question (the thread was spinning) and charged if it is anything else (the thread went
-// off to do work: PyTorch's allocator asks once about an old block's event and carries on).
-// A query about `awaited` (the work asked about) answered "not ready" on the calling thread.
-// Only a thread with a virtual clock (has_clock()) polls; others keep real time.
+// Polling (the rule: timing/thread_clock.h). A query about `awaited` (the work asked about)
+// answered "not ready" on the calling thread. Only a thread with a virtual clock (has_clock())
+// polls; others keep real time.
 void polled_not_ready(const void* awaited);
 // A query about `awaited` answered "ready": if the thread had heard "not ready" about it, its
 // clock moves to `finish` (the work's virtual finish, < 0: unknown); an answer about other work
@@ -45,12 +36,8 @@ bool polled_ready(const void* awaited, double finish);
 // Whether the calling thread is polling now (the answer it last heard was "not ready").
 bool polling();
 
-// Excludes the real CPU time spent inside its scope from the thread's clock. Nests.
-// Reading a thread's CPU time is a system call (~0.3 us), so the clock is kept as the sim
-// backend keeps its own (exec/outside_cpu_time.h): short stretches outside and short scopes that
-// do not block (`blocking` false: launches, records, async copies) are timed by the vDSO wall
-// clock, and the CPU clock is read after a blocking scope (synchronizations, whose wall time is
-// mostly waiting), after any stretch longer than 50 us, and at least every millisecond.
+// Excludes the real CPU time spent inside its scope from the thread's clock (ThreadClock::enter
+// and leave). Nests. `blocking`: the scope waits (a synchronization).
 class Pause {
  public:
   explicit Pause(bool blocking = false);

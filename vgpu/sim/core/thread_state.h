@@ -1,5 +1,6 @@
 // What the driver keeps per host thread: the context stack (cuCtxPush/Pop, cuCtxSetCurrent
-// replaces the top), the thread's virtual CPU clock, and its rank in the simcore engine. A new
+// replaces the top) and its rank in the simcore engine (its virtual CPU clock is
+// timing/thread_clock.h, the rule both backends share). A new
 // thread starts with an empty stack; cudart then binds its device's primary context, exactly as
 // with the real driver.
 //
@@ -15,7 +16,6 @@
 #include <vector>
 
 #include "front/driver/cuda_api.h"
-#include "timing/outside_cpu_time.h"
 
 namespace simcore { class Engine; }
 
@@ -26,8 +26,6 @@ struct ThreadState {
   static constexpr int kRetired = -1;    // the thread is exiting: never a rank again
 
   std::vector<CUcontext> context_stack;
-  double virtual_now = 0;       // the thread's virtual CPU clock, seconds
-  OutsideCpuTime outside_cpu;   // its CPU time outside driver calls, read cheaply
   int rank = kNoRank;           // this thread's rank in the engine (ThreadRanks)
   double promised = 0;          // the floor it last promised the engine, seconds
 

@@ -12,28 +12,23 @@
 #include "common/settings.h"
 #include "sim/core/driver_state.h"
 #include "sim/core/thread_state.h"
+#include "timing/thread_clock.h"
 #include "simcore/engine.h"
 
 namespace vgpu::vclock {
 namespace {
 
-thread_local int t_depth = 0;
-
-// Charge the CPU time spent outside the driver since the thread last left it. (Entering a call
-// already counts as inside: the clock shim then answers real readings, never this clock.)
-void charge_outside_time() {
-  ThreadState& t = this_thread();
-  t.virtual_now += t.outside_cpu.take();
-}
+using timing::this_thread_clock;
 
 // Renews the thread's promise to the engine when its clock is at least `step` past it.
 void publish_floor(ThreadState& t, double step) {
-  const double ahead = t.virtual_now - t.promised;
+  const double now = this_thread_clock().reading();
+  const double ahead = now - t.promised;
   if (t.rank <= ThreadState::kNoRank || !(ahead > 0 && ahead >= step)) return;
   DriverState* d = DriverState::get();
   if (d == nullptr) return;
-  t.promised = t.virtual_now;
-  d->ranks().promise(t.rank, t.virtual_now);
+  t.promised = now;
+  d->ranks().promise(t.rank, now);
 }
 
 void write_timeline() {
@@ -60,30 +55,19 @@ void write_timeline() {
 CallScope::CallScope() { enter_call(); }
 CallScope::~CallScope() { leave_call(); }
 
-void enter_call() {
-  if (t_depth++ == 0) charge_outside_time();
-}
+void enter_call() { this_thread_clock().enter(); }
 
 void leave_call() {
-  if (--t_depth != 0) return;
-  ThreadState& t = this_thread();
   // The clock will only creep from here until the thread's next call: a valid floor.
-  publish_floor(t, kFloorStep);
-  t.outside_cpu.leave();
+  if (this_thread_clock().leave()) publish_floor(this_thread(), kFloorStep);
 }
 
-bool in_call() { return t_depth > 0; }
+bool in_call() { return this_thread_clock().inside(); }
 
-double now() {
-  if (t_depth == 0) charge_outside_time();
-  return this_thread().virtual_now;
-}
+double now() { return this_thread_clock().now(); }
 
 void advance_to(double t, bool floor_now) {
-  ThreadState& s = this_thread();
-  if (!(t > s.virtual_now)) return;
-  s.virtual_now = t;
-  publish_floor(s, floor_now ? 0 : kFloorStep);
+  if (this_thread_clock().advance_to(t)) publish_floor(this_thread(), floor_now ? 0 : kFloorStep);
 }
 
 double earliest_start() {
@@ -95,7 +79,8 @@ double earliest_start() {
       t.promised = start;
       // Joining late: the engine finalized everything before `start`, so this thread's work
       // starts there at the earliest. Its clock says so too, and then keeps its promise.
-      if (start > t.virtual_now) t.virtual_now = start;
+      this_thread_clock().start_keeping_time();
+      this_thread_clock().advance_to(start);
       publish_floor(t, 0);
     }
   }

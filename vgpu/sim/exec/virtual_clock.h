@@ -1,11 +1,11 @@
-// The virtual CPU clock of each host thread (ThreadState::virtual_now) and the rules that move
-// it. A thread's clock advances by the real CPU time the thread spends *between* driver calls
-// (CLOCK_THREAD_CPUTIME_ID), never by the time vgpu itself spends inside a call, and jumps
-// forward to the virtual finish of the work it synchronizes with. Every stream op starts no
-// earlier than its issuing thread's clock plus kLaunchLatency.
+// The virtual CPU clock of each host thread under the sim backend: the rule both backends share
+// (timing/thread_clock.h: CPU time between driver calls, never vgpu's own time inside a call,
+// and a jump forward to the virtual finish of the work the thread synchronizes with), plus what
+// only this backend needs. Every stream op starts no earlier than its issuing thread's clock
+// plus kLaunchLatency.
 //
 // The clock is also the thread's promise to the simcore engine (its rank's floor, see
-// core/thread_state.h): it never moves back, and no op the thread submits starts before it.
+// sim/core/thread_state.h): it never moves back, and no op the thread submits starts before it.
 // The promise is renewed when the clock jumps (synchronization) and, as it creeps forward by
 // CPU time, once every kFloorStep, so that ordinary calls do not all take the engine's lock.
 #pragma once

@@ -1,0 +1,74 @@
+#include "timing/thread_clock.h"
+
+namespace vgpu::timing {
+
+namespace {
+thread_local ThreadClock t_clock;  // constant-initialized: no guard on the hot path
+}  // namespace
+
+ThreadClock& this_thread_clock() { return t_clock; }
+
+void ThreadClock::charge() {
+  if (depth_ == 0 && !polling_) now_ += outside_.take();
+}
+
+void ThreadClock::enter(bool blocking) {
+  if (depth_++ > 0) {
+    blocking_ = blocking_ || blocking;
+    return;
+  }
+  now_ += outside_.enter();  // also the time since a "not ready": it was work
+  polling_ = false;          // any other call ends the polling
+  blocking_ = blocking;
+}
+
+void ThreadClock::enter_query() {
+  if (depth_++ > 0) return;
+  const double outside = outside_.enter();
+  if (!polling_) now_ += outside;  // while polling, the time since the last question was waiting
+  blocking_ = false;
+}
+
+bool ThreadClock::leave() {
+  if (depth_ == 0) return false;  // unbalanced: nothing to leave
+  if (--depth_ > 0) return false;
+  // A blocking call's wall time is mostly waiting: the CPU clock is read; otherwise the CPU time
+  // inside is taken as its wall time.
+  outside_.leave(blocking_);
+  return true;
+}
+
+double ThreadClock::now() {
+  charge();
+  return now_;
+}
+
+bool ThreadClock::advance_to(double t) {
+  charge();
+  if (!(t > now_)) return false;
+  now_ = t;
+  return true;
+}
+
+void ThreadClock::polled_not_ready(const void* awaited) {
+  if (!keeps_time_) return;
+  if (!polling_) awaiting_ = 0;  // a new polling
+  polling_ = true;
+  for (int i = 0; i < awaiting_; ++i)
+    if (awaited_[i] == awaited) return;
+  if (awaiting_ < static_cast<int>(awaited_.size())) awaited_[awaiting_++] = awaited;
+}
+
+bool ThreadClock::polled_ready(const void* awaited, double finish) {
+  if (!polling_) return false;
+  for (int i = 0; i < awaiting_; ++i) {
+    if (awaited_[i] != awaited) continue;
+    awaited_[i] = awaited_[--awaiting_];
+    if (awaiting_ == 0) polling_ = false;
+    if (finish > now_) now_ = finish;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace vgpu::timing

@@ -1,0 +1,84 @@
+// The virtual CPU clock of a host thread and the one rule that moves it, for both backends.
+//
+// A thread's clock advances by the CPU time the thread spends outside the driver calls vgpu
+// brackets (read cheaply: outside_cpu_time.h), never by vgpu's own time inside them, and jumps
+// forward (never back) to the virtual finish of the work the thread synchronizes with.
+//
+// Polling: a thread that asks whether work is done (cuStreamQuery, cuEventQuery) and hears "not
+// ready" is waiting, however it spends the time until the next question (spinning, checking
+// NCCL for errors, reading the clock). Under vgpu the physical GPU finishes later than the
+// virtual cluster would (several virtual GPUs share it), so that wait must not become virtual
+// time: from a "not ready" until the thread does anything else with the driver, its clock stands
+// still; the CPU time in between is dropped if the next call is another question (the thread was
+// spinning) and charged if it is anything else (the thread went off to do work: PyTorch's
+// allocator asks once about an old block's event and carries on). The answer "ready" moves the
+// clock to the virtual finish of the work asked about, as a synchronization does; an answer
+// about other work moves nothing (PyTorch's allocator asks about several events in a row).
+// Only a thread that keeps virtual time polls (keeps_time()): others, such as NCCL's watchdog,
+// keep real time and their timeouts.
+//
+// What differs between the backends stays in each (sim/exec/virtual_clock.h: the thread's
+// promise to simcore's engine; passthrough/thread_clock.h: each virtual device's horizon); the
+// rule is this class.
+#pragma once
+
+#include <array>
+
+#include "timing/outside_cpu_time.h"
+
+namespace vgpu::timing {
+
+class ThreadClock {
+ public:
+  // Entering a bracketed driver call (calls nest: only the outermost counts). The CPU time since
+  // the thread last left one is charged first, and any polling ends. `blocking`: the call is
+  // known to wait (a synchronization), so its wall time is not read as CPU time.
+  void enter(bool blocking = false);
+  // Entering a query (cuStreamQuery, cuEventQuery): while the thread polls, the time since its
+  // last question was waiting and is dropped.
+  void enter_query();
+  // The call turned out to wait after all (a launch measured alone).
+  void mark_blocking() { blocking_ = true; }
+  // Leaving a call; true when it was the outermost one (the clock creeps again from here).
+  bool leave();
+  bool inside() const { return depth_ > 0; }
+
+  // The clock, seconds, with the CPU time since the last call charged (unless inside a call or
+  // polling: then it stands still).
+  double now();
+  // Synchronization with work finishing at `t`: the clock jumps there, never back. Returns
+  // whether it moved.
+  bool advance_to(double t);
+  // The clock as last charged, charging nothing (for promises made from inside a call).
+  double reading() const { return now_; }
+
+  // Whether the thread keeps virtual time (it submitted or synchronized work), and from when.
+  bool keeps_time() const { return keeps_time_; }
+  void start_keeping_time() { keeps_time_ = true; }
+
+  // Polling (see above): a query about `awaited` answered "not ready" / "ready" (`finish`: the
+  // work's virtual finish, < 0 unknown). polled_ready returns whether the clock moved.
+  void polled_not_ready(const void* awaited);
+  bool polled_ready(const void* awaited, double finish);
+  bool polling() const { return polling_; }
+
+  // How many times the CPU clock itself was read (tests, benches).
+  unsigned long exact_reads() const { return outside_.exact_reads(); }
+
+ private:
+  void charge();
+
+  double now_ = 0;
+  OutsideCpuTime outside_;
+  int depth_ = 0;
+  bool blocking_ = false;  // the outermost call waits
+  bool keeps_time_ = false;
+  bool polling_ = false;   // the last question was answered "not ready"
+  std::array<const void*, 8> awaited_{};  // what the polling asked about
+  int awaiting_ = 0;
+};
+
+// The calling thread's clock.
+ThreadClock& this_thread_clock();
+
+}  // namespace vgpu::timing
