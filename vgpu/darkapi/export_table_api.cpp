@@ -4,10 +4,12 @@
 // Measured on a 580 driver: an unknown UUID, a null UUID or a null out-pointer all give
 // CUDA_ERROR_INVALID_VALUE; an unknown UUID also sets *ppExportTable to null.
 //
-// vgpu's own clock table (vgpu_clock_table.h) is answered first: it is no catalogued table.
+// vgpu's own clock table (vgpu_clock_table.h) and the NCCL plugin's contract table
+// (contracts/nccl_plugin.h) are answered first: they are no catalogued tables.
 #include <cstring>
 
 #include "common/log.h"
+#include "contracts/nccl_plugin_client.h"
 #include "darkapi/catalog.h"
 #include "darkapi/served_tables.h"
 #include "darkapi/trace.h"
@@ -27,6 +29,7 @@ VGPU_EXPORT CUresult CUDAAPI cuGetExportTable(const void** ppExportTable,
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (serve_vgpu_clock_table(pExportTableId, ppExportTable)) return CUDA_SUCCESS;
+  if (vgpu::contracts::serve_nccl_contract_table(pExportTableId, ppExportTable)) return CUDA_SUCCESS;
   uint8_t bytes[16];
   std::memcpy(bytes, pExportTableId->bytes, sizeof bytes);
   const TableInfo* table = find_table(*pExportTableId);
