@@ -382,7 +382,8 @@ class Rank {
 vgpu_nccl_plugin_contract_fn g_handshake = nullptr;
 
 void hand_over_clock(double (*clock)(int gpu)) {
-  vgpu_nccl_driver_side d{sizeof d, VGPU_NCCL_CONTRACT_VERSION, clock, nullptr, nullptr};
+  static vgpu_nccl_driver_side d;  // one driver: the plugin knows its driver by this address
+  d = vgpu_nccl_driver_side{sizeof d, VGPU_NCCL_CONTRACT_VERSION, clock, nullptr, nullptr};
   vgpu_nccl_plugin_side out{};
   out.size = sizeof out;
   out.version = VGPU_NCCL_CONTRACT_VERSION;

@@ -1,6 +1,7 @@
 // The plugin's half of the contract with the vgpu driver (contracts/nccl_plugin.h): its one
 // exported symbol, the handshake, and the functions of the table it hands over, over the core's
 // VirtualTime and the profiler's LaunchTags.
+#include <atomic>
 #include <cstring>
 
 #include "common/log.h"
@@ -66,6 +67,21 @@ int last_completion(vgpu_nccl_completion* out) {
 
 void thread_gpu(int global_gpu) { set_thread_gpu(global_gpu); }
 
+// The driver whose side is installed, by the address of its table: the first to hand one over.
+// A process may hold two vgpu drivers (the passthrough over vgpu's sim backend as its "real"
+// driver, in tests): the second one's handshake gets the plugin's table but installs nothing,
+// so the sim backend below does not take the clock hooks away from the passthrough above.
+// The same driver handing its table over again (changed hooks) replaces it.
+std::atomic<const vgpu_nccl_driver_side*> g_driver{nullptr};
+
+bool take_driver(const vgpu_nccl_driver_side* driver) {
+  const vgpu_nccl_driver_side* expected = nullptr;
+  if (g_driver.compare_exchange_strong(expected, driver, std::memory_order_acq_rel) || expected == driver) return true;
+  vgpu::log::debug("nccl plugin: a second vgpu driver in the process made the handshake: it reads the plugin's "
+                   "table, the first driver's hooks stay");
+  return false;
+}
+
 }  // namespace
 }  // namespace vgpu::nccl
 
@@ -85,7 +101,7 @@ extern "C" __attribute__((visibility("default"))) int vgpu_nccl_plugin_contract(
                                 sizeof(vgpu_nccl_plugin_side)));
     return -1;
   }
-  if (driver != nullptr) install_driver(driver);
+  if (driver != nullptr && take_driver(driver)) install_driver(driver);
   vgpu_nccl_plugin_side p{};
   p.size = sizeof p;
   p.version = VGPU_NCCL_CONTRACT_VERSION;

@@ -132,8 +132,10 @@ typedef struct vgpu_nccl_plugin_side {
  * test that installs nothing and only wants the plugin's table) and a table to fill whose size
  * and version fields it set to its own. Versions and sizes must match exactly: otherwise the
  * plugin logs one line, installs nothing, writes nothing and returns -1. On success the
- * plugin keeps the driver's table (its functions must stay callable for the process's life;
- * a later handshake replaces it), fills *out and returns 0. */
+ * plugin keeps the driver's table (its functions must stay callable for the process's life),
+ * fills *out and returns 0. The plugin keeps the table of the first driver that handed one over,
+ * known by the table's address: the same driver handing it over again replaces it; another
+ * driver in the process (vgpu's passthrough over vgpu's sim backend) only reads. */
 typedef int (*vgpu_nccl_plugin_contract_fn)(uint32_t driver_version,
                                             const vgpu_nccl_driver_side* driver,
                                             vgpu_nccl_plugin_side* out);
