@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "abi/net_v11.h"
+#include "contracts/nccl_plugin.h"
 #include "abi/net_v12.h"
 
 namespace nccl_bench {
@@ -166,7 +167,7 @@ class Rank {
     if (ops_.set_thread_gpu != nullptr) ops_.set_thread_gpu(cfg_.first_gpu + rank_);
     if (cfg_.kernel_clock) {
       if (ops_.set_clock == nullptr || ops_.latest_completion == nullptr) {
-        return error("the plugin has no vgpu_nccl_set_clock / vgpu_nccl_latest_completion");
+        return error("the plugin has no contract with the vgpu driver (vgpu_nccl_plugin_contract)");
       }
       ops_.set_clock(&kernel_clock);
     }
@@ -376,14 +377,32 @@ class Rank {
 
 }  // namespace
 
+// The plugin's handshake (the contract with the vgpu driver): the benchmark plays the driver's
+// part to hand over a kernel clock, and reads the plugin's table.
+vgpu_nccl_plugin_contract_fn g_handshake = nullptr;
+
+void hand_over_clock(double (*clock)(int gpu)) {
+  static vgpu_nccl_driver_side d;  // one driver: the plugin knows its driver by this address
+  d = vgpu_nccl_driver_side{sizeof d, VGPU_NCCL_CONTRACT_VERSION, clock, nullptr, nullptr};
+  vgpu_nccl_plugin_side out{};
+  out.size = sizeof out;
+  out.version = VGPU_NCCL_CONTRACT_VERSION;
+  if (g_handshake != nullptr) g_handshake(VGPU_NCCL_CONTRACT_VERSION, &d, &out);
+}
+
 std::string load_plugin(const char* path, int abi, NetOps* out) {
   void* dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (dl == nullptr) return std::string("dlopen: ") + dlerror();
   *out = NetOps{};
-  out->set_thread_gpu = reinterpret_cast<void (*)(int)>(dlsym(dl, "vgpu_nccl_set_thread_gpu"));
-  out->set_clock = reinterpret_cast<void (*)(double (*)(int))>(dlsym(dl, "vgpu_nccl_set_clock"));
-  out->latest_completion =
-      reinterpret_cast<int (*)(int, double*)>(dlsym(dl, "vgpu_nccl_latest_completion"));
+  g_handshake = reinterpret_cast<vgpu_nccl_plugin_contract_fn>(dlsym(dl, VGPU_NCCL_PLUGIN_CONTRACT_SYMBOL));
+  vgpu_nccl_plugin_side side{};
+  side.size = sizeof side;
+  side.version = VGPU_NCCL_CONTRACT_VERSION;
+  if (g_handshake != nullptr && g_handshake(VGPU_NCCL_CONTRACT_VERSION, nullptr, &side) == 0) {
+    out->set_thread_gpu = side.set_thread_gpu;
+    out->set_clock = &hand_over_clock;
+    out->latest_completion = side.latest_completion;
+  }
   if (abi == 11) {
     auto* n = static_cast<ncclNet_v11_t*>(dlsym(dl, "ncclNetPlugin_v11"));
     if (n == nullptr) return "no ncclNetPlugin_v11";

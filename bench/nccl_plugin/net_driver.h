@@ -77,7 +77,7 @@ struct RunConfig {
   int max_iters = 2000;
   // Fill and check every byte (tests); otherwise only a stamp at both ends of each chunk.
   bool verify_all = false;
-  int first_gpu = 0;  // rank r is global GPU first_gpu + r (vgpu_nccl_set_thread_gpu)
+  int first_gpu = 0;  // rank r is global GPU first_gpu + r (the plugin contract's set_thread_gpu)
   // Install a clock hook as the passthrough backend does: each exchange is one NCCL kernel whose
   // virtual start (the latest completion its GPU saw before it) is the earliest start of all of
   // its transfers. Off: no hook (the plugin's own fallback clock).

@@ -1,7 +1,5 @@
 #include "virtual_time.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -10,6 +8,7 @@
 
 #include "common/log.h"
 #include "common/settings.h"
+#include "driver_link.h"
 #include "simcore/remote_engine.h"
 
 namespace vgpu::nccl {
@@ -17,8 +16,6 @@ namespace {
 
 constexpr size_t kLogCapacity = 4096;
 
-std::atomic<vgpu_nccl_clock_fn> g_clock{nullptr};
-std::atomic<vgpu_nccl_launch_clock_fn> g_launch_clock{nullptr};
 thread_local int t_gpu_override = -1;
 thread_local bool t_has_last = false;
 thread_local vgpu_nccl_completion t_last{};
@@ -59,7 +56,7 @@ int VirtualTime::rank_gpu(std::string* error) const {
   std::string origin;
   if (t_gpu_override >= 0) {
     gpu = t_gpu_override;
-    origin = "vgpu_nccl_set_thread_gpu";
+    origin = "the contract's set_thread_gpu";
   } else if (vgpu::settings::is_set(vgpu::settings::Id::global_rank_gpu)) {
     gpu = static_cast<long>(vgpu::settings::integer(vgpu::settings::Id::global_rank_gpu));
     origin = "VGPU_GLOBAL_RANK_GPU";
@@ -72,19 +69,13 @@ int VirtualTime::rank_gpu(std::string* error) const {
       return -1;
     }
     int dev = 0;
-    // The rank's current CUDA device, if the driver is loaded (resolved now, not at load time).
-    // The CUDA runtime loads libcuda.so.1 with RTLD_LOCAL, so RTLD_DEFAULT does not see it: ask
-    // the loaded library by name first. (Without this every rank of a PyTorch job counted as
-    // GPU 0, and its transfers as flows from GPU 0 to itself.)
-    using GetDevice = int (*)(int*);
-    void* driver = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
-    auto fn = reinterpret_cast<GetDevice>(driver ? dlsym(driver, "cuCtxGetDevice") : nullptr);
-    if (fn == nullptr) fn = reinterpret_cast<GetDevice>(dlsym(RTLD_DEFAULT, "cuCtxGetDevice"));
-    if (driver != nullptr) dlclose(driver);  // NOLOAD took a reference; the library stays loaded
-    if (fn == nullptr || fn(&dev) != 0) {
+    // The rank's current CUDA device, from the vgpu driver's side of the contract (the plugin
+    // knocks on the loaded driver for it). Without it every rank of a PyTorch job counted as
+    // GPU 0, and its transfers as flows from GPU 0 to itself.
+    if (!driver_current_device(&dev)) {
       dev = 0;
       vgpu::log::once(vgpu::log::Level::info, "nccl-no-ctx",
-                      "nccl plugin: no current CUDA device; the rank counts as local GPU 0");
+                      "nccl plugin: no current CUDA device from a vgpu driver; the rank counts as local GPU 0");
     }
     if (dev < 0 || dev >= cluster_.gpus_per_node) {
       *error = fmt::format("the rank's CUDA device {} is not in the cluster ({} GPUs per node): "
@@ -112,13 +103,12 @@ VirtualTime::VirtualTime(const simcore::ClusterSpec& cluster)
 
 double VirtualTime::now(int gpu, uint64_t launch) const {
   if (launch != 0) {
-    if (vgpu_nccl_launch_clock_fn fn = g_launch_clock.load(std::memory_order_acquire)) {
+    if (LaunchClockFn fn = driver_launch_clock()) {
       const double t = fn(gpu, launch);
       if (std::isfinite(t) && t >= 0) return t;
     }
   }
-  vgpu_nccl_clock_fn fn = g_clock.load(std::memory_order_acquire);
-  if (fn != nullptr) {
+  if (GpuClockFn fn = driver_gpu_clock()) {
     double t = fn(gpu);
     return std::isfinite(t) && t > 0 ? t : 0;
   }
@@ -293,9 +283,6 @@ bool VirtualTime::last_on_thread(vgpu_nccl_completion* out) {
   return true;
 }
 
-// Process-wide hooks, kept beside the state they feed.
-void set_clock_hook(vgpu_nccl_clock_fn fn) { g_clock.store(fn, std::memory_order_release); }
-void set_launch_clock_hook(vgpu_nccl_launch_clock_fn fn) { g_launch_clock.store(fn, std::memory_order_release); }
 void set_thread_gpu(int gpu) { t_gpu_override = gpu < 0 ? -1 : gpu; }
 
 }  // namespace vgpu::nccl

@@ -1,6 +1,6 @@
 // Virtual time for the plugin: which simcore Engine judges the transfers (in-process, or the
 // job's vgpud), which global GPU a rank is, its virtual clock, and the record of completions
-// that vtime_api.h exposes. The bytes move whatever happens here: without an engine the
+// that the plugin's side of the driver contract exposes (contracts/nccl_plugin.h). The bytes move whatever happens here: without an engine the
 // transfers simply carry no virtual time.
 #pragma once
 
@@ -14,7 +14,7 @@
 
 #include "simcore/cluster_spec.h"
 #include "simcore/engine.h"
-#include "vtime_api.h"
+#include "contracts/nccl_plugin.h"
 
 namespace vgpu::nccl {
 
@@ -29,9 +29,8 @@ EngineMode engine_mode_from_env();
 std::unique_ptr<simcore::Engine> open_engine(EngineMode mode, const simcore::ClusterSpec& cluster,
                                              int rank, std::string* error);
 
-// Process-wide settings behind vtime_api.h.
-void set_clock_hook(vgpu_nccl_clock_fn fn);
-void set_launch_clock_hook(vgpu_nccl_launch_clock_fn fn);
+// The calling thread's rank GPU for comms it creates from now on (the contract's
+// set_thread_gpu); -1 clears.
 void set_thread_gpu(int gpu);
 
 class VirtualTime {
@@ -65,9 +64,9 @@ class VirtualTime {
 
   void record(vgpu_nccl_completion c);  // assigns seq; updates the per-GPU and per-launch latest
   bool latest(int gpu, double* finish);
-  // vgpu_nccl_launch_transfers / vgpu_nccl_forget_launch.
+  // The contract's launch_transfers / forget_launch.
   bool launch_transfers(uint64_t launch, double* finish, uint64_t* count);
-  // vgpu_nccl_launch_window: also when the launch's peers had all begun (its receives' ready).
+  // The contract's launch_window: also when the launch's peers had all begun (its receives' ready).
   bool launch_window(uint64_t launch, double* ready, double* last_finish, uint64_t* count);
   void forget_launch(uint64_t launch);
   // Launch records kept at most (the driver forgets each once its kernel is timed; sends that

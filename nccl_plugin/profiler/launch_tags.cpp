@@ -175,46 +175,69 @@ void* LaunchTags::start(void* context, const Event& e) {
   }
 }
 
-void LaunchTags::note_work(uint64_t tag, void* context, const Event& e) {
-  auto [it, added] = work_.try_emplace(tag);
+LaunchTags::LaunchRecord& LaunchTags::record(uint64_t tag, void* context) {
+  auto [it, added] = launches_.try_emplace(tag);
   if (added) {
-    work_order_.push_back(tag);
-    while (work_order_.size() > kKeepRetired) {
-      work_.erase(work_order_.front());
-      work_order_.pop_front();
+    launch_order_.push_back(tag);
+    while (launch_order_.size() > kKeepLaunches) {
+      if (launch_order_.front() != tag) launches_.erase(launch_order_.front());
+      launch_order_.pop_front();
     }
   }
-  LaunchWork& w = it->second;
+  LaunchRecord& r = it->second;
   if (const auto* c = static_cast<const Context*>(context)) {
-    w.nranks = c->nranks;
-    w.nnodes = c->nnodes;
-    w.rank = c->rank;
+    r.comm_id = c->comm_id;
+    r.nranks = c->nranks;
+    r.nnodes = c->nnodes;
+    r.rank = c->rank;
   }
-  const char* func = e.func != nullptr ? e.func : "";
-  LaunchWork::Item* item = nullptr;
-  for (int i = 0; i < w.items && item == nullptr; ++i)
-    if (std::strncmp(w.item[i].func, func, sizeof w.item[i].func - 1) == 0) item = &w.item[i];
-  if (item == nullptr) {
-    if (w.items == LaunchWork::kMaxItems) return;
-    item = &w.item[w.items++];
-    std::strncpy(item->func, func, sizeof item->func - 1);
+  return r;
+}
+
+void LaunchTags::note_work(uint64_t tag, void* context, const Event& e) {
+  LaunchRecord& r = record(tag, context);
+  const std::string func = e.func != nullptr ? e.func : "";
+  if (e.type == ncclProfileColl) {
+    // One operation per collective; the group's calls, once known, already stand for them.
+    if (!r.api_collectives) r.ops.push_back(Operation{func, e.bytes, 0, false, false, 0});
+    return;
   }
-  const bool to_self = e.peer >= 0 && e.peer == w.rank;
-  item->self = item->self || to_self;
-  if (!to_self) item->bytes += e.bytes;
+  Operation* op = nullptr;
+  for (Operation& o : r.ops)
+    if (o.p2p && o.func == func) op = &o;
+  if (op == nullptr) {
+    r.ops.push_back(Operation{func, 0, 0, false, true, 0});
+    op = &r.ops.back();
+  }
+  const bool to_self = e.peer >= 0 && e.peer == r.rank;
+  op->self = op->self || to_self;
+  if (!to_self) op->bytes += e.bytes;
   if (e.peer >= 0 && !to_self) {
     const uint64_t bit = uint64_t{1} << (e.peer % 64);
-    if ((item->peer_mask & bit) == 0) ++item->peers;
-    item->peer_mask |= bit;
+    if ((op->peer_mask & bit) == 0) ++op->peers;
+    op->peer_mask |= bit;
   }
 }
 
-bool LaunchTags::launch_work(uint64_t tag, LaunchWork* out) const {
+bool LaunchTags::describe(uint64_t tag, vgpu_nccl_launch* out) const {
   if (tag == 0 || out == nullptr) return false;
   std::lock_guard l(mu_);
-  auto it = work_.find(tag);
-  if (it == work_.end()) return false;
-  *out = it->second;
+  auto it = launches_.find(tag);
+  if (it == launches_.end()) return false;
+  const LaunchRecord& r = it->second;
+  *out = vgpu_nccl_launch{};
+  out->comm_id = r.comm_id;
+  out->nranks = r.nranks;
+  out->nnodes = r.nnodes;
+  out->rank = r.rank;
+  for (const Operation& o : r.ops) {
+    if (out->count == VGPU_NCCL_MAX_OPERATIONS) break;
+    vgpu_nccl_operation& d = out->op[out->count++];
+    std::strncpy(d.func, o.func.c_str(), sizeof d.func - 1);
+    d.bytes = o.bytes;
+    d.peers = o.peers;
+    d.self = o.self ? 1 : 0;
+  }
   return true;
 }
 
@@ -231,37 +254,19 @@ void LaunchTags::stop(void* handle) {
 }
 
 void LaunchTags::record_launch(uint64_t tag, Node& group, void* context, bool first) {
-  const auto* c = static_cast<const Context*>(context);
-  LaunchRecord r;
-  if (c != nullptr) r.comm_id = c->comm_id, r.nranks = c->nranks, r.rank = c->rank;
-  if (first)
-    for (const Call& call : group.calls)
-      if (call.context == context) r.calls.push_back(call);
-  if (launches_.insert_or_assign(tag, std::move(r)).second) launch_order_.push_back(tag);
-  while (launch_order_.size() > kKeepLaunches) {
-    launches_.erase(launch_order_.front());
-    launch_order_.pop_front();
-  }
-}
-
-int LaunchTags::launch_collectives(uint64_t tag, vgpu_nccl_collective* out, int max) {
-  std::lock_guard l(mu_);
-  auto it = launches_.find(tag);
-  if (it == launches_.end()) return -1;
-  const LaunchRecord& r = it->second;
-  int n = 0;
-  for (const Call& call : r.calls) {
-    if (n >= max) break;
-    vgpu_nccl_collective& o = out[n++];
-    o = vgpu_nccl_collective{};
-    o.comm_id = r.comm_id;
-    o.nranks = r.nranks;
-    o.rank = r.rank;
-    std::strncpy(o.func, call.func.c_str(), sizeof(o.func) - 1);
-    o.count = call.count;
-    o.type_bytes = call.type_bytes;
-  }
-  return n;
+  LaunchRecord& r = record(tag, context);
+  if (!first) return;
+  // The group's first kernel on this communicator: its calls are the collectives (they replace
+  // whatever of its Coll tasks came first; later Coll tasks add nothing).
+  std::vector<Operation> calls;
+  for (const Call& call : group.calls)
+    if (call.context == context)
+      calls.push_back(Operation{call.func, call.count * static_cast<uint64_t>(std::max(1, call.type_bytes)), 0,
+                                false, false, 0});
+  if (calls.empty()) return;  // no CollApi seen (a send/recv group): its tasks tell
+  std::erase_if(r.ops, [](const Operation& o) { return !o.p2p; });
+  r.ops.insert(r.ops.begin(), calls.begin(), calls.end());
+  r.api_collectives = true;
 }
 
 uint64_t LaunchTags::launch_of_transfer(const void* phandle) const {

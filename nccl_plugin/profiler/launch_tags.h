@@ -29,7 +29,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "core/vtime_api.h"
+#include "contracts/nccl_plugin.h"
 
 namespace vgpu::nccl::prof {
 
@@ -44,23 +44,6 @@ struct Event {
   // CollApi: the call's count and datatype (NCCL's strings; copied).
   uint64_t count = 0;
   const char* datatype = nullptr;
-};
-
-// What one NCCL kernel launch does, for the collective model (simcore/collective_model.h):
-// its operations (those of one kind merged: a coalesced group is one kernel over all of them)
-// and its communicator's shape.
-struct LaunchWork {
-  struct Item {
-    char func[16] = {};
-    uint64_t bytes = 0;  // to other ranks (a send to oneself is a local copy)
-    int peers = 0;       // P2p: distinct other ranks
-    bool self = false;   // P2p: also to oneself (an all-to-all's own share)
-    uint64_t peer_mask = 0;  // P2p: other ranks seen, rank mod 64
-  };
-  static constexpr int kMaxItems = 8;
-  int nranks = 0, nnodes = 0, rank = -1;
-  int items = 0;
-  Item item[kMaxItems];
 };
 
 // The datatype's size from NCCL's profiler name ("ncclFloat32" -> 4); 0 when unknown.
@@ -85,10 +68,9 @@ class LaunchTags {
   static uint64_t current_launch();
   // The launch tag of a transfer, from the phandle NCCL passed to isend/irecv (0: unknown).
   uint64_t launch_of_transfer(const void* phandle) const;
-  // What launch `tag` does (its Coll/P2p events so far); false when nothing is known of it.
-  bool launch_work(uint64_t tag, LaunchWork* out) const;
-  // The collective calls of a launch (vtime_api.h, vgpu_nccl_launch_collectives).
-  int launch_collectives(uint64_t tag, vgpu_nccl_collective* out, int max);
+  // What launch `tag` does (contracts/nccl_plugin.h, describe_launch): the one description of
+  // a launch both backends time its kernel by. False when nothing is known of it.
+  bool describe(uint64_t tag, vgpu_nccl_launch* out) const;
 
   // Entries kept after NCCL stopped them (their children may still start later: a plan's tasks
   // start after its API events ended, proxy ops after their task ended).
@@ -118,13 +100,26 @@ class LaunchTags {
     std::vector<Slots> slots;  // group_api
     std::vector<Call> calls;   // group_api: its collective calls, every communicator's
   };
-  // What the driver asks of a launch (launch_collectives), kept for the latest kKeepLaunches.
+  // One launch, as describe() tells it: its communicator's shape and its operations.
+  // Collectives: the group's calls on the communicator (CollApi) once the launch is known to be
+  // the group's first on it (api_collectives), until then the kernel's own Coll tasks.
+  // Send/Recv: the kernel's P2p tasks, one operation per kind.
+  struct Operation {
+    std::string func;
+    uint64_t bytes = 0;
+    int peers = 0;
+    bool self = false;
+    bool p2p = false;
+    uint64_t peer_mask = 0;  // P2p: other ranks seen, rank mod 64
+  };
   struct LaunchRecord {
     uint64_t comm_id = 0;
-    int nranks = 0, rank = 0;
-    std::vector<Call> calls;
+    int nranks = 0, nnodes = 0, rank = -1;
+    bool api_collectives = false;
+    std::vector<Operation> ops;
   };
-  static constexpr size_t kKeepLaunches = 4096;
+  LaunchRecord& record(uint64_t tag, void* context);  // under mu_; created on first use
+  static constexpr size_t kKeepLaunches = kKeepRetired;
   void record_launch(uint64_t tag, Node& group, void* context, bool first);  // under mu_
   uint64_t fresh();
   // The live entry of kind `k` (by id, or by a handle of that kind), else nullptr; under mu_.
@@ -138,10 +133,8 @@ class LaunchTags {
 
   mutable std::mutex mu_;
   std::unordered_map<uint64_t, Node> nodes_;
-  std::unordered_map<uint64_t, LaunchWork> work_;  // by launch tag, the latest kKeepRetired
-  std::deque<uint64_t> work_order_;
   std::deque<uint64_t> retired_;
-  std::unordered_map<uint64_t, LaunchRecord> launches_;  // by tag
+  std::unordered_map<uint64_t, LaunchRecord> launches_;  // by tag, the latest kKeepLaunches
   std::deque<uint64_t> launch_order_;
   uint64_t next_ = 0;  // under mu_
 };

@@ -205,5 +205,8 @@ TEST(NcclAbi, V12) {
 TEST(NcclAbi, OnlyThePluginSymbolsAreExported) {
   EXPECT_EQ(dlsym(plugin().dl, "ncclNetPlugin_v7"), nullptr);   // NCCL must not pick v7
   EXPECT_EQ(dlsym(plugin().dl, "ncclCollNetPlugin_v12"), nullptr);  // no collNet offered
-  EXPECT_NE(dlsym(plugin().dl, "vgpu_nccl_set_clock"), nullptr);
+  // The contract with the vgpu driver is one symbol, its handshake (vgpu/contracts/nccl_plugin.h).
+  EXPECT_NE(dlsym(plugin().dl, "vgpu_nccl_plugin_contract"), nullptr);
+  EXPECT_EQ(dlsym(plugin().dl, "vgpu_nccl_set_clock"), nullptr);
+  EXPECT_EQ(dlsym(plugin().dl, "vgpu_nccl_current_launch"), nullptr);
 }

@@ -1,7 +1,7 @@
 // NCCL's profiler events, as NCCL 2.28+ sends them to the profiler vgpu exports beside its net
 // plugin, tie every transfer to its kernel launch: the tag the driver reads from inside the
-// launch (vgpu_nccl_current_launch) is the tag the transfers of that launch's collective carry
-// into their completions and into vgpu_nccl_launch_transfers. Driven through the ABI tables
+// launch (the contract's current_launch) is the tag the transfers of that launch's collective
+// carry into their completions and into the contract's launch_transfers. Driven through the ABI tables
 // (ncclProfiler_v5/_v6, ncclNetPlugin_v12) as NCCL does; cluster 2 nodes x 4 GPUs.
 #include <set>
 #include <thread>
@@ -36,9 +36,9 @@ TEST_F(LaunchTags, BothProfilerVersionsActivateTheChainFromTransferToLaunch) {
     // KernelCh would make NCCL add proxy work to every kernel: never asked for.
     EXPECT_EQ(c.mask() & ncclProfileKernelCh, 0);
   }
-  auto version = reinterpret_cast<int (*)()>(dlsym(plugin().dl, "vgpu_nccl_interface_version"));
-  ASSERT_NE(version, nullptr);
-  EXPECT_EQ(version(), VGPU_NCCL_INTERFACE_VERSION);
+  ASSERT_NE(plugin().handshake, nullptr);
+  EXPECT_EQ(plugin().side.version, VGPU_NCCL_CONTRACT_VERSION);
+  EXPECT_EQ(plugin().side.size, sizeof(vgpu_nccl_plugin_side));
 }
 
 TEST_F(LaunchTags, BothEndsOfATransferCarryTheirKernelLaunch) {
@@ -239,12 +239,13 @@ TEST_F(LaunchTags, ManyThreadsLaunchingAtOnceGetDistinctTags) {
   EXPECT_EQ(all.size(), static_cast<size_t>(kThreads * kGroups));
 }
 
-// What the sim backend times an NCCL kernel by: the collective calls of its launch, from the
-// CollApi events of its group on its communicator (vgpu_nccl_launch_collectives).
+// The one description of a launch (the contract's describe_launch) both backends time an NCCL
+// kernel by: from inside the launch (the sim backend), the collective calls of its group on its
+// communicator (CollApi events), one operation per call, all given to the group's first kernel
+// on that communicator.
 TEST_F(LaunchTags, ALaunchKnowsItsGroupsCollectiveCallsOnItsCommunicator) {
-  using CollectivesFn = int (*)(uint64_t, vgpu_nccl_collective*, int);
-  auto collectives = reinterpret_cast<CollectivesFn>(dlsym(plugin().dl, "vgpu_nccl_launch_collectives"));
-  ASSERT_NE(collectives, nullptr);
+  const auto describe = plugin().side.describe_launch;
+  ASSERT_NE(describe, nullptr);
   for (bool v6 : {false, true}) {
     Comm a(v6), b(v6);
     void* group = a.start(ncclProfileGroupApi, nullptr);
@@ -265,24 +266,25 @@ TEST_F(LaunchTags, ALaunchKnowsItsGroupsCollectiveCallsOnItsCommunicator) {
     call(b, "AllGather", 77, "ncclBfloat16");
     call(a, "ReduceScatter", 5, "ncclWhatever");
     const uint64_t la = a.launch(group), la2 = a.launch(group), lb = b.launch(group);
-    vgpu_nccl_collective out[4];
-    ASSERT_EQ(collectives(la, out, 4), 2);
-    EXPECT_STREQ(out[0].func, "AllReduce");
-    EXPECT_EQ(out[0].count, 1000u);
-    EXPECT_EQ(out[0].type_bytes, 4);
-    EXPECT_EQ(out[0].comm_id, 1u);  // the fixture's communicator: id 1, 2 ranks, rank 0
-    EXPECT_EQ(out[0].nranks, 2);
-    EXPECT_EQ(out[0].rank, 0);
-    EXPECT_STREQ(out[1].func, "ReduceScatter");
-    EXPECT_EQ(out[1].type_bytes, 0);  // unknown datatype
-    EXPECT_EQ(collectives(la, out, 1), 1);  // no more than asked
-    EXPECT_EQ(collectives(la2, out, 4), 0);  // a second kernel of the group: its calls went to the first
-    ASSERT_EQ(collectives(lb, out, 4), 1);
-    EXPECT_STREQ(out[0].func, "AllGather");
-    EXPECT_EQ(out[0].type_bytes, 2);
-    EXPECT_EQ(collectives(0, out, 4), -1);
-    EXPECT_EQ(collectives(la + 1000000, out, 4), -1);  // unknown launch
-    EXPECT_EQ(collectives(la, nullptr, 4), -1);
+    vgpu_nccl_launch out{};
+    ASSERT_EQ(describe(la, &out), 0);
+    ASSERT_EQ(out.count, 2);
+    EXPECT_STREQ(out.op[0].func, "AllReduce");
+    EXPECT_EQ(out.op[0].bytes, 4000u);
+    EXPECT_EQ(out.comm_id, 1u);  // the fixture's communicator: id 1, 2 ranks, rank 0
+    EXPECT_EQ(out.nranks, 2);
+    EXPECT_EQ(out.rank, 0);
+    EXPECT_STREQ(out.op[1].func, "ReduceScatter");
+    EXPECT_EQ(out.op[1].bytes, 5u);  // unknown datatype: the count
+    ASSERT_EQ(describe(la2, &out), 0);
+    EXPECT_EQ(out.count, 0);  // a second kernel of the group: its calls went to the first
+    ASSERT_EQ(describe(lb, &out), 0);
+    ASSERT_EQ(out.count, 1);
+    EXPECT_STREQ(out.op[0].func, "AllGather");
+    EXPECT_EQ(out.op[0].bytes, 154u);
+    EXPECT_EQ(describe(0, &out), -1);
+    EXPECT_EQ(describe(la + 1000000, &out), -1);  // unknown launch
+    EXPECT_EQ(describe(la, nullptr), -1);
     Comm::stop(group);
   }
 }
@@ -312,29 +314,48 @@ void* operation(Comm& c, uint64_t type, void* api, void* plan, const char* func,
   return h;
 }
 
-using LaunchWorkFn = int (*)(uint64_t, vgpu_nccl_launch_work*);
-
+// The same description once the kernel's tasks are known (what the passthrough reads after
+// the kernel completed): without the group's calls, its Coll tasks (one operation each); its
+// Send/Recv tasks as one operation per kind, with the peers and the rank's own share.
 TEST_F(LaunchTags, EachLaunchKnowsWhatItDoesForTheCollectiveModel) {
-  const auto work_of = reinterpret_cast<LaunchWorkFn>(dlsym(plugin().dl, "vgpu_nccl_launch_collective"));
-  ASSERT_NE(work_of, nullptr);
+  const auto describe = plugin().side.describe_launch;
+  ASSERT_NE(describe, nullptr);
   Comm c;  // 2 ranks on 1 node, this one rank 0
-  // A coalesced group of two all-reduces: one kernel over both (their bytes add up).
+  // A coalesced group of two all-reduces whose API events the profiler did not see.
   void* group = c.start(ncclProfileGroupApi, nullptr);
-  void* api = c.start(ncclProfileCollApi, group);
+  void* api = c.start(ncclProfileP2pApi, group);
   const uint64_t launch = c.launch(group);
   void* plan = c.start(ncclProfileGroup, nullptr);
   Comm::stop(operation(c, ncclProfileColl, api, plan, "AllReduce", 1000, "ncclFloat32"));
   Comm::stop(operation(c, ncclProfileColl, api, plan, "AllReduce", 500, "ncclBfloat16"));
-  vgpu_nccl_launch_work w{};
-  ASSERT_EQ(work_of(launch, &w), 0);
+  vgpu_nccl_launch w{};
+  ASSERT_EQ(describe(launch, &w), 0);
   EXPECT_EQ(w.nranks, 2);
   EXPECT_EQ(w.nnodes, 1);
-  ASSERT_EQ(w.items, 1);
-  EXPECT_STREQ(w.item[0].func, "AllReduce");
-  EXPECT_EQ(w.item[0].bytes, 1000u * 4 + 500u * 2);
+  ASSERT_EQ(w.count, 2);
+  EXPECT_STREQ(w.op[0].func, "AllReduce");
+  EXPECT_EQ(w.op[0].bytes, 1000u * 4);
+  EXPECT_EQ(w.op[1].bytes, 500u * 2);
   Comm::stop(plan);
   Comm::stop(api);
   Comm::stop(group);
+
+  // With the group's calls seen (CollApi), the calls describe the collectives and the tasks
+  // that follow add nothing: one description, whichever backend asks and when.
+  void* g1 = c.start(ncclProfileGroupApi, nullptr);
+  ncclProfilerEventDescr_v5_t d = Comm::describe<ncclProfilerEventDescr_v5_t>(ncclProfileCollApi, g1, nullptr);
+  d.collApi.func = "AllReduce", d.collApi.count = 1000, d.collApi.datatype = "ncclFloat32";
+  void* coll_api = nullptr;
+  ASSERT_EQ(profiler().v5->startEvent(c.context(), &coll_api, &d), ncclSuccess);
+  const uint64_t launch1 = c.launch(g1);
+  void* plan1 = c.start(ncclProfileGroup, nullptr);
+  Comm::stop(operation(c, ncclProfileColl, coll_api, plan1, "AllReduce", 1000, "ncclFloat32"));
+  ASSERT_EQ(describe(launch1, &w), 0);
+  ASSERT_EQ(w.count, 1);
+  EXPECT_EQ(w.op[0].bytes, 4000u);
+  Comm::stop(plan1);
+  Comm::stop(coll_api);
+  Comm::stop(g1);
 
   // An all-to-all's sends include the rank's own share (a local copy, no bytes on a link).
   void* g2 = c.start(ncclProfileGroupApi, nullptr);
@@ -344,19 +365,19 @@ TEST_F(LaunchTags, EachLaunchKnowsWhatItDoesForTheCollectiveModel) {
   Comm::stop(operation(c, ncclProfileP2p, p2p_api, plan2, "Send", 256, "ncclUint8", /*peer=*/0));
   Comm::stop(operation(c, ncclProfileP2p, p2p_api, plan2, "Send", 256, "ncclUint8", /*peer=*/1));
   Comm::stop(operation(c, ncclProfileP2p, p2p_api, plan2, "Recv", 256, "ncclUint8", /*peer=*/1));
-  ASSERT_EQ(work_of(launch2, &w), 0);
-  ASSERT_EQ(w.items, 2);
-  EXPECT_STREQ(w.item[0].func, "Send");
-  EXPECT_EQ(w.item[0].bytes, 256u);
-  EXPECT_EQ(w.item[0].peers, 1);
-  EXPECT_EQ(w.item[0].self, 1);
-  EXPECT_STREQ(w.item[1].func, "Recv");
-  EXPECT_EQ(w.item[1].self, 0);
+  ASSERT_EQ(describe(launch2, &w), 0);
+  ASSERT_EQ(w.count, 2);
+  EXPECT_STREQ(w.op[0].func, "Send");
+  EXPECT_EQ(w.op[0].bytes, 256u);
+  EXPECT_EQ(w.op[0].peers, 1);
+  EXPECT_EQ(w.op[0].self, 1);
+  EXPECT_STREQ(w.op[1].func, "Recv");
+  EXPECT_EQ(w.op[1].self, 0);
   Comm::stop(plan2);
   Comm::stop(p2p_api);
   Comm::stop(g2);
   // A launch the profiler never saw.
-  EXPECT_EQ(work_of(launch2 + 1000000, &w), -1);
+  EXPECT_EQ(describe(launch2 + 1000000, &w), -1);
 }
 
 }  // namespace

@@ -17,7 +17,7 @@
 #include "abi/net_v12.h"
 #include "abi/net_v8.h"
 #include "abi/net_v9.h"
-#include "core/vtime_api.h"
+#include "contracts/nccl_plugin.h"
 
 namespace vtest {
 
@@ -28,6 +28,9 @@ struct Plugin {
   ncclNet_v10_t* v10 = nullptr;
   ncclNet_v11_t* v11 = nullptr;
   ncclNet_v12_t* v12 = nullptr;
+  // The contract's handshake, and the plugin's table as a reader gets it (no driver side).
+  vgpu_nccl_plugin_contract_fn handshake = nullptr;
+  vgpu_nccl_plugin_side side{};
   void (*set_thread_gpu)(int) = nullptr;
   int (*last_completion)(vgpu_nccl_completion*) = nullptr;
   int (*flow_interval)(uint64_t, double*, double*) = nullptr;
@@ -45,13 +48,15 @@ inline Plugin& plugin() {
     q.v10 = static_cast<ncclNet_v10_t*>(dlsym(q.dl, "ncclNetPlugin_v10"));
     q.v11 = static_cast<ncclNet_v11_t*>(dlsym(q.dl, "ncclNetPlugin_v11"));
     q.v12 = static_cast<ncclNet_v12_t*>(dlsym(q.dl, "ncclNetPlugin_v12"));
-    q.set_thread_gpu = reinterpret_cast<void (*)(int)>(dlsym(q.dl, "vgpu_nccl_set_thread_gpu"));
-    q.last_completion = reinterpret_cast<int (*)(vgpu_nccl_completion*)>(
-        dlsym(q.dl, "vgpu_nccl_last_completion"));
-    q.flow_interval = reinterpret_cast<int (*)(uint64_t, double*, double*)>(
-        dlsym(q.dl, "vgpu_nccl_flow_interval"));
-    q.latest_completion = reinterpret_cast<int (*)(int, double*)>(
-        dlsym(q.dl, "vgpu_nccl_latest_completion"));
+    q.handshake = reinterpret_cast<vgpu_nccl_plugin_contract_fn>(dlsym(q.dl, VGPU_NCCL_PLUGIN_CONTRACT_SYMBOL));
+    q.side.size = sizeof q.side;
+    q.side.version = VGPU_NCCL_CONTRACT_VERSION;
+    if (q.handshake != nullptr && q.handshake(VGPU_NCCL_CONTRACT_VERSION, nullptr, &q.side) == 0) {
+      q.set_thread_gpu = q.side.set_thread_gpu;
+      q.last_completion = q.side.last_completion;
+      q.flow_interval = q.side.flow_interval;
+      q.latest_completion = q.side.latest_completion;
+    }
     if (q.v12 != nullptr) {
       ncclNetCommConfig_v12_t cfg{NCCL_NET_TRAFFIC_CLASS_UNDEF};
       if (q.v12->init(&q.ctx, 1, &cfg, nullptr, nullptr) != ncclSuccess) q.ctx = nullptr;
@@ -62,6 +67,35 @@ inline Plugin& plugin() {
 }
 
 inline const ncclNet_v12_t& net() { return *plugin().v12; }
+
+// A test playing the vgpu driver's part of the contract: its clock hooks, handed over by a
+// handshake as the driver does (each call hands over both; nullptr: none).
+using ClockFn = double (*)(int gpu);
+using LaunchClockFn = double (*)(int gpu, uint64_t launch);
+struct DriverClocks {
+  ClockFn gpu = nullptr;
+  LaunchClockFn launch = nullptr;
+};
+inline DriverClocks& driver_clocks() {
+  static DriverClocks c;
+  return c;
+}
+inline bool hand_over_clocks() {
+  static vgpu_nccl_driver_side d;  // one driver: the plugin knows its driver by this address
+  d = vgpu_nccl_driver_side{sizeof d, VGPU_NCCL_CONTRACT_VERSION, driver_clocks().gpu, driver_clocks().launch, nullptr};
+  vgpu_nccl_plugin_side out{};
+  out.size = sizeof out;
+  out.version = VGPU_NCCL_CONTRACT_VERSION;
+  return plugin().handshake != nullptr && plugin().handshake(VGPU_NCCL_CONTRACT_VERSION, &d, &out) == 0;
+}
+inline void set_clock(ClockFn fn) {
+  driver_clocks().gpu = fn;
+  EXPECT_TRUE(hand_over_clocks());
+}
+inline void set_launch_clock(LaunchClockFn fn) {
+  driver_clocks().launch = fn;
+  EXPECT_TRUE(hand_over_clocks());
+}
 
 constexpr auto kDeadline = std::chrono::seconds(20);
 

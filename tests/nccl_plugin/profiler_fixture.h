@@ -15,8 +15,8 @@ struct Profiler {
   uint64_t (*current_launch)() = nullptr;
   int (*launch_transfers)(uint64_t, double*, uint64_t*) = nullptr;
   void (*forget_launch)(uint64_t) = nullptr;
-  void (*set_launch_clock)(vgpu_nccl_launch_clock_fn) = nullptr;
-  void (*set_clock)(vgpu_nccl_clock_fn) = nullptr;
+  void (*set_launch_clock)(LaunchClockFn) = nullptr;
+  void (*set_clock)(ClockFn) = nullptr;
 };
 
 inline Profiler& profiler() {
@@ -26,12 +26,12 @@ inline Profiler& profiler() {
     if (dl == nullptr) return q;
     q.v5 = static_cast<ncclProfiler_v5_t*>(dlsym(dl, "ncclProfiler_v5"));
     q.v6 = static_cast<ncclProfiler_v6_t*>(dlsym(dl, "ncclProfiler_v6"));
-    q.current_launch = reinterpret_cast<uint64_t (*)()>(dlsym(dl, "vgpu_nccl_current_launch"));
-    q.launch_transfers = reinterpret_cast<int (*)(uint64_t, double*, uint64_t*)>(dlsym(dl, "vgpu_nccl_launch_transfers"));
-    q.forget_launch = reinterpret_cast<void (*)(uint64_t)>(dlsym(dl, "vgpu_nccl_forget_launch"));
-    q.set_launch_clock =
-        reinterpret_cast<void (*)(vgpu_nccl_launch_clock_fn)>(dlsym(dl, "vgpu_nccl_set_launch_clock"));
-    q.set_clock = reinterpret_cast<void (*)(vgpu_nccl_clock_fn)>(dlsym(dl, "vgpu_nccl_set_clock"));
+    // The driver's half of the contract, read the way the driver reads it.
+    q.current_launch = plugin().side.current_launch;
+    q.launch_transfers = plugin().side.launch_transfers;
+    q.forget_launch = plugin().side.forget_launch;
+    q.set_launch_clock = &vtest::set_launch_clock;
+    q.set_clock = &vtest::set_clock;
     return q;
   }();
   return p;

@@ -1,8 +1,10 @@
 // Which GPU a rank is, found the way a PyTorch job leaves it to the plugin: the CUDA runtime
 // loads libcuda.so.1 with RTLD_LOCAL (so its symbols are not global) and makes the rank's
 // device current; nothing tells the plugin the rank's GPU. The plugin must ask the loaded
-// driver (dlopen by name, not RTLD_DEFAULT); it used to count every such rank as GPU 0, and
-// every transfer as a flow from GPU 0 to itself. The driver here is vgpu's sim backend.
+// driver (dlopen by name, not RTLD_DEFAULT) for its side of the contract (the knock through the
+// driver's contract table, vgpu/contracts/nccl_plugin.h) and ask that for the current device; it
+// used to count every such rank as GPU 0, and every transfer as a flow from GPU 0 to itself. The
+// driver here is vgpu's sim backend.
 #include <cuda.h>
 
 #include "plugin_fixture.h"

@@ -83,10 +83,7 @@ class NcclVirtualTime : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_NE(plugin().ctx, nullptr);
-    auto set_clock = reinterpret_cast<void (*)(vgpu_nccl_clock_fn)>(
-        dlsym(plugin().dl, "vgpu_nccl_set_clock"));
-    ASSERT_NE(set_clock, nullptr);
-    set_clock(&test_clock);
+    set_clock(&test_clock);  // as the driver's side of the contract
     g_gpu4_extra = 0;
   }
 };
@@ -126,8 +123,7 @@ TEST_F(NcclVirtualTime, TwoFlowsIntoOneReceiverShareIt) {
   EXPECT_TRUE(xa.src == xa.dst);
   EXPECT_TRUE(xb.src == xb.dst);
   // Flow ids from the completion log (the last four: two receives, two sends).
-  auto completions = reinterpret_cast<int (*)(uint64_t, vgpu_nccl_completion*, int)>(
-      dlsym(plugin().dl, "vgpu_nccl_completions"));
+  auto completions = plugin().side.completions;
   ASSERT_NE(completions, nullptr);
   std::vector<vgpu_nccl_completion> all(4096);
   int n = completions(0, all.data(), static_cast<int>(all.size()));

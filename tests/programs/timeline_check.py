@@ -30,6 +30,7 @@ def main():
         env = dict(os.environ)
         env.pop("VGPU_JOB_ID", None)
         env["LD_PRELOAD"] = env.pop("VGPU_TEST_PRELOAD", "")  # sanitizer builds: the program's own
+        env["LD_LIBRARY_PATH"] = env.pop("VGPU_TEST_LIBRARY_PATH", env.get("LD_LIBRARY_PATH", ""))
         single = os.path.join(tmp, "single.json")
         env["VGPU_TIMELINE"] = single
         run(program, env)

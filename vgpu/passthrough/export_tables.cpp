@@ -20,6 +20,7 @@
 #include "front/export_tables/trace.h"
 #include "contracts/vgpu_clock_table.h"
 #include "front/driver/cuda_api.h"
+#include "front/nccl/nccl_plugin_client.h"
 #include "passthrough/passthrough_state.h"
 
 namespace vgpu::pt {
@@ -101,6 +102,7 @@ CUresult integrity_slot(uint32_t version, uint64_t unix_seconds, uint64_t* out) 
 VGPU_EXPORT CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid* id) {
   using namespace vgpu;
   if (darkapi::serve_vgpu_clock_table(id, table)) return CUDA_SUCCESS;  // vgpu's own, first
+  if (contracts::serve_nccl_contract_table(id, table)) return CUDA_SUCCESS;  // the NCCL plugin's
   if (table == nullptr || id == nullptr) return CUDA_ERROR_INVALID_VALUE;
   auto real_get = VGPU_REAL("cuGetExportTable", CUresult (*)(const void**, const CUuuid*));
   if (real_get == nullptr) return CUDA_ERROR_NOT_INITIALIZED;

@@ -1,7 +1,5 @@
 #include "passthrough/nccl_timing.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -15,7 +13,8 @@
 
 #include "common/log.h"
 #include "common/settings.h"
-#include "nccl_plugin/core/vtime_api.h"
+#include "front/nccl/nccl_plugin_client.h"
+#include "front/driver/cuda_api.h"
 #include "simcore/collective_model.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/virtual_time.h"
@@ -77,76 +76,25 @@ double launch_clock_hook(int gpu, uint64_t launch) {
   return op->issue;
 }
 
-// The plugin's C interface (vtime_api.h), resolved in the library NCCL loaded.
-struct Plugin {
-  using CompletionsFn = int (*)(uint64_t, vgpu_nccl_completion*, int);
-  using IntervalFn = int (*)(uint64_t, double*, double*);
-  using LaunchFn = uint64_t (*)();
-  using LaunchTransfersFn = int (*)(uint64_t, double*, uint64_t*);
-  using ForgetFn = void (*)(uint64_t);
-  using WindowFn = int (*)(uint64_t, double*, double*, uint64_t*);
-  using WorkFn = int (*)(uint64_t, vgpu_nccl_launch_work*);
-  CompletionsFn completions = nullptr;
-  WindowFn launch_window = nullptr;
-  WorkFn launch_work = nullptr;
-  IntervalFn interval = nullptr;
-  LaunchFn current_launch = nullptr;
-  LaunchTransfersFn launch_transfers = nullptr;
-  ForgetFn forget_launch = nullptr;
-};
-
-// Loads the plugin's interface once NCCL has loaded the plugin (until then: not present).
-class PluginLink {
- public:
-  const Plugin* get() {
-    if (const Plugin* p = ready_.load(std::memory_order_acquire)) return p;  // every NCCL launch
-    std::lock_guard l(mu_);
-    if (loaded_) return &fns_;
-    // NCCL dlopens the plugin (RTLD_LOCAL): find it by name among the loaded libraries.
-    void* lib = dlopen("libnccl-net-vgpu.so", RTLD_NOLOAD | RTLD_LAZY);
-    auto sym = [lib](const char* name) { return lib ? dlsym(lib, name) : dlsym(RTLD_DEFAULT, name); };
-    auto version = reinterpret_cast<int (*)()>(sym("vgpu_nccl_interface_version"));
-    if (version == nullptr) return nullptr;
-    if (version() != VGPU_NCCL_INTERFACE_VERSION) {
-      log::once(log::Level::warn, "nccl-interface",
-                fmt::format("passthrough: the vgpu NCCL plugin speaks interface {} and this driver {}: "
-                            "NCCL kernels are timed by their real duration (use the plugin built with this "
-                            "driver)", version(), VGPU_NCCL_INTERFACE_VERSION));
-      return nullptr;
-    }
-    fns_.completions = reinterpret_cast<Plugin::CompletionsFn>(sym("vgpu_nccl_completions"));
-    fns_.interval = reinterpret_cast<Plugin::IntervalFn>(sym("vgpu_nccl_flow_interval"));
-    fns_.current_launch = reinterpret_cast<Plugin::LaunchFn>(sym("vgpu_nccl_current_launch"));
-    fns_.launch_transfers = reinterpret_cast<Plugin::LaunchTransfersFn>(sym("vgpu_nccl_launch_transfers"));
-    fns_.forget_launch = reinterpret_cast<Plugin::ForgetFn>(sym("vgpu_nccl_forget_launch"));
-    fns_.launch_window = reinterpret_cast<Plugin::WindowFn>(sym("vgpu_nccl_launch_window"));
-    fns_.launch_work = reinterpret_cast<Plugin::WorkFn>(sym("vgpu_nccl_launch_collective"));
-    auto set_clock = reinterpret_cast<void (*)(vgpu_nccl_clock_fn)>(sym("vgpu_nccl_set_clock"));
-    auto set_launch_clock = reinterpret_cast<void (*)(vgpu_nccl_launch_clock_fn)>(sym("vgpu_nccl_set_launch_clock"));
-    if (fns_.completions == nullptr || fns_.interval == nullptr || fns_.current_launch == nullptr ||
-        fns_.launch_transfers == nullptr || fns_.forget_launch == nullptr || fns_.launch_window == nullptr ||
-        fns_.launch_work == nullptr || set_clock == nullptr ||
-        set_launch_clock == nullptr)
-      return nullptr;
-    set_clock(&clock_hook);
-    set_launch_clock(&launch_clock_hook);
-    loaded_ = true;
-    ready_.store(&fns_, std::memory_order_release);
-    log::info("passthrough: NCCL kernels are timed by the vgpu net plugin's transfers");
-    return &fns_;
-  }
-
- private:
-  std::mutex mu_;
-  bool loaded_ = false;
-  Plugin fns_;
-  std::atomic<const Plugin*> ready_{nullptr};
-};
-
-const Plugin* plugin() {
-  static PluginLink* link = new PluginLink;  // used until exit
-  return link->get();
+// The passthrough's side of the contract: the rank's current device, as cuCtxGetDevice says.
+int current_device(int* device) {
+  CUdevice d = 0;
+  if (cuCtxGetDevice(&d) != CUDA_SUCCESS) return -1;
+  *device = d;
+  return 0;
 }
+
+using Plugin = vgpu_nccl_plugin_side;
+
+// The driver's half of the plugin contract, with the passthrough's clock hooks.
+contracts::NcclPluginClient& client() {
+  static auto* c = new contracts::NcclPluginClient(  // used until exit
+      vgpu_nccl_driver_side{0, 0, &clock_hook, &launch_clock_hook, &current_device});
+  return *c;
+}
+
+// The plugin's table once NCCL loaded it and the two sides agreed; nullptr until then.
+const Plugin* plugin() { return client().plugin(); }
 
 // Attribution by launch order (the fallback): the completions read from the plugin so far, per
 // global GPU.
@@ -174,7 +122,7 @@ class CompletionLog {
       if (until != 0 && e->seq > until) continue;
       double finish = e->finish;
       double start = 0, now_finish = 0;
-      if (e->flow != 0 && asked < kRequery && p->interval(e->flow, &start, &now_finish) == 0) {
+      if (e->flow != 0 && asked < kRequery && p->flow_interval(e->flow, &start, &now_finish) == 0) {
         ++asked;
         finish = std::max(finish, now_finish);
       }
@@ -217,41 +165,11 @@ CompletionLog& completion_log() {
   return *log;
 }
 
-// The collective calls one launch stands for: NCCL's operations of the launch, its Sends and
-// Recvs as one send/recv (the larger side) or, when they include the rank's own share, an
-// all-to-all of the bytes per peer.
-std::vector<simcore::CollectiveCall> launch_calls(const vgpu_nccl_launch_work& w, std::vector<int> gpus) {
-  std::vector<simcore::CollectiveCall> calls;
-  uint64_t p2p_bytes = 0;
-  int p2p_peers = 0;
-  bool all_to_all = false;
-  for (int i = 0; i < std::min(w.items, 8); ++i) {
-    const vgpu_nccl_work_item& item = w.item[i];
-    const std::string_view func(item.func, strnlen(item.func, sizeof item.func));
-    const std::optional<simcore::CollectiveOp> op = simcore::collective_from_nccl_name(func);
-    if (!op) continue;
-    if (*op == simcore::CollectiveOp::send_recv) {
-      p2p_bytes = std::max(p2p_bytes, item.bytes);
-      p2p_peers = std::max(p2p_peers, item.peers);
-      all_to_all = all_to_all || item.self != 0;
-      continue;
-    }
-    calls.push_back({*op, item.bytes, gpus});
-  }
-  if (p2p_peers > 0) {
-    if (all_to_all)
-      calls.push_back({simcore::CollectiveOp::all_to_all, p2p_bytes / static_cast<uint64_t>(p2p_peers), gpus});
-    else
-      calls.push_back({simcore::CollectiveOp::send_recv, p2p_bytes, {gpus.front(), gpus.size() > 1 ? gpus[1] : gpus.front()}});
-  }
-  return calls;
-}
-
 // The collective model's time for what launch `launch` does (NCCL's profiler told the plugin),
 // or nullopt when the launch's work is unknown.
 std::optional<double> modelled_seconds(const Plugin& p, int gpu, uint64_t launch) {
-  vgpu_nccl_launch_work w{};
-  if (p.launch_work(launch, &w) != 0 || w.items <= 0) return std::nullopt;
+  vgpu_nccl_launch w{};
+  if (p.describe_launch(launch, &w) != 0 || w.count <= 0) return std::nullopt;
   PassState* s = PassState::get();
   if (s == nullptr) return std::nullopt;
   const simcore::ClusterSpec& cluster = s->cluster();
@@ -265,7 +183,7 @@ std::optional<double> modelled_seconds(const Plugin& p, int gpu, uint64_t launch
   std::vector<int> gpus;
   for (int r = 0; r < nranks; ++r) gpus.push_back((first_node + r / per_node) * per_node + r % per_node);
   double seconds = 0;
-  for (const simcore::CollectiveCall& call : launch_calls(w, gpus)) {
+  for (const simcore::CollectiveCall& call : contracts::collective_calls(w, gpus, true)) {
     const simcore::CollectiveEstimate e = simcore::estimate_collective(cluster, call);
     log::debug("nccl timing: launch {} {} {} B over {} ranks ({} nodes): {:.9f} s ({})", launch,
                simcore::collective_name(call.op), call.bytes, call.gpus.size(), nnodes, e.seconds, e.protocol);
@@ -347,3 +265,8 @@ void set_kernel_start(int gpu, double start) {
 }
 
 }  // namespace vgpu::pt::nccl_timing
+
+// The passthrough's client of the plugin contract (the plugin's knock reaches it).
+vgpu::contracts::NcclPluginClient* vgpu::contracts::backend_nccl_plugin_client() {
+  return &vgpu::pt::nccl_timing::client();
+}

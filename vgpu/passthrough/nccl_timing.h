@@ -1,8 +1,8 @@
 // The virtual duration of NCCL's kernels under the passthrough backend. An NCCL kernel mostly
 // waits for its transfers, which the vgpu NCCL net plugin moves and simcore times; its real
 // duration says nothing about the virtual network. So an NCCL kernel's virtual finish is the
-// latest virtual finish of the transfers it waited for (read back through the plugin's small C
-// interface, nccl_plugin/core/vtime_api.h), and never less than kMinSeconds after its start.
+// latest virtual finish of the transfers it waited for (read back through the plugin contract,
+// contracts/nccl_plugin.h), and never less than kMinSeconds after its start.
 // The plugin in turn starts each transfer no earlier than the virtual start of its kernel,
 // which it asks through the clock hooks installed here.
 //
@@ -34,7 +34,8 @@ bool is_nccl_kernel(std::string_view name);
 // The global GPU (the plugin's numbering: node * GPUs per node + device) of virtual device v.
 int global_gpu(int v);
 
-// Whether the plugin's interface is there (loads it and installs the clock hooks on first use).
+// Whether the plugin's contract is in place (the first call after NCCL loaded the plugin makes
+// the handshake, which installs the clock hooks).
 bool plugin_present();
 
 // Which transfers are one NCCL kernel's.

@@ -4,7 +4,8 @@
 // Measured on a 580 driver: an unknown UUID, a null UUID or a null out-pointer all give
 // CUDA_ERROR_INVALID_VALUE; an unknown UUID also sets *ppExportTable to null.
 //
-// vgpu's own clock table (vgpu_clock_table.h) is answered first: it is no catalogued table.
+// vgpu's own clock table (vgpu_clock_table.h) and the NCCL plugin's contract table
+// (contracts/nccl_plugin.h) are answered first: they are no catalogued tables.
 #include <cstring>
 
 #include "common/log.h"
@@ -14,6 +15,7 @@
 #include "contracts/vgpu_clock_table.h"
 #include "front/driver/cuda_api.h"
 #include "sim/exec/virtual_clock.h"
+#include "front/nccl/nccl_plugin_client.h"
 
 using namespace vgpu::darkapi;
 
@@ -27,6 +29,7 @@ VGPU_EXPORT CUresult CUDAAPI cuGetExportTable(const void** ppExportTable,
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (serve_vgpu_clock_table(pExportTableId, ppExportTable)) return CUDA_SUCCESS;
+  if (vgpu::contracts::serve_nccl_contract_table(pExportTableId, ppExportTable)) return CUDA_SUCCESS;
   uint8_t bytes[16];
   std::memcpy(bytes, pExportTableId->bytes, sizeof bytes);
   const TableInfo* table = find_table(*pExportTableId);

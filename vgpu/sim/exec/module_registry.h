@@ -129,6 +129,7 @@ class ModuleManager {
   double kernel_duration(const LaunchSignature& signature, bool* from_database = nullptr,
                          const LaunchHints& hints = {});
   KernelTimeDb& kernel_times() { return *kernel_times_; }
+  NcclCollectives& nccl() { return *nccl_; }
   // At exit: the signatures the database lacked, for vgpu-run --kernel-db (exec/kernel_db_misses.h).
   void write_kernel_db_misses();
   // The JIT linker's states by CUlinkState handle (exec/link_api.cpp).

@@ -1,19 +1,15 @@
 #include "sim/exec/nccl_collectives.h"
 
-#include <dlfcn.h>
-
 #include <algorithm>
 
 #include "common/log.h"
 #include "sim/core/driver_state.h"
 #include "sim/exec/module_registry.h"
 #include "sim/exec/stream.h"
-#include "../../../nccl_plugin/core/vtime_api.h"  // the plugin's C interface (header only)
 
 namespace vgpu {
 namespace {
 
-constexpr int kMaxCalls = 64;          // collective calls read per launch
 constexpr size_t kMaxPending = 4096;   // collectives some rank of which has not arrived
 
 }  // namespace
@@ -23,53 +19,22 @@ bool is_nccl_kernel_name(const std::string& name) {
          name.starts_with("_Z13ncclDevKernel") || name.find("ncclDevKernel_") != std::string::npos;
 }
 
-// The plugin's C interface, resolved in the library NCCL loaded (as its profiler) once an NCCL
-// kernel is launched; until then, and with a plugin of another interface version, absent.
-struct NcclCollectives::Plugin {
-  using CurrentFn = uint64_t (*)();
-  using CollectivesFn = int (*)(uint64_t, vgpu_nccl_collective*, int);
-  std::mutex mu;
-  bool tried_ok = false;
-  CurrentFn current = nullptr;
-  CollectivesFn collectives = nullptr;
+// The driver's side of the contract for the sim backend: no clock hooks (its transfers need no
+// virtual start: the collective model times the kernels), the current device for the plugin.
+int current_device(int* device) {
+  CUdevice d = 0;
+  if (cuCtxGetDevice(&d) != CUDA_SUCCESS) return -1;
+  *device = d;
+  return 0;
+}
 
-  bool ready() {
-    std::lock_guard l(mu);
-    if (tried_ok) return true;
-    void* lib = dlopen("libnccl-net-vgpu.so", RTLD_NOLOAD | RTLD_LAZY);
-    if (lib == nullptr) return false;  // not loaded (yet): asked again at the next NCCL launch
-    auto version = reinterpret_cast<int (*)()>(dlsym(lib, "vgpu_nccl_interface_version"));
-    current = reinterpret_cast<CurrentFn>(dlsym(lib, "vgpu_nccl_current_launch"));
-    collectives = reinterpret_cast<CollectivesFn>(dlsym(lib, "vgpu_nccl_launch_collectives"));
-    dlclose(lib);  // NOLOAD took a reference; NCCL's keeps it loaded (-z nodelete too)
-    if (version == nullptr || version() != VGPU_NCCL_INTERFACE_VERSION || current == nullptr ||
-        collectives == nullptr) {
-      log::once(log::Level::warn, "sim-nccl-interface",
-                "sim: the loaded vgpu NCCL plugin speaks another interface than this driver: NCCL "
-                "kernels get the fallback duration (use the plugin built with this driver)");
-      current = nullptr;
-      collectives = nullptr;
-      return false;
-    }
-    tried_ok = true;
-    log::info("sim: NCCL kernels are timed by the collective model (launches described by vgpu's NCCL profiler)");
-    return true;
-  }
-};
-
-NcclCollectives::NcclCollectives(DriverState& driver) : driver_(driver), plugin_(std::make_unique<Plugin>()) {}
+NcclCollectives::NcclCollectives(DriverState& driver)
+    : driver_(driver), plugin_(vgpu_nccl_driver_side{0, 0, nullptr, nullptr, &current_device}) {}
 NcclCollectives::~NcclCollectives() = default;
 
-double NcclCollectives::duration(const simcore::ClusterSpec& cluster, const std::vector<Call>& calls,
-                                 const std::vector<int>& gpus) {
+double NcclCollectives::duration(const simcore::ClusterSpec& cluster, const std::vector<simcore::CollectiveCall>& calls) {
   double total = 0;
-  for (const Call& c : calls) {
-    simcore::CollectiveCall call;
-    call.op = c.op;
-    call.bytes = c.bytes;
-    call.gpus = gpus;
-    total += simcore::estimate_collective(cluster, call).seconds;
-  }
+  for (const simcore::CollectiveCall& call : calls) total += simcore::estimate_collective(cluster, call).seconds;
   return total;
 }
 
@@ -85,13 +50,18 @@ std::vector<int> NcclCollectives::gpus_of(uint64_t comm, int nranks, int rank, i
 }
 
 bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLaunch& p, CUresult* rc) {
-  if (!p.function || !is_nccl_kernel_name(p.function->desc().name) || !plugin_->ready()) return false;
-  const uint64_t tag = plugin_->current();
+  if (!p.function || !is_nccl_kernel_name(p.function->desc().name)) return false;
+  const vgpu_nccl_plugin_side* plugin = plugin_.plugin();
+  if (plugin == nullptr) return false;
+  const uint64_t tag = plugin->current_launch();
   if (tag == 0) return false;
-  vgpu_nccl_collective got[kMaxCalls];
-  const int n = plugin_->collectives(tag, got, kMaxCalls);
-  if (n <= 0) {
-    log::debug("sim nccl: launch {} has no collective call on record ({}): fallback duration", tag, n);
+  vgpu_nccl_launch got{};
+  const int known = plugin->describe_launch(tag, &got);
+  // Send/recv kernels are left out: only some ranks of the communicator take part, and the
+  // matching below waits for every rank.
+  const std::vector<simcore::CollectiveCall> any = contracts::collective_calls(got, {0}, false);
+  if (known != 0 || any.empty()) {
+    log::debug("sim nccl: launch {} has no collective call on record ({}): fallback duration", tag, known);
     return false;
   }
   CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
@@ -100,17 +70,12 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
       capturing != CU_STREAM_CAPTURE_STATUS_NONE)
     return false;
 
-  const uint64_t comm = got[0].comm_id;
-  const int nranks = got[0].nranks, rank = got[0].rank;
+  const uint64_t comm = got.comm_id;
+  const int nranks = got.nranks, rank = got.rank;
   if (nranks < 1 || rank < 0 || rank >= nranks) return false;
-  std::vector<Call> calls;
   std::string what;
-  for (int i = 0; i < n; ++i) {
-    const auto op = simcore::collective_from_nccl_name(got[i].func);
-    const uint64_t bytes = got[i].count * static_cast<uint64_t>(std::max(1, got[i].type_bytes));
-    what += fmt::format("{}{} {} B", what.empty() ? "" : ", ", got[i].func, bytes);
-    if (op) calls.push_back(Call{*op, bytes});
-  }
+  for (int i = 0; i < std::min(got.count, VGPU_NCCL_MAX_OPERATIONS); ++i)
+    what += fmt::format("{}{} {} B", what.empty() ? "" : ", ", std::string_view(got.op[i].func, strnlen(got.op[i].func, sizeof got.op[i].func)), got.op[i].bytes);
   const int gpu = p.function->device;  // the sim backend's ordinals are the cluster's global GPUs
 
   // Arrival: where this rank's kernel would start on its own.
@@ -142,7 +107,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     others = pend.arrivals;
     if (arrival != 0) pend.arrivals.push_back(arrival);
     last = static_cast<int>(pend.arrivals.size()) >= nranks;
-    seconds = duration(driver_.cluster(), calls, gpus_of(comm, nranks, rank, gpu));
+    seconds = duration(driver_.cluster(), contracts::collective_calls(got, gpus_of(comm, nranks, rank, gpu), false));
     k.duration_s = seconds;
     k.label = fmt::format("{} [{}]", k.label, what);
     // The group pattern (one thread launches every rank): hold an early rank's kernel until the
@@ -216,3 +181,9 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
 }
 
 }  // namespace vgpu
+
+// The sim backend's client of the plugin contract: its module manager's (DriverState root).
+vgpu::contracts::NcclPluginClient* vgpu::contracts::backend_nccl_plugin_client() {
+  vgpu::DriverState* d = DriverState::get();
+  return d == nullptr ? nullptr : &d->modules().nccl().plugin();
+}

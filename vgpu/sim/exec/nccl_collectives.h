@@ -5,9 +5,9 @@
 // Which collective a launch is: vgpu's NCCL profiler (nccl_plugin/profiler/launch_tags.h) tags
 // each NCCL kernel launch and keeps the collective calls of its group (NCCL's CollApi events:
 // function, count, datatype, communicator id, size and rank); the driver reads the tag from
-// inside the launch and asks the calls (vgpu_nccl_launch_collectives, nccl_plugin/core/
-// vtime_api.h). Without the profiler, for send/recv-only kernels and inside stream capture,
-// NCCL kernels keep the fallback duration.
+// inside the launch and asks the launch's description (describe_launch of the plugin contract,
+// contracts/nccl_plugin.h). Without the profiler, for send/recv-only kernels and inside stream
+// capture, NCCL kernels keep the fallback duration.
 //
 // Matching ranks: NCCL launches the kernels of one communicator in the same order on every
 // rank, so the k-th NCCL launch of each rank on communicator c is one collective. The ranks of
@@ -39,8 +39,9 @@
 #include <thread>
 #include <vector>
 
-#include "sim/core/stream_work.h"
+#include "front/nccl/nccl_plugin_client.h"
 #include "front/driver/cuda_api.h"
+#include "sim/core/stream_work.h"
 #include "simcore/collective_model.h"
 
 namespace vgpu {
@@ -60,16 +61,13 @@ class NcclCollectives {
   // caller submits the launch as any other.
   bool submit(CUstream stream, bool per_thread, const PreparedLaunch& p, CUresult* rc);
 
-  // The model's duration of the calls of one launch (tests).
-  struct Call {
-    simcore::CollectiveOp op;
-    uint64_t bytes;
-  };
-  static double duration(const simcore::ClusterSpec& cluster, const std::vector<Call>& calls,
-                         const std::vector<int>& gpus);
+  // The driver's half of the plugin contract (the sim backend's side: its current device).
+  contracts::NcclPluginClient& plugin() { return plugin_; }
+
+  // The model's duration of the calls of one launch.
+  static double duration(const simcore::ClusterSpec& cluster, const std::vector<simcore::CollectiveCall>& calls);
 
  private:
-  struct Plugin;
   struct Held {  // an early rank's kernel, submitted when the last rank arrives
     CUstream stream = nullptr;
     bool per_thread = false;
@@ -89,7 +87,7 @@ class NcclCollectives {
   std::vector<int> gpus_of(uint64_t comm, int nranks, int rank, int gpu);  // under mu_
 
   DriverState& driver_;
-  std::unique_ptr<Plugin> plugin_;
+  contracts::NcclPluginClient plugin_;
   std::mutex mu_;
   std::map<std::pair<uint64_t, int>, uint64_t> launches_;  // (comm, rank) -> NCCL launches so far
   std::map<uint64_t, std::vector<int>> comm_gpus_;          // comm -> gpu of each rank (-1 unknown)

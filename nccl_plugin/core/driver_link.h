@@ -1,0 +1,25 @@
+// The driver's side of the contract (contracts/nccl_plugin.h) as the plugin holds it: the
+// clock hooks and the current device the vgpu driver handed over, and the knock by which the
+// plugin asks a loaded driver to hand them over before the driver met any NCCL kernel.
+#pragma once
+
+#include <cstdint>
+
+#include "contracts/nccl_plugin.h"
+
+namespace vgpu::nccl {
+
+// Keeps the driver's table (called by the handshake, after its checks); nullptr forgets it.
+void install_driver(const vgpu_nccl_driver_side* driver);
+
+// The driver's hooks, null while none was handed over.
+using GpuClockFn = double (*)(int);
+using LaunchClockFn = double (*)(int, uint64_t);
+GpuClockFn driver_gpu_clock();
+LaunchClockFn driver_launch_clock();
+
+// The calling thread's current device, from the driver's table; without one, the loaded driver
+// is first asked to hand it over (the knock). False when no driver answers.
+bool driver_current_device(int* device);
+
+}  // namespace vgpu::nccl
