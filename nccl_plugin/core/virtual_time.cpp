@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/settings.h"
 #include "driver_link.h"
+#include "simcore/rank_gpu.h"
 #include "simcore/remote_engine.h"
 
 namespace vgpu::nccl {
@@ -51,48 +52,25 @@ std::unique_ptr<simcore::Engine> open_engine(EngineMode mode, const simcore::Clu
 }
 
 int VirtualTime::rank_gpu(std::string* error) const {
-  int total = cluster_.total_gpus();
-  long gpu = -1;
-  std::string origin;
   if (t_gpu_override >= 0) {
-    gpu = t_gpu_override;
-    origin = "the contract's set_thread_gpu";
-  } else if (vgpu::settings::is_set(vgpu::settings::Id::global_rank_gpu)) {
-    gpu = static_cast<long>(vgpu::settings::integer(vgpu::settings::Id::global_rank_gpu));
-    origin = "VGPU_GLOBAL_RANK_GPU";
-  } else {
-    const long node = static_cast<long>(vgpu::settings::integer(vgpu::settings::Id::node_index));
-    if (node >= cluster_.nodes) {
-      *error = fmt::format("VGPU_NODE_INDEX={} but the cluster ({}) has {} node(s): set "
-                           "VGPU_NODES or fix VGPU_NODE_INDEX", node, cluster_.source,
-                           cluster_.nodes);
-      return -1;
-    }
-    int dev = 0;
-    // The rank's current CUDA device, from the vgpu driver's side of the contract (the plugin
-    // knocks on the loaded driver for it). Without it every rank of a PyTorch job counted as
-    // GPU 0, and its transfers as flows from GPU 0 to itself.
-    if (!driver_current_device(&dev)) {
-      dev = 0;
-      vgpu::log::once(vgpu::log::Level::info, "nccl-no-ctx",
-                      "nccl plugin: no current CUDA device from a vgpu driver; the rank counts as local GPU 0");
-    }
-    if (dev < 0 || dev >= cluster_.gpus_per_node) {
-      *error = fmt::format("the rank's CUDA device {} is not in the cluster ({} GPUs per node): "
-                           "set VGPU_GPUS_PER_NODE / VGPU_DEVICE_COUNT", dev,
-                           cluster_.gpus_per_node);
-      return -1;
-    }
-    gpu = node * cluster_.gpus_per_node + dev;
-    origin = "VGPU_NODE_INDEX and the current device";
-  }
-  if (gpu < 0 || gpu >= total) {
-    *error = fmt::format("{} gives GPU {} but the cluster ({}) has {} GPUs: set VGPU_NODES / "
-                         "VGPU_DEVICE_COUNT or VGPU_CONFIG to a cluster that has it",
-                         origin, gpu, cluster_.source, total);
+    if (t_gpu_override < cluster_.total_gpus()) return t_gpu_override;
+    *error = fmt::format("the contract's set_thread_gpu gives GPU {} but the cluster ({}) has {} GPUs",
+                         t_gpu_override, cluster_.source, cluster_.total_gpus());
     return -1;
   }
-  return static_cast<int>(gpu);
+  int dev = 0;
+  // The rank's current CUDA device, from the vgpu driver's side of the contract (the plugin
+  // knocks on the loaded driver for it). Without it every rank of a PyTorch job counted as GPU 0,
+  // and its transfers as flows from GPU 0 to itself. (Not needed when VGPU_GLOBAL_RANK_GPU
+  // names the GPU, but asking costs nothing.)
+  if (!driver_current_device(&dev)) {
+    dev = 0;
+    vgpu::log::once(vgpu::log::Level::info, "nccl-no-ctx",
+                    "nccl plugin: no current CUDA device from a vgpu driver; the rank counts as local GPU 0");
+  }
+  const simcore::RankGpu r = simcore::rank_gpu(cluster_, dev);  // the one mapping (simcore/rank_gpu.h)
+  if (r.gpu < 0) *error = r.error;
+  return r.gpu;
 }
 
 VirtualTime::VirtualTime(const simcore::ClusterSpec& cluster)

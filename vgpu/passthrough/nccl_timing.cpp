@@ -16,6 +16,7 @@
 #include "front/nccl/nccl_plugin_client.h"
 #include "front/driver/cuda_api.h"
 #include "simcore/collective_model.h"
+#include "simcore/rank_gpu.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/virtual_time.h"
 
@@ -201,12 +202,14 @@ bool is_nccl_kernel(std::string_view name) {
 }
 
 int global_gpu(int v) {
-  if (settings::is_set(settings::Id::global_rank_gpu))
-    return static_cast<int>(settings::integer(settings::Id::global_rank_gpu));
-  const int node = static_cast<int>(settings::integer(settings::Id::node_index));
   PassState* s = PassState::get();
-  const int per_node = s ? s->cluster().gpus_per_node : 8;
-  return node * per_node + v;
+  if (s == nullptr) return v;
+  // The one mapping (simcore/rank_gpu.h), as the NCCL plugin places this rank's transfers.
+  const simcore::RankGpu r = simcore::rank_gpu(s->cluster(), v);
+  if (r.gpu >= 0) return r.gpu;
+  log::once(log::Level::warn, "pt-rank-gpu",
+            fmt::format("passthrough: {}; NCCL kernels of device {} are timed as GPU {}", r.error, v, v));
+  return v;
 }
 
 bool plugin_present() { return plugin() != nullptr; }
