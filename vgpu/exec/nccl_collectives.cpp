@@ -8,6 +8,8 @@
 #include "core/driver_state.h"
 #include "exec/module_registry.h"
 #include "exec/stream.h"
+#include "core/context.h"
+#include "simcore/engine.h"
 #include "../../nccl_plugin/core/vtime_api.h"  // the plugin's C interface (header only)
 
 namespace vgpu {
@@ -15,6 +17,10 @@ namespace {
 
 constexpr int kMaxCalls = 64;          // collective calls read per launch
 constexpr size_t kMaxPending = 4096;   // collectives some rank of which has not arrived
+// How long (real time) a rank waits for the ranks of other processes at one collective before
+// going on with those it knows (a rank that died or never launches it): NCCL itself would wait
+// forever; long enough for 64 ranks sharing 2 cores.
+constexpr double kRendezvousTimeoutS = 600;
 
 }  // namespace
 
@@ -84,6 +90,12 @@ std::vector<int> NcclCollectives::gpus_of(uint64_t comm, int nranks, int rank, i
   return out;
 }
 
+bool NcclCollectives::drives_one_gpu() const {
+  int used = 0;
+  for (int d = 0; d < driver_.device_count() && used < 2; ++d) used += driver_.contexts().live_contexts(d) > 0;
+  return used <= 1;
+}
+
 bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLaunch& p, CUresult* rc) {
   if (!p.function || !is_nccl_kernel_name(p.function->desc().name) || !plugin_->ready()) return false;
   const uint64_t tag = plugin_->current();
@@ -124,6 +136,45 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     return true;
   }
 
+  // The ranks in other processes (and this process's, already posted): the latest arrival.
+  simcore::Engine& engine = driver_.engine();
+  double arrival_t = 0;
+  if (arrival != 0)
+    if (auto at = engine.query(arrival)) arrival_t = at->start;
+  const bool one_gpu = drives_one_gpu();
+  const NcclRendezvous::Arrivals across =
+      rendezvous_.arrive(comm, nranks, rank, gpu, arrival_t, one_gpu, kRendezvousTimeoutS);
+  uint64_t gate = 0;  // no earlier than the latest arrival known across processes
+  if (across.latest > arrival_t) {
+    simcore::TaskSpec t;
+    t.gpu = gpu;
+    t.not_before = across.latest;
+    t.label = "nccl: every rank arrived";
+    gate = engine.add_task(t);
+  }
+  if (one_gpu && across.complete && nranks > 1) {
+    // This process's only rank: its kernel starts when the last rank of the job arrived and
+    // lasts the model's time for every rank's GPU, so every rank's kernel ends together.
+    std::vector<int> gpus = across.gpus;
+    {
+      std::lock_guard l(mu_);
+      launches_[{comm, rank}]++;
+      for (int r = 0; r < nranks; ++r)
+        if (gpus[r] >= 0) gpus_of(comm, nranks, r, gpus[r]);
+      gpus = gpus_of(comm, nranks, rank, gpu);
+    }
+    const double seconds = duration(driver_.cluster(), calls, gpus);
+    Work k = p.to_work();
+    k.duration_s = seconds;
+    k.label = fmt::format("{} [{}]", k.label, what);
+    if (gate != 0) k.also_after.push_back(gate);
+    *rc = streams.submit(stream, std::move(k), per_thread);
+    log::debug("sim nccl: rank {}/{} of comm {:x} on GPU {} (ranks as processes): {} from {:.3f} us (own arrival "
+               "{:.3f} us) -> {:.3f} us", rank, nranks, comm, gpu, what, std::max(arrival_t, across.latest) * 1e6,
+               arrival_t * 1e6, seconds * 1e6);
+    return true;
+  }
+
   std::pair<uint64_t, uint64_t> key;
   std::vector<uint64_t> others;
   double seconds = 0;
@@ -140,6 +191,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     pend.one_thread = pend.one_thread && pend.thread == std::this_thread::get_id();
     pend.nranks = nranks;
     others = pend.arrivals;
+    if (gate != 0) others.push_back(gate);
     if (arrival != 0) pend.arrivals.push_back(arrival);
     last = static_cast<int>(pend.arrivals.size()) >= nranks;
     seconds = duration(driver_.cluster(), calls, gpus_of(comm, nranks, rank, gpu));

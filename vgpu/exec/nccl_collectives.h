@@ -12,8 +12,8 @@
 // Matching ranks: NCCL launches the kernels of one communicator in the same order on every
 // rank, so the k-th NCCL launch of each rank on communicator c is one collective. The ranks of
 // one process (threads, or one thread driving all of them in a group) meet here; ranks in
-// other processes do not (that needs vgpud to carry the arrivals: each process then times its
-// own ranks' kernels from their own start).
+// other processes meet through the job's shared table (nccl_rendezvous.h): a process driving one
+// GPU (torchrun) waits there for every rank's arrival and starts its kernel at the latest one.
 //
 // On the timeline, per rank r of a collective: an "arrival" op (no duration, after the
 // stream's previous work), then the kernel, starting after its own arrival and every arrival of
@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "core/stream_work.h"
+#include "exec/nccl_rendezvous.h"
 #include "driver/cuda_api.h"
 #include "simcore/collective_model.h"
 
@@ -88,8 +89,13 @@ class NcclCollectives {
   // consecutive GPUs around a known one.
   std::vector<int> gpus_of(uint64_t comm, int nranks, int rank, int gpu);  // under mu_
 
+  // True when this process has contexts on one GPU only, so that it holds at most one rank of
+  // any communicator and may wait for the other processes' ranks without waiting for itself.
+  bool drives_one_gpu() const;
+
   DriverState& driver_;
   std::unique_ptr<Plugin> plugin_;
+  NcclRendezvous rendezvous_;  // ranks in other processes of the job
   std::mutex mu_;
   std::map<std::pair<uint64_t, int>, uint64_t> launches_;  // (comm, rank) -> NCCL launches so far
   std::map<uint64_t, std::vector<int>> comm_gpus_;          // comm -> gpu of each rank (-1 unknown)
