@@ -5,11 +5,13 @@
 // layers), then an all-reduce of the gradient in 25 MiB buckets (by default a GPT-2 124M
 // gradient in BF16: 124,439,808 x 2 bytes), all on one stream and timed with CUDA events.
 //
-// Usage: ddp_ranks_program ID_FILE [steps] [grad_bytes] [bucket_bytes]
+// Usage: ddp_ranks_program ID_FILE [steps] [grad_bytes] [bucket_bytes] [skew]
+// skew: rank r runs r x skew more layers' GEMMs, so that the ranks reach the all-reduce at
+// different virtual times (tests: the early ranks must wait for the last).
 // Prints per rank (first line of each rank tagged "rank R/W gpu G"):
 //   "bucket <i> <bytes> B <us> us"           each all-reduce of the last step (CUDA events)
 //   "step <i> virtual <ms> ms compute <ms> ms allreduce <ms> ms cpu <ms> ms wall <ms> ms"
-//   "memory VmHWM <kB> kB VmRSS <kB> kB"
+//   "memory VmHWM <kB> kB VmRSS <kB> kB RssAnon <kB> kB RssFile <kB> kB RssShmem <kB> kB"
 // and "ok   done" at the end; a failed call prints "FAIL ..." and exits 1.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -119,21 +121,25 @@ int main(int argc, char** argv) {
   const int steps = argc > 2 ? std::atoi(argv[2]) : 3;
   const size_t grad_bytes = argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 124439808ull * 2;
   const size_t bucket_bytes = argc > 4 ? std::strtoull(argv[4], nullptr, 10) : 25ull << 20;
+  const int skew = argc > 5 ? std::atoi(argv[5]) : 0;
   g_rank = env_int("RANK", 0);
   const int world = env_int("WORLD_SIZE", 1);
   const int local_rank = env_int("LOCAL_RANK", 0);
-  if (steps < 1 || grad_bytes < 2 || bucket_bytes < 2 || g_rank < 0 || g_rank >= world) {
+  if (steps < 1 || grad_bytes < 2 || bucket_bytes < 2 || skew < 0 || g_rank < 0 || g_rank >= world) {
     std::printf("FAIL bad arguments or environment\n");
     return 2;
   }
 
   CHECK_CUDA(cudaSetDevice(local_rank));
+  CHECK_CUDA(cudaFree(nullptr));  // the context
+  const long hwm_context = status_kb("VmHWM");
   const ncclUniqueId id = share_id(id_file, g_rank);
   ncclComm_t comm;
   CHECK_NCCL(ncclCommInitRank(&comm, world, id, g_rank));
   int device = -1;
   CHECK_CUDA(cudaGetDevice(&device));
-  std::printf("rank %d/%d gpu %d: ncclCommInitRank ok\n", g_rank, world, device);
+  std::printf("rank %d/%d gpu %d: ncclCommInitRank ok (VmHWM %ld kB after the context, %ld kB after NCCL's init)\n",
+              g_rank, world, device, hwm_context, status_kb("VmHWM"));
 
   cudaStream_t stream;
   CHECK_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -156,7 +162,7 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaEventRecord(marks[0], stream));
     // Forward (1 GEMM a layer) and backward (2 a layer) of the MLP's first projection.
     for (int pass = 0; pass < 3; ++pass)
-      for (int l = 0; l < layers; ++l)
+      for (int l = 0; l < layers + (pass == 2 ? g_rank * skew : 0); ++l)
         linear_hmma_gemm<<<(tokens + 255) / 256, 256, 0, stream>>>(act, weight, act, tokens, 4 * width, width);
     CHECK_CUDA(cudaGetLastError());
     CHECK_CUDA(cudaEventRecord(marks[1], stream));
@@ -182,7 +188,10 @@ int main(int argc, char** argv) {
                 g_rank, step, total, compute, reduce, cpu * 1e3, wall * 1e3);
   }
   CHECK_NCCL(ncclCommDestroy(comm));
-  std::printf("rank %d memory VmHWM %ld kB VmRSS %ld kB\n", g_rank, status_kb("VmHWM"), status_kb("VmRSS"));
+  // RssFile is mostly libnccl.so's fat binary (218 MB, read once by the driver's module
+  // parser): page cache shared by every rank on the host, not memory of this one.
+  std::printf("rank %d memory VmHWM %ld kB VmRSS %ld kB RssAnon %ld kB RssFile %ld kB RssShmem %ld kB\n", g_rank,
+              status_kb("VmHWM"), status_kb("VmRSS"), status_kb("RssAnon"), status_kb("RssFile"), status_kb("RssShmem"));
   std::printf("rank %d ok   done\n", g_rank);
   return 0;
 }
