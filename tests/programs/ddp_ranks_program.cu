@@ -11,7 +11,7 @@
 // Prints per rank (first line of each rank tagged "rank R/W gpu G"):
 //   "bucket <i> <bytes> B <us> us"           each all-reduce of the last step (CUDA events)
 //   "step <i> virtual <ms> ms compute <ms> ms allreduce <ms> ms cpu <ms> ms wall <ms> ms"
-//   "memory VmHWM <kB> kB VmRSS <kB> kB RssAnon <kB> kB RssFile <kB> kB RssShmem <kB> kB"
+//   "memory VmHWM <kB> kB VmRSS <kB> kB RssAnon <kB> kB RssFile <kB> kB RssShmem <kB> kB threads <n>"
 // and "ok   done" at the end; a failed call prints "FAIL ..." and exits 1.
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -190,8 +190,8 @@ int main(int argc, char** argv) {
   CHECK_NCCL(ncclCommDestroy(comm));
   // RssFile is mostly libnccl.so's fat binary (218 MB, read once by the driver's module
   // parser): page cache shared by every rank on the host, not memory of this one.
-  std::printf("rank %d memory VmHWM %ld kB VmRSS %ld kB RssAnon %ld kB RssFile %ld kB RssShmem %ld kB\n", g_rank,
-              status_kb("VmHWM"), status_kb("VmRSS"), status_kb("RssAnon"), status_kb("RssFile"), status_kb("RssShmem"));
+  std::printf("rank %d memory VmHWM %ld kB VmRSS %ld kB RssAnon %ld kB RssFile %ld kB RssShmem %ld kB threads %ld\n", g_rank,
+              status_kb("VmHWM"), status_kb("VmRSS"), status_kb("RssAnon"), status_kb("RssFile"), status_kb("RssShmem"), status_kb("Threads"));
   std::printf("rank %d ok   done\n", g_rank);
   return 0;
 }
