@@ -136,23 +136,27 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     return true;
   }
 
-  // The ranks in other processes (and this process's, already posted): the latest arrival.
+  // A process with one GPU holds one rank: the others are in other processes (torchrun). It
+  // waits for their arrivals in the job's table; a process driving several GPUs does not use
+  // the table (one thread may launch all its ranks) and its ranks meet below.
   simcore::Engine& engine = driver_.engine();
   double arrival_t = 0;
-  if (arrival != 0)
-    if (auto at = engine.query(arrival)) arrival_t = at->start;
-  const bool one_gpu = drives_one_gpu();
-  const NcclRendezvous::Arrivals across =
-      rendezvous_.arrive(comm, nranks, rank, gpu, arrival_t, one_gpu, kRendezvousTimeoutS);
+  NcclRendezvous::Arrivals across;
   uint64_t gate = 0;  // no earlier than the latest arrival known across processes
-  if (across.latest > arrival_t) {
-    simcore::TaskSpec t;
-    t.gpu = gpu;
-    t.not_before = across.latest;
-    t.label = "nccl: every rank arrived";
-    gate = engine.add_task(t);
+  const bool one_gpu = nranks > 1 && drives_one_gpu();
+  if (one_gpu) {
+    if (arrival != 0)
+      if (auto at = engine.query(arrival)) arrival_t = at->start;
+    across = rendezvous_.arrive(comm, nranks, rank, gpu, arrival_t, true, kRendezvousTimeoutS);
+    if (across.latest > arrival_t) {
+      simcore::TaskSpec t;
+      t.gpu = gpu;
+      t.not_before = across.latest;
+      t.label = "nccl: every rank arrived";
+      gate = engine.add_task(t);
+    }
   }
-  if (one_gpu && across.complete && nranks > 1) {
+  if (one_gpu && across.complete) {
     // This process's only rank: its kernel starts when the last rank of the job arrived and
     // lasts the model's time for every rank's GPU, so every rank's kernel ends together.
     std::vector<int> gpus = across.gpus;

@@ -13,7 +13,9 @@
 // rank, so the k-th NCCL launch of each rank on communicator c is one collective. The ranks of
 // one process (threads, or one thread driving all of them in a group) meet here; ranks in
 // other processes meet through the job's shared table (nccl_rendezvous.h): a process driving one
-// GPU (torchrun) waits there for every rank's arrival and starts its kernel at the latest one.
+// GPU (torchrun) waits there for every rank's arrival and starts its kernel at the latest one,
+// for the model's time on every rank's GPU. Processes driving several GPUs do not use the table
+// (one thread may launch every rank of a group): their ranks in other processes are not seen.
 //
 // On the timeline, per rank r of a collective: an "arrival" op (no duration, after the
 // stream's previous work), then the kernel, starting after its own arrival and every arrival of
