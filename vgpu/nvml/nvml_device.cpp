@@ -115,9 +115,9 @@ nvmlReturn_t nvmlDeviceGetHandleByUUID(const char* uuid, nvmlDevice_t* device) {
   Library& lib = Library::get();
   if (nvmlReturn_t r = lib.check_initialized(); r != NVML_SUCCESS) return r;
   if (uuid == nullptr || device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
-  for (unsigned i = 0; i < lib.count(); ++i)
+  for (unsigned i = 0; i < lib.devices().size(); ++i)
     if (strcasecmp(lib.devices()[i].facts.uuid.c_str(), uuid) == 0) {
-      *device = lib.handle(i);
+      *device = lib.any(i);
       return NVML_SUCCESS;
     }
   return NVML_ERROR_NOT_FOUND;
@@ -129,10 +129,10 @@ nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char* pciBusId, nvmlDevice_t
   if (pciBusId == nullptr || device == nullptr) return NVML_ERROR_INVALID_ARGUMENT;
   unsigned domain, bus, dev;
   if (!vgpu::inspect::parse_pci_bus_id(pciBusId, &domain, &bus, &dev)) return NVML_ERROR_INVALID_ARGUMENT;
-  for (unsigned i = 0; i < lib.count(); ++i) {
+  for (unsigned i = 0; i < lib.devices().size(); ++i) {
     const auto& f = lib.devices()[i].facts;
     if (f.pci_domain == domain && f.pci_bus == bus && f.pci_device == dev) {
-      *device = lib.handle(i);
+      *device = lib.any(i);
       return NVML_SUCCESS;
     }
   }
@@ -144,13 +144,13 @@ nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char* pciBusId, nvmlDevice_t* d
 
 nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int* index) {
   VGPU_NVML_DEVICE(device, index);
-  *index = static_cast<unsigned>(dev.facts.index);
+  *index = Library::get().index_of(dev);
   return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t device, unsigned int* minorNumber) {
   VGPU_NVML_DEVICE(device, minorNumber);
-  *minorNumber = static_cast<unsigned>(dev.facts.index);  // /dev/nvidia<index>
+  *minorNumber = Library::get().index_of(dev);  // /dev/nvidia<index>
   return NVML_SUCCESS;
 }
 

@@ -1,13 +1,35 @@
 #include "nvml/nvml_library.h"
 
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 
 #include "common/log.h"
+#include "common/settings.h"
 
 namespace vgpu::nvml {
+
+namespace {
+
+// The node whose devices a large cluster's NVML enumerates (nvml_library.h); -1: all.
+int enumerated_node(const std::vector<nvmlDevice_st>& devices) {
+  if (settings::is_set(settings::Id::node_index)) return static_cast<int>(settings::integer(settings::Id::node_index));
+  // The driver of this process, if loaded: its current device's node.
+  if (void* cuda = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY)) {
+    using GetDevice = int (*)(int*);
+    auto get = reinterpret_cast<GetDevice>(dlsym(cuda, "cuCtxGetDevice"));
+    int d = -1;
+    const bool ok = get != nullptr && get(&d) == 0 && d >= 0 && d < static_cast<int>(devices.size());
+    dlclose(cuda);
+    if (ok) return devices[d].facts.node;
+  }
+  return -1;
+}
+
+}  // namespace
 
 Library& Library::get() {
   static Library* library = new Library;  // never destroyed: handles outlive static destructors
@@ -30,9 +52,20 @@ nvmlReturn_t Library::init() noexcept try {
     devices_.reserve(view.devices.size());
     for (inspect::DeviceFacts& f : view.devices) devices_.push_back({std::move(f)});
     nvlink_ = view.nvlink;
+    for (unsigned i = 0; i < devices_.size(); ++i) {  // devices are numbered node by node
+      const auto node = static_cast<unsigned>(devices_[i].facts.node);
+      if (node >= node_first_.size()) node_first_.resize(node + 1, i);
+    }
     built_ = true;
     log::info("vgpu NVML: {} virtual devices ({})", devices_.size(),
               view.has_job() ? "job " + view.job : "configured cluster");
+  }
+  if (devices_.size() > kMaxEnumerated) {
+    int node = enumerated_node(devices_);
+    if (node >= static_cast<int>(node_first_.size())) node = -1;
+    if (node != node_.exchange(node))
+      log::info("vgpu NVML: {} virtual devices, more than NCCL accepts in one NVML: enumerating {}", devices_.size(),
+                node < 0 ? std::string("all (no current device)") : fmt::format("node {}'s", node));
   }
   refs_.fetch_add(1, std::memory_order_acq_rel);
   return NVML_SUCCESS;
@@ -65,6 +98,23 @@ nvmlReturn_t Library::check(nvmlDevice_t device) const {
     return NVML_ERROR_INVALID_ARGUMENT;
   }
   return NVML_SUCCESS;
+}
+
+unsigned Library::count() const {
+  const int node = node_.load(std::memory_order_acquire);
+  if (node < 0) return static_cast<unsigned>(devices_.size());
+  const unsigned end = node + 1 < static_cast<int>(node_first_.size()) ? node_first_[node + 1]
+                                                                     : static_cast<unsigned>(devices_.size());
+  return end - node_first_[node];
+}
+
+nvmlDevice_t Library::handle(unsigned index) {
+  const int node = node_.load(std::memory_order_acquire);
+  return &devices_[(node < 0 ? 0 : node_first_[node]) + index];
+}
+
+unsigned Library::index_of(const nvmlDevice_st& d) const {
+  return static_cast<unsigned>(node_.load(std::memory_order_acquire) < 0 ? d.facts.index : d.facts.local);
 }
 
 int Library::devices_on_node(const nvmlDevice_st& d) const {

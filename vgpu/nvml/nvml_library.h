@@ -43,8 +43,19 @@ class Library {
   nvmlReturn_t check(nvmlDevice_t device) const;
   nvmlReturn_t check_initialized() const;
 
-  unsigned count() const { return static_cast<unsigned>(devices_.size()); }
-  nvmlDevice_t handle(unsigned index) { return &devices_[index]; }
+  // The devices enumerated by index. A cluster of more than kMaxEnumerated GPUs (NCCL refuses
+  // an NVML with more than 32 devices, as no real host has one) enumerates, in a process that
+  // is a rank, the devices of its virtual node as that node's NVML would, each indexed by its
+  // position in the node: the node of VGPU_NODE_INDEX, else of the process's current CUDA device
+  // at its latest nvmlInit (NCCL initializes NVML after the rank has set its device). A process
+  // with neither (vgpu-run's probe, monitoring tools) enumerates the whole cluster. Lookups by
+  // UUID and PCI bus id find every device of the cluster (NCCL, which sees every rank of the
+  // job on one host, asks for its peers').
+  static constexpr unsigned kMaxEnumerated = 32;
+  unsigned count() const;
+  nvmlDevice_t handle(unsigned index);
+  unsigned index_of(const nvmlDevice_st& d) const;  // nvmlDeviceGetIndex
+  nvmlDevice_t any(unsigned i) { return &devices_[i]; }  // i < devices().size()
   const std::vector<nvmlDevice_st>& devices() const { return devices_; }
   const simcore::NvlinkSpec& nvlink() const { return nvlink_; }
   // Devices on the same virtual node as `d` (itself included).
@@ -59,6 +70,8 @@ class Library {
   std::atomic<int> refs_{0};
   bool built_ = false;                   // devices_ is filled (once)
   std::vector<nvmlDevice_st> devices_;
+  std::vector<unsigned> node_first_;     // per node: position in devices_ of its first device
+  std::atomic<int> node_{-1};            // the node enumerated; -1: every device
   simcore::NvlinkSpec nvlink_;
 };
 

@@ -4,6 +4,10 @@
 //  - with an NVSwitch, every GPU has the model's link count (18 on H100) and link l goes to
 //    switch l % 4 of its node; a switch shows up as PCI address <node>:<0x05 + s>:00.0 (below
 //    the GPU buses), remote device type SWITCH;
+//    In a cluster of more than Library::kMaxEnumerated GPUs every link goes to switch 0 of the
+//    node: NCCL sees every rank of a job on one host and fuses their topologies into one of at
+//    most 256 XML elements; four switch targets per GPU (6 elements a GPU) overflow that at 64
+//    GPUs, one (3 a GPU) fits. NCCL merges a node's NVSwitches into one anyway;
 //  - without a switch, link l goes straight to peer (local + 1 + l % (n - 1)) % n of the node;
 //  - without NVLink (or with one GPU and no switch) a GPU has no links.
 // Topology: the same device is INTERNAL, devices of one virtual node are NODE (one host, one
@@ -117,7 +121,8 @@ nvmlReturn_t nvmlDeviceGetNvLinkRemotePciInfo_v2(nvmlDevice_t device, unsigned i
   }
   std::memset(pci, 0, sizeof *pci);
   pci->domain = d.facts.pci_domain;
-  pci->bus = kFirstSwitchBus + link % kSwitchesPerNode;
+  const bool one_switch = Library::get().devices().size() > Library::kMaxEnumerated;
+  pci->bus = kFirstSwitchBus + (one_switch ? 0 : link % kSwitchesPerNode);
   pci->device = 0;
   pci->pciDeviceId = 0x22A310DE;  // NVSwitch (third generation, as on HGX H100)
   std::snprintf(pci->busIdLegacy, sizeof pci->busIdLegacy, "%04X:%02X:%02X.0", pci->domain & 0xffff,

@@ -6,11 +6,17 @@
 #include "sim/core/driver_state.h"
 #include "sim/exec/module_registry.h"
 #include "sim/exec/stream.h"
+#include "sim/core/context.h"
+#include "simcore/engine.h"
 
 namespace vgpu {
 namespace {
 
 constexpr size_t kMaxPending = 4096;   // collectives some rank of which has not arrived
+// How long (real time) a rank waits for the ranks of other processes at one collective before
+// going on with those it knows (a rank that died or never launches it): NCCL itself would wait
+// forever; long enough for 64 ranks sharing 2 cores.
+constexpr double kRendezvousTimeoutS = 600;
 
 }  // namespace
 
@@ -47,6 +53,12 @@ std::vector<int> NcclCollectives::gpus_of(uint64_t comm, int nranks, int rank, i
   for (int r = 0; r < nranks; ++r)
     if (out[r] < 0) out[r] = ((gpu + r - rank) % devices + devices) % devices;
   return out;
+}
+
+bool NcclCollectives::drives_one_gpu() const {
+  int used = 0;
+  for (int d = 0; d < driver_.device_count() && used < 2; ++d) used += driver_.contexts().live_contexts(d) > 0;
+  return used <= 1;
 }
 
 bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLaunch& p, CUresult* rc) {
@@ -89,6 +101,49 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     return true;
   }
 
+  // A process with one GPU holds one rank: the others are in other processes (torchrun). It
+  // waits for their arrivals in the job's table; a process driving several GPUs does not use
+  // the table (one thread may launch all its ranks) and its ranks meet below.
+  simcore::Engine& engine = driver_.engine();
+  double arrival_t = 0;
+  NcclRendezvous::Arrivals across;
+  uint64_t gate = 0;  // no earlier than the latest arrival known across processes
+  const bool one_gpu = nranks > 1 && drives_one_gpu();
+  if (one_gpu) {
+    if (arrival != 0)
+      if (auto at = engine.query(arrival)) arrival_t = at->start;
+    across = rendezvous_.arrive(comm, nranks, rank, gpu, arrival_t, true, kRendezvousTimeoutS);
+    if (across.latest > arrival_t) {
+      simcore::TaskSpec t;
+      t.gpu = gpu;
+      t.not_before = across.latest;
+      t.label = "nccl: every rank arrived";
+      gate = engine.add_task(t);
+    }
+  }
+  if (one_gpu && across.complete) {
+    // This process's only rank: its kernel starts when the last rank of the job arrived and
+    // lasts the model's time for every rank's GPU, so every rank's kernel ends together.
+    std::vector<int> gpus = across.gpus;
+    {
+      std::lock_guard l(mu_);
+      launches_[{comm, rank}]++;
+      for (int r = 0; r < nranks; ++r)
+        if (gpus[r] >= 0) gpus_of(comm, nranks, r, gpus[r]);
+      gpus = gpus_of(comm, nranks, rank, gpu);
+    }
+    const double seconds = duration(driver_.cluster(), contracts::collective_calls(got, gpus, false));
+    Work k = p.to_work();
+    k.duration_s = seconds;
+    k.label = fmt::format("{} [{}]", k.label, what);
+    if (gate != 0) k.also_after.push_back(gate);
+    *rc = streams.submit(stream, std::move(k), per_thread);
+    log::debug("sim nccl: rank {}/{} of comm {:x} on GPU {} (ranks as processes): {} from {:.3f} us (own arrival "
+               "{:.3f} us) -> {:.3f} us", rank, nranks, comm, gpu, what, std::max(arrival_t, across.latest) * 1e6,
+               arrival_t * 1e6, seconds * 1e6);
+    return true;
+  }
+
   std::pair<uint64_t, uint64_t> key;
   std::vector<uint64_t> others;
   double seconds = 0;
@@ -105,6 +160,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     pend.one_thread = pend.one_thread && pend.thread == std::this_thread::get_id();
     pend.nranks = nranks;
     others = pend.arrivals;
+    if (gate != 0) others.push_back(gate);
     if (arrival != 0) pend.arrivals.push_back(arrival);
     last = static_cast<int>(pend.arrivals.size()) >= nranks;
     seconds = duration(driver_.cluster(), contracts::collective_calls(got, gpus_of(comm, nranks, rank, gpu), false));

@@ -12,8 +12,10 @@
 // Matching ranks: NCCL launches the kernels of one communicator in the same order on every
 // rank, so the k-th NCCL launch of each rank on communicator c is one collective. The ranks of
 // one process (threads, or one thread driving all of them in a group) meet here; ranks in
-// other processes do not (that needs vgpud to carry the arrivals: each process then times its
-// own ranks' kernels from their own start).
+// other processes meet through the job's shared table (nccl_rendezvous.h): a process driving one
+// GPU (torchrun) waits there for every rank's arrival and starts its kernel at the latest one,
+// for the model's time on every rank's GPU. Processes driving several GPUs do not use the table
+// (one thread may launch every rank of a group): their ranks in other processes are not seen.
 //
 // On the timeline, per rank r of a collective: an "arrival" op (no duration, after the
 // stream's previous work), then the kernel, starting after its own arrival and every arrival of
@@ -42,6 +44,7 @@
 #include "front/nccl/nccl_plugin_client.h"
 #include "front/driver/cuda_api.h"
 #include "sim/core/stream_work.h"
+#include "sim/exec/nccl_rendezvous.h"
 #include "simcore/collective_model.h"
 
 namespace vgpu {
@@ -86,8 +89,13 @@ class NcclCollectives {
   // consecutive GPUs around a known one.
   std::vector<int> gpus_of(uint64_t comm, int nranks, int rank, int gpu);  // under mu_
 
+  // True when this process has contexts on one GPU only, so that it holds at most one rank of
+  // any communicator and may wait for the other processes' ranks without waiting for itself.
+  bool drives_one_gpu() const;
+
   DriverState& driver_;
   contracts::NcclPluginClient plugin_;
+  NcclRendezvous rendezvous_;  // ranks in other processes of the job
   std::mutex mu_;
   std::map<std::pair<uint64_t, int>, uint64_t> launches_;  // (comm, rank) -> NCCL launches so far
   std::map<uint64_t, std::vector<int>> comm_gpus_;          // comm -> gpu of each rank (-1 unknown)

@@ -1,6 +1,7 @@
 """vgpu-run: set up, run the command, summarize. See vgpu/tools/vgpu-run and environment.py."""
 import hashlib
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -111,6 +112,16 @@ def _run(command, env):
     return 128 - status if status < 0 else status
 
 
+def _remove_nccl_table(job_id):
+    """The sim backend's table where the job's NCCL ranks in different processes meet
+    (vgpu/exec/nccl_rendezvous.h names it so): the job is over."""
+    safe = re.sub(r"[^A-Za-z0-9_.-]", "_", job_id)
+    try:
+        os.remove(f"/dev/shm/vgpu-nccl-{os.getuid()}-{safe}")
+    except OSError:
+        pass  # no NCCL collective on the sim backend, or removed already
+
+
 def main(argv, configured):
     base = dict(os.environ)
     try:
@@ -148,6 +159,7 @@ def main(argv, configured):
                          "separate status regions): the figures are the last one's")
     if own_db:
         shutil.rmtree(setting["VGPU_KERNEL_DB"], ignore_errors=True)  # the job's own: done with it
+    _remove_nccl_table(setting["VGPU_JOB_ID"])
     stopped = daemon.stop(setting["VGPU_JOB_ID"], env)
     if stopped:
         end_notes.append(stopped)

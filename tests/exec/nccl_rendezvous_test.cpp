@@ -1,0 +1,92 @@
+// The table where NCCL ranks in different processes meet (vgpu/exec/nccl_rendezvous.h). Each
+// NcclRendezvous object maps the table on its own, as each process of a job does; threads stand
+// in for the processes.
+#include "sim/exec/nccl_rendezvous.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace vgpu {
+namespace {
+
+std::string table_path(const char* name) {
+  return "/dev/shm/vgpu-nccl-test-" + std::to_string(getpid()) + "-" + name;
+}
+
+struct Cleanup {
+  std::string path;
+  ~Cleanup() { unlink(path.c_str()); }
+};
+
+TEST(NcclRendezvous, EveryRankGetsTheLatestArrivalAndEveryGpu) {
+  const std::string path = table_path("latest");
+  Cleanup c{path};
+  constexpr int kRanks = 4, kCollectives = 10;
+  std::vector<std::vector<NcclRendezvous::Arrivals>> got(kRanks);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < kRanks; ++r)
+    ranks.emplace_back([&, r] {
+      NcclRendezvous table(path);  // one "process" per rank
+      for (int k = 0; k < kCollectives; ++k)
+        got[r].push_back(table.arrive(0xc0ffee, kRanks, r, 40 + r, k * 1.0 + r * 0.25, true, 60));
+    });
+  for (auto& t : ranks) t.join();
+  for (int r = 0; r < kRanks; ++r)
+    for (int k = 0; k < kCollectives; ++k) {
+      const auto& a = got[r][k];
+      EXPECT_TRUE(a.complete) << r << " " << k;
+      EXPECT_EQ(a.known, kRanks);
+      EXPECT_DOUBLE_EQ(a.latest, k * 1.0 + (kRanks - 1) * 0.25) << "rank " << r << " collective " << k;
+      EXPECT_EQ(a.gpus, (std::vector<int>{40, 41, 42, 43}));
+    }
+}
+
+TEST(NcclRendezvous, CommunicatorsAreSeparate) {
+  const std::string path = table_path("comms");
+  Cleanup c{path};
+  NcclRendezvous a(path), b(path);
+  std::thread t([&] { EXPECT_DOUBLE_EQ(b.arrive(2, 2, 1, 1, 7.0, true, 60).latest, 7.0); });
+  // Communicator 1 has two ranks too, but only rank 0 of it ever arrives: no waiting for it here.
+  EXPECT_FALSE(a.arrive(1, 2, 0, 0, 9.0, false, 60).complete);
+  EXPECT_DOUBLE_EQ(a.arrive(2, 2, 0, 0, 3.0, true, 60).latest, 7.0);
+  t.join();
+}
+
+TEST(NcclRendezvous, WithoutWaitingOnlyThePostedArrivalsCount) {
+  const std::string path = table_path("nowait");
+  Cleanup c{path};
+  NcclRendezvous a(path), b(path);
+  auto first = a.arrive(5, 2, 0, 0, 1.0, false, 60);
+  EXPECT_FALSE(first.complete);
+  EXPECT_EQ(first.known, 1);
+  EXPECT_EQ(first.gpus, (std::vector<int>{0, -1}));
+  auto second = b.arrive(5, 2, 1, 3, 2.0, false, 60);
+  EXPECT_TRUE(second.complete);
+  EXPECT_DOUBLE_EQ(second.latest, 2.0);
+  EXPECT_EQ(second.gpus, (std::vector<int>{0, 3}));
+}
+
+TEST(NcclRendezvous, ARankThatNeverComesIsWaitedForOnlyUntilTheTimeout) {
+  const std::string path = table_path("timeout");
+  Cleanup c{path};
+  NcclRendezvous a(path);
+  auto got = a.arrive(6, 3, 0, 0, 1.5, true, 0.05);
+  EXPECT_FALSE(got.complete);
+  EXPECT_EQ(got.known, 1);
+  EXPECT_DOUBLE_EQ(got.latest, 1.5);
+}
+
+TEST(NcclRendezvous, NoTableMeansOnlyThisRank) {
+  NcclRendezvous a("/nonexistent-dir/vgpu-nccl-table");
+  auto got = a.arrive(7, 2, 1, 5, 4.0, true, 60);
+  EXPECT_FALSE(got.complete);
+  EXPECT_EQ(got.known, 1);
+  EXPECT_DOUBLE_EQ(got.latest, 4.0);
+}
+
+}  // namespace
+}  // namespace vgpu

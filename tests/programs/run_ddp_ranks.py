@@ -1,0 +1,106 @@
+"""Runs tests/programs/ddp_ranks_program as torchrun would (one process per rank, launch_ranks.py)
+through vgpu-run on the sim backend, on NODES x GPUS virtual GPUs, and checks what it reports.
+
+Usage: run_ddp_ranks.py NODES GPUS_PER_NODE   (environment: VGPU_RUN, DDP_PROGRAM, LAUNCHER,
+COLLECTIVE_ESTIMATE, CUDA_LIB_DIR)
+
+The ranks reach their all-reduces at different virtual times: rank r runs r x SKEW more GEMMs.
+Checks:
+- the job ends within the timeout, every rank exits 0 after ncclCommDestroy (no hang);
+- every all-reduce kernel lasts the collective model's time for the job's ranks on their GPUs
+  (collective_estimate on the same cluster), from the last rank's arrival across processes:
+  in the last step, each bucket after the first takes exactly the model's time on every rank
+  (TOLERANCE), the first bucket is never shorter, and compute + first bucket (the time from
+  the step's start to the first all-reduce's end) is the same on every rank within
+  SKEW_TOLERANCE_US: the early ranks waited for the last one. Without the meeting across
+  processes, an early rank's first bucket would end SKEW GEMMs (hundreds of us) earlier;
+- each rank's host memory (VmHWM) is printed and below 2 GB (the issue's target).
+"""
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+TIMEOUT_S = 240
+SKEW = 6                 # extra GEMMs per rank index (about 55 us each)
+TOLERANCE = 0.005        # relative, on a kernel's modelled duration
+SKEW_TOLERANCE_US = 150  # host time between a step's synchronization and its first launch differs per rank
+GRAD_BYTES = 60 << 20    # three buckets: 25, 25 and 10 MiB
+BUCKET_BYTES = 25 << 20
+
+
+def main():
+    nodes, gpn = int(sys.argv[1]), int(sys.argv[2])
+    ranks = nodes * gpn
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = env["CUDA_LIB_DIR"]
+    env["VGPU_NODES"] = str(nodes)
+    env["VGPU_GPUS_PER_NODE"] = str(gpn)
+    id_file = os.path.join(tempfile.mkdtemp(prefix="vgpu-ddp-ranks-"), "nccl_id")
+    cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--nodes", str(nodes), "--gpus", str(gpn), "--",
+           sys.executable, env["LAUNCHER"], "--nproc-per-node", str(ranks), "--timeout", str(TIMEOUT_S - 20), "--",
+           env["DDP_PROGRAM"], id_file, "2", str(GRAD_BYTES), str(BUCKET_BYTES), str(SKEW)]
+    try:
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        print(out[-4000:])
+        print(f"FAIL the job did not end within {TIMEOUT_S} s (hang)")
+        return 1
+    out = r.stdout + r.stderr
+    failures = 0
+
+    def check(ok, what):
+        nonlocal failures
+        print(("ok   " if ok else "FAIL ") + what)
+        failures += not ok
+
+    check(r.returncode == 0, f"exit status {r.returncode}")
+    done = set(int(x) for x in re.findall(r"^rank (\d+) ok   done$", out, re.M))
+    check(done == set(range(ranks)), f"every rank ended after ncclCommDestroy: {sorted(done)}")
+
+    est_env = dict(env)
+    def model_us(nbytes):
+        o = subprocess.run([env["COLLECTIVE_ESTIMATE"], "AllReduce", str(nbytes), *map(str, range(ranks))],
+                           env=est_env, capture_output=True, text=True, check=True).stdout
+        return float(o)
+
+    buckets = {}  # rank -> [(bytes, us)] of the last step
+    for rk, b, nbytes, us in re.findall(r"^rank (\d+) bucket (\d+) (\d+) B ([0-9.]+) us$", out, re.M):
+        buckets.setdefault(int(rk), []).append((int(nbytes), float(us)))
+    compute = {int(rk): float(ms) for rk, step, ms in
+               re.findall(r"^rank (\d+) step (\d+) virtual [0-9.]+ ms compute ([0-9.]+) ms", out, re.M)
+               if int(step) == 1}
+    check(sorted(buckets) == list(range(ranks)) and all(len(v) == 3 for v in buckets.values()),
+          f"three buckets timed on every rank")
+    if failures:
+        print(out[-4000:])
+        return 1
+    for nbytes in sorted({b for v in buckets.values() for b, _ in v}):
+        want = model_us(nbytes)
+        for rk in range(ranks):
+            for i, (b, us) in enumerate(buckets[rk]):
+                if b != nbytes:
+                    continue
+                if i == 0:
+                    check(us >= want * (1 - TOLERANCE), f"rank {rk} bucket 0 ({b} B): {us:.3f} us, at least "
+                          f"the model's {want:.3f} us")
+                else:
+                    check(abs(us - want) <= want * TOLERANCE, f"rank {rk} bucket {i} ({b} B): {us:.3f} us, "
+                          f"the model says {want:.3f} us")
+    ends = {rk: compute[rk] * 1e3 + buckets[rk][0][1] for rk in range(ranks)}
+    spread = max(ends.values()) - min(ends.values())
+    skewed = (max(compute.values()) - min(compute.values())) * 1e3
+    check(skewed > 4 * SKEW_TOLERANCE_US, f"the ranks reached the all-reduce {skewed:.1f} us apart")
+    check(spread <= SKEW_TOLERANCE_US, f"every rank's first all-reduce ends together: step start to its end "
+          f"{min(ends.values()):.1f}-{max(ends.values()):.1f} us")
+    for rk, hwm in re.findall(r"^rank (\d+) memory VmHWM (\d+) kB", out, re.M):
+        check(int(hwm) < 2 << 20, f"rank {rk} host memory peak {int(hwm) / 1024:.0f} MiB (VmHWM)")
+    if failures:
+        print(out[-4000:])
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
