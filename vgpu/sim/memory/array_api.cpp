@@ -19,11 +19,17 @@ using vgpu::sim::fail;
 
 namespace {
 
-// The real driver's checks of a descriptor, and the rule's bound on what it can cost.
+// The real driver's checks of a descriptor, and bounds on what it can cost and on its dense
+// backing (a sparse array is charged nothing but still backed here).
 CUresult check(const char* call, const CUDA_ARRAY3D_DESCRIPTOR& d, bool is3d, unsigned levels) {
   if (const char* problem = arrays::descriptor_problem(d, is3d))
     return fail(CUDA_ERROR_INVALID_VALUE, "{}: invalid descriptor ({})", call, problem);
-  if (arrays::array_charge(d, levels) >= arrays::kTooLarge)
+  constexpr size_t kHuge = size_t(1) << 40;  // below it, the dense shape's product fits in 128 bits
+  if (d.Width >= kHuge || d.Height >= kHuge || d.Depth >= kHuge || arrays::array_charge(d, levels) >= arrays::kTooLarge)
+    return fail(CUDA_ERROR_INVALID_VALUE, "{}: array too large", call);
+  const arrays::DenseShape shape = arrays::dense_shape(d.Format, d.NumChannels, d.Width, d.Height);
+  using u128 = unsigned __int128;
+  if (u128(shape.row_bytes) * shape.rows * std::max<size_t>(d.Depth, 1) >= arrays::kTooLarge)
     return fail(CUDA_ERROR_INVALID_VALUE, "{}: array too large", call);
   return CUDA_SUCCESS;
 }
