@@ -246,6 +246,46 @@ TEST_F(Memory, ArrayLinearCopies) {
   EXPECT_EQ(cuArrayDestroy(b), CUDA_SUCCESS);
 }
 
+// Every CUarray_format of cuda.h makes an array, charged by the array-size rule both backends
+// share; a block-compressed array is copied in rows of 4x4 blocks, a planar video array as its
+// luma rows followed by its chroma rows.
+TEST_F(Memory, CompressedAndVideoArrays) {
+  const size_t f0 = free_mem();
+  CUarray a;
+  CUDA_ARRAY3D_DESCRIPTOR d{};
+  d.Width = 16; d.Height = 8; d.Format = CU_AD_FORMAT_BC1_UNORM; d.NumChannels = 4;
+  ASSERT_EQ(cuArray3DCreate(&a, &d), CUDA_SUCCESS);
+  EXPECT_EQ(f0 - free_mem(), 2u << 20);
+  auto blocks = pattern(4 * 8 * 2, 3);  // 4 blocks of 8 bytes a row, 2 rows of blocks
+  CUDA_MEMCPY2D p{};
+  p.srcMemoryType = CU_MEMORYTYPE_HOST; p.srcHost = blocks.data(); p.srcPitch = 32;
+  p.dstMemoryType = CU_MEMORYTYPE_ARRAY; p.dstArray = a;
+  p.WidthInBytes = 32; p.Height = 2;
+  ASSERT_EQ(cuMemcpy2D(&p), CUDA_SUCCESS);
+  std::vector<unsigned char> out(blocks.size());
+  ASSERT_EQ(cuMemcpyAtoH(out.data(), a, 0, out.size()), CUDA_SUCCESS);
+  EXPECT_EQ(out, blocks);
+  p.Height = 3;  // only 2 rows of blocks
+  EXPECT_EQ(cuMemcpy2D(&p), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuArrayDestroy(a), CUDA_SUCCESS);
+
+  d.Width = 1920; d.Height = 1080; d.Format = CU_AD_FORMAT_NV12; d.NumChannels = 3;
+  ASSERT_EQ(cuArray3DCreate(&a, &d), CUDA_SUCCESS);
+  EXPECT_EQ(f0 - free_mem(), 4u << 20);  // 2880-byte rows, 1152 rows
+  auto frame = pattern(1920 * 1620, 4);  // 1080 luma rows, 540 chroma rows
+  p.srcHost = frame.data(); p.srcPitch = 1920; p.WidthInBytes = 1920; p.Height = 1620;
+  p.dstArray = a;
+  ASSERT_EQ(cuMemcpy2D(&p), CUDA_SUCCESS);
+  out.resize(frame.size());
+  ASSERT_EQ(cuMemcpyAtoH(out.data(), a, 0, out.size()), CUDA_SUCCESS);
+  EXPECT_EQ(out, frame);
+  EXPECT_EQ(cuArrayDestroy(a), CUDA_SUCCESS);
+
+  d.Width = 64; d.Height = 64; d.Format = static_cast<CUarray_format>(0x7f); d.NumChannels = 1;
+  EXPECT_EQ(cuArray3DCreate(&a, &d), CUDA_ERROR_INVALID_VALUE);  // no such format
+  EXPECT_EQ(free_mem(), f0);
+}
+
 TEST_F(Memory, MemsetsOfEachWidth) {
   const size_t n = 1000;
   CUdeviceptr d;

@@ -1,12 +1,12 @@
 // CUDA arrays under the passthrough backend, over the sim backend as its real driver: every
-// array is charged to its virtual device by the layout estimate of vgpu/passthrough/array_api.cpp,
-// refused with CUDA_ERROR_OUT_OF_MEMORY past the virtual device's capacity (nothing already
-// allocated is lost), and destroying it gives the bytes back.
+// array is charged to its virtual device by the array-size rule both backends share
+// (vgpu/front/memory/array_size.h), refused with CUDA_ERROR_OUT_OF_MEMORY past the virtual
+// device's capacity (nothing already allocated is lost), and destroying it gives the bytes back.
 //
 // Only virtual device 2 is used: all virtual devices share the real driver's device 0 here, and
 // each real context costs that device its reservation, so with one context the real device
 // always has at least what the virtual one has free, and every refusal seen is the virtual
-// device's own (the sim charges an array less than the estimate: no layout padding).
+// device's own (the sim charges an array by the same rule).
 #include <cuda.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>

@@ -1,9 +1,15 @@
-// CUDA arrays of the sim backend: a linear host-backed buffer (rows of width * element bytes),
-// charged to the device like any allocation. 2D/3D copies address them through copy.cpp.
-// A mipmapped array is one such array per level, charged together.
+// CUDA arrays of the sim backend. An array is charged to its device by the array-size rule
+// both backends share (front/memory/array_size.h: the real driver's block-linear layout,
+// estimated, in whole 2 MiB pages), so capacity, cuMemGetInfo and CUDA_ERROR_OUT_OF_MEMORY come
+// out as under the passthrough. Its host backing stays dense (what copies read and write, through
+// copy.cpp): rows of width x texel size; a block-compressed format in rows of 4x4 blocks, a planar
+// video format as its luma rows then its chroma rows (array_size.h's dense_shape). Every format
+// of cuda.h is accepted; texels are bytes to the sim, it samples none of them.
+// A mipmapped array is one such array per level, charged together by the same rule.
 #include <algorithm>
 
 #include "front/driver/entry_points.h"
+#include "front/memory/array_size.h"
 #include "sim/exec/virtual_clock.h"
 #include "sim/memory/api_util.h"
 
@@ -13,37 +19,31 @@ using vgpu::sim::fail;
 
 namespace {
 
-size_t format_bytes(CUarray_format f) {
-  switch (f) {
-    case CU_AD_FORMAT_UNSIGNED_INT8: case CU_AD_FORMAT_SIGNED_INT8: return 1;
-    case CU_AD_FORMAT_UNSIGNED_INT16: case CU_AD_FORMAT_SIGNED_INT16: case CU_AD_FORMAT_HALF: return 2;
-    case CU_AD_FORMAT_UNSIGNED_INT32: case CU_AD_FORMAT_SIGNED_INT32: case CU_AD_FORMAT_FLOAT: return 4;
-    default: return 0;
-  }
-}
-
-// The real driver's checks of a descriptor; the bytes of one element through `element_bytes`.
-CUresult check(const char* call, const CUDA_ARRAY3D_DESCRIPTOR& d, bool is3d, size_t* element_bytes) {
-  const size_t fb = format_bytes(d.Format);
-  if (fb == 0 || (d.NumChannels != 1 && d.NumChannels != 2 && d.NumChannels != 4) || d.Width == 0 ||
-      (is3d && d.Depth > 0 && d.Height == 0 && !(d.Flags & CUDA_ARRAY3D_LAYERED)))
-    return fail(CUDA_ERROR_INVALID_VALUE, "{}: invalid descriptor", call);
-  *element_bytes = fb * d.NumChannels;
+// The real driver's checks of a descriptor, and bounds on what it can cost and on its dense
+// backing (a sparse array is charged nothing but still backed here).
+CUresult check(const char* call, const CUDA_ARRAY3D_DESCRIPTOR& d, bool is3d, unsigned levels) {
+  if (const char* problem = arrays::descriptor_problem(d, is3d))
+    return fail(CUDA_ERROR_INVALID_VALUE, "{}: invalid descriptor ({})", call, problem);
+  constexpr size_t kHuge = size_t(1) << 40;  // below it, the dense shape's product fits in 128 bits
+  if (d.Width >= kHuge || d.Height >= kHuge || d.Depth >= kHuge || arrays::array_charge(d, levels) >= arrays::kTooLarge)
+    return fail(CUDA_ERROR_INVALID_VALUE, "{}: array too large", call);
+  const arrays::DenseShape shape = arrays::dense_shape(d.Format, d.NumChannels, d.Width, d.Height);
   using u128 = unsigned __int128;
-  if (u128(d.Width) * *element_bytes * std::max<size_t>(d.Height, 1) * std::max<size_t>(d.Depth, 1) > (u128(1) << 62))
+  if (u128(shape.row_bytes) * shape.rows * std::max<size_t>(d.Depth, 1) >= arrays::kTooLarge)
     return fail(CUDA_ERROR_INVALID_VALUE, "{}: array too large", call);
   return CUDA_SUCCESS;
 }
 
 // A host-backed array of a checked descriptor in the calling context, not yet charged nor
 // registered; nullptr when the host has no memory for it.
-std::shared_ptr<ArrayObject> make_array(const Call& c, const CUDA_ARRAY3D_DESCRIPTOR& d, size_t element_bytes) {
+std::shared_ptr<ArrayObject> make_array(const Call& c, const CUDA_ARRAY3D_DESCRIPTOR& d) {
+  const arrays::DenseShape shape = arrays::dense_shape(d.Format, d.NumChannels, d.Width, d.Height);
   auto arr = std::make_shared<ArrayObject>();
   arr->desc = d;
-  arr->element_bytes = element_bytes;
-  arr->height = d.Height ? d.Height : 1;
+  arr->element_bytes = std::max<size_t>(arrays::texel_half_bytes(d.Format, d.NumChannels) / 2, 1);
+  arr->height = shape.rows;
   arr->depth = d.Depth ? d.Depth : 1;
-  arr->row_bytes = d.Width * element_bytes;
+  arr->row_bytes = shape.row_bytes;
   arr->device = c.ctx->device();
   arr->ctx = c.ctx->handle();
   arr->mapping = HostMapping::create(arr->bytes());
@@ -55,15 +55,11 @@ std::shared_ptr<ArrayObject> make_array(const Call& c, const CUDA_ARRAY3D_DESCRI
 CUresult create(const char* call, CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR& d, bool is3d) {
   Call c;
   if (CUresult r = sim::with_context(call, &c); r != CUDA_SUCCESS) return r;
-  size_t element_bytes = 0;
-  if (CUresult r = check(call, d, is3d, &element_bytes); r != CUDA_SUCCESS) return r;
-  using u128 = unsigned __int128;
-  const uint64_t bytes = static_cast<uint64_t>(u128(d.Width) * element_bytes * std::max<size_t>(d.Height, 1) *
-                                               std::max<size_t>(d.Depth, 1));
-  const uint64_t charged = round_up(bytes, kGranularity);
+  if (CUresult r = check(call, d, is3d, 1); r != CUDA_SUCCESS) return r;
+  const uint64_t charged = arrays::array_charge(d, 1);
   Device* dev = c.driver->device(c.ctx->device());
   if (!dev->reserve(charged)) return fail(CUDA_ERROR_OUT_OF_MEMORY, "{}: out of memory on device {}", call, c.ctx->device());
-  auto arr = make_array(c, d, element_bytes);
+  auto arr = make_array(c, d);
   if (!arr) {
     dev->release(charged);
     return CUDA_ERROR_OUT_OF_MEMORY;
@@ -72,26 +68,6 @@ CUresult create(const char* call, CUarray* out, const CUDA_ARRAY3D_DESCRIPTOR& d
   c.mem->arrays.add(arr->handle, arr);
   *out = arr->handle;
   return CUDA_SUCCESS;
-}
-
-// Level `l` of a mipmapped array: each dimension halved per level, down to 1; layers and
-// cubemap faces are not levels of detail and stay.
-CUDA_ARRAY3D_DESCRIPTOR level_descriptor(const CUDA_ARRAY3D_DESCRIPTOR& d, unsigned l) {
-  auto shrink = [l](size_t n) -> size_t { return n == 0 ? 0 : std::max<size_t>(n >> l, 1); };
-  CUDA_ARRAY3D_DESCRIPTOR out = d;
-  out.Width = shrink(d.Width);
-  out.Height = shrink(d.Height);
-  if (!(d.Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP))) out.Depth = shrink(d.Depth);
-  return out;
-}
-
-// How many levels a mipmap of these dimensions can have: down to 1 x 1 x 1.
-unsigned max_levels(const CUDA_ARRAY3D_DESCRIPTOR& d) {
-  size_t largest = std::max<size_t>(d.Width, d.Height);
-  if (!(d.Flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP))) largest = std::max<size_t>(largest, d.Depth);
-  unsigned n = 1;
-  while (largest >>= 1) ++n;
-  return n;
 }
 
 }  // namespace
@@ -141,24 +117,26 @@ VGPU_EXPORT CUresult CUDAAPI cuMipmappedArrayCreate(CUmipmappedArray* pHandle, c
   constexpr const char* call = "cuMipmappedArrayCreate";
   Call c;
   if (CUresult r = sim::with_context(call, &c); r != CUDA_SUCCESS) return r;
-  size_t element_bytes = 0;
-  if (CUresult r = check(call, *p, true, &element_bytes); r != CUDA_SUCCESS) return r;
-  if (levels == 0 || levels > max_levels(*p))
+  if (CUresult r = check(call, *p, true, levels); r != CUDA_SUCCESS) return r;
+  if (levels == 0 || levels > arrays::max_levels(*p))
     return fail(CUDA_ERROR_INVALID_VALUE, "{}: {} levels for a {}x{}x{} array", call, levels, p->Width, p->Height, p->Depth);
+  // Charged before the levels' host memory is taken: a refusal costs nothing.
+  const uint64_t charged = arrays::array_charge(*p, levels);
+  Device* dev = c.driver->device(c.ctx->device());
+  if (!dev->reserve(charged)) return fail(CUDA_ERROR_OUT_OF_MEMORY, "{}: out of memory on device {}", call, c.ctx->device());
   auto mip = std::make_shared<MipmapObject>();
-  uint64_t bytes = 0;
   for (unsigned l = 0; l < levels; ++l) {
-    auto arr = make_array(c, level_descriptor(*p, l), element_bytes);
-    if (!arr) return CUDA_ERROR_OUT_OF_MEMORY;
+    auto arr = make_array(c, arrays::level_descriptor(*p, l));
+    if (!arr) {
+      dev->release(charged);
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     arr->mipmap_level = true;
-    bytes += arr->bytes();
     mip->levels.push_back(std::move(arr));
   }
   mip->device = c.ctx->device();
   mip->ctx = c.ctx->handle();
-  mip->charged = round_up(bytes, kGranularity);
-  Device* dev = c.driver->device(mip->device);
-  if (!dev->reserve(mip->charged)) return fail(CUDA_ERROR_OUT_OF_MEMORY, "{}: out of memory on device {}", call, mip->device);
+  mip->charged = charged;
   mip->handle = mint_handle<CUmipmappedArray>(HandleKind::other);
   for (auto& arr : mip->levels) c.mem->arrays.add(arr->handle, arr);
   c.mem->mipmaps.add(mip->handle, mip);
