@@ -3,7 +3,7 @@
 // (cuCtxDestroy, primary release to zero, primary reset), newest entry first, with that
 // context current on the calling thread; the entries are gone afterwards; delete never calls
 // a destructor. The contexts concern tells the store through
-// darkapi::context_local_storage_context_destroyed() (darkapi/context_local_storage.h).
+// darkapi::context_local_storage_context_destroyed() (sim/darkapi/context_local_storage.h).
 #include <gtest/gtest.h>
 
 #include <utility>

@@ -3,12 +3,12 @@
 // prints the return code, the slot-0 size header and what every slot holds (null, a size
 // header, or a function as an offset into libcuda), then exercises the slots whose meaning is
 // known and compares the integrity hash the driver computes with vgpu's own implementation
-// (darkapi/integrity.h) over the same inputs. Every line is flushed at once, so a slot that
+// (front/export_tables/integrity.h) over the same inputs. Every line is flushed at once, so a slot that
 // crashes still leaves everything measured before it.
 //
 // Build (from the repository root), then run the binary where the real libcuda.so.1 is:
 //   g++ -std=c++20 -O1 -I/usr/local/cuda/include -Ivgpu tests/darkapi/real_driver_probe.cpp
-//       vgpu/darkapi/md2.cpp vgpu/darkapi/integrity.cpp -ldl -lpthread -o real_driver_probe
+//       vgpu/front/export_tables/md2.cpp vgpu/front/export_tables/integrity.cpp -ldl -lpthread -o real_driver_probe
 #include <cuda.h>
 #include <dlfcn.h>
 #include <pthread.h>

@@ -1,4 +1,4 @@
-// The table where NCCL ranks in different processes meet (vgpu/exec/nccl_rendezvous.h). Each
+// The table where NCCL ranks in different processes meet (vgpu/sim/exec/nccl_rendezvous.h). Each
 // NcclRendezvous object maps the table on its own, as each process of a job does; threads stand
 // in for the processes.
 #include "sim/exec/nccl_rendezvous.h"

@@ -1,4 +1,4 @@
-// OutsideCpuTime (vgpu/exec/outside_cpu_time.h): the CPU time a thread spends outside driver
+// OutsideCpuTime (vgpu/timing/outside_cpu_time.h): the CPU time a thread spends outside driver
 // calls, estimated from wall time between rare exact readings of the thread's CPU clock.
 #include "timing/outside_cpu_time.h"
 

@@ -1,5 +1,5 @@
 // Host and peer copy rates on a real machine, to calibrate the sim backend's copy prices
-// (vgpu/core/copy_cost.h: [pcie] efficiency, peer copies staged through the host without peer
+// (vgpu/front/launch/copy_cost.h: [pcie] efficiency, peer copies staged through the host without peer
 // access). Prints one line per measurement:
 //   H2D <bytes> <GB/s>, D2H <bytes> <GB/s>          pinned host memory, device 0
 //   PEER_DISABLED <bytes> <GB/s>                    cudaMemcpyPeer 0 -> 1 without peer access

@@ -21,7 +21,7 @@ namespace {
 constexpr unsigned char kClockTableUuid[16] = {0x73, 0xfc, 0xef, 0x93, 0xcb, 0xc9, 0x45, 0xca,
                                                0x85, 0x89, 0x2a, 0x4a, 0xa9, 0x9a, 0xea, 0x2c};
 
-// The calling thread's virtual clock, through vgpu's clock table (darkapi/vgpu_clock_table.h).
+// The calling thread's virtual clock, through vgpu's clock table (contracts/vgpu_clock_table.h).
 double virtual_now() {
   const void* table = nullptr;
   CUuuid id;

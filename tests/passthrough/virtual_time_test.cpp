@@ -242,7 +242,7 @@ TEST_F(VirtualTime, CopiesArePricedByTheVirtualGpu) {
   ASSERT_EQ(cuMemcpyDtoDAsync(y_, x_, bytes, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(cuEventRecord(c_, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(cuEventSynchronize(c_), CUDA_SUCCESS);
-  // Priced by the virtual GPU's figures (core/copy_cost.h), not by what the real driver took:
+  // Priced by the virtual GPU's figures (front/launch/copy_cost.h), not by what the real driver took:
   // the default H100's PCIe, 63 GB/s: 2 us + 4 MiB / 63 GB/s = 68.6 us.
   EXPECT_NEAR(virtual_ms(a_, b_), 0.0686f, kPriceToleranceMs);
   // A device-to-device copy reads and writes HBM: 2 us + 2 x 4 MiB / 3.35 TB/s = 4.5 us.

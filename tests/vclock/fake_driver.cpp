@@ -1,5 +1,5 @@
 // A stand-in for vgpu's driver, for the shim's own tests (fake_driver_test.cpp): it serves only
-// the clock table (darkapi/vgpu_clock_table.h) and hands it to the shim when loaded, as the real
+// the clock table (contracts/vgpu_clock_table.h) and hands it to the shim when loaded, as the real
 // driver does, and each thread's answer is whatever the test set for it.
 #include <dlfcn.h>
 

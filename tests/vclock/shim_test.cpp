@@ -3,7 +3,7 @@
 // every reading must be the real one.
 //
 // Known virtual work: one launch of an empty kernel given as PTX text, timed by the fallback
-// model (exec/kernel_time_model.h): 2^20 x 800 blocks of 1024 threads, 16 bytes each over the
+// model (front/launch/kernel_time_model.h): 2^20 x 800 blocks of 1024 threads, 16 bytes each over the
 // H100's 3.35 TB/s, about 4.1 s of virtual time, while the sim executes nothing (milliseconds
 // of real time). Each test drives the GPU from a thread of its own, so that each starts with a
 // thread that has no virtual clock yet.
@@ -407,7 +407,7 @@ TEST(VirtualClock, ForkedChildGoesOnAtRealSpeed) {
   });
 }
 
-// The driver's clock table itself (darkapi/vgpu_clock_table.h), preloaded or not.
+// The driver's clock table itself (contracts/vgpu_clock_table.h), preloaded or not.
 TEST(VirtualClock, DriverServesTheClockTable) {
   Gpu::get();
   const void* table = nullptr;

@@ -16,7 +16,7 @@
 //   slot 2  int (*version)(void)   kVgpuClockTableVersion; a new slot bumps it
 //
 // Both backends serve it, before their catalogued tables. Which threads have a clock is the
-// backend's rule (backend_thread_virtual_now, core/device_registry.h).
+// backend's rule (backend_thread_virtual_now, front/device/device_registry.h).
 //
 // The constants are plain C++ with no CUDA header so that the shim, which must not depend on
 // the driver, shares them.

@@ -1,5 +1,5 @@
 // The calling thread's virtual clock, from vgpu's driver through its clock table
-// (darkapi/vgpu_clock_table.h).
+// (contracts/vgpu_clock_table.h).
 //
 // The driver may be loaded late (PyTorch dlopens libcuda.so.1 on first use, with RTLD_LOCAL),
 // so the table is found in two ways:

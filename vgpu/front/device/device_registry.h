@@ -1,4 +1,4 @@
-// The virtual devices as the backend-neutral entry points see them (driver/device_api.cpp:
+// The virtual devices as the backend-neutral entry points see them (front/driver/device_api.cpp:
 // enumeration, identity, attributes, peers). Each backend provides the three functions below
 // once; the same device queries then serve both, so every answer agrees with the config.
 #pragma once
@@ -23,7 +23,7 @@ CUresult backend_initialize(unsigned int flags);
 // cuDriverGetVersion of the backend.
 int backend_driver_version();
 // The calling thread's virtual clock in seconds, for vgpu's clock table
-// (darkapi/vgpu_clock_table.h, `vgpu-run --virtual-clock`): true and *seconds when the thread
+// (contracts/vgpu_clock_table.h, `vgpu-run --virtual-clock`): true and *seconds when the thread
 // has one, false when its timing must stay real. Called from inside clock_gettime on any
 // thread: must not throw, log, or block on anything but the backend's own short locks.
 bool backend_thread_virtual_now(double* seconds);

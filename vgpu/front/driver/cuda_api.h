@@ -11,7 +11,7 @@
 #include <cudaProfiler.h>
 
 // The sim backend's library (VGPU_RENAME_ENTRIES) compiles every implementation as
-// vgpu_impl_<symbol>: driver/checked_entries.cpp (which sets VGPU_NO_ENTRY_RENAMES, as does
+// vgpu_impl_<symbol>: front/driver/checked_entries.cpp (which sets VGPU_NO_ENTRY_RENAMES, as does
 // cuGetProcAddress's table) defines the exported names over them.
 #if defined(VGPU_RENAME_ENTRIES) && !defined(VGPU_NO_ENTRY_RENAMES)
 #include "entry_renames.h"

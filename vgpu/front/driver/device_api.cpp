@@ -1,5 +1,5 @@
 // Initialization and device queries: cuInit, versions, device enumeration, identity,
-// attributes, peer queries. All answers come from the virtual devices (core/device.h), which
+// attributes, peer queries. All answers come from the virtual devices (front/device/device.h), which
 // come from the cluster configuration, so every query agrees with every other one.
 #include <cstdio>
 #include <cstring>
@@ -10,7 +10,7 @@
 
 using vgpu::DeviceRegistry;
 
-// VGPU_CALL_SCOPE() of exec/virtual_clock.h, for a file that is built into both backends: the
+// VGPU_CALL_SCOPE() of sim/exec/virtual_clock.h, for a file that is built into both backends: the
 // sim backend defines these two (CPU time spent inside the driver is not charged to the calling
 // thread's virtual clock); the passthrough library keeps no virtual clocks and does not, so the
 // weak references are null there and the scope does nothing.

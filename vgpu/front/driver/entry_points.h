@@ -1,5 +1,5 @@
 // The generated list of every entry point the driver exports (entries.inc, made from the
-// toolkit's headers by vgpu/gen/gen_driver_surface.py) and what vgpu does for the ones it does
+// toolkit's headers by vgpu/front/gen/gen_driver_surface.py) and what vgpu does for the ones it does
 // not implement.
 #pragma once
 

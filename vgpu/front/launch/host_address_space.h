@@ -1,5 +1,5 @@
 // Which 64-bit values are addresses of the process's own host memory, for launch signatures
-// (exec/launch_signature.h): a by-value struct that a framework fills only in part (PyTorch's
+// (front/launch/launch_signature.h): a by-value struct that a framework fills only in part (PyTorch's
 // OffsetCalculator beyond its `dims`, padding after a 1-byte member) keeps whatever its host
 // stack held, and that is mostly saved frame pointers, return addresses and heap pointers,
 // which differ from one launch of the same work to the next. A pointer to host memory is never

@@ -14,7 +14,7 @@
 // Schema (version 1, in PRAGMA user_version):
 //   CREATE TABLE kernel_times(
 //     gpu_model   TEXT    NOT NULL,   -- cuDeviceGetName of the GPU that measured it
-//     signature   BLOB    NOT NULL,   -- LaunchSignature::bytes (exec/launch_signature.h)
+//     signature   BLOB    NOT NULL,   -- LaunchSignature::bytes (front/launch/launch_signature.h)
 //     kernel_name TEXT    NOT NULL,   -- the rest is for people reading the table:
 //     grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
 //     block_x INTEGER, block_y INTEGER, block_z INTEGER,

@@ -8,7 +8,7 @@
 //     buffer) without changing the work a kernel does. A value counts as a pointer when it lies
 //     inside a known device allocation or in the process's own host memory (the caller's
 //     `is_pointer` decides; both backends ask `is_device(v) || HostAddressSpace::contains(v)`,
-//     exec/host_address_space.h; values below 64 KiB, which Linux never maps, are not asked). An 8-byte parameter that is one is recorded as 'p'; inside a
+//     front/launch/host_address_space.h; values below 64 KiB, which Linux never maps, are not asked). An 8-byte parameter that is one is recorded as 'p'; inside a
 //     larger parameter (a struct by value) every 8-byte-aligned word that is one is zeroed.
 //     Host addresses matter for the second case: a struct the host filled only in part (PyTorch's
 //     OffsetCalculator beyond its dims) carries stack garbage, mostly frame, return and heap

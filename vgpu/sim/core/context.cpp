@@ -1,6 +1,6 @@
 // Contexts of the sim backend: one primary context per virtual device (retained/released by
 // count, handle stable for the life of the process), contexts created by cuCtxCreate, and the
-// per-thread context stack (core/thread_state.h). Tearing a context down drains its streams
+// per-thread context stack (sim/core/thread_state.h). Tearing a context down drains its streams
 // and frees the memory it allocated, as the real driver does, and gives the device back the
 // context's own overhead when it was the device's last context.
 #include "sim/core/context.h"

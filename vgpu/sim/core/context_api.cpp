@@ -35,7 +35,7 @@ CUresult current_state(const char* call, std::shared_ptr<ContextState>* out) {
   return CUDA_SUCCESS;
 }
 
-// A refusal from ContextManager: the exported entry point (driver/checked_entries.cpp) logs its
+// A refusal from ContextManager: the exported entry point (front/driver/checked_entries.cpp) logs its
 // line unless the manager already said why.
 CUresult report(const char* /*call*/, CUresult r) { return r; }
 

@@ -21,13 +21,13 @@ namespace vgpu::status { class Writer; }
 
 namespace vgpu {
 
-class ContextManager;   // core/context.h      contexts, primary contexts, per-thread current
-class MemoryManager;    // sim/memory.h        every allocation path, pointer queries, copies
-class StreamManager;    // exec/stream.h       streams, events, ordering, host functions
-class ModuleManager;    // exec/module_registry.h modules, libraries, functions, launches
-class GraphManager;     // exec/graph.h        graphs, capture, instantiation, launch
+class ContextManager;   // sim/core/context.h      contexts, primary contexts, per-thread current
+class MemoryManager;    // sim/memory/memory.h        every allocation path, pointer queries, copies
+class StreamManager;    // sim/exec/stream.h       streams, events, ordering, host functions
+class ModuleManager;    // sim/exec/module_registry.h modules, libraries, functions, launches
+class GraphManager;     // sim/exec/graph.h        graphs, capture, instantiation, launch
 class ExportTables;     // darkapi/            cuGetExportTable
-class ThreadRanks;      // core/thread_state.h  host threads as ranks of the engine
+class ThreadRanks;      // sim/core/thread_state.h  host threads as ranks of the engine
 
 class DriverState {
  public:

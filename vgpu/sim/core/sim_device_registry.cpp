@@ -1,4 +1,4 @@
-// The sim backend's answers to core/device_registry.h: the devices of DriverState.
+// The sim backend's answers to front/device/device_registry.h: the devices of DriverState.
 #include "front/device/device_registry.h"
 #include "sim/core/driver_state.h"
 #include "sim/core/thread_state.h"

@@ -33,7 +33,7 @@ struct Work {
   };
   std::optional<Transfer> transfer;
 
-  // Added for NCCL collectives on the sim backend (exec/nccl_collectives.h): simcore events this
+  // Added for NCCL collectives on the sim backend (sim/exec/nccl_collectives.h): simcore events this
   // work also starts after (other ranks' arrival at the same collective), and a callback told
   // this work's own simcore event once it is on its stream's timeline (not called for work
   // recorded into a stream capture).

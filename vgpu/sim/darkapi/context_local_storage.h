@@ -56,7 +56,7 @@ class ContextLocalStorage {
   std::unordered_map<CUcontext, std::vector<Entry>> by_context_;  // entries oldest first
 };
 
-// Called by the contexts concern (core/context.cpp) when a context is torn down, before its
+// Called by the contexts concern (sim/core/context.cpp) when a context is torn down, before its
 // streams and memory go: the runtime's destructors may still use them.
 void context_local_storage_context_destroyed(CUcontext ctx);
 

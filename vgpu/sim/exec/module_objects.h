@@ -1,5 +1,5 @@
 // The objects behind CUmodule, CUfunction, CUlibrary and CUkernel handles in the sim backend.
-// ModuleManager (exec/module_registry.h) owns them through its handle tables.
+// ModuleManager (sim/exec/module_registry.h) owns them through its handle tables.
 //
 // A module is an image loaded for one virtual device (the current context's, at load time):
 // its functions, and its globals in that device's memory. A library is context-independent: it

@@ -1,12 +1,12 @@
 // Modules, libraries, functions, kernels and kernel launches of the sim backend (issue 3).
-// OWNER: the launch helper. Entry points (exec/module_api.cpp, exec/launch_api.cpp) validate
+// OWNER: the launch helper. Entry points (sim/exec/module_api.cpp, sim/exec/launch_api.cpp) validate
 // their pointers and call in here; everything returns a CUresult and never throws.
 //
 // Loading parses the image with vgpu/module (no GPU, nothing executes), for the architecture of
 // the virtual device. A launch validates the function, dimensions, shared memory and parameters
-// against the device and the image, builds the launch signature (exec/launch_signature.h) and
+// against the device and the image, builds the launch signature (front/launch/launch_signature.h) and
 // submits a Work of kind kernel whose duration comes from the kernel-time database
-// (exec/kernel_time_db.h) or, when it has no entry, the fallback model (exec/kernel_time_model.h).
+// (front/launch/kernel_time_db.h) or, when it has no entry, the fallback model (front/launch/kernel_time_model.h).
 #pragma once
 
 #include <array>
@@ -31,7 +31,7 @@ class NcclCollectives;
 class KernelDbMisses;
 
 class DriverState;
-struct LinkState;  // a JIT link in progress (exec/link_api.cpp)
+struct LinkState;  // a JIT link in progress (sim/exec/link_api.cpp)
 
 // One kernel launch as the entry points receive it.
 struct LaunchRequest {
@@ -107,7 +107,7 @@ class ModuleManager {
   CUresult function_param_info(CUfunction f, size_t index, size_t* offset, size_t* size);
   CUresult function_module(CUfunction f, CUmodule* out);
 
-  // ---- occupancy (exec/module_occupancy.cpp) ----
+  // ---- occupancy (sim/exec/module_occupancy.cpp) ----
   CUresult max_active_blocks(CUfunction f, int block_size, size_t dynamic_shared, int* blocks);
   CUresult max_potential_block_size(CUfunction f, CUoccupancyB2DSize shared_of_block,
                                     size_t dynamic_shared, int block_limit, int* min_grid,
@@ -117,7 +117,7 @@ class ModuleManager {
   CUresult max_active_clusters(CUfunction f, const CUlaunchConfig& config, int* clusters);
   CUresult max_potential_cluster_size(CUfunction f, const CUlaunchConfig& config, int* size);
 
-  // ---- launches (exec/launch.cpp) ----
+  // ---- launches (sim/exec/launch.cpp) ----
   // Validates and prepares a launch on the stream's device (nothing is submitted).
   CUresult prepare_launch(const LaunchRequest& request, bool per_thread, PreparedLaunch* out);
   // prepare_launch() then submit to the stream.
@@ -130,9 +130,9 @@ class ModuleManager {
                          const LaunchHints& hints = {});
   KernelTimeDb& kernel_times() { return *kernel_times_; }
   NcclCollectives& nccl() { return *nccl_; }
-  // At exit: the signatures the database lacked, for vgpu-run --kernel-db (exec/kernel_db_misses.h).
+  // At exit: the signatures the database lacked, for vgpu-run --kernel-db (front/launch/kernel_db_misses.h).
   void write_kernel_db_misses();
-  // The JIT linker's states by CUlinkState handle (exec/link_api.cpp).
+  // The JIT linker's states by CUlinkState handle (sim/exec/link_api.cpp).
   HandleTable<LinkState>& link_states() { return link_states_; }
 
  private:
@@ -154,7 +154,7 @@ class ModuleManager {
   DriverState& driver_;
   int sm_arch_ = 0;
   std::unique_ptr<KernelTimeDb> kernel_times_;
-  HostAddressSpace host_addresses_;  // masked in launch signatures (exec/launch_signature.h)
+  HostAddressSpace host_addresses_;  // masked in launch signatures (front/launch/launch_signature.h)
   std::unique_ptr<NcclCollectives> nccl_;  // NCCL kernels timed by the collective model
   std::unique_ptr<KernelDbMisses> misses_;  // signatures the database lacked (VGPU_KERNEL_DB_MISSES)
   // What each device offers a launch, by ordinal, read once (module_resources.h); never shrinks,

@@ -14,7 +14,7 @@
 // launch latency, after the stream's previous event and every event it waits on. Events keep
 // the simcore id of their point in the stream; synchronization moves the calling thread's
 // virtual clock to the finish of what it waited for. Since no op starts before its thread's
-// clock, each thread's clock is its floor as a rank of the engine (core/thread_state.h), which
+// clock, each thread's clock is its floor as a rank of the engine (sim/core/thread_state.h), which
 // lets the engine reclaim what finished before every thread's clock.
 #include "sim/exec/stream.h"
 

@@ -92,10 +92,10 @@ class StreamManager {
   // stream is captured, the items become nodes of the capture instead.
   CUresult submit_items(CUstream stream, std::vector<LaunchItem> items, bool per_thread);
 
-  // Reports the work submitted so far to the job's status region (exec/activity_report.h);
+  // Reports the work submitted so far to the job's status region (sim/exec/activity_report.h);
   // also done by itself at synchronizations and in batches. At exit, before the region is left.
   void flush_activity();
-  // NCCL collectives on the sim backend (exec/nccl_collectives.h): appends `work` to the stream
+  // NCCL collectives on the sim backend (sim/exec/nccl_collectives.h): appends `work` to the stream
   // whose last op has simcore event `last`, if nothing was appended to it since; false when no
   // stream ends with it (or it is being captured). Work::on_timeline is honoured.
   bool append_after_last(uint64_t last, Work work);

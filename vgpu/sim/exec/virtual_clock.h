@@ -29,7 +29,7 @@ class CallScope {
   CallScope& operator=(const CallScope&) = delete;
 };
 
-// The same bracket as two calls, for code built into both backends (driver/device_api.cpp),
+// The same bracket as two calls, for code built into both backends (front/driver/device_api.cpp),
 // which reaches them through weak references: the passthrough library keeps no virtual clocks.
 void enter_call();
 void leave_call();

@@ -3,7 +3,7 @@
 // against their allocation or array, CUDA_ERROR_INVALID_VALUE when out of range), prices it and
 // hands a Work to the stream.
 //
-// Virtual cost: core/copy_cost.h; between two devices a simcore transfer {src, dst, bytes} over
+// Virtual cost: front/launch/copy_cost.h; between two devices a simcore transfer {src, dst, bytes} over
 // the simulated NVLink/network.
 #pragma once
 

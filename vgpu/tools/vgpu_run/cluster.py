@@ -61,7 +61,7 @@ print(json.dumps({"devices": devices}))
 class Device:
     index: int
     name: str
-    domain: int  # one PCI domain per virtual node (vgpu/core/device.cpp)
+    domain: int  # one PCI domain per virtual node (vgpu/front/device/device.cpp)
     bus: int
     device: int
     memory_total: int

@@ -38,7 +38,7 @@
                       end and ncclCommDestroy would wait for them forever. NCCL's P2P transport
                       has no proxy work per operation, so ranks in one process use it (NCCL
                       sees the virtual NVLinks through the virtual NVML); each NCCL kernel then
-                      lasts what the collective model says (vgpu/exec/nccl_collectives.h).
+                      lasts what the collective model says (vgpu/sim/exec/nccl_collectives.h).
   NCCL_IGNORE_DISABLED_P2P=1
                       sim: NCCL takes every GPU of one process for one node; GPUs of different
                       virtual nodes see each other's NVSwitch through NVML but have no peer

@@ -6,7 +6,7 @@
 --kernel-db DB  (sim) VGPU_KERNEL_DB=DB: kernels take the durations recorded in DB, and the
                 fallback model's for signatures DB lacks. VGPU_KERNEL_DB_MISSES=FILE makes each
                 process of the job append those signatures to FILE at exit
-                (vgpu/exec/kernel_db_misses.h); vgpu-run lists them at the end with the time
+                (vgpu/front/launch/kernel_db_misses.h); vgpu-run lists them at the end with the time
                 they were given.
 """
 import os

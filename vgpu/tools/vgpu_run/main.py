@@ -114,7 +114,7 @@ def _run(command, env):
 
 def _remove_nccl_table(job_id):
     """The sim backend's table where the job's NCCL ranks in different processes meet
-    (vgpu/exec/nccl_rendezvous.h names it so): the job is over."""
+    (vgpu/sim/exec/nccl_rendezvous.h names it so): the job is over."""
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", job_id)
     try:
         os.remove(f"/dev/shm/vgpu-nccl-{os.getuid()}-{safe}")
