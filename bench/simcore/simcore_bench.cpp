@@ -176,7 +176,7 @@ void ring_allreduce(benchmark::State& state, RingScaling& scaling) {
     std::vector<EventId> prev(n, simcore::kNoEvent), cur(n);
     FlowSpec f;
     f.bytes = chunk;
-    Time floor = 0;
+    Time floor = 0, max_skew = 0;
     for (int s = 0; s < steps; ++s) {
       for (int i = 0; i < n; ++i) {
         f.src_gpu = i;
@@ -188,7 +188,13 @@ void ring_allreduce(benchmark::State& state, RingScaling& scaling) {
       }
       // Nothing submitted later starts before the earliest start of this step.
       floor = engine->query(cur[0])->start;
-      for (int i = 1; i < n; ++i) floor = std::min(floor, engine->query(cur[i])->start);
+      Time latest = floor;
+      for (int i = 1; i < n; ++i) {
+        const Time t = engine->query(cur[i])->start;
+        floor = std::min(floor, t);
+        latest = std::max(latest, t);
+      }
+      max_skew = std::max(max_skew, latest - floor);
       engine->set_rank_floor(0, floor);
       std::swap(prev, cur);
     }
@@ -203,6 +209,8 @@ void ring_allreduce(benchmark::State& state, RingScaling& scaling) {
     state.counters["ns_per_flow"] = 1e9 * seconds / flows;
     state.counters["virtual_ms"] = 1e3 * finish;
     state.counters["live_events"] = static_cast<double>(stats.events_live);
+    // How far apart in virtual time the GPUs' starts of one step lie, in mean steps.
+    state.counters["skew_steps"] = max_skew / (finish / steps);
     if (n == 1024) state.counters["s_vs_0.5s"] = seconds / 0.5;
     if (n == 4096) state.counters["s_vs_5s"] = seconds / 5.0;
   }
