@@ -159,7 +159,8 @@ class Simulator {
   uint32_t allocate_slot();
   void push(Time t, uint32_t target, ItemKind kind, uint32_t version);
   void push(Time t, uint32_t slot, ItemKind kind) { push(t, slot, kind, records_[slot].version); }
-  Route route_of(const Record& r) const { return topology_.route(r.gpu, r.dst); }
+  // Every use of a route here is about sharing (solver, link indexes, presence, ghosts).
+  Route route_of(const Record& r) const { return topology_.sharing_route(r.gpu, r.dst); }
 
   // The sweep.
   void run();

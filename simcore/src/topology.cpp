@@ -103,6 +103,11 @@ Topology::Topology(const ClusterSpec& c) {
   leaf_down_ = static_cast<LinkId>(links_.size());
   for (int l = 0; l < leaves_; ++l) add(LinkKind::leaf_down, uplink[l], hop_lat, l);
 
+  // A PCIe link carries a node-local flow only without NVLink, and a NIC serves one GPU only
+  // when there are as many NICs as GPUs (nic_of()).
+  if (intra_ != Intra::pcie && nics_per_node_ == gpus_per_node_)
+    twin_ = pcie >= nic ? Twin::pcie : Twin::nic;
+
   places_.resize(gpus_);
   for (int g = 0; g < gpus_; ++g) {
     const int n = nic_of(g);
@@ -153,6 +158,20 @@ Route Topology::route(int src, int dst) const {
     }
     push(nic_down_ + nd);
     push(pcie_down_ + dst);
+  }
+  return r;
+}
+
+Route Topology::sharing_route(int src, int dst) const {
+  Route full = route(src, dst);
+  if (twin_ == Twin::none || places_[src].node == places_[dst].node) return full;
+  Route r;
+  r.latency = full.latency;
+  const LinkKind up = twin_ == Twin::pcie ? LinkKind::pcie_up : LinkKind::nic_up;
+  const LinkKind down = twin_ == Twin::pcie ? LinkKind::pcie_down : LinkKind::nic_down;
+  for (int i = 0; i < full.count; ++i) {
+    const LinkKind k = links_[full.links[i]].kind;
+    if (k != up && k != down) r.links[r.count++] = full.links[i];
   }
   return r;
 }
