@@ -129,7 +129,7 @@ int Topology::leaf_of_nic(int nic) const {
   return rail_leaves_ ? group * nics_per_node_ + nic % nics_per_node_ : group;
 }
 
-Route Topology::route(int src, int dst) const {
+Route Topology::build_route(int src, int dst, bool sharing) const {
   Route r;
   auto push = [&](LinkId id) {
     r.links[r.count++] = id;
@@ -150,28 +150,20 @@ Route Topology::route(int src, int dst) const {
   } else {
     const int ns = ps.nic, nd = pd.nic;
     const int ls = ps.leaf, ld = pd.leaf;
-    push(pcie_up_ + src);
-    push(nic_up_ + ns);
+    // sharing: the twin left out still adds its latency.
+    const bool skip_pcie = sharing && twin_ == Twin::pcie, skip_nic = sharing && twin_ == Twin::nic;
+    auto push_or_skip = [&](LinkId id, bool skip) {
+      if (skip) r.latency += links_[id].latency;
+      else push(id);
+    };
+    push_or_skip(pcie_up_ + src, skip_pcie);
+    push_or_skip(nic_up_ + ns, skip_nic);
     if (ls != ld) {
       push(leaf_up_ + ls);
       push(leaf_down_ + ld);
     }
-    push(nic_down_ + nd);
-    push(pcie_down_ + dst);
-  }
-  return r;
-}
-
-Route Topology::sharing_route(int src, int dst) const {
-  Route full = route(src, dst);
-  if (twin_ == Twin::none || places_[src].node == places_[dst].node) return full;
-  Route r;
-  r.latency = full.latency;
-  const LinkKind up = twin_ == Twin::pcie ? LinkKind::pcie_up : LinkKind::nic_up;
-  const LinkKind down = twin_ == Twin::pcie ? LinkKind::pcie_down : LinkKind::nic_down;
-  for (int i = 0; i < full.count; ++i) {
-    const LinkKind k = links_[full.links[i]].kind;
-    if (k != up && k != down) r.links[r.count++] = full.links[i];
+    push_or_skip(nic_down_ + nd, skip_nic);
+    push_or_skip(pcie_down_ + dst, skip_pcie);
   }
   return r;
 }
