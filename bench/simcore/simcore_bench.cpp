@@ -129,9 +129,9 @@ std::vector<simcore::Interval> engine_run(const simcore::ClusterSpec& c,
   return out;
 }
 
-void ring_vs_full_resolve(benchmark::State& state, bool quick, double jitter) {
+void ring_vs_full_resolve(benchmark::State& state, bool quick, double jitter, bool whole) {
   const int n = quick ? 128 : 1024;
-  const int steps = quick ? 16 : 64;
+  const int steps = whole ? 2 * (n - 1) : quick ? 16 : 64;
   const simcore::ClusterSpec c = cluster_of_gpus(n);
   const auto events = ring_events(n, steps, kGiB, jitter);
   const simcore::Topology topology(c);
@@ -149,6 +149,7 @@ void ring_vs_full_resolve(benchmark::State& state, bool quick, double jitter) {
       diff = std::max(diff, std::abs(got[k].finish - base.intervals[k].finish) /
                                 std::max(1e-30, base.intervals[k].finish));
     state.counters["gpus"] = n;
+    state.counters["steps"] = steps;
     state.counters["flows"] = static_cast<double>(events.size());
     state.counters["baseline_s"] = base_s;
     state.counters["engine_s"] = engine_s;
@@ -491,8 +492,10 @@ int main(int argc, char** argv) {
   auto once = [](benchmark::internal::Benchmark* b) {
     b->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
   };
-  once(benchmark::RegisterBenchmark("ring_vs_full_resolve/aligned", ring_vs_full_resolve, quick, 0.0));
-  once(benchmark::RegisterBenchmark("ring_vs_full_resolve/spread", ring_vs_full_resolve, quick, 20e-6));
+  once(benchmark::RegisterBenchmark("ring_vs_full_resolve/aligned", ring_vs_full_resolve, quick, 0.0, false));
+  once(benchmark::RegisterBenchmark("ring_vs_full_resolve/spread", ring_vs_full_resolve, quick, 20e-6, false));
+  once(benchmark::RegisterBenchmark("ring_vs_full_resolve/aligned_whole", ring_vs_full_resolve, quick, 0.0, true));
+  once(benchmark::RegisterBenchmark("ring_vs_full_resolve/spread_whole", ring_vs_full_resolve, quick, 20e-6, true));
   auto* ring = benchmark::RegisterBenchmark("ring_allreduce", [&scaling](benchmark::State& s) {
     ring_allreduce(s, scaling);
   });
