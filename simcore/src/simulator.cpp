@@ -510,7 +510,8 @@ Engine::Stats Simulator::stats() const {
                    queue_.memory_bytes() + fresh_.capacity() * sizeof(uint32_t) +
                    dirty_.capacity() * sizeof(uint32_t) + links_.capacity() * sizeof(LinkIndex);
   for (const LinkIndex& li : links_) history += li.by_start.memory_bytes();
-  for (const Record& r : records_) {
+  for (size_t slot = 0; slot < records_.size(); ++slot) {
+    const Record& r = records_[slot];
     // small_vector spills to the heap once its capacity exceeds its inline elements.
     if (r.deps.capacity() > 2) history += r.deps.capacity() * sizeof(uint32_t);
     if (r.dependents.capacity() > 2) history += r.dependents.capacity() * sizeof(uint32_t);

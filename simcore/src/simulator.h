@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "chunked_store.h"
 #include "flow_solver.h"
 #include "id_table.h"
 #include "radix_queue.h"
@@ -198,7 +199,7 @@ class Simulator {
   FlowSolver solver_;
   bool record_timeline_;
 
-  std::vector<Record> records_;
+  ChunkedStore<Record> records_;
   std::vector<std::string> labels_;  // by slot, only with record_timeline_
   std::vector<uint32_t> free_slots_;
   IdTable ids_;                      // slot by id, or the final interval once retired
