@@ -25,7 +25,7 @@
 //   netsim_ring/gpus:N  the built vgpu-netsim on the trace of a whole 1 GiB ring all-reduce over N
 //       GPUs (JSON lines, as NCCL's ranks would emit it), read from the file (two passes, floors
 //       promised) and from standard input (one pass, everything kept): CPU seconds, peak memory
-//       per flow (ru_maxrss) and the engine's and reader's own count (--stats) per flow.
+//       per flow (the tool's own VmHWM, --stats) and the engine's and reader's own count (--stats) per flow.
 //
 //   simcore-bench [--quick] [Google Benchmark flags, e.g. --benchmark_filter=ring]
 // --quick shrinks every workload (the smoke run of `meson test --benchmark`). Times are CPU
@@ -417,6 +417,10 @@ ChildRun run_netsim(const std::string& trace, int nodes, bool from_stdin) {
   ss << in.rdbuf();
   r.err = ss.str();
   std::remove(err_path.c_str());
+  // ru_maxrss of a forked child includes this process's resident set at the fork (the pages it
+  // held until exec): vgpu-netsim --stats reports its own peak, which is what is wanted.
+  const size_t at = r.err.find("peak resident set: ");
+  if (at != std::string::npos) r.max_rss_bytes = std::atof(r.err.c_str() + at + 19);
   return r;
 }
 
