@@ -6,6 +6,9 @@
 //       time / engine CPU time on the same flows, max_rel_diff = how far their finishes differ.
 //       aligned: every GPU starts the collective at t = 0 (synchronous training); spread: each
 //       GPU's first send starts at a random time within 20 us.
+//   ring_vs_full_resolve/{aligned,spread}_whole  the same over the whole ring all-reduce (2046
+//       steps, 2.1 M flows), all submitted before one query; spread_whole's baseline takes
+//       about 70 CPU s on the 2-core build machine.
 //   ring_allreduce/gpus:N  a whole ring all-reduce of 1 GiB over N GPUs (2 N (N-1) flows) in the
 //       engine, submitted step by step by one rank that promises, after each step, the earliest
 //       start of the step it just submitted (history behind it is reclaimed);
