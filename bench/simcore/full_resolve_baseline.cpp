@@ -104,7 +104,7 @@ class Baseline {
       queue_.push(Item{now + e.duration, 0, idx});
       return false;
     }
-    const Route route = topo_.route(e.src, e.dst);
+    const Route route = topo_.sharing_route(e.src, e.dst);
     if (e.bytes == 0) {
       queue_.push(Item{now + route.latency, 0, idx});
       return false;

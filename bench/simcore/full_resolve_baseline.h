@@ -13,6 +13,8 @@
 // (counting sort) in scratch arrays reused across instants; the progressive filling pops
 // bottleneck links from a lazy min-heap; a flow's bytes left are brought up to date only when its
 // rate changes; the next transfer end is found in the same pass that applies the rates.
+// Routes are Topology::sharing_route(), as in the engine (a PCIe link that carries exactly its
+// NIC's flows is left out of both).
 // It knows nothing of rollback: it needs every event up front, in an order where dependencies
 // come first.
 #pragma once

@@ -6,22 +6,29 @@
 //       time / engine CPU time on the same flows, max_rel_diff = how far their finishes differ.
 //       aligned: every GPU starts the collective at t = 0 (synchronous training); spread: each
 //       GPU's first send starts at a random time within 20 us.
+//   ring_vs_full_resolve/{aligned,spread}_whole  the same over the whole ring all-reduce (2046
+//       steps, 2.1 M flows), all submitted before one query; spread_whole's baseline takes
+//       about 70 CPU s on the 2-core build machine.
 //   ring_allreduce/gpus:N  a whole ring all-reduce of 1 GiB over N GPUs (2 N (N-1) flows) in the
 //       engine, submitted step by step by one rank that promises, after each step, the earliest
 //       start of the step it just submitted (history behind it is reclaimed);
-//       ns_per_flow, and for N = 1024 the same run's ratio to 0.5 s.
+//       ns_per_flow, and for N = 1024 the same run's ratio to 0.5 s (4096: to 5 s);
+//       skew_steps: the widest spread of one step's starts over the GPUs, in mean step
+//       durations (the ring drifts apart in virtual time, and the events live behind the floor
+//       grow with it: live_events).
 //   ring_allreduce_exponent  fits ns_per_flow ~ N^e over the ring_allreduce runs of this
 //       process (128..4096 GPUs): per_flow_exponent e (0: the cost of a flow does not grow with
 //       the cluster), whole_ring_exponent 2 + e.
 //   rollback/depth:d  one flow arriving d events (in start order) before the last start of dense
 //       64-GPU traffic (1 MiB flows between random GPUs of 8 nodes x 8, one every 0.5 us, all
-//       in one component); ratio to a flow arriving after everything (no rollback).
+//       in one component); ratio to a flow arriving after everything (no rollback);
+//       us_vs_100us = the rollback's time over 100 us.
 //   memory/flows:N  history held after N flows from 16 ranks whose floors advance (2 nodes);
 //       ratio to the same flows with no ranks (nothing reclaimable) at 10^6 flows.
 //   netsim_ring/gpus:N  the built vgpu-netsim on the trace of a whole 1 GiB ring all-reduce over N
 //       GPUs (JSON lines, as NCCL's ranks would emit it), read from the file (two passes, floors
 //       promised) and from standard input (one pass, everything kept): CPU seconds, peak memory
-//       per flow (ru_maxrss) and the engine's and reader's own count (--stats) per flow.
+//       per flow (the tool's own VmHWM, --stats) and the engine's and reader's own count (--stats) per flow.
 //
 //   simcore-bench [--quick] [Google Benchmark flags, e.g. --benchmark_filter=ring]
 // --quick shrinks every workload (the smoke run of `meson test --benchmark`). Times are CPU
@@ -125,9 +132,9 @@ std::vector<simcore::Interval> engine_run(const simcore::ClusterSpec& c,
   return out;
 }
 
-void ring_vs_full_resolve(benchmark::State& state, bool quick, double jitter) {
+void ring_vs_full_resolve(benchmark::State& state, bool quick, double jitter, bool whole) {
   const int n = quick ? 128 : 1024;
-  const int steps = quick ? 16 : 64;
+  const int steps = whole ? 2 * (n - 1) : quick ? 16 : 64;
   const simcore::ClusterSpec c = cluster_of_gpus(n);
   const auto events = ring_events(n, steps, kGiB, jitter);
   const simcore::Topology topology(c);
@@ -145,6 +152,7 @@ void ring_vs_full_resolve(benchmark::State& state, bool quick, double jitter) {
       diff = std::max(diff, std::abs(got[k].finish - base.intervals[k].finish) /
                                 std::max(1e-30, base.intervals[k].finish));
     state.counters["gpus"] = n;
+    state.counters["steps"] = steps;
     state.counters["flows"] = static_cast<double>(events.size());
     state.counters["baseline_s"] = base_s;
     state.counters["engine_s"] = engine_s;
@@ -176,7 +184,7 @@ void ring_allreduce(benchmark::State& state, RingScaling& scaling) {
     std::vector<EventId> prev(n, simcore::kNoEvent), cur(n);
     FlowSpec f;
     f.bytes = chunk;
-    Time floor = 0;
+    Time floor = 0, max_skew = 0;
     for (int s = 0; s < steps; ++s) {
       for (int i = 0; i < n; ++i) {
         f.src_gpu = i;
@@ -188,7 +196,13 @@ void ring_allreduce(benchmark::State& state, RingScaling& scaling) {
       }
       // Nothing submitted later starts before the earliest start of this step.
       floor = engine->query(cur[0])->start;
-      for (int i = 1; i < n; ++i) floor = std::min(floor, engine->query(cur[i])->start);
+      Time latest = floor;
+      for (int i = 1; i < n; ++i) {
+        const Time t = engine->query(cur[i])->start;
+        floor = std::min(floor, t);
+        latest = std::max(latest, t);
+      }
+      max_skew = std::max(max_skew, latest - floor);
       engine->set_rank_floor(0, floor);
       std::swap(prev, cur);
     }
@@ -203,6 +217,8 @@ void ring_allreduce(benchmark::State& state, RingScaling& scaling) {
     state.counters["ns_per_flow"] = 1e9 * seconds / flows;
     state.counters["virtual_ms"] = 1e3 * finish;
     state.counters["live_events"] = static_cast<double>(stats.events_live);
+    // How far apart in virtual time the GPUs' starts of one step lie, in mean steps.
+    state.counters["skew_steps"] = max_skew / (finish / steps);
     if (n == 1024) state.counters["s_vs_0.5s"] = seconds / 0.5;
     if (n == 4096) state.counters["s_vs_5s"] = seconds / 5.0;
   }
@@ -280,6 +296,7 @@ void rollback(benchmark::State& state, bool quick) {
     const auto [late_s, replayed] = traffic.late_flow(depth, depth >= 1000 ? 10 : 30);
     state.SetIterationTime(late_s);
     state.counters["us_per_rollback"] = 1e6 * late_s;
+    state.counters["us_vs_100us"] = 1e6 * late_s / 100.0;  // the target: below 1
     state.counters["us_per_append"] = 1e6 * append_s;
     state.counters["ratio"] = late_s / append_s;
     state.counters["re_simulated"] = replayed;
@@ -403,6 +420,10 @@ ChildRun run_netsim(const std::string& trace, int nodes, bool from_stdin) {
   ss << in.rdbuf();
   r.err = ss.str();
   std::remove(err_path.c_str());
+  // ru_maxrss of a forked child includes this process's resident set at the fork (the pages it
+  // held until exec): vgpu-netsim --stats reports its own peak, which is what is wanted.
+  const size_t at = r.err.find("peak resident set: ");
+  if (at != std::string::npos) r.max_rss_bytes = std::atof(r.err.c_str() + at + 19);
   return r;
 }
 
@@ -478,8 +499,10 @@ int main(int argc, char** argv) {
   auto once = [](benchmark::internal::Benchmark* b) {
     b->Iterations(1)->UseManualTime()->Unit(benchmark::kMillisecond);
   };
-  once(benchmark::RegisterBenchmark("ring_vs_full_resolve/aligned", ring_vs_full_resolve, quick, 0.0));
-  once(benchmark::RegisterBenchmark("ring_vs_full_resolve/spread", ring_vs_full_resolve, quick, 20e-6));
+  once(benchmark::RegisterBenchmark("ring_vs_full_resolve/aligned", ring_vs_full_resolve, quick, 0.0, false));
+  once(benchmark::RegisterBenchmark("ring_vs_full_resolve/spread", ring_vs_full_resolve, quick, 20e-6, false));
+  once(benchmark::RegisterBenchmark("ring_vs_full_resolve/aligned_whole", ring_vs_full_resolve, quick, 0.0, true));
+  once(benchmark::RegisterBenchmark("ring_vs_full_resolve/spread_whole", ring_vs_full_resolve, quick, 20e-6, true));
   auto* ring = benchmark::RegisterBenchmark("ring_allreduce", [&scaling](benchmark::State& s) {
     ring_allreduce(s, scaling);
   });

@@ -5,7 +5,7 @@ namespace simcore::detail {
 IdTable::Chunk* IdTable::chunk_of(EventId id) const {
   if (id == kNoEvent || id > last_ || id < first_) return nullptr;
   const size_t c = static_cast<size_t>((id - first_) / kChunk);
-  return c < chunks_.size() ? chunks_[c].get() : nullptr;
+  return c < chunks_.size() - front_ ? chunks_[front_ + c].get() : nullptr;
 }
 
 EventId IdTable::add(uint32_t slot) {
@@ -45,14 +45,18 @@ void IdTable::maybe_free(EventId id) {
   Chunk* c = chunk_of(id);
   // Only a full chunk: ids still to come would land in a freed one.
   if (c == nullptr || c->retired != kChunk || c->released != kChunk) return;
-  chunks_[static_cast<size_t>((id - first_) / kChunk)].reset();
+  chunks_[front_ + static_cast<size_t>((id - first_) / kChunk)].reset();
   --held_;
-  while (!chunks_.empty() && chunks_.front() == nullptr) {
-    chunks_.pop_front();
+  while (front_ < chunks_.size() && chunks_[front_] == nullptr) {
+    ++front_;
     first_ += kChunk;
+  }
+  if (front_ >= 64 && 2 * front_ >= chunks_.size()) {
+    chunks_.erase(chunks_.begin(), chunks_.begin() + static_cast<long>(front_));
+    front_ = 0;
   }
 }
 
-size_t IdTable::bytes() const { return held_ * sizeof(Chunk) + chunks_.size() * sizeof(chunks_[0]); }
+size_t IdTable::bytes() const { return held_ * sizeof(Chunk) + chunks_.capacity() * sizeof(chunks_[0]); }
 
 }  // namespace simcore::detail

@@ -331,7 +331,7 @@ void Simulator::pull_in(Time now) {
     LinkIndex& li = links_[id];
     if (li.clean == 0) continue;
     auto& v = li.by_start;
-    auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(now, kRetired));
+    auto it = v.upper_bound(std::make_pair(now, kRetired));
     const Time oldest = now - li.max_duration;
     starting_.clear();
     while (it != v.begin()) {
@@ -359,7 +359,7 @@ void Simulator::watch(LinkId id, Time now) {
   LinkIndex& li = links_[id];
   ++li.watch_stamp;
   if (li.clean == 0) return;
-  auto it = std::upper_bound(li.by_start.begin(), li.by_start.end(), std::make_pair(now, kRetired));
+  auto it = li.by_start.upper_bound(std::make_pair(now, kRetired));
   for (; it != li.by_start.end(); ++it) {
     if (!records_[it->second].dirty) {
       push(it->first, id, kWatch, li.watch_stamp);
@@ -375,7 +375,7 @@ void Simulator::watch_fired(LinkId id, uint32_t stamp, Time now) {
     ++li.watch_stamp;  // nothing dirty here any more; the next presence starts a new watch
     return;
   }
-  auto it = std::lower_bound(li.by_start.begin(), li.by_start.end(), std::make_pair(now, uint32_t{0}));
+  auto it = li.by_start.lower_bound(std::make_pair(now, uint32_t{0}));
   starting_.clear();
   for (; it != li.by_start.end() && it->first == now; ++it)
     if (!records_[it->second].dirty) starting_.push_back(it->second);
@@ -392,7 +392,7 @@ void Simulator::index_insert(uint32_t slot, const Record& r) {
     const auto entry = std::make_pair(r.start, slot);
     // Flows start in time order within a sweep, so this is nearly always an append.
     if (v.empty() || !(entry < v.back())) v.push_back(entry);
-    else v.insert(std::upper_bound(v.begin(), v.end(), entry), entry);
+    else v.insert(v.upper_bound(entry), entry);
   }
 }
 
@@ -401,8 +401,8 @@ void Simulator::index_erase(uint32_t slot, const Record& r) {
   for (int i = 0; i < route.count; ++i) {
     LinkIndex& li = links_[route.links[i]];
     auto& v = li.by_start;
-    const auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(r.start, slot));
-    if (it != v.end() && it->second == slot) v.erase(it);
+    const auto it = v.find(std::make_pair(r.start, slot));
+    if (it != v.end()) v.erase(it);
     if (!r.dirty) --li.clean;
   }
   records_[slot].indexed = false;
@@ -510,7 +510,8 @@ Engine::Stats Simulator::stats() const {
                    queue_.memory_bytes() + fresh_.capacity() * sizeof(uint32_t) +
                    dirty_.capacity() * sizeof(uint32_t) + links_.capacity() * sizeof(LinkIndex);
   for (const LinkIndex& li : links_) history += li.by_start.memory_bytes();
-  for (const Record& r : records_) {
+  for (size_t slot = 0; slot < records_.size(); ++slot) {
+    const Record& r = records_[slot];
     // small_vector spills to the heap once its capacity exceeds its inline elements.
     if (r.deps.capacity() > 2) history += r.deps.capacity() * sizeof(uint32_t);
     if (r.dependents.capacity() > 2) history += r.dependents.capacity() * sizeof(uint32_t);

@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "chunked_store.h"
 #include "flow_solver.h"
 #include "id_table.h"
 #include "radix_queue.h"
@@ -159,7 +160,8 @@ class Simulator {
   uint32_t allocate_slot();
   void push(Time t, uint32_t target, ItemKind kind, uint32_t version);
   void push(Time t, uint32_t slot, ItemKind kind) { push(t, slot, kind, records_[slot].version); }
-  Route route_of(const Record& r) const { return topology_.route(r.gpu, r.dst); }
+  // Every use of a route here is about sharing (solver, link indexes, presence, ghosts).
+  Route route_of(const Record& r) const { return topology_.sharing_route(r.gpu, r.dst); }
 
   // The sweep.
   void run();
@@ -197,7 +199,7 @@ class Simulator {
   FlowSolver solver_;
   bool record_timeline_;
 
-  std::vector<Record> records_;
+  ChunkedStore<Record> records_;
   std::vector<std::string> labels_;  // by slot, only with record_timeline_
   std::vector<uint32_t> free_slots_;
   IdTable ids_;                      // slot by id, or the final interval once retired

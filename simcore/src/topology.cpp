@@ -103,6 +103,11 @@ Topology::Topology(const ClusterSpec& c) {
   leaf_down_ = static_cast<LinkId>(links_.size());
   for (int l = 0; l < leaves_; ++l) add(LinkKind::leaf_down, uplink[l], hop_lat, l);
 
+  // A PCIe link carries a node-local flow only without NVLink, and a NIC serves one GPU only
+  // when there are as many NICs as GPUs (nic_of()).
+  if (intra_ != Intra::pcie && nics_per_node_ == gpus_per_node_)
+    twin_ = pcie >= nic ? Twin::pcie : Twin::nic;
+
   places_.resize(gpus_);
   for (int g = 0; g < gpus_; ++g) {
     const int n = nic_of(g);
@@ -124,7 +129,7 @@ int Topology::leaf_of_nic(int nic) const {
   return rail_leaves_ ? group * nics_per_node_ + nic % nics_per_node_ : group;
 }
 
-Route Topology::route(int src, int dst) const {
+Route Topology::build_route(int src, int dst, bool sharing) const {
   Route r;
   auto push = [&](LinkId id) {
     r.links[r.count++] = id;
@@ -145,14 +150,20 @@ Route Topology::route(int src, int dst) const {
   } else {
     const int ns = ps.nic, nd = pd.nic;
     const int ls = ps.leaf, ld = pd.leaf;
-    push(pcie_up_ + src);
-    push(nic_up_ + ns);
+    // sharing: the twin left out still adds its latency.
+    const bool skip_pcie = sharing && twin_ == Twin::pcie, skip_nic = sharing && twin_ == Twin::nic;
+    auto push_or_skip = [&](LinkId id, bool skip) {
+      if (skip) r.latency += links_[id].latency;
+      else push(id);
+    };
+    push_or_skip(pcie_up_ + src, skip_pcie);
+    push_or_skip(nic_up_ + ns, skip_nic);
     if (ls != ld) {
       push(leaf_up_ + ls);
       push(leaf_down_ + ld);
     }
-    push(nic_down_ + nd);
-    push(pcie_down_ + dst);
+    push_or_skip(nic_down_ + nd, skip_nic);
+    push_or_skip(pcie_down_ + dst, skip_pcie);
   }
   return r;
 }

@@ -278,6 +278,13 @@ int main(int argc, char** argv) {
                  static_cast<unsigned long long>(s.solved_flows), (engine_bytes + reader_bytes) / n,
                  engine_bytes / n, s.history_bytes / n, s.result_bytes / n, s.timeline_bytes / n,
                  reader_bytes / n, static_cast<unsigned long long>(s.events_live));
+    // The peak of this program's own memory (VmHWM, Linux): a parent's getrusage() would also
+    // count what the process held between fork and exec, i.e. the parent's resident set.
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+      if (line.rfind("VmHWM:", 0) == 0)
+        std::fprintf(stderr, "vgpu-netsim: peak resident set: %.0f bytes\n",
+                     1024.0 * std::atof(line.c_str() + 6));
   }
   return 0;
 }

@@ -72,12 +72,20 @@ class Topology {
   int node_of(int gpu) const { return gpu / gpus_per_node_; }
   int leaf_count() const { return leaves_; }
   // Precondition: both GPUs are in [0, gpu_count()).
-  Route route(int src_gpu, int dst_gpu) const;
+  Route route(int src_gpu, int dst_gpu) const { return build_route(src_gpu, dst_gpu, false); }
+  // The links of route() where the flow can meet other flows, for the max-min solver: a link
+  // that carries exactly the same flows as a narrower (or equal) one is left out, since it can
+  // never hold a flow below that one's share. With one NIC per GPU and the node's GPUs talking
+  // over NVLink, a GPU's PCIe link carries only its cross-node flows, which are exactly the
+  // flows of its NIC's link: the wider of the two goes, and a cross-node route shrinks from
+  // 4 or 6 links to 2 or 4. The latency is route()'s. Same precondition.
+  Route sharing_route(int src_gpu, int dst_gpu) const { return build_route(src_gpu, dst_gpu, true); }
 
   const std::vector<Link>& links() const { return links_; }
   std::string link_name(LinkId id) const;
 
  private:
+  Route build_route(int src_gpu, int dst_gpu, bool sharing) const;
   LinkId add(LinkKind kind, double capacity, double latency, int owner, int peer = -1);
   int nic_of(int gpu) const;   // global NIC index
   int leaf_of_nic(int nic) const;
@@ -92,6 +100,9 @@ class Topology {
   std::vector<Place> places_;
   int gpus_ = 0, gpus_per_node_ = 1, nics_per_node_ = 1, nodes_per_leaf_ = 1, leaves_ = 0;
   bool rail_leaves_ = false;
+  // sharing_route(): which of a GPU's PCIe link and its NIC's link is left out (neither when a
+  // PCIe link can carry flows its NIC does not).
+  enum class Twin : uint8_t { none, pcie, nic } twin_ = Twin::none;
   enum class Intra { nvswitch, nvlink_mesh, pcie } intra_ = Intra::nvswitch;
   LinkId hbm_ = 0, nv_up_ = 0, nv_down_ = 0, nv_peer_ = 0, pcie_up_ = 0, pcie_down_ = 0;
   LinkId nic_up_ = 0, nic_down_ = 0, leaf_up_ = 0, leaf_down_ = 0;
