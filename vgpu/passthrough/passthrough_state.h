@@ -6,6 +6,9 @@
 // one GPU share memory and run concurrently (shared/reference/contexts-on-one-gpu.md), so
 // everything a program does on the virtual device is a real driver object of that context,
 // and the real context tells which virtual device an object belongs to.
+//
+// Made at cuInit and owned by the backend's root object (passthrough.h), with the rest of the
+// backend's state.
 #pragma once
 
 #include <cstdint>
