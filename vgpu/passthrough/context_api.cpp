@@ -10,10 +10,13 @@
 #include "front/driver/cuda_api.h"
 #include "passthrough/array_api.h"
 #include "passthrough/kernel_recording.h"
+#include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/virtual_time.h"
 
 using vgpu::pt::PassState;
+using vgpu::pt::Passthrough;
+using vgpu::pt::PeerAccess;
 
 namespace {
 
@@ -148,9 +151,6 @@ VGPU_EXPORT CUresult CUDAAPI cuStreamGetDevice_ptsz(CUstream stream, CUdevice* d
 // address space); the real driver refuses peer access between two contexts of one GPU, so
 // vgpu answers for those pairs and forwards the rest.
 namespace {
-std::mutex g_peers_mu;
-std::set<std::pair<CUcontext, CUcontext>> g_peers;  // (current, peer) pairs enabled by vgpu
-
 bool same_gpu(CUcontext a, CUcontext b) {
   PassState* s = state();
   if (s == nullptr) return false;
@@ -167,8 +167,9 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peer, unsigned int 
   if (peer == cur) return CUDA_ERROR_INVALID_DEVICE;
   if (!same_gpu(cur, peer))
     return VGPU_REAL("cuCtxEnablePeerAccess", CUresult (*)(CUcontext, unsigned))(peer, flags);
-  std::lock_guard l(g_peers_mu);
-  return g_peers.insert({cur, peer}).second ? CUDA_SUCCESS : CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+  PeerAccess& peers = Passthrough::get().peers();
+  std::lock_guard l(peers.mu);
+  return peers.pairs.insert({cur, peer}).second ? CUDA_SUCCESS : CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peer) {
@@ -176,6 +177,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peer) {
   VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&cur);
   if (cur == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   if (!same_gpu(cur, peer)) return VGPU_REAL("cuCtxDisablePeerAccess", CUresult (*)(CUcontext))(peer);
-  std::lock_guard l(g_peers_mu);
-  return g_peers.erase({cur, peer}) ? CUDA_SUCCESS : CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+  PeerAccess& peers = Passthrough::get().peers();
+  std::lock_guard l(peers.mu);
+  return peers.pairs.erase({cur, peer}) ? CUDA_SUCCESS : CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
 }

@@ -21,6 +21,8 @@
 #include "contracts/vgpu_clock_table.h"
 #include "front/driver/cuda_api.h"
 #include "front/nccl/nccl_plugin_client.h"
+#include "passthrough/export_tables.h"
+#include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
 
 namespace vgpu::pt {
@@ -40,14 +42,6 @@ CUresult primary_context_slot(CUcontext* out, CUdevice device) {
 }
 
 CUresult integrity_slot(uint32_t version, uint64_t unix_seconds, uint64_t* out);
-
-// A copy of a real table with some slots replaced; built once, never freed (runtimes keep
-// the pointer, and its address is part of the hash).
-struct TableCopy {
-  std::once_flag once;
-  std::vector<const void*> slots;
-};
-TableCopy g_cudart, g_integrity;
 
 const void* const* copy_of(TableCopy& copy, const void* const* real, TableId id) {
   std::call_once(copy.once, [&] {
@@ -77,9 +71,10 @@ CUresult integrity_slot(uint32_t version, uint64_t unix_seconds, uint64_t* out) 
     record.driver_version = static_cast<uint32_t>(backend_driver_version());
     record.process = static_cast<uint32_t>(getpid());
     record.thread = static_cast<uint32_t>(reinterpret_cast<uintptr_t>(reinterpret_cast<void*>(pthread_self())));
-    record.cudart_table = g_cudart.slots.data();
-    record.integrity_table = g_integrity.slots.data();
-    record.function = g_integrity.slots.size() > 1 ? g_integrity.slots[1] : nullptr;
+    const ExportTables& tables = Passthrough::get().export_tables();
+    record.cudart_table = tables.cudart.slots.data();
+    record.integrity_table = tables.integrity.slots.data();
+    record.function = tables.integrity.slots.size() > 1 ? tables.integrity.slots[1] : nullptr;
     for (int i = 0; i < s->device_count(); ++i) {
       const Device* d = s->device(i);
       darkapi::DeviceIdentity id;
@@ -118,10 +113,11 @@ VGPU_EXPORT CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid* 
   }
   const darkapi::TableInfo* info = darkapi::find_table(*id);
   const auto* real_slots = static_cast<const void* const*>(real);
+  pt::ExportTables& copies = pt::Passthrough::get().export_tables();
   if (info != nullptr && info->id == darkapi::TableId::cudart_interface)
-    *table = pt::copy_of(pt::g_cudart, real_slots, info->id);
+    *table = pt::copy_of(copies.cudart, real_slots, info->id);
   else if (info != nullptr && info->id == darkapi::TableId::integrity_check)
-    *table = pt::copy_of(pt::g_integrity, real_slots, info->id);
+    *table = pt::copy_of(copies.integrity, real_slots, info->id);
   else
     *table = real;
   if (darkapi::trace_enabled())

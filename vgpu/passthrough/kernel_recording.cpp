@@ -14,6 +14,7 @@
 #include "common/settings.h"
 #include "cupti_profiler/recorder.h"
 #include "front/launch/kernel_time_db.h"
+#include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
 
 namespace vgpu::pt {
@@ -146,17 +147,15 @@ KernelTimeDb* physical_kernel_db(int physical) {
   char name[256] = {};
   if (VGPU_REAL("cuDeviceGetName", CUresult (*)(char*, int, CUdevice))(name, sizeof name, physical) != CUDA_SUCCESS)
     return nullptr;
-  static std::mutex mu;
-  static auto* dbs = new std::map<std::string, std::unique_ptr<KernelTimeDb>>;  // used until exit
-  std::lock_guard l(mu);
-  auto& db = (*dbs)[name];
+  KernelDatabases& dbs = Passthrough::get().kernel_dbs();
+  std::lock_guard l(dbs.mu);
+  auto& db = dbs.physical[name];
   if (!db) db = std::make_unique<KernelTimeDb>(path, name);
   return db.get();
 }
 
-KernelRecording* KernelRecording::get() {
-  static Recording* recording = make();
-  return recording;
-}
+KernelRecording* KernelRecording::get() { return Passthrough::get().kernel_recording(); }
+
+KernelRecording* KernelRecording::start() { return make(); }
 
 }  // namespace vgpu::pt

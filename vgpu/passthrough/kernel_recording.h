@@ -25,8 +25,11 @@ KernelTimeDb* physical_kernel_db(int physical);
 
 class KernelRecording {
  public:
-  // The process's recorder; nullptr unless VGPU_KERNEL_DB is set and CUPTI could be started.
+  // The process's recorder (the backend root's, passthrough.h, started on first use);
+  // nullptr unless VGPU_KERNEL_DB is set and CUPTI could be started.
   static KernelRecording* get();
+  // Starts the recorder as get() describes; for the root.
+  static KernelRecording* start();
 
   // Brackets one forwarded launch on the calling thread (begin returns false when the launch
   // is not recorded: it is then forwarded as is). The launch is found again in CUPTI's records

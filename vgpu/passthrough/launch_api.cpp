@@ -17,6 +17,7 @@
 #include "passthrough/measure_lock.h"
 #include "passthrough/nccl_timing.h"
 #include "passthrough/timeline_writer.h"
+#include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/thread_clock.h"
 #include "passthrough/virtual_time.h"
@@ -34,9 +35,12 @@ double replayed_seconds(int device, const LaunchSignature& sig) {
   const vgpu::Device* d = s ? s->device(device) : nullptr;
   if (d == nullptr) return vgpu::KernelTimeModel::kLaunchFloorS;
   const simcore::GpuModel& m = d->model();
-  static vgpu::KernelTimeDb* db = new vgpu::KernelTimeDb(vgpu::KernelTimeDb::path_from_environment(), m.name);
+  // Made on the first replayed launch, for the model of the first device that asks (every
+  // virtual device of a cluster has the same model).
+  KernelTimeDb& db = Passthrough::get().kernel_dbs().model.get(
+      [&m] { return new KernelTimeDb(KernelTimeDb::path_from_environment(), m.name); });
   const vgpu::GpuFigures figures{m.memory_bw, m.fp32_flops, m.tf32_tensor_flops, m.bf16_tensor_flops};
-  return vgpu::recorded_or_estimated(*db, figures, sig);
+  return vgpu::recorded_or_estimated(db, figures, sig);
 }
 
 Timing measured_timing() {
@@ -111,10 +115,9 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
 
 // Whether `f` was launched in `ctx` before (and now it has been).
 bool launched_before(CUcontext ctx, CUfunction f) {
-  static std::mutex mu;
-  static auto* seen = new std::set<std::pair<CUcontext, CUfunction>>;  // used until exit
-  std::lock_guard l(mu);
-  return !seen->insert({ctx, f}).second;
+  LaunchedFunctions& launched = Passthrough::get().launched();
+  std::lock_guard l(launched.mu);
+  return !launched.seen.insert({ctx, f}).second;
 }
 
 // Forwards (or skips) one launch and times it.

@@ -5,6 +5,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
 
 namespace vgpu::pt {
@@ -54,22 +55,18 @@ bool pack_params(const FunctionFacts& facts, void** params, void** extra, std::v
   return true;
 }
 
-struct FactsCache {
-  std::shared_mutex mu;
-  std::unordered_map<CUfunction, FunctionFacts> facts;
-};
-
 }  // namespace
 
-const FunctionFacts& function_facts(CUfunction f) {
-  static FactsCache* cache = new FactsCache;  // never destroyed: launches may run during exit
+const FunctionFacts& function_facts(CUfunction f) { return Passthrough::get().function_facts().of(f); }
+
+const FunctionFacts& FunctionFactsCache::of(CUfunction f) {
   {
-    std::shared_lock l(cache->mu);
-    if (auto it = cache->facts.find(f); it != cache->facts.end()) return it->second;
+    std::shared_lock l(mu_);
+    if (auto it = facts_.find(f); it != facts_.end()) return it->second;
   }
   FunctionFacts facts = describe(f);
-  std::unique_lock l(cache->mu);
-  return cache->facts.emplace(f, std::move(facts)).first->second;
+  std::unique_lock l(mu_);
+  return facts_.emplace(f, std::move(facts)).first->second;
 }
 
 bool launch_signature(CUfunction f, const LaunchShape& shape, void** params, void** extra,

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <shared_mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "front/driver/cuda_api.h"
@@ -21,9 +23,19 @@ struct FunctionFacts {
   uint32_t block_bytes = 0;  // packed parameter block size
 };
 
-// The facts of `f` (a CUfunction, or a CUkernel as cudart passes them); cached per handle.
-// The reference stays valid for the life of the process.
+// The facts of `f` (a CUfunction, or a CUkernel as cudart passes them); cached per handle in
+// the backend root's FunctionFactsCache. The reference stays valid for the life of the process.
 const FunctionFacts& function_facts(CUfunction f);
+
+// The facts of every function described so far (held by the root, passthrough.h).
+class FunctionFactsCache {
+ public:
+  const FunctionFacts& of(CUfunction f);
+
+ private:
+  std::shared_mutex mu_;
+  std::unordered_map<CUfunction, FunctionFacts> facts_;
+};
 
 // The launch signature of one launch; false when the launch cannot be described (no facts, or
 // parameters that neither kernelParams nor `extra` describe).

@@ -11,6 +11,7 @@
 
 #include "common/log.h"
 #include "common/settings.h"
+#include "passthrough/passthrough.h"
 
 namespace vgpu::pt {
 namespace {
@@ -40,10 +41,7 @@ const char* policy_name(LaunchPolicy p) {
   return "?";
 }
 
-KernelDurations& KernelDurations::get() {
-  static KernelDurations* d = new KernelDurations;  // used by launches during exit too
-  return *d;
-}
+KernelDurations& KernelDurations::get() { return Passthrough::get().durations(); }
 
 int KernelDurations::samples_wanted() {
   static const int n = parse_samples();

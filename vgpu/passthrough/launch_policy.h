@@ -45,6 +45,7 @@ const char* policy_name(LaunchPolicy p);
 // The measured duration of each launch signature in this process.
 class KernelDurations {
  public:
+  // The backend root's (passthrough.h), made on first use.
   static KernelDurations& get();
   // Samples wanted per signature (VGPU_MEASURE_SAMPLES, 1..1000, default 3).
   static int samples_wanted();

@@ -13,6 +13,7 @@
 
 #include "common/log.h"
 #include "common/settings.h"
+#include "passthrough/passthrough.h"
 
 namespace vgpu::pt {
 namespace {
@@ -28,19 +29,15 @@ double monotonic() {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-// Threads of one process exclude each other here; processes through flock on the file. (A
-// plain mutex polled with try_lock: sanitizers do not follow timed_mutex's timed waits.)
-std::mutex g_in_process;
-
 }  // namespace
 
-MeasureLock* MeasureLock::of(int physical) {
+MeasureLock* MeasureLock::of(int physical) { return Passthrough::get().measure_locks().of(physical); }
+
+MeasureLock* MeasureLocks::of(int physical) {
   if (!enabled() || physical < 0) return nullptr;
-  static std::mutex mu;
-  static auto* locks = new std::map<int, MeasureLock*>;
-  std::lock_guard l(mu);
-  auto it = locks->find(physical);
-  if (it != locks->end()) return it->second;
+  std::lock_guard l(mu_);
+  auto it = locks_.find(physical);
+  if (it != locks_.end()) return it->second;
   // One file per user and physical GPU, in shared memory (user-only permissions).
   const std::string path = "/dev/shm/vgpu-measure-" + std::to_string(getuid()) + "-gpu" + std::to_string(physical);
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
@@ -48,14 +45,14 @@ MeasureLock* MeasureLock::of(int physical) {
     log::once(log::Level::warn, "measure-lock",
               fmt::format("passthrough: cannot open {} ({}); measurements may overlap", path, std::strerror(errno)));
   }
-  MeasureLock* lock = fd < 0 ? nullptr : new MeasureLock(fd);
-  (*locks)[physical] = lock;
+  MeasureLock* lock = fd < 0 ? nullptr : new MeasureLock(fd, &in_process_);
+  locks_[physical] = lock;
   return lock;
 }
 
 bool MeasureLock::acquire() {
   const double deadline = monotonic() + kWaitSeconds;
-  while (!g_in_process.try_lock()) {
+  while (!in_process_->try_lock()) {
     if (monotonic() > deadline) return false;
     usleep(20);
   }
@@ -70,7 +67,7 @@ bool MeasureLock::acquire() {
 
 void MeasureLock::release() {
   flock(fd_, LOCK_UN);
-  g_in_process.unlock();
+  in_process_->unlock();
 }
 
 }  // namespace vgpu::pt

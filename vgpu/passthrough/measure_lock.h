@@ -12,13 +12,17 @@
 // VGPU_MEASURE=concurrent turns it off.
 #pragma once
 
+#include <map>
+#include <mutex>
+
 namespace vgpu::pt {
 
 class MeasureLock {
  public:
   static constexpr double kWaitSeconds = 0.02;
 
-  // The lock of physical GPU `physical`; nullptr when measurements are not serialized.
+  // The lock of physical GPU `physical` (the backend root's MeasureLocks); nullptr when
+  // measurements are not serialized.
   static MeasureLock* of(int physical);
 
   // Tries for up to kWaitSeconds; false: go on without it.
@@ -26,8 +30,23 @@ class MeasureLock {
   void release();
 
  private:
-  explicit MeasureLock(int fd) : fd_(fd) {}
+  friend class MeasureLocks;
+  MeasureLock(int fd, std::mutex* in_process) : fd_(fd), in_process_(in_process) {}
   int fd_;
+  std::mutex* in_process_;
+};
+
+// The process's measurement locks, one per physical GPU (held by the root, passthrough.h).
+class MeasureLocks {
+ public:
+  MeasureLock* of(int physical);
+
+ private:
+  std::mutex mu_;
+  std::map<int, MeasureLock*> locks_;  // never freed: measurements may run during exit
+  // Threads of one process exclude each other here; processes through flock on the file. (A
+  // plain mutex polled with try_lock: sanitizers do not follow timed_mutex's timed waits.)
+  std::mutex in_process_;
 };
 
 }  // namespace vgpu::pt

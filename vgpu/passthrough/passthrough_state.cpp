@@ -8,16 +8,13 @@
 
 #include "common/log.h"
 #include "common/settings.h"
+#include "passthrough/passthrough.h"
 #include "passthrough/real_driver.h"
 #include "simcore/cluster_config.h"
 #include "status/status_region.h"
 
 namespace vgpu::pt {
 namespace {
-
-std::once_flag g_init_once;
-CUresult g_init_result = CUDA_ERROR_NOT_INITIALIZED;
-PassState* g_state = nullptr;  // set once under g_init_once, then only read
 
 // The real driver rounds device allocations up to its 2 MiB pages; so does the accounting,
 // so that a virtual device fills up where the real one would.
@@ -95,44 +92,34 @@ PassState::PassState(const RealDriver& real, simcore::ClusterSpec cluster, std::
   primaries_.resize(devices_.size());
 }
 
-CUresult PassState::initialize(unsigned int flags) {
-  const RealDriver* real = RealDriver::get();
-  if (real == nullptr) return CUDA_ERROR_NO_DEVICE;
-  auto real_init = real->fn<CUresult (*)(unsigned int)>("cuInit");
-  if (CUresult r = real_init ? real_init(flags) : CUDA_ERROR_NOT_INITIALIZED; r != CUDA_SUCCESS)
-    return r;
-  std::call_once(g_init_once, [real] {
-    // Nothing may leave cuInit as an exception (out of memory for a huge cluster, mostly): the
-    // program gets an error code and one line, and every later call fails cleanly.
-    try {
-      simcore::ConfigResult config = simcore::load_cluster_config();
-      if (!config.ok()) {
-        log::always(fmt::format("vgpu: cluster configuration rejected: {}", config.error.to_string()));
-        g_init_result = CUDA_ERROR_INVALID_VALUE;
-        return;
-      }
-      std::vector<int> physical;
-      if (CUresult r = physical_map(*real, config.cluster->total_gpus(), &physical); r != CUDA_SUCCESS) {
-        g_init_result = r;
-        return;
-      }
-      g_state = new PassState(*real, std::move(*config.cluster), std::move(physical));
-      log::info("passthrough: {} virtual GPUs ({} x {} {}) on the GPUs of {}", g_state->device_count(),
-                g_state->cluster_.nodes, g_state->cluster_.gpus_per_node, g_state->cluster_.model.id,
-                real->path());
-      g_init_result = CUDA_SUCCESS;
-    } catch (const std::exception& e) {
-      log::always(fmt::format("vgpu: cuInit failed: {}", e.what()));
-      g_init_result = dynamic_cast<const std::bad_alloc*>(&e) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_UNKNOWN;
-    } catch (...) {
-      log::always("vgpu: cuInit failed");
-      g_init_result = CUDA_ERROR_UNKNOWN;
+CUresult PassState::initialize(unsigned int flags) { return Passthrough::get().initialize(flags); }
+
+CUresult PassState::create(const RealDriver& real, PassState** out) {
+  // Nothing may leave cuInit as an exception (out of memory for a huge cluster, mostly): the
+  // program gets an error code and one line, and every later call fails cleanly.
+  try {
+    simcore::ConfigResult config = simcore::load_cluster_config();
+    if (!config.ok()) {
+      log::always(fmt::format("vgpu: cluster configuration rejected: {}", config.error.to_string()));
+      return CUDA_ERROR_INVALID_VALUE;
     }
-  });
-  return g_init_result;
+    std::vector<int> physical;
+    if (CUresult r = physical_map(real, config.cluster->total_gpus(), &physical); r != CUDA_SUCCESS) return r;
+    auto* s = new PassState(real, std::move(*config.cluster), std::move(physical));
+    log::info("passthrough: {} virtual GPUs ({} x {} {}) on the GPUs of {}", s->device_count(), s->cluster_.nodes,
+              s->cluster_.gpus_per_node, s->cluster_.model.id, real.path());
+    *out = s;
+    return CUDA_SUCCESS;
+  } catch (const std::exception& e) {
+    log::always(fmt::format("vgpu: cuInit failed: {}", e.what()));
+    return dynamic_cast<const std::bad_alloc*>(&e) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_UNKNOWN;
+  } catch (...) {
+    log::always("vgpu: cuInit failed");
+    return CUDA_ERROR_UNKNOWN;
+  }
 }
 
-PassState* PassState::get() { return g_state; }
+PassState* PassState::get() { return Passthrough::get().state(); }
 
 Device* PassState::device(int v) const {
   return v >= 0 && v < device_count() ? devices_[static_cast<size_t>(v)].get() : nullptr;

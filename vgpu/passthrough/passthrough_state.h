@@ -6,6 +6,9 @@
 // one GPU share memory and run concurrently (shared/reference/contexts-on-one-gpu.md), so
 // everything a program does on the virtual device is a real driver object of that context,
 // and the real context tells which virtual device an object belongs to.
+//
+// Made at cuInit and owned by the backend's root object (passthrough.h), with the rest of the
+// backend's state.
 #pragma once
 
 #include <cstdint>
@@ -33,11 +36,14 @@ class RealDriver;
 
 class PassState final : public DeviceRegistry {
  public:
-  // cuInit: the real driver's cuInit, then the cluster config and the device map. The result
-  // of the first call is every later call's.
+  // cuInit (Passthrough::initialize): the real driver's cuInit, then the cluster config and
+  // the device map. The result of the first call is every later call's.
   static CUresult initialize(unsigned int flags);
-  // nullptr before a successful cuInit.
+  // The backend root's (passthrough.h); nullptr before a successful cuInit.
   static PassState* get();
+  // The virtual devices from the cluster config, on the real driver's GPUs; an error (logged)
+  // when the config or the GPU map is refused. Never throws.
+  static CUresult create(const RealDriver& real, PassState** out);
 
   int device_count() const override { return static_cast<int>(devices_.size()); }
   Device* device(int v) const override;

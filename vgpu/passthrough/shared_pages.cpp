@@ -5,6 +5,7 @@
 
 #include "common/log.h"
 #include "common/settings.h"
+#include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
 
 namespace vgpu::pt {
@@ -41,10 +42,7 @@ bool SharedPages::applies_to(size_t bytes) {
   return enabled() && bytes >= min_bytes;
 }
 
-SharedPages& SharedPages::get() {
-  static SharedPages* pages = new SharedPages;  // mappings outlive static destructors
-  return *pages;
-}
+SharedPages& SharedPages::get() { return Passthrough::get().shared_pages(); }
 
 CUresult SharedPages::chunks_for(int physical, const std::vector<CUmemGenericAllocationHandle>** out) {
   // Called with mu_ held.

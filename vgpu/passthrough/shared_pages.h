@@ -28,6 +28,7 @@ class SharedPages {
   // what programs index with (token ids, labels, offsets: PyTorch keeps tensors under 1 MiB in
   // 2 MiB segments), and aliased indices would make kernels read out of bounds.
   static bool applies_to(size_t bytes);
+  // The backend root's (passthrough.h).
   static SharedPages& get();
 
   // A range of `bytes` on physical GPU `physical`, mapped onto that GPU's chunk.

@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "timing/launch_latency.h"
 #include "passthrough/nccl_timing.h"
+#include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/thread_clock.h"
 #include "passthrough/timeline_writer.h"
@@ -114,22 +115,20 @@ struct VirtualTime::Impl {
   }
 };
 
-VirtualTime* VirtualTime::get() {
-  if (PassState::get() == nullptr) return nullptr;
-  static VirtualTime* vt = [] {
-    auto* v = new VirtualTime;  // lives until exit: programs synchronize from exit handlers
-    v->impl_ = new Impl;
-    // Each virtual device's busy time, kernel count and virtual clock, for vgpu-smi and
-    // vgpu-run's summary (status region).
-    TimelineWriter* trace = TimelineWriter::get();  // VGPU_TIMELINE
-    v->timeline_.set_on_resolved([trace](const TimedOp& op) {
-      if (trace != nullptr) trace->add(op);
-      if (op.duration <= 0 && !op.kernel) return;
-      if (PassState* s = PassState::get()) s->report_work(op.device, op.duration, op.kernel, op.finish);
-    });
-    return v;
-  }();
-  return vt;
+VirtualTime* VirtualTime::get() { return Passthrough::get().virtual_time(); }
+
+VirtualTime* VirtualTime::make() {
+  auto* v = new VirtualTime;  // lives until exit: programs synchronize from exit handlers
+  v->impl_ = new Impl;
+  // Each virtual device's busy time, kernel count and virtual clock, for vgpu-smi and
+  // vgpu-run's summary (status region).
+  TimelineWriter* trace = TimelineWriter::get();  // VGPU_TIMELINE
+  v->timeline_.set_on_resolved([trace](const TimedOp& op) {
+    if (trace != nullptr) trace->add(op);
+    if (op.duration <= 0 && !op.kernel) return;
+    if (PassState* s = PassState::get()) s->report_work(op.device, op.duration, op.kernel, op.finish);
+  });
+  return v;
 }
 
 bool VirtualTime::target(CUstream stream, bool per_thread, StreamTarget* out) {

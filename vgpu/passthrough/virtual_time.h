@@ -49,7 +49,8 @@ struct Timing {
 
 class VirtualTime {
  public:
-  // The process's virtual time; nullptr before a successful cuInit.
+  // The process's virtual time (the backend root's, passthrough.h); nullptr before a
+  // successful cuInit.
   static VirtualTime* get();
   // The virtual time and the target of a call on stream `s` when the call can be timed (a live
   // stream that is not being captured); nullptr otherwise.
@@ -130,7 +131,9 @@ class VirtualTime {
   VirtualTimeline& timeline() { return timeline_; }
 
  private:
+  friend class Passthrough;
   VirtualTime() = default;
+  static VirtualTime* make();  // the root's, on first use
   struct Impl;
   double measure(const TimedOp& op, double start, bool force);
   static void open_gate(Bracket& b);
