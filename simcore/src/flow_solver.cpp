@@ -94,7 +94,7 @@ void FlowSolver::fill() {
     LinkState& l = links_[id];
     l.remaining = l.capacity;
     l.unfrozen = static_cast<uint32_t>(l.flows.size());
-    if (l.unfrozen > 0) heap_.push_back(HeapItem{l.remaining / l.unfrozen, id});
+    if (l.unfrozen > 0) heap_.push_back(HeapItem::of(l.remaining / l.unfrozen, id));
   }
   std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
   // A link's share only grows as flows freeze elsewhere (a flow frozen at the smallest share s
@@ -105,11 +105,11 @@ void FlowSolver::fill() {
     std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
     const HeapItem top = heap_.back();
     heap_.pop_back();
-    LinkState& l = links_[top.link];
+    LinkState& l = links_[top.link()];
     if (l.unfrozen == 0) continue;
     const double current = l.remaining / l.unfrozen;
-    if (current != top.share && !heap_.empty() && current > heap_.front().share) {
-      heap_.push_back(HeapItem{current, top.link});
+    if (current != top.share() && !heap_.empty() && current > heap_.front().share()) {
+      heap_.push_back(HeapItem::of(current, top.link()));
       std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
       continue;
     }
@@ -123,7 +123,7 @@ void FlowSolver::fill() {
       f.next_rate = share;
       for (int i = 0; i < f.count; ++i) {
         const LinkId other = f.links[i];
-        if (other == top.link) continue;
+        if (other == top.link()) continue;
         LinkState& o = links_[other];
         o.remaining = std::max(0.0, o.remaining - share);
         --o.unfrozen;

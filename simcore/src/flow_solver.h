@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <limits>
 #include <cstdint>
 #include <vector>
@@ -67,12 +68,16 @@ class FlowSolver {
     double rate = 0;
     double next_rate = 0;
   };
+  // (share, link) packed into one 128-bit key so that the heap orders by one integer compare:
+  // shares are never negative, and the bits of a non-negative double order as the double does.
   struct HeapItem {
-    double share;
-    LinkId link;
-    bool operator>(const HeapItem& o) const {
-      return share != o.share ? share > o.share : link > o.link;
+    unsigned __int128 key;
+    static HeapItem of(double share, LinkId link) {
+      return {(static_cast<unsigned __int128>(std::bit_cast<uint64_t>(share)) << 32) | link};
     }
+    double share() const { return std::bit_cast<double>(static_cast<uint64_t>(key >> 32)); }
+    LinkId link() const { return static_cast<LinkId>(key); }
+    bool operator>(const HeapItem& o) const { return key > o.key; }
   };
 
   void touch(LinkId id);
