@@ -6,6 +6,8 @@
 #include <limits>
 #include <queue>
 
+#include "share_key.h"
+
 namespace simcore::bench {
 namespace {
 
@@ -29,13 +31,8 @@ struct Item {
   bool operator>(const Item& o) const { return t != o.t ? t > o.t : kind > o.kind; }
 };
 
-struct LinkHeapItem {
-  double share;
-  LinkId link;
-  bool operator>(const LinkHeapItem& o) const {
-    return share != o.share ? share > o.share : link > o.link;
-  }
-};
+// The engine's packed (share, link) heap key, so both fill with the same heap.
+using LinkHeapItem = simcore::detail::ShareKey;
 
 class Baseline {
  public:
@@ -155,7 +152,7 @@ class Baseline {
       acc += count_[l];
       unfrozen_[l] = count_[l];
       remaining_[l] = capacity_[l];
-      heap_.push_back(LinkHeapItem{capacity_[l] / count_[l], l});
+      heap_.push_back(LinkHeapItem::of(capacity_[l] / count_[l], l));
     }
     flat_.resize(acc);
     for (uint32_t k = 0; k < running_.size(); ++k) {
@@ -171,11 +168,11 @@ class Baseline {
       std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
       const LinkHeapItem top = heap_.back();
       heap_.pop_back();
-      const LinkId l = top.link;
+      const LinkId l = top.link();
       if (unfrozen_[l] == 0) continue;
       const double current = remaining_[l] / unfrozen_[l];
-      if (current != top.share && !heap_.empty() && current > heap_.front().share) {
-        heap_.push_back(LinkHeapItem{current, l});
+      if (current != top.share() && !heap_.empty() && current > heap_.front().share()) {
+        heap_.push_back(LinkHeapItem::of(current, l));
         std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
         continue;
       }

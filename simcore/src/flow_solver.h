@@ -18,11 +18,11 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <limits>
 #include <cstdint>
 #include <vector>
 
+#include "share_key.h"
 #include "simcore/engine.h"
 #include "simcore/topology.h"
 
@@ -68,17 +68,7 @@ class FlowSolver {
     double rate = 0;
     double next_rate = 0;
   };
-  // (share, link) packed into one 128-bit key so that the heap orders by one integer compare:
-  // shares are never negative, and the bits of a non-negative double order as the double does.
-  struct HeapItem {
-    unsigned __int128 key;
-    static HeapItem of(double share, LinkId link) {
-      return {(static_cast<unsigned __int128>(std::bit_cast<uint64_t>(share)) << 32) | link};
-    }
-    double share() const { return std::bit_cast<double>(static_cast<uint64_t>(key >> 32)); }
-    LinkId link() const { return static_cast<LinkId>(key); }
-    bool operator>(const HeapItem& o) const { return key > o.key; }
-  };
+  using HeapItem = ShareKey;  // share_key.h
 
   void touch(LinkId id);
   // A flow alone on every link of its route is a component of its own: its rate is its
