@@ -6,6 +6,8 @@
 #include <limits>
 #include <queue>
 
+#include "share_queue.h"
+
 namespace simcore::bench {
 namespace {
 
@@ -29,13 +31,8 @@ struct Item {
   bool operator>(const Item& o) const { return t != o.t ? t > o.t : kind > o.kind; }
 };
 
-struct LinkHeapItem {
-  double share;
-  LinkId link;
-  bool operator>(const LinkHeapItem& o) const {
-    return share != o.share ? share > o.share : link > o.link;
-  }
-};
+// The engine's packed (share, link) key and its filling queue: both fill the same way.
+using LinkHeapItem = simcore::detail::ShareKey;
 
 class Baseline {
  public:
@@ -155,7 +152,7 @@ class Baseline {
       acc += count_[l];
       unfrozen_[l] = count_[l];
       remaining_[l] = capacity_[l];
-      heap_.push_back(LinkHeapItem{capacity_[l] / count_[l], l});
+      heap_.append(LinkHeapItem::of(capacity_[l] / count_[l], l));
     }
     flat_.resize(acc);
     for (uint32_t k = 0; k < running_.size(); ++k) {
@@ -164,19 +161,16 @@ class Baseline {
     }
     // offset_ now points one past each link's list; its start is offset_ - count_.
     new_rate_.assign(running_.size(), -1.0);
-    std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+    heap_.order();
     // Shares only grow as flows freeze elsewhere: a stale key is refreshed when it reaches the
     // top (the same filling as the engine's).
     while (!heap_.empty()) {
-      std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
-      const LinkHeapItem top = heap_.back();
-      heap_.pop_back();
-      const LinkId l = top.link;
+      const LinkHeapItem top = heap_.pop();
+      const LinkId l = top.link();
       if (unfrozen_[l] == 0) continue;
       const double current = remaining_[l] / unfrozen_[l];
-      if (current != top.share && !heap_.empty() && current > heap_.front().share) {
-        heap_.push_back(LinkHeapItem{current, l});
-        std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+      if (current != top.share() && !heap_.empty() && current > heap_.top().share()) {
+        heap_.push(LinkHeapItem::of(current, l));
         continue;
       }
       const double share = std::max(current, capacity_[l] * 1e-12);
@@ -225,7 +219,7 @@ class Baseline {
   std::vector<LinkId> links_;
   std::vector<uint32_t> flat_;
   std::vector<double> new_rate_;
-  std::vector<LinkHeapItem> heap_;
+  simcore::detail::ShareQueue heap_;
   uint32_t epoch_ = 0;
 };
 

@@ -94,23 +94,20 @@ void FlowSolver::fill() {
     LinkState& l = links_[id];
     l.remaining = l.capacity;
     l.unfrozen = static_cast<uint32_t>(l.flows.size());
-    if (l.unfrozen > 0) heap_.push_back(HeapItem{l.remaining / l.unfrozen, id});
+    if (l.unfrozen > 0) heap_.append(HeapItem::of(l.remaining / l.unfrozen, id));
   }
-  std::make_heap(heap_.begin(), heap_.end(), std::greater<>());
+  heap_.order();
   // A link's share only grows as flows freeze elsewhere (a flow frozen at the smallest share s
   // leaves (R - s) / (U - 1) >= R / U), so its heap key may lag behind: it is brought up to date
   // when it reaches the top, and pushed back if it is no longer the smallest. One push per link
   // that turns out stale, not one per flow that froze.
   while (!heap_.empty()) {
-    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>());
-    const HeapItem top = heap_.back();
-    heap_.pop_back();
-    LinkState& l = links_[top.link];
+    const HeapItem top = heap_.pop();
+    LinkState& l = links_[top.link()];
     if (l.unfrozen == 0) continue;
     const double current = l.remaining / l.unfrozen;
-    if (current != top.share && !heap_.empty() && current > heap_.front().share) {
-      heap_.push_back(HeapItem{current, top.link});
-      std::push_heap(heap_.begin(), heap_.end(), std::greater<>());
+    if (current != top.share() && !heap_.empty() && current > heap_.top().share()) {
+      heap_.push(HeapItem::of(current, top.link()));
       continue;
     }
     // Rounding can leave a share a hair below zero on a link that is exactly full; a flow must
@@ -123,7 +120,7 @@ void FlowSolver::fill() {
       f.next_rate = share;
       for (int i = 0; i < f.count; ++i) {
         const LinkId other = f.links[i];
-        if (other == top.link) continue;
+        if (other == top.link()) continue;
         LinkState& o = links_[other];
         o.remaining = std::max(0.0, o.remaining - share);
         --o.unfrozen;

@@ -10,7 +10,7 @@
 //
 // Both run the same progressive filling: the link with the smallest fair share (remaining
 // capacity / unfrozen flows) is the next bottleneck; its flows freeze at that share, which is
-// subtracted from the other links they cross. Links wait in a min-heap keyed by share; since
+// subtracted from the other links they cross. Links wait in a queue keyed by share (share_queue.h); since
 // shares only grow, a key is refreshed only when it reaches the top.
 // The flows of a link live in an intrusive vector: each flow remembers its position in each of
 // its links' vectors, so attaching and detaching cost O(route length).
@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "share_queue.h"
 #include "simcore/engine.h"
 #include "simcore/topology.h"
 
@@ -67,13 +68,7 @@ class FlowSolver {
     double rate = 0;
     double next_rate = 0;
   };
-  struct HeapItem {
-    double share;
-    LinkId link;
-    bool operator>(const HeapItem& o) const {
-      return share != o.share ? share > o.share : link > o.link;
-    }
-  };
+  using HeapItem = ShareKey;  // share_key.h
 
   void touch(LinkId id);
   // A flow alone on every link of its route is a component of its own: its rate is its
@@ -91,7 +86,7 @@ class FlowSolver {
   std::vector<uint32_t> all_;  // every attached flow (full mode)
   std::vector<LinkId> comp_links_, stack_;
   std::vector<uint32_t> comp_flows_;
-  std::vector<HeapItem> heap_;
+  ShareQueue heap_;  // share_queue.h
   uint32_t epoch_ = 0;
   uint64_t solves_ = 0, solved_flows_ = 0;
 };
