@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "common/settings.h"
+#include "front/driver/init_from_config.h"
 #include "passthrough/passthrough.h"
 #include "passthrough/real_driver.h"
 #include "simcore/cluster_config.h"
@@ -95,28 +96,15 @@ PassState::PassState(const RealDriver& real, simcore::ClusterSpec cluster, std::
 CUresult PassState::initialize(unsigned int flags) { return Passthrough::get().initialize(flags); }
 
 CUresult PassState::create(const RealDriver& real, PassState** out) {
-  // Nothing may leave cuInit as an exception (out of memory for a huge cluster, mostly): the
-  // program gets an error code and one line, and every later call fails cleanly.
-  try {
-    simcore::ConfigResult config = simcore::load_cluster_config();
-    if (!config.ok()) {
-      log::always(fmt::format("vgpu: cluster configuration rejected: {}", config.error.to_string()));
-      return CUDA_ERROR_INVALID_VALUE;
-    }
+  return init_from_cluster_config([&real, out](simcore::ClusterSpec cluster) {
     std::vector<int> physical;
-    if (CUresult r = physical_map(real, config.cluster->total_gpus(), &physical); r != CUDA_SUCCESS) return r;
-    auto* s = new PassState(real, std::move(*config.cluster), std::move(physical));
+    if (CUresult r = physical_map(real, cluster.total_gpus(), &physical); r != CUDA_SUCCESS) return r;
+    auto* s = new PassState(real, std::move(cluster), std::move(physical));
     log::info("passthrough: {} virtual GPUs ({} x {} {}) on the GPUs of {}", s->device_count(), s->cluster_.nodes,
               s->cluster_.gpus_per_node, s->cluster_.model.id, real.path());
     *out = s;
     return CUDA_SUCCESS;
-  } catch (const std::exception& e) {
-    log::always(fmt::format("vgpu: cuInit failed: {}", e.what()));
-    return dynamic_cast<const std::bad_alloc*>(&e) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_UNKNOWN;
-  } catch (...) {
-    log::always("vgpu: cuInit failed");
-    return CUDA_ERROR_UNKNOWN;
-  }
+  });
 }
 
 PassState* PassState::get() { return Passthrough::get().state(); }

@@ -1,15 +1,15 @@
 #include "sim/core/driver_state.h"
 
-#include "sim/exec/virtual_clock.h"
-
 #include <cstdlib>
 #include <mutex>
 #include <new>
 
 #include "common/log.h"
 #include "common/settings.h"
+#include "front/driver/init_from_config.h"
 #include "sim/core/context.h"
 #include "sim/core/thread_state.h"
+#include "sim/exec/virtual_clock.h"
 #include "sim/exec/graph.h"
 #include "sim/exec/module_registry.h"
 #include "sim/exec/stream.h"
@@ -52,29 +52,13 @@ DriverState::DriverState(simcore::ClusterSpec cluster) : cluster_(std::move(clus
 CUresult DriverState::initialize(unsigned int flags) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   std::call_once(g_init_once, [] {
-    // Nothing may leave cuInit as an exception (out of memory for a huge cluster, mostly): the
-    // program gets an error code and one line, and every later call fails cleanly.
-    try {
-      simcore::ConfigResult config = simcore::load_cluster_config();
-      if (!config.ok()) {
-        // A broken configuration is the user's own explicit setting: say so even when logging
-        // is off, once, and fail every call cleanly instead of aborting the program.
-        log::always(fmt::format("vgpu: cluster configuration rejected: {}", config.error.to_string()));
-        g_init_result = CUDA_ERROR_INVALID_VALUE;
-        return;
-      }
-      g_state = new DriverState(std::move(*config.cluster));
+    g_init_result = init_from_cluster_config([](simcore::ClusterSpec cluster) {
+      g_state = new DriverState(std::move(cluster));
       log::info("initialized: {} virtual GPUs ({} x {} {}), from {}", g_state->device_count(),
                 g_state->cluster_.nodes, g_state->cluster_.gpus_per_node, g_state->cluster_.model.id,
                 g_state->cluster_.source);
-      g_init_result = CUDA_SUCCESS;
-    } catch (const std::exception& e) {
-      log::always(fmt::format("vgpu: cuInit failed: {}", e.what()));
-      g_init_result = dynamic_cast<const std::bad_alloc*>(&e) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_UNKNOWN;
-    } catch (...) {
-      log::always("vgpu: cuInit failed");
-      g_init_result = CUDA_ERROR_UNKNOWN;
-    }
+      return CUDA_SUCCESS;
+    });
   });
   return g_init_result;
 }
