@@ -127,7 +127,3 @@ VGPU_EXPORT CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid* 
   return CUDA_SUCCESS;
 }
 
-// darkapi/trace.cpp names the slots vgpu implements from the sim's slot catalog; under the
-// passthrough every slot but the two above is the real driver's, and those two trace
-// themselves.
-const vgpu::darkapi::SlotImpl* vgpu::darkapi::find_impl(TableId, size_t) { return nullptr; }

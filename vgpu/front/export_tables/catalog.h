@@ -84,27 +84,5 @@ const TableInfo* find_table(const CUuuid& id);
 std::string uuid_text(const uint8_t (&bytes)[16]);
 std::string uuid_text(const std::array<uint8_t, 16>& bytes);
 
-// What vgpu puts in one slot of a table it serves.
-enum class SlotKind : uint8_t {
-  size_header,  // slot 0 of a table with a header
-  ours,         // a function of vgpu's
-  unknown,      // meaning unknown: a function that logs table+slot and returns an error
-                // (the passthrough backend will forward these to the real driver's slot)
-  absent,       // the real driver leaves this slot null (cudart may test for it): so do we
-};
-
-struct SlotImpl {
-  TableId table;
-  uint16_t slot;
-  SlotKind kind;       // ours or absent
-  const char* name;    // what the slot does, e.g. "primary_context"
-  const char* params;  // its parameter names, comma-separated, for VGPU_TRACE lines
-  const void* fn;      // kind == ours: the (traced) function
-};
-
-// Every slot whose meaning vgpu knows: implemented ones and measured-null ones. Any slot of a
-// catalogued table not listed here is `unknown`.
-std::span<const SlotImpl> slot_impls();
-const SlotImpl* find_impl(TableId table, size_t slot);
 
 }  // namespace vgpu::darkapi

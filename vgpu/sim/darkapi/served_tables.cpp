@@ -2,7 +2,7 @@
 
 #include <utility>
 
-#include "front/export_tables/trace.h"
+#include "sim/darkapi/served_slots.h"
 
 namespace vgpu::darkapi {
 namespace {

@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include "front/export_tables/catalog.h"
+#include "sim/darkapi/served_slots.h"
 
 namespace vgpu::darkapi {
 
