@@ -12,14 +12,7 @@
 #include <string>
 #include <unistd.h>
 
-#define CHECK(call)                                                                  \
-  do {                                                                               \
-    CUresult r_ = (call);                                                            \
-    if (r_ != CUDA_SUCCESS) {                                                        \
-      std::fprintf(stderr, "%s:%d: %s failed: %d\n", __FILE__, __LINE__, #call, r_); \
-      std::exit(1);                                                                  \
-    }                                                                                \
-  } while (0)
+#include "bench_check.h"
 
 namespace {
 

@@ -26,7 +26,7 @@ TEST(RankGpu, AnExplicitGlobalGpuWinsAndIsChecked) {
   const simcore::ClusterSpec c = two_nodes_of_four();
   const simcore::RankGpu r = simcore::rank_gpu(c, 0, 5, 0);
   EXPECT_EQ(r.gpu, 5);
-  EXPECT_EQ(r.origin, "VGPU_GLOBAL_RANK_GPU");
+  EXPECT_STREQ(r.origin, "VGPU_GLOBAL_RANK_GPU");
   const simcore::RankGpu bad = simcore::rank_gpu(c, 0, 8, 0);
   EXPECT_EQ(bad.gpu, -1);
   EXPECT_NE(bad.error.find("VGPU_GLOBAL_RANK_GPU gives GPU 8"), std::string::npos) << bad.error;

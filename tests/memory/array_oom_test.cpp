@@ -14,6 +14,7 @@
 
 #include <cstdlib>
 #include <vector>
+#include "array_descriptor.h"
 
 namespace {
 
@@ -80,34 +81,24 @@ class ArrayOom : public ::testing::Test {
   CUdeviceptr fill_ = 0;
 };
 
-CUDA_ARRAY3D_DESCRIPTOR desc(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch, unsigned flags = 0) {
-  CUDA_ARRAY3D_DESCRIPTOR a{};
-  a.Width = w;
-  a.Height = h;
-  a.Depth = d;
-  a.Format = f;
-  a.NumChannels = ch;
-  a.Flags = flags;
-  return a;
-}
 
 // 4100 x 4100 uchar4: 68 MiB by the layout (rows of 16448 bytes, 4224 rows), 9 in 660 MiB;
 // 66 MiB dense, which would let 10 in.
-TEST_F(ArrayOom, PaddedRowsAndHeights) { expect_same_count(desc(4100, 4100, 0, CU_AD_FORMAT_UNSIGNED_INT8, 4), 0, 9); }
+TEST_F(ArrayOom, PaddedRowsAndHeights) { expect_same_count(array_desc(4100, 4100, 0, CU_AD_FORMAT_UNSIGNED_INT8, 4), 0, 9); }
 
 // 100 slices of 100 x 100 float2: rows of 800 bytes padded to 832, 100 rows to 128: 10.2 MB, in
 // 12 MiB; dense it is 8 MB (8 MiB), 82 in 660 MiB instead of 55.
-TEST_F(ArrayOom, ThreeDimensional) { expect_same_count(desc(100, 100, 100, CU_AD_FORMAT_FLOAT, 2), 0, 55); }
+TEST_F(ArrayOom, ThreeDimensional) { expect_same_count(array_desc(100, 100, 100, CU_AD_FORMAT_FLOAT, 2), 0, 55); }
 
 // BC7 8192 x 8192: one byte a texel, 64 MiB, 10 in 660 MiB.
-TEST_F(ArrayOom, BlockCompressed) { expect_same_count(desc(8192, 8192, 0, CU_AD_FORMAT_BC7_UNORM, 4), 0, 10); }
+TEST_F(ArrayOom, BlockCompressed) { expect_same_count(array_desc(8192, 8192, 0, CU_AD_FORMAT_BC7_UNORM, 4), 0, 10); }
 
 // NV12 1920 x 1080: 2880-byte rows, 1152 rows: 4 MiB, 165 in 660 MiB.
-TEST_F(ArrayOom, VideoFrames) { expect_same_count(desc(1920, 1080, 0, CU_AD_FORMAT_NV12, 3), 0, 165); }
+TEST_F(ArrayOom, VideoFrames) { expect_same_count(array_desc(1920, 1080, 0, CU_AD_FORMAT_NV12, 3), 0, 165); }
 
 // 2048 x 2048 float4 with its full chain of 12 levels: 64 + 16 + 4 + 1 + ... MiB = 86 MiB, 7 in
 // 660 MiB.
-TEST_F(ArrayOom, MipChains) { expect_same_count(desc(2048, 2048, 0, CU_AD_FORMAT_FLOAT, 4), 12, 7); }
+TEST_F(ArrayOom, MipChains) { expect_same_count(array_desc(2048, 2048, 0, CU_AD_FORMAT_FLOAT, 4), 12, 7); }
 
 }  // namespace
 

@@ -13,6 +13,7 @@
 
 #include <string>
 #include <vector>
+#include "../memory/array_descriptor.h"
 
 namespace {
 
@@ -47,16 +48,6 @@ class PassthroughArrays : public ::testing::Test {
   CUcontext ctx_ = nullptr;
 };
 
-CUDA_ARRAY3D_DESCRIPTOR desc3d(size_t w, size_t h, size_t d, CUarray_format f, unsigned ch, unsigned flags = 0) {
-  CUDA_ARRAY3D_DESCRIPTOR a{};
-  a.Width = w;
-  a.Height = h;
-  a.Depth = d;
-  a.Format = f;
-  a.NumChannels = ch;
-  a.Flags = flags;
-  return a;
-}
 
 std::vector<unsigned char> pattern(size_t n, unsigned seed) {
   std::vector<unsigned char> v(n);
@@ -80,14 +71,14 @@ TEST_F(PassthroughArrays, EachShapeIsChargedAndDestroyGivesItBack) {
     size_t charge;
   };
   const Case cases[] = {
-      {"2D 1024x1024 float4", desc3d(1024, 1024, 0, CU_AD_FORMAT_FLOAT, 4), 16 * kMiB},
-      {"2D 100x100 float: one page", desc3d(100, 100, 0, CU_AD_FORMAT_FLOAT, 1), kPage},
-      {"2D 1000x1000 uchar4 (rows to 1024)", desc3d(1000, 1000, 0, CU_AD_FORMAT_UNSIGNED_INT8, 4), 4 * kMiB},
-      {"1D 1M float4", desc3d(1 << 20, 0, 0, CU_AD_FORMAT_FLOAT, 4), 16 * kMiB},
-      {"3D 256x256x64 uchar4", desc3d(256, 256, 64, CU_AD_FORMAT_UNSIGNED_INT8, 4), 16 * kMiB},
-      {"8 layers of 512x512 float", desc3d(512, 512, 8, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_LAYERED), 8 * kMiB},
-      {"cubemap 256x256 float4", desc3d(256, 256, 6, CU_AD_FORMAT_FLOAT, 4, CUDA_ARRAY3D_CUBEMAP), 6 * kMiB},
-      {"2D 2049x1024 half2 (rows to 8256 bytes)", desc3d(2049, 1024, 0, CU_AD_FORMAT_HALF, 2), 10 * kMiB},
+      {"2D 1024x1024 float4", array_desc(1024, 1024, 0, CU_AD_FORMAT_FLOAT, 4), 16 * kMiB},
+      {"2D 100x100 float: one page", array_desc(100, 100, 0, CU_AD_FORMAT_FLOAT, 1), kPage},
+      {"2D 1000x1000 uchar4 (rows to 1024)", array_desc(1000, 1000, 0, CU_AD_FORMAT_UNSIGNED_INT8, 4), 4 * kMiB},
+      {"1D 1M float4", array_desc(1 << 20, 0, 0, CU_AD_FORMAT_FLOAT, 4), 16 * kMiB},
+      {"3D 256x256x64 uchar4", array_desc(256, 256, 64, CU_AD_FORMAT_UNSIGNED_INT8, 4), 16 * kMiB},
+      {"8 layers of 512x512 float", array_desc(512, 512, 8, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_LAYERED), 8 * kMiB},
+      {"cubemap 256x256 float4", array_desc(256, 256, 6, CU_AD_FORMAT_FLOAT, 4, CUDA_ARRAY3D_CUBEMAP), 6 * kMiB},
+      {"2D 2049x1024 half2 (rows to 8256 bytes)", array_desc(2049, 1024, 0, CU_AD_FORMAT_HALF, 2), 10 * kMiB},
   };
   const size_t f0 = free_mem();
   for (const Case& c : cases) {
@@ -128,7 +119,7 @@ TEST_F(PassthroughArrays, EachShapeIsChargedAndDestroyGivesItBack) {
 
 TEST_F(PassthroughArrays, MipmappedArraysAreChargedForEveryLevel) {
   const size_t f0 = free_mem();
-  const CUDA_ARRAY3D_DESCRIPTOR d = desc3d(1024, 1024, 0, CU_AD_FORMAT_FLOAT, 4);
+  const CUDA_ARRAY3D_DESCRIPTOR d = array_desc(1024, 1024, 0, CU_AD_FORMAT_FLOAT, 4);
   CUmipmappedArray m = nullptr;
   ASSERT_EQ(cuMipmappedArrayCreate(&m, &d, 3), CUDA_SUCCESS);
   EXPECT_EQ(f0 - free_mem(), 22 * kMiB);  // 16 + 4 + 1 MiB, in whole pages
@@ -143,7 +134,7 @@ TEST_F(PassthroughArrays, MipmappedArraysAreChargedForEveryLevel) {
   EXPECT_EQ(cuMipmappedArrayDestroy(m), CUDA_SUCCESS);
   EXPECT_EQ(free_mem(), f0);
   // Layers are not levels of detail: 4 layers of 256x256 float, then 128x128, 64x64.
-  const CUDA_ARRAY3D_DESCRIPTOR layered = desc3d(256, 256, 4, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_LAYERED);
+  const CUDA_ARRAY3D_DESCRIPTOR layered = array_desc(256, 256, 4, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_LAYERED);
   ASSERT_EQ(cuMipmappedArrayCreate(&m, &layered, 3), CUDA_SUCCESS);
   EXPECT_EQ(f0 - free_mem(), kPage);  // 1 MiB + 256 KiB + 64 KiB
   EXPECT_EQ(cuMipmappedArrayDestroy(m), CUDA_SUCCESS);
@@ -153,12 +144,12 @@ TEST_F(PassthroughArrays, MipmappedArraysAreChargedForEveryLevel) {
 TEST_F(PassthroughArrays, RefusedByTheRealDriverCostsNothing) {
   const size_t f0 = free_mem();
   CUarray a = nullptr;
-  CUDA_ARRAY3D_DESCRIPTOR bad = desc3d(1024, 1024, 0, CU_AD_FORMAT_FLOAT, 3);  // 3 channels
+  CUDA_ARRAY3D_DESCRIPTOR bad = array_desc(1024, 1024, 0, CU_AD_FORMAT_FLOAT, 3);  // 3 channels
   EXPECT_EQ(cuArray3DCreate(&a, &bad), CUDA_ERROR_INVALID_VALUE);
-  bad = desc3d(0, 16, 0, CU_AD_FORMAT_FLOAT, 1);
+  bad = array_desc(0, 16, 0, CU_AD_FORMAT_FLOAT, 1);
   EXPECT_EQ(cuArray3DCreate(&a, &bad), CUDA_ERROR_INVALID_VALUE);
   CUmipmappedArray m = nullptr;
-  const CUDA_ARRAY3D_DESCRIPTOR small = desc3d(16, 16, 0, CU_AD_FORMAT_FLOAT, 1);
+  const CUDA_ARRAY3D_DESCRIPTOR small = array_desc(16, 16, 0, CU_AD_FORMAT_FLOAT, 1);
   EXPECT_EQ(cuMipmappedArrayCreate(&m, &small, 6), CUDA_ERROR_INVALID_VALUE);  // 16x16 has 5 levels
   EXPECT_EQ(cuMipmappedArrayCreate(&m, &small, 0xffffffffu), CUDA_ERROR_INVALID_VALUE);
   EXPECT_EQ(cuMipmappedArrayCreate(&m, &small, 0), CUDA_ERROR_INVALID_VALUE);
@@ -170,7 +161,7 @@ TEST_F(PassthroughArrays, DeferredMappingArraysHaveNoMemoryOfTheirOwn) {
   const size_t f0 = free_mem();
   CUarray a = nullptr;
   const CUDA_ARRAY3D_DESCRIPTOR d =
-      desc3d(4096, 4096, 0, CU_AD_FORMAT_FLOAT, 4, CUDA_ARRAY3D_DEFERRED_MAPPING);
+      array_desc(4096, 4096, 0, CU_AD_FORMAT_FLOAT, 4, CUDA_ARRAY3D_DEFERRED_MAPPING);
   ASSERT_EQ(cuArray3DCreate(&a, &d), CUDA_SUCCESS);
   EXPECT_EQ(free_mem(), f0);
   EXPECT_EQ(cuArrayDestroy(a), CUDA_SUCCESS);
@@ -190,7 +181,7 @@ TEST_F(PassthroughArrays, PastCapacityIsRefusedAndNothingIsLost) {
   ASSERT_EQ(cuMemcpyHtoD(big + (whole - left) - big_bytes.size(), big_bytes.data(), big_bytes.size()), CUDA_SUCCESS);
 
   CUarray first = nullptr;
-  const CUDA_ARRAY3D_DESCRIPTOR sixteen = desc3d(1024, 1024, 0, CU_AD_FORMAT_FLOAT, 4);  // 16 MiB
+  const CUDA_ARRAY3D_DESCRIPTOR sixteen = array_desc(1024, 1024, 0, CU_AD_FORMAT_FLOAT, 4);  // 16 MiB
   ASSERT_EQ(cuArray3DCreate(&first, &sixteen), CUDA_SUCCESS);
   const auto first_bytes = pattern(1 << 16, 2);
   ASSERT_EQ(cuMemcpyHtoA(first, 0, first_bytes.data(), first_bytes.size()), CUDA_SUCCESS);
@@ -200,21 +191,21 @@ TEST_F(PassthroughArrays, PastCapacityIsRefusedAndNothingIsLost) {
   CUarray a = nullptr;
   CUmipmappedArray m = nullptr;
   // 1040 rows are padded to 1152 (blocks of 128): 18 MiB.
-  const CUDA_ARRAY3D_DESCRIPTOR eighteen = desc3d(1024, 1040, 0, CU_AD_FORMAT_FLOAT, 4);
+  const CUDA_ARRAY3D_DESCRIPTOR eighteen = array_desc(1024, 1040, 0, CU_AD_FORMAT_FLOAT, 4);
   EXPECT_EQ(cuArray3DCreate(&a, &eighteen), CUDA_ERROR_OUT_OF_MEMORY);
   CUDA_ARRAY_DESCRIPTOR d2{1024, 1040, CU_AD_FORMAT_FLOAT, 4};
   EXPECT_EQ(cuArrayCreate(&a, &d2), CUDA_ERROR_OUT_OF_MEMORY);
-  const CUDA_ARRAY3D_DESCRIPTOR huge = desc3d(4096, 4096, 4096, CU_AD_FORMAT_FLOAT, 4);  // 1 TiB
+  const CUDA_ARRAY3D_DESCRIPTOR huge = array_desc(4096, 4096, 4096, CU_AD_FORMAT_FLOAT, 4);  // 1 TiB
   EXPECT_EQ(cuArray3DCreate(&a, &huge), CUDA_ERROR_OUT_OF_MEMORY);
   EXPECT_EQ(cuMipmappedArrayCreate(&m, &sixteen, 2), CUDA_ERROR_OUT_OF_MEMORY);  // 20 MiB
   // Dimensions whose product overflows 64 bits: refused (not charged as nothing).
-  const CUDA_ARRAY3D_DESCRIPTOR absurd = desc3d(1ull << 50, 1ull << 50, 1ull << 50, CU_AD_FORMAT_FLOAT, 4);
+  const CUDA_ARRAY3D_DESCRIPTOR absurd = array_desc(1ull << 50, 1ull << 50, 1ull << 50, CU_AD_FORMAT_FLOAT, 4);
   EXPECT_NE(cuArray3DCreate(&a, &absurd), CUDA_SUCCESS);
   EXPECT_EQ(free_mem(), f1);
 
   CUarray last = nullptr;
   ASSERT_EQ(cuArray3DCreate(&last, &sixteen), CUDA_SUCCESS);  // exactly the pages left
-  const CUDA_ARRAY3D_DESCRIPTOR tiny = desc3d(16, 16, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1);
+  const CUDA_ARRAY3D_DESCRIPTOR tiny = array_desc(16, 16, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1);
   EXPECT_EQ(cuArray3DCreate(&a, &tiny), CUDA_ERROR_OUT_OF_MEMORY);  // even one page is too much
   CUdeviceptr p = 0;
   EXPECT_EQ(cuMemAlloc(&p, kPage), CUDA_ERROR_OUT_OF_MEMORY);

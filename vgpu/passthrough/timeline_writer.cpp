@@ -76,14 +76,6 @@ TimelineWriter::TimelineWriter(std::string path, std::string job) : path_(std::m
   if (!job.empty()) parts_dir_ = path_ + ".parts." + job;
 }
 
-int TimelineWriter::global_gpu(int device) {
-  if (device < 0) return 0;
-  if (static_cast<size_t>(device) >= gpu_of_device_.size()) gpu_of_device_.resize(device + 1, -2);
-  int& g = gpu_of_device_[device];
-  if (g == -2) g = nccl_timing::global_gpu(device);
-  return g;
-}
-
 void TimelineWriter::add(const TimedOp& op) {
   simcore::TimelineEntry e;
   e.lane = op.lane;
@@ -91,8 +83,8 @@ void TimelineWriter::add(const TimedOp& op) {
   e.finish = op.finish;
   e.transfer_end = op.finish;
   e.label = op.label.empty() ? (op.kernel ? "kernel" : "op") : op.label;
+  e.gpu = op.device < 0 ? 0 : nccl_timing::global_gpu(op.device);  // the rank's GPU in the cluster
   std::lock_guard l(mu_);
-  e.gpu = global_gpu(op.device);
   entries_.push_back(std::move(e));
 }
 

@@ -37,12 +37,10 @@ class TimelineWriter {
 
  private:
   TimelineWriter(std::string path, std::string job);
-  int global_gpu(int device);
 
   std::string path_, parts_dir_;
   std::mutex mu_;
   std::vector<simcore::TimelineEntry> entries_;
-  std::vector<int> gpu_of_device_;  // cached global GPU per virtual device (-2: not yet)
 };
 
 }  // namespace vgpu::pt

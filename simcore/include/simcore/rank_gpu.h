@@ -17,7 +17,7 @@ namespace simcore {
 struct RankGpu {
   int gpu = -1;        // the cluster's GPU, -1 on error
   std::string error;   // why not, naming the setting at fault
-  std::string origin;  // which setting or rule gave it
+  const char* origin = "";  // which setting or rule gave it (no allocation: asked per NCCL launch)
 };
 
 // From explicit values (tests, callers with their own source): `global_rank_gpu` < 0: unset.
