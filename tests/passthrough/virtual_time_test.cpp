@@ -25,6 +25,8 @@
 
 #include "front/launch/kernel_time_db.h"
 #include "front/launch/launch_signature.h"
+#include "passthrough/shared_durations.h"
+#include "status/status_region.h"
 
 namespace {
 
@@ -134,6 +136,23 @@ class VirtualTime : public ::testing::Test {
     void* params[] = {&a, &x_, &y_, &n};
     ASSERT_EQ(cuLaunchKernel(axpy_, static_cast<unsigned>(n / 256), 1, 1, 256, 1, 1, 0, s, params, nullptr),
               CUDA_SUCCESS);
+  }
+
+  // The launch signature of axpy over `grid` blocks of 256 with `params` (as the driver builds it).
+  vgpu::LaunchSignature axpy_signature(unsigned grid, void** params) {
+    vgpu::LaunchShape shape;
+    shape.grid = {grid, 1, 1};
+    shape.block = {256, 1, 1};
+    std::vector<vgpu::ParamSlot> slots;
+    std::vector<uint8_t> packed(28);
+    for (size_t i = 0; i < 4; ++i) {
+      size_t off = 0, size = 0;
+      EXPECT_EQ(cuFuncGetParamInfo(axpy_, i, &off, &size), CUDA_SUCCESS);
+      slots.push_back({static_cast<uint32_t>(off), static_cast<uint32_t>(size)});
+      std::memcpy(packed.data() + off, params[i], size);
+    }
+    const CUdeviceptr x = x_, y = y_;
+    return vgpu::build_launch_signature("axpy", shape, slots, packed, [&](uint64_t v) { return v == x || v == y; });
   }
 
   // Queues ~0.8 ms of kernels on the legacy stream, so that what is queued next starts when the
@@ -396,20 +415,7 @@ TEST_F(VirtualTime, RecordedDurationsAreTakenWithoutMeasuring) {
   float a = 3;
   int n = 64 * 256;
   void* params[] = {&a, &x_, &y_, &n};
-  vgpu::LaunchShape shape;
-  shape.grid = {64, 1, 1};
-  shape.block = {256, 1, 1};
-  std::vector<vgpu::ParamSlot> slots;
-  std::vector<uint8_t> packed(28);
-  for (size_t i = 0; i < 4; ++i) {
-    size_t off = 0, size = 0;
-    ASSERT_EQ(cuFuncGetParamInfo(axpy_, i, &off, &size), CUDA_SUCCESS);
-    slots.push_back({static_cast<uint32_t>(off), static_cast<uint32_t>(size)});
-    std::memcpy(packed.data() + off, params[i], size);
-  }
-  const CUdeviceptr x = x_, y = y_;
-  const auto sig = vgpu::build_launch_signature("axpy", shape, slots, packed,
-                                                [&](uint64_t v) { return v == x || v == y; });
+  const auto sig = axpy_signature(64, params);
   char name[256] = {};
   ASSERT_EQ(cuDeviceGetName(name, sizeof name, 0), CUDA_SUCCESS);  // the physical GPU's model too
   vgpu::KernelTimeDb(db_path(), name).record(sig, 1'000'000);  // 1 ms
@@ -431,20 +437,7 @@ TEST_F(VirtualTime, SettledDurationsGoToTheDatabase) {
   float a = 5;
   int n = 96 * 256;  // a signature no other test launches
   void* params[] = {&a, &x_, &y_, &n};
-  vgpu::LaunchShape shape;
-  shape.grid = {96, 1, 1};
-  shape.block = {256, 1, 1};
-  std::vector<vgpu::ParamSlot> slots;
-  std::vector<uint8_t> packed(28);
-  for (size_t i = 0; i < 4; ++i) {
-    size_t off = 0, size = 0;
-    ASSERT_EQ(cuFuncGetParamInfo(axpy_, i, &off, &size), CUDA_SUCCESS);
-    slots.push_back({static_cast<uint32_t>(off), static_cast<uint32_t>(size)});
-    std::memcpy(packed.data() + off, params[i], size);
-  }
-  const CUdeviceptr x = x_, y = y_;
-  const auto sig = vgpu::build_launch_signature("axpy", shape, slots, packed,
-                                                [&](uint64_t v) { return v == x || v == y; });
+  const auto sig = axpy_signature(96, params);
   char name[256] = {};
   ASSERT_EQ(cuDeviceGetName(name, sizeof name, 0), CUDA_SUCCESS);
   auto launch = [&] {
@@ -490,6 +483,43 @@ TEST_F(VirtualTime, LaunchStatsCountMeasuredAndSettledLaunches) {
   EXPECT_EQ(after["settled"] - before.at("settled"), 4);
   EXPECT_EQ(after["signatures"], before.at("signatures"));
   std::filesystem::remove(stats_path());  // the driver keeps writing through its open descriptor
+}
+
+// The ranks of a job on one GPU share what they settled (passthrough/shared_durations.h): a launch
+// takes the smallest duration any process of the job settled for its signature, never more than
+// its own.
+TEST_F(VirtualTime, LaunchesTakeTheJobsLeastDisturbedDuration) {
+  if (policy() == "none") GTEST_SKIP() << "nothing is measured under VGPU_LAUNCH_POLICY=none";
+  float a = 9;
+  int n = 1 << 22;  // 16384 blocks: tens of us in the sim's model; a signature no other test launches
+  void* params[] = {&a, &x_, &y_, &n};
+  const unsigned grid = static_cast<unsigned>(n / 256);
+  const uint64_t key = vgpu::pt::SharedDurations::key_of(axpy_signature(grid, params).bytes);
+  vgpu::pt::SharedDurations* table = vgpu::pt::SharedDurations::open(
+      vgpu::status::companion_path(vgpu::status::region_name(::getuid(), vgpu::status::current_job_id()), 0));
+  ASSERT_NE(table, nullptr);
+  for (int i = 0; i < 3; ++i) {  // measured three times: settled, and offered to the job
+    ASSERT_EQ(cuLaunchKernel(axpy_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
+    ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  }
+  const std::optional<double> own = table->smallest(key);
+  ASSERT_TRUE(own) << "the settled duration was not offered to the job";
+  auto four_launches_ms = [&] {
+    keep_stream_busy();
+    EXPECT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
+    for (int i = 0; i < 4; ++i)
+      EXPECT_EQ(cuLaunchKernel(axpy_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
+    EXPECT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
+    EXPECT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
+    return virtual_ms(a_, b_);
+  };
+  EXPECT_NEAR(four_launches_ms(), 4 * *own * 1e3, kPriceToleranceMs);
+  // Another process of the job measured it less disturbed: every launch takes that from now on.
+  table->offer(key, *own / 2);
+  EXPECT_NEAR(four_launches_ms(), 2 * *own * 1e3, kPriceToleranceMs);
+  // More than its own is never taken (the table keeps the smallest anyway).
+  table->offer(key, *own * 3);
+  EXPECT_NEAR(four_launches_ms(), 2 * *own * 1e3, kPriceToleranceMs);
 }
 
 TEST_F(VirtualTime, CapturedWorkIsTimedWhenTheGraphRuns) {

@@ -61,6 +61,28 @@ TEST(StatusRegion, WriterUpdatesAreReadBack) {
   EXPECT_FALSE(read_snapshot(getuid(), job, &s, &error));
 }
 
+// The job's companion files (the kernel durations its processes share) live as long as the
+// region: the last process to leave removes them, another job's stay.
+TEST(StatusRegion, CompanionsGoWithTheRegion) {
+  const std::string job = unique_job("companions"), other = unique_job("companions-other");
+  auto w = Writer::attach(job, "sim", devices(1));
+  ASSERT_NE(w, nullptr);
+  const std::string mine = companion_path(region_name(getuid(), job), 0);
+  const std::string theirs = companion_path(region_name(getuid(), other), 0);
+  EXPECT_EQ(mine, "/dev/shm/" + region_name(getuid(), job) + ".durations-gpu0");
+  for (const std::string& p : {mine, companion_path(region_name(getuid(), job), 3), theirs})
+    std::ofstream(p) << "table";
+  w.reset();
+  struct stat st{};
+  EXPECT_NE(stat(mine.c_str(), &st), 0);
+  EXPECT_NE(stat(companion_path(region_name(getuid(), job), 3).c_str(), &st), 0);
+  EXPECT_EQ(stat(theirs.c_str(), &st), 0) << "another job's companion was removed";
+  // A companion whose region is gone is swept by the next job that attaches.
+  auto next = Writer::attach(unique_job("companions-next"), "sim", devices(1));
+  EXPECT_NE(stat(theirs.c_str(), &st), 0);
+  unlink(theirs.c_str());
+}
+
 TEST(StatusRegion, ProcessesOfOneJobShareItAndDeadOnesAreReclaimed) {
   const std::string job = unique_job("dead");
   auto w = Writer::attach(job, "sim", devices(2));

@@ -30,6 +30,7 @@
 #include "passthrough/launch_policy.h"
 #include "passthrough/measure_lock.h"
 #include "passthrough/passthrough_state.h"
+#include "passthrough/shared_durations.h"
 #include "passthrough/shared_pages.h"
 
 namespace vgpu {
@@ -99,6 +100,7 @@ class Passthrough {
   // The CUPTI kernel-time recorder (kernel_recording.h); nullptr when not recording.
   KernelRecording* kernel_recording();
   MeasureLocks& measure_locks() { return measure_locks_; }
+  SharedDurationTables& shared_durations() { return shared_durations_; }
   ExportTables& export_tables() { return export_tables_; }
   FunctionFactsCache& function_facts() { return function_facts_; }
   SharedPages& shared_pages() { return shared_pages_; }
@@ -117,6 +119,7 @@ class Passthrough {
   std::once_flag recording_once_;            // starts CUPTI, installs an exit handler
   KernelRecording* recording_ = nullptr;
   MeasureLocks measure_locks_;
+  SharedDurationTables shared_durations_;
   ExportTables export_tables_;
   FunctionFactsCache function_facts_;
   SharedPages shared_pages_;

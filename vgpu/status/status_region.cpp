@@ -289,12 +289,37 @@ std::unique_ptr<Mapping> map_checked(int fd, bool writable, std::string* why) {
   return m;
 }
 
-// Removes `name` if it still names the file open as `fd` (not one created since).
+// The companions of region `name` ("<job region>.<what>", companion_path) are named after the
+// job's region name without the "+k" a taken name got (region_name never writes a '+').
+constexpr const char* kCompanionMark = ".durations-gpu";
+std::string companion_prefix(const std::string& name) {
+  return name.substr(0, name.find('+')) + kCompanionMark;
+}
+
+// Removes the companion files of region `name` that `uid` owns.
+void unlink_companions(const std::string& name, uid_t uid) {
+  const std::string prefix = companion_prefix(name);
+  std::vector<std::string> found;
+  if (DIR* dir = opendir("/dev/shm")) {
+    while (dirent* e = readdir(dir))
+      if (std::strncmp(e->d_name, prefix.c_str(), prefix.size()) == 0) found.emplace_back(e->d_name);
+    closedir(dir);
+  }
+  for (const std::string& f : found) {
+    struct stat st{};
+    if (lstat(shm_path(f).c_str(), &st) == 0 && st.st_uid == uid) unlink(shm_path(f).c_str());
+  }
+}
+
+// Removes `name` (and its companions) if it still names the file open as `fd` (not one created
+// since).
 void unlink_if_same(const std::string& name, int fd) {
   struct stat a{}, b{};
   if (fstat(fd, &a) == 0 && lstat(shm_path(name).c_str(), &b) == 0 && a.st_ino == b.st_ino &&
-      a.st_dev == b.st_dev)
+      a.st_dev == b.st_dev) {
     unlink(shm_path(name).c_str());
+    unlink_companions(name, a.st_uid);
+  }
 }
 
 // VGPU_STATUS_KEEP=1 (set by vgpu-run): the last process leaves the region in place for the
@@ -394,6 +419,14 @@ void sweep_dead_regions(uid_t uid) {
         unlink(shm_path(name).c_str());
       continue;
     }
+    if (const size_t at = name.find(kCompanionMark); at != std::string::npos) {
+      // A companion whose region is gone (its job's processes died without a region).
+      struct stat st{};
+      if (lstat(shm_path(name.substr(0, at)).c_str(), &st) != 0 && errno == ENOENT &&
+          lstat(shm_path(name).c_str(), &st) == 0 && st.st_uid == uid)
+        unlink(shm_path(name).c_str());
+      continue;
+    }
     Opened o = open_owned(name, uid, true);
     if (o.access != Access::kOk) continue;
     std::string why;
@@ -411,6 +444,12 @@ std::string region_name(uid_t uid, const std::string& job) noexcept try {
   return "vgpu-" + std::to_string(uid) + "-" + safe;
 } catch (...) {
   return {};  // out of memory: no name, so nothing is opened
+}
+
+std::string companion_path(const std::string& region, int physical) noexcept try {
+  return shm_path(companion_prefix(region) + std::to_string(physical));
+} catch (...) {
+  return {};
 }
 
 std::string current_job_id() noexcept try {
@@ -576,10 +615,12 @@ void Writer::detach() noexcept try {
   Mapping& m = *impl_->map;
   m.release_slot(impl_->slot);
   if (m.reclaim_dead()) return;
-  if (kept_for_launcher())
+  if (kept_for_launcher()) {
     atomic(m.header().flags).fetch_or(kKeptForLauncher);
-  else
+  } else {
     unlink(shm_path(impl_->name).c_str());
+    unlink_companions(impl_->name, getuid());
+  }
 } catch (...) {
   // Leaving is best effort: a region left behind is reclaimed by the next process.
 }

@@ -73,6 +73,10 @@ std::string region_name(uid_t uid, const std::string& job) noexcept;
 std::string current_job_id() noexcept;
 // The jobs of `uid` that have a region now.
 std::vector<std::string> list_jobs(uid_t uid) noexcept;
+// A companion file of the job whose region is named `region` (in /dev/shm): the kernel durations
+// the job's processes share on physical GPU `physical` (passthrough/shared_durations.h). It
+// lives as long as the region: removed with it by the last process, a sweep or vgpu-run.
+std::string companion_path(const std::string& region, int physical) noexcept;
 
 // Every function here is noexcept: they run inside cuInit, NVML calls and vgpu-smi, while the
 // processes they read about come and go; a failure is a missing status, never an abort.

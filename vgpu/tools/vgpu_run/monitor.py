@@ -10,6 +10,7 @@ appears; the data outlive the name. It then writes a copy under a name of its ow
 Memory use is per live process and is cleared as each one leaves, so the peak is sampled
 (vgpu-smi --query-gpu=memory.used every --sample-interval seconds): a peak shorter than the
 interval can be missed."""
+import glob
 import os
 import stat
 import subprocess
@@ -154,11 +155,14 @@ class Monitor:
     def _remove(self):
         """Removes the region the job's processes left behind (VGPU_STATUS_KEEP). A process of
         the job still attached (a child the command left running) keeps its mapping; only the
-        name goes."""
-        try:
-            os.unlink(self.region)
-        except OSError:
-            pass
+        name goes. Its companions (the kernel durations the job's processes shared,
+        status_region.h) go with it."""
+        base = self.region.split("+", 1)[0]  # companions carry the name without a "+k"
+        for path in [self.region] + glob.glob(glob.escape(base) + ".durations-gpu*"):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
 
     def _query_copy(self):
         size = os.fstat(self._fd).st_size

@@ -1,0 +1,72 @@
+// Kernel durations shared by the processes of one job on one physical GPU.
+//
+// When ranks are processes on one GPU, each measures its launches while the others' work is
+// resident: CUDA time-slices the contexts, so a kernel measured while another rank's kernel
+// (above all an NCCL kernel spinning on a peer that has not arrived yet) holds the GPU reads
+// its duration plus the other's slices. Measured on 2 H200s (2026-11-26, DDP GPT-2, VGPU_TIMELINE):
+// the rank that lags behind read its backward GEMMs 4.5 ms per step slower than the rank ahead,
+// the whole step 56.6 ms of kernels against 47.3 ms, which made the step 24-38% slow.
+//
+// Disturbance only adds time, so of the settled durations (launch_policy.h: each process's median
+// of its samples) that the job's processes measured for one signature on one physical GPU, the
+// smallest is the one least disturbed. Each process offers its settled durations here and every
+// launch takes the smallest offered so far (never more than its own), so the ranks of a job agree
+// on every kernel they share after a few steps, at what the least disturbed of them measured.
+//
+// The table is a file in /dev/shm beside the job's status region (status_region.h), private to
+// the user (checked on the opened descriptor, as the status region is) and removed with it: an
+// open-addressing hash table of 64-bit signature hashes and nanoseconds, updated with atomics
+// (no lock, any number of processes). VGPU_MEASURE=concurrent turns sharing off with the
+// measurement lock (measure_lock.h).
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace vgpu::pt {
+
+class SharedDurations {
+ public:
+  static constexpr size_t kSlots = size_t{1} << 16;  // 1 MiB; a step of GPT-2 has ~300 signatures
+
+  // Opens (creating if needed) the table at `path`; nullptr when it is not a private regular
+  // file of the user or cannot be mapped (one log line says why).
+  static SharedDurations* open(const std::string& path);
+
+  // The key of a launch signature (its bytes, launch_signature.h); never 0.
+  static uint64_t key_of(std::string_view signature);
+
+  // The smallest duration offered for `key`, in seconds.
+  std::optional<double> smallest(uint64_t key) const;
+  // Offers a settled duration; the table keeps the smallest. A full table keeps what it has.
+  void offer(uint64_t key, double seconds);
+
+ private:
+  struct Slot {
+    std::atomic<uint64_t> key;
+    std::atomic<uint64_t> ns;  // 0: none yet
+  };
+  static_assert(sizeof(Slot) == 16 && std::atomic<uint64_t>::is_always_lock_free);
+  explicit SharedDurations(Slot* slots) : slots_(slots) {}
+  Slot* slots_;
+};
+
+// The process's tables, one per physical GPU (held by the backend root, passthrough.h).
+class SharedDurationTables {
+ public:
+  // The table of physical GPU `physical` for the calling process's job (VGPU_JOB_ID, else the
+  // session: status_region.h); nullptr when sharing is off or the table cannot be used.
+  SharedDurations* of(int physical);
+
+ private:
+  std::mutex mu_;
+  std::map<int, SharedDurations*> tables_;  // never unmapped: launches may run during exit
+};
+
+}  // namespace vgpu::pt
