@@ -3,6 +3,7 @@
 #include <sched.h>
 #include <time.h>
 
+#include <algorithm>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -40,6 +41,7 @@ struct VirtualTime::Impl {
     CUevent begin, end;
     CUcontext context;
     Timing timing;
+    GateLatency latency;  // given back from the elapsed time (gated measurements)
   };
 
   std::mutex mu;
@@ -53,11 +55,27 @@ struct VirtualTime::Impl {
     volatile uint32_t* host = nullptr;
     CUdeviceptr device = 0;
     uint32_t value = 0;
+    bool calibrated = false;
+    GateLatency latency;
   };
   std::unordered_map<CUcontext, Gate> gates;
   uint64_t next_measurement = 0;
   size_t submissions = 0;
 
+  // Runs `f` with `ctx` current.
+  template <class F>
+  auto in_context(CUcontext ctx, F f) {
+    CUcontext current = nullptr;
+    VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&current);
+    const bool switch_ctx = current != ctx;
+    if (switch_ctx) VGPU_REAL("cuCtxPushCurrent_v2", CUresult (*)(CUcontext))(ctx);
+    auto r = f();
+    if (switch_ctx) {
+      CUcontext popped = nullptr;
+      VGPU_REAL("cuCtxPopCurrent_v2", CUresult (*)(CUcontext*))(&popped);
+    }
+    return r;
+  }
   // A timing event of `ctx` (created with the context current).
   CUevent take_event(CUcontext ctx) {
     {
@@ -69,18 +87,12 @@ struct VirtualTime::Impl {
         return e;
       }
     }
-    CUcontext current = nullptr;
-    VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&current);
-    const bool switch_ctx = current != ctx;
-    if (switch_ctx) VGPU_REAL("cuCtxPushCurrent_v2", CUresult (*)(CUcontext))(ctx);
-    CUevent e = nullptr;
-    if (VGPU_REAL("cuEventCreate", CUresult (*)(CUevent*, unsigned))(&e, CU_EVENT_DEFAULT) != CUDA_SUCCESS)
-      e = nullptr;
-    if (switch_ctx) {
-      CUcontext popped = nullptr;
-      VGPU_REAL("cuCtxPopCurrent_v2", CUresult (*)(CUcontext*))(&popped);
-    }
-    return e;
+    return in_context(ctx, [] {
+      CUevent e = nullptr;
+      return VGPU_REAL("cuEventCreate", CUresult (*)(CUevent*, unsigned))(&e, CU_EVENT_DEFAULT) == CUDA_SUCCESS
+                 ? e
+                 : nullptr;
+    });
   }
   // The context's gate, made on first use (with the context current); host null when the
   // driver cannot make one.
@@ -89,22 +101,17 @@ struct VirtualTime::Impl {
     auto it = gates.find(ctx);
     if (it != gates.end()) return it->second.host ? &it->second : nullptr;
     Gate g;
-    CUcontext current = nullptr;
-    VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&current);
-    const bool switch_ctx = current != ctx;
-    if (switch_ctx) VGPU_REAL("cuCtxPushCurrent_v2", CUresult (*)(CUcontext))(ctx);
-    void* p = nullptr;
-    if (VGPU_REAL("cuMemHostAlloc", CUresult (*)(void**, size_t, unsigned))(
-            &p, 64, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS &&
-        VGPU_REAL("cuMemHostGetDevicePointer_v2", CUresult (*)(CUdeviceptr*, void*, unsigned))(&g.device, p, 0) ==
-            CUDA_SUCCESS) {
-      g.host = static_cast<volatile uint32_t*>(p);
-      *g.host = 0;
-    }
-    if (switch_ctx) {
-      CUcontext popped = nullptr;
-      VGPU_REAL("cuCtxPopCurrent_v2", CUresult (*)(CUcontext*))(&popped);
-    }
+    in_context(ctx, [&g] {
+      void* p = nullptr;
+      if (VGPU_REAL("cuMemHostAlloc", CUresult (*)(void**, size_t, unsigned))(
+              &p, 64, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE) == CUDA_SUCCESS &&
+          VGPU_REAL("cuMemHostGetDevicePointer_v2", CUresult (*)(CUdeviceptr*, void*, unsigned))(&g.device, p, 0) ==
+              CUDA_SUCCESS) {
+        g.host = static_cast<volatile uint32_t*>(p);
+        *g.host = 0;
+      }
+      return 0;
+    });
     auto& stored = gates[ctx] = g;
     return stored.host ? &stored : nullptr;
   }
@@ -203,7 +210,14 @@ VirtualTime::Bracket VirtualTime::begin(const StreamTarget& t, const Timing& tim
   if (e == nullptr) return b;
   if (gated) {
     if (Impl::Gate* g = impl_->gate(t.context)) {
-      const uint32_t value = ++g->value;  // measurements of one context are serialized (measure_lock.h)
+      // Measurements of one context are serialized (measure_lock.h): the gate's counter and
+      // its calibration, made before the context's first gated measurement, need no lock.
+      if (!g->calibrated) {
+        g->calibrated = true;
+        g->latency = impl_->in_context(t.context, [g] { return measure_gate_latency(g->host, g->device, &g->value); });
+      }
+      b.latency_ = g->latency;
+      const uint32_t value = ++g->value;
       if (VGPU_REAL("cuStreamWaitValue32_v2", CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned))(
               t.record_on, g->device, value, CU_STREAM_WAIT_VALUE_GEQ) == CUDA_SUCCESS) {
         b.gate_ = g->host;
@@ -255,7 +269,8 @@ OpRef VirtualTime::submit(const StreamTarget& t, Timing timing, Bracket& b) {
     } else {
       std::lock_guard l(impl_->mu);
       id = ++impl_->next_measurement;
-      impl_->measurements.emplace(id, Impl::Measurement{b.begin_, end, t.context, std::move(timing)});
+      impl_->measurements.emplace(id, Impl::Measurement{b.begin_, end, t.context, std::move(timing),
+                                                        b.gate_ ? b.latency_ : GateLatency{}});
       b.begin_ = nullptr;
     }
   }
@@ -323,6 +338,7 @@ double VirtualTime::measure(const TimedOp& op, double start, bool force) {
                           static_cast<int>(r)));
   } else {
     seconds = static_cast<double>(ms) * 1e-3;
+    if (m.latency.floor > 0) seconds = std::max(seconds - m.latency.overhead, m.latency.floor);
   }
   if (m.timing.source == Timing::Source::nccl) {
     seconds = nccl_timing::finish(m.timing.nccl_gpu, m.timing.nccl, start) - start;

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "front/driver/cuda_api.h"
+#include "passthrough/gate_latency.h"
 #include "passthrough/nccl_timing.h"
 #include "passthrough/virtual_timeline.h"
 
@@ -85,6 +86,7 @@ class VirtualTime {
     CUcontext context_ = nullptr;
     volatile uint32_t* gate_ = nullptr;
     uint32_t gate_value_ = 0;
+    GateLatency latency_;  // what the gate adds to the measurement (gate_latency.h)
   };
   Bracket begin(const StreamTarget& t, const Timing& timing, bool gated = false);
   OpRef submit(const StreamTarget& t, Timing timing, Bracket& bracket);

@@ -6,7 +6,9 @@
     torchrun --nproc_per_node N train_step.py fsdp2       # fully_shard per block (FSDP2)
 
 Options: --layers L (12) --d D (768) --batch B (8 per rank) --seq S (1024) --steps N (10)
---warmup W (5). Besides the step, CUDA events split it into forward, backward and optimizer
+--warmup W (5) --kernels FILE (after the timed steps, one more step under torch.profiler: each
+kernel's count and total GPU time on this rank go to FILE, "%r" replaced by the rank, for
+kernel_compare.py to set beside vgpu's timeline of the same step). Besides the step, CUDA events split it into forward, backward and optimizer
 phases (what each phase costs tells where a simulated step differs from the real one).
 Prints, on rank 0, one line: RESULT {json} with the median and every step time in ms.
 """
@@ -34,6 +36,7 @@ def parse():
     p.add_argument("--seq", type=int, default=1024)
     p.add_argument("--steps", type=int, default=10)
     p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--kernels", default=None)
     return p.parse_args()
 
 
@@ -53,6 +56,24 @@ def build(args, device):
         model = torch.compile(model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=args.mode != "fsdp2")
     return model, opt
+
+
+def profile_kernels(one_step, path):
+    """One more step under torch.profiler (CUPTI's kernel records): per kernel name, the count
+    and total GPU time in us, as JSON."""
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        one_step()
+        torch.cuda.synchronize()
+    kernels = {}
+    for e in prof.events():
+        if e.device_type == torch.autograd.DeviceType.CUDA:
+            k = kernels.setdefault(e.name, [0, 0.0])
+            k[0] += 1
+            k[1] += e.device_time
+    with open(path, "w") as f:
+        json.dump({n: {"count": c, "us": round(t, 3)} for n, (c, t) in kernels.items()}, f)
 
 
 def main():
@@ -103,6 +124,8 @@ def main():
         steps.append((time.perf_counter() - t0) * 1e3)
         phases.append([marks[i].elapsed_time(marks[i + 1]) for i in range(3)])
     final_loss = loss.item()
+    if args.kernels:
+        profile_kernels(one_step, args.kernels.replace("%r", str(rank)))
     med = sorted(steps)[len(steps) // 2]
     if distributed:
         t = torch.tensor([med], device=device)
