@@ -22,12 +22,14 @@ namespace vgpu::pt {
 
 struct GateLatency {
   double overhead = 0;  // seconds added to a gated measurement
-  double floor = 0;     // seconds: the shortest a measured kernel reads
+  double floor = 0;     // seconds: the shortest a measured kernel reads; 0: not calibrated
+  bool calibrated() const { return floor > 0; }
 };
 
 // Measures it in the current context `ctx` (its own module, stream and events, all released
 // before returning), with the context's gate: `host` / `device` the flag, `value` its counter
-// (the caller holds the measurement lock). Zeros when it cannot measure.
+// (the caller holds the measurement lock). Not calibrated when it cannot measure, or when what it
+// read is implausible (another process's work held the GPU): the caller may ask again.
 GateLatency measure_gate_latency(volatile uint32_t* host, CUdeviceptr device, uint32_t* value);
 
 }  // namespace vgpu::pt

@@ -23,6 +23,7 @@ namespace {
 thread_local char t_per_thread_stream;
 
 constexpr size_t kResolveEvery = 256;  // submissions between opportunistic resolves
+constexpr int kCalibrationTries = 8;    // gate calibrations a context may try (gate_latency.h)
 
 using EventRecordFn = CUresult (*)(CUevent, CUstream);
 using EventQueryFn = CUresult (*)(CUevent);
@@ -55,7 +56,7 @@ struct VirtualTime::Impl {
     volatile uint32_t* host = nullptr;
     CUdeviceptr device = 0;
     uint32_t value = 0;
-    bool calibrated = false;
+    int calibrations = 0;  // tries so far (gate_latency.h)
     GateLatency latency;
   };
   std::unordered_map<CUcontext, Gate> gates;
@@ -212,8 +213,8 @@ VirtualTime::Bracket VirtualTime::begin(const StreamTarget& t, const Timing& tim
     if (Impl::Gate* g = impl_->gate(t.context)) {
       // Measurements of one context are serialized (measure_lock.h): the gate's counter and
       // its calibration, made before the context's first gated measurement, need no lock.
-      if (!g->calibrated) {
-        g->calibrated = true;
+      if (!g->latency.calibrated() && g->calibrations < kCalibrationTries) {
+        ++g->calibrations;
         g->latency = impl_->in_context(t.context, [g] { return measure_gate_latency(g->host, g->device, &g->value); });
       }
       b.latency_ = g->latency;
@@ -338,7 +339,7 @@ double VirtualTime::measure(const TimedOp& op, double start, bool force) {
                           static_cast<int>(r)));
   } else {
     seconds = static_cast<double>(ms) * 1e-3;
-    if (m.latency.floor > 0) seconds = std::max(seconds - m.latency.overhead, m.latency.floor);
+    if (m.latency.calibrated()) seconds = std::max(seconds - m.latency.overhead, m.latency.floor);
   }
   if (m.timing.source == Timing::Source::nccl) {
     seconds = nccl_timing::finish(m.timing.nccl_gpu, m.timing.nccl, start) - start;
