@@ -423,3 +423,34 @@ TEST(KernelTimeModel, LibraryGemmsFindTheirSizesInTheParameterStruct) {
   EXPECT_GE(t, flops / 989.5e12);
   EXPECT_NEAR(t, flops / (989.5e12 * 0.7), 1e-9);
 }
+
+// A parameter block of strides and byte counts side by side (cuDNN's implicit-GEMM convolution:
+// 917504, 16384, 256) reads as three sizes; with the launch's buffers known, sizes count only
+// where at least two of the three matrices fit in a buffer. A 7.4-GFLOP convolution was timed
+// at 834 ms from those words (issue 23); the GEMM whose matrices exist keeps its sizes.
+TEST(KernelTimeModel, StructSizesCountOnlyWhereTheirMatricesFitTheBuffers) {
+  LaunchShape s;
+  s.grid = {1, 784, 1};
+  s.block = {128, 1, 1};
+  std::vector<uint32_t> words(64, 0);
+  words[20] = 917504, words[21] = 16384, words[22] = 256;  // strides and byte counts
+  std::vector<uint8_t> p(words.size() * 4);
+  std::memcpy(p.data(), words.data(), p.size());
+  const ParamSlot one[] = {{0, static_cast<uint32_t>(p.size())}};
+  const auto conv = build_launch_signature("sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw", s,
+                                           one, p, fake_pointer);
+  const double volume_time = 2.0 * 917504 * 16384 * 256 / (494.5e12 * 0.7);
+  EXPECT_NEAR(KernelTimeModel::estimate(kH100, conv), volume_time, 1e-9);  // no buffers known: taken
+  LaunchHints hints;
+  hints.fits_in_a_buffer = [](uint64_t bytes) { return bytes <= 25690112; };  // 32x64x56x56 floats
+  const double t = KernelTimeModel::estimate(kH100, conv, hints);
+  EXPECT_LT(t, 1e-3);
+  EXPECT_GE(t, KernelTimeModel::kLaunchFloorS);
+
+  // 4096^3 in the same words: every matrix is 64 MiB of floats, which the buffers hold.
+  words[20] = 4096, words[21] = 4096, words[22] = 4096;
+  std::memcpy(p.data(), words.data(), p.size());
+  const auto gemm = build_launch_signature("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_ffma_kernel", s, one, p, fake_pointer);
+  hints.fits_in_a_buffer = [](uint64_t bytes) { return bytes <= (uint64_t{64} << 20); };
+  EXPECT_NEAR(KernelTimeModel::estimate(kH100, gemm, hints), 2.0 * 4096 * 4096 * 4096 / (67e12 * 0.7), 1e-9);
+}

@@ -26,16 +26,29 @@ double time_for(double amount, double rate) { return rate > 0 ? amount / rate : 
 // - TMA descriptors (nvjet): 8-byte-aligned pairs of "size - 1" words, whose distinct sizes
 //   are the GEMM's dimensions.
 // A word that is the upper half of a host pointer (its lower half is no size) is no size.
-double struct_gemm_volume(const LaunchSignature& signature, int64_t max_dim) {
+// With `fits` (the launch's buffers known), a candidate M, N, K counts only when at least two of
+// its three matrices (M*K, K*N, M*N, one byte an element at least) fit in one of the launch's
+// buffers: a GEMM's output and one operand are always in memory (an implicit-GEMM convolution
+// builds only its input operand on the fly), while strides and byte counts side by side in a
+// parameter block (cuDNN's, 917504 x 16384 x 256) describe no matrices that exist: taken as
+// sizes they timed a 7-GFLOP convolution at 834 ms.
+double struct_gemm_volume(const LaunchSignature& signature, int64_t max_dim,
+                          const std::function<bool(uint64_t)>& fits) {
   double best = 0;
   auto is_dim = [max_dim](uint32_t v) { return v >= 1 && v <= static_cast<uint64_t>(max_dim); };
+  auto plausible = [&fits](double m, double n, double k) {
+    if (!fits) return true;
+    const int held = int(fits(static_cast<uint64_t>(m * k))) + int(fits(static_cast<uint64_t>(k * n))) +
+                     int(fits(static_cast<uint64_t>(m * n)));
+    return held >= 2;
+  };
   for (const std::vector<uint32_t>& w : signature_struct_words(signature)) {
     auto size_at = [&](size_t i) {
       if (!is_dim(w[i])) return false;
       return i % 2 == 0 || is_dim(w[i - 1]) || w[i - 1] == 0;
     };
     for (size_t i = 0; i + 2 < w.size(); ++i)
-      if (size_at(i) && size_at(i + 1) && size_at(i + 2))
+      if (size_at(i) && size_at(i + 1) && size_at(i + 2) && plausible(w[i], w[i + 1], w[i + 2]))
         best = std::max(best, double(w[i]) * w[i + 1] * w[i + 2]);
     std::vector<double> dims;
     for (size_t i = 0; i + 1 < w.size(); i += 2) {
@@ -47,9 +60,11 @@ double struct_gemm_volume(const LaunchSignature& signature, int64_t max_dim) {
       }
     }
     std::sort(dims.rbegin(), dims.rend());
-    if (dims.size() >= 3) best = std::max(best, dims[0] * dims[1] * dims[2]);
-    else if (dims.size() == 2) best = std::max(best, dims[0] * dims[1] * dims[1]);
-    else if (dims.size() == 1) best = std::max(best, dims[0] * dims[0] * dims[0]);
+    double m = 0, n = 0, k = 0;
+    if (dims.size() >= 3) m = dims[0], n = dims[1], k = dims[2];
+    else if (dims.size() == 2) m = dims[0], n = dims[1], k = dims[1];
+    else if (dims.size() == 1) m = n = k = dims[0];
+    if (m > 0 && plausible(m, n, k)) best = std::max(best, m * n * k);
   }
   return best;
 }
@@ -89,7 +104,8 @@ double KernelTimeModel::estimate(const GpuFigures& gpu, const LaunchSignature& s
     }
     // Library GEMMs pass their sizes in a parameter struct: only the volume is known, so the
     // bytes are those of a cube of that volume (never more than the real three matrices).
-    const double volume = struct_gemm_volume(hints.unmasked ? hints.unmasked() : signature, kMaxGemmDim);
+    const double volume =
+        struct_gemm_volume(hints.unmasked ? hints.unmasked() : signature, kMaxGemmDim, hints.fits_in_a_buffer);
     if (volume > 0) {
       const double side = std::cbrt(volume);
       return std::max({kLaunchFloorS, time_for(2 * volume, rate * kGemmEfficiency),

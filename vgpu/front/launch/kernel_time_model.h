@@ -25,6 +25,8 @@
 // where rate/elem are bf16_tensor_flops/2 bytes when the name mentions bf16, fp16, half, hgemm,
 // wmma or hmma (tensor-core fragments); tf32_tensor_flops/4 when it mentions tf32;
 // fp32_flops/4 otherwise.
+// Sizes found in a parameter struct count only where at least two of the GEMM's three matrices
+// fit in the launch's buffers (LaunchHints::fits_in_a_buffer; see struct_gemm_volume).
 // A figure of the model that is 0 (unknown) drops its term.
 #pragma once
 
