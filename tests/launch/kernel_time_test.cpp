@@ -454,3 +454,29 @@ TEST(KernelTimeModel, StructSizesCountOnlyWhereTheirMatricesFitTheBuffers) {
   hints.fits_in_a_buffer = [](uint64_t bytes) { return bytes <= (uint64_t{64} << 20); };
   EXPECT_NEAR(KernelTimeModel::estimate(kH100, gemm, hints), 2.0 * 4096 * 4096 * 4096 / (67e12 * 0.7), 1e-9);
 }
+
+// A tile kernel's blocks cover its output: sizes whose every pairing makes more outputs than
+// blocks x tile are no M, N, K (cuDNN's weight-gradient kernel, 126 blocks of 64x64 tiles, holds
+// 14336, 14336, 16384 in its words). And a launch of less than a warp is no GEMM (cuDNN's
+// one-thread workspace initialiser is named after its implicit GEMM).
+TEST(KernelTimeModel, TileKernelsCoverTheirOutputAndOneThreadIsNoGemm) {
+  std::vector<uint32_t> words(64, 0);
+  words[20] = 14336, words[21] = 14336, words[22] = 16384;
+  std::vector<uint8_t> p(words.size() * 4);
+  std::memcpy(p.data(), words.data(), p.size());
+  const ParamSlot one[] = {{0, static_cast<uint32_t>(p.size())}};
+  LaunchShape s;
+  s.grid = {126, 1, 1};
+  s.block = {384, 1, 1};
+  const auto wgrad = build_launch_signature(
+      "sm90_xmma_wgrad_indexed_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize64x64x32_execute_segment_k",
+      s, one, p, fake_pointer);
+  EXPECT_LT(KernelTimeModel::estimate(kH100, wgrad), 1e-4);
+  // Without a tile in its name the same words still read as a GEMM (never beat the peak).
+  const auto untiled = build_launch_signature("sm90_xmma_gemm_f32f32_tf32f32_f32_nn", s, one, p, fake_pointer);
+  EXPECT_NEAR(KernelTimeModel::estimate(kH100, untiled), 2.0 * 14336 * 14336 * 16384 / (494.5e12 * 0.7), 1e-9);
+  s.grid = {1, 1, 1};
+  s.block = {1, 1, 1};
+  const auto init = build_launch_signature("init_device_workspace_kernel_implicit_gemm_wgrad", s, one, p, fake_pointer);
+  EXPECT_EQ(KernelTimeModel::estimate(kH100, init), KernelTimeModel::kLaunchFloorS);
+}

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -32,11 +33,16 @@ double time_for(double amount, double rate) { return rate > 0 ? amount / rate : 
 // builds only its input operand on the fly), while strides and byte counts side by side in a
 // parameter block (cuDNN's, 917504 x 16384 x 256) describe no matrices that exist: taken as
 // sizes they timed a 7-GFLOP convolution at 834 ms.
+// `max_outputs` (0: unknown): the most outputs the grid computes (a tile kernel's blocks times
+// its tile, from a name such as xmma's "tilesize64x64x32"): some pairing of the three sizes must
+// give an output that small. cuDNN's weight-gradient kernel (126 blocks of 64x64 tiles) carries
+// 14336 x 14336 x 16384 in its words.
 double struct_gemm_volume(const LaunchSignature& signature, int64_t max_dim,
-                          const std::function<bool(uint64_t)>& fits) {
+                          const std::function<bool(uint64_t)>& fits, double max_outputs) {
   double best = 0;
   auto is_dim = [max_dim](uint32_t v) { return v >= 1 && v <= static_cast<uint64_t>(max_dim); };
-  auto plausible = [&fits](double m, double n, double k) {
+  auto plausible = [&fits, max_outputs](double m, double n, double k) {
+    if (max_outputs > 0 && std::min({m * n, n * k, m * k}) > max_outputs) return false;
     if (!fits) return true;
     const int held = int(fits(static_cast<uint64_t>(m * k))) + int(fits(static_cast<uint64_t>(k * n))) +
                      int(fits(static_cast<uint64_t>(m * n)));
@@ -80,8 +86,10 @@ double KernelTimeModel::estimate(const GpuFigures& gpu, const LaunchSignature& s
 
   // Tensor-core kernels by name: WMMA/HMMA fragments, cuBLAS's nvjet kernels.
   const bool tensor_fragments = has(lname, "wmma") || has(lname, "hmma") || has(lname, "nvjet");
-  if (has(lname, "gemm") || has(lname, "matmul") || has(lname, "xmma") || has(lname, "cutlass") ||
-      tensor_fragments) {
+  // A launch of less than a warp is no GEMM (cuDNN's one-thread workspace initialiser is named
+  // after the implicit GEMM it serves).
+  if ((has(lname, "gemm") || has(lname, "matmul") || has(lname, "xmma") || has(lname, "cutlass") ||
+       tensor_fragments) && shape.threads() >= 32) {
     double rate = gpu.fp32_flops, elem = 4;
     if (has(lname, "tf32")) {
       rate = gpu.tf32_tensor_flops;
@@ -104,8 +112,15 @@ double KernelTimeModel::estimate(const GpuFigures& gpu, const LaunchSignature& s
     }
     // Library GEMMs pass their sizes in a parameter struct: only the volume is known, so the
     // bytes are those of a cube of that volume (never more than the real three matrices).
-    const double volume =
-        struct_gemm_volume(hints.unmasked ? hints.unmasked() : signature, kMaxGemmDim, hints.fits_in_a_buffer);
+    // A tile kernel that is not persistent covers its output with its blocks.
+    double max_outputs = 0;
+    const size_t at = lname.find("tilesize");
+    unsigned tile_m = 0, tile_n = 0;
+    if (at != std::string::npos && !has(lname, "persistent") &&
+        std::sscanf(lname.c_str() + at, "tilesize%ux%u", &tile_m, &tile_n) == 2)
+      max_outputs = static_cast<double>(shape.blocks()) * tile_m * tile_n;
+    const double volume = struct_gemm_volume(hints.unmasked ? hints.unmasked() : signature, kMaxGemmDim,
+                                             hints.fits_in_a_buffer, max_outputs);
     if (volume > 0) {
       const double side = std::cbrt(volume);
       return std::max({kLaunchFloorS, time_for(2 * volume, rate * kGemmEfficiency),
