@@ -32,7 +32,7 @@ def op(name, fn, floor_ms=0.0):
         e1.record()
         e1.synchronize()
         ms = e0.elapsed_time(e1)
-        if ms < floor_ms:
+        if ms < floor_ms - 1e-3:  # CUDA events resolve about half a microsecond
             raise RuntimeError(f"{ms:.4f} ms virtual beats the roofline ({floor_ms:.4f} ms)")
         print(f"ok   {name}: {ms:.4f} ms virtual", flush=True)
     except Exception as e:  # every failure is reported, the next op still runs
