@@ -480,3 +480,21 @@ TEST(KernelTimeModel, TileKernelsCoverTheirOutputAndOneThreadIsNoGemm) {
   const auto init = build_launch_signature("init_device_workspace_kernel_implicit_gemm_wgrad", s, one, p, fake_pointer);
   EXPECT_EQ(KernelTimeModel::estimate(kH100, init), KernelTimeModel::kLaunchFloorS);
 }
+
+// cuFFT's kernels handle EPT<n> elements a thread: timed by their complex elements' traffic
+// (16 bytes each, 32 in double precision), not by their threads (issue 23: a pass over a
+// 2^24-point FFT took 5 us, where its 256 MiB of traffic takes 80 us).
+TEST(KernelTimeModel, FftKernelsMoveTheirElementsPerThread) {
+  LaunchShape s;
+  s.grid = {2048, 1, 1};
+  s.block = {8, 64, 1};  // 2^20 threads x 16 elements = 2^24 complex values
+  const std::vector<uint8_t> none;
+  const auto single = build_launch_signature(
+      "_Z18regular_fft_factorILj1024E3EPTIJLj16EEELj8ELj0EL9padding_t14EL9twiddle_t0EL20loadstore_modifier_t2EL8"
+      "layout_t1Ejf21HostConfigPlaceholderEv18kernel_arguments_tIT7_E", s, {}, none, fake_pointer);
+  EXPECT_NEAR(KernelTimeModel::estimate(kH100, single), double(1 << 24) * 16 / 3.35e12, 1e-12);
+  const auto twice = build_launch_signature(
+      "_Z18regular_fft_factorILj512E3EPTIJLj16EEELj8ELj0EL9padding_t6EL9twiddle_t0EL20loadstore_modifier_t2EL8"
+      "layout_t1Ejd21HostConfigPlaceholderEv18kernel_arguments_tIT7_E", s, {}, none, fake_pointer);
+  EXPECT_NEAR(KernelTimeModel::estimate(kH100, twice), double(1 << 24) * 32 / 3.35e12, 1e-12);
+}
