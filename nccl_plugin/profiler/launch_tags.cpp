@@ -60,11 +60,28 @@ void* LaunchTags::open_context(int* activation_mask, uint64_t comm_id, int nrank
                        ncclProfileProxyOp | ncclProfileProxyStep;
   }
   g_active.store(true, std::memory_order_release);
+  {
+    std::lock_guard l(mu_);
+    ++open_contexts_[comm_id];
+  }
   return new Context{comm_id, nranks, nnodes, rank};
 }
 
 void LaunchTags::close_context(void* context) {
-  delete static_cast<Context*>(context);  // its communicator's events are over
+  auto* c = static_cast<Context*>(context);
+  if (c == nullptr) return;
+  {
+    std::lock_guard l(mu_);
+    auto it = open_contexts_.find(c->comm_id);
+    if (it != open_contexts_.end() && --it->second <= 0) open_contexts_.erase(it);
+  }
+  delete c;  // its communicator's events are over
+}
+
+int LaunchTags::local_ranks(uint64_t comm_id) const {
+  std::lock_guard l(mu_);
+  auto it = open_contexts_.find(comm_id);
+  return it == open_contexts_.end() ? 0 : it->second;
 }
 
 bool LaunchTags::active() const { return g_active.load(std::memory_order_acquire); }

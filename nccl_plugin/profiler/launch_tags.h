@@ -56,6 +56,8 @@ class LaunchTags {
   // A communicator's profiler context, and the event types to activate.
   void* open_context(int* activation_mask, uint64_t comm_id = 0, int nranks = 0, int nnodes = 0, int rank = -1);
   void close_context(void* context);
+  // How many contexts of communicator `comm_id` are open: this process's ranks of it.
+  int local_ranks(uint64_t comm_id) const;
   // The handle of a started event; nullptr for an event vgpu does not follow.
   void* start(void* context, const Event& e);
   void stop(void* handle);
@@ -136,6 +138,7 @@ class LaunchTags {
   std::deque<uint64_t> retired_;
   std::unordered_map<uint64_t, LaunchRecord> launches_;  // by tag, the latest kKeepLaunches
   std::deque<uint64_t> launch_order_;
+  std::unordered_map<uint64_t, int> open_contexts_;  // by communicator id: this process's ranks
   uint64_t next_ = 0;  // under mu_
 };
 

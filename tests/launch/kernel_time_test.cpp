@@ -423,3 +423,78 @@ TEST(KernelTimeModel, LibraryGemmsFindTheirSizesInTheParameterStruct) {
   EXPECT_GE(t, flops / 989.5e12);
   EXPECT_NEAR(t, flops / (989.5e12 * 0.7), 1e-9);
 }
+
+// A parameter block of strides and byte counts side by side (cuDNN's implicit-GEMM convolution:
+// 917504, 16384, 256) reads as three sizes; with the launch's buffers known, sizes count only
+// where at least two of the three matrices fit in a buffer. A 7.4-GFLOP convolution was timed
+// at 834 ms from those words (issue 23); the GEMM whose matrices exist keeps its sizes.
+TEST(KernelTimeModel, StructSizesCountOnlyWhereTheirMatricesFitTheBuffers) {
+  LaunchShape s;
+  s.grid = {1, 784, 1};
+  s.block = {128, 1, 1};
+  std::vector<uint32_t> words(64, 0);
+  words[20] = 917504, words[21] = 16384, words[22] = 256;  // strides and byte counts
+  std::vector<uint8_t> p(words.size() * 4);
+  std::memcpy(p.data(), words.data(), p.size());
+  const ParamSlot one[] = {{0, static_cast<uint32_t>(p.size())}};
+  const auto conv = build_launch_signature("sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nchw", s,
+                                           one, p, fake_pointer);
+  const double volume_time = 2.0 * 917504 * 16384 * 256 / (494.5e12 * 0.7);
+  EXPECT_NEAR(KernelTimeModel::estimate(kH100, conv), volume_time, 1e-9);  // no buffers known: taken
+  LaunchHints hints;
+  hints.fits_in_a_buffer = [](uint64_t bytes) { return bytes <= 25690112; };  // 32x64x56x56 floats
+  const double t = KernelTimeModel::estimate(kH100, conv, hints);
+  EXPECT_LT(t, 1e-3);
+  EXPECT_GE(t, KernelTimeModel::kLaunchFloorS);
+
+  // 4096^3 in the same words: every matrix is 64 MiB of floats, which the buffers hold.
+  words[20] = 4096, words[21] = 4096, words[22] = 4096;
+  std::memcpy(p.data(), words.data(), p.size());
+  const auto gemm = build_launch_signature("sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_ffma_kernel", s, one, p, fake_pointer);
+  hints.fits_in_a_buffer = [](uint64_t bytes) { return bytes <= (uint64_t{64} << 20); };
+  EXPECT_NEAR(KernelTimeModel::estimate(kH100, gemm, hints), 2.0 * 4096 * 4096 * 4096 / (67e12 * 0.7), 1e-9);
+}
+
+// A tile kernel's blocks cover its output: sizes whose every pairing makes more outputs than
+// blocks x tile are no M, N, K (cuDNN's weight-gradient kernel, 126 blocks of 64x64 tiles, holds
+// 14336, 14336, 16384 in its words). And a launch of less than a warp is no GEMM (cuDNN's
+// one-thread workspace initialiser is named after its implicit GEMM).
+TEST(KernelTimeModel, TileKernelsCoverTheirOutputAndOneThreadIsNoGemm) {
+  std::vector<uint32_t> words(64, 0);
+  words[20] = 14336, words[21] = 14336, words[22] = 16384;
+  std::vector<uint8_t> p(words.size() * 4);
+  std::memcpy(p.data(), words.data(), p.size());
+  const ParamSlot one[] = {{0, static_cast<uint32_t>(p.size())}};
+  LaunchShape s;
+  s.grid = {126, 1, 1};
+  s.block = {384, 1, 1};
+  const auto wgrad = build_launch_signature(
+      "sm90_xmma_wgrad_indexed_implicit_gemm_f32f32_tf32f32_f32_nhwckrsc_nhwc_tilesize64x64x32_execute_segment_k",
+      s, one, p, fake_pointer);
+  EXPECT_LT(KernelTimeModel::estimate(kH100, wgrad), 1e-4);
+  // Without a tile in its name the same words still read as a GEMM (never beat the peak).
+  const auto untiled = build_launch_signature("sm90_xmma_gemm_f32f32_tf32f32_f32_nn", s, one, p, fake_pointer);
+  EXPECT_NEAR(KernelTimeModel::estimate(kH100, untiled), 2.0 * 14336 * 14336 * 16384 / (494.5e12 * 0.7), 1e-9);
+  s.grid = {1, 1, 1};
+  s.block = {1, 1, 1};
+  const auto init = build_launch_signature("init_device_workspace_kernel_implicit_gemm_wgrad", s, one, p, fake_pointer);
+  EXPECT_EQ(KernelTimeModel::estimate(kH100, init), KernelTimeModel::kLaunchFloorS);
+}
+
+// cuFFT's kernels handle EPT<n> elements a thread: timed by their complex elements' traffic
+// (16 bytes each, 32 in double precision), not by their threads (issue 23: a pass over a
+// 2^24-point FFT took 5 us, where its 256 MiB of traffic takes 80 us).
+TEST(KernelTimeModel, FftKernelsMoveTheirElementsPerThread) {
+  LaunchShape s;
+  s.grid = {2048, 1, 1};
+  s.block = {8, 64, 1};  // 2^20 threads x 16 elements = 2^24 complex values
+  const std::vector<uint8_t> none;
+  const auto single = build_launch_signature(
+      "_Z18regular_fft_factorILj1024E3EPTIJLj16EEELj8ELj0EL9padding_t14EL9twiddle_t0EL20loadstore_modifier_t2EL8"
+      "layout_t1Ejf21HostConfigPlaceholderEv18kernel_arguments_tIT7_E", s, {}, none, fake_pointer);
+  EXPECT_NEAR(KernelTimeModel::estimate(kH100, single), double(1 << 24) * 16 / 3.35e12, 1e-12);
+  const auto twice = build_launch_signature(
+      "_Z18regular_fft_factorILj512E3EPTIJLj16EEELj8ELj0EL9padding_t6EL9twiddle_t0EL20loadstore_modifier_t2EL8"
+      "layout_t1Ejd21HostConfigPlaceholderEv18kernel_arguments_tIT7_E", s, {}, none, fake_pointer);
+  EXPECT_NEAR(KernelTimeModel::estimate(kH100, twice), double(1 << 24) * 32 / 3.35e12, 1e-12);
+}

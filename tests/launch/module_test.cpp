@@ -223,6 +223,20 @@ TEST_F(Module, GlobalsHoldTheirInitialValues) {
   EXPECT_EQ(cuModuleGetGlobal_v2(&p, &bytes, m, "g_counter"), CUDA_ERROR_INVALID_HANDLE);
 }
 
+// cuDNN loads cubins with CU_LIBRARY_BINARY_IS_PRESERVED, a flag, and no value array: accepted
+// (as the real driver does). An option that takes a value still needs the array.
+TEST_F(Module, LibraryFlagOptionsNeedNoValueArray) {
+  CUlibrary lib = nullptr;
+  CUlibraryOption preserved = CU_LIBRARY_BINARY_IS_PRESERVED;
+  ASSERT_EQ(cuLibraryLoadData(&lib, fatbin_->data(), nullptr, nullptr, 0, &preserved, nullptr, 1), CUDA_SUCCESS);
+  EXPECT_EQ(cuLibraryUnload(lib), CUDA_SUCCESS);
+  CUlibraryOption table = CU_LIBRARY_HOST_UNIVERSAL_FUNCTION_AND_DATA_TABLE;
+  EXPECT_EQ(cuLibraryLoadData(&lib, fatbin_->data(), nullptr, nullptr, 0, &table, nullptr, 1),
+            CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuLibraryLoadData(&lib, fatbin_->data(), nullptr, nullptr, 0, nullptr, nullptr, 1),
+            CUDA_ERROR_INVALID_VALUE);
+}
+
 TEST_F(Module, Libraries) {
   CUlibrary lib = nullptr;
   ASSERT_EQ(cuLibraryLoadData(&lib, fatbin_->data(), nullptr, nullptr, 0, nullptr, nullptr, 0), CUDA_SUCCESS);

@@ -21,7 +21,8 @@ TEST(NcclContract, AnotherVersionOrSizeIsRefusedWithOneLineAndNothingHandedOver)
   testing::internal::CaptureStderr();
   EXPECT_EQ(plugin().handshake(VGPU_NCCL_CONTRACT_VERSION + 1, &driver, &out), -1);
   const std::string line = testing::internal::GetCapturedStderr();
-  EXPECT_NE(line.find("refused a driver of contract 2"), std::string::npos) << line;
+  EXPECT_NE(line.find("refused a driver of contract " + std::to_string(VGPU_NCCL_CONTRACT_VERSION + 1)),
+            std::string::npos) << line;
   EXPECT_EQ(std::count(line.begin(), line.end(), '\n'), 1) << line;
   EXPECT_EQ(out.current_launch, nullptr);
   EXPECT_EQ(out.describe_launch, nullptr);
@@ -46,11 +47,13 @@ TEST(NcclContract, TheSameVersionGetsEverySlot) {
                            reinterpret_cast<const void*>(out.launch_window), reinterpret_cast<const void*>(out.launch_transfers),
                            reinterpret_cast<const void*>(out.forget_launch), reinterpret_cast<const void*>(out.completions),
                            reinterpret_cast<const void*>(out.flow_interval), reinterpret_cast<const void*>(out.latest_completion),
-                           reinterpret_cast<const void*>(out.last_completion), reinterpret_cast<const void*>(out.set_thread_gpu)})
+                           reinterpret_cast<const void*>(out.last_completion), reinterpret_cast<const void*>(out.set_thread_gpu),
+                           reinterpret_cast<const void*>(out.local_ranks)})
     EXPECT_NE(slot, nullptr);
   EXPECT_EQ(out.current_launch(), 0u);  // no launch under way on this thread
   vgpu_nccl_launch d{};
   EXPECT_EQ(out.describe_launch(12345, &d), -1);
+  EXPECT_EQ(out.local_ranks(0x5eed), 0);  // no communicator's context is open
 }
 
 }  // namespace

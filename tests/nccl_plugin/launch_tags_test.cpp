@@ -381,3 +381,22 @@ TEST_F(LaunchTags, EachLaunchKnowsWhatItDoesForTheCollectiveModel) {
 }
 
 }  // namespace
+
+// The contract's local_ranks: how many of a communicator's ranks this process holds, counted
+// from the profiler contexts NCCL opens (one per rank's communicator) and closes.
+TEST_F(LaunchTags, LocalRanksCountTheOpenContextsOfACommunicator) {
+  const auto local = plugin().side.local_ranks;
+  ASSERT_NE(local, nullptr);
+  EXPECT_EQ(local(1), 0);
+  {
+    Comm a;
+    EXPECT_EQ(local(1), 1);
+    {
+      Comm b(true);
+      EXPECT_EQ(local(1), 2);
+      EXPECT_EQ(local(2), 0);  // another communicator
+    }
+    EXPECT_EQ(local(1), 1);
+  }
+  EXPECT_EQ(local(1), 0);
+}

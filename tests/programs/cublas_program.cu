@@ -3,7 +3,10 @@
 // succeed on every virtual device. Then an SGEMM and a BF16 GEMM (cuBLASLt's nvjet kernels) of
 // 4096^3 run to completion (they need private slots 21318c60[51] and [39]) and take a plausible
 // virtual time: never faster than the H100's peak (67 TFLOP/s FP32, 989.5 TFLOP/s BF16 dense),
-// and not slower than half of it (plus the host's time for the call).
+// and not slower than half of it (plus the host's time for the call). Last, cuBLASLt directly,
+// as PyTorch's addmm and linear layers call it: a BF16 matmul with a bias epilogue, its
+// algorithm chosen by cublasLtMatmulAlgoGetHeuristic with a workspace, timed the same way.
+#include <cublasLt.h>
 #include <cublas_v2.h>
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -84,6 +87,52 @@ int main() {
   });
   failures += check_time("cublasGemmEx BF16 4096^3", bf16_ms, flops, 989.5e12);
   cublasDestroy(h);
+
+  // cuBLASLt: D = A*B + bias (BF16 in and out, FP32 compute), as torch.nn.Linear runs it.
+  cublasLtHandle_t lt = nullptr;
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  cublasLtMatmulPreference_t pref = nullptr;
+  const size_t workspace_bytes = size_t{32} << 20;
+  void* workspace = nullptr;
+  __nv_bfloat16* bias = nullptr;
+  failures += cudaMalloc(&workspace, workspace_bytes) != cudaSuccess || cudaMalloc(&bias, m * 2) != cudaSuccess;
+  const cublasLtEpilogue_t epilogue = CUBLASLT_EPILOGUE_BIAS;
+  const bool lt_ready =
+      cublasLtCreate(&lt) == CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F) == CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)) ==
+          CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof(bias)) ==
+          CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatrixLayoutCreate(&la, CUDA_R_16BF, m, m, m) == CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatrixLayoutCreate(&lb, CUDA_R_16BF, m, m, m) == CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, m, m, m) == CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatmulPreferenceCreate(&pref) == CUBLAS_STATUS_SUCCESS &&
+      cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
+                                           sizeof(workspace_bytes)) == CUBLAS_STATUS_SUCCESS;
+  cublasLtMatmulHeuristicResult_t algo{};
+  int found = 0;
+  const cublasStatus_t heuristic =
+      lt_ready ? cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 1, &algo, &found)
+               : CUBLAS_STATUS_NOT_INITIALIZED;
+  std::printf("%s cublasLtMatmulAlgoGetHeuristic -> %d, %d algorithm(s)\n",
+              heuristic == CUBLAS_STATUS_SUCCESS && found > 0 ? "ok  " : "FAIL", (int)heuristic, found);
+  if (heuristic == CUBLAS_STATUS_SUCCESS && found > 0) {
+    const float lt_ms = timed([&] {
+      return cublasLtMatmul(lt, op, &alpha, ha, la, hb, lb, &beta, hc, lc, hc, lc, &algo.algo, workspace,
+                            workspace_bytes, nullptr);
+    });
+    failures += check_time("cublasLtMatmul BF16+bias 4096^3", lt_ms, flops, 989.5e12);
+  } else {
+    ++failures;
+  }
+  cublasLtMatmulPreferenceDestroy(pref);
+  cublasLtMatrixLayoutDestroy(la);
+  cublasLtMatrixLayoutDestroy(lb);
+  cublasLtMatrixLayoutDestroy(lc);
+  cublasLtMatmulDescDestroy(op);
+  cublasLtDestroy(lt);
 
   std::printf("%d check(s) failed (devices: %d)\n", failures, n);
   return failures == 0 && n == 8 ? 0 : 1;

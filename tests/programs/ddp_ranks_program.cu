@@ -28,6 +28,8 @@
 #include <string>
 #include <vector>
 
+#include "nccl_id_file.h"
+
 #define CHECK_CUDA(x)                                                                        \
   do {                                                                                       \
     cudaError_t e_ = (x);                                                                    \
@@ -83,32 +85,10 @@ static long status_kb(const char* field) {
   return -1;
 }
 
-// Rank 0 writes the id to ID_FILE.tmp and renames it (so readers never see half of it); the
-// others wait for the file.
 static ncclUniqueId share_id(const std::string& path, int rank) {
-  ncclUniqueId id{};
-  if (rank == 0) {
-    CHECK_NCCL(ncclGetUniqueId(&id));
-    const std::string tmp = path + ".tmp";
-    FILE* f = std::fopen(tmp.c_str(), "wb");
-    if (f == nullptr || std::fwrite(&id, sizeof id, 1, f) != 1 || std::fclose(f) != 0 ||
-        std::rename(tmp.c_str(), path.c_str()) != 0) {
-      std::printf("FAIL rank 0: cannot write %s\n", path.c_str());
-      std::exit(1);
-    }
-    return id;
-  }
-  for (int tries = 0; tries < 60000; ++tries) {  // 10 minutes
-    FILE* f = std::fopen(path.c_str(), "rb");
-    if (f != nullptr) {
-      const bool ok = std::fread(&id, sizeof id, 1, f) == 1;
-      std::fclose(f);
-      if (ok) return id;
-    }
-    usleep(10000);
-  }
-  std::printf("FAIL rank %d: no id in %s\n", rank, path.c_str());
-  std::exit(1);
+  ncclUniqueId id;
+  if (!share_nccl_id(path, rank, &id)) std::exit(1);
+  return id;
 }
 
 int main(int argc, char** argv) {

@@ -1,18 +1,25 @@
-// NCCL, unmodified, on the sim backend: one process drives every virtual GPU (ncclCommInitAll),
-// runs all-reduces of several sizes in groups, times each with CUDA events on rank 0's stream
-// (virtual time), and destroys the communicators. It must run to the end: NCCL's proxy threads
-// must not wait for kernels that the sim backend never executes.
+// NCCL, unmodified, on the sim backend: one process drives several virtual GPUs, runs all-reduces
+// of several sizes in groups, times each with CUDA events on its first GPU's stream (virtual
+// time), and destroys the communicators. It must run to the end: NCCL's proxy threads must not
+// wait for kernels that the sim backend never executes.
 //
 // Usage: nccl_program [ranks] [MiB ...]   (default: every device; 1 and 256 MiB)
-// Prints one line per size: "allreduce <bytes> B <ms> ms busbw <GB/s>", and exits non-zero on any
-// failed call.
+// One process (ncclCommInitAll over devices 0..ranks-1), or, with NCCL_ID_FILE set, process RANK
+// of WORLD_SIZE (as torchrun or launch_ranks.py set them), each driving `ranks` GPUs: process p
+// takes devices p*ranks .. p*ranks+ranks-1 as global ranks of the same numbers, all of one
+// communicator (ncclCommInitRank in a group; the ncclUniqueId passes through the file).
+// Prints one line per size: "allreduce <bytes> B <ms> ms busbw <GB/s>" (prefixed "proc <p> " in
+// the second form), and exits non-zero on any failed call.
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <cstdio>
 #include <algorithm>
 #include <cstdlib>
+#include <string>
 #include <vector>
+
+#include "nccl_id_file.h"
 
 #define CHECK_CUDA(x)                                                                       \
   do {                                                                                      \
@@ -32,61 +39,80 @@
   } while (0)
 
 int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);  // whole lines, between the driver's log lines on stderr
   int devices = 0;
   CHECK_CUDA(cudaGetDeviceCount(&devices));
   const int n = argc > 1 ? std::atoi(argv[1]) : devices;
-  if (n < 1 || n > devices) {
-    std::printf("FAIL %d ranks asked, %d devices\n", n, devices);
+  const char* id_file = std::getenv("NCCL_ID_FILE");
+  const int proc = id_file ? std::atoi(std::getenv("RANK") ? std::getenv("RANK") : "0") : 0;
+  const int procs = id_file ? std::atoi(std::getenv("WORLD_SIZE") ? std::getenv("WORLD_SIZE") : "1") : 1;
+  const int first = proc * n;  // this process's first device and global rank
+  if (n < 1 || procs < 1 || proc < 0 || proc >= procs || first + n > devices) {
+    std::printf("FAIL %d ranks in process %d of %d asked, %d devices\n", n, proc, procs, devices);
     return 1;
   }
+  const std::string tag = id_file ? "proc " + std::to_string(proc) + " " : "";
   std::vector<size_t> mib;
   for (int i = 2; i < argc; ++i) mib.push_back(std::strtoull(argv[i], nullptr, 10));
   if (mib.empty()) mib = {1, 256};
 
-  std::vector<int> devs(n);
-  for (int i = 0; i < n; ++i) devs[i] = i;
   std::vector<ncclComm_t> comms(n);
-  CHECK_NCCL(ncclCommInitAll(comms.data(), n, devs.data()));
-  std::printf("ok   ncclCommInitAll over %d devices\n", n);
+  if (id_file == nullptr) {
+    std::vector<int> devs(n);
+    for (int i = 0; i < n; ++i) devs[i] = i;
+    CHECK_NCCL(ncclCommInitAll(comms.data(), n, devs.data()));
+    std::printf("ok   ncclCommInitAll over %d devices\n", n);
+  } else {
+    ncclUniqueId id;
+    if (!share_nccl_id(id_file, proc, &id)) return 1;
+    CHECK_NCCL(ncclGroupStart());
+    for (int i = 0; i < n; ++i) {
+      CHECK_CUDA(cudaSetDevice(first + i));
+      CHECK_NCCL(ncclCommInitRank(&comms[i], procs * n, id, first + i));
+    }
+    CHECK_NCCL(ncclGroupEnd());
+    std::printf("%sok   ncclCommInitRank of ranks %d-%d of %d\n", tag.c_str(), first, first + n - 1, procs * n);
+  }
 
   const size_t max_bytes = static_cast<size_t>(*std::max_element(mib.begin(), mib.end())) << 20;
   std::vector<cudaStream_t> streams(n);
   std::vector<float*> buf(n);
   for (int i = 0; i < n; ++i) {
-    CHECK_CUDA(cudaSetDevice(i));
+    CHECK_CUDA(cudaSetDevice(first + i));
     CHECK_CUDA(cudaStreamCreate(&streams[i]));
     CHECK_CUDA(cudaMalloc(&buf[i], max_bytes));
   }
   cudaEvent_t start, stop;
-  CHECK_CUDA(cudaSetDevice(0));
+  CHECK_CUDA(cudaSetDevice(first));
   CHECK_CUDA(cudaEventCreate(&start));
   CHECK_CUDA(cudaEventCreate(&stop));
 
   for (size_t m : mib) {
     const size_t bytes = m << 20;
     const size_t count = bytes / sizeof(float);
-    CHECK_CUDA(cudaSetDevice(0));
+    CHECK_CUDA(cudaSetDevice(first));
     CHECK_CUDA(cudaEventRecord(start, streams[0]));
     CHECK_NCCL(ncclGroupStart());
     for (int i = 0; i < n; ++i)
       CHECK_NCCL(ncclAllReduce(buf[i], buf[i], count, ncclFloat, ncclSum, comms[i], streams[i]));
     CHECK_NCCL(ncclGroupEnd());
-    CHECK_CUDA(cudaSetDevice(0));
+    CHECK_CUDA(cudaSetDevice(first));
     CHECK_CUDA(cudaEventRecord(stop, streams[0]));
     for (int i = 0; i < n; ++i) {
-      CHECK_CUDA(cudaSetDevice(i));
+      CHECK_CUDA(cudaSetDevice(first + i));
       CHECK_CUDA(cudaStreamSynchronize(streams[i]));
     }
     float ms = 0;
     CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
-    const double busbw = ms > 0 ? bytes * 2.0 * (n - 1) / n / (ms * 1e-3) / 1e9 : 0;
-    std::printf("allreduce %zu B %.4f ms busbw %.1f GB/s\n", bytes, ms, busbw);
+    const int world = procs * n;
+    const double busbw = ms > 0 ? bytes * 2.0 * (world - 1) / world / (ms * 1e-3) / 1e9 : 0;
+    std::printf("%sallreduce %zu B %.4f ms busbw %.1f GB/s\n", tag.c_str(), bytes, ms, busbw);
   }
 
   for (int i = 0; i < n; ++i) CHECK_NCCL(ncclCommDestroy(comms[i]));
-  std::printf("ok   ncclCommDestroy of %d communicators\n", n);
+  std::printf("%sok   ncclCommDestroy of %d communicators\n", tag.c_str(), n);
   for (int i = 0; i < n; ++i) {
-    CHECK_CUDA(cudaSetDevice(i));
+    CHECK_CUDA(cudaSetDevice(first + i));
     CHECK_CUDA(cudaFree(buf[i]));
     CHECK_CUDA(cudaStreamDestroy(streams[i]));
   }

@@ -1,8 +1,11 @@
-"""Runs tests/programs/nccl_program (NCCL from the toolkit, one process driving every rank) through
-vgpu-run on the sim backend, as a user would, and checks that it ends and what it reports.
+"""Runs tests/programs/nccl_program (NCCL from the toolkit, one process driving every rank, or
+PROCS processes each driving RANKS ranks) through vgpu-run on the sim backend, as a user would,
+and checks that it ends and what it reports.
 
-Usage: run_nccl_program.py RANKS   (environment: VGPU_RUN, NCCL_PROGRAM, COLLECTIVE_ESTIMATE,
-CUDA_LIB_DIR; VGPU_NODES for ranks on several virtual nodes)
+Usage: run_nccl_program.py RANKS [PROCS]   (environment: VGPU_RUN, NCCL_PROGRAM,
+COLLECTIVE_ESTIMATE, CUDA_LIB_DIR; VGPU_NODES for ranks on several virtual nodes; LAUNCHER,
+tests/programs/launch_ranks.py, when PROCS is given: it starts the processes as torchrun does,
+and they share their ncclUniqueId through a file)
 
 Checks:
 - the job ends within the timeout with status 0 and destroys its communicators (it used to hang
@@ -13,7 +16,10 @@ Checks:
   its kernel when every rank has arrived (from the second collective on, every rank's kernel
   does: one thread launched them all), and every rank's stream goes on only after the
   collective's end;
-- the program's own CUDA-event timing of each all-reduce is never shorter than the model's.
+- the program's own CUDA-event timing of each all-reduce is never shorter than the model's (in
+  every process).
+With several processes the collectives meet across processes (vgpud's rendezvous table), so the
+timeline checks hold for the ranks of every process together.
 """
 import json
 import os
@@ -26,13 +32,28 @@ TIMEOUT_S = 180
 
 
 def main():
-    ranks = int(sys.argv[1])
+    per_proc = int(sys.argv[1])
+    procs = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    ranks = per_proc * procs
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = env["CUDA_LIB_DIR"]  # libnccl.so.2, libcudart; vgpu-run puts vgpu's first
     env["NCCL_DEBUG"] = "INFO"
-    timeline = os.path.join(tempfile.mkdtemp(prefix="vgpu-nccl-"), "timeline.json")
-    cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--timeline", timeline, "--",
-           env["NCCL_PROGRAM"], str(ranks), "1", "1", "256"]
+    work = tempfile.mkdtemp(prefix="vgpu-nccl-")
+    timeline = os.path.join(work, "timeline.json")
+    program = [env["NCCL_PROGRAM"], str(per_proc), "1", "1", "256"]
+    timelines = [timeline]
+    run_args = ["--timeline", timeline]
+    if procs > 1:
+        # The sim backend writes one timeline per process (it does not merge a job's parts):
+        # each process names its own, and their events are read together (the trace processes
+        # are global GPU numbers, the times those of the job's one virtual clock).
+        env["NCCL_ID_FILE"] = os.path.join(work, "nccl_id")
+        timelines = [os.path.join(work, f"timeline.{p}.json") for p in range(procs)]
+        run_args = []
+        program = [sys.executable, env["LAUNCHER"], "--nproc-per-node", str(procs), "--timeout",
+                   str(TIMEOUT_S - 20), "--", "sh", "-c",
+                   f'VGPU_TIMELINE={work}/timeline.$RANK.json exec "$0" "$@"'] + program
+    cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", *run_args, "--"] + program
     try:
         r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired as e:
@@ -49,28 +70,39 @@ def main():
         failures += not ok
 
     check(r.returncode == 0, f"exit status {r.returncode}")
-    check(f"ok   ncclCommDestroy of {ranks} communicators" in out, "ncclCommDestroy returned")
+    destroyed = re.findall(rf"^(?:proc \d+ )?ok   ncclCommDestroy of {per_proc} communicators$", out, re.M)
+    check(len(destroyed) == procs, f"ncclCommDestroy returned in {len(destroyed)} of {procs} process(es)")
     check(("via P2P" in out or "via SHM" in out) and "via NET" not in out,
           "ranks connect through P2P (or SHM across virtual nodes), none through the network")
-    times = [(int(b), float(ms)) for b, ms in re.findall(r"^allreduce (\d+) B ([0-9.]+) ms", out, re.M)]
-    check(len(times) == 3, f"three all-reduces timed: {times}")
+    by_proc = {}
+    for p, b, ms in re.findall(r"^(?:proc (\d+) )?allreduce (\d+) B ([0-9.]+) ms", out, re.M):
+        by_proc.setdefault(int(p or 0), []).append((int(b), float(ms)))
+    check(sorted(by_proc) == list(range(procs)) and all(len(t) == 3 for t in by_proc.values()),
+          f"three all-reduces timed in every process: {by_proc}")
+    if failures:
+        print(out[-4000:])
+        return 1
+    times = by_proc[0]
 
     def expected_us(func, nbytes):
         out = subprocess.run([env["COLLECTIVE_ESTIMATE"], func, str(nbytes), *map(str, range(ranks))],
                              capture_output=True, text=True, check=True).stdout
         return float(out)
 
-    for nbytes, ms in times[1:]:  # the first includes NCCL's connection setup on the host
-        want = expected_us("AllReduce", nbytes)
-        check(ms * 1e3 >= want - 1e-3, f"all-reduce of {nbytes} B: {ms * 1e3:.3f} us by CUDA events, "
-              f"the model says {want:.3f} us")
-    try:
-        with open(timeline) as f:
-            data = json.load(f)
-    except (OSError, ValueError) as e:
-        check(False, f"timeline written: {e}")
-        return 1
-    events = data["traceEvents"] if isinstance(data, dict) else data
+    for p, proc_times in sorted(by_proc.items()):
+        for nbytes, ms in proc_times[1:]:  # the first includes NCCL's connection setup on the host
+            want = expected_us("AllReduce", nbytes)
+            check(ms * 1e3 >= want - 1e-3, f"process {p}: all-reduce of {nbytes} B: {ms * 1e3:.3f} us by CUDA "
+                  f"events, the model says {want:.3f} us")
+    events = []
+    for path in timelines:
+        try:
+            with open(path) as f:
+                data = json.load(f)
+        except (OSError, ValueError) as e:
+            check(False, f"timeline written: {e}")
+            return 1
+        events += data["traceEvents"] if isinstance(data, dict) else data
     per_gpu = {}
     for e in events:
         name = e.get("name", "")

@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 /* This header's version; a new slot, a changed struct or a changed meaning bumps it. */
-#define VGPU_NCCL_CONTRACT_VERSION 1u
+#define VGPU_NCCL_CONTRACT_VERSION 2u
 
 /* ---- What both sides describe ---------------------------------------------------------- */
 
@@ -124,6 +124,10 @@ typedef struct vgpu_nccl_plugin_side {
    * threads; -1 clears). Precedence: this, VGPU_GLOBAL_RANK_GPU, then VGPU_NODE_INDEX *
    * gpus_per_node + the driver's current device. */
   void (*set_thread_gpu)(int global_gpu);
+  /* How many ranks of communicator `comm_id` this process holds (NCCL opened a profiler context
+   * for each and has not closed it): the ranks a process driving several GPUs launches itself,
+   * the others being in other processes. 0: none known. */
+  int (*local_ranks)(uint64_t comm_id);
 } vgpu_nccl_plugin_side;
 
 /* ---- The handshake -------------------------------------------------------------------- */

@@ -34,6 +34,10 @@ enum class TableId : uint8_t {
   integrity_check,        // the runtime's HMAC-MD2 self-check (integrity.h)
   library_1734dc26,       // requested once by cuBLAS/NCCL; meaning unknown
   context_info,           // requested once by cuBLAS/NCCL; slot 4 is cuCtxGetId
+  tools_module,           // requested by cuFFT: slot 7 visits the functions of a module.
+                          // Its slot count was not measured (no real driver here; the probe
+                          // asks for it): 64 slots, every one but 7 a logging stub, cover the
+                          // size check cuFFT makes (more than 7 slots)
 };
 
 struct TableInfo {
@@ -65,6 +69,8 @@ inline constexpr TableInfo kTables[] = {
      {0x17, 0x34, 0xdc, 0x26, 0x80, 0x0d, 0x47, 0x45, 0x87, 0x26, 0xc0, 0xf1, 0xe7, 0xdd, 0x8b, 0xca}, 17, true},
     {TableId::context_info, "context_info",
      {0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2}, 93, true},
+    {TableId::tools_module, "tools_module",
+     {0x6e, 0x16, 0x3f, 0xbe, 0xb9, 0x58, 0x44, 0x4d, 0x83, 0x5c, 0xe1, 0x82, 0xaf, 0xf1, 0x99, 0x1e}, 64, true},
 };
 
 inline constexpr size_t kTableCount = std::size(kTables);

@@ -25,6 +25,11 @@
 // where rate/elem are bf16_tensor_flops/2 bytes when the name mentions bf16, fp16, half, hgemm,
 // wmma or hmma (tensor-core fragments); tf32_tensor_flops/4 when it mentions tf32;
 // fp32_flops/4 otherwise.
+// FFT refinement: a cuFFT kernel (its mangled name carries EPT<n>, the elements each thread
+// handles) moves threads * n complex elements in and out: threads * n * 16 bytes (32 in double
+// precision) at the memory bandwidth, or its FLOPs at 32 a element, or the floor.
+// Sizes found in a parameter struct count only where at least two of the GEMM's three matrices
+// fit in the launch's buffers (LaunchHints::fits_in_a_buffer; see struct_gemm_volume).
 // A figure of the model that is 0 (unknown) drops its term.
 #pragma once
 

@@ -60,6 +60,8 @@ std::span<const SlotImpl> build_impls() {
     ours<context_info, 39, &s::context_lookup>("context_lookup", "ctx, arg1, out, arg3, kind, arg5"),
     ours<context_info, 51, &s::context_object>("context_object", "ctx, arg1, out, arg3, kind, arg5"),
     absent(context_info, 91),
+
+    ours<tools_module, 7, &s::module_functions>("module_functions", "ctx, module, visit, opaque"),
   };
   return impls;
 }

@@ -70,4 +70,13 @@ CUresult context_object(CUcontext ctx, uint64_t arg1, void** out, uint64_t arg3,
 CUresult context_lookup(CUcontext ctx, const void* arg1, void** out, uint64_t arg3, uint64_t kind,
                         const void* arg5);
 
+// ---- tools_module (6e163fbe) ----
+// [7] Calls `visit(opaque, f)` for every function of `module` and returns how many it
+// visited (0 for a bad module). cuFFT calls it as (ctx, module, visit, &out) on a module of one
+// kernel that it loaded itself, with a `visit` that stores f in *out, and treats any count but 1
+// as failure. Public analyses of NVIDIA's tools libraries name this table CU_ETID_ToolsModule;
+// another clean-room driver (SCUDA) reads the slot the same way (it counts and calls back).
+using FunctionVisitor = void (*)(void* opaque, CUfunction f);
+uint64_t module_functions(CUcontext ctx, CUmodule module, FunctionVisitor visit, void* opaque);
+
 }  // namespace vgpu::darkapi::slots

@@ -31,6 +31,16 @@ CUresult clear_jit_logs(const char* call, unsigned int n, const CUjit_option* op
   return CUDA_SUCCESS;
 }
 
+// Library options need a value array only for an option that takes a value: cuDNN passes
+// CU_LIBRARY_BINARY_IS_PRESERVED, a flag, with a null value array, which the real driver accepts.
+bool library_options_ok(unsigned int n, const CUlibraryOption* options, void* const* values) {
+  if (n == 0) return true;
+  if (options == nullptr) return false;
+  for (unsigned int i = 0; i < n; ++i)
+    if (options[i] != CU_LIBRARY_BINARY_IS_PRESERVED && values == nullptr) return false;
+  return true;
+}
+
 }  // namespace
 
 // ---- modules ----
@@ -125,7 +135,7 @@ VGPU_EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary* library, const void* c
                                                void** libraryOptionValues, unsigned int numLibraryOptions) {
   VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuLibraryLoadData", library, code);
-  if (numLibraryOptions && (!libraryOptions || !libraryOptionValues)) return CUDA_ERROR_INVALID_VALUE;
+  if (!library_options_ok(numLibraryOptions, libraryOptions, libraryOptionValues)) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult rc = clear_jit_logs("cuLibraryLoadData", numJitOptions, jitOptions, jitOptionsValues);
       rc != CUDA_SUCCESS)
     return rc;
@@ -140,7 +150,7 @@ VGPU_EXPORT CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary* library, const cha
                                                    unsigned int numLibraryOptions) {
   VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuLibraryLoadFromFile", library, fileName);
-  if (numLibraryOptions && (!libraryOptions || !libraryOptionValues)) return CUDA_ERROR_INVALID_VALUE;
+  if (!library_options_ok(numLibraryOptions, libraryOptions, libraryOptionValues)) return CUDA_ERROR_INVALID_VALUE;
   if (CUresult rc = clear_jit_logs("cuLibraryLoadFromFile", numJitOptions, jitOptions, jitOptionsValues);
       rc != CUDA_SUCCESS)
     return rc;

@@ -109,9 +109,16 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   NcclRendezvous::Arrivals across;
   uint64_t gate = 0;  // no earlier than the latest arrival known across processes
   const bool one_gpu = nranks > 1 && drives_one_gpu();
-  if (one_gpu) {
+  // A process driving several GPUs whose communicator has ranks in other processes too (2
+  // processes x 4 GPUs): its ranks meet below, and the last of them meets the other processes'
+  // ranks in the table (see the header).
+  const int local = !one_gpu && nranks > 1 ? plugin->local_ranks(comm) : 0;
+  const bool across_processes = local > 0 && local < nranks;
+  if (one_gpu || across_processes) {
     if (arrival != 0)
       if (auto at = engine.query(arrival)) arrival_t = at->start;
+  }
+  if (one_gpu) {
     across = rendezvous_.arrive(comm, nranks, rank, gpu, arrival_t, true, kRendezvousTimeoutS);
     if (across.latest > arrival_t) {
       simcore::TaskSpec t;
@@ -148,6 +155,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   std::vector<uint64_t> others;
   double seconds = 0;
   bool last = false, hold = false;
+  const int meeting = across_processes ? local : nranks;  // the ranks that meet in this process
   const auto raw = reinterpret_cast<uintptr_t>(stream);
   const bool explicit_stream = stream != nullptr && raw != reinterpret_cast<uintptr_t>(CU_STREAM_LEGACY) &&
                                raw != reinterpret_cast<uintptr_t>(CU_STREAM_PER_THREAD);
@@ -158,17 +166,24 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     Pending& pend = pending_[key];
     if (pend.arrivals.empty()) pend.thread = std::this_thread::get_id();
     pend.one_thread = pend.one_thread && pend.thread == std::this_thread::get_id();
-    pend.nranks = nranks;
+    pend.nranks = meeting;
     others = pend.arrivals;
     if (gate != 0) others.push_back(gate);
     if (arrival != 0) pend.arrivals.push_back(arrival);
-    last = static_cast<int>(pend.arrivals.size()) >= nranks;
+    last = static_cast<int>(pend.arrivals.size()) >= meeting;
     seconds = duration(driver_.cluster(), contracts::collective_calls(got, gpus_of(comm, nranks, rank, gpu), false));
     k.duration_s = seconds;
     k.label = fmt::format("{} [{}]", k.label, what);
     // The group pattern (one thread launches every rank): hold an early rank's kernel until the
-    // last rank arrives, so that every rank's kernel starts with the collective.
-    hold = !last && arrival != 0 && explicit_stream && one_thread_[comm];
+    // last rank arrives, so that every rank's kernel starts with the collective. Across
+    // processes from the first collective on: the last local rank learns when the collective
+    // starts only from the table.
+    hold = !last && arrival != 0 && explicit_stream &&
+           (one_thread_[comm] || (across_processes && pend.one_thread));
+    if (hold && across_processes) {
+      // Posted now, without waiting: the last local rank waits for the other processes.
+      rendezvous_.arrive(comm, nranks, rank, gpu, arrival_t, false, kRendezvousTimeoutS);
+    }
     if (hold) {
       pend.held.push_back(Held{stream, per_thread, arrival, std::move(k)});
       log::debug("sim nccl: rank {}/{} of comm {:x} collective {} on GPU {} held until every rank arrives",
@@ -177,6 +192,30 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     }
   }
 
+  if (across_processes) {
+    // Every rank of this process arrived (or this one is not held): post, and for the last,
+    // wait for the other processes' ranks; the collective starts at the latest arrival and
+    // lasts the model's time on every rank's GPU.
+    across = rendezvous_.arrive(comm, nranks, rank, gpu, arrival_t, last, kRendezvousTimeoutS);
+    if (across.latest > arrival_t) {
+      simcore::TaskSpec t;
+      t.gpu = gpu;
+      t.not_before = across.latest;
+      t.label = "nccl: every rank arrived";
+      gate = engine.add_task(t);
+      others.push_back(gate);
+    }
+    if (last) {
+      std::lock_guard l(mu_);
+      for (int r = 0; r < nranks; ++r)
+        if (r < static_cast<int>(across.gpus.size()) && across.gpus[r] >= 0) gpus_of(comm, nranks, r, across.gpus[r]);
+      seconds = duration(driver_.cluster(), contracts::collective_calls(got, gpus_of(comm, nranks, rank, gpu), false));
+      k.duration_s = seconds;
+    }
+    log::debug("sim nccl: rank {}/{} of comm {:x} on GPU {} ({} of this process's {} ranks{}): from {:.3f} us",
+               rank, nranks, comm, gpu, last ? "the last" : "one", local,
+               across.complete ? ", every rank arrived" : "", std::max(arrival_t, across.latest) * 1e6);
+  }
   k.also_after = std::move(others);
   uint64_t kernel = 0;
   k.on_timeline = [&kernel](uint64_t e) { kernel = e; };
@@ -197,9 +236,11 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     }
   }
   std::vector<uint64_t> placed;
+  if (gate != 0) all_arrivals.push_back(gate);
   for (Held& h : held) {
     uint64_t e = 0;
     h.kernel.also_after = all_arrivals;
+    if (across_processes) h.kernel.duration_s = seconds;  // every rank's GPU known now
     h.kernel.on_timeline = [&e](uint64_t v) { e = v; };
     if (!streams.append_after_last(h.arrival, h.kernel)) {
       // Work was queued behind the arrival meanwhile: the kernel goes at the stream's end.
@@ -218,8 +259,8 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     if (it == pending_.end()) return true;
     if (kernel != 0) it->second.kernels.push_back(kernel);
     it->second.kernels.insert(it->second.kernels.end(), placed.begin(), placed.end());
-    if (static_cast<int>(it->second.arrivals.size()) >= nranks &&
-        static_cast<int>(it->second.kernels.size()) >= nranks) {
+    if (static_cast<int>(it->second.arrivals.size()) >= meeting &&
+        static_cast<int>(it->second.kernels.size()) >= meeting) {
       kernels = std::move(it->second.kernels);
       one_thread_[comm] = it->second.one_thread;
       pending_.erase(it);

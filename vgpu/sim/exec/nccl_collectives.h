@@ -14,8 +14,12 @@
 // one process (threads, or one thread driving all of them in a group) meet here; ranks in
 // other processes meet through the job's shared table (nccl_rendezvous.h): a process driving one
 // GPU (torchrun) waits there for every rank's arrival and starts its kernel at the latest one,
-// for the model's time on every rank's GPU. Processes driving several GPUs do not use the table
-// (one thread may launch every rank of a group): their ranks in other processes are not seen.
+// for the model's time on every rank's GPU. A process driving several GPUs (one thread may
+// launch every rank of a group, and must not wait for itself) learns from the plugin how many
+// ranks of the communicator it holds (local_ranks): its ranks meet here first, each posting its
+// arrival to the table without waiting, the early ones' kernels held; the last of them waits
+// there for the other processes' ranks, and every local kernel then starts at the latest
+// arrival of the job and lasts the model's time on every rank's GPU.
 //
 // On the timeline, per rank r of a collective: an "arrival" op (no duration, after the
 // stream's previous work), then the kernel, starting after its own arrival and every arrival of

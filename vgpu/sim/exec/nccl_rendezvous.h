@@ -9,9 +9,9 @@
 // collective, removed by vgpu-run at the end). A process that drives one GPU (torchrun's case)
 // then waits, in real time and without spinning (a futex on the slot), until every rank of the
 // communicator has posted its k-th arrival: the real kernels do the same. (A process driving
-// several GPUs must not wait: one thread may launch every rank of a group, and would wait for
-// itself; nccl_collectives.h does not use the table there. `wait` false takes the arrivals
-// already posted.)
+// several GPUs must not wait at each rank: one thread may launch every rank of a group, and
+// would wait for itself; nccl_collectives.h posts its early ranks with `wait` false, which takes
+// the arrivals already posted, and waits at its last rank only.)
 //
 // Table: per communicator (found by id, open addressing) one slot per rank: a counter of
 // collectives posted (futex word) and the last kRing arrivals. A rank waits at collective k for
