@@ -9,6 +9,7 @@
 
 #include "common/log.h"
 #include "timing/launch_latency.h"
+#include "timing/stream_order.h"
 #include "passthrough/nccl_timing.h"
 #include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
@@ -133,12 +134,12 @@ VirtualTime* VirtualTime::make() {
 
 bool VirtualTime::target(CUstream stream, bool per_thread, StreamTarget* out) {
   out->real = stream;
-  const bool special = stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
-  if (special) {
+  const timing::StreamArg arg = timing::stream_arg(stream, per_thread);
+  if (arg != timing::StreamArg::handle) {
     CUcontext ctx = nullptr;
     if (VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&ctx) != CUDA_SUCCESS || ctx == nullptr)
       return false;
-    const bool ptds = stream == CU_STREAM_PER_THREAD || (stream == nullptr && per_thread);
+    const bool ptds = arg == timing::StreamArg::per_thread;
     out->context = ctx;
     out->key = {ctx, ptds ? static_cast<const void*>(&t_per_thread_stream) : nullptr};
     out->kind = ptds ? StreamKind::blocking : StreamKind::legacy;

@@ -16,23 +16,15 @@ OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device,
   op->duration = duration;
   op->device = device;
   std::lock_guard l(mu_);
-  Stream& s = streams_[key];
-  s.kind = kind;
-  if (s.lane < 0) s.lane = next_lane_++;
-  op->lane = s.lane;
-  if (s.tail) op->deps.push_back(s.tail);
+  streams_.for_each_predecessor(key, kind, [&op](const OpRef& last) {
+    if (last) op->deps.push_back(last);
+  });
   for (const OpRef& w : waits)
     if (w) op->deps.push_back(w);
-  // The legacy default stream's implicit barrier, both ways.
-  if (kind != StreamKind::non_blocking) {
-    for (const auto& [other_key, other] : streams_) {
-      if (other_key.context != key.context || other_key == key || !other.tail) continue;
-      const bool barrier = kind == StreamKind::legacy ? other.kind == StreamKind::blocking
-                                                      : other.kind == StreamKind::legacy;
-      if (barrier) op->deps.push_back(other.tail);
-    }
-  }
-  s.tail = op;
+  auto& s = streams_.stream(key, kind);
+  if (s.lane < 0) s.lane = next_lane_++;
+  op->lane = s.lane;
+  s.last = op;
   if (!try_resolve(*op)) pending_.push_back(op);
   return op;
 }
@@ -79,15 +71,16 @@ std::optional<double> VirtualTimeline::start_if_ready(const OpRef& op, bool wait
 
 OpRef VirtualTimeline::tail(const StreamKey& key) const {
   std::lock_guard l(mu_);
-  auto it = streams_.find(key);
-  return it == streams_.end() ? nullptr : it->second.tail;
+  const auto* s = streams_.find(key);
+  return s == nullptr ? nullptr : s->last;
 }
 
 std::vector<OpRef> VirtualTimeline::tails_of_context(const void* context) const {
   std::vector<OpRef> out;
   std::lock_guard l(mu_);
-  for (const auto& [key, s] : streams_)
-    if (key.context == context && s.tail) out.push_back(s.tail);
+  streams_.for_each_in_context(context, [&out](const StreamKey&, const auto& s) {
+    if (s.last) out.push_back(s.last);
+  });
   return out;
 }
 
@@ -145,12 +138,12 @@ size_t VirtualTimeline::pending() const {
 
 void VirtualTimeline::forget_stream(const StreamKey& key) {
   std::lock_guard l(mu_);
-  streams_.erase(key);
+  streams_.forget_stream(key);
 }
 
 void VirtualTimeline::forget_context(const void* context) {
   std::lock_guard l(mu_);
-  std::erase_if(streams_, [context](const auto& kv) { return kv.first.context == context; });
+  streams_.forget_context(context);
 }
 
 }  // namespace vgpu::pt

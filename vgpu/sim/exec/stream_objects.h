@@ -10,6 +10,7 @@
 
 #include "front/driver/cuda_api.h"
 #include "simcore/engine.h"
+#include "timing/stream_order.h"
 
 namespace vgpu {
 
@@ -35,6 +36,13 @@ struct Op {
     if (vid != simcore::kNoEvent) engine->release(vid);
     if (own_vid != simcore::kNoEvent && own_vid != vid) engine->release(own_vid);
   }
+};
+
+// A stream's last op as the stream order (timing/stream_order.h) keeps it: the op (for the real
+// order of effects) and its point in virtual time, which after a graph launch is the graph's end.
+struct StreamLast {
+  std::shared_ptr<Op> op;
+  simcore::EventId vid = simcore::kNoEvent;
 };
 
 struct Stream;
@@ -65,8 +73,6 @@ struct Stream {
   std::deque<std::shared_ptr<Op>> queue;  // not yet done; the head may be running
   bool running = false;                   // an op of this stream is executing or scheduled
   bool destroyed = false;
-  std::shared_ptr<Op> last;               // last op submitted (possibly done)
-  simcore::EventId last_vid = simcore::kNoEvent;
   // The events of its last kLaunchQueueDepth ops (stream.cpp): a launch past that many waits,
   // in virtual time, for the oldest to finish, as a real driver's full launch queue blocks.
   std::deque<simcore::EventId> in_flight;
@@ -78,6 +84,13 @@ struct Stream {
 
   // Blocking streams synchronize with the legacy default stream.
   bool blocking() const { return role != Role::user || !(flags & CU_STREAM_NON_BLOCKING); }
+  // Its place in the default-stream barrier; its last op is kept by the stream order, under
+  // this key (StreamManager's `order`).
+  timing::StreamKind kind() const {
+    if (role == Role::legacy) return timing::StreamKind::legacy;
+    return blocking() ? timing::StreamKind::blocking : timing::StreamKind::non_blocking;
+  }
+  timing::StreamOrder<StreamLast>::Key order_key() const { return {ctx, handle}; }
 };
 
 struct Event {
