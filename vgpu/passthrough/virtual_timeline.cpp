@@ -29,16 +29,23 @@ OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device,
   return op;
 }
 
+std::optional<double> VirtualTimeline::start_once_ready(const TimedOp& op) {
+  if (op.resolved) return op.start;
+  double start = op.issue;
+  for (const OpRef& d : op.deps) {
+    if (!d->resolved) return std::nullopt;
+    start = std::max(start, d->finish);
+  }
+  return start;
+}
+
 bool VirtualTimeline::try_resolve(TimedOp& op) {
   if (op.resolved) return true;
   if (op.duration < 0) return false;
-  double start = op.issue;
-  for (const OpRef& d : op.deps) {
-    if (!d->resolved) return false;
-    start = std::max(start, d->finish);
-  }
-  op.start = start;
-  op.finish = start + op.duration;
+  const std::optional<double> start = start_once_ready(op);
+  if (!start) return false;
+  op.start = *start;
+  op.finish = *start + op.duration;
   op.resolved = true;
   op.deps.clear();
   op.deps.shrink_to_fit();
@@ -60,13 +67,7 @@ std::optional<double> VirtualTimeline::start_if_ready(const OpRef& op, bool wait
   } else if (!l.try_lock()) {
     return std::nullopt;
   }
-  if (op->resolved) return op->start;
-  double start = op->issue;
-  for (const OpRef& d : op->deps) {
-    if (!d->resolved) return std::nullopt;
-    start = std::max(start, d->finish);
-  }
-  return start;
+  return start_once_ready(*op);
 }
 
 OpRef VirtualTimeline::tail(const StreamKey& key) const {
@@ -105,17 +106,8 @@ void VirtualTimeline::resolve(const Measure& measure, const OpRef& target, bool 
   for (OpRef& op : pending_) {
     if (op->resolved) continue;
     if (op->duration < 0) {
-      double start = op->issue;
-      bool ready = true;
-      for (const OpRef& d : op->deps) {
-        if (!d->resolved) {
-          ready = false;
-          break;
-        }
-        start = std::max(start, d->finish);
-      }
-      if (ready) {
-        const double d = measure(*op, start, forced.contains(op.get()));
+      if (const std::optional<double> start = start_once_ready(*op)) {
+        const double d = measure(*op, *start, forced.contains(op.get()));
         if (d >= 0) op->duration = d;
       }
     }

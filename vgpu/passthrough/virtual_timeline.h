@@ -93,6 +93,9 @@ class VirtualTimeline {
   void forget_context(const void* context);
 
  private:
+  // The start of `op` once every op it waits for is resolved: the latest of its issue time and
+  // their finish (the sim's engine places a task by the same rule); nullopt before.
+  static std::optional<double> start_once_ready(const TimedOp& op);
   // Resolves `op` if its duration and dependencies allow; true when resolved.
   bool try_resolve(TimedOp& op);
 

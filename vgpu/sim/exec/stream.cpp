@@ -38,6 +38,7 @@
 #include "sim/exec/worker_pool.h"
 #include "sim/memory/memory.h"
 #include "simcore/engine.h"
+#include "timing/stream_order.h"
 
 namespace vgpu {
 namespace {
@@ -103,9 +104,8 @@ struct StreamManager::Impl {
   }
 
   CUresult resolve(CUstream h, bool per_thread, std::shared_ptr<Stream>* out) {
-    const auto v = reinterpret_cast<uintptr_t>(h);
-    if (h != nullptr && v != reinterpret_cast<uintptr_t>(CU_STREAM_LEGACY) &&
-        v != reinterpret_cast<uintptr_t>(CU_STREAM_PER_THREAD)) {
+    const timing::StreamArg arg = timing::stream_arg(h, per_thread);
+    if (arg == timing::StreamArg::handle) {
       *out = streams.find(h);
       if (!*out) {
         log::warn("stream {} is not a live stream", static_cast<const void*>(h));
@@ -113,8 +113,7 @@ struct StreamManager::Impl {
       }
       return CUDA_SUCCESS;
     }
-    const bool want_ptds = v == reinterpret_cast<uintptr_t>(CU_STREAM_PER_THREAD) ||
-                           (h == nullptr && per_thread);
+    const bool want_ptds = arg == timing::StreamArg::per_thread;
     auto ctx = driver.contexts().current();
     if (!ctx) {
       log::warn("default stream used with no current context");
