@@ -34,7 +34,7 @@
 #include "sim/exec/activity_report.h"
 #include "sim/exec/graph.h"
 #include "sim/exec/stream_objects.h"
-#include "sim/exec/virtual_clock.h"
+#include "sim/core/virtual_clock.h"
 #include "sim/exec/worker_pool.h"
 #include "sim/memory/memory.h"
 #include "simcore/engine.h"
