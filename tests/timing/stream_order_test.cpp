@@ -45,6 +45,14 @@ TEST(StreamOrder, StreamArgumentsNameTheDefaultStreams) {
   EXPECT_EQ(stream_arg(&stream, true), StreamArg::handle);
 }
 
+TEST(StreamOrder, ThePerThreadDefaultStreamIsBlocking) {
+  EXPECT_EQ(stream_kind(StreamArg::legacy, false), StreamKind::legacy);
+  EXPECT_EQ(stream_kind(StreamArg::per_thread, false), StreamKind::blocking);
+  EXPECT_EQ(stream_kind(StreamArg::per_thread, true), StreamKind::blocking);  // flags are a handle's
+  EXPECT_EQ(stream_kind(StreamArg::handle, false), StreamKind::blocking);
+  EXPECT_EQ(stream_kind(StreamArg::handle, true), StreamKind::non_blocking);
+}
+
 TEST(StreamOrder, EachOpWaitsForThePreviousOpOfItsStream) {
   Order o;
   const auto a = key(kCtx, 1), b = key(kCtx, 2);

@@ -142,7 +142,7 @@ bool VirtualTime::target(CUstream stream, bool per_thread, StreamTarget* out) {
     const bool ptds = arg == timing::StreamArg::per_thread;
     out->context = ctx;
     out->key = {ctx, ptds ? static_cast<const void*>(&t_per_thread_stream) : nullptr};
-    out->kind = ptds ? StreamKind::blocking : StreamKind::legacy;
+    out->kind = timing::stream_kind(arg, false);
     out->record_on = ptds ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
   } else {
     Impl::StreamInfo info{};
@@ -158,7 +158,7 @@ bool VirtualTime::target(CUstream stream, bool per_thread, StreamTarget* out) {
       if (VGPU_REAL("cuStreamGetCtx", CUresult (*)(CUstream, CUcontext*))(stream, &info.context) != CUDA_SUCCESS ||
           VGPU_REAL("cuStreamGetFlags", CUresult (*)(CUstream, unsigned*))(stream, &flags) != CUDA_SUCCESS)
         return false;
-      info.kind = (flags & CU_STREAM_NON_BLOCKING) ? StreamKind::non_blocking : StreamKind::blocking;
+      info.kind = timing::stream_kind(timing::StreamArg::handle, (flags & CU_STREAM_NON_BLOCKING) != 0);
       std::lock_guard l(impl_->mu);
       impl_->streams.emplace(stream, info);
     }

@@ -52,6 +52,18 @@ inline StreamArg stream_arg(const void* stream, bool per_thread_entry) {
   return StreamArg::handle;
 }
 
+// The kind of the stream an argument names: the legacy default stream is its own kind, a
+// per-thread default stream is a blocking stream, a created stream is non-blocking when created
+// with CU_STREAM_NON_BLOCKING (`non_blocking_flag`, read only for a handle).
+constexpr StreamKind stream_kind(StreamArg arg, bool non_blocking_flag) {
+  switch (arg) {
+    case StreamArg::legacy: return StreamKind::legacy;
+    case StreamArg::per_thread: return StreamKind::blocking;
+    case StreamArg::handle: break;
+  }
+  return non_blocking_flag ? StreamKind::non_blocking : StreamKind::blocking;
+}
+
 template <class Last>
 class StreamOrder {
  public:

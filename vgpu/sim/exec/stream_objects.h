@@ -82,14 +82,16 @@ struct Stream {
   std::vector<CUgraphNode> frontier;      // capture: what the next node depends on
   std::vector<CUgraphNode> frontier_out;  // what cuStreamGetCaptureInfo handed out
 
-  // Blocking streams synchronize with the legacy default stream.
-  bool blocking() const { return role != Role::user || !(flags & CU_STREAM_NON_BLOCKING); }
-  // Its place in the default-stream barrier; its last op is kept by the stream order, under
-  // this key (StreamManager's `order`).
+  // Its place in the default-stream barrier (timing/stream_order.h); its last op is kept by the
+  // stream order, under order_key() (StreamManager's `order`).
   timing::StreamKind kind() const {
-    if (role == Role::legacy) return timing::StreamKind::legacy;
-    return blocking() ? timing::StreamKind::blocking : timing::StreamKind::non_blocking;
+    const timing::StreamArg named = role == Role::legacy       ? timing::StreamArg::legacy
+                                    : role == Role::per_thread ? timing::StreamArg::per_thread
+                                                               : timing::StreamArg::handle;
+    return timing::stream_kind(named, (flags & CU_STREAM_NON_BLOCKING) != 0);
   }
+  // Blocking streams (the legacy default stream among them) synchronize with the legacy one.
+  bool blocking() const { return kind() != timing::StreamKind::non_blocking; }
   timing::StreamOrder<StreamLast>::Key order_key() const { return {ctx, handle}; }
 };
 
