@@ -20,7 +20,7 @@ Order::Key key(int c, int s) { return {ctx(c), reinterpret_cast<const void*>(sta
 // What a new op on `k` waits for, sorted (0s, the streams without an op yet, left out).
 std::vector<int> preds(const Order& o, const Order::Key& k, StreamKind kind) {
   std::vector<int> out;
-  o.for_each_predecessor(k, kind, [&out](int last) {
+  o.for_each_predecessor(k, kind, [&out](int last, bool) {
     if (last != 0) out.push_back(last);
   });
   std::sort(out.begin(), out.end());
@@ -77,6 +77,12 @@ TEST(StreamOrder, LegacyAndBlockingStreamsWaitForEachOther) {
   o.stream(legacy, StreamKind::legacy).last = 5;
   EXPECT_EQ(preds(o, legacy, StreamKind::legacy), (std::vector<int>{1, 2, 5}));
   EXPECT_EQ(preds(o, blocking, StreamKind::blocking), (std::vector<int>{1, 5}));
+  // Told apart: the op before on the same stream (the sim orders real effects by its queue).
+  std::vector<int> own;
+  o.for_each_predecessor(blocking, StreamKind::blocking, [&own](int last, bool same_stream) {
+    if (same_stream) own.push_back(last);
+  });
+  EXPECT_EQ(own, std::vector<int>{1});
   EXPECT_EQ(preds(o, per_thread, StreamKind::blocking), (std::vector<int>{2, 5}));
   EXPECT_EQ(preds(o, non_blocking, StreamKind::non_blocking), std::vector<int>{3});
   EXPECT_EQ(preds(o, elsewhere, StreamKind::blocking), std::vector<int>{4});

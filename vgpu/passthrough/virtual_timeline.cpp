@@ -16,7 +16,7 @@ OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device,
   op->duration = duration;
   op->device = device;
   std::lock_guard l(mu_);
-  streams_.for_each_predecessor(key, kind, [&op](const OpRef& last) {
+  streams_.for_each_predecessor(key, kind, [&op](const OpRef& last, bool /*own stream*/) {
     if (last) op->deps.push_back(last);
   });
   for (const OpRef& w : waits)

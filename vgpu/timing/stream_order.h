@@ -96,31 +96,26 @@ class StreamOrder {
     return const_cast<Entry*>(std::as_const(*this).find(key));
   }
 
-  // Calls f(last) for the last op of every other stream of the context that the default-stream
-  // barrier makes an op on `key` (of `kind`) wait for; `last` may be "no op".
+  // Calls f(last, own) for every op a new op on `key` (of `kind`) waits for besides what it
+  // names itself: the last op of its own stream (own: true), then the last op of every other
+  // stream of its context that the default-stream barrier names. `last` may be "no op".
   template <class F>
-  void for_each_barrier(const Key& key, StreamKind kind, F&& f) const {
+  void for_each_predecessor(const Key& key, StreamKind kind, F&& f) const {
     auto c = contexts_.find(key.context);
     if (c == contexts_.end()) return;
-    const Entry* self = find(key);
+    auto s = c->second.streams.find(key.stream);
+    const Entry* self = s == c->second.streams.end() ? nullptr : &s->second;
+    if (self != nullptr) f(self->last, true);
     // The legacy stream, found at once (a blocking stream's every op asks for it)...
     const Entry* legacy = c->second.legacy;
     if (default_stream_barrier(kind, StreamKind::legacy) && legacy != nullptr &&
         legacy->kind == StreamKind::legacy && legacy != self)
-      f(legacy->last);
+      f(legacy->last, false);
     // ...the other streams by a scan, only for a kind whose barrier names any of them.
     if (!default_stream_barrier(kind, StreamKind::blocking) && !default_stream_barrier(kind, StreamKind::non_blocking))
       return;
     for (const auto& [stream, e] : c->second.streams)
-      if (&e != self && e.kind != StreamKind::legacy && default_stream_barrier(kind, e.kind)) f(e.last);
-  }
-
-  // The op before the next op on `key` (stream order) and what the barrier adds: every op a new
-  // op on `key` waits for besides what it names itself, own stream's first. `last` may be "no op".
-  template <class F>
-  void for_each_predecessor(const Key& key, StreamKind kind, F&& f) const {
-    if (const Entry* e = find(key)) f(e->last);
-    for_each_barrier(key, kind, f);
+      if (&e != self && e.kind != StreamKind::legacy && default_stream_barrier(kind, e.kind)) f(e.last, false);
   }
 
   // f(key, entry) for every stream of `context` / of every context.

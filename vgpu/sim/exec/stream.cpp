@@ -156,9 +156,13 @@ struct StreamManager::Impl {
   // real effects) and the default-stream barrier's ops of other streams.
   void stream_deps(const Stream& s, std::vector<std::shared_ptr<Op>>& waits,
                    std::vector<simcore::EventId>& after) {
-    if (const simcore::EventId own = last_of(s).vid; own != simcore::kNoEvent) after.push_back(own);
-    order.for_each_barrier(s.order_key(), s.kind(),
-                           [&](const StreamLast& l) { add_dep(l.op, l.vid, waits, after); });
+    order.for_each_predecessor(s.order_key(), s.kind(), [&](const StreamLast& l, bool own) {
+      if (!own) {
+        add_dep(l.op, l.vid, waits, after);
+      } else if (l.vid != simcore::kNoEvent) {
+        after.push_back(l.vid);
+      }
+    });
   }
 
   simcore::EventId add_virtual(const Stream& s, const Work& w, std::vector<simcore::EventId> after,
