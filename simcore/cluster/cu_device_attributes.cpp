@@ -1,23 +1,23 @@
-// Names and values of CUdevice_attribute, taken from the toolkit's cuda.h at build time.
-#include <cuda.h>
-
+// Names and values of CUdevice_attribute, from the table generated from the toolkit's cuda.h
+// (cu_device_attributes.inc: plain numbers, no CUDA header needed).
 #include <algorithm>
 
+#include "cu_attribute_ids.h"
 #include "simcore/gpu_catalog.h"
 
 namespace simcore {
 namespace {
 
 constexpr CuAttribute kAttributes[] = {
-#define VGPU_CU_ATTRIBUTE(name) {name, #name},
+#define VGPU_CU_ATTRIBUTE(name, value) {value, #name},
 #include "cu_device_attributes.inc"
 };
 
 constexpr CuAttribute kAliases[] = {
-#define VGPU_CU_ATTRIBUTE(name)
-#define VGPU_CU_ATTRIBUTE_ALIAS(alias, name) {alias, #alias},
+#define VGPU_CU_ATTRIBUTE(name, value)
+#define VGPU_CU_ATTRIBUTE_ALIAS(alias, name, value) {value, #alias},
 #include "cu_device_attributes.inc"
-    {0, ""},  // keeps the array non-empty should cuda.h ever have no aliases
+    {0, ""},  // keeps the array non-empty should the table ever have no aliases
 };
 
 constexpr std::string_view kPrefix = "CU_DEVICE_ATTRIBUTE_";
@@ -46,6 +46,7 @@ const char* cu_device_attribute_name(int value) {
 }
 
 bool is_per_device_attribute(int value) {
+  using namespace cu_attr;
   switch (value) {
     case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID:
     case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID:

@@ -11,6 +11,8 @@
 #include <mutex>
 #include <vector>
 
+#include "cu_attribute_ids.h"
+
 namespace simcore {
 namespace {
 
@@ -86,7 +88,7 @@ GpuBoard derived(const GpuModel& m) {
   GpuBoard b = h100();
   const uint64_t difference = h100().nvml_memory_total - 85'017'493'504ull;
   b.nvml_memory_total = (m.memory_bytes + difference) / MiB * MiB;
-  if (auto it = m.attributes.find(13 /*CU_DEVICE_ATTRIBUTE_CLOCK_RATE*/); it != m.attributes.end())
+  if (auto it = m.attributes.find(cu_attr::CU_DEVICE_ATTRIBUTE_CLOCK_RATE); it != m.attributes.end())
     b.max_sm_clock = b.app_sm_clock = static_cast<unsigned>(it->second / 1000);
   if (m.tdp_watts > 0) b.power_limit = b.max_power_limit = m.tdp_watts;
   b.pcie_max_gen = m.pcie_gen, b.pcie_max_width = m.pcie_width;

@@ -7,21 +7,20 @@
 //    table and the PCI ids of NVIDIA's open kernel module README; each row says where it came
 //    from, and rows that are estimates say so.
 //  - Rates (bandwidth, FLOP/s) are NVIDIA data-sheet peaks, dense (sparsity halved).
-#include <cuda.h>
-
 #include <algorithm>
 #include <cctype>
 #include <initializer_list>
 #include <utility>
 #include <vector>
 
+#include "cu_attribute_ids.h"
 #include "simcore/gpu_catalog.h"
 
 namespace simcore {
 namespace {
 
-#define A(x) CU_DEVICE_ATTRIBUTE_##x
-using Row = std::pair<CUdevice_attribute, int>;
+#define A(x) cu_attr::CU_DEVICE_ATTRIBUTE_##x
+using Row = std::pair<int, int>;  // CUdevice_attribute value, answer
 
 // What every catalog model answers alike: the H100 measurement without its model-specific rows
 // (listed per model below) and without the per-device ones (PCI location, board group, host NUMA

@@ -12,7 +12,7 @@
 namespace {
 struct Attribute { CUdevice_attribute value; const char* name; };
 constexpr Attribute kAttributes[] = {
-#define VGPU_CU_ATTRIBUTE(name) {name, #name},
+#define VGPU_CU_ATTRIBUTE(name, value) {name, #name},
 #include "cu_device_attributes.inc"
 };
 template <class F> F sym(void* lib, const char* name) {

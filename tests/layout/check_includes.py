@@ -4,6 +4,10 @@ its own layer or below, and never across into the other backend. This check read
 #include under vgpu/ (paths relative to vgpu/, as the build's include directory gives them) and
 fails, naming file, line and rule, on an include that breaks one of the rules below.
 
+The sim backend's folders (sim/core, sim/memory, sim/exec, sim/darkapi, any other folder of
+sim/) are layers too: their includes of one another form no cycle. Each cycle counts once, named
+with one include of each of its steps.
+
 Usage: check_includes.py VGPU_DIR [--expect N]
   --expect N: succeed only when exactly N includes break the rules (the check's own test, on a
               fixture tree with known bad includes, so that a check that finds nothing fails).
@@ -31,13 +35,16 @@ SOURCE_SUFFIXES = {'.h', '.hpp', '.cpp', '.cc', '.c', '.cu', '.inc'}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
-def violations(vgpu_dir: pathlib.Path):
-    tops = {p.name for p in vgpu_dir.iterdir() if p.is_dir()}
+# The folder whose subfolders must not include one another in a cycle.
+CYCLE_FREE = 'sim'
+
+
+def includes(vgpu_dir: pathlib.Path):
+    """(file relative to vgpu/, line number, include as written, target relative to vgpu/)."""
     for path in sorted(vgpu_dir.rglob('*')):
         if path.suffix not in SOURCE_SUFFIXES or not path.is_file():
             continue
         rel = path.relative_to(vgpu_dir)
-        forbidden = FORBIDDEN.get(rel.parts[0], set())
         for number, line in enumerate(path.read_text(errors='replace').splitlines(), 1):
             match = INCLUDE.match(line)
             if not match:
@@ -50,9 +57,56 @@ def violations(vgpu_dir: pathlib.Path):
                     target = str(resolved.relative_to(vgpu_dir.resolve()))
                 except ValueError:
                     continue  # outside vgpu/: another project's header
-            top = target.split('/')[0]
-            if top in tops and top in forbidden:
-                yield f'{rel}:{number}: includes "{match.group(1)}": {rel.parts[0]}/ must not include {top}/'
+            yield rel, number, match.group(1), target
+
+
+def violations(vgpu_dir: pathlib.Path):
+    tops = {p.name for p in vgpu_dir.iterdir() if p.is_dir()}
+    for rel, number, written, target in includes(vgpu_dir):
+        forbidden = FORBIDDEN.get(rel.parts[0], set())
+        top = target.split('/')[0]
+        if top in tops and top in forbidden:
+            yield f'{rel}:{number}: includes "{written}": {rel.parts[0]}/ must not include {top}/'
+
+
+def cycles(vgpu_dir: pathlib.Path):
+    """One line per cycle of includes between the subfolders of CYCLE_FREE."""
+    root = vgpu_dir / CYCLE_FREE
+    if not root.is_dir():
+        return
+    folders = {p.name for p in root.iterdir() if p.is_dir()}
+    edges = {}  # (from folder, to folder) -> the first include that makes the step
+    for rel, number, written, target in includes(vgpu_dir):
+        parts = pathlib.PurePosixPath(target).parts
+        if len(rel.parts) < 3 or rel.parts[0] != CYCLE_FREE or len(parts) < 3 or parts[0] != CYCLE_FREE:
+            continue
+        source, dest = rel.parts[1], parts[1]
+        if source != dest and source in folders and dest in folders:
+            edges.setdefault((source, dest), f'{rel}:{number} includes "{written}"')
+
+    def reachable(start):
+        seen, stack = set(), [start]
+        while stack:
+            for (a, b) in edges:
+                if a == stack[-1] and b not in seen:
+                    seen.add(b)
+                    stack.append(b)
+                    break
+            else:
+                stack.pop()
+        return seen
+
+    reach = {f: reachable(f) for f in folders}
+    done = set()
+    for folder in sorted(folders):
+        if folder in done or folder not in reach[folder]:
+            continue
+        # The folders on a cycle with this one: each reaches the other.
+        members = sorted(f for f in folders if f in reach[folder] and folder in reach[f])
+        done.update(members)
+        steps = '; '.join(edges[e] for e in sorted(edges) if e[0] in members and e[1] in members)
+        names = ', '.join(f'{CYCLE_FREE}/{m}/' for m in members)
+        yield f'{names} include one another in a cycle: {steps}'
 
 
 def main() -> int:
@@ -72,6 +126,11 @@ def main() -> int:
     for v in found:
         print(v)
     print(f'{len(found)} include(s) crossing layers')
+    found_cycles = list(cycles(vgpu_dir))
+    for c in found_cycles:
+        print(c)
+    print(f'{len(found_cycles)} cycle(s) between the folders of {CYCLE_FREE}/')
+    found += found_cycles
     if expect is not None:
         return 0 if len(found) == expect else 1
     return 1 if found else 0

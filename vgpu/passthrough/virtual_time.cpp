@@ -10,6 +10,7 @@
 
 #include "common/log.h"
 #include "timing/launch_latency.h"
+#include "timing/stream_order.h"
 #include "passthrough/nccl_timing.h"
 #include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
@@ -141,15 +142,15 @@ VirtualTime* VirtualTime::make() {
 
 bool VirtualTime::target(CUstream stream, bool per_thread, StreamTarget* out) {
   out->real = stream;
-  const bool special = stream == nullptr || stream == CU_STREAM_LEGACY || stream == CU_STREAM_PER_THREAD;
-  if (special) {
+  const timing::StreamArg arg = timing::stream_arg(stream, per_thread);
+  if (arg != timing::StreamArg::handle) {
     CUcontext ctx = nullptr;
     if (VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&ctx) != CUDA_SUCCESS || ctx == nullptr)
       return false;
-    const bool ptds = stream == CU_STREAM_PER_THREAD || (stream == nullptr && per_thread);
+    const bool ptds = arg == timing::StreamArg::per_thread;
     out->context = ctx;
     out->key = {ctx, ptds ? static_cast<const void*>(&t_per_thread_stream) : nullptr};
-    out->kind = ptds ? StreamKind::blocking : StreamKind::legacy;
+    out->kind = timing::stream_kind(arg, false);
     out->record_on = ptds ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
   } else {
     Impl::StreamInfo info{};
@@ -165,7 +166,7 @@ bool VirtualTime::target(CUstream stream, bool per_thread, StreamTarget* out) {
       if (VGPU_REAL("cuStreamGetCtx", CUresult (*)(CUstream, CUcontext*))(stream, &info.context) != CUDA_SUCCESS ||
           VGPU_REAL("cuStreamGetFlags", CUresult (*)(CUstream, unsigned*))(stream, &flags) != CUDA_SUCCESS)
         return false;
-      info.kind = (flags & CU_STREAM_NON_BLOCKING) ? StreamKind::non_blocking : StreamKind::blocking;
+      info.kind = timing::stream_kind(timing::StreamArg::handle, (flags & CU_STREAM_NON_BLOCKING) != 0);
       std::lock_guard l(impl_->mu);
       impl_->streams.emplace(stream, info);
     }

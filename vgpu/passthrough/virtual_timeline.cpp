@@ -16,37 +16,36 @@ OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device,
   op->duration = duration;
   op->device = device;
   std::lock_guard l(mu_);
-  Stream& s = streams_[key];
-  s.kind = kind;
-  if (s.lane < 0) s.lane = next_lane_++;
-  op->lane = s.lane;
-  if (s.tail) op->deps.push_back(s.tail);
+  streams_.for_each_predecessor(key, kind, [&op](const OpRef& last, bool /*own stream*/) {
+    if (last) op->deps.push_back(last);
+  });
   for (const OpRef& w : waits)
     if (w) op->deps.push_back(w);
-  // The legacy default stream's implicit barrier, both ways.
-  if (kind != StreamKind::non_blocking) {
-    for (const auto& [other_key, other] : streams_) {
-      if (other_key.context != key.context || other_key == key || !other.tail) continue;
-      const bool barrier = kind == StreamKind::legacy ? other.kind == StreamKind::blocking
-                                                      : other.kind == StreamKind::legacy;
-      if (barrier) op->deps.push_back(other.tail);
-    }
-  }
-  s.tail = op;
+  auto& s = streams_.stream(key, kind);
+  if (s.lane < 0) s.lane = next_lane_++;
+  op->lane = s.lane;
+  s.last = op;
   if (!try_resolve(*op)) pending_.push_back(op);
   return op;
+}
+
+std::optional<double> VirtualTimeline::start_once_ready(const TimedOp& op) {
+  if (op.resolved) return op.start;
+  double start = op.issue;
+  for (const OpRef& d : op.deps) {
+    if (!d->resolved) return std::nullopt;
+    start = std::max(start, d->finish);
+  }
+  return start;
 }
 
 bool VirtualTimeline::try_resolve(TimedOp& op) {
   if (op.resolved) return true;
   if (op.duration < 0) return false;
-  double start = op.issue;
-  for (const OpRef& d : op.deps) {
-    if (!d->resolved) return false;
-    start = std::max(start, d->finish);
-  }
-  op.start = start;
-  op.finish = start + op.duration;
+  const std::optional<double> start = start_once_ready(op);
+  if (!start) return false;
+  op.start = *start;
+  op.finish = *start + op.duration;
   op.resolved = true;
   op.deps.clear();
   op.deps.shrink_to_fit();
@@ -68,26 +67,21 @@ std::optional<double> VirtualTimeline::start_if_ready(const OpRef& op, bool wait
   } else if (!l.try_lock()) {
     return std::nullopt;
   }
-  if (op->resolved) return op->start;
-  double start = op->issue;
-  for (const OpRef& d : op->deps) {
-    if (!d->resolved) return std::nullopt;
-    start = std::max(start, d->finish);
-  }
-  return start;
+  return start_once_ready(*op);
 }
 
 OpRef VirtualTimeline::tail(const StreamKey& key) const {
   std::lock_guard l(mu_);
-  auto it = streams_.find(key);
-  return it == streams_.end() ? nullptr : it->second.tail;
+  const auto* s = streams_.find(key);
+  return s == nullptr ? nullptr : s->last;
 }
 
 std::vector<OpRef> VirtualTimeline::tails_of_context(const void* context) const {
   std::vector<OpRef> out;
   std::lock_guard l(mu_);
-  for (const auto& [key, s] : streams_)
-    if (key.context == context && s.tail) out.push_back(s.tail);
+  streams_.for_each_in_context(context, [&out](const StreamKey&, const auto& s) {
+    if (s.last) out.push_back(s.last);
+  });
   return out;
 }
 
@@ -112,17 +106,8 @@ void VirtualTimeline::resolve(const Measure& measure, const OpRef& target, bool 
   for (OpRef& op : pending_) {
     if (op->resolved) continue;
     if (op->duration < 0) {
-      double start = op->issue;
-      bool ready = true;
-      for (const OpRef& d : op->deps) {
-        if (!d->resolved) {
-          ready = false;
-          break;
-        }
-        start = std::max(start, d->finish);
-      }
-      if (ready) {
-        const double d = measure(*op, start, forced.contains(op.get()));
+      if (const std::optional<double> start = start_once_ready(*op)) {
+        const double d = measure(*op, *start, forced.contains(op.get()));
         if (d >= 0) op->duration = d;
       }
     }
@@ -145,12 +130,12 @@ size_t VirtualTimeline::pending() const {
 
 void VirtualTimeline::forget_stream(const StreamKey& key) {
   std::lock_guard l(mu_);
-  streams_.erase(key);
+  streams_.forget_stream(key);
 }
 
 void VirtualTimeline::forget_context(const void* context) {
   std::lock_guard l(mu_);
-  std::erase_if(streams_, [context](const auto& kv) { return kv.first.context == context; });
+  streams_.forget_context(context);
 }
 
 }  // namespace vgpu::pt

@@ -1,8 +1,9 @@
 // The virtual timeline of the passthrough backend's streams: real work runs on the real GPU,
-// and each op the program submits also gets a place on its stream's virtual timeline. An op
-// starts at the latest of its issue time (the issuing thread's virtual clock plus the launch
-// latency), the finish of the op before it on its stream, and the finish of every op it waits
-// for (a recorded event, the legacy default stream's implicit barrier); it lasts its duration.
+// and each op the program submits also gets a place on its stream's virtual timeline. What an op
+// waits for is the rule both backends share (timing/stream_order.h: the op before it on its
+// stream, what it names, the default streams' barrier); it starts at the latest of its issue
+// time (the issuing thread's virtual clock plus the launch latency) and their finish, and lasts
+// its duration.
 //
 // Durations may be unknown when the op is submitted (the launch is being measured on the real
 // GPU and the measurement is read only once the real work is done), so ops resolve lazily:
@@ -20,8 +21,9 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <unordered_map>
 #include <vector>
+
+#include "timing/stream_order.h"
 
 namespace vgpu::pt {
 
@@ -40,15 +42,11 @@ struct TimedOp {
 };
 using OpRef = std::shared_ptr<TimedOp>;
 
-// Which stream an op goes to. The legacy default stream of a context waits for every blocking
-// stream of the context, and blocking streams wait for it (CUDA's default-stream semantics);
-// non-blocking streams wait for neither.
-enum class StreamKind { legacy, blocking, non_blocking };
-struct StreamKey {
-  const void* context = nullptr;
-  const void* stream = nullptr;  // a real stream handle, or a per-thread default stream's id
-  bool operator==(const StreamKey&) const = default;
-};
+// Which stream an op goes to: its kind says which default-stream barrier it takes part in
+// (timing/stream_order.h). The key's stream is a real stream handle, or a per-thread default
+// stream's id.
+using StreamKind = timing::StreamKind;
+using StreamKey = timing::StreamOrder<OpRef>::Key;
 
 class VirtualTimeline {
  public:
@@ -95,23 +93,16 @@ class VirtualTimeline {
   void forget_context(const void* context);
 
  private:
-  struct KeyHash {
-    size_t operator()(const StreamKey& k) const {
-      return std::hash<const void*>()(k.context) * 31 + std::hash<const void*>()(k.stream);
-    }
-  };
-  struct Stream {
-    StreamKind kind = StreamKind::blocking;
-    OpRef tail;
-    int32_t lane = -1;
-  };
+  // The start of `op` once every op it waits for is resolved: the latest of its issue time and
+  // their finish (the sim's engine places a task by the same rule); nullopt before.
+  static std::optional<double> start_once_ready(const TimedOp& op);
   // Resolves `op` if its duration and dependencies allow; true when resolved.
   bool try_resolve(TimedOp& op);
 
   std::function<void(const TimedOp&)> on_resolved_;
 
   mutable std::mutex mu_;
-  std::unordered_map<StreamKey, Stream, KeyHash> streams_;
+  timing::StreamOrder<OpRef> streams_;  // each stream's kind and last op
   std::deque<OpRef> pending_;  // submission order
   int32_t next_lane_ = 0;
 };

@@ -1,5 +1,5 @@
 // The launch latency both backends' timelines add to a thread's clock: the earliest an op the
-// thread issues now can start on the GPU. Split from sim/exec/virtual_clock.h so that the
+// thread issues now can start on the GPU. Split from sim/core/virtual_clock.h so that the
 // passthrough takes the same figure without including the sim backend.
 #pragma once
 

@@ -1,5 +1,5 @@
 // The CPU time a host thread spends outside driver calls, which is what its virtual CPU clock
-// advances by (sim/exec/virtual_clock.h), read cheaply.
+// advances by (sim/core/virtual_clock.h), read cheaply.
 //
 // Why: the thread's CPU clock (CLOCK_THREAD_CPUTIME_ID) is a system call (~0.3 us, more under
 // seccomp or a hypervisor), and reading it on entry and exit of every call was half the cost of

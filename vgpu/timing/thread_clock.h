@@ -17,7 +17,7 @@
 // Only a thread that keeps virtual time polls (keeps_time()): others, such as NCCL's watchdog,
 // keep real time and their timeouts.
 //
-// What differs between the backends stays in each (sim/exec/virtual_clock.h: the thread's
+// What differs between the backends stays in each (sim/core/virtual_clock.h: the thread's
 // promise to simcore's engine; passthrough/thread_clock.h: each virtual device's horizon); the
 // rule is this class.
 #pragma once

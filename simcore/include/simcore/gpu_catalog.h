@@ -23,7 +23,8 @@ const GpuModel* find_gpu_model(std::string_view id_or_alias);
 std::string known_gpu_models();
 
 // ---- CUdevice_attribute ---------------------------------------------------------------------
-// The list comes from the toolkit's cuda.h at build time (gen_cu_attributes.py), one entry per
+// The list is the toolkit's cuda.h's, as the plain-number table generated from it
+// (simcore/cluster/cu_device_attributes.inc, checked against cuda.h by a test): one entry per
 // value in enum order, under the name cuda.h does not mark as a deprecated alias.
 struct CuAttribute {
   int value;

@@ -10,7 +10,7 @@
 
 using vgpu::DeviceRegistry;
 
-// VGPU_CALL_SCOPE() of sim/exec/virtual_clock.h, for a file that is built into both backends: the
+// VGPU_CALL_SCOPE() of sim/core/virtual_clock.h, for a file that is built into both backends: the
 // sim backend defines these two (CPU time spent inside the driver is not charged to the calling
 // thread's virtual clock); the passthrough library keeps no virtual clocks and does not, so the
 // weak references are null there and the scope does nothing.

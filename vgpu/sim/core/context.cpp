@@ -4,7 +4,6 @@
 // and frees the memory it allocated, as the real driver does, and gives the device back the
 // context's own overhead when it was the device's last context.
 #include "sim/core/context.h"
-#include "sim/darkapi/context_local_storage.h"
 
 #include <algorithm>
 #include <atomic>
@@ -16,9 +15,6 @@
 #include "sim/core/driver_state.h"
 #include "sim/core/handle_table.h"
 #include "sim/core/thread_state.h"
-#include "sim/exec/module_registry.h"  // modules go with their context
-#include "sim/exec/stream.h"
-#include "sim/memory/memory.h"
 
 namespace vgpu {
 
@@ -160,7 +156,8 @@ uint64_t ContextManager::context_overhead_bytes(int sm_count) {
 }
 
 struct ContextManager::Impl {
-  explicit Impl(DriverState& d) : driver(d), per_device(static_cast<size_t>(d.device_count())) {}
+  Impl(DriverState& d, Teardown t)
+      : driver(d), teardown_hook(std::move(t)), per_device(static_cast<size_t>(d.device_count())) {}
 
   struct PerDevice {
     std::shared_ptr<ContextState> primary;
@@ -169,6 +166,7 @@ struct ContextManager::Impl {
   };
 
   DriverState& driver;
+  const Teardown teardown_hook;
   HandleTable<ContextState> table;
   mutable std::mutex mu;  // guards per_device
   std::vector<PerDevice> per_device;
@@ -197,15 +195,12 @@ struct ContextManager::Impl {
   }
   // What every context's end does: its streams and its memory go.
   void teardown(const ContextState& ctx) {
-    // The runtime's context-local storage first: its destructors may still use the streams.
-    darkapi::context_local_storage_context_destroyed(ctx.handle());
-    driver.streams().context_destroyed(ctx.handle());
-    driver.modules().context_destroyed(ctx.handle());
-    driver.memory().context_destroyed(ctx.handle());
+    if (teardown_hook) teardown_hook(ctx.handle());
   }
 };
 
-ContextManager::ContextManager(DriverState& driver) : impl_(std::make_unique<Impl>(driver)) {}
+ContextManager::ContextManager(DriverState& driver, Teardown teardown)
+    : impl_(std::make_unique<Impl>(driver, std::move(teardown))) {}
 ContextManager::~ContextManager() = default;
 
 std::shared_ptr<Context> ContextManager::find(CUcontext ctx) const { return impl_->table.find(ctx); }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -63,7 +64,11 @@ class ContextState : public Context {
 
 class ContextManager {
  public:
-  explicit ContextManager(DriverState& driver);
+  // `teardown` is called as each context ends, before its handle goes: what the layers above
+  // this one keep per context (streams, modules, memory, the runtime's context-local storage)
+  // goes with it. The root (sim/driver_state.cpp) names them; this layer includes none of them.
+  using Teardown = std::function<void(CUcontext)>;
+  ContextManager(DriverState& driver, Teardown teardown);
   ~ContextManager();
 
   // nullptr for a handle that is not a live context.

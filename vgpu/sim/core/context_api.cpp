@@ -5,8 +5,7 @@
 #include "sim/core/driver_state.h"
 #include "sim/core/thread_state.h"
 #include "front/driver/entry_points.h"
-#include "sim/exec/stream.h"
-#include "sim/exec/virtual_clock.h"
+#include "sim/core/virtual_clock.h"
 
 using vgpu::Context;
 using vgpu::ContextManager;
@@ -358,14 +357,5 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext) {
   return CUDA_SUCCESS;
 }
 
-// ---- synchronization -----------------------------------------------------------------------
-
-VGPU_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
-  VGPU_CALL_SCOPE();
-  ContextManager* m;
-  if (CUresult r = manager(&m); r != CUDA_SUCCESS) return r;
-  std::shared_ptr<Context> c;
-  if (CUresult r = m->resolve(ctx, &c); r != CUDA_SUCCESS) return report("cuCtxSynchronize", r);
-  return DriverState::get()->streams().synchronize_context(c->handle());
-}
-VGPU_EXPORT CUresult CUDAAPI cuCtxSynchronize(void) { VGPU_CALL_SCOPE(); return cuCtxSynchronize_v2(nullptr); }
+// cuCtxSynchronize waits for the context's streams: with the stream entry points
+// (sim/exec/stream_api.cpp).

@@ -24,6 +24,7 @@ namespace vgpu {
 class ContextManager;   // sim/core/context.h      contexts, primary contexts, per-thread current
 class MemoryManager;    // sim/memory/memory.h        every allocation path, pointer queries, copies
 class StreamManager;    // sim/exec/stream.h       streams, events, ordering, host functions
+class StreamQueue;      // sim/core/stream_queue.h  the streams as the layers below exec/ see them
 class ModuleManager;    // sim/exec/module_registry.h modules, libraries, functions, launches
 class GraphManager;     // sim/exec/graph.h        graphs, capture, instantiation, launch
 class ExportTables;     // darkapi/            cuGetExportTable
@@ -49,6 +50,7 @@ class DriverState {
   ContextManager& contexts() const { return *contexts_; }
   MemoryManager& memory() const { return *memory_; }
   StreamManager& streams() const { return *streams_; }
+  StreamQueue& stream_queue() const;  // the same streams, for memory/ (below exec/)
   ModuleManager& modules() const { return *modules_; }
   GraphManager& graphs() const { return *graphs_; }
 

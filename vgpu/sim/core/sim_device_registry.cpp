@@ -2,7 +2,7 @@
 #include "front/device/device_registry.h"
 #include "sim/core/driver_state.h"
 #include "sim/core/thread_state.h"
-#include "sim/exec/virtual_clock.h"
+#include "sim/core/virtual_clock.h"
 
 namespace vgpu {
 namespace {

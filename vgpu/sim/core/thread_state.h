@@ -6,7 +6,7 @@
 //
 // Ranks. Every host thread that submits work is a rank of the engine (simcore/engine.h), and its
 // floor is its virtual clock: every op a thread submits starts at or after the thread's clock
-// (sim/exec/virtual_clock.h), so the clock is a promise the thread keeps. The engine finalizes and
+// (sim/core/virtual_clock.h), so the clock is a promise the thread keeps. The engine finalizes and
 // reclaims what finishes before the lowest promise; without ranks it would keep every event of
 // the run. A thread joins on its first submission and leaves when it exits.
 #pragma once

@@ -14,7 +14,7 @@
 #include "front/export_tables/trace.h"
 #include "contracts/vgpu_clock_table.h"
 #include "front/driver/cuda_api.h"
-#include "sim/exec/virtual_clock.h"
+#include "sim/core/virtual_clock.h"
 #include "front/nccl/nccl_plugin_client.h"
 
 using namespace vgpu::darkapi;

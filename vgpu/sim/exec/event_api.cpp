@@ -1,7 +1,7 @@
 // Event entry points: thin calls into StreamManager's events (virtual-time answers).
 #include "sim/core/driver_state.h"
 #include "sim/exec/stream.h"
-#include "sim/exec/virtual_clock.h"
+#include "sim/core/virtual_clock.h"
 
 using vgpu::DriverState;
 

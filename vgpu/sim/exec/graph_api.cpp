@@ -3,7 +3,7 @@
 #include "sim/core/driver_state.h"
 #include "sim/exec/graph.h"
 #include "sim/exec/stream.h"
-#include "sim/exec/virtual_clock.h"
+#include "sim/core/virtual_clock.h"
 #include "sim/memory/copy.h"
 #include "sim/memory/memory.h"
 

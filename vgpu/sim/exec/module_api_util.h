@@ -5,7 +5,7 @@
 #include "common/log.h"
 #include "sim/core/driver_state.h"
 #include "sim/exec/module_registry.h"
-#include "sim/exec/virtual_clock.h"
+#include "sim/core/virtual_clock.h"
 
 namespace vgpu {
 

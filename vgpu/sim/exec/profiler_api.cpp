@@ -6,7 +6,7 @@
 #include "sim/core/context.h"
 #include "sim/core/driver_state.h"
 #include "front/driver/entry_points.h"
-#include "sim/exec/virtual_clock.h"
+#include "sim/core/virtual_clock.h"
 
 namespace {
 

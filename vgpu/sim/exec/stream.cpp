@@ -34,10 +34,11 @@
 #include "sim/exec/activity_report.h"
 #include "sim/exec/graph.h"
 #include "sim/exec/stream_objects.h"
-#include "sim/exec/virtual_clock.h"
+#include "sim/core/virtual_clock.h"
 #include "sim/exec/worker_pool.h"
 #include "sim/memory/memory.h"
 #include "simcore/engine.h"
+#include "timing/stream_order.h"
 
 namespace vgpu {
 namespace {
@@ -77,6 +78,7 @@ struct StreamManager::Impl {
   std::unordered_map<CUcontext, CtxStreams> by_ctx;                          // under mu
   std::map<std::pair<std::thread::id, CUcontext>, std::shared_ptr<Stream>> ptds;  // under mu
   std::unordered_map<Stream*, std::shared_ptr<Stream>> pending;  // streams with queued ops
+  timing::StreamOrder<StreamLast> order;  // every stream's last op (under mu)
   std::atomic<unsigned long long> next_id{16};
   std::atomic<uint64_t> next_capture_id{1};
   ActivityReport activity{driver.engine(), driver.status()};  // the status region's view
@@ -102,9 +104,8 @@ struct StreamManager::Impl {
   }
 
   CUresult resolve(CUstream h, bool per_thread, std::shared_ptr<Stream>* out) {
-    const auto v = reinterpret_cast<uintptr_t>(h);
-    if (h != nullptr && v != reinterpret_cast<uintptr_t>(CU_STREAM_LEGACY) &&
-        v != reinterpret_cast<uintptr_t>(CU_STREAM_PER_THREAD)) {
+    const timing::StreamArg arg = timing::stream_arg(h, per_thread);
+    if (arg == timing::StreamArg::handle) {
       *out = streams.find(h);
       if (!*out) {
         log::warn("stream {} is not a live stream", static_cast<const void*>(h));
@@ -112,8 +113,7 @@ struct StreamManager::Impl {
       }
       return CUDA_SUCCESS;
     }
-    const bool want_ptds = v == reinterpret_cast<uintptr_t>(CU_STREAM_PER_THREAD) ||
-                           (h == nullptr && per_thread);
+    const bool want_ptds = arg == timing::StreamArg::per_thread;
     auto ctx = driver.contexts().current();
     if (!ctx) {
       log::warn("default stream used with no current context");
@@ -144,19 +144,25 @@ struct StreamManager::Impl {
     if (vid != simcore::kNoEvent) after.push_back(vid);
   }
 
-  // What an op at the head of `s` waits for: the previous op of the stream (virtual only; the
-  // queue orders the real effects) and the legacy default stream's implicit barriers.
+  // The last op of `s` (none yet: an empty one). Under mu.
+  const StreamLast& last_of(const Stream& s) const {
+    static const StreamLast kNone;
+    const auto* e = order.find(s.order_key());
+    return e == nullptr ? kNone : e->last;
+  }
+
+  // What an op at the head of `s` waits for, by the stream order both backends share
+  // (timing/stream_order.h): the previous op of the stream (virtual only; the queue orders the
+  // real effects) and the default-stream barrier's ops of other streams.
   void stream_deps(const Stream& s, std::vector<std::shared_ptr<Op>>& waits,
                    std::vector<simcore::EventId>& after) {
-    if (s.last_vid != simcore::kNoEvent) after.push_back(s.last_vid);
-    auto it = by_ctx.find(s.ctx);
-    if (it == by_ctx.end()) return;
-    if (s.role == Stream::Role::legacy) {
-      for (auto& t : it->second.streams)
-        if (t->blocking()) add_dep(t->last, t->last_vid, waits, after);
-    } else if (s.blocking() && it->second.legacy) {
-      add_dep(it->second.legacy->last, it->second.legacy->last_vid, waits, after);
-    }
+    order.for_each_predecessor(s.order_key(), s.kind(), [&](const StreamLast& l, bool own) {
+      if (!own) {
+        add_dep(l.op, l.vid, waits, after);
+      } else if (l.vid != simcore::kNoEvent) {
+        after.push_back(l.vid);
+      }
+    });
   }
 
   simcore::EventId add_virtual(const Stream& s, const Work& w, std::vector<simcore::EventId> after,
@@ -220,8 +226,7 @@ struct StreamManager::Impl {
     op->execute = std::move(work.execute);
     op->ready = std::move(ready);
     op->waits = std::move(waits);
-    s->last = op;
-    s->last_vid = op->vid;
+    order.stream(s->order_key(), s->kind()).last = {op, op->vid};
     s->queue.push_back(op);
     const bool idle = s->queue.size() == 1 && !s->running;
     const bool inline_ok = idle && op->waits.empty() && !op->on_worker && !op->ready;
@@ -276,6 +281,7 @@ struct StreamManager::Impl {
     if (it == by_ctx.end()) return;
     auto& v = it->second.streams;
     v.erase(std::remove(v.begin(), v.end(), s), v.end());
+    order.forget_stream(s->order_key());
   }
 
   static void run(Op& op) {
@@ -460,9 +466,9 @@ bool StreamManager::append_after_last(uint64_t last, Work work) {
   {
     std::lock_guard lock(impl_->mu);
     for (auto& [ctx, cs] : impl_->by_ctx) {
-      if (cs.legacy && cs.legacy->last_vid == last) target = cs.legacy;
+      if (cs.legacy && impl_->last_of(*cs.legacy).vid == last) target = cs.legacy;
       for (auto& t : cs.streams)
-        if (!target && t->last_vid == last && !t->destroyed) target = t;
+        if (!target && impl_->last_of(*t).vid == last && !t->destroyed) target = t;
       if (target) break;
     }
     if (!target || target->capture) return false;
@@ -515,8 +521,8 @@ CUresult StreamManager::synchronize_context(CUcontext ctx) {
     std::lock_guard lock(impl_->mu);
     auto it = impl_->by_ctx.find(ctx);
     if (it == impl_->by_ctx.end()) return CUDA_SUCCESS;
-    if (auto& l = it->second.legacy) lasts.emplace_back(l->last, l->last_vid);
-    for (auto& s : it->second.streams) lasts.emplace_back(s->last, s->last_vid);
+    if (auto& l = it->second.legacy) lasts.emplace_back(impl_->last_of(*l).op, impl_->last_of(*l).vid);
+    for (auto& s : it->second.streams) lasts.emplace_back(impl_->last_of(*s).op, impl_->last_of(*s).vid);
   }
   if (CUresult r = impl_->sync_with(lasts); r != CUDA_SUCCESS) return r;
   // Added by the memory helper: stream-ordered pools release memory at synchronization.
@@ -537,7 +543,7 @@ void StreamManager::context_destroyed(CUcontext ctx) {
     std::shared_ptr<Op> last;
     {
       std::lock_guard lock(impl_->mu);
-      last = s->last;
+      last = impl_->last_of(*s).op;
     }
     impl_->wait_done(last);  // NOT_PERMITTED from a host function: then do not wait
     impl_->streams.remove(s->handle);
@@ -546,6 +552,7 @@ void StreamManager::context_destroyed(CUcontext ctx) {
     if (e->ctx == ctx) impl_->events.remove(e->handle);
   std::lock_guard lock(impl_->mu);
   impl_->by_ctx.erase(ctx);
+  impl_->order.forget_context(ctx);
   for (auto it = impl_->ptds.begin(); it != impl_->ptds.end();)
     it = it->first.second == ctx ? impl_->ptds.erase(it) : std::next(it);
 }
@@ -606,8 +613,9 @@ CUresult StreamManager::query(CUstream stream, bool per_thread) {
       impl_->invalidate(*s);
       return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
-    if (s->last && !s->last->done) return CUDA_ERROR_NOT_READY;
-    vid = s->last_vid;
+    const StreamLast& last = impl_->last_of(*s);
+    if (last.op && !last.op->done) return CUDA_ERROR_NOT_READY;
+    vid = last.vid;
   }
   vclock::advance_to(impl_->finish_of(vid));
   return CUDA_SUCCESS;
@@ -625,8 +633,8 @@ CUresult StreamManager::synchronize(CUstream stream, bool per_thread) {
       impl_->invalidate(*s);
       return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
-    last = s->last;
-    vid = s->last_vid;
+    last = impl_->last_of(*s).op;
+    vid = impl_->last_of(*s).vid;
   }
   if (CUresult r = impl_->sync_with({{last, vid}}); r != CUDA_SUCCESS) return r;
   impl_->driver.memory().synchronized(s->device);  // added by the memory helper (pools)
@@ -956,7 +964,7 @@ CUresult StreamManager::submit_items(CUstream stream, std::vector<LaunchItem> it
     join.after = std::move(sinks);
     join.label = "graph end";
     if (auto id = impl_->engine().add_task(join); id != simcore::kNoEvent) {
-      s->last_vid = id;
+      impl_->order.stream(s->order_key(), s->kind()).last.vid = id;
       if (op) {  // the last real op stands for the graph's end, and keeps its own event
         if (op->own_vid == simcore::kNoEvent) op->own_vid = op->vid;
         op->vid = id;

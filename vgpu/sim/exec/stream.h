@@ -8,6 +8,7 @@
 #include <memory>
 #include <vector>
 
+#include "sim/core/stream_queue.h"
 #include "sim/core/stream_work.h"
 #include "front/driver/cuda_api.h"
 
@@ -16,25 +17,15 @@ namespace vgpu {
 class DriverState;
 struct LaunchItem;
 
-class StreamManager {
+class StreamManager final : public StreamQueue {
  public:
   explicit StreamManager(DriverState& driver);
   ~StreamManager();
 
-  // Queue `work` on `stream`, after everything before it on that stream. `stream` may be 0 (the
-  // current context's legacy default stream, or its per-thread default stream when
-  // `per_thread` is set, as for the _ptds/_ptsz entry points), CU_STREAM_LEGACY,
-  // CU_STREAM_PER_THREAD, or a stream handle. While the stream is being captured, the work is
-  // recorded into the graph instead. CUDA_ERROR_INVALID_HANDLE for a stream that is not live,
-  // CUDA_ERROR_INVALID_CONTEXT when 0 is passed and no context is current.
-  CUresult submit(CUstream stream, Work work, bool per_thread = false);
-
-  // submit() and wait until the work has run, advancing the calling thread's virtual clock to
-  // its virtual finish: what the synchronous copies and sets do.
-  CUresult submit_and_wait(CUstream stream, Work work, bool per_thread = false);
-
-  // The virtual device a stream handle runs on (resolving 0/LEGACY/PER_THREAD as submit does).
-  CUresult device_of(CUstream stream, bool per_thread, int* device) const;
+  // What memory/ queues through (sim/core/stream_queue.h says what each does).
+  CUresult submit(CUstream stream, Work work, bool per_thread = false) override;
+  CUresult submit_and_wait(CUstream stream, Work work, bool per_thread = false) override;
+  CUresult device_of(CUstream stream, bool per_thread, int* device) const override;
 
   // Wait for all work of every stream of the context (cuCtxSynchronize), advancing the calling
   // thread's virtual clock.

@@ -3,9 +3,10 @@
 #include <cstring>
 
 #include "common/log.h"
+#include "sim/core/context.h"
 #include "sim/core/driver_state.h"
 #include "sim/exec/stream.h"
-#include "sim/exec/virtual_clock.h"
+#include "sim/core/virtual_clock.h"
 #include "sim/memory/memory.h"
 
 using vgpu::DriverState;
@@ -230,6 +231,16 @@ CUresult wait_event(CUstream s, CUevent e, unsigned f, bool pt) {
 }
 CUresult copy_attrs(CUstream d, CUstream s, bool pt) { VGPU_STREAMS(sm); return sm->copy_attributes(d, s, pt); }
 }  // namespace
+
+// cuCtxSynchronize: every stream of a context (`ctx` null: the current one).
+VGPU_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
+  VGPU_CALL_SCOPE();
+  VGPU_STREAMS(sm);
+  std::shared_ptr<vgpu::Context> c;
+  if (CUresult r = DriverState::get()->contexts().resolve(ctx, &c); r != CUDA_SUCCESS) return r;
+  return sm->synchronize_context(c->handle());
+}
+VGPU_EXPORT CUresult CUDAAPI cuCtxSynchronize(void) { VGPU_CALL_SCOPE(); return cuCtxSynchronize_v2(nullptr); }
 
 #define A(...) __VA_ARGS__
 VGPU_BOTH(query, cuStreamQuery, (CUstream s), A(s))

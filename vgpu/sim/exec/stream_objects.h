@@ -10,6 +10,7 @@
 
 #include "front/driver/cuda_api.h"
 #include "simcore/engine.h"
+#include "timing/stream_order.h"
 
 namespace vgpu {
 
@@ -35,6 +36,13 @@ struct Op {
     if (vid != simcore::kNoEvent) engine->release(vid);
     if (own_vid != simcore::kNoEvent && own_vid != vid) engine->release(own_vid);
   }
+};
+
+// A stream's last op as the stream order (timing/stream_order.h) keeps it: the op (for the real
+// order of effects) and its point in virtual time, which after a graph launch is the graph's end.
+struct StreamLast {
+  std::shared_ptr<Op> op;
+  simcore::EventId vid = simcore::kNoEvent;
 };
 
 struct Stream;
@@ -65,8 +73,6 @@ struct Stream {
   std::deque<std::shared_ptr<Op>> queue;  // not yet done; the head may be running
   bool running = false;                   // an op of this stream is executing or scheduled
   bool destroyed = false;
-  std::shared_ptr<Op> last;               // last op submitted (possibly done)
-  simcore::EventId last_vid = simcore::kNoEvent;
   // The events of its last kLaunchQueueDepth ops (stream.cpp): a launch past that many waits,
   // in virtual time, for the oldest to finish, as a real driver's full launch queue blocks.
   std::deque<simcore::EventId> in_flight;
@@ -76,8 +82,17 @@ struct Stream {
   std::vector<CUgraphNode> frontier;      // capture: what the next node depends on
   std::vector<CUgraphNode> frontier_out;  // what cuStreamGetCaptureInfo handed out
 
-  // Blocking streams synchronize with the legacy default stream.
-  bool blocking() const { return role != Role::user || !(flags & CU_STREAM_NON_BLOCKING); }
+  // Its place in the default-stream barrier (timing/stream_order.h); its last op is kept by the
+  // stream order, under order_key() (StreamManager's `order`).
+  timing::StreamKind kind() const {
+    const timing::StreamArg named = role == Role::legacy       ? timing::StreamArg::legacy
+                                    : role == Role::per_thread ? timing::StreamArg::per_thread
+                                                               : timing::StreamArg::handle;
+    return timing::stream_kind(named, (flags & CU_STREAM_NON_BLOCKING) != 0);
+  }
+  // Blocking streams (the legacy default stream among them) synchronize with the legacy one.
+  bool blocking() const { return kind() != timing::StreamKind::non_blocking; }
+  timing::StreamOrder<StreamLast>::Key order_key() const { return {ctx, handle}; }
 };
 
 struct Event {

@@ -10,7 +10,7 @@
 
 #include "front/driver/entry_points.h"
 #include "front/memory/array_size.h"
-#include "sim/exec/virtual_clock.h"
+#include "sim/core/virtual_clock.h"
 #include "sim/memory/api_util.h"
 
 using namespace vgpu;

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <vector>
 
-#include "sim/exec/stream.h"
+#include "sim/core/stream_queue.h"
 #include "sim/memory/api_util.h"
 
 namespace vgpu::sim {
@@ -99,7 +99,7 @@ const simcore::GpuModel& model_of(const Call& c, int device) {
 // memory to device memory, no host-side synchronization is performed" (CUDA runtime API, API
 // synchronization behavior), so the host goes on while the copy runs in stream order.
 CUresult run(Call& c, Work work, Submit how, bool device_to_device = false) {
-  StreamManager& s = c.driver->streams();
+  StreamQueue& s = c.driver->stream_queue();
   return how.async || device_to_device ? s.submit(how.stream, std::move(work), how.per_thread)
                                        : s.submit_and_wait(how.stream, std::move(work), how.per_thread);
 }

@@ -3,8 +3,8 @@
 // only move pages on real hardware) and a prefetch occupies its stream for the transfer time.
 #include "front/launch/copy_cost.h"
 #include "front/driver/entry_points.h"
-#include "sim/exec/stream.h"
-#include "sim/exec/virtual_clock.h"
+#include "sim/core/stream_queue.h"
+#include "sim/core/virtual_clock.h"
 #include "sim/memory/api_util.h"
 #include "sim/memory/copy.h"
 
@@ -106,7 +106,7 @@ CUresult prefetch(CUdeviceptr ptr, size_t count, CUmemLocation loc, unsigned int
     std::lock_guard l(g_advice_mu);
     a->last_prefetch = id;
   };
-  return c.driver->streams().submit(s, std::move(w), per_thread);
+  return c.driver->stream_queue().submit(s, std::move(w), per_thread);
 }
 CUmemLocation device_location(CUdevice d) {
   CUmemLocation loc{};
@@ -188,7 +188,7 @@ CUresult attach_mem(CUstream s, CUdeviceptr ptr, size_t length, unsigned int fla
   Work w;
   w.kind = Work::Kind::other;
   w.label = fmt::format("attach {} B", a->size);
-  return c.driver->streams().submit(s, std::move(w), per_thread);
+  return c.driver->stream_queue().submit(s, std::move(w), per_thread);
 }
 }  // namespace
 

@@ -4,8 +4,8 @@
 #include <atomic>
 
 #include "front/driver/entry_points.h"
-#include "sim/exec/stream.h"
-#include "sim/exec/virtual_clock.h"
+#include "sim/core/stream_queue.h"
+#include "sim/core/virtual_clock.h"
 #include "sim/memory/api_util.h"
 
 using namespace vgpu;
@@ -78,7 +78,7 @@ CUresult alloc_async(const char* call, CUdeviceptr* dptr, size_t bytes, CUmemory
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   if (dptr == nullptr || bytes == 0) return fail(CUDA_ERROR_INVALID_VALUE, "{}: null pointer or size 0", call);
   int dev = 0;
-  if (CUresult r = c.driver->streams().device_of(stream, per_thread, &dev); r != CUDA_SUCCESS)
+  if (CUresult r = c.driver->stream_queue().device_of(stream, per_thread, &dev); r != CUDA_SUCCESS)
     return fail(r, "{}: stream {} is not usable", call, static_cast<void*>(stream));
   std::shared_ptr<Pool> pool;
   if (from_pool) {
@@ -105,7 +105,7 @@ CUresult free_async(const char* call, CUdeviceptr dptr, CUstream stream, bool pe
   if (CUresult r = sim::begin(&c); r != CUDA_SUCCESS) return r;
   if (dptr == 0) return fail(CUDA_ERROR_INVALID_VALUE, "{}: pointer is NULL", call);
   int dev = 0;
-  if (CUresult r = c.driver->streams().device_of(stream, per_thread, &dev); r != CUDA_SUCCESS)
+  if (CUresult r = c.driver->stream_queue().device_of(stream, per_thread, &dev); r != CUDA_SUCCESS)
     return fail(r, "{}: stream {} is not usable", call, static_cast<void*>(stream));
   auto a = c.mem->index_remove(dptr, [](const Allocation& x) {
     return x.kind == AllocKind::pool || x.kind == AllocKind::device;
@@ -125,7 +125,7 @@ CUresult free_async(const char* call, CUdeviceptr dptr, CUstream stream, bool pe
       if (!once->exchange(true)) mem->uncharge(*a);
     };
   }
-  if (CUresult r = c.driver->streams().submit(stream, std::move(w), per_thread); r != CUDA_SUCCESS) {
+  if (CUresult r = c.driver->stream_queue().submit(stream, std::move(w), per_thread); r != CUDA_SUCCESS) {
     c.mem->index_add(a);  // nothing lost: the allocation stays live
     return fail(r, "{}: could not queue the free on stream {}", call, static_cast<void*>(stream));
   }

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "front/driver/entry_points.h"
-#include "sim/exec/virtual_clock.h"
+#include "sim/core/virtual_clock.h"
 #include "sim/memory/api_util.h"
 
 using namespace vgpu;

@@ -1,4 +1,4 @@
-#include "sim/exec/virtual_clock.h"
+#include "sim/core/virtual_clock.h"
 
 #include <dlfcn.h>
 #include <link.h>

@@ -1,3 +1,5 @@
+// The sim backend's root object, assembled: every folder's manager made and wired together
+// (the only file of the backend that includes them all; the folders include only those below).
 #include "sim/core/driver_state.h"
 
 #include <cstdlib>
@@ -9,7 +11,8 @@
 #include "front/driver/init_from_config.h"
 #include "sim/core/context.h"
 #include "sim/core/thread_state.h"
-#include "sim/exec/virtual_clock.h"
+#include "sim/core/virtual_clock.h"
+#include "sim/darkapi/context_local_storage.h"
 #include "sim/exec/graph.h"
 #include "sim/exec/module_registry.h"
 #include "sim/exec/stream.h"
@@ -42,7 +45,13 @@ DriverState::DriverState(simcore::ClusterSpec cluster) : cluster_(std::move(clus
   options.record_timeline = vclock::timeline_path() != nullptr;
   engine_ = simcore::make_engine(cluster_, options);
   ranks_ = std::make_unique<ThreadRanks>(*engine_);
-  contexts_ = std::make_unique<ContextManager>(*this);
+  contexts_ = std::make_unique<ContextManager>(*this, [this](CUcontext ctx) {
+    // The runtime's context-local storage first: its destructors may still use the streams.
+    darkapi::context_local_storage_context_destroyed(ctx);
+    streams_->context_destroyed(ctx);
+    modules_->context_destroyed(ctx);
+    memory_->context_destroyed(ctx);
+  });
   memory_ = std::make_unique<MemoryManager>(*this);
   streams_ = std::make_unique<StreamManager>(*this);
   modules_ = std::make_unique<ModuleManager>(*this);
@@ -64,5 +73,7 @@ CUresult DriverState::initialize(unsigned int flags) {
 }
 
 DriverState* DriverState::get() { return g_state; }
+
+StreamQueue& DriverState::stream_queue() const { return *streams_; }
 
 }  // namespace vgpu

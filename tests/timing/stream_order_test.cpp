@@ -1,0 +1,113 @@
+// The stream order both backends share (vgpu/timing/stream_order.h), alone: which ops a new op
+// on a stream waits for. tests/timing/stream_rules_test.cpp checks the same rules through the
+// driver API of each backend.
+#include "timing/stream_order.h"
+
+#include <cuda.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace vgpu::timing {
+namespace {
+
+using Order = StreamOrder<int>;  // ops named by number; 0: no op
+constexpr int kCtx = 1, kOtherCtx = 2;
+const void* ctx(int c) { return reinterpret_cast<const void*>(static_cast<uintptr_t>(c) << 4); }
+Order::Key key(int c, int s) { return {ctx(c), reinterpret_cast<const void*>(static_cast<uintptr_t>(s) << 4)}; }
+
+// What a new op on `k` waits for, sorted (0s, the streams without an op yet, left out).
+std::vector<int> preds(const Order& o, const Order::Key& k, StreamKind kind) {
+  std::vector<int> out;
+  o.for_each_predecessor(k, kind, [&out](int last, bool) {
+    if (last != 0) out.push_back(last);
+  });
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+TEST(StreamOrder, TheDefaultStreamBarrier) {
+  EXPECT_TRUE(default_stream_barrier(StreamKind::legacy, StreamKind::blocking));
+  EXPECT_TRUE(default_stream_barrier(StreamKind::blocking, StreamKind::legacy));
+  EXPECT_FALSE(default_stream_barrier(StreamKind::blocking, StreamKind::blocking));
+  EXPECT_FALSE(default_stream_barrier(StreamKind::legacy, StreamKind::non_blocking));
+  EXPECT_FALSE(default_stream_barrier(StreamKind::non_blocking, StreamKind::legacy));
+  EXPECT_FALSE(default_stream_barrier(StreamKind::non_blocking, StreamKind::blocking));
+}
+
+TEST(StreamOrder, StreamArgumentsNameTheDefaultStreams) {
+  EXPECT_EQ(stream_arg(nullptr, false), StreamArg::legacy);
+  EXPECT_EQ(stream_arg(nullptr, true), StreamArg::per_thread);  // a _ptsz/_ptds entry point
+  EXPECT_EQ(stream_arg(CU_STREAM_LEGACY, true), StreamArg::legacy);
+  EXPECT_EQ(stream_arg(CU_STREAM_PER_THREAD, false), StreamArg::per_thread);
+  int stream;
+  EXPECT_EQ(stream_arg(&stream, true), StreamArg::handle);
+}
+
+TEST(StreamOrder, ThePerThreadDefaultStreamIsBlocking) {
+  EXPECT_EQ(stream_kind(StreamArg::legacy, false), StreamKind::legacy);
+  EXPECT_EQ(stream_kind(StreamArg::per_thread, false), StreamKind::blocking);
+  EXPECT_EQ(stream_kind(StreamArg::per_thread, true), StreamKind::blocking);  // flags are a handle's
+  EXPECT_EQ(stream_kind(StreamArg::handle, false), StreamKind::blocking);
+  EXPECT_EQ(stream_kind(StreamArg::handle, true), StreamKind::non_blocking);
+}
+
+TEST(StreamOrder, EachOpWaitsForThePreviousOpOfItsStream) {
+  Order o;
+  const auto a = key(kCtx, 1), b = key(kCtx, 2);
+  EXPECT_EQ(preds(o, a, StreamKind::non_blocking), std::vector<int>{});
+  o.stream(a, StreamKind::non_blocking).last = 1;
+  o.stream(b, StreamKind::non_blocking).last = 2;
+  EXPECT_EQ(preds(o, a, StreamKind::non_blocking), std::vector<int>{1});
+  o.stream(a, StreamKind::non_blocking).last = 3;
+  EXPECT_EQ(preds(o, a, StreamKind::non_blocking), std::vector<int>{3});
+  EXPECT_EQ(preds(o, b, StreamKind::non_blocking), std::vector<int>{2});
+}
+
+TEST(StreamOrder, LegacyAndBlockingStreamsWaitForEachOther) {
+  Order o;
+  const auto legacy = key(kCtx, 0), blocking = key(kCtx, 1), per_thread = key(kCtx, 2),
+             non_blocking = key(kCtx, 3), elsewhere = key(kOtherCtx, 1);
+  o.stream(blocking, StreamKind::blocking).last = 1;
+  o.stream(per_thread, StreamKind::blocking).last = 2;  // a per-thread default stream is blocking
+  o.stream(non_blocking, StreamKind::non_blocking).last = 3;
+  o.stream(elsewhere, StreamKind::blocking).last = 4;  // another context: no barrier
+  EXPECT_EQ(preds(o, legacy, StreamKind::legacy), (std::vector<int>{1, 2}));
+  o.stream(legacy, StreamKind::legacy).last = 5;
+  EXPECT_EQ(preds(o, legacy, StreamKind::legacy), (std::vector<int>{1, 2, 5}));
+  EXPECT_EQ(preds(o, blocking, StreamKind::blocking), (std::vector<int>{1, 5}));
+  // Told apart: the op before on the same stream (the sim orders real effects by its queue).
+  std::vector<int> own;
+  o.for_each_predecessor(blocking, StreamKind::blocking, [&own](int last, bool same_stream) {
+    if (same_stream) own.push_back(last);
+  });
+  EXPECT_EQ(own, std::vector<int>{1});
+  EXPECT_EQ(preds(o, per_thread, StreamKind::blocking), (std::vector<int>{2, 5}));
+  EXPECT_EQ(preds(o, non_blocking, StreamKind::non_blocking), std::vector<int>{3});
+  EXPECT_EQ(preds(o, elsewhere, StreamKind::blocking), std::vector<int>{4});
+  // A new blocking stream waits for the legacy stream from its first op on.
+  EXPECT_EQ(preds(o, key(kCtx, 9), StreamKind::blocking), std::vector<int>{5});
+}
+
+TEST(StreamOrder, ForgottenStreamsAndContextsStartFresh) {
+  Order o;
+  const auto legacy = key(kCtx, 0), blocking = key(kCtx, 1);
+  o.stream(legacy, StreamKind::legacy).last = 1;
+  o.stream(blocking, StreamKind::blocking).last = 2;
+  o.forget_stream(blocking);
+  EXPECT_EQ(o.find(blocking), nullptr);
+  EXPECT_EQ(preds(o, legacy, StreamKind::legacy), std::vector<int>{1});
+  o.forget_stream(legacy);
+  EXPECT_EQ(preds(o, blocking, StreamKind::blocking), std::vector<int>{});
+  o.stream(legacy, StreamKind::legacy).last = 3;
+  o.stream(key(kOtherCtx, 0), StreamKind::legacy).last = 4;
+  o.forget_context(ctx(kCtx));
+  EXPECT_EQ(preds(o, blocking, StreamKind::blocking), std::vector<int>{});
+  int streams = 0;
+  o.for_each([&streams](const Order::Key&, const Order::Entry&) { ++streams; });
+  EXPECT_EQ(streams, 1);
+}
+
+}  // namespace
+}  // namespace vgpu::timing
