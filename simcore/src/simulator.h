@@ -196,6 +196,8 @@ class Simulator {
 
   void finalize();
   void retire(uint32_t slot);
+  void prefetch_neighbours(uint32_t slot) const;  // reclaim(): its dependents and link indexes
+  void prefetch_fronts(uint32_t slot) const;      // reclaim(): its link indexes' first entries
   void trim_segments(Record& r);
   TimelineEntry timeline_entry(const Record& r, const std::string& label) const;
 
@@ -218,6 +220,7 @@ class Simulator {
   Time rewind_to_ = std::numeric_limits<Time>::infinity();
   RadixQueue<QueueItem, kItemKinds> queue_;
   RadixQueue<FinishEntry, 1> finish_order_;
+  std::vector<FinishEntry> retiring_;  // scratch for reclaim()
   uint64_t stamps_ = 0;
 
   Time floor_ = 0, frontier_ = 0;
