@@ -492,7 +492,7 @@ void Simulator::reclaim(Time floor) {
     retiring_.push_back(finish_order_.top());
     finish_order_.pop();
   }
-  constexpr size_t kRecordAhead = 12, kLinksAhead = 6, kFrontsAhead = 3;
+  constexpr size_t kRecordAhead = 24, kLinksAhead = 16, kFrontsAhead = 8;
   const size_t n = retiring_.size();
   for (size_t i = 0; i < n; ++i) {
     if (i + kRecordAhead < n) {
