@@ -35,7 +35,7 @@ void FlowSolver::detach(uint32_t slot, bool touch_links) {
   if (!f.attached) return;
   for (int i = 0; i < f.count; ++i) {
     const LinkId id = f.links[i];
-    std::vector<uint32_t>& v = links_[id].flows;
+    auto& v = links_[id].flows;
     // Swap-remove, then tell the moved flow where it now sits in this link's vector.
     const uint32_t moved = v.back();
     v[f.pos[i]] = moved;
@@ -133,7 +133,8 @@ void FlowSolver::fill() {
 size_t FlowSolver::memory_bytes() const {
   size_t bytes = links_.capacity() * sizeof(LinkState) + flows_.capacity() * sizeof(FlowState) +
                  all_.capacity() * sizeof(uint32_t) + heap_.capacity() * sizeof(HeapItem);
-  for (const LinkState& l : links_) bytes += l.flows.capacity() * sizeof(uint32_t);
+  for (const LinkState& l : links_)
+    if (l.flows.capacity() > 2) bytes += l.flows.capacity() * sizeof(uint32_t);  // spilled
   return bytes;
 }
 

@@ -2,12 +2,6 @@
 
 namespace simcore::detail {
 
-IdTable::Chunk* IdTable::chunk_of(EventId id) const {
-  if (id == kNoEvent || id > last_ || id < first_) return nullptr;
-  const size_t c = static_cast<size_t>((id - first_) / kChunk);
-  return c < chunks_.size() - front_ ? chunks_[front_ + c].get() : nullptr;
-}
-
 EventId IdTable::add(uint32_t slot) {
   const EventId id = last_ + 1;
   if (index(id) == 0) {

@@ -60,4 +60,11 @@ class IdTable {
   size_t held_ = 0;                            // chunks not freed
 };
 
+// Inline: the engine asks it several times per event (known, settled, interval, slot).
+inline IdTable::Chunk* IdTable::chunk_of(EventId id) const {
+  if (id == kNoEvent || id > last_ || id < first_) return nullptr;
+  const size_t c = static_cast<size_t>((id - first_) / kChunk);
+  return c < chunks_.size() - front_ ? chunks_[front_ + c].get() : nullptr;
+}
+
 }  // namespace simcore::detail

@@ -42,7 +42,7 @@ class RadixQueue {
       now_[item.kind].items.push_back(item);
       nonempty_ |= 1u << item.kind;
     } else {
-      buckets_[bucket(k)].push_back(Entry{k, item});
+      put(bucket(k), Entry{k, item});
     }
     ++size_;
   }
@@ -81,12 +81,15 @@ class RadixQueue {
     nonempty_ = 0;
     for (int i = 0; i < Kinds; ++i)
       if (!now_[i].empty()) nonempty_ |= 1u << i;
-    for (auto& b : buckets_) {
+    full_buckets_ = 0;
+    for (int i = 1; i < static_cast<int>(buckets_.size()); ++i) {
+      auto& b = buckets_[i];
       size_t w = 0;
       for (const Entry& e : b)
         if (keep(e.item)) b[w++] = e;
       b.resize(w);
       n += w;
+      if (w > 0) full_buckets_ |= uint64_t{1} << (i - 1);
     }
     size_ = n;
   }
@@ -123,8 +126,8 @@ class RadixQueue {
   // The current instant is exhausted: the smallest time in the lowest non-empty bucket becomes
   // current, and that bucket's items move down (those at the new instant into the FIFOs).
   void advance() {
-    int b = 1;
-    while (buckets_[b].empty()) ++b;
+    const int b = 1 + std::countr_zero(full_buckets_);
+    full_buckets_ &= full_buckets_ - 1;  // b is the lowest: its items all move down
     std::vector<Entry>& from = buckets_[b];
     uint64_t least = from[0].key;
     for (const Entry& e : from) least = std::min(least, e.key);
@@ -134,13 +137,19 @@ class RadixQueue {
       if (e.key == last_) {
         now_[e.item.kind].items.push_back(e.item);
         nonempty_ |= 1u << e.item.kind;
-      } else buckets_[bucket(e.key)].push_back(e);
+      } else put(bucket(e.key), e);
     }
     scratch_.clear();
   }
 
   std::array<Fifo, Kinds> now_;
-  std::array<std::vector<Entry>, 65> buckets_;
+  void put(int b, const Entry& e) {
+    buckets_[b].push_back(e);
+    full_buckets_ |= uint64_t{1} << (b - 1);
+  }
+
+  std::array<std::vector<Entry>, 65> buckets_;  // 1..64 (0: the current instant, in now_)
+  uint64_t full_buckets_ = 0;  // bit b - 1: buckets_[b] has items (advance() skips to the lowest)
   std::vector<Entry> scratch_;
   uint64_t last_ = 0;
   size_t size_ = 0;

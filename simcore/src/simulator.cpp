@@ -172,8 +172,9 @@ void Simulator::begin(uint32_t slot, Time now) {
     push(now + r.tail, slot, kFinish);
   } else {
     r.phase = Phase::moving;
-    index_insert(slot, r);
-    attach_dirty(slot, route_of(r), 0.0);
+    const Route route = route_of(r);
+    index_insert(slot, r, route);
+    attach_dirty(slot, route, 0.0);
   }
 }
 
@@ -330,8 +331,15 @@ void Simulator::pull_in(Time now) {
     presence_work_.pop_back();
     LinkIndex& li = links_[id];
     if (li.clean == 0) continue;
+    if (li.clean_end_bound <= now && li.clean_start_bound <= now) {
+      // No clean flow moves here now or starts later (a ring's usual case: the previous flows
+      // on this link are done): nothing to pull in, nothing to watch, no index entry to read.
+      ++li.watch_stamp;
+      continue;
+    }
     auto& v = li.by_start;
-    auto it = v.upper_bound(std::make_pair(now, kRetired));
+    auto* const after = v.upper_bound(std::make_pair(now, kRetired));
+    auto* it = after;
     const Time oldest = now - li.max_duration;
     starting_.clear();
     while (it != v.begin()) {
@@ -339,6 +347,10 @@ void Simulator::pull_in(Time now) {
       if (it->first < oldest) break;
       const Record& c = records_[it->second];
       if (!c.dirty && c.transfer_end > now) starting_.push_back(it->second);
+    }
+    if (starting_.empty()) {
+      watch_from(id, after);  // nothing joined, so the index is as it was
+      continue;
     }
     for (uint32_t slot : starting_) join(slot, now);
     watch(id, now);
@@ -356,10 +368,13 @@ void Simulator::join(uint32_t slot, Time now) {
 }
 
 void Simulator::watch(LinkId id, Time now) {
+  watch_from(id, links_[id].by_start.upper_bound(std::make_pair(now, kRetired)));
+}
+
+void Simulator::watch_from(LinkId id, const StartIndex::Entry* it) {
   LinkIndex& li = links_[id];
   ++li.watch_stamp;
   if (li.clean == 0) return;
-  auto it = li.by_start.upper_bound(std::make_pair(now, kRetired));
   for (; it != li.by_start.end(); ++it) {
     if (!records_[it->second].dirty) {
       push(it->first, id, kWatch, li.watch_stamp);
@@ -383,10 +398,9 @@ void Simulator::watch_fired(LinkId id, uint32_t stamp, Time now) {
   watch(id, now);
 }
 
-void Simulator::index_insert(uint32_t slot, const Record& r) {
+void Simulator::index_insert(uint32_t slot, const Record& r, const Route& route) {
   Record& rec = records_[slot];
   rec.indexed = true;
-  const Route route = route_of(r);
   for (int i = 0; i < route.count; ++i) {
     auto& v = links_[route.links[i]].by_start;
     const auto entry = std::make_pair(r.start, slot);
@@ -420,6 +434,8 @@ void Simulator::finalize() {
         LinkIndex& li = links_[route.links[i]];
         ++li.clean;
         li.max_duration = std::max(li.max_duration, r.transfer_end - r.start);
+        li.clean_end_bound = std::max(li.clean_end_bound, r.transfer_end);
+        li.clean_start_bound = std::max(li.clean_start_bound, r.start);
       }
     }
     r.finish_stamp = ++stamps_;
@@ -463,14 +479,53 @@ Interval Simulator::interval(EventId id) const {
   return Interval{r.start, r.finish};
 }
 
+// What retire() reads lies far behind the sweep (a large ring keeps hundreds of thousands of
+// events behind the floor): the record, its dependents, its links' index fronts, each a cache
+// miss from memory when taken one after the other. The batch is known up front, so those lines
+// are prefetched a few events ahead, in stages (a record's lines first; once it is in cache, what
+// it points to), and their latencies overlap. Only reads ahead: retiring stays in finish order.
 void Simulator::reclaim(Time floor) {
   if (!(floor > floor_)) return;
   floor_ = floor;
+  retiring_.clear();
   while (!finish_order_.empty() && finish_order_.top().t < floor_) {
-    const FinishEntry e = finish_order_.top();
+    retiring_.push_back(finish_order_.top());
     finish_order_.pop();
+  }
+  constexpr size_t kRecordAhead = 24, kLinksAhead = 16, kFrontsAhead = 8;
+  const size_t n = retiring_.size();
+  for (size_t i = 0; i < n; ++i) {
+    if (i + kRecordAhead < n) {
+      const char* p = reinterpret_cast<const char*>(&records_[retiring_[i + kRecordAhead].slot]);
+      for (size_t line = 0; line < sizeof(Record); line += 64) __builtin_prefetch(p + line);
+    }
+    if (i + kLinksAhead < n) prefetch_neighbours(retiring_[i + kLinksAhead].slot);
+    if (i + kFrontsAhead < n) prefetch_fronts(retiring_[i + kFrontsAhead].slot);
+    const FinishEntry& e = retiring_[i];
     const Record& r = records_[e.slot];
     if (r.id != kNoEvent && r.finish_stamp == e.stamp) retire(e.slot);
+  }
+}
+
+void Simulator::prefetch_neighbours(uint32_t slot) const {
+  const Record& r = records_[slot];
+  for (uint32_t ds : r.dependents) {
+    const Record& d = records_[ds];  // addresses only: nothing of it is read here
+    __builtin_prefetch(&d);
+    __builtin_prefetch(&d.deps);
+  }
+  if (!r.indexed) return;
+  const Route route = route_of(r);
+  for (int i = 0; i < route.count; ++i) __builtin_prefetch(&links_[route.links[i]]);
+}
+
+void Simulator::prefetch_fronts(uint32_t slot) const {
+  const Record& r = records_[slot];
+  if (!r.indexed) return;
+  const Route route = route_of(r);
+  for (int i = 0; i < route.count; ++i) {
+    const StartIndex& index = links_[route.links[i]].by_start;
+    if (!index.empty()) __builtin_prefetch(index.begin());
   }
 }
 

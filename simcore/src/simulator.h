@@ -150,6 +150,9 @@ class Simulator {
   struct LinkIndex {
     StartIndex by_start;       // (start, slot) of flows, sorted
     double max_duration = 0;   // longest transfer among them (bounds the backward scan)
+    // No clean flow indexed here ends its transfer after clean_end_bound or starts after
+    // clean_start_bound (bounds: they never come down, so they stay true as entries go).
+    Time clean_end_bound = 0, clean_start_bound = 0;
     uint32_t clean = 0;        // entries of clean flows
     uint32_t ghosts = 0;       // old transfers of dirty flows in progress now
     uint32_t watch_stamp = 0;  // the live kWatch item's stamp
@@ -161,7 +164,7 @@ class Simulator {
   void push(Time t, uint32_t target, ItemKind kind, uint32_t version);
   void push(Time t, uint32_t slot, ItemKind kind) { push(t, slot, kind, records_[slot].version); }
   // Every use of a route here is about sharing (solver, link indexes, presence, ghosts).
-  Route route_of(const Record& r) const { return topology_.sharing_route(r.gpu, r.dst); }
+  Route route_of(const Record& r) const { return topology_.sharing_links(r.gpu, r.dst); }
 
   // The sweep.
   void run();
@@ -186,12 +189,15 @@ class Simulator {
   void attach_dirty(uint32_t slot, const Route& route, double rate);
   void pull_in(Time now);  // drains presence_work_
   void watch(LinkId id, Time now);
+  void watch_from(LinkId id, const StartIndex::Entry* after);  // `after`: first entry > now
   void watch_fired(LinkId id, uint32_t stamp, Time now);
-  void index_insert(uint32_t slot, const Record& r);
+  void index_insert(uint32_t slot, const Record& r, const Route& route);
   void index_erase(uint32_t slot, const Record& r);
 
   void finalize();
   void retire(uint32_t slot);
+  void prefetch_neighbours(uint32_t slot) const;  // reclaim(): its dependents and link indexes
+  void prefetch_fronts(uint32_t slot) const;      // reclaim(): its link indexes' first entries
   void trim_segments(Record& r);
   TimelineEntry timeline_entry(const Record& r, const std::string& label) const;
 
@@ -214,6 +220,7 @@ class Simulator {
   Time rewind_to_ = std::numeric_limits<Time>::infinity();
   RadixQueue<QueueItem, kItemKinds> queue_;
   RadixQueue<FinishEntry, 1> finish_order_;
+  std::vector<FinishEntry> retiring_;  // scratch for reclaim()
   uint64_t stamps_ = 0;
 
   Time floor_ = 0, frontier_ = 0;

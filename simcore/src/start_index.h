@@ -26,9 +26,14 @@ class StartIndex {
   const Entry* begin() const { return v_.data() + head_; }
   const Entry* end() const { return v_.data() + v_.size(); }
   bool empty() const { return head_ == v_.size(); }
-  const Entry& back() const { return v_.back(); }
+  // A copy kept beside the vector's pointers: an append compares with it, and reading it from
+  // the vector's buffer was a cache miss per link for every flow of a large ring.
+  const Entry& back() const { return back_; }
 
-  void push_back(const Entry& e) { v_.push_back(e); }
+  void push_back(const Entry& e) {
+    v_.push_back(e);
+    back_ = e;
+  }
 
   // The first entry > e (as std::upper_bound), probing the last few entries first.
   Entry* upper_bound(const Entry& e) {
@@ -56,8 +61,10 @@ class StartIndex {
   }
   void insert(const Entry* at, const Entry& e) {
     v_.insert(v_.begin() + (at - v_.data()), e);
+    back_ = v_.back();
   }
   void erase(Entry* at) {
+    if (at + 1 == end() && at != begin()) back_ = *(at - 1);
     const size_t before = static_cast<size_t>(at - begin());
     if (before < static_cast<size_t>(end() - at)) {
       std::move_backward(begin(), at, at + 1);
@@ -79,6 +86,7 @@ class StartIndex {
   static constexpr int kProbes = 4;
   std::vector<Entry> v_;
   size_t head_ = 0;  // entries before it are gone
+  Entry back_{};     // the last entry, when not empty
 };
 
 }  // namespace simcore::detail

@@ -117,6 +117,7 @@ Topology::Topology(const ClusterSpec& c) {
 
 LinkId Topology::add(LinkKind kind, double capacity, double latency, int owner, int peer) {
   links_.push_back(Link{kind, capacity, latency, owner, peer});
+  latency_.push_back(latency);
   return static_cast<LinkId>(links_.size() - 1);
 }
 
@@ -129,11 +130,11 @@ int Topology::leaf_of_nic(int nic) const {
   return rail_leaves_ ? group * nics_per_node_ + nic % nics_per_node_ : group;
 }
 
-Route Topology::build_route(int src, int dst, bool sharing) const {
+Route Topology::build_route(int src, int dst, bool sharing, bool with_latency) const {
   Route r;
   auto push = [&](LinkId id) {
     r.links[r.count++] = id;
-    r.latency += links_[id].latency;
+    if (with_latency) r.latency += latency_[id];
   };
   const Place& ps = places_[src];
   const Place& pd = places_[dst];
@@ -153,8 +154,8 @@ Route Topology::build_route(int src, int dst, bool sharing) const {
     // sharing: the twin left out still adds its latency.
     const bool skip_pcie = sharing && twin_ == Twin::pcie, skip_nic = sharing && twin_ == Twin::nic;
     auto push_or_skip = [&](LinkId id, bool skip) {
-      if (skip) r.latency += links_[id].latency;
-      else push(id);
+      if (!skip) push(id);
+      else if (with_latency) r.latency += latency_[id];
     };
     push_or_skip(pcie_up_ + src, skip_pcie);
     push_or_skip(nic_up_ + ns, skip_nic);

@@ -252,14 +252,23 @@ void IdTable::place(size_t index, uint64_t h) {
   tags_[i] = static_cast<uint8_t>(0x80 | (h >> 57));
 }
 
+// One probe sequence both looks for `s` and finds the free slot it goes to (not find() and then
+// place(): find() first tries the recent id under the same hash, which for a new id is an
+// unrelated one whose characters are long out of cache).
 bool IdTable::insert(std::string_view s) {
-  if (find(s) >= 0 || chars_.size() + s.size() > UINT32_MAX || ends_.size() >= UINT32_MAX) return false;
+  if (chars_.size() + s.size() > UINT32_MAX || ends_.size() >= UINT32_MAX) return false;
   // At most 3/4 full.
   if (4 * (ends_.size() + 1) > 3 * slots_.size()) grow();
+  const uint64_t h = hash(s);
+  const uint8_t tag = static_cast<uint8_t>(0x80 | (h >> 57));
+  const size_t mask = slots_.size() - 1;
+  size_t i = h & mask;
+  for (; tags_[i] != 0; i = (i + 1) & mask)
+    if (tags_[i] == tag && id(slots_[i]) == s) return false;
   chars_.append(s);
   ends_.push_back(static_cast<uint32_t>(chars_.size()));
-  const uint64_t h = hash(s);
-  place(ends_.size() - 1, h);
+  slots_[i] = static_cast<uint32_t>(ends_.size() - 1);
+  tags_[i] = tag;
   recent_[h >> 48] = static_cast<uint32_t>(ends_.size());
   return true;
 }

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cerrno>
 #include <cmath>
 #include <iterator>
@@ -75,6 +76,12 @@ void append_json_string(fmt::memory_buffer& out, std::string_view s) {
 
 // The engine id of every line. A fresh engine numbers events 1, 2, 3, ...: while it does, the
 // table is two numbers; should it ever not, every id is stored.
+void append_fixed6(fmt::memory_buffer& out, double v) {
+  char buf[400];  // the longest double in fixed notation with 6 decimals fits
+  const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, 6);
+  out.append(buf, r.ptr);
+}
+
 class EventIds {
  public:
   void push_back(simcore::EventId id) {
@@ -242,8 +249,13 @@ int main(int argc, char** argv) {
     const auto iv = engine->query(events[i]);
     out.append(std::string_view("{\"id\":"));
     append_json_string(out, reader.ids().id(i));
-    fmt::format_to(std::back_inserter(out), ",\"start_us\":{:.6f},\"finish_us\":{:.6f}}}\n",
-                   iv->start * 1e6, iv->finish * 1e6);
+    // std::to_chars gives {:.6f}'s digits (both exact) in half of fmt's time: two numbers per
+    // event are a sizeable part of a replay.
+    out.append(std::string_view(",\"start_us\":"));
+    append_fixed6(out, iv->start * 1e6);
+    out.append(std::string_view(",\"finish_us\":"));
+    append_fixed6(out, iv->finish * 1e6);
+    out.append(std::string_view("}\n"));
     if (out.size() > (1 << 20)) {
       std::fwrite(out.data(), 1, out.size(), stdout);
       out.clear();

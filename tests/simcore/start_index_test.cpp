@@ -54,5 +54,36 @@ TEST(StartIndex, SearchesAnswerAsTheStandardAlgorithms) {
   }
 }
 
+// back() is a copy kept beside the vector (index_insert compares with it to append): it must be
+// the last entry through appends, inserts and removals anywhere, the last one included.
+TEST(StartIndex, BackIsTheLastEntryThroughEveryChange) {
+  std::mt19937_64 rng(5);
+  StartIndex index;
+  std::vector<Entry> model;
+  double t = 0;
+  for (int step = 0; step < 20000; ++step) {
+    const int op = static_cast<int>(rng() % 4);
+    if (op == 0 || model.empty()) {  // an append, as a sweep starts flows in time order
+      t += static_cast<double>(rng() % 3);
+      const Entry e{t, static_cast<uint32_t>(step)};
+      model.push_back(e);
+      index.push_back(e);
+    } else if (op == 1) {  // an insert before the end (or at it)
+      const Entry e{static_cast<double>(rng() % static_cast<uint64_t>(t + 2)), static_cast<uint32_t>(step)};
+      model.insert(std::upper_bound(model.begin(), model.end(), e), e);
+      index.insert(index.upper_bound(e), e);
+    } else {  // a removal: the last entry, the first, or anywhere
+      const size_t at = op == 2 ? model.size() - 1 : rng() % 2 == 0 ? 0 : rng() % model.size();
+      index.erase(index.find(model[at]));
+      model.erase(model.begin() + static_cast<long>(at));
+    }
+    ASSERT_EQ(index.empty(), model.empty());
+    if (!model.empty()) {
+      ASSERT_EQ(index.back(), model.back()) << "step " << step;
+    }
+  }
+  EXPECT_EQ(std::vector<Entry>(index.begin(), index.end()), model);
+}
+
 }  // namespace
 }  // namespace simcore::detail

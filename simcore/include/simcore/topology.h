@@ -80,12 +80,17 @@ class Topology {
   // flows of its NIC's link: the wider of the two goes, and a cross-node route shrinks from
   // 4 or 6 links to 2 or 4. The latency is route()'s. Same precondition.
   Route sharing_route(int src_gpu, int dst_gpu) const { return build_route(src_gpu, dst_gpu, true); }
+  // sharing_route() without its latency (left 0): what the simulator asks several times per
+  // flow, where reading every link's latency was a cache miss per link on a large cluster.
+  Route sharing_links(int src_gpu, int dst_gpu) const {
+    return build_route(src_gpu, dst_gpu, true, /*with_latency=*/false);
+  }
 
   const std::vector<Link>& links() const { return links_; }
   std::string link_name(LinkId id) const;
 
  private:
-  Route build_route(int src_gpu, int dst_gpu, bool sharing) const;
+  Route build_route(int src_gpu, int dst_gpu, bool sharing, bool with_latency = true) const;
   LinkId add(LinkKind kind, double capacity, double latency, int owner, int peer = -1);
   int nic_of(int gpu) const;   // global NIC index
   int leaf_of_nic(int nic) const;
@@ -97,6 +102,7 @@ class Topology {
   };
 
   std::vector<Link> links_;
+  std::vector<double> latency_;  // links_[i].latency, dense: routes read it per flow
   std::vector<Place> places_;
   int gpus_ = 0, gpus_per_node_ = 1, nics_per_node_ = 1, nodes_per_leaf_ = 1, leaves_ = 0;
   bool rail_leaves_ = false;
