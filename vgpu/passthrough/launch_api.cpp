@@ -82,7 +82,7 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
   }
   if (!p.have_signature) return p;  // measured each time
   KernelDurations& durations = KernelDurations::get();
-  if (const std::optional<double> settled = durations.settled(p.signature.bytes)) {
+  if (const std::optional<double> settled = durations.settled(p.signature)) {
     p.timing.source = Timing::Source::known;
     p.timing.seconds = *settled;
     p.run = policy == LaunchPolicy::all;
@@ -95,10 +95,10 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
   // the database, when one is configured and CUPTI is not recording instead (kernel_recording.h).
   PassState* state = PassState::get();
   KernelTimeDb* physical_db = physical_kernel_db(state ? state->physical(t.device) : -1);
-  if (physical_db != nullptr && !durations.seen(p.signature.bytes)) {
+  if (physical_db != nullptr && !durations.seen(p.signature)) {
     if (const std::optional<uint64_t> ns = physical_db->lookup(p.signature)) {
       const double seconds = static_cast<double>(*ns) * 1e-9;
-      durations.settle(p.signature.bytes, seconds);
+      durations.settle(p.signature, seconds);
       p.timing.source = Timing::Source::known;
       p.timing.seconds = seconds;
       p.run = policy == LaunchPolicy::all;
@@ -107,7 +107,7 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
   }
   KernelTimeDb* db = KernelRecording::get() ? nullptr : physical_db;
   p.timing.on_measured = [&durations, db, sig = p.signature](double s) {
-    const std::optional<double> settled = durations.add_sample(sig.bytes, s);
+    const std::optional<double> settled = durations.add_sample(sig, s);
     if (db != nullptr && settled) db->record(sig, static_cast<uint64_t>(*settled * 1e9 + 0.5));
   };
   return p;

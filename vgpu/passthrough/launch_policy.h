@@ -17,6 +17,10 @@
 //   none   nothing runs; every launch takes the duration recorded in the kernel-time database
 //          (VGPU_KERNEL_DB, recorded on a GPU of the virtual model) or the fallback model.
 //
+// A launch's signature settles as front/launch/signature_settling.h says: by-value words that
+// were seen to vary while the measured durations agreed (stack garbage, seeds) stop keying, so
+// PyTorch's launches settle although their bytes never repeat.
+//
 // VGPU_LAUNCH_STATS=<file>: after every launch with a signature, the file holds one line of
 // KernelDurations::Counts, "signatures=N launches=N settled=N from_database=N measured=N" (fixed
 // width, rewritten in place), so that a script can read how many launches were measured between
@@ -29,9 +33,9 @@
 
 #include <mutex>
 #include <optional>
-#include <string>
-#include <unordered_map>
-#include <vector>
+
+#include "front/launch/launch_signature.h"
+#include "front/launch/signature_settling.h"
 
 namespace vgpu::pt {
 
@@ -51,18 +55,19 @@ class KernelDurations {
   static int samples_wanted();
 
   // The signature's duration once it has all its samples, in seconds.
-  std::optional<double> settled(const std::string& signature);
+  std::optional<double> settled(const LaunchSignature& signature);
   // Whether the signature has been measured (or settled) in this process at all.
-  bool seen(const std::string& signature);
+  bool seen(const LaunchSignature& signature);
   // Adds a measurement; returns the signature's duration when this sample settled it.
-  std::optional<double> add_sample(const std::string& signature, double seconds);
+  std::optional<double> add_sample(const LaunchSignature& signature, double seconds);
   // The signature's duration is known already (the kernel-time database): no measuring.
-  void settle(const std::string& signature, double seconds);
+  void settle(const LaunchSignature& signature, double seconds);
 
   // What the launches with a signature did so far (launches that cannot be described are
   // measured every time and not counted): `launches` asked settled() (one per launch under
   // the policies all and first), `settled` found a duration there, `from_database` took it from
-  // the kernel-time database instead; the rest were measured. `signatures`: distinct ones.
+  // the kernel-time database instead; the rest were measured. `signatures`: distinct durations
+  // kept (settling groups, signature_settling.h).
   struct Counts {
     unsigned long long signatures = 0, launches = 0, settled = 0, from_database = 0;
     unsigned long long measured() const { return launches - settled - from_database; }
@@ -76,12 +81,8 @@ class KernelDurations {
 
   Counts counts_;
   int stats_fd_ = -1;
-  struct Entry {
-    std::vector<double> samples;
-    double median = -1;
-  };
   std::mutex mu_;
-  std::unordered_map<std::string, Entry> entries_;
+  SettlingSignatures entries_{samples_wanted()};
 };
 
 }  // namespace vgpu::pt
