@@ -28,6 +28,7 @@ bool SettlingSignatures::parse(const LaunchSignature& signature, Parsed* out) {
   at += 1 + 7 * 4;
   out->family.assign(s.substr(0, at));
   out->words.clear();
+  out->words.reserve((s.size() - at) / 4 + 1);
   while (at < s.size()) {
     const char tag = s[at++];
     out->family.push_back(tag);
@@ -38,20 +39,23 @@ bool SettlingSignatures::parse(const LaunchSignature& signature, Parsed* out) {
     out->family.append(s.substr(at, 4));
     at += 4;
     if (size > s.size() - at) return false;
-    for (uint32_t w = 0; w < size; w += 4) {
-      uint32_t v = 0;
-      std::memcpy(&v, s.data() + at + w, std::min<uint32_t>(4, size - w));
-      out->words.push_back(v);
-    }
+    const size_t whole = size / 4, first = out->words.size();
+    out->words.resize(first + whole + (size % 4 != 0));
+    std::memcpy(out->words.data() + first, s.data() + at, size);  // the tail word zero-filled
     at += size;
   }
   return true;
 }
 
-std::string SettlingSignatures::bucket_key(const Family& f, const std::vector<uint32_t>& words) {
-  std::string key(words.size() * 4, '\0');
+void SettlingSignatures::bucket_key(const Family& f, const std::vector<uint32_t>& words, std::string* key) {
+  key->assign(reinterpret_cast<const char*>(words.data()), words.size() * 4);
   for (size_t i = 0; i < words.size(); ++i)
-    if (!f.free[i]) std::memcpy(key.data() + 4 * i, &words[i], 4);
+    if (f.free[i]) std::memset(key->data() + 4 * i, 0, 4);
+}
+
+std::string SettlingSignatures::bucket_key(const Family& f, const std::vector<uint32_t>& words) {
+  std::string key;
+  bucket_key(f, words, &key);
   return key;
 }
 
@@ -95,8 +99,9 @@ void SettlingSignatures::rebuild_buckets(Family& f) {
 }
 
 const SettlingSignatures::Group* SettlingSignatures::find(const Family& f, const std::vector<uint32_t>& words,
-                                                          bool settled_only) {
-  const auto it = f.buckets.find(bucket_key(f, words));
+                                                          bool settled_only) const {
+  bucket_key(f, words, &key_scratch_);
+  const auto it = f.buckets.find(key_scratch_);
   if (it == f.buckets.end()) return nullptr;
   const Group* pending = nullptr;
   for (size_t i : it->second) {
@@ -109,7 +114,7 @@ const SettlingSignatures::Group* SettlingSignatures::find(const Family& f, const
 }
 
 std::optional<double> SettlingSignatures::settled(const LaunchSignature& signature) const {
-  Parsed p;
+  Parsed& p = scratch_;  // reused: this runs on every launch
   if (!parse(signature, &p)) return std::nullopt;
   const auto it = families_.find(p.family);
   if (it == families_.end()) return std::nullopt;

@@ -103,18 +103,21 @@ class SettlingSignatures {
 
   static bool parse(const LaunchSignature& signature, Parsed* out);
   static std::string bucket_key(const Family& f, const std::vector<uint32_t>& words);
+  static void bucket_key(const Family& f, const std::vector<uint32_t>& words, std::string* key);
   static bool covers(const Family& f, const Group& g, const std::vector<uint32_t>& words);
   static void widen(Group& g, const std::vector<uint32_t>& words);
   static Group group_of(const std::vector<uint32_t>& words);
   static void rebuild_buckets(Family& f);
   // The group of `f` covering `words` (settled ones first when `settled_only`), or null.
-  static const Group* find(const Family& f, const std::vector<uint32_t>& words, bool settled_only);
+  const Group* find(const Family& f, const std::vector<uint32_t>& words, bool settled_only) const;
   void learn(Family& f, const std::vector<uint32_t>& words, double seconds);
   std::optional<double> settle_group(Group& g);
   void drop_pending_overflow(Family& f);
 
   int samples_wanted_;
   size_t groups_ = 0;
+  mutable Parsed scratch_;         // settled()'s and find()'s, so that a launch allocates nothing
+  mutable std::string key_scratch_;
   std::unordered_map<std::string, Family> families_;
 };
 
