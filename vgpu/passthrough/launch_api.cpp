@@ -4,6 +4,7 @@
 // kernel-time database's (policy none), or for NCCL's kernels the virtual finish of their
 // transfers (nccl_timing.h). With VGPU_KERNEL_DB set, forwarded launches are also recorded into
 // the database (kernel_recording.h).
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -55,6 +56,10 @@ struct Plan {
   Timing timing = measured_timing();
   bool have_signature = false;
   LaunchSignature signature;
+  // The function's first launch in its context: it may load the function, so its measurement
+  // includes host work and takes no part in learning which bytes matter (launch_policy.h).
+  // Heap-held: the measurement callback reads it after the plan was moved from.
+  std::shared_ptr<bool> first = std::make_shared<bool>(false);
 };
 
 Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extra, const StreamTarget& t) {
@@ -106,8 +111,8 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
     }
   }
   KernelTimeDb* db = KernelRecording::get() ? nullptr : physical_db;
-  p.timing.on_measured = [&durations, db, sig = p.signature](double s) {
-    const std::optional<double> settled = durations.add_sample(sig, s);
+  p.timing.on_measured = [&durations, db, sig = p.signature, first = p.first](double s) {
+    const std::optional<double> settled = durations.add_sample(sig, s, /*learn=*/!*first);
     if (db != nullptr && settled) db->record(sig, static_cast<uint64_t>(*settled * 1e9 + 0.5));
   };
   return p;
@@ -146,7 +151,9 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
     // function may load it (lazy loading), and loading can wait for the context's streams,
     // one of which the gate holds shut until the launch returns: a deadlock (seen on an H200
     // with several virtual devices in one process).
-    bracket = vt->begin(t, plan.timing, /*gated=*/alone != nullptr && launched_before(t.context, f));
+    const bool measured = plan.timing.source == Timing::Source::measured;
+    *plan.first = measured && !launched_before(t.context, f);
+    bracket = vt->begin(t, plan.timing, /*gated=*/alone != nullptr && measured && !*plan.first);
     rec = plan.have_signature ? KernelRecording::get() : nullptr;
     if (rec != nullptr &&
         !rec->begin(plan.signature, {t.context, stream, per_thread, function_facts(f).name, shape}))

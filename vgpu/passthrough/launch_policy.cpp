@@ -98,9 +98,9 @@ bool KernelDurations::seen(const LaunchSignature& signature) {
   return entries_.seen(signature);
 }
 
-std::optional<double> KernelDurations::add_sample(const LaunchSignature& signature, double seconds) {
+std::optional<double> KernelDurations::add_sample(const LaunchSignature& signature, double seconds, bool learn) {
   std::lock_guard l(mu_);
-  return entries_.add_sample(signature, seconds);
+  return entries_.add_sample(signature, seconds, learn);
 }
 
 }  // namespace vgpu::pt

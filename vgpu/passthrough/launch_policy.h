@@ -58,8 +58,10 @@ class KernelDurations {
   std::optional<double> settled(const LaunchSignature& signature);
   // Whether the signature has been measured (or settled) in this process at all.
   bool seen(const LaunchSignature& signature);
-  // Adds a measurement; returns the signature's duration when this sample settled it.
-  std::optional<double> add_sample(const LaunchSignature& signature, double seconds);
+  // Adds a measurement; returns the signature's duration when this sample settled it. `learn`
+  // false: the sample may include host work (the function's first launch in its context), so it
+  // teaches nothing about which bytes matter.
+  std::optional<double> add_sample(const LaunchSignature& signature, double seconds, bool learn = true);
   // The signature's duration is known already (the kernel-time database): no measuring.
   void settle(const LaunchSignature& signature, double seconds);
 

@@ -192,7 +192,7 @@ void SettlingSignatures::drop_pending_overflow(Family& f) {
   rebuild_buckets(f);
 }
 
-std::optional<double> SettlingSignatures::add_sample(const LaunchSignature& signature, double seconds) {
+std::optional<double> SettlingSignatures::add_sample(const LaunchSignature& signature, double seconds, bool learn) {
   Parsed p;
   if (!parse(signature, &p)) return std::nullopt;
   Family& f = families_[p.family];
@@ -200,7 +200,7 @@ std::optional<double> SettlingSignatures::add_sample(const LaunchSignature& sign
     f.free.assign(p.words.size(), 0);
     f.pinned.assign(p.words.size(), 0);
   }
-  if (f.measured_once) learn(f, p.words, seconds);
+  if (f.measured_once && learn) this->learn(f, p.words, seconds);
   f.measured_once = true;
 
   const std::string key = bucket_key(f, p.words);

@@ -17,7 +17,8 @@
 //     launches differed while their durations differed materially (>= 15% and >= 1 us): that
 //     word is an input of the kernel (a size), whatever later pairs suggest;
 //   - the first measured launch of each family takes no part in learning (the first launch of a
-//     function includes the host's launch latency);
+//     function includes the host's launch latency), nor does any launch the caller says may
+//     include host work (a function's first launch in another context);
 //   - launches whose keyed words are equal fall into one bucket, where each *group* has its own
 //     samples and settled duration (the median of VGPU_MEASURE_SAMPLES samples, as before), and
 //     a group covers a launch only when each free word lies in the values its samples had: while
@@ -67,7 +68,9 @@ class SettlingSignatures {
   // Whether some group (settled or still being measured) covers this launch.
   bool seen(const LaunchSignature& signature) const;
   // A measurement of this launch. Returns the group's duration when this sample settled it.
-  std::optional<double> add_sample(const LaunchSignature& signature, double seconds);
+  // `learn` false: a sample that may hold more than the kernel (the function's first launch in
+  // a context, which may load it) is kept in its group but compared with no other.
+  std::optional<double> add_sample(const LaunchSignature& signature, double seconds, bool learn = true);
   // The launch's duration is known already (the kernel-time database): a settled group of its own.
   void settle(const LaunchSignature& signature, double seconds);
 
