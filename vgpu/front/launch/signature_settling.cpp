@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "common/log.h"
+
 namespace vgpu {
 
 bool durations_agree(double a, double b) {
@@ -141,7 +143,7 @@ std::vector<size_t> SettlingSignatures::free_words(const LaunchSignature& signat
 }
 
 void SettlingSignatures::learn(Family& f, const std::vector<uint32_t>& words, double seconds) {
-  bool freed = false;
+  size_t freed = 0;
   for (const Recent& r : f.recent) {
     size_t keyed_diffs = 0, last = 0;
     bool touches_pinned = false;
@@ -154,14 +156,23 @@ void SettlingSignatures::learn(Family& f, const std::vector<uint32_t>& words, do
     if (keyed_diffs == 0) continue;
     if (durations_agree(seconds, r.seconds) && !touches_pinned) {
       for (size_t i = 0; i < words.size(); ++i)
-        if (words[i] != r.words[i] && !f.free[i]) f.free[i] = 1, freed = true;
-    } else if (keyed_diffs == 1 && durations_differ(seconds, r.seconds)) {
+        if (words[i] != r.words[i] && !f.free[i]) f.free[i] = 1, ++freed;
+    } else if (keyed_diffs == 1 && durations_differ(seconds, r.seconds) && !f.pinned[last]) {
       f.pinned[last] = 1;
+      log::debug("vgpu: launch signatures of {}: by-value word {} keys ({:.2f} vs {:.2f} us)", f.name, last,
+                 seconds * 1e6, r.seconds * 1e6);
     }
   }
   f.recent.push_back({words, seconds});
   if (f.recent.size() > kRecent) f.recent.pop_front();
-  if (freed) rebuild_buckets(f);
+  if (freed == 0) return;
+  rebuild_buckets(f);
+  if (log::enabled(log::Level::debug)) {
+    size_t total = 0;
+    for (uint8_t x : f.free) total += x;
+    log::debug("vgpu: launch signatures of {}: {} more by-value words stop keying ({} of {})", f.name, freed, total,
+               f.free.size());
+  }
 }
 
 std::optional<double> SettlingSignatures::settle_group(Group& g) {
@@ -192,14 +203,20 @@ void SettlingSignatures::drop_pending_overflow(Family& f) {
   rebuild_buckets(f);
 }
 
-std::optional<double> SettlingSignatures::add_sample(const LaunchSignature& signature, double seconds, bool learn) {
-  Parsed p;
-  if (!parse(signature, &p)) return std::nullopt;
+SettlingSignatures::Family& SettlingSignatures::family(const Parsed& p) {
   Family& f = families_[p.family];
   if (f.free.size() != p.words.size()) {  // a new family
     f.free.assign(p.words.size(), 0);
     f.pinned.assign(p.words.size(), 0);
+    f.name.assign(p.family.c_str() + 10);  // after the magic, up to its '\0'
   }
+  return f;
+}
+
+std::optional<double> SettlingSignatures::add_sample(const LaunchSignature& signature, double seconds, bool learn) {
+  Parsed p;
+  if (!parse(signature, &p)) return std::nullopt;
+  Family& f = family(p);
   if (f.measured_once && learn) this->learn(f, p.words, seconds);
   f.measured_once = true;
 
@@ -242,11 +259,7 @@ std::optional<double> SettlingSignatures::add_sample(const LaunchSignature& sign
 void SettlingSignatures::settle(const LaunchSignature& signature, double seconds) {
   Parsed p;
   if (!parse(signature, &p)) return;
-  Family& f = families_[p.family];
-  if (f.free.size() != p.words.size()) {
-    f.free.assign(p.words.size(), 0);
-    f.pinned.assign(p.words.size(), 0);
-  }
+  Family& f = family(p);
   f.buckets[bucket_key(f, p.words)].push_back(f.groups.size());
   f.groups.push_back(group_of(p.words));
   f.groups.back().seconds = seconds;

@@ -102,6 +102,7 @@ class SettlingSignatures {
     std::unordered_map<std::string, std::vector<size_t>> buckets;  // keyed words -> groups
     std::deque<Recent> recent;
     bool measured_once = false;
+    std::string name;  // the function's (logs)
   };
 
   static bool parse(const LaunchSignature& signature, Parsed* out);
@@ -113,6 +114,7 @@ class SettlingSignatures {
   static void rebuild_buckets(Family& f);
   // The group of `f` covering `words` (settled ones first when `settled_only`), or null.
   const Group* find(const Family& f, const std::vector<uint32_t>& words, bool settled_only) const;
+  Family& family(const Parsed& p);  // made on first use
   void learn(Family& f, const std::vector<uint32_t>& words, double seconds);
   std::optional<double> settle_group(Group& g);
   void drop_pending_overflow(Family& f);
