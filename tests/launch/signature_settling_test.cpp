@@ -138,9 +138,9 @@ TEST(SignatureSettling, DifferentGridsAreDifferentFamilies) {
   EXPECT_TRUE(l.table.free_words(signature_of(garbage_args(rng, 1000), 128)).empty());
 }
 
-// A sample that includes host work (a function's first launch in another context) is slow for
-// a reason no byte gives: told so, the table learns nothing from it; else the one word it
-// differed in would key for good.
+// Samples that include host work (a function's first launch in another context) are slow for
+// a reason no byte gives: told so, the table learns nothing from them; else the one word they
+// differed in would key for good (after two such samples: one alone pins nothing).
 TEST(SignatureSettling, SamplesWithHostWorkTeachNothing) {
   for (bool learn_from_slow : {false, true}) {
     SettlingSignatures t(3);
@@ -154,6 +154,7 @@ TEST(SignatureSettling, SamplesWithHostWorkTeachNothing) {
     t.add_sample(with_garbage(0x90000001), 10e-6);                   // the family's first
     t.add_sample(with_garbage(0x90000002), 10e-6);
     t.add_sample(with_garbage(0x90000003), 40e-6, learn_from_slow);  // slow: host work
+    t.add_sample(with_garbage(0x90000005), 45e-6, learn_from_slow);
     t.add_sample(with_garbage(0x90000004), 10e-6);
     const std::vector<size_t> free = t.free_words(with_garbage(0));
     if (learn_from_slow) {
@@ -162,6 +163,24 @@ TEST(SignatureSettling, SamplesWithHostWorkTeachNothing) {
       EXPECT_EQ(free, std::vector<size_t>{2}) << "tail[0], the third word";
     }
   }
+}
+
+// One sample slowed down (a shared GPU) pins nothing: the garbage word it alone differed in
+// is freed by the next agreeing pair.
+TEST(SignatureSettling, OneSlowSamplePinsNothing) {
+  SettlingSignatures t(3);
+  Args a{};
+  a.n = 1000;
+  auto with_garbage = [&a](uint32_t g) {
+    Args b = a;
+    b.tail[0] = g;
+    return signature_of(b);
+  };
+  t.add_sample(with_garbage(0x90000001), 10e-6);
+  t.add_sample(with_garbage(0x90000002), 10e-6);
+  t.add_sample(with_garbage(0x90000003), 40e-6);
+  t.add_sample(with_garbage(0x90000004), 10e-6);
+  EXPECT_EQ(t.free_words(with_garbage(0)), std::vector<size_t>{2});
 }
 
 TEST(SignatureSettling, DurationRules) {

@@ -144,6 +144,7 @@ std::vector<size_t> SettlingSignatures::free_words(const LaunchSignature& signat
 
 void SettlingSignatures::learn(Family& f, const std::vector<uint32_t>& words, double seconds) {
   size_t freed = 0;
+  std::vector<uint8_t> blamed;  // words this sample alone differed in, with another duration
   for (const Recent& r : f.recent) {
     size_t keyed_diffs = 0, last = 0;
     bool touches_pinned = false;
@@ -151,17 +152,21 @@ void SettlingSignatures::learn(Family& f, const std::vector<uint32_t>& words, do
       if (f.free[i] || words[i] == r.words[i]) continue;
       ++keyed_diffs;
       last = i;
-      touches_pinned |= f.pinned[i] != 0;
+      touches_pinned |= f.pinned[i] >= kPinAfter;
     }
     if (keyed_diffs == 0) continue;
     if (durations_agree(seconds, r.seconds) && !touches_pinned) {
       for (size_t i = 0; i < words.size(); ++i)
         if (words[i] != r.words[i] && !f.free[i]) f.free[i] = 1, ++freed;
-    } else if (keyed_diffs == 1 && durations_differ(seconds, r.seconds) && !f.pinned[last]) {
-      f.pinned[last] = 1;
-      log::debug("vgpu: launch signatures of {}: by-value word {} keys ({:.2f} vs {:.2f} us)", f.name, last,
-                 seconds * 1e6, r.seconds * 1e6);
+    } else if (keyed_diffs == 1 && durations_differ(seconds, r.seconds)) {
+      if (blamed.empty()) blamed.assign(words.size(), 0);
+      blamed[last] = 1;
     }
+  }
+  for (size_t i = 0; i < blamed.size(); ++i) {  // one count per sample, however many pairs
+    if (!blamed[i] || f.pinned[i] >= kPinAfter) continue;
+    if (++f.pinned[i] == kPinAfter)
+      log::debug("vgpu: launch signatures of {}: by-value word {} keys ({:.2f} us)", f.name, i, seconds * 1e6);
   }
   f.recent.push_back({words, seconds});
   if (f.recent.size() > kRecent) f.recent.pop_front();

@@ -13,9 +13,11 @@
 //   - a word becomes *free* (no longer keyed) when two measured launches of the family differed
 //     in it, and in no pinned word, while their durations agreed within noise
 //     (|a - b| <= max(5%, 0.5 us));
-//   - a word is *pinned* (keyed for good) when it was the only keyed word in which two measured
-//     launches differed while their durations differed materially (>= 15% and >= 1 us): that
-//     word is an input of the kernel (a size), whatever later pairs suggest;
+//   - a word is *pinned* (keyed for good) when, for two measured launches (kPinAfter), it was
+//     the only keyed word in which that launch differed from an earlier one while their
+//     durations differed materially (>= 15% and >= 1 us): that word is an input of the kernel
+//     (a size), whatever later pairs suggest. Two, so that one sample that a shared GPU slowed
+//     down cannot pin a garbage word;
 //   - the first measured launch of each family takes no part in learning (the first launch of a
 //     function includes the host's launch latency), nor does any launch the caller says may
 //     include host work (a function's first launch in another context);
@@ -60,6 +62,7 @@ class SettlingSignatures {
   static constexpr uint32_t kWideFrom = 1u << 24;  // a free word's value from here up: garbage-like
   static constexpr size_t kRecent = 8;             // measured launches kept per family to compare
   static constexpr size_t kMaxPendingGroups = 64;  // per family: unsettled groups beyond are dropped
+  static constexpr uint8_t kPinAfter = 2;          // samples that blamed a word alone
 
   explicit SettlingSignatures(int samples_wanted) : samples_wanted_(samples_wanted < 1 ? 1 : samples_wanted) {}
 
@@ -97,7 +100,8 @@ class SettlingSignatures {
     double seconds;
   };
   struct Family {
-    std::vector<uint8_t> free, pinned;
+    std::vector<uint8_t> free;
+    std::vector<uint8_t> pinned;  // samples that blamed the word alone (kPinAfter: keyed for good)
     std::vector<Group> groups;
     std::unordered_map<std::string, std::vector<size_t>> buckets;  // keyed words -> groups
     std::deque<Recent> recent;
