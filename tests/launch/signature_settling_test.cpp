@@ -4,6 +4,7 @@
 // here with a duration per launch chosen by the test.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <random>
@@ -127,6 +128,20 @@ TEST(SignatureSettling, AFreedSizeDoesNotReachSizesNeverMeasured) {
   ASSERT_TRUE(d.has_value());
   EXPECT_NEAR(*d, flat(big.n), 1e-9);
   EXPECT_NEAR(*l.table.settled(signature_of(small)), 3e-6, 1e-12);
+}
+
+// A counter that changes on every launch without changing the work (a philox offset) is
+// measured each time it has doubled its span, not on every launch.
+TEST(SignatureSettling, ACounterIsMeasuredLogarithmicallyOften) {
+  Launcher l;
+  Args a{};
+  a.n = 4096;
+  for (uint32_t i = 0; i < 2000; ++i) {
+    a.dims = 100 + 4 * i;  // the counter
+    l.launch(signature_of(a), duration_of(4096));
+  }
+  EXPECT_LE(l.measured, 20) << "of 2000 launches";
+  std::printf("counter: %d of 2000 launches measured\n", l.measured);
 }
 
 // What is learnt about one grid says nothing about another.

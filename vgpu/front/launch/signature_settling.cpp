@@ -66,7 +66,12 @@ bool SettlingSignatures::covers(const Family& f, const Group& g, const std::vect
     if (!f.free[i]) continue;  // equal: same bucket
     const uint32_t v = words[i];
     if (g.wide[i]) continue;  // garbage-like: any value
-    if (v >= kWideFrom || v < g.lo[i] || v > g.hi[i]) return false;
+    if (v >= kWideFrom || g.lo[i] > g.hi[i]) return false;
+    // The range measured, widened on each side by its own span: a word that varied by S across
+    // launches that took the same time is trusted to vary by S more (a counter, such as a philox
+    // offset, is then measured each time it has doubled its span, not on every launch).
+    const uint64_t span = uint64_t{g.hi[i]} - g.lo[i];
+    if (uint64_t{v} + span < g.lo[i] || v > g.hi[i] + span) return false;
   }
   return true;
 }

@@ -24,11 +24,13 @@
 //   - launches whose keyed words are equal fall into one bucket, where each *group* has its own
 //     samples and settled duration (the median of VGPU_MEASURE_SAMPLES samples, as before), and
 //     a group covers a launch only when each free word lies in the values its samples had: while
-//     they were all below 2^24 (sizes, counts, strides), within the [min, max] measured; once one
-//     was 2^24 or more (random stack bytes, floats, negative integers: what a size of a kernel
-//     whose grid is the same rarely is), any value. So a size freed because 1000 and 1001
-//     elements took the same time still keys 10^6 elements: that launch is measured, and a
-//     duration that disagrees makes a group of its own;
+//     they were all below 2^24 (sizes, counts, strides), within the [min, max] measured widened
+//     by its own span on each side (max - min: a counter such as a philox offset is measured
+//     each time its span doubles, not on every launch; a size is never trusted beyond twice what
+//     was measured); once one was 2^24 or more (random stack bytes, floats, negative integers:
+//     what a size of a kernel whose grid is the same rarely is), any value. So a size freed
+//     because 1000 and 1001 elements took the same time still keys 10^6 elements: that launch
+//     is measured, and a duration that disagrees makes a group of its own;
 //   - a measured launch that no group covers joins a group of its bucket whose duration agrees
 //     (extending its ranges), else starts a group.
 // Durations that differ materially are thereby never merged on the evidence of a word that was
