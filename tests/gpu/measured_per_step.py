@@ -12,6 +12,10 @@ signature, how many of them were measured, their fraction, and the new distinct 
 On the GPU machine, with the libraries staged by tests/gpu/stage:
   LD_LIBRARY_PATH=.device/lib/passthrough:.device/lib python3 tests/gpu/measured_per_step.py
 The counts come from VGPU_LAUNCH_STATS (set here to a temporary file unless already set).
+Which kernels keep being measured (each new duration group is one line at debug level):
+  VGPU_LOG_LEVEL=debug LD_LIBRARY_PATH=.device/lib/passthrough:.device/lib \
+    python3 tests/gpu/measured_per_step.py 2>&1 | grep -o 'launch signatures of [^:]*: a new' \
+    | sort | uniq -c | sort -rn | head -20
 """
 import os
 import sys

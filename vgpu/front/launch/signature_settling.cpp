@@ -256,6 +256,9 @@ std::optional<double> SettlingSignatures::add_sample(const LaunchSignature& sign
     bucket.push_back(f.groups.size());
     f.groups.push_back(group_of(p.words));
     ++groups_;
+    // Which kernels keep making new groups (so keep being measured): count these lines by name.
+    log::debug("vgpu: launch signatures of {}: a new duration group ({} in its family, {:.2f} us)", f.name,
+               f.groups.size(), seconds * 1e6);
     into = &f.groups.back();
     into->samples.push_back(seconds);
     const std::optional<double> done = settle_group(*into);
