@@ -58,8 +58,9 @@ struct Plan {
   LaunchSignature signature;
   // The function's first launch in its context: it may load the function, so its measurement
   // includes host work and takes no part in learning which bytes matter (launch_policy.h).
-  // Heap-held: the measurement callback reads it after the plan was moved from.
-  std::shared_ptr<bool> first = std::make_shared<bool>(false);
+  // Heap-held, made only for a launch whose measurement is kept: the measurement callback
+  // reads it after the plan was moved from.
+  std::shared_ptr<bool> first;
 };
 
 Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extra, const StreamTarget& t) {
@@ -111,6 +112,7 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
     }
   }
   KernelTimeDb* db = KernelRecording::get() ? nullptr : physical_db;
+  p.first = std::make_shared<bool>(false);
   p.timing.on_measured = [&durations, db, sig = p.signature, first = p.first](double s) {
     const std::optional<double> settled = durations.add_sample(sig, s, /*learn=*/!*first);
     if (db != nullptr && settled) db->record(sig, static_cast<uint64_t>(*settled * 1e9 + 0.5));
@@ -152,8 +154,9 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
     // one of which the gate holds shut until the launch returns: a deadlock (seen on an H200
     // with several virtual devices in one process).
     const bool measured = plan.timing.source == Timing::Source::measured;
-    *plan.first = measured && !launched_before(t.context, f);
-    bracket = vt->begin(t, plan.timing, /*gated=*/alone != nullptr && measured && !*plan.first);
+    const bool first = measured && !launched_before(t.context, f);
+    if (plan.first) *plan.first = first;
+    bracket = vt->begin(t, plan.timing, /*gated=*/alone != nullptr && measured && !first);
     rec = plan.have_signature ? KernelRecording::get() : nullptr;
     if (rec != nullptr &&
         !rec->begin(plan.signature, {t.context, stream, per_thread, function_facts(f).name, shape}))
