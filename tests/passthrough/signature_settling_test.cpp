@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -122,6 +123,10 @@ TEST_F(Settling, StructGarbageSettlesAndASizeFieldStillKeys) {
   const float big = timed_launch(4096), small = timed_launch(2048);
   EXPECT_GT(big, 4 * small) << big << " ms vs " << small << " ms";
   EXPECT_EQ(launch_stats().at("measured"), other.at("measured"));
+  std::printf("measured: %ld of the first 8 launches (new garbage each), %ld of the next 12; "
+              "%ld of 8 with the size halved, 0 of the next 6; %.3f ms vs %.3f ms\n",
+              learnt.at("measured"), settled.at("measured") - learnt.at("measured"),
+              other.at("measured") - settled.at("measured"), big, small);
   std::filesystem::remove(stats_path());
 }
 
