@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "common/settings.h"
 #include "passthrough/passthrough.h"
+#include "timing/outside_cpu_time.h"
 
 namespace vgpu::pt {
 namespace {
@@ -53,11 +54,31 @@ KernelDurations::KernelDurations() {
   // "%p" becomes the process id, so that the ranks of a job each keep their own file.
   if (const size_t at = path.find("%p"); at != std::string::npos) path.replace(at, 2, std::to_string(::getpid()));
   stats_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (stats_fd_ < 0) log::always(fmt::format("vgpu: VGPU_LAUNCH_STATS: cannot write {}", path));
+  if (stats_fd_ < 0) {
+    log::always(fmt::format("vgpu: VGPU_LAUNCH_STATS: cannot write {}", path));
+    return;
+  }
+  // The last settled launches' counts (the root, and so this object, is never destroyed).
+  std::atexit([] {
+    if (KernelDurations* d = Passthrough::get().durations_if_made()) d->publish_pending();
+  });
 }
 
-void KernelDurations::publish() {
+void KernelDurations::publish_pending() {
+  if (!pending_.load(std::memory_order_relaxed)) return;
+  std::lock_guard l(mu_);
+  publish(/*now=*/true);
+}
+
+void KernelDurations::publish(bool now) {
   if (stats_fd_ < 0) return;
+  const double wall = vgpu::OutsideCpuTime::wall_seconds();
+  if (!now && published_at_ >= 0 && wall - published_at_ < kPublishEvery) {
+    pending_.store(true, std::memory_order_relaxed);
+    return;
+  }
+  published_at_ = wall;
+  pending_.store(false, std::memory_order_relaxed);
   char line[160];
   const int n = std::snprintf(line, sizeof line,
                               "signatures=%012llu launches=%012llu settled=%012llu from_database=%012llu "
@@ -82,7 +103,7 @@ std::optional<double> KernelDurations::settled(const LaunchSignature& signature)
   ++counts_.launches;
   const std::optional<double> found = entries_.settled(signature);
   if (found) ++counts_.settled;
-  publish();
+  publish(/*now=*/!found);  // a measured launch costs far more than the write
   return found;
 }
 
@@ -90,7 +111,7 @@ void KernelDurations::settle(const LaunchSignature& signature, double seconds) {
   std::lock_guard l(mu_);
   ++counts_.from_database;
   entries_.settle(signature, seconds);
-  publish();
+  publish(/*now=*/true);
 }
 
 bool KernelDurations::seen(const LaunchSignature& signature) {

@@ -21,16 +21,21 @@
 // were seen to vary while the measured durations agreed (stack garbage, seeds) stop keying, so
 // PyTorch's launches settle although their bytes never repeat.
 //
-// VGPU_LAUNCH_STATS=<file>: after every launch with a signature, the file holds one line of
-// KernelDurations::Counts, "signatures=N launches=N settled=N from_database=N measured=N" (fixed
-// width, rewritten in place), so that a script can read how many launches were measured between
-// two points of a run (tests/gpu/measured_per_step.py reads it after each step). A "%p" in the
-// path becomes the process id (one file per rank of a multi-process job).
+// VGPU_LAUNCH_STATS=<file>: the file holds one line of KernelDurations::Counts,
+// "signatures=N launches=N settled=N from_database=N measured=N" (fixed width, rewritten in
+// place), so that a script can read how many launches were measured between two points of a run
+// (tests/gpu/measured_per_step.py reads it after each step). It is rewritten after every launch
+// that is measured or takes the database's duration, after settled launches at most once a
+// millisecond (a write is a system call, and vgpu-run sets the variable for every passthrough
+// job), and by every synchronization (cuCtx/cuStream/cuEventSynchronize) and at exit when
+// launches went unwritten: what a script reads after synchronizing is exact. A "%p" in the path
+// becomes the process id (one file per rank of a multi-process job).
 //
 // Under every policy NCCL's kernels run: ranks spin-wait on each other inside them, and the
 // vgpu net plugin moves their bytes, so skipping one on one rank would hang the others.
 #pragma once
 
+#include <atomic>
 #include <mutex>
 #include <optional>
 
@@ -75,14 +80,19 @@ class KernelDurations {
     unsigned long long measured() const { return launches - settled - from_database; }
   };
   Counts counts();
+  // Writes the counts to VGPU_LAUNCH_STATS if launches went unwritten (a synchronization, exit).
+  void publish_pending();
 
   KernelDurations();
 
  private:
-  void publish();  // under mu_: VGPU_LAUNCH_STATS
+  static constexpr double kPublishEvery = 1e-3;  // seconds between writes for settled launches
+  void publish(bool now);  // under mu_: VGPU_LAUNCH_STATS, now or when kPublishEvery has passed
 
   Counts counts_;
   int stats_fd_ = -1;
+  double published_at_ = -1;           // wall seconds of the last write
+  std::atomic<bool> pending_{false};  // launches counted since
   std::mutex mu_;
   SettlingSignatures entries_{samples_wanted()};
 };
