@@ -2,14 +2,20 @@
 
 A launch is measured until its launch signature has settled (VGPU_MEASURE_SAMPLES samples);
 afterwards it takes the settled duration. Launches whose signature never repeats (stack garbage
-in by-value structs) are measured on every launch, which is the passthrough's main cost. This
-runs STEPS (20) steps of the 4-layer GPT-2 of gpt2_tiny.py on one virtual GPU and prints, per
-step, the launches that had a signature, how many of them were measured, and the new signatures.
-Target: 0 measured after step 2 (the shapes of every step repeat).
+in by-value structs, seeds) were measured on every launch, the passthrough's main cost; the
+passthrough now learns which by-value words vary without changing the duration and stops keying
+on them (vgpu/front/launch/signature_settling.h). This runs STEPS (20) steps of the 4-layer
+GPT-2 of gpt2_tiny.py on one virtual GPU and prints, per step, the launches that had a
+signature, how many of them were measured, their fraction, and the new distinct durations
+("new sigs": settling groups). Target: 0 measured after step 2 (the shapes of every step repeat).
 
 On the GPU machine, with the libraries staged by tests/gpu/stage:
   LD_LIBRARY_PATH=.device/lib/passthrough:.device/lib python3 tests/gpu/measured_per_step.py
 The counts come from VGPU_LAUNCH_STATS (set here to a temporary file unless already set).
+Which kernels keep being measured (each new duration group is one line at debug level):
+  VGPU_LOG_LEVEL=debug LD_LIBRARY_PATH=.device/lib/passthrough:.device/lib \
+    python3 tests/gpu/measured_per_step.py 2>&1 | grep -o 'launch signatures of [^:]*: a new' \
+    | sort | uniq -c | sort -rn | head -20
 """
 import os
 import sys

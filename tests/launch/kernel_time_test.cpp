@@ -242,6 +242,28 @@ TEST(KernelTimeDb, RoundTripThroughAFreshHandle) {
   std::filesystem::remove(path);
 }
 
+// Signatures that never repeat (stack garbage in a by-value struct) must not make the cache
+// grow without bound: past kMaxCachedMisses, the cached misses are forgotten; hits and recorded
+// rows stay answered.
+TEST(KernelTimeDb, CachedMissesStayBounded) {
+  const std::string path = temp_db("misses");
+  KernelTimeDb db(path, "GPU");
+  const auto kept = axpy_sig(0x700000001000, 0x700000002000, 7);
+  ASSERT_TRUE(db.record(kept, 777));
+  const size_t n = 3 * KernelTimeDb::kMaxCachedMisses + 5;
+  for (size_t i = 0; i < n; ++i) EXPECT_FALSE(db.lookup(axpy_sig(0x700000001000, 0x700000002000, 1000 + int(i))));
+  EXPECT_LE(db.cached_misses(), KernelTimeDb::kMaxCachedMisses);
+  EXPECT_GT(db.cached_misses(), 0u);
+  EXPECT_EQ(db.lookup(kept), 777u);
+  // A miss recorded later is a miss no more.
+  const auto late = axpy_sig(0x700000001000, 0x700000002000, 1000 + int(n) - 1);
+  const size_t before = db.cached_misses();
+  ASSERT_TRUE(db.record(late, 55));
+  EXPECT_EQ(db.cached_misses(), before - 1);
+  EXPECT_EQ(db.lookup(late), 55u);
+  std::filesystem::remove(path);
+}
+
 TEST(KernelTimeDb, RoundTripThroughAFreshProcess) {
   const std::string path = temp_db("proc");
   const auto sig = axpy_sig(0x700000001000, 0x700000002000, 4096);

@@ -438,6 +438,31 @@ class VgpuRunTest(unittest.TestCase):
         self.assertFalse(os.path.exists(f"/dev/shm/vgpu-{uid}-tools-test-cudart"))
         self.assertFalse(os.path.exists(f"/dev/shm/vgpu-{uid}-tools-test-cudart.final"))
 
+    def test_passthrough_summary_counts_measured_launches(self):
+        # The passthrough over the sim's library as its "real driver": the summary adds up the
+        # launch counts of every process (VGPU_LAUNCH_STATS, launch_stats.py).
+        if not CUDART_PROGRAM or not os.path.isfile(CUDART_PROGRAM):
+            self.skipTest("no nvcc-built cudart program in this build")
+        sim = os.path.join(BUILD, "vgpu", "libcuda.so.1")
+        r = self.run_vgpu("--backend", "passthrough", "--job-id", "tools-test-stats", "--",
+                          CUDART_PROGRAM, timeout=150, VGPU_REAL_LIBCUDA=sim, VGPU_PHYSICAL_DEVICES="0")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        m = re.search(r"kernel launches with a signature: (\d+), measured on the GPU (\d+) "
+                      r"\(([0-9.]+)%\), settled (\d+), from the kernel-time database (\d+)", r.stderr)
+        self.assertIsNotNone(m, r.stderr)
+        launches, measured, _, settled, from_db = (int(float(g)) for g in m.groups())
+        self.assertGreater(launches, 0)
+        self.assertEqual(launches, measured + settled + from_db)
+        self.assertFalse(os.path.exists(os.path.join(self.daemon_dir, "launch-stats-tools-test-stats")))
+        # Given by the caller, VGPU_LAUNCH_STATS is the caller's: no line.
+        own = os.path.join(self.tmp, "stats")
+        r = self.run_vgpu("--backend", "passthrough", "--job-id", "tools-test-stats2", "--",
+                          CUDART_PROGRAM, timeout=150, VGPU_REAL_LIBCUDA=sim, VGPU_PHYSICAL_DEVICES="0",
+                          VGPU_LAUNCH_STATS=own)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertNotIn("kernel launches with a signature", r.stderr)
+        self.assertTrue(os.path.isfile(own))
+
     def test_memory_peak_is_sampled(self):
         r = self.run_vgpu("--job-id", "tools-test-memory", "--sample-interval", "0.1", "--",
                           "python3", "-c", HOLD_MEMORY)

@@ -151,7 +151,7 @@ inline constexpr Spec kSpecs[] = {
      "serialized",
      "passthrough", 0, 0, "alone|concurrent|cupti|serialize"},
     {Id::launch_stats, "VGPU_LAUNCH_STATS", Type::path, "",
-     "file of launch counts, rewritten after each launch (`%p` = the process id)", "passthrough", 0, 0, {},
+     "file of launch counts, exact after each synchronization (`%p` = the process id)", "passthrough", 0, 0, {},
      Reading::each_use},
     {Id::memory_policy, "VGPU_MEMORY_POLICY", Type::choice, "private",
      "`shared`: large allocations of every virtual GPU share a few physical chunks", "passthrough", 0, 0,

@@ -4,6 +4,7 @@
 // kernel-time database's (policy none), or for NCCL's kernels the virtual finish of their
 // transfers (nccl_timing.h). With VGPU_KERNEL_DB set, forwarded launches are also recorded into
 // the database (kernel_recording.h).
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -56,6 +57,11 @@ struct Plan {
   Timing timing = measured_timing();
   bool have_signature = false;
   LaunchSignature signature;
+  // The function's first launch in its context: it may load the function, so its measurement
+  // includes host work and takes no part in learning which bytes matter (launch_policy.h).
+  // Heap-held, made only for a launch whose measurement is kept: the measurement callback
+  // reads it after the plan was moved from.
+  std::shared_ptr<bool> first;
 };
 
 Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extra, const StreamTarget& t) {
@@ -89,7 +95,7 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
   // the smallest of them and this process's own is the least disturbed measurement.
   SharedDurations* shared = Passthrough::get().shared_durations().of(physical);
   const uint64_t key = shared ? SharedDurations::key_of(p.signature.bytes) : 0;
-  if (const std::optional<double> settled = durations.settled(p.signature.bytes)) {
+  if (const std::optional<double> settled = durations.settled(p.signature)) {
     p.timing.source = Timing::Source::known;
     p.timing.seconds = *settled;
     if (shared != nullptr)
@@ -104,10 +110,10 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
   // database made a GPT-2 step 30% slow). Each settled duration (not each raw sample) goes to
   // the database, when one is configured and CUPTI is not recording instead (kernel_recording.h).
   KernelTimeDb* physical_db = physical_kernel_db(physical);
-  if (physical_db != nullptr && !durations.seen(p.signature.bytes)) {
+  if (physical_db != nullptr && !durations.seen(p.signature)) {
     if (const std::optional<uint64_t> ns = physical_db->lookup(p.signature)) {
       const double seconds = static_cast<double>(*ns) * 1e-9;
-      durations.settle(p.signature.bytes, seconds);
+      durations.settle(p.signature, seconds);
       p.timing.source = Timing::Source::known;
       p.timing.seconds = seconds;
       p.run = policy == LaunchPolicy::all;
@@ -115,8 +121,9 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
     }
   }
   KernelTimeDb* db = KernelRecording::get() ? nullptr : physical_db;
-  p.timing.on_measured = [&durations, db, shared, key, sig = p.signature](double s) {
-    const std::optional<double> settled = durations.add_sample(sig.bytes, s);
+  p.first = std::make_shared<bool>(false);
+  p.timing.on_measured = [&durations, db, shared, key, sig = p.signature, first = p.first](double s) {
+    const std::optional<double> settled = durations.add_sample(sig, s, /*learn=*/!*first);
     if (!settled) return;
     if (shared != nullptr) shared->offer(key, *settled);
     if (db != nullptr) db->record(sig, static_cast<uint64_t>(*settled * 1e9 + 0.5));
@@ -157,7 +164,10 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
     // function may load it (lazy loading), and loading can wait for the context's streams,
     // one of which the gate holds shut until the launch returns: a deadlock (seen on an H200
     // with several virtual devices in one process).
-    bracket = vt->begin(t, plan.timing, /*gated=*/alone != nullptr && launched_before(t.context, f));
+    const bool measured = plan.timing.source == Timing::Source::measured;
+    const bool first = measured && !launched_before(t.context, f);
+    if (plan.first) *plan.first = first;
+    bracket = vt->begin(t, plan.timing, /*gated=*/alone != nullptr && measured && !first);
     rec = plan.have_signature ? KernelRecording::get() : nullptr;
     if (rec != nullptr &&
         !rec->begin(plan.signature, {t.context, stream, per_thread, function_facts(f).name, shape}))

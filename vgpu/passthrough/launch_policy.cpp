@@ -1,6 +1,5 @@
 #include "passthrough/launch_policy.h"
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -12,6 +11,7 @@
 #include "common/log.h"
 #include "common/settings.h"
 #include "passthrough/passthrough.h"
+#include "timing/outside_cpu_time.h"
 
 namespace vgpu::pt {
 namespace {
@@ -54,16 +54,36 @@ KernelDurations::KernelDurations() {
   // "%p" becomes the process id, so that the ranks of a job each keep their own file.
   if (const size_t at = path.find("%p"); at != std::string::npos) path.replace(at, 2, std::to_string(::getpid()));
   stats_fd_ = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (stats_fd_ < 0) log::always(fmt::format("vgpu: VGPU_LAUNCH_STATS: cannot write {}", path));
+  if (stats_fd_ < 0) {
+    log::always(fmt::format("vgpu: VGPU_LAUNCH_STATS: cannot write {}", path));
+    return;
+  }
+  // The last settled launches' counts (the root, and so this object, is never destroyed).
+  std::atexit([] {
+    if (KernelDurations* d = Passthrough::get().durations_if_made()) d->publish_pending();
+  });
 }
 
-void KernelDurations::publish() {
+void KernelDurations::publish_pending() {
+  if (!pending_.load(std::memory_order_relaxed)) return;
+  std::lock_guard l(mu_);
+  publish(/*now=*/true);
+}
+
+void KernelDurations::publish(bool now) {
   if (stats_fd_ < 0) return;
+  const double wall = vgpu::OutsideCpuTime::wall_seconds();
+  if (!now && published_at_ >= 0 && wall - published_at_ < kPublishEvery) {
+    pending_.store(true, std::memory_order_relaxed);
+    return;
+  }
+  published_at_ = wall;
+  pending_.store(false, std::memory_order_relaxed);
   char line[160];
   const int n = std::snprintf(line, sizeof line,
                               "signatures=%012llu launches=%012llu settled=%012llu from_database=%012llu "
                               "measured=%012llu\n",
-                              static_cast<unsigned long long>(entries_.size()), counts_.launches, counts_.settled,
+                              static_cast<unsigned long long>(entries_.groups()), counts_.launches, counts_.settled,
                               counts_.from_database, counts_.measured());
   if (n > 0 && ::pwrite(stats_fd_, line, static_cast<size_t>(n), 0) < 0) {
     ::close(stats_fd_);  // a full disk or a closed file: stop trying
@@ -74,53 +94,34 @@ void KernelDurations::publish() {
 KernelDurations::Counts KernelDurations::counts() {
   std::lock_guard l(mu_);
   Counts c = counts_;
-  c.signatures = entries_.size();
+  c.signatures = entries_.groups();
   return c;
 }
 
-std::optional<double> KernelDurations::settled(const std::string& signature) {
+std::optional<double> KernelDurations::settled(const LaunchSignature& signature) {
   std::lock_guard l(mu_);
   ++counts_.launches;
-  auto it = entries_.find(signature);
-  std::optional<double> found;
-  if (it != entries_.end() && it->second.median >= 0) {
-    ++counts_.settled;
-    found = it->second.median;
-  }
-  publish();
+  const std::optional<double> found = entries_.settled(signature);
+  if (found) ++counts_.settled;
+  publish(/*now=*/!found);  // a measured launch costs far more than the write
   return found;
 }
 
-void KernelDurations::settle(const std::string& signature, double seconds) {
+void KernelDurations::settle(const LaunchSignature& signature, double seconds) {
   std::lock_guard l(mu_);
   ++counts_.from_database;
-  Entry& e = entries_[signature];
-  e.samples.clear();
-  e.median = seconds;
-  publish();
+  entries_.settle(signature, seconds);
+  publish(/*now=*/true);
 }
 
-bool KernelDurations::seen(const std::string& signature) {
+bool KernelDurations::seen(const LaunchSignature& signature) {
   std::lock_guard l(mu_);
-  return entries_.count(signature) != 0;
+  return entries_.seen(signature);
 }
 
-std::optional<double> KernelDurations::add_sample(const std::string& signature, double seconds) {
+std::optional<double> KernelDurations::add_sample(const LaunchSignature& signature, double seconds, bool learn) {
   std::lock_guard l(mu_);
-  Entry& e = entries_[signature];
-  if (e.median >= 0) return std::nullopt;
-  e.samples.push_back(seconds);
-  if (static_cast<int>(e.samples.size()) < samples_wanted()) return std::nullopt;
-  // The first sample of a signature is usually its function's first launch in the context,
-  // which is measured without the stream gate (launch_api.cpp) and so includes the host's
-  // launch latency: with three or more samples it is left out.
-  std::vector<double> s(e.samples.begin() + (e.samples.size() >= 3 ? 1 : 0), e.samples.end());
-  std::sort(s.begin(), s.end());
-  const size_t n = s.size();
-  e.median = n % 2 == 1 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-  e.samples.clear();
-  e.samples.shrink_to_fit();
-  return e.median;
+  return entries_.add_sample(signature, seconds, learn);
 }
 
 }  // namespace vgpu::pt

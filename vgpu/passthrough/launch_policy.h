@@ -17,21 +17,30 @@
 //   none   nothing runs; every launch takes the duration recorded in the kernel-time database
 //          (VGPU_KERNEL_DB, recorded on a GPU of the virtual model) or the fallback model.
 //
-// VGPU_LAUNCH_STATS=<file>: after every launch with a signature, the file holds one line of
-// KernelDurations::Counts, "signatures=N launches=N settled=N from_database=N measured=N" (fixed
-// width, rewritten in place), so that a script can read how many launches were measured between
-// two points of a run (tests/gpu/measured_per_step.py reads it after each step). A "%p" in the
-// path becomes the process id (one file per rank of a multi-process job).
+// A launch's signature settles as front/launch/signature_settling.h says: by-value words that
+// were seen to vary while the measured durations agreed (stack garbage, seeds) stop keying, so
+// PyTorch's launches settle although their bytes never repeat.
+//
+// VGPU_LAUNCH_STATS=<file>: the file holds one line of KernelDurations::Counts,
+// "signatures=N launches=N settled=N from_database=N measured=N" (fixed width, rewritten in
+// place), so that a script can read how many launches were measured between two points of a run
+// (tests/gpu/measured_per_step.py reads it after each step). It is rewritten after every launch
+// that is measured or takes the database's duration, after settled launches at most once a
+// millisecond (a write is a system call, and vgpu-run sets the variable for every passthrough
+// job), and by every synchronization (cuCtx/cuStream/cuEventSynchronize) and at exit when
+// launches went unwritten: what a script reads after synchronizing is exact. A "%p" in the path
+// becomes the process id (one file per rank of a multi-process job).
 //
 // Under every policy NCCL's kernels run: ranks spin-wait on each other inside them, and the
 // vgpu net plugin moves their bytes, so skipping one on one rank would hang the others.
 #pragma once
 
+#include <atomic>
 #include <mutex>
 #include <optional>
-#include <string>
-#include <unordered_map>
-#include <vector>
+
+#include "front/launch/launch_signature.h"
+#include "front/launch/signature_settling.h"
 
 namespace vgpu::pt {
 
@@ -51,37 +60,41 @@ class KernelDurations {
   static int samples_wanted();
 
   // The signature's duration once it has all its samples, in seconds.
-  std::optional<double> settled(const std::string& signature);
+  std::optional<double> settled(const LaunchSignature& signature);
   // Whether the signature has been measured (or settled) in this process at all.
-  bool seen(const std::string& signature);
-  // Adds a measurement; returns the signature's duration when this sample settled it.
-  std::optional<double> add_sample(const std::string& signature, double seconds);
+  bool seen(const LaunchSignature& signature);
+  // Adds a measurement; returns the signature's duration when this sample settled it. `learn`
+  // false: the sample may include host work (the function's first launch in its context), so it
+  // teaches nothing about which bytes matter.
+  std::optional<double> add_sample(const LaunchSignature& signature, double seconds, bool learn = true);
   // The signature's duration is known already (the kernel-time database): no measuring.
-  void settle(const std::string& signature, double seconds);
+  void settle(const LaunchSignature& signature, double seconds);
 
   // What the launches with a signature did so far (launches that cannot be described are
   // measured every time and not counted): `launches` asked settled() (one per launch under
   // the policies all and first), `settled` found a duration there, `from_database` took it from
-  // the kernel-time database instead; the rest were measured. `signatures`: distinct ones.
+  // the kernel-time database instead; the rest were measured. `signatures`: distinct durations
+  // kept (settling groups, signature_settling.h).
   struct Counts {
     unsigned long long signatures = 0, launches = 0, settled = 0, from_database = 0;
     unsigned long long measured() const { return launches - settled - from_database; }
   };
   Counts counts();
+  // Writes the counts to VGPU_LAUNCH_STATS if launches went unwritten (a synchronization, exit).
+  void publish_pending();
 
   KernelDurations();
 
  private:
-  void publish();  // under mu_: VGPU_LAUNCH_STATS
+  static constexpr double kPublishEvery = 1e-3;  // seconds between writes for settled launches
+  void publish(bool now);  // under mu_: VGPU_LAUNCH_STATS, now or when kPublishEvery has passed
 
   Counts counts_;
   int stats_fd_ = -1;
-  struct Entry {
-    std::vector<double> samples;
-    double median = -1;
-  };
+  double published_at_ = -1;           // wall seconds of the last write
+  std::atomic<bool> pending_{false};  // launches counted since
   std::mutex mu_;
-  std::unordered_map<std::string, Entry> entries_;
+  SettlingSignatures entries_{samples_wanted()};
 };
 
 }  // namespace vgpu::pt

@@ -97,6 +97,8 @@ class Passthrough {
   VirtualTime* virtual_time();
 
   KernelDurations& durations();
+  // The durations if a launch made them already, else nullptr (synchronizations: nothing to do).
+  KernelDurations* durations_if_made() const { return durations_.peek(); }
   // The CUPTI kernel-time recorder (kernel_recording.h); nullptr when not recording.
   KernelRecording* kernel_recording();
   MeasureLocks& measure_locks() { return measure_locks_; }

@@ -14,12 +14,16 @@
 #include "common/log.h"
 #include "front/driver/cuda_api.h"
 #include "passthrough/kernel_recording.h"
+#include "passthrough/launch_policy.h"
+#include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/thread_clock.h"
 #include "passthrough/timeline_writer.h"
 #include "passthrough/virtual_time.h"
 
+using vgpu::pt::KernelDurations;
 using vgpu::pt::OpRef;
+using vgpu::pt::Passthrough;
 using vgpu::pt::PassState;
 using vgpu::pt::StreamTarget;
 using vgpu::pt::TimelineWriter;
@@ -59,8 +63,15 @@ CUresult stream_waits(CUstream s, CUevent e, bool per_thread, Call call) {
   return r;
 }
 
+// A synchronization writes the launch counts that went unwritten (launch_policy.h), so that a
+// script reading VGPU_LAUNCH_STATS after synchronizing reads them all.
+void publish_launch_counts() {
+  if (KernelDurations* d = Passthrough::get().durations_if_made()) d->publish_pending();
+}
+
 template <class Call>
 CUresult stream_synchronized(CUstream s, bool per_thread, Call call) {
+  publish_launch_counts();
   thread_clock::Pause pause(/*blocking=*/true);
   VirtualTime* vt = VirtualTime::get();
   StreamTarget t;
@@ -71,6 +82,7 @@ CUresult stream_synchronized(CUstream s, bool per_thread, Call call) {
 }
 
 CUresult context_synchronized(CUcontext ctx, CUresult (*real)(CUcontext), bool explicit_ctx) {
+  publish_launch_counts();
   thread_clock::Pause pause(/*blocking=*/true);
   VirtualTime* vt = VirtualTime::get();
   if (ctx == nullptr) VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&ctx);
@@ -163,6 +175,7 @@ VGPU_EXPORT CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, 
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent e) {
+  publish_launch_counts();
   thread_clock::Pause pause(/*blocking=*/true);
   const CUresult r = REAL(cuEventSynchronize, CUevent)(e);
   if (r != CUDA_SUCCESS) return r;

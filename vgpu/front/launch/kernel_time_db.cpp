@@ -57,8 +57,21 @@ struct KernelTimeDb::Impl {
   std::string model;
 
   // The cache: every signature asked about or recorded, with its duration or nullopt (a miss).
+  // Misses are kept up to kMaxCachedMisses, then all forgotten at once: launches whose by-value
+  // structs carry stack garbage never repeat a signature, and keeping each of their misses grew
+  // the sim backend by 188 bytes per launch, without bound.
   std::shared_mutex cache_mu;
   std::unordered_map<std::string, std::optional<uint64_t>> cache;
+  size_t cached_misses = 0;
+
+  // Adds a miss (cache_mu held exclusively), forgetting every cached miss first when full.
+  void cache_miss(const std::string& signature) {
+    if (cached_misses >= kMaxCachedMisses) {
+      std::erase_if(cache, [](const auto& kv) { return !kv.second.has_value(); });
+      cached_misses = 0;
+    }
+    if (cache.try_emplace(signature, std::nullopt).second) ++cached_misses;
+  }
 
   // The connection, opened on first use; `failed` stops retrying after an error.
   std::mutex db_mu;
@@ -172,8 +185,12 @@ std::optional<uint64_t> KernelTimeDb::lookup(const LaunchSignature& signature) {
   std::optional<uint64_t> found = impl_->query(signature.bytes);
   std::unique_lock lock(impl_->cache_mu);
   // A record() that raced with the query wins: it holds the newer value.
-  auto [it, inserted] = impl_->cache.try_emplace(signature.bytes, found);
-  return it->second;
+  if (auto it = impl_->cache.find(signature.bytes); it != impl_->cache.end()) return it->second;
+  if (found)
+    impl_->cache.emplace(signature.bytes, found);
+  else
+    impl_->cache_miss(signature.bytes);
+  return found;
 }
 
 bool KernelTimeDb::record(const LaunchSignature& signature, uint64_t duration_ns) {
@@ -210,8 +227,17 @@ bool KernelTimeDb::record(const LaunchSignature& signature, uint64_t duration_ns
     }
   }
   std::unique_lock lock(impl_->cache_mu);
-  impl_->cache[signature.bytes] = stored;
+  auto [it, inserted] = impl_->cache.try_emplace(signature.bytes, stored);
+  if (!inserted) {
+    if (!it->second) --impl_->cached_misses;  // a miss no more
+    it->second = stored;
+  }
   return true;
+}
+
+size_t KernelTimeDb::cached_misses() {
+  std::shared_lock lock(impl_->cache_mu);
+  return impl_->cached_misses;
 }
 
 int64_t KernelTimeDb::count() {

@@ -26,7 +26,9 @@
 //
 // Cost on the launch path: lookup() reads an in-memory cache under a shared lock; only the
 // first lookup of a signature (hit or miss) queries SQLite, and misses are cached too (a
-// record() from this process updates the cache). Thread-safe. Errors (unreadable file, locked
+// record() from this process updates the cache), up to kMaxCachedMisses of them: then every
+// cached miss is forgotten, so that launches whose signatures never repeat (stack garbage in
+// by-value structs) keep memory bounded. Thread-safe. Errors (unreadable file, locked
 // database, bad schema) are logged once and the database then behaves as empty / drops writes:
 // timing falls back to the model, the host program never fails because of it.
 #pragma once
@@ -66,6 +68,10 @@ class KernelTimeDb {
 
   // Number of rows of this GPU model (tests, tools).
   int64_t count();
+
+  static constexpr size_t kMaxCachedMisses = 4096;
+  // Misses held in the cache now (tests).
+  size_t cached_misses();
 
  private:
   struct Impl;

@@ -16,6 +16,9 @@
   VGPU_KERNEL_DB      unless set by the caller: a kernel-time database private to the job, so
                       that a kernel measured by one rank is not measured again by the others
                       (one measurement per signature per job); removed when the job ends.
+  VGPU_LAUNCH_STATS   passthrough, unless set by the caller: one file of launch counts per
+                      process in a folder private to the job, added up in the summary
+                      (launch_stats.py).
   LD_PRELOAD          --virtual-clock: vgpu's clock shim (libvgpu-vclock.so) after whatever the
                       caller preloads (a sanitizer runtime must stay first): each thread that
                       submitted GPU work reads its virtual clock from clock_gettime,

@@ -10,7 +10,7 @@ import sys
 import time
 
 from . import cluster as cluster_mod
-from . import daemon, environment, kernel_db, layout as layout_mod, options as options_mod, summary, topology
+from . import daemon, environment, kernel_db, launch_stats, layout as layout_mod, options as options_mod, summary, topology
 from .errors import UsageError
 from .monitor import Monitor, region_path
 
@@ -78,6 +78,7 @@ def prepare(options, configured, base):
     topo = _write_topology(cluster, base, notes)
     setting = environment.job_vars(options, layout, backend, real, job, topo, base)
     setting.update(kernel_db.job_vars(options, daemon.ensure_private_dir(daemon.socket_dir(base)), job))
+    setting.update(launch_stats.job_vars(backend, daemon.ensure_private_dir(daemon.socket_dir(base)), job, base))
     notes += environment.replaced(setting, base)
     return setting, cluster, backend, layout, notes
 
@@ -142,6 +143,7 @@ def main(argv, configured):
     own_db = setting.get("VGPU_KERNEL_DB") == environment.job_kernel_db(base, setting["VGPU_JOB_ID"])
     if own_db:
         os.makedirs(setting["VGPU_KERNEL_DB"], mode=0o700, exist_ok=True)
+    stats = launch_stats.prepare(setting, daemon.ensure_private_dir(daemon.socket_dir(base)))
     misses = setting.get("VGPU_KERNEL_DB_MISSES")
     if misses and os.path.exists(misses):
         os.remove(misses)  # a file of an earlier run with the same job id
@@ -163,6 +165,9 @@ def main(argv, configured):
     stopped = daemon.stop(setting["VGPU_JOB_ID"], env)
     if stopped:
         end_notes.append(stopped)
+    counted = launch_stats.finish(stats)
+    if counted:
+        end_notes.append(counted)
     if misses:
         for line in kernel_db.report(misses, setting["VGPU_KERNEL_DB"]):
             _say(line)

@@ -1,0 +1,225 @@
+// Launch signatures that settle although stack garbage in a by-value struct makes every launch's
+// bytes new, while a size inside the struct still keys (front/launch/signature_settling.h).
+// The passthrough's use of it (measure until settled, then take the settled duration) is played
+// here with a duration per launch chosen by the test.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "front/launch/launch_signature.h"
+#include "front/launch/signature_settling.h"
+
+namespace vgpu {
+namespace {
+
+// What PyTorch's elementwise kernels pass by value, in small: an element count, then entries
+// the host filled only in part (the rest: whatever its stack held).
+struct Args {
+  uint32_t n;
+  uint32_t dims;
+  uint32_t tail[10];
+};
+
+LaunchSignature signature_of(const Args& a, uint32_t grid = 64) {
+  const ParamSlot slots[] = {{0, 8}, {8, sizeof(Args)}};
+  std::vector<uint8_t> params(8 + sizeof(Args));
+  const uint64_t out = 0x7f0000001000;  // a device pointer
+  std::memcpy(params.data(), &out, 8);
+  std::memcpy(params.data() + 8, &a, sizeof a);
+  LaunchShape shape;
+  shape.grid = {grid, 1, 1};
+  shape.block = {256, 1, 1};
+  return build_launch_signature("elementwise_kernel", shape, slots, params,
+                                [out](uint64_t v) { return v == out; });
+}
+
+// One launch as the passthrough does it: the settled duration, else a measurement.
+struct Launcher {
+  SettlingSignatures table{3};
+  int measured = 0;
+  std::optional<double> launch(const LaunchSignature& s, double real_seconds) {
+    if (std::optional<double> d = table.settled(s)) return d;
+    ++measured;
+    table.add_sample(s, real_seconds);
+    return std::nullopt;
+  }
+};
+
+Args garbage_args(std::mt19937& rng, uint32_t n) {
+  Args a{};
+  a.n = n;
+  a.dims = 1;
+  for (uint32_t& w : a.tail) w = static_cast<uint32_t>(rng());
+  return a;
+}
+
+// 2 us per 1000 elements, plus a host launch latency on the function's first launch.
+double duration_of(uint32_t n) { return 2e-6 * n / 1000.0; }
+
+TEST(SignatureSettling, StructGarbageSettlesAfterAFewLaunches) {
+  std::mt19937 rng(21);
+  Launcher l;
+  std::set<std::string> distinct;
+  int settled_late = 0;
+  for (int i = 0; i < 40; ++i) {
+    const LaunchSignature s = signature_of(garbage_args(rng, 4096));
+    distinct.insert(s.bytes);
+    const double real = duration_of(4096) * (1 + 0.01 * (i % 3)) + (i == 0 ? 20e-6 : 0);
+    const std::optional<double> d = l.launch(s, real);
+    if (i >= 20) {
+      settled_late += d.has_value();
+      if (d) {
+        EXPECT_NEAR(*d, duration_of(4096), 0.02 * duration_of(4096));
+      }
+    }
+  }
+  EXPECT_EQ(distinct.size(), 40u) << "the garbage must make every signature new";
+  EXPECT_EQ(settled_late, 20) << "launches 20..39 all take the settled duration";
+  EXPECT_LE(l.measured, 8);
+  EXPECT_EQ(l.table.groups(), 2u) << "the first launch (with its latency), then one settled group";
+}
+
+TEST(SignatureSettling, SizeInsideTheStructStillKeys) {
+  std::mt19937 rng(7);
+  Launcher l;
+  for (int i = 0; i < 12; ++i) l.launch(signature_of(garbage_args(rng, 1000)), duration_of(1000));
+  ASSERT_TRUE(l.table.settled(signature_of(garbage_args(rng, 1000))).has_value());
+  // Another size, same kernel, grid, block and garbage: measured, then settled on its own.
+  EXPECT_FALSE(l.table.settled(signature_of(garbage_args(rng, 8000))).has_value());
+  const int before = l.measured;
+  for (int i = 0; i < 12; ++i) l.launch(signature_of(garbage_args(rng, 8000)), duration_of(8000));
+  EXPECT_GE(l.measured - before, 3);
+  const std::optional<double> big = l.table.settled(signature_of(garbage_args(rng, 8000)));
+  const std::optional<double> small = l.table.settled(signature_of(garbage_args(rng, 1000)));
+  ASSERT_TRUE(big && small);
+  EXPECT_NEAR(*big, duration_of(8000), 1e-9);
+  EXPECT_NEAR(*small, duration_of(1000), 1e-9);
+  // The size word differed alone with durations 8x apart: it keys for good.
+  const std::vector<size_t> free = l.table.free_words(signature_of(garbage_args(rng, 1000)));
+  EXPECT_EQ(std::count(free.begin(), free.end(), size_t{0}), 0) << "word 0 (n) must stay keyed";
+  EXPECT_EQ(free.size(), 10u) << "the tail's ten words are free";
+}
+
+// Latency-bound launches of 1000 and 1001 elements take the same time, so the size stops
+// keying; 10^6 elements must still be measured, not taken from the small ones.
+TEST(SignatureSettling, AFreedSizeDoesNotReachSizesNeverMeasured) {
+  Launcher l;
+  auto flat = [](uint32_t n) { return n <= 4096 ? 3e-6 : duration_of(n); };
+  for (int i = 0; i < 12; ++i) {
+    const uint32_t n = 1000 + (i % 2);
+    Args a{};
+    a.n = n;
+    l.launch(signature_of(a), flat(n));
+  }
+  Args small{};
+  small.n = 1000;
+  ASSERT_TRUE(l.table.settled(signature_of(small)).has_value());
+  EXPECT_EQ(l.table.free_words(signature_of(small)), std::vector<size_t>{0}) << "n stopped keying";
+  Args big{};
+  big.n = 1'000'000;
+  EXPECT_FALSE(l.table.settled(signature_of(big)).has_value()) << "never measured: no duration";
+  for (int i = 0; i < 5; ++i) l.launch(signature_of(big), flat(big.n));
+  const std::optional<double> d = l.table.settled(signature_of(big));
+  ASSERT_TRUE(d.has_value());
+  EXPECT_NEAR(*d, flat(big.n), 1e-9);
+  EXPECT_NEAR(*l.table.settled(signature_of(small)), 3e-6, 1e-12);
+}
+
+// A counter that changes on every launch without changing the work (a philox offset) is
+// measured each time it has doubled its span, not on every launch.
+TEST(SignatureSettling, ACounterIsMeasuredLogarithmicallyOften) {
+  Launcher l;
+  Args a{};
+  a.n = 4096;
+  for (uint32_t i = 0; i < 2000; ++i) {
+    a.dims = 100 + 4 * i;  // the counter
+    l.launch(signature_of(a), duration_of(4096));
+  }
+  EXPECT_LE(l.measured, 20) << "of 2000 launches";
+  std::printf("counter: %d of 2000 launches measured\n", l.measured);
+}
+
+// What is learnt about one grid says nothing about another.
+TEST(SignatureSettling, DifferentGridsAreDifferentFamilies) {
+  std::mt19937 rng(3);
+  Launcher l;
+  for (int i = 0; i < 10; ++i) l.launch(signature_of(garbage_args(rng, 1000), 64), duration_of(1000));
+  EXPECT_FALSE(l.table.settled(signature_of(garbage_args(rng, 1000), 128)).has_value());
+  EXPECT_TRUE(l.table.free_words(signature_of(garbage_args(rng, 1000), 128)).empty());
+}
+
+// Samples that include host work (a function's first launch in another context) are slow for
+// a reason no byte gives: told so, the table learns nothing from them; else the one word they
+// differed in would key for good (after two such samples: one alone pins nothing).
+TEST(SignatureSettling, SamplesWithHostWorkTeachNothing) {
+  for (bool learn_from_slow : {false, true}) {
+    SettlingSignatures t(3);
+    Args a{};
+    a.n = 1000;
+    auto with_garbage = [&a](uint32_t g) {
+      Args b = a;
+      b.tail[0] = g;
+      return signature_of(b);
+    };
+    t.add_sample(with_garbage(0x90000001), 10e-6);                   // the family's first
+    t.add_sample(with_garbage(0x90000002), 10e-6);
+    t.add_sample(with_garbage(0x90000003), 40e-6, learn_from_slow);  // slow: host work
+    t.add_sample(with_garbage(0x90000005), 45e-6, learn_from_slow);
+    t.add_sample(with_garbage(0x90000004), 10e-6);
+    const std::vector<size_t> free = t.free_words(with_garbage(0));
+    if (learn_from_slow) {
+      EXPECT_TRUE(free.empty()) << "the slow sample pinned the garbage word";
+    } else {
+      EXPECT_EQ(free, std::vector<size_t>{2}) << "tail[0], the third word";
+    }
+  }
+}
+
+// One sample slowed down (a shared GPU) pins nothing: the garbage word it alone differed in
+// is freed by the next agreeing pair.
+TEST(SignatureSettling, OneSlowSamplePinsNothing) {
+  SettlingSignatures t(3);
+  Args a{};
+  a.n = 1000;
+  auto with_garbage = [&a](uint32_t g) {
+    Args b = a;
+    b.tail[0] = g;
+    return signature_of(b);
+  };
+  t.add_sample(with_garbage(0x90000001), 10e-6);
+  t.add_sample(with_garbage(0x90000002), 10e-6);
+  t.add_sample(with_garbage(0x90000003), 40e-6);
+  t.add_sample(with_garbage(0x90000004), 10e-6);
+  EXPECT_EQ(t.free_words(with_garbage(0)), std::vector<size_t>{2});
+}
+
+TEST(SignatureSettling, DurationRules) {
+  EXPECT_TRUE(durations_agree(10e-6, 10.4e-6));
+  EXPECT_TRUE(durations_agree(2e-6, 2.4e-6));  // within 0.5 us
+  EXPECT_FALSE(durations_agree(10e-6, 11e-6));
+  EXPECT_TRUE(durations_differ(10e-6, 12e-6));
+  EXPECT_FALSE(durations_differ(2e-6, 2.5e-6));  // under 1 us
+  EXPECT_FALSE(durations_differ(100e-6, 110e-6));
+}
+
+// Signatures from the kernel-time database settle as they are, and malformed bytes are ignored.
+TEST(SignatureSettling, DatabaseDurationsAndMalformedSignatures) {
+  SettlingSignatures t(3);
+  Args a{};
+  a.n = 5;
+  t.settle(signature_of(a), 7e-6);
+  EXPECT_EQ(t.settled(signature_of(a)), std::optional<double>(7e-6));
+  EXPECT_TRUE(t.seen(signature_of(a)));
+  LaunchSignature junk{"not a signature"};
+  EXPECT_FALSE(t.settled(junk).has_value());
+  EXPECT_FALSE(t.add_sample(junk, 1e-6).has_value());
+  EXPECT_FALSE(t.seen(junk));
+}
+
+}  // namespace
+}  // namespace vgpu

@@ -1,0 +1,282 @@
+#include "front/launch/signature_settling.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "common/log.h"
+
+namespace vgpu {
+
+bool durations_agree(double a, double b) {
+  const double d = std::fabs(a - b);
+  return d <= SettlingSignatures::kAgreeAbsoluteS ||
+         d <= SettlingSignatures::kAgreeRelative * std::max(std::fabs(a), std::fabs(b));
+}
+
+bool durations_differ(double a, double b) {
+  const double d = std::fabs(a - b);
+  return d >= SettlingSignatures::kDifferAbsoluteS &&
+         d >= SettlingSignatures::kDifferRelative * std::max(std::fabs(a), std::fabs(b));
+}
+
+bool SettlingSignatures::parse(const LaunchSignature& signature, Parsed* out) {
+  std::string name;
+  if (!decode_signature_header(signature, &name, nullptr)) return false;
+  const std::string_view s = signature.bytes;
+  // magic (10 bytes: "vgpu-sigN\0"), name, '\0', 7 u32 of shape
+  size_t at = s.find('\0', 10);
+  if (at == std::string_view::npos) return false;
+  at += 1 + 7 * 4;
+  out->family.assign(s.substr(0, at));
+  out->words.clear();
+  out->words.reserve((s.size() - at) / 4 + 1);
+  while (at < s.size()) {
+    const char tag = s[at++];
+    out->family.push_back(tag);
+    if (tag == 'p') continue;
+    if (tag != 'v' || at + 4 > s.size()) return false;
+    uint32_t size = 0;
+    std::memcpy(&size, s.data() + at, 4);  // little-endian hosts only, as the encoding
+    out->family.append(s.substr(at, 4));
+    at += 4;
+    if (size > s.size() - at) return false;
+    const size_t whole = size / 4, first = out->words.size();
+    out->words.resize(first + whole + (size % 4 != 0));
+    std::memcpy(out->words.data() + first, s.data() + at, size);  // the tail word zero-filled
+    at += size;
+  }
+  return true;
+}
+
+void SettlingSignatures::bucket_key(const Family& f, const std::vector<uint32_t>& words, std::string* key) {
+  key->assign(reinterpret_cast<const char*>(words.data()), words.size() * 4);
+  for (size_t i = 0; i < words.size(); ++i)
+    if (f.free[i]) std::memset(key->data() + 4 * i, 0, 4);
+}
+
+std::string SettlingSignatures::bucket_key(const Family& f, const std::vector<uint32_t>& words) {
+  std::string key;
+  bucket_key(f, words, &key);
+  return key;
+}
+
+bool SettlingSignatures::covers(const Family& f, const Group& g, const std::vector<uint32_t>& words) {
+  for (size_t i = 0; i < words.size(); ++i) {
+    if (!f.free[i]) continue;  // equal: same bucket
+    const uint32_t v = words[i];
+    if (g.wide[i]) continue;  // garbage-like: any value
+    if (v >= kWideFrom || g.lo[i] > g.hi[i]) return false;
+    // The range measured, widened on each side by its own span: a word that varied by S across
+    // launches that took the same time is trusted to vary by S more (a counter, such as a philox
+    // offset, is then measured each time it has doubled its span, not on every launch).
+    const uint64_t span = uint64_t{g.hi[i]} - g.lo[i];
+    if (uint64_t{v} + span < g.lo[i] || v > g.hi[i] + span) return false;
+  }
+  return true;
+}
+
+void SettlingSignatures::widen(Group& g, const std::vector<uint32_t>& words) {
+  for (size_t i = 0; i < words.size(); ++i) {
+    const uint32_t v = words[i];
+    if (v >= kWideFrom) {
+      g.wide[i] = 1;
+    } else if (g.lo[i] > g.hi[i]) {  // no small value yet
+      g.lo[i] = g.hi[i] = v;
+    } else {
+      g.lo[i] = std::min(g.lo[i], v);
+      g.hi[i] = std::max(g.hi[i], v);
+    }
+  }
+}
+
+SettlingSignatures::Group SettlingSignatures::group_of(const std::vector<uint32_t>& words) {
+  Group g;
+  g.words = words;
+  g.lo.assign(words.size(), 1);  // lo > hi: empty range
+  g.hi.assign(words.size(), 0);
+  g.wide.assign(words.size(), 0);
+  widen(g, words);
+  return g;
+}
+
+void SettlingSignatures::rebuild_buckets(Family& f) {
+  f.buckets.clear();
+  for (size_t i = 0; i < f.groups.size(); ++i) f.buckets[bucket_key(f, f.groups[i].words)].push_back(i);
+}
+
+const SettlingSignatures::Group* SettlingSignatures::find(const Family& f, const std::vector<uint32_t>& words,
+                                                          bool settled_only) const {
+  bucket_key(f, words, &key_scratch_);
+  const auto it = f.buckets.find(key_scratch_);
+  if (it == f.buckets.end()) return nullptr;
+  const Group* pending = nullptr;
+  for (size_t i : it->second) {
+    const Group& g = f.groups[i];
+    if (!covers(f, g, words)) continue;
+    if (g.seconds >= 0) return &g;
+    if (pending == nullptr) pending = &g;
+  }
+  return settled_only ? nullptr : pending;
+}
+
+std::optional<double> SettlingSignatures::settled(const LaunchSignature& signature) const {
+  Parsed& p = scratch_;  // reused: this runs on every launch
+  if (!parse(signature, &p)) return std::nullopt;
+  const auto it = families_.find(p.family);
+  if (it == families_.end()) return std::nullopt;
+  const Group* g = find(it->second, p.words, /*settled_only=*/true);
+  return g ? std::optional<double>(g->seconds) : std::nullopt;
+}
+
+bool SettlingSignatures::seen(const LaunchSignature& signature) const {
+  Parsed p;
+  if (!parse(signature, &p)) return false;
+  const auto it = families_.find(p.family);
+  return it != families_.end() && find(it->second, p.words, /*settled_only=*/false) != nullptr;
+}
+
+std::vector<size_t> SettlingSignatures::free_words(const LaunchSignature& signature) const {
+  std::vector<size_t> out;
+  Parsed p;
+  if (!parse(signature, &p)) return out;
+  const auto it = families_.find(p.family);
+  if (it == families_.end()) return out;
+  for (size_t i = 0; i < it->second.free.size(); ++i)
+    if (it->second.free[i]) out.push_back(i);
+  return out;
+}
+
+void SettlingSignatures::learn(Family& f, const std::vector<uint32_t>& words, double seconds) {
+  size_t freed = 0;
+  std::vector<uint8_t> blamed;  // words this sample alone differed in, with another duration
+  for (const Recent& r : f.recent) {
+    size_t keyed_diffs = 0, last = 0;
+    bool touches_pinned = false;
+    for (size_t i = 0; i < words.size(); ++i) {
+      if (f.free[i] || words[i] == r.words[i]) continue;
+      ++keyed_diffs;
+      last = i;
+      touches_pinned |= f.pinned[i] >= kPinAfter;
+    }
+    if (keyed_diffs == 0) continue;
+    if (durations_agree(seconds, r.seconds) && !touches_pinned) {
+      for (size_t i = 0; i < words.size(); ++i)
+        if (words[i] != r.words[i] && !f.free[i]) f.free[i] = 1, ++freed;
+    } else if (keyed_diffs == 1 && durations_differ(seconds, r.seconds)) {
+      if (blamed.empty()) blamed.assign(words.size(), 0);
+      blamed[last] = 1;
+    }
+  }
+  for (size_t i = 0; i < blamed.size(); ++i) {  // one count per sample, however many pairs
+    if (!blamed[i] || f.pinned[i] >= kPinAfter) continue;
+    if (++f.pinned[i] == kPinAfter)
+      log::debug("vgpu: launch signatures of {}: by-value word {} keys ({:.2f} us)", f.name, i, seconds * 1e6);
+  }
+  f.recent.push_back({words, seconds});
+  if (f.recent.size() > kRecent) f.recent.pop_front();
+  if (freed == 0) return;
+  rebuild_buckets(f);
+  if (log::enabled(log::Level::debug)) {
+    size_t total = 0;
+    for (uint8_t x : f.free) total += x;
+    log::debug("vgpu: launch signatures of {}: {} more by-value words stop keying ({} of {})", f.name, freed, total,
+               f.free.size());
+  }
+}
+
+std::optional<double> SettlingSignatures::settle_group(Group& g) {
+  if (g.seconds >= 0 || static_cast<int>(g.samples.size()) < samples_wanted_) return std::nullopt;
+  // The first sample is usually the function's first launch, which includes the host's launch
+  // latency: with three or more samples it is left out.
+  std::vector<double> s(g.samples.begin() + (g.samples.size() >= 3 ? 1 : 0), g.samples.end());
+  std::sort(s.begin(), s.end());
+  const size_t n = s.size();
+  g.seconds = n % 2 == 1 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+  g.samples.clear();
+  g.samples.shrink_to_fit();
+  return g.seconds;
+}
+
+void SettlingSignatures::drop_pending_overflow(Family& f) {
+  size_t pending = 0;
+  for (const Group& g : f.groups) pending += g.seconds < 0;
+  if (pending <= kMaxPendingGroups) return;
+  // The oldest unsettled group goes (launches that never came back).
+  for (auto it = f.groups.begin(); it != f.groups.end(); ++it) {
+    if (it->seconds < 0) {
+      f.groups.erase(it);
+      --groups_;
+      break;
+    }
+  }
+  rebuild_buckets(f);
+}
+
+SettlingSignatures::Family& SettlingSignatures::family(const Parsed& p) {
+  Family& f = families_[p.family];
+  if (f.free.size() != p.words.size()) {  // a new family
+    f.free.assign(p.words.size(), 0);
+    f.pinned.assign(p.words.size(), 0);
+    f.name.assign(p.family.c_str() + 10);  // after the magic, up to its '\0'
+  }
+  return f;
+}
+
+std::optional<double> SettlingSignatures::add_sample(const LaunchSignature& signature, double seconds, bool learn) {
+  Parsed p;
+  if (!parse(signature, &p)) return std::nullopt;
+  Family& f = family(p);
+  if (f.measured_once && learn) this->learn(f, p.words, seconds);
+  f.measured_once = true;
+
+  const std::string key = bucket_key(f, p.words);
+  auto& bucket = f.buckets[key];
+  Group* into = nullptr;
+  for (size_t i : bucket) {  // the group covering this launch
+    if (covers(f, f.groups[i], p.words)) {
+      into = &f.groups[i];
+      if (into->seconds >= 0) return std::nullopt;  // settled meanwhile
+      break;
+    }
+  }
+  if (into == nullptr) {  // else one whose duration agrees: its ranges grow to this launch
+    for (size_t i : bucket) {
+      Group& g = f.groups[i];
+      const double d = g.seconds >= 0 ? g.seconds : g.samples.empty() ? -1 : g.samples.back();
+      if (d >= 0 && durations_agree(seconds, d)) {
+        widen(g, p.words);
+        if (g.seconds >= 0) return std::nullopt;
+        into = &g;
+        break;
+      }
+    }
+  }
+  if (into == nullptr) {
+    bucket.push_back(f.groups.size());
+    f.groups.push_back(group_of(p.words));
+    ++groups_;
+    // Which kernels keep making new groups (so keep being measured): count these lines by name.
+    log::debug("vgpu: launch signatures of {}: a new duration group ({} in its family, {:.2f} us)", f.name,
+               f.groups.size(), seconds * 1e6);
+    into = &f.groups.back();
+    into->samples.push_back(seconds);
+    const std::optional<double> done = settle_group(*into);
+    drop_pending_overflow(f);
+    return done;
+  }
+  into->samples.push_back(seconds);
+  return settle_group(*into);
+}
+
+void SettlingSignatures::settle(const LaunchSignature& signature, double seconds) {
+  Parsed p;
+  if (!parse(signature, &p)) return;
+  Family& f = family(p);
+  f.buckets[bucket_key(f, p.words)].push_back(f.groups.size());
+  f.groups.push_back(group_of(p.words));
+  f.groups.back().seconds = seconds;
+  ++groups_;
+}
+
+}  // namespace vgpu

@@ -1,0 +1,139 @@
+// Launch signatures that settle although their bytes never repeat (issue 21).
+//
+// A launch signature (launch_signature.h) keeps every by-value byte that is not an address.
+// PyTorch passes structs by value whose unused entries and padding hold whatever was on the
+// host's stack (TensorIterator's OffsetCalculator beyond its dims, a bool member's padding), and
+// scalars that change on every launch without changing the work (philox seeds and offsets): such
+// launches never repeat a signature, so the passthrough measured them on every launch. The
+// cubin's parameter layout gives each parameter's offset and size, not which bytes of a struct
+// the kernel reads, so which bytes matter is learnt here, per *family* of launches (same function,
+// grid, block, shared memory and parameter layout), from the durations measured:
+//
+//   - the by-value bytes are read as 4-byte words (each parameter's own, its tail zero-filled);
+//   - a word becomes *free* (no longer keyed) when two measured launches of the family differed
+//     in it, and in no pinned word, while their durations agreed within noise
+//     (|a - b| <= max(5%, 0.5 us));
+//   - a word is *pinned* (keyed for good) when, for two measured launches (kPinAfter), it was
+//     the only keyed word in which that launch differed from an earlier one while their
+//     durations differed materially (>= 15% and >= 1 us): that word is an input of the kernel
+//     (a size), whatever later pairs suggest. Two, so that one sample that a shared GPU slowed
+//     down cannot pin a garbage word;
+//   - the first measured launch of each family takes no part in learning (the first launch of a
+//     function includes the host's launch latency), nor does any launch the caller says may
+//     include host work (a function's first launch in another context);
+//   - launches whose keyed words are equal fall into one bucket, where each *group* has its own
+//     samples and settled duration (the median of VGPU_MEASURE_SAMPLES samples, as before), and
+//     a group covers a launch only when each free word lies in the values its samples had: while
+//     they were all below 2^24 (sizes, counts, strides), within the [min, max] measured widened
+//     by its own span on each side (max - min: a counter such as a philox offset is measured
+//     each time its span doubles, not on every launch; a size is never trusted beyond twice what
+//     was measured); once one was 2^24 or more (random stack bytes, floats, negative integers:
+//     what a size of a kernel whose grid is the same rarely is), any value. So a size freed
+//     because 1000 and 1001 elements took the same time still keys 10^6 elements: that launch
+//     is measured, and a duration that disagrees makes a group of its own;
+//   - a measured launch that no group covers joins a group of its bucket whose duration agrees
+//     (extending its ranges), else starts a group.
+// Durations that differ materially are thereby never merged on the evidence of a word that was
+// seen to matter, nor extrapolated beyond the sizes measured below 2^24. Left as a known limit:
+// a size field in which two launches of 16M elements or more differed with durations that
+// agreed stops keying altogether (random 32-bit garbage is that large 255 times in 256, and
+// keeping a range for it would measure a launch whenever one of a struct's hundred garbage
+// words fell outside: nearly every launch).
+//
+// Not thread-safe: its owner (the passthrough's KernelDurations) holds a lock.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "front/launch/launch_signature.h"
+
+namespace vgpu {
+
+class SettlingSignatures {
+ public:
+  static constexpr double kAgreeRelative = 0.05;
+  static constexpr double kAgreeAbsoluteS = 0.5e-6;
+  static constexpr double kDifferRelative = 0.15;
+  static constexpr double kDifferAbsoluteS = 1e-6;
+  static constexpr uint32_t kWideFrom = 1u << 24;  // a free word's value from here up: garbage-like
+  static constexpr size_t kRecent = 8;             // measured launches kept per family to compare
+  static constexpr size_t kMaxPendingGroups = 64;  // per family: unsettled groups beyond are dropped
+  static constexpr uint8_t kPinAfter = 2;          // samples that blamed a word alone
+
+  explicit SettlingSignatures(int samples_wanted) : samples_wanted_(samples_wanted < 1 ? 1 : samples_wanted) {}
+
+  // The duration of the settled group that covers this launch, in seconds.
+  std::optional<double> settled(const LaunchSignature& signature) const;
+  // Whether some group (settled or still being measured) covers this launch.
+  bool seen(const LaunchSignature& signature) const;
+  // A measurement of this launch. Returns the group's duration when this sample settled it.
+  // `learn` false: a sample that may hold more than the kernel (the function's first launch in
+  // a context, which may load it) is kept in its group but compared with no other.
+  std::optional<double> add_sample(const LaunchSignature& signature, double seconds, bool learn = true);
+  // The launch's duration is known already (the kernel-time database): a settled group of its own.
+  void settle(const LaunchSignature& signature, double seconds);
+
+  // Groups kept (distinct durations, settled or not), over all families.
+  size_t groups() const { return groups_; }
+  // The words (4 bytes of by-value parameters, in order) no longer keyed in this launch's
+  // family; empty for an unknown family (tests, logs).
+  std::vector<size_t> free_words(const LaunchSignature& signature) const;
+
+ private:
+  struct Parsed {
+    std::string family;           // the signature without its by-value bytes
+    std::vector<uint32_t> words;  // the by-value bytes as words
+  };
+  struct Group {
+    std::vector<uint32_t> words;   // its first launch's: the keyed words of all its launches
+    std::vector<uint32_t> lo, hi;  // per word: the range of values below kWideFrom measured
+    std::vector<uint8_t> wide;     // per word: a value from kWideFrom up was measured: any value
+    std::vector<double> samples;
+    double seconds = -1;           // settled duration; -1 while measuring
+  };
+  struct Recent {
+    std::vector<uint32_t> words;
+    double seconds;
+  };
+  struct Family {
+    std::vector<uint8_t> free;
+    std::vector<uint8_t> pinned;  // samples that blamed the word alone (kPinAfter: keyed for good)
+    std::vector<Group> groups;
+    std::unordered_map<std::string, std::vector<size_t>> buckets;  // keyed words -> groups
+    std::deque<Recent> recent;
+    bool measured_once = false;
+    std::string name;  // the function's (logs)
+  };
+
+  static bool parse(const LaunchSignature& signature, Parsed* out);
+  static std::string bucket_key(const Family& f, const std::vector<uint32_t>& words);
+  static void bucket_key(const Family& f, const std::vector<uint32_t>& words, std::string* key);
+  static bool covers(const Family& f, const Group& g, const std::vector<uint32_t>& words);
+  static void widen(Group& g, const std::vector<uint32_t>& words);
+  static Group group_of(const std::vector<uint32_t>& words);
+  static void rebuild_buckets(Family& f);
+  // The group of `f` covering `words` (settled ones first when `settled_only`), or null.
+  const Group* find(const Family& f, const std::vector<uint32_t>& words, bool settled_only) const;
+  Family& family(const Parsed& p);  // made on first use
+  void learn(Family& f, const std::vector<uint32_t>& words, double seconds);
+  std::optional<double> settle_group(Group& g);
+  void drop_pending_overflow(Family& f);
+
+  int samples_wanted_;
+  size_t groups_ = 0;
+  mutable Parsed scratch_;         // settled()'s and find()'s, so that a launch allocates nothing
+  mutable std::string key_scratch_;
+  std::unordered_map<std::string, Family> families_;
+};
+
+// Whether two durations agree within measurement noise / differ materially (the rules above).
+bool durations_agree(double a, double b);
+bool durations_differ(double a, double b);
+
+}  // namespace vgpu
