@@ -62,7 +62,9 @@ class Settling : public ::testing::Test {
     ASSERT_FALSE(image_.empty());
     OK(cuModuleLoadData(&module_, image_.data()));
     OK(cuModuleGetFunction(&f_, module_, "struct_gemm"));
-    OK(cuMemAlloc(&c_, 4096));
+    // Large enough to hold a 4096 x 4096 output: the fallback takes sizes read from a struct only
+    // where the launch's buffers could hold the GEMM's matrices (front/launch/kernel_time_model.h).
+    OK(cuMemAlloc(&c_, 16 << 20));
     OK(cuEventCreate(&a_, CU_EVENT_DEFAULT));
     OK(cuEventCreate(&b_, CU_EVENT_DEFAULT));
   }
