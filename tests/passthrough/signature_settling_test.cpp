@@ -6,6 +6,8 @@
 #include <cuda.h>
 #include <dlfcn.h>
 #include <gtest/gtest.h>
+
+#include "launch_stats_file.h"
 #include <unistd.h>
 
 #include <cstdio>
@@ -28,14 +30,7 @@ const bool kStatsSet = [] {
   return true;
 }();
 
-std::map<std::string, long> launch_stats() {
-  std::map<std::string, long> out;
-  std::ifstream f(stats_path());
-  std::string field;
-  while (f >> field)
-    if (auto eq = field.find('='); eq != std::string::npos) out[field.substr(0, eq)] = std::stol(field.substr(eq + 1));
-  return out;
-}
+std::map<std::string, long> launch_stats() { return read_launch_stats(stats_path()); }
 
 bool running_on_passthrough() {
   Dl_info info{};

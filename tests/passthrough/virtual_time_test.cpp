@@ -11,6 +11,8 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include "launch_stats_file.h"
+
 #include <map>
 #include <unistd.h>
 
@@ -51,15 +53,7 @@ const bool kDbSet = [] {
   return true;
 }();
 
-// The counts VGPU_LAUNCH_STATS holds now, by name.
-std::map<std::string, long> launch_stats() {
-  std::map<std::string, long> out;
-  std::ifstream f(stats_path());
-  std::string field;
-  while (f >> field)
-    if (auto eq = field.find('='); eq != std::string::npos) out[field.substr(0, eq)] = std::stol(field.substr(eq + 1));
-  return out;
-}
+std::map<std::string, long> launch_stats() { return read_launch_stats(stats_path()); }
 
 // The test thread's own CPU time between two calls counts in virtual time (as a program's
 // would): a few us, much more under the sanitizers.
