@@ -89,14 +89,17 @@ void SharedDurations::offer(uint64_t key, double seconds) {
 }
 
 SharedDurations* SharedDurationTables::of(int physical) {
-  if (!sharing_enabled() || physical < 0) return nullptr;
+  if (physical < 0 || physical >= kMaxPhysical || !sharing_enabled()) return nullptr;
+  const auto i = static_cast<size_t>(physical);
+  if (tried_[i].load(std::memory_order_acquire)) return tables_[i].load(std::memory_order_acquire);
   std::lock_guard l(mu_);
-  if (auto it = tables_.find(physical); it != tables_.end()) return it->second;
-  const std::string region = status::region_name(getuid(), status::current_job_id());
-  SharedDurations* t =
-      region.empty() ? nullptr : SharedDurations::open(status::companion_path(region, physical));
-  tables_[physical] = t;
-  return t;
+  if (!tried_[i].load(std::memory_order_relaxed)) {
+    const std::string region = status::region_name(getuid(), status::current_job_id());
+    tables_[i].store(region.empty() ? nullptr : SharedDurations::open(status::companion_path(region, physical)),
+                     std::memory_order_release);
+    tried_[i].store(true, std::memory_order_release);
+  }
+  return tables_[i].load(std::memory_order_acquire);
 }
 
 }  // namespace vgpu::pt

@@ -20,10 +20,10 @@
 // measurement lock (measure_lock.h).
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -60,13 +60,18 @@ class SharedDurations {
 // The process's tables, one per physical GPU (held by the backend root, passthrough.h).
 class SharedDurationTables {
  public:
+  static constexpr int kMaxPhysical = 64;
+
   // The table of physical GPU `physical` for the calling process's job (VGPU_JOB_ID, else the
-  // session: status_region.h); nullptr when sharing is off or the table cannot be used.
+  // session: status_region.h); nullptr when sharing is off or the table cannot be used. Asked on
+  // every launch: once opened, one acquire load.
   SharedDurations* of(int physical);
 
  private:
-  std::mutex mu_;
-  std::map<int, SharedDurations*> tables_;  // never unmapped: launches may run during exit
+  std::mutex mu_;  // opening
+  // Never unmapped: launches may run during exit. Tried once per GPU (a failure stays nullptr).
+  std::array<std::atomic<SharedDurations*>, kMaxPhysical> tables_{};
+  std::array<std::atomic<bool>, kMaxPhysical> tried_{};
 };
 
 }  // namespace vgpu::pt
