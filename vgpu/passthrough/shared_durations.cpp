@@ -46,7 +46,9 @@ SharedDurations* SharedDurations::open(const std::string& path) {
   struct stat st{};
   if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0 ||
       (static_cast<size_t>(st.st_size) != bytes && st.st_size != 0) ||
-      (st.st_size == 0 && ftruncate(fd, static_cast<off_t>(bytes)) != 0)) {
+      // Allocated now (posix_fallocate, not ftruncate): a full /dev/shm then refuses the table
+      // here instead of raising SIGBUS in the program at its first write.
+      (st.st_size == 0 && posix_fallocate(fd, 0, static_cast<off_t>(bytes)) != 0)) {
     log::once(log::Level::warn, "shared-durations",
               fmt::format("passthrough: {} is not a private table of this user; ranks keep their own "
                           "measurements", path));
