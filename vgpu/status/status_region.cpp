@@ -364,7 +364,9 @@ Publish publish_region(const std::string& name, const std::string& job, const st
     unlink(shm_path(tmp).c_str());
     return Publish::kFailed;
   };
-  if (ftruncate(fd.get(), static_cast<off_t>(region_size(n))) != 0) return fail("cannot size");
+  // posix_fallocate, not ftruncate: a full /dev/shm fails here instead of raising SIGBUS in the
+  // program at the first write to a page tmpfs cannot give.
+  if (posix_fallocate(fd.get(), 0, static_cast<off_t>(region_size(n))) != 0) return fail("cannot size");
   auto map = Mapping::map(fd.get(), region_size(n), n, PROT_READ | PROT_WRITE);
   if (!map) return fail("cannot map");
   Header& h = map->header();
