@@ -38,8 +38,8 @@ TEST(GateLatency, KernelsMeasuredAloneTakeTheirDurationBehindOtherWork) {
   ASSERT_EQ(cuModuleLoadData(&module, image.data()), CUDA_SUCCESS);
   ASSERT_EQ(cuModuleGetFunction(&axpy, module, "axpy"), CUDA_SUCCESS);
   CUdeviceptr x, y;
-  ASSERT_EQ(cuMemAlloc(&x, 4 << 20), CUDA_SUCCESS);
-  ASSERT_EQ(cuMemAlloc(&y, 4 << 20), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAlloc(&x, 64 << 20), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAlloc(&y, 64 << 20), CUDA_SUCCESS);
   float a = 2;
   int n = 64 * 256;  // ~3 us in the sim's model
   void* params[] = {&a, &x, &y, &n};
@@ -53,7 +53,20 @@ TEST(GateLatency, KernelsMeasuredAloneTakeTheirDurationBehindOtherWork) {
   CUevent e0, e1;
   ASSERT_EQ(cuEventCreate(&e0, CU_EVENT_DEFAULT), CUDA_SUCCESS);
   ASSERT_EQ(cuEventCreate(&e1, CU_EVENT_DEFAULT), CUDA_SUCCESS);
-  for (int i = 0; i < 20; ++i) launch();  // busy: what follows starts as its op before ends
+  // Busy work ahead (an axpy of 16M elements, ~80 us each in the sim's model), settled first so
+  // that it queues without waiting: the eight launches after e0 then start as their op before
+  // ends, not at the host's (sanitized, slow) clock, on both the real and the virtual timeline.
+  int big = 1 << 24;
+  void* big_params[] = {&a, &x, &y, &big};
+  auto launch_big = [&] {
+    ASSERT_EQ(cuLaunchKernel(axpy, static_cast<unsigned>(big / 256), 1, 1, 256, 1, 1, 0, nullptr, big_params, nullptr),
+              CUDA_SUCCESS);
+  };
+  for (int i = 0; i < 4; ++i) {
+    launch_big();
+    ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  }
+  for (int i = 0; i < 40; ++i) launch_big();
   ASSERT_EQ(cuEventRecord(e0, nullptr), CUDA_SUCCESS);
   for (int i = 0; i < 8; ++i) launch();
   ASSERT_EQ(cuEventRecord(e1, nullptr), CUDA_SUCCESS);

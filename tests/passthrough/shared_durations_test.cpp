@@ -28,7 +28,7 @@ struct Removed {
 
 TEST(SharedDurations, AnotherProcessReadsTheSmallestOffer) {
   Removed f{temp_path("table")};
-  SharedDurations* t = SharedDurations::open(f.path);
+  auto t = SharedDurations::open(f.path);
   ASSERT_NE(t, nullptr);
   const uint64_t gemm = SharedDurations::key_of("gemm 128x256");
   const uint64_t copy = SharedDurations::key_of("copy 4 MiB");
@@ -38,7 +38,7 @@ TEST(SharedDurations, AnotherProcessReadsTheSmallestOffer) {
   // and more for the other.
   const pid_t child = fork();
   if (child == 0) {
-    SharedDurations* mine = SharedDurations::open(f.path);
+    auto mine = SharedDurations::open(f.path);
     if (mine == nullptr) _exit(2);
     if (!mine->smallest(gemm) || *mine->smallest(gemm) != 2e-3) _exit(3);
     mine->offer(gemm, 1.5e-3);
@@ -63,7 +63,7 @@ TEST(SharedDurations, AnotherProcessReadsTheSmallestOffer) {
 
 TEST(SharedDurations, KeysCollideOnlyInTheTableNotInTheirValues) {
   Removed f{temp_path("probe")};
-  SharedDurations* t = SharedDurations::open(f.path);
+  auto t = SharedDurations::open(f.path);
   ASSERT_NE(t, nullptr);
   // Keys that land on the same slot probe onward and keep their own values.
   const uint64_t a = SharedDurations::kSlots * 3 + 5, b = SharedDurations::kSlots * 7 + 5;

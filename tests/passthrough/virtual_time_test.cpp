@@ -489,7 +489,7 @@ TEST_F(VirtualTime, LaunchesTakeTheJobsLeastDisturbedDuration) {
   void* params[] = {&a, &x_, &y_, &n};
   const unsigned grid = static_cast<unsigned>(n / 256);
   const uint64_t key = vgpu::pt::SharedDurations::key_of(axpy_signature(grid, params).bytes);
-  vgpu::pt::SharedDurations* table = vgpu::pt::SharedDurations::open(
+  auto table = vgpu::pt::SharedDurations::open(
       vgpu::status::companion_path(vgpu::status::region_name(::getuid(), vgpu::status::current_job_id()), 0));
   ASSERT_NE(table, nullptr);
   for (int i = 0; i < 3; ++i) {  // measured three times: settled, and offered to the job

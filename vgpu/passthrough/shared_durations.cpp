@@ -32,7 +32,7 @@ uint64_t SharedDurations::key_of(std::string_view signature) {
   return h == 0 ? 1 : h;
 }
 
-SharedDurations* SharedDurations::open(const std::string& path) {
+std::unique_ptr<SharedDurations> SharedDurations::open(const std::string& path) {
   const size_t bytes = kSlots * sizeof(Slot);
   const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
   if (fd < 0) {
@@ -58,8 +58,10 @@ SharedDurations* SharedDurations::open(const std::string& path) {
   void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   ::close(fd);
   if (p == MAP_FAILED) return nullptr;
-  return new SharedDurations(static_cast<Slot*>(p));  // zero-filled pages: every slot empty
+  return std::unique_ptr<SharedDurations>(new SharedDurations(static_cast<Slot*>(p)));  // zero-filled: all empty
 }
+
+SharedDurations::~SharedDurations() { munmap(slots_, kSlots * sizeof(Slot)); }
 
 std::optional<double> SharedDurations::smallest(uint64_t key) const {
   for (size_t i = 0; i < kSlots; ++i) {
@@ -97,7 +99,8 @@ SharedDurations* SharedDurationTables::of(int physical) {
   std::lock_guard l(mu_);
   if (!tried_[i].load(std::memory_order_relaxed)) {
     const std::string region = status::region_name(getuid(), status::current_job_id());
-    tables_[i].store(region.empty() ? nullptr : SharedDurations::open(status::companion_path(region, physical)),
+    // Released on purpose: the root that holds it is never destroyed (launches run during exit).
+    tables_[i].store(region.empty() ? nullptr : SharedDurations::open(status::companion_path(region, physical)).release(),
                      std::memory_order_release);
     tried_[i].store(true, std::memory_order_release);
   }

@@ -24,6 +24,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -37,7 +38,10 @@ class SharedDurations {
 
   // Opens (creating if needed) the table at `path`; nullptr when it is not a private regular
   // file of the user or cannot be mapped (one log line says why).
-  static SharedDurations* open(const std::string& path);
+  static std::unique_ptr<SharedDurations> open(const std::string& path);
+  ~SharedDurations();
+  SharedDurations(const SharedDurations&) = delete;
+  SharedDurations& operator=(const SharedDurations&) = delete;
 
   // The key of a launch signature (its bytes, launch_signature.h); never 0.
   static uint64_t key_of(std::string_view signature);
