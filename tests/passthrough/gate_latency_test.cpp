@@ -38,8 +38,8 @@ TEST(GateLatency, KernelsMeasuredAloneTakeTheirDurationBehindOtherWork) {
   ASSERT_EQ(cuModuleLoadData(&module, image.data()), CUDA_SUCCESS);
   ASSERT_EQ(cuModuleGetFunction(&axpy, module, "axpy"), CUDA_SUCCESS);
   CUdeviceptr x, y;
-  ASSERT_EQ(cuMemAlloc(&x, 64 << 20), CUDA_SUCCESS);
-  ASSERT_EQ(cuMemAlloc(&y, 64 << 20), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAlloc(&x, 256 << 20), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemAlloc(&y, 256 << 20), CUDA_SUCCESS);
   float a = 2;
   int n = 64 * 256;  // ~3 us in the sim's model
   void* params[] = {&a, &x, &y, &n};
@@ -53,10 +53,11 @@ TEST(GateLatency, KernelsMeasuredAloneTakeTheirDurationBehindOtherWork) {
   CUevent e0, e1;
   ASSERT_EQ(cuEventCreate(&e0, CU_EVENT_DEFAULT), CUDA_SUCCESS);
   ASSERT_EQ(cuEventCreate(&e1, CU_EVENT_DEFAULT), CUDA_SUCCESS);
-  // Busy work ahead (an axpy of 16M elements, ~80 us each in the sim's model), settled first so
-  // that it queues without waiting: the eight launches after e0 then start as their op before
-  // ends, not at the host's (sanitized, slow) clock, on both the real and the virtual timeline.
-  int big = 1 << 24;
+  // Busy work ahead (an axpy of 64M elements, ~0.3 ms each in the sim's model, far more than a
+  // launch costs the host even under TSan), settled first so that it queues without waiting: the
+  // eight launches after e0 then start as their op before ends, not at the host's clock, on both
+  // the real and the virtual timeline.
+  int big = 1 << 26;
   void* big_params[] = {&a, &x, &y, &big};
   auto launch_big = [&] {
     ASSERT_EQ(cuLaunchKernel(axpy, static_cast<unsigned>(big / 256), 1, 1, 256, 1, 1, 0, nullptr, big_params, nullptr),
