@@ -35,7 +35,9 @@ int current_device(int* device) {
 }
 
 NcclCollectives::NcclCollectives(DriverState& driver)
-    : driver_(driver), plugin_(vgpu_nccl_driver_side{0, 0, nullptr, nullptr, &current_device}) {}
+    : driver_(driver),
+      plugin_(vgpu_nccl_driver_side{0, 0, nullptr, nullptr, &current_device}),
+      data_(driver.memory()) {}
 NcclCollectives::~NcclCollectives() = default;
 
 double NcclCollectives::duration(const simcore::ClusterSpec& cluster, const std::vector<simcore::CollectiveCall>& calls) {
@@ -53,6 +55,14 @@ std::vector<int> NcclCollectives::gpus_of(uint64_t comm, int nranks, int rank, i
   for (int r = 0; r < nranks; ++r)
     if (out[r] < 0) out[r] = ((gpu + r - rank) % devices + devices) % devices;
   return out;
+}
+
+void NcclCollectives::move_data(Work& k, const vgpu_nccl_plugin_side* plugin, uint64_t tag,
+                                const vgpu_nccl_launch& got, const std::string& kernel_name) {
+  auto mover = data_.mover(plugin, tag, got.comm_id, got.nranks, got.rank, NcclData::op_of_kernel(kernel_name));
+  if (!mover) return;
+  k.execute = std::move(mover);
+  k.blocking = true;  // it waits for the other ranks' parts: on a driver thread
 }
 
 bool NcclCollectives::drives_one_gpu() const {
@@ -143,6 +153,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     Work k = p.to_work();
     k.duration_s = seconds;
     k.label = fmt::format("{} [{}]", k.label, what);
+    move_data(k, plugin, tag, got, p.function->desc().name);
     if (gate != 0) k.also_after.push_back(gate);
     *rc = streams.submit(stream, std::move(k), per_thread);
     log::debug("sim nccl: rank {}/{} of comm {:x} on GPU {} (ranks as processes): {} from {:.3f} us (own arrival "
@@ -160,6 +171,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   const bool explicit_stream = stream != nullptr && raw != reinterpret_cast<uintptr_t>(CU_STREAM_LEGACY) &&
                                raw != reinterpret_cast<uintptr_t>(CU_STREAM_PER_THREAD);
   Work k = p.to_work();
+  move_data(k, plugin, tag, got, p.function->desc().name);
   {
     std::lock_guard l(mu_);
     key = {comm, launches_[{comm, rank}]++};
