@@ -59,7 +59,7 @@ std::vector<int> NcclCollectives::gpus_of(uint64_t comm, int nranks, int rank, i
 
 void NcclCollectives::move_data(Work& k, const vgpu_nccl_plugin_side* plugin, uint64_t tag,
                                 const vgpu_nccl_launch& got, const std::string& kernel_name) {
-  auto mover = data_.mover(plugin, tag, got.comm_id, got.nranks, got.rank, NcclData::op_of_kernel(kernel_name));
+  auto mover = data_.mover(plugin, tag, got.comm_id, got.nranks, got.rank, nccl_data::op_of_kernel(kernel_name));
   if (!mover) return;
   k.execute = std::move(mover);
   k.blocking = true;  // it waits for the other ranks' parts: on a driver thread

@@ -4,10 +4,7 @@
 // its launch (sendBuff, recvBuff, count, datatype, root: contracts/nccl_plugin.h,
 // launch_tasks), posts this rank's part through the job's exchange (nccl_data_exchange.h), takes
 // every rank's part and computes its own result into its recv buffer in host-backed device
-// memory. All-reduce, all-gather, broadcast, reduce and reduce-scatter; the reduction is taken
-// from the kernel's name where NCCL's specialised kernels carry it (`_Sum_`, `_Prod_`,
-// `_PreMulSum_`/`_SumPostDiv_` as sum), else a sum (NCCL's generic kernel does not say;
-// min/max share one kernel name and are not told apart: their results are left as they were).
+// memory (the arithmetic: nccl_reduce.h, the reduction from the kernel's name).
 //
 // Bounds: a rank's part larger than VGPU_SIM_NCCL_DATA_BYTES moves nothing (the collective is
 // timed only; every rank decides alike, as every rank's sizes agree); send/recv kernels are not
@@ -26,6 +23,7 @@
 
 #include "contracts/nccl_plugin.h"
 #include "sim/exec/nccl_data_exchange.h"
+#include "sim/exec/nccl_reduce.h"
 
 namespace vgpu {
 
@@ -33,9 +31,7 @@ class MemoryManager;
 
 class NcclData {
  public:
-  enum class Op { sum, prod, unknown };
-  // The reduction NCCL's kernel `name` performs (sum where the name does not say).
-  static Op op_of_kernel(const std::string& name);
+  using Op = nccl_data::Op;
 
   // `dir`: the exchange's folder (empty: the job's).
   explicit NcclData(MemoryManager& memory, std::string dir = {});
@@ -46,14 +42,6 @@ class NcclData {
   // (VGPU_SIM_NCCL_DATA_BYTES=0).
   std::function<void()> mover(const vgpu_nccl_plugin_side* plugin, uint64_t tag, uint64_t comm, int nranks,
                               int rank, Op op);
-
-  // The result of one task from every rank's post (parts[r]), written to `recv` (host bytes of
-  // `recv_bytes`): false when the task or the posts do not fit. Public for the unit test.
-  static bool combine(const vgpu_nccl_task& task, int nranks, int rank, Op op,
-                      const std::vector<std::vector<char>>& parts, char* recv, size_t recv_bytes);
-  // What rank `rank` posts of `task` and what its recv buffer receives, in bytes; false for a
-  // function or datatype not handled.
-  static bool sizes(const vgpu_nccl_task& task, int nranks, int rank, size_t* post, size_t* recv);
 
   static constexpr double kTasksTimeoutS = 60;  // for NCCL to start the launch's task events
 
