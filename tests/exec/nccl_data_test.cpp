@@ -160,6 +160,18 @@ TEST(NcclDataExchange, ARankThatNeverComesTimesOut) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));  // returned, did not hang
 }
 
+TEST(NcclDataExchange, ARankThatAbandonsReleasesTheOthersAtOnce) {
+  Folder dir;
+  NcclDataExchange a(dir.path), b(dir.path);
+  const char mine = 1;
+  ASSERT_TRUE(a.post(0x123, 3, 0, 0, &mine, 1));
+  b.abandon(0x123, 3, 1);
+  std::vector<std::vector<char>> parts;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(a.collect(0x123, 3, 0, 2, 600, &parts));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
+}
+
 TEST(NcclDataExchange, AFolderThatCannotBeMadeRefusesPosts) {
   NcclDataExchange ex("/nonexistent-dir/vgpu-nccl-data");
   const char mine = 1;

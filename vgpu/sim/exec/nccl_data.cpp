@@ -53,10 +53,9 @@ void NcclData::move(const vgpu_nccl_plugin_side* plugin, uint64_t tag, uint64_t 
   if (got != 1) {
     log::once(log::Level::warn, "sim-nccl-data-tasks",
               fmt::format("sim nccl: NCCL's profiler did not tell the buffers of launch {} (rank {} of comm {:x}): "
-                          "its collectives move no data (so for any other launch like it)",
+                          "its collectives move no data",
                           tag, rank, comm));
-    // The other ranks wait for this one's posts until their timeout; a profiler that told them
-    // and not this rank is not expected.
+    exchange_.abandon(comm, seq, rank);  // the other ranks need not wait for this one's parts
     return;
   }
   tasks.resize(count);
@@ -88,7 +87,10 @@ void NcclData::move(const vgpu_nccl_plugin_side* plugin, uint64_t tag, uint64_t 
         mine.clear();  // posted empty: every rank then leaves its buffers
       }
     }
-    if (!exchange_.post(comm, seq, i, rank, mine.data(), mine.size())) return;
+    if (!exchange_.post(comm, seq, i, rank, mine.data(), mine.size())) {
+      exchange_.abandon(comm, seq, rank);
+      return;
+    }
     std::vector<std::vector<char>> parts;
     if (!exchange_.collect(comm, seq, i, nranks, kRankTimeoutS, &parts)) return;
     exchange_.done(comm, seq, rank);

@@ -100,13 +100,28 @@ bool NcclDataExchange::post(uint64_t comm, uint64_t seq, int task, int rank, con
   return ok;
 }
 
+void NcclDataExchange::abandon(uint64_t comm, uint64_t seq, int rank) {
+  std::string path;
+  {
+    std::lock_guard l(mu_);
+    if (!ready()) return;
+    path = fmt::format("{}/{:016x}-{}-abandoned-{}", dir_, comm, seq, rank);
+    posted_[{comm, rank}].emplace_back(seq, path);
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd >= 0) ::close(fd);
+}
+
 bool NcclDataExchange::collect(uint64_t comm, uint64_t seq, int task, int nranks, double timeout_s,
                                std::vector<std::vector<char>>* out) {
-  std::vector<std::string> paths(nranks);
+  std::vector<std::string> paths(nranks), abandoned(nranks);
   {
     std::lock_guard l(mu_);
     if (!ready()) return false;
-    for (int r = 0; r < nranks; ++r) paths[r] = name(comm, seq, task, r);
+    for (int r = 0; r < nranks; ++r) {
+      paths[r] = name(comm, seq, task, r);
+      abandoned[r] = fmt::format("{}/{:016x}-{}-abandoned-{}", dir_, comm, seq, r);
+    }
   }
   out->assign(nranks, {});
   std::vector<bool> have(nranks, false);
@@ -120,6 +135,12 @@ bool NcclDataExchange::collect(uint64_t comm, uint64_t seq, int task, int nranks
         --missing;
       }
     if (missing == 0) return true;
+    for (int r = 0; r < nranks; ++r)
+      if (!have[r] && ::access(abandoned[r].c_str(), F_OK) == 0) {
+        log::debug("sim nccl: rank {} moves no data at collective {} of comm {:x}: neither does this one", r,
+                   seq, comm);
+        return false;
+      }
     if (std::chrono::steady_clock::now() >= deadline) break;
     // A rank of another process (or another stream of this one) is still on its way: wait
     // without burning a core that 64 ranks share.

@@ -33,8 +33,13 @@ class NcclDataExchange {
   // `comm`. False (one log line) when the folder is not usable.
   bool post(uint64_t comm, uint64_t seq, int task, int rank, const void* data, size_t bytes);
 
+  // Rank `rank` will post nothing for collective `seq` of `comm` (it could not learn its
+  // buffers): the other ranks stop waiting for it at once.
+  void abandon(uint64_t comm, uint64_t seq, int rank);
+
   // Every rank's post of (comm, seq, task), waiting for the missing ones (real time, no
-  // spinning) at most `timeout_s`. False when some rank did not post in time (one log line).
+  // spinning) at most `timeout_s`. False when some rank did not post in time (one log line) or
+  // abandoned the collective.
   bool collect(uint64_t comm, uint64_t seq, int task, int nranks, double timeout_s,
                std::vector<std::vector<char>>* out);
 
