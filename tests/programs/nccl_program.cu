@@ -10,7 +10,8 @@
 // communicator (ncclCommInitRank in a group; the ncclUniqueId passes through the file).
 // Prints one line per size: "allreduce <bytes> B <ms> ms busbw <GB/s>" (prefixed "proc <p> " in
 // the second form), and exits non-zero on any failed call.
-// Then the values: an all-reduce, all-gather, broadcast and reduce-scatter of small buffers
+// Then the values: an all-reduce, all-gather, broadcast, reduce-scatter and a ring of
+// send/recv of small buffers
 // (filled per global rank), each followed by a check of every rank's result:
 // "ok   values after <Collective>" or "FAIL values after <Collective>: ..." (issue 23: the sim
 // backend moves the data of small collectives).
@@ -118,6 +119,17 @@ int check_values(const std::vector<ncclComm_t>& comms, const std::vector<cudaStr
           },
           [](int g, size_t k) { return static_cast<float>(g + k % 3); },
           [&](int g, size_t j) { return w * (w - 1) / 2 + w * static_cast<float>((g * count + j) % 3); }) != 0)
+    return 1;
+  // A ring of sends and receives: each rank sends to the next and receives from the previous.
+  if (check_collective(
+          "SendRecv", streams, first, count, count, tag,
+          [&](int i, float* s, float* r) {
+            const int g = first + i;
+            ncclResult_t e = ncclSend(s, count, ncclFloat, (g + 1) % world, comm(i), streams[i]);
+            return e != ncclSuccess ? e : ncclRecv(r, count, ncclFloat, (g + world - 1) % world, comm(i), streams[i]);
+          },
+          [](int g, size_t j) { return static_cast<float>(g * 10 + j % 3); },
+          [&](int g, size_t j) { return static_cast<float>(((g + world - 1) % world) * 10 + j % 3); }) != 0)
     return 1;
   return 0;
 }

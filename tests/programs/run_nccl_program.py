@@ -19,8 +19,8 @@ Checks:
 - the program's own CUDA-event timing of each all-reduce is never shorter than the model's (in
   every process);
 - the data moved (issue 23): after the timed all-reduces, every process checks the values an
-  all-reduce, all-gather, broadcast and reduce-scatter of small buffers leave in every rank's
-  recv buffer ("ok   values after <Collective>").
+  all-reduce, all-gather, broadcast, reduce-scatter and a ring of send/recv of small buffers
+  leave in every rank's recv buffer ("ok   values after <Collective>").
 With several processes the collectives meet across processes (vgpud's rendezvous table), so the
 timeline checks hold for the ranks of every process together.
 """
@@ -82,7 +82,7 @@ def main():
         by_proc.setdefault(int(p or 0), []).append((int(b), float(ms)))
     check(sorted(by_proc) == list(range(procs)) and all(len(t) == 3 for t in by_proc.values()),
           f"three all-reduces timed in every process: {by_proc}")
-    for coll in ("AllReduce", "AllGather", "Broadcast", "ReduceScatter"):
+    for coll in ("AllReduce", "AllGather", "Broadcast", "ReduceScatter", "SendRecv"):
         good = re.findall(rf"^(?:proc \d+ )?ok   values after {coll}$", out, re.M)
         check(len(good) == procs, f"{coll} left the right values in {len(good)} of {procs} process(es)")
     for line in re.findall(r"^(?:proc \d+ )?FAIL values.*$", out, re.M):

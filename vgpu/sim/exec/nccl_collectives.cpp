@@ -82,15 +82,23 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   // Send/recv kernels are left out: only some ranks of the communicator take part, and the
   // matching below waits for every rank.
   const std::vector<simcore::CollectiveCall> any = contracts::collective_calls(got, {0}, false);
-  if (known != 0 || any.empty()) {
-    log::debug("sim nccl: launch {} has no collective call on record ({}): fallback duration", tag, known);
-    return false;
-  }
   CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
   StreamManager& streams = driver_.streams();
   if (streams.capture_info(stream, per_thread, &capturing, nullptr, nullptr, nullptr, nullptr) != CUDA_SUCCESS ||
       capturing != CU_STREAM_CAPTURE_STATUS_NONE)
     return false;
+  if (known != 0 || any.empty()) {
+    log::debug("sim nccl: launch {} has no collective call on record ({}): fallback duration", tag, known);
+    if (known != 0) return false;  // (a send/recv launch's tasks start after it: count 0 now)
+    // Sends and receives: the fallback duration, as any kernel, and their messages' data.
+    auto mover = data_.p2p_mover(plugin, tag, got.comm_id, got.rank);
+    if (!mover) return false;
+    Work k = p.to_work();
+    k.execute = std::move(mover);
+    k.blocking = true;
+    *rc = streams.submit(stream, std::move(k), per_thread);
+    return true;
+  }
 
   const uint64_t comm = got.comm_id;
   const int nranks = got.nranks, rank = got.rank;

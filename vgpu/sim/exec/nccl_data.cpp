@@ -36,16 +36,16 @@ std::function<void()> NcclData::mover(const vgpu_nccl_plugin_side* plugin, uint6
   return [this, plugin, tag, comm, seq, nranks, rank, op] { move(plugin, tag, comm, seq, nranks, rank, op); };
 }
 
-void NcclData::move(const vgpu_nccl_plugin_side* plugin, uint64_t tag, uint64_t comm, uint64_t seq, int nranks,
-                    int rank, Op op) {
+bool NcclData::tasks_of(const vgpu_nccl_plugin_side* plugin, uint64_t tag, uint64_t comm, int rank,
+                        std::vector<vgpu_nccl_task>* out) {
   // NCCL starts the launch's task events right after the launch returned (or from its host
   // stream): wait for the plan's event to end.
-  std::vector<vgpu_nccl_task> tasks(VGPU_NCCL_MAX_TASKS);
+  out->assign(VGPU_NCCL_MAX_TASKS, vgpu_nccl_task{});
   int count = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kTasksTimeoutS);
   auto pause = std::chrono::microseconds(10);
   int got = 0;
-  while ((got = plugin->launch_tasks(tag, tasks.data(), VGPU_NCCL_MAX_TASKS, &count)) == 0 &&
+  while ((got = plugin->launch_tasks(tag, out->data(), VGPU_NCCL_MAX_TASKS, &count)) == 0 &&
          std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(2000));
@@ -55,10 +55,87 @@ void NcclData::move(const vgpu_nccl_plugin_side* plugin, uint64_t tag, uint64_t 
               fmt::format("sim nccl: NCCL's profiler did not tell the buffers of launch {} (rank {} of comm {:x}): "
                           "its collectives move no data",
                           tag, rank, comm));
+    return false;
+  }
+  out->resize(count);
+  return true;
+}
+
+std::function<void()> NcclData::p2p_mover(const vgpu_nccl_plugin_side* plugin, uint64_t tag, uint64_t comm,
+                                          int rank) {
+  if (plugin == nullptr || plugin->launch_tasks == nullptr || tag == 0 || rank < 0) return {};
+  if (settings::integer(settings::Id::sim_nccl_data_bytes) <= 0) return {};
+  return [this, plugin, tag, comm, rank] { move_p2p(plugin, tag, comm, rank); };
+}
+
+void NcclData::move_p2p(const vgpu_nccl_plugin_side* plugin, uint64_t tag, uint64_t comm, int rank) {
+  std::vector<vgpu_nccl_task> tasks;
+  if (!tasks_of(plugin, tag, comm, rank, &tasks)) return;
+  const auto limit = static_cast<uint64_t>(settings::integer(settings::Id::sim_nccl_data_bytes));
+  auto bytes_of = [](const vgpu_nccl_task& t) {
+    vgpu_nccl_task as = t;  // sizes() knows a copy's size by its datatype: an all-gather of one rank
+    std::strncpy(as.func, "AllGather", sizeof as.func);
+    size_t post = 0, recv = 0;
+    return sizes(as, 1, 0, &post, &recv) ? post : size_t{0};
+  };
+  // Sends first, without waiting (the receives of this launch may wait for the peers' sends).
+  std::vector<std::vector<char>> to_self;
+  for (const vgpu_nccl_task& t : tasks) {
+    if (field(t.func, sizeof t.func) != "Send") continue;
+    const size_t n = bytes_of(t);
+    if (n == 0 || n > limit || t.peer < 0) continue;
+    std::vector<char> data(n);
+    auto at = memory_.resolve(reinterpret_cast<CUdeviceptr>(t.send), n);
+    if (at) std::memcpy(data.data(), at->host, n);
+    else data.clear();  // the receiver sees a message of the wrong size and keeps its buffer
+    if (t.peer == rank) {
+      to_self.push_back(std::move(data));
+      continue;
+    }
+    uint64_t k = 0;
+    {
+      std::lock_guard l(mu_);
+      k = sent_[{comm, rank, t.peer}]++;
+    }
+    exchange_.send(comm, rank, t.peer, k, data.data(), data.size());
+  }
+  size_t self = 0;
+  for (const vgpu_nccl_task& t : tasks) {
+    if (field(t.func, sizeof t.func) != "Recv") continue;
+    const size_t n = bytes_of(t);
+    if (n == 0 || n > limit || t.peer < 0) continue;
+    std::vector<char> data;
+    if (t.peer == rank) {
+      if (self >= to_self.size()) continue;
+      data = std::move(to_self[self++]);
+    } else {
+      uint64_t k = 0;
+      {
+        std::lock_guard l(mu_);
+        k = received_[{comm, t.peer, rank}]++;
+      }
+      if (!exchange_.receive(comm, t.peer, rank, k, kRankTimeoutS, &data)) continue;
+    }
+    auto out = memory_.resolve(reinterpret_cast<CUdeviceptr>(t.recv), n);
+    if (data.size() != n || !out) {
+      log::once(log::Level::warn, "sim-nccl-data-p2p",
+                fmt::format("sim nccl: a message of {} B from rank {} to rank {} of comm {:x} could not be "
+                            "delivered (sizes differ, or a buffer is not memory of this process)",
+                            n, t.peer, rank, comm));
+      continue;
+    }
+    std::memcpy(out->host, data.data(), n);
+  }
+}
+
+void NcclData::move(const vgpu_nccl_plugin_side* plugin, uint64_t tag, uint64_t comm, uint64_t seq, int nranks,
+                    int rank, Op op) {
+  std::vector<vgpu_nccl_task> tasks;
+  if (!tasks_of(plugin, tag, comm, rank, &tasks)) {
     exchange_.abandon(comm, seq, rank);  // the other ranks need not wait for this one's parts
     return;
   }
-  tasks.resize(count);
+  const int count = static_cast<int>(tasks.size());
   const auto limit = static_cast<uint64_t>(settings::integer(settings::Id::sim_nccl_data_bytes));
   for (int i = 0; i < count; ++i) {
     const vgpu_nccl_task& t = tasks[i];

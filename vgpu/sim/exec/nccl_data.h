@@ -7,8 +7,7 @@
 // memory (the arithmetic: nccl_reduce.h, the reduction from the kernel's name).
 //
 // Bounds: a rank's part larger than VGPU_SIM_NCCL_DATA_BYTES moves nothing (the collective is
-// timed only; every rank decides alike, as every rank's sizes agree); send/recv kernels are not
-// handled (nccl_collectives.h leaves them out). Never a hang: a rank that does not bring its part
+// timed only; every rank decides alike, as every rank's sizes agree). Never a hang: a rank that does not bring its part
 // within the rendezvous's timeout leaves the buffers as they were, with one log line. Virtual
 // time does not change: the kernel's place on the timeline is set at its launch.
 #pragma once
@@ -18,6 +17,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -43,16 +43,27 @@ class NcclData {
   std::function<void()> mover(const vgpu_nccl_plugin_side* plugin, uint64_t tag, uint64_t comm, int nranks,
                               int rank, Op op);
 
+  // The same for a launch of sends and receives only (each Send posts its buffer for its peer
+  // without waiting; each Recv waits for the matching send, in order per pair of ranks; a
+  // message larger than VGPU_SIM_NCCL_DATA_BYTES moves nothing on either side).
+  std::function<void()> p2p_mover(const vgpu_nccl_plugin_side* plugin, uint64_t tag, uint64_t comm, int rank);
+
   static constexpr double kTasksTimeoutS = 60;  // for NCCL to start the launch's task events
 
  private:
+  // The launch's tasks once NCCL started them all; false (one log line) when not known.
+  bool tasks_of(const vgpu_nccl_plugin_side* plugin, uint64_t tag, uint64_t comm, int rank,
+                std::vector<vgpu_nccl_task>* out);
   void move(const vgpu_nccl_plugin_side* plugin, uint64_t tag, uint64_t comm, uint64_t seq, int nranks, int rank,
             Op op);
+  void move_p2p(const vgpu_nccl_plugin_side* plugin, uint64_t tag, uint64_t comm, int rank);
 
   MemoryManager& memory_;
   NcclDataExchange exchange_;
   std::mutex mu_;
   std::map<std::pair<uint64_t, int>, uint64_t> seq_;  // (comm, rank) -> collectives launched
+  // (comm, src, dst) -> messages sent (on the sender's side) or received (on the receiver's)
+  std::map<std::tuple<uint64_t, int, int>, uint64_t> sent_, received_;
 };
 
 }  // namespace vgpu

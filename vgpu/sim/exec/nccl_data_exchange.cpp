@@ -79,15 +79,8 @@ std::string NcclDataExchange::name(uint64_t comm, uint64_t seq, int task, int ra
   return fmt::format("{}/{:016x}-{}-{}-{}", dir_, comm, seq, task, rank);
 }
 
-bool NcclDataExchange::post(uint64_t comm, uint64_t seq, int task, int rank, const void* data, size_t bytes) {
-  std::string path, tmp;
-  {
-    std::lock_guard l(mu_);
-    if (!ready()) return false;
-    path = name(comm, seq, task, rank);
-    posted_[{comm, rank}].emplace_back(seq, path);
-  }
-  tmp = fmt::format("{}.tmp{}", path, ::getpid());
+bool NcclDataExchange::put(const std::string& path, const void* data, size_t bytes) {
+  const std::string tmp = fmt::format("{}.tmp{}", path, ::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   bool ok = fd >= 0 && write_all(fd, static_cast<const char*>(data), bytes);
   if (fd >= 0) ::close(fd);
@@ -98,6 +91,50 @@ bool NcclDataExchange::post(uint64_t comm, uint64_t seq, int task, int rank, con
     ::unlink(tmp.c_str());
   }
   return ok;
+}
+
+bool NcclDataExchange::post(uint64_t comm, uint64_t seq, int task, int rank, const void* data, size_t bytes) {
+  std::string path;
+  {
+    std::lock_guard l(mu_);
+    if (!ready()) return false;
+    path = name(comm, seq, task, rank);
+    posted_[{comm, rank}].emplace_back(seq, path);
+  }
+  return put(path, data, bytes);
+}
+
+bool NcclDataExchange::send(uint64_t comm, int src, int dst, uint64_t k, const void* data, size_t bytes) {
+  std::string path;
+  {
+    std::lock_guard l(mu_);
+    if (!ready()) return false;
+    path = fmt::format("{}/{:016x}-p2p-{}-{}-{}", dir_, comm, src, dst, k);
+  }
+  return put(path, data, bytes);
+}
+
+bool NcclDataExchange::receive(uint64_t comm, int src, int dst, uint64_t k, double timeout_s,
+                               std::vector<char>* out) {
+  std::string path;
+  {
+    std::lock_guard l(mu_);
+    if (!ready()) return false;
+    path = fmt::format("{}/{:016x}-p2p-{}-{}-{}", dir_, comm, src, dst, k);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  auto pause = std::chrono::microseconds(20);
+  while (!read_file(path, out)) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      log::warn("sim nccl: rank {} did not send its {}-th message to rank {} of comm {:x} within {} s: the recv "
+                "buffer keeps what it held", src, k, dst, comm, timeout_s);
+      return false;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
+  }
+  ::unlink(path.c_str());  // its only reader
+  return true;
 }
 
 void NcclDataExchange::abandon(uint64_t comm, uint64_t seq, int rank) {

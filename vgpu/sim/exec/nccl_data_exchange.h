@@ -47,11 +47,18 @@ class NcclDataExchange {
   // earlier collectives go.
   void done(uint64_t comm, uint64_t seq, int rank);
 
+  // Point-to-point: the k-th send of rank `src` to rank `dst` on `comm` (each side counts its
+  // own, in order, as NCCL matches them). send() posts without waiting; receive() waits for it
+  // (at most `timeout_s`, then false with one log line), reads it and removes it.
+  bool send(uint64_t comm, int src, int dst, uint64_t k, const void* data, size_t bytes);
+  bool receive(uint64_t comm, int src, int dst, uint64_t k, double timeout_s, std::vector<char>* out);
+
   const std::string& dir();
 
  private:
   std::string name(uint64_t comm, uint64_t seq, int task, int rank) const;  // under mu_ (dir_ ready)
   bool ready();                                                            // under mu_
+  static bool put(const std::string& path, const void* data, size_t bytes);  // written, then renamed in
 
   std::mutex mu_;
   std::string dir_;
