@@ -79,8 +79,9 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   if (tag == 0) return false;
   vgpu_nccl_launch got{};
   const int known = plugin->describe_launch(tag, &got);
-  // Send/recv kernels are left out: only some ranks of the communicator take part, and the
-  // matching below waits for every rank.
+  // Send/recv kernels are left out of the matching (only some ranks of the communicator take
+  // part, and the matching below waits for every rank): they keep the fallback duration and
+  // only move their messages' data (nccl_data.h).
   const std::vector<simcore::CollectiveCall> any = contracts::collective_calls(got, {0}, false);
   CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
   StreamManager& streams = driver_.streams();
