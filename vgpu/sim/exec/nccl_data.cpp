@@ -46,14 +46,15 @@ bool NcclData::tasks_of(const vgpu_nccl_plugin_side* plugin, uint64_t tag, uint6
   auto pause = std::chrono::microseconds(10);
   int got = 0;
   while ((got = plugin->launch_tasks(tag, out->data(), VGPU_NCCL_MAX_TASKS, &count)) == 0 &&
-         std::chrono::steady_clock::now() < deadline) {
+         !tasks_unknown_.load(std::memory_order_relaxed) && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(2000));
   }
   if (got != 1) {
+    if (got == 0) tasks_unknown_.store(true, std::memory_order_relaxed);
     log::once(log::Level::warn, "sim-nccl-data-tasks",
               fmt::format("sim nccl: NCCL's profiler did not tell the buffers of launch {} (rank {} of comm {:x}): "
-                          "its collectives move no data",
+                          "its collectives move no data (nor, from now on, those whose tasks are not known at once)",
                           tag, rank, comm));
     return false;
   }

@@ -12,6 +12,7 @@
 // time does not change: the kernel's place on the timeline is set at its launch.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -48,7 +49,9 @@ class NcclData {
   // message larger than VGPU_SIM_NCCL_DATA_BYTES moves nothing on either side).
   std::function<void()> p2p_mover(const vgpu_nccl_plugin_side* plugin, uint64_t tag, uint64_t comm, int rank);
 
-  static constexpr double kTasksTimeoutS = 60;  // for NCCL to start the launch's task events
+  // How long a kernel waits for NCCL to start its launch's task events (microseconds after the
+  // launch, in NCCL); after one such wait in vain, no kernel of this process waits again.
+  static constexpr double kTasksTimeoutS = 10;
 
  private:
   // The launch's tasks once NCCL started them all; false (one log line) when not known.
@@ -60,6 +63,7 @@ class NcclData {
 
   MemoryManager& memory_;
   NcclDataExchange exchange_;
+  std::atomic<bool> tasks_unknown_{false};  // a wait for a launch's tasks was in vain
   std::mutex mu_;
   std::map<std::pair<uint64_t, int>, uint64_t> seq_;  // (comm, rank) -> collectives launched
   // (comm, src, dst) -> messages sent (on the sender's side) or received (on the receiver's)
