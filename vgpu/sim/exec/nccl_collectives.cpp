@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "sim/core/driver_state.h"
 #include "sim/exec/module_registry.h"
 #include "sim/exec/stream.h"
@@ -59,6 +60,13 @@ std::vector<int> NcclCollectives::gpus_of(uint64_t comm, int nranks, int rank, i
 
 void NcclCollectives::move_data(Work& k, const vgpu_nccl_plugin_side* plugin, uint64_t tag,
                                 const vgpu_nccl_launch& got, const std::string& kernel_name) {
+  // Collectives all larger than VGPU_SIM_NCCL_DATA_BYTES (DDP's gradient buckets) are timed
+  // only: no driver thread, no wait (every rank decides alike from the same calls).
+  const int64_t limit = settings::integer(settings::Id::sim_nccl_data_bytes);
+  bool small = false;
+  for (int i = 0; i < std::min(got.count, VGPU_NCCL_MAX_OPERATIONS); ++i)
+    small = small || got.op[i].bytes <= static_cast<uint64_t>(std::max<int64_t>(0, limit));
+  if (!small) return;
   auto mover = data_.mover(plugin, tag, got.comm_id, got.nranks, got.rank, nccl_data::op_of_kernel(kernel_name));
   if (!mover) return;
   k.execute = std::move(mover);
