@@ -28,12 +28,21 @@ template <class Descr> ncclResult_t start_event(void* context, void** handle, co
     e.plan = d->coll.parentGroup;
     e.func = d->coll.func;
     e.bytes = d->coll.count * static_cast<uint64_t>(prof::nccl_type_bytes(d->coll.datatype));
+    e.count = d->coll.count;
+    e.datatype = d->coll.datatype;
+    e.send = d->coll.sendBuff;
+    e.recv = d->coll.recvBuff;
+    e.root = d->coll.root;
   }
   if (d->type == ncclProfileP2p) {
     e.plan = d->p2p.parentGroup;
     e.func = d->p2p.func;
     e.bytes = d->p2p.count * static_cast<uint64_t>(prof::nccl_type_bytes(d->p2p.datatype));
     e.peer = d->p2p.peer;
+    e.count = d->p2p.count;
+    e.datatype = d->p2p.datatype;
+    e.send = d->p2p.buff;
+    e.recv = d->p2p.buff;
   }
   if (d->type == ncclProfileCollApi) {
     e.func = d->collApi.func;

@@ -16,6 +16,9 @@ namespace {
 uint64_t current_launch() { return prof::LaunchTags::current_launch(); }
 
 int local_ranks(uint64_t comm_id) { return prof::LaunchTags::get().local_ranks(comm_id); }
+int launch_tasks(uint64_t launch, vgpu_nccl_task* out, int max, int* count) {
+  return prof::LaunchTags::get().tasks(launch, out, max, count);
+}
 
 int describe_launch(uint64_t launch, vgpu_nccl_launch* out) {
   return prof::LaunchTags::get().describe(launch, out) ? 0 : -1;
@@ -118,6 +121,7 @@ extern "C" __attribute__((visibility("default"))) int vgpu_nccl_plugin_contract(
   p.last_completion = &last_completion;
   p.set_thread_gpu = &thread_gpu;
   p.local_ranks = &local_ranks;
+  p.launch_tasks = &launch_tasks;
   *out = p;
   return 0;
 }

@@ -214,6 +214,17 @@ LaunchTags::LaunchRecord& LaunchTags::record(uint64_t tag, void* context) {
 void LaunchTags::note_work(uint64_t tag, void* context, const Event& e) {
   LaunchRecord& r = record(tag, context);
   const std::string func = e.func != nullptr ? e.func : "";
+  if (r.tasks.size() < VGPU_NCCL_MAX_TASKS) {
+    vgpu_nccl_task t{};
+    std::strncpy(t.func, func.c_str(), sizeof t.func - 1);
+    if (e.datatype != nullptr) std::strncpy(t.datatype, e.datatype, sizeof t.datatype - 1);
+    t.send = e.send;
+    t.recv = e.recv;
+    t.count = e.count;
+    t.root = e.root;
+    t.peer = e.peer;
+    r.tasks.push_back(t);
+  }
   if (e.type == ncclProfileColl) {
     // One operation per collective; the group's calls, once known, already stand for them.
     if (!r.api_collectives) r.ops.push_back(Operation{func, e.bytes, 0, false, false, 0});
@@ -258,6 +269,18 @@ bool LaunchTags::describe(uint64_t tag, vgpu_nccl_launch* out) const {
   return true;
 }
 
+int LaunchTags::tasks(uint64_t tag, vgpu_nccl_task* out, int max, int* count) const {
+  if (tag == 0 || count == nullptr || max < 0 || (out == nullptr && max > 0)) return -1;
+  std::lock_guard l(mu_);
+  auto it = launches_.find(tag);
+  if (it == launches_.end()) return -1;
+  const LaunchRecord& r = it->second;
+  const int n = std::min(max, static_cast<int>(r.tasks.size()));
+  std::copy_n(r.tasks.begin(), n, out);
+  *count = n;
+  return r.tasks_done ? 1 : 0;
+}
+
 void LaunchTags::stop(void* handle) {
   uint64_t v = 0;
   if (decode(handle, launch, &v)) {
@@ -266,6 +289,12 @@ void LaunchTags::stop(void* handle) {
   }
   if (decode(handle, group_api, &v) || decode(handle, api, &v) || decode(handle, plan, &v)) {
     std::lock_guard l(mu_);
+    // A plan's event ends after NCCL started every task of it (hostStreamPlanTask): its
+    // launch's task list is complete.
+    if (Node* p = node(handle, plan); p != nullptr && p->tag != 0) {
+      auto it = launches_.find(p->tag);
+      if (it != launches_.end()) it->second.tasks_done = true;
+    }
     retire(v);
   }
 }

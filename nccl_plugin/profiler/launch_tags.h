@@ -41,9 +41,13 @@ struct Event {
   const char* func = nullptr;  // Coll/P2p/CollApi: NCCL's name of the operation ("AllReduce", "Send", ...)
   uint64_t bytes = 0;          // Coll/P2p: its count times the datatype's size
   int peer = -1;               // P2p: the peer rank
-  // CollApi: the call's count and datatype (NCCL's strings; copied).
+  // CollApi, Coll, P2p: the count and datatype (NCCL's strings; copied).
   uint64_t count = 0;
   const char* datatype = nullptr;
+  // Coll: its buffers and root; P2p: its buffer (both pointers).
+  const void* send = nullptr;
+  void* recv = nullptr;
+  int root = -1;
 };
 
 // The datatype's size from NCCL's profiler name ("ncclFloat32" -> 4); 0 when unknown.
@@ -73,6 +77,9 @@ class LaunchTags {
   // What launch `tag` does (contracts/nccl_plugin.h, describe_launch): the one description of
   // a launch both backends time its kernel by. False when nothing is known of it.
   bool describe(uint64_t tag, vgpu_nccl_launch* out) const;
+  // The tasks (Coll and P2p events) of launch `tag` (contracts/nccl_plugin.h, launch_tasks):
+  // 1 once its plan's event ended (every task started), 0 while more may come, -1: not known.
+  int tasks(uint64_t tag, vgpu_nccl_task* out, int max, int* count) const;
 
   // Entries kept after NCCL stopped them (their children may still start later: a plan's tasks
   // start after its API events ended, proxy ops after their task ended).
@@ -119,6 +126,8 @@ class LaunchTags {
     int nranks = 0, nnodes = 0, rank = -1;
     bool api_collectives = false;
     std::vector<Operation> ops;
+    std::vector<vgpu_nccl_task> tasks;  // its Coll/P2p events, as started (at most VGPU_NCCL_MAX_TASKS)
+    bool tasks_done = false;            // its plan's event ended: every task started
   };
   LaunchRecord& record(uint64_t tag, void* context);  // under mu_; created on first use
   static constexpr size_t kKeepLaunches = kKeepRetired;

@@ -48,12 +48,14 @@ TEST(NcclContract, TheSameVersionGetsEverySlot) {
                            reinterpret_cast<const void*>(out.forget_launch), reinterpret_cast<const void*>(out.completions),
                            reinterpret_cast<const void*>(out.flow_interval), reinterpret_cast<const void*>(out.latest_completion),
                            reinterpret_cast<const void*>(out.last_completion), reinterpret_cast<const void*>(out.set_thread_gpu),
-                           reinterpret_cast<const void*>(out.local_ranks)})
+                           reinterpret_cast<const void*>(out.local_ranks), reinterpret_cast<const void*>(out.launch_tasks)})
     EXPECT_NE(slot, nullptr);
   EXPECT_EQ(out.current_launch(), 0u);  // no launch under way on this thread
   vgpu_nccl_launch d{};
   EXPECT_EQ(out.describe_launch(12345, &d), -1);
   EXPECT_EQ(out.local_ranks(0x5eed), 0);  // no communicator's context is open
+  int n = -1;
+  EXPECT_EQ(out.launch_tasks(12345, nullptr, 0, &n), -1);  // a launch the profiler never saw
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 // (ncclProfiler_v5/_v6, ncclNetPlugin_v12) as NCCL does; cluster 2 nodes x 4 GPUs.
 #include <set>
 #include <thread>
+#include <type_traits>
 
 #include "profiler_fixture.h"
 
@@ -378,6 +379,63 @@ TEST_F(LaunchTags, EachLaunchKnowsWhatItDoesForTheCollectiveModel) {
   Comm::stop(g2);
   // A launch the profiler never saw.
   EXPECT_EQ(describe(launch2 + 1000000, &w), -1);
+}
+
+// The contract's launch_tasks: the buffers of each task of a launch as NCCL's Coll/P2p events
+// describe them (what the sim backend moves a collective's data by), complete once the plan's
+// event ended; through either descriptor version.
+template <class Descr> void* coll_task(Comm& c, ncclProfiler_v5_t* v5, ncclProfiler_v6_t* v6, void* api, void* plan,
+                                       const char* func, const void* send, void* recv, size_t count, int root) {
+  Descr d = Comm::describe<Descr>(ncclProfileColl, api, plan);
+  d.coll.func = func, d.coll.sendBuff = send, d.coll.recvBuff = recv, d.coll.count = count;
+  d.coll.datatype = "ncclFloat32", d.coll.root = root;
+  void* h = nullptr;
+  if constexpr (std::is_same_v<Descr, ncclProfilerEventDescr_v6_t>)
+    EXPECT_EQ(v6->startEvent(c.context(), &h, &d), ncclSuccess);
+  else
+    EXPECT_EQ(v5->startEvent(c.context(), &h, &d), ncclSuccess);
+  return h;
+}
+
+TEST_F(LaunchTags, ALaunchTellsItsTasksBuffersOnceItsPlanEnded) {
+  const auto tasks = plugin().side.launch_tasks;
+  ASSERT_NE(tasks, nullptr);
+  for (bool v6 : {false, true}) {
+    Comm c(v6);
+    void* group = c.start(ncclProfileGroupApi, nullptr);
+    void* api = c.start(ncclProfileCollApi, group);
+    const uint64_t launch = c.launch(group);
+    vgpu_nccl_task t[4]{};
+    int n = -1;
+    EXPECT_EQ(tasks(launch, t, 4, &n), 0) << "known, its tasks not started yet";
+    EXPECT_EQ(n, 0);
+    void* plan = c.start(ncclProfileGroup, nullptr);
+    char a[16], b[64];
+    void* h1 = v6 ? coll_task<ncclProfilerEventDescr_v6_t>(c, profiler().v5, profiler().v6, api, plan, "AllGather", a, b, 4, 0)
+                  : coll_task<ncclProfilerEventDescr_v5_t>(c, profiler().v5, profiler().v6, api, plan, "AllGather", a, b, 4, 0);
+    void* h2 = v6 ? coll_task<ncclProfilerEventDescr_v6_t>(c, profiler().v5, profiler().v6, api, plan, "Broadcast", b, b, 16, 1)
+                  : coll_task<ncclProfilerEventDescr_v5_t>(c, profiler().v5, profiler().v6, api, plan, "Broadcast", b, b, 16, 1);
+    Comm::stop(h1);
+    Comm::stop(h2);
+    EXPECT_EQ(tasks(launch, t, 4, &n), 0) << "the plan's event has not ended: more tasks may come";
+    Comm::stop(plan);
+    ASSERT_EQ(tasks(launch, t, 4, &n), 1);
+    ASSERT_EQ(n, 2);
+    EXPECT_STREQ(t[0].func, "AllGather");
+    EXPECT_STREQ(t[0].datatype, "ncclFloat32");
+    EXPECT_EQ(t[0].send, static_cast<const void*>(a));
+    EXPECT_EQ(t[0].recv, static_cast<void*>(b));
+    EXPECT_EQ(t[0].count, 4u);
+    EXPECT_STREQ(t[1].func, "Broadcast");
+    EXPECT_EQ(t[1].root, 1);
+    EXPECT_EQ(t[1].count, 16u);
+    EXPECT_EQ(tasks(launch, t, 1, &n), 1);  // room for one: one written
+    EXPECT_EQ(n, 1);
+    Comm::stop(api);
+    Comm::stop(group);
+    EXPECT_EQ(tasks(launch + 1000000, t, 4, &n), -1) << "a launch the profiler never saw";
+    EXPECT_EQ(tasks(launch, nullptr, 4, &n), -1);
+  }
 }
 
 }  // namespace

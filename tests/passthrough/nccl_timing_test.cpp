@@ -85,10 +85,15 @@ TEST(NcclTiming, EachNcclKernelLastsItsOwnTransfers) {
   ASSERT_EQ(cuStreamWaitValue32(nullptr, flag, 2, CU_STREAM_WAIT_VALUE_GEQ), CUDA_SUCCESS);
   launch(g2);
   ASSERT_EQ(cuEventRecord(b, nullptr), CUDA_SUCCESS);
+  // NCCL starts a plan's tasks after its launch and ends the plan's event right after
+  // (hostStreamPlanTask), before any of its transfers: the sim backend under this passthrough
+  // waits for that end to learn the kernel's buffers (its collectives' data).
   void* plan1 = comm.start(ncclProfileGroup, nullptr);
   void* s1 = comm.task_step(api1, plan1);
+  Comm::stop(plan1);
   void* plan2 = comm.start(ncclProfileGroup, nullptr);
   void* s2 = comm.task_step(api2, plan2);
+  Comm::stop(plan2);
   // GPU 0 -> GPU 1 over NVLink (payload 337.5 GB/s): 45 MB and 90 MB, ~133 and ~267 us.
   Tagged t1 = transfer(s1, s1, 45'000'000);
   raise(1);  // the first kernel had its data: it ends
@@ -121,7 +126,7 @@ TEST(NcclTiming, EachNcclKernelLastsItsOwnTransfers) {
   EXPECT_NEAR(second, (t2.send.finish - t1.send.finish) * 1e3, 1e-3);
   EXPECT_GE(second, d2 * 1e3 - 1e-3);
 
-  for (void* h : {api1, plan1, g1, api2, plan2, g2}) Comm::stop(h);
+  for (void* h : {api1, g1, api2, g2}) Comm::stop(h);
   for (CUevent e : {a, m, b}) cuEventDestroy(e);
   cuMemFreeHost(host_flag);
   cuModuleUnload(module);

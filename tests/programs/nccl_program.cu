@@ -10,6 +10,11 @@
 // communicator (ncclCommInitRank in a group; the ncclUniqueId passes through the file).
 // Prints one line per size: "allreduce <bytes> B <ms> ms busbw <GB/s>" (prefixed "proc <p> " in
 // the second form), and exits non-zero on any failed call.
+// Then the values: an all-reduce, all-gather, broadcast, reduce-scatter and a ring of
+// send/recv of small buffers
+// (filled per global rank), each followed by a check of every rank's result:
+// "ok   values after <Collective>" or "FAIL values after <Collective>: ..." (issue 23: the sim
+// backend moves the data of small collectives).
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -37,6 +42,97 @@
       return 1;                                                                             \
     }                                                                                       \
   } while (0)
+
+// Runs one collective over this process's ranks (`call(i, send, recv)` issues rank i's part in
+// a group) on buffers filled by `fill(global rank, index)`, then compares each rank's recv buffer
+// with `want(global rank, index)`. Returns non-zero on a failed call (a wrong value is printed
+// as FAIL, and counted by the caller's reader).
+template <class Call, class Fill, class Want>
+int check_collective(const char* name, const std::vector<cudaStream_t>& streams, int first, size_t send_count,
+                     size_t recv_count, const std::string& tag, Call call, Fill fill, Want want) {
+  const int n = static_cast<int>(streams.size());
+  std::vector<float*> send(n), recv(n);
+  std::vector<float> host(std::max(send_count, recv_count));
+  for (int i = 0; i < n; ++i) {
+    CHECK_CUDA(cudaSetDevice(first + i));
+    CHECK_CUDA(cudaMalloc(&send[i], send_count * sizeof(float)));
+    CHECK_CUDA(cudaMalloc(&recv[i], recv_count * sizeof(float)));
+    for (size_t j = 0; j < send_count; ++j) host[j] = fill(first + i, j);
+    CHECK_CUDA(cudaMemcpy(send[i], host.data(), send_count * sizeof(float), cudaMemcpyHostToDevice));
+    for (size_t j = 0; j < recv_count; ++j) host[j] = -1;
+    CHECK_CUDA(cudaMemcpy(recv[i], host.data(), recv_count * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  CHECK_NCCL(ncclGroupStart());
+  for (int i = 0; i < n; ++i) CHECK_NCCL(call(i, send[i], recv[i]));
+  CHECK_NCCL(ncclGroupEnd());
+  int wrong = 0;
+  std::string first_wrong;
+  for (int i = 0; i < n; ++i) {
+    CHECK_CUDA(cudaSetDevice(first + i));
+    CHECK_CUDA(cudaStreamSynchronize(streams[i]));
+    CHECK_CUDA(cudaMemcpy(host.data(), recv[i], recv_count * sizeof(float), cudaMemcpyDeviceToHost));
+    for (size_t j = 0; j < recv_count; ++j)
+      if (host[j] != want(first + i, j)) {
+        if (wrong++ == 0)
+          first_wrong = "rank " + std::to_string(first + i) + " [" + std::to_string(j) + "] = " +
+                        std::to_string(host[j]) + ", want " + std::to_string(want(first + i, j));
+      }
+    CHECK_CUDA(cudaFree(send[i]));
+    CHECK_CUDA(cudaFree(recv[i]));
+  }
+  if (wrong == 0)
+    std::printf("%sok   values after %s\n", tag.c_str(), name);
+  else
+    std::printf("%sFAIL values after %s: %d wrong, first %s\n", tag.c_str(), name, wrong, first_wrong.c_str());
+  return 0;
+}
+
+// The values each collective leaves, on small buffers (count floats per rank) of every rank.
+int check_values(const std::vector<ncclComm_t>& comms, const std::vector<cudaStream_t>& streams, int first,
+                 int world, const std::string& tag) {
+  const size_t count = 1000;
+  const float w = static_cast<float>(world);
+  auto comm = [&](int i) { return comms[i]; };
+  if (check_collective(
+          "AllReduce", streams, first, count, count, tag,
+          [&](int i, float* s, float* r) { return ncclAllReduce(s, r, count, ncclFloat, ncclSum, comm(i), streams[i]); },
+          [](int g, size_t j) { return static_cast<float>((g + 1) * (j % 7 + 1)); },
+          [&](int, size_t j) { return static_cast<float>(j % 7 + 1) * w * (w + 1) / 2; }) != 0)
+    return 1;
+  if (check_collective(
+          "AllGather", streams, first, count, count * world, tag,
+          [&](int i, float* s, float* r) { return ncclAllGather(s, r, count, ncclFloat, comm(i), streams[i]); },
+          [](int g, size_t j) { return static_cast<float>(g * 1000 + j % 100); },
+          [&](int, size_t j) { return static_cast<float>((j / count) * 1000 + (j % count) % 100); }) != 0)
+    return 1;
+  const int root = world - 1;
+  if (check_collective(
+          "Broadcast", streams, first, count, count, tag,
+          [&](int i, float* s, float* r) { return ncclBroadcast(s, r, count, ncclFloat, root, comm(i), streams[i]); },
+          [&](int g, size_t j) { return g == root ? static_cast<float>(42 + j % 5) : 0.f; },
+          [](int, size_t j) { return static_cast<float>(42 + j % 5); }) != 0)
+    return 1;
+  if (check_collective(
+          "ReduceScatter", streams, first, count * world, count, tag,
+          [&](int i, float* s, float* r) {
+            return ncclReduceScatter(s, r, count, ncclFloat, ncclSum, comm(i), streams[i]);
+          },
+          [](int g, size_t k) { return static_cast<float>(g + k % 3); },
+          [&](int g, size_t j) { return w * (w - 1) / 2 + w * static_cast<float>((g * count + j) % 3); }) != 0)
+    return 1;
+  // A ring of sends and receives: each rank sends to the next and receives from the previous.
+  if (check_collective(
+          "SendRecv", streams, first, count, count, tag,
+          [&](int i, float* s, float* r) {
+            const int g = first + i;
+            ncclResult_t e = ncclSend(s, count, ncclFloat, (g + 1) % world, comm(i), streams[i]);
+            return e != ncclSuccess ? e : ncclRecv(r, count, ncclFloat, (g + world - 1) % world, comm(i), streams[i]);
+          },
+          [](int g, size_t j) { return static_cast<float>(g * 10 + j % 3); },
+          [&](int g, size_t j) { return static_cast<float>(((g + world - 1) % world) * 10 + j % 3); }) != 0)
+    return 1;
+  return 0;
+}
 
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);  // whole lines, between the driver's log lines on stderr
@@ -108,6 +204,8 @@ int main(int argc, char** argv) {
     const double busbw = ms > 0 ? bytes * 2.0 * (world - 1) / world / (ms * 1e-3) / 1e9 : 0;
     std::printf("%sallreduce %zu B %.4f ms busbw %.1f GB/s\n", tag.c_str(), bytes, ms, busbw);
   }
+
+  if (check_values(comms, streams, first, procs * n, tag) != 0) return 1;
 
   for (int i = 0; i < n; ++i) CHECK_NCCL(ncclCommDestroy(comms[i]));
   std::printf("%sok   ncclCommDestroy of %d communicators\n", tag.c_str(), n);

@@ -51,6 +51,7 @@ enum class Id : int {
   timeline,
   kernel_db,
   kernel_db_misses,
+  sim_nccl_data_bytes,
   real_libcuda,
   physical_devices,
   launch_policy,
@@ -136,6 +137,10 @@ inline constexpr Spec kSpecs[] = {
     {Id::kernel_db_misses, "VGPU_KERNEL_DB_MISSES", Type::path, "",
      "the sim driver lists here the launch signatures VGPU_KERNEL_DB lacked", "sim driver", 0, 0, {},
      Reading::each_use},
+    {Id::sim_nccl_data_bytes, "VGPU_SIM_NCCL_DATA_BYTES", Type::integer, "4194304",
+     "largest contribution of one rank to one NCCL collective whose data the sim backend moves "
+     "(larger ones are timed only; `0`: no data moves)",
+     "sim driver", 0, kGiB},
     {Id::real_libcuda, "VGPU_REAL_LIBCUDA", Type::path, "",
      "the real driver (unset: versioned libcuda beside ours, then the usual system paths)", "passthrough"},
     {Id::physical_devices, "VGPU_PHYSICAL_DEVICES", Type::int_list, "",

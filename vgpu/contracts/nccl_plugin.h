@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 /* This header's version; a new slot, a changed struct or a changed meaning bumps it. */
-#define VGPU_NCCL_CONTRACT_VERSION 2u
+#define VGPU_NCCL_CONTRACT_VERSION 3u
 
 /* ---- What both sides describe ---------------------------------------------------------- */
 
@@ -58,6 +58,21 @@ typedef struct vgpu_nccl_operation {
 } vgpu_nccl_operation;
 
 #define VGPU_NCCL_MAX_OPERATIONS 64
+
+/* One task of an NCCL kernel launch as NCCL's profiler described it (its Coll or P2p event):
+ * the buffers the kernel reads and writes, so that the sim backend, which runs no NCCL kernel,
+ * can move the data itself (sim/exec/nccl_data.h). */
+typedef struct vgpu_nccl_task {
+  char func[16];      /* "AllReduce", "AllGather", "ReduceScatter", "Broadcast", "Reduce", "Send", "Recv" */
+  char datatype[16];  /* NCCL's name: "ncclFloat32", ... */
+  const void* send;   /* collectives: sendBuff; Send: buff */
+  void* recv;         /* collectives: recvBuff; Recv: buff */
+  uint64_t count;     /* NCCL's count (per rank: an all-gather's send count, a reduce-scatter's recv count) */
+  int root;           /* Broadcast, Reduce */
+  int peer;           /* Send, Recv */
+} vgpu_nccl_task;
+
+#define VGPU_NCCL_MAX_TASKS 64
 
 /* What one NCCL kernel launch does, from NCCL's profiler events: the ONE description both
  * backends time an NCCL kernel by (the sim backend from inside the launch, the passthrough once
@@ -128,6 +143,11 @@ typedef struct vgpu_nccl_plugin_side {
    * for each and has not closed it): the ranks a process driving several GPUs launches itself,
    * the others being in other processes. 0: none known. */
   int (*local_ranks)(uint64_t comm_id);
+  /* The tasks of launch `launch` (at most `max`, in the order NCCL started them) into out[],
+   * their number into *count. NCCL starts a plan's task events right after the kernel launch
+   * returns (or from its host stream): returns 1 once every task of the launch was started
+   * (NCCL ended the plan's event), 0 while more may come, -1 for a launch not known. */
+  int (*launch_tasks)(uint64_t launch, vgpu_nccl_task* out, int max, int* count);
 } vgpu_nccl_plugin_side;
 
 /* ---- The handshake -------------------------------------------------------------------- */

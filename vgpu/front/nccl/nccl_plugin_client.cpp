@@ -48,7 +48,8 @@ int NcclPluginClient::connect(vgpu_nccl_plugin_contract_fn handshake) {
   const int rc = handshake(VGPU_NCCL_CONTRACT_VERSION, &driver_, &got);
   // Checked here too: a plugin of another build may fill a table of another shape.
   const bool complete = got.current_launch && got.describe_launch && got.launch_window && got.launch_transfers &&
-                        got.forget_launch && got.completions && got.flow_interval && got.local_ranks;
+                        got.forget_launch && got.completions && got.flow_interval && got.local_ranks &&
+                        got.launch_tasks;
   if (rc != 0 || got.size != sizeof got || got.version != VGPU_NCCL_CONTRACT_VERSION || !complete) {
     refused_ = true;
     log::once(log::Level::warn, "nccl-contract-refused",

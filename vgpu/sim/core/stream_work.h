@@ -23,6 +23,9 @@ struct Work {
   // order and event waits), on a driver thread or inline. In the sim backend: the memcpy/memset
   // on host-backed memory, the host function; empty for a kernel (nothing executes).
   std::function<void()> execute;
+  // The real effect may wait for other work (an NCCL collective's data waits for the other
+  // ranks' parts): run on a driver thread, never inline on the submitting thread.
+  bool blocking = false;
 
   // The virtual cost: either a fixed duration on the stream's device...
   double duration_s = 0;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "sim/core/driver_state.h"
 #include "sim/exec/module_registry.h"
 #include "sim/exec/stream.h"
@@ -35,7 +36,9 @@ int current_device(int* device) {
 }
 
 NcclCollectives::NcclCollectives(DriverState& driver)
-    : driver_(driver), plugin_(vgpu_nccl_driver_side{0, 0, nullptr, nullptr, &current_device}) {}
+    : driver_(driver),
+      plugin_(vgpu_nccl_driver_side{0, 0, nullptr, nullptr, &current_device}),
+      data_(driver.memory()) {}
 NcclCollectives::~NcclCollectives() = default;
 
 double NcclCollectives::duration(const simcore::ClusterSpec& cluster, const std::vector<simcore::CollectiveCall>& calls) {
@@ -55,6 +58,21 @@ std::vector<int> NcclCollectives::gpus_of(uint64_t comm, int nranks, int rank, i
   return out;
 }
 
+void NcclCollectives::move_data(Work& k, const vgpu_nccl_plugin_side* plugin, uint64_t tag,
+                                const vgpu_nccl_launch& got, const std::string& kernel_name) {
+  // Collectives all larger than VGPU_SIM_NCCL_DATA_BYTES (DDP's gradient buckets) are timed
+  // only: no driver thread, no wait (every rank decides alike from the same calls).
+  const int64_t limit = settings::integer(settings::Id::sim_nccl_data_bytes);
+  bool small = false;
+  for (int i = 0; i < std::min(got.count, VGPU_NCCL_MAX_OPERATIONS); ++i)
+    small = small || got.op[i].bytes <= static_cast<uint64_t>(std::max<int64_t>(0, limit));
+  if (!small) return;
+  auto mover = data_.mover(plugin, tag, got.comm_id, got.nranks, got.rank, nccl_data::op_of_kernel(kernel_name));
+  if (!mover) return;
+  k.execute = std::move(mover);
+  k.blocking = true;  // it waits for the other ranks' parts: on a driver thread
+}
+
 bool NcclCollectives::drives_one_gpu() const {
   int used = 0;
   for (int d = 0; d < driver_.device_count() && used < 2; ++d) used += driver_.contexts().live_contexts(d) > 0;
@@ -69,18 +87,27 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   if (tag == 0) return false;
   vgpu_nccl_launch got{};
   const int known = plugin->describe_launch(tag, &got);
-  // Send/recv kernels are left out: only some ranks of the communicator take part, and the
-  // matching below waits for every rank.
+  // Send/recv kernels are left out of the matching (only some ranks of the communicator take
+  // part, and the matching below waits for every rank): they keep the fallback duration and
+  // only move their messages' data (nccl_data.h).
   const std::vector<simcore::CollectiveCall> any = contracts::collective_calls(got, {0}, false);
-  if (known != 0 || any.empty()) {
-    log::debug("sim nccl: launch {} has no collective call on record ({}): fallback duration", tag, known);
-    return false;
-  }
   CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
   StreamManager& streams = driver_.streams();
   if (streams.capture_info(stream, per_thread, &capturing, nullptr, nullptr, nullptr, nullptr) != CUDA_SUCCESS ||
       capturing != CU_STREAM_CAPTURE_STATUS_NONE)
     return false;
+  if (known != 0 || any.empty()) {
+    log::debug("sim nccl: launch {} has no collective call on record ({}): fallback duration", tag, known);
+    if (known != 0) return false;  // (a send/recv launch's tasks start after it: count 0 now)
+    // Sends and receives: the fallback duration, as any kernel, and their messages' data.
+    auto mover = data_.p2p_mover(plugin, tag, got.comm_id, got.rank);
+    if (!mover) return false;
+    Work k = p.to_work();
+    k.execute = std::move(mover);
+    k.blocking = true;
+    *rc = streams.submit(stream, std::move(k), per_thread);
+    return true;
+  }
 
   const uint64_t comm = got.comm_id;
   const int nranks = got.nranks, rank = got.rank;
@@ -143,6 +170,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     Work k = p.to_work();
     k.duration_s = seconds;
     k.label = fmt::format("{} [{}]", k.label, what);
+    move_data(k, plugin, tag, got, p.function->desc().name);
     if (gate != 0) k.also_after.push_back(gate);
     *rc = streams.submit(stream, std::move(k), per_thread);
     log::debug("sim nccl: rank {}/{} of comm {:x} on GPU {} (ranks as processes): {} from {:.3f} us (own arrival "
@@ -160,6 +188,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   const bool explicit_stream = stream != nullptr && raw != reinterpret_cast<uintptr_t>(CU_STREAM_LEGACY) &&
                                raw != reinterpret_cast<uintptr_t>(CU_STREAM_PER_THREAD);
   Work k = p.to_work();
+  move_data(k, plugin, tag, got, p.function->desc().name);
   {
     std::lock_guard l(mu_);
     key = {comm, launches_[{comm, rank}]++};

@@ -30,6 +30,9 @@
 // exact when one thread launches every rank (ncclGroupStart/End over several communicators)
 // or the ranks' threads do not run ahead; a rank that submitted more work before the last rank
 // arrived keeps that work where it was placed.
+// Data: each collective kernel, when it runs on its stream, moves the collective's data between
+// the ranks' buffers (nccl_data.h), up to VGPU_SIM_NCCL_DATA_BYTES per rank.
+//
 // When one thread launched every rank of the communicator's previous collective (the group
 // pattern) and the stream is an explicit handle, an early rank's kernel is held back until the
 // last rank arrives and then placed right after its arrival: every rank's kernel then starts
@@ -48,6 +51,7 @@
 #include "front/nccl/nccl_plugin_client.h"
 #include "front/driver/cuda_api.h"
 #include "sim/core/stream_work.h"
+#include "sim/exec/nccl_data.h"
 #include "sim/exec/nccl_rendezvous.h"
 #include "simcore/collective_model.h"
 
@@ -97,8 +101,13 @@ class NcclCollectives {
   // any communicator and may wait for the other processes' ranks without waiting for itself.
   bool drives_one_gpu() const;
 
+  // Gives kernel `k` of launch `tag` its real effect: the collective's data (nccl_data.h).
+  void move_data(Work& k, const vgpu_nccl_plugin_side* plugin, uint64_t tag, const vgpu_nccl_launch& got,
+                 const std::string& kernel_name);
+
   DriverState& driver_;
   contracts::NcclPluginClient plugin_;
+  NcclData data_;  // the collectives' data
   NcclRendezvous rendezvous_;  // ranks in other processes of the job
   std::mutex mu_;
   std::map<std::pair<uint64_t, int>, uint64_t> launches_;  // (comm, rank) -> NCCL launches so far

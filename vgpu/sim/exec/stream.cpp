@@ -219,7 +219,7 @@ struct StreamManager::Impl {
                              std::vector<simcore::EventId> after, double not_before,
                              std::function<bool()> ready, bool* run_inline) {
     auto op = std::make_shared<Op>();
-    op->on_worker = work.kind == Work::Kind::host_function;
+    op->on_worker = work.kind == Work::Kind::host_function || work.blocking;
     op->vid = add_virtual(*s, work, std::move(after), not_before);
     if (op->vid != simcore::kNoEvent) op->engine = &engine();
     wait_for_queue_room(*s, op->vid);

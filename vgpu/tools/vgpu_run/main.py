@@ -115,12 +115,15 @@ def _run(command, env):
 
 def _remove_nccl_table(job_id):
     """The sim backend's table where the job's NCCL ranks in different processes meet
-    (vgpu/sim/exec/nccl_rendezvous.h names it so): the job is over."""
+    (vgpu/sim/exec/nccl_rendezvous.h names it so), and the folder where they hand each other
+    the data of small collectives (nccl_data_exchange.h): the job is over."""
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", job_id)
+    path = f"/dev/shm/vgpu-nccl-{os.getuid()}-{safe}"
     try:
-        os.remove(f"/dev/shm/vgpu-nccl-{os.getuid()}-{safe}")
+        os.remove(path)
     except OSError:
         pass  # no NCCL collective on the sim backend, or removed already
+    shutil.rmtree(path + ".data", ignore_errors=True)
 
 
 def main(argv, configured):
