@@ -27,6 +27,13 @@ float real_ms(CUevent a, CUevent b) {
 }
 
 TEST(GateLatency, KernelsMeasuredAloneTakeTheirDurationBehindOtherWork) {
+#if defined(__SANITIZE_THREAD__)
+  // The sim standing in for the GPU times the calibration's empty kernel from the host's CPU
+  // time between its calls, which TSan makes ~100 us: the calibration then reads past what it
+  // trusts (gate_latency.h) and rightly corrects nothing. The plain and ASan builds check it; this
+  // build still runs the calibration's code for races in every other passthrough test.
+  GTEST_SKIP() << "the stand-in GPU's timing follows the host's CPU time, which TSan inflates";
+#endif
   ASSERT_EQ(cuInit(0), CUDA_SUCCESS);
   CUcontext ctx;
   ASSERT_EQ(cuDevicePrimaryCtxRetain(&ctx, 0), CUDA_SUCCESS);
