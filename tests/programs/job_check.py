@@ -1,0 +1,27 @@
+"""What the scripts that run a test program as a job (run_nccl_program.py, run_ddp_ranks.py) share:
+running the job with a timeout that reads as a hang, and counting the checks that failed."""
+import subprocess
+
+
+def run_job(cmd, env, timeout_s):
+    """Runs `cmd`; (stdout + stderr, exit status), or None after printing why when it did not end
+    within `timeout_s` (a hang)."""
+    try:
+        r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired as e:
+        out = e.stdout.decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or "")
+        print(out[-4000:])
+        print(f"FAIL the job did not end within {timeout_s} s (hang)")
+        return None
+    return r.stdout + r.stderr, r.returncode
+
+
+class Checks:
+    """check(ok, what) prints one "ok" or "FAIL" line; `failures` counts the FAILs."""
+
+    def __init__(self):
+        self.failures = 0
+
+    def __call__(self, ok, what):
+        print(("ok   " if ok else "FAIL ") + what)
+        self.failures += not ok
