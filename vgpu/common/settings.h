@@ -150,7 +150,7 @@ inline constexpr Spec kSpecs[] = {
      "which launches run on the GPU: every one, the first of each signature, or none", "passthrough", 0, 0,
      "all|first|none"},
     {Id::measure_samples, "VGPU_MEASURE_SAMPLES", Type::integer, "3",
-     "launches measured per launch signature before its median is used", "passthrough", 1, 1000},
+     "launches measured per launch signature before its duration settles (more while their two smallest disagree)", "passthrough", 1, 1000},
     {Id::measure, "VGPU_MEASURE", Type::choice, "alone",
      "kernel measurement: one at a time across the job, concurrently, CUPTI for every launch, or CUPTI "
      "serialized",

@@ -2,15 +2,15 @@
 // virtual duration comes from (VGPU_LAUNCH_POLICY):
 //
 //   all    (default) every launch runs. Each launch signature is measured on the real GPU on
-//          its first VGPU_MEASURE_SAMPLES launches (default 3); later launches take the median
-//          of those (without the first, which includes the first launch's latency) and are not
-//          measured again. A signature the kernel-time database
+//          its first VGPU_MEASURE_SAMPLES launches (default 3, more while they disagree); later
+//          launches take the smallest of those once a second agrees (without the first, which
+//          includes the first launch's latency: signature_settling.h) and are not measured again. A signature the kernel-time database
 //          (VGPU_KERNEL_DB) already holds for the physical GPU takes the recorded duration and
 //          is not measured at all: record a job alone once, and its multi-process runs reuse
 //          durations that no other process disturbed. The program computes exactly what it would on
 //          a real GPU, and after the first iterations a step costs no timing work at all.
 //   first  only the measured launches run; later launches of a signature are skipped and take
-//          its median. Much faster for large virtual clusters on one GPU, but the program's
+//          its settled duration. Much faster for large virtual clusters on one GPU, but the program's
 //          numbers are wrong from then on (losses, data-dependent control flow, MoE routing,
 //          NaN checks), so it is for timing studies of code whose control flow does not depend
 //          on data.

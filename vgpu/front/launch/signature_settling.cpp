@@ -186,13 +186,18 @@ void SettlingSignatures::learn(Family& f, const std::vector<uint32_t>& words, do
 }
 
 std::optional<double> SettlingSignatures::settle_group(Group& g) {
-  if (g.seconds >= 0 || static_cast<int>(g.samples.size()) < samples_wanted_) return std::nullopt;
+  const int have = static_cast<int>(g.samples.size());
+  if (g.seconds >= 0 || have < samples_wanted_) return std::nullopt;
   // The first sample is usually the function's first launch, which includes the host's launch
   // latency: with three or more samples it is left out.
-  std::vector<double> s(g.samples.begin() + (g.samples.size() >= 3 ? 1 : 0), g.samples.end());
+  std::vector<double> s(g.samples.begin() + (have >= 3 ? 1 : 0), g.samples.end());
   std::sort(s.begin(), s.end());
-  const size_t n = s.size();
-  g.seconds = n % 2 == 1 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+  // Disturbance only adds time (another context's time slice, another stream's work sharing
+  // the SMs), so the least disturbed sample is the smallest; it is trusted once a second one
+  // agrees with it, so that one sample the gate's correction read short cannot decide alone.
+  const bool agree = s.size() < 2 || s[1] - s[0] <= std::max(kSettleRelative * s[0], kSettleAbsoluteS);
+  if (!agree && have < samples_wanted_ + kExtraSamples) return std::nullopt;
+  g.seconds = s[0];
   g.samples.clear();
   g.samples.shrink_to_fit();
   return g.seconds;

@@ -22,7 +22,10 @@
 //     function includes the host's launch latency), nor does any launch the caller says may
 //     include host work (a function's first launch in another context);
 //   - launches whose keyed words are equal fall into one bucket, where each *group* has its own
-//     samples and settled duration (the median of VGPU_MEASURE_SAMPLES samples, as before), and
+//     samples and settled duration: the smallest of its samples (the first left out), once it
+//     has VGPU_MEASURE_SAMPLES of them and its two smallest agree (settle_group: where several
+//     processes share the GPU, another context's time slice lands inside a measurement and only
+//     ever adds time), and
 //     a group covers a launch only when each free word lies in the values its samples had: while
 //     they were all below 2^24 (sizes, counts, strides), within the [min, max] measured widened
 //     by its own span on each side (max - min: a counter such as a philox offset is measured
@@ -65,6 +68,14 @@ class SettlingSignatures {
   static constexpr size_t kRecent = 8;             // measured launches kept per family to compare
   static constexpr size_t kMaxPendingGroups = 64;  // per family: unsettled groups beyond are dropped
   static constexpr uint8_t kPinAfter = 2;          // samples that blamed a word alone
+  // A group settles once its two smallest samples agree this well (within kSettleRelative or
+  // kSettleAbsoluteS), or once it has kExtraSamples samples more than it wanted. Looser than
+  // kAgree*: measurement noise alone stays well inside it, while a time slice of another
+  // process's context inside a measurement added 0.4 to 7.4 ms to 4-7 ms GEMMs (a DDP step of
+  // two ranks on one H200, 2026-11-26).
+  static constexpr double kSettleRelative = 0.25;
+  static constexpr double kSettleAbsoluteS = 50e-6;
+  static constexpr int kExtraSamples = 6;
 
   explicit SettlingSignatures(int samples_wanted) : samples_wanted_(samples_wanted < 1 ? 1 : samples_wanted) {}
 
