@@ -209,9 +209,13 @@ TEST(SignatureSettling, DisturbedSamplesAskForMoreAndTheSmallestCounts) {
   a.n = 4096;
   const LaunchSignature s = signature_of(a, 512);
   SettlingSignatures t(3);
-  EXPECT_FALSE(t.add_sample(s, 6.668e-3));  // first launch: left out of the duration
-  EXPECT_FALSE(t.add_sample(s, 7.058e-3));
-  EXPECT_FALSE(t.add_sample(s, 9.682e-3)) << "7.06 and 9.68 ms disagree: not settled yet";
+  double least = 0;  // what each measured launch itself takes: the least disturbed sample so far
+  EXPECT_FALSE(t.add_sample(s, 6.668e-3, true, &least));  // first launch: left out of the duration
+  EXPECT_DOUBLE_EQ(least, 6.668e-3);
+  EXPECT_FALSE(t.add_sample(s, 7.058e-3, true, &least));
+  EXPECT_DOUBLE_EQ(least, 7.058e-3);
+  EXPECT_FALSE(t.add_sample(s, 9.682e-3, true, &least)) << "7.06 and 9.68 ms disagree: not settled yet";
+  EXPECT_DOUBLE_EQ(least, 7.058e-3) << "the 9.68 ms launch takes 7.06 ms, not what a time slice made it";
   EXPECT_FALSE(t.settled(s));
   const std::optional<double> d = t.add_sample(s, 6.660e-3);
   ASSERT_TRUE(d) << "6.66 and 7.06 ms agree";

@@ -4,6 +4,7 @@
 // kernel-time database's (policy none), or for NCCL's kernels the virtual finish of their
 // transfers (nccl_timing.h). With VGPU_KERNEL_DB set, forwarded launches are also recorded into
 // the database (kernel_recording.h).
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <set>
@@ -123,10 +124,12 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
   KernelTimeDb* db = KernelRecording::get() ? nullptr : physical_db;
   p.first = std::make_shared<bool>(false);
   p.timing.on_measured = [&durations, db, shared, key, sig = p.signature, first = p.first](double s) {
-    const std::optional<double> settled = durations.add_sample(sig, s, /*learn=*/!*first);
-    if (!settled) return;
+    double least = s;
+    const std::optional<double> settled = durations.add_sample(sig, s, /*learn=*/!*first, &least);
+    if (!settled) return std::min(s, least);
     if (shared != nullptr) shared->offer(key, *settled);
     if (db != nullptr) db->record(sig, static_cast<uint64_t>(*settled * 1e9 + 0.5));
+    return std::min(s, *settled);
   };
   return p;
 }

@@ -119,9 +119,10 @@ bool KernelDurations::seen(const LaunchSignature& signature) {
   return entries_.seen(signature);
 }
 
-std::optional<double> KernelDurations::add_sample(const LaunchSignature& signature, double seconds, bool learn) {
+std::optional<double> KernelDurations::add_sample(const LaunchSignature& signature, double seconds, bool learn,
+                                                 double* least) {
   std::lock_guard l(mu_);
-  return entries_.add_sample(signature, seconds, learn);
+  return entries_.add_sample(signature, seconds, learn, least);
 }
 
 }  // namespace vgpu::pt

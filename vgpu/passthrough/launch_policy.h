@@ -66,7 +66,9 @@ class KernelDurations {
   // Adds a measurement; returns the signature's duration when this sample settled it. `learn`
   // false: the sample may include host work (the function's first launch in its context), so it
   // teaches nothing about which bytes matter.
-  std::optional<double> add_sample(const LaunchSignature& signature, double seconds, bool learn = true);
+  // `least`: the duration the measured launch takes (SettlingSignatures::add_sample).
+  std::optional<double> add_sample(const LaunchSignature& signature, double seconds, bool learn = true,
+                                   double* least = nullptr);
   // The signature's duration is known already (the kernel-time database): no measuring.
   void settle(const LaunchSignature& signature, double seconds);
 

@@ -348,7 +348,7 @@ double VirtualTime::measure(const TimedOp& op, double start, bool force) {
                m.timing.nccl_gpu, m.timing.nccl.launch, m.timing.nccl.since, start, start + seconds,
                static_cast<double>(ms) * 1e-3);
   } else if (r == CUDA_SUCCESS && m.timing.on_measured) {
-    m.timing.on_measured(seconds);
+    seconds = m.timing.on_measured(seconds);
   }
   {
     std::lock_guard l(impl_->mu);

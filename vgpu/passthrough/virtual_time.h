@@ -42,7 +42,8 @@ struct Timing {
   Source source = Source::known;
   bool kernel = false;                       // a kernel launch (statistics)
   double seconds = 0;                        // Source::known
-  std::function<void(double)> on_measured;   // Source::measured: told the measured duration
+  // Source::measured: told the measured duration, returns the duration the op takes (<= it).
+  std::function<double(double)> on_measured;
   int nccl_gpu = -1;                         // Source::nccl: the rank's global GPU
   nccl_timing::Attribution nccl;             //   and which transfers are the kernel's
   std::string label;                         // for VGPU_TIMELINE; set only when one is written

@@ -228,7 +228,15 @@ SettlingSignatures::Family& SettlingSignatures::family(const Parsed& p) {
   return f;
 }
 
-std::optional<double> SettlingSignatures::add_sample(const LaunchSignature& signature, double seconds, bool learn) {
+double SettlingSignatures::least_of(const Group& g) {
+  if (g.seconds >= 0 || g.samples.empty()) return g.seconds;
+  if (g.samples.size() == 1) return g.samples[0];
+  return *std::min_element(g.samples.begin() + 1, g.samples.end());
+}
+
+std::optional<double> SettlingSignatures::add_sample(const LaunchSignature& signature, double seconds, bool learn,
+                                                     double* least) {
+  if (least != nullptr) *least = seconds;
   Parsed p;
   if (!parse(signature, &p)) return std::nullopt;
   Family& f = family(p);
@@ -241,7 +249,10 @@ std::optional<double> SettlingSignatures::add_sample(const LaunchSignature& sign
   for (size_t i : bucket) {  // the group covering this launch
     if (covers(f, f.groups[i], p.words)) {
       into = &f.groups[i];
-      if (into->seconds >= 0) return std::nullopt;  // settled meanwhile
+      if (into->seconds >= 0) {  // settled meanwhile
+        if (least != nullptr) *least = into->seconds;
+        return std::nullopt;
+      }
       break;
     }
   }
@@ -251,7 +262,10 @@ std::optional<double> SettlingSignatures::add_sample(const LaunchSignature& sign
       const double d = g.seconds >= 0 ? g.seconds : g.samples.empty() ? -1 : g.samples.back();
       if (d >= 0 && durations_agree(seconds, d)) {
         widen(g, p.words);
-        if (g.seconds >= 0) return std::nullopt;
+        if (g.seconds >= 0) {
+          if (least != nullptr) *least = g.seconds;
+          return std::nullopt;
+        }
         into = &g;
         break;
       }
@@ -267,11 +281,14 @@ std::optional<double> SettlingSignatures::add_sample(const LaunchSignature& sign
     into = &f.groups.back();
     into->samples.push_back(seconds);
     const std::optional<double> done = settle_group(*into);
+    if (least != nullptr) *least = least_of(*into);
     drop_pending_overflow(f);
     return done;
   }
   into->samples.push_back(seconds);
-  return settle_group(*into);
+  const std::optional<double> done = settle_group(*into);
+  if (least != nullptr) *least = least_of(*into);
+  return done;
 }
 
 void SettlingSignatures::settle(const LaunchSignature& signature, double seconds) {

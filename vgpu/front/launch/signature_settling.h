@@ -86,7 +86,12 @@ class SettlingSignatures {
   // A measurement of this launch. Returns the group's duration when this sample settled it.
   // `learn` false: a sample that may hold more than the kernel (the function's first launch in
   // a context, which may load it) is kept in its group but compared with no other.
-  std::optional<double> add_sample(const LaunchSignature& signature, double seconds, bool learn = true);
+  // `least` (optional): set to the duration the measured launch should take: its group's settled
+  // duration, else the smallest of the group's samples so far (the first left out once there
+  // are two): a sample another context's time slice inflated does not stretch the step it
+  // was taken in either.
+  std::optional<double> add_sample(const LaunchSignature& signature, double seconds, bool learn = true,
+                                   double* least = nullptr);
   // The launch's duration is known already (the kernel-time database): a settled group of its own.
   void settle(const LaunchSignature& signature, double seconds);
 
@@ -134,6 +139,7 @@ class SettlingSignatures {
   Family& family(const Parsed& p);  // made on first use
   void learn(Family& f, const std::vector<uint32_t>& words, double seconds);
   std::optional<double> settle_group(Group& g);
+  static double least_of(const Group& g);  // see add_sample's `least`
   void drop_pending_overflow(Family& f);
 
   int samples_wanted_;
