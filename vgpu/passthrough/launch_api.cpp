@@ -151,7 +151,7 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
   Plan plan;
   VirtualTime::Bracket bracket;
   KernelRecording* rec = nullptr;
-  thread_clock::Pause pause;  // as every timed call (timed_api.cpp): no driver time is charged
+  thread_clock::Pause pause;  // as every timed call (timed_api.cpp): only the real driver's time is charged
   if (!vt->target(stream, per_thread, &t) || vt->capturing(t)) return launch();
   plan = plan_for(f, shape, params, extra, t);
   // A launch measured now holds the physical GPU's measurement lock until it has run.
@@ -176,7 +176,7 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
         !rec->begin(plan.signature, {t.context, stream, per_thread, function_facts(f).name, shape}))
       rec = nullptr;
   }
-  const CUresult r = plan.run ? launch() : CUDA_SUCCESS;
+  const CUresult r = plan.run ? pause.real(launch) : CUDA_SUCCESS;
   if (rec != nullptr) rec->end(r == CUDA_SUCCESS);
   OpRef op;
   if (r == CUDA_SUCCESS)

@@ -3,6 +3,7 @@
 #include <array>
 #include <atomic>
 
+#include "timing/outside_cpu_time.h"
 #include "timing/thread_clock.h"
 
 namespace vgpu::pt::thread_clock {
@@ -48,6 +49,14 @@ bool paused() { return this_thread_clock().inside(); }
 Pause::Pause(bool blocking) { this_thread_clock().enter(blocking); }
 Pause::Pause(Query) { this_thread_clock().enter_query(); }
 void Pause::mark_blocking() { this_thread_clock().mark_blocking(); }
-Pause::~Pause() { this_thread_clock().leave(); }
+Pause::~Pause() {
+  timing::ThreadClock& c = this_thread_clock();
+  c.charge_driver(driver_seconds_);
+  c.leave();
+}
+double Pause::wall_seconds() { return OutsideCpuTime::wall_seconds(); }
+void Pause::add_driver_time(double seconds) {
+  if (seconds > 0 && seconds < OutsideCpuTime::kShortCall) driver_seconds_ += seconds;
+}
 
 }  // namespace vgpu::pt::thread_clock

@@ -47,8 +47,26 @@ class Pause {
   ~Pause();
   // The scope turned out to wait after all (a launch measured alone).
   void mark_blocking();
+  // Runs `call` (the real driver's entry point) and charges its wall time to the thread's clock
+  // when the scope closes: what the call costs a thread on a real machine (a launch, an event
+  // record, an async copy: 1-10 us of the driver's own CPU work, which a host-bound loop of
+  // small ops pays on every iteration). A call longer than OutsideCpuTime::kShortCall waited
+  // (a full launch queue, a synchronous copy: the shared GPU runs behind the virtual one) and is
+  // charged nothing: that wait is the timeline's to decide.
+  template <class Call>
+  auto real(Call&& call) {
+    const double t0 = wall_seconds();
+    auto r = call();
+    add_driver_time(wall_seconds() - t0);
+    return r;
+  }
   Pause(const Pause&) = delete;
   Pause& operator=(const Pause&) = delete;
+
+ private:
+  static double wall_seconds();
+  void add_driver_time(double seconds);
+  double driver_seconds_ = 0;  // charged when the scope closes (after the op took its issue time)
 };
 
 }  // namespace vgpu::pt::thread_clock

@@ -5,10 +5,11 @@
 // synchronization moves the calling thread's virtual clock to the virtual finish of the work it
 // waited for. Graph launches are measured. (Copies and sets: timed_copy_api.cpp.)
 //
-// The host time spent inside every call timed here is not charged to the calling thread's
-// clock (thread_clock::Pause), exactly as the sim backend charges no driver time: the same
-// program gets the same virtual time on both backends, and a real GPU shared by several
-// virtual devices, whose synchronizations wait for each other's work, does not leak into it.
+// The host time vgpu spends inside every call timed here is not charged to the calling thread's
+// clock (thread_clock::Pause), and a real GPU shared by several virtual devices, whose
+// synchronizations wait for each other's work, does not leak into it; the real driver's own
+// time in a call that does not wait (a launch, an event record, a stream wait, an async copy) is
+// charged, as a real machine's thread spends it (Pause::real).
 #include <functional>
 
 #include "common/log.h"
@@ -48,7 +49,7 @@ CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
       return CUDA_ERROR_INVALID_HANDLE;
     }
   }
-  const CUresult r = call();
+  const CUresult r = pause.real(call);
   if (r == CUDA_SUCCESS && vt != nullptr) vt->event_recorded(e, t);
   return r;
 }
@@ -58,7 +59,7 @@ CUresult stream_waits(CUstream s, CUevent e, bool per_thread, Call call) {
   thread_clock::Pause pause;
   StreamTarget t;
   VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
-  const CUresult r = call();
+  const CUresult r = pause.real(call);
   if (r == CUDA_SUCCESS && vt != nullptr) vt->stream_waits(t, e);
   return r;
 }
@@ -104,7 +105,7 @@ CUresult graph_launch(CUstream s, bool per_thread, Call call) {
   if (TimelineWriter::get() != nullptr) timing.label = "graph launch";
   VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
   if (vt != nullptr) bracket = vt->begin(t, timing);
-  const CUresult r = call();
+  const CUresult r = pause.real(call);
   if (vt == nullptr) return r;
   if (r == CUDA_SUCCESS)
     vt->submit(t, timing, bracket);

@@ -39,6 +39,11 @@ class ThreadClock {
   void enter_query();
   // The call turned out to wait after all (a launch measured alone).
   void mark_blocking() { blocking_ = true; }
+  // Inside a call: `seconds` of it were the real driver's own work, which a real machine's
+  // thread spends too (the rest of the call is vgpu's own and is not charged).
+  void charge_driver(double seconds) {
+    if (seconds > 0) now_ += seconds;
+  }
   // Leaving a call; true when it was the outermost one (the clock creeps again from here).
   bool leave();
   bool inside() const { return depth_ > 0; }

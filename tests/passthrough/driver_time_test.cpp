@@ -1,0 +1,74 @@
+// The real driver's own time inside a call is the program's time (passthrough/thread_clock.h,
+// Pause::real): a host loop of calls that do not wait advances the thread's virtual clock by what
+// the real driver spent in them, as it would on a real machine; a call that waited (longer than
+// OutsideCpuTime::kShortCall: a full launch queue on a GPU shared by several virtual GPUs) adds
+// nothing. The "real driver" (slow_calls_overrides.cpp over the sim) spends 20 us in each
+// cuEventRecord and 400 us in each cuStreamWaitEvent.
+#include <cuda.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+
+namespace {
+
+constexpr unsigned char kClockTableUuid[16] = {0x73, 0xfc, 0xef, 0x93, 0xcb, 0xc9, 0x45, 0xca,
+                                               0x85, 0x89, 0x2a, 0x4a, 0xa9, 0x9a, 0xea, 0x2c};
+
+// The calling thread's virtual clock, through vgpu's clock table (contracts/vgpu_clock_table.h).
+double virtual_now() {
+  const void* table = nullptr;
+  CUuuid id;
+  std::memcpy(id.bytes, kClockTableUuid, 16);
+  EXPECT_EQ(cuGetExportTable(&table, &id), CUDA_SUCCESS);
+  using NowFn = int (*)(double*);
+  const auto now = reinterpret_cast<const NowFn*>(table)[1];
+  double s = -1;
+  EXPECT_EQ(now(&s), 0);
+  return s;
+}
+
+class DriverTime : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() { ASSERT_EQ(cuInit(0), CUDA_SUCCESS); }
+  void SetUp() override {
+    ASSERT_EQ(cuDevicePrimaryCtxRetain(&ctx_, 0), CUDA_SUCCESS);
+    ASSERT_EQ(cuCtxSetCurrent(ctx_), CUDA_SUCCESS);
+    ASSERT_EQ(cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    ASSERT_EQ(cuEventCreate(&event_, CU_EVENT_DEFAULT), CUDA_SUCCESS);
+    ASSERT_EQ(cuEventRecord(event_, stream_), CUDA_SUCCESS);  // the thread keeps virtual time
+    ASSERT_EQ(cuStreamSynchronize(stream_), CUDA_SUCCESS);
+  }
+  void TearDown() override {
+    cuEventDestroy(event_);
+    cuStreamDestroy(stream_);
+    cuDevicePrimaryCtxRelease(0);
+  }
+  CUcontext ctx_ = nullptr;
+  CUstream stream_ = nullptr;
+  CUevent event_ = nullptr;
+};
+
+TEST_F(DriverTime, TheRealDriversTimeInACallIsCharged) {
+  constexpr int kCalls = 200;
+  const double t0 = virtual_now();
+  const auto real0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kCalls; ++i) ASSERT_EQ(cuEventRecord(event_, stream_), CUDA_SUCCESS);
+  const double charged = virtual_now() - t0;
+  const double real = std::chrono::duration<double>(std::chrono::steady_clock::now() - real0).count();
+  // 200 x 20 us spent in the driver: 4 ms. A call preempted past 50 us under a loaded machine is
+  // not charged, hence the lower bound's margin; the upper one: the loop's real time.
+  EXPECT_GE(charged, 0.5 * kCalls * 20e-6) << "real " << real << " s";
+  EXPECT_LE(charged, real + 1e-3);
+}
+
+TEST_F(DriverTime, ACallThatWaitedIsNotCharged) {
+  constexpr int kCalls = 20;
+  const double t0 = virtual_now();
+  for (int i = 0; i < kCalls; ++i) ASSERT_EQ(cuStreamWaitEvent(stream_, event_, 0), CUDA_SUCCESS);
+  const double charged = virtual_now() - t0;
+  // 20 x 400 us of waiting would be 8 ms; what remains is this loop's own host time.
+  EXPECT_LT(charged, 2e-3);
+}
+
+}  // namespace

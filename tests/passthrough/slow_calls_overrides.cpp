@@ -1,0 +1,36 @@
+// A "real driver" whose calls cost host time (slow_calls_driver: the sim backend's library
+// underneath, as recording_driver.cpp forwards to it): cuEventRecord spends kRecordSeconds of
+// the calling thread's time inside the driver, as a real driver's own work per call does (1-10 us
+// on a real machine, made larger here to stand clear of the sanitizers' noise); cuStreamWaitEvent
+// spends kWaitSeconds, as a call that waits does (a full launch queue). The passthrough charges
+// the first to the thread's virtual clock and not the second (thread_clock.h, Pause::real).
+
+#include <chrono>
+
+#include "front/driver/cuda_api.h"
+#include "standin_sim.h"
+
+namespace {
+
+constexpr double kRecordSeconds = 20e-6;
+constexpr double kWaitSeconds = 400e-6;
+
+void spin(double seconds) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+}  // namespace
+
+VGPU_EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
+  static const auto next = vgpu_test::sim_entry<CUresult (*)(CUevent, CUstream)>("cuEventRecord");
+  spin(kRecordSeconds);
+  return next ? next(e, s) : CUDA_ERROR_NOT_SUPPORTED;
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuStreamWaitEvent(CUstream s, CUevent e, unsigned flags) {
+  static const auto next = vgpu_test::sim_entry<CUresult (*)(CUstream, CUevent, unsigned)>("cuStreamWaitEvent");
+  spin(kWaitSeconds);
+  return next ? next(s, e, flags) : CUDA_ERROR_NOT_SUPPORTED;
+}
