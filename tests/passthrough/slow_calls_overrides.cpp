@@ -1,9 +1,11 @@
 // A "real driver" whose calls cost host time (slow_calls_driver: the sim backend's library
 // underneath, as recording_driver.cpp forwards to it): cuEventRecord spends kRecordSeconds of
 // the calling thread's time inside the driver, as a real driver's own work per call does (1-10 us
-// on a real machine, made larger here to stand clear of the sanitizers' noise); cuStreamWaitEvent
-// spends kWaitSeconds, as a call that waits does (a full launch queue). The passthrough charges
-// the first to the thread's virtual clock and not the second (thread_clock.h, Pause::real).
+// on a real machine, made larger here to stand clear of the sanitizers' noise), and every other
+// one kSlowRecordSeconds, as a call that waited a little for a shared GPU does; cuStreamWaitEvent
+// spends kWaitSeconds, as a call that waits long does (a full launch queue). The passthrough
+// charges each record the least recent record's time and the waits nothing (thread_clock.h,
+// Pause::real).
 
 #include <chrono>
 
@@ -13,6 +15,8 @@
 namespace {
 
 constexpr double kRecordSeconds = 20e-6;
+constexpr double kSlowRecordSeconds = 45e-6;
+int g_records = 0;  // one test thread
 constexpr double kWaitSeconds = 400e-6;
 
 void spin(double seconds) {
@@ -25,7 +29,7 @@ void spin(double seconds) {
 
 VGPU_EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
   static const auto next = vgpu_test::sim_entry<CUresult (*)(CUevent, CUstream)>("cuEventRecord");
-  spin(kRecordSeconds);
+  spin(++g_records % 2 == 0 ? kSlowRecordSeconds : kRecordSeconds);
   return next ? next(e, s) : CUDA_ERROR_NOT_SUPPORTED;
 }
 

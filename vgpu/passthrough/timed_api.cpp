@@ -49,7 +49,7 @@ CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
       return CUDA_ERROR_INVALID_HANDLE;
     }
   }
-  const CUresult r = pause.real(call);
+  const CUresult r = pause.real(thread_clock::Pause::Kind::event_record, call);
   if (r == CUDA_SUCCESS && vt != nullptr) vt->event_recorded(e, t);
   return r;
 }
@@ -59,7 +59,7 @@ CUresult stream_waits(CUstream s, CUevent e, bool per_thread, Call call) {
   thread_clock::Pause pause;
   StreamTarget t;
   VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
-  const CUresult r = pause.real(call);
+  const CUresult r = pause.real(thread_clock::Pause::Kind::stream_wait, call);
   if (r == CUDA_SUCCESS && vt != nullptr) vt->stream_waits(t, e);
   return r;
 }
@@ -105,7 +105,7 @@ CUresult graph_launch(CUstream s, bool per_thread, Call call) {
   if (TimelineWriter::get() != nullptr) timing.label = "graph launch";
   VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
   if (vt != nullptr) bracket = vt->begin(t, timing);
-  const CUresult r = pause.real(call);
+  const CUresult r = pause.real(thread_clock::Pause::Kind::graph_launch, call);
   if (vt == nullptr) return r;
   if (r == CUDA_SUCCESS)
     vt->submit(t, timing, bracket);
