@@ -134,7 +134,8 @@ class VirtualTime {
 
  private:
   friend class Passthrough;
-  VirtualTime() = default;
+  VirtualTime(simcore::ClusterSpec cluster, std::vector<int> gpu_of_device)
+      : timeline_(std::move(cluster), std::move(gpu_of_device)) {}
   static VirtualTime* make();  // the root's, on first use
   struct Impl;
   double measure(const TimedOp& op, double start, bool force);

@@ -1,9 +1,80 @@
 #include "passthrough/virtual_timeline.h"
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_set>
 
+#include "common/log.h"
+
 namespace vgpu::pt {
+
+VirtualTimeline::VirtualTimeline(simcore::ClusterSpec cluster, std::vector<int> gpu_of_device)
+    : cluster_(std::move(cluster)), gpu_of_device_(std::move(gpu_of_device)) {}
+
+VirtualTimeline::~VirtualTimeline() = default;
+
+int VirtualTimeline::gpu_of(int device) const {
+  if (device < 0 || static_cast<size_t>(device) >= gpu_of_device_.size()) return 0;
+  const int g = gpu_of_device_[static_cast<size_t>(device)];
+  return g >= 0 && g < cluster_.total_gpus() ? g : 0;
+}
+
+simcore::EventId VirtualTimeline::event_now(TimedOp& op) {
+  if (op.epoch == epoch_ && op.event != simcore::kNoEvent) return op.event;
+  // From an older engine: what its dependents need of it is where it ends (or, not resolved
+  // yet, where it starts: only its own task follows it then).
+  carry_.gpu = gpu_of(op.device);
+  carry_.lane = op.lane;
+  carry_.not_before = op.resolved ? op.finish : op.start;
+  op.event = engine_->add_task(carry_);
+  op.epoch = epoch_;
+  ++epoch_events_;
+  return op.event;
+}
+
+simcore::Interval VirtualTimeline::place(TimedOp& op, double not_before, double duration) {
+  if (!engine_ || epoch_events_ >= kEpochEvents) {
+    // Ops of the old engine keep their interval; the new one takes what later ops name of
+    // them (event_now). The engine's timeline is not kept: the passthrough writes its own.
+    simcore::EngineOptions options;
+    options.record_timeline = false;
+    engine_ = simcore::make_engine(cluster_.total_gpus() > 0 ? cluster_ : simcore::ClusterSpec{}, options);
+    ++epoch_;
+    epoch_events_ = 0;
+  }
+  task_.after.clear();
+  if (op.started) {
+    task_.after.push_back(event_now(op));  // its start, placed already
+  } else {
+    for (const OpRef& d : op.deps) task_.after.push_back(event_now(*d));
+  }
+  std::erase(task_.after, simcore::kNoEvent);
+  task_.gpu = gpu_of(op.device);
+  task_.lane = op.lane;
+  task_.duration = std::isfinite(duration) && duration > 0 ? duration : 0;
+  task_.not_before = std::isfinite(not_before) ? not_before : 0;
+  const simcore::EventId id = engine_->add_task(task_);
+  ++epoch_events_;
+  std::optional<simcore::Interval> at;
+  if (id != simcore::kNoEvent) at = engine_->query(id);
+  if (!at) {
+    // Cannot happen with the checks above (the engine logged why); the op keeps its issue time.
+    log::once(log::Level::warn, "vtime-engine", "passthrough: the engine refused an op; it takes no virtual time");
+    at = simcore::Interval{task_.not_before, task_.not_before};
+  }
+  op.event = id;
+  op.epoch = epoch_;
+  return *at;
+}
+
+std::optional<double> VirtualTimeline::place_start(TimedOp& op) {
+  if (op.started) return op.start;
+  for (const OpRef& d : op.deps)
+    if (!d->resolved) return std::nullopt;
+  op.start = place(op, op.issue, 0).finish;
+  op.started = true;
+  return op.start;
+}
 
 OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device, double issue,
                               double duration, const std::vector<OpRef>& waits, uint64_t measurement,
@@ -29,24 +100,16 @@ OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device,
   return op;
 }
 
-std::optional<double> VirtualTimeline::start_once_ready(const TimedOp& op) {
-  if (op.resolved) return op.start;
-  double start = op.issue;
-  for (const OpRef& d : op.deps) {
-    if (!d->resolved) return std::nullopt;
-    start = std::max(start, d->finish);
-  }
-  return start;
-}
-
 bool VirtualTimeline::try_resolve(TimedOp& op) {
   if (op.resolved) return true;
   if (op.duration < 0) return false;
-  const std::optional<double> start = start_once_ready(op);
-  if (!start) return false;
-  op.start = *start;
-  op.finish = *start + op.duration;
-  op.resolved = true;
+  if (!op.started)
+    for (const OpRef& d : op.deps)
+      if (!d->resolved) return false;
+  const simcore::Interval at = place(op, op.issue, op.duration);
+  op.start = at.start;
+  op.finish = at.finish;
+  op.resolved = op.started = true;
   op.deps.clear();
   op.deps.shrink_to_fit();
   if (on_resolved_) on_resolved_(op);
@@ -59,7 +122,7 @@ void VirtualTimeline::set_duration(const OpRef& op, double seconds) {
   if (!op->resolved) op->duration = std::max(0.0, seconds);
 }
 
-std::optional<double> VirtualTimeline::start_if_ready(const OpRef& op, bool wait) const {
+std::optional<double> VirtualTimeline::start_if_ready(const OpRef& op, bool wait) {
   if (!op) return std::nullopt;
   std::unique_lock l(mu_, std::defer_lock);
   if (wait) {
@@ -67,7 +130,7 @@ std::optional<double> VirtualTimeline::start_if_ready(const OpRef& op, bool wait
   } else if (!l.try_lock()) {
     return std::nullopt;
   }
-  return start_once_ready(*op);
+  return place_start(*op);
 }
 
 OpRef VirtualTimeline::tail(const StreamKey& key) const {
@@ -106,7 +169,7 @@ void VirtualTimeline::resolve(const Measure& measure, const OpRef& target, bool 
   for (OpRef& op : pending_) {
     if (op->resolved) continue;
     if (op->duration < 0) {
-      if (const std::optional<double> start = start_once_ready(*op)) {
+      if (const std::optional<double> start = place_start(*op)) {
         const double d = measure(*op, *start, forced.contains(op.get()));
         if (d >= 0) op->duration = d;
       }
@@ -126,6 +189,16 @@ std::optional<double> VirtualTimeline::finish(const OpRef& op) const {
 size_t VirtualTimeline::pending() const {
   std::lock_guard l(mu_);
   return pending_.size();
+}
+
+simcore::Engine::Stats VirtualTimeline::engine_stats() const {
+  std::lock_guard l(mu_);
+  return engine_ ? engine_->stats() : simcore::Engine::Stats{};
+}
+
+uint32_t VirtualTimeline::epochs() const {
+  std::lock_guard l(mu_);
+  return epoch_;
 }
 
 void VirtualTimeline::forget_stream(const StreamKey& key) {

@@ -1,17 +1,29 @@
 // The virtual timeline of the passthrough backend's streams: real work runs on the real GPU,
 // and each op the program submits also gets a place on its stream's virtual timeline. What an op
 // waits for is the rule both backends share (timing/stream_order.h: the op before it on its
-// stream, what it names, the default streams' barrier); it starts at the latest of its issue
-// time (the issuing thread's virtual clock plus the launch latency) and their finish, and lasts
-// its duration.
+// stream, what it names, the default streams' barrier); where it goes is simcore's Engine, the
+// one placement engine of both backends: each op becomes a task of the engine with `after` = the
+// ops it waits for and `not_before` = its issue time (the issuing thread's virtual clock plus
+// the launch latency), and its start and finish are the engine's answer.
 //
-// Durations may be unknown when the op is submitted (the launch is being measured on the real
-// GPU and the measurement is read only once the real work is done), so ops resolve lazily:
-// an op is resolved once its duration and all its dependencies are known. Ops are resolved in
-// submission order (every dependency was submitted earlier), so one pass over the pending ops
-// resolves everything that can be.
+// What is the passthrough's own is the lazy part: durations may be unknown when the op is
+// submitted (the launch is being measured on the real GPU and the measurement is read only once
+// the real work is done), while the engine needs a task's duration when the task is added. So
+// an op waits here, in submission order, until its duration and all its dependencies are known,
+// and is added to the engine then (every dependency was submitted earlier, so one pass over the
+// pending ops places everything that can be). An op whose start is asked before its duration is
+// known (an NCCL kernel lasts what its collectives take from its start) gets that start from the
+// engine too: a task of no duration after its dependencies, which its own task then follows.
 //
-// Pure bookkeeping: no driver calls, no clocks. One mutex; every method is thread-safe.
+// Memory: the engine keeps every event until its ranks' floor passes it (engine.h), and the
+// passthrough has no floor to give (a thread that starts later may still issue work at virtual
+// time 0: nothing bounds the issue time of future ops from below). Placed ops keep their interval
+// here, and the engine is asked only for the ops later ops may name, so the timeline starts a
+// fresh engine every kEpochEvents events: an op of an older engine that a later op names is
+// carried over as a task of no duration at its finish (at its start, for an op whose own task
+// is not placed yet), which places its dependents exactly where the old engine would have.
+//
+// No driver calls, no clocks. One mutex; every method is thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -23,6 +35,8 @@
 #include <string>
 #include <vector>
 
+#include "simcore/cluster_spec.h"
+#include "simcore/engine.h"
 #include "timing/stream_order.h"
 
 namespace vgpu::pt {
@@ -31,7 +45,8 @@ struct TimedOp {
   double issue = 0;      // earliest start, virtual seconds
   double duration = -1;  // < 0: not known yet
   double start = 0, finish = 0;
-  bool resolved = false;
+  bool resolved = false;  // placed: start and finish are the engine's answer
+  bool started = false;   // start known (resolved, or asked for before the duration was known)
   int device = -1;       // the virtual device it runs on
   bool kernel = false;   // a kernel launch (for the per-device statistics)
   int32_t lane = 0;      // its stream's number within the process (the timeline's lanes)
@@ -39,6 +54,10 @@ struct TimedOp {
   // What set_duration needs to find it again (the measurement's owner keeps its own state).
   uint64_t measurement = 0;
   std::vector<std::shared_ptr<TimedOp>> deps;  // dropped once resolved
+  // Its event in the timeline's engine of epoch `epoch`: its task once resolved, before that
+  // the task of no duration that gave its start (started), else none.
+  simcore::EventId event = simcore::kNoEvent;
+  uint32_t epoch = 0;
 };
 using OpRef = std::shared_ptr<TimedOp>;
 
@@ -50,6 +69,17 @@ using StreamKey = timing::StreamOrder<OpRef>::Key;
 
 class VirtualTimeline {
  public:
+  // `cluster`: the job's cluster, which the engine is made over; `gpu_of_device`: each virtual
+  // device's GPU in it (an op's task goes there; a device outside the list, or a GPU outside the
+  // cluster, uses GPU 0: tasks share nothing, so the GPU only labels them).
+  explicit VirtualTimeline(simcore::ClusterSpec cluster = {}, std::vector<int> gpu_of_device = {});
+  ~VirtualTimeline();
+  VirtualTimeline(const VirtualTimeline&) = delete;
+  VirtualTimeline& operator=(const VirtualTimeline&) = delete;
+
+  // Events the engine of one epoch takes before the next engine starts (see above).
+  static constexpr uint64_t kEpochEvents = 4096;
+
   // Appends an op to `stream`. `duration` < 0: unknown until set_duration(). `waits`: ops that
   // must finish first (null entries are ignored). Resolves it at once when it can.
   OpRef append(const StreamKey& stream, StreamKind kind, int device, double issue, double duration,
@@ -60,7 +90,7 @@ class VirtualTimeline {
   // `wait` false: nullopt at once when another thread holds the timeline (a resolve forced by a
   // synchronization may hold it until the GPU finishes, and NCCL's proxy thread, which the GPU
   // may be waiting for, must never wait on it).
-  std::optional<double> start_if_ready(const OpRef& op, bool wait = true) const;
+  std::optional<double> start_if_ready(const OpRef& op, bool wait = true);
 
   // The measurement of `op` came back.
   void set_duration(const OpRef& op, double seconds);
@@ -84,6 +114,9 @@ class VirtualTimeline {
 
   // Ops waiting for a duration or a dependency (tests, logs).
   size_t pending() const;
+  // The current engine's counters and how many engines were started (tests, benches).
+  simcore::Engine::Stats engine_stats() const;
+  uint32_t epochs() const;
 
   // Called (under the timeline's lock: keep it short) for every op as it resolves.
   void set_on_resolved(std::function<void(const TimedOp&)> f) { on_resolved_ = std::move(f); }
@@ -93,11 +126,18 @@ class VirtualTimeline {
   void forget_context(const void* context);
 
  private:
-  // The start of `op` once every op it waits for is resolved: the latest of its issue time and
-  // their finish (the sim's engine places a task by the same rule); nullopt before.
-  static std::optional<double> start_once_ready(const TimedOp& op);
-  // Resolves `op` if its duration and dependencies allow; true when resolved.
+  // Places `op`'s start in the engine once every op it waits for is resolved (a task of no
+  // duration: `after` them, not before its issue time); nullopt before.
+  std::optional<double> place_start(TimedOp& op);
+  // Places `op` if its duration and dependencies allow; true when resolved.
   bool try_resolve(TimedOp& op);
+  // Adds `op`'s task (after its start once that is placed, else after its dependencies) to the
+  // current engine, starting the next epoch's engine when this one is full, and returns its
+  // interval; `op`'s event is set to it.
+  simcore::Interval place(TimedOp& op, double not_before, double duration);
+  // `op`'s event in the current engine, carried over from an older one when needed.
+  simcore::EventId event_now(TimedOp& op);
+  int gpu_of(int device) const;
 
   std::function<void(const TimedOp&)> on_resolved_;
 
@@ -105,6 +145,14 @@ class VirtualTimeline {
   timing::StreamOrder<OpRef> streams_;  // each stream's kind and last op
   std::deque<OpRef> pending_;  // submission order
   int32_t next_lane_ = 0;
+
+  simcore::ClusterSpec cluster_;
+  std::vector<int> gpu_of_device_;
+  std::unique_ptr<simcore::Engine> engine_;
+  uint32_t epoch_ = 0;
+  uint64_t epoch_events_ = 0;
+  simcore::TaskSpec task_;   // scratch for place() (its `after` keeps its capacity)
+  simcore::TaskSpec carry_;  // event_now()'s: no duration, no dependency
 };
 
 }  // namespace vgpu::pt
