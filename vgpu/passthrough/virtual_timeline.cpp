@@ -32,10 +32,12 @@ simcore::EventId VirtualTimeline::event_now(TimedOp& op) {
   return op.event;
 }
 
-simcore::Interval VirtualTimeline::place(TimedOp& op, double not_before, double duration) {
+simcore::EventId VirtualTimeline::place(TimedOp& op, double not_before, double duration) {
   if (!engine_ || epoch_events_ >= kEpochEvents) {
-    // Ops of the old engine keep their interval; the new one takes what later ops name of
-    // them (event_now). The engine's timeline is not kept: the passthrough writes its own.
+    // Ops of the old engine keep their interval (read now, before it goes); the new one takes
+    // what later ops name of them (event_now). Its own timeline is not kept: the passthrough
+    // writes its own.
+    if (engine_) read_placed();
     simcore::EngineOptions options;
     options.record_timeline = false;
     engine_ = simcore::make_engine(cluster_.total_gpus() > 0 ? cluster_ : simcore::ClusterSpec{}, options);
@@ -53,27 +55,40 @@ simcore::Interval VirtualTimeline::place(TimedOp& op, double not_before, double 
   task_.lane = op.lane;
   task_.duration = std::isfinite(duration) && duration > 0 ? duration : 0;
   task_.not_before = std::isfinite(not_before) ? not_before : 0;
-  const simcore::EventId id = engine_->add_task(task_);
-  ++epoch_events_;
-  std::optional<simcore::Interval> at;
-  if (id != simcore::kNoEvent) at = engine_->query(id);
-  if (!at) {
-    // Cannot happen with the checks above (the engine logged why); the op keeps its issue time.
-    log::once(log::Level::warn, "vtime-engine", "passthrough: the engine refused an op; it takes no virtual time");
-    at = simcore::Interval{task_.not_before, task_.not_before};
-  }
-  op.event = id;
+  op.event = engine_->add_task(task_);
   op.epoch = epoch_;
-  return *at;
+  ++epoch_events_;
+  return op.event;
 }
 
 std::optional<double> VirtualTimeline::place_start(TimedOp& op) {
+  if (op.placed) read_placed();
   if (op.started) return op.start;
   for (const OpRef& d : op.deps)
-    if (!d->resolved) return std::nullopt;
-  op.start = place(op, op.issue, 0).finish;
+    if (!d->placed) return std::nullopt;
+  op.start = engine_interval(place(op, op.issue, 0), op.issue).finish;
   op.started = true;
   return op.start;
+}
+
+simcore::Interval VirtualTimeline::engine_interval(simcore::EventId id, double issue) {
+  std::optional<simcore::Interval> at;
+  if (id != simcore::kNoEvent) at = engine_->query(id);
+  if (at) return *at;
+  // Cannot happen with place()'s checks (the engine logged why): the op takes no time.
+  log::once(log::Level::warn, "vtime-engine", "passthrough: the engine refused an op; it takes no virtual time");
+  return simcore::Interval{issue, issue};
+}
+
+void VirtualTimeline::read_placed() {
+  for (const OpRef& op : unread_) {
+    const simcore::Interval at = engine_interval(op->event, op->issue);
+    op->start = at.start;
+    op->finish = at.finish;
+    op->resolved = true;
+    if (on_resolved_) on_resolved_(*op);
+  }
+  unread_.clear();
 }
 
 OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device, double issue,
@@ -96,30 +111,29 @@ OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device,
   if (s.lane < 0) s.lane = next_lane_++;
   op->lane = s.lane;
   s.last = op;
-  if (!try_resolve(*op)) pending_.push_back(op);
+  if (!try_place(op)) pending_.push_back(op);
+  else if (unread_.size() >= kReadBatch) read_placed();
   return op;
 }
 
-bool VirtualTimeline::try_resolve(TimedOp& op) {
-  if (op.resolved) return true;
-  if (op.duration < 0) return false;
-  if (!op.started)
-    for (const OpRef& d : op.deps)
-      if (!d->resolved) return false;
-  const simcore::Interval at = place(op, op.issue, op.duration);
-  op.start = at.start;
-  op.finish = at.finish;
-  op.resolved = op.started = true;
-  op.deps.clear();
-  op.deps.shrink_to_fit();
-  if (on_resolved_) on_resolved_(op);
+bool VirtualTimeline::try_place(const OpRef& op) {
+  if (op->placed) return true;
+  if (op->duration < 0) return false;
+  if (!op->started)
+    for (const OpRef& d : op->deps)
+      if (!d->placed) return false;
+  place(*op, op->issue, op->duration);
+  op->placed = op->started = true;
+  op->deps.clear();
+  op->deps.shrink_to_fit();
+  unread_.push_back(op);
   return true;
 }
 
 void VirtualTimeline::set_duration(const OpRef& op, double seconds) {
   if (!op) return;
   std::lock_guard l(mu_);
-  if (!op->resolved) op->duration = std::max(0.0, seconds);
+  if (!op->placed) op->duration = std::max(0.0, seconds);
 }
 
 std::optional<double> VirtualTimeline::start_if_ready(const OpRef& op, bool wait) {
@@ -158,30 +172,32 @@ void VirtualTimeline::resolve(const Measure& measure, const OpRef& target, bool 
   // What `target` depends on, transitively, among the unresolved ops.
   std::unordered_set<const TimedOp*> forced;
   std::vector<const TimedOp*> stack;
-  if (target && !target->resolved) stack.push_back(target.get());
+  if (target && !target->placed) stack.push_back(target.get());
   while (!stack.empty()) {
     const TimedOp* op = stack.back();
     stack.pop_back();
     if (!forced.insert(op).second) continue;
     for (const OpRef& d : op->deps)
-      if (!d->resolved) stack.push_back(d.get());
+      if (!d->placed) stack.push_back(d.get());
   }
   for (OpRef& op : pending_) {
-    if (op->resolved) continue;
+    if (op->placed) continue;
     if (op->duration < 0) {
       if (const std::optional<double> start = place_start(*op)) {
         const double d = measure(*op, *start, forced.contains(op.get()));
         if (d >= 0) op->duration = d;
       }
     }
-    try_resolve(*op);
+    try_place(op);
   }
-  std::erase_if(pending_, [](const OpRef& op) { return op->resolved; });
+  std::erase_if(pending_, [](const OpRef& op) { return op->placed; });
+  read_placed();
 }
 
-std::optional<double> VirtualTimeline::finish(const OpRef& op) const {
+std::optional<double> VirtualTimeline::finish(const OpRef& op) {
   if (!op) return std::nullopt;
   std::lock_guard l(mu_);
+  if (op->placed) read_placed();
   if (!op->resolved) return std::nullopt;
   return op->finish;
 }
