@@ -448,7 +448,7 @@ void VirtualTime::stream_destroyed(CUstream stream) {
     ctx = it->second.context;
     impl_->streams.erase(it);
   }
-  timeline_.forget_stream({ctx, stream});
+  timeline_.destroy_stream({ctx, stream});
 }
 
 void VirtualTime::context_destroyed(CUcontext context) {

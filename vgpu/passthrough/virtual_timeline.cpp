@@ -217,9 +217,9 @@ uint32_t VirtualTimeline::epochs() const {
   return epoch_;
 }
 
-void VirtualTimeline::forget_stream(const StreamKey& key) {
+void VirtualTimeline::destroy_stream(const StreamKey& key) {
   std::lock_guard l(mu_);
-  streams_.forget_stream(key);
+  streams_.destroy_stream(key);
 }
 
 void VirtualTimeline::forget_context(const void* context) {

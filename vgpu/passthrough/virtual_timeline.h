@@ -126,8 +126,9 @@ class VirtualTimeline {
   // Called (under the timeline's lock: keep it short) for every op as it resolves.
   void set_on_resolved(std::function<void(const TimedOp&)> f) { on_resolved_ = std::move(f); }
 
-  // The stream is gone: later ops on a new stream with the same handle start fresh.
-  void forget_stream(const StreamKey& stream);
+  // The program destroyed the stream: later ops on a new stream with the same handle start
+  // fresh (its last op stays in the default-stream barrier: timing/stream_order.h).
+  void destroy_stream(const StreamKey& stream);
   void forget_context(const void* context);
 
  private:
