@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "passthrough/virtual_timeline.h"
@@ -118,6 +119,35 @@ TEST(VirtualTimeline, PlacesEveryOpByTheRuleAcrossEngines) {
     ASSERT_EQ(ops[i].op->finish, ops[i].finish) << "op " << i;
   }
   EXPECT_GE(tl.epochs(), 6u);
+}
+
+// Threads submitting to their own streams while others ask for starts without waiting (NCCL's
+// proxy thread) and resolve (synchronizations): every op ends placed by its stream's order.
+TEST(VirtualTimeline, ThreadsSubmitAndResolveTogether) {
+  VirtualTimeline tl;
+  constexpr int kThreads = 4, kOps = 3000;
+  std::vector<std::vector<OpRef>> ops(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&tl, &ops, t] {
+      int stream = 0;
+      for (int i = 0; i < kOps; ++i) {
+        const bool measured = i % 3 == 0;
+        const OpRef op = tl.append({nullptr, &stream}, StreamKind::non_blocking, t, 1e-6 * i, measured ? -1 : 2e-6,
+                                   {}, 1, true);
+        ops[static_cast<size_t>(t)].push_back(op);
+        if (measured) tl.start_if_ready(op, /*wait=*/false);
+        if (i % 100 == 99) tl.resolve(measured_when_forced, op);
+      }
+      tl.resolve(measured_when_forced, ops[static_cast<size_t>(t)].back());
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(tl.pending(), 0u);
+  for (const auto& mine : ops)
+    for (size_t i = 1; i < mine.size(); ++i) {
+      ASSERT_TRUE(tl.finish(mine[i]));
+      ASSERT_EQ(mine[i]->start, std::max(mine[i]->issue, mine[i - 1]->finish));
+    }
 }
 
 // A long run keeps bounded memory: the engine behind the timeline holds at most about one
