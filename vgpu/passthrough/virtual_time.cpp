@@ -127,14 +127,9 @@ struct VirtualTime::Impl {
 VirtualTime* VirtualTime::get() { return Passthrough::get().virtual_time(); }
 
 VirtualTime* VirtualTime::make() {
-  // The engine that places the ops is made over the job's cluster, each virtual device's ops on
-  // its GPU there (the one mapping, as NCCL kernels and the timeline number them).
   PassState* s = PassState::get();  // made before: VirtualTime comes only after cuInit
-  simcore::ClusterSpec cluster = s != nullptr ? s->cluster() : simcore::ClusterSpec{};
-  std::vector<int> gpus;
-  for (int d = 0; s != nullptr && d < s->device_count(); ++d) gpus.push_back(nccl_timing::global_gpu(d));
   // Lives until exit: programs synchronize from exit handlers.
-  auto* v = new VirtualTime(std::move(cluster), std::move(gpus));
+  auto* v = new VirtualTime(s != nullptr ? s->device_count() : 1);
   v->impl_ = new Impl;
   // Each virtual device's busy time, kernel count and virtual clock, for vgpu-smi and
   // vgpu-run's summary (status region).

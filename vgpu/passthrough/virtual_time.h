@@ -134,8 +134,7 @@ class VirtualTime {
 
  private:
   friend class Passthrough;
-  VirtualTime(simcore::ClusterSpec cluster, std::vector<int> gpu_of_device)
-      : timeline_(std::move(cluster), std::move(gpu_of_device)) {}
+  explicit VirtualTime(int devices) : timeline_(devices) {}
   static VirtualTime* make();  // the root's, on first use
   struct Impl;
   double measure(const TimedOp& op, double start, bool force);

@@ -8,16 +8,12 @@
 
 namespace vgpu::pt {
 
-VirtualTimeline::VirtualTimeline(simcore::ClusterSpec cluster, std::vector<int> gpu_of_device)
-    : cluster_(std::move(cluster)), gpu_of_device_(std::move(gpu_of_device)) {}
+VirtualTimeline::VirtualTimeline(int devices) {
+  cluster_.nodes = 1;
+  cluster_.gpus_per_node = std::clamp(devices, 1, 4096);
+}
 
 VirtualTimeline::~VirtualTimeline() = default;
-
-int VirtualTimeline::gpu_of(int device) const {
-  if (device < 0 || static_cast<size_t>(device) >= gpu_of_device_.size()) return 0;
-  const int g = gpu_of_device_[static_cast<size_t>(device)];
-  return g >= 0 && g < cluster_.total_gpus() ? g : 0;
-}
 
 simcore::EventId VirtualTimeline::event_now(TimedOp& op) {
   if (op.epoch == epoch_ && op.event != simcore::kNoEvent) return op.event;
@@ -40,7 +36,7 @@ simcore::EventId VirtualTimeline::place(TimedOp& op, double not_before, double d
     if (engine_) read_placed();
     simcore::EngineOptions options;
     options.record_timeline = false;
-    engine_ = simcore::make_engine(cluster_.total_gpus() > 0 ? cluster_ : simcore::ClusterSpec{}, options);
+    engine_ = simcore::make_engine(cluster_, options);
     ++epoch_;
     epoch_events_ = 0;
   }
