@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <random>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "passthrough/virtual_timeline.h"
@@ -22,7 +23,7 @@ using vgpu::pt::TimedOp;
 using vgpu::pt::VirtualTimeline;
 
 // A measurement that is never ready unless forced (then it lasts what the op carries).
-double measured_when_forced(const TimedOp& op, double, bool force) {
+double measured_when_forced(const TimedOp& op, std::optional<double>, bool force) {
   return force ? static_cast<double>(op.measurement) * 1e-6 : -1;
 }
 
@@ -78,6 +79,17 @@ TEST(VirtualTimeline, PlacesEveryOpByTheRuleAcrossEngines) {
   std::vector<Expected> ops;
   std::vector<int> last(kStreams, -1);
   std::mt19937 rng(7);
+  // Measurements are read when forced; an op appended start_first is told its start.
+  std::unordered_map<const TimedOp*, double> expected_start;
+  int starts_given = 0;
+  const auto measure = [&](const TimedOp& op, std::optional<double> start, bool force) {
+    EXPECT_EQ(start.has_value(), op.start_first);
+    if (start) {
+      EXPECT_EQ(*start, expected_start.at(&op));
+      ++starts_given;
+    }
+    return measured_when_forced(op, start, force);
+  };
   double clock = 0;
   for (int i = 0; i < kOps; ++i) {
     const int s = static_cast<int>(rng() % kStreams);
@@ -94,12 +106,15 @@ TEST(VirtualTimeline, PlacesEveryOpByTheRuleAcrossEngines) {
       e.deps.push_back(w);
       waits.push_back(ops[static_cast<size_t>(w)].op);
     }
+    // Half the measured ops need their start for their duration (as NCCL kernels do).
+    const bool start_first = measured && rng() % 2 == 0;
     e.op = tl.append({nullptr, &handles[s]}, StreamKind::non_blocking, s % 2, std::max(issue, 0.0),
-                     measured ? -1 : e.duration, waits, micros, true);
+                     measured ? -1 : e.duration, waits, micros, true, {}, start_first);
     e.start = std::max(issue, 0.0);
     for (int d : e.deps) e.start = std::max(e.start, ops[static_cast<size_t>(d)].finish);
     e.finish = e.start + e.duration;
     last[s] = i;
+    expected_start[e.op.get()] = e.start;
     ops.push_back(std::move(e));
     // Now and then a start is asked before its duration is known (as an NCCL kernel's), or
     // everything so far is read (as a synchronization does).
@@ -107,11 +122,12 @@ TEST(VirtualTimeline, PlacesEveryOpByTheRuleAcrossEngines) {
       const std::optional<double> start = tl.start_if_ready(ops.back().op);
       if (start) EXPECT_EQ(*start, ops.back().start) << "op " << i;
     }
-    if (rng() % 500 == 0) tl.resolve(measured_when_forced, ops.back().op);
+    if (rng() % 500 == 0) tl.resolve(measure, ops.back().op);
   }
-  tl.resolve(measured_when_forced, ops.back().op);
+  tl.resolve(measure, ops.back().op);
   for (int s = 0; s < kStreams; ++s)
-    if (last[s] >= 0) tl.resolve(measured_when_forced, ops[static_cast<size_t>(last[s])].op);
+    if (last[s] >= 0) tl.resolve(measure, ops[static_cast<size_t>(last[s])].op);
+  EXPECT_GT(starts_given, 0);
   EXPECT_EQ(tl.pending(), 0u);
   for (size_t i = 0; i < ops.size(); ++i) {
     ASSERT_TRUE(ops[i].op->resolved) << "op " << i;

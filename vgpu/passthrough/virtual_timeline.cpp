@@ -60,11 +60,17 @@ simcore::EventId VirtualTimeline::place(TimedOp& op, double not_before, double d
 std::optional<double> VirtualTimeline::place_start(TimedOp& op) {
   if (op.placed) read_placed();
   if (op.started) return op.start;
-  for (const OpRef& d : op.deps)
-    if (!d->placed) return std::nullopt;
+  if (!ready(op)) return std::nullopt;
   op.start = engine_interval(place(op, op.issue, 0), op.issue).finish;
   op.started = true;
   return op.start;
+}
+
+bool VirtualTimeline::ready(const TimedOp& op) {
+  if (op.started) return true;
+  for (const OpRef& d : op.deps)
+    if (!d->placed) return false;
+  return true;
 }
 
 simcore::Interval VirtualTimeline::engine_interval(simcore::EventId id, double issue) {
@@ -89,8 +95,9 @@ void VirtualTimeline::read_placed() {
 
 OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device, double issue,
                               double duration, const std::vector<OpRef>& waits, uint64_t measurement,
-                              bool kernel, std::string label) {
+                              bool kernel, std::string label, bool start_first) {
   auto op = std::make_shared<TimedOp>();
+  op->start_first = start_first;
   op->label = std::move(label);
   op->measurement = measurement;
   op->kernel = kernel;
@@ -114,10 +121,7 @@ OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device,
 
 bool VirtualTimeline::try_place(const OpRef& op) {
   if (op->placed) return true;
-  if (op->duration < 0) return false;
-  if (!op->started)
-    for (const OpRef& d : op->deps)
-      if (!d->placed) return false;
+  if (op->duration < 0 || !ready(*op)) return false;
   place(*op, op->issue, op->duration);
   op->placed = op->started = true;
   op->deps.clear();
@@ -178,11 +182,10 @@ void VirtualTimeline::resolve(const Measure& measure, const OpRef& target, bool 
   }
   for (OpRef& op : pending_) {
     if (op->placed) continue;
-    if (op->duration < 0) {
-      if (const std::optional<double> start = place_start(*op)) {
-        const double d = measure(*op, *start, forced.contains(op.get()));
-        if (d >= 0) op->duration = d;
-      }
+    if (op->duration < 0 && ready(*op)) {
+      const std::optional<double> start = op->start_first ? place_start(*op) : std::nullopt;
+      const double d = measure(*op, start, forced.contains(op.get()));
+      if (d >= 0) op->duration = d;
     }
     try_place(op);
   }

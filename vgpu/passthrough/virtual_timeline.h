@@ -50,6 +50,7 @@ struct TimedOp {
   bool started = false;   // its start is placed (placed, or asked for before its duration was known)
   int device = -1;       // the virtual device it runs on
   bool kernel = false;   // a kernel launch (for the per-device statistics)
+  bool start_first = false;  // its duration depends on its start (an NCCL kernel)
   int32_t lane = 0;      // its stream's number within the process (the timeline's lanes)
   std::string label;     // what it is, for VGPU_TIMELINE (empty unless one is written)
   // What set_duration needs to find it again (the measurement's owner keeps its own state).
@@ -88,10 +89,12 @@ class VirtualTimeline {
   static constexpr size_t kReadBatch = 64;
 
   // Appends an op to `stream`. `duration` < 0: unknown until set_duration(). `waits`: ops that
-  // must finish first (null entries are ignored). Resolves it at once when it can.
+  // must finish first (null entries are ignored). `start_first`: its duration depends on its
+  // start, which resolve() then places first and hands to `measure`. Resolves it at once when it
+  // can.
   OpRef append(const StreamKey& stream, StreamKind kind, int device, double issue, double duration,
                const std::vector<OpRef>& waits = {}, uint64_t measurement = 0, bool kernel = false,
-               std::string label = {});
+               std::string label = {}, bool start_first = false);
 
   // The start of `op` if its dependencies are resolved (its duration may still be unknown).
   // `wait` false: nullopt at once when another thread holds the timeline (a resolve forced by a
@@ -108,12 +111,14 @@ class VirtualTimeline {
   std::vector<OpRef> tails_of_context(const void* context) const;
 
   // Resolves every pending op that can be. `measure(op, start, force)` is asked for the
-  // duration of each pending op whose duration is unknown and whose dependencies are resolved
-  // (so its start is known): it returns the duration (>= 0), or < 0 when it cannot tell yet.
+  // duration of each pending op whose duration is unknown and whose dependencies are placed,
+  // with its start when it was appended `start_first` (else nullopt: other ops need no start,
+  // and placing it would cost the engine an event): it returns the duration (>= 0), or < 0 when
+  // it cannot tell yet.
   // `force` is true for `target` and every op it depends on: the caller synchronized with
   // `target` for real, so their measurements are complete and must be read now.
   // `wait` false: does nothing when another thread holds the timeline (as start_if_ready).
-  using Measure = std::function<double(const TimedOp& op, double start, bool force)>;
+  using Measure = std::function<double(const TimedOp& op, std::optional<double> start, bool force)>;
   void resolve(const Measure& measure, const OpRef& target = nullptr, bool wait = true);
 
   // The finish of `op` when resolved.
@@ -137,6 +142,8 @@ class VirtualTimeline {
   // Places `op`'s start in the engine once every op it waits for is resolved (a task of no
   // duration: `after` them, not before its issue time); nullopt before.
   std::optional<double> place_start(TimedOp& op);
+  // Whether every op `op` waits for is placed (or its start is).
+  static bool ready(const TimedOp& op);
   // Places `op` if its duration and dependencies allow; true when placed.
   bool try_place(const OpRef& op);
   // Adds `op`'s task (after its start once that is placed, else after its dependencies) to the
