@@ -55,7 +55,7 @@ struct TimedOp {
   std::string label;     // what it is, for VGPU_TIMELINE (empty unless one is written)
   // What set_duration needs to find it again (the measurement's owner keeps its own state).
   uint64_t measurement = 0;
-  std::vector<std::shared_ptr<TimedOp>> deps;  // dropped once resolved
+  std::vector<std::shared_ptr<TimedOp>> deps;  // dropped once placed
   // Its event in the timeline's engine of epoch `epoch`: its task once placed, before that the
   // task of no duration that gave its start (started), else none.
   simcore::EventId event = simcore::kNoEvent;
@@ -139,7 +139,7 @@ class VirtualTimeline {
   void forget_context(const void* context);
 
  private:
-  // Places `op`'s start in the engine once every op it waits for is resolved (a task of no
+  // Places `op`'s start in the engine once every op it waits for is placed (a task of no
   // duration: `after` them, not before its issue time); nullopt before.
   std::optional<double> place_start(TimedOp& op);
   // Whether every op `op` waits for is placed (or its start is).
