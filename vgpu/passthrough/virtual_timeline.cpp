@@ -36,6 +36,10 @@ simcore::EventId VirtualTimeline::place(TimedOp& op, double not_before, double d
     if (engine_) read_placed();
     simcore::EngineOptions options;
     options.record_timeline = false;
+    // The one before it goes now, not the one just full: its memory, freed while this engine's
+    // is still held, lies below the heap's top, so the new engine reuses it instead of the heap
+    // shrinking and growing again (page faults) at every epoch.
+    previous_engine_ = std::move(engine_);
     engine_ = simcore::make_engine(cluster_, options);
     ++epoch_;
     epoch_events_ = 0;

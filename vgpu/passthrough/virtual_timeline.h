@@ -168,6 +168,7 @@ class VirtualTimeline {
 
   simcore::ClusterSpec cluster_;  // one node of the process's virtual devices
   std::unique_ptr<simcore::Engine> engine_;
+  std::unique_ptr<simcore::Engine> previous_engine_;  // the last epoch's, kept one epoch more
   uint32_t epoch_ = 0;
   uint64_t epoch_events_ = 0;
   simcore::TaskSpec task_;   // scratch for place() (its `after` keeps its capacity)
