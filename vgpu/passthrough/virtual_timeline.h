@@ -168,7 +168,8 @@ class VirtualTimeline {
 
   simcore::ClusterSpec cluster_;  // one node of the process's virtual devices
   std::unique_ptr<simcore::Engine> engine_;
-  std::unique_ptr<simcore::Engine> previous_engine_;  // the last epoch's, kept one epoch more
+  // The two epochs' before, kept a while (about 350 KB each): see place().
+  std::unique_ptr<simcore::Engine> previous_engine_, older_engine_;
   uint32_t epoch_ = 0;
   uint64_t epoch_events_ = 0;
   simcore::TaskSpec task_;   // scratch for place() (its `after` keeps its capacity)
