@@ -30,10 +30,8 @@ simcore::EventId VirtualTimeline::event_now(TimedOp& op) {
 
 simcore::EventId VirtualTimeline::place(TimedOp& op, double not_before, double duration) {
   if (!engine_ || epoch_events_ >= kEpochEvents) {
-    // Ops of the old engine keep their interval (read now, before it goes); the new one takes
-    // what later ops name of them (event_now). Its own timeline is not kept: the passthrough
-    // writes its own.
-    if (engine_) read_placed();
+    // Ops of the old engine keep the interval they read from it; the new one takes what later
+    // ops name of them (event_now). Its own timeline is not kept: the passthrough writes its own.
     simcore::EngineOptions options;
     options.record_timeline = false;
     // The engine two epochs back goes now, not the one just full: its memory, freed while
@@ -64,7 +62,6 @@ simcore::EventId VirtualTimeline::place(TimedOp& op, double not_before, double d
 }
 
 std::optional<double> VirtualTimeline::place_start(TimedOp& op) {
-  if (op.placed) read_placed();
   if (op.started) return op.start;
   if (!ready(op)) return std::nullopt;
   op.start = engine_interval(place(op, op.issue, 0), op.issue).finish;
@@ -75,7 +72,7 @@ std::optional<double> VirtualTimeline::place_start(TimedOp& op) {
 bool VirtualTimeline::ready(const TimedOp& op) {
   if (op.started) return true;
   for (const OpRef& d : op.deps)
-    if (!d->placed) return false;
+    if (!d->resolved) return false;
   return true;
 }
 
@@ -86,17 +83,6 @@ simcore::Interval VirtualTimeline::engine_interval(simcore::EventId id, double i
   // Cannot happen with place()'s checks (the engine logged why): the op takes no time.
   log::once(log::Level::warn, "vtime-engine", "passthrough: the engine refused an op; it takes no virtual time");
   return simcore::Interval{issue, issue};
-}
-
-void VirtualTimeline::read_placed() {
-  for (const OpRef& op : unread_) {
-    const simcore::Interval at = engine_interval(op->event, op->issue);
-    op->start = at.start;
-    op->finish = at.finish;
-    op->resolved = true;
-    if (on_resolved_) on_resolved_(*op);
-  }
-  unread_.clear();
 }
 
 OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device, double issue,
@@ -120,26 +106,27 @@ OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device,
   if (s.lane < 0) s.lane = next_lane_++;
   op->lane = s.lane;
   s.last = op;
-  if (!try_place(op)) pending_.push_back(op);
-  else if (unread_.size() >= kReadBatch) read_placed();
+  if (!try_resolve(*op)) pending_.push_back(op);
   return op;
 }
 
-bool VirtualTimeline::try_place(const OpRef& op) {
-  if (op->placed) return true;
-  if (op->duration < 0 || !ready(*op)) return false;
-  place(*op, op->issue, op->duration);
-  op->placed = op->started = true;
-  op->deps.clear();
-  op->deps.shrink_to_fit();
-  unread_.push_back(op);
+bool VirtualTimeline::try_resolve(TimedOp& op) {
+  if (op.resolved) return true;
+  if (op.duration < 0 || !ready(op)) return false;
+  const simcore::Interval at = engine_interval(place(op, op.issue, op.duration), op.issue);
+  op.start = at.start;
+  op.finish = at.finish;
+  op.resolved = op.started = true;
+  op.deps.clear();
+  op.deps.shrink_to_fit();
+  if (on_resolved_) on_resolved_(op);
   return true;
 }
 
 void VirtualTimeline::set_duration(const OpRef& op, double seconds) {
   if (!op) return;
   std::lock_guard l(mu_);
-  if (!op->placed) op->duration = std::max(0.0, seconds);
+  if (!op->resolved) op->duration = std::max(0.0, seconds);
 }
 
 std::optional<double> VirtualTimeline::start_if_ready(const OpRef& op, bool wait) {
@@ -178,31 +165,29 @@ void VirtualTimeline::resolve(const Measure& measure, const OpRef& target, bool 
   // What `target` depends on, transitively, among the unresolved ops.
   std::unordered_set<const TimedOp*> forced;
   std::vector<const TimedOp*> stack;
-  if (target && !target->placed) stack.push_back(target.get());
+  if (target && !target->resolved) stack.push_back(target.get());
   while (!stack.empty()) {
     const TimedOp* op = stack.back();
     stack.pop_back();
     if (!forced.insert(op).second) continue;
     for (const OpRef& d : op->deps)
-      if (!d->placed) stack.push_back(d.get());
+      if (!d->resolved) stack.push_back(d.get());
   }
   for (OpRef& op : pending_) {
-    if (op->placed) continue;
+    if (op->resolved) continue;
     if (op->duration < 0 && ready(*op)) {
       const std::optional<double> start = op->start_first ? place_start(*op) : std::nullopt;
       const double d = measure(*op, start, forced.contains(op.get()));
       if (d >= 0) op->duration = d;
     }
-    try_place(op);
+    try_resolve(*op);
   }
-  std::erase_if(pending_, [](const OpRef& op) { return op->placed; });
-  read_placed();
+  std::erase_if(pending_, [](const OpRef& op) { return op->resolved; });
 }
 
-std::optional<double> VirtualTimeline::finish(const OpRef& op) {
+std::optional<double> VirtualTimeline::finish(const OpRef& op) const {
   if (!op) return std::nullopt;
   std::lock_guard l(mu_);
-  if (op->placed) read_placed();
   if (!op->resolved) return std::nullopt;
   return op->finish;
 }

@@ -45,9 +45,8 @@ struct TimedOp {
   double issue = 0;      // earliest start, virtual seconds
   double duration = -1;  // < 0: not known yet
   double start = 0, finish = 0;
-  bool placed = false;    // its task is in the engine
-  bool resolved = false;  // placed, and start and finish are the engine's answer
-  bool started = false;   // its start is placed (placed, or asked for before its duration was known)
+  bool resolved = false;  // placed: start and finish are the engine's answer
+  bool started = false;   // its start is placed (resolved, or asked for before its duration was known)
   int device = -1;       // the virtual device it runs on
   bool kernel = false;   // a kernel launch (for the per-device statistics)
   bool start_first = false;  // its duration depends on its start (an NCCL kernel)
@@ -55,8 +54,8 @@ struct TimedOp {
   std::string label;     // what it is, for VGPU_TIMELINE (empty unless one is written)
   // What set_duration needs to find it again (the measurement's owner keeps its own state).
   uint64_t measurement = 0;
-  std::vector<std::shared_ptr<TimedOp>> deps;  // dropped once placed
-  // Its event in the timeline's engine of epoch `epoch`: its task once placed, before that the
+  std::vector<std::shared_ptr<TimedOp>> deps;  // dropped once resolved
+  // Its event in the timeline's engine of epoch `epoch`: its task once resolved, before that the
   // task of no duration that gave its start (started), else none.
   simcore::EventId event = simcore::kNoEvent;
   uint32_t epoch = 0;
@@ -84,9 +83,6 @@ class VirtualTimeline {
   // Events the engine of one epoch takes before the next engine starts (see above): small, so
   // that the engine's memory stays in cache (its records are 256 bytes).
   static constexpr uint64_t kEpochEvents = 1024;
-  // Placed ops whose intervals are read from the engine together (one simulation for all):
-  // when this many wait, and whenever an answer is asked for (finish, start, resolve).
-  static constexpr size_t kReadBatch = 64;
 
   // Appends an op to `stream`. `duration` < 0: unknown until set_duration(). `waits`: ops that
   // must finish first (null entries are ignored). `start_first`: its duration depends on its
@@ -111,7 +107,7 @@ class VirtualTimeline {
   std::vector<OpRef> tails_of_context(const void* context) const;
 
   // Resolves every pending op that can be. `measure(op, start, force)` is asked for the
-  // duration of each pending op whose duration is unknown and whose dependencies are placed,
+  // duration of each pending op whose duration is unknown and whose dependencies are resolved,
   // with its start when it was appended `start_first` (else nullopt: other ops need no start,
   // and placing it would cost the engine an event): it returns the duration (>= 0), or < 0 when
   // it cannot tell yet.
@@ -122,7 +118,7 @@ class VirtualTimeline {
   void resolve(const Measure& measure, const OpRef& target = nullptr, bool wait = true);
 
   // The finish of `op` when resolved.
-  std::optional<double> finish(const OpRef& op);
+  std::optional<double> finish(const OpRef& op) const;
 
   // Ops waiting for a duration or a dependency (tests, logs).
   size_t pending() const;
@@ -139,21 +135,20 @@ class VirtualTimeline {
   void forget_context(const void* context);
 
  private:
-  // Places `op`'s start in the engine once every op it waits for is placed (a task of no
+  // Places `op`'s start in the engine once every op it waits for is resolved (a task of no
   // duration: `after` them, not before its issue time); nullopt before.
   std::optional<double> place_start(TimedOp& op);
-  // Whether every op `op` waits for is placed (or its start is).
+  // Whether every op `op` waits for is resolved (or its start is placed).
   static bool ready(const TimedOp& op);
-  // Places `op` if its duration and dependencies allow; true when placed.
-  bool try_place(const OpRef& op);
+  // Places `op` if its duration and dependencies allow, and reads its interval; true when
+  // resolved.
+  bool try_resolve(TimedOp& op);
   // Adds `op`'s task (after its start once that is placed, else after its dependencies) to the
   // current engine, starting the next epoch's engine when this one is full; `op`'s event is set
   // to it and returned.
   simcore::EventId place(TimedOp& op, double not_before, double duration);
   // The engine's answer for `id` (an op that should not take place there starts at its issue).
   simcore::Interval engine_interval(simcore::EventId id, double issue);
-  // Reads the intervals of the placed ops from the engine: they are resolved.
-  void read_placed();
   // `op`'s event in the current engine, carried over from an older one when needed.
   simcore::EventId event_now(TimedOp& op);
   int gpu_of(int device) const { return device >= 0 && device < cluster_.total_gpus() ? device : 0; }
@@ -163,7 +158,6 @@ class VirtualTimeline {
   mutable std::mutex mu_;
   timing::StreamOrder<OpRef> streams_;  // each stream's kind and last op
   std::deque<OpRef> pending_;  // submission order
-  std::vector<OpRef> unread_;  // placed, intervals not read yet (submission order)
   int32_t next_lane_ = 0;
 
   simcore::ClusterSpec cluster_;  // one node of the process's virtual devices
