@@ -379,7 +379,7 @@ std::optional<double> VirtualTime::start_of(const OpRef& op) {
 void VirtualTime::resolve(const OpRef& target, bool wait) {
   timeline_.resolve(
       [this](const TimedOp& op, std::optional<double> start, bool force) { return measure(op, start, force); },
-                    target, wait);
+      target, wait);
 }
 
 void VirtualTime::event_recorded(CUevent event, const StreamTarget& t) {

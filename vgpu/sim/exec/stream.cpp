@@ -597,8 +597,9 @@ CUresult StreamManager::destroy(CUstream stream) {
     s->frontier.clear();
   }
   impl_->invalidate(*s);
-  // Its place in the default-stream barrier ends now, in program order, as on the passthrough
-  // (timing/stream_order.h); its queued work still drains for real.
+  // It leaves the stream order now, in program order, as on the passthrough: its last op stays
+  // in the legacy stream's barrier until that stream's next op (timing/stream_order.h), and
+  // cuCtxSynchronize still waits for it while its queued work drains for real.
   s->last_when_destroyed = impl_->last_of(*s);
   impl_->order.destroy_stream(s->order_key());
   s->destroyed = true;
