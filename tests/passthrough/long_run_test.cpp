@@ -47,7 +47,9 @@ TEST(PassthroughLongRun, MemoryStaysBoundedOverManyTimedOps) {
   const auto run = [&](int ops) {
     for (int i = 0; i < ops; ++i) {
       ASSERT_EQ(cuEventRecord(event, streams[i % 2]), CUDA_SUCCESS);
-      if (i % 1000 == 999) ASSERT_EQ(cuEventSynchronize(event), CUDA_SUCCESS);
+      if (i % 1000 == 999) {
+        ASSERT_EQ(cuEventSynchronize(event), CUDA_SUCCESS);
+      }
     }
   };
   run(50000);  // everything that is made once is made

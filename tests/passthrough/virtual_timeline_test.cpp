@@ -120,7 +120,9 @@ TEST(VirtualTimeline, PlacesEveryOpByTheRuleAcrossEngines) {
     // everything so far is read (as a synchronization does).
     if (measured && rng() % 2 == 0) {
       const std::optional<double> start = tl.start_if_ready(ops.back().op);
-      if (start) EXPECT_EQ(*start, ops.back().start) << "op " << i;
+      if (start) {
+        EXPECT_EQ(*start, ops.back().start) << "op " << i;
+      }
     }
     if (rng() % 500 == 0) tl.resolve(measure, ops.back().op);
   }
