@@ -109,5 +109,40 @@ TEST(StreamOrder, ForgottenStreamsAndContextsStartFresh) {
   EXPECT_EQ(streams, 1);
 }
 
+TEST(StreamOrder, DestroyedBlockingStreamsStayInTheBarrierUntilTheLegacyStreamsNextOp) {
+  Order o;
+  const auto legacy = key(kCtx, 0), blocking = key(kCtx, 1), non_blocking = key(kCtx, 2), other = key(kCtx, 3);
+  o.stream(blocking, StreamKind::blocking).last = 1;
+  o.stream(non_blocking, StreamKind::non_blocking).last = 2;
+  o.destroy_stream(blocking);
+  o.destroy_stream(non_blocking);
+  EXPECT_EQ(o.find(blocking), nullptr);
+  // Its work still runs: the legacy stream's next op waits for it (not for the non-blocking one).
+  EXPECT_EQ(preds(o, legacy, StreamKind::legacy), std::vector<int>{1});
+  // A new stream under the same handle starts fresh; other blocking streams do not wait for it.
+  EXPECT_EQ(preds(o, blocking, StreamKind::blocking), std::vector<int>{});
+  EXPECT_EQ(preds(o, other, StreamKind::blocking), std::vector<int>{});
+  // Once the legacy stream's op waited for it, it is that op's predecessor: it leaves.
+  o.stream(legacy, StreamKind::legacy).last = 3;
+  EXPECT_EQ(preds(o, legacy, StreamKind::legacy), std::vector<int>{3});
+  // At most kRetiredKept of a context wait; the oldest leave first.
+  for (int i = 0; i <= static_cast<int>(Order::kRetiredKept); ++i) {
+    o.stream(key(kCtx, 100 + i), StreamKind::blocking).last = 100 + i;
+    o.destroy_stream(key(kCtx, 100 + i));
+  }
+  const std::vector<int> waited = preds(o, legacy, StreamKind::legacy);
+  EXPECT_EQ(waited.size(), Order::kRetiredKept + 1);  // and the legacy stream's own last op
+  EXPECT_EQ(waited.front(), 3);
+  EXPECT_EQ(waited[1], 101);
+  // A context with only destroyed streams left keeps them until its legacy stream's next op.
+  Order fresh;
+  fresh.stream(blocking, StreamKind::blocking).last = 7;
+  fresh.destroy_stream(blocking);
+  EXPECT_EQ(preds(fresh, legacy, StreamKind::legacy), std::vector<int>{7});
+  // Forgetting a context forgets them too.
+  fresh.forget_context(ctx(kCtx));
+  EXPECT_EQ(preds(fresh, legacy, StreamKind::legacy), std::vector<int>{});
+}
+
 }  // namespace
 }  // namespace vgpu::timing

@@ -139,4 +139,25 @@ TEST_F(StreamRules, ThePerThreadDefaultStreamIsABlockingStream) {
   EXPECT_LT(elapsed(start_, end_) / copy_ms_, kNotWaited * kCopies);
 }
 
+// cuStreamDestroy returns at once and the stream's queued work still runs: the legacy stream's
+// next op waits for it as for a live blocking stream's, on both backends, from the destroy on
+// (the sim once left the barrier when its real work drained, the passthrough at once).
+TEST_F(StreamRules, DestroyedBlockingStreamsStayInTheLegacyStreamsBarrier) {
+  for (const unsigned flags : {CU_STREAM_DEFAULT, CU_STREAM_NON_BLOCKING}) {
+    CUstream doomed;
+    OK(cuStreamCreate(&doomed, flags));
+    OK(cuEventRecord(start_, CU_STREAM_LEGACY));
+    copies(doomed, kCopies);
+    OK(cuStreamDestroy(doomed));
+    OK(cuEventRecord(end_, CU_STREAM_LEGACY));
+    const float waited = elapsed(start_, end_) / copy_ms_;
+    if (flags == CU_STREAM_DEFAULT) {
+      EXPECT_GE(waited, kWaited * kCopies);
+    } else {
+      EXPECT_LT(waited, kNotWaited * kCopies);
+    }
+    OK(cuCtxSynchronize());
+  }
+}
+
 }  // namespace

@@ -127,7 +127,9 @@ struct VirtualTime::Impl {
 VirtualTime* VirtualTime::get() { return Passthrough::get().virtual_time(); }
 
 VirtualTime* VirtualTime::make() {
-  auto* v = new VirtualTime;  // lives until exit: programs synchronize from exit handlers
+  PassState* s = PassState::get();  // made before: VirtualTime comes only after cuInit
+  // Lives until exit: programs synchronize from exit handlers.
+  auto* v = new VirtualTime(s != nullptr ? s->device_count() : 1);
   v->impl_ = new Impl;
   // Each virtual device's busy time, kernel count and virtual clock, for vgpu-smi and
   // vgpu-run's summary (status region).
@@ -277,7 +279,8 @@ OpRef VirtualTime::submit(const StreamTarget& t, Timing timing, Bracket& b) {
     }
   }
   open_gate(b);
-  OpRef op = timeline_.append(t.key, t.kind, t.device, issue, duration, {}, id, kernel, std::move(label));
+  OpRef op = timeline_.append(t.key, t.kind, t.device, issue, duration, {}, id, kernel, std::move(label),
+                              /*start_first=*/nccl);
   log::trace("vtime: op on device {} stream {} issue {:.9f} duration {:.9f}", t.device, t.key.stream, issue,
              duration);
   bool resolve_now;
@@ -318,7 +321,7 @@ void VirtualTime::wait_measured(const OpRef& op, double timeout_s) {
   }
 }
 
-double VirtualTime::measure(const TimedOp& op, double start, bool force) {
+double VirtualTime::measure(const TimedOp& op, std::optional<double> start_if_needed, bool force) {
   Impl::Measurement m;
   {
     std::lock_guard l(impl_->mu);
@@ -343,6 +346,7 @@ double VirtualTime::measure(const TimedOp& op, double start, bool force) {
     if (m.latency.calibrated()) seconds = std::max(seconds - m.latency.overhead, m.latency.floor);
   }
   if (m.timing.source == Timing::Source::nccl) {
+    const double start = start_if_needed.value_or(op.issue);  // given: appended start_first
     seconds = nccl_timing::finish(m.timing.nccl_gpu, m.timing.nccl, start) - start;
     log::debug("vtime: NCCL kernel on gpu {} (launch {}, log window from {}) {:.9f} .. {:.9f}, real {:.9f} s",
                m.timing.nccl_gpu, m.timing.nccl.launch, m.timing.nccl.since, start, start + seconds,
@@ -373,8 +377,9 @@ std::optional<double> VirtualTime::start_of(const OpRef& op) {
 }
 
 void VirtualTime::resolve(const OpRef& target, bool wait) {
-  timeline_.resolve([this](const TimedOp& op, double start, bool force) { return measure(op, start, force); },
-                    target, wait);
+  timeline_.resolve(
+      [this](const TimedOp& op, std::optional<double> start, bool force) { return measure(op, start, force); },
+      target, wait);
 }
 
 void VirtualTime::event_recorded(CUevent event, const StreamTarget& t) {
@@ -441,7 +446,7 @@ void VirtualTime::stream_destroyed(CUstream stream) {
     ctx = it->second.context;
     impl_->streams.erase(it);
   }
-  timeline_.forget_stream({ctx, stream});
+  timeline_.destroy_stream({ctx, stream});
 }
 
 void VirtualTime::context_destroyed(CUcontext context) {

@@ -135,10 +135,11 @@ class VirtualTime {
 
  private:
   friend class Passthrough;
-  VirtualTime() = default;
+  explicit VirtualTime(int devices) : timeline_(devices) {}
   static VirtualTime* make();  // the root's, on first use
   struct Impl;
-  double measure(const TimedOp& op, double start, bool force);
+  // `start_if_needed`: an NCCL kernel's start (appended start_first), nullopt for other ops.
+  double measure(const TimedOp& op, std::optional<double> start_if_needed, bool force);
   static void open_gate(Bracket& b);
   void resolve(const OpRef& target, bool wait = true);
 

@@ -1,14 +1,95 @@
 #include "passthrough/virtual_timeline.h"
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_set>
+
+#include "common/log.h"
 
 namespace vgpu::pt {
 
+VirtualTimeline::VirtualTimeline(int devices) {
+  cluster_.nodes = 1;
+  cluster_.gpus_per_node = std::clamp(devices, 1, 4096);
+}
+
+VirtualTimeline::~VirtualTimeline() = default;
+
+simcore::EventId VirtualTimeline::event_now(TimedOp& op) {
+  if (op.epoch == epoch_ && op.event != simcore::kNoEvent) return op.event;
+  // From an older engine: what its dependents need of it is where it ends (or, not resolved
+  // yet, where it starts: only its own task follows it then).
+  carry_.gpu = gpu_of(op.device);
+  carry_.lane = op.lane;
+  carry_.not_before = op.resolved ? op.finish : op.start;
+  op.event = engine_->add_task(carry_);
+  op.epoch = epoch_;
+  ++epoch_events_;
+  return op.event;
+}
+
+simcore::EventId VirtualTimeline::place(TimedOp& op, double not_before, double duration) {
+  if (!engine_ || epoch_events_ >= kEpochEvents) {
+    // Ops of the old engine keep the interval they read from it; the new one takes what later
+    // ops name of them (event_now). Its own timeline is not kept: the passthrough writes its own.
+    simcore::EngineOptions options;
+    options.record_timeline = false;
+    // The engine two epochs back goes now, not the one just full: its memory, freed while
+    // younger engines' is still held, lies below the heap's top, so the new engine reuses it
+    // instead of the heap shrinking and growing again at every epoch (page faults of
+    // timeline_bench's engine path: 58581 freeing the full one, 21344 so).
+    older_engine_ = std::move(previous_engine_);
+    previous_engine_ = std::move(engine_);
+    engine_ = simcore::make_engine(cluster_, options);
+    ++epoch_;
+    epoch_events_ = 0;
+  }
+  task_.after.clear();
+  if (op.started) {
+    task_.after.push_back(event_now(op));  // its start, placed already
+  } else {
+    for (const OpRef& d : op.deps) task_.after.push_back(event_now(*d));
+  }
+  std::erase(task_.after, simcore::kNoEvent);
+  task_.gpu = gpu_of(op.device);
+  task_.lane = op.lane;
+  task_.duration = std::isfinite(duration) && duration > 0 ? duration : 0;
+  task_.not_before = std::isfinite(not_before) ? not_before : 0;
+  op.event = engine_->add_task(task_);
+  op.epoch = epoch_;
+  ++epoch_events_;
+  return op.event;
+}
+
+std::optional<double> VirtualTimeline::place_start(TimedOp& op) {
+  if (op.started) return op.start;
+  if (!ready(op)) return std::nullopt;
+  op.start = engine_interval(place(op, op.issue, 0), op.issue).finish;
+  op.started = true;
+  return op.start;
+}
+
+bool VirtualTimeline::ready(const TimedOp& op) {
+  if (op.started) return true;
+  for (const OpRef& d : op.deps)
+    if (!d->resolved) return false;
+  return true;
+}
+
+simcore::Interval VirtualTimeline::engine_interval(simcore::EventId id, double issue) {
+  std::optional<simcore::Interval> at;
+  if (id != simcore::kNoEvent) at = engine_->query(id);
+  if (at) return *at;
+  // Cannot happen with place()'s checks (the engine logged why): the op takes no time.
+  log::once(log::Level::warn, "vtime-engine", "passthrough: the engine refused an op; it takes no virtual time");
+  return simcore::Interval{issue, issue};
+}
+
 OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device, double issue,
                               double duration, const std::vector<OpRef>& waits, uint64_t measurement,
-                              bool kernel, std::string label) {
+                              bool kernel, std::string label, bool start_first) {
   auto op = std::make_shared<TimedOp>();
+  op->start_first = start_first;
   op->label = std::move(label);
   op->measurement = measurement;
   op->kernel = kernel;
@@ -29,24 +110,13 @@ OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device,
   return op;
 }
 
-std::optional<double> VirtualTimeline::start_once_ready(const TimedOp& op) {
-  if (op.resolved) return op.start;
-  double start = op.issue;
-  for (const OpRef& d : op.deps) {
-    if (!d->resolved) return std::nullopt;
-    start = std::max(start, d->finish);
-  }
-  return start;
-}
-
 bool VirtualTimeline::try_resolve(TimedOp& op) {
   if (op.resolved) return true;
-  if (op.duration < 0) return false;
-  const std::optional<double> start = start_once_ready(op);
-  if (!start) return false;
-  op.start = *start;
-  op.finish = *start + op.duration;
-  op.resolved = true;
+  if (op.duration < 0 || !ready(op)) return false;
+  const simcore::Interval at = engine_interval(place(op, op.issue, op.duration), op.issue);
+  op.start = at.start;
+  op.finish = at.finish;
+  op.resolved = op.started = true;
   op.deps.clear();
   op.deps.shrink_to_fit();
   if (on_resolved_) on_resolved_(op);
@@ -59,7 +129,7 @@ void VirtualTimeline::set_duration(const OpRef& op, double seconds) {
   if (!op->resolved) op->duration = std::max(0.0, seconds);
 }
 
-std::optional<double> VirtualTimeline::start_if_ready(const OpRef& op, bool wait) const {
+std::optional<double> VirtualTimeline::start_if_ready(const OpRef& op, bool wait) {
   if (!op) return std::nullopt;
   std::unique_lock l(mu_, std::defer_lock);
   if (wait) {
@@ -67,7 +137,7 @@ std::optional<double> VirtualTimeline::start_if_ready(const OpRef& op, bool wait
   } else if (!l.try_lock()) {
     return std::nullopt;
   }
-  return start_once_ready(*op);
+  return place_start(*op);
 }
 
 OpRef VirtualTimeline::tail(const StreamKey& key) const {
@@ -105,11 +175,10 @@ void VirtualTimeline::resolve(const Measure& measure, const OpRef& target, bool 
   }
   for (OpRef& op : pending_) {
     if (op->resolved) continue;
-    if (op->duration < 0) {
-      if (const std::optional<double> start = start_once_ready(*op)) {
-        const double d = measure(*op, *start, forced.contains(op.get()));
-        if (d >= 0) op->duration = d;
-      }
+    if (op->duration < 0 && ready(*op)) {
+      const std::optional<double> start = op->start_first ? place_start(*op) : std::nullopt;
+      const double d = measure(*op, start, forced.contains(op.get()));
+      if (d >= 0) op->duration = d;
     }
     try_resolve(*op);
   }
@@ -128,9 +197,19 @@ size_t VirtualTimeline::pending() const {
   return pending_.size();
 }
 
-void VirtualTimeline::forget_stream(const StreamKey& key) {
+simcore::Engine::Stats VirtualTimeline::engine_stats() const {
   std::lock_guard l(mu_);
-  streams_.forget_stream(key);
+  return engine_ ? engine_->stats() : simcore::Engine::Stats{};
+}
+
+uint32_t VirtualTimeline::epochs() const {
+  std::lock_guard l(mu_);
+  return epoch_;
+}
+
+void VirtualTimeline::destroy_stream(const StreamKey& key) {
+  std::lock_guard l(mu_);
+  streams_.destroy_stream(key);
 }
 
 void VirtualTimeline::forget_context(const void* context) {

@@ -1,15 +1,22 @@
 // The order of stream work: the one rule of both backends for what an op on a stream waits for.
 // The sim backend's StreamManager (sim/exec/stream.cpp) hands these predecessors to simcore's
 // engine as a task's `after`; the passthrough's VirtualTimeline (passthrough/virtual_timeline.h)
-// resolves them once the real GPU's measurements are read. Either way an op starts at the latest
-// of its issue time (the issuing thread's clock plus the launch latency) and the finish of every
-// op it waits for:
+// hands them to the same engine once the real GPU's measurements are read. An op starts at the
+// latest of its issue time (the issuing thread's clock plus the launch latency) and the finish of
+// every op it waits for:
 // - the op before it on its own stream (stream order);
 // - what it names itself (the recorded op of an event it waits on: cuStreamWaitEvent);
 // - CUDA's default-stream barrier, inside its context: an op on the legacy default stream waits
 //   for the last op of every blocking stream, and an op on a blocking stream waits for the last
 //   op of the legacy default stream. A per-thread default stream is a blocking stream; a stream
 //   created with CU_STREAM_NON_BLOCKING waits for neither and is waited for by neither.
+//
+// A destroyed stream's queued work still runs (the real driver releases the stream once it is
+// done), and the legacy default stream still waits for it: a destroyed blocking stream's last op
+// stays in the barrier until the legacy stream's next op, which waits for it (after that op,
+// everything waits for the legacy stream's own order instead). At most kRetiredKept destroyed
+// streams of a context wait so; beyond, the oldest leave first. Both backends apply this when the
+// program destroys the stream, not when its real work drains, so that they agree.
 //
 // StreamOrder keeps, per stream, its kind and the handle of its last op (`Last`: whatever the
 // backend names an op by; a value-initialized Last means "no op yet"). Not thread-safe: the
@@ -20,6 +27,7 @@
 #include <functional>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 namespace vgpu::timing {
 
@@ -78,12 +86,20 @@ class StreamOrder {
     int32_t lane = -1;  // free for the owner (the passthrough numbers its timeline's lanes)
   };
 
-  // The entry of `key`, made on first use; its kind is (re)set to `kind`.
+  // Destroyed streams of a context whose last op the legacy stream's next op still waits for.
+  static constexpr size_t kRetiredKept = 64;
+
+  // The entry of `key`, made on first use; its kind is (re)set to `kind`. The owner calls it to
+  // set the entry's last op once it appended one (after for_each_predecessor): an op on the
+  // legacy stream has then waited for the destroyed streams, which leave the barrier.
   Entry& stream(const Key& key, StreamKind kind) {
     Context& c = contexts_[key.context];
     Entry& e = c.streams[key.stream];
     e.kind = kind;
-    if (kind == StreamKind::legacy) c.legacy = &e;
+    if (kind == StreamKind::legacy) {
+      c.legacy = &e;
+      c.retired.clear();
+    }
     return e;
   }
   const Entry* find(const Key& key) const {
@@ -116,6 +132,8 @@ class StreamOrder {
       return;
     for (const auto& [stream, e] : c->second.streams)
       if (&e != self && e.kind != StreamKind::legacy && default_stream_barrier(kind, e.kind)) f(e.last, false);
+    if (default_stream_barrier(kind, StreamKind::blocking))
+      for (const Last& last : c->second.retired) f(last, false);
   }
 
   // f(key, entry) for every stream of `context` / of every context.
@@ -132,22 +150,33 @@ class StreamOrder {
   }
 
   // The stream is gone: a later stream with the same key starts fresh.
-  void forget_stream(const Key& key) {
-    auto c = contexts_.find(key.context);
-    if (c == contexts_.end()) return;
-    auto s = c->second.streams.find(key.stream);
-    if (s == c->second.streams.end()) return;
-    if (c->second.legacy == &s->second) c->second.legacy = nullptr;
-    c->second.streams.erase(s);
-    if (c->second.streams.empty()) contexts_.erase(c);
-  }
+  void forget_stream(const Key& key) { remove(key, false); }
+  // The program destroyed the stream: a later stream with the same key starts fresh, and its
+  // last op, if it was a blocking stream, stays in the legacy stream's barrier (see above).
+  void destroy_stream(const Key& key) { remove(key, true); }
   void forget_context(const void* context) { contexts_.erase(context); }
 
  private:
   struct Context {
     std::unordered_map<const void*, Entry> streams;
     Entry* legacy = nullptr;  // the legacy default stream's entry (stable: node-based map)
+    std::vector<Last> retired;  // destroyed blocking streams' last ops, oldest first
   };
+
+  void remove(const Key& key, bool retire) {
+    auto c = contexts_.find(key.context);
+    if (c == contexts_.end()) return;
+    auto s = c->second.streams.find(key.stream);
+    if (s == c->second.streams.end()) return;
+    if (c->second.legacy == &s->second) c->second.legacy = nullptr;
+    if (retire && s->second.kind == StreamKind::blocking) {
+      std::vector<Last>& r = c->second.retired;
+      if (r.size() == kRetiredKept) r.erase(r.begin());
+      r.push_back(std::move(s->second.last));
+    }
+    c->second.streams.erase(s);
+    if (c->second.streams.empty() && c->second.retired.empty()) contexts_.erase(c);
+  }
   std::unordered_map<const void*, Context> contexts_;
 };
 

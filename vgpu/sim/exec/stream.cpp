@@ -147,6 +147,7 @@ struct StreamManager::Impl {
   // The last op of `s` (none yet: an empty one). Under mu.
   const StreamLast& last_of(const Stream& s) const {
     static const StreamLast kNone;
+    if (s.destroyed) return s.last_when_destroyed;  // still draining: cuCtxSynchronize waits
     const auto* e = order.find(s.order_key());
     return e == nullptr ? kNone : e->last;
   }
@@ -281,7 +282,6 @@ struct StreamManager::Impl {
     if (it == by_ctx.end()) return;
     auto& v = it->second.streams;
     v.erase(std::remove(v.begin(), v.end(), s), v.end());
-    order.forget_stream(s->order_key());
   }
 
   static void run(Op& op) {
@@ -597,6 +597,11 @@ CUresult StreamManager::destroy(CUstream stream) {
     s->frontier.clear();
   }
   impl_->invalidate(*s);
+  // It leaves the stream order now, in program order, as on the passthrough: its last op stays
+  // in the legacy stream's barrier until that stream's next op (timing/stream_order.h), and
+  // cuCtxSynchronize still waits for it while its queued work drains for real.
+  s->last_when_destroyed = impl_->last_of(*s);
+  impl_->order.destroy_stream(s->order_key());
   s->destroyed = true;
   if (s->queue.empty()) impl_->forget(s);
   return CUDA_SUCCESS;

@@ -73,6 +73,7 @@ struct Stream {
   std::deque<std::shared_ptr<Op>> queue;  // not yet done; the head may be running
   bool running = false;                   // an op of this stream is executing or scheduled
   bool destroyed = false;
+  StreamLast last_when_destroyed;  // its last op once destroyed (the stream order forgot it)
   // The events of its last kLaunchQueueDepth ops (stream.cpp): a launch past that many waits,
   // in virtual time, for the oldest to finish, as a real driver's full launch queue blocks.
   std::deque<simcore::EventId> in_flight;

@@ -1,0 +1,141 @@
+#include "baseline_timeline.h"
+
+#include <algorithm>
+#include <unordered_set>
+
+namespace vgpu::pt::baseline {
+
+OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device, double issue,
+                              double duration, const std::vector<OpRef>& waits, uint64_t measurement,
+                              bool kernel, std::string label) {
+  auto op = std::make_shared<TimedOp>();
+  op->label = std::move(label);
+  op->measurement = measurement;
+  op->kernel = kernel;
+  op->issue = issue;
+  op->duration = duration;
+  op->device = device;
+  std::lock_guard l(mu_);
+  streams_.for_each_predecessor(key, kind, [&op](const OpRef& last, bool /*own stream*/) {
+    if (last) op->deps.push_back(last);
+  });
+  for (const OpRef& w : waits)
+    if (w) op->deps.push_back(w);
+  auto& s = streams_.stream(key, kind);
+  if (s.lane < 0) s.lane = next_lane_++;
+  op->lane = s.lane;
+  s.last = op;
+  if (!try_resolve(*op)) pending_.push_back(op);
+  return op;
+}
+
+std::optional<double> VirtualTimeline::start_once_ready(const TimedOp& op) {
+  if (op.resolved) return op.start;
+  double start = op.issue;
+  for (const OpRef& d : op.deps) {
+    if (!d->resolved) return std::nullopt;
+    start = std::max(start, d->finish);
+  }
+  return start;
+}
+
+bool VirtualTimeline::try_resolve(TimedOp& op) {
+  if (op.resolved) return true;
+  if (op.duration < 0) return false;
+  const std::optional<double> start = start_once_ready(op);
+  if (!start) return false;
+  op.start = *start;
+  op.finish = *start + op.duration;
+  op.resolved = true;
+  op.deps.clear();
+  op.deps.shrink_to_fit();
+  if (on_resolved_) on_resolved_(op);
+  return true;
+}
+
+void VirtualTimeline::set_duration(const OpRef& op, double seconds) {
+  if (!op) return;
+  std::lock_guard l(mu_);
+  if (!op->resolved) op->duration = std::max(0.0, seconds);
+}
+
+std::optional<double> VirtualTimeline::start_if_ready(const OpRef& op, bool wait) const {
+  if (!op) return std::nullopt;
+  std::unique_lock l(mu_, std::defer_lock);
+  if (wait) {
+    l.lock();
+  } else if (!l.try_lock()) {
+    return std::nullopt;
+  }
+  return start_once_ready(*op);
+}
+
+OpRef VirtualTimeline::tail(const StreamKey& key) const {
+  std::lock_guard l(mu_);
+  const auto* s = streams_.find(key);
+  return s == nullptr ? nullptr : s->last;
+}
+
+std::vector<OpRef> VirtualTimeline::tails_of_context(const void* context) const {
+  std::vector<OpRef> out;
+  std::lock_guard l(mu_);
+  streams_.for_each_in_context(context, [&out](const StreamKey&, const auto& s) {
+    if (s.last) out.push_back(s.last);
+  });
+  return out;
+}
+
+void VirtualTimeline::resolve(const Measure& measure, const OpRef& target, bool wait) {
+  std::unique_lock l(mu_, std::defer_lock);
+  if (wait) {
+    l.lock();
+  } else if (!l.try_lock()) {
+    return;
+  }
+  // What `target` depends on, transitively, among the unresolved ops.
+  std::unordered_set<const TimedOp*> forced;
+  std::vector<const TimedOp*> stack;
+  if (target && !target->resolved) stack.push_back(target.get());
+  while (!stack.empty()) {
+    const TimedOp* op = stack.back();
+    stack.pop_back();
+    if (!forced.insert(op).second) continue;
+    for (const OpRef& d : op->deps)
+      if (!d->resolved) stack.push_back(d.get());
+  }
+  for (OpRef& op : pending_) {
+    if (op->resolved) continue;
+    if (op->duration < 0) {
+      if (const std::optional<double> start = start_once_ready(*op)) {
+        const double d = measure(*op, *start, forced.contains(op.get()));
+        if (d >= 0) op->duration = d;
+      }
+    }
+    try_resolve(*op);
+  }
+  std::erase_if(pending_, [](const OpRef& op) { return op->resolved; });
+}
+
+std::optional<double> VirtualTimeline::finish(const OpRef& op) const {
+  if (!op) return std::nullopt;
+  std::lock_guard l(mu_);
+  if (!op->resolved) return std::nullopt;
+  return op->finish;
+}
+
+size_t VirtualTimeline::pending() const {
+  std::lock_guard l(mu_);
+  return pending_.size();
+}
+
+void VirtualTimeline::forget_stream(const StreamKey& key) {
+  std::lock_guard l(mu_);
+  streams_.forget_stream(key);
+}
+
+void VirtualTimeline::forget_context(const void* context) {
+  std::lock_guard l(mu_);
+  streams_.forget_context(context);
+}
+
+}  // namespace vgpu::pt::baseline

@@ -1,0 +1,197 @@
+// The passthrough's virtual timeline over simcore's Engine (passthrough/virtual_timeline.h),
+// without a driver: ops are placed where the rule puts them (an op starts at the latest of its
+// issue time and the finish of what it waits for), also when their durations come late, when
+// their start is asked first (NCCL kernels), and across the engines the timeline starts in
+// turn; and its engine's memory stays bounded over a million launches.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "passthrough/virtual_timeline.h"
+
+namespace {
+
+using vgpu::pt::OpRef;
+using vgpu::pt::StreamKey;
+using vgpu::pt::StreamKind;
+using vgpu::pt::TimedOp;
+using vgpu::pt::VirtualTimeline;
+
+// A measurement that is never ready unless forced (then it lasts what the op carries).
+double measured_when_forced(const TimedOp& op, std::optional<double>, bool force) {
+  return force ? static_cast<double>(op.measurement) * 1e-6 : -1;
+}
+
+TEST(VirtualTimeline, OpsStartAfterTheirStreamAndWhatTheyWaitFor) {
+  VirtualTimeline tl;
+  int s1 = 0, s2 = 0;
+  const StreamKey a{nullptr, &s1}, b{nullptr, &s2};
+  const OpRef k1 = tl.append(a, StreamKind::non_blocking, 0, 1.0, 2.0);
+  const OpRef k2 = tl.append(a, StreamKind::non_blocking, 0, 1.5, 1.0);
+  const OpRef w = tl.append(b, StreamKind::non_blocking, 1, 0.5, 0.25, {k2});
+  const OpRef free_op = tl.append(b, StreamKind::non_blocking, 1, 10.0, 1.0);
+  EXPECT_EQ(tl.finish(k1), 3.0);
+  EXPECT_EQ(k2->start, 3.0);
+  EXPECT_EQ(tl.finish(k2), 4.0);
+  EXPECT_EQ(w->start, 4.0);
+  EXPECT_EQ(tl.finish(w), 4.25);
+  EXPECT_EQ(free_op->start, 10.0);  // its issue time is later than its stream's last op
+  EXPECT_EQ(tl.pending(), 0u);
+}
+
+TEST(VirtualTimeline, AnOpWaitsForItsDurationAndItsStartCanBeAskedFirst) {
+  VirtualTimeline tl;
+  int s = 0;
+  const StreamKey key{nullptr, &s};
+  const OpRef measured = tl.append(key, StreamKind::non_blocking, 0, 1.0, -1, {}, /*measurement=*/500);
+  const OpRef after = tl.append(key, StreamKind::non_blocking, 0, 1.0001, 0.5);
+  EXPECT_FALSE(tl.finish(measured));
+  EXPECT_FALSE(tl.start_if_ready(after));  // its stream's op has no duration yet
+  EXPECT_EQ(tl.start_if_ready(measured), 1.0);
+  EXPECT_EQ(tl.pending(), 2u);
+  tl.resolve(measured_when_forced);  // not forced: nothing can be read
+  EXPECT_EQ(tl.pending(), 2u);
+  tl.resolve(measured_when_forced, after);
+  EXPECT_EQ(tl.finish(measured), 1.0 + 500e-6);
+  EXPECT_EQ(after->start, 1.0 + 500e-6);
+  EXPECT_EQ(tl.pending(), 0u);
+}
+
+// A random program over several streams, with waits on other streams' ops, durations known at
+// once or measured later, and starts asked before durations: each op's start and finish must be
+// what the rule gives, computed here on its own, across many of the timeline's engines.
+TEST(VirtualTimeline, PlacesEveryOpByTheRuleAcrossEngines) {
+  VirtualTimeline tl;
+  constexpr int kStreams = 6;
+  constexpr int kOps = 6 * static_cast<int>(VirtualTimeline::kEpochEvents);
+  int handles[kStreams] = {};
+  struct Expected {
+    OpRef op;
+    std::vector<int> deps;  // indices of ops it waits for
+    double duration;
+    double start = 0, finish = 0;
+  };
+  std::vector<Expected> ops;
+  std::vector<int> last(kStreams, -1);
+  std::mt19937 rng(7);
+  // Measurements are read when forced; an op appended start_first is told its start.
+  std::unordered_map<const TimedOp*, double> expected_start;
+  int starts_given = 0;
+  const auto measure = [&](const TimedOp& op, std::optional<double> start, bool force) {
+    EXPECT_EQ(start.has_value(), op.start_first);
+    if (start) {
+      EXPECT_EQ(*start, expected_start.at(&op));
+      ++starts_given;
+    }
+    return measured_when_forced(op, start, force);
+  };
+  double clock = 0;
+  for (int i = 0; i < kOps; ++i) {
+    const int s = static_cast<int>(rng() % kStreams);
+    clock += static_cast<double>(rng() % 100) * 1e-7;
+    const double issue = clock - static_cast<double>(rng() % 50) * 1e-7;  // threads lag behind
+    const uint64_t micros = 1 + rng() % 20;
+    const bool measured = rng() % 4 == 0;
+    Expected e;
+    e.duration = static_cast<double>(micros) * 1e-6;
+    if (last[s] >= 0) e.deps.push_back(last[s]);
+    std::vector<OpRef> waits;
+    if (!ops.empty() && rng() % 3 == 0) {
+      const int w = static_cast<int>(rng() % ops.size());
+      e.deps.push_back(w);
+      waits.push_back(ops[static_cast<size_t>(w)].op);
+    }
+    // Half the measured ops need their start for their duration (as NCCL kernels do).
+    const bool start_first = measured && rng() % 2 == 0;
+    e.op = tl.append({nullptr, &handles[s]}, StreamKind::non_blocking, s % 2, std::max(issue, 0.0),
+                     measured ? -1 : e.duration, waits, micros, true, {}, start_first);
+    e.start = std::max(issue, 0.0);
+    for (int d : e.deps) e.start = std::max(e.start, ops[static_cast<size_t>(d)].finish);
+    e.finish = e.start + e.duration;
+    last[s] = i;
+    expected_start[e.op.get()] = e.start;
+    ops.push_back(std::move(e));
+    // Now and then a start is asked before its duration is known (as an NCCL kernel's), or
+    // everything so far is read (as a synchronization does).
+    if (measured && rng() % 2 == 0) {
+      const std::optional<double> start = tl.start_if_ready(ops.back().op);
+      if (start) {
+        EXPECT_EQ(*start, ops.back().start) << "op " << i;
+      }
+    }
+    if (rng() % 500 == 0) tl.resolve(measure, ops.back().op);
+  }
+  tl.resolve(measure, ops.back().op);
+  for (int s = 0; s < kStreams; ++s)
+    if (last[s] >= 0) tl.resolve(measure, ops[static_cast<size_t>(last[s])].op);
+  EXPECT_GT(starts_given, 0);
+  EXPECT_EQ(tl.pending(), 0u);
+  for (size_t i = 0; i < ops.size(); ++i) {
+    ASSERT_TRUE(ops[i].op->resolved) << "op " << i;
+    ASSERT_EQ(ops[i].op->start, ops[i].start) << "op " << i;
+    ASSERT_EQ(ops[i].op->finish, ops[i].finish) << "op " << i;
+  }
+  EXPECT_GE(tl.epochs(), 6u);
+}
+
+// Threads submitting to their own streams while others ask for starts without waiting (NCCL's
+// proxy thread) and resolve (synchronizations): every op ends placed by its stream's order.
+TEST(VirtualTimeline, ThreadsSubmitAndResolveTogether) {
+  VirtualTimeline tl;
+  constexpr int kThreads = 4, kOps = 3000;
+  std::vector<std::vector<OpRef>> ops(kThreads);
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t)
+    threads.emplace_back([&tl, &ops, t] {
+      int stream = 0;
+      for (int i = 0; i < kOps; ++i) {
+        const bool measured = i % 3 == 0;
+        const OpRef op = tl.append({nullptr, &stream}, StreamKind::non_blocking, t, 1e-6 * i, measured ? -1 : 2e-6,
+                                   {}, 1, true);
+        ops[static_cast<size_t>(t)].push_back(op);
+        if (measured) tl.start_if_ready(op, /*wait=*/false);
+        if (i % 100 == 99) tl.resolve(measured_when_forced, op);
+      }
+      tl.resolve(measured_when_forced, ops[static_cast<size_t>(t)].back());
+    });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(tl.pending(), 0u);
+  for (const auto& mine : ops)
+    for (size_t i = 1; i < mine.size(); ++i) {
+      ASSERT_TRUE(tl.finish(mine[i]));
+      ASSERT_EQ(mine[i]->start, std::max(mine[i]->issue, mine[i - 1]->finish));
+    }
+}
+
+// A long run keeps bounded memory: the engine behind the timeline holds at most about one
+// epoch of events, however many launches went by. (An engine with no registered rank reclaims
+// nothing: without the epochs this run would keep every one of its million events.)
+TEST(VirtualTimeline, EngineMemoryStaysBoundedOverAMillionLaunches) {
+  VirtualTimeline tl;
+  int streams[2] = {};
+  double clock = 0;
+  uint64_t most_live = 0, most_bytes = 0, bytes_early = 0;
+  constexpr int kLaunches = 1 << 20;
+  for (int i = 0; i < kLaunches; ++i) {
+    clock += 1e-6;
+    const StreamKey key{nullptr, &streams[i % 2]};
+    tl.append(key, StreamKind::non_blocking, 0, clock, 3e-6, {}, 0, true);
+    if (i % 65536 == 65535) {
+      const simcore::Engine::Stats s = tl.engine_stats();
+      most_live = std::max(most_live, s.events_live);
+      most_bytes = std::max(most_bytes, s.history_bytes + s.result_bytes);
+      if (bytes_early == 0) bytes_early = s.history_bytes + s.result_bytes;
+    }
+  }
+  EXPECT_EQ(tl.pending(), 0u);
+  EXPECT_LE(most_live, VirtualTimeline::kEpochEvents + 16);
+  EXPECT_LE(most_bytes, 4 * bytes_early);  // where in an epoch a sample falls moves it
+  EXPECT_GE(tl.epochs(), static_cast<uint32_t>(kLaunches / VirtualTimeline::kEpochEvents));
+}
+
+}  // namespace
