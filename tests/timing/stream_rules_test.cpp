@@ -160,4 +160,22 @@ TEST_F(StreamRules, DestroyedBlockingStreamsStayInTheLegacyStreamsBarrier) {
   }
 }
 
+// The driver's own time per call is the program's time on both backends (the sim charges the
+// real driver's measured cost, timing/driver_call_cost.h; the passthrough the least recent wall
+// time of the real call, passthrough/thread_clock.h): 200 small async sets issued between two
+// events on an idle stream put about 200 calls' worth of host time between those events, where
+// the loop's own CPU time is a few microseconds.
+TEST_F(StreamRules, ALoopOfSmallCallsCostsTheDriversTimePerCall) {
+  constexpr int kCalls = 200;
+  OK(cuEventRecord(start_, non_blocking_));
+  for (int i = 0; i < kCalls; ++i) OK(cuMemsetD8Async(dev_, static_cast<unsigned char>(i), 4, other_));
+  OK(cuEventRecord(end_, non_blocking_));
+  const float ms = elapsed(start_, end_);
+  OK(cuCtxSynchronize());
+  // The sim: 200 x 2.57 us; the passthrough: 200 x the stand-in's own time per call (~1 us and up).
+  EXPECT_GE(ms, kCalls * 0.5e-3f);
+  EXPECT_LT(ms, 0.3f * copy_ms_ + kCalls * 0.1f);  // bounded by the calls' own real time at most
+}
+
 }  // namespace
+

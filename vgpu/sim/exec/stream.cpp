@@ -38,7 +38,9 @@
 #include "sim/exec/worker_pool.h"
 #include "sim/memory/memory.h"
 #include "simcore/engine.h"
+#include "timing/driver_call_cost.h"
 #include "timing/stream_order.h"
+#include "timing/thread_clock.h"
 
 namespace vgpu {
 namespace {
@@ -405,6 +407,15 @@ struct StreamManager::Impl {
 
   // ---- the common submit path ------------------------------------------------------------
 
+  // The thread's clock moves on by what the real driver's call would have cost it, once the op
+  // took its issue time (timing/driver_call_cost.h; the passthrough times the real call).
+  static void charge_real_driver(Work::Kind kind) {
+    double s = 0;
+    if (kind == Work::Kind::kernel) s = timing::kRealLaunchSeconds;
+    if (kind == Work::Kind::copy || kind == Work::Kind::memset) s = timing::kRealCopySeconds;
+    timing::this_thread_clock().charge_driver(s);
+  }
+
   // Submits one op; *op_out (optional) gets it (null when it was captured).
   CUresult submit_one(CUstream h, Work work, bool per_thread, std::function<bool()> ready,
                       std::shared_ptr<Op>* op_out, bool allow_capture) {
@@ -412,6 +423,7 @@ struct StreamManager::Impl {
     std::shared_ptr<Stream> s;
     if (CUresult r = resolve(h, per_thread, &s); r != CUDA_SUCCESS) return r;
     const double not_before = vclock::earliest_start();
+    charge_real_driver(work.kind);
     std::shared_ptr<Op> op;
     bool run_inline = false;
     auto on_timeline = std::move(work.on_timeline);
@@ -799,7 +811,9 @@ CUresult StreamManager::event_record(CUevent event, CUstream stream, bool per_th
   std::vector<LaunchItem> items(1);
   items[0].kind = LaunchItem::Kind::event_record;
   items[0].event = event;
-  return submit_items(stream, std::move(items), per_thread);
+  const CUresult r = submit_items(stream, std::move(items), per_thread);
+  if (r == CUDA_SUCCESS) timing::this_thread_clock().charge_driver(timing::kRealEventRecordSeconds);
+  return r;
 }
 
 CUresult StreamManager::event_query(CUevent event) {
