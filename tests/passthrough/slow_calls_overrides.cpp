@@ -4,8 +4,8 @@
 // on a real machine, made larger here to stand clear of the sanitizers' noise), and every other
 // one kSlowRecordSeconds, as a call that waited a little for a shared GPU does; cuStreamWaitEvent
 // spends kWaitSeconds, as a call that waits long does (a full launch queue). The passthrough
-// charges each record the least recent record's time and the waits nothing (thread_clock.h,
-// Pause::real).
+// charges neither call's own time, only the real driver's measured cost of such a call
+// (timing/driver_call_cost.h; thread_clock.h, Pause::real).
 
 #include <chrono>
 

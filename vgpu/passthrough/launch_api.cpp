@@ -176,7 +176,7 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
         !rec->begin(plan.signature, {t.context, stream, per_thread, function_facts(f).name, shape}))
       rec = nullptr;
   }
-  const CUresult r = plan.run ? pause.real(thread_clock::Pause::Kind::launch, launch) : CUDA_SUCCESS;
+  const CUresult r = plan.run ? pause.real(vgpu::timing::DriverCall::launch, launch) : CUDA_SUCCESS;
   if (rec != nullptr) rec->end(r == CUDA_SUCCESS);
   OpRef op;
   if (r == CUDA_SUCCESS)

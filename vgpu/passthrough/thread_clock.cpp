@@ -1,10 +1,8 @@
 #include "passthrough/thread_clock.h"
 
-#include <algorithm>
 #include <array>
 #include <atomic>
 
-#include "timing/outside_cpu_time.h"
 #include "timing/thread_clock.h"
 
 namespace vgpu::pt::thread_clock {
@@ -55,34 +53,4 @@ Pause::~Pause() {
   c.charge_driver(driver_seconds_);
   c.leave();
 }
-double Pause::wall_seconds() { return OutsideCpuTime::wall_seconds(); }
-
-namespace {
-// Per thread and kind of call: the wall times of its last Pause::kWindow calls that did not
-// wait (shorter than OutsideCpuTime::kShortCall).
-struct RecentCalls {
-  std::array<float, Pause::kWindow> seconds;
-  int next = 0, filled = 0;
-  // What a call that took `s` is charged: the least of the window with it; nothing until
-  // Pause::kLearnCalls calls went in (one slow first call must not set the figure).
-  float charge(float s) {
-    if (s < static_cast<float>(OutsideCpuTime::kShortCall)) {
-      seconds[static_cast<size_t>(next)] = s;
-      next = (next + 1) % Pause::kWindow;
-      if (filled < Pause::kWindow) ++filled;
-    }
-    if (filled < Pause::kLearnCalls) return 0;
-    float least = seconds[0];
-    for (int i = 1; i < filled; ++i) least = std::min(least, seconds[static_cast<size_t>(i)]);
-    return least;
-  }
-};
-thread_local std::array<RecentCalls, static_cast<size_t>(Pause::Kind::count)> t_recent;
-}  // namespace
-
-void Pause::add_driver_time(Kind kind, double seconds) {
-  if (!(seconds > 0)) return;
-  driver_seconds_ += t_recent[static_cast<size_t>(kind)].charge(static_cast<float>(seconds));
-}
-
 }  // namespace vgpu::pt::thread_clock

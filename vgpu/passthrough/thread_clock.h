@@ -11,6 +11,8 @@
 // cluster too. Threads driving different virtual devices stay independent.
 #pragma once
 
+#include "timing/driver_call_cost.h"
+
 namespace vgpu::pt::thread_clock {
 
 // The calling thread's virtual clock, seconds, raised to the horizon of `device` (< 0: none).
@@ -47,30 +49,20 @@ class Pause {
   ~Pause();
   // The scope turned out to wait after all (a launch measured alone).
   void mark_blocking();
-  // Runs `call`, the real driver's entry point of kind `kind`, and charges the thread's clock,
-  // when the scope closes, what such a call costs a thread on a real machine: the least wall
-  // time of the thread's last kWindow calls of that kind (a launch ~3 us, an event record ~0.1
-  // us, an async copy ~2.6 us on an H200 host). Not the call's own time: on a GPU shared by
-  // several virtual GPUs the real driver often waits inside a call (a full launch queue, another
-  // context's time slice), which a real machine's thread, GPU-bound on its own GPU, would not
-  // pay as host work; charged as host time it made a GPU-bound step read host-bound. Calls of
-  // OutsideCpuTime::kShortCall or longer waited and join no window.
-  enum class Kind { launch, event_record, stream_wait, copy, graph_launch, count };
+  // Runs `call`, the real driver's entry point of kind `kind`, and, when the scope closes (after
+  // the op took its issue time), charges the thread's clock what such a call costs a thread on a
+  // real machine: timing/driver_call_cost.h, the figure the sim backend charges too. Not the
+  // call's own time here (see there why).
   template <class Call>
-  auto real(Kind kind, Call&& call) {
-    const double t0 = wall_seconds();
+  auto real(timing::DriverCall kind, Call&& call) {
     auto r = call();
-    add_driver_time(kind, wall_seconds() - t0);
+    driver_seconds_ += timing::real_driver_seconds(kind);
     return r;
   }
-  static constexpr int kWindow = 32;
-  static constexpr int kLearnCalls = 4;  // calls of a kind a thread makes before any is charged
   Pause(const Pause&) = delete;
   Pause& operator=(const Pause&) = delete;
 
  private:
-  static double wall_seconds();
-  void add_driver_time(Kind kind, double seconds);
   double driver_seconds_ = 0;  // charged when the scope closes (after the op took its issue time)
 };
 

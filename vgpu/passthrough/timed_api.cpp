@@ -7,9 +7,9 @@
 //
 // The host time vgpu spends inside every call timed here is not charged to the calling thread's
 // clock (thread_clock::Pause), and a real GPU shared by several virtual devices, whose
-// synchronizations wait for each other's work, does not leak into it; the real driver's own
-// time in a call that does not wait (a launch, an event record, a stream wait, an async copy) is
-// charged, as a real machine's thread spends it (Pause::real).
+// synchronizations wait for each other's work, does not leak into it; what the real driver's
+// call costs a real machine's thread (a launch, an event record, an async copy:
+// timing/driver_call_cost.h) is charged, as on the sim backend (Pause::real).
 #include <functional>
 
 #include "common/log.h"
@@ -49,7 +49,7 @@ CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
       return CUDA_ERROR_INVALID_HANDLE;
     }
   }
-  const CUresult r = pause.real(thread_clock::Pause::Kind::event_record, call);
+  const CUresult r = pause.real(vgpu::timing::DriverCall::event_record, call);
   if (r == CUDA_SUCCESS && vt != nullptr) vt->event_recorded(e, t);
   return r;
 }
@@ -59,7 +59,7 @@ CUresult stream_waits(CUstream s, CUevent e, bool per_thread, Call call) {
   thread_clock::Pause pause;
   StreamTarget t;
   VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
-  const CUresult r = pause.real(thread_clock::Pause::Kind::stream_wait, call);
+  const CUresult r = call();
   if (r == CUDA_SUCCESS && vt != nullptr) vt->stream_waits(t, e);
   return r;
 }
@@ -105,7 +105,7 @@ CUresult graph_launch(CUstream s, bool per_thread, Call call) {
   if (TimelineWriter::get() != nullptr) timing.label = "graph launch";
   VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
   if (vt != nullptr) bracket = vt->begin(t, timing);
-  const CUresult r = pause.real(thread_clock::Pause::Kind::graph_launch, call);
+  const CUresult r = pause.real(vgpu::timing::DriverCall::launch, call);
   if (vt == nullptr) return r;
   if (r == CUDA_SUCCESS)
     vt->submit(t, timing, bracket);

@@ -46,7 +46,7 @@ CUresult timed(CUstream s, bool per_thread, bool synchronous, Seconds seconds, C
   thread_clock::Pause pause(synchronous);
   StreamTarget t;
   VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
-  const CUresult r = synchronous ? call() : pause.real(thread_clock::Pause::Kind::copy, call);
+  const CUresult r = synchronous ? call() : pause.real(vgpu::timing::DriverCall::copy, call);
   if (r != CUDA_SUCCESS || vt == nullptr) return r;
   VirtualTime::Bracket none;
   Timing timing;

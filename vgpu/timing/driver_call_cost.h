@@ -1,18 +1,34 @@
-// What a real driver's call costs the calling thread when it does not wait: the sim backend's
-// figure for the driver time it charges (the passthrough times each real call instead:
-// passthrough/thread_clock.h, Pause::real). Both backends thereby charge a host-bound loop of
-// small ops (an optimizer over many tensors, nccl-tests' small sizes) what a real machine's
-// thread pays in the driver, and nothing for vgpu's own work.
+// What a real driver's call costs the calling thread when it does not wait, charged to the
+// thread's virtual clock by both backends once the op took its issue time: a host-bound loop of
+// small ops (an optimizer over many tensors, nccl-tests' small sizes) pays on the virtual
+// cluster what a real machine's thread pays in the driver, and nothing for vgpu's own work.
+//
+// A table, not the passthrough's own reading of each real call: on a GPU shared by several
+// virtual GPUs the real driver waits inside calls (a full launch queue, another context's time
+// slice) that a real machine's thread would not; charged call by call, that made nccl-tests'
+// 64-256 KiB send/recv and all-gather 30-50% slow on 2 x H200 (docs/results.md, 2026-11-26).
 //
 // Measured on the H200 hosts of the device machines, 2026-11-26, real driver 580.159.04
-// (`passthrough_call_overhead`, the real driver's column; docs/results.md): cuLaunchKernel of an
-// empty kernel 340,404 calls/s, cuMemcpyHtoDAsync of 4 KiB 388,440/s, cuEventRecord 8,598,947/s.
+// (`passthrough_call_overhead`, the real driver's column): cuLaunchKernel of an empty kernel
+// 340,404 calls/s, cuMemcpyHtoDAsync of 4 KiB 388,440/s, cuEventRecord 8,598,947/s. Calls not
+// measured (cuStreamWaitEvent, cuGraphLaunch's own beyond a launch) are charged nothing.
 #pragma once
 
 namespace vgpu::timing {
 
-inline constexpr double kRealLaunchSeconds = 1.0 / 340404.0;       // 2.94 us
-inline constexpr double kRealCopySeconds = 1.0 / 388440.0;         // 2.57 us (copies and sets)
+enum class DriverCall { launch, copy, event_record };
+
+inline constexpr double kRealLaunchSeconds = 1.0 / 340404.0;       // 2.94 us (also a graph launch)
+inline constexpr double kRealCopySeconds = 1.0 / 388440.0;         // 2.57 us (async copies and sets)
 inline constexpr double kRealEventRecordSeconds = 1.0 / 8598947.0;  // 0.12 us
+
+inline constexpr double real_driver_seconds(DriverCall c) {
+  switch (c) {
+    case DriverCall::launch: return kRealLaunchSeconds;
+    case DriverCall::copy: return kRealCopySeconds;
+    case DriverCall::event_record: return kRealEventRecordSeconds;
+  }
+  return 0;
+}
 
 }  // namespace vgpu::timing

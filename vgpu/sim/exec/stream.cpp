@@ -410,10 +410,10 @@ struct StreamManager::Impl {
   // The thread's clock moves on by what the real driver's call would have cost it, once the op
   // took its issue time (timing/driver_call_cost.h; the passthrough times the real call).
   static void charge_real_driver(Work::Kind kind) {
-    double s = 0;
-    if (kind == Work::Kind::kernel) s = timing::kRealLaunchSeconds;
-    if (kind == Work::Kind::copy || kind == Work::Kind::memset) s = timing::kRealCopySeconds;
-    timing::this_thread_clock().charge_driver(s);
+    if (kind == Work::Kind::kernel)
+      timing::this_thread_clock().charge_driver(timing::real_driver_seconds(timing::DriverCall::launch));
+    if (kind == Work::Kind::copy || kind == Work::Kind::memset)
+      timing::this_thread_clock().charge_driver(timing::real_driver_seconds(timing::DriverCall::copy));
   }
 
   // Submits one op; *op_out (optional) gets it (null when it was captured).
@@ -812,7 +812,7 @@ CUresult StreamManager::event_record(CUevent event, CUstream stream, bool per_th
   items[0].kind = LaunchItem::Kind::event_record;
   items[0].event = event;
   const CUresult r = submit_items(stream, std::move(items), per_thread);
-  if (r == CUDA_SUCCESS) timing::this_thread_clock().charge_driver(timing::kRealEventRecordSeconds);
+  if (r == CUDA_SUCCESS) timing::this_thread_clock().charge_driver(timing::real_driver_seconds(timing::DriverCall::event_record));
   return r;
 }
 
