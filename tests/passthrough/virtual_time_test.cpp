@@ -516,6 +516,29 @@ TEST_F(VirtualTime, LaunchesTakeTheJobsLeastDisturbedDuration) {
   EXPECT_NEAR(four_launches_ms(), 2 * *own * 1e3, kPriceToleranceMs);
 }
 
+// Measured once per job, not once per rank (issue 21): a signature another process of the job
+// settled is taken from the job's table at its first launch here, without measuring it.
+TEST_F(VirtualTime, ASignatureAnotherRankSettledIsNotMeasuredAgain) {
+  if (policy() == "none") GTEST_SKIP() << "nothing is measured under VGPU_LAUNCH_POLICY=none";
+  float a = 11;
+  int n = 3 << 20;  // a signature no other test launches
+  void* params[] = {&a, &x_, &y_, &n};
+  const unsigned grid = static_cast<unsigned>(n / 256);
+  const uint64_t key = vgpu::pt::SharedDurations::key_of(axpy_signature(grid, params).bytes);
+  auto table = vgpu::pt::SharedDurations::open(
+      vgpu::status::companion_path(vgpu::status::region_name(::getuid(), vgpu::status::current_job_id()), 0));
+  ASSERT_NE(table, nullptr);
+  table->offer(key, 3e-3);  // what "another rank" settled: 3 ms, far from the sim's own figure
+  keep_stream_busy();
+  ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
+  for (int i = 0; i < 2; ++i)
+    ASSERT_EQ(cuLaunchKernel(axpy_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
+  // Both launches take the job's 3 ms (a measured first launch would take the sim's tens of us).
+  EXPECT_NEAR(virtual_ms(a_, b_), 6.0f, kPriceToleranceMs);
+}
+
 TEST_F(VirtualTime, CapturedWorkIsTimedWhenTheGraphRuns) {
   CUstream s;
   ASSERT_EQ(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);

@@ -105,6 +105,18 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
     p.run = policy == LaunchPolicy::all;
     return p;
   }
+  // Measured once per job, not once per rank: a signature another process of the job settled on
+  // this physical GPU is taken from the shared table without measuring it here (this process has
+  // not begun to measure it; its own samples would settle as below otherwise).
+  if (shared != nullptr && !durations.seen(p.signature)) {
+    if (const std::optional<double> least = shared->smallest(key)) {
+      durations.settle(p.signature, *least);
+      p.timing.source = Timing::Source::known;
+      p.timing.seconds = *least;
+      p.run = policy == LaunchPolicy::all;
+      return p;
+    }
+  }
   // A duration the kernel-time database holds for this physical GPU is taken as it is, but only
   // for a signature this process has not begun to measure: its own samples settle as above (the
   // first sample of a signature includes the host's launch latency; taking it alone from the

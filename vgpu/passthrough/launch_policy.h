@@ -75,7 +75,8 @@ class KernelDurations {
   // What the launches with a signature did so far (launches that cannot be described are
   // measured every time and not counted): `launches` asked settled() (one per launch under
   // the policies all and first), `settled` found a duration there, `from_database` took it from
-  // the kernel-time database instead; the rest were measured. `signatures`: distinct durations
+  // the kernel-time database or from another process of the job (shared_durations.h) instead;
+  // the rest were measured. `signatures`: distinct durations
   // kept (settling groups, signature_settling.h).
   struct Counts {
     unsigned long long signatures = 0, launches = 0, settled = 0, from_database = 0;
