@@ -16,23 +16,11 @@
 #include <string>
 #include <vector>
 
+#include "virtual_clock_reader.h"
+
 namespace {
 
-constexpr unsigned char kClockTableUuid[16] = {0x73, 0xfc, 0xef, 0x93, 0xcb, 0xc9, 0x45, 0xca,
-                                               0x85, 0x89, 0x2a, 0x4a, 0xa9, 0x9a, 0xea, 0x2c};
-
-// The calling thread's virtual clock, through vgpu's clock table (contracts/vgpu_clock_table.h).
-double virtual_now() {
-  const void* table = nullptr;
-  CUuuid id;
-  std::memcpy(id.bytes, kClockTableUuid, 16);
-  EXPECT_EQ(cuGetExportTable(&table, &id), CUDA_SUCCESS);
-  using NowFn = int (*)(double*);
-  const auto now = reinterpret_cast<const NowFn*>(table)[1];
-  double s = -1;
-  EXPECT_EQ(now(&s), 0);
-  return s;
-}
+using vgpu_test::virtual_now;
 
 // Burns `seconds` of this thread's CPU time.
 void busy_cpu(double seconds) {

@@ -482,6 +482,13 @@ TEST_F(VirtualTime, LaunchStatsCountMeasuredAndSettledLaunches) {
 // The ranks of a job on one GPU share what they settled (passthrough/shared_durations.h): a launch
 // takes the smallest duration any process of the job settled for its signature, never more than
 // its own.
+// The job's table of settled durations on physical GPU 0 (passthrough/shared_durations.h), as
+// another process of the job sees it.
+auto job_durations_table() {
+  return vgpu::pt::SharedDurations::open(
+      vgpu::status::companion_path(vgpu::status::region_name(::getuid(), vgpu::status::current_job_id()), 0));
+}
+
 TEST_F(VirtualTime, LaunchesTakeTheJobsLeastDisturbedDuration) {
   if (policy() == "none") GTEST_SKIP() << "nothing is measured under VGPU_LAUNCH_POLICY=none";
   float a = 9;
@@ -489,8 +496,7 @@ TEST_F(VirtualTime, LaunchesTakeTheJobsLeastDisturbedDuration) {
   void* params[] = {&a, &x_, &y_, &n};
   const unsigned grid = static_cast<unsigned>(n / 256);
   const uint64_t key = vgpu::pt::SharedDurations::key_of(axpy_signature(grid, params).bytes);
-  auto table = vgpu::pt::SharedDurations::open(
-      vgpu::status::companion_path(vgpu::status::region_name(::getuid(), vgpu::status::current_job_id()), 0));
+  auto table = job_durations_table();
   ASSERT_NE(table, nullptr);
   for (int i = 0; i < 3; ++i) {  // measured three times: settled, and offered to the job
     ASSERT_EQ(cuLaunchKernel(axpy_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
@@ -525,8 +531,7 @@ TEST_F(VirtualTime, ASignatureAnotherRankSettledIsNotMeasuredAgain) {
   void* params[] = {&a, &x_, &y_, &n};
   const unsigned grid = static_cast<unsigned>(n / 256);
   const uint64_t key = vgpu::pt::SharedDurations::key_of(axpy_signature(grid, params).bytes);
-  auto table = vgpu::pt::SharedDurations::open(
-      vgpu::status::companion_path(vgpu::status::region_name(::getuid(), vgpu::status::current_job_id()), 0));
+  auto table = job_durations_table();
   ASSERT_NE(table, nullptr);
   table->offer(key, 3e-3);  // what "another rank" settled: 3 ms, far from the sim's own figure
   keep_stream_busy();
