@@ -105,31 +105,41 @@ class Simulator {
     double remaining;  // bytes still to move at t
   };
 
-  struct Record {
+  // 256 bytes, cache-line aligned, the fields read first in the first line: retire() reads that
+  // line alone (an event is retired long after it was simulated, from memory, so every line it
+  // touches there is a miss), and the sweep finds its flags, times and route in it.
+  struct alignas(64) Record {
+    // Line 0.
     EventId id = kNoEvent;
+    uint64_t finish_stamp = 0;  // matches its live entry in finish_order_
+    Time start = 0, transfer_end = 0, finish = 0;
+    int32_t gpu = 0, dst = 0;
+    uint32_t version = 0;  // queue items carrying an older version are stale
+    uint32_t waiting = 0;  // scheduling: dependencies not finished yet
     EventKind kind = EventKind::task;
     Phase phase = Phase::pending;
     bool dirty = false;      // simulated by the current sync()
-    bool has_old = false;    // dirty, and simulated before: old_* keep that outcome
+    bool has_old = false;    // dirty, and simulated before: old_finish keeps that finish
     bool indexed = false;    // its transfer is in its links' indexes
     bool finish_queued = false;     // clean: the sweep will announce its finish
     bool finish_announced = false;  // clean: the sweep announced its finish
-    int32_t gpu = 0, dst = 0, lane = 0;
+    // Line 1 on.
     uint64_t bytes = 0;
     Time tail = 0;         // a task's duration; a flow's route latency (after its last byte)
-    Time base_ready = 0;   // not_before, raised by the finishes of retired dependencies
+    Time base_ready = 0;   // not_before, raised by the finishes of dependencies retired at submit
     Time lower_bound = 0;  // fresh: no earlier start is possible (where the sweep begins)
     Time ready = 0;        // scheduling: the latest dependency finish seen so far
-    uint32_t waiting = 0;  // scheduling: dependencies not finished yet
-    uint32_t version = 0;  // queue items carrying an older version are stale
+    Time old_finish = 0;
+    int32_t lane = 0;
     uint32_t trim_at = 8;  // segment count at which old segments are trimmed next
-    Time start = 0, transfer_end = 0, finish = 0;
-    Time old_start = 0, old_transfer_end = 0, old_finish = 0;
-    uint64_t finish_stamp = 0;  // matches its live entry in finish_order_
-    boost::container::small_vector<uint32_t, 2> deps;        // live dependencies (slots)
-    boost::container::small_vector<uint32_t, 2> dependents;  // live dependents (slots)
-    boost::container::small_vector<Segment, 1> segments;     // flow rate history
+    // Dependencies and dependents by id, not slot: retire() does not unlink an event from its
+    // neighbours (their records are as cold as its own), so a reference may outlive the event;
+    // resolving it through the id table (live_slot) tells a retired one from a reused slot.
+    boost::container::small_vector<EventId, 2> deps;
+    boost::container::small_vector<EventId, 2> dependents;
+    boost::container::small_vector<Segment, 1> segments;  // flow rate history
   };
+  static_assert(sizeof(Record) == 256);
 
   // Queue order: time, then kind, then first pushed first served (radix_queue.h).
   struct QueueItem {
@@ -161,6 +171,10 @@ class Simulator {
   static constexpr uint32_t kRetired = std::numeric_limits<uint32_t>::max();
 
   uint32_t allocate_slot();
+  // The live record of an event, or kRetired once it is retired (or forgotten). Every sweep
+  // starts at or after the floor, past the finish of every retired event, so a retired
+  // dependency never holds anything back and a retired dependent cannot be reached.
+  uint32_t live_slot(EventId id) const { return ids_.slot_or_retired(id); }
   void push(Time t, uint32_t target, ItemKind kind, uint32_t version);
   void push(Time t, uint32_t slot, ItemKind kind) { push(t, slot, kind, records_[slot].version); }
   // Every use of a route here is about sharing (solver, link indexes, presence, ghosts).
@@ -196,8 +210,8 @@ class Simulator {
 
   void finalize();
   void retire(uint32_t slot);
-  void prefetch_neighbours(uint32_t slot) const;  // reclaim(): its dependents and link indexes
-  void prefetch_fronts(uint32_t slot) const;      // reclaim(): its link indexes' first entries
+  void prefetch_links(uint32_t slot) const;   // reclaim(): its link indexes
+  void prefetch_fronts(uint32_t slot) const;  // reclaim(): its link indexes' first entries
   void trim_segments(Record& r);
   TimelineEntry timeline_entry(const Record& r, const std::string& label) const;
 
@@ -224,7 +238,7 @@ class Simulator {
   uint64_t stamps_ = 0;
 
   Time floor_ = 0, frontier_ = 0;
-  uint64_t live_ = 0, segments_ = 0, rollbacks_ = 0, replayed_ = 0;
+  uint64_t live_ = 0, rollbacks_ = 0, replayed_ = 0;
 };
 
 }  // namespace simcore::detail
