@@ -13,13 +13,15 @@ uint32_t Simulator::allocate_slot() {
   if (!free_slots_.empty()) {
     const uint32_t s = free_slots_.back();
     free_slots_.pop_back();
-    // A freed record was last written when its event was simulated, long ago on a large
-    // cluster: the slots handed out next are fetched for writing a few submissions ahead, so
-    // their misses overlap instead of stalling one submission each.
+    // A freed record (and its flow's solver state) was last written when its event was
+    // simulated, long ago on a large cluster: the slots handed out next are fetched for writing
+    // a few submissions ahead, so their misses overlap instead of stalling one submission each.
     constexpr size_t kAhead = 8;
     if (free_slots_.size() >= kAhead) {
-      const char* p = reinterpret_cast<const char*>(&records_[free_slots_[free_slots_.size() - kAhead]]);
+      const uint32_t next = free_slots_[free_slots_.size() - kAhead];
+      const char* p = reinterpret_cast<const char*>(&records_[next]);
       for (size_t line = 0; line < sizeof(Record); line += 64) __builtin_prefetch(p + line, 1);
+      solver_.prefetch(next);
     }
     records_[s] = Record{};  // retire() left it as it was, but for its id
     return s;
