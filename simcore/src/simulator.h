@@ -31,6 +31,7 @@
 #pragma once
 
 #include <boost/container/small_vector.hpp>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -105,9 +106,11 @@ class Simulator {
     double remaining;  // bytes still to move at t
   };
 
-  // 256 bytes, cache-line aligned, the fields read first in the first line: retire() reads that
-  // line alone (an event is retired long after it was simulated, from memory, so every line it
-  // touches there is a miss), and the sweep finds its flags, times and route in it.
+  // 256 bytes, cache-line aligned. The first line holds what retire() reads (an event is retired
+  // long after it was simulated, from memory, so every line it touches there is a miss); the
+  // first two (which the hardware fetches as a pair) hold everything read of an older event
+  // while later ones are submitted and simulated: its flags, times and dependents. The last two
+  // are read while the event itself is submitted and simulated, when they are in cache anyway.
   struct alignas(64) Record {
     // Line 0.
     EventId id = kNoEvent;
@@ -123,20 +126,21 @@ class Simulator {
     bool indexed = false;    // its transfer is in its links' indexes
     bool finish_queued = false;     // clean: the sweep will announce its finish
     bool finish_announced = false;  // clean: the sweep announced its finish
-    // Line 1 on.
-    uint64_t bytes = 0;
-    Time tail = 0;         // a task's duration; a flow's route latency (after its last byte)
-    Time base_ready = 0;   // not_before, raised by the finishes of dependencies retired at submit
+    // Line 1. Dependents by id, not slot (so are dependencies): retire() does not unlink an
+    // event from its neighbours (their records are as cold as its own), so a reference may
+    // outlive the event; resolving it through the id table (live_slot) tells a retired one from
+    // a reused slot.
+    boost::container::small_vector<EventId, 2> dependents;
     Time lower_bound = 0;  // fresh: no earlier start is possible (where the sweep begins)
     Time ready = 0;        // scheduling: the latest dependency finish seen so far
+    Time tail = 0;         // a task's duration; a flow's route latency (after its last byte)
+    // Lines 2 and 3.
+    uint64_t bytes = 0;
+    Time base_ready = 0;   // not_before, raised by the finishes of dependencies retired at submit
     Time old_finish = 0;
     int32_t lane = 0;
     uint32_t trim_at = 8;  // segment count at which old segments are trimmed next
-    // Dependencies and dependents by id, not slot: retire() does not unlink an event from its
-    // neighbours (their records are as cold as its own), so a reference may outlive the event;
-    // resolving it through the id table (live_slot) tells a retired one from a reused slot.
     boost::container::small_vector<EventId, 2> deps;
-    boost::container::small_vector<EventId, 2> dependents;
     boost::container::small_vector<Segment, 1> segments;  // flow rate history
   };
   static_assert(sizeof(Record) == 256);
