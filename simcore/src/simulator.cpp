@@ -23,7 +23,7 @@ uint32_t Simulator::allocate_slot() {
       for (size_t line = 0; line < sizeof(Record); line += 64) __builtin_prefetch(p + line, 1);
       solver_.prefetch(next);
     }
-    records_[s] = Record{};  // retire() left it as it was, but for its id
+    records_[s].clear();  // retire() left it as it was, but for its id
     return s;
   }
   records_.emplace_back();
@@ -424,8 +424,7 @@ void Simulator::index_insert(uint32_t slot, const Record& r, const Route& route)
   }
 }
 
-void Simulator::index_erase(uint32_t slot, const Record& r) {
-  const Route route = route_of(r);
+void Simulator::index_erase(uint32_t slot, const Record& r, const Route& route) {
   for (int i = 0; i < route.count; ++i) {
     LinkIndex& li = links_[route.links[i]];
     auto& v = li.by_start;
@@ -506,28 +505,32 @@ void Simulator::reclaim(Time floor) {
     finish_order_.pop();
   }
   constexpr size_t kRecordAhead = 24, kLinksAhead = 16, kFrontsAhead = 8;
+  static_assert(kLinksAhead < std::tuple_size_v<decltype(retiring_routes_)>);
+  auto route_at = [&](size_t i) -> Route& { return retiring_routes_[i % retiring_routes_.size()]; };
   const size_t n = retiring_.size();
+  // The first events' routes, which no earlier iteration prepared.
+  for (size_t i = 0; i < std::min(n, kLinksAhead); ++i) prefetch_links(retiring_[i].slot, route_at(i));
   for (size_t i = 0; i < n; ++i) {
     if (i + kRecordAhead < n) __builtin_prefetch(&records_[retiring_[i + kRecordAhead].slot]);
-    if (i + kLinksAhead < n) prefetch_links(retiring_[i + kLinksAhead].slot);
-    if (i + kFrontsAhead < n) prefetch_fronts(retiring_[i + kFrontsAhead].slot);
+    if (i + kLinksAhead < n) prefetch_links(retiring_[i + kLinksAhead].slot, route_at(i + kLinksAhead));
+    if (i + kFrontsAhead < n) prefetch_fronts(route_at(i + kFrontsAhead));
     const FinishEntry& e = retiring_[i];
     const Record& r = records_[e.slot];
-    if (r.id != kNoEvent && r.finish_stamp == e.stamp) retire(e.slot);
+    if (r.id != kNoEvent && r.finish_stamp == e.stamp) retire(e.slot, route_at(i));
   }
 }
 
-void Simulator::prefetch_links(uint32_t slot) const {
+// A stale entry's record may be anything (even free): its route is only a hint for prefetching,
+// and retire() does not run for it.
+void Simulator::prefetch_links(uint32_t slot, Route& route) const {
   const Record& r = records_[slot];
+  route.count = 0;
   if (!r.indexed) return;
-  const Route route = route_of(r);
+  route = route_of(r);
   for (int i = 0; i < route.count; ++i) __builtin_prefetch(&links_[route.links[i]]);
 }
 
-void Simulator::prefetch_fronts(uint32_t slot) const {
-  const Record& r = records_[slot];
-  if (!r.indexed) return;
-  const Route route = route_of(r);
+void Simulator::prefetch_fronts(const Route& route) const {
   for (int i = 0; i < route.count; ++i) {
     const StartIndex& index = links_[route.links[i]].by_start;
     if (!index.empty()) __builtin_prefetch(index.begin());
@@ -537,14 +540,14 @@ void Simulator::prefetch_fronts(uint32_t slot) const {
 // Reads only the record's first line (and, with a timeline, the rest). Its neighbours keep
 // their references to it (live_slot() finds it retired); allocate_slot() clears the record when
 // the slot is used again.
-void Simulator::retire(uint32_t slot) {
+void Simulator::retire(uint32_t slot, const Route& route) {
   Record& r = records_[slot];
   ids_.retire(r.id, Interval{r.start, r.finish});
   if (record_timeline_) {
     retired_timeline_.push_back(timeline_entry(r, labels_[slot]));
     labels_[slot] = std::string();
   }
-  if (r.indexed) index_erase(slot, r);
+  if (r.indexed) index_erase(slot, r, route);
   r.id = kNoEvent;
   free_slots_.push_back(slot);
   --live_;

@@ -30,6 +30,7 @@
 // of transfers, finishes, and what they release), then the flow solver re-solves once.
 #pragma once
 
+#include <array>
 #include <boost/container/small_vector.hpp>
 #include <cstddef>
 #include <cstdint>
@@ -142,6 +143,31 @@ class Simulator {
     uint32_t trim_at = 8;  // segment count at which old segments are trimmed next
     boost::container::small_vector<EventId, 2> deps;
     boost::container::small_vector<Segment, 1> segments;  // flow rate history
+
+    // Back to a new record for a reused slot, in place (assigning Record{} built and moved a
+    // second one). A vector that spilled to the heap is freed: a slot keeps no old history.
+    void clear() {
+      if (dependents.capacity() > 2 || deps.capacity() > 2 || segments.capacity() > 1) {
+        *this = Record{};
+        return;
+      }
+      id = kNoEvent;
+      finish_stamp = 0;
+      start = transfer_end = finish = 0;
+      gpu = dst = 0;
+      version = waiting = 0;
+      kind = EventKind::task;
+      phase = Phase::pending;
+      dirty = has_old = indexed = finish_queued = finish_announced = false;
+      dependents.clear();
+      lower_bound = ready = tail = 0;
+      bytes = 0;
+      base_ready = old_finish = 0;
+      lane = 0;
+      trim_at = 8;
+      deps.clear();
+      segments.clear();
+    }
   };
   static_assert(sizeof(Record) == 256);
 
@@ -210,12 +236,15 @@ class Simulator {
   void watch_from(LinkId id, const StartIndex::Entry* after);  // `after`: first entry > now
   void watch_fired(LinkId id, uint32_t stamp, Time now);
   void index_insert(uint32_t slot, const Record& r, const Route& route);
-  void index_erase(uint32_t slot, const Record& r);
+  void index_erase(uint32_t slot, const Record& r) { index_erase(slot, r, route_of(r)); }
+  void index_erase(uint32_t slot, const Record& r, const Route& route);
 
   void finalize();
-  void retire(uint32_t slot);
-  void prefetch_links(uint32_t slot) const;   // reclaim(): its link indexes
-  void prefetch_fronts(uint32_t slot) const;  // reclaim(): its link indexes' first entries
+  void retire(uint32_t slot, const Route& route);  // `route`: its links, when indexed
+  // reclaim()'s stages ahead of retire(): its link indexes (and its route, kept in `route`
+  // for the later stages; count 0 when it is not indexed), then their first entries.
+  void prefetch_links(uint32_t slot, Route& route) const;
+  void prefetch_fronts(const Route& route) const;
   void trim_segments(Record& r);
   TimelineEntry timeline_entry(const Record& r, const std::string& label) const;
 
@@ -239,6 +268,7 @@ class Simulator {
   RadixQueue<QueueItem, kItemKinds> queue_;
   RadixQueue<FinishEntry, 1> finish_order_;
   std::vector<FinishEntry> retiring_;  // scratch for reclaim()
+  std::array<Route, 32> retiring_routes_{};  // reclaim(): routes by position, modulo 32
   uint64_t stamps_ = 0;
 
   Time floor_ = 0, frontier_ = 0;
