@@ -511,7 +511,7 @@ void Simulator::reclaim(Time floor) {
   // The first events' routes, which no earlier iteration prepared.
   for (size_t i = 0; i < std::min(n, kLinksAhead); ++i) prefetch_links(retiring_[i].slot, route_at(i));
   for (size_t i = 0; i < n; ++i) {
-    if (i + kRecordAhead < n) __builtin_prefetch(&records_[retiring_[i + kRecordAhead].slot]);
+    if (i + kRecordAhead < n) __builtin_prefetch(&records_[retiring_[i + kRecordAhead].slot], 0, 0);
     if (i + kLinksAhead < n) prefetch_links(retiring_[i + kLinksAhead].slot, route_at(i + kLinksAhead));
     if (i + kFrontsAhead < n) prefetch_fronts(route_at(i + kFrontsAhead));
     const FinishEntry& e = retiring_[i];
@@ -533,7 +533,7 @@ void Simulator::prefetch_links(uint32_t slot, Route& route) const {
 void Simulator::prefetch_fronts(const Route& route) const {
   for (int i = 0; i < route.count; ++i) {
     const StartIndex& index = links_[route.links[i]].by_start;
-    if (!index.empty()) __builtin_prefetch(index.begin());
+    if (!index.empty()) __builtin_prefetch(index.begin(), 0, 0);
   }
 }
 

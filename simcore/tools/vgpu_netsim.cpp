@@ -254,6 +254,8 @@ int main(int argc, char** argv) {
     for (size_t k : line.after) after.push_back(events[k]);
     simcore::EventId id;
     // Labels only matter to the timeline.
+    // (A binary trace's events are named by their index.)
+    if (binary && !opt.trace_out.empty()) line.id = std::to_string(events.size());
     const std::string& label = !opt.trace_out.empty() ? (line.label.empty() ? line.id : line.label) : line.label;
     if (line.is_task) {
       t.gpu = line.src;
