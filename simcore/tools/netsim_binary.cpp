@@ -64,9 +64,14 @@ bool BinaryTraceReader::next(TraceLine& out) {
       return fail("not a binary trace (it must start with VGPUTRC1)");
   }
   Record r;
-  if (begin_ == end_ && in_.eof()) return false;
-  if (!fill(&r, 1)) return false;  // the end, between events
-  if (!fill(reinterpret_cast<char*>(&r) + 1, sizeof r - 1)) return fail("the file ends inside an event");
+  if (end_ - begin_ >= sizeof r) {  // nearly always: straight from the buffer
+    std::memcpy(&r, buf_.data() + begin_, sizeof r);
+    begin_ += sizeof r;
+  } else {
+    if (begin_ == end_ && in_.eof()) return false;
+    if (!fill(&r, 1)) return false;  // the end, between events
+    if (!fill(reinterpret_cast<char*>(&r) + 1, sizeof r - 1)) return fail("the file ends inside an event");
+  }
   out.line = static_cast<int>(std::min<size_t>(count_ + 1, std::numeric_limits<int>::max()));
   out.id.clear();
   out.label.clear();
@@ -88,7 +93,12 @@ bool BinaryTraceReader::next(TraceLine& out) {
   if (r.after_count > kMaxAfter) return fail("after_count " + std::to_string(r.after_count) + " is too large");
   for (uint32_t k = 0; k < r.after_count; ++k) {
     uint64_t dep;
-    if (!fill(&dep, sizeof dep)) return fail("the file ends inside an event");
+    if (end_ - begin_ >= sizeof dep) {
+      std::memcpy(&dep, buf_.data() + begin_, sizeof dep);
+      begin_ += sizeof dep;
+    } else if (!fill(&dep, sizeof dep)) {
+      return fail("the file ends inside an event");
+    }
     if (dep >= count_)
       return fail("after names event " + std::to_string(dep) + ", which is not an earlier one");
     out.after.push_back(static_cast<size_t>(dep));
