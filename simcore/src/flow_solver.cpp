@@ -101,9 +101,8 @@ void FlowSolver::collect_component(LinkId seed) {
 void FlowSolver::fill() {
   // Every flow of every component link belongs to the component, so a link's flow count is its
   // number of unfrozen flows at the start.
-  static constexpr uint32_t kUnfrozen = 0;
   heap_.clear();
-  for (uint32_t slot : comp_flows_) flows_[slot].frozen = kUnfrozen;
+  for (uint32_t slot : comp_flows_) flows_[slot].frozen = false;
   for (LinkId id : comp_links_) {
     LinkState& l = links_[id];
     l.remaining = l.capacity;
@@ -129,8 +128,8 @@ void FlowSolver::fill() {
     const double share = std::max(current, l.capacity * 1e-12);
     for (uint32_t slot : l.flows) {
       FlowState& f = flows_[slot];
-      if (f.frozen != kUnfrozen) continue;
-      f.frozen = 1;
+      if (f.frozen) continue;
+      f.frozen = true;
       f.next_rate = share;
       f.bottleneck = top.link();
       for (int i = 0; i < f.count; ++i) {

@@ -77,14 +77,15 @@ class FlowSolver {
     std::array<uint32_t, kMaxRouteLinks> pos{};  // index of this flow in each link's vector
     uint8_t count = 0;
     bool attached = false;
+    bool frozen = false;   // the filling under way gave it its rate
     uint32_t seen = 0;     // component walk epoch
-    uint32_t frozen = 0;   // filling epoch in which it got its rate
     uint32_t all_pos = 0;  // index in all_ (full mode)
+    LinkId bottleneck = kNoLink;  // where it froze in the last filling that gave it its rate
     double rate = 0;
     double next_rate = 0;
-    LinkId bottleneck = kNoLink;  // where it froze in the last filling that gave it its rate
   };
   static constexpr LinkId kNoLink = std::numeric_limits<LinkId>::max();
+  static_assert(sizeof(FlowState) == 80);
   using HeapItem = ShareKey;  // share_key.h
 
   void touch(LinkId id);
