@@ -154,7 +154,7 @@ void Simulator::handle(const QueueItem& item, Time now) {
   // Ghosts always run: they replay an old transfer, whatever became of its flow since.
   if (item.kind == kGhostBegin || item.kind == kGhostEnd) {
     const Route route = route_of(r);
-    if (item.kind == kGhostBegin) note_presence(route);
+    if (item.kind == kGhostBegin) note_presence(route, now);
     for (int i = 0; i < route.count; ++i) {
       if (item.kind == kGhostBegin) ++links_[route.links[i]].ghosts;
       else --links_[route.links[i]].ghosts;
@@ -187,7 +187,7 @@ void Simulator::begin(uint32_t slot, Time now) {
     r.phase = Phase::moving;
     const Route route = route_of(r);
     index_insert(slot, r, route);
-    attach_dirty(slot, route, 0.0);
+    attach_dirty(slot, route, 0.0, now);
   }
 }
 
@@ -296,7 +296,7 @@ void Simulator::dirty_moving(uint32_t slot, Time now) {
   Record& r = records_[slot];
   mark_dirty(r, slot, now);
   const Route route = route_of(r);
-  note_presence(route);
+  note_presence(route, now);
   // Its old transfer from now on is a ghost: the flows that shared links with it then must
   // join the sweep as well.
   for (int i = 0; i < route.count; ++i) ++links_[route.links[i]].ghosts;
@@ -304,7 +304,7 @@ void Simulator::dirty_moving(uint32_t slot, Time now) {
   while (!r.segments.empty() && r.segments.back().t >= now) r.segments.pop_back();
   r.phase = Phase::moving;
   const Segment s = r.segments.back();  // it started before now, so this exists
-  attach_dirty(slot, route, s.rate);
+  attach_dirty(slot, route, s.rate, now);
   push(std::max(now, s.t + s.remaining / s.rate), slot, kTransferEnd);
 }
 
@@ -325,15 +325,24 @@ void Simulator::dirty_pending(uint32_t slot, Time now) {
   schedule_if_ready(slot, now);
 }
 
-void Simulator::note_presence(const Route& route) {
+// A link where no clean flow moves at `now` or starts later (a ring's usual case: the previous
+// flows on it are done) has nothing to pull in and nothing to watch: it is settled here rather
+// than queued for pull_in().
+void Simulator::note_presence(const Route& route, Time now) {
   for (int i = 0; i < route.count; ++i) {
     const LinkId id = route.links[i];
-    if (presence(id) == 0 && links_[id].clean > 0) presence_work_.push_back(id);
+    LinkIndex& li = links_[id];
+    if (li.clean == 0 || presence(id) != 0) continue;
+    if (li.clean_end_bound <= now && li.clean_start_bound <= now) {
+      ++li.watch_stamp;  // no watch is needed
+      continue;
+    }
+    presence_work_.push_back(id);
   }
 }
 
-void Simulator::attach_dirty(uint32_t slot, const Route& route, double rate) {
-  note_presence(route);
+void Simulator::attach_dirty(uint32_t slot, const Route& route, double rate, Time now) {
+  note_presence(route, now);
   solver_.attach(slot, route, rate, /*touch=*/true);
 }
 

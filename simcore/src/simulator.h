@@ -229,8 +229,8 @@ class Simulator {
 
   // Link presence of dirty work (attached dirty flows + ghosts) and the clean flows it pulls in.
   size_t presence(LinkId id) const { return solver_.load(id) + links_[id].ghosts; }
-  void note_presence(const Route& route);  // call before raising presence on `route`
-  void attach_dirty(uint32_t slot, const Route& route, double rate);
+  void note_presence(const Route& route, Time now);  // call before raising presence on `route`
+  void attach_dirty(uint32_t slot, const Route& route, double rate, Time now);
   void pull_in(Time now);  // drains presence_work_
   void watch(LinkId id, Time now);
   void watch_from(LinkId id, const StartIndex::Entry* after);  // `after`: first entry > now
