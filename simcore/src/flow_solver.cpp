@@ -30,9 +30,23 @@ void FlowSolver::attach(uint32_t slot, const Route& route, double rate, bool tou
   all_.push_back(slot);
 }
 
+// Whether another flow froze on one of this flow's links in its last filling (a flow attached
+// since, whose field may be stale, touched its links itself, so its component is re-solved
+// anyway).
+bool FlowSolver::others_bottlenecked(uint32_t slot) const {
+  const FlowState& f = flows_[slot];
+  for (int i = 0; i < f.count; ++i) {
+    const LinkId id = f.links[i];
+    for (uint32_t other : links_[id].flows)
+      if (other != slot && flows_[other].bottleneck == id) return true;
+  }
+  return false;
+}
+
 void FlowSolver::detach(uint32_t slot, bool touch_links) {
   FlowState& f = flows_[slot];
   if (!f.attached) return;
+  if (touch_links && mode_ == SolverMode::incremental && !others_bottlenecked(slot)) touch_links = false;
   for (int i = 0; i < f.count; ++i) {
     const LinkId id = f.links[i];
     auto& v = links_[id].flows;
@@ -87,9 +101,8 @@ void FlowSolver::collect_component(LinkId seed) {
 void FlowSolver::fill() {
   // Every flow of every component link belongs to the component, so a link's flow count is its
   // number of unfrozen flows at the start.
-  static constexpr uint32_t kUnfrozen = 0;
   heap_.clear();
-  for (uint32_t slot : comp_flows_) flows_[slot].frozen = kUnfrozen;
+  for (uint32_t slot : comp_flows_) flows_[slot].frozen = false;
   for (LinkId id : comp_links_) {
     LinkState& l = links_[id];
     l.remaining = l.capacity;
@@ -115,9 +128,10 @@ void FlowSolver::fill() {
     const double share = std::max(current, l.capacity * 1e-12);
     for (uint32_t slot : l.flows) {
       FlowState& f = flows_[slot];
-      if (f.frozen != kUnfrozen) continue;
-      f.frozen = 1;
+      if (f.frozen) continue;
+      f.frozen = true;
       f.next_rate = share;
+      f.bottleneck = top.link();
       for (int i = 0; i < f.count; ++i) {
         const LinkId other = f.links[i];
         if (other == top.link()) continue;

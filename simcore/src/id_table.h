@@ -30,6 +30,11 @@ class IdTable {
 
   // Only for present ids.
   uint32_t slot(EventId id) const { return chunk_of(id)->slot[index(id)]; }
+  // slot(), or kRetired for an id that is not present.
+  uint32_t slot_or_retired(EventId id) const {
+    const Chunk* c = chunk_of(id);
+    return c ? c->slot[index(id)] : kRetired;
+  }
   const Interval& result(EventId id) const { return chunk_of(id)->result[index(id)]; }
   void retire(EventId id, const Interval& final_interval);
 

@@ -13,6 +13,17 @@ uint32_t Simulator::allocate_slot() {
   if (!free_slots_.empty()) {
     const uint32_t s = free_slots_.back();
     free_slots_.pop_back();
+    // A freed record (and its flow's solver state) was last written when its event was
+    // simulated, long ago on a large cluster: the slots handed out next are fetched for writing
+    // a few submissions ahead, so their misses overlap instead of stalling one submission each.
+    constexpr size_t kAhead = 8;
+    if (free_slots_.size() >= kAhead) {
+      const uint32_t next = free_slots_[free_slots_.size() - kAhead];
+      const char* p = reinterpret_cast<const char*>(&records_[next]);
+      for (size_t line = 0; line < sizeof(Record); line += 64) __builtin_prefetch(p + line, 1);
+      solver_.prefetch(next);
+    }
+    records_[s].clear();  // retire() left it as it was, but for its id
     return s;
   }
   records_.emplace_back();
@@ -50,10 +61,10 @@ EventId Simulator::submit(const NewEvent& e) {
         lower_bound = std::max(lower_bound, ids_.result(dep).finish);
         continue;
       }
-      if (std::find(r.deps.begin(), r.deps.end(), ds) != r.deps.end()) continue;
+      if (std::find(r.deps.begin(), r.deps.end(), dep) != r.deps.end()) continue;
       Record& d = records_[ds];
-      r.deps.push_back(ds);
-      d.dependents.push_back(slot);
+      r.deps.push_back(dep);
+      d.dependents.push_back(id);
       // A fresh dependency starts no earlier than its own bound; a simulated one keeps its
       // finish unless the sweep reaches it, which happens no earlier than the sweep's start.
       lower_bound = std::max(lower_bound, d.dirty ? d.lower_bound : d.finish);
@@ -98,7 +109,9 @@ void Simulator::schedule_if_ready(uint32_t slot, Time now) {
   Record& r = records_[slot];
   r.ready = r.base_ready;
   r.waiting = 0;
-  for (uint32_t ds : r.deps) {
+  for (EventId dep : r.deps) {
+    const uint32_t ds = live_slot(dep);
+    if (ds == kRetired) continue;
     Record& d = records_[ds];
     if (d.dirty) {
       if (d.phase == Phase::done) r.ready = std::max(r.ready, d.finish);
@@ -141,7 +154,7 @@ void Simulator::handle(const QueueItem& item, Time now) {
   // Ghosts always run: they replay an old transfer, whatever became of its flow since.
   if (item.kind == kGhostBegin || item.kind == kGhostEnd) {
     const Route route = route_of(r);
-    if (item.kind == kGhostBegin) note_presence(route);
+    if (item.kind == kGhostBegin) note_presence(route, now);
     for (int i = 0; i < route.count; ++i) {
       if (item.kind == kGhostBegin) ++links_[route.links[i]].ghosts;
       else --links_[route.links[i]].ghosts;
@@ -174,7 +187,7 @@ void Simulator::begin(uint32_t slot, Time now) {
     r.phase = Phase::moving;
     const Route route = route_of(r);
     index_insert(slot, r, route);
-    attach_dirty(slot, route, 0.0);
+    attach_dirty(slot, route, 0.0, now);
   }
 }
 
@@ -190,7 +203,9 @@ void Simulator::complete(uint32_t slot, Time now) {
   Record& r = records_[slot];
   r.phase = Phase::done;
   r.finish = now;
-  for (uint32_t ds : r.dependents) {
+  for (EventId dep : r.dependents) {
+    const uint32_t ds = live_slot(dep);
+    if (ds == kRetired) continue;
     Record& d = records_[ds];
     if (d.dirty) {
       // Dependents scheduled before this instant counted this event; later ones saw it done.
@@ -208,7 +223,9 @@ void Simulator::complete(uint32_t slot, Time now) {
 void Simulator::clean_finished(uint32_t slot, Time now) {
   Record& r = records_[slot];
   r.finish_announced = true;
-  for (uint32_t ds : r.dependents) {
+  for (EventId dep : r.dependents) {
+    const uint32_t ds = live_slot(dep);
+    if (ds == kRetired) continue;
     Record& d = records_[ds];
     if (!d.dirty || d.phase != Phase::pending || d.waiting == 0) continue;
     d.ready = std::max(d.ready, now);
@@ -220,7 +237,9 @@ void Simulator::clean_finished(uint32_t slot, Time now) {
 void Simulator::dep_check(uint32_t slot, Time now) {
   const Record& r = records_[slot];
   if (r.dirty) return;
-  for (uint32_t ds : r.deps) {
+  for (EventId dep : r.deps) {
+    const uint32_t ds = live_slot(dep);
+    if (ds == kRetired) continue;
     const Record& d = records_[ds];
     if (d.dirty && d.phase != Phase::done) {
       dirty_pending(slot, now);
@@ -235,7 +254,6 @@ void Simulator::on_rate(uint32_t slot, double rate, Time now) {
   double remaining = static_cast<double>(r.bytes);
   if (r.segments.empty()) {
     r.segments.push_back(Segment{now, rate, remaining});
-    ++segments_;
   } else {
     Segment& last = r.segments.back();
     if (last.t == now) {
@@ -244,7 +262,6 @@ void Simulator::on_rate(uint32_t slot, double rate, Time now) {
     } else {
       remaining = std::max(0.0, last.remaining - last.rate * (now - last.t));
       r.segments.push_back(Segment{now, rate, remaining});
-      ++segments_;
       if (r.segments.size() >= r.trim_at) trim_segments(r);
     }
   }
@@ -256,9 +273,7 @@ void Simulator::on_rate(uint32_t slot, double rate, Time now) {
 
 void Simulator::mark_dirty(Record& r, uint32_t slot, Time now) {
   r.dirty = true;
-  r.has_old = true;
-  r.old_start = r.start;
-  r.old_transfer_end = r.transfer_end;
+  r.has_old = true;  // its start and transfer end stay the old ones until the sweep reaches it
   r.old_finish = r.finish;
   ++r.version;  // any announcement of its old finish is void
   ++replayed_;
@@ -268,7 +283,9 @@ void Simulator::mark_dirty(Record& r, uint32_t slot, Time now) {
     for (int i = 0; i < route.count; ++i) --links_[route.links[i]].clean;
   }
   // Clean dependents started at their old start on the strength of this event's old finish.
-  for (uint32_t ds : r.dependents) {
+  for (EventId dep : r.dependents) {
+    const uint32_t ds = live_slot(dep);
+    if (ds == kRetired) continue;
     const Record& d = records_[ds];
     if (!d.dirty) push(std::max(now, d.start), ds, kDepCheck);
   }
@@ -279,18 +296,15 @@ void Simulator::dirty_moving(uint32_t slot, Time now) {
   Record& r = records_[slot];
   mark_dirty(r, slot, now);
   const Route route = route_of(r);
-  note_presence(route);
+  note_presence(route, now);
   // Its old transfer from now on is a ghost: the flows that shared links with it then must
   // join the sweep as well.
   for (int i = 0; i < route.count; ++i) ++links_[route.links[i]].ghosts;
-  push(r.old_transfer_end, slot, kGhostEnd);
-  while (!r.segments.empty() && r.segments.back().t >= now) {
-    r.segments.pop_back();
-    --segments_;
-  }
+  push(r.transfer_end, slot, kGhostEnd);  // the old one: the sweep has not reached it yet
+  while (!r.segments.empty() && r.segments.back().t >= now) r.segments.pop_back();
   r.phase = Phase::moving;
   const Segment s = r.segments.back();  // it started before now, so this exists
-  attach_dirty(slot, route, s.rate);
+  attach_dirty(slot, route, s.rate, now);
   push(std::max(now, s.t + s.remaining / s.rate), slot, kTransferEnd);
 }
 
@@ -300,26 +314,35 @@ void Simulator::dirty_pending(uint32_t slot, Time now) {
   Record& r = records_[slot];
   mark_dirty(r, slot, now);
   if (r.indexed) index_erase(slot, r);
-  if (r.kind == EventKind::flow && r.bytes > 0 && r.old_transfer_end > r.old_start) {
-    push(r.old_start, slot, kGhostBegin);
-    push(r.old_transfer_end, slot, kGhostEnd);
+  // Its old transfer (start and transfer_end are still the old ones) is a ghost.
+  if (r.kind == EventKind::flow && r.bytes > 0 && r.transfer_end > r.start) {
+    push(r.start, slot, kGhostBegin);
+    push(r.transfer_end, slot, kGhostEnd);
   }
-  segments_ -= r.segments.size();
   r.segments.clear();
   r.trim_at = 8;
   r.phase = Phase::pending;
   schedule_if_ready(slot, now);
 }
 
-void Simulator::note_presence(const Route& route) {
+// A link where no clean flow moves at `now` or starts later (a ring's usual case: the previous
+// flows on it are done) has nothing to pull in and nothing to watch: it is settled here rather
+// than queued for pull_in().
+void Simulator::note_presence(const Route& route, Time now) {
   for (int i = 0; i < route.count; ++i) {
     const LinkId id = route.links[i];
-    if (presence(id) == 0 && links_[id].clean > 0) presence_work_.push_back(id);
+    LinkIndex& li = links_[id];
+    if (li.clean == 0 || presence(id) != 0) continue;
+    if (li.clean_end_bound <= now && li.clean_start_bound <= now) {
+      ++li.watch_stamp;  // no watch is needed
+      continue;
+    }
+    presence_work_.push_back(id);
   }
 }
 
-void Simulator::attach_dirty(uint32_t slot, const Route& route, double rate) {
-  note_presence(route);
+void Simulator::attach_dirty(uint32_t slot, const Route& route, double rate, Time now) {
+  note_presence(route, now);
   solver_.attach(slot, route, rate, /*touch=*/true);
 }
 
@@ -410,8 +433,7 @@ void Simulator::index_insert(uint32_t slot, const Record& r, const Route& route)
   }
 }
 
-void Simulator::index_erase(uint32_t slot, const Record& r) {
-  const Route route = route_of(r);
+void Simulator::index_erase(uint32_t slot, const Record& r, const Route& route) {
   for (int i = 0; i < route.count; ++i) {
     LinkIndex& li = links_[route.links[i]];
     auto& v = li.by_start;
@@ -461,10 +483,8 @@ void Simulator::finalize() {
 void Simulator::trim_segments(Record& r) {
   size_t keep_from = 0;
   while (keep_from + 1 < r.segments.size() && r.segments[keep_from + 1].t < floor_) ++keep_from;
-  if (keep_from > 0) {
+  if (keep_from > 0)
     r.segments.erase(r.segments.begin(), r.segments.begin() + static_cast<long>(keep_from));
-    segments_ -= keep_from;
-  }
   r.trim_at = static_cast<uint32_t>(std::max<size_t>(8, 2 * r.segments.size()));
 }
 
@@ -480,10 +500,11 @@ Interval Simulator::interval(EventId id) const {
 }
 
 // What retire() reads lies far behind the sweep (a large ring keeps hundreds of thousands of
-// events behind the floor): the record, its dependents, its links' index fronts, each a cache
-// miss from memory when taken one after the other. The batch is known up front, so those lines
-// are prefetched a few events ahead, in stages (a record's lines first; once it is in cache, what
-// it points to), and their latencies overlap. Only reads ahead: retiring stays in finish order.
+// events behind the floor): the first line of the record, its links' indexes and their first
+// entries, each a cache miss from memory when taken one after the other. The batch is known up
+// front, so those lines are prefetched a few events ahead, in stages (the record first; once it
+// is in cache, what it points to), and their latencies overlap. Only reads ahead: retiring
+// stays in finish order.
 void Simulator::reclaim(Time floor) {
   if (!(floor > floor_)) return;
   floor_ = floor;
@@ -493,64 +514,50 @@ void Simulator::reclaim(Time floor) {
     finish_order_.pop();
   }
   constexpr size_t kRecordAhead = 24, kLinksAhead = 16, kFrontsAhead = 8;
+  static_assert(kLinksAhead < std::tuple_size_v<decltype(retiring_routes_)>);
+  auto route_at = [&](size_t i) -> Route& { return retiring_routes_[i % retiring_routes_.size()]; };
   const size_t n = retiring_.size();
+  // The first events' routes, which no earlier iteration prepared.
+  for (size_t i = 0; i < std::min(n, kLinksAhead); ++i) prefetch_links(retiring_[i].slot, route_at(i));
   for (size_t i = 0; i < n; ++i) {
-    if (i + kRecordAhead < n) {
-      const char* p = reinterpret_cast<const char*>(&records_[retiring_[i + kRecordAhead].slot]);
-      for (size_t line = 0; line < sizeof(Record); line += 64) __builtin_prefetch(p + line);
-    }
-    if (i + kLinksAhead < n) prefetch_neighbours(retiring_[i + kLinksAhead].slot);
-    if (i + kFrontsAhead < n) prefetch_fronts(retiring_[i + kFrontsAhead].slot);
+    if (i + kRecordAhead < n) __builtin_prefetch(&records_[retiring_[i + kRecordAhead].slot], 0, 0);
+    if (i + kLinksAhead < n) prefetch_links(retiring_[i + kLinksAhead].slot, route_at(i + kLinksAhead));
+    if (i + kFrontsAhead < n) prefetch_fronts(route_at(i + kFrontsAhead));
     const FinishEntry& e = retiring_[i];
     const Record& r = records_[e.slot];
-    if (r.id != kNoEvent && r.finish_stamp == e.stamp) retire(e.slot);
+    if (r.id != kNoEvent && r.finish_stamp == e.stamp) retire(e.slot, route_at(i));
   }
 }
 
-void Simulator::prefetch_neighbours(uint32_t slot) const {
+// A stale entry's record may be anything (even free): its route is only a hint for prefetching,
+// and retire() does not run for it.
+void Simulator::prefetch_links(uint32_t slot, Route& route) const {
   const Record& r = records_[slot];
-  for (uint32_t ds : r.dependents) {
-    const Record& d = records_[ds];  // addresses only: nothing of it is read here
-    __builtin_prefetch(&d);
-    __builtin_prefetch(&d.deps);
-  }
+  route.count = 0;
   if (!r.indexed) return;
-  const Route route = route_of(r);
+  route = route_of(r);
   for (int i = 0; i < route.count; ++i) __builtin_prefetch(&links_[route.links[i]]);
 }
 
-void Simulator::prefetch_fronts(uint32_t slot) const {
-  const Record& r = records_[slot];
-  if (!r.indexed) return;
-  const Route route = route_of(r);
+void Simulator::prefetch_fronts(const Route& route) const {
   for (int i = 0; i < route.count; ++i) {
     const StartIndex& index = links_[route.links[i]].by_start;
-    if (!index.empty()) __builtin_prefetch(index.begin());
+    if (!index.empty()) __builtin_prefetch(index.begin(), 0, 0);
   }
 }
 
-void Simulator::retire(uint32_t slot) {
+// Reads only the record's first line (and, with a timeline, the rest). Its neighbours keep
+// their references to it (live_slot() finds it retired); allocate_slot() clears the record when
+// the slot is used again.
+void Simulator::retire(uint32_t slot, const Route& route) {
   Record& r = records_[slot];
   ids_.retire(r.id, Interval{r.start, r.finish});
   if (record_timeline_) {
     retired_timeline_.push_back(timeline_entry(r, labels_[slot]));
     labels_[slot] = std::string();
   }
-  if (r.indexed) index_erase(slot, r);
-  // Unlink both ways: a dependent keeps this finish in its base ready time.
-  for (uint32_t ds : r.dependents) {
-    Record& d = records_[ds];
-    d.base_ready = std::max(d.base_ready, r.finish);
-    auto it = std::find(d.deps.begin(), d.deps.end(), slot);
-    if (it != d.deps.end()) d.deps.erase(it);
-  }
-  for (uint32_t ds : r.deps) {
-    Record& d = records_[ds];
-    auto it = std::find(d.dependents.begin(), d.dependents.end(), slot);
-    if (it != d.dependents.end()) d.dependents.erase(it);
-  }
-  segments_ -= r.segments.size();
-  r = Record{};
+  if (r.indexed) index_erase(slot, r, route);
+  r.id = kNoEvent;
   free_slots_.push_back(slot);
   --live_;
 }
@@ -559,19 +566,22 @@ Engine::Stats Simulator::stats() const {
   Engine::Stats s;
   s.events_submitted = ids_.last();
   s.events_live = live_;
-  s.flow_segments = segments_;
   size_t history = records_.capacity() * sizeof(Record) + free_slots_.capacity() * sizeof(uint32_t) +
                    finish_order_.memory_bytes() + solver_.memory_bytes() +
                    queue_.memory_bytes() + fresh_.capacity() * sizeof(uint32_t) +
                    dirty_.capacity() * sizeof(uint32_t) + links_.capacity() * sizeof(LinkIndex);
   for (const LinkIndex& li : links_) history += li.by_start.memory_bytes();
+  uint64_t segments = 0;
   for (size_t slot = 0; slot < records_.size(); ++slot) {
     const Record& r = records_[slot];
-    // small_vector spills to the heap once its capacity exceeds its inline elements.
-    if (r.deps.capacity() > 2) history += r.deps.capacity() * sizeof(uint32_t);
-    if (r.dependents.capacity() > 2) history += r.dependents.capacity() * sizeof(uint32_t);
+    // small_vector spills to the heap once its capacity exceeds its inline elements (a free
+    // slot keeps what its last event held until it is used again).
+    if (r.deps.capacity() > 2) history += r.deps.capacity() * sizeof(EventId);
+    if (r.dependents.capacity() > 2) history += r.dependents.capacity() * sizeof(EventId);
     if (r.segments.capacity() > 1) history += r.segments.capacity() * sizeof(Segment);
+    if (r.id != kNoEvent) segments += r.segments.size();
   }
+  s.flow_segments = segments;
   for (const std::string& l : labels_) history += sizeof(std::string) + l.capacity();
   s.history_bytes = history;
   s.result_bytes = ids_.bytes();

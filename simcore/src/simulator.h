@@ -30,7 +30,9 @@
 // of transfers, finishes, and what they release), then the flow solver re-solves once.
 #pragma once
 
+#include <array>
 #include <boost/container/small_vector.hpp>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -105,31 +107,69 @@ class Simulator {
     double remaining;  // bytes still to move at t
   };
 
-  struct Record {
+  // 256 bytes, cache-line aligned. The first line holds what retire() reads (an event is retired
+  // long after it was simulated, from memory, so every line it touches there is a miss); the
+  // first two (which the hardware fetches as a pair) hold everything read of an older event
+  // while later ones are submitted and simulated: its flags, times and dependents. The last two
+  // are read while the event itself is submitted and simulated, when they are in cache anyway.
+  struct alignas(64) Record {
+    // Line 0.
     EventId id = kNoEvent;
+    uint64_t finish_stamp = 0;  // matches its live entry in finish_order_
+    Time start = 0, transfer_end = 0, finish = 0;
+    int32_t gpu = 0, dst = 0;
+    uint32_t version = 0;  // queue items carrying an older version are stale
+    uint32_t waiting = 0;  // scheduling: dependencies not finished yet
     EventKind kind = EventKind::task;
     Phase phase = Phase::pending;
     bool dirty = false;      // simulated by the current sync()
-    bool has_old = false;    // dirty, and simulated before: old_* keep that outcome
+    bool has_old = false;    // dirty, and simulated before: old_finish keeps that finish
     bool indexed = false;    // its transfer is in its links' indexes
     bool finish_queued = false;     // clean: the sweep will announce its finish
     bool finish_announced = false;  // clean: the sweep announced its finish
-    int32_t gpu = 0, dst = 0, lane = 0;
-    uint64_t bytes = 0;
-    Time tail = 0;         // a task's duration; a flow's route latency (after its last byte)
-    Time base_ready = 0;   // not_before, raised by the finishes of retired dependencies
+    // Line 1. Dependents by id, not slot (so are dependencies): retire() does not unlink an
+    // event from its neighbours (their records are as cold as its own), so a reference may
+    // outlive the event; resolving it through the id table (live_slot) tells a retired one from
+    // a reused slot.
+    boost::container::small_vector<EventId, 2> dependents;
     Time lower_bound = 0;  // fresh: no earlier start is possible (where the sweep begins)
     Time ready = 0;        // scheduling: the latest dependency finish seen so far
-    uint32_t waiting = 0;  // scheduling: dependencies not finished yet
-    uint32_t version = 0;  // queue items carrying an older version are stale
+    Time tail = 0;         // a task's duration; a flow's route latency (after its last byte)
+    // Lines 2 and 3.
+    uint64_t bytes = 0;
+    Time base_ready = 0;   // not_before, raised by the finishes of dependencies retired at submit
+    Time old_finish = 0;
+    int32_t lane = 0;
     uint32_t trim_at = 8;  // segment count at which old segments are trimmed next
-    Time start = 0, transfer_end = 0, finish = 0;
-    Time old_start = 0, old_transfer_end = 0, old_finish = 0;
-    uint64_t finish_stamp = 0;  // matches its live entry in finish_order_
-    boost::container::small_vector<uint32_t, 2> deps;        // live dependencies (slots)
-    boost::container::small_vector<uint32_t, 2> dependents;  // live dependents (slots)
-    boost::container::small_vector<Segment, 1> segments;     // flow rate history
+    boost::container::small_vector<EventId, 2> deps;
+    boost::container::small_vector<Segment, 1> segments;  // flow rate history
+
+    // Back to a new record for a reused slot, in place (assigning Record{} built and moved a
+    // second one). A vector that spilled to the heap is freed: a slot keeps no old history.
+    void clear() {
+      if (dependents.capacity() > 2 || deps.capacity() > 2 || segments.capacity() > 1) {
+        *this = Record{};
+        return;
+      }
+      id = kNoEvent;
+      finish_stamp = 0;
+      start = transfer_end = finish = 0;
+      gpu = dst = 0;
+      version = waiting = 0;
+      kind = EventKind::task;
+      phase = Phase::pending;
+      dirty = has_old = indexed = finish_queued = finish_announced = false;
+      dependents.clear();
+      lower_bound = ready = tail = 0;
+      bytes = 0;
+      base_ready = old_finish = 0;
+      lane = 0;
+      trim_at = 8;
+      deps.clear();
+      segments.clear();
+    }
   };
+  static_assert(sizeof(Record) == 256);
 
   // Queue order: time, then kind, then first pushed first served (radix_queue.h).
   struct QueueItem {
@@ -161,6 +201,10 @@ class Simulator {
   static constexpr uint32_t kRetired = std::numeric_limits<uint32_t>::max();
 
   uint32_t allocate_slot();
+  // The live record of an event, or kRetired once it is retired (or forgotten). Every sweep
+  // starts at or after the floor, past the finish of every retired event, so a retired
+  // dependency never holds anything back and a retired dependent cannot be reached.
+  uint32_t live_slot(EventId id) const { return ids_.slot_or_retired(id); }
   void push(Time t, uint32_t target, ItemKind kind, uint32_t version);
   void push(Time t, uint32_t slot, ItemKind kind) { push(t, slot, kind, records_[slot].version); }
   // Every use of a route here is about sharing (solver, link indexes, presence, ghosts).
@@ -185,19 +229,22 @@ class Simulator {
 
   // Link presence of dirty work (attached dirty flows + ghosts) and the clean flows it pulls in.
   size_t presence(LinkId id) const { return solver_.load(id) + links_[id].ghosts; }
-  void note_presence(const Route& route);  // call before raising presence on `route`
-  void attach_dirty(uint32_t slot, const Route& route, double rate);
+  void note_presence(const Route& route, Time now);  // call before raising presence on `route`
+  void attach_dirty(uint32_t slot, const Route& route, double rate, Time now);
   void pull_in(Time now);  // drains presence_work_
   void watch(LinkId id, Time now);
   void watch_from(LinkId id, const StartIndex::Entry* after);  // `after`: first entry > now
   void watch_fired(LinkId id, uint32_t stamp, Time now);
   void index_insert(uint32_t slot, const Record& r, const Route& route);
-  void index_erase(uint32_t slot, const Record& r);
+  void index_erase(uint32_t slot, const Record& r) { index_erase(slot, r, route_of(r)); }
+  void index_erase(uint32_t slot, const Record& r, const Route& route);
 
   void finalize();
-  void retire(uint32_t slot);
-  void prefetch_neighbours(uint32_t slot) const;  // reclaim(): its dependents and link indexes
-  void prefetch_fronts(uint32_t slot) const;      // reclaim(): its link indexes' first entries
+  void retire(uint32_t slot, const Route& route);  // `route`: its links, when indexed
+  // reclaim()'s stages ahead of retire(): its link indexes (and its route, kept in `route`
+  // for the later stages; count 0 when it is not indexed), then their first entries.
+  void prefetch_links(uint32_t slot, Route& route) const;
+  void prefetch_fronts(const Route& route) const;
   void trim_segments(Record& r);
   TimelineEntry timeline_entry(const Record& r, const std::string& label) const;
 
@@ -221,10 +268,11 @@ class Simulator {
   RadixQueue<QueueItem, kItemKinds> queue_;
   RadixQueue<FinishEntry, 1> finish_order_;
   std::vector<FinishEntry> retiring_;  // scratch for reclaim()
+  std::array<Route, 32> retiring_routes_{};  // reclaim(): routes by position, modulo 32
   uint64_t stamps_ = 0;
 
   Time floor_ = 0, frontier_ = 0;
-  uint64_t live_ = 0, segments_ = 0, rollbacks_ = 0, replayed_ = 0;
+  uint64_t live_ = 0, rollbacks_ = 0, replayed_ = 0;
 };
 
 }  // namespace simcore::detail

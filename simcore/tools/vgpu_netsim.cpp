@@ -4,8 +4,11 @@
 // earlier lines makes the engine roll back, so the answer never depends on the file's order.
 //
 //   vgpu-netsim [--config cluster.toml] [--trace-out timeline.json] [--batch] [--stats]
-//               [trace.jsonl | -]
+//               [trace.jsonl | trace.bin | -]
+//   vgpu-netsim --to-binary trace.bin [trace.jsonl | -]
 //
+// The trace is JSON lines (netsim_trace.h) or the binary format (netsim_binary.h: events by
+// index, nothing to parse), told apart by its first byte.
 // Output: one JSON line per event, in input order: {"id":"a","start_us":..,"finish_us":..}.
 // A trace given as a regular file is read twice. The first pass (outline_trace) tells, for every block
 // of lines, how early anything from there on can start: no earlier than the earliest start_us of
@@ -33,6 +36,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "fixed6.h"
+#include "netsim_binary.h"
 #include "netsim_trace.h"
 #include "simcore/cluster_config.h"
 #include "simcore/engine.h"
@@ -41,16 +46,19 @@ namespace {
 
 constexpr const char* kUsage =
     "usage: vgpu-netsim [--config cluster.toml] [--trace-out timeline.json] [--batch] [--stats]\n"
-    "                   [trace.jsonl | -]\n"
+    "                   [trace.jsonl | trace.bin | -]\n"
+    "       vgpu-netsim --to-binary trace.bin [trace.jsonl | -]\n"
     "Replays JSON-lines flows {\"id\",\"src\",\"dst\",\"bytes\",\"start_us\",\"after\"} (and tasks\n"
     "{\"id\",\"gpu\",\"duration_us\",...}) on the cluster (--config, else VGPU_CONFIG, else the\n"
     "embedded default; VGPU_NODES etc. apply) and prints each event's start_us and finish_us.\n"
     "  --trace-out F  write a Chrome-trace/Perfetto timeline to F\n"
     "  --batch        submit every line before simulating (no per-line rollback; faster)\n"
-    "  --stats        print the engine's counters to stderr\n";
+    "  --stats        print the engine's counters to stderr\n"
+    "  --to-binary F  write the trace in the binary format to F (ids become indices) and stop\n"
+    "A binary trace (starts with VGPUTRC1) is replayed the same way; its ids are event indices.\n";
 
 struct Options {
-  std::string config, trace_out, input = "-";
+  std::string config, trace_out, to_binary, input = "-";
   bool batch = false, stats = false;
 };
 
@@ -76,12 +84,6 @@ void append_json_string(fmt::memory_buffer& out, std::string_view s) {
 
 // The engine id of every line. A fresh engine numbers events 1, 2, 3, ...: while it does, the
 // table is two numbers; should it ever not, every id is stored.
-void append_fixed6(fmt::memory_buffer& out, double v) {
-  char buf[400];  // the longest double in fixed notation with 6 decimals fits
-  const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, 6);
-  out.append(buf, r.ptr);
-}
-
 class EventIds {
  public:
   void push_back(simcore::EventId id) {
@@ -106,6 +108,35 @@ class EventIds {
   std::vector<simcore::EventId> stored_;
 };
 
+// --to-binary: the trace, read and checked as a replay would, in the binary format.
+int write_binary_trace(std::istream& in, bool binary, int gpus, const std::string& name,
+                       const std::string& path) {
+  std::ofstream out(path, std::ios::binary);
+  if (!out) {
+    std::fprintf(stderr, "vgpu-netsim: cannot write %s: %s\n", path.c_str(), std::strerror(errno));
+    return 1;
+  }
+  out.write(simcore::netsim::kBinaryMagic, sizeof simcore::netsim::kBinaryMagic);
+  simcore::netsim::TraceReader reader(gpus);
+  simcore::netsim::BinaryTraceReader binary_reader(in, gpus);
+  simcore::netsim::LineSource source(in);
+  simcore::netsim::TraceLine line;
+  while (binary ? binary_reader.next(line) : reader.next(source, line))
+    simcore::netsim::write_binary_event(out, line);
+  const auto& error = binary ? binary_reader.error() : reader.error();
+  if (error) {
+    std::fprintf(stderr, "%s:%s%d: %s\n", name.c_str(), binary ? "event " : "", error->line,
+                 error->message.c_str());
+    return 2;
+  }
+  out.flush();
+  if (in.bad() || !out) {
+    std::fprintf(stderr, "vgpu-netsim: error converting %s to %s\n", name.c_str(), path.c_str());
+    return 1;
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -125,6 +156,8 @@ int main(int argc, char** argv) {
       if (!value(opt.config)) return usage_error("--config needs a file");
     } else if (a == "--trace-out") {
       if (!value(opt.trace_out)) return usage_error("--trace-out needs a file");
+    } else if (a == "--to-binary") {
+      if (!value(opt.to_binary)) return usage_error("--to-binary needs a file");
     } else if (a == "--batch") {
       opt.batch = true;
     } else if (a == "--stats") {
@@ -159,6 +192,9 @@ int main(int argc, char** argv) {
     }
     in = &file;
   }
+  const int gpus = cluster.total_gpus();
+  const bool binary = simcore::netsim::looks_binary(*in);
+  if (!opt.to_binary.empty()) return write_binary_trace(*in, binary, gpus, name, opt.to_binary);
 
   simcore::EngineOptions engine_options;
   engine_options.record_timeline = !opt.trace_out.empty();
@@ -175,11 +211,16 @@ int main(int argc, char** argv) {
                        S_ISREG(input_stat.st_mode);
   if (promise) {
     std::ifstream first(opt.input, std::ios::binary);
-    outline = simcore::netsim::outline_trace(first, kBlock, known);
-    known.shrink_to_fit();
+    if (binary) {
+      outline = simcore::netsim::outline_binary(first, gpus, kBlock);
+    } else {
+      outline = simcore::netsim::outline_trace(first, kBlock, known);
+      known.shrink_to_fit();
+    }
     engine->register_rank(0);
   }
-  simcore::netsim::TraceReader reader(cluster.total_gpus(), std::move(known));
+  simcore::netsim::TraceReader reader(gpus, std::move(known));
+  simcore::netsim::BinaryTraceReader binary_reader(*in, gpus);
   simcore::Time floor = 0;
   auto promise_floor = [&] {
     const size_t b = events.size() / kBlock;
@@ -202,11 +243,14 @@ int main(int argc, char** argv) {
   std::vector<simcore::EventId> after;
   simcore::FlowSpec f;
   simcore::TaskSpec t;
-  while (reader.next(source, line)) {
+  auto next_event = [&] { return binary ? binary_reader.next(line) : reader.next(source, line); };
+  while (next_event()) {
     after.clear();
     for (size_t k : line.after) after.push_back(events[k]);
     simcore::EventId id;
     // Labels only matter to the timeline.
+    // (A binary trace's events are named by their index.)
+    if (binary && !opt.trace_out.empty()) line.id = std::to_string(events.size());
     const std::string& label = !opt.trace_out.empty() ? (line.label.empty() ? line.id : line.label) : line.label;
     if (line.is_task) {
       t.gpu = line.src;
@@ -234,9 +278,10 @@ int main(int argc, char** argv) {
     events.push_back(id);
     if (promise && events.size() % kBlock == 0) promise_floor();
   }
-  if (reader.error()) {
-    std::fprintf(stderr, "%s:%d: %s\n", name.c_str(), reader.error()->line,
-                 reader.error()->message.c_str());
+  const auto& error = binary ? binary_reader.error() : reader.error();
+  if (error) {
+    std::fprintf(stderr, "%s:%s%d: %s\n", name.c_str(), binary ? "event " : "", error->line,
+                 error->message.c_str());
     return 2;
   }
   if (in->bad()) {
@@ -247,15 +292,28 @@ int main(int argc, char** argv) {
   fmt::memory_buffer out;
   for (size_t i = 0; i < events.size(); ++i) {
     const auto iv = engine->query(events[i]);
-    out.append(std::string_view("{\"id\":"));
-    append_json_string(out, reader.ids().id(i));
-    // std::to_chars gives {:.6f}'s digits (both exact) in half of fmt's time: two numbers per
-    // event are a sizeable part of a replay.
-    out.append(std::string_view(",\"start_us\":"));
-    append_fixed6(out, iv->start * 1e6);
-    out.append(std::string_view(",\"finish_us\":"));
-    append_fixed6(out, iv->finish * 1e6);
-    out.append(std::string_view("}\n"));
+    // The line after its id is built in one buffer and appended once; write_fixed6 gives
+    // {:.6f}'s digits (fixed6.h): two numbers per event are a sizeable part of a replay.
+    char line_buf[2 * 400 + 64];
+    char* p = line_buf;
+    auto put = [&p](std::string_view text) {
+      std::memcpy(p, text.data(), text.size());
+      p += text.size();
+    };
+    put("{\"id\":");
+    if (binary) {
+      p = std::to_chars(p, p + 24, i).ptr;  // a binary trace's ids are its indices
+    } else {
+      out.append(line_buf, p);
+      p = line_buf;
+      append_json_string(out, reader.ids().id(i));
+    }
+    put(",\"start_us\":");
+    p = simcore::netsim::write_fixed6(p, iv->start * 1e6);
+    put(",\"finish_us\":");
+    p = simcore::netsim::write_fixed6(p, iv->finish * 1e6);
+    put("}\n");
+    out.append(line_buf, p);
     if (out.size() > (1 << 20)) {
       std::fwrite(out.data(), 1, out.size(), stdout);
       out.clear();

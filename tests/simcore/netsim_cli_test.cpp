@@ -150,9 +150,9 @@ TEST_F(NetsimCli, FileOrderDoesNotChangeTheAnswer) {
 // history; standard input is read once and keeps everything. Both must give the same answer, on
 // a trace long enough for many promises: back-to-back ring all-reduces over the 8 GPUs, with
 // tasks that start at given times and some that wait on much older lines.
-TEST_F(NetsimCli, FloorsFromAFileDoNotChangeTheAnswer) {
+std::string long_trace(int& line) {
   std::string text;
-  int line = 0;
+  line = 0;
   std::vector<std::string> prev(8), cur(8);
   for (int iter = 0; iter < 110; ++iter) {
     for (int s = 0; s < 14; ++s) {
@@ -179,7 +179,12 @@ TEST_F(NetsimCli, FloorsFromAFileDoNotChangeTheAnswer) {
       }
     }
   }
-  const std::string trace = write("long.jsonl", text);
+  return text;
+}
+
+TEST_F(NetsimCli, FloorsFromAFileDoNotChangeTheAnswer) {
+  int line = 0;
+  const std::string trace = write("long.jsonl", long_trace(line));
   const Result file = run("--stats '" + trace + "'");
   const Result piped = run("- < '" + trace + "'");
   ASSERT_EQ(file.status, 0) << file.err;
@@ -204,6 +209,81 @@ TEST_F(NetsimCli, FloorsFromAFileDoNotChangeTheAnswer) {
   EXPECT_EQ(live(piped_stats.err), line);
   EXPECT_GT(live(file.err), 0);
   EXPECT_LT(live(file.err), 0.6 * line) << file.err;
+}
+
+// Everything after the id of each output line (start and finish), in order.
+std::vector<std::string> times(const std::string& out) {
+  std::vector<std::string> v;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) v.push_back(line.substr(line.find(',')));
+  return v;
+}
+
+// The binary format (netsim_binary.h), converted from JSON lines by --to-binary, replays to the
+// same times, from a file (floors promised) and from standard input; its ids are the indices.
+TEST_F(NetsimCli, BinaryTraceGivesTheJsonAnswers) {
+  int line = 0;
+  const std::string json = write("long.jsonl", long_trace(line));
+  const std::string bin = dir_ + "/long.bin";
+  const Result conv = run("--to-binary '" + bin + "' '" + json + "'");
+  ASSERT_EQ(conv.status, 0) << conv.err;
+  const Result from_json = run("'" + json + "'");
+  const Result from_file = run("--stats '" + bin + "'");
+  const Result piped = run("- < '" + bin + "'");
+  ASSERT_EQ(from_json.status, 0) << from_json.err;
+  ASSERT_EQ(from_file.status, 0) << from_file.err;
+  ASSERT_EQ(piped.status, 0) << piped.err;
+  EXPECT_EQ(from_file.out, piped.out);
+  const auto want = times(from_json.out);
+  ASSERT_EQ(want.size(), static_cast<size_t>(line));
+  EXPECT_EQ(times(from_file.out), want);
+  std::istringstream in(from_file.out);
+  std::string first, last;
+  std::getline(in, first);
+  EXPECT_EQ(nlohmann::json::parse(first).at("id"), 0);
+  for (std::string l; std::getline(in, l);) last = l;
+  EXPECT_EQ(nlohmann::json::parse(last).at("id"), line - 1);
+  // The floors reclaimed history as with JSON lines.
+  EXPECT_EQ(from_file.err.find(" " + std::to_string(line) + " events live"), std::string::npos)
+      << from_file.err;
+
+  // The hand-computed trace: tasks, start times and dependencies survive the conversion.
+  const std::string hand = write("t.jsonl", R"({"id": "a", "src": 0, "dst": 1, "bytes": 4000000}
+{"id": "b", "src": 2, "dst": 1, "bytes": 4000000, "start_us": 0}
+{"id": "c", "src": 0, "dst": 4, "bytes": 1000000}
+{"id": "d", "src": 3, "dst": 1, "bytes": 4000000, "after": ["a"]}
+{"id": "k", "gpu": 1, "duration_us": 7, "after": ["c", "d"]}
+{"id": "y", "src": 0, "dst": 2, "bytes": 4000000, "start_us": 50}
+)");
+  ASSERT_EQ(run("--to-binary '" + dir_ + "/t.bin' '" + hand + "'").status, 0);
+  const Result r = run("'" + dir_ + "/t.bin'");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(times(r.out), times(run("'" + hand + "'").out));
+  std::istringstream rin(r.out);
+  std::vector<nlohmann::json> rows;
+  for (std::string l; std::getline(rin, l);) rows.push_back(nlohmann::json::parse(l));
+  ASSERT_EQ(rows.size(), 6u);
+  EXPECT_NEAR(rows[4].at("start_us").get<double>(), 32.0, 1e-6);
+  EXPECT_NEAR(rows[4].at("finish_us").get<double>(), 39.0, 1e-6);
+  EXPECT_NEAR(rows[5].at("start_us").get<double>(), 50.0, 1e-6);
+
+  // Damaged files: cut inside an event, a dependency on a later event, a GPU out of range.
+  const std::string whole = slurp(dir_ + "/t.bin");
+  const std::string cut = write("cut.bin", whole.substr(0, whole.size() - 3));
+  Result e = run("'" + cut + "'");
+  EXPECT_EQ(e.status, 2);
+  EXPECT_NE(e.err.find(cut + ":event 6: the file ends inside an event"), std::string::npos) << e.err;
+  std::string forward = whole;
+  const size_t d_after = 8 + 3 * 40 + 40;  // d's only dependency (a = 0) -> 7
+  forward[d_after] = 7;
+  e = run("'" + write("forward.bin", forward) + "'");
+  EXPECT_EQ(e.status, 2);
+  EXPECT_NE(e.err.find(":event 4: after names event 7"), std::string::npos) << e.err;
+  std::string gpu = whole;
+  gpu[8 + 8] = 8;  // a's src
+  e = run("'" + write("gpu.bin", gpu) + "'");
+  EXPECT_EQ(e.status, 2);
+  EXPECT_NE(e.err.find(":event 1: GPU 8 is out of range"), std::string::npos) << e.err;
 }
 
 TEST_F(NetsimCli, TimelineFile) {

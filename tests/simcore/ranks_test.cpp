@@ -217,6 +217,44 @@ TEST(Ranks, WithoutRanksEverythingIsFinalAtOnce) {
   EXPECT_TRUE(e->is_final(a));
 }
 
+// An event keeps its dependencies by id after they are retired (retire() does not touch the
+// records that refer to it), and the retired event's slot goes to the next submission. When a
+// late flow makes the dependent wait again, the retired dependency must count as done (every
+// sweep starts past its finish), never as the new event in its slot.
+TEST(Ranks, ARetiredDependencyIsNotTheEventThatReusedItsSlot) {
+  auto run = [](bool ranks) {
+    auto e = make_engine(cluster());
+    if (ranks) e->register_rank(0);
+    const EventId a = e->add_flow(flow(0, 1, 4'000'000));    // 10 us + 1 us: finishes at 11 us
+    const EventId lng = e->add_flow(flow(2, 3, 40'000'000));  // alone: finishes at 101 us
+    TaskSpec t;
+    t.gpu = 5;
+    t.duration = 5e-6;
+    t.after = {a, lng};
+    const EventId b = e->add_task(t);
+    EXPECT_NEAR(e->query(b)->start, 101e-6, 1e-12);
+    if (ranks) {
+      e->set_rank_floor(0, 20e-6);  // a is retired, its slot freed
+      EXPECT_EQ(e->stats().events_live, 2u);
+    }
+    TaskSpec late;  // takes a's slot, and finishes long after everything else
+    late.gpu = 6;
+    late.duration = 1e-6;
+    late.not_before = 500e-6;
+    const EventId c = e->add_task(late);
+    // Shares GPU 3's NVLink down link with `lng` from 30 us: `lng` ends later, and b waits again.
+    const EventId d = e->add_flow(flow(1, 3, 40'000'000, 30e-6));
+    return std::vector<Interval>{*e->query(a), *e->query(lng), *e->query(b), *e->query(c), *e->query(d)};
+  };
+  const auto with_ranks = run(true), reference = run(false);
+  EXPECT_GT(reference[1].finish, 101e-6 + 1e-9);                    // the late flow moved lng
+  EXPECT_NEAR(reference[2].start, reference[1].finish, 1e-12);      // b waits for lng only
+  for (size_t i = 0; i < reference.size(); ++i) {
+    EXPECT_NEAR(with_ranks[i].start, reference[i].start, 1e-12) << i;
+    EXPECT_NEAR(with_ranks[i].finish, reference[i].finish, 1e-12) << i;
+  }
+}
+
 TEST(Ranks, BrokenPromiseIsMovedToTheFloor) {
   auto e = make_engine(testing::small_cluster(1, 4));
   e->register_rank(0);
