@@ -24,6 +24,33 @@
 //     updated_at  INTEGER NOT NULL,   -- unix seconds of the last record()
 //     PRIMARY KEY (gpu_model, signature));
 //
+// Version 2 adds what the passthrough's settling learnt (front/launch/signature_settling.h), so
+// that a launch whose by-value structs carry other stack garbage than the recorded one's still
+// finds its duration; version-1 files stay readable (they just have no groups):
+//   CREATE TABLE settled_families(     -- per family (function, shape, parameter layout)
+//     gpu_model TEXT NOT NULL,
+//     family    BLOB NOT NULL,         -- SettlingSignatures::family_of: the signature less its words
+//     free      BLOB NOT NULL,         -- one byte per by-value word: 1 = no longer keyed
+//     pinned    BLOB NOT NULL,         -- one byte per word: 1 = keyed for good
+//     updated_at INTEGER NOT NULL,
+//     PRIMARY KEY (gpu_model, family));   -- records OR their words in (pinned wins over free)
+//   CREATE TABLE settled_groups(       -- per group of a family (launches of one duration)
+//     gpu_model TEXT NOT NULL,
+//     signature BLOB NOT NULL,         -- the group's first launch (its keyed words)
+//     family    BLOB NOT NULL,
+//     kernel_name TEXT NOT NULL,
+//     lo BLOB NOT NULL, hi BLOB NOT NULL,  -- per word, u32 LE: the range measured below 2^24
+//     wide BLOB NOT NULL,              -- one byte per word: 1 = any value (garbage-like seen)
+//     duration_ns INTEGER NOT NULL,    -- the least over records (the least disturbed, as the
+//                                      -- passthrough takes across its processes)
+//     settled INTEGER NOT NULL,        -- 0: the group never settled; duration_ns is its smallest
+//                                      -- learnable sample (a short recording); a settled record wins
+//     records INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+//     PRIMARY KEY (gpu_model, signature));  -- records merge their ranges
+// lookup() takes the exact row first, then the family's groups through a SettlingSignatures
+// filled from these rows (adopt), so the matching rule is settling's own: keyed words equal, each
+// free word inside the group's range (or the group saw garbage-like values there).
+//
 // Cost on the launch path: lookup() reads an in-memory cache under a shared lock; only the
 // first lookup of a signature (hit or miss) queries SQLite, and misses are cached too (a
 // record() from this process updates the cache), up to kMaxCachedMisses of them: then every
@@ -36,10 +63,12 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "front/launch/kernel_time_model.h"
 #include "front/launch/launch_signature.h"
+#include "front/launch/signature_settling.h"
 
 namespace vgpu {
 
@@ -59,14 +88,25 @@ class KernelTimeDb {
   const std::string& gpu_model() const { return model_; }
   bool available() const;  // the database opened (or will be created on the first record())
 
-  // The recorded duration of `signature` in nanoseconds, or nullopt.
+  // The recorded duration of `signature` in nanoseconds, or nullopt: its exact row, else the
+  // settled group of its family that covers it.
   std::optional<uint64_t> lookup(const LaunchSignature& signature);
+  // The exact row only (the passthrough, which settles groups itself).
+  std::optional<uint64_t> lookup_exact(const LaunchSignature& signature);
+  // The group of this launch's family that covers it (settled_groups), or nullopt.
+  std::optional<uint64_t> lookup_group(const LaunchSignature& signature);
+
+  // Stores groups as settling exported them (merged into rows already there), in one
+  // transaction. Returns false if the write failed (logged).
+  bool record_groups(std::span<const SettledGroup> groups);
+  // Number of group rows of this GPU model (tests, tools).
+  int64_t group_count();
 
   // Adds one measurement: the stored duration becomes the mean of all samples. Returns false if
   // the write failed (logged).
   bool record(const LaunchSignature& signature, uint64_t duration_ns);
 
-  // Number of rows of this GPU model (tests, tools).
+  // Number of exact rows of this GPU model (tests, tools).
   int64_t count();
 
   static constexpr size_t kMaxCachedMisses = 4096;
