@@ -55,7 +55,9 @@
 // first lookup of a signature (hit or miss) queries SQLite, and misses are cached too (a
 // record() from this process updates the cache), up to kMaxCachedMisses of them: then every
 // cached miss is forgotten, so that launches whose signatures never repeat (stack garbage in
-// by-value structs) keep memory bounded. Thread-safe. Errors (unreadable file, locked
+// by-value structs) keep memory bounded. A launch the exact rows lack then asks its family's
+// groups: read from SQLite once per family (hit or not), then answered in memory under a mutex
+// (no memory per launch). Thread-safe. Errors (unreadable file, locked
 // database, bad schema) are logged once and the database then behaves as empty / drops writes:
 // timing falls back to the model, the host program never fails because of it.
 #pragma once
