@@ -178,6 +178,53 @@ TEST(KernelDbGroups, RecordsOfOneGroupMerge) {
   std::filesystem::remove(path);
 }
 
+// Why a lookup missed, and the form the list of misses aggregates by: launches that differ only
+// in the words the recording freed share it.
+TEST(KernelDbGroups, AMissSaysWhyAndDropsTheFreedWords) {
+  const std::string path = temp_db("why");
+  std::mt19937 rng(8);
+  record_garbage_launches(path, rng);
+  KernelTimeDb db(path, kModel);
+  LaunchSignature a, b;
+  EXPECT_EQ(db.explain_miss(signature_of(garbage_args(rng, 2048)), &a), SettlingSignatures::Uncovered::keyed_words);
+  EXPECT_EQ(db.explain_miss(signature_of(garbage_args(rng, 2048)), &b), SettlingSignatures::Uncovered::keyed_words);
+  EXPECT_EQ(a, b) << "the garbage words are zeroed";
+  EXPECT_NE(a, signature_of(garbage_args(rng, 2048)));
+  // Another kernel: unknown, listed by its own signature.
+  const ParamSlot slots[] = {{0, 4}};
+  const uint8_t params[4] = {1, 2, 3, 4};
+  const LaunchSignature other = build_launch_signature("other_kernel", LaunchShape{}, slots, params, nullptr);
+  LaunchSignature c;
+  EXPECT_EQ(db.explain_miss(other, &c), SettlingSignatures::Uncovered::family);
+  EXPECT_EQ(c, other);
+  std::filesystem::remove(path);
+}
+
+// A size freed because 1000 and 1001 elements took the same time covers only what was measured
+// (signature_settling.h): a replay of 10^6 elements is not given their time, and says why.
+TEST(KernelDbGroups, AFreedSizeOutsideItsRangeIsAMissOfRanges) {
+  const std::string path = temp_db("range");
+  {
+    KernelTimeDb db(path, kModel);
+    Recorder r{.db = db};
+    for (int i = 0; i < 12; ++i) {
+      Args a{};
+      a.n = 1000 + (i % 2);
+      r.launch(signature_of(a), 3e-6);
+    }
+    ASSERT_TRUE(db.record_groups(r.table.export_groups()));
+  }
+  KernelTimeDb fresh(path, kModel);
+  Args a{};
+  a.n = 1001;
+  EXPECT_EQ(fresh.lookup(signature_of(a)), 3000u);
+  a.n = 1'000'000;
+  EXPECT_FALSE(fresh.lookup(signature_of(a)).has_value());
+  LaunchSignature keyed;
+  EXPECT_EQ(fresh.explain_miss(signature_of(a), &keyed), SettlingSignatures::Uncovered::ranges);
+  std::filesystem::remove(path);
+}
+
 // A database written before groups existed (schema version 1) is read as before: exact rows
 // answer, other launches miss, and recording into it adds the group tables.
 TEST(KernelDbGroups, AVersionOneDatabaseStaysReadable) {

@@ -386,6 +386,7 @@ class VgpuRunTest(unittest.TestCase):
         self.assertIsNotNone(m, r.stderr)
         self.assertGreater(int(m.group(1)), 0)
         self.assertRegex(r.stderr, r"x +\d+\.\d{3} us  \S+")
+        self.assertRegex(r.stderr, r"by cause: new-kernel \d+ \(\d+ launches: kernel/shape never recorded\)")
         # Record every listed signature in the database: the next run finds them all.
         con = sqlite3.connect(db)
         con.execute("CREATE TABLE IF NOT EXISTS kernel_times(gpu_model TEXT NOT NULL, signature BLOB "
@@ -395,7 +396,8 @@ class VgpuRunTest(unittest.TestCase):
                     "INTEGER NOT NULL, PRIMARY KEY (gpu_model, signature))")
         with open(m.group(3)) as f:
             for line in f:
-                launches, seconds, name, grid, block, sig = line.rstrip("\n").split("\t")
+                launches, seconds, name, grid, block, sig, cause = line.rstrip("\n").split("\t")
+                self.assertEqual(cause, "new-kernel")  # an empty database
                 # The time the fallback gave, so that the program sees the same durations; keyed by
                 # the model name the driver uses.
                 con.execute("INSERT OR REPLACE INTO kernel_times VALUES(?, ?, ?, 1, 1, 1, 1, 1, 1, 0, "

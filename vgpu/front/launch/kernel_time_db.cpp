@@ -386,6 +386,17 @@ std::optional<uint64_t> KernelTimeDb::lookup_group(const LaunchSignature& signat
   return static_cast<uint64_t>(std::llround(*s * 1e9));
 }
 
+SettlingSignatures::Uncovered KernelTimeDb::explain_miss(const LaunchSignature& signature, LaunchSignature* keyed) {
+  std::string family;
+  if (impl_->file.empty() || !SettlingSignatures::family_of(signature, &family)) {
+    *keyed = signature;
+    return SettlingSignatures::Uncovered::family;
+  }
+  std::lock_guard lock(impl_->groups_mu);
+  if (impl_->families_read.insert(family).second) impl_->read_family(family);
+  return impl_->groups.uncovered(signature, keyed);
+}
+
 bool KernelTimeDb::record_groups(std::span<const SettledGroup> groups) {
   if (impl_->file.empty()) return false;
   if (groups.empty()) return true;

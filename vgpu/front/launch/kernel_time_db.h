@@ -98,6 +98,11 @@ class KernelTimeDb {
   // The group of this launch's family that covers it (settled_groups), or nullopt.
   std::optional<uint64_t> lookup_group(const LaunchSignature& signature);
 
+  // Why lookup() found nothing for `signature` (SettlingSignatures::uncovered: its family's
+  // groups, none for a family the database lacks), and in *keyed the signature with the words
+  // its family's groups do not key zeroed: what the list of misses aggregates by.
+  SettlingSignatures::Uncovered explain_miss(const LaunchSignature& signature, LaunchSignature* keyed);
+
   // Stores groups as settling exported them (merged into rows already there), in one
   // transaction. Returns false if the write failed (logged).
   bool record_groups(std::span<const SettledGroup> groups);

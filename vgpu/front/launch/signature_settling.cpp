@@ -395,4 +395,20 @@ void SettlingSignatures::adopt(const SettledGroup& s) {
     f.buckets[bucket_key(f, f.groups.back().words)].push_back(f.groups.size() - 1);
 }
 
+SettlingSignatures::Uncovered SettlingSignatures::uncovered(const LaunchSignature& signature,
+                                                            LaunchSignature* keyed) const {
+  *keyed = signature;
+  Parsed p;
+  if (!parse(signature, &p)) return Uncovered::family;
+  const auto it = families_.find(p.family);
+  if (it == families_.end()) return Uncovered::family;
+  const Family& f = it->second;
+  std::vector<uint32_t> masked = p.words;
+  for (size_t i = 0; i < masked.size() && i < f.free.size(); ++i)
+    if (f.free[i]) masked[i] = 0;
+  *keyed = signature_of(p.family, masked);
+  bucket_key(f, p.words, &key_scratch_);
+  return f.buckets.count(key_scratch_) ? Uncovered::ranges : Uncovered::keyed_words;
+}
+
 }  // namespace vgpu

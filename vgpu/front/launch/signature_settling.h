@@ -119,6 +119,12 @@ class SettlingSignatures {
   // merge into this family's (a pinned word is never free), and it covers launches as a settled
   // group measured here would. Malformed records are ignored.
   void adopt(const SettledGroup& group);
+  // Why no settled group covers this launch (for the list of misses, kernel_db_misses.h):
+  // no launch of its family is known, none with its keyed words, or its free words lie outside
+  // every such group's ranges. `keyed`: the signature with the family's free words zeroed (the
+  // launches that differ only in those share it; the signature itself for an unknown family).
+  enum class Uncovered { family, keyed_words, ranges };
+  Uncovered uncovered(const LaunchSignature& signature, LaunchSignature* keyed) const;
   // The family part of a signature (its bytes without the by-value words): what the database
   // files groups under.
   static bool family_of(const LaunchSignature& signature, std::string* family);
