@@ -56,10 +56,11 @@ constexpr const char* kRecordSql =
 constexpr const char* kFamilySql = "SELECT free, pinned FROM settled_families WHERE gpu_model = ?1 AND family = ?2;";
 constexpr const char* kFamilyWriteSql =
     "INSERT OR REPLACE INTO settled_families(gpu_model, family, free, pinned, updated_at) VALUES(?1, ?2, ?3, ?4, ?5);";
-// The least disturbed first: settled() takes the first group of a bucket that covers a launch.
+// settled() takes the first group of a bucket that covers a launch: settled groups before those
+// that never settled (as the passthrough's own lookup), and the least disturbed first.
 constexpr const char* kGroupsSql =
     "SELECT signature, lo, hi, wide, duration_ns FROM settled_groups WHERE gpu_model = ?1 AND family = ?2"
-    " ORDER BY duration_ns;";
+    " ORDER BY settled DESC, duration_ns;";
 constexpr const char* kGroupSql =
     "SELECT lo, hi, wide, duration_ns, settled, records FROM settled_groups WHERE gpu_model = ?1 AND signature = ?2;";
 constexpr const char* kGroupWriteSql =
