@@ -9,10 +9,12 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <atomic>
 #include <filesystem>
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "front/launch/kernel_time_db.h"
@@ -222,6 +224,39 @@ TEST(KernelDbGroups, AFreedSizeOutsideItsRangeIsAMissOfRanges) {
   EXPECT_FALSE(fresh.lookup(signature_of(a)).has_value());
   LaunchSignature keyed;
   EXPECT_EQ(fresh.explain_miss(signature_of(a), &keyed), SettlingSignatures::Uncovered::ranges);
+  std::filesystem::remove(path);
+}
+
+// The sim backend looks up from many threads while a passthrough in the same process may record
+// (thread-safety: run under TSan in CI's sanitizer builds).
+TEST(KernelDbGroups, LookupsAndRecordsFromSeveralThreads) {
+  const std::string path = temp_db("threads");
+  std::mt19937 rng(31);
+  record_garbage_launches(path, rng);
+  KernelTimeDb db(path, kModel);
+  SettlingSignatures t(1);
+  Args a{};
+  a.n = 512;
+  t.add_sample(signature_of(a), 1e-6);
+  const std::vector<SettledGroup> more = t.export_groups();
+  std::vector<std::thread> threads;
+  std::atomic<int> found{0};
+  for (int k = 0; k < 4; ++k) {
+    threads.emplace_back([&db, &found, k] {
+      std::mt19937 r(100 + k);
+      for (int i = 0; i < 200; ++i) {
+        found += db.lookup(signature_of(garbage_args(r, 4096))).has_value();
+        LaunchSignature keyed;
+        db.explain_miss(signature_of(garbage_args(r, 2048)), &keyed);
+      }
+    });
+  }
+  threads.emplace_back([&db, &more] {
+    for (int i = 0; i < 20; ++i) EXPECT_TRUE(db.record_groups(more));
+  });
+  for (std::thread& th : threads) th.join();
+  EXPECT_EQ(found.load(), 800);
+  EXPECT_EQ(db.lookup(signature_of(a)), 1000u);
   std::filesystem::remove(path);
 }
 
