@@ -70,7 +70,7 @@ struct Recorder {
     ++measured;
     const std::optional<double> settled = table.add_sample(s, seconds);
     if (!settled) return;
-    ASSERT_TRUE(db.record(s, static_cast<uint64_t>(*settled * 1e9 + 0.5)));
+    ASSERT_TRUE(db.record(s, static_cast<uint64_t>(*settled * 1e9 + 0.5), KernelTimeDb::Merge::least));
     const std::optional<SettledGroup> g = table.settled_group(s);
     ASSERT_TRUE(g.has_value());
     ASSERT_TRUE(db.record_groups({&*g, 1}));
@@ -257,6 +257,26 @@ TEST(KernelDbGroups, LookupsAndRecordsFromSeveralThreads) {
   for (std::thread& th : threads) th.join();
   EXPECT_EQ(found.load(), 800);
   EXPECT_EQ(db.lookup(signature_of(a)), 1000u);
+  std::filesystem::remove(path);
+}
+
+// Settled durations offered by several ranks (and recordings) keep the least, as the
+// passthrough's timeline does across processes; CUPTI's per-launch samples keep their mean.
+TEST(KernelDbGroups, SettledExactRowsKeepTheLeast) {
+  const std::string path = temp_db("least");
+  Args a{};
+  a.n = 4096;
+  Args b = a;
+  b.n = 1024;
+  KernelTimeDb db(path, kModel);
+  ASSERT_TRUE(db.record(signature_of(a), 9000, KernelTimeDb::Merge::least));
+  ASSERT_TRUE(db.record(signature_of(a), 8000, KernelTimeDb::Merge::least));
+  ASSERT_TRUE(db.record(signature_of(a), 8500, KernelTimeDb::Merge::least));
+  ASSERT_TRUE(db.record(signature_of(b), 1000));
+  ASSERT_TRUE(db.record(signature_of(b), 2000));
+  KernelTimeDb fresh(path, kModel);
+  EXPECT_EQ(fresh.lookup(signature_of(a)), 8000u);
+  EXPECT_EQ(fresh.lookup(signature_of(b)), 1500u);
   std::filesystem::remove(path);
 }
 

@@ -180,7 +180,7 @@ void record_groups_at_exit() {
 void record_measured(KernelTimeDb& db, const LaunchSignature& signature, std::optional<double> settled) {
   std::call_once(Passthrough::get().kernel_dbs().groups_at_exit, [] { std::atexit(record_groups_at_exit); });
   if (!settled) return;
-  db.record(signature, static_cast<uint64_t>(*settled * 1e9 + 0.5));
+  db.record(signature, static_cast<uint64_t>(*settled * 1e9 + 0.5), KernelTimeDb::Merge::least);
   if (const std::optional<SettledGroup> g = KernelDurations::get().settled_group(signature))
     db.record_groups({&*g, 1});
 }

@@ -25,7 +25,9 @@ namespace vgpu::pt {
 KernelTimeDb* physical_kernel_db(int physical);
 
 // A launch was measured (launch_api.cpp); `settled`: the duration this sample settled its
-// signature at. A settled signature gets its exact row and its settling group
+// signature at. A settled signature gets its exact row (the least of what the job's ranks and
+// earlier recordings settled, as the passthrough's timeline takes across processes) and its
+// settling group
 // (front/launch/signature_settling.h: which by-value words stopped keying, the ranges measured),
 // so that a replay whose launches carry other stack garbage finds it (kernel_time_db.h). The
 // first call also has every group recorded again at exit, with the ranges grown since, and

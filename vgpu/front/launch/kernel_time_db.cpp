@@ -53,6 +53,16 @@ constexpr const char* kRecordSql =
     "  samples = samples + 1, updated_at = excluded.updated_at"
     " RETURNING duration_ns;";
 
+// The same with the least duration kept.
+constexpr const char* kRecordLeastSql =
+    "INSERT INTO kernel_times(gpu_model, signature, kernel_name, grid_x, grid_y, grid_z,"
+    " block_x, block_y, block_z, shared_bytes, duration_ns, samples, updated_at)"
+    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 1, ?12)"
+    " ON CONFLICT(gpu_model, signature) DO UPDATE SET"
+    "  duration_ns = MIN(duration_ns, excluded.duration_ns),"
+    "  samples = samples + 1, updated_at = excluded.updated_at"
+    " RETURNING duration_ns;";
+
 constexpr const char* kFamilySql = "SELECT free, pinned FROM settled_families WHERE gpu_model = ?1 AND family = ?2;";
 constexpr const char* kFamilyWriteSql =
     "INSERT OR REPLACE INTO settled_families(gpu_model, family, free, pinned, updated_at) VALUES(?1, ?2, ?3, ?4, ?5);";
@@ -445,7 +455,7 @@ std::optional<uint64_t> KernelTimeDb::lookup_exact(const LaunchSignature& signat
   return found;
 }
 
-bool KernelTimeDb::record(const LaunchSignature& signature, uint64_t duration_ns) {
+bool KernelTimeDb::record(const LaunchSignature& signature, uint64_t duration_ns, Merge merge) {
   if (impl_->file.empty()) return false;
   std::string name;
   LaunchShape shape;
@@ -458,7 +468,8 @@ bool KernelTimeDb::record(const LaunchSignature& signature, uint64_t duration_ns
     std::lock_guard lock(impl_->db_mu);
     if (!impl_->open(true)) return false;
     sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(impl_->db, kRecordSql, -1, &st, nullptr) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(impl_->db, merge == Merge::least ? kRecordLeastSql : kRecordSql, -1, &st, nullptr) !=
+        SQLITE_OK) {
       impl_->fail_once("record failed");
       return false;
     }

@@ -19,7 +19,8 @@
 //     grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
 //     block_x INTEGER, block_y INTEGER, block_z INTEGER,
 //     shared_bytes INTEGER,
-//     duration_ns INTEGER NOT NULL,   -- mean over `samples` measurements, rounded
+//     duration_ns INTEGER NOT NULL,   -- mean over `samples` measurements, rounded (CUPTI's
+//                                     -- records); the least for settled durations (Merge::least)
 //     samples     INTEGER NOT NULL,
 //     updated_at  INTEGER NOT NULL,   -- unix seconds of the last record()
 //     PRIMARY KEY (gpu_model, signature));
@@ -109,9 +110,13 @@ class KernelTimeDb {
   // Number of group rows of this GPU model (tests, tools).
   int64_t group_count();
 
-  // Adds one measurement: the stored duration becomes the mean of all samples. Returns false if
-  // the write failed (logged).
-  bool record(const LaunchSignature& signature, uint64_t duration_ns);
+  // How a record combines with the row's duration: `mean` of all samples (every launch's own
+  // measurement, CUPTI), or the `least` (a settled duration, already the least disturbed of its
+  // process's samples: the ranks of a job and later recordings each offer theirs, and the
+  // passthrough times a launch by the least of them, shared_durations.h).
+  enum class Merge { mean, least };
+  // Adds one measurement. Returns false if the write failed (logged).
+  bool record(const LaunchSignature& signature, uint64_t duration_ns, Merge merge = Merge::mean);
 
   // Number of exact rows of this GPU model (tests, tools).
   int64_t count();
