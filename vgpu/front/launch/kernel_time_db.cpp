@@ -63,6 +63,11 @@ constexpr const char* kRecordLeastSql =
     "  samples = samples + 1, updated_at = excluded.updated_at"
     " RETURNING duration_ns;";
 
+// A family's exact rows: every signature that starts with its header (lookup()).
+constexpr const char* kExactRangeSql =
+    "SELECT signature, duration_ns FROM kernel_times WHERE gpu_model = ?1 AND signature >= ?2 AND signature < ?3;";
+constexpr const char* kExactRangeOpenSql =
+    "SELECT signature, duration_ns FROM kernel_times WHERE gpu_model = ?1 AND signature >= ?2;";
 constexpr const char* kFamilySql = "SELECT free, pinned FROM settled_families WHERE gpu_model = ?1 AND family = ?2;";
 constexpr const char* kFamilyWriteSql =
     "INSERT OR REPLACE INTO settled_families(gpu_model, family, free, pinned, updated_at) VALUES(?1, ?2, ?3, ?4, ?5);";
@@ -161,6 +166,7 @@ struct KernelTimeDb::Impl {
   std::atomic<bool> failed{false};
 
   ~Impl() {
+    sqlite3_finalize(version_st);
     if (db) sqlite3_close_v2(db);
   }
 
@@ -177,6 +183,8 @@ struct KernelTimeDb::Impl {
     if (failed) return false;
     if (!for_write && !exists(file)) return false;  // nothing recorded yet: a plain miss
     if (db) {  // upgrade a read-only connection
+      sqlite3_finalize(version_st);
+      version_st = nullptr;
       sqlite3_close_v2(db);
       db = nullptr;
     }
@@ -260,6 +268,79 @@ struct KernelTimeDb::Impl {
       groups.adopt(g);  // ignores a row whose sizes do not fit its family
     }
     sqlite3_finalize(st);
+  }
+
+  // The exact rows of `family` (takes db_mu): those whose signature starts with the family's
+  // header (name and shape; a range of the primary key), of this very family.
+  std::vector<std::pair<std::string, uint64_t>> exact_rows_of(const std::string& family) {
+    std::vector<std::pair<std::string, uint64_t>> rows;
+    const size_t nul = family.find('\0', 10);
+    if (nul == std::string::npos || family.size() < nul + 1 + 28) return rows;
+    const std::string low = family.substr(0, nul + 1 + 28);
+    std::string high = low;  // the first string above every one that starts with `low`
+    while (!high.empty() && static_cast<unsigned char>(high.back()) == 0xff) high.pop_back();
+    if (!high.empty()) high.back() = static_cast<char>(static_cast<unsigned char>(high.back()) + 1);
+    std::lock_guard lock(db_mu);
+    if (!open(false)) return rows;
+    sqlite3_stmt* st = prepare(high.empty() ? kExactRangeOpenSql : kExactRangeSql);
+    if (st == nullptr) return rows;
+    bind_text(st, 1, model);
+    bind_blob(st, 2, low);
+    if (!high.empty()) bind_blob(st, 3, high);
+    std::string of;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      LaunchSignature sig{column_blob(st, 0)};
+      const int64_t ns = sqlite3_column_int64(st, 1);
+      if (ns >= 0 && SettlingSignatures::family_of(sig, &of) && of == family)
+        rows.emplace_back(std::move(sig.bytes), static_cast<uint64_t>(ns));
+    }
+    sqlite3_finalize(st);
+    return rows;
+  }
+
+  // First use of `family` by this handle (groups_mu held): its groups into `groups`, its exact
+  // rows into the cache, so that its later launches ask SQLite nothing.
+  void read_family_once(const std::string& family) {
+    if (!families_read.insert(family).second) return;
+    read_family(family);
+    const auto rows = exact_rows_of(family);
+    std::unique_lock lock(cache_mu);
+    for (const auto& [sig, ns] : rows) {
+      auto [it, inserted] = cache.try_emplace(sig, ns);
+      if (!inserted && !it->second) {
+        --cached_misses;
+        it->second = ns;
+      }
+    }
+  }
+
+  // What the file held changes when another connection (another process, another handle)
+  // records: PRAGMA data_version says so without reading the file. Then every family is read
+  // again at its next launch (groups_mu held; takes db_mu).
+  int64_t data_version = -1;
+  sqlite3_stmt* version_st = nullptr;  // prepared once per connection (a prepare costs ~10 us)
+  // Returns whether it forgot them.
+  bool forget_families_if_changed() {
+    int64_t now = -1;
+    {
+      std::lock_guard lock(db_mu);
+      if (!open(false)) return false;
+      if (version_st == nullptr && (version_st = prepare("PRAGMA data_version;")) == nullptr) return false;
+      if (sqlite3_step(version_st) == SQLITE_ROW) now = sqlite3_column_int64(version_st, 0);
+      sqlite3_reset(version_st);
+    }
+    if (now == data_version) return false;
+    families_read.clear();  // also those read before the file existed
+    groups = SettlingSignatures(1);
+    data_version = now;
+    return true;
+  }
+
+  // The cache's duration for a signature, if it holds one (a cached miss is not an answer here).
+  std::optional<uint64_t> cached_hit(const std::string& signature) {
+    std::shared_lock lock(cache_mu);
+    const auto it = cache.find(signature);
+    return it != cache.end() ? it->second : std::nullopt;
   }
 
   // Merges `groups` into the file (db_mu held, the connection writable), in one transaction.
@@ -382,8 +463,21 @@ std::string KernelTimeDb::file_for(const std::string& path, const std::string& g
 bool KernelTimeDb::available() const { return !impl_->file.empty() && !impl_->failed; }
 
 std::optional<uint64_t> KernelTimeDb::lookup(const LaunchSignature& signature) {
-  if (std::optional<uint64_t> exact = lookup_exact(signature)) return exact;
-  return lookup_group(signature);
+  if (impl_->file.empty()) return std::nullopt;
+  if (std::optional<uint64_t> hit = impl_->cached_hit(signature.bytes)) return hit;
+  std::string family;
+  if (!SettlingSignatures::family_of(signature, &family)) return lookup_exact(signature);
+  std::lock_guard lock(impl_->groups_mu);
+  // What this handle read answers; a launch it does not cover asks whether the file changed
+  // since (a check of ~5 us, paid by misses only) and, if so, is looked up again.
+  for (int pass = 0; pass < 2; ++pass) {
+    impl_->read_family_once(family);  // its exact rows are in the cache from now on
+    if (std::optional<uint64_t> exact = impl_->cached_hit(signature.bytes)) return exact;
+    if (const std::optional<double> s = impl_->groups.settled(signature))
+      return static_cast<uint64_t>(std::llround(*s * 1e9));
+    if (pass == 0 && !impl_->forget_families_if_changed()) break;
+  }
+  return std::nullopt;
 }
 
 std::optional<uint64_t> KernelTimeDb::lookup_group(const LaunchSignature& signature) {
@@ -391,7 +485,7 @@ std::optional<uint64_t> KernelTimeDb::lookup_group(const LaunchSignature& signat
   std::string family;
   if (!SettlingSignatures::family_of(signature, &family)) return std::nullopt;
   std::lock_guard lock(impl_->groups_mu);
-  if (impl_->families_read.insert(family).second) impl_->read_family(family);
+  impl_->read_family_once(family);
   const std::optional<double> s = impl_->groups.settled(signature);
   if (!s) return std::nullopt;
   return static_cast<uint64_t>(std::llround(*s * 1e9));
@@ -404,7 +498,7 @@ SettlingSignatures::Uncovered KernelTimeDb::explain_miss(const LaunchSignature& 
     return SettlingSignatures::Uncovered::family;
   }
   std::lock_guard lock(impl_->groups_mu);
-  if (impl_->families_read.insert(family).second) impl_->read_family(family);
+  impl_->read_family_once(family);
   return impl_->groups.uncovered(signature, keyed);
 }
 

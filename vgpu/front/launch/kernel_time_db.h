@@ -56,9 +56,11 @@
 // first lookup of a signature (hit or miss) queries SQLite, and misses are cached too (a
 // record() from this process updates the cache), up to kMaxCachedMisses of them: then every
 // cached miss is forgotten, so that launches whose signatures never repeat (stack garbage in
-// by-value structs) keep memory bounded. A launch the exact rows lack then asks its family's
-// groups: read from SQLite once per family (hit or not), then answered in memory under a mutex
-// (no memory per launch). Thread-safe. Errors (unreadable file, locked
+// by-value structs) keep memory bounded. That is lookup_exact() (the passthrough's, which must
+// see what the job's other processes record meanwhile). lookup() (the sim's) reads a family's
+// exact rows and groups from SQLite once, at the first launch of the family this handle sees,
+// and answers its later launches in memory: a launch whose stack garbage is new costs no query
+// (16 us each before) and no memory. Thread-safe. Errors (unreadable file, locked
 // database, bad schema) are logged once and the database then behaves as empty / drops writes:
 // timing falls back to the model, the host program never fails because of it.
 #pragma once
@@ -92,7 +94,8 @@ class KernelTimeDb {
   bool available() const;  // the database opened (or will be created on the first record())
 
   // The recorded duration of `signature` in nanoseconds, or nullopt: its exact row, else the
-  // settled group of its family that covers it.
+  // settled group of its family that covers it (the family as the file held it when this handle
+  // first looked one of its launches up, plus this handle's own records).
   std::optional<uint64_t> lookup(const LaunchSignature& signature);
   // The exact row only (the passthrough, which settles groups itself).
   std::optional<uint64_t> lookup_exact(const LaunchSignature& signature);
