@@ -60,9 +60,11 @@
 // see what the job's other processes record meanwhile). lookup() (the sim's) reads a family's
 // exact rows and groups from SQLite once, at the first launch of the family this handle sees,
 // and answers its later launches in memory: a launch whose stack garbage is new costs no query
-// (16 us each before) and no memory. Thread-safe. Errors (unreadable file, locked
-// database, bad schema) are logged once and the database then behaves as empty / drops writes:
-// timing falls back to the model, the host program never fails because of it.
+// (0.28 us against 6.3 us: bench/driver/kernel_db_lookup_bench) and no memory; one it does not
+// cover checks whether another connection recorded since (PRAGMA data_version) and if so
+// reads again. Thread-safe. Errors (unreadable file, locked database, bad schema) are logged
+// once and the database then behaves as empty / drops writes: timing falls back to the model,
+// the host program never fails because of it.
 #pragma once
 
 #include <cstdint>
