@@ -243,8 +243,9 @@ TEST(KernelTimeDb, RoundTripThroughAFreshHandle) {
 }
 
 // Signatures that never repeat (stack garbage in a by-value struct) must not make the cache
-// grow without bound: past kMaxCachedMisses, the cached misses are forgotten; hits and recorded
-// rows stay answered.
+// grow without bound: past kMaxCachedMisses, the cached misses of lookup_exact() (the
+// passthrough's, which asks SQLite per signature) are forgotten; hits and recorded rows stay
+// answered. lookup() caches no miss at all (its family's rows are read once).
 TEST(KernelTimeDb, CachedMissesStayBounded) {
   const std::string path = temp_db("misses");
   KernelTimeDb db(path, "GPU");
@@ -252,6 +253,9 @@ TEST(KernelTimeDb, CachedMissesStayBounded) {
   ASSERT_TRUE(db.record(kept, 777));
   const size_t n = 3 * KernelTimeDb::kMaxCachedMisses + 5;
   for (size_t i = 0; i < n; ++i) EXPECT_FALSE(db.lookup(axpy_sig(0x700000001000, 0x700000002000, 1000 + int(i))));
+  EXPECT_EQ(db.cached_misses(), 0u);
+  for (size_t i = 0; i < n; ++i)
+    EXPECT_FALSE(db.lookup_exact(axpy_sig(0x700000001000, 0x700000002000, 1000 + int(i))));
   EXPECT_LE(db.cached_misses(), KernelTimeDb::kMaxCachedMisses);
   EXPECT_GT(db.cached_misses(), 0u);
   EXPECT_EQ(db.lookup(kept), 777u);

@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ET
 RUN = os.environ["VGPU_RUN"]
 BUILD = os.environ["VGPU_BUILD_ROOT"]
 CUDART_PROGRAM = os.environ.get("VGPU_CUDART_PROGRAM", "")
+STRUCT_GARBAGE_PROGRAM = os.environ.get("VGPU_STRUCT_GARBAGE_PROGRAM", "")
 SMI = os.path.join(BUILD, "vgpu", "tools", "vgpu-smi")
 PLUGIN = os.path.join(BUILD, "nccl_plugin", "libnccl-net-vgpu.so")
 VCLOCK = os.path.join(BUILD, "vgpu", "vclock", "libvgpu-vclock.so")
@@ -386,6 +387,7 @@ class VgpuRunTest(unittest.TestCase):
         self.assertIsNotNone(m, r.stderr)
         self.assertGreater(int(m.group(1)), 0)
         self.assertRegex(r.stderr, r"x +\d+\.\d{3} us  \S+")
+        self.assertRegex(r.stderr, r"by cause: new-kernel \d+ \(\d+ launches: kernel/shape never recorded\)")
         # Record every listed signature in the database: the next run finds them all.
         con = sqlite3.connect(db)
         con.execute("CREATE TABLE IF NOT EXISTS kernel_times(gpu_model TEXT NOT NULL, signature BLOB "
@@ -395,7 +397,8 @@ class VgpuRunTest(unittest.TestCase):
                     "INTEGER NOT NULL, PRIMARY KEY (gpu_model, signature))")
         with open(m.group(3)) as f:
             for line in f:
-                launches, seconds, name, grid, block, sig = line.rstrip("\n").split("\t")
+                launches, seconds, name, grid, block, sig, cause = line.rstrip("\n").split("\t")
+                self.assertEqual(cause, "new-kernel")  # an empty database
                 # The time the fallback gave, so that the program sees the same durations; keyed by
                 # the model name the driver uses.
                 con.execute("INSERT OR REPLACE INTO kernel_times VALUES(?, ?, ?, 1, 1, 1, 1, 1, 1, 0, "
@@ -409,6 +412,23 @@ class VgpuRunTest(unittest.TestCase):
         # --record measures on a GPU: refused on the sim backend, and with --kernel-db.
         self.assert_refused(self.run_vgpu("--backend", "sim", "--record", db, "--", "true"),
                             "--record needs the passthrough backend")
+
+    def test_record_then_replay_finds_launches_with_other_garbage(self):
+        # Record once (the passthrough, over the sim's library as its "real GPU"), simulate: the
+        # program's launches carry new stack-like garbage in a by-value struct every time, in the
+        # recording and in the replay, and the replay still finds every one (issue 23).
+        if not STRUCT_GARBAGE_PROGRAM or not os.path.isfile(STRUCT_GARBAGE_PROGRAM):
+            self.skipTest("no nvcc-built struct_garbage_program in this build")
+        db = os.path.join(self.tmp, "recorded.sqlite")
+        sim = os.path.join(BUILD, "vgpu", "libcuda.so.1")
+        r = self.run_vgpu("--backend", "passthrough", "--job-id", "tools-test-record", "--no-summary",
+                          "--record", db, "--", STRUCT_GARBAGE_PROGRAM, timeout=150,
+                          VGPU_REAL_LIBCUDA=sim, VGPU_PHYSICAL_DEVICES="0")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("struct garbage launches: 40", r.stdout)
+        r = self.run_vgpu("--backend", "sim", "--kernel-db", db, "--no-summary", "--", STRUCT_GARBAGE_PROGRAM)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn(f"kernel database {db}: every launch signature was found", r.stderr)
 
     def test_cudart_program(self):
         if not CUDART_PROGRAM or not os.path.isfile(CUDART_PROGRAM):

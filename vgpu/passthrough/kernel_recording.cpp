@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>
@@ -14,6 +15,7 @@
 #include "common/settings.h"
 #include "cupti_profiler/recorder.h"
 #include "front/launch/kernel_time_db.h"
+#include "passthrough/launch_policy.h"
 #include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
 
@@ -152,6 +154,35 @@ KernelTimeDb* physical_kernel_db(int physical) {
   auto& db = dbs.physical[name];
   if (!db) db = std::make_unique<KernelTimeDb>(path, name);
   return db.get();
+}
+
+namespace {
+
+void record_groups_at_exit() {
+  KernelDatabases& dbs = Passthrough::get().kernel_dbs();
+  KernelTimeDb* db = nullptr;
+  {
+    std::lock_guard l(dbs.mu);
+    if (dbs.physical.size() == 1) db = dbs.physical.begin()->second.get();
+  }
+  KernelDurations* d = Passthrough::get().durations_if_made();
+  if (db == nullptr || d == nullptr) return;
+  const std::vector<SettledGroup> groups = d->export_groups();
+  size_t unsettled = 0;
+  for (const SettledGroup& g : groups) unsettled += !g.settled;
+  if (db->record_groups(groups))
+    log::debug("kernel-time database: {} settling groups recorded at exit ({} never settled)", groups.size(),
+               unsettled);
+}
+
+}  // namespace
+
+void record_measured(KernelTimeDb& db, const LaunchSignature& signature, std::optional<double> settled) {
+  std::call_once(Passthrough::get().kernel_dbs().groups_at_exit, [] { std::atexit(record_groups_at_exit); });
+  if (!settled) return;
+  db.record(signature, static_cast<uint64_t>(*settled * 1e9 + 0.5), KernelTimeDb::Merge::least);
+  if (const std::optional<SettledGroup> g = KernelDurations::get().settled_group(signature))
+    db.record_groups({&*g, 1});
 }
 
 KernelRecording* KernelRecording::get() { return Passthrough::get().kernel_recording(); }

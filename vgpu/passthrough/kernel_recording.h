@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 #include "front/driver/cuda_api.h"
@@ -22,6 +23,18 @@ namespace vgpu::pt {
 
 // The database of physical GPU `physical`'s model; nullptr when VGPU_KERNEL_DB is unset.
 KernelTimeDb* physical_kernel_db(int physical);
+
+// A launch was measured (launch_api.cpp); `settled`: the duration this sample settled its
+// signature at. A settled signature gets its exact row (the least of what the job's ranks and
+// earlier recordings settled, as the passthrough's timeline takes across processes) and its
+// settling group
+// (front/launch/signature_settling.h: which by-value words stopped keying, the ranges measured),
+// so that a replay whose launches carry other stack garbage finds it (kernel_time_db.h). The
+// first call also has every group recorded again at exit, with the ranges grown since, and
+// the groups still measuring at their smallest learnable sample: a short recording covers
+// every launch it measured. (A process driving GPUs of several models records only what
+// settled: its groups do not say which GPU measured them.)
+void record_measured(KernelTimeDb& db, const LaunchSignature& signature, std::optional<double> settled);
 
 class KernelRecording {
  public:

@@ -121,10 +121,12 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
   // for a signature this process has not begun to measure: its own samples settle as above (the
   // first sample of a signature includes the host's launch latency; taking it alone from the
   // database made a GPT-2 step 30% slow). Each settled duration (not each raw sample) goes to
-  // the database, when one is configured and CUPTI is not recording instead (kernel_recording.h).
+  // the database, when one is configured and CUPTI is not recording instead (kernel_recording.h),
+  // with its group (record_measured). Looked up here: exact rows only (the groups are the sim's;
+  // settle() takes one signature, so a group's duration would make a group per launch).
   KernelTimeDb* physical_db = physical_kernel_db(physical);
   if (physical_db != nullptr && !durations.seen(p.signature)) {
-    if (const std::optional<uint64_t> ns = physical_db->lookup(p.signature)) {
+    if (const std::optional<uint64_t> ns = physical_db->lookup_exact(p.signature)) {
       const double seconds = static_cast<double>(*ns) * 1e-9;
       durations.settle(p.signature, seconds);
       p.timing.source = Timing::Source::known;
@@ -138,10 +140,9 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
   p.timing.on_measured = [&durations, db, shared, key, sig = p.signature, first = p.first](double s) {
     double least = s;
     const std::optional<double> settled = durations.add_sample(sig, s, /*learn=*/!*first, &least);
-    if (!settled) return std::min(s, least);
-    if (shared != nullptr) shared->offer(key, *settled);
-    if (db != nullptr) db->record(sig, static_cast<uint64_t>(*settled * 1e9 + 0.5));
-    return std::min(s, *settled);
+    if (settled && shared != nullptr) shared->offer(key, *settled);
+    if (db != nullptr) record_measured(*db, sig, settled);
+    return std::min(s, settled ? *settled : least);
   };
   return p;
 }

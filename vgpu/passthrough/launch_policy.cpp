@@ -125,4 +125,14 @@ std::optional<double> KernelDurations::add_sample(const LaunchSignature& signatu
   return entries_.add_sample(signature, seconds, learn, least);
 }
 
+std::optional<SettledGroup> KernelDurations::settled_group(const LaunchSignature& signature) {
+  std::lock_guard l(mu_);
+  return entries_.settled_group(signature);
+}
+
+std::vector<SettledGroup> KernelDurations::export_groups() {
+  std::lock_guard l(mu_);
+  return entries_.export_groups();
+}
+
 }  // namespace vgpu::pt

@@ -38,6 +38,7 @@
 #include <atomic>
 #include <mutex>
 #include <optional>
+#include <vector>
 
 #include "front/launch/launch_signature.h"
 #include "front/launch/signature_settling.h"
@@ -71,6 +72,10 @@ class KernelDurations {
                                    double* least = nullptr);
   // The signature's duration is known already (the kernel-time database): no measuring.
   void settle(const LaunchSignature& signature, double seconds);
+  // What the kernel-time database keeps of settling (kernel_recording.h): the settled group
+  // covering this launch, and every group with a duration (at exit).
+  std::optional<SettledGroup> settled_group(const LaunchSignature& signature);
+  std::vector<SettledGroup> export_groups();
 
   // What the launches with a signature did so far (launches that cannot be described are
   // measured every time and not counted): `launches` asked settled() (one per launch under

@@ -82,6 +82,7 @@ struct KernelDatabases {
   std::mutex mu;
   std::map<std::string, std::unique_ptr<KernelTimeDb>> physical;  // by the GPU's name
   OnFirstUse<KernelTimeDb> model;
+  std::once_flag groups_at_exit;  // kernel_recording.h: record_measured's exit record
 };
 
 class Passthrough {

@@ -14,7 +14,16 @@ KernelDbMisses::KernelDbMisses() {
   path_ = settings::text(settings::Id::kernel_db_misses);
 }
 
-void KernelDbMisses::note(const LaunchSignature& signature, double seconds) {
+const char* KernelDbMisses::cause_name(SettlingSignatures::Uncovered why) {
+  switch (why) {
+    case SettlingSignatures::Uncovered::family: return "new-kernel";
+    case SettlingSignatures::Uncovered::keyed_words: return "keyed-words";
+    case SettlingSignatures::Uncovered::ranges: return "ranges";
+  }
+  return "new-kernel";
+}
+
+void KernelDbMisses::note(const LaunchSignature& signature, double seconds, std::string_view cause) {
   if (!enabled()) return;
   std::lock_guard l(mu_);
   auto it = misses_.find(signature.bytes);
@@ -24,6 +33,7 @@ void KernelDbMisses::note(const LaunchSignature& signature, double seconds) {
       return;
     }
     it = misses_.emplace(signature.bytes, Miss{}).first;
+    it->second.cause.assign(cause);
   }
   ++it->second.launches;
   it->second.seconds = seconds;
@@ -41,11 +51,11 @@ bool KernelDbMisses::write() {
       std::string name;
       LaunchShape shape;
       decode_signature_header(sig, &name, &shape);
-      text += fmt::format("{}\t{:.9f}\t{}\t{}x{}x{}\t{}x{}x{}\t{}\n", miss.launches, miss.seconds, name,
+      text += fmt::format("{}\t{:.9f}\t{}\t{}x{}x{}\t{}x{}x{}\t{}\t{}\n", miss.launches, miss.seconds, name,
                           shape.grid[0], shape.grid[1], shape.grid[2], shape.block[0], shape.block[1],
-                          shape.block[2], sig.hex());
+                          shape.block[2], sig.hex(), miss.cause);
     }
-    if (dropped_ != 0) text += fmt::format("{}\t0\t(more signatures, not listed)\t-\t-\t-\n", dropped_);
+    if (dropped_ != 0) text += fmt::format("{}\t0\t(more signatures, not listed)\t-\t-\t-\t-\n", dropped_);
   }
   if (text.empty()) return true;
   // One write with O_APPEND: lines of several processes do not interleave within a write.

@@ -3,16 +3,27 @@
 // end, so a user sees which kernels of the simulated job are estimated rather than measured.
 //
 // VGPU_KERNEL_DB_MISSES=FILE: at exit the process appends one line per missing signature to
-// FILE (tab-separated: launches, seconds given each, kernel name, grid, block, signature hex).
+// FILE (tab-separated: launches, seconds given each, kernel name, grid, block, signature hex,
+// cause). Launches are listed by their signature with the by-value words that their family's
+// recorded groups do not key zeroed (KernelTimeDb::explain_miss), so launches that differ only
+// in stack garbage make one line. The cause says how far the database got:
+//   new-kernel    no launch of this function with this grid, block, shared memory and
+//                 parameter layout was recorded;
+//   keyed-words   some were, none with these keyed words (a size, a flag: another problem);
+//   ranges        some with these keyed words, but a word the recording found not to matter
+//                 lies outside the values it measured (signature_settling.h: a size measured
+//                 only below 2^24 is not extrapolated).
 // Several processes of one job append to the same file. Unset: nothing is kept.
 #pragma once
 
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "front/launch/launch_signature.h"
+#include "front/launch/signature_settling.h"
 
 namespace vgpu {
 
@@ -22,7 +33,9 @@ class KernelDbMisses {
   KernelDbMisses();
   bool enabled() const { return !path_.empty(); }
 
-  void note(const LaunchSignature& signature, double seconds);
+  // `signature`: the keyed form (see above); `cause`: cause_name() of why it was missed.
+  void note(const LaunchSignature& signature, double seconds, std::string_view cause = "new-kernel");
+  static const char* cause_name(SettlingSignatures::Uncovered why);
   // Appends the lines to the file (once; later calls do nothing). False on a write error.
   bool write();
 
@@ -32,6 +45,7 @@ class KernelDbMisses {
   struct Miss {
     uint64_t launches = 0;
     double seconds = 0;
+    std::string cause;
   };
   std::string path_;
   std::mutex mu_;

@@ -3,12 +3,16 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "common/log.h"
 #include "common/settings.h"
@@ -16,7 +20,7 @@
 namespace vgpu {
 namespace {
 
-constexpr int kSchemaVersion = 1;
+constexpr int kSchemaVersion = 2;  // 2: settled_families and settled_groups
 
 constexpr const char* kCreateSql =
     "CREATE TABLE IF NOT EXISTS kernel_times("
@@ -24,7 +28,16 @@ constexpr const char* kCreateSql =
     " grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,"
     " block_x INTEGER, block_y INTEGER, block_z INTEGER, shared_bytes INTEGER,"
     " duration_ns INTEGER NOT NULL, samples INTEGER NOT NULL, updated_at INTEGER NOT NULL,"
-    " PRIMARY KEY (gpu_model, signature));";
+    " PRIMARY KEY (gpu_model, signature));"
+    "CREATE TABLE IF NOT EXISTS settled_families("
+    " gpu_model TEXT NOT NULL, family BLOB NOT NULL, free BLOB NOT NULL, pinned BLOB NOT NULL,"
+    " updated_at INTEGER NOT NULL, PRIMARY KEY (gpu_model, family));"
+    "CREATE TABLE IF NOT EXISTS settled_groups("
+    " gpu_model TEXT NOT NULL, signature BLOB NOT NULL, family BLOB NOT NULL, kernel_name TEXT NOT NULL,"
+    " lo BLOB NOT NULL, hi BLOB NOT NULL, wide BLOB NOT NULL, duration_ns INTEGER NOT NULL,"
+    " settled INTEGER NOT NULL, records INTEGER NOT NULL, updated_at INTEGER NOT NULL,"
+    " PRIMARY KEY (gpu_model, signature));"
+    "CREATE INDEX IF NOT EXISTS settled_groups_by_family ON settled_groups(gpu_model, family);";
 
 constexpr const char* kLookupSql =
     "SELECT duration_ns FROM kernel_times WHERE gpu_model = ?1 AND signature = ?2;";
@@ -39,6 +52,79 @@ constexpr const char* kRecordSql =
     "                / (samples + 1),"
     "  samples = samples + 1, updated_at = excluded.updated_at"
     " RETURNING duration_ns;";
+
+// The same with the least duration kept.
+constexpr const char* kRecordLeastSql =
+    "INSERT INTO kernel_times(gpu_model, signature, kernel_name, grid_x, grid_y, grid_z,"
+    " block_x, block_y, block_z, shared_bytes, duration_ns, samples, updated_at)"
+    " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, 1, ?12)"
+    " ON CONFLICT(gpu_model, signature) DO UPDATE SET"
+    "  duration_ns = MIN(duration_ns, excluded.duration_ns),"
+    "  samples = samples + 1, updated_at = excluded.updated_at"
+    " RETURNING duration_ns;";
+
+// A family's exact rows: every signature that starts with its header (lookup()).
+constexpr const char* kExactRangeSql =
+    "SELECT signature, duration_ns FROM kernel_times WHERE gpu_model = ?1 AND signature >= ?2 AND signature < ?3;";
+constexpr const char* kExactRangeOpenSql =
+    "SELECT signature, duration_ns FROM kernel_times WHERE gpu_model = ?1 AND signature >= ?2;";
+constexpr const char* kFamilySql = "SELECT free, pinned FROM settled_families WHERE gpu_model = ?1 AND family = ?2;";
+constexpr const char* kFamilyWriteSql =
+    "INSERT OR REPLACE INTO settled_families(gpu_model, family, free, pinned, updated_at) VALUES(?1, ?2, ?3, ?4, ?5);";
+// settled() takes the first group of a bucket that covers a launch: settled groups before those
+// that never settled (as the passthrough's own lookup), and the least disturbed first.
+constexpr const char* kGroupsSql =
+    "SELECT signature, lo, hi, wide, duration_ns FROM settled_groups WHERE gpu_model = ?1 AND family = ?2"
+    " ORDER BY settled DESC, duration_ns;";
+constexpr const char* kGroupSql =
+    "SELECT lo, hi, wide, duration_ns, settled, records FROM settled_groups WHERE gpu_model = ?1 AND signature = ?2;";
+constexpr const char* kGroupWriteSql =
+    "INSERT OR REPLACE INTO settled_groups(gpu_model, signature, family, kernel_name, lo, hi, wide, duration_ns,"
+    " settled, records, updated_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11);";
+
+// Per-word vectors as BLOBs: bytes as they are, words as u32 LE (the signature's own order).
+std::string blob_of(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
+std::string blob_of(const std::vector<uint32_t>& v) {
+  return std::string(reinterpret_cast<const char*>(v.data()), v.size() * 4);
+}
+std::string column_blob(sqlite3_stmt* st, int i) {
+  const void* p = sqlite3_column_blob(st, i);
+  return p ? std::string(static_cast<const char*>(p), static_cast<size_t>(sqlite3_column_bytes(st, i)))
+           : std::string();
+}
+std::vector<uint8_t> bytes_of(const std::string& b) { return std::vector<uint8_t>(b.begin(), b.end()); }
+std::vector<uint32_t> words_of(const std::string& b) {
+  std::vector<uint32_t> v(b.size() / 4);
+  std::memcpy(v.data(), b.data(), v.size() * 4);
+  return v;
+}
+
+void bind_blob(sqlite3_stmt* st, int i, const std::string& b) {
+  sqlite3_bind_blob(st, i, b.data(), static_cast<int>(b.size()), SQLITE_TRANSIENT);
+}
+void bind_text(sqlite3_stmt* st, int i, const std::string& t) {
+  sqlite3_bind_text(st, i, t.data(), static_cast<int>(t.size()), SQLITE_TRANSIENT);
+}
+
+// `into` takes what `other` adds: wider ranges; the settled duration over a never-settled one,
+// else the smaller (the least disturbed). Both describe the same words (same signature).
+void merge_group(SettledGroup& into, const SettledGroup& other) {
+  for (size_t i = 0; i < into.lo.size() && i < other.lo.size(); ++i) {
+    const bool none = into.lo[i] > into.hi[i], other_none = other.lo[i] > other.hi[i];
+    if (none) {
+      into.lo[i] = other.lo[i], into.hi[i] = other.hi[i];
+    } else if (!other_none) {
+      into.lo[i] = std::min(into.lo[i], other.lo[i]);
+      into.hi[i] = std::max(into.hi[i], other.hi[i]);
+    }
+    into.wide[i] |= other.wide[i];
+  }
+  if (into.settled == other.settled)
+    into.seconds = std::min(into.seconds, other.seconds);
+  else if (other.settled)
+    into.seconds = other.seconds;
+  into.settled |= other.settled;
+}
 
 bool is_directory(const std::string& path) {
   struct stat st{};
@@ -80,6 +166,7 @@ struct KernelTimeDb::Impl {
   std::atomic<bool> failed{false};
 
   ~Impl() {
+    sqlite3_finalize(version_st);
     if (db) sqlite3_close_v2(db);
   }
 
@@ -96,6 +183,8 @@ struct KernelTimeDb::Impl {
     if (failed) return false;
     if (!for_write && !exists(file)) return false;  // nothing recorded yet: a plain miss
     if (db) {  // upgrade a read-only connection
+      sqlite3_finalize(version_st);
+      version_st = nullptr;
       sqlite3_close_v2(db);
       db = nullptr;
     }
@@ -128,6 +217,204 @@ struct KernelTimeDb::Impl {
     }
     writable = for_write;
     return true;
+  }
+
+  // The groups of every family asked about so far (read once per family, then updated by this
+  // handle's record_groups): settling's own matching answers for them. Lock order: groups_mu,
+  // then db_mu.
+  std::mutex groups_mu;
+  SettlingSignatures groups{1};
+  std::unordered_set<std::string> families_read;
+
+  // A statement, or null when it does not prepare (a version-1 file has no group tables).
+  sqlite3_stmt* prepare(const char* sql) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) != SQLITE_OK) {
+      sqlite3_finalize(st);
+      return nullptr;
+    }
+    return st;
+  }
+
+  // The family's groups from the file into `groups` (groups_mu held; takes db_mu).
+  void read_family(const std::string& family) {
+    std::lock_guard lock(db_mu);
+    if (!open(false)) return;
+    SettledGroup proto;
+    {
+      sqlite3_stmt* st = prepare(kFamilySql);
+      if (st == nullptr) return;  // no settled_families: a version-1 database
+      bind_text(st, 1, model);
+      bind_blob(st, 2, family);
+      const bool found = sqlite3_step(st) == SQLITE_ROW;
+      if (found) {
+        proto.free = bytes_of(column_blob(st, 0));
+        proto.pinned = bytes_of(column_blob(st, 1));
+      }
+      sqlite3_finalize(st);
+      if (!found) return;
+    }
+    sqlite3_stmt* st = prepare(kGroupsSql);
+    if (st == nullptr) return;
+    bind_text(st, 1, model);
+    bind_blob(st, 2, family);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      SettledGroup g = proto;
+      g.signature.bytes = column_blob(st, 0);
+      g.lo = words_of(column_blob(st, 1));
+      g.hi = words_of(column_blob(st, 2));
+      g.wide = bytes_of(column_blob(st, 3));
+      g.seconds = static_cast<double>(sqlite3_column_int64(st, 4)) * 1e-9;
+      groups.adopt(g);  // ignores a row whose sizes do not fit its family
+    }
+    sqlite3_finalize(st);
+  }
+
+  // The exact rows of `family` (takes db_mu): those whose signature starts with the family's
+  // header (name and shape; a range of the primary key), of this very family.
+  std::vector<std::pair<std::string, uint64_t>> exact_rows_of(const std::string& family) {
+    std::vector<std::pair<std::string, uint64_t>> rows;
+    const size_t nul = family.find('\0', 10);
+    if (nul == std::string::npos || family.size() < nul + 1 + 28) return rows;
+    const std::string low = family.substr(0, nul + 1 + 28);
+    std::string high = low;  // the first string above every one that starts with `low`
+    while (!high.empty() && static_cast<unsigned char>(high.back()) == 0xff) high.pop_back();
+    if (!high.empty()) high.back() = static_cast<char>(static_cast<unsigned char>(high.back()) + 1);
+    std::lock_guard lock(db_mu);
+    if (!open(false)) return rows;
+    sqlite3_stmt* st = prepare(high.empty() ? kExactRangeOpenSql : kExactRangeSql);
+    if (st == nullptr) return rows;
+    bind_text(st, 1, model);
+    bind_blob(st, 2, low);
+    if (!high.empty()) bind_blob(st, 3, high);
+    std::string of;
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      LaunchSignature sig{column_blob(st, 0)};
+      const int64_t ns = sqlite3_column_int64(st, 1);
+      if (ns >= 0 && SettlingSignatures::family_of(sig, &of) && of == family)
+        rows.emplace_back(std::move(sig.bytes), static_cast<uint64_t>(ns));
+    }
+    sqlite3_finalize(st);
+    return rows;
+  }
+
+  // First use of `family` by this handle (groups_mu held): its groups into `groups`, its exact
+  // rows into the cache, so that its later launches ask SQLite nothing.
+  void read_family_once(const std::string& family) {
+    if (!families_read.insert(family).second) return;
+    read_family(family);
+    const auto rows = exact_rows_of(family);
+    std::unique_lock lock(cache_mu);
+    for (const auto& [sig, ns] : rows) {
+      auto [it, inserted] = cache.try_emplace(sig, ns);
+      if (!inserted && !it->second) {
+        --cached_misses;
+        it->second = ns;
+      }
+    }
+  }
+
+  // What the file held changes when another connection (another process, another handle)
+  // records: PRAGMA data_version says so without reading the file. Then every family is read
+  // again at its next launch (groups_mu held; takes db_mu).
+  int64_t data_version = -1;
+  sqlite3_stmt* version_st = nullptr;  // prepared once per connection (a prepare costs ~10 us)
+  // Returns whether it forgot them.
+  bool forget_families_if_changed() {
+    int64_t now = -1;
+    {
+      std::lock_guard lock(db_mu);
+      if (!open(false)) return false;
+      if (version_st == nullptr && (version_st = prepare("PRAGMA data_version;")) == nullptr) return false;
+      if (sqlite3_step(version_st) == SQLITE_ROW) now = sqlite3_column_int64(version_st, 0);
+      sqlite3_reset(version_st);
+    }
+    if (now == data_version) return false;
+    families_read.clear();  // also those read before the file existed
+    groups = SettlingSignatures(1);
+    data_version = now;
+    return true;
+  }
+
+  // The cache's duration for a signature, if it holds one (a cached miss is not an answer here).
+  std::optional<uint64_t> cached_hit(const std::string& signature) {
+    std::shared_lock lock(cache_mu);
+    const auto it = cache.find(signature);
+    return it != cache.end() ? it->second : std::nullopt;
+  }
+
+  // Merges `groups` into the file (db_mu held, the connection writable), in one transaction.
+  bool write_groups(std::span<const SettledGroup> in) {
+    if (sqlite3_exec(db, "BEGIN IMMEDIATE;", nullptr, nullptr, nullptr) != SQLITE_OK) {
+      fail_once("cannot begin a transaction");
+      return false;
+    }
+    sqlite3_stmt* family_read = prepare(kFamilySql);
+    sqlite3_stmt* family_write = prepare(kFamilyWriteSql);
+    sqlite3_stmt* group_read = prepare(kGroupSql);
+    sqlite3_stmt* group_write = prepare(kGroupWriteSql);
+    bool ok = family_read && family_write && group_read && group_write;
+    const int64_t now = static_cast<int64_t>(std::time(nullptr));
+    for (size_t k = 0; ok && k < in.size(); ++k) {
+      SettledGroup g = in[k];
+      std::string family, name;
+      if (!SettlingSignatures::family_of(g.signature, &family) ||
+          !decode_signature_header(g.signature, &name, nullptr) || g.seconds < 0)
+        continue;
+      // The family's words: OR over records, a pinned word never free.
+      sqlite3_reset(family_read);
+      bind_text(family_read, 1, model);
+      bind_blob(family_read, 2, family);
+      if (sqlite3_step(family_read) == SQLITE_ROW) {
+        const std::string free = column_blob(family_read, 0), pinned = column_blob(family_read, 1);
+        for (size_t i = 0; i < g.free.size() && i < free.size() && i < pinned.size(); ++i) {
+          g.free[i] |= static_cast<uint8_t>(free[i]);
+          g.pinned[i] |= static_cast<uint8_t>(pinned[i]);
+        }
+      }
+      for (size_t i = 0; i < g.free.size() && i < g.pinned.size(); ++i)
+        if (g.pinned[i]) g.free[i] = 0;
+      sqlite3_reset(family_write);
+      bind_text(family_write, 1, model);
+      bind_blob(family_write, 2, family);
+      bind_blob(family_write, 3, blob_of(g.free));
+      bind_blob(family_write, 4, blob_of(g.pinned));
+      sqlite3_bind_int64(family_write, 5, now);
+      ok = sqlite3_step(family_write) == SQLITE_DONE;
+      // The group: ranges merged with a record of the same first launch.
+      int64_t records = 1;
+      sqlite3_reset(group_read);
+      bind_text(group_read, 1, model);
+      bind_blob(group_read, 2, g.signature.bytes);
+      if (ok && sqlite3_step(group_read) == SQLITE_ROW) {
+        SettledGroup old = g;
+        old.lo = words_of(column_blob(group_read, 0));
+        old.hi = words_of(column_blob(group_read, 1));
+        old.wide = bytes_of(column_blob(group_read, 2));
+        old.seconds = static_cast<double>(sqlite3_column_int64(group_read, 3)) * 1e-9;
+        old.settled = sqlite3_column_int64(group_read, 4) != 0;
+        records += sqlite3_column_int64(group_read, 5);
+        if (old.lo.size() == g.lo.size() && old.hi.size() == g.hi.size() && old.wide.size() == g.wide.size())
+          merge_group(g, old);
+      }
+      sqlite3_reset(group_write);
+      bind_text(group_write, 1, model);
+      bind_blob(group_write, 2, g.signature.bytes);
+      bind_blob(group_write, 3, family);
+      bind_text(group_write, 4, name);
+      bind_blob(group_write, 5, blob_of(g.lo));
+      bind_blob(group_write, 6, blob_of(g.hi));
+      bind_blob(group_write, 7, blob_of(g.wide));
+      sqlite3_bind_int64(group_write, 8, std::llround(g.seconds * 1e9));
+      sqlite3_bind_int64(group_write, 9, g.settled ? 1 : 0);
+      sqlite3_bind_int64(group_write, 10, records);
+      sqlite3_bind_int64(group_write, 11, now);
+      ok = ok && sqlite3_step(group_write) == SQLITE_DONE;
+    }
+    for (sqlite3_stmt* st : {family_read, family_write, group_read, group_write}) sqlite3_finalize(st);
+    if (!ok) fail_once("recording settled groups failed");
+    sqlite3_exec(db, ok ? "COMMIT;" : "ROLLBACK;", nullptr, nullptr, nullptr);
+    return ok;
   }
 
   std::optional<uint64_t> query(const std::string& signature) {
@@ -177,6 +464,75 @@ bool KernelTimeDb::available() const { return !impl_->file.empty() && !impl_->fa
 
 std::optional<uint64_t> KernelTimeDb::lookup(const LaunchSignature& signature) {
   if (impl_->file.empty()) return std::nullopt;
+  if (std::optional<uint64_t> hit = impl_->cached_hit(signature.bytes)) return hit;
+  std::string family;
+  if (!SettlingSignatures::family_of(signature, &family)) return lookup_exact(signature);
+  std::lock_guard lock(impl_->groups_mu);
+  // What this handle read answers; a launch it does not cover asks whether the file changed
+  // since (a check of ~5 us, paid by misses only) and, if so, is looked up again.
+  for (int pass = 0; pass < 2; ++pass) {
+    impl_->read_family_once(family);  // its exact rows are in the cache from now on
+    if (std::optional<uint64_t> exact = impl_->cached_hit(signature.bytes)) return exact;
+    if (const std::optional<double> s = impl_->groups.settled(signature))
+      return static_cast<uint64_t>(std::llround(*s * 1e9));
+    if (pass == 0 && !impl_->forget_families_if_changed()) break;
+  }
+  return std::nullopt;
+}
+
+std::optional<uint64_t> KernelTimeDb::lookup_group(const LaunchSignature& signature) {
+  if (impl_->file.empty()) return std::nullopt;
+  std::string family;
+  if (!SettlingSignatures::family_of(signature, &family)) return std::nullopt;
+  std::lock_guard lock(impl_->groups_mu);
+  impl_->read_family_once(family);
+  const std::optional<double> s = impl_->groups.settled(signature);
+  if (!s) return std::nullopt;
+  return static_cast<uint64_t>(std::llround(*s * 1e9));
+}
+
+SettlingSignatures::Uncovered KernelTimeDb::explain_miss(const LaunchSignature& signature, LaunchSignature* keyed) {
+  std::string family;
+  if (impl_->file.empty() || !SettlingSignatures::family_of(signature, &family)) {
+    *keyed = signature;
+    return SettlingSignatures::Uncovered::family;
+  }
+  std::lock_guard lock(impl_->groups_mu);
+  impl_->read_family_once(family);
+  return impl_->groups.uncovered(signature, keyed);
+}
+
+bool KernelTimeDb::record_groups(std::span<const SettledGroup> groups) {
+  if (impl_->file.empty()) return false;
+  if (groups.empty()) return true;
+  {
+    std::lock_guard lock(impl_->db_mu);
+    if (!impl_->open(true) || !impl_->write_groups(groups)) return false;
+  }
+  // Families this handle has read already see the groups now (others read them from the file).
+  std::lock_guard lock(impl_->groups_mu);
+  for (const SettledGroup& g : groups) {
+    std::string family;
+    if (SettlingSignatures::family_of(g.signature, &family) && impl_->families_read.count(family))
+      impl_->groups.adopt(g);
+  }
+  return true;
+}
+
+int64_t KernelTimeDb::group_count() {
+  std::lock_guard lock(impl_->db_mu);
+  if (!impl_->open(false)) return 0;
+  sqlite3_stmt* st = impl_->prepare("SELECT COUNT(*) FROM settled_groups WHERE gpu_model = ?1;");
+  if (st == nullptr) return 0;
+  bind_text(st, 1, model_);
+  int64_t n = 0;
+  if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  return n;
+}
+
+std::optional<uint64_t> KernelTimeDb::lookup_exact(const LaunchSignature& signature) {
+  if (impl_->file.empty()) return std::nullopt;
   {
     std::shared_lock lock(impl_->cache_mu);
     auto it = impl_->cache.find(signature.bytes);
@@ -193,7 +549,7 @@ std::optional<uint64_t> KernelTimeDb::lookup(const LaunchSignature& signature) {
   return found;
 }
 
-bool KernelTimeDb::record(const LaunchSignature& signature, uint64_t duration_ns) {
+bool KernelTimeDb::record(const LaunchSignature& signature, uint64_t duration_ns, Merge merge) {
   if (impl_->file.empty()) return false;
   std::string name;
   LaunchShape shape;
@@ -206,7 +562,8 @@ bool KernelTimeDb::record(const LaunchSignature& signature, uint64_t duration_ns
     std::lock_guard lock(impl_->db_mu);
     if (!impl_->open(true)) return false;
     sqlite3_stmt* st = nullptr;
-    if (sqlite3_prepare_v2(impl_->db, kRecordSql, -1, &st, nullptr) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(impl_->db, merge == Merge::least ? kRecordLeastSql : kRecordSql, -1, &st, nullptr) !=
+        SQLITE_OK) {
       impl_->fail_once("record failed");
       return false;
     }

@@ -19,27 +19,63 @@
 //     grid_x INTEGER, grid_y INTEGER, grid_z INTEGER,
 //     block_x INTEGER, block_y INTEGER, block_z INTEGER,
 //     shared_bytes INTEGER,
-//     duration_ns INTEGER NOT NULL,   -- mean over `samples` measurements, rounded
+//     duration_ns INTEGER NOT NULL,   -- mean over `samples` measurements, rounded (CUPTI's
+//                                     -- records); the least for settled durations (Merge::least)
 //     samples     INTEGER NOT NULL,
 //     updated_at  INTEGER NOT NULL,   -- unix seconds of the last record()
 //     PRIMARY KEY (gpu_model, signature));
+//
+// Version 2 adds what the passthrough's settling learnt (front/launch/signature_settling.h), so
+// that a launch whose by-value structs carry other stack garbage than the recorded one's still
+// finds its duration; version-1 files stay readable (they just have no groups):
+//   CREATE TABLE settled_families(     -- per family (function, shape, parameter layout)
+//     gpu_model TEXT NOT NULL,
+//     family    BLOB NOT NULL,         -- SettlingSignatures::family_of: the signature less its words
+//     free      BLOB NOT NULL,         -- one byte per by-value word: 1 = no longer keyed
+//     pinned    BLOB NOT NULL,         -- one byte per word: 1 = keyed for good
+//     updated_at INTEGER NOT NULL,
+//     PRIMARY KEY (gpu_model, family));   -- records OR their words in (pinned wins over free)
+//   CREATE TABLE settled_groups(       -- per group of a family (launches of one duration)
+//     gpu_model TEXT NOT NULL,
+//     signature BLOB NOT NULL,         -- the group's first launch (its keyed words)
+//     family    BLOB NOT NULL,
+//     kernel_name TEXT NOT NULL,
+//     lo BLOB NOT NULL, hi BLOB NOT NULL,  -- per word, u32 LE: the range measured below 2^24
+//     wide BLOB NOT NULL,              -- one byte per word: 1 = any value (garbage-like seen)
+//     duration_ns INTEGER NOT NULL,    -- the least over records (the least disturbed, as the
+//                                      -- passthrough takes across its processes)
+//     settled INTEGER NOT NULL,        -- 0: the group never settled; duration_ns is its smallest
+//                                      -- learnable sample (a short recording); a settled record wins
+//     records INTEGER NOT NULL, updated_at INTEGER NOT NULL,
+//     PRIMARY KEY (gpu_model, signature));  -- records merge their ranges
+// lookup() takes the exact row first, then the family's groups through a SettlingSignatures
+// filled from these rows (adopt), so the matching rule is settling's own: keyed words equal, each
+// free word inside the group's range (or the group saw garbage-like values there).
 //
 // Cost on the launch path: lookup() reads an in-memory cache under a shared lock; only the
 // first lookup of a signature (hit or miss) queries SQLite, and misses are cached too (a
 // record() from this process updates the cache), up to kMaxCachedMisses of them: then every
 // cached miss is forgotten, so that launches whose signatures never repeat (stack garbage in
-// by-value structs) keep memory bounded. Thread-safe. Errors (unreadable file, locked
-// database, bad schema) are logged once and the database then behaves as empty / drops writes:
-// timing falls back to the model, the host program never fails because of it.
+// by-value structs) keep memory bounded. That is lookup_exact() (the passthrough's, which must
+// see what the job's other processes record meanwhile). lookup() (the sim's) reads a family's
+// exact rows and groups from SQLite once, at the first launch of the family this handle sees,
+// and answers its later launches in memory: a launch whose stack garbage is new costs no query
+// (0.28 us against 6.3 us: bench/driver/kernel_db_lookup_bench) and no memory; one it does not
+// cover checks whether another connection recorded since (PRAGMA data_version) and if so
+// reads again. Thread-safe. Errors (unreadable file, locked database, bad schema) are logged
+// once and the database then behaves as empty / drops writes: timing falls back to the model,
+// the host program never fails because of it.
 #pragma once
 
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 
 #include "front/launch/kernel_time_model.h"
 #include "front/launch/launch_signature.h"
+#include "front/launch/signature_settling.h"
 
 namespace vgpu {
 
@@ -59,14 +95,35 @@ class KernelTimeDb {
   const std::string& gpu_model() const { return model_; }
   bool available() const;  // the database opened (or will be created on the first record())
 
-  // The recorded duration of `signature` in nanoseconds, or nullopt.
+  // The recorded duration of `signature` in nanoseconds, or nullopt: its exact row, else the
+  // settled group of its family that covers it (the family as the file held it when this handle
+  // first looked one of its launches up, plus this handle's own records).
   std::optional<uint64_t> lookup(const LaunchSignature& signature);
+  // The exact row only (the passthrough, which settles groups itself).
+  std::optional<uint64_t> lookup_exact(const LaunchSignature& signature);
+  // The group of this launch's family that covers it (settled_groups), or nullopt.
+  std::optional<uint64_t> lookup_group(const LaunchSignature& signature);
 
-  // Adds one measurement: the stored duration becomes the mean of all samples. Returns false if
-  // the write failed (logged).
-  bool record(const LaunchSignature& signature, uint64_t duration_ns);
+  // Why lookup() found nothing for `signature` (SettlingSignatures::uncovered: its family's
+  // groups, none for a family the database lacks), and in *keyed the signature with the words
+  // its family's groups do not key zeroed: what the list of misses aggregates by.
+  SettlingSignatures::Uncovered explain_miss(const LaunchSignature& signature, LaunchSignature* keyed);
 
-  // Number of rows of this GPU model (tests, tools).
+  // Stores groups as settling exported them (merged into rows already there), in one
+  // transaction. Returns false if the write failed (logged).
+  bool record_groups(std::span<const SettledGroup> groups);
+  // Number of group rows of this GPU model (tests, tools).
+  int64_t group_count();
+
+  // How a record combines with the row's duration: `mean` of all samples (every launch's own
+  // measurement, CUPTI), or the `least` (a settled duration, already the least disturbed of its
+  // process's samples: the ranks of a job and later recordings each offer theirs, and the
+  // passthrough times a launch by the least of them, shared_durations.h).
+  enum class Merge { mean, least };
+  // Adds one measurement. Returns false if the write failed (logged).
+  bool record(const LaunchSignature& signature, uint64_t duration_ns, Merge merge = Merge::mean);
+
+  // Number of exact rows of this GPU model (tests, tools).
   int64_t count();
 
   static constexpr size_t kMaxCachedMisses = 4096;

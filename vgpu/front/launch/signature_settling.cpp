@@ -240,7 +240,8 @@ std::optional<double> SettlingSignatures::add_sample(const LaunchSignature& sign
   Parsed p;
   if (!parse(signature, &p)) return std::nullopt;
   Family& f = family(p);
-  if (f.measured_once && learn) this->learn(f, p.words, seconds);
+  const bool learnable = f.measured_once && learn;
+  if (learnable) this->learn(f, p.words, seconds);
   f.measured_once = true;
 
   const std::string key = bucket_key(f, p.words);
@@ -279,13 +280,13 @@ std::optional<double> SettlingSignatures::add_sample(const LaunchSignature& sign
     log::debug("vgpu: launch signatures of {}: a new duration group ({} in its family, {:.2f} us)", f.name,
                f.groups.size(), seconds * 1e6);
     into = &f.groups.back();
-    into->samples.push_back(seconds);
+    add_to_group(*into, seconds, learnable);
     const std::optional<double> done = settle_group(*into);
     if (least != nullptr) *least = least_of(*into);
     drop_pending_overflow(f);
     return done;
   }
-  into->samples.push_back(seconds);
+  add_to_group(*into, seconds, learnable);
   const std::optional<double> done = settle_group(*into);
   if (least != nullptr) *least = least_of(*into);
   return done;
@@ -299,6 +300,132 @@ void SettlingSignatures::settle(const LaunchSignature& signature, double seconds
   f.groups.push_back(group_of(p.words));
   f.groups.back().seconds = seconds;
   ++groups_;
+}
+
+void SettlingSignatures::add_to_group(Group& g, double seconds, bool learnable) {
+  g.samples.push_back(seconds);
+  if (learnable && (g.least_learnable < 0 || seconds < g.least_learnable)) g.least_learnable = seconds;
+}
+
+// ---- groups leaving and entering the process (the kernel-time database) -------------------
+
+bool SettlingSignatures::family_of(const LaunchSignature& signature, std::string* family) {
+  Parsed p;
+  if (!parse(signature, &p)) return false;
+  *family = std::move(p.family);
+  return true;
+}
+
+// The inverse of parse(): the family's header and tags with each by-value parameter's bytes
+// taken from `words` (a parameter's tail word holds its last size % 4 bytes).
+LaunchSignature SettlingSignatures::signature_of(const std::string& family, const std::vector<uint32_t>& words) {
+  LaunchSignature sig;
+  const std::string_view s = family;
+  size_t at = s.find('\0', 10);
+  if (at == std::string_view::npos) return sig;
+  at += 1 + 7 * 4;
+  std::string& out = sig.bytes;
+  out.assign(s.substr(0, at));
+  size_t word = 0;
+  while (at < s.size()) {
+    const char tag = s[at++];
+    out.push_back(tag);
+    if (tag != 'v' || at + 4 > s.size()) continue;
+    uint32_t size = 0;
+    std::memcpy(&size, s.data() + at, 4);
+    out.append(s.substr(at, 4));
+    at += 4;
+    const size_t n = (size + 3) / 4;
+    if (word + n > words.size()) return {};
+    out.append(reinterpret_cast<const char*>(words.data() + word), size);
+    word += n;
+  }
+  return sig;
+}
+
+SettledGroup SettlingSignatures::exported(const std::string& family, const Family& f, const Group& g) {
+  SettledGroup out;
+  out.signature = signature_of(family, g.words);
+  out.free = f.free;
+  out.pinned.resize(f.pinned.size());
+  for (size_t i = 0; i < f.pinned.size(); ++i) out.pinned[i] = f.pinned[i] >= kPinAfter;
+  out.lo = g.lo;
+  out.hi = g.hi;
+  out.wide = g.wide;
+  out.settled = g.seconds >= 0;
+  if (out.settled) {
+    out.seconds = g.seconds;
+  } else {
+    out.seconds = g.least_learnable;
+    if (out.seconds < 0 && !g.samples.empty()) out.seconds = *std::min_element(g.samples.begin(), g.samples.end());
+  }
+  return out;
+}
+
+std::optional<SettledGroup> SettlingSignatures::settled_group(const LaunchSignature& signature) const {
+  Parsed p;
+  if (!parse(signature, &p)) return std::nullopt;
+  const auto it = families_.find(p.family);
+  if (it == families_.end()) return std::nullopt;
+  const Group* g = find(it->second, p.words, /*settled_only=*/true);
+  return g ? std::optional<SettledGroup>(exported(it->first, it->second, *g)) : std::nullopt;
+}
+
+std::vector<SettledGroup> SettlingSignatures::export_groups() const {
+  std::vector<SettledGroup> out;
+  for (const auto& [key, f] : families_) {
+    for (const Group& g : f.groups) {
+      if (g.seconds < 0 && g.samples.empty()) continue;
+      out.push_back(exported(key, f, g));
+      if (out.back().signature.bytes.empty()) out.pop_back();
+    }
+  }
+  return out;
+}
+
+void SettlingSignatures::adopt(const SettledGroup& s) {
+  Parsed p;
+  if (!parse(s.signature, &p) || s.seconds < 0) return;
+  const size_t n = p.words.size();
+  if (s.free.size() != n || s.pinned.size() != n || s.lo.size() != n || s.hi.size() != n || s.wide.size() != n)
+    return;
+  Family& f = family(p);
+  bool mask_changed = false;
+  for (size_t i = 0; i < n; ++i) {
+    if (s.pinned[i] && f.pinned[i] < kPinAfter) {
+      f.pinned[i] = kPinAfter;
+      if (f.free[i]) f.free[i] = 0, mask_changed = true;
+    }
+    if (s.free[i] && !f.free[i] && f.pinned[i] < kPinAfter) f.free[i] = 1, mask_changed = true;
+  }
+  Group g;
+  g.words = std::move(p.words);
+  g.lo = s.lo;
+  g.hi = s.hi;
+  g.wide = s.wide;
+  g.seconds = s.seconds;
+  f.groups.push_back(std::move(g));
+  ++groups_;
+  if (mask_changed)
+    rebuild_buckets(f);
+  else
+    f.buckets[bucket_key(f, f.groups.back().words)].push_back(f.groups.size() - 1);
+}
+
+SettlingSignatures::Uncovered SettlingSignatures::uncovered(const LaunchSignature& signature,
+                                                            LaunchSignature* keyed) const {
+  *keyed = signature;
+  Parsed p;
+  if (!parse(signature, &p)) return Uncovered::family;
+  const auto it = families_.find(p.family);
+  if (it == families_.end()) return Uncovered::family;
+  const Family& f = it->second;
+  std::vector<uint32_t> masked = p.words;
+  for (size_t i = 0; i < masked.size() && i < f.free.size(); ++i)
+    if (f.free[i]) masked[i] = 0;
+  *keyed = signature_of(p.family, masked);
+  bucket_key(f, p.words, &key_scratch_);
+  return f.buckets.count(key_scratch_) ? Uncovered::ranges : Uncovered::keyed_words;
 }
 
 }  // namespace vgpu

@@ -43,7 +43,11 @@
 // keeping a range for it would measure a launch whenever one of a struct's hundred garbage
 // words fell outside: nearly every launch).
 //
-// Not thread-safe: its owner (the passthrough's KernelDurations) holds a lock.
+// What is learnt leaves the process as SettledGroup records (the kernel-time database keeps them,
+// kernel_time_db.h), and a SettlingSignatures filled from them by adopt() answers settled() for a
+// launch of another process by the very rule above: the sim backend's lookup is this class.
+//
+// Not thread-safe: its owner (the passthrough's KernelDurations, the database) holds a lock.
 #pragma once
 
 #include <cstddef>
@@ -57,6 +61,22 @@
 #include "front/launch/launch_signature.h"
 
 namespace vgpu {
+
+// One group of a family as settling knows it: what the kernel-time database stores beside its
+// exact rows, so that a launch of another process finds the group's duration although its
+// garbage differs. Per-word vectors are indexed as the family's by-value words.
+struct SettledGroup {
+  LaunchSignature signature;     // the group's first launch: its keyed words are the group's
+  std::vector<uint8_t> free;     // the family's words no longer keyed (1 each)
+  std::vector<uint8_t> pinned;   // the family's words keyed for good: a merge never frees them
+  std::vector<uint32_t> lo, hi;  // the group's range of values below kWideFrom (lo > hi: none)
+  std::vector<uint8_t> wide;     // the group saw a value from kWideFrom up: any value
+  double seconds = 0;
+  // false: the group was still measuring when exported, `seconds` its smallest sample that could
+  // teach (not the family's first launch, nor a function's first launch in a context), else
+  // its smallest sample.
+  bool settled = true;
+};
 
 class SettlingSignatures {
  public:
@@ -95,6 +115,25 @@ class SettlingSignatures {
   // The launch's duration is known already (the kernel-time database): a settled group of its own.
   void settle(const LaunchSignature& signature, double seconds);
 
+  // The settled group covering this launch, as the database stores it; nullopt when none.
+  std::optional<SettledGroup> settled_group(const LaunchSignature& signature) const;
+  // Every group with a duration: settled ones, and those still measuring at their smallest
+  // learnable sample (SettledGroup::settled false). What a recording process leaves at exit.
+  std::vector<SettledGroup> export_groups() const;
+  // Takes a group another process settled (the database's): its family's free and pinned words
+  // merge into this family's (a pinned word is never free), and it covers launches as a settled
+  // group measured here would. Malformed records are ignored.
+  void adopt(const SettledGroup& group);
+  // Why no settled group covers this launch (for the list of misses, kernel_db_misses.h):
+  // no launch of its family is known, none with its keyed words, or its free words lie outside
+  // every such group's ranges. `keyed`: the signature with the family's free words zeroed (the
+  // launches that differ only in those share it; the signature itself for an unknown family).
+  enum class Uncovered { family, keyed_words, ranges };
+  Uncovered uncovered(const LaunchSignature& signature, LaunchSignature* keyed) const;
+  // The family part of a signature (its bytes without the by-value words): what the database
+  // files groups under.
+  static bool family_of(const LaunchSignature& signature, std::string* family);
+
   // Groups kept (distinct durations, settled or not), over all families.
   size_t groups() const { return groups_; }
   // The words (4 bytes of by-value parameters, in order) no longer keyed in this launch's
@@ -112,6 +151,7 @@ class SettlingSignatures {
     std::vector<uint8_t> wide;     // per word: a value from kWideFrom up was measured: any value
     std::vector<double> samples;
     double seconds = -1;           // settled duration; -1 while measuring
+    double least_learnable = -1;   // smallest sample that took part in learning (export_groups)
   };
   struct Recent {
     std::vector<uint32_t> words;
@@ -133,6 +173,9 @@ class SettlingSignatures {
   static bool covers(const Family& f, const Group& g, const std::vector<uint32_t>& words);
   static void widen(Group& g, const std::vector<uint32_t>& words);
   static Group group_of(const std::vector<uint32_t>& words);
+  static LaunchSignature signature_of(const std::string& family, const std::vector<uint32_t>& words);
+  static SettledGroup exported(const std::string& family, const Family& f, const Group& g);
+  static void add_to_group(Group& g, double seconds, bool learnable);
   static void rebuild_buckets(Family& f);
   // The group of `f` covering `words` (settled ones first when `settled_only`), or null.
   const Group* find(const Family& f, const std::vector<uint32_t>& words, bool settled_only) const;

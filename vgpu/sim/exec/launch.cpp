@@ -92,7 +92,12 @@ double ModuleManager::kernel_duration(const LaunchSignature& signature, bool* fr
   const GpuFigures figures{m.memory_bw, m.fp32_flops, m.tf32_tensor_flops, m.bf16_tensor_flops};
   bool found = false;
   const double d = recorded_or_estimated(*kernel_times_, figures, signature, &found, hints);
-  if (!found && misses_) misses_->note(signature, d);
+  if (!found && misses_ && misses_->enabled()) {
+    // Listed by the words that key it, with why the database lacked it.
+    LaunchSignature keyed;
+    const SettlingSignatures::Uncovered why = kernel_times_->explain_miss(signature, &keyed);
+    misses_->note(keyed, d, KernelDbMisses::cause_name(why));
+  }
   if (from_database) *from_database = found;
   return d;
 }

@@ -7,13 +7,17 @@
                 fallback model's for signatures DB lacks. VGPU_KERNEL_DB_MISSES=FILE makes each
                 process of the job append those signatures to FILE at exit
                 (vgpu/front/launch/kernel_db_misses.h); vgpu-run lists them at the end with the time
-                they were given.
+                they were given, and counts them by why DB lacked them.
 """
 import os
 
 from .errors import UsageError
 
 SHOWN = 20  # missing signatures listed at the end (the file holds all)
+# The file's cause column (vgpu/front/launch/kernel_db_misses.h), as the summary names it.
+CAUSES = {"new-kernel": "kernel/shape never recorded",
+          "keyed-words": "with keyed words (sizes) never recorded",
+          "ranges": "outside the ranges recorded"}
 
 
 def check(options, backend):
@@ -41,13 +45,15 @@ def report(path, db):
         with open(path) as f:
             for line in f:
                 parts = line.rstrip("\n").split("\t")
-                if len(parts) != 6:
+                if len(parts) == 6:  # written before causes were
+                    parts.append("-")
+                if len(parts) != 7:
                     continue
-                launches, seconds, name, grid, block, sig = parts
+                launches, seconds, name, grid, block, sig, cause = parts
                 key = sig if sig != "-" else name
                 old = rows.get(key)
                 n = int(launches) + (old[0] if old else 0)
-                rows[key] = (n, float(seconds), name, grid, block)
+                rows[key] = (n, float(seconds), name, grid, block, cause)
     except OSError:
         return [f"kernel database {db}: every launch signature was found"]
     if not rows:
@@ -55,7 +61,16 @@ def report(path, db):
     total = sum(r[0] for r in rows.values())
     lines = [f"kernel database {db}: {len(rows)} launch signature(s) ({total} launches) were not in "
              f"it and got the fallback model's time (all in {path}):"]
-    for n, seconds, name, grid, block in sorted(rows.values(), key=lambda r: -r[0] * r[1])[:SHOWN]:
+    causes = {}
+    for r in rows.values():
+        c = causes.setdefault(r[5], [0, 0])
+        c[0] += 1
+        c[1] += r[0]
+    if set(causes) - {"-"}:
+        lines.append("  by cause: " + "; ".join(
+            f"{c} {causes[c][0]} ({causes[c][1]} launches: {CAUSES.get(c, 'not given')})"
+            for c in sorted(causes)))
+    for n, seconds, name, grid, block, _ in sorted(rows.values(), key=lambda r: -r[0] * r[1])[:SHOWN]:
         short = name if len(name) <= 60 else name[:57] + "..."
         lines.append(f"  {n:>7} x {seconds * 1e6:12.3f} us  {short}  grid {grid} block {block}")
     if len(rows) > SHOWN:
