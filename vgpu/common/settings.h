@@ -55,6 +55,7 @@ enum class Id : int {
   real_libcuda,
   physical_devices,
   launch_policy,
+  driver_time,
   measure_samples,
   measure,
   launch_stats,
@@ -149,6 +150,11 @@ inline constexpr Spec kSpecs[] = {
     {Id::launch_policy, "VGPU_LAUNCH_POLICY", Type::choice, "all",
      "which launches run on the GPU: every one, the first of each signature, or none", "passthrough", 0, 0,
      "all|first|none"},
+    {Id::driver_time, "VGPU_DRIVER_TIME", Type::choice, "auto",
+     "what a launch, async copy or event record adds to the calling thread's virtual clock: the real "
+     "driver's measured cost of that call (`table`: vgpu/timing/driver_call_cost.h), nothing, or "
+     "`auto`: the table on the sim backend, nothing on the passthrough",
+     "both", 0, 0, "auto|table|none"},
     {Id::measure_samples, "VGPU_MEASURE_SAMPLES", Type::integer, "3",
      "launches measured per launch signature before its duration settles (more while their two smallest disagree)", "passthrough", 1, 1000},
     {Id::measure, "VGPU_MEASURE", Type::choice, "alone",

@@ -51,12 +51,12 @@ class Pause {
   void mark_blocking();
   // Runs `call`, the real driver's entry point of kind `kind`, and, when the scope closes (after
   // the op took its issue time), charges the thread's clock what such a call costs a thread on a
-  // real machine: timing/driver_call_cost.h, the figure the sim backend charges too. Not the
-  // call's own time here (see there why).
+  // real machine: timing/driver_call_cost.h, the figure the sim backend charges too, when
+  // VGPU_DRIVER_TIME asks for it (not by default here: see there why). Never the call's own time.
   template <class Call>
   auto real(timing::DriverCall kind, Call&& call) {
     auto r = call();
-    driver_seconds_ += timing::real_driver_seconds(kind);
+    driver_seconds_ += timing::real_driver_seconds(kind, timing::Backend::passthrough);
     return r;
   }
   Pause(const Pause&) = delete;

@@ -3,7 +3,7 @@
 // small ops (an optimizer over many tensors, nccl-tests' small sizes) pays on the virtual
 // cluster what a real machine's thread pays in the driver, and nothing for vgpu's own work.
 //
-// A table, not the passthrough's own reading of each real call: on a GPU shared by several
+// A table, not the passthrough's own reading of each real call (when it charges at all, below): on a GPU shared by several
 // virtual GPUs the real driver waits inside calls (a full launch queue, another context's time
 // slice) that a real machine's thread would not; charged call by call, that made nccl-tests'
 // 64-256 KiB send/recv and all-gather 30-50% slow on 2 x H200 (docs/results.md, 2026-11-26).
@@ -17,12 +17,24 @@
 namespace vgpu::timing {
 
 enum class DriverCall { launch, copy, event_record };
+enum class Backend { sim, passthrough };
+
+// Whether `backend` charges calls (VGPU_DRIVER_TIME, read once): `table` both, `none` neither,
+// `auto` (the default) the sim backend only. The passthrough's default is off on evidence: on
+// 2 x H200 (2026-11-26) charging the table made the one-GPU GPT-2 step read +10.6% (its forward
+// phase, the host-bound one, 19.1 vs 15.1 ms; backward and optimizer exact) and nccl-tests'
+// sizes up to 1 MiB 17-43% slow (25 of 48 sizes within target, 32 without): the program's own
+// CPU time between calls, which the passthrough's clock counts, already runs slower under vgpu
+// than on a bare machine by about what the driver's calls cost. The sim backend, whose host
+// loops read fast without it (nccl-tests' small sizes 7.6-9.4 us against 14-26 us real), charges it.
+bool charge_driver_time(Backend backend);
 
 inline constexpr double kRealLaunchSeconds = 1.0 / 340404.0;       // 2.94 us (also a graph launch)
 inline constexpr double kRealCopySeconds = 1.0 / 388440.0;         // 2.57 us (async copies and sets)
 inline constexpr double kRealEventRecordSeconds = 1.0 / 8598947.0;  // 0.12 us
 
-inline constexpr double real_driver_seconds(DriverCall c) {
+inline double real_driver_seconds(DriverCall c, Backend backend) {
+  if (!charge_driver_time(backend)) return 0;
   switch (c) {
     case DriverCall::launch: return kRealLaunchSeconds;
     case DriverCall::copy: return kRealCopySeconds;

@@ -411,9 +411,9 @@ struct StreamManager::Impl {
   // took its issue time (timing/driver_call_cost.h; the passthrough times the real call).
   static void charge_real_driver(Work::Kind kind) {
     if (kind == Work::Kind::kernel)
-      timing::this_thread_clock().charge_driver(timing::real_driver_seconds(timing::DriverCall::launch));
+      timing::this_thread_clock().charge_driver(timing::real_driver_seconds(timing::DriverCall::launch, timing::Backend::sim));
     if (kind == Work::Kind::copy || kind == Work::Kind::memset)
-      timing::this_thread_clock().charge_driver(timing::real_driver_seconds(timing::DriverCall::copy));
+      timing::this_thread_clock().charge_driver(timing::real_driver_seconds(timing::DriverCall::copy, timing::Backend::sim));
   }
 
   // Submits one op; *op_out (optional) gets it (null when it was captured).
@@ -812,7 +812,7 @@ CUresult StreamManager::event_record(CUevent event, CUstream stream, bool per_th
   items[0].kind = LaunchItem::Kind::event_record;
   items[0].event = event;
   const CUresult r = submit_items(stream, std::move(items), per_thread);
-  if (r == CUDA_SUCCESS) timing::this_thread_clock().charge_driver(timing::real_driver_seconds(timing::DriverCall::event_record));
+  if (r == CUDA_SUCCESS) timing::this_thread_clock().charge_driver(timing::real_driver_seconds(timing::DriverCall::event_record, timing::Backend::sim));
   return r;
 }
 
