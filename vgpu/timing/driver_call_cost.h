@@ -20,13 +20,16 @@ enum class DriverCall { launch, copy, event_record };
 enum class Backend { sim, passthrough };
 
 // Whether `backend` charges calls (VGPU_DRIVER_TIME, read once): `table` both, `none` neither,
-// `auto` (the default) the sim backend only. The passthrough's default is off on evidence: on
-// 2 x H200 (2026-11-26) charging the table made the one-GPU GPT-2 step read +10.6% (its forward
-// phase, the host-bound one, 19.1 vs 15.1 ms; backward and optimizer exact) and nccl-tests'
-// sizes up to 1 MiB 17-43% slow (25 of 48 sizes within target, 32 without): the program's own
-// CPU time between calls, which the passthrough's clock counts, already runs slower under vgpu
-// than on a bare machine by about what the driver's calls cost. The sim backend, whose host
-// loops read fast without it (nccl-tests' small sizes 7.6-9.4 us against 14-26 us real), charges it.
+// `auto` (the default) the sim backend only. The passthrough's default is off on the evidence of
+// 2 x H200 (2026-11-26; not an A/B within one call, the device time ran out first): with the
+// table charged the one-GPU GPT-2 step read +10.6% (its forward phase, the host-bound one, 19.1
+// vs 15.1 ms; backward and optimizer exact), with each call's own time charged +2.3 / +7.6%,
+// without any -0.2 / +4.5% (and +0.1% the session before); nccl-tests had 25 of 48 sizes within
+// target with the table, 32 of 48 without, its sizes up to 1 MiB turning 17-43% slow: the
+// program's own CPU time between calls, which the passthrough's clock counts, already runs
+// slower under vgpu than on a bare machine by about what the driver's calls cost. The sim
+// backend, whose host loops read fast without it (nccl-tests' small sizes 7.6-9.4 us against
+// 14-26 us real), charges it.
 bool charge_driver_time(Backend backend);
 
 inline constexpr double kRealLaunchSeconds = 1.0 / 340404.0;       // 2.94 us (also a graph launch)
