@@ -106,12 +106,17 @@ std::string temp(const std::string& name) {
       .string();
 }
 
-// Runs this executable's child test with `vars`; returns its output (and its exit status in *rc).
-std::string run_child(const std::string& vars, int* rc) {
+// Starts this executable's child test with `vars`; finish() returns its output (and its exit
+// status in *rc).
+FILE* start_child(const std::string& vars) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const std::string cmd = "env " + vars + " " + self + " --gtest_filter=ReplayChild.Run 2>&1";
+  return ::popen(cmd.c_str(), "r");
+}
+
+std::string finish(FILE* p, int* rc) {
   std::string out;
-  FILE* p = ::popen(cmd.c_str(), "r");
+  *rc = -1;
   if (p == nullptr) return out;
   char buf[4096];
   size_t n;
@@ -120,6 +125,8 @@ std::string run_child(const std::string& vars, int* rc) {
   *rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return out;
 }
+
+std::string run_child(const std::string& vars, int* rc) { return finish(start_child(vars), rc); }
 
 double elapsed_ms(const std::string& out) {
   const size_t at = out.rfind("elapsed_ms=");
@@ -150,11 +157,14 @@ TEST(KernelDbReplay, GarbageRecordedOnThePassthroughIsFoundOnTheSim) {
   const std::string db = temp("db.sqlite"), misses = temp("misses.tsv");
   std::filesystem::remove(db);
   int rc = -1;
-  // Record: 4096 and 1024 (a size that takes another time, so the size words keep keying).
-  for (const char* dim : {"4096", "1024"}) {
-    const std::string out = run_child("-u LD_LIBRARY_PATH VGPU_REPLAY_CHILD=record VGPU_REPLAY_DIM=" +
-                                          std::string(dim) + " VGPU_KERNEL_DB=" + db,
-                                      &rc);
+  // Record: 4096 and 1024 (a size that takes another time, so the size words keep keying), by
+  // two processes at once into one file, as the ranks of a job do.
+  std::vector<FILE*> recorders;
+  for (const char* dim : {"4096", "1024"})
+    recorders.push_back(start_child("-u LD_LIBRARY_PATH VGPU_REPLAY_CHILD=record VGPU_REPLAY_DIM=" +
+                                    std::string(dim) + " VGPU_KERNEL_DB=" + db));
+  for (FILE* p : recorders) {
+    const std::string out = finish(p, &rc);
     ASSERT_EQ(rc, 0) << out;
   }
   constexpr int64_t kMarkNs = 777'000;
