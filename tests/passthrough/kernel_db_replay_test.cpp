@@ -191,9 +191,11 @@ TEST(KernelDbReplay, GarbageRecordedOnThePassthroughIsFoundOnTheSim) {
   // the kernel is known with other sizes.
   EXPECT_EQ(std::count(listed.begin(), listed.end(), '\n'), 1) << listed;
   EXPECT_EQ(listed.rfind("9\t", 0), 0u) << listed;
-  // ... and names the words it differs in from the nearest recorded group: m, n, k (words 0-2).
-  EXPECT_NE(listed.find("\tkeyed-words w0=0x800/"), std::string::npos) << listed;
-  EXPECT_NE(listed.find(",w2=0x800/"), std::string::npos) << listed;
+  // ... and names the words it differs in from the nearest recorded group: k (word 2), and m
+  // and n (words 0, 1) unless their 8 bytes read as a host address and were left out (under
+  // ASan, whose shadow memory maps the range of 0x0000080000000800).
+  EXPECT_NE(listed.find("\tkeyed-words w"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("w2=0x800/"), std::string::npos) << listed;
   std::printf("replayed 4096 with new garbage: %.4f ms (group marked %.4f ms), no miss; 2048: %s...\n", ms,
               kMarkNs * 1e-6, listed.substr(0, 40).c_str());
   std::filesystem::remove(db);
