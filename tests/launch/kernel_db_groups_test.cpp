@@ -191,6 +191,10 @@ TEST(KernelDbGroups, AMissSaysWhyAndDropsTheFreedWords) {
   EXPECT_EQ(db.explain_miss(signature_of(garbage_args(rng, 2048)), &a), SettlingSignatures::Uncovered::keyed_words);
   EXPECT_EQ(db.explain_miss(signature_of(garbage_args(rng, 2048)), &b), SettlingSignatures::Uncovered::keyed_words);
   EXPECT_EQ(a, b) << "the garbage words are zeroed";
+  std::string detail;
+  db.explain_miss(signature_of(garbage_args(rng, 2048)), &a, &detail);
+  EXPECT_EQ(detail.rfind("w0=0x800/", 0), 0u) << detail << ": n, the only keyed word that differs";
+  EXPECT_EQ(detail.find(','), std::string::npos) << detail;
   EXPECT_NE(a, signature_of(garbage_args(rng, 2048)));
   // Another kernel: unknown, listed by its own signature.
   const ParamSlot slots[] = {{0, 4}};
@@ -223,7 +227,9 @@ TEST(KernelDbGroups, AFreedSizeOutsideItsRangeIsAMissOfRanges) {
   a.n = 1'000'000;
   EXPECT_FALSE(fresh.lookup(signature_of(a)).has_value());
   LaunchSignature keyed;
-  EXPECT_EQ(fresh.explain_miss(signature_of(a), &keyed), SettlingSignatures::Uncovered::ranges);
+  std::string detail;
+  EXPECT_EQ(fresh.explain_miss(signature_of(a), &keyed, &detail), SettlingSignatures::Uncovered::ranges);
+  EXPECT_EQ(detail.rfind("w0=0xf4240 outside 0x3e8..0x3e", 0), 0u) << detail;
   std::filesystem::remove(path);
 }
 

@@ -23,7 +23,8 @@ const char* KernelDbMisses::cause_name(SettlingSignatures::Uncovered why) {
   return "new-kernel";
 }
 
-void KernelDbMisses::note(const LaunchSignature& signature, double seconds, std::string_view cause) {
+void KernelDbMisses::note(const LaunchSignature& signature, double seconds, std::string_view cause,
+                          std::string_view detail) {
   if (!enabled()) return;
   std::lock_guard l(mu_);
   auto it = misses_.find(signature.bytes);
@@ -34,6 +35,7 @@ void KernelDbMisses::note(const LaunchSignature& signature, double seconds, std:
     }
     it = misses_.emplace(signature.bytes, Miss{}).first;
     it->second.cause.assign(cause);
+    if (!detail.empty()) it->second.cause.append(" ").append(detail);
   }
   ++it->second.launches;
   it->second.seconds = seconds;

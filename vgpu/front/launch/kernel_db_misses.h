@@ -13,6 +13,9 @@
 //   ranges        some with these keyed words, but a word the recording found not to matter
 //                 lies outside the values it measured (signature_settling.h: a size measured
 //                 only below 2^24 is not extrapolated).
+// After keyed-words and ranges, the cause column names (after a space) the words in which the
+// first launch of the line differed from the nearest recorded group (w<index>=<here>/<recorded>,
+// or w<index>=<here> outside <lo>..<hi>): what the replay's launches differ in.
 // Several processes of one job append to the same file. Unset: nothing is kept.
 #pragma once
 
@@ -34,7 +37,8 @@ class KernelDbMisses {
   bool enabled() const { return !path_.empty(); }
 
   // `signature`: the keyed form (see above); `cause`: cause_name() of why it was missed.
-  void note(const LaunchSignature& signature, double seconds, std::string_view cause = "new-kernel");
+  void note(const LaunchSignature& signature, double seconds, std::string_view cause = "new-kernel",
+            std::string_view detail = {});
   static const char* cause_name(SettlingSignatures::Uncovered why);
   // Appends the lines to the file (once; later calls do nothing). False on a write error.
   bool write();

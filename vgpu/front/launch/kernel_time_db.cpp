@@ -491,7 +491,9 @@ std::optional<uint64_t> KernelTimeDb::lookup_group(const LaunchSignature& signat
   return static_cast<uint64_t>(std::llround(*s * 1e9));
 }
 
-SettlingSignatures::Uncovered KernelTimeDb::explain_miss(const LaunchSignature& signature, LaunchSignature* keyed) {
+SettlingSignatures::Uncovered KernelTimeDb::explain_miss(const LaunchSignature& signature, LaunchSignature* keyed,
+                                                         std::string* detail) {
+  if (detail != nullptr) detail->clear();
   std::string family;
   if (impl_->file.empty() || !SettlingSignatures::family_of(signature, &family)) {
     *keyed = signature;
@@ -499,7 +501,7 @@ SettlingSignatures::Uncovered KernelTimeDb::explain_miss(const LaunchSignature& 
   }
   std::lock_guard lock(impl_->groups_mu);
   impl_->read_family_once(family);
-  return impl_->groups.uncovered(signature, keyed);
+  return impl_->groups.uncovered(signature, keyed, detail);
 }
 
 bool KernelTimeDb::record_groups(std::span<const SettledGroup> groups) {

@@ -107,7 +107,9 @@ class KernelTimeDb {
   // Why lookup() found nothing for `signature` (SettlingSignatures::uncovered: its family's
   // groups, none for a family the database lacks), and in *keyed the signature with the words
   // its family's groups do not key zeroed: what the list of misses aggregates by.
-  SettlingSignatures::Uncovered explain_miss(const LaunchSignature& signature, LaunchSignature* keyed);
+  // `detail`: SettlingSignatures::uncovered's.
+  SettlingSignatures::Uncovered explain_miss(const LaunchSignature& signature, LaunchSignature* keyed,
+                                             std::string* detail = nullptr);
 
   // Stores groups as settling exported them (merged into rows already there), in one
   // transaction. Returns false if the write failed (logged).

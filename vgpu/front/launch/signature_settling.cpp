@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 
 #include "common/log.h"
@@ -64,16 +65,20 @@ std::string SettlingSignatures::bucket_key(const Family& f, const std::vector<ui
 bool SettlingSignatures::covers(const Family& f, const Group& g, const std::vector<uint32_t>& words) {
   for (size_t i = 0; i < words.size(); ++i) {
     if (!f.free[i]) continue;  // equal: same bucket
-    const uint32_t v = words[i];
-    if (g.wide[i]) continue;  // garbage-like: any value
-    if (v >= kWideFrom || g.lo[i] > g.hi[i]) return false;
-    // The range measured, widened on each side by its own span: a word that varied by S across
-    // launches that took the same time is trusted to vary by S more (a counter, such as a philox
-    // offset, is then measured each time it has doubled its span, not on every launch).
-    const uint64_t span = uint64_t{g.hi[i]} - g.lo[i];
-    if (uint64_t{v} + span < g.lo[i] || v > g.hi[i] + span) return false;
+    if (!covers_word(g, i, words[i])) return false;
   }
   return true;
+}
+
+// Free word `i` of group `g` with value `v`.
+bool SettlingSignatures::covers_word(const Group& g, size_t i, uint32_t v) {
+  if (g.wide[i]) return true;  // garbage-like: any value
+  if (v >= kWideFrom || g.lo[i] > g.hi[i]) return false;
+  // The range measured, widened on each side by its own span: a word that varied by S across
+  // launches that took the same time is trusted to vary by S more (a counter, such as a philox
+  // offset, is then measured each time it has doubled its span, not on every launch).
+  const uint64_t span = uint64_t{g.hi[i]} - g.lo[i];
+  return uint64_t{v} + span >= g.lo[i] && v <= g.hi[i] + span;
 }
 
 void SettlingSignatures::widen(Group& g, const std::vector<uint32_t>& words) {
@@ -412,8 +417,8 @@ void SettlingSignatures::adopt(const SettledGroup& s) {
     f.buckets[bucket_key(f, f.groups.back().words)].push_back(f.groups.size() - 1);
 }
 
-SettlingSignatures::Uncovered SettlingSignatures::uncovered(const LaunchSignature& signature,
-                                                            LaunchSignature* keyed) const {
+SettlingSignatures::Uncovered SettlingSignatures::uncovered(const LaunchSignature& signature, LaunchSignature* keyed,
+                                                            std::string* detail) const {
   *keyed = signature;
   Parsed p;
   if (!parse(signature, &p)) return Uncovered::family;
@@ -425,7 +430,43 @@ SettlingSignatures::Uncovered SettlingSignatures::uncovered(const LaunchSignatur
     if (f.free[i]) masked[i] = 0;
   *keyed = signature_of(p.family, masked);
   bucket_key(f, p.words, &key_scratch_);
-  return f.buckets.count(key_scratch_) ? Uncovered::ranges : Uncovered::keyed_words;
+  const auto bucket = f.buckets.find(key_scratch_);
+  const Uncovered why = bucket != f.buckets.end() ? Uncovered::ranges : Uncovered::keyed_words;
+  if (detail == nullptr) return why;
+  // The nearest group: fewest words in the way (keyed words that differ, or free words outside).
+  constexpr size_t kShown = 4;
+  auto in_the_way = [&](const Group& g, std::string* out) {
+    size_t n = 0;
+    for (size_t i = 0; i < p.words.size() && i < g.words.size(); ++i) {
+      const uint32_t v = p.words[i];
+      const bool keyed_differs = !f.free[i] && v != g.words[i];
+      const bool outside = why == Uncovered::ranges && f.free[i] && !covers_word(g, i, v);
+      if (!keyed_differs && !outside) continue;
+      if (out != nullptr && n < kShown) {
+        if (!out->empty()) out->push_back(',');
+        *out += keyed_differs ? fmt::format("w{}={:#x}/{:#x}", i, v, g.words[i])
+                              : fmt::format("w{}={:#x} outside {:#x}..{:#x}", i, v, g.lo[i], g.hi[i]);
+      }
+      ++n;
+    }
+    return n;
+  };
+  const Group* nearest = nullptr;
+  size_t least = SIZE_MAX;
+  auto consider = [&](const Group& g) {
+    const size_t n = in_the_way(g, nullptr);
+    if (n < least) least = n, nearest = &g;
+  };
+  if (bucket != f.buckets.end())
+    for (size_t i : bucket->second) consider(f.groups[i]);
+  else
+    for (const Group& g : f.groups) consider(g);
+  detail->clear();
+  if (nearest != nullptr) {
+    in_the_way(*nearest, detail);
+    if (least > kShown) *detail += fmt::format(",+{}", least - kShown);
+  }
+  return why;
 }
 
 }  // namespace vgpu

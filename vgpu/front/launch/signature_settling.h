@@ -128,8 +128,11 @@ class SettlingSignatures {
   // no launch of its family is known, none with its keyed words, or its free words lie outside
   // every such group's ranges. `keyed`: the signature with the family's free words zeroed (the
   // launches that differ only in those share it; the signature itself for an unknown family).
+  // `detail` (if given): against the nearest group, the words that kept it from covering, as
+  // "w<index>=<this launch's value>/<the group's>" (keyed words) or "w<index>=<value> outside
+  // <lo>..<hi>" (ranges), at most four: what a replay differs in from the recording.
   enum class Uncovered { family, keyed_words, ranges };
-  Uncovered uncovered(const LaunchSignature& signature, LaunchSignature* keyed) const;
+  Uncovered uncovered(const LaunchSignature& signature, LaunchSignature* keyed, std::string* detail = nullptr) const;
   // The family part of a signature (its bytes without the by-value words): what the database
   // files groups under.
   static bool family_of(const LaunchSignature& signature, std::string* family);
@@ -171,6 +174,7 @@ class SettlingSignatures {
   static std::string bucket_key(const Family& f, const std::vector<uint32_t>& words);
   static void bucket_key(const Family& f, const std::vector<uint32_t>& words, std::string* key);
   static bool covers(const Family& f, const Group& g, const std::vector<uint32_t>& words);
+  static bool covers_word(const Group& g, size_t i, uint32_t v);
   static void widen(Group& g, const std::vector<uint32_t>& words);
   static Group group_of(const std::vector<uint32_t>& words);
   static LaunchSignature signature_of(const std::string& family, const std::vector<uint32_t>& words);

@@ -95,8 +95,9 @@ double ModuleManager::kernel_duration(const LaunchSignature& signature, bool* fr
   if (!found && misses_ && misses_->enabled()) {
     // Listed by the words that key it, with why the database lacked it.
     LaunchSignature keyed;
-    const SettlingSignatures::Uncovered why = kernel_times_->explain_miss(signature, &keyed);
-    misses_->note(keyed, d, KernelDbMisses::cause_name(why));
+    std::string detail;
+    const SettlingSignatures::Uncovered why = kernel_times_->explain_miss(signature, &keyed, &detail);
+    misses_->note(keyed, d, KernelDbMisses::cause_name(why), detail);
   }
   if (from_database) *from_database = found;
   return d;

@@ -50,10 +50,11 @@ def report(path, db):
                 if len(parts) != 7:
                     continue
                 launches, seconds, name, grid, block, sig, cause = parts
+                cause, _, detail = cause.partition(" ")
                 key = sig if sig != "-" else name
                 old = rows.get(key)
                 n = int(launches) + (old[0] if old else 0)
-                rows[key] = (n, float(seconds), name, grid, block, cause)
+                rows[key] = (n, float(seconds), name, grid, block, cause, detail)
     except OSError:
         return [f"kernel database {db}: every launch signature was found"]
     if not rows:
@@ -70,9 +71,11 @@ def report(path, db):
         lines.append("  by cause: " + "; ".join(
             f"{c} {causes[c][0]} ({causes[c][1]} launches: {CAUSES.get(c, 'not given')})"
             for c in sorted(causes)))
-    for n, seconds, name, grid, block, _ in sorted(rows.values(), key=lambda r: -r[0] * r[1])[:SHOWN]:
+    for n, seconds, name, grid, block, cause, detail in sorted(rows.values(),
+                                                             key=lambda r: -r[0] * r[1])[:SHOWN]:
         short = name if len(name) <= 60 else name[:57] + "..."
-        lines.append(f"  {n:>7} x {seconds * 1e6:12.3f} us  {short}  grid {grid} block {block}")
+        why = f"  [{cause}{' ' + detail if detail else ''}]" if cause != "-" else ""
+        lines.append(f"  {n:>7} x {seconds * 1e6:12.3f} us  {short}  grid {grid} block {block}{why}")
     if len(rows) > SHOWN:
         lines.append(f"  ... and {len(rows) - SHOWN} more")
     return lines
