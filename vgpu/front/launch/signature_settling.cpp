@@ -233,8 +233,12 @@ SettlingSignatures::Family& SettlingSignatures::family(const Parsed& p) {
   return f;
 }
 
+// The group's duration so far: settled, else its least disturbed sample that took part in
+// learning (neither the family's first launch nor a function's first launch in a context, which
+// may hold host work), else its least sample after the first, else its only one.
 double SettlingSignatures::least_of(const Group& g) {
   if (g.seconds >= 0 || g.samples.empty()) return g.seconds;
+  if (g.least_learnable >= 0) return g.least_learnable;
   if (g.samples.size() == 1) return g.samples[0];
   return *std::min_element(g.samples.begin() + 1, g.samples.end());
 }
@@ -358,12 +362,7 @@ SettledGroup SettlingSignatures::exported(const std::string& family, const Famil
   out.hi = g.hi;
   out.wide = g.wide;
   out.settled = g.seconds >= 0;
-  if (out.settled) {
-    out.seconds = g.seconds;
-  } else {
-    out.seconds = g.least_learnable;
-    if (out.seconds < 0 && !g.samples.empty()) out.seconds = *std::min_element(g.samples.begin(), g.samples.end());
-  }
+  out.seconds = least_of(g);
   return out;
 }
 
