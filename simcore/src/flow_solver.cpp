@@ -17,6 +17,10 @@ void FlowSolver::attach(uint32_t slot, const Route& route, double rate, bool tou
   FlowState& f = flows_[slot];
   f.count = static_cast<uint8_t>(route.count);
   f.attached = true;
+  if (touch_links && !f.fresh) {
+    f.fresh = true;
+    fresh_.push_back(slot);
+  }
   f.rate = rate;
   f.next_rate = rate;
   for (int i = 0; i < route.count; ++i) {
@@ -47,6 +51,9 @@ void FlowSolver::detach(uint32_t slot, bool touch_links) {
   FlowState& f = flows_[slot];
   if (!f.attached) return;
   if (touch_links && mode_ == SolverMode::incremental && !others_bottlenecked(slot)) touch_links = false;
+  // Flows slower than this one keep their rates (top of flow_solver.h). One that arrived in
+  // this batch had no max-min rate yet: leaving, it only undoes its own arrival.
+  if (touch_links && !f.fresh) departed_floor_ = std::min(departed_floor_, f.rate);
   for (int i = 0; i < f.count; ++i) {
     const LinkId id = f.links[i];
     auto& v = links_[id].flows;
@@ -72,6 +79,28 @@ void FlowSolver::detach(uint32_t slot, bool touch_links) {
   f.rate = 0;
 }
 
+double FlowSolver::batch_floor() {
+  double floor = departed_floor_;
+  for (uint32_t slot : fresh_) {
+    const FlowState& f = flows_[slot];
+    if (!f.attached) continue;
+    // Its new rate is at least the smallest initial share of its links.
+    for (int i = 0; i < f.count; ++i) {
+      const LinkState& l = links_[f.links[i]];
+      floor = std::min(floor, l.capacity / static_cast<double>(l.flows.size()));
+    }
+  }
+  // Rounding: a flow that froze at the leaving flow's level may read a hair slower; one more
+  // flow refilled is harmless, one kept that should move is not.
+  return floor * (1 - 1e-9);
+}
+
+void FlowSolver::end_batch() {
+  for (uint32_t slot : fresh_) flows_[slot].fresh = false;
+  fresh_.clear();
+  departed_floor_ = std::numeric_limits<double>::infinity();
+}
+
 void FlowSolver::collect_component(LinkId seed) {
   comp_links_.clear();
   comp_flows_.clear();
@@ -82,10 +111,20 @@ void FlowSolver::collect_component(LinkId seed) {
     const LinkId id = stack_.back();
     stack_.pop_back();
     comp_links_.push_back(id);
-    for (uint32_t slot : links_[id].flows) {
+    LinkState& l = links_[id];
+    double remaining = l.capacity;
+    uint32_t unfrozen = 0;
+    for (uint32_t slot : l.flows) {
       FlowState& f = flows_[slot];
+      if (f.rate < floor_ && !f.fresh) {
+        f.frozen = true;
+        remaining -= f.rate;
+        continue;
+      }
+      ++unfrozen;
       if (f.seen == epoch_) continue;
       f.seen = epoch_;
+      f.frozen = false;
       comp_flows_.push_back(slot);
       for (int i = 0; i < f.count; ++i) {
         LinkState& l = links_[f.links[i]];
@@ -95,18 +134,16 @@ void FlowSolver::collect_component(LinkId seed) {
         }
       }
     }
+    l.remaining = std::max(0.0, remaining);
+    l.unfrozen = unfrozen;
   }
 }
 
 void FlowSolver::fill() {
-  // Every flow of every component link belongs to the component, so a link's flow count is its
-  // number of unfrozen flows at the start.
+  // The walk set every link's remaining capacity and unfrozen count, and every flow's frozen mark.
   heap_.clear();
-  for (uint32_t slot : comp_flows_) flows_[slot].frozen = false;
   for (LinkId id : comp_links_) {
-    LinkState& l = links_[id];
-    l.remaining = l.capacity;
-    l.unfrozen = static_cast<uint32_t>(l.flows.size());
+    const LinkState& l = links_[id];
     if (l.unfrozen > 0) heap_.append(HeapItem::of(l.remaining / l.unfrozen, id));
   }
   heap_.order();

@@ -11,6 +11,18 @@
 // bottleneck, a full link on which no flow gets more; every remaining flow keeps its bottleneck
 // (the leaving flow crossed none of them), so the allocation stays the max-min one. In a dense
 // component a third of the departures are such (the rollback benchmark's traffic).
+// A re-solve refills only the flows at or above the batch's floor: every flow slower than a
+// leaving flow keeps its rate (it froze, in the filling, on a link the leaving flow does not
+// cross, before the leaving flow's level was reached; without it the filling runs the same up
+// to that level), and so does every flow slower than an arriving flow's new rate, for which
+// min over its links of capacity / flows is a lower bound (a link's share only grows as the
+// filling goes). Several changes at one instant take the smallest of these floors (departures
+// first, then arrivals: the max-min allocation is unique, so the order is free). Below the
+// floor flows are constants that take their rate off each link they cross; the flows above
+// it, walked from the touched links through links they share, are filled on what is left
+// (the filling on the residual capacities decomposes over those sub-components, and every
+// other sub-component keeps its residual problem, so its rates). On the rollback benchmark's
+// dense traffic the leaving flow is mostly a fast one and the walk stays small.
 // Full mode (benchmark baseline): every flow in flight is re-solved at every solve().
 //
 // Both run the same progressive filling: the link with the smallest fair share (remaining
@@ -77,7 +89,8 @@ class FlowSolver {
     std::array<uint32_t, kMaxRouteLinks> pos{};  // index of this flow in each link's vector
     uint8_t count = 0;
     bool attached = false;
-    bool frozen = false;   // the filling under way gave it its rate
+    bool frozen = false;   // the filling under way gave it its rate (or it lies below the floor)
+    bool fresh = false;    // attached with touch since the last solve(): its rate is not a max-min one
     uint32_t seen = 0;     // component walk epoch
     uint32_t all_pos = 0;  // index in all_ (full mode)
     LinkId bottleneck = kNoLink;  // where it froze in the last filling that gave it its rate
@@ -94,7 +107,12 @@ class FlowSolver {
   // narrowest link (what the filling gives, without the walk and the heap). False when it
   // shares a link.
   template <class OnChange> bool solve_alone(uint32_t slot, OnChange& on_change);
-  void collect_component(LinkId seed);  // fills comp_links_ / comp_flows_
+  // Fills comp_links_ / comp_flows_ with the flows at or above floor_ (and fresh ones) reached
+  // from seed through links they share, and sets each reached link's remaining capacity (less
+  // the rates of the flows below the floor, which are marked frozen) and unfrozen count.
+  void collect_component(LinkId seed);
+  double batch_floor();                 // the floor of the changes since the last solve()
+  void end_batch();                     // forgets the changes since the last solve()
   void fill();                          // progressive filling of comp_links_ / comp_flows_
   template <class OnChange> void apply(OnChange& on_change);
 
@@ -105,6 +123,9 @@ class FlowSolver {
   std::vector<uint32_t> all_;  // every attached flow (full mode)
   std::vector<LinkId> comp_links_, stack_;
   std::vector<uint32_t> comp_flows_;
+  std::vector<uint32_t> fresh_;  // flows attached with touch since the last solve()
+  double departed_floor_ = std::numeric_limits<double>::infinity();  // slowest leaving flow's rate
+  double floor_ = 0;             // the floor of the solve() under way
   ShareQueue heap_;  // share_queue.h
   uint32_t epoch_ = 0;
   uint64_t solves_ = 0, solved_flows_ = 0;
@@ -152,6 +173,7 @@ template <class OnChange> void FlowSolver::solve(OnChange&& on_change) {
   ++epoch_;
   if (mode_ == SolverMode::full_resolve) {
     touched_.clear();
+    end_batch();
     comp_flows_.assign(all_.begin(), all_.end());
     comp_links_.clear();
     for (uint32_t slot : comp_flows_) {
@@ -165,10 +187,17 @@ template <class OnChange> void FlowSolver::solve(OnChange&& on_change) {
       }
     }
     if (comp_flows_.empty()) return;
+    for (uint32_t slot : comp_flows_) flows_[slot].frozen = false;
+    for (LinkId id : comp_links_) {
+      LinkState& l = links_[id];
+      l.remaining = l.capacity;
+      l.unfrozen = static_cast<uint32_t>(l.flows.size());
+    }
     fill();
     apply(on_change);
     return;
   }
+  floor_ = batch_floor();
   // Links touched in this batch that one walk already reached are skipped (seen == epoch_).
   for (size_t i = 0; i < touched_.size(); ++i) {
     const LinkId seed = touched_[i];
@@ -180,6 +209,7 @@ template <class OnChange> void FlowSolver::solve(OnChange&& on_change) {
     apply(on_change);
   }
   touched_.clear();
+  end_batch();
 }
 
 }  // namespace simcore::detail
