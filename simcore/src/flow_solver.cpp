@@ -79,15 +79,50 @@ void FlowSolver::detach(uint32_t slot, bool touch_links) {
   f.rate = 0;
 }
 
+// The rate the max-min allocation gives a flow arriving alone among flows whose rates are
+// the max-min ones without it. A flow slower than the arrival keeps its rate and one at least as
+// fast stays at least as fast (both directions of the departure rule), so on each link L the
+// others take sum_f min(rate_f, x) at the arrival's rate x; the arrival gets the smallest x at
+// which one of its links is full: on its bottleneck that sum + x = capacity, on the others it
+// is at most the capacity.
+double FlowSolver::arrival_rate(uint32_t slot) {
+  const FlowState& a = flows_[slot];
+  double rate = std::numeric_limits<double>::infinity();
+  for (int i = 0; i < a.count; ++i) {
+    const LinkState& l = links_[a.links[i]];
+    rates_.clear();
+    for (uint32_t other : l.flows)
+      if (other != slot) rates_.push_back(flows_[other].rate);
+    std::sort(rates_.begin(), rates_.end());
+    // x with the j slowest below it: (capacity - their sum) / (the others + the arrival).
+    double left = l.capacity;
+    size_t j = 0;
+    double x = left / static_cast<double>(rates_.size() + 1);
+    while (j < rates_.size() && rates_[j] < x) {
+      left -= rates_[j++];
+      x = left / static_cast<double>(rates_.size() - j + 1);
+    }
+    rate = std::min(rate, x);
+  }
+  return rate;
+}
+
 double FlowSolver::batch_floor() {
   double floor = departed_floor_;
-  for (uint32_t slot : fresh_) {
-    const FlowState& f = flows_[slot];
-    if (!f.attached) continue;
-    // Its new rate is at least the smallest initial share of its links.
-    for (int i = 0; i < f.count; ++i) {
-      const LinkState& l = links_[f.links[i]];
-      floor = std::min(floor, l.capacity / static_cast<double>(l.flows.size()));
+  uint32_t arrivals = 0, arrival = 0;
+  for (uint32_t slot : fresh_)
+    if (flows_[slot].attached) ++arrivals, arrival = slot;
+  if (arrivals == 1 && floor == std::numeric_limits<double>::infinity()) {
+    floor = arrival_rate(arrival);
+  } else {
+    for (uint32_t slot : fresh_) {
+      const FlowState& f = flows_[slot];
+      if (!f.attached) continue;
+      // Among other changes: its new rate is at least the smallest initial share of its links.
+      for (int i = 0; i < f.count; ++i) {
+        const LinkState& l = links_[f.links[i]];
+        floor = std::min(floor, l.capacity / static_cast<double>(l.flows.size()));
+      }
     }
   }
   // Rounding: a flow that froze at the leaving flow's level may read a hair slower; one more

@@ -113,6 +113,7 @@ class FlowSolver {
   void collect_component(LinkId seed);
   double batch_floor();                 // the floor of the changes since the last solve()
   void end_batch();                     // forgets the changes since the last solve()
+  double arrival_rate(uint32_t slot);   // batch_floor(): a lone arrival's exact new rate
   void fill();                          // progressive filling of comp_links_ / comp_flows_
   template <class OnChange> void apply(OnChange& on_change);
 
@@ -124,6 +125,7 @@ class FlowSolver {
   std::vector<LinkId> comp_links_, stack_;
   std::vector<uint32_t> comp_flows_;
   std::vector<uint32_t> fresh_;  // flows attached with touch since the last solve()
+  std::vector<double> rates_;    // arrival_rate()'s scratch
   double departed_floor_ = std::numeric_limits<double>::infinity();  // slowest leaving flow's rate
   double floor_ = 0;             // the floor of the solve() under way
   ShareQueue heap_;  // share_queue.h
