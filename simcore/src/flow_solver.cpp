@@ -136,46 +136,86 @@ void FlowSolver::end_batch() {
   departed_floor_ = std::numeric_limits<double>::infinity();
 }
 
-void FlowSolver::collect_component(LinkId seed) {
-  comp_links_.clear();
+void FlowSolver::seed_local() {
   comp_flows_.clear();
-  stack_.clear();
-  links_[seed].seen = epoch_;
-  stack_.push_back(seed);
-  while (!stack_.empty()) {
-    const LinkId id = stack_.back();
-    stack_.pop_back();
-    comp_links_.push_back(id);
+  for (LinkId id : touched_)
+    for (uint32_t slot : links_[id].flows) {
+      FlowState& f = flows_[slot];
+      if (f.seen == epoch_) continue;  // solved alone, or already in
+      if (f.fresh || (f.bottleneck == id && f.rate >= floor_)) {
+        f.seen = epoch_;
+        comp_flows_.push_back(slot);
+      }
+    }
+}
+
+void FlowSolver::prepare_local() {
+  comp_links_.clear();
+  ++round_;
+  for (uint32_t slot : comp_flows_) {
+    const FlowState& f = flows_[slot];
+    for (int i = 0; i < f.count; ++i) {
+      LinkState& l = links_[f.links[i]];
+      if (l.round != round_) {
+        l.round = round_;
+        comp_links_.push_back(f.links[i]);
+      }
+    }
+  }
+  for (LinkId id : comp_links_) {
     LinkState& l = links_[id];
     double remaining = l.capacity;
     uint32_t unfrozen = 0;
     for (uint32_t slot : l.flows) {
       FlowState& f = flows_[slot];
-      if (f.rate < floor_ && !f.fresh) {
-        f.frozen = true;
+      f.frozen = f.seen != epoch_;
+      if (f.frozen)
         remaining -= f.rate;
-        continue;
-      }
-      ++unfrozen;
-      if (f.seen == epoch_) continue;
-      f.seen = epoch_;
-      f.frozen = false;
-      comp_flows_.push_back(slot);
-      for (int i = 0; i < f.count; ++i) {
-        LinkState& l = links_[f.links[i]];
-        if (l.seen != epoch_) {
-          l.seen = epoch_;
-          stack_.push_back(f.links[i]);
-        }
-      }
+      else
+        ++unfrozen;
     }
     l.remaining = std::max(0.0, remaining);
     l.unfrozen = unfrozen;
   }
 }
 
+bool FlowSolver::widen_local() {
+  // Relative slack for rounding: a flagged flow is only refilled, never wrong.
+  constexpr double kEps = 1e-12;
+  const size_t before = comp_flows_.size();
+  for (LinkId id : comp_links_) {
+    const LinkState& l = links_[id];
+    double sum = 0, top = 0, moved_top = 0;
+    bool others = false;
+    for (uint32_t slot : l.flows) {
+      const FlowState& f = flows_[slot];
+      const bool moved = f.seen == epoch_;
+      const double r = moved ? f.next_rate : f.rate;
+      sum += r;
+      top = std::max(top, r);
+      if (moved && f.bottleneck == id) moved_top = std::max(moved_top, r);
+      others |= !moved;
+    }
+    if (!others) continue;
+    const bool full = sum >= l.capacity * (1 - kEps);
+    for (uint32_t slot : l.flows) {
+      FlowState& f = flows_[slot];
+      if (f.seen == epoch_ || f.rate < floor_) continue;  // below the floor nothing moves
+      // A flow filled here is slower than it (so this is no bottleneck of theirs), or this was
+      // its bottleneck and is no longer full or no longer has it the fastest.
+      if (f.rate > moved_top * (1 + kEps) && moved_top > 0) {
+      } else if (f.bottleneck != id || (full && f.rate >= top * (1 - kEps))) {
+        continue;
+      }
+      f.seen = epoch_;
+      comp_flows_.push_back(slot);
+    }
+  }
+  return comp_flows_.size() != before;
+}
+
 void FlowSolver::fill() {
-  // The walk set every link's remaining capacity and unfrozen count, and every flow's frozen mark.
+  // The caller set every link's remaining capacity and unfrozen count, and every flow's frozen mark.
   heap_.clear();
   for (LinkId id : comp_links_) {
     const LinkState& l = links_[id];
