@@ -185,19 +185,27 @@ bool FlowSolver::widen_local() {
   const size_t before = comp_flows_.size();
   for (LinkId id : comp_links_) {
     const LinkState& l = links_[id];
-    double sum = 0, top = 0, moved_top = 0;
-    bool others = false;
+    double sum = 0, top = 0, moved_top = 0, others_top = 0;
+    double bottlenecked_least = std::numeric_limits<double>::infinity();  // others' here
     for (uint32_t slot : l.flows) {
       const FlowState& f = flows_[slot];
       const bool moved = f.seen == epoch_;
       const double r = moved ? f.next_rate : f.rate;
       sum += r;
       top = std::max(top, r);
-      if (moved && f.bottleneck == id) moved_top = std::max(moved_top, r);
-      others |= !moved;
+      if (moved) {
+        if (f.bottleneck == id) moved_top = std::max(moved_top, r);
+      } else {
+        others_top = std::max(others_top, r);
+        if (f.bottleneck == id) bottlenecked_least = std::min(bottlenecked_least, r);
+      }
     }
-    if (!others) continue;
     const bool full = sum >= l.capacity * (1 - kEps);
+    // Mostly nothing to add: look for the flows only when the conditions below can hold.
+    const bool outrun = moved_top > 0 && others_top > moved_top * (1 + kEps);
+    const bool lost = bottlenecked_least != std::numeric_limits<double>::infinity() &&
+                      (!full || bottlenecked_least < top * (1 - kEps));
+    if (!outrun && !lost) continue;
     for (uint32_t slot : l.flows) {
       FlowState& f = flows_[slot];
       if (f.seen == epoch_ || f.rate < floor_) continue;  // below the floor nothing moves
