@@ -211,10 +211,9 @@ bool FlowSolver::widen_local() {
       if (f.seen == epoch_ || f.rate < floor_) continue;  // below the floor nothing moves
       // A flow filled here is slower than it (so this is no bottleneck of theirs), or this was
       // its bottleneck and is no longer full or no longer has it the fastest.
-      if (f.rate > moved_top * (1 + kEps) && moved_top > 0) {
-      } else if (f.bottleneck != id || (full && f.rate >= top * (1 - kEps))) {
-        continue;
-      }
+      const bool outruns = moved_top > 0 && f.rate > moved_top * (1 + kEps);
+      const bool lost_bottleneck = f.bottleneck == id && (!full || f.rate < top * (1 - kEps));
+      if (!outruns && !lost_bottleneck) continue;
       f.seen = epoch_;
       comp_flows_.push_back(slot);
     }

@@ -128,7 +128,7 @@ class FlowSolver {
   std::vector<FlowState> flows_;
   std::vector<LinkId> touched_;
   std::vector<uint32_t> all_;  // every attached flow (full mode)
-  std::vector<LinkId> comp_links_, stack_;
+  std::vector<LinkId> comp_links_;
   std::vector<uint32_t> comp_flows_;
   std::vector<uint32_t> fresh_;  // flows attached with touch since the last solve()
   std::vector<double> rates_;    // arrival_rate()'s scratch
