@@ -147,6 +147,20 @@ void FlowSolver::seed_local() {
         comp_flows_.push_back(slot);
       }
     }
+  // The flows bottlenecked on the seeds' other links as well: a seed that speeds up takes from
+  // them, and widen_local() finding them costs another filling (instructions of the rollback
+  // benchmark's re-simulation -1.6%).
+  const size_t n = comp_flows_.size();
+  for (size_t k = 0; k < n; ++k) {
+    const FlowState& s = flows_[comp_flows_[k]];
+    for (int i = 0; i < s.count; ++i)
+      for (uint32_t slot : links_[s.links[i]].flows) {
+        FlowState& f = flows_[slot];
+        if (f.seen == epoch_ || f.bottleneck != s.links[i] || f.rate < floor_) continue;
+        f.seen = epoch_;
+        comp_flows_.push_back(slot);
+      }
+  }
 }
 
 void FlowSolver::prepare_local() {
