@@ -5,8 +5,8 @@
 //
 // Incremental mode: a change marks the links it touches, and solve() re-solves locally. The
 // flows that may move are the ones that arrived and those whose bottleneck (the link where they
-// froze in their last filling) was touched; they are filled on what the other flows leave of
-// each link. An allocation is max-min fair exactly when every flow has a bottleneck, a full
+// froze in their last filling) was touched, with the flows bottlenecked on their other links;
+// they are filled on what the other flows leave of each link. An allocation is max-min fair exactly when every flow has a bottleneck, a full
 // link on which no flow gets more; so the result is checked on every link the moved flows cross,
 // and a flow it leaves without its bottleneck (the link is no longer full, or a flow there now
 // gets more) or that now outruns a moved flow on that one's bottleneck joins them, and the
