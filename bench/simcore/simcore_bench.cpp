@@ -22,7 +22,10 @@
 //   rollback/depth:d  one flow arriving d events (in start order) before the last start of dense
 //       64-GPU traffic (1 MiB flows between random GPUs of 8 nodes x 8, one every 0.5 us, all
 //       in one component); ratio to a flow arriving after everything (no rollback);
-//       us_vs_100us = the rollback's time over 100 us.
+//       us_vs_100us = the rollback's time over 100 us; solves / solved_flows = the max-min
+//       fillings one rollback runs and the flows they give a rate (solved_flows / solves: the
+//       mean size of a filling); forward_us_per_flow = simulating the dense traffic itself (in
+//       order, no rollback) per flow.
 //   memory/flows:N  history held after N flows from 16 ranks whose floors advance (2 nodes);
 //       ratio to the same flows with no ranks (nothing reclaimable) at 10^6 flows.
 //   netsim_ring/gpus:N  the built vgpu-netsim on the trace of a whole 1 GiB ring all-reduce over N
@@ -253,6 +256,7 @@ struct DenseTraffic {
   std::vector<Time> starts;  // sorted
   std::mt19937_64 rng{42};
   int gpus = 0;
+  double forward_s = 0;  // CPU seconds of simulating the traffic the first time (in order)
 
   explicit DenseTraffic(int events) {
     const simcore::ClusterSpec c = cluster_of_gpus(64);
@@ -260,9 +264,11 @@ struct DenseTraffic {
     EngineOptions o;
     o.record_timeline = false;
     engine = simcore::make_engine(c, o);
+    const double t0 = cpu_now();
     for (int i = 0; i < events; ++i) engine->add_flow(random_flow(i * 0.5e-6));
     for (EventId id = 1; id <= static_cast<EventId>(events); ++id)
       starts.push_back(engine->query(id)->start);
+    forward_s = cpu_now() - t0;
     std::sort(starts.begin(), starts.end());
   }
   FlowSpec random_flow(Time not_before) {
@@ -273,21 +279,32 @@ struct DenseTraffic {
     f.dst_gpu = static_cast<int>(rng() % gpus);
     return f;
   }
-  // Mean CPU seconds and re-simulated events of one late flow `depth` starts back (0: after all).
-  std::pair<double, double> late_flow(int depth, int reps) {
+  struct Late {
+    double seconds = 0;       // mean CPU seconds of one late flow
+    double replayed = 0;      // mean events re-simulated
+    double solves = 0;        // mean max-min fillings run
+    double solved_flows = 0;  // mean flows given a rate by them
+  };
+  // One late flow `depth` starts back (0: after all), averaged over reps.
+  Late late_flow(int depth, int reps) {
     double total = 0;
-    uint64_t replayed = 0;
+    uint64_t replayed = 0, solves = 0, solved = 0;
     for (int r = 0; r < reps; ++r) {
       FlowSpec f = random_flow(0);
       f.not_before = depth == 0 ? starts.back() + 1.0 + r : starts[starts.size() - 1 - depth];
-      const auto before = engine->stats().replayed_events;
+      const auto before = engine->stats();
       const double t = cpu_now();
       const EventId id = engine->add_flow(f);
       engine->query(id);
       total += cpu_now() - t;
-      replayed += engine->stats().replayed_events - before;
+      const auto after = engine->stats();
+      replayed += after.replayed_events - before.replayed_events;
+      solves += after.solves - before.solves;
+      solved += after.solved_flows - before.solved_flows;
     }
-    return {total / reps, static_cast<double>(replayed) / reps};
+    const double n = reps;
+    return {total / n, static_cast<double>(replayed) / n, static_cast<double>(solves) / n,
+            static_cast<double>(solved) / n};
   }
 };
 
@@ -295,9 +312,13 @@ void rollback(benchmark::State& state, bool quick) {
   const int depth = static_cast<int>(state.range(0));
   DenseTraffic traffic(quick ? 2000 : 20000);
   for (auto _ : state) {
-    const auto [append_s, unused] = traffic.late_flow(0, 50);
-    const auto [late_s, replayed] = traffic.late_flow(depth, depth >= 1000 ? 10 : 30);
+    const double append_s = traffic.late_flow(0, 50).seconds;
+    const DenseTraffic::Late late = traffic.late_flow(depth, depth >= 1000 ? 10 : 30);
+    const double late_s = late.seconds, replayed = late.replayed;
     state.SetIterationTime(late_s);
+    state.counters["forward_us_per_flow"] = 1e6 * traffic.forward_s / traffic.starts.size();
+    state.counters["solves"] = late.solves;
+    state.counters["solved_flows"] = late.solved_flows;
     state.counters["us_per_rollback"] = 1e6 * late_s;
     state.counters["us_vs_100us"] = 1e6 * late_s / 100.0;  // the target: below 1
     state.counters["us_per_append"] = 1e6 * append_s;

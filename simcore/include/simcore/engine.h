@@ -152,7 +152,7 @@ class Engine {
 };
 
 enum class SolverMode {
-  incremental,   // re-solve only the flows that share links (transitively) with a change
+  incremental,   // re-solve only the flows a change can move (flow_solver.h), checked to be max-min
   full_resolve,  // re-solve every flow in flight at every change (baseline for benchmarks)
 };
 
