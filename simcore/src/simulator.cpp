@@ -164,7 +164,7 @@ void Simulator::handle(const QueueItem& item, Time now) {
   if (item.version != r.version) return;
   switch (item.kind) {
     case kStart: begin(item.target, now); break;
-    case kTransferEnd: end_transfer(item.target, now); break;
+    case kTransferEnd: transfer_end_due(item.target, now); break;
     case kFinish: complete(item.target, now); break;
     case kCleanFinish: clean_finished(item.target, now); break;
     case kDepCheck: dep_check(item.target, now); break;
@@ -185,6 +185,7 @@ void Simulator::begin(uint32_t slot, Time now) {
     push(now + r.tail, slot, kFinish);
   } else {
     r.phase = Phase::moving;
+    r.end_queued = std::numeric_limits<Time>::infinity();
     const Route route = route_of(r);
     index_insert(slot, r, route);
     attach_dirty(slot, route, 0.0, now);
@@ -250,7 +251,6 @@ void Simulator::dep_check(uint32_t slot, Time now) {
 
 void Simulator::on_rate(uint32_t slot, double rate, Time now) {
   Record& r = records_[slot];
-  ++r.version;
   double remaining = static_cast<double>(r.bytes);
   if (r.segments.empty()) {
     r.segments.push_back(Segment{now, rate, remaining});
@@ -265,7 +265,29 @@ void Simulator::on_rate(uint32_t slot, double rate, Time now) {
       if (r.segments.size() >= r.trim_at) trim_segments(r);
     }
   }
-  push(now + remaining / rate, slot, kTransferEnd);
+  const Time due = now + remaining / rate;  // what transfer_end_due() computes from the segment
+  if (due < r.end_queued) queue_transfer_end(r, slot, due);
+}
+
+// The new item is the live one: any earlier one (due later) goes stale.
+void Simulator::queue_transfer_end(Record& r, uint32_t slot, Time due) {
+  ++r.version;
+  r.end_queued = due;
+  push(due, slot, kTransferEnd);
+}
+
+// The live kTransferEnd item fired: the transfer ends now, unless its rate dropped since the
+// item was queued (on_rate() queues nothing then), in which case the item moves on to the end.
+void Simulator::transfer_end_due(uint32_t slot, Time now) {
+  Record& r = records_[slot];
+  const Segment& s = r.segments.back();
+  const Time due = s.t + s.remaining / s.rate;
+  if (due > now) {
+    queue_transfer_end(r, slot, due);
+    return;
+  }
+  r.end_queued = std::numeric_limits<Time>::infinity();
+  end_transfer(slot, now);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -276,6 +298,7 @@ void Simulator::mark_dirty(Record& r, uint32_t slot, Time now) {
   r.has_old = true;  // its start and transfer end stay the old ones until the sweep reaches it
   r.old_finish = r.finish;
   ++r.version;  // any announcement of its old finish is void
+  r.end_queued = std::numeric_limits<Time>::infinity();
   ++replayed_;
   dirty_.push_back(slot);
   if (r.indexed) {
@@ -305,7 +328,7 @@ void Simulator::dirty_moving(uint32_t slot, Time now) {
   r.phase = Phase::moving;
   const Segment s = r.segments.back();  // it started before now, so this exists
   attach_dirty(slot, route, s.rate, now);
-  push(std::max(now, s.t + s.remaining / s.rate), slot, kTransferEnd);
+  queue_transfer_end(r, slot, std::max(now, s.t + s.remaining / s.rate));
 }
 
 // A clean event not started yet at `now` whose start can move: it waits for its dependencies
