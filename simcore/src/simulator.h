@@ -220,6 +220,7 @@ class Simulator {
   void handle(const QueueItem& item, Time now);
   void begin(uint32_t slot, Time now);
   void end_transfer(uint32_t slot, Time now);
+  void finish_after_tail(uint32_t slot, Time now);  // its transfer (or start) is at `now`
   void complete(uint32_t slot, Time now);
   void clean_finished(uint32_t slot, Time now);
   void dep_check(uint32_t slot, Time now);
