@@ -301,7 +301,7 @@ void Simulator::transfer_end_due(uint32_t slot, Time now) {
 // ---------------------------------------------------------------------------------------------
 // Clean events joining the sweep
 
-void Simulator::mark_dirty(Record& r, uint32_t slot, Time now) {
+void Simulator::mark_dirty(Record& r, uint32_t slot, Time now, const Route& route) {
   r.dirty = true;
   r.has_old = true;  // its start and transfer end stay the old ones until the sweep reaches it
   r.old_finish = r.finish;
@@ -309,10 +309,8 @@ void Simulator::mark_dirty(Record& r, uint32_t slot, Time now) {
   r.end_queued = std::numeric_limits<Time>::infinity();
   ++replayed_;
   dirty_.push_back(slot);
-  if (r.indexed) {
-    const Route route = route_of(r);
+  if (r.indexed)
     for (int i = 0; i < route.count; ++i) --links_[route.links[i]].clean;
-  }
   // Clean dependents started at their old start on the strength of this event's old finish.
   for (EventId dep : r.dependents) {
     const uint32_t ds = live_slot(dep);
@@ -325,8 +323,8 @@ void Simulator::mark_dirty(Record& r, uint32_t slot, Time now) {
 // A clean flow that started before `now` and moves bytes beside dirty work on one of its links.
 void Simulator::dirty_moving(uint32_t slot, Time now) {
   Record& r = records_[slot];
-  mark_dirty(r, slot, now);
   const Route route = route_of(r);
+  mark_dirty(r, slot, now, route);
   note_presence(route, now);
   // Its old transfer from now on is a ghost: the flows that shared links with it then must
   // join the sweep as well.
@@ -335,7 +333,8 @@ void Simulator::dirty_moving(uint32_t slot, Time now) {
   while (!r.segments.empty() && r.segments.back().t >= now) r.segments.pop_back();
   r.phase = Phase::moving;
   const Segment s = r.segments.back();  // it started before now, so this exists
-  attach_dirty(slot, route, s.rate, now);
+  // Its presence was noted above (attach_dirty() would find every link present now).
+  solver_.attach(slot, route, s.rate, /*touch=*/true);
   queue_transfer_end(r, slot, std::max(now, s.t + s.remaining / s.rate));
 }
 
@@ -343,8 +342,9 @@ void Simulator::dirty_moving(uint32_t slot, Time now) {
 // again.
 void Simulator::dirty_pending(uint32_t slot, Time now) {
   Record& r = records_[slot];
-  mark_dirty(r, slot, now);
-  if (r.indexed) index_erase(slot, r);
+  const Route route = route_of(r);
+  mark_dirty(r, slot, now, route);
+  if (r.indexed) index_erase(slot, r, route);
   // Its old transfer (start and transfer_end are still the old ones) is a ghost.
   if (r.kind == EventKind::flow && r.bytes > 0 && r.transfer_end > r.start) {
     push(r.start, slot, kGhostBegin);

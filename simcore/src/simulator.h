@@ -230,7 +230,7 @@ class Simulator {
   void schedule_if_ready(uint32_t slot, Time now);
 
   // Clean -> dirty.
-  void mark_dirty(Record& r, uint32_t slot, Time now);
+  void mark_dirty(Record& r, uint32_t slot, Time now, const Route& route);  // route_of(r)
   void join(uint32_t slot, Time now);
   void dirty_moving(uint32_t slot, Time now);
   void dirty_pending(uint32_t slot, Time now);
