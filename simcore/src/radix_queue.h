@@ -20,6 +20,8 @@
 #include <array>
 #include <bit>
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
 namespace simcore::detail {
@@ -128,7 +130,7 @@ class RadixQueue {
   void advance() {
     const int b = 1 + std::countr_zero(full_buckets_);
     full_buckets_ &= full_buckets_ - 1;  // b is the lowest: its items all move down
-    std::vector<Entry>& from = buckets_[b];
+    Bucket& from = buckets_[b];
     uint64_t least = from[0].key;
     for (const Entry& e : from) least = std::min(least, e.key);
     last_ = least;
@@ -148,9 +150,45 @@ class RadixQueue {
     full_buckets_ |= uint64_t{1} << (b - 1);
   }
 
-  std::array<std::vector<Entry>, 65> buckets_;  // 1..64 (0: the current instant, in now_)
+  // A bucket: an array that only grows, of trivially copyable entries. std::vector's
+  // push_back was not inlined here (its growth path came with it), and appending entries is
+  // most of what the queue does: a rollback's sweep moves each item down 3-4 buckets.
+  class Bucket {
+   public:
+    void push_back(const Entry& e) {
+      if (size_ == cap_) [[unlikely]] grow();
+      data_[size_++] = e;
+    }
+    Entry* begin() { return data_.get(); }
+    Entry* end() { return data_.get() + size_; }
+    const Entry* begin() const { return data_.get(); }
+    const Entry* end() const { return data_.get() + size_; }
+    Entry& operator[](size_t i) { return data_[i]; }
+    size_t size() const { return size_; }
+    size_t capacity() const { return cap_; }
+    void clear() { size_ = 0; }
+    void resize(size_t n) { size_ = n; }  // never more than size()
+    void swap(Bucket& other) noexcept {
+      std::swap(data_, other.data_);
+      std::swap(size_, other.size_);
+      std::swap(cap_, other.cap_);
+    }
+
+   private:
+    [[gnu::noinline]] void grow() {
+      const size_t cap = cap_ == 0 ? 8 : 2 * cap_;
+      auto data = std::make_unique_for_overwrite<Entry[]>(cap);
+      std::copy(begin(), end(), data.get());
+      data_ = std::move(data);
+      cap_ = cap;
+    }
+    std::unique_ptr<Entry[]> data_;
+    size_t size_ = 0, cap_ = 0;
+  };
+
+  std::array<Bucket, 65> buckets_;  // 1..64 (0: the current instant, in now_)
   uint64_t full_buckets_ = 0;  // bit b - 1: buckets_[b] has items (advance() skips to the lowest)
-  std::vector<Entry> scratch_;
+  Bucket scratch_;
   uint64_t last_ = 0;
   size_t size_ = 0;
   uint32_t nonempty_ = 0;  // bit i: now_[i] has items

@@ -164,7 +164,7 @@ void Simulator::handle(const QueueItem& item, Time now) {
   if (item.version != r.version) return;
   switch (item.kind) {
     case kStart: begin(item.target, now); break;
-    case kTransferEnd: end_transfer(item.target, now); break;
+    case kTransferEnd: transfer_end_due(item.target, now); break;
     case kFinish: complete(item.target, now); break;
     case kCleanFinish: clean_finished(item.target, now); break;
     case kDepCheck: dep_check(item.target, now); break;
@@ -175,16 +175,12 @@ void Simulator::handle(const QueueItem& item, Time now) {
 void Simulator::begin(uint32_t slot, Time now) {
   Record& r = records_[slot];
   r.start = now;
-  if (r.kind == EventKind::task) {
-    r.phase = Phase::tail;
+  if (r.kind == EventKind::task || r.bytes == 0) {
     r.transfer_end = now;
-    push(now + r.tail, slot, kFinish);
-  } else if (r.bytes == 0) {
-    r.phase = Phase::tail;
-    r.transfer_end = now;
-    push(now + r.tail, slot, kFinish);
+    finish_after_tail(slot, now);
   } else {
     r.phase = Phase::moving;
+    r.end_queued = std::numeric_limits<Time>::infinity();
     const Route route = route_of(r);
     index_insert(slot, r, route);
     attach_dirty(slot, route, 0.0, now);
@@ -196,6 +192,19 @@ void Simulator::end_transfer(uint32_t slot, Time now) {
   r.phase = Phase::tail;
   r.transfer_end = now;
   solver_.detach(slot, /*touch=*/true);
+  finish_after_tail(slot, now);
+}
+
+// An event nobody depends on finishes with nothing to tell anyone: it is done at once (its
+// finish is known), saving the sweep a queue item and an instant per re-simulated flow.
+void Simulator::finish_after_tail(uint32_t slot, Time now) {
+  Record& r = records_[slot];
+  if (r.dependents.empty()) {
+    r.phase = Phase::done;
+    r.finish = now + r.tail;
+    return;
+  }
+  r.phase = Phase::tail;
   push(now + r.tail, slot, kFinish);
 }
 
@@ -250,7 +259,6 @@ void Simulator::dep_check(uint32_t slot, Time now) {
 
 void Simulator::on_rate(uint32_t slot, double rate, Time now) {
   Record& r = records_[slot];
-  ++r.version;
   double remaining = static_cast<double>(r.bytes);
   if (r.segments.empty()) {
     r.segments.push_back(Segment{now, rate, remaining});
@@ -265,23 +273,44 @@ void Simulator::on_rate(uint32_t slot, double rate, Time now) {
       if (r.segments.size() >= r.trim_at) trim_segments(r);
     }
   }
-  push(now + remaining / rate, slot, kTransferEnd);
+  const Time due = now + remaining / rate;  // what transfer_end_due() computes from the segment
+  if (due < r.end_queued) queue_transfer_end(r, slot, due);
+}
+
+// The new item is the live one: any earlier one (due later) goes stale.
+void Simulator::queue_transfer_end(Record& r, uint32_t slot, Time due) {
+  ++r.version;
+  r.end_queued = due;
+  push(due, slot, kTransferEnd);
+}
+
+// The live kTransferEnd item fired: the transfer ends now, unless its rate dropped since the
+// item was queued (on_rate() queues nothing then), in which case the item moves on to the end.
+void Simulator::transfer_end_due(uint32_t slot, Time now) {
+  Record& r = records_[slot];
+  const Segment& s = r.segments.back();
+  const Time due = s.t + s.remaining / s.rate;
+  if (due > now) {
+    queue_transfer_end(r, slot, due);
+    return;
+  }
+  r.end_queued = std::numeric_limits<Time>::infinity();
+  end_transfer(slot, now);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Clean events joining the sweep
 
-void Simulator::mark_dirty(Record& r, uint32_t slot, Time now) {
+void Simulator::mark_dirty(Record& r, uint32_t slot, Time now, const Route& route) {
   r.dirty = true;
   r.has_old = true;  // its start and transfer end stay the old ones until the sweep reaches it
   r.old_finish = r.finish;
   ++r.version;  // any announcement of its old finish is void
+  r.end_queued = std::numeric_limits<Time>::infinity();
   ++replayed_;
   dirty_.push_back(slot);
-  if (r.indexed) {
-    const Route route = route_of(r);
+  if (r.indexed)
     for (int i = 0; i < route.count; ++i) --links_[route.links[i]].clean;
-  }
   // Clean dependents started at their old start on the strength of this event's old finish.
   for (EventId dep : r.dependents) {
     const uint32_t ds = live_slot(dep);
@@ -294,8 +323,8 @@ void Simulator::mark_dirty(Record& r, uint32_t slot, Time now) {
 // A clean flow that started before `now` and moves bytes beside dirty work on one of its links.
 void Simulator::dirty_moving(uint32_t slot, Time now) {
   Record& r = records_[slot];
-  mark_dirty(r, slot, now);
   const Route route = route_of(r);
+  mark_dirty(r, slot, now, route);
   note_presence(route, now);
   // Its old transfer from now on is a ghost: the flows that shared links with it then must
   // join the sweep as well.
@@ -304,16 +333,18 @@ void Simulator::dirty_moving(uint32_t slot, Time now) {
   while (!r.segments.empty() && r.segments.back().t >= now) r.segments.pop_back();
   r.phase = Phase::moving;
   const Segment s = r.segments.back();  // it started before now, so this exists
-  attach_dirty(slot, route, s.rate, now);
-  push(std::max(now, s.t + s.remaining / s.rate), slot, kTransferEnd);
+  // Its presence was noted above (attach_dirty() would find every link present now).
+  solver_.attach(slot, route, s.rate, /*touch=*/true);
+  queue_transfer_end(r, slot, std::max(now, s.t + s.remaining / s.rate));
 }
 
 // A clean event not started yet at `now` whose start can move: it waits for its dependencies
 // again.
 void Simulator::dirty_pending(uint32_t slot, Time now) {
   Record& r = records_[slot];
-  mark_dirty(r, slot, now);
-  if (r.indexed) index_erase(slot, r);
+  const Route route = route_of(r);
+  mark_dirty(r, slot, now, route);
+  if (r.indexed) index_erase(slot, r, route);
   // Its old transfer (start and transfer_end are still the old ones) is a ghost.
   if (r.kind == EventKind::flow && r.bytes > 0 && r.transfer_end > r.start) {
     push(r.start, slot, kGhostBegin);

@@ -141,6 +141,10 @@ class Simulator {
     Time old_finish = 0;
     int32_t lane = 0;
     uint32_t trim_at = 8;  // segment count at which old segments are trimmed next
+    // A moving flow: the time of its live kTransferEnd item (infinity: none). A rate change
+    // that moves the end later pushes nothing; the item then finds the end ahead and moves on
+    // to it (a queue item per rate change, most of them stale, was a fifth of a rollback).
+    Time end_queued = std::numeric_limits<Time>::infinity();
     boost::container::small_vector<EventId, 2> deps;
     boost::container::small_vector<Segment, 1> segments;  // flow rate history
 
@@ -165,6 +169,7 @@ class Simulator {
       base_ready = old_finish = 0;
       lane = 0;
       trim_at = 8;
+      end_queued = std::numeric_limits<Time>::infinity();
       deps.clear();
       segments.clear();
     }
@@ -215,14 +220,17 @@ class Simulator {
   void handle(const QueueItem& item, Time now);
   void begin(uint32_t slot, Time now);
   void end_transfer(uint32_t slot, Time now);
+  void finish_after_tail(uint32_t slot, Time now);  // its transfer (or start) is at `now`
   void complete(uint32_t slot, Time now);
   void clean_finished(uint32_t slot, Time now);
   void dep_check(uint32_t slot, Time now);
   void on_rate(uint32_t slot, double rate, Time now);
+  void queue_transfer_end(Record& r, uint32_t slot, Time due);
+  void transfer_end_due(uint32_t slot, Time now);
   void schedule_if_ready(uint32_t slot, Time now);
 
   // Clean -> dirty.
-  void mark_dirty(Record& r, uint32_t slot, Time now);
+  void mark_dirty(Record& r, uint32_t slot, Time now, const Route& route);  // route_of(r)
   void join(uint32_t slot, Time now);
   void dirty_moving(uint32_t slot, Time now);
   void dirty_pending(uint32_t slot, Time now);
