@@ -82,7 +82,7 @@ inline DriverClocks& driver_clocks() {
 }
 inline bool hand_over_clocks() {
   static vgpu_nccl_driver_side d;  // one driver: the plugin knows its driver by this address
-  d = vgpu_nccl_driver_side{sizeof d, VGPU_NCCL_CONTRACT_VERSION, driver_clocks().gpu, driver_clocks().launch, nullptr};
+  d = vgpu_nccl_driver_side{sizeof d, VGPU_NCCL_CONTRACT_VERSION, driver_clocks().gpu, driver_clocks().launch, nullptr, nullptr};
   vgpu_nccl_plugin_side out{};
   out.size = sizeof out;
   out.version = VGPU_NCCL_CONTRACT_VERSION;
