@@ -193,7 +193,7 @@ struct StreamManager::Impl {
     }
     if (id == simcore::kNoEvent) log::warn("stream op '{}': simulator refused it", w.label);
     if (w.kind == Work::Kind::kernel || w.kind == Work::Kind::copy || w.kind == Work::Kind::memset)
-      if (activity.note(s.device, id, w.kind == Work::Kind::kernel))
+      if (activity.note(driver.global_gpu(s.device), id, w.kind == Work::Kind::kernel))
         activity_due.store(true, std::memory_order_relaxed);
     return id;
   }
