@@ -16,13 +16,16 @@ namespace vgpu::nvml {
 namespace {
 
 // The node whose devices a large cluster's NVML enumerates (nvml_library.h); -1: all.
-int enumerated_node(const std::vector<nvmlDevice_st>& devices) {
+// `renumbered`: the process's driver numbers its devices by CUDA_VISIBLE_DEVICES (the sim backend;
+// the passthrough's virtual devices are not renumbered: CUDA_VISIBLE_DEVICES is the real driver's).
+int enumerated_node(const std::vector<nvmlDevice_st>& devices, bool renumbered) {
   if (settings::is_set(settings::Id::node_index)) return static_cast<int>(settings::integer(settings::Id::node_index));
   // The process's CUDA ordinals are those CUDA_VISIBLE_DEVICES lists (the sim backend renumbers
   // them as the real driver does, common/visible_devices.h): ordinal -> the cluster's GPU.
   std::vector<std::string> uuids;
   for (const nvmlDevice_st& d : devices) uuids.push_back(d.facts.uuid);
-  const std::optional<VisibleDevices> visible = visible_devices_from_env(uuids, "NVML");
+  const std::optional<VisibleDevices> visible =
+      renumbered ? visible_devices_from_env(uuids, "NVML") : std::optional<VisibleDevices>();
   auto global = [&](int ordinal) {
     if (!visible) return ordinal < static_cast<int>(devices.size()) ? ordinal : -1;
     return ordinal < static_cast<int>(visible->gpus.size()) ? visible->gpus[ordinal] : -1;
@@ -70,6 +73,7 @@ nvmlReturn_t Library::init() noexcept try {
     devices_.reserve(view.devices.size());
     for (inspect::DeviceFacts& f : view.devices) devices_.push_back({std::move(f)});
     nvlink_ = view.nvlink;
+    backend_ = view.backend;
     for (unsigned i = 0; i < devices_.size(); ++i) {  // devices are numbered node by node
       const auto node = static_cast<unsigned>(devices_[i].facts.node);
       if (node >= node_first_.size()) node_first_.resize(node + 1, i);
@@ -79,7 +83,7 @@ nvmlReturn_t Library::init() noexcept try {
               view.has_job() ? "job " + view.job : "configured cluster");
   }
   if (devices_.size() > kMaxEnumerated) {
-    int node = enumerated_node(devices_);
+    int node = enumerated_node(devices_, backend_ != "passthrough");
     if (node >= static_cast<int>(node_first_.size())) node = -1;
     if (node != node_.exchange(node))
       log::info("vgpu NVML: {} virtual devices, more than NCCL accepts in one NVML: enumerating {}", devices_.size(),

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "nvml/job_view.h"
@@ -75,6 +76,7 @@ class Library {
   std::vector<unsigned> node_first_;     // per node: position in devices_ of its first device
   std::atomic<int> node_{-1};            // the node enumerated; -1: every device
   simcore::NvlinkSpec nvlink_;
+  std::string backend_;                  // the job's ("sim", "passthrough"); empty without a job
 };
 
 // Copies `text` into a caller's buffer of `length` bytes: NVML_ERROR_INSUFFICIENT_SIZE if it does not
