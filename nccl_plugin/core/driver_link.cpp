@@ -16,6 +16,7 @@ namespace {
 std::atomic<GpuClockFn> g_gpu_clock{nullptr};
 std::atomic<LaunchClockFn> g_launch_clock{nullptr};
 std::atomic<int (*)(int*)> g_current_device{nullptr};
+std::atomic<int (*)(int*)> g_current_global_gpu{nullptr};
 std::atomic<bool> g_installed{false};
 
 // cuda.h's cuGetExportTable, without cuda.h: the plugin does not depend on the driver.
@@ -53,6 +54,7 @@ void install_driver(const vgpu_nccl_driver_side* d) {
   g_gpu_clock.store(d ? d->gpu_clock : nullptr, std::memory_order_release);
   g_launch_clock.store(d ? d->launch_clock : nullptr, std::memory_order_release);
   g_current_device.store(d ? d->current_device : nullptr, std::memory_order_release);
+  g_current_global_gpu.store(d ? d->current_global_gpu : nullptr, std::memory_order_release);
   g_installed.store(d != nullptr, std::memory_order_release);
 }
 
@@ -63,6 +65,12 @@ bool driver_current_device(int* device) {
   if (!g_installed.load(std::memory_order_acquire)) knock();  // at connection setup only
   int (*fn)(int*) = g_current_device.load(std::memory_order_acquire);
   return fn != nullptr && fn(device) == 0;
+}
+
+bool driver_current_global_gpu(int* gpu) {
+  if (!g_installed.load(std::memory_order_acquire)) knock();
+  int (*fn)(int*) = g_current_global_gpu.load(std::memory_order_acquire);
+  return fn != nullptr && fn(gpu) == 0;
 }
 
 }  // namespace vgpu::nccl

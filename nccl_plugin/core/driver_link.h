@@ -21,5 +21,8 @@ LaunchClockFn driver_launch_clock();
 // The calling thread's current device, from the driver's table; without one, the loaded driver
 // is first asked to hand it over (the knock). False when no driver answers.
 bool driver_current_device(int* device);
+// The cluster's GPU of the calling thread's current device, when the driver tells it
+// (contracts/nccl_plugin.h current_global_gpu). False when it does not.
+bool driver_current_global_gpu(int* gpu);
 
 }  // namespace vgpu::nccl

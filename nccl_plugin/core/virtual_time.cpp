@@ -58,6 +58,14 @@ int VirtualTime::rank_gpu(std::string* error) const {
                          t_gpu_override, cluster_.source, cluster_.total_gpus());
     return -1;
   }
+  // A driver that renumbers its devices (the sim backend under CUDA_VISIBLE_DEVICES) names the
+  // cluster's GPU itself; VGPU_GLOBAL_RANK_GPU, set by a launcher, still comes first.
+  if (int g = -1; !vgpu::settings::is_set(vgpu::settings::Id::global_rank_gpu) && driver_current_global_gpu(&g)) {
+    if (g >= 0 && g < cluster_.total_gpus()) return g;
+    *error = fmt::format("the driver's current GPU {} is not in the cluster ({}), which has {} GPUs", g,
+                         cluster_.source, cluster_.total_gpus());
+    return -1;
+  }
   int dev = 0;
   // The rank's current CUDA device, from the vgpu driver's side of the contract (the plugin
   // knocks on the loaded driver for it). Without it every rank of a PyTorch job counted as GPU 0,

@@ -1,14 +1,21 @@
 #!/usr/bin/env python3
 """A GPT-2 small DDP job of N ranks (processes) on the sim backend, as a user would start it:
-vgpu-run --backend sim --nodes N/8 --gpus 8 -- torchrun --nproc_per_node N train_step.py ddp.
+vgpu-run --backend sim --nodes N/8 --gpus 8 -- torchrun --nproc_per_node N train_step.py ddp for
+N <= 8; for N > 8 as a real job of N/8 nodes runs, one torchrun agent per virtual node (8 local
+ranks each, `--nnodes N/8 --node-rank k`, one rendezvous), agent k's processes seeing node k's
+GPUs as devices 0-7 through CUDA_VISIBLE_DEVICES (their UUIDs: PyTorch counts devices through
+NVML and compares CUDA_VISIBLE_DEVICES ordinals with NVML's count, which past 32 GPUs is one
+node's 8), all in one vgpu-run job (one VGPU_JOB_ID for the whole process tree).
 While it runs, every rank's memory is sampled from /proc (RssAnon: its own memory; RssFile: the
 mapped libraries, page cache shared by every rank), and at the end one line gives the virtual
 step, the wall time, and the peak memory per rank (issue 23: 64 ranks under 2 GB each).
 
     python3 tests/gpu/sim_torch_scale.py N [LIBDIR] [-- train_step.py options]
 """
+import ctypes
 import json
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -41,8 +48,69 @@ def ranks_memory():
     return out
 
 
+def gpu_uuids():
+    """The UUIDs of the job's GPUs, by global index, from vgpu's NVML (a process with no CUDA
+    device and no VGPU_NODE_INDEX sees the whole cluster)."""
+    nvml = ctypes.CDLL("libnvidia-ml.so.1")
+    if nvml.nvmlInit_v2() != 0:
+        raise RuntimeError("nvmlInit failed")
+    count = ctypes.c_uint()
+    nvml.nvmlDeviceGetCount_v2(ctypes.byref(count))
+    out = []
+    for i in range(count.value):
+        h, buf = ctypes.c_void_p(), ctypes.create_string_buffer(96)
+        if nvml.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(h)) != 0 or nvml.nvmlDeviceGetUUID(h, buf, 96) != 0:
+            raise RuntimeError(f"NVML device {i}")
+        out.append(buf.value.decode())
+    nvml.nvmlShutdown()
+    return out
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def agents(n, step_args):
+    """Inside the vgpu-run job: one torchrun agent per virtual node; waits for them all (the first
+    to fail stops the others)."""
+    nodes, gpn = n // 8, 8
+    uuids = gpu_uuids()
+    if len(uuids) < n:
+        print(f"FAIL the job has {len(uuids)} GPUs, {n} needed", flush=True)
+        return 1
+    port = free_port()
+    procs = []
+    for k in range(nodes):
+        env = dict(os.environ, CUDA_VISIBLE_DEVICES=",".join(uuids[k * gpn:(k + 1) * gpn]), VGPU_NODE_INDEX=str(k))
+        # Static rendezvous: agent k's ranks are 8k..8k+7, on node k's GPUs, as the global
+        # layout says (c10d would number the agents in their order of arrival).
+        procs.append(subprocess.Popen(
+            ["torchrun", "--nnodes", str(nodes), "--node-rank", str(k), "--nproc-per-node", str(gpn),
+             "--master-addr", "127.0.0.1", "--master-port", str(port),
+             os.path.join(ROOT, "tests/gpu/fidelity/train_step.py"), "ddp"] + step_args, env=env))
+    status = 0
+    while any(p.poll() is None for p in procs):
+        failed = [p.returncode for p in procs if p.returncode not in (None, 0)]
+        if failed:
+            status = failed[0]
+            for p in procs:
+                if p.poll() is None:
+                    p.terminate()
+            break
+        time.sleep(0.5)
+    for p in procs:
+        rc = p.wait()
+        status = status or rc
+    return status
+
+
 def main():
     args = sys.argv[1:]
+    if args and args[0] == "--agents":  # the job's top process (see agents())
+        extra = args[args.index("--") + 1:] if "--" in args else []
+        return agents(int(args[1]), extra)
     extra = []
     if "--" in args:
         i = args.index("--")
@@ -53,9 +121,15 @@ def main():
     nodes = max(1, n // 8)
     step_args = extra or ["--batch", "1", "--seq", "512", "--steps", "3", "--warmup", "1"]
     cmd = [sys.executable, os.path.join(ROOT, "vgpu/tools/vgpu-run"), "--lib-dir", lib, "--bin-dir", bindir,
-           "--backend", "sim", "--nodes", str(nodes), "--gpus", str(min(n, 8)), "--no-summary", "--",
-           "torchrun", "--standalone", "--nproc_per_node", str(n),
-           os.path.join(ROOT, "tests/gpu/fidelity/train_step.py"), "ddp"] + step_args
+           "--backend", "sim", "--nodes", str(nodes), "--gpus", str(min(n, 8)), "--no-summary", "--"]
+    if n > 8:
+        if n % 8:
+            print(f"FAIL {n} ranks: more than 8 must be whole nodes of 8")
+            return 2
+        cmd += [sys.executable, os.path.abspath(__file__), "--agents", str(n), "--"] + step_args
+    else:
+        cmd += ["torchrun", "--standalone", "--nproc_per_node", str(n),
+                os.path.join(ROOT, "tests/gpu/fidelity/train_step.py"), "ddp"] + step_args
     peak = {"anon": 0, "file": 0, "hwm": 0, "ranks_seen": 0}
     done = threading.Event()
 

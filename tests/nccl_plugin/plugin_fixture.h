@@ -75,6 +75,7 @@ using LaunchClockFn = double (*)(int gpu, uint64_t launch);
 struct DriverClocks {
   ClockFn gpu = nullptr;
   LaunchClockFn launch = nullptr;
+  int (*global_gpu)(int* gpu) = nullptr;  // the contract's current_global_gpu
 };
 inline DriverClocks& driver_clocks() {
   static DriverClocks c;
@@ -82,7 +83,8 @@ inline DriverClocks& driver_clocks() {
 }
 inline bool hand_over_clocks() {
   static vgpu_nccl_driver_side d;  // one driver: the plugin knows its driver by this address
-  d = vgpu_nccl_driver_side{sizeof d, VGPU_NCCL_CONTRACT_VERSION, driver_clocks().gpu, driver_clocks().launch, nullptr};
+  d = vgpu_nccl_driver_side{sizeof d, VGPU_NCCL_CONTRACT_VERSION, driver_clocks().gpu, driver_clocks().launch, nullptr,
+                            driver_clocks().global_gpu};
   vgpu_nccl_plugin_side out{};
   out.size = sizeof out;
   out.version = VGPU_NCCL_CONTRACT_VERSION;

@@ -335,6 +335,36 @@ TEST(NcclTransfer, HandlesNamingForeignSegmentsAreRefused) {
   EXPECT_EQ(n.closeListen(lc), ncclSuccess);
 }
 
+// A driver that renumbers its devices (the sim backend under CUDA_VISIBLE_DEVICES) names the
+// rank's GPU of the cluster itself (contract 4's current_global_gpu): the plugin takes it, and
+// refuses one the cluster does not have, at listen.
+int g_driver_gpu = -1;
+int driver_global_gpu(int* gpu) {
+  if (g_driver_gpu < 0) return -1;
+  *gpu = g_driver_gpu;
+  return 0;
+}
+
+TEST(NcclTransfer, TheDriversGlobalGpuNamesTheRank) {
+  const auto& n = net();
+  driver_clocks().global_gpu = &driver_global_gpu;
+  ASSERT_TRUE(hand_over_clocks());
+  char handle[NCCL_NET_HANDLE_MAXSIZE];
+  void* lc = nullptr;
+  g_driver_gpu = 1 << 20;  // no cluster has it
+  EXPECT_EQ(n.listen(plugin().ctx, 0, handle, &lc), ncclInvalidUsage);
+  EXPECT_EQ(lc, nullptr);
+  g_driver_gpu = 1;
+  EXPECT_EQ(n.listen(plugin().ctx, 0, handle, &lc), ncclSuccess);
+  if (lc) EXPECT_EQ(n.closeListen(lc), ncclSuccess);
+  g_driver_gpu = -1;  // no current context: the plugin's own rule (device 0 here)
+  lc = nullptr;
+  EXPECT_EQ(n.listen(plugin().ctx, 0, handle, &lc), ncclSuccess);
+  if (lc) EXPECT_EQ(n.closeListen(lc), ncclSuccess);
+  driver_clocks().global_gpu = nullptr;
+  EXPECT_TRUE(hand_over_clocks());
+}
+
 TEST(NcclTransfer, PeerClosedIsAnError) {
   const auto& n = net();
   Pair p;

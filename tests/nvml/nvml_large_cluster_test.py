@@ -41,8 +41,10 @@ def describe():
             remote = PciInfo()
             if lib.nvmlDeviceGetNvLinkRemotePciInfo_v2(h, link, ctypes.byref(remote)) == 0:
                 switches.add(remote.busId.decode())
+        uuid = ctypes.create_string_buffer(96)
+        assert lib.nvmlDeviceGetUUID(h, uuid, 96) == 0
         out["devices"].append({"bus": pci.busId.decode(), "domain": pci.domain, "index": index.value,
-                               "switches": sorted(switches)})
+                               "switches": sorted(switches), "uuid": uuid.value.decode()})
     # A GPU of another node, by bus id (NCCL asks for its peers'): LOOKUP.
     h, index = ctypes.c_void_p(), ctypes.c_uint()
     rc = lib.nvmlDeviceGetHandleByPciBusId_v2(os.environ.get("LOOKUP", "").encode(), ctypes.byref(h))
@@ -55,10 +57,13 @@ def describe():
     print(json.dumps(out))
 
 
-def run(nodes, node_index=None, lookup=""):
+def run(nodes, node_index=None, lookup="", visible=None):
     env = dict(os.environ, VGPU_NODES=str(nodes), VGPU_GPUS_PER_NODE="8", VGPU_CONFIG="", VGPU_DEVICE_COUNT="",
                VGPU_JOB_ID=f"nvml-large-{os.getpid()}", LOOKUP=lookup)
     env.pop("VGPU_NODE_INDEX", None)
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    if visible is not None:
+        env["CUDA_VISIBLE_DEVICES"] = visible
     if node_index is not None:
         env["VGPU_NODE_INDEX"] = str(node_index)
     r = subprocess.run([sys.executable, __file__, "--describe"], env=env, capture_output=True, text=True,
@@ -84,6 +89,19 @@ class LargeCluster(unittest.TestCase):
         self.assertEqual((rank["lookup_domain"], rank["lookup_index"]), (7, 0))
         for d in rank["devices"]:
             self.assertEqual(len(d["switches"]), 1, d)
+
+    def test_visible_devices_of_one_node_pick_that_node(self):
+        # A process of one node's torchrun agent, before it has a current device (PyTorch counts
+        # GPUs through NVML first): CUDA_VISIBLE_DEVICES names the node's GPUs, by ordinal or UUID.
+        all64 = run(8)
+        node3 = [d["uuid"] for d in all64["devices"][24:32]]
+        for visible in (",".join(str(g) for g in range(24, 32)), ",".join(node3)):
+            rank = run(8, visible=visible)
+            self.assertEqual(rank["count"], 8, visible)
+            self.assertEqual([d["uuid"] for d in rank["devices"]], node3)
+            self.assertEqual([d["index"] for d in rank["devices"]], list(range(8)))
+        # GPUs of two nodes: no one node, the whole cluster (as a process with no device).
+        self.assertEqual(run(8, visible="7,8")["count"], 64)
 
     def test_small_cluster_unchanged(self):
         small = run(2, node_index=1)

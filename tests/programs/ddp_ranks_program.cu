@@ -112,6 +112,13 @@ int main(int argc, char** argv) {
 
   CHECK_CUDA(cudaSetDevice(local_rank));
   CHECK_CUDA(cudaFree(nullptr));  // the context
+  {  // What the process sees (CUDA_VISIBLE_DEVICES renumbers a node's GPUs from 0).
+    int count = 0;
+    char bus[32] = {};
+    CHECK_CUDA(cudaGetDeviceCount(&count));
+    CHECK_CUDA(cudaDeviceGetPCIBusId(bus, sizeof bus, local_rank));
+    std::printf("rank %d devices %d pci %s\n", g_rank, count, bus);
+  }
   const long hwm_context = status_kb("VmHWM");
   const ncclUniqueId id = share_id(id_file, g_rank);
   ncclComm_t comm;

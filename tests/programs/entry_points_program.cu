@@ -354,12 +354,19 @@ std::string hex_of(const void* p, size_t n) {
 }
 
 // The child of ipc(): opens the parent's buffer, checks what the parent wrote, writes its own.
-int ipc_child(const char* hex) {
+// `ordinal` >= 0: the device the child must see the buffer on (it runs under CUDA_VISIBLE_DEVICES).
+int ipc_child(const char* hex, int ordinal = -1) {
   cudaIpcMemHandle_t h{};
   for (size_t i = 0; i < sizeof h; ++i) std::sscanf(hex + 2 * i, "%2hhx", reinterpret_cast<unsigned char*>(&h) + i);
   void* p = nullptr;
   check(cudaIpcOpenMemHandle(&p, h, cudaIpcMemLazyEnablePeerAccess) == cudaSuccess && p != nullptr,
         "child: cudaIpcOpenMemHandle");
+  if (ordinal >= 0) {
+    int cu = -1;
+    check(cuPointerGetAttribute(&cu, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, reinterpret_cast<CUdeviceptr>(p)) ==
+                  CUDA_SUCCESS && cu == ordinal,
+          "child: the buffer is on the exporter's GPU, as this process numbers it (device " + std::to_string(cu) + ")");
+  }
   std::vector<unsigned char> host(1 << 20);
   check(cudaMemcpy(host.data(), p, host.size(), cudaMemcpyDeviceToHost) == cudaSuccess, "child: read the buffer");
   check(host[0] == 0x5a && host[host.size() - 1] == 0x5a, "child: sees the parent's bytes");
@@ -522,6 +529,24 @@ void ipc(const char* self) {
   check(posix_spawn(&pid, self, nullptr, nullptr, argv, environ) == 0 && waitpid(pid, &status, 0) == pid &&
             WIFEXITED(status) && WEXITSTATUS(status) == 0,
         "the child process opened, read and wrote the buffer");
+  if (std::getenv("VGPU_REAL_LIBCUDA") == nullptr) {  // the sim backend (the passthrough's is underneath)
+    // A child that numbers the GPUs otherwise (CUDA_VISIBLE_DEVICES=1,0): the parent's device 0
+    // is its device 1. The handle names the cluster's GPU, not the exporter's ordinal.
+    std::vector<std::string> env_text;
+    for (char** e = environ; *e != nullptr; ++e)
+      if (std::strncmp(*e, "CUDA_VISIBLE_DEVICES=", 21) != 0) env_text.push_back(*e);
+    env_text.push_back("CUDA_VISIBLE_DEVICES=1,0");
+    std::vector<char*> env;
+    for (std::string& e : env_text) env.push_back(e.data());
+    env.push_back(nullptr);
+    cudaMemset(buf, 0x5a, n);  // the bytes the child checks (the first child wrote its own)
+    cudaDeviceSynchronize();
+    char* argv2[] = {const_cast<char*>(self), const_cast<char*>("ipc-child"), const_cast<char*>(hex.c_str()),
+                     const_cast<char*>("1"), nullptr};
+    check(posix_spawn(&pid, self, nullptr, nullptr, argv2, env.data()) == 0 && waitpid(pid, &status, 0) == pid &&
+              WIFEXITED(status) && WEXITSTATUS(status) == 0,
+          "a child under CUDA_VISIBLE_DEVICES=1,0 sees the buffer on its device 1");
+  }
   std::vector<unsigned char> host(n);
   cudaMemcpy(host.data(), buf, n, cudaMemcpyDeviceToHost);
   check(host[0] == 0xa5 && host[n - 1] == 0xa5, "parent: sees the child's bytes");
@@ -539,9 +564,9 @@ int main(int argc, char** argv) {
     if (cudaSetDevice(0) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) return 1;
     return vmm_child(argv[2], argv[3]);
   }
-  if (argc == 3 && std::strcmp(argv[1], "ipc-child") == 0) {
+  if ((argc == 3 || argc == 4) && std::strcmp(argv[1], "ipc-child") == 0) {
     if (cudaSetDevice(0) != cudaSuccess) return 1;
-    return ipc_child(argv[2]);
+    return ipc_child(argv[2], argc == 4 ? std::atoi(argv[3]) : -1);
   }
   if (cudaSetDevice(0) != cudaSuccess || cudaFree(nullptr) != cudaSuccess) {
     std::printf("FAIL no device\n");

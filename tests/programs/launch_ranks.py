@@ -3,7 +3,9 @@
 GROUP_RANK, MASTER_ADDR/PORT set for each), on one host, and waits for them all. The first rank
 to fail stops the others (torchrun's behaviour), so a broken job cannot hang.
 
-Usage: launch_ranks.py --nproc-per-node N [--timeout S] -- PROGRAM [ARGS...]
+Usage: launch_ranks.py --nproc-per-node N [--nnodes K --node-rank I] [--timeout S] -- PROGRAM [ARGS...]
+With --nnodes, this is node I's launcher of a job of K x N ranks (torchrun's agent of one node):
+its ranks are I x N .. I x N + N - 1, local ranks 0..N-1.
 Each rank's output lines are printed as they come (prefixed by nothing: the program tags them).
 Exits with 0 when every rank did, else with the first failing rank's status (124 on timeout).
 """
@@ -19,18 +21,20 @@ import time
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--nproc-per-node", type=int, required=True)
+    ap.add_argument("--nnodes", type=int, default=1)
+    ap.add_argument("--node-rank", type=int, default=0)
     ap.add_argument("--timeout", type=float, default=0, help="seconds (0: none)")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
-    if not cmd or a.nproc_per_node < 1:
-        ap.error("a command and --nproc-per-node >= 1 are needed")
+    if not cmd or a.nproc_per_node < 1 or not 0 <= a.node_rank < a.nnodes:
+        ap.error("a command, --nproc-per-node >= 1 and 0 <= --node-rank < --nnodes are needed")
     n = a.nproc_per_node
     procs = []
     sel = selectors.DefaultSelector()
     for r in range(n):
-        env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(n), LOCAL_RANK=str(r),
-                   LOCAL_WORLD_SIZE=str(n), GROUP_RANK="0", MASTER_ADDR="127.0.0.1",
+        env = dict(os.environ, RANK=str(a.node_rank * n + r), WORLD_SIZE=str(a.nnodes * n), LOCAL_RANK=str(r),
+                   LOCAL_WORLD_SIZE=str(n), GROUP_RANK=str(a.node_rank), MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=os.environ.get("MASTER_PORT", "29500"))
         p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              start_new_session=False)

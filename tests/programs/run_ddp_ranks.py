@@ -1,8 +1,13 @@
 """Runs tests/programs/ddp_ranks_program as torchrun would (one process per rank, launch_ranks.py)
 through vgpu-run on the sim backend, on NODES x GPUS virtual GPUs, and checks what it reports.
 
-Usage: run_ddp_ranks.py NODES GPUS_PER_NODE   (environment: VGPU_RUN, DDP_PROGRAM, LAUNCHER,
-COLLECTIVE_ESTIMATE, CUDA_LIB_DIR)
+Usage: run_ddp_ranks.py NODES GPUS_PER_NODE [per-node]   (environment: VGPU_RUN, DDP_PROGRAM,
+LAUNCHER, COLLECTIVE_ESTIMATE, CUDA_LIB_DIR)
+
+per-node: one launcher per virtual node (as one torchrun agent per node of a real job), its
+processes started with CUDA_VISIBLE_DEVICES = that node's GPUs, so each sees GPUS_PER_NODE devices
+numbered from 0; they must still be timed as the cluster's GPUs they are (node k's), and see
+their node's PCI domain. Without: one launcher, every rank sees every GPU.
 
 The ranks reach their all-reduces at different virtual times: rank r runs r x SKEW more GEMMs.
 Checks:
@@ -18,6 +23,7 @@ Checks:
 """
 import os
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -34,15 +40,28 @@ BUCKET_BYTES = 25 << 20
 
 def main():
     nodes, gpn = int(sys.argv[1]), int(sys.argv[2])
+    per_node = len(sys.argv) > 3 and sys.argv[3] == "per-node"
     ranks = nodes * gpn
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = env["CUDA_LIB_DIR"]
     env["VGPU_NODES"] = str(nodes)
     env["VGPU_GPUS_PER_NODE"] = str(gpn)
     id_file = os.path.join(tempfile.mkdtemp(prefix="vgpu-ddp-ranks-"), "nccl_id")
-    cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--nodes", str(nodes), "--gpus", str(gpn), "--",
-           sys.executable, env["LAUNCHER"], "--nproc-per-node", str(ranks), "--timeout", str(TIMEOUT_S - 20), "--",
-           env["DDP_PROGRAM"], id_file, "2", str(GRAD_BYTES), str(BUCKET_BYTES), str(SKEW)]
+    program = [env["DDP_PROGRAM"], id_file, "2", str(GRAD_BYTES), str(BUCKET_BYTES), str(SKEW)]
+    job = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--nodes", str(nodes), "--gpus", str(gpn), "--"]
+    if per_node:
+        # One vgpu-run job (one VGPU_JOB_ID), one launcher per node, each on its node's GPUs.
+        launchers = []
+        for k in range(nodes):
+            visible = ",".join(str(k * gpn + g) for g in range(gpn))
+            launchers.append(f"CUDA_VISIBLE_DEVICES={visible} {shlex.quote(sys.executable)} "
+                             f"{shlex.quote(env['LAUNCHER'])} --nproc-per-node {gpn} --nnodes {nodes} --node-rank {k} "
+                             f"--timeout {TIMEOUT_S - 20} -- {shlex.join(program)} & p{k}=$!")
+        waits = " && ".join(f"wait $p{k}" for k in range(nodes))
+        cmd = job + ["sh", "-c", "; ".join(launchers) + "; " + waits]
+    else:
+        cmd = job + [sys.executable, env["LAUNCHER"], "--nproc-per-node", str(ranks), "--timeout",
+                     str(TIMEOUT_S - 20), "--"] + program
     ran = run_job(cmd, env, TIMEOUT_S)
     if ran is None:
         return 1
@@ -51,6 +70,14 @@ def main():
     check(status == 0, f"exit status {status}")
     done = set(int(x) for x in re.findall(r"^rank (\d+) ok   done$", out, re.M))
     check(done == set(range(ranks)), f"every rank ended after ncclCommDestroy: {sorted(done)}")
+
+    # What each rank's process sees: its node's GPUs only with per-node, the node's PCI domain.
+    seen = {int(rk): (int(n), pci) for rk, n, pci in re.findall(r"^rank (\d+) devices (\d+) pci (\S+)$", out, re.M)}
+    check(sorted(seen) == list(range(ranks)), f"every rank told what it sees: {sorted(seen)}")
+    for rk, (n, pci) in sorted(seen.items()):
+        want = gpn if per_node else ranks
+        check(n == want, f"rank {rk} sees {n} devices, wants {want}")
+        check(int(pci.split(":")[0], 16) == rk // gpn, f"rank {rk}'s device {pci} is on node {rk // gpn}")
 
     est_env = dict(env)
     def model_us(nbytes):

@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 /* This header's version; a new slot, a changed struct or a changed meaning bumps it. */
-#define VGPU_NCCL_CONTRACT_VERSION 3u
+#define VGPU_NCCL_CONTRACT_VERSION 4u
 
 /* ---- What both sides describe ---------------------------------------------------------- */
 
@@ -103,6 +103,11 @@ typedef struct vgpu_nccl_driver_side {
   /* The calling thread's current device ordinal (as cuCtxGetDevice): 0 and *device set, or -1
    * when the thread has no current context. NULL: device 0. */
   int (*current_device)(int* device);
+  /* The cluster's GPU of the calling thread's current device: 0 and *gpu set, or -1 when the
+   * thread has no current context. For a driver whose ordinals are not the node's (the sim
+   * backend under CUDA_VISIBLE_DEVICES numbers a process's GPUs from 0 whatever their node).
+   * NULL: the plugin derives it (VGPU_NODE_INDEX x GPUs per node + current_device). */
+  int (*current_global_gpu)(int* gpu);
 } vgpu_nccl_driver_side;
 
 /* ---- What the plugin offers the driver ------------------------------------------------- */
@@ -136,8 +141,8 @@ typedef struct vgpu_nccl_plugin_side {
   /* The request whose test() most recently reported done on the calling thread. 0 / -1. */
   int (*last_completion)(vgpu_nccl_completion* out);
   /* The global GPU of the calling thread's rank for comms it creates from now on (ranks as
-   * threads; -1 clears). Precedence: this, VGPU_GLOBAL_RANK_GPU, then VGPU_NODE_INDEX *
-   * gpus_per_node + the driver's current device. */
+   * threads; -1 clears). Precedence: this, VGPU_GLOBAL_RANK_GPU, the driver's
+   * current_global_gpu, then VGPU_NODE_INDEX * gpus_per_node + the driver's current device. */
   void (*set_thread_gpu)(int global_gpu);
   /* How many ranks of communicator `comm_id` this process holds (NCCL opened a profiler context
    * for each and has not closed it): the ranks a process driving several GPUs launches itself,

@@ -9,22 +9,43 @@
 
 #include "common/log.h"
 #include "common/settings.h"
+#include "common/visible_devices.h"
 
 namespace vgpu::nvml {
 
 namespace {
 
 // The node whose devices a large cluster's NVML enumerates (nvml_library.h); -1: all.
-int enumerated_node(const std::vector<nvmlDevice_st>& devices) {
+// `renumbered`: the process's driver numbers its devices by CUDA_VISIBLE_DEVICES (the sim backend;
+// the passthrough's virtual devices are not renumbered: CUDA_VISIBLE_DEVICES is the real driver's).
+int enumerated_node(const std::vector<nvmlDevice_st>& devices, bool renumbered) {
   if (settings::is_set(settings::Id::node_index)) return static_cast<int>(settings::integer(settings::Id::node_index));
+  // The process's CUDA ordinals are those CUDA_VISIBLE_DEVICES lists (the sim backend renumbers
+  // them as the real driver does, common/visible_devices.h): ordinal -> the cluster's GPU.
+  std::vector<std::string> uuids;
+  for (const nvmlDevice_st& d : devices) uuids.push_back(d.facts.uuid);
+  const std::optional<VisibleDevices> visible =
+      renumbered ? visible_devices_from_env(uuids, "NVML") : std::optional<VisibleDevices>();
+  auto global = [&](int ordinal) {
+    if (!visible) return ordinal < static_cast<int>(devices.size()) ? ordinal : -1;
+    return ordinal < static_cast<int>(visible->gpus.size()) ? visible->gpus[ordinal] : -1;
+  };
   // The driver of this process, if loaded: its current device's node.
   if (void* cuda = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY)) {
     using GetDevice = int (*)(int*);
     auto get = reinterpret_cast<GetDevice>(dlsym(cuda, "cuCtxGetDevice"));
     int d = -1;
-    const bool ok = get != nullptr && get(&d) == 0 && d >= 0 && d < static_cast<int>(devices.size());
+    const bool ok = get != nullptr && get(&d) == 0 && d >= 0 && global(d) >= 0;
     dlclose(cuda);
-    if (ok) return devices[d].facts.node;
+    if (ok) return devices[global(d)].facts.node;
+  }
+  // No current device yet (PyTorch counts devices through NVML before it picks one): the node
+  // of the visible GPUs when they are all on one node, as a launcher gives a node's processes.
+  if (visible && !visible->gpus.empty()) {
+    const int node = devices[visible->gpus[0]].facts.node;
+    bool one_node = true;
+    for (int g : visible->gpus) one_node = one_node && devices[g].facts.node == node;
+    if (one_node) return node;
   }
   return -1;
 }
@@ -52,6 +73,7 @@ nvmlReturn_t Library::init() noexcept try {
     devices_.reserve(view.devices.size());
     for (inspect::DeviceFacts& f : view.devices) devices_.push_back({std::move(f)});
     nvlink_ = view.nvlink;
+    backend_ = view.backend;
     for (unsigned i = 0; i < devices_.size(); ++i) {  // devices are numbered node by node
       const auto node = static_cast<unsigned>(devices_[i].facts.node);
       if (node >= node_first_.size()) node_first_.resize(node + 1, i);
@@ -61,7 +83,7 @@ nvmlReturn_t Library::init() noexcept try {
               view.has_job() ? "job " + view.job : "configured cluster");
   }
   if (devices_.size() > kMaxEnumerated) {
-    int node = enumerated_node(devices_);
+    int node = enumerated_node(devices_, backend_ != "passthrough");
     if (node >= static_cast<int>(node_first_.size())) node = -1;
     if (node != node_.exchange(node))
       log::info("vgpu NVML: {} virtual devices, more than NCCL accepts in one NVML: enumerating {}", devices_.size(),

@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "nvml/job_view.h"
@@ -47,8 +48,10 @@ class Library {
   // an NVML with more than 32 devices, as no real host has one) enumerates, in a process that
   // is a rank, the devices of its virtual node as that node's NVML would, each indexed by its
   // position in the node: the node of VGPU_NODE_INDEX, else of the process's current CUDA device
-  // at its latest nvmlInit (NCCL initializes NVML after the rank has set its device). A process
-  // with neither (vgpu-run's probe, monitoring tools) enumerates the whole cluster. Lookups by
+  // at its latest nvmlInit (NCCL initializes NVML after the rank has set its device; its ordinal
+  // read through CUDA_VISIBLE_DEVICES), else of the GPUs CUDA_VISIBLE_DEVICES lists when they
+  // are all on one node. A process with none of these (vgpu-run's probe, monitoring tools)
+  // enumerates the whole cluster. Lookups by
   // UUID and PCI bus id find every device of the cluster (NCCL, which sees every rank of the
   // job on one host, asks for its peers').
   static constexpr unsigned kMaxEnumerated = 32;
@@ -73,6 +76,7 @@ class Library {
   std::vector<unsigned> node_first_;     // per node: position in devices_ of its first device
   std::atomic<int> node_{-1};            // the node enumerated; -1: every device
   simcore::NvlinkSpec nvlink_;
+  std::string backend_;                  // the job's ("sim", "passthrough"); empty without a job
 };
 
 // Copies `text` into a caller's buffer of `length` bytes: NVML_ERROR_INSUFFICIENT_SIZE if it does not

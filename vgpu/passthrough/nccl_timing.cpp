@@ -90,7 +90,7 @@ using Plugin = vgpu_nccl_plugin_side;
 // The driver's half of the plugin contract, with the passthrough's clock hooks.
 contracts::NcclPluginClient& client() {
   static auto* c = new contracts::NcclPluginClient(  // used until exit
-      vgpu_nccl_driver_side{0, 0, &clock_hook, &launch_clock_hook, &current_device});
+      vgpu_nccl_driver_side{0, 0, &clock_hook, &launch_clock_hook, &current_device, nullptr});
   return *c;
 }
 

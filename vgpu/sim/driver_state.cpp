@@ -8,6 +8,7 @@
 
 #include "common/log.h"
 #include "common/settings.h"
+#include "common/visible_devices.h"
 #include "front/driver/init_from_config.h"
 #include "sim/core/context.h"
 #include "sim/core/thread_state.h"
@@ -27,9 +28,20 @@ std::once_flag g_init_once;
 CUresult g_init_result = CUDA_ERROR_NOT_INITIALIZED;
 DriverState* g_state = nullptr;  // set once under g_init_once, then only read
 
+// The GPUs this process sees, as the real driver numbers them (common/visible_devices.h).
+std::vector<int> visible_gpus(const simcore::ClusterSpec& cluster) {
+  std::vector<std::string> uuids;
+  for (int i = 0; i < cluster.total_gpus(); ++i) uuids.push_back(uuid_string(Device(cluster, i, nullptr).uuid()));
+  if (auto v = visible_devices_from_env(uuids, "sim")) return std::move(v->gpus);
+  std::vector<int> all;
+  for (int i = 0; i < cluster.total_gpus(); ++i) all.push_back(i);
+  return all;
+}
+
 }  // namespace
 
-DriverState::DriverState(simcore::ClusterSpec cluster) : cluster_(std::move(cluster)) {
+DriverState::DriverState(simcore::ClusterSpec cluster, std::vector<int> visible)
+    : cluster_(std::move(cluster)), visible_(std::move(visible)) {
   status_ = status::Writer::attach(status::current_job_id(), "sim", status_devices(cluster_));
   if (status_)
     std::atexit([] {
@@ -62,7 +74,10 @@ CUresult DriverState::initialize(unsigned int flags) {
   if (flags != 0) return CUDA_ERROR_INVALID_VALUE;
   std::call_once(g_init_once, [] {
     g_init_result = init_from_cluster_config([](simcore::ClusterSpec cluster) {
-      g_state = new DriverState(std::move(cluster));
+      std::vector<int> visible = visible_gpus(cluster);
+      // As the real driver: CUDA_VISIBLE_DEVICES leaving no GPU fails cuInit.
+      if (visible.empty()) return CUDA_ERROR_NO_DEVICE;
+      g_state = new DriverState(std::move(cluster), std::move(visible));
       log::info("initialized: {} virtual GPUs ({} x {} {}), from {}", g_state->device_count(),
                 g_state->cluster_.nodes, g_state->cluster_.gpus_per_node, g_state->cluster_.model.id,
                 g_state->cluster_.source);

@@ -74,10 +74,10 @@ std::string PciAddress::to_string() const {
   return fmt::format("{:08x}:{:02x}:{:02x}.0", domain, bus, device);
 }
 
-Device::Device(const simcore::ClusterSpec& cluster, int ordinal, status::Writer* status)
-    : ordinal_(ordinal),
-      node_(cluster.node_of(ordinal)),
-      local_(cluster.local_index(ordinal)),
+Device::Device(const simcore::ClusterSpec& cluster, int gpu, status::Writer* status)
+    : gpu_(gpu),
+      node_(cluster.node_of(gpu)),
+      local_(cluster.local_index(gpu)),
       host_numa_(host_numa_for(local_, cluster.gpus_per_node)),
       model_(&cluster.model),
       uuid_(uuid_for(node_, local_, cluster.model.id)),
@@ -105,13 +105,13 @@ bool Device::reserve(uint64_t bytes) {
   do {
     if (bytes > capacity_ - cur) return false;
   } while (!used_.compare_exchange_weak(cur, cur + bytes, std::memory_order_relaxed));
-  if (status_) status_->add_memory(ordinal_, static_cast<int64_t>(bytes));
+  if (status_) status_->add_memory(gpu_, static_cast<int64_t>(bytes));
   return true;
 }
 
 void Device::release(uint64_t bytes) {
   used_.fetch_sub(bytes, std::memory_order_relaxed);
-  if (status_) status_->add_memory(ordinal_, -static_cast<int64_t>(bytes));
+  if (status_) status_->add_memory(gpu_, -static_cast<int64_t>(bytes));
 }
 
 }  // namespace vgpu

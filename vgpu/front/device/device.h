@@ -26,9 +26,12 @@ std::string uuid_string(const CUuuid& uuid);
 class Device {
  public:
   // `status` (may be null) is told about every change of the memory charged to the device.
-  Device(const simcore::ClusterSpec& cluster, int ordinal, status::Writer* status);
+  // `gpu`: the cluster's GPU (its ordinal when CUDA_VISIBLE_DEVICES is unset).
+  Device(const simcore::ClusterSpec& cluster, int gpu, status::Writer* status);
 
-  int ordinal() const { return ordinal_; }
+  // The cluster's GPU: the engine's and the status region's index, not the process's ordinal
+  // (CUDA_VISIBLE_DEVICES renumbers those; the backend's registry maps one to the other).
+  int global_gpu() const { return gpu_; }
   int node() const { return node_; }
   int local_index() const { return local_; }
   const std::string& name() const { return model_->name; }
@@ -48,7 +51,7 @@ class Device {
   uint64_t free_bytes() const { return capacity_ - used(); }
 
  private:
-  int ordinal_, node_, local_;
+  int gpu_, node_, local_;
   int host_numa_;  // CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: the socket the GPU hangs off
   const simcore::GpuModel* model_;
   CUuuid uuid_{};

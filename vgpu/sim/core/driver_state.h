@@ -37,11 +37,17 @@ class DriverState {
   static DriverState* get();
 
   const simcore::ClusterSpec& cluster() const { return cluster_; }
-  int device_count() const { return static_cast<int>(devices_.size()); }
+  // The devices this process sees, numbered 0.. as CUDA_VISIBLE_DEVICES lists them (every GPU
+  // of the cluster when unset). Everything above the engine (contexts, streams, memory, modules,
+  // CUdevice values) uses these ordinals; the engine, the collective model and the status region
+  // use the cluster's GPU, global_gpu(ordinal).
+  int device_count() const { return static_cast<int>(visible_.size()); }
   // nullptr for an ordinal out of range (the caller returns CUDA_ERROR_INVALID_DEVICE).
   Device* device(int ordinal) const {
-    return ordinal >= 0 && ordinal < device_count() ? devices_[ordinal].get() : nullptr;
+    return ordinal >= 0 && ordinal < device_count() ? devices_[visible_[ordinal]].get() : nullptr;
   }
+  // The cluster's GPU of a visible ordinal; -1 out of range.
+  int global_gpu(int ordinal) const { return ordinal >= 0 && ordinal < device_count() ? visible_[ordinal] : -1; }
 
   simcore::Engine& engine() const { return *engine_; }
   ThreadRanks& ranks() const { return *ranks_; }
@@ -55,11 +61,12 @@ class DriverState {
   GraphManager& graphs() const { return *graphs_; }
 
  private:
-  explicit DriverState(simcore::ClusterSpec cluster);
+  DriverState(simcore::ClusterSpec cluster, std::vector<int> visible);
 
   simcore::ClusterSpec cluster_;
   std::unique_ptr<status::Writer> status_;
-  std::vector<std::unique_ptr<Device>> devices_;
+  std::vector<std::unique_ptr<Device>> devices_;  // every GPU of the cluster, by global GPU
+  std::vector<int> visible_;                      // ordinal -> global GPU (CUDA_VISIBLE_DEVICES)
   std::unique_ptr<simcore::Engine> engine_;
   std::unique_ptr<ThreadRanks> ranks_;
   std::unique_ptr<ContextManager> contexts_;

@@ -35,9 +35,21 @@ int current_device(int* device) {
   return 0;
 }
 
+// The same device as the cluster's GPU: the sim's ordinals are the process's (CUDA_VISIBLE_DEVICES
+// renumbers them), so the plugin must not add VGPU_NODE_INDEX to them.
+int current_global_gpu(int* gpu) {
+  CUdevice d = 0;
+  const DriverState* s = DriverState::get();
+  if (s == nullptr || cuCtxGetDevice(&d) != CUDA_SUCCESS) return -1;
+  const int g = s->global_gpu(d);
+  if (g < 0) return -1;
+  *gpu = g;
+  return 0;
+}
+
 NcclCollectives::NcclCollectives(DriverState& driver)
     : driver_(driver),
-      plugin_(vgpu_nccl_driver_side{0, 0, nullptr, nullptr, &current_device}),
+      plugin_(vgpu_nccl_driver_side{0, 0, nullptr, nullptr, &current_device, &current_global_gpu}),
       data_(driver.memory()) {}
 NcclCollectives::~NcclCollectives() = default;
 
@@ -115,7 +127,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   std::string what;
   for (int i = 0; i < std::min(got.count, VGPU_NCCL_MAX_OPERATIONS); ++i)
     what += fmt::format("{}{} {} B", what.empty() ? "" : ", ", std::string_view(got.op[i].func, strnlen(got.op[i].func, sizeof got.op[i].func)), got.op[i].bytes);
-  const int gpu = p.function->device;  // the sim backend's ordinals are the cluster's global GPUs
+  const int gpu = driver_.global_gpu(p.function->device);  // the cluster's GPU (CUDA_VISIBLE_DEVICES)
 
   // Arrival: where this rank's kernel would start on its own.
   uint64_t arrival = 0;

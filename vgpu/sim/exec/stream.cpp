@@ -183,7 +183,7 @@ struct StreamManager::Impl {
       id = engine().add_flow(f);
     } else {
       simcore::TaskSpec t;
-      t.gpu = s.device;
+      t.gpu = driver.global_gpu(s.device);  // the engine places work by the cluster's GPU
       t.lane = s.lane;
       t.duration = std::max(0.0, w.duration_s);
       t.not_before = not_before;
@@ -193,7 +193,7 @@ struct StreamManager::Impl {
     }
     if (id == simcore::kNoEvent) log::warn("stream op '{}': simulator refused it", w.label);
     if (w.kind == Work::Kind::kernel || w.kind == Work::Kind::copy || w.kind == Work::Kind::memset)
-      if (activity.note(s.device, id, w.kind == Work::Kind::kernel))
+      if (activity.note(driver.global_gpu(s.device), id, w.kind == Work::Kind::kernel))
         activity_due.store(true, std::memory_order_relaxed);
     return id;
   }
@@ -977,7 +977,7 @@ CUresult StreamManager::submit_items(CUstream stream, std::vector<LaunchItem> it
     for (size_t i = 0; i < items.size(); ++i)
       if (!has_succ[i] && vids[i] != simcore::kNoEvent) sinks.push_back(vids[i]);
     simcore::TaskSpec join;
-    join.gpu = s->device;
+    join.gpu = impl_->driver.global_gpu(s->device);
     join.lane = s->lane;
     join.not_before = not_before;
     join.after = std::move(sinks);

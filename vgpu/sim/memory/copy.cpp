@@ -135,7 +135,7 @@ CUresult copy3d(const char* call, const CUDA_MEMCPY3D& p, Submit how) {
   if (src.device >= 0 && dst.device >= 0 && src.device != dst.device) {
     // Over the peer link only with peer access enabled; else staged through host memory.
     if (c.driver->contexts().peer_access(src.device, dst.device))
-      w.transfer = Work::Transfer{src.device, dst.device, bytes};
+      w.transfer = Work::Transfer{c.driver->global_gpu(src.device), c.driver->global_gpu(dst.device), bytes};
     else
       w.duration_s = copy_seconds(model_of(c, src.device), CopyPath::staged_peer, bytes, pcie_efficiency(c));
   } else if (src.device >= 0 && src.device == dst.device) {

@@ -34,10 +34,20 @@ struct HandleData {  // within CUipcMemHandle's 64 reserved bytes
   uint64_t length;     // bytes mapped (whole pages)
   uint64_t size;       // the allocation's size
   uint64_t buffer_id;  // the exporter's allocation id
-  int32_t device;
+  int32_t device;      // the cluster's GPU: processes number GPUs differently (CUDA_VISIBLE_DEVICES)
   int32_t reserved;
 };
 static_assert(sizeof(HandleData) <= sizeof(CUipcMemHandle));
+
+// The importer's ordinal of the exporter's GPU `gpu` (the cluster's). A process that does not see
+// that GPU (another node's, under CUDA_VISIBLE_DEVICES) maps the memory into its current device's
+// address space, as the real driver does, and counts it as that device's; -1: no such GPU.
+int importer_ordinal(const Call& c, int gpu) {
+  if (gpu < 0 || gpu >= c.driver->cluster().total_gpus()) return -1;
+  for (int i = 0; i < c.driver->device_count(); ++i)
+    if (c.driver->global_gpu(i) == gpu) return i;
+  return c.ctx ? c.ctx->device() : 0;
+}
 
 // Moves the allocation's pages into a memfd mapped at the same address; idempotent. Done once,
 // at the first export: a copy or memset of this process running on the buffer at that very
@@ -88,7 +98,7 @@ CUresult map_exported(const char* call, const Call& c, const HandleData& h, std:
   a->base = reinterpret_cast<uintptr_t>(p);
   a->size = h.size;
   a->host = static_cast<char*>(p);
-  a->device = h.device;
+  a->device = importer_ordinal(c, h.device);
   a->charged = 0;  // the exporting process holds the capacity
   a->ctx = c.ctx->handle();
   a->buffer_id = c.mem->next_buffer_id++;
@@ -112,7 +122,7 @@ CUresult export_data(const char* call, MemoryManager::Impl& mem, Allocation& a, 
   h->length = a.mapping->length;
   h->size = a.size;
   h->buffer_id = a.buffer_id;
-  h->device = a.device;
+  h->device = mem.driver.global_gpu(a.device);
   return CUDA_SUCCESS;
 }
 
@@ -141,7 +151,7 @@ VGPU_EXPORT CUresult CUDAAPI cuIpcOpenMemHandle_v2(CUdeviceptr* pdptr, CUipcMemH
   HandleData h;
   std::memcpy(&h, handle.reserved, sizeof h);
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 || h.length == 0 || h.size > h.length ||
-      c.driver->device(h.device) == nullptr)
+      importer_ordinal(c, h.device) < 0)
     return fail(CUDA_ERROR_INVALID_VALUE, "cuIpcOpenMemHandle: not a vgpu IPC handle");
   if (h.pid == getpid())  // the real driver does not open its own process's handles
     return fail(CUDA_ERROR_INVALID_CONTEXT, "cuIpcOpenMemHandle: the handle was made by this process");
@@ -174,7 +184,7 @@ namespace {
 struct PoolRecord {
   char magic[8];
   int32_t pid;
-  int32_t device;
+  int32_t device;  // the cluster's GPU, as HandleData's
 };
 constexpr char kPoolMagic[8] = {'v', 'g', 'p', 'u', 'p', 'o', 'o', 'l'};
 static_assert(sizeof(HandleData) <= sizeof(CUmemPoolPtrExportData));
@@ -196,7 +206,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemPoolExportToShareableHandle(void* handle_out, 
   PoolRecord rec{};
   std::memcpy(rec.magic, kPoolMagic, sizeof kPoolMagic);
   rec.pid = getpid();
-  rec.device = p->device;
+  rec.device = c.driver->global_gpu(p->device);
   if (fd < 0 || pwrite(fd, &rec, sizeof rec, 0) != static_cast<ssize_t>(sizeof rec)) {
     if (fd >= 0) close(fd);
     return fail(CUDA_ERROR_OUT_OF_MEMORY, "cuMemPoolExportToShareableHandle: no memfd");
@@ -216,14 +226,15 @@ VGPU_EXPORT CUresult CUDAAPI cuMemPoolImportFromShareableHandle(CUmemoryPool* po
   PoolRecord rec{};
   const int fd = static_cast<int>(reinterpret_cast<intptr_t>(handle));
   if (pread(fd, &rec, sizeof rec, 0) != static_cast<ssize_t>(sizeof rec) ||
-      std::memcmp(rec.magic, kPoolMagic, sizeof kPoolMagic) != 0 || c.driver->device(rec.device) == nullptr)
+      std::memcmp(rec.magic, kPoolMagic, sizeof kPoolMagic) != 0 || importer_ordinal(c, rec.device) < 0)
     return fail(CUDA_ERROR_INVALID_VALUE, "cuMemPoolImportFromShareableHandle: descriptor {} is not a vgpu pool", fd);
   auto p = std::make_shared<Pool>();
-  p->device = rec.device;
+  p->device = importer_ordinal(c, rec.device);
+  p->exporter_gpu = rec.device;
   p->props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
   p->props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
   p->props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-  p->props.location.id = rec.device;
+  p->props.location.id = p->device;
   p->imported_from = rec.pid;
   p->handle = mint_handle<CUmemoryPool>(HandleKind::mem_pool);
   c.mem->pools.add(p->handle, p);
@@ -257,7 +268,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemPoolImportPointer(CUdeviceptr* ptr_out, CUmemo
   HandleData h;
   std::memcpy(&h, shareData->reserved, sizeof h);
   if (!p || p->imported_from == 0 || p->imported_from != h.pid || std::memcmp(h.magic, kMagic, sizeof kMagic) != 0 ||
-      h.length == 0 || h.size > h.length || h.device != p->device)
+      h.length == 0 || h.size > h.length || h.device != p->exporter_gpu)
     return fail(CUDA_ERROR_INVALID_VALUE, "cuMemPoolImportPointer: the data does not belong to this imported pool");
   std::shared_ptr<Allocation> a;
   if (CUresult r = map_exported("cuMemPoolImportPointer", c, h, &a); r != CUDA_SUCCESS) return r;

@@ -140,6 +140,7 @@ struct Pool {
   std::map<int, CUmemAccess_flags> access;  // devices other than `device` (cuMemPoolSetAccess)
   std::multimap<uint64_t, std::shared_ptr<HostMapping>> free_blocks;  // by block size
   int imported_from = 0;  // the exporting process of an imported pool (ipc_api.cpp); 0: own pool
+  int exporter_gpu = -1;  // the cluster's GPU of an imported pool, as the exporter named it
 };
 
 // A texture or surface object (texture_api.cpp): the descriptors it was created with, returned
