@@ -108,27 +108,13 @@ bool BinaryTraceReader::next(TraceLine& out) {
 }
 
 TraceOutline outline_binary(std::istream& in, int gpus, size_t block) {
-  TraceOutline o;
+  TraceOutlineBuilder outline(block);
   BinaryTraceReader reader(in, gpus);
-  std::vector<double> free_min;
-  std::vector<size_t> dep_min;
   TraceLine e;
-  while (reader.next(e)) {
-    if (o.events % block == 0) {
-      free_min.push_back(std::numeric_limits<double>::infinity());
-      dep_min.push_back(SIZE_MAX);
-    }
-    if (e.after.empty()) free_min.back() = std::min(free_min.back(), e.start_us);
-    else dep_min.back() = std::min(dep_min.back(), *std::min_element(e.after.begin(), e.after.end()));
-    ++o.events;
-  }
-  o.min_free_start_us.assign(free_min.size() + 1, std::numeric_limits<double>::infinity());
-  o.min_dependency.assign(dep_min.size() + 1, SIZE_MAX);
-  for (size_t b = free_min.size(); b-- > 0;) {
-    o.min_free_start_us[b] = std::min(free_min[b], o.min_free_start_us[b + 1]);
-    o.min_dependency[b] = std::min(dep_min[b], o.min_dependency[b + 1]);
-  }
-  return o;
+  while (reader.next(e))
+    outline.add(e.start_us, !e.after.empty(),
+                e.after.empty() ? SIZE_MAX : *std::min_element(e.after.begin(), e.after.end()));
+  return outline.finish();
 }
 
 void write_binary_event(std::ostream& out, const TraceLine& e) {

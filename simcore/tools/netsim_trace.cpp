@@ -466,10 +466,8 @@ bool TraceReader::parse(std::string_view text, TraceLine& out) {
 // The first pass
 
 TraceOutline outline_trace(std::istream& in, size_t block, IdTable& ids) {
-  TraceOutline o;
+  TraceOutlineBuilder outline(block);
   LineSource lines(in);
-  std::vector<double> free_min;
-  std::vector<size_t> dep_min;
   Fields f;
   std::vector<std::string> slow_after;
   std::string_view text;
@@ -523,21 +521,9 @@ TraceOutline outline_trace(std::istream& in, size_t block, IdTable& ids) {
       else lowest = std::min(lowest, static_cast<size_t>(k));
     }
     if (!known || id.empty() || !ids.insert(id)) break;
-    if (o.events % block == 0) {
-      free_min.push_back(std::numeric_limits<double>::infinity());
-      dep_min.push_back(SIZE_MAX);
-    }
-    if (after->empty()) free_min.back() = std::min(free_min.back(), start);
-    else dep_min.back() = std::min(dep_min.back(), lowest);
-    ++o.events;
+    outline.add(start, !after->empty(), lowest);
   }
-  o.min_free_start_us.assign(free_min.size() + 1, std::numeric_limits<double>::infinity());
-  o.min_dependency.assign(dep_min.size() + 1, SIZE_MAX);
-  for (size_t b = free_min.size(); b-- > 0;) {
-    o.min_free_start_us[b] = std::min(free_min[b], o.min_free_start_us[b + 1]);
-    o.min_dependency[b] = std::min(dep_min[b], o.min_dependency[b + 1]);
-  }
-  return o;
+  return outline.finish();
 }
 
 }  // namespace simcore::netsim

@@ -15,8 +15,10 @@
 // index over them: about 14 bytes per event beside the id's own characters.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <istream>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -134,5 +136,39 @@ struct TraceOutline {
   size_t events = 0;                      // lines read
 };
 TraceOutline outline_trace(std::istream& in, size_t block, IdTable& ids);
+
+// Builds a TraceOutline one event at a time, in trace order (both trace formats' readers; inline
+// because the bench builds the binary reader without the JSON one).
+class TraceOutlineBuilder {
+ public:
+  explicit TraceOutlineBuilder(size_t block) : block_(block) {}
+  // An event starting at `start_us` when it has no dependencies, else after `lowest_dependency`.
+  void add(double start_us, bool has_dependencies, size_t lowest_dependency) {
+    if (events_ % block_ == 0) {
+      free_min_.push_back(std::numeric_limits<double>::infinity());
+      dep_min_.push_back(SIZE_MAX);
+    }
+    if (!has_dependencies) free_min_.back() = std::min(free_min_.back(), start_us);
+    else dep_min_.back() = std::min(dep_min_.back(), lowest_dependency);
+    ++events_;
+  }
+  TraceOutline finish() const {
+    TraceOutline o;
+    o.events = events_;
+    o.min_free_start_us.assign(free_min_.size() + 1, std::numeric_limits<double>::infinity());
+    o.min_dependency.assign(dep_min_.size() + 1, SIZE_MAX);
+    for (size_t b = free_min_.size(); b-- > 0;) {
+      o.min_free_start_us[b] = std::min(free_min_[b], o.min_free_start_us[b + 1]);
+      o.min_dependency[b] = std::min(dep_min_[b], o.min_dependency[b + 1]);
+    }
+    return o;
+  }
+
+ private:
+  size_t block_;
+  size_t events_ = 0;
+  std::vector<double> free_min_;
+  std::vector<size_t> dep_min_;
+};
 
 }  // namespace simcore::netsim
