@@ -14,17 +14,12 @@
 #include <string>
 #include <vector>
 #include "../memory/array_descriptor.h"
+#include "on_passthrough.h"
 
 namespace {
 
 constexpr size_t kMiB = 1u << 20;
 constexpr size_t kPage = 2 * kMiB;
-
-bool running_on_passthrough() {
-  Dl_info info{};
-  return dladdr(reinterpret_cast<void*>(&cuInit), &info) != 0 && info.dli_fname &&
-         std::string(info.dli_fname).find("/passthrough/") != std::string::npos;
-}
 
 class PassthroughArrays : public ::testing::Test {
  protected:
@@ -47,7 +42,6 @@ class PassthroughArrays : public ::testing::Test {
   }
   CUcontext ctx_ = nullptr;
 };
-
 
 std::vector<unsigned char> pattern(size_t n, unsigned seed) {
   std::vector<unsigned char> v(n);

@@ -23,14 +23,9 @@
 #include <sstream>
 #include <string>
 #include <vector>
+#include "on_passthrough.h"
 
 namespace {
-
-bool running_on_passthrough() {
-  Dl_info info{};
-  return dladdr(reinterpret_cast<void*>(&cuInit), &info) != 0 && info.dli_fname &&
-         std::string(info.dli_fname).find("/passthrough/") != std::string::npos;
-}
 
 struct GemmArgs {  // struct_kernel.cu
   int m, n, k;

@@ -11,14 +11,9 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include "on_passthrough.h"
 
 namespace {
-
-bool running_on_passthrough() {
-  Dl_info info{};
-  return dladdr(reinterpret_cast<void*>(&cuInit), &info) != 0 && info.dli_fname &&
-         std::string(info.dli_fname).find("/passthrough/") != std::string::npos;
-}
 
 // VmRSS of this process, bytes (0 when unreadable).
 size_t resident_bytes() {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <string>
 #include <vector>
+#include "on_passthrough.h"
 
 namespace {
 
@@ -55,12 +56,6 @@ extern "C" __attribute__((visibility("default"))) int munmap(void* addr, size_t 
 }
 
 namespace {
-
-bool running_on_passthrough() {
-  Dl_info info{};
-  return dladdr(reinterpret_cast<void*>(&cuInit), &info) != 0 && info.dli_fname &&
-         std::string(info.dli_fname).find("/passthrough/") != std::string::npos;
-}
 
 class PassthroughMemory : public ::testing::Test {
  protected:

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "profiler_fixture.h"
+#include "on_passthrough.h"
 
 using namespace vtest;
 
@@ -27,12 +28,6 @@ constexpr double kHostSlackMs = 1.0;
 #else
 constexpr double kHostSlackMs = 0.05;
 #endif
-
-bool running_on_passthrough() {
-  Dl_info info{};
-  return dladdr(reinterpret_cast<void*>(&cuInit), &info) != 0 && info.dli_fname &&
-         std::string(info.dli_fname).find("/passthrough/") != std::string::npos;
-}
 
 float virtual_ms(CUevent a, CUevent b) {
   float ms = -1;

@@ -5,13 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include "on_passthrough.h"
 
 namespace {
-bool running_on_passthrough() {
-  Dl_info info{};
-  return dladdr(reinterpret_cast<void*>(&cuInit), &info) != 0 && info.dli_fname &&
-         std::string(info.dli_fname).find("/passthrough/") != std::string::npos;
-}
 }  // namespace
 
 TEST(PassthroughWithoutDriver, FailsCleanly) {

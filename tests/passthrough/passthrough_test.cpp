@@ -9,16 +9,12 @@
 
 #include <set>
 #include <vector>
+#include "on_passthrough.h"
 
 namespace {
 
 // The library these tests link is vgpu's passthrough build, not the sim that serves as its real
 // driver (both are libcuda.so.1).
-bool running_on_passthrough() {
-  Dl_info info{};
-  return dladdr(reinterpret_cast<void*>(&cuInit), &info) != 0 && info.dli_fname &&
-         std::string(info.dli_fname).find("/passthrough/") != std::string::npos;
-}
 
 class Passthrough : public ::testing::Test {
  protected:

@@ -11,17 +11,12 @@
 #include <cstdlib>
 #include <set>
 #include <string>
+#include "on_passthrough.h"
 
 namespace {
 
 constexpr size_t kMiB = 1u << 20;
 constexpr int kDevices = 4;  // virtual devices 0..3 (all on the real device 0)
-
-bool running_on_passthrough() {
-  Dl_info info{};
-  return dladdr(reinterpret_cast<void*>(&cuInit), &info) != 0 && info.dli_fname &&
-         std::string(info.dli_fname).find("/passthrough/") != std::string::npos;
-}
 
 cuuint64_t attr(CUmemoryPool pool, CUmemPool_attribute a) {
   cuuint64_t v = ~0ull;

@@ -10,16 +10,12 @@
 
 #include <cstdint>
 #include <vector>
+#include "on_passthrough.h"
 
 namespace {
 
 // The library these tests link is vgpu's passthrough build, not the sim that serves as its real
 // driver (both are libcuda.so.1).
-bool running_on_passthrough() {
-  Dl_info info{};
-  return dladdr(reinterpret_cast<void*>(&cuInit), &info) != 0 && info.dli_fname &&
-         std::string(info.dli_fname).find("/passthrough/") != std::string::npos;
-}
 
 constexpr size_t kGiB = 1ull << 30;
 constexpr size_t kChunk = 64ull << 20;

@@ -19,6 +19,7 @@
 #include <random>
 #include <string>
 #include <vector>
+#include "on_passthrough.h"
 
 namespace {
 
@@ -31,12 +32,6 @@ const bool kStatsSet = [] {
 }();
 
 std::map<std::string, long> launch_stats() { return read_launch_stats(stats_path()); }
-
-bool running_on_passthrough() {
-  Dl_info info{};
-  return dladdr(reinterpret_cast<void*>(&cuInit), &info) != 0 && info.dli_fname &&
-         std::string(info.dli_fname).find("/passthrough/") != std::string::npos;
-}
 
 struct GemmArgs {  // struct_kernel.cu
   int m, n, k;

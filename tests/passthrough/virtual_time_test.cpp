@@ -29,6 +29,7 @@
 #include "front/launch/launch_signature.h"
 #include "passthrough/shared_durations.h"
 #include "status/status_region.h"
+#include "on_passthrough.h"
 
 namespace {
 
@@ -66,12 +67,6 @@ constexpr float kHostSlackMs = 0.02f;
 #endif
 // An op queued behind busy work is timed to its price alone: to the float rounding of the events.
 constexpr float kPriceToleranceMs = 0.0005f;
-
-bool running_on_passthrough() {
-  Dl_info info{};
-  return dladdr(reinterpret_cast<void*>(&cuInit), &info) != 0 && info.dli_fname &&
-         std::string(info.dli_fname).find("/passthrough/") != std::string::npos;
-}
 
 std::string policy() {
   const char* p = std::getenv("VGPU_LAUNCH_POLICY");
