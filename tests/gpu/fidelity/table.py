@@ -62,6 +62,9 @@ def main():
             mode, world, args = key
             name = f"{mode} x{world} {args}".strip()
             real, virt = v.get("real", []), v.get("vgpu", [])
+            if not real:  # a vgpu setting's row (VGPU_...=x in its args) beside the plain real one
+                plain = " ".join(a for a in args.split() if not a.startswith("VGPU_"))
+                real = steps.get((mode, world, plain), {}).get("real", []) if plain != args else []
             fmt = lambda xs: " / ".join(f"{x:.2f}" for x in xs) or "-"
             err = pct(sum(virt) / len(virt), sum(real) / len(real)) if real and virt else float("nan")
             print(f"{name:32s} {fmt(real):>24s} {fmt(virt):>24s} {err:+7.1f}%")
