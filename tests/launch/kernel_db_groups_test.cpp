@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "front/launch/kernel_time_db.h"
+#include "garbage_launch.h"
 #include "front/launch/launch_signature.h"
 #include "front/launch/signature_settling.h"
 
@@ -26,23 +27,8 @@ namespace {
 
 constexpr const char* kModel = "NVIDIA H100 80GB HBM3";
 
-struct Args {  // an element count, then entries the host filled only in part
-  uint32_t n;
-  uint32_t dims;
-  uint32_t tail[10];
-};
-
-LaunchSignature signature_of(const Args& a) {
-  const ParamSlot slots[] = {{0, 8}, {8, sizeof(Args)}};
-  std::vector<uint8_t> params(8 + sizeof(Args));
-  const uint64_t out = 0x7f0000001000;
-  std::memcpy(params.data(), &out, 8);
-  std::memcpy(params.data() + 8, &a, sizeof a);
-  LaunchShape shape;
-  shape.grid = {64, 1, 1};
-  shape.block = {256, 1, 1};
-  return build_launch_signature("elementwise_kernel", shape, slots, params, [out](uint64_t v) { return v == out; });
-}
+using test_launch::Args;
+using test_launch::signature_of;
 
 Args garbage_args(std::mt19937& rng, uint32_t n) {
   Args a{};

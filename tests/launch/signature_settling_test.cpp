@@ -11,32 +11,15 @@
 #include <set>
 #include <vector>
 
+#include "garbage_launch.h"
 #include "front/launch/launch_signature.h"
 #include "front/launch/signature_settling.h"
 
 namespace vgpu {
 namespace {
 
-// What PyTorch's elementwise kernels pass by value, in small: an element count, then entries
-// the host filled only in part (the rest: whatever its stack held).
-struct Args {
-  uint32_t n;
-  uint32_t dims;
-  uint32_t tail[10];
-};
-
-LaunchSignature signature_of(const Args& a, uint32_t grid = 64) {
-  const ParamSlot slots[] = {{0, 8}, {8, sizeof(Args)}};
-  std::vector<uint8_t> params(8 + sizeof(Args));
-  const uint64_t out = 0x7f0000001000;  // a device pointer
-  std::memcpy(params.data(), &out, 8);
-  std::memcpy(params.data() + 8, &a, sizeof a);
-  LaunchShape shape;
-  shape.grid = {grid, 1, 1};
-  shape.block = {256, 1, 1};
-  return build_launch_signature("elementwise_kernel", shape, slots, params,
-                                [out](uint64_t v) { return v == out; });
-}
+using test_launch::Args;
+using test_launch::signature_of;
 
 // One launch as the passthrough does it: the settled duration, else a measurement.
 struct Launcher {

@@ -96,24 +96,27 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
   // the smallest of them and this process's own is the least disturbed measurement.
   SharedDurations* shared = Passthrough::get().shared_durations().of(physical);
   const uint64_t key = shared ? SharedDurations::key_of(p.signature.bytes) : 0;
-  if (const std::optional<double> settled = durations.settled(p.signature)) {
+  // The launch runs (under `all`) and takes a duration known without measuring it (sets it in
+  // `p`, which plan_for then returns: no copy of the signature on this, the hottest path).
+  auto known = [&p, policy](double seconds) {
     p.timing.source = Timing::Source::known;
-    p.timing.seconds = *settled;
-    if (shared != nullptr)
-      if (const std::optional<double> least = shared->smallest(key); least && *least < *settled)
-        p.timing.seconds = *least;
+    p.timing.seconds = seconds;
     p.run = policy == LaunchPolicy::all;
+  };
+  if (const std::optional<double> settled = durations.settled(p.signature)) {
+    const std::optional<double> least = shared ? shared->smallest(key) : std::nullopt;
+    known(least && *least < *settled ? *least : *settled);
     return p;
   }
+  // Not begun to be measured here: a duration known elsewhere is taken as it is (below, this
+  // process's own samples settle it otherwise).
+  const bool seen = durations.seen(p.signature);
   // Measured once per job, not once per rank: a signature another process of the job settled on
-  // this physical GPU is taken from the shared table without measuring it here (this process has
-  // not begun to measure it; its own samples would settle as below otherwise).
-  if (shared != nullptr && !durations.seen(p.signature)) {
+  // this physical GPU is taken from the shared table without measuring it here.
+  if (shared != nullptr && !seen) {
     if (const std::optional<double> least = shared->smallest(key)) {
       durations.settle(p.signature, *least);
-      p.timing.source = Timing::Source::known;
-      p.timing.seconds = *least;
-      p.run = policy == LaunchPolicy::all;
+      known(*least);
       return p;
     }
   }
@@ -125,13 +128,11 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
   // with its group (record_measured). Looked up here: exact rows only (the groups are the sim's;
   // settle() takes one signature, so a group's duration would make a group per launch).
   KernelTimeDb* physical_db = physical_kernel_db(physical);
-  if (physical_db != nullptr && !durations.seen(p.signature)) {
+  if (physical_db != nullptr && !seen) {
     if (const std::optional<uint64_t> ns = physical_db->lookup_exact(p.signature)) {
       const double seconds = static_cast<double>(*ns) * 1e-9;
       durations.settle(p.signature, seconds);
-      p.timing.source = Timing::Source::known;
-      p.timing.seconds = seconds;
-      p.run = policy == LaunchPolicy::all;
+      known(seconds);
       return p;
     }
   }

@@ -6,11 +6,21 @@
 
 namespace vgpu::timing {
 
+namespace {
+// Which backends charge, read once: this is asked on every timed driver call.
+struct Charging {
+  bool sim = true, passthrough = false;
+  Charging() {
+    const std::string mode = settings::text(settings::Id::driver_time);
+    if (mode == "table") passthrough = true;
+    if (mode == "none") sim = false;
+  }
+};
+}  // namespace
+
 bool charge_driver_time(Backend backend) {
-  static const std::string mode = settings::text(settings::Id::driver_time);
-  if (mode == "table") return true;
-  if (mode == "none") return false;
-  return backend == Backend::sim;
+  static const Charging charging;
+  return backend == Backend::sim ? charging.sim : charging.passthrough;
 }
 
 }  // namespace vgpu::timing
