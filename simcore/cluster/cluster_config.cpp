@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -16,8 +18,47 @@
 namespace simcore {
 namespace detail {
 
+CollectiveSpec unset_collectives() {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  CollectiveSpec s;
+  for (LinkCollectives* l : {&s.nvlink, &s.nic}) {
+    l->ll_max_bytes = l->step_latency_s = nan;
+    for (ProtocolCosts* p : {&l->ll, &l->simple})
+      for (CollectiveCost& c : p->op) c = {nan, nan, nan};
+  }
+  return s;
+}
+
+namespace {
+
+// `over`'s given (non-NaN) figures replace `base`'s.
+void lay_over(CollectiveSpec& base, const CollectiveSpec& over) {
+  auto take = [](double& to, double from) {
+    if (!std::isnan(from)) to = from;
+  };
+  const LinkCollectives* from[] = {&over.nvlink, &over.nic};
+  LinkCollectives* to[] = {&base.nvlink, &base.nic};
+  for (int i = 0; i < 2; ++i) {
+    take(to[i]->ll_max_bytes, from[i]->ll_max_bytes);
+    take(to[i]->step_latency_s, from[i]->step_latency_s);
+    for (int k = 0; k < kCollectiveKinds; ++k) {
+      const CollectiveCost* f[] = {&from[i]->ll.op[k], &from[i]->simple.op[k]};
+      CollectiveCost* t[] = {&to[i]->ll.op[k], &to[i]->simple.op[k]};
+      for (int j = 0; j < 2; ++j) {
+        take(t[j]->latency_s, f[j]->latency_s);
+        take(t[j]->link_share, f[j]->link_share);
+        take(t[j]->fill_bytes, f[j]->fill_bytes);
+      }
+    }
+  }
+}
+
+}  // namespace
+
 ClusterSpec finish(const ClusterDraft& d) {
   ClusterSpec c = d.spec;
+  if (auto it = d.model_collectives.find(c.model.id); it != d.model_collectives.end())
+    lay_over(c.collectives, it->second.spec);
   c.memory_bytes = d.memory.value_or(c.model.memory_bytes);
   c.nvlink.bw_per_gpu = d.nvlink_bw.value_or(c.model.nvlink_bw);
   c.nic.per_node = d.nic_per_node.value_or(c.gpus_per_node);

@@ -128,42 +128,69 @@ class FileReader {
   }
 
   // [collectives.<link class>] with ll_max, step_latency and the tables [ll] and [simple] of
-  // per-collective costs (cluster_spec.h, CollectiveSpec).
+  // per-collective costs (cluster_spec.h, CollectiveSpec); [collectives.<GPU model>.<link class>]
+  // the same for one GPU model (cluster_draft.h, ModelCollectives).
   void read_collectives(const toml::table& t) {
+    const int document = d_.documents - 1;
     for (auto&& [k, v] : t) {
       section_ = "collectives";
       key_ = k.str();
-      LinkCollectives* link = key_ == "nvlink" ? &d_.spec.collectives.nvlink
-                              : key_ == "nic"  ? &d_.spec.collectives.nic
-                                               : nullptr;
       const toml::table* lt = v.as_table();
-      if (link == nullptr) {
-        unknown(k, "nvlink, nic");
-        return;
-      }
       if (lt == nullptr) {
         fail(v.source(), expected("a table", v));
         return;
       }
-      const std::string link_name(k.str());
+      if (key_ == "nvlink" || key_ == "nic") {
+        // General figures: the model fits of earlier documents give way to them.
+        std::erase_if(d_.model_collectives, [&](const auto& m) { return m.second.document < document; });
+        if (!read_link(k, *lt, d_.spec.collectives, std::string(k.str()))) return;
+        continue;
+      }
+      const GpuModel* model = find_gpu_model(k.str());
+      if (model == nullptr) {
+        unknown(k, fmt::format("nvlink, nic, or a GPU model ({})", known_gpu_models()));
+        return;
+      }
+      auto [it, added] = d_.model_collectives.try_emplace(model->id);
+      auto& fit = it->second;
+      if (added || fit.document != document) fit = {unset_collectives(), document};
       for (auto&& [lk, lv] : *lt) {
-        key_ = scratch_ = fmt::format("{}.{}", link_name, lk.str());
-        const std::string_view name = lk.str();
-        bool ok = true;
-        if (name == "ll_max") {
-          std::optional<uint64_t> bytes;
-          ok = capacity(lv, bytes);
-          if (ok) link->ll_max_bytes = static_cast<double>(*bytes);
-        } else if (name == "step_latency") {
-          ok = latency(lv, link->step_latency_s);
-        } else if (name == "ll" || name == "simple") {
-          ok = read_costs(lv, name == "ll" ? link->ll : link->simple, fmt::format("{}.{}", link_name, name));
-        } else {
-          ok = unknown(lk, "ll_max, step_latency, ll, simple");
+        const std::string where = fmt::format("{}.{}", k.str(), lk.str());
+        key_ = scratch_ = where;
+        const toml::table* link = lv.as_table();
+        if (lk.str() != "nvlink" && lk.str() != "nic") {
+          unknown(lk, "nvlink, nic");
+          return;
         }
-        if (!ok) return;
+        if (link == nullptr) {
+          fail(lv.source(), expected("a table", lv));
+          return;
+        }
+        if (!read_link(lk, *link, fit.spec, where)) return;
       }
     }
+  }
+  // One link class's figures (`key`: nvlink or nic) into `spec`; `where` names it in messages.
+  bool read_link(const toml::key& key, const toml::table& lt, CollectiveSpec& spec, const std::string& where) {
+    LinkCollectives* link = key.str() == "nvlink" ? &spec.nvlink : &spec.nic;
+    for (auto&& [lk, lv] : lt) {
+      key_ = scratch_ = fmt::format("{}.{}", where, lk.str());
+      const std::string_view name = lk.str();
+      bool ok = true;
+      if (name == "ll_max") {
+        std::optional<uint64_t> bytes;
+        ok = capacity(lv, bytes);
+        if (ok) link->ll_max_bytes = static_cast<double>(*bytes);
+      } else if (name == "step_latency") {
+        ok = latency(lv, link->step_latency_s);
+      } else if (name == "ll" || name == "simple") {
+        ok = read_costs(lv, name == "ll" ? link->ll : link->simple, fmt::format("{}.{}", where, name));
+      } else {
+        ok = unknown(lk, "ll_max, step_latency, ll, simple");
+      }
+      if (!ok) return false;
+    }
+    return true;
   }
   bool read_costs(const toml::node& v, ProtocolCosts& costs, const std::string& where) {
     const toml::table* t = v.as_table();
@@ -302,6 +329,7 @@ std::optional<ConfigError> read_toml(std::string_view text, std::string_view sou
     return ConfigError{std::string(source), static_cast<int>(e.source().begin.line),
                        static_cast<int>(e.source().begin.column), std::string(e.description())};
   }
+  ++draft.documents;
   return FileReader(source, draft).read(parsed.table());
 }
 

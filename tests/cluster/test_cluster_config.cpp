@@ -457,7 +457,38 @@ TEST(ClusterConfig, CollectiveCostsAreReadAndChecked) {
   expect_error("[collectives.nvlink.ll]\nall_reduce = { link_share = 1.5 }\n", 2, 29,
                "collectives.nvlink.ll.all_reduce.link_share: expected a fraction from 0.001 to 1, e.g. 0.75, got 1.5");
   expect_error("[collectives.infiniband]\nll_max = \"1MiB\"\n", 1, 14,
-               "collectives.infiniband: unknown key; keys of [collectives]: nvlink, nic");
+               "collectives.infiniband: unknown key; keys of [collectives]: nvlink, nic, or a GPU model "
+               "(H100-SXM-80GB, H200-141GB, A100-SXM-80GB, B200)");
+  expect_error("[collectives.H200-141GB.nvswitch]\nll_max = \"1MiB\"\n", 1, 25,
+               "collectives.H200-141GB.nvswitch: unknown key; keys of [collectives]: nvlink, nic");
+}
+
+// [collectives.<GPU model>...]: the embedded default carries the H200's own fit, which a cluster
+// of H200s takes and others do not; a file's own general figures replace it, and a file's own
+// model section applies to that model only.
+TEST(ClusterConfig, AGpuModelsOwnCollectiveFit) {
+  const double h200_fit = 14.03e-6;  // default_cluster.toml, [collectives.H200-141GB.nvlink.simple]
+  const double general = default_collectives().nvlink.simple.op[0].latency_s;
+  auto all_reduce_latency = [](const ConfigResult& r) { return r.cluster->collectives.nvlink.simple.op[0].latency_s; };
+  const ConfigResult h100 = parse("[cluster]\ngpu_model = \"H100-SXM-80GB\"\n");
+  const ConfigResult h200 = parse("[cluster]\ngpu_model = \"H200-141GB\"\n");
+  ASSERT_TRUE(h100.cluster && h200.cluster);
+  EXPECT_DOUBLE_EQ(all_reduce_latency(h100), general);
+  EXPECT_NEAR(all_reduce_latency(h200), h200_fit, 1e-12);
+  // A file's general figures apply to every model, the H200 too.
+  const ConfigResult mine = parse("[cluster]\ngpu_model = \"H200-141GB\"\n[collectives.nvlink.simple]\n"
+                                  "all_gather = { latency = \"20us\" }\n");
+  ASSERT_TRUE(mine.cluster) << mine.error.to_string();
+  EXPECT_DOUBLE_EQ(all_reduce_latency(mine), general);
+  EXPECT_NEAR(mine.cluster->collectives.nvlink.simple.op[1].latency_s, 20e-6, 1e-12);
+  // A file's model section: for that model only, over the general figures.
+  const char* b200_only = "[collectives.B200.nvlink.simple]\nall_reduce = { latency = \"3us\" }\n";
+  const ConfigResult b200 = parse(std::string("[cluster]\ngpu_model = \"B200\"\n") + b200_only);
+  const ConfigResult h200_too = parse(std::string("[cluster]\ngpu_model = \"H200-141GB\"\n") + b200_only);
+  ASSERT_TRUE(b200.cluster && h200_too.cluster) << b200.error.to_string();
+  EXPECT_NEAR(all_reduce_latency(b200), 3e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(b200.cluster->collectives.nvlink.simple.op[1].latency_s, default_collectives().nvlink.simple.op[1].latency_s);
+  EXPECT_NEAR(all_reduce_latency(h200_too), h200_fit, 1e-12);
 }
 
 }  // namespace

@@ -19,6 +19,10 @@ struct TimelineEntry {
   int32_t lane = 0;
   uint64_t bytes = 0;
   double start = 0, transfer_end = 0, finish = 0;  // seconds
+  // A task's issue time: the earliest its host thread let it start (the thread's clock plus the
+  // launch latency), seconds; < 0 unknown. Written as "issued_us": a task that starts at its
+  // issue time waited for its host, one that starts later waited for the GPU.
+  double issue = -1;
   std::string label;  // empty: a generated name
 };
 

@@ -73,7 +73,8 @@ struct FabricSpec {
 // collective: T = latency + (W + 2 sqrt(W * fill)) / bandwidth for W bytes on a rank's busiest
 // link, bandwidth = link_share x the link's line rate (NVLink per GPU, or the NIC's payload
 // rate). The defaults are fitted to real NCCL 2.28.9 between two NVLink-connected H100s
-// (tests/data/nccl_tests_h100x2_nvlink.txt, tests/gpu/fidelity/fit_collectives.py).
+// (tests/data/nccl_tests_h100x2_nvlink.txt, tests/gpu/fidelity/fit_collectives.py); a GPU model
+// with its own fit in the configuration (the H200's) takes that instead (cluster_draft.h).
 struct CollectiveCost {
   double latency_s = 10e-6;
   double link_share = 0.75;   // the collective's bus bandwidth as a share of its link's line rate

@@ -3,6 +3,10 @@ curves (tests/data/nccl_tests_*.txt), and prints them as the [collectives] TOML 
 configuration, with each curve's error.
 
     python3 tests/gpu/fidelity/fit_collectives.py tests/data/nccl_tests_h100x2_nvlink.txt
+    python3 tests/gpu/fidelity/fit_collectives.py tests/data/nccl_tests_h200x2_nvlink.txt H200-141GB
+
+With a GPU model's id as second argument the tables are printed as that model's own fit
+([collectives.<model>.nvlink.*], laid over the general figures for a cluster of that model).
 
 The model of one collective on one link class and protocol, for W bytes that each rank puts on
 its busiest link (ring schedule: all-reduce 2(n-1)/n of the buffer, all-gather and
@@ -96,8 +100,9 @@ def main():
         ll = [(s * WIRE[op], g * 1e-6) for o, s, d1, d2, g in rows if o == op and LL_FROM <= s < SIMPLE_FROM]
         params[op] = {"Simple": fit(simple), "LL": fit(ll)}
     print("# fitted by tests/gpu/fidelity/fit_collectives.py on " + sys.argv[1])
+    prefix = f"collectives.{sys.argv[2]}" if len(sys.argv) > 2 else "collectives"
     for proto in ("LL", "Simple"):
-        print(f"[collectives.nvlink.{proto.lower()}]")
+        print(f"[{prefix}.nvlink.{proto.lower()}]")
         for op in WIRE:
             lat, bw, fill = params[op][proto]
             print(f'{CONFIG_NAME[op]} = {{ latency = "{lat * 1e6:.2f}us", link_share = {bw / LINE_RATE:.4f}, '
