@@ -191,6 +191,15 @@ constexpr Row kH200[] = {  // measured
     {A(GPU_PCI_SUBSYSTEM_ID),                     0x18BF10DE},
 };
 
+// cuOccupancyMaxActiveClusters on a real H200 (tests/cluster/data/h200_real_clusters.txt): an
+// empty kernel with 1, 2 and 4 blocks per SM, clusters of 1 to 16 blocks. The H100 SXM is the
+// same 132-SM die but was not measured, so it keeps the GPC estimate.
+const std::vector<std::array<int, 16>> kHopper132Clusters = {
+    {132, 66, 39, 30, 22, 17, 15, 15, 9, 7, 7, 7, 7, 7, 7, 7},
+    {264, 132, 79, 62, 47, 39, 32, 30, 23, 21, 16, 16, 14, 14, 14, 14},
+    {528, 264, 163, 124, 94, 79, 69, 62, 51, 44, 37, 37, 30, 30, 28, 28},
+};
+
 // deviceQuery of an A100-SXM4-80GB (driver 555, CUDA 12.5; github.com/thamada/nvidia-smi
 // gls/A100SXMx4_deviceQuery.py): SMs, clocks, bus, L2, smem/SM, 3 copy engines. Opt-in
 // shared memory 163 KiB: CUDA programming guide, CC 8.0.
@@ -267,6 +276,7 @@ std::vector<GpuModel> build_catalog() {
   h200.memory_bytes = 150'109'880'320;  // measured, driver 580.159.04
   h200.memory_bw = 4.8 * T;
   h200.attributes = attribute_table({kDatacenterBaseline, kH200});
+  h200.max_active_clusters = kHopper132Clusters;
   models.push_back(h200);
 
   GpuModel a100;

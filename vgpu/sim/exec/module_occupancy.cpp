@@ -1,5 +1,6 @@
 // The occupancy calculator entry points' logic (cuOccupancy*), over KernelResources.
 #include <algorithm>
+#include <cstdint>
 
 #include "common/log.h"
 #include "sim/core/driver_state.h"
@@ -72,6 +73,18 @@ int cluster_size_of(const CUlaunchConfig& config) {
   return 1;
 }
 
+// The model's measured answer (GpuModel::max_active_clusters) for clusters of `size` blocks
+// when `per_sm` blocks fit an SM, or -1 when the model has none. Between the measured 1, 2 and 4
+// blocks per SM (and past 4) it scales the nearest measured row below.
+int measured_clusters(const simcore::GpuModel& model, int per_sm, int size) {
+  const auto& table = model.max_active_clusters;
+  if (table.size() < 3 || size < 1 || size > 16) return -1;
+  if (per_sm <= 0) return 0;
+  const int row = per_sm >= 4 ? 2 : per_sm >= 2 ? 1 : 0;
+  const int measured_per_sm = 1 << row;
+  return static_cast<int>(int64_t{table[row][size - 1]} * per_sm / measured_per_sm);
+}
+
 }  // namespace
 
 CUresult ModuleManager::max_active_clusters(CUfunction f, const CUlaunchConfig& config, int* clusters) {
@@ -88,6 +101,10 @@ CUresult ModuleManager::max_active_clusters(CUfunction f, const CUlaunchConfig& 
     return CUDA_SUCCESS;
   }
   const int per_sm = r.blocks_per_sm(block, config.sharedMemBytes);
+  if (const int measured = measured_clusters(driver_.cluster().model, per_sm, size); measured >= 0) {
+    *clusters = measured;
+    return CUDA_SUCCESS;
+  }
   const int sms_per_gpc = r.sm_count() / kGpcs;  // the smallest GPC decides
   *clusters = kGpcs * (sms_per_gpc * per_sm / size);
   return CUDA_SUCCESS;
