@@ -132,10 +132,23 @@ void Simulator::schedule_if_ready(uint32_t slot, Time now) {
   if (r.waiting == 0) push(r.ready, slot, kStart);
 }
 
+// An instant of a large ring holds hundreds of items whose records (and solver states) were last
+// touched a whole step ago, each a cache miss when its item is handled (the record's version
+// check, a starting flow's solver state: a fifth of a 1024-GPU ring's time): they are fetched a
+// few items ahead of the one being handled, so those misses overlap.
+void Simulator::prefetch_item(const QueueItem& item) const {
+  if (item.kind == kWatch) return;
+  const char* p = reinterpret_cast<const char*>(&records_[item.target]);
+  for (size_t line = 0; line < sizeof(Record); line += 64) __builtin_prefetch(p + line, 1);
+  if (item.kind == kStart || item.kind == kTransferEnd) solver_.prefetch(item.target);
+}
+
 void Simulator::run() {
+  constexpr size_t kPrefetchAhead = 6;
   while (!queue_.empty()) {
     const Time now = queue_.top().t;
     while (queue_.has_current()) {
+      if (const QueueItem* ahead = queue_.peek_ahead(kPrefetchAhead)) prefetch_item(*ahead);
       const QueueItem item = queue_.top();
       queue_.pop();
       handle(item, now);

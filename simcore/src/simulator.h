@@ -217,6 +217,7 @@ class Simulator {
 
   // The sweep.
   void run();
+  void prefetch_item(const QueueItem& item) const;
   void handle(const QueueItem& item, Time now);
   void begin(uint32_t slot, Time now);
   void end_transfer(uint32_t slot, Time now);
