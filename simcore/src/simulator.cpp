@@ -152,7 +152,7 @@ void Simulator::run() {
       const QueueItem item = queue_.top();
       queue_.pop();
       handle(item, now);
-      pull_in(now);
+      if (!presence_work_.empty()) pull_in(now);
     }
     solver_.solve([&](uint32_t slot, double rate) { on_rate(slot, rate, now); });
   }
