@@ -40,6 +40,7 @@
 
 #include "chunked_store.h"
 #include "flow_solver.h"
+#include "id_list.h"
 #include "id_table.h"
 #include "radix_queue.h"
 #include "start_index.h"
@@ -131,7 +132,7 @@ class Simulator {
     // event from its neighbours (their records are as cold as its own), so a reference may
     // outlive the event; resolving it through the id table (live_slot) tells a retired one from
     // a reused slot.
-    boost::container::small_vector<EventId, 2> dependents;
+    IdList dependents;
     Time lower_bound = 0;  // fresh: no earlier start is possible (where the sweep begins)
     Time ready = 0;        // scheduling: the latest dependency finish seen so far
     Time tail = 0;         // a task's duration; a flow's route latency (after its last byte)
@@ -145,7 +146,7 @@ class Simulator {
     // that moves the end later pushes nothing; the item then finds the end ahead and moves on
     // to it (a queue item per rate change, most of them stale, was a fifth of a rollback).
     Time end_queued = std::numeric_limits<Time>::infinity();
-    boost::container::small_vector<EventId, 2> deps;
+    IdList deps;
     boost::container::small_vector<Segment, 1> segments;  // flow rate history
 
     // Back to a new record for a reused slot, in place (assigning Record{} built and moved a
