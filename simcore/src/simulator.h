@@ -213,6 +213,7 @@ class Simulator {
   uint32_t live_slot(EventId id) const { return ids_.slot_or_retired(id); }
   void push(Time t, uint32_t target, ItemKind kind, uint32_t version);
   void push(Time t, uint32_t slot, ItemKind kind) { push(t, slot, kind, records_[slot].version); }
+  void push_start(Time t, uint32_t slot);  // a kStart item
   // Every use of a route here is about sharing (solver, link indexes, presence, ghosts).
   Route route_of(const Record& r) const { return topology_.sharing_links(r.gpu, r.dst); }
 
