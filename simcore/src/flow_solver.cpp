@@ -136,6 +136,13 @@ void FlowSolver::end_batch() {
   departed_floor_ = std::numeric_limits<double>::infinity();
 }
 
+bool FlowSolver::unsolved_touched() const {
+  for (LinkId id : touched_)
+    for (uint32_t slot : links_[id].flows)
+      if (flows_[slot].seen != epoch_) return true;
+  return false;
+}
+
 void FlowSolver::seed_local() {
   comp_flows_.clear();
   for (LinkId id : touched_)

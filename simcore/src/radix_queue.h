@@ -52,6 +52,14 @@ class RadixQueue {
   // Items left at the current instant (top() and pop() would not move to a later one).
   bool has_current() const { return nonempty_ != 0; }
 
+  // The item k places after top() in its FIFO (the same kind at the current instant), or
+  // nullptr: for prefetching what the items coming up will touch. Moves no instant.
+  const Item* peek_ahead(size_t k) const {
+    if (nonempty_ == 0) return nullptr;
+    const Fifo& f = now_[std::countr_zero(nonempty_)];
+    return f.head + k < f.items.size() ? &f.items[f.head + k] : nullptr;
+  }
+
   // Precondition: !empty(). Moves to the next instant when the current one is exhausted: a
   // later push before it then joins that instant (so the sweep peeks only between instants).
   const Item& top() {
@@ -73,12 +81,12 @@ class RadixQueue {
   template <class Keep> void filter(Keep&& keep) {
     size_t n = 0;
     for (Fifo& f : now_) {
-      std::vector<Item> kept;
+      size_t w = 0;
       for (size_t i = f.head; i < f.items.size(); ++i)
-        if (keep(f.items[i])) kept.push_back(f.items[i]);
-      f.items = std::move(kept);
+        if (keep(f.items[i])) f.items[w++] = f.items[i];
+      f.items.resize(w);
       f.head = 0;
-      n += f.items.size();
+      n += w;
     }
     nonempty_ = 0;
     for (int i = 0; i < Kinds; ++i)
@@ -104,12 +112,52 @@ class RadixQueue {
   }
 
  private:
+  // A bucket or a FIFO: an array that only grows, of trivially copyable entries. std::vector's
+  // push_back was not inlined here (its growth path came with it), and appending entries is
+  // most of what the queue does: a rollback's sweep moves each item down 3-4 buckets, and a
+  // large ring's instant appends a few thousand items to the FIFOs.
+  template <class T>
+  class Array {
+   public:
+    void push_back(const T& e) {
+      if (size_ == cap_) [[unlikely]] grow();
+      data_[size_++] = e;
+    }
+    T* begin() { return data_.get(); }
+    T* end() { return data_.get() + size_; }
+    const T* begin() const { return data_.get(); }
+    const T* end() const { return data_.get() + size_; }
+    T& operator[](size_t i) { return data_[i]; }
+    const T& operator[](size_t i) const { return data_[i]; }
+    size_t size() const { return size_; }
+    size_t capacity() const { return cap_; }
+    void clear() { size_ = 0; }
+    void resize(size_t n) { size_ = n; }  // never more than size()
+    void swap(Array& other) noexcept {
+      std::swap(data_, other.data_);
+      std::swap(size_, other.size_);
+      std::swap(cap_, other.cap_);
+    }
+
+   private:
+    [[gnu::noinline]] void grow() {
+      const size_t cap = cap_ == 0 ? 8 : 2 * cap_;
+      auto data = std::make_unique_for_overwrite<T[]>(cap);
+      std::copy(begin(), end(), data.get());
+      data_ = std::move(data);
+      cap_ = cap;
+    }
+    std::unique_ptr<T[]> data_;
+    size_t size_ = 0, cap_ = 0;
+  };
+
   struct Entry {
     uint64_t key;
     Item item;
   };
+  using Bucket = Array<Entry>;
   struct Fifo {
-    std::vector<Item> items;
+    Array<Item> items;
     size_t head = 0;
     bool empty() const { return head == items.size(); }
   };
@@ -149,42 +197,6 @@ class RadixQueue {
     buckets_[b].push_back(e);
     full_buckets_ |= uint64_t{1} << (b - 1);
   }
-
-  // A bucket: an array that only grows, of trivially copyable entries. std::vector's
-  // push_back was not inlined here (its growth path came with it), and appending entries is
-  // most of what the queue does: a rollback's sweep moves each item down 3-4 buckets.
-  class Bucket {
-   public:
-    void push_back(const Entry& e) {
-      if (size_ == cap_) [[unlikely]] grow();
-      data_[size_++] = e;
-    }
-    Entry* begin() { return data_.get(); }
-    Entry* end() { return data_.get() + size_; }
-    const Entry* begin() const { return data_.get(); }
-    const Entry* end() const { return data_.get() + size_; }
-    Entry& operator[](size_t i) { return data_[i]; }
-    size_t size() const { return size_; }
-    size_t capacity() const { return cap_; }
-    void clear() { size_ = 0; }
-    void resize(size_t n) { size_ = n; }  // never more than size()
-    void swap(Bucket& other) noexcept {
-      std::swap(data_, other.data_);
-      std::swap(size_, other.size_);
-      std::swap(cap_, other.cap_);
-    }
-
-   private:
-    [[gnu::noinline]] void grow() {
-      const size_t cap = cap_ == 0 ? 8 : 2 * cap_;
-      auto data = std::make_unique_for_overwrite<Entry[]>(cap);
-      std::copy(begin(), end(), data.get());
-      data_ = std::move(data);
-      cap_ = cap;
-    }
-    std::unique_ptr<Entry[]> data_;
-    size_t size_ = 0, cap_ = 0;
-  };
 
   std::array<Bucket, 65> buckets_;  // 1..64 (0: the current instant, in now_)
   uint64_t full_buckets_ = 0;  // bit b - 1: buckets_[b] has items (advance() skips to the lowest)

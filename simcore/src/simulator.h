@@ -40,6 +40,7 @@
 
 #include "chunked_store.h"
 #include "flow_solver.h"
+#include "id_list.h"
 #include "id_table.h"
 #include "radix_queue.h"
 #include "start_index.h"
@@ -131,7 +132,7 @@ class Simulator {
     // event from its neighbours (their records are as cold as its own), so a reference may
     // outlive the event; resolving it through the id table (live_slot) tells a retired one from
     // a reused slot.
-    boost::container::small_vector<EventId, 2> dependents;
+    IdList dependents;
     Time lower_bound = 0;  // fresh: no earlier start is possible (where the sweep begins)
     Time ready = 0;        // scheduling: the latest dependency finish seen so far
     Time tail = 0;         // a task's duration; a flow's route latency (after its last byte)
@@ -145,7 +146,7 @@ class Simulator {
     // that moves the end later pushes nothing; the item then finds the end ahead and moves on
     // to it (a queue item per rate change, most of them stale, was a fifth of a rollback).
     Time end_queued = std::numeric_limits<Time>::infinity();
-    boost::container::small_vector<EventId, 2> deps;
+    IdList deps;
     boost::container::small_vector<Segment, 1> segments;  // flow rate history
 
     // Back to a new record for a reused slot, in place (assigning Record{} built and moved a
@@ -212,11 +213,13 @@ class Simulator {
   uint32_t live_slot(EventId id) const { return ids_.slot_or_retired(id); }
   void push(Time t, uint32_t target, ItemKind kind, uint32_t version);
   void push(Time t, uint32_t slot, ItemKind kind) { push(t, slot, kind, records_[slot].version); }
+  void push_start(Time t, uint32_t slot);  // a kStart item
   // Every use of a route here is about sharing (solver, link indexes, presence, ghosts).
   Route route_of(const Record& r) const { return topology_.sharing_links(r.gpu, r.dst); }
 
   // The sweep.
   void run();
+  void prefetch_item(const QueueItem& item) const;
   void handle(const QueueItem& item, Time now);
   void begin(uint32_t slot, Time now);
   void end_transfer(uint32_t slot, Time now);
