@@ -3,41 +3,30 @@
 // tests/cluster/data/*_real_attributes.txt, which the catalog tests compare against.
 // Run against the real driver on a GPU machine to record a model; run with vgpu's libcuda.so.1
 // first on LD_LIBRARY_PATH to see what the virtual devices answer.
-#include <cuda.h>
-#include <dlfcn.h>
+#include "probe_driver.h"
 
 #include <cstdio>
 #include <cstdlib>
 
 namespace {
+using probe::sym;
 struct Attribute { CUdevice_attribute value; const char* name; };
 constexpr Attribute kAttributes[] = {
 #define VGPU_CU_ATTRIBUTE(name, value) {name, #name},
 #include "cu_device_attributes.inc"
 };
-template <class F> F sym(void* lib, const char* name) {
-  return reinterpret_cast<F>(dlsym(lib, name));
-}
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int ordinal = argc > 1 ? std::atoi(argv[1]) : 0;
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) { std::fprintf(stderr, "dlopen libcuda.so.1: %s\n", dlerror()); return 1; }
-  auto init = sym<CUresult (*)(unsigned)>(lib, "cuInit");
-  auto get_device = sym<CUresult (*)(CUdevice*, int)>(lib, "cuDeviceGet");
+  const probe::Device d = probe::open_device(argc, argv);
+  if (!d.lib) return 1;
+  void* lib = d.lib;
+  const CUdevice dev = d.dev;
   auto get_name = sym<CUresult (*)(char*, int, CUdevice)>(lib, "cuDeviceGetName");
   auto total_mem = sym<CUresult (*)(size_t*, CUdevice)>(lib, "cuDeviceTotalMem_v2");
   auto driver_version = sym<CUresult (*)(int*)>(lib, "cuDriverGetVersion");
-  auto get_attribute = sym<CUresult (*)(int*, CUdevice_attribute, CUdevice)>(lib, "cuDeviceGetAttribute");
-  if (!init || !get_device || !get_name || !total_mem || !driver_version || !get_attribute) {
+  if (!get_name || !total_mem || !driver_version) {
     std::fprintf(stderr, "libcuda.so.1 lacks a needed entry point\n");
-    return 1;
-  }
-  CUdevice dev = 0;
-  if (CUresult r = init(0); r != CUDA_SUCCESS) { std::fprintf(stderr, "cuInit: %d\n", r); return 1; }
-  if (CUresult r = get_device(&dev, ordinal); r != CUDA_SUCCESS) {
-    std::fprintf(stderr, "cuDeviceGet(%d): %d\n", ordinal, r);
     return 1;
   }
   char name[256] = {};
@@ -49,7 +38,7 @@ int main(int argc, char** argv) {
   std::printf("# name %s\n# total_mem %zu\n# driver_api %d\n", name, bytes, version);
   for (const Attribute& a : kAttributes) {
     int v = 0;
-    if (CUresult r = get_attribute(&v, a.value, dev); r == CUDA_SUCCESS)
+    if (CUresult r = d.get_attribute(&v, a.value, dev); r == CUDA_SUCCESS)
       std::printf("%s %d\n", a.name, v);
     else
       std::printf("# %s error %d\n", a.name, r);

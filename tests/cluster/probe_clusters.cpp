@@ -5,15 +5,14 @@
 // real part gives for the kernels it picks to be the same. Run against the real driver on a GPU
 // machine to record a model (tests/cluster/data/*_real_clusters.txt), or with vgpu's
 // libcuda.so.1 first on LD_LIBRARY_PATH to see what a virtual device answers.
-#include <cuda.h>
-#include <dlfcn.h>
+#include "probe_driver.h"
 
 #include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
 
 namespace {
-template <class F> F sym(void* lib, const char* name) { return reinterpret_cast<F>(dlsym(lib, name)); }
+using probe::sym;
 
 // An empty kernel (sm_90, any driver JITs it).
 constexpr char kPtx[] = R"(.version 8.0
@@ -24,40 +23,32 @@ constexpr char kPtx[] = R"(.version 8.0
 }  // namespace
 
 int main(int argc, char** argv) {
-  const int ordinal = argc > 1 ? std::atoi(argv[1]) : 0;
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) { std::fprintf(stderr, "dlopen libcuda.so.1: %s\n", dlerror()); return 1; }
-  auto init = sym<CUresult (*)(unsigned)>(lib, "cuInit");
-  auto get_device = sym<CUresult (*)(CUdevice*, int)>(lib, "cuDeviceGet");
-  auto get_attribute = sym<CUresult (*)(int*, CUdevice_attribute, CUdevice)>(lib, "cuDeviceGetAttribute");
-  auto retain = sym<CUresult (*)(CUcontext*, CUdevice)>(lib, "cuDevicePrimaryCtxRetain");
-  auto set_current = sym<CUresult (*)(CUcontext)>(lib, "cuCtxSetCurrent");
-  auto load = sym<CUresult (*)(CUmodule*, const void*)>(lib, "cuModuleLoadData");
-  auto get_function = sym<CUresult (*)(CUfunction*, CUmodule, const char*)>(lib, "cuModuleGetFunction");
-  auto set_attribute = sym<CUresult (*)(CUfunction, CUfunction_attribute, int)>(lib, "cuFuncSetAttribute");
-  auto clusters = sym<CUresult (*)(int*, CUfunction, const CUlaunchConfig*)>(lib, "cuOccupancyMaxActiveClusters");
-  if (!init || !get_device || !get_attribute || !retain || !set_current || !load || !get_function ||
-      !set_attribute || !clusters) {
+  const probe::Device d = probe::open_device(argc, argv);
+  if (!d.lib) return 1;
+  auto retain = sym<CUresult (*)(CUcontext*, CUdevice)>(d.lib, "cuDevicePrimaryCtxRetain");
+  auto set_current = sym<CUresult (*)(CUcontext)>(d.lib, "cuCtxSetCurrent");
+  auto load = sym<CUresult (*)(CUmodule*, const void*)>(d.lib, "cuModuleLoadData");
+  auto get_function = sym<CUresult (*)(CUfunction*, CUmodule, const char*)>(d.lib, "cuModuleGetFunction");
+  auto set_attribute = sym<CUresult (*)(CUfunction, CUfunction_attribute, int)>(d.lib, "cuFuncSetAttribute");
+  auto clusters = sym<CUresult (*)(int*, CUfunction, const CUlaunchConfig*)>(d.lib, "cuOccupancyMaxActiveClusters");
+  if (!retain || !set_current || !load || !get_function || !set_attribute || !clusters) {
     std::fprintf(stderr, "libcuda.so.1 lacks a needed entry point\n");
     return 1;
   }
-  CUdevice dev = 0;
   CUcontext ctx = nullptr;
   CUmodule mod = nullptr;
   CUfunction fn = nullptr;
-  if (CUresult r = init(0); r != CUDA_SUCCESS) { std::fprintf(stderr, "cuInit: %d\n", r); return 1; }
-  if (get_device(&dev, ordinal) != CUDA_SUCCESS || retain(&ctx, dev) != CUDA_SUCCESS ||
-      set_current(ctx) != CUDA_SUCCESS) {
-    std::fprintf(stderr, "no context on device %d\n", ordinal);
+  if (retain(&ctx, d.dev) != CUDA_SUCCESS || set_current(ctx) != CUDA_SUCCESS) {
+    std::fprintf(stderr, "no context on device %d\n", d.ordinal);
     return 1;
   }
   if (CUresult r = load(&mod, kPtx); r != CUDA_SUCCESS) { std::fprintf(stderr, "cuModuleLoadData: %d\n", r); return 1; }
   if (get_function(&fn, mod, "probe_kernel") != CUDA_SUCCESS) { std::fprintf(stderr, "no probe_kernel\n"); return 1; }
   int sms = 0, smem_sm = 0, optin = 0, reserved = 0;
-  get_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, dev);
-  get_attribute(&smem_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, dev);
-  get_attribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, dev);
-  get_attribute(&reserved, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, dev);
+  d.get_attribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d.dev);
+  d.get_attribute(&smem_sm, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, d.dev);
+  d.get_attribute(&optin, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, d.dev);
+  d.get_attribute(&reserved, CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, d.dev);
   std::printf("# SMs %d, shared memory per SM %d, per block opt-in %d, reserved per block %d\n", sms, smem_sm, optin,
               reserved);
   set_attribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin);
