@@ -3,11 +3,12 @@
 // `passthrough_call_overhead` run over it measures vgpu's own work per call without a GPU: the
 // difference between the two libraries' time per call is what vgpu adds.
 //
-// A launch, an async copy and a stream's wait are accepted and do nothing (the GPU they stand
-// for is idle and infinitely fast). Events are the driver's own small objects: a record stamps
-// the next tick of one counter, a query and a synchronization find them complete, and the
-// elapsed time between two records is their ticks apart in microseconds, so that vgpu's
-// measured launches settle as on a GPU.
+// A launch, an async copy and a stream's wait are accepted and do nothing but count: the GPU
+// they stand for is infinitely fast in real time, while each kernel takes kKernelNs of its own
+// clock, so that vgpu measures and settles launches as on a GPU, and a loop of launches keeps
+// the virtual GPU busy as an empty kernel's ~2 us do on a real one. Events are the driver's own
+// small objects: a record stamps that clock, a query and a synchronization find them complete,
+// and the elapsed time between two records is their stamps apart.
 #include <atomic>
 #include <cstdint>
 
@@ -15,11 +16,13 @@
 
 namespace {
 
+constexpr uint64_t kKernelNs = 2000;
+
 struct FreeEvent {
-  std::atomic<uint64_t> tick{0};  // 0: never recorded
+  std::atomic<uint64_t> stamp{0};  // the GPU clock when recorded, + 1; 0: never recorded
 };
 
-std::atomic<uint64_t> g_ticks{0};
+std::atomic<uint64_t> g_gpu_ns{0};  // the GPU's clock: every kernel launched so far
 
 FreeEvent* of(CUevent e) { return reinterpret_cast<FreeEvent*>(e); }
 
@@ -27,7 +30,9 @@ FreeEvent* of(CUevent e) { return reinterpret_cast<FreeEvent*>(e); }
 
 VGPU_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned,
                                             unsigned, unsigned, CUstream, void**, void**) {
-  return f != nullptr ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+  if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
+  g_gpu_ns.fetch_add(kKernelNs, std::memory_order_relaxed);
+  return CUDA_SUCCESS;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t, CUstream) {
@@ -58,7 +63,7 @@ VGPU_EXPORT CUresult CUDAAPI cuEventDestroy(CUevent e) { return cuEventDestroy_v
 
 VGPU_EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream) {
   if (e == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  of(e)->tick.store(g_ticks.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  of(e)->stamp.store(g_gpu_ns.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   return CUDA_SUCCESS;
 }
 
@@ -73,9 +78,9 @@ VGPU_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent e) {
 VGPU_EXPORT CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent a, CUevent b) {
   if (ms == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (a == nullptr || b == nullptr) return CUDA_ERROR_INVALID_HANDLE;
-  const uint64_t ta = of(a)->tick.load(std::memory_order_relaxed), tb = of(b)->tick.load(std::memory_order_relaxed);
+  const uint64_t ta = of(a)->stamp.load(std::memory_order_relaxed), tb = of(b)->stamp.load(std::memory_order_relaxed);
   if (ta == 0 || tb == 0) return CUDA_ERROR_INVALID_HANDLE;
-  *ms = static_cast<float>(static_cast<double>(tb > ta ? tb - ta : 0) * 1e-3);
+  *ms = static_cast<float>(static_cast<double>(tb > ta ? tb - ta : 0) * 1e-6);
   return CUDA_SUCCESS;
 }
 
