@@ -79,7 +79,7 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
     }
     return p;
   }
-  p.have_signature = launch_signature(f, shape, params, extra, &p.signature);
+  p.have_signature = launch_signature(f, facts, shape, params, extra, &p.signature);
   const LaunchPolicy policy = launch_policy();
   if (policy == LaunchPolicy::none) {
     p.run = false;
