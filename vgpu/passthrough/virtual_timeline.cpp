@@ -94,6 +94,7 @@ OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device,
   op->duration = duration;
   op->device = device;
   std::lock_guard l(mu_);
+  op->deps.swap(spare_deps_);  // an empty buffer a resolved op left (no allocation per op)
   streams_.for_each_predecessor(key, kind, [&op](const OpRef& last, bool /*own stream*/) {
     if (last) op->deps.push_back(last);
   });
@@ -123,7 +124,10 @@ bool VirtualTimeline::try_resolve(TimedOp& op) {
   }
   op.resolved = op.started = true;
   op.deps.clear();
-  op.deps.shrink_to_fit();
+  if (spare_deps_.capacity() == 0)
+    spare_deps_.swap(op.deps);  // for the next op appended
+  else
+    op.deps.shrink_to_fit();
   if (on_resolved_) on_resolved_(op);
   return true;
 }

@@ -177,6 +177,7 @@ class VirtualTimeline {
   uint32_t epoch_ = 0;
   uint64_t epoch_events_ = 0;
   simcore::TaskSpec task_;   // scratch for place() (its `after` keeps its capacity)
+  std::vector<OpRef> spare_deps_;  // empty; a resolved op's buffer, for the next op's deps
 };
 
 }  // namespace vgpu::pt
