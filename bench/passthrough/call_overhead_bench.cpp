@@ -2,9 +2,14 @@
 // process and one run: the same calls through the real libcuda.so.1 and through vgpu's
 // passthrough libcuda.so.1 (which forwards to that same real driver), as a ratio.
 //
-//   passthrough_call_overhead <real libcuda> <vgpu passthrough libcuda> <empty_kernel.fatbin>
+//   passthrough_call_overhead <real libcuda> <vgpu passthrough libcuda> <empty_kernel.fatbin> [rounds]
 //
-// Prints one table row per call: calls per second through each library and vgpu/real.
+// Prints one table row per call: calls per second through each library, vgpu/real, and vgpu's
+// own time per call (the difference of the two libraries' time per call). Each library is
+// measured `rounds` times (default 2), alternating, and keeps its best run.
+//
+// Without a GPU, the "real" library can be bench/passthrough's free_calls_driver (its hot calls
+// cost next to nothing, free_calls_overrides.cpp): the last column is then vgpu's own cost.
 #include <cuda.h>
 #include <dlfcn.h>
 
@@ -113,28 +118,30 @@ Rates measure(const char* path, const std::vector<char>& image) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: %s <real libcuda> <vgpu passthrough libcuda> <empty_kernel.fatbin>\n", argv[0]);
+  if (argc != 4 && argc != 5) {
+    std::fprintf(stderr, "usage: %s <real libcuda> <vgpu passthrough libcuda> <empty_kernel.fatbin> [rounds]\n",
+                 argv[0]);
     return 2;
   }
+  const int rounds = argc == 5 ? std::max(1, std::atoi(argv[4])) : 2;
   std::ifstream in(argv[3], std::ios::binary);
   std::vector<char> image((std::istreambuf_iterator<char>(in)), {});
   if (image.empty()) { std::fprintf(stderr, "cannot read %s\n", argv[3]); return 2; }
   // vgpu must find the same real driver the baseline uses.
   setenv("VGPU_REAL_LIBCUDA", argv[1], 1);
-  // Alternating twice and keeping each library's best run evens out warm-up and clock drift.
+  // Alternating and keeping each library's best run evens out warm-up and clock drift.
   Rates real{}, vgpu{};
   auto best = [](Rates& b, const Rates& r) {
     b = {std::max(b.launch, r.launch), std::max(b.alloc_free, r.alloc_free),
          std::max(b.event_record, r.event_record), std::max(b.memcpy_async, r.memcpy_async)};
   };
-  for (int round = 0; round < 2; ++round) {
+  for (int round = 0; round < rounds; ++round) {
     best(real, measure(argv[1], image));
     best(vgpu, measure(argv[2], image));
   }
-  std::printf("%-34s %14s %14s %12s\n", "call", "real calls/s", "vgpu calls/s", "vgpu/real");
+  std::printf("%-34s %14s %14s %12s %14s\n", "call", "real calls/s", "vgpu calls/s", "vgpu/real", "vgpu own ns");
   auto row = [](const char* name, double a, double b) {
-    std::printf("%-34s %14.0f %14.0f %12.3f\n", name, a, b, b / a);
+    std::printf("%-34s %14.0f %14.0f %12.3f %14.1f\n", name, a, b, b / a, (1 / b - 1 / a) * 1e9);
   };
   row("cuLaunchKernel (empty, 1x1)", real.launch, vgpu.launch);
   row("cuMemAlloc+cuMemFree (2 MiB)", real.alloc_free, vgpu.alloc_free);

@@ -44,6 +44,27 @@ TEST(VirtualTimeline, OpsStartAfterTheirStreamAndWhatTheyWaitFor) {
   EXPECT_EQ(tl.pending(), 0u);
 }
 
+// Markers (no duration, not a kernel: event records, stream waits) are placed by the same rule
+// without an engine event, and what follows them starts no earlier than their finish.
+TEST(VirtualTimeline, MarkersArePlacedByTheRuleWithoutAnEngineEvent) {
+  VirtualTimeline tl;
+  int s1 = 0, s2 = 0;
+  const StreamKey a{nullptr, &s1}, b{nullptr, &s2};
+  const OpRef k1 = tl.append(a, StreamKind::non_blocking, 0, 1.0, 2.0, {}, 0, /*kernel=*/true);
+  const OpRef m1 = tl.append(a, StreamKind::non_blocking, 0, 1.5, 0);  // behind k1
+  const OpRef m2 = tl.append(a, StreamKind::non_blocking, 0, 5.0, 0);  // after its issue
+  const OpRef k2 = tl.append(b, StreamKind::non_blocking, 1, 0.0, 1.0, {m2}, 0, /*kernel=*/true);
+  const OpRef m3 = tl.append(b, StreamKind::non_blocking, 1, 0.0, 0, {m1});
+  EXPECT_EQ(m1->start, 3.0);
+  EXPECT_EQ(tl.finish(m1), 3.0);
+  EXPECT_EQ(tl.finish(m2), 5.0);
+  EXPECT_EQ(k2->start, 5.0);
+  EXPECT_EQ(tl.finish(k2), 6.0);
+  EXPECT_EQ(tl.finish(m3), 6.0);  // behind k2 on its stream
+  EXPECT_EQ(tl.engine_stats().events_submitted, 2u);  // the two kernels
+  EXPECT_EQ(tl.pending(), 0u);
+}
+
 TEST(VirtualTimeline, AnOpWaitsForItsDurationAndItsStartCanBeAskedFirst) {
   VirtualTimeline tl;
   int s = 0;
@@ -97,8 +118,9 @@ TEST(VirtualTimeline, PlacesEveryOpByTheRuleAcrossEngines) {
     const double issue = clock - static_cast<double>(rng() % 50) * 1e-7;  // threads lag behind
     const uint64_t micros = 1 + rng() % 20;
     const bool measured = rng() % 4 == 0;
+    const bool marker = !measured && rng() % 5 == 0;  // an event record: no duration, no kernel
     Expected e;
-    e.duration = static_cast<double>(micros) * 1e-6;
+    e.duration = marker ? 0 : static_cast<double>(micros) * 1e-6;
     if (last[s] >= 0) e.deps.push_back(last[s]);
     std::vector<OpRef> waits;
     if (!ops.empty() && rng() % 3 == 0) {
@@ -109,7 +131,7 @@ TEST(VirtualTimeline, PlacesEveryOpByTheRuleAcrossEngines) {
     // Half the measured ops need their start for their duration (as NCCL kernels do).
     const bool start_first = measured && rng() % 2 == 0;
     e.op = tl.append({nullptr, &handles[s]}, StreamKind::non_blocking, s % 2, std::max(issue, 0.0),
-                     measured ? -1 : e.duration, waits, micros, true, {}, start_first);
+                     measured ? -1 : e.duration, waits, micros, /*kernel=*/!marker, {}, start_first);
     e.start = std::max(issue, 0.0);
     for (int d : e.deps) e.start = std::max(e.start, ops[static_cast<size_t>(d)].finish);
     e.finish = e.start + e.duration;

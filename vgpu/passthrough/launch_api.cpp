@@ -79,7 +79,7 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
     }
     return p;
   }
-  p.have_signature = launch_signature(f, shape, params, extra, &p.signature);
+  p.have_signature = launch_signature(f, facts, shape, params, extra, &p.signature);
   const LaunchPolicy policy = launch_policy();
   if (policy == LaunchPolicy::none) {
     p.run = false;
@@ -161,13 +161,12 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
                       void** extra, Launch launch) {
   VirtualTime* vt = VirtualTime::get();
   if (vt == nullptr || f == nullptr) return launch();
+  thread_clock::Pause pause;  // as every timed call (timed_api.cpp): only the real driver's time is charged
   StreamTarget t;
-  Plan plan;
+  if (!vt->target(stream, per_thread, &t) || vt->capturing(t)) return launch();
+  Plan plan = plan_for(f, shape, params, extra, t);  // made in place (a Plan is several strings)
   VirtualTime::Bracket bracket;
   KernelRecording* rec = nullptr;
-  thread_clock::Pause pause;  // as every timed call (timed_api.cpp): only the real driver's time is charged
-  if (!vt->target(stream, per_thread, &t) || vt->capturing(t)) return launch();
-  plan = plan_for(f, shape, params, extra, t);
   // A launch measured now holds the physical GPU's measurement lock until it has run.
   MeasureLock* alone = nullptr;
   if (plan.run && plan.timing.source == Timing::Source::measured) {

@@ -37,9 +37,10 @@ class FunctionFactsCache {
   std::unordered_map<CUfunction, FunctionFacts> facts_;
 };
 
-// The launch signature of one launch; false when the launch cannot be described (no facts, or
-// parameters that neither kernelParams nor `extra` describe).
-bool launch_signature(CUfunction f, const LaunchShape& shape, void** params, void** extra,
-                      LaunchSignature* out);
+// The launch signature of one launch of `f`, whose facts are `facts` (function_facts(f));
+// false when the launch cannot be described (no facts, or parameters that neither kernelParams
+// nor `extra` describe).
+bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShape& shape, void** params,
+                      void** extra, LaunchSignature* out);
 
 }  // namespace vgpu::pt

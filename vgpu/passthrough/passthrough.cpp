@@ -36,7 +36,13 @@ KernelDurations& Passthrough::durations() {
 }
 
 KernelRecording* Passthrough::kernel_recording() {
-  std::call_once(recording_once_, [this] { recording_ = KernelRecording::start(); });
+  // Asked on every launch: once made, one acquire load (std::call_once's check is a call into
+  // pthread_once each time).
+  if (recording_made_.load(std::memory_order_acquire)) return recording_;
+  std::call_once(recording_once_, [this] {
+    recording_ = KernelRecording::start();
+    recording_made_.store(true, std::memory_order_release);
+  });
   return recording_;
 }
 

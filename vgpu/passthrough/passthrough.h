@@ -121,6 +121,7 @@ class Passthrough {
   OnFirstUse<KernelDurations> durations_;  // opens VGPU_LAUNCH_STATS
   std::once_flag recording_once_;            // starts CUPTI, installs an exit handler
   KernelRecording* recording_ = nullptr;
+  std::atomic<bool> recording_made_{false};  // recording_ is set (kernel_recording's fast path)
   MeasureLocks measure_locks_;
   SharedDurationTables shared_durations_;
   ExportTables export_tables_;

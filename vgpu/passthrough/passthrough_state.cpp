@@ -88,6 +88,7 @@ PassState::PassState(const RealDriver& real, simcore::ClusterSpec cluster, std::
     : real_(&real), cluster_(std::move(cluster)), topology_(cluster_), physical_(std::move(physical)),
       pools_(physical_) {
   status_ = status::Writer::attach(status::current_job_id(), "passthrough", status_devices(cluster_));
+  activity_ = std::make_unique<DeviceActivity>(status_.get(), cluster_.total_gpus());
   for (int i = 0; i < cluster_.total_gpus(); ++i)
     devices_.push_back(std::make_unique<Device>(cluster_, i, status_.get()));
   primaries_.resize(devices_.size());
@@ -239,7 +240,7 @@ int PassState::device_of(CUcontext real) const {
 
 void PassState::report_work(int v, double busy_s, bool kernel, double finish) {
   if (!status_ || device(v) == nullptr) return;
-  status_->add_interval(v, finish - busy_s, finish, kernel);
+  activity_->report(v, finish - busy_s, finish, kernel);
 }
 
 CUresult PassState::current_device(int* v) const {

@@ -22,6 +22,7 @@
 #include "front/device/device_registry.h"
 #include "front/driver/cuda_api.h"
 #include "front/launch/host_address_space.h"
+#include "passthrough/device_activity.h"
 #include "passthrough/device_pools.h"
 #include "simcore/cluster_spec.h"
 #include "simcore/topology.h"
@@ -94,7 +95,8 @@ class PassState final : public DeviceRegistry {
   };
   void add_allocation(CUdeviceptr p, uint64_t bytes, int v, uint64_t physical, CUcontext ctx = nullptr);
   // Virtual device v did `busy_s` of work (a kernel or not) finishing at virtual time `finish`:
-  // its busy time, kernel count and virtual clock in the status region.
+  // its busy time, kernel count, virtual clock and utilization in the status region
+  // (device_activity.h).
   void report_work(int v, double busy_s, bool kernel, double finish);
   // Physical memory vgpu itself holds for virtual device v (contexts, shared chunks).
   void add_physical(int v, int64_t bytes);
@@ -150,6 +152,7 @@ class PassState final : public DeviceRegistry {
   simcore::ClusterSpec cluster_;
   simcore::Topology topology_;
   std::unique_ptr<status::Writer> status_;
+  std::unique_ptr<DeviceActivity> activity_;  // reports into status_
   std::vector<std::unique_ptr<Device>> devices_;
   std::vector<int> physical_;  // real CUdevice per virtual device
   DevicePools pools_;

@@ -62,7 +62,6 @@ struct VirtualTime::Impl {
   };
   std::unordered_map<CUcontext, Gate> gates;
   uint64_t next_measurement = 0;
-  size_t submissions = 0;
 
   // Runs `f` with `ctx` current.
   template <class F>
@@ -142,8 +141,34 @@ VirtualTime* VirtualTime::make() {
   return v;
 }
 
+namespace {
+
+// The calling thread's last stream argument resolved, and its last context's virtual device:
+// every timed call resolves its stream, and a thread mostly submits to the same one, so the
+// common case takes no lock and no map. Valid while the owner's generation is unchanged (a
+// stream or context destroyed bumps it). Constant-initialized: no guard on the hot path.
+struct TargetCache {
+  const void* owner = nullptr;
+  uint64_t generation = 0;
+  CUstream stream = nullptr;  // a stream handle (StreamArg::handle)
+  CUcontext context = nullptr;
+  StreamKind kind = StreamKind::legacy;
+  CUcontext device_context = nullptr;  // the context whose device is `device`
+  int device = -1;
+};
+thread_local TargetCache t_target;
+
+}  // namespace
+
 bool VirtualTime::target(CUstream stream, bool per_thread, StreamTarget* out) {
   out->real = stream;
+  TargetCache& cache = t_target;
+  const uint64_t generation = generation_.load(std::memory_order_acquire);
+  if (cache.owner != this || cache.generation != generation) {
+    cache = TargetCache{};
+    cache.owner = this;
+    cache.generation = generation;
+  }
   const timing::StreamArg arg = timing::stream_arg(stream, per_thread);
   if (arg != timing::StreamArg::handle) {
     CUcontext ctx = nullptr;
@@ -154,6 +179,11 @@ bool VirtualTime::target(CUstream stream, bool per_thread, StreamTarget* out) {
     out->key = {ctx, ptds ? static_cast<const void*>(&t_per_thread_stream) : nullptr};
     out->kind = timing::stream_kind(arg, false);
     out->record_on = ptds ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+  } else if (cache.stream == stream && stream != nullptr) {
+    out->context = cache.context;
+    out->key = {cache.context, stream};
+    out->kind = cache.kind;
+    out->record_on = stream;
   } else {
     Impl::StreamInfo info{};
     bool known;
@@ -176,9 +206,16 @@ bool VirtualTime::target(CUstream stream, bool per_thread, StreamTarget* out) {
     out->key = {info.context, stream};
     out->kind = info.kind;
     out->record_on = stream;
+    cache.stream = stream;
+    cache.context = info.context;
+    cache.kind = info.kind;
   }
-  PassState* s = PassState::get();
-  out->device = s ? std::max(0, s->device_of(out->context)) : 0;
+  if (cache.device_context != out->context || cache.device < 0) {
+    PassState* s = PassState::get();
+    cache.device_context = out->context;
+    cache.device = s ? s->device_of(out->context) : -1;  // < 0 (unknown): asked again next time
+  }
+  out->device = std::max(0, cache.device);
   return true;
 }
 
@@ -283,11 +320,7 @@ OpRef VirtualTime::submit(const StreamTarget& t, Timing timing, Bracket& b) {
                               /*start_first=*/nccl);
   log::trace("vtime: op on device {} stream {} issue {:.9f} duration {:.9f}", t.device, t.key.stream, issue,
              duration);
-  bool resolve_now;
-  {
-    std::lock_guard l(impl_->mu);
-    resolve_now = ++impl_->submissions % kResolveEvery == 0;
-  }
+  const bool resolve_now = (submissions_.fetch_add(1, std::memory_order_relaxed) + 1) % kResolveEvery == 0;
   // Not under impl_->mu: the timeline's lock is taken first everywhere else (resolve -> measure).
   if (id != 0 && nccl) {
     nccl_timing::launched(nccl_attribution, op);
@@ -442,19 +475,25 @@ void VirtualTime::stream_destroyed(CUstream stream) {
   {
     std::lock_guard l(impl_->mu);
     auto it = impl_->streams.find(stream);
-    if (it == impl_->streams.end()) return;
-    ctx = it->second.context;
-    impl_->streams.erase(it);
+    if (it != impl_->streams.end()) {
+      ctx = it->second.context;
+      impl_->streams.erase(it);
+    }
   }
-  timeline_.destroy_stream({ctx, stream});
+  // After the erase: a thread's target() that misses its cache from here on finds it gone.
+  generation_.fetch_add(1, std::memory_order_acq_rel);
+  if (ctx != nullptr) timeline_.destroy_stream({ctx, stream});
 }
 
 void VirtualTime::context_destroyed(CUcontext context) {
   timeline_.forget_context(context);
-  std::lock_guard l(impl_->mu);
-  std::erase_if(impl_->streams, [context](const auto& kv) { return kv.second.context == context; });
-  impl_->event_pool.erase(context);  // the context took its events with it
-  std::erase_if(impl_->measurements, [context](const auto& kv) { return kv.second.context == context; });
+  {
+    std::lock_guard l(impl_->mu);
+    std::erase_if(impl_->streams, [context](const auto& kv) { return kv.second.context == context; });
+    impl_->event_pool.erase(context);  // the context took its events with it
+    std::erase_if(impl_->measurements, [context](const auto& kv) { return kv.second.context == context; });
+  }
+  generation_.fetch_add(1, std::memory_order_acq_rel);  // threads' cached targets and devices (target())
 }
 
 }  // namespace vgpu::pt

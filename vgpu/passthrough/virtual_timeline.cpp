@@ -15,23 +15,12 @@ VirtualTimeline::VirtualTimeline(int devices) {
 
 VirtualTimeline::~VirtualTimeline() = default;
 
-simcore::EventId VirtualTimeline::event_now(TimedOp& op) {
-  if (op.epoch == epoch_ && op.event != simcore::kNoEvent) return op.event;
-  // From an older engine: what its dependents need of it is where it ends (or, not resolved
-  // yet, where it starts: only its own task follows it then).
-  carry_.gpu = gpu_of(op.device);
-  carry_.lane = op.lane;
-  carry_.not_before = op.resolved ? op.finish : op.start;
-  op.event = engine_->add_task(carry_);
-  op.epoch = epoch_;
-  ++epoch_events_;
-  return op.event;
-}
+double VirtualTimeline::placed_time(const TimedOp& op) { return op.resolved ? op.finish : op.start; }
 
 simcore::EventId VirtualTimeline::place(TimedOp& op, double not_before, double duration) {
   if (!engine_ || epoch_events_ >= kEpochEvents) {
-    // Ops of the old engine keep the interval they read from it; the new one takes what later
-    // ops name of them (event_now). Its own timeline is not kept: the passthrough writes its own.
+    // Ops of the old engine keep the interval they read from it; later ops that name them start
+    // no earlier than it (place). Its own timeline is not kept: the passthrough writes its own.
     simcore::EngineOptions options;
     options.record_timeline = false;
     // The engine two epochs back goes now, not the one just full: its memory, freed while
@@ -44,13 +33,21 @@ simcore::EventId VirtualTimeline::place(TimedOp& op, double not_before, double d
     ++epoch_;
     epoch_events_ = 0;
   }
+  // What it waits for is placed already (its start, or every dependency: ready()). One in this
+  // engine is named; one placed elsewhere (an older engine, or no engine: a marker) only
+  // raises its earliest start to where that one ends, which is all the engine would make of it.
   task_.after.clear();
+  auto wait_for = [this, &not_before](const TimedOp& d) {
+    if (d.epoch == epoch_ && d.event != simcore::kNoEvent)
+      task_.after.push_back(d.event);
+    else
+      not_before = std::max(not_before, placed_time(d));
+  };
   if (op.started) {
-    task_.after.push_back(event_now(op));  // its start, placed already
+    wait_for(op);  // its start, placed already
   } else {
-    for (const OpRef& d : op.deps) task_.after.push_back(event_now(*d));
+    for (const OpRef& d : op.deps) wait_for(*d);
   }
-  std::erase(task_.after, simcore::kNoEvent);
   task_.gpu = gpu_of(op.device);
   task_.lane = op.lane;
   task_.duration = std::isfinite(duration) && duration > 0 ? duration : 0;
@@ -97,6 +94,7 @@ OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device,
   op->duration = duration;
   op->device = device;
   std::lock_guard l(mu_);
+  op->deps.swap(spare_deps_);  // an empty buffer a resolved op left (no allocation per op)
   streams_.for_each_predecessor(key, kind, [&op](const OpRef& last, bool /*own stream*/) {
     if (last) op->deps.push_back(last);
   });
@@ -113,12 +111,23 @@ OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device,
 bool VirtualTimeline::try_resolve(TimedOp& op) {
   if (op.resolved) return true;
   if (op.duration < 0 || !ready(op)) return false;
-  const simcore::Interval at = engine_interval(place(op, op.issue, op.duration), op.issue);
-  op.start = at.start;
-  op.finish = at.finish;
+  if (op.duration == 0 && !op.kernel && !op.started) {
+    // A marker (an event record, a stream's wait): no work, so no task. It is where the engine
+    // would put a task of no duration after its dependencies, not before its issue time.
+    double at = std::isfinite(op.issue) ? op.issue : 0;
+    for (const OpRef& d : op.deps) at = std::max(at, d->finish);
+    op.start = op.finish = at;
+  } else {
+    const simcore::Interval at = engine_interval(place(op, op.issue, op.duration), op.issue);
+    op.start = at.start;
+    op.finish = at.finish;
+  }
   op.resolved = op.started = true;
   op.deps.clear();
-  op.deps.shrink_to_fit();
+  if (spare_deps_.capacity() == 0)
+    spare_deps_.swap(op.deps);  // for the next op appended
+  else
+    op.deps.shrink_to_fit();
   if (on_resolved_) on_resolved_(op);
   return true;
 }

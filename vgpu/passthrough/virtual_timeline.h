@@ -21,9 +21,16 @@
 // reclaims nothing, and Engine::release frees an event only once it is reclaimed (200000 tasks,
 // each released once the next was added: 200000 events live, 60 MB). Placed ops keep their interval
 // here, and the engine is asked only for the ops later ops may name, so the timeline starts a
-// fresh engine every kEpochEvents events: an op of an older engine that a later op names is
-// carried over as a task of no duration at its finish (at its start, for an op whose own task
-// is not placed yet), which places its dependents exactly where the old engine would have.
+// fresh engine every kEpochEvents events: an op of an older engine that a later op names raises
+// that op's earliest start to its finish (to its start, for an op whose own task is not placed
+// yet), which places it exactly where the old engine would have (an event starts at the latest
+// of its `not_before` and its `after`'s finishes: engine.h).
+//
+// Markers (ops of no duration that are not kernels: event records, a stream's waits) take no
+// task: an op is placed only once everything it waits for is placed, so a marker's place is
+// the engine's rule itself, the latest of its issue time and its dependencies' finishes (an
+// engine event per marker was most of a cuEventRecord's cost, issue 21). Ops after a marker
+// start no earlier than its finish, as after an older engine's op.
 //
 // No driver calls, no clocks. One mutex; every method is thread-safe.
 #pragma once
@@ -151,8 +158,9 @@ class VirtualTimeline {
   simcore::EventId place(TimedOp& op, double not_before, double duration);
   // The engine's answer for `id` (an op that should not take place there starts at its issue).
   simcore::Interval engine_interval(simcore::EventId id, double issue);
-  // `op`'s event in the current engine, carried over from an older one when needed.
-  simcore::EventId event_now(TimedOp& op);
+  // Where an op placed already ends, as those placed after it see it: its finish, or its start
+  // while only that is placed (an NCCL kernel's start, before its duration is known).
+  static double placed_time(const TimedOp& op);
   int gpu_of(int device) const { return device >= 0 && device < cluster_.total_gpus() ? device : 0; }
 
   std::function<void(const TimedOp&)> on_resolved_;
@@ -169,7 +177,7 @@ class VirtualTimeline {
   uint32_t epoch_ = 0;
   uint64_t epoch_events_ = 0;
   simcore::TaskSpec task_;   // scratch for place() (its `after` keeps its capacity)
-  simcore::TaskSpec carry_;  // event_now()'s: no duration, no dependency
+  std::vector<OpRef> spare_deps_;  // empty; a resolved op's buffer, for the next op's deps
 };
 
 }  // namespace vgpu::pt

@@ -662,6 +662,12 @@ void Writer::add_interval(int device, double start_s, double finish_s, bool kern
   if (device < 0 || static_cast<uint32_t>(device) >= impl_->map->devices()) return;
   add_work(device, std::max(0.0, finish_s - start_s), kernel);
   advance_clock(device, finish_s);
+  add_activity(device, start_s, finish_s, kernel);
+}
+
+void Writer::add_activity(int device, double start_s, double finish_s, bool kernel) {
+  if (impl_->detached.load(std::memory_order_relaxed)) return;
+  if (device < 0 || static_cast<uint32_t>(device) >= impl_->map->devices()) return;
   std::lock_guard lock(impl_->activity_mu);
   Impl::Windows& w = impl_->windows[static_cast<size_t>(device)];
   (kernel ? w.kernels : w.copies).add(start_s, finish_s);

@@ -105,6 +105,9 @@ class Writer {
   // its finish and feeds the device's utilization window. Utilization and the SM clock are
   // republished at most every 50 ms of real time; publish() forces it (end of a batch).
   void add_interval(int device, double start_s, double finish_s, bool kernel);
+  // Only the utilization window's part of add_interval: [start_s, finish_s] was busy (work whose
+  // busy time, count and clock were added already, by add_work and advance_clock).
+  void add_activity(int device, double start_s, double finish_s, bool kernel);
   void publish();
 
  private:

@@ -3,7 +3,8 @@
 //
 // Why: the thread's CPU clock (CLOCK_THREAD_CPUTIME_ID) is a system call (~0.3 us, more under
 // seccomp or a hypervisor), and reading it on entry and exit of every call was half the cost of
-// the sim backend's cuLaunchKernel. The monotonic clock is a vDSO read (~20 ns). Over a short
+// the sim backend's cuLaunchKernel. The wall clock is cheap: the CPU's invariant time-stamp
+// counter calibrated against CLOCK_MONOTONIC (~7 ns), else the vDSO's (~20 ns). Over a short
 // stretch a thread that is not blocked uses CPU time at the rate of wall time, so:
 //   - a call shorter than kShortCall that did not block spent its wall time on the CPU;
 //   - a stretch outside the driver shorter than kShortGap is charged its wall time;
@@ -40,7 +41,8 @@ class OutsideCpuTime {
   // How many times the CPU clock itself was read (for tests and benches).
   unsigned long exact_reads() const { return exact_reads_; }
 
-  // The two clocks, seconds; both bypass an interposed clock_gettime.
+  // The two clocks, seconds; both bypass an interposed clock_gettime. The wall clock is
+  // CLOCK_MONOTONIC's (read from the invariant TSC once its rate is known: outside_cpu_time.cpp).
   static double wall_seconds();
   static double thread_cpu_seconds();
 

@@ -1,0 +1,47 @@
+// What the passthrough tells the status region (vgpu-smi, vgpu-run's summary) of each virtual
+// device's work, cheaply enough for every launch: each op's busy time, kernel count and the
+// device's clock at once (atomics), and its interval into the device's utilization window
+// merged with the intervals it touches. Back-to-back work (a GPU-bound stream of kernels) then
+// costs the window one interval per kMaxSpan of virtual time instead of one per op: the
+// window's ordered insertion was a seventh of a settled cuLaunchKernel's own cost (issue 21).
+//
+// Work that does not continue a stretch goes to the window at once (the window is recomputed
+// at the device's new clock, so an idle device's utilization falls); work that continues it is
+// merged, and the stretch goes to the window once it spans kMaxSpan or work arrives that does
+// not touch it. The window lags the device's clock by less than kMaxSpan of work (0.1% of the
+// 1 s utilization window). Thread-safe.
+#pragma once
+
+#include <array>
+#include <mutex>
+#include <vector>
+
+namespace vgpu::status {
+class Writer;
+}
+
+namespace vgpu::pt {
+
+class DeviceActivity {
+ public:
+  static constexpr double kMaxSpan = 1e-3;  // virtual seconds a merged stretch may cover
+
+  // `writer` may be null (no status region): nothing is reported.
+  DeviceActivity(status::Writer* writer, int devices);
+
+  // Virtual device `device` ran work (a kernel or a copy/memset) over [start, finish].
+  void report(int device, double start, double finish, bool kernel);
+
+ private:
+  struct Stretch {
+    double start = 0, finish = -1;  // finish < start: none
+    bool open() const { return finish >= start; }
+  };
+  void flush(int device, bool kernel, Stretch& s);
+
+  status::Writer* writer_;
+  std::mutex mu_;
+  std::vector<std::array<Stretch, 2>> stretches_;  // per device: copies, kernels
+};
+
+}  // namespace vgpu::pt
