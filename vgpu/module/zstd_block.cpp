@@ -133,13 +133,13 @@ size_t choose_table(int mode, std::span<const uint8_t> src, std::span<const int1
   return used;
 }
 
-void append_checked(std::vector<uint8_t>& out, uint64_t limit, uint64_t n) {
+void append_checked(ByteBuffer& out, uint64_t limit, uint64_t n) {
   if (n > limit - out.size()) fail("zstd: output exceeds the allowed {} bytes", limit);
 }
 
 }  // namespace
 
-void decode_compressed_block(std::span<const uint8_t> src, FrameState& state, std::vector<uint8_t>& out,
+void decode_compressed_block(std::span<const uint8_t> src, FrameState& state, ByteBuffer& out,
                              uint64_t limit) {
   src = src.subspan(decode_literals(src, state));
   const std::vector<uint8_t>& lit = state.literals;

@@ -13,12 +13,12 @@ using zstd_detail::kMaxBlockSize;
 constexpr uint32_t kFrameMagic = 0xFD2FB528;
 constexpr uint32_t kSkippableMask = 0xFFFFFFF0, kSkippableMagic = 0x184D2A50;
 
-void append(std::vector<uint8_t>& out, uint64_t limit, uint64_t n) {
+void append(ByteBuffer& out, uint64_t limit, uint64_t n) {
   if (n > limit - out.size()) fail("zstd: output exceeds the allowed {} bytes", limit);
 }
 
 // Decodes the frame starting at `pos` (after its magic); returns the offset just past it.
-uint64_t decode_frame(const ByteView& in, uint64_t pos, std::vector<uint8_t>& out, uint64_t limit) {
+uint64_t decode_frame(const ByteView& in, uint64_t pos, ByteBuffer& out, uint64_t limit) {
   const uint8_t descriptor = in.u8(pos++, "zstd frame header");
   const int size_flag = descriptor >> 6;
   const bool single_segment = (descriptor >> 5) & 1;
@@ -85,10 +85,10 @@ uint64_t decode_frame(const ByteView& in, uint64_t pos, std::vector<uint8_t>& ou
 
 }  // namespace
 
-std::vector<uint8_t> zstd_decompress(std::span<const uint8_t> src, uint64_t max_output) {
+ByteBuffer zstd_decompress(std::span<const uint8_t> src, uint64_t max_output) {
   const ByteView in(src);
   if (in.size() == 0) fail("zstd: no frame");
-  std::vector<uint8_t> out;
+  ByteBuffer out;
   out.reserve(static_cast<size_t>(std::min<uint64_t>(max_output, uint64_t{src.size()} * 4 + 64)));
   uint64_t pos = 0;
   while (pos < in.size()) {

@@ -37,9 +37,9 @@ std::shared_ptr<const LoadedImage> prepare(module::ModuleImage&& parsed) {
   for (size_t i = 0; i < li->image.kernels.size(); ++i) {
     const module::KernelInfo& k = li->image.kernels[i];
     KernelDesc d;
-    d.name = k.name;
     d.info = &k;
     uint32_t end = 0;
+    d.params.reserve(k.params.size());
     for (const module::ParamInfo& p : k.params) {
       d.params.push_back({p.offset, p.size});
       end = std::max<uint32_t>(end, p.offset + p.size);
@@ -445,7 +445,7 @@ CUresult ModuleManager::kernel_get_library(CUkernel kernel, CUlibrary* out) {
 CUresult ModuleManager::kernel_get_name(CUkernel kernel, const char** name) {
   auto k = kernels_.find(kernel);
   if (!k) return CUDA_ERROR_INVALID_HANDLE;
-  *name = k->image->kernels[k->index].name.c_str();  // lives as long as the library
+  *name = k->image->kernels[k->index].name().c_str();  // lives as long as the library
   return CUDA_SUCCESS;
 }
 
@@ -488,7 +488,7 @@ CUresult ModuleManager::resolve_on(CUfunction f, int device, std::shared_ptr<con
 CUresult ModuleManager::function_name(CUfunction f, const char** name) {
   std::shared_ptr<const Function> fn;
   if (CUresult rc = resolve_function(f, &fn); rc != CUDA_SUCCESS) return rc;
-  *name = fn->desc().name.c_str();
+  *name = fn->desc().name().c_str();
   return CUDA_SUCCESS;
 }
 
