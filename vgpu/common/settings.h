@@ -52,6 +52,7 @@ enum class Id : int {
   kernel_db,
   kernel_db_misses,
   sim_nccl_data_bytes,
+  sim_copy_data_bytes,
   real_libcuda,
   physical_devices,
   launch_policy,
@@ -142,6 +143,11 @@ inline constexpr Spec kSpecs[] = {
      "largest contribution of one rank to one NCCL collective whose data the sim backend moves "
      "(larger ones are timed only; `0`: no data moves)",
      "sim driver", 0, kGiB},
+    {Id::sim_copy_data_bytes, "VGPU_SIM_COPY_DATA_BYTES", Type::integer, "",
+     "largest copy or memset into device memory whose bytes the sim backend writes (larger ones are "
+     "timed only and leave the destination as it was, so its host memory is never touched; unset: "
+     "every one)",
+     "sim driver", 0, 1099511627776.0},
     {Id::real_libcuda, "VGPU_REAL_LIBCUDA", Type::path, "",
      "the real driver (unset: versioned libcuda beside ours, then the usual system paths)", "passthrough"},
     {Id::physical_devices, "VGPU_PHYSICAL_DEVICES", Type::int_list, "",
