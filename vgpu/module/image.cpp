@@ -79,6 +79,7 @@ ModuleImage parse_fatbin_image(std::span<const uint8_t> bytes, int sm_arch, cons
   }
   image.sm_arch = static_cast<int>(chosen.arch);
   image.kind = ImageKind::fatbin;
+  image.decompressed_bytes = decompressed.size();
   return image;
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
+#include <unordered_set>
 #include <cstring>
 
 #include "common/log.h"
@@ -30,6 +31,23 @@ CUresult to_cuda_error(module::ErrorKind kind) {
   return CUDA_ERROR_INVALID_IMAGE;
 }
 
+// A string's own heap block (none while it fits the object: 15 characters with libstdc++).
+uint64_t heap_of(const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
+
+// The bytes an image's tables hold, from the containers' sizes (the allocator's own overhead
+// not counted): parsed kernels and globals, launch descriptions, the name index.
+uint64_t estimated_table_bytes(const LoadedImage& li) {
+  uint64_t b = sizeof(LoadedImage);
+  for (const module::KernelInfo& k : li.image.kernels)
+    b += sizeof(k) + heap_of(k.name) + k.params.capacity() * sizeof(module::ParamInfo);
+  for (const KernelDesc& d : li.kernels) b += sizeof(d) + d.params.capacity() * sizeof(ParamSlot);
+  for (const module::GlobalInfo& g : li.image.globals) b += sizeof(g) + heap_of(g.name) + g.init.capacity();
+  // A node per name (next pointer, key, value, cached hash) and the bucket array.
+  b += li.kernel_index.size() * (sizeof(void*) + sizeof(std::string_view) + 2 * sizeof(size_t)) +
+       li.kernel_index.bucket_count() * sizeof(void*);
+  return b;
+}
+
 std::shared_ptr<const LoadedImage> prepare(module::ModuleImage&& parsed) {
   auto li = std::make_shared<LoadedImage>();
   li->image = std::move(parsed);
@@ -50,6 +68,7 @@ std::shared_ptr<const LoadedImage> prepare(module::ModuleImage&& parsed) {
   }
   for (const module::GlobalInfo& g : li->image.globals)
     if (g.space == module::GlobalSpace::constant) li->const_bytes += g.size;
+  li->table_bytes = estimated_table_bytes(*li);
   return li;
 }
 
@@ -114,8 +133,35 @@ CUresult ModuleManager::parse(const void* image, const char* path, const char* a
     log::warn("{}: image refused: {}", api, parsed.message());
     return to_cuda_error(parsed.error().kind);
   }
+  const uint64_t decompressed = parsed.value().decompressed_bytes;
+  images_parsed_.fetch_add(1, std::memory_order_relaxed);
+  decompressed_bytes_.fetch_add(decompressed, std::memory_order_relaxed);
+  for (uint64_t seen = largest_decompressed_.load(); decompressed > seen &&
+                                                     !largest_decompressed_.compare_exchange_weak(seen, decompressed);) {
+  }
   *out = prepare(std::move(parsed).value());
   return CUDA_SUCCESS;
+}
+
+ModuleStats ModuleManager::stats() const {
+  ModuleStats s;
+  s.images_parsed = images_parsed_.load();
+  s.decompressed_bytes = decompressed_bytes_.load();
+  s.largest_decompressed = largest_decompressed_.load();
+  s.kernels = kernels_.size();
+  s.functions = functions_.size();
+  // An image is shared by its library, kernels and per-device modules: count each once.
+  std::unordered_set<const LoadedImage*> images;
+  for (const auto& lib : libraries_.snapshot()) {
+    ++s.libraries;
+    images.insert(lib->image.get());
+  }
+  for (const auto& m : modules_.snapshot()) {
+    ++s.modules;
+    images.insert(m->image.get());
+  }
+  for (const LoadedImage* li : images) s.table_bytes += li->table_bytes;
+  return s;
 }
 
 CUresult ModuleManager::make_module(std::shared_ptr<const LoadedImage> image, int device,

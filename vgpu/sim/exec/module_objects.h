@@ -55,6 +55,7 @@ struct LoadedImage {
   // name -> index; the keys view image.kernels' names (never changed once prepared).
   std::unordered_map<std::string_view, size_t> kernel_index;
   uint64_t const_bytes = 0;         // total size of __constant__ globals
+  uint64_t table_bytes = 0;         // what the above hold, estimated (VGPU_SIM_MEMORY_REPORT)
 };
 
 struct Function {
