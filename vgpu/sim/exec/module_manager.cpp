@@ -190,10 +190,12 @@ CUresult ModuleManager::make_module(std::shared_ptr<const LoadedImage> image, in
       return rc;
     }
     m->globals.emplace(g.name, global);
+    // A new device allocation is a fresh anonymous mapping, zero already: only the initialised
+    // bytes are written, so a large zero-initialised global costs no host memory until the
+    // program writes it (issue 23).
     if (auto where = memory.resolve(global.ptr, bytes); where && where->host) {
       const size_t init = std::min<size_t>(g.init.size(), bytes);
       if (init) std::memcpy(where->host, g.init.data(), init);
-      if (bytes > init) std::memset(static_cast<char*>(where->host) + init, 0, bytes - init);
     }
   }
 
