@@ -51,6 +51,9 @@ uint64_t estimated_table_bytes(const LoadedImage& li) {
 std::shared_ptr<const LoadedImage> prepare(module::ModuleImage&& parsed) {
   auto li = std::make_shared<LoadedImage>();
   li->image = std::move(parsed);
+  // Kept for the image's life: no slack from the parser's growth (before taking pointers in).
+  li->image.kernels.shrink_to_fit();
+  li->image.globals.shrink_to_fit();
   li->kernels.reserve(li->image.kernels.size());
   for (size_t i = 0; i < li->image.kernels.size(); ++i) {
     const module::KernelInfo& k = li->image.kernels[i];
