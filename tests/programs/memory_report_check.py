@@ -20,6 +20,8 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "memory.jsonl")
         env = dict(os.environ, VGPU_SIM_MEMORY_REPORT=path)
+        if os.environ.get("VGPU_TEST_PRELOAD"):  # a sanitizer build's runtime, for the program only
+            env["LD_PRELOAD"] = os.environ["VGPU_TEST_PRELOAD"]
         for _ in range(2):
             subprocess.run([program, "--params-mib", "16", "--steps", "1"], env=env, check=True,
                            stdout=subprocess.DEVNULL)

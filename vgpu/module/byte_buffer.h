@@ -20,8 +20,9 @@ namespace vgpu::module {
 template <class T>
 struct MappedAllocator {
   using value_type = T;
-  // Below this, operator new (a page-sized mapping each would waste more than it saves).
-  static constexpr size_t kMapFrom = size_t{64} << 10;
+  // Below this, operator new: a small buffer leaves at most a small hole, and a mapping each
+  // would cost a system call (and under the sanitizers their shadow memory) per parse.
+  static constexpr size_t kMapFrom = size_t{1} << 20;
 
   MappedAllocator() = default;
   template <class U>
@@ -45,16 +46,5 @@ struct MappedAllocator {
 
 // Bytes decompressed from an image: freed pages go back to the system (see above).
 using ByteBuffer = std::vector<uint8_t, MappedAllocator<uint8_t>>;
-
-// What a decompressor reserves for output of at most `limit` bytes that the input could
-// plausibly fill up to `plausible`. All of `limit` when it would be mapped (pages never written
-// cost no memory, so a lying size field costs nothing) and is at most 512 MiB: the buffer then
-// never grows, which would copy it and for a moment hold it twice (the peak of a parse was 3
-// times the largest entry). Else what the input could fill, grown as needed.
-inline uint64_t reserve_for_output(uint64_t limit, uint64_t plausible) {
-  constexpr uint64_t kMaxMappedReserve = uint64_t{512} << 20;
-  if (limit >= MappedAllocator<uint8_t>::kMapFrom && limit <= kMaxMappedReserve) return limit;
-  return limit < plausible ? limit : plausible;
-}
 
 }  // namespace vgpu::module

@@ -23,8 +23,9 @@ uint64_t read_length(std::span<const uint8_t> src, size_t& pos, uint64_t base) {
 
 ByteBuffer lz4_decompress_block(std::span<const uint8_t> src, uint64_t expected_size) {
   ByteBuffer out;
-  // LZ4 expands at most ~255x: a lying size field past that is caught by reserve_for_output.
-  out.reserve(static_cast<size_t>(reserve_for_output(expected_size, uint64_t{src.size()} * 255 + 16)));
+  // Reserve only what the input could plausibly produce (LZ4 expands at most ~255x), so a lying
+  // size field cannot make us allocate memory the data never fills.
+  out.reserve(static_cast<size_t>(std::min<uint64_t>(expected_size, uint64_t{src.size()} * 255 + 16)));
   size_t pos = 0;
   while (pos < src.size()) {
     const uint8_t token = src[pos++];

@@ -89,7 +89,7 @@ ByteBuffer zstd_decompress(std::span<const uint8_t> src, uint64_t max_output) {
   const ByteView in(src);
   if (in.size() == 0) fail("zstd: no frame");
   ByteBuffer out;
-  out.reserve(static_cast<size_t>(reserve_for_output(max_output, uint64_t{src.size()} * 4 + 64)));
+  out.reserve(static_cast<size_t>(std::min<uint64_t>(max_output, uint64_t{src.size()} * 4 + 64)));
   uint64_t pos = 0;
   while (pos < in.size()) {
     const uint32_t magic = in.u32(pos, "zstd frame magic");

@@ -19,9 +19,7 @@ struct Side {
   char* base = nullptr;   // host address of the region's origin (x=0, y=0, z=0)
   size_t pitch = 0, height = 0;
   int device = -1;        // -1: host memory
-  // Memory only a device reaches (device, pool and VMM allocations, arrays): the program sees its
-  // bytes through copies alone. Managed memory is not: the host reads it directly.
-  bool device_only = false;
+  bool device_only = false;  // device, pool or VMM allocations, arrays (memory_impl.h)
   std::vector<std::shared_ptr<void>> keep;
 };
 
@@ -85,10 +83,8 @@ CUresult resolve_side(const char* call, const char* which, const Call& c, CUmemo
     const Allocation& a = *holders.front();
     const bool host_kind = a.kind == AllocKind::pinned_host || a.kind == AllocKind::registered_host;
     out->device = host_kind ? -1 : a.device;
-    out->device_only = a.kind == AllocKind::device || a.kind == AllocKind::pool || a.kind == AllocKind::vmm_mapping;
-    for (auto& h : holders)  // a range spanning several allocations is device-only if all are
-      out->device_only = out->device_only && (h->kind == AllocKind::device || h->kind == AllocKind::pool ||
-                                              h->kind == AllocKind::vmm_mapping);
+    out->device_only = true;  // when every allocation the range spans is
+    for (auto& h : holders) out->device_only = out->device_only && device_only(h->kind);
     // The origin itself may lie before the allocation (x/y offsets): address via the first byte.
     out->base = a.host + (origin + first - a.base) - first;
     for (auto& h : holders) {

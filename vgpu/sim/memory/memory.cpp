@@ -43,7 +43,8 @@ PhysicalAllocation::~PhysicalAllocation() {
 
 namespace {
 
-// Bytes of [p, p + bytes) resident in host memory (mincore over whole pages).
+// Bytes of [p, p + bytes) resident in host memory (mincore over whole pages; a page only read
+// counts too, mapped to the kernel's zero page).
 uint64_t resident_bytes(const char* p, size_t bytes) {
   static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const uintptr_t first = reinterpret_cast<uintptr_t>(p) / page * page;
@@ -72,9 +73,8 @@ MemoryManager::Footprint MemoryManager::footprint() const {
   for (const auto& a : live) {
     if (a->host == nullptr || a->kind == AllocKind::registered_host) continue;
     const uint64_t resident = resident_bytes(a->host, a->size);
-    const bool device_only = a->kind == AllocKind::device || a->kind == AllocKind::pool || a->kind == AllocKind::vmm_mapping;
-    (device_only ? f.device_bytes : f.host_bytes) += a->size;
-    (device_only ? f.device_resident : f.host_resident) += resident;
+    (device_only(a->kind) ? f.device_bytes : f.host_bytes) += a->size;
+    (device_only(a->kind) ? f.device_resident : f.host_resident) += resident;
   }
   return f;
 }
