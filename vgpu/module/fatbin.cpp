@@ -96,7 +96,11 @@ const FatbinEntry& select_fatbin_entry(const std::vector<FatbinEntry>& entries, 
 }
 
 ByteBuffer fatbin_payload(const FatbinEntry& entry, uint64_t max_bytes) {
-  if (!entry.lz4() && !entry.zstd()) return ByteBuffer(entry.stored.begin(), entry.stored.end());
+  if (!entry.lz4() && !entry.zstd()) {
+    ByteBuffer copy;
+    copy.append(entry.stored.data(), entry.stored.size());
+    return copy;
+  }
   if (entry.decompressed_size > max_bytes)
     fail("fat binary: {} decompresses to {} bytes, more than the {} allowed", entry.describe(),
          entry.decompressed_size, max_bytes);

@@ -69,7 +69,7 @@ ModuleImage parse_fatbin_image(std::span<const uint8_t> bytes, int sm_arch, cons
   std::span<const uint8_t> payload = chosen.stored;
   if (chosen.lz4() || chosen.zstd()) {
     decompressed = fatbin_payload(chosen, options.max_decompressed_bytes);
-    payload = decompressed;
+    payload = std::span<const uint8_t>(decompressed.data(), decompressed.size());
   }
   ModuleImage image;
   if (chosen.is_elf()) {

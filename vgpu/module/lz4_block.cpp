@@ -32,8 +32,7 @@ ByteBuffer lz4_decompress_block(std::span<const uint8_t> src, uint64_t expected_
     const uint64_t literals = read_length(src, pos, token >> 4);
     if (literals > src.size() - pos) fail("lz4: literal run of {} bytes past the end of input", literals);
     if (literals > expected_size - out.size()) fail("lz4: output exceeds the declared {} bytes", expected_size);
-    out.insert(out.end(), src.begin() + static_cast<ptrdiff_t>(pos),
-               src.begin() + static_cast<ptrdiff_t>(pos + literals));
+    out.append(src.data() + pos, static_cast<size_t>(literals));
     pos += literals;
     if (pos == src.size()) break;  // the last sequence carries literals only
     if (src.size() - pos < 2) fail("lz4: truncated match offset");

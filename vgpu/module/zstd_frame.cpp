@@ -55,12 +55,12 @@ uint64_t decode_frame(const ByteView& in, uint64_t pos, ByteBuffer& out, uint64_
     if (type == 0) {  // raw
       const ByteView block = in.sub(pos, size, "zstd raw block");
       append(out, limit, size);
-      out.insert(out.end(), block.data(), block.data() + size);
+      out.append(block.data(), static_cast<size_t>(size));
       pos += size;
     } else if (type == 1) {  // RLE: one byte, repeated `size` times
       const uint8_t b = in.u8(pos, "zstd RLE block");
       append(out, limit, size);
-      out.insert(out.end(), static_cast<size_t>(size), b);
+      out.append(static_cast<size_t>(size), b);
       pos += 1;
     } else if (type == 2) {
       const ByteView block = in.sub(pos, size, "zstd compressed block");
@@ -77,7 +77,7 @@ uint64_t decode_frame(const ByteView& in, uint64_t pos, ByteBuffer& out, uint64_
   if (has_checksum) {
     const uint32_t expected = in.u32(pos, "zstd content checksum");
     pos += 4;
-    const auto frame = std::span<const uint8_t>(out).subspan(static_cast<size_t>(frame_start));
+    const auto frame = std::span<const uint8_t>(out.data(), out.size()).subspan(static_cast<size_t>(frame_start));
     if (static_cast<uint32_t>(xxhash64(frame)) != expected) fail("zstd: content checksum mismatch");
   }
   return pos;
