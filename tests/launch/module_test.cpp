@@ -2,6 +2,8 @@
 // libcuda.so.1, with kernels nvcc built at build time (KERNELS_CUBIN/_FATBIN/_PTX).
 #include <cuda.h>
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -186,6 +188,47 @@ TEST_F(Module, FunctionAttributes) {
   EXPECT_EQ(cuFuncIsLoaded(&state, axpy), CUDA_SUCCESS);
   EXPECT_EQ(state, CU_FUNCTION_LOADING_STATE_LOADED);
   EXPECT_EQ(cuFuncLoad(axpy), CUDA_SUCCESS);
+  cuModuleUnload(m);
+}
+
+// A zero-initialised global is backed by host memory only where written (issue 23: host memory
+// per rank): the sim backend's device pointer is the host address of its backing, so mincore()
+// tells which pages exist. 8 MiB of zeros, then 4 bytes written.
+TEST_F(Module, ZeroGlobalsCostNoHostMemory) {
+  const char* ptx = R"(.version 8.0
+.target sm_90
+.address_size 64
+.visible .global .align 4 .b8 g_zero[8388608];
+.visible .global .align 4 .u32 g_init = 7;
+.visible .entry nothing() { ret; }
+)";
+  CUmodule m = nullptr;
+  ASSERT_EQ(cuModuleLoadData(&m, ptx), CUDA_SUCCESS);
+  CUdeviceptr p = 0;
+  size_t bytes = 0;
+  ASSERT_EQ(cuModuleGetGlobal_v2(&p, &bytes, m, "g_zero"), CUDA_SUCCESS);
+  ASSERT_EQ(bytes, size_t{8} << 20);
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  auto resident = [&] {
+    const uintptr_t first = p / page * page;
+    std::vector<unsigned char> v((p + bytes - first + page - 1) / page);
+    if (mincore(reinterpret_cast<void*>(first), v.size() * page, v.data()) != 0) return size_t{SIZE_MAX};
+    size_t n = 0;
+    for (unsigned char c : v) n += c & 1;
+    return n;
+  };
+  EXPECT_EQ(resident(), 0u);
+  const uint32_t word = 0xabcd;
+  ASSERT_EQ(cuMemcpyHtoD_v2(p + bytes / 2, &word, 4), CUDA_SUCCESS);
+  EXPECT_EQ(resident(), 1u);
+  uint32_t back = 1, zero = 1;
+  ASSERT_EQ(cuMemcpyDtoH_v2(&back, p + bytes / 2, 4), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyDtoH_v2(&zero, p + bytes - 4, 4), CUDA_SUCCESS);
+  EXPECT_EQ(back, word);
+  EXPECT_EQ(zero, 0u);
+  ASSERT_EQ(cuModuleGetGlobal_v2(&p, &bytes, m, "g_init"), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemcpyDtoH_v2(&back, p, 4), CUDA_SUCCESS);
+  EXPECT_EQ(back, 7u);
   cuModuleUnload(m);
 }
 

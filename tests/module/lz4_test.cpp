@@ -61,8 +61,8 @@ std::vector<uint8_t> lz4_compress(const std::vector<uint8_t>& in) {
 
 bool decode(const std::vector<uint8_t>& block, uint64_t size, std::vector<uint8_t>* out = nullptr) {
   try {
-    std::vector<uint8_t> r = lz4_decompress_block(block, size);
-    if (out) *out = std::move(r);
+    const auto r = lz4_decompress_block(block, size);
+    if (out) out->assign(r.begin(), r.end());
     return true;
   } catch (const ImageError&) {
     return false;

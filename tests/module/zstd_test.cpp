@@ -65,8 +65,8 @@ std::vector<uint8_t> frame(const Vector& v) { return read_file(source("data/") +
 bool decode(std::span<const uint8_t> src, uint64_t limit, std::vector<uint8_t>* out = nullptr,
             std::string* error = nullptr) {
   try {
-    std::vector<uint8_t> r = zstd_decompress(src, limit);
-    if (out) *out = std::move(r);
+    const auto r = zstd_decompress(src, limit);
+    if (out) out->assign(r.begin(), r.end());
     return true;
   } catch (const ImageError& e) {
     if (error) *error = e.what();

@@ -52,6 +52,8 @@ enum class Id : int {
   kernel_db,
   kernel_db_misses,
   sim_nccl_data_bytes,
+  sim_copy_data_bytes,
+  sim_memory_report,
   real_libcuda,
   physical_devices,
   launch_policy,
@@ -142,6 +144,15 @@ inline constexpr Spec kSpecs[] = {
      "largest contribution of one rank to one NCCL collective whose data the sim backend moves "
      "(larger ones are timed only; `0`: no data moves)",
      "sim driver", 0, kGiB},
+    {Id::sim_copy_data_bytes, "VGPU_SIM_COPY_DATA_BYTES", Type::integer, "",
+     "largest copy or memset into device memory whose bytes the sim backend writes (larger ones are "
+     "timed only and leave the destination as it was, so its host memory is never touched; unset: "
+     "every one)",
+     "sim driver", 0, 1099511627776.0},
+    {Id::sim_memory_report, "VGPU_SIM_MEMORY_REPORT", Type::path, "",
+     "at exit the sim driver appends one JSON line of the process's host memory and its own share "
+     "(module tables, device memory touched) to this file (`%p` = the process id)",
+     "sim driver", 0, 0, {}, Reading::each_use},
     {Id::real_libcuda, "VGPU_REAL_LIBCUDA", Type::path, "",
      "the real driver (unset: versioned libcuda beside ours, then the usual system paths)", "passthrough"},
     {Id::physical_devices, "VGPU_PHYSICAL_DEVICES", Type::int_list, "",

@@ -95,12 +95,16 @@ const FatbinEntry& select_fatbin_entry(const std::vector<FatbinEntry>& entries, 
             have.empty() ? "nothing" : have);
 }
 
-std::vector<uint8_t> fatbin_payload(const FatbinEntry& entry, uint64_t max_bytes) {
-  if (!entry.lz4() && !entry.zstd()) return {entry.stored.begin(), entry.stored.end()};
+ByteBuffer fatbin_payload(const FatbinEntry& entry, uint64_t max_bytes) {
+  if (!entry.lz4() && !entry.zstd()) {
+    ByteBuffer copy;
+    copy.append(entry.stored.data(), entry.stored.size());
+    return copy;
+  }
   if (entry.decompressed_size > max_bytes)
     fail("fat binary: {} decompresses to {} bytes, more than the {} allowed", entry.describe(),
          entry.decompressed_size, max_bytes);
-  std::vector<uint8_t> out = entry.lz4() ? lz4_decompress_block(entry.stored, entry.decompressed_size)
+  ByteBuffer out = entry.lz4() ? lz4_decompress_block(entry.stored, entry.decompressed_size)
                                          : zstd_decompress(entry.stored, entry.decompressed_size);
   if (out.size() != entry.decompressed_size)
     fail("fat binary: {} decompressed to {} bytes, header says {}", entry.describe(), out.size(),

@@ -15,6 +15,8 @@
 
 #include "module/image.h"
 
+#include "module/byte_buffer.h"
+
 #include <cstdint>
 #include <span>
 #include <string>
@@ -58,6 +60,6 @@ const FatbinEntry& select_fatbin_entry(const std::vector<FatbinEntry>& entries, 
 bool sass_runs_on(uint32_t code_arch, bool arch_specific, int sm_arch);
 
 // The entry's payload, decompressed if needed (at most max_bytes). Throws ImageError.
-std::vector<uint8_t> fatbin_payload(const FatbinEntry& entry, uint64_t max_bytes);
+ByteBuffer fatbin_payload(const FatbinEntry& entry, uint64_t max_bytes);
 
 }  // namespace vgpu::module

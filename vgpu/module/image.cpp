@@ -63,7 +63,14 @@ ModuleImage parse_fatbin_image(std::span<const uint8_t> bytes, int sm_arch, cons
   const std::vector<FatbinEntry> entries = parse_fatbin(bytes);
   if (entries.empty()) fail_kind(ErrorKind::no_binary_for_gpu, "fat binary holds no code");
   const FatbinEntry& chosen = select_fatbin_entry(entries, sm_arch);
-  const std::vector<uint8_t> payload = fatbin_payload(chosen, options.max_decompressed_bytes);
+  // An entry stored as is is read where it lies (the caller's image); only a compressed one is
+  // decompressed, into a buffer freed when the parse ends (module/byte_buffer.h).
+  ByteBuffer decompressed;
+  std::span<const uint8_t> payload = chosen.stored;
+  if (chosen.lz4() || chosen.zstd()) {
+    decompressed = fatbin_payload(chosen, options.max_decompressed_bytes);
+    payload = std::span<const uint8_t>(decompressed.data(), decompressed.size());
+  }
   ModuleImage image;
   if (chosen.is_elf()) {
     image = parse_cubin(payload, 0);  // the entry header already matched the architecture
@@ -72,6 +79,7 @@ ModuleImage parse_fatbin_image(std::span<const uint8_t> bytes, int sm_arch, cons
   }
   image.sm_arch = static_cast<int>(chosen.arch);
   image.kind = ImageKind::fatbin;
+  image.decompressed_bytes = decompressed.size();
   return image;
 }
 

@@ -61,6 +61,9 @@ struct ModuleImage {
   int sm_arch = 0;                  // architecture of the code chosen, e.g. 90 (sm_90 / compute_90)
   bool from_ptx = false;            // the code chosen is PTX (a real driver would JIT it)
   ImageKind kind = ImageKind::cubin;
+  // Bytes a fat binary entry decompressed to for this parse (0: read where it was stored); the
+  // buffer is gone once parsed, but it was the parse's largest allocation.
+  uint64_t decompressed_bytes = 0;
 
   // Linear lookups; a caller resolving often should index the vectors itself.
   const KernelInfo* find_kernel(std::string_view name) const;

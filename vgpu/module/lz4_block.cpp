@@ -21,8 +21,8 @@ uint64_t read_length(std::span<const uint8_t> src, size_t& pos, uint64_t base) {
 
 }  // namespace
 
-std::vector<uint8_t> lz4_decompress_block(std::span<const uint8_t> src, uint64_t expected_size) {
-  std::vector<uint8_t> out;
+ByteBuffer lz4_decompress_block(std::span<const uint8_t> src, uint64_t expected_size) {
+  ByteBuffer out;
   // Reserve only what the input could plausibly produce (LZ4 expands at most ~255x), so a lying
   // size field cannot make us allocate memory the data never fills.
   out.reserve(static_cast<size_t>(std::min<uint64_t>(expected_size, uint64_t{src.size()} * 255 + 16)));
@@ -32,8 +32,7 @@ std::vector<uint8_t> lz4_decompress_block(std::span<const uint8_t> src, uint64_t
     const uint64_t literals = read_length(src, pos, token >> 4);
     if (literals > src.size() - pos) fail("lz4: literal run of {} bytes past the end of input", literals);
     if (literals > expected_size - out.size()) fail("lz4: output exceeds the declared {} bytes", expected_size);
-    out.insert(out.end(), src.begin() + static_cast<ptrdiff_t>(pos),
-               src.begin() + static_cast<ptrdiff_t>(pos + literals));
+    out.append(src.data() + pos, static_cast<size_t>(literals));
     pos += literals;
     if (pos == src.size()) break;  // the last sequence carries literals only
     if (src.size() - pos < 2) fail("lz4: truncated match offset");

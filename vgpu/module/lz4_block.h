@@ -2,6 +2,8 @@
 // --compress-mode=speed, and older toolkits' default).
 #pragma once
 
+#include "module/byte_buffer.h"
+
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -10,6 +12,6 @@ namespace vgpu::module {
 
 // Decodes one LZ4 block that must expand to exactly `expected_size` bytes. Throws ImageError on
 // any malformed input (offset before the start, output past expected_size, truncated input).
-std::vector<uint8_t> lz4_decompress_block(std::span<const uint8_t> src, uint64_t expected_size);
+ByteBuffer lz4_decompress_block(std::span<const uint8_t> src, uint64_t expected_size);
 
 }  // namespace vgpu::module

@@ -4,6 +4,8 @@
 // caller's limit. Dictionaries are not supported (nvcc does not use them).
 #pragma once
 
+#include "module/byte_buffer.h"
+
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -13,6 +15,6 @@ namespace vgpu::module {
 // Decodes every frame in `src` (skippable frames are skipped) and returns the concatenated
 // content. Throws ImageError if the data is malformed, uses a dictionary, fails its checksum,
 // or would produce more than `max_output` bytes.
-std::vector<uint8_t> zstd_decompress(std::span<const uint8_t> src, uint64_t max_output);
+ByteBuffer zstd_decompress(std::span<const uint8_t> src, uint64_t max_output);
 
 }  // namespace vgpu::module

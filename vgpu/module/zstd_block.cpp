@@ -133,13 +133,13 @@ size_t choose_table(int mode, std::span<const uint8_t> src, std::span<const int1
   return used;
 }
 
-void append_checked(std::vector<uint8_t>& out, uint64_t limit, uint64_t n) {
+void append_checked(ByteBuffer& out, uint64_t limit, uint64_t n) {
   if (n > limit - out.size()) fail("zstd: output exceeds the allowed {} bytes", limit);
 }
 
 }  // namespace
 
-void decode_compressed_block(std::span<const uint8_t> src, FrameState& state, std::vector<uint8_t>& out,
+void decode_compressed_block(std::span<const uint8_t> src, FrameState& state, ByteBuffer& out,
                              uint64_t limit) {
   src = src.subspan(decode_literals(src, state));
   const std::vector<uint8_t>& lit = state.literals;
@@ -161,7 +161,7 @@ void decode_compressed_block(std::span<const uint8_t> src, FrameState& state, st
   if (count == 0) {
     if (pos != src.size()) fail("zstd: bytes after an empty sequences section");
     append_checked(out, limit, lit.size());
-    out.insert(out.end(), lit.begin(), lit.end());
+    out.append(lit.data(), lit.size());
     return;
   }
   if (pos >= src.size()) fail("zstd: sequence modes missing");
@@ -218,8 +218,7 @@ void decode_compressed_block(std::span<const uint8_t> src, FrameState& state, st
 
     if (literals > lit.size() - lit_pos) fail("zstd: sequence takes more literals than decoded");
     append_checked(out, limit, literals + match);
-    out.insert(out.end(), lit.begin() + static_cast<ptrdiff_t>(lit_pos),
-               lit.begin() + static_cast<ptrdiff_t>(lit_pos + literals));
+    out.append(lit.data() + lit_pos, static_cast<size_t>(literals));
     lit_pos += static_cast<size_t>(literals);
     if (offset == 0 || offset > out.size()) fail("zstd: match offset {} reaches before the frame", offset);
     size_t from = out.size() - static_cast<size_t>(offset);
@@ -234,7 +233,7 @@ void decode_compressed_block(std::span<const uint8_t> src, FrameState& state, st
   }
   if (!bits.finished()) fail("zstd: sequences bitstream has bits left over");
   append_checked(out, limit, lit.size() - lit_pos);
-  out.insert(out.end(), lit.begin() + static_cast<ptrdiff_t>(lit_pos), lit.end());
+  out.append(lit.data() + lit_pos, lit.size() - lit_pos);
 }
 
 }  // namespace vgpu::module::zstd_detail

@@ -6,6 +6,8 @@
 #include "module/zstd_huffman.h"
 
 #include <array>
+#include "module/byte_buffer.h"
+
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -24,7 +26,7 @@ struct FrameState {
 };
 
 // Decodes the compressed block `src`, appending at most `limit` bytes in total to `out`.
-void decode_compressed_block(std::span<const uint8_t> src, FrameState& state, std::vector<uint8_t>& out,
+void decode_compressed_block(std::span<const uint8_t> src, FrameState& state, ByteBuffer& out,
                              uint64_t limit);
 
 }  // namespace vgpu::module::zstd_detail

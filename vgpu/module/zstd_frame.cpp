@@ -13,12 +13,12 @@ using zstd_detail::kMaxBlockSize;
 constexpr uint32_t kFrameMagic = 0xFD2FB528;
 constexpr uint32_t kSkippableMask = 0xFFFFFFF0, kSkippableMagic = 0x184D2A50;
 
-void append(std::vector<uint8_t>& out, uint64_t limit, uint64_t n) {
+void append(ByteBuffer& out, uint64_t limit, uint64_t n) {
   if (n > limit - out.size()) fail("zstd: output exceeds the allowed {} bytes", limit);
 }
 
 // Decodes the frame starting at `pos` (after its magic); returns the offset just past it.
-uint64_t decode_frame(const ByteView& in, uint64_t pos, std::vector<uint8_t>& out, uint64_t limit) {
+uint64_t decode_frame(const ByteView& in, uint64_t pos, ByteBuffer& out, uint64_t limit) {
   const uint8_t descriptor = in.u8(pos++, "zstd frame header");
   const int size_flag = descriptor >> 6;
   const bool single_segment = (descriptor >> 5) & 1;
@@ -55,12 +55,12 @@ uint64_t decode_frame(const ByteView& in, uint64_t pos, std::vector<uint8_t>& ou
     if (type == 0) {  // raw
       const ByteView block = in.sub(pos, size, "zstd raw block");
       append(out, limit, size);
-      out.insert(out.end(), block.data(), block.data() + size);
+      out.append(block.data(), static_cast<size_t>(size));
       pos += size;
     } else if (type == 1) {  // RLE: one byte, repeated `size` times
       const uint8_t b = in.u8(pos, "zstd RLE block");
       append(out, limit, size);
-      out.insert(out.end(), static_cast<size_t>(size), b);
+      out.append(static_cast<size_t>(size), b);
       pos += 1;
     } else if (type == 2) {
       const ByteView block = in.sub(pos, size, "zstd compressed block");
@@ -77,7 +77,7 @@ uint64_t decode_frame(const ByteView& in, uint64_t pos, std::vector<uint8_t>& ou
   if (has_checksum) {
     const uint32_t expected = in.u32(pos, "zstd content checksum");
     pos += 4;
-    const auto frame = std::span<const uint8_t>(out).subspan(static_cast<size_t>(frame_start));
+    const auto frame = std::span<const uint8_t>(out.data(), out.size()).subspan(static_cast<size_t>(frame_start));
     if (static_cast<uint32_t>(xxhash64(frame)) != expected) fail("zstd: content checksum mismatch");
   }
   return pos;
@@ -85,10 +85,10 @@ uint64_t decode_frame(const ByteView& in, uint64_t pos, std::vector<uint8_t>& ou
 
 }  // namespace
 
-std::vector<uint8_t> zstd_decompress(std::span<const uint8_t> src, uint64_t max_output) {
+ByteBuffer zstd_decompress(std::span<const uint8_t> src, uint64_t max_output) {
   const ByteView in(src);
   if (in.size() == 0) fail("zstd: no frame");
-  std::vector<uint8_t> out;
+  ByteBuffer out;
   out.reserve(static_cast<size_t>(std::min<uint64_t>(max_output, uint64_t{src.size()} * 4 + 64)));
   uint64_t pos = 0;
   while (pos < in.size()) {

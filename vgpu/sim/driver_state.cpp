@@ -18,6 +18,7 @@
 #include "sim/exec/module_registry.h"
 #include "sim/exec/stream.h"
 #include "sim/memory/memory.h"
+#include "sim/memory_report.h"
 #include "status/status_region.h"
 #include "simcore/cluster_config.h"
 #include "simcore/engine.h"
@@ -68,6 +69,7 @@ DriverState::DriverState(simcore::ClusterSpec cluster, std::vector<int> visible)
   streams_ = std::make_unique<StreamManager>(*this);
   modules_ = std::make_unique<ModuleManager>(*this);
   graphs_ = std::make_unique<GraphManager>(*this);
+  arm_memory_report();
 }
 
 CUresult DriverState::initialize(unsigned int flags) {

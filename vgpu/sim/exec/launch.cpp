@@ -31,7 +31,7 @@ CUresult pack_params(const LaunchRequest& r, const KernelDesc& k, std::vector<ui
     for (size_t i = 0; i < k.params.size(); ++i) {
       const void* src = r.kernel_params[i];
       if (!src) {
-        log::warn("{}: kernelParams[{}] of '{}' is NULL", r.api, i, k.name);
+        log::warn("{}: kernelParams[{}] of '{}' is NULL", r.api, i, k.name());
         return CUDA_ERROR_INVALID_VALUE;
       }
       if (k.params[i].size) std::memcpy(out->data() + k.params[i].offset, src, k.params[i].size);
@@ -58,7 +58,7 @@ CUresult pack_params(const LaunchRequest& r, const KernelDesc& k, std::vector<ui
     }
     if (k.param_bytes == 0) return CUDA_SUCCESS;
     if (!buffer || !size) {
-      log::warn("{}: extra must give the parameter buffer and its size for '{}'", r.api, k.name);
+      log::warn("{}: extra must give the parameter buffer and its size for '{}'", r.api, k.name());
       return CUDA_ERROR_INVALID_VALUE;
     }
     // A buffer shorter than the declared parameters is accepted, as the real driver does: NCCL
@@ -70,7 +70,7 @@ CUresult pack_params(const LaunchRequest& r, const KernelDesc& k, std::vector<ui
   }
   if (!k.params.empty()) {
     log::warn("{}: '{}' takes {} parameters but neither kernelParams nor extra is given", r.api,
-              k.name, k.params.size());
+              k.name(), k.params.size());
     return CUDA_ERROR_INVALID_VALUE;
   }
   return CUDA_SUCCESS;
@@ -81,7 +81,7 @@ CUresult pack_params(const LaunchRequest& r, const KernelDesc& k, std::vector<ui
 Work PreparedLaunch::to_work() const {
   Work w;
   w.kind = Work::Kind::kernel;
-  w.label = function ? function->desc().name : std::string("kernel");
+  w.label = function ? function->desc().name() : std::string("kernel");
   w.duration_s = duration_s;  // nothing executes in the sim backend
   return w;
 }
@@ -133,7 +133,7 @@ CUresult ModuleManager::prepare_launch(const LaunchRequest& r, bool per_thread, 
   }
   if (fn->device != device) {
     log::warn("{}: '{}' was loaded on device {} but the stream runs on device {}", r.api,
-              fn->desc().name, fn->device, device);
+              fn->desc().name(), fn->device, device);
     return CUDA_ERROR_INVALID_HANDLE;
   }
   const KernelDesc& k = fn->desc();
@@ -144,7 +144,7 @@ CUresult ModuleManager::prepare_launch(const LaunchRequest& r, bool per_thread, 
   for (int i = 0; i < 3; ++i) {
     if (s.grid[i] == 0 || s.grid[i] > figures.grid_max[i] || s.block[i] == 0 || s.block[i] > figures.block_max[i]) {
       log::warn("{}: '{}' grid ({}, {}, {}) block ({}, {}, {}) is outside the device's limits", r.api,
-                k.name, s.grid[0], s.grid[1], s.grid[2], s.block[0], s.block[1], s.block[2]);
+                k.name(), s.grid[0], s.grid[1], s.grid[2], s.block[0], s.block[1], s.block[2]);
       return CUDA_ERROR_INVALID_VALUE;
     }
   }
@@ -153,27 +153,27 @@ CUresult ModuleManager::prepare_launch(const LaunchRequest& r, bool per_thread, 
   const uint64_t declared_max = std::min<uint64_t>(static_cast<uint64_t>(figures.max_threads_block),
                                                    info.max_threads ? info.max_threads : UINT32_MAX);
   if (threads > declared_max) {
-    log::warn("{}: '{}' allows {} threads per block, launched with {}", r.api, k.name, declared_max,
+    log::warn("{}: '{}' allows {} threads per block, launched with {}", r.api, k.name(), declared_max,
               threads);
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (info.req_ntid[0] != 0 &&
       (s.block[0] != info.req_ntid[0] || s.block[1] != std::max(1u, info.req_ntid[1]) ||
        s.block[2] != std::max(1u, info.req_ntid[2]))) {
-    log::warn("{}: '{}' requires a block of ({}, {}, {})", r.api, k.name, info.req_ntid[0],
+    log::warn("{}: '{}' requires a block of ({}, {}, {})", r.api, k.name(), info.req_ntid[0],
               info.req_ntid[1], info.req_ntid[2]);
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (threads > static_cast<uint64_t>(res.max_threads_per_block())) {
     log::warn("{}: '{}' needs {} registers per thread: {} threads per block do not fit", r.api,
-              k.name, res.registers(), threads);
+              k.name(), res.registers(), threads);
     return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
   }
   if (s.dynamic_shared > static_cast<uint32_t>(std::max(0, fn->settings->max_dynamic_shared.load())) ||
       uint64_t{info.shared_bytes} + s.dynamic_shared > static_cast<uint64_t>(res.optin_shared())) {
     log::warn("{}: '{}' asks for {} bytes of dynamic shared memory; its limit is {} "
               "(MAX_DYNAMIC_SHARED_SIZE_BYTES) and the device's {} bytes with {} static",
-              r.api, k.name, s.dynamic_shared, fn->settings->max_dynamic_shared.load(),
+              r.api, k.name(), s.dynamic_shared, fn->settings->max_dynamic_shared.load(),
               res.optin_shared(), info.shared_bytes);
     return CUDA_ERROR_INVALID_VALUE;
   }
@@ -199,7 +199,7 @@ CUresult ModuleManager::prepare_launch(const LaunchRequest& r, bool per_thread, 
     const uint64_t resident = uint64_t(res.blocks_per_sm(static_cast<int>(threads), s.dynamic_shared)) *
                               res.sm_count();
     if (s.blocks() > resident) {
-      log::warn("{}: cooperative '{}' of {} blocks; at most {} can be resident", r.api, k.name,
+      log::warn("{}: cooperative '{}' of {} blocks; at most {} can be resident", r.api, k.name(),
                 s.blocks(), resident);
       return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
     }
@@ -209,7 +209,7 @@ CUresult ModuleManager::prepare_launch(const LaunchRequest& r, bool per_thread, 
   if (CUresult rc = pack_params(r, k, &p.params); rc != CUDA_SUCCESS) return rc;
   const MemoryManager& memory = driver_.memory();
   std::vector<uint64_t> pointers;  // for the fallback model: what the buffers can hold
-  p.signature = build_launch_signature(k.name, s, k.params, p.params, [&memory, &pointers, this](uint64_t v) {
+  p.signature = build_launch_signature(k.name(), s, k.params, p.params, [&memory, &pointers, this](uint64_t v) {
     if (v == 0) return false;
     const bool device = memory.resolve(static_cast<CUdeviceptr>(v), 1).has_value();
     if (device && pointers.size() < 16) pointers.push_back(v);
@@ -222,7 +222,7 @@ CUresult ModuleManager::prepare_launch(const LaunchRequest& r, bool per_thread, 
     });
   };
   hints.unmasked = [&] {
-    return build_launch_signature(k.name, s, k.params, p.params, [&memory](uint64_t v) {
+    return build_launch_signature(k.name(), s, k.params, p.params, [&memory](uint64_t v) {
       return v != 0 && memory.resolve(static_cast<CUdeviceptr>(v), 1).has_value();
     });
   };

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
+#include <unordered_set>
 #include <cstring>
 
 #include "common/log.h"
@@ -30,16 +31,36 @@ CUresult to_cuda_error(module::ErrorKind kind) {
   return CUDA_ERROR_INVALID_IMAGE;
 }
 
+// A string's own heap block (none while it fits the object: 15 characters with libstdc++).
+uint64_t heap_of(const std::string& s) { return s.capacity() > 15 ? s.capacity() + 1 : 0; }
+
+// The bytes an image's tables hold, from the containers' sizes (the allocator's own overhead
+// not counted): parsed kernels and globals, launch descriptions, the name index.
+uint64_t estimated_table_bytes(const LoadedImage& li) {
+  uint64_t b = sizeof(LoadedImage);
+  for (const module::KernelInfo& k : li.image.kernels)
+    b += sizeof(k) + heap_of(k.name) + k.params.capacity() * sizeof(module::ParamInfo);
+  for (const KernelDesc& d : li.kernels) b += sizeof(d) + d.params.capacity() * sizeof(ParamSlot);
+  for (const module::GlobalInfo& g : li.image.globals) b += sizeof(g) + heap_of(g.name) + g.init.capacity();
+  // A node per name (next pointer, key, value, cached hash) and the bucket array.
+  b += li.kernel_index.size() * (sizeof(void*) + sizeof(std::string_view) + 2 * sizeof(size_t)) +
+       li.kernel_index.bucket_count() * sizeof(void*);
+  return b;
+}
+
 std::shared_ptr<const LoadedImage> prepare(module::ModuleImage&& parsed) {
   auto li = std::make_shared<LoadedImage>();
   li->image = std::move(parsed);
+  // Kept for the image's life: no slack from the parser's growth (before taking pointers in).
+  li->image.kernels.shrink_to_fit();
+  li->image.globals.shrink_to_fit();
   li->kernels.reserve(li->image.kernels.size());
   for (size_t i = 0; i < li->image.kernels.size(); ++i) {
     const module::KernelInfo& k = li->image.kernels[i];
     KernelDesc d;
-    d.name = k.name;
     d.info = &k;
     uint32_t end = 0;
+    d.params.reserve(k.params.size());
     for (const module::ParamInfo& p : k.params) {
       d.params.push_back({p.offset, p.size});
       end = std::max<uint32_t>(end, p.offset + p.size);
@@ -50,6 +71,7 @@ std::shared_ptr<const LoadedImage> prepare(module::ModuleImage&& parsed) {
   }
   for (const module::GlobalInfo& g : li->image.globals)
     if (g.space == module::GlobalSpace::constant) li->const_bytes += g.size;
+  li->table_bytes = estimated_table_bytes(*li);
   return li;
 }
 
@@ -114,8 +136,35 @@ CUresult ModuleManager::parse(const void* image, const char* path, const char* a
     log::warn("{}: image refused: {}", api, parsed.message());
     return to_cuda_error(parsed.error().kind);
   }
+  const uint64_t decompressed = parsed.value().decompressed_bytes;
+  images_parsed_.fetch_add(1, std::memory_order_relaxed);
+  decompressed_bytes_.fetch_add(decompressed, std::memory_order_relaxed);
+  for (uint64_t seen = largest_decompressed_.load(); decompressed > seen &&
+                                                     !largest_decompressed_.compare_exchange_weak(seen, decompressed);) {
+  }
   *out = prepare(std::move(parsed).value());
   return CUDA_SUCCESS;
+}
+
+ModuleStats ModuleManager::stats() const {
+  ModuleStats s;
+  s.images_parsed = images_parsed_.load();
+  s.decompressed_bytes = decompressed_bytes_.load();
+  s.largest_decompressed = largest_decompressed_.load();
+  s.kernels = kernels_.size();
+  s.functions = functions_.size();
+  // An image is shared by its library, kernels and per-device modules: count each once.
+  std::unordered_set<const LoadedImage*> images;
+  for (const auto& lib : libraries_.snapshot()) {
+    ++s.libraries;
+    images.insert(lib->image.get());
+  }
+  for (const auto& m : modules_.snapshot()) {
+    ++s.modules;
+    images.insert(m->image.get());
+  }
+  for (const LoadedImage* li : images) s.table_bytes += li->table_bytes;
+  return s;
 }
 
 CUresult ModuleManager::make_module(std::shared_ptr<const LoadedImage> image, int device,
@@ -144,10 +193,12 @@ CUresult ModuleManager::make_module(std::shared_ptr<const LoadedImage> image, in
       return rc;
     }
     m->globals.emplace(g.name, global);
+    // A new device allocation is a fresh anonymous mapping, zero already: only the initialised
+    // bytes are written, so a large zero-initialised global costs no host memory until the
+    // program writes it (issue 23).
     if (auto where = memory.resolve(global.ptr, bytes); where && where->host) {
       const size_t init = std::min<size_t>(g.init.size(), bytes);
       if (init) std::memcpy(where->host, g.init.data(), init);
-      if (bytes > init) std::memset(static_cast<char*>(where->host) + init, 0, bytes - init);
     }
   }
 
@@ -445,7 +496,7 @@ CUresult ModuleManager::kernel_get_library(CUkernel kernel, CUlibrary* out) {
 CUresult ModuleManager::kernel_get_name(CUkernel kernel, const char** name) {
   auto k = kernels_.find(kernel);
   if (!k) return CUDA_ERROR_INVALID_HANDLE;
-  *name = k->image->kernels[k->index].name.c_str();  // lives as long as the library
+  *name = k->image->kernels[k->index].name().c_str();  // lives as long as the library
   return CUDA_SUCCESS;
 }
 
@@ -488,7 +539,7 @@ CUresult ModuleManager::resolve_on(CUfunction f, int device, std::shared_ptr<con
 CUresult ModuleManager::function_name(CUfunction f, const char** name) {
   std::shared_ptr<const Function> fn;
   if (CUresult rc = resolve_function(f, &fn); rc != CUDA_SUCCESS) return rc;
-  *name = fn->desc().name.c_str();
+  *name = fn->desc().name().c_str();
   return CUDA_SUCCESS;
 }
 

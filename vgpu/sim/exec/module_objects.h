@@ -15,6 +15,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -37,19 +38,24 @@ struct FuncSettings {
   std::atomic<int> shared_config{CU_SHARED_MEM_CONFIG_DEFAULT_BANK_SIZE};
 };
 
-// What the image says about one kernel, prepared once for the launch path.
+// What the image says about one kernel, prepared once for the launch path. The name is the
+// image's own (a CUDA library's mangled names are most of its kernel tables: one copy, not three;
+// issue 23, host memory per rank).
 struct KernelDesc {
-  std::string name;
   std::vector<ParamSlot> params;
   uint32_t param_bytes = 0;   // end of the last parameter (what a packed buffer must hold)
   const module::KernelInfo* info = nullptr;  // points into the shared image
+
+  const std::string& name() const { return info->name; }
 };
 
 struct LoadedImage {
   module::ModuleImage image;
-  std::vector<KernelDesc> kernels;                      // parallel to image.kernels
-  std::unordered_map<std::string, size_t> kernel_index;  // name -> index
-  uint64_t const_bytes = 0;                             // total size of __constant__ globals
+  std::vector<KernelDesc> kernels;  // parallel to image.kernels
+  // name -> index; the keys view image.kernels' names (never changed once prepared).
+  std::unordered_map<std::string_view, size_t> kernel_index;
+  uint64_t const_bytes = 0;         // total size of __constant__ globals
+  uint64_t table_bytes = 0;         // what the above hold, estimated (VGPU_SIM_MEMORY_REPORT)
 };
 
 struct Function {

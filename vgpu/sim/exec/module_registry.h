@@ -10,6 +10,7 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <shared_mutex>
@@ -55,6 +56,15 @@ struct PreparedLaunch {
   bool from_database = false;
 
   Work to_work() const;
+};
+
+// What the module tables hold now, and what parsing cost over the run (VGPU_SIM_MEMORY_REPORT).
+struct ModuleStats {
+  uint64_t images_parsed = 0;         // over the run
+  uint64_t decompressed_bytes = 0;    // over the run: fat binary entries decompressed (freed after)
+  uint64_t largest_decompressed = 0;  // the largest of them (the parse's peak allocation)
+  size_t libraries = 0, modules = 0, kernels = 0, functions = 0;  // live handles
+  uint64_t table_bytes = 0;           // the live images' tables (an estimate, module_objects.h)
 };
 
 class ModuleManager {
@@ -130,6 +140,7 @@ class ModuleManager {
                          const LaunchHints& hints = {});
   KernelTimeDb& kernel_times() { return *kernel_times_; }
   NcclCollectives& nccl() { return *nccl_; }
+  ModuleStats stats() const;
   // At exit: the signatures the database lacked, for vgpu-run --kernel-db (front/launch/kernel_db_misses.h).
   void write_kernel_db_misses();
   // The JIT linker's states by CUlinkState handle (sim/exec/link_api.cpp).
@@ -162,6 +173,7 @@ class ModuleManager {
   const DeviceFigures& device_figures(int device);
   std::shared_mutex figures_mu_;
   std::vector<std::unique_ptr<const DeviceFigures>> figures_;
+  mutable std::atomic<uint64_t> images_parsed_{0}, decompressed_bytes_{0}, largest_decompressed_{0};
   HandleTable<Module> modules_;
   HandleTable<Function> functions_;
   HandleTable<Library> libraries_;

@@ -92,7 +92,7 @@ bool NcclCollectives::drives_one_gpu() const {
 }
 
 bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLaunch& p, CUresult* rc) {
-  if (!p.function || !is_nccl_kernel_name(p.function->desc().name)) return false;
+  if (!p.function || !is_nccl_kernel_name(p.function->desc().name())) return false;
   const vgpu_nccl_plugin_side* plugin = plugin_.plugin();
   if (plugin == nullptr) return false;
   const uint64_t tag = plugin->current_launch();
@@ -184,7 +184,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     Work k = p.to_work();
     k.duration_s = seconds;
     k.label = fmt::format("{} [{}]", k.label, what);
-    move_data(k, plugin, tag, got, p.function->desc().name);
+    move_data(k, plugin, tag, got, p.function->desc().name());
     if (gate != 0) k.also_after.push_back(gate);
     *rc = streams.submit(stream, std::move(k), per_thread);
     log::debug("sim nccl: rank {}/{} of comm {:x} on GPU {} (ranks as processes): {} from {:.3f} us (own arrival "
@@ -202,7 +202,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   const bool explicit_stream = stream != nullptr && raw != reinterpret_cast<uintptr_t>(CU_STREAM_LEGACY) &&
                                raw != reinterpret_cast<uintptr_t>(CU_STREAM_PER_THREAD);
   Work k = p.to_work();
-  move_data(k, plugin, tag, got, p.function->desc().name);
+  move_data(k, plugin, tag, got, p.function->desc().name());
   {
     std::lock_guard l(mu_);
     key = {comm, launches_[{comm, rank}]++};

@@ -2,6 +2,7 @@
 #include "sim/memory/copy.h"
 
 #include "front/launch/copy_cost.h"
+#include "common/settings.h"
 
 #include <cstring>
 #include <vector>
@@ -18,8 +19,18 @@ struct Side {
   char* base = nullptr;   // host address of the region's origin (x=0, y=0, z=0)
   size_t pitch = 0, height = 0;
   int device = -1;        // -1: host memory
+  bool device_only = false;  // device, pool or VMM allocations, arrays (memory_impl.h)
   std::vector<std::shared_ptr<void>> keep;
 };
+
+// VGPU_SIM_COPY_DATA_BYTES (issue 23): with it set, a copy or memset of more bytes than it into
+// device-only memory is timed but not performed, so the host pages behind the destination are
+// never touched (a rank's model parameters copied in would otherwise cost their size in host
+// memory, 475 MiB for GPT-2 small). Unset: every one is performed.
+bool writes_bytes(const Side& dst, size_t bytes) {
+  if (!dst.device_only || !settings::is_set(settings::Id::sim_copy_data_bytes)) return true;
+  return bytes <= static_cast<uint64_t>(settings::integer(settings::Id::sim_copy_data_bytes));
+}
 
 // The byte span [first, first + extent) a region covers relative to its origin.
 bool region_span(size_t x, size_t y, size_t z, size_t pitch, size_t height, size_t width,
@@ -49,6 +60,7 @@ CUresult resolve_side(const char* call, const char* which, const Call& c, CUmemo
     out->pitch = arr->row_bytes;
     out->height = arr->height;
     out->device = arr->device;
+    out->device_only = true;
     out->keep.push_back(arr->mapping);
     return CUDA_SUCCESS;
   }
@@ -71,6 +83,8 @@ CUresult resolve_side(const char* call, const char* which, const Call& c, CUmemo
     const Allocation& a = *holders.front();
     const bool host_kind = a.kind == AllocKind::pinned_host || a.kind == AllocKind::registered_host;
     out->device = host_kind ? -1 : a.device;
+    out->device_only = true;  // when every allocation the range spans is
+    for (auto& h : holders) out->device_only = out->device_only && device_only(h->kind);
     // The origin itself may lie before the allocation (x/y offsets): address via the first byte.
     out->base = a.host + (origin + first - a.base) - first;
     for (auto& h : holders) {
@@ -146,14 +160,15 @@ CUresult copy3d(const char* call, const CUDA_MEMCPY3D& p, Submit how) {
   }
   const bool device_to_device = src.device >= 0 && dst.device >= 0;
   const size_t sy = p.srcY, sz = p.srcZ, dy = p.dstY, dz = p.dstZ;
-  w.execute = [src = std::move(src), dst = std::move(dst), sx, sy, sz, dx, dy, dz, width, rows, depth] {
-    for (size_t z = 0; z < depth; ++z)
-      for (size_t y = 0; y < rows; ++y) {
-        const char* from = src.base + sx + (sy + y) * src.pitch + (sz + z) * src.pitch * src.height;
-        char* to = dst.base + dx + (dy + y) * dst.pitch + (dz + z) * dst.pitch * dst.height;
-        std::memmove(to, from, width);
-      }
-  };
+  if (writes_bytes(dst, bytes))
+    w.execute = [src = std::move(src), dst = std::move(dst), sx, sy, sz, dx, dy, dz, width, rows, depth] {
+      for (size_t z = 0; z < depth; ++z)
+        for (size_t y = 0; y < rows; ++y) {
+          const char* from = src.base + sx + (sy + y) * src.pitch + (sz + z) * src.pitch * src.height;
+          char* to = dst.base + dx + (dy + y) * dst.pitch + (dz + z) * dst.pitch * dst.height;
+          std::memmove(to, from, width);
+        }
+    };
   return run(c, std::move(w), how, device_to_device);
 }
 
@@ -199,19 +214,20 @@ CUresult memset2d(const char* call, CUdeviceptr dst, size_t pitch, uint32_t valu
   w.label = fmt::format("memset {} B", bytes);
   w.duration_s = copy_seconds(model_of(c, side.device), CopyPath::memset, bytes);
   const size_t step = height > 1 ? pitch : row;
-  w.execute = [side = std::move(side), value, element, width, height, step] {
-    for (size_t y = 0; y < height; ++y) {
-      char* p = side.base + y * step;
-      if (element == 1) {
-        std::memset(p, static_cast<int>(value & 0xff), width);
-      } else if (element == 2) {
-        const auto v = static_cast<uint16_t>(value);
-        for (size_t i = 0; i < width; ++i) std::memcpy(p + 2 * i, &v, 2);
-      } else {
-        for (size_t i = 0; i < width; ++i) std::memcpy(p + 4 * i, &value, 4);
+  if (writes_bytes(side, bytes))
+    w.execute = [side = std::move(side), value, element, width, height, step] {
+      for (size_t y = 0; y < height; ++y) {
+        char* p = side.base + y * step;
+        if (element == 1) {
+          std::memset(p, static_cast<int>(value & 0xff), width);
+        } else if (element == 2) {
+          const auto v = static_cast<uint16_t>(value);
+          for (size_t i = 0; i < width; ++i) std::memcpy(p + 2 * i, &v, 2);
+        } else {
+          for (size_t i = 0; i < width; ++i) std::memcpy(p + 4 * i, &value, 4);
+        }
       }
-    }
-  };
+    };
   return run(c, std::move(w), how);
 }
 

@@ -7,6 +7,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "common/log.h"
 #include "sim/core/driver_state.h"
 #include "sim/core/context.h"
@@ -36,6 +39,44 @@ PhysicalAllocation::~PhysicalAllocation() {
               static_cast<off_t>(size));
   if (DriverState* d = DriverState::get(); d != nullptr && device >= 0 && !imported)
     if (Device* dev = d->device(device)) dev->release(size);
+}
+
+namespace {
+
+// Bytes of [p, p + bytes) resident in host memory (mincore over whole pages; a page only read
+// counts too, mapped to the kernel's zero page).
+uint64_t resident_bytes(const char* p, size_t bytes) {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t first = reinterpret_cast<uintptr_t>(p) / page * page;
+  const uintptr_t end = reinterpret_cast<uintptr_t>(p) + bytes;
+  constexpr size_t kPagesPerCall = size_t{1} << 16;
+  std::vector<unsigned char> v(kPagesPerCall);
+  uint64_t resident = 0;
+  for (uintptr_t at = first; at < end;) {
+    const size_t pages = std::min(kPagesPerCall, (end - at + page - 1) / page);
+    if (mincore(reinterpret_cast<void*>(at), pages * page, v.data()) != 0) return resident;
+    for (size_t i = 0; i < pages; ++i) resident += v[i] & 1;
+    at += pages * page;
+  }
+  return resident * page;
+}
+
+}  // namespace
+
+MemoryManager::Footprint MemoryManager::footprint() const {
+  std::vector<std::shared_ptr<Allocation>> live;
+  {
+    std::shared_lock l(impl_->index_mu);
+    for (const auto& [base, a] : impl_->index) live.push_back(a);
+  }
+  Footprint f;
+  for (const auto& a : live) {
+    if (a->host == nullptr || a->kind == AllocKind::registered_host) continue;
+    const uint64_t resident = resident_bytes(a->host, a->size);
+    (device_only(a->kind) ? f.device_bytes : f.host_bytes) += a->size;
+    (device_only(a->kind) ? f.device_resident : f.host_resident) += resident;
+  }
+  return f;
 }
 
 MemoryManager::Impl::Impl(DriverState& d) : driver(d) {

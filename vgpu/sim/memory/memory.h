@@ -47,6 +47,15 @@ class MemoryManager {
   // driver does at its next synchronization. Called by the streams concern.
   void synchronized(int device);
 
+  // Host memory behind the live allocations (VGPU_SIM_MEMORY_REPORT): bytes allocated and how
+  // many of them are resident, for device-only memory (device, pool and VMM allocations) and for
+  // memory the host reads as well (managed, pinned). Registered memory is the program's own.
+  struct Footprint {
+    uint64_t device_bytes = 0, device_resident = 0;
+    uint64_t host_bytes = 0, host_resident = 0;
+  };
+  Footprint footprint() const;
+
   // The internals, for the entry points of this folder only (sim/memory_impl.h).
   struct Impl;
   Impl& impl() { return *impl_; }

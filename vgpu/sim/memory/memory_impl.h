@@ -71,6 +71,12 @@ struct Pool;
 
 enum class AllocKind { device, pinned_host, registered_host, managed, vmm_mapping, pool };
 
+// Memory only a device reaches: the program sees its bytes through copies alone (managed and
+// host memory the host reads directly).
+inline bool device_only(AllocKind k) {
+  return k == AllocKind::device || k == AllocKind::pool || k == AllocKind::vmm_mapping;
+}
+
 struct Allocation {
   AllocKind kind = AllocKind::device;
   uintptr_t base = 0;

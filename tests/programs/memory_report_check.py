@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""VGPU_SIM_MEMORY_REPORT (issue 23): runs gpt2_step_memory_program (16 MiB of parameters copied
+to the device, then GEMMs through cuBLAS and cuBLASLt) with the report on, in two processes
+writing one file (`%p` unused: both append), and checks each wrote one JSON line whose figures
+agree with what the program did: the parameters' 16 MiB resident in device memory (and no more
+than the program wrote: 16 MiB plus the modules' globals), cuBLAS's modules in the tables, the
+process's RssAnon at least the driver's share.
+
+    memory_report_check.py PROGRAM
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def main():
+    program = sys.argv[1]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "memory.jsonl")
+        env = dict(os.environ, VGPU_SIM_MEMORY_REPORT=path)
+        if os.environ.get("VGPU_TEST_PRELOAD"):  # a sanitizer build's runtime, for the program only
+            env["LD_PRELOAD"] = os.environ["VGPU_TEST_PRELOAD"]
+        for _ in range(2):
+            subprocess.run([program, "--params-mib", "16", "--steps", "1"], env=env, check=True,
+                           stdout=subprocess.DEVNULL)
+        with open(path) as f:
+            lines = [json.loads(line) for line in f]
+    failures = 0
+    if len(lines) != 2:
+        print(f"FAIL {len(lines)} report lines, expected 2")
+        return 1
+    for r in lines:
+        print(json.dumps(r))
+        checks = [
+            ("parameters resident", 16 <= r["device_memory_resident_mib"] <= 20),
+            ("device memory allocated covers it", r["device_memory_mib"] >= r["device_memory_resident_mib"]),
+            ("cuBLAS modules loaded", r["libraries"] > 0 and r["kernels"] > 0 and r["images_parsed"] > 0),
+            ("their tables counted", 0 < r["module_tables_mib"] < 64),
+            ("RssAnon holds the driver's share",
+             r["rss_anon_mib"] >= r["device_memory_resident_mib"] + r["module_tables_mib"]),
+            ("VmHWM read", r["vm_hwm_mib"] > 0),
+        ]
+        for what, ok in checks:
+            if not ok:
+                failures += 1
+                print(f"FAIL {what}")
+    print(f"{failures} check(s) failed")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
