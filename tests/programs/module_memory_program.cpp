@@ -28,19 +28,9 @@
 #include <string>
 #include <vector>
 
-namespace {
+#include "proc_status.h"
 
-long status_kb(const char* key) {
-  FILE* f = std::fopen("/proc/self/status", "r");
-  if (!f) return -1;
-  char line[256];
-  long v = -1;
-  const size_t n = std::strlen(key);
-  while (std::fgets(line, sizeof line, f))
-    if (std::strncmp(line, key, n) == 0 && line[n] == ':') v = std::strtol(line + n + 1, nullptr, 10);
-  std::fclose(f);
-  return v;
-}
+namespace {
 
 // Bytes malloc hands out now (small blocks and mmapped large ones).
 long long heap_bytes() {
