@@ -12,6 +12,8 @@
 #include <thread>
 #include <vector>
 
+#include "../passthrough/virtual_clock_reader.h"
+
 // The per-thread-default-stream variants, which cuda.h declares only for its own build.
 extern "C" CUresult CUDAAPI cuStreamGetId_ptsz(CUstream, unsigned long long*);
 extern "C" CUresult CUDAAPI cuLaunchHostFunc_ptsz(CUstream, CUhostFn, void*);
@@ -80,6 +82,42 @@ TEST_F(Exec, HostFunctionWriteIsSeenByTheCopyAfterIt) {
   EXPECT_EQ(back[n - 1], 42);
   EXPECT_EQ(cuStreamQuery(s), CUDA_SUCCESS);
   OK(cuMemFree(d));
+  OK(cuStreamDestroy(s));
+}
+
+// A poll loop that switches its context or asks for its device between two questions (nccl-tests
+// sets the device for each GPU it polls) is still waiting: the work's virtual finish, not the
+// real time it spun, moves its clock (timing/thread_clock.h, enter_neutral). The gated host
+// function keeps the stream busy for 30 ms of real time and takes no virtual time.
+TEST_F(Exec, PollingThroughContextCallsIsStillWaiting) {
+  CUstream s;
+  OK(cuStreamCreate(&s, 0));
+  OK(cuStreamSynchronize(s));
+  Gate gate;
+  OK(cuLaunchHostFunc(s, Gate::fn, &gate));
+  const double t0 = vgpu_test::virtual_now();
+  const auto real0 = std::chrono::steady_clock::now();
+  std::thread opener([&gate] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    gate.open = true;
+  });
+  int polls = 0;
+  while (cuStreamQuery(s) == CUDA_ERROR_NOT_READY) {
+    ++polls;
+    CUcontext c = nullptr;
+    CUdevice d = 0;
+    int sms = 0;
+    EXPECT_EQ(cuCtxGetCurrent(&c), CUDA_SUCCESS);
+    EXPECT_EQ(cuCtxSetCurrent(c), CUDA_SUCCESS);
+    EXPECT_EQ(cuCtxGetDevice(&d), CUDA_SUCCESS);
+    EXPECT_EQ(cuDeviceGetAttribute(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d), CUDA_SUCCESS);
+  }
+  opener.join();
+  const double waited = vgpu_test::virtual_now() - t0;
+  const double real = std::chrono::duration<double>(std::chrono::steady_clock::now() - real0).count();
+  ASSERT_GT(polls, 10);
+  ASSERT_GE(real, 0.025);
+  EXPECT_LT(waited, 0.005) << "spun " << real << " s real, " << polls << " polls";
   OK(cuStreamDestroy(s));
 }
 

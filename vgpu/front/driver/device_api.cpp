@@ -10,12 +10,13 @@
 
 using vgpu::DeviceRegistry;
 
-// VGPU_CALL_SCOPE() of sim/core/virtual_clock.h, for a file that is built into both backends: the
-// sim backend defines these two (CPU time spent inside the driver is not charged to the calling
-// thread's virtual clock); the passthrough library keeps no virtual clocks and does not, so the
-// weak references are null there and the scope does nothing.
+// VGPU_NEUTRAL_CALL_SCOPE() of sim/core/virtual_clock.h, for a file that is built into both
+// backends: the sim backend defines these two (CPU time spent inside the driver is not charged to
+// the calling thread's virtual clock, and a device query neither asks about work nor does any, so
+// it does not end a polling: timing/thread_clock.h); the passthrough library keeps no virtual
+// clocks and does not, so the weak references are null there and the scope does nothing.
 namespace vgpu::vclock {
-[[gnu::weak, gnu::visibility("hidden")]] void enter_call();
+[[gnu::weak, gnu::visibility("hidden")]] void enter_neutral_call();
 [[gnu::weak, gnu::visibility("hidden")]] void leave_call();
 }  // namespace vgpu::vclock
 
@@ -24,7 +25,7 @@ namespace {
 class CallScope {
  public:
   CallScope() {
-    if (vgpu::vclock::enter_call != nullptr) vgpu::vclock::enter_call();
+    if (vgpu::vclock::enter_neutral_call != nullptr) vgpu::vclock::enter_neutral_call();
   }
   ~CallScope() {
     if (vgpu::vclock::leave_call != nullptr) vgpu::vclock::leave_call();

@@ -73,7 +73,7 @@ VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int* flags, int* active) {
-  VGPU_CALL_SCOPE();
+  VGPU_NEUTRAL_CALL_SCOPE();
   if (flags == nullptr || active == nullptr) return CUDA_ERROR_INVALID_VALUE;
   ContextManager* m;
   if (CUresult r = manager(&m); r != CUDA_SUCCESS) return r;
@@ -147,7 +147,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxDetach(CUcontext ctx) {
 // ---- the per-thread stack ------------------------------------------------------------------
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
-  VGPU_CALL_SCOPE();
+  VGPU_NEUTRAL_CALL_SCOPE();
   if (pctx == nullptr) return CUDA_ERROR_INVALID_VALUE;
   if (DriverState::get() == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   *pctx = vgpu::this_thread().current();
@@ -155,7 +155,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
-  VGPU_CALL_SCOPE();
+  VGPU_NEUTRAL_CALL_SCOPE();
   ContextManager* m;
   if (CUresult r = manager(&m); r != CUDA_SUCCESS) return r;
   auto& stack = vgpu::this_thread().context_stack;
@@ -173,7 +173,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
-  VGPU_CALL_SCOPE();
+  VGPU_NEUTRAL_CALL_SCOPE();
   ContextManager* m;
   if (CUresult r = manager(&m); r != CUDA_SUCCESS) return r;
   if (ctx == nullptr || !m->find(ctx)) {
@@ -183,10 +183,10 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx) {
   vgpu::this_thread().context_stack.push_back(ctx);
   return CUDA_SUCCESS;
 }
-VGPU_EXPORT CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx) { VGPU_CALL_SCOPE(); return cuCtxPushCurrent_v2(ctx); }
+VGPU_EXPORT CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx) { VGPU_NEUTRAL_CALL_SCOPE(); return cuCtxPushCurrent_v2(ctx); }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext* pctx) {
-  VGPU_CALL_SCOPE();
+  VGPU_NEUTRAL_CALL_SCOPE();
   if (DriverState::get() == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
   auto& stack = vgpu::this_thread().context_stack;
   if (stack.empty()) {
@@ -197,12 +197,12 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext* pctx) {
   stack.pop_back();
   return CUDA_SUCCESS;
 }
-VGPU_EXPORT CUresult CUDAAPI cuCtxPopCurrent(CUcontext* pctx) { VGPU_CALL_SCOPE(); return cuCtxPopCurrent_v2(pctx); }
+VGPU_EXPORT CUresult CUDAAPI cuCtxPopCurrent(CUcontext* pctx) { VGPU_NEUTRAL_CALL_SCOPE(); return cuCtxPopCurrent_v2(pctx); }
 
 // ---- queries and settings of a context -----------------------------------------------------
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) {
-  VGPU_CALL_SCOPE();
+  VGPU_NEUTRAL_CALL_SCOPE();
   if (device == nullptr) return CUDA_ERROR_INVALID_VALUE;
   ContextManager* m;
   if (CUresult r = manager(&m); r != CUDA_SUCCESS) return r;
@@ -211,10 +211,10 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice* device, CUcontext ctx) 
   *device = c->device();
   return CUDA_SUCCESS;
 }
-VGPU_EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) { VGPU_CALL_SCOPE(); return cuCtxGetDevice_v2(device, nullptr); }
+VGPU_EXPORT CUresult CUDAAPI cuCtxGetDevice(CUdevice* device) { VGPU_NEUTRAL_CALL_SCOPE(); return cuCtxGetDevice_v2(device, nullptr); }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxGetFlags(unsigned int* flags) {
-  VGPU_CALL_SCOPE();
+  VGPU_NEUTRAL_CALL_SCOPE();
   if (flags == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::shared_ptr<ContextState> c;
   if (CUresult r = current_state("cuCtxGetFlags", &c); r != CUDA_SUCCESS) return r;
@@ -232,7 +232,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxSetFlags(unsigned int flags) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int* version) {
-  VGPU_CALL_SCOPE();
+  VGPU_NEUTRAL_CALL_SCOPE();
   if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
   ContextManager* m;
   if (CUresult r = manager(&m); r != CUDA_SUCCESS) return r;
@@ -243,7 +243,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int* ver
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long* ctxId) {
-  VGPU_CALL_SCOPE();
+  VGPU_NEUTRAL_CALL_SCOPE();
   if (ctxId == nullptr) return CUDA_ERROR_INVALID_VALUE;
   ContextManager* m;
   if (CUresult r = manager(&m); r != CUDA_SUCCESS) return r;
@@ -254,7 +254,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long* ctxId
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxGetLimit(size_t* pvalue, CUlimit limit) {
-  VGPU_CALL_SCOPE();
+  VGPU_NEUTRAL_CALL_SCOPE();
   if (pvalue == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::shared_ptr<ContextState> c;
   if (CUresult r = current_state("cuCtxGetLimit", &c); r != CUDA_SUCCESS) return r;
@@ -269,7 +269,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxSetLimit(CUlimit limit, size_t value) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxGetCacheConfig(CUfunc_cache* pconfig) {
-  VGPU_CALL_SCOPE();
+  VGPU_NEUTRAL_CALL_SCOPE();
   if (pconfig == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::shared_ptr<ContextState> c;
   if (CUresult r = current_state("cuCtxGetCacheConfig", &c); r != CUDA_SUCCESS) return r;
@@ -288,7 +288,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxSetCacheConfig(CUfunc_cache config) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxGetSharedMemConfig(CUsharedconfig* pConfig) {
-  VGPU_CALL_SCOPE();
+  VGPU_NEUTRAL_CALL_SCOPE();
   if (pConfig == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::shared_ptr<ContextState> c;
   if (CUresult r = current_state("cuCtxGetSharedMemConfig", &c); r != CUDA_SUCCESS) return r;
@@ -308,7 +308,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxSetSharedMemConfig(CUsharedconfig config) {
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxGetStreamPriorityRange(int* leastPriority, int* greatestPriority) {
-  VGPU_CALL_SCOPE();
+  VGPU_NEUTRAL_CALL_SCOPE();
   std::shared_ptr<ContextState> c;
   if (CUresult r = current_state("cuCtxGetStreamPriorityRange", &c); r != CUDA_SUCCESS) return r;
   // Hopper's range; either pointer may be NULL.

@@ -29,9 +29,30 @@ class CallScope {
   CallScope& operator=(const CallScope&) = delete;
 };
 
-// The same bracket as two calls, for code built into both backends (front/driver/device_api.cpp),
+// The bracket of an entry point that neither asks about work nor does any (timing/thread_clock.h,
+// enter_neutral): the current context, device and attribute calls.
+class NeutralCallScope {
+ public:
+  NeutralCallScope();
+  ~NeutralCallScope();
+  NeutralCallScope(const NeutralCallScope&) = delete;
+  NeutralCallScope& operator=(const NeutralCallScope&) = delete;
+};
+
+// The bracket of a question about work (cuStreamQuery, cuEventQuery): while the thread polls,
+// the time since its last question was waiting (timing/thread_clock.h, enter_query).
+class QueryCallScope {
+ public:
+  QueryCallScope();
+  ~QueryCallScope();
+  QueryCallScope(const QueryCallScope&) = delete;
+  QueryCallScope& operator=(const QueryCallScope&) = delete;
+};
+
+// The same brackets as calls, for code built into both backends (front/driver/device_api.cpp),
 // which reaches them through weak references: the passthrough library keeps no virtual clocks.
 void enter_call();
+void enter_neutral_call();
 void leave_call();
 
 // The calling thread's virtual clock, seconds.
@@ -62,3 +83,5 @@ const char* timeline_path();
 // no call charges vgpu's own time to the calling thread's virtual clock. Entry points of other
 // concerns should open it too.
 #define VGPU_CALL_SCOPE() const ::vgpu::vclock::CallScope vgpu_call_scope_
+#define VGPU_NEUTRAL_CALL_SCOPE() const ::vgpu::vclock::NeutralCallScope vgpu_call_scope_
+#define VGPU_QUERY_CALL_SCOPE() const ::vgpu::vclock::QueryCallScope vgpu_call_scope_

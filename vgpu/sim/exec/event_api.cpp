@@ -50,7 +50,7 @@ VGPU_EXPORT CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, 
   return cuEventRecord_ptsz(e, s);
 }
 VGPU_EXPORT CUresult CUDAAPI cuEventQuery(CUevent e) {
-  VGPU_CALL_SCOPE();
+  VGPU_QUERY_CALL_SCOPE();
   VGPU_STREAMS(sm);
   return sm->event_query(e);
 }

@@ -631,10 +631,15 @@ CUresult StreamManager::query(CUstream stream, bool per_thread) {
       return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     const StreamLast& last = impl_->last_of(*s);
-    if (last.op && !last.op->done) return CUDA_ERROR_NOT_READY;
+    if (last.op && !last.op->done) {
+      timing::this_thread_clock().polled_not_ready(s.get());  // the thread may be polling
+      return CUDA_ERROR_NOT_READY;
+    }
     vid = last.vid;
   }
-  vclock::advance_to(impl_->finish_of(vid));
+  const double finish = impl_->finish_of(vid);
+  timing::this_thread_clock().polled_ready(s.get(), finish);
+  vclock::advance_to(finish);
   return CUDA_SUCCESS;
 }
 
@@ -824,10 +829,15 @@ CUresult StreamManager::event_query(CUevent event) {
   {
     std::lock_guard lock(impl_->mu);
     if (!e->recorded) return CUDA_SUCCESS;
-    if (e->op && !e->op->done) return CUDA_ERROR_NOT_READY;
+    if (e->op && !e->op->done) {
+      timing::this_thread_clock().polled_not_ready(e.get());  // the thread may be polling
+      return CUDA_ERROR_NOT_READY;
+    }
     vid = e->vid;
   }
-  vclock::advance_to(impl_->finish_of(vid));
+  const double finish = impl_->finish_of(vid);
+  timing::this_thread_clock().polled_ready(e.get(), finish);
+  vclock::advance_to(finish);
   return CUDA_SUCCESS;
 }
 

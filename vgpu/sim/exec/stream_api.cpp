@@ -243,7 +243,9 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
 VGPU_EXPORT CUresult CUDAAPI cuCtxSynchronize(void) { VGPU_CALL_SCOPE(); return cuCtxSynchronize_v2(nullptr); }
 
 #define A(...) __VA_ARGS__
-VGPU_BOTH(query, cuStreamQuery, (CUstream s), A(s))
+// A question about work: its own bracket (the polling rule, timing/thread_clock.h).
+VGPU_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream s) { VGPU_QUERY_CALL_SCOPE(); return query(s, false); }
+VGPU_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream s) { VGPU_QUERY_CALL_SCOPE(); return query(s, true); }
 VGPU_BOTH(sync, cuStreamSynchronize, (CUstream s), A(s))
 VGPU_BOTH(wait_event, cuStreamWaitEvent, (CUstream s, CUevent e, unsigned int f), A(s, e, f))
 VGPU_BOTH(host_func, cuLaunchHostFunc, (CUstream s, CUhostFn fn, void* d), A(s, fn, d))
