@@ -52,15 +52,10 @@ void write_timeline() {
 
 }  // namespace
 
-CallScope::CallScope() { enter_call(); }
-CallScope::~CallScope() { leave_call(); }
-NeutralCallScope::NeutralCallScope() { enter_neutral_call(); }
-NeutralCallScope::~NeutralCallScope() { leave_call(); }
-QueryCallScope::QueryCallScope() { this_thread_clock().enter_query(); }
-QueryCallScope::~QueryCallScope() { leave_call(); }
 
 void enter_call() { this_thread_clock().enter(); }
 void enter_neutral_call() { this_thread_clock().enter_neutral(); }
+void enter_query_call() { this_thread_clock().enter_query(); }
 
 void leave_call() {
   // The clock will only creep from here until the thread's next call: a valid floor.

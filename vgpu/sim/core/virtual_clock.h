@@ -18,42 +18,30 @@ namespace vgpu::vclock {
 // always a kept promise; it only delays reclaiming the work that finishes in between.
 inline constexpr double kFloorStep = 10e-6;
 
-// Brackets one driver call. The outermost scope on a thread first adds the CPU time the thread
-// spent since it last left the driver, and on exit records the CPU time, so that the time
-// spent inside the call is not charged. Scopes nest (an entry point calling submit()).
-class CallScope {
- public:
-  CallScope();
-  ~CallScope();
-  CallScope(const CallScope&) = delete;
-  CallScope& operator=(const CallScope&) = delete;
-};
-
-// The bracket of an entry point that neither asks about work nor does any (timing/thread_clock.h,
-// enter_neutral): the current context, device and attribute calls.
-class NeutralCallScope {
- public:
-  NeutralCallScope();
-  ~NeutralCallScope();
-  NeutralCallScope(const NeutralCallScope&) = delete;
-  NeutralCallScope& operator=(const NeutralCallScope&) = delete;
-};
-
-// The bracket of a question about work (cuStreamQuery, cuEventQuery): while the thread polls,
-// the time since its last question was waiting (timing/thread_clock.h, enter_query).
-class QueryCallScope {
- public:
-  QueryCallScope();
-  ~QueryCallScope();
-  QueryCallScope(const QueryCallScope&) = delete;
-  QueryCallScope& operator=(const QueryCallScope&) = delete;
-};
-
-// The same brackets as calls, for code built into both backends (front/driver/device_api.cpp),
-// which reaches them through weak references: the passthrough library keeps no virtual clocks.
+// The brackets of one driver call, as calls too (for code built into both backends,
+// front/driver/device_api.cpp, which reaches them through weak references: the passthrough
+// library keeps no virtual clocks). The outermost bracket on a thread first adds the CPU time the
+// thread spent since it last left the driver, and on exit records the CPU time, so that the time
+// spent inside the call is not charged; brackets nest (an entry point calling submit()).
+// enter_neutral_call: a call that neither asks about work nor does any (the current context,
+// device and attribute calls); enter_query_call: a question about work (cuStreamQuery,
+// cuEventQuery). Either keeps a polling thread polling (timing/thread_clock.h).
 void enter_call();
 void enter_neutral_call();
+void enter_query_call();
 void leave_call();
+
+template <void (*Enter)()>
+class BasicCallScope {
+ public:
+  BasicCallScope() { Enter(); }
+  ~BasicCallScope() { leave_call(); }
+  BasicCallScope(const BasicCallScope&) = delete;
+  BasicCallScope& operator=(const BasicCallScope&) = delete;
+};
+using CallScope = BasicCallScope<enter_call>;
+using NeutralCallScope = BasicCallScope<enter_neutral_call>;
+using QueryCallScope = BasicCallScope<enter_query_call>;
 
 // The calling thread's virtual clock, seconds.
 double now();
