@@ -240,6 +240,66 @@ TEST(VirtualClock, ThreadWithoutGpuWorkKeepsRealTime) {
 
 // (c) Readings never go back, across the switch to virtual time and after it; the switch does
 // not jump forward either.
+// The driver's own reading of the calling thread's virtual clock, seconds (its clock table,
+// contracts/vgpu_clock_table.h): absolute, where the shim's readings start from the real clock.
+double driver_virtual_seconds() {
+  const void* table = nullptr;
+  CUuuid id;
+  std::memcpy(id.bytes, vgpu::darkapi::kVgpuClockTableUuid, sizeof id.bytes);
+  if (cuGetExportTable(&table, &id) != CUDA_SUCCESS || table == nullptr) return -1;
+  auto now = reinterpret_cast<int (*)(double*)>(const_cast<void*>(static_cast<const void* const*>(table)[1]));
+  double t = -1;
+  return now(&t) == 0 ? t : -1;
+}
+
+// (c) Work handed between threads through a condition variable carries virtual time
+// (vclock/handoff.h): a thread that keeps virtual time and wakes from a signal goes on from the
+// virtual time of the thread that signalled, as PyTorch's main thread does from its autograd
+// thread at the end of backward(). Both waits: the untimed one and one with a timeout. Without
+// the shim nothing is handed over.
+TEST(VirtualClock, AWokenThreadGoesOnFromItsSignaller) {
+  for (const bool timed : {false, true}) {
+    std::mutex mu;
+    std::condition_variable cv;
+    int phase = 0;  // 1: the waiter keeps virtual time and waits; 2: signalled
+    double signaller_at = 0, waiter_before = 0, waiter_at = 0;
+    std::thread waiter([&] {
+      Work w;
+      w.first_submission();
+      waiter_before = driver_virtual_seconds();
+      std::unique_lock lk(mu);
+      phase = 1;
+      cv.notify_all();
+      if (timed)
+        cv.wait_for(lk, std::chrono::seconds(60), [&] { return phase == 2; });
+      else
+        cv.wait(lk, [&] { return phase == 2; });
+      waiter_at = driver_virtual_seconds();
+    });
+    std::thread signaller([&] {
+      Work w;
+      w.first_submission();
+      {
+        std::unique_lock lk(mu);
+        cv.wait(lk, [&] { return phase == 1; });
+      }
+      w.long_kernel();
+      signaller_at = driver_virtual_seconds();
+      std::lock_guard lk(mu);
+      phase = 2;
+      cv.notify_all();
+    });
+    signaller.join();
+    waiter.join();
+    ASSERT_GE(waiter_before, 0);
+    ASSERT_GT(signaller_at, waiter_before + 3.0) << "the signaller's clock leads by its kernel";
+    if (expect_virtual())
+      EXPECT_GE(waiter_at, signaller_at) << "timed " << timed << ": the waiter went on from before its signaller";
+    else
+      EXPECT_LT(waiter_at, waiter_before + 1.0) << "timed " << timed << ": handed over without the shim";
+  }
+}
+
 TEST(VirtualClock, ReadingsAreMonotonicAcrossTheSwitch) {
   on_new_thread([] {
     int64_t last[kReaderCount];
@@ -416,15 +476,17 @@ TEST(VirtualClock, DriverServesTheClockTable) {
   OK(cuGetExportTable(&table, &id));
   ASSERT_NE(table, nullptr);
   const auto* slots = static_cast<const void* const*>(table);
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(slots[0]), 3 * sizeof(void*));
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(slots[0]), 4 * sizeof(void*));
   auto version = reinterpret_cast<int (*)()>(const_cast<void*>(slots[2]));
-  EXPECT_EQ(version(), 1);
+  EXPECT_EQ(version(), 2);
   auto now = reinterpret_cast<int (*)(double*)>(const_cast<void*>(slots[1]));
+  auto handoff = reinterpret_cast<int (*)(double)>(const_cast<void*>(slots[3]));
   EXPECT_EQ(now(nullptr), -1);
   on_new_thread([&] {
     double t = -7;
     EXPECT_EQ(now(&t), -1) << "a thread that never submitted has no virtual clock";
     EXPECT_EQ(t, -7);
+    EXPECT_EQ(handoff(1e3), -1) << "nor is one made by a hand-over";
     Work w;
     EXPECT_EQ(now(&t), -1) << "making a context current is no submission";
     w.first_submission();
@@ -433,6 +495,14 @@ TEST(VirtualClock, DriverServesTheClockTable) {
     const int64_t elapsed = w.long_kernel();
     ASSERT_EQ(now(&t), 0);
     EXPECT_GE(t - t0, static_cast<double>(elapsed) * 1e-9 - 1e-6);
+    // A hand-over moves the clock forward, never back.
+    EXPECT_EQ(handoff(t + 2.0), 0);
+    ASSERT_EQ(now(&t), 0);
+    const double moved = t;
+    EXPECT_GE(moved - t0, static_cast<double>(elapsed) * 1e-9 + 2.0 - 1e-6);
+    EXPECT_EQ(handoff(t0), 0);
+    ASSERT_EQ(now(&t), 0);
+    EXPECT_GE(t, moved);
   });
 }
 

@@ -54,6 +54,7 @@ enum class Id : int {
   sim_nccl_data_bytes,
   sim_copy_data_bytes,
   sim_memory_report,
+  clock_report,
   real_libcuda,
   physical_devices,
   launch_policy,
@@ -153,6 +154,11 @@ inline constexpr Spec kSpecs[] = {
      "at exit the sim driver appends one JSON line of the process's host memory and its own share "
      "(module tables, device memory touched) to this file (`%p` = the process id)",
      "sim driver", 0, 0, {}, Reading::each_use},
+    {Id::clock_report, "VGPU_CLOCK_REPORT", Type::path, "",
+     "at exit each process appends one JSON line per host thread that kept virtual time: where its "
+     "virtual clock's time came from (CPU time, the driver's own work, synchronizations, polling, "
+     "raises to a device's horizon, hand-overs from other threads) to this file (`%p` = the process id)",
+     "both drivers", 0, 0, {}, Reading::each_use},
     {Id::real_libcuda, "VGPU_REAL_LIBCUDA", Type::path, "",
      "the real driver (unset: versioned libcuda beside ours, then the usual system paths)", "passthrough"},
     {Id::physical_devices, "VGPU_PHYSICAL_DEVICES", Type::int_list, "",

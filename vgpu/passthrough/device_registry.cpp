@@ -27,6 +27,12 @@ bool backend_thread_virtual_now(double* seconds) {
   return true;
 }
 
+bool backend_thread_handoff(double seconds) {
+  if (!pt::thread_clock::has_clock()) return false;
+  pt::thread_clock::handoff(seconds);
+  return true;
+}
+
 bool backend_thread_in_call() { return pt::thread_clock::paused(); }
 
 }  // namespace vgpu

@@ -29,7 +29,7 @@ double now(int device) {
   const double n = c.now();
   if (device < 0 || device >= kMaxDevices) return n;
   const double h = g_horizon[static_cast<size_t>(device)].load(std::memory_order_relaxed);
-  return c.advance_to(h) ? h : n;
+  return c.advance_to(h, timing::ClockTally::horizon) ? h : n;
 }
 
 void advance_to(double t, int device) {
@@ -38,6 +38,8 @@ void advance_to(double t, int device) {
   c.advance_to(t);
   raise_horizon(device, c.now());
 }
+
+void handoff(double t) { this_thread_clock().advance_to(t, timing::ClockTally::handoff); }
 
 void polled_not_ready(const void* awaited) { this_thread_clock().polled_not_ready(awaited); }
 bool polled_ready(const void* awaited, double finish) { return this_thread_clock().polled_ready(awaited, finish); }

@@ -20,6 +20,10 @@ double now(int device = -1);
 // Synchronization with work on `device` that finishes at `t`: the thread's clock jumps there
 // (never back) and the device's horizon follows.
 void advance_to(double t, int device);
+// The thread goes on from work another thread handed it at virtual time `t` (it woke from a
+// condition variable that thread signalled: vgpu's clock table, slot 3): its clock moves there,
+// never back; the device's horizon does not follow (the handing thread's work may be unrelated).
+void handoff(double t);
 // Whether the thread has a virtual clock: it submitted or synchronized work since it started.
 bool has_clock();
 // Whether the thread is inside a call vgpu times (a Pause is open).

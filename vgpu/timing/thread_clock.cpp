@@ -1,15 +1,25 @@
 #include "timing/thread_clock.h"
 
+#include "timing/clock_report.h"
+
 namespace vgpu::timing {
 
 namespace {
-thread_local ThreadClock t_clock;  // constant-initialized: no guard on the hot path
+constinit thread_local ThreadClock t_clock;  // constant-initialized: no guard on the hot path
 }  // namespace
 
 ThreadClock& this_thread_clock() { return t_clock; }
 
+void ThreadClock::started_keeping_time() {
+  keeps_time_ = true;
+  clock_report::register_thread(*this);
+}
+
 void ThreadClock::charge() {
-  if (depth_ == 0 && !polling_) now_ += outside_.take();
+  if (depth_ != 0 || polling_) return;
+  const double cpu = outside_.take();
+  now_ += cpu;
+  tally_.add(ClockTally::cpu, cpu);
 }
 
 void ThreadClock::enter(bool blocking) {
@@ -17,15 +27,21 @@ void ThreadClock::enter(bool blocking) {
     blocking_ = blocking_ || blocking;
     return;
   }
-  now_ += outside_.enter();  // also the time since a "not ready": it was work
-  polling_ = false;          // any other call ends the polling
+  const double cpu = outside_.enter();  // also the time since a "not ready": it was work
+  now_ += cpu;
+  tally_.add(ClockTally::cpu, cpu);
+  tally_.calls.store(tally_.calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+  polling_ = false;  // any other call ends the polling
   blocking_ = blocking;
 }
 
 void ThreadClock::enter_query() {
   if (depth_++ > 0) return;
   const double outside = outside_.enter();
-  if (!polling_) now_ += outside;  // while polling, the time since the last question was waiting
+  // While polling, the time since the last question was waiting.
+  if (!polling_) now_ += outside;
+  tally_.add(polling_ ? ClockTally::dropped : ClockTally::cpu, outside);
+  tally_.calls.store(tally_.calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   blocking_ = false;
 }
 
@@ -43,9 +59,10 @@ double ThreadClock::now() {
   return now_;
 }
 
-bool ThreadClock::advance_to(double t) {
+bool ThreadClock::advance_to(double t, ClockTally::Source why) {
   charge();
   if (!(t > now_)) return false;
+  tally_.add(why, t - now_);
   now_ = t;
   return true;
 }
@@ -65,7 +82,10 @@ bool ThreadClock::polled_ready(const void* awaited, double finish) {
     if (awaited_[i] != awaited) continue;
     awaited_[i] = awaited_[--awaiting_];
     if (awaiting_ == 0) polling_ = false;
-    if (finish > now_) now_ = finish;
+    if (finish > now_) {
+      tally_.add(ClockTally::poll, finish - now_);
+      now_ = finish;
+    }
     return true;
   }
   return false;

@@ -23,10 +23,24 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 
 #include "timing/outside_cpu_time.h"
 
 namespace vgpu::timing {
+
+// Where a thread's virtual time came from, summed since it started keeping time, for
+// VGPU_CLOCK_REPORT (clock_report.h): written only by the thread itself, read by the report at
+// exit (relaxed atomics: a plain store on x86, and no race for the reader).
+struct ClockTally {
+  enum Source { cpu, driver, sync, poll, horizon, handoff, dropped, kSources };
+  std::array<std::atomic<double>, kSources> seconds{};
+  std::atomic<unsigned long> calls{0};
+  void add(Source s, double v) {
+    std::atomic<double>& a = seconds[s];
+    a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
+  }
+};
 
 class ThreadClock {
  public:
@@ -48,7 +62,10 @@ class ThreadClock {
   // Inside a call: `seconds` of it were the real driver's own work, which a real machine's
   // thread spends too (the rest of the call is vgpu's own and is not charged).
   void charge_driver(double seconds) {
-    if (seconds > 0) now_ += seconds;
+    if (seconds > 0) {
+      now_ += seconds;
+      tally_.add(ClockTally::driver, seconds);
+    }
   }
   // Leaving a call; true when it was the outermost one (the clock creeps again from here).
   bool leave();
@@ -58,14 +75,17 @@ class ThreadClock {
   // polling: then it stands still).
   double now();
   // Synchronization with work finishing at `t`: the clock jumps there, never back. Returns
-  // whether it moved.
-  bool advance_to(double t);
+  // whether it moved. `why`: what the jump is counted as (ClockTally::sync or ::horizon).
+  bool advance_to(double t, ClockTally::Source why = ClockTally::sync);
   // The clock as last charged, charging nothing (for promises made from inside a call).
   double reading() const { return now_; }
 
   // Whether the thread keeps virtual time (it submitted or synchronized work), and from when.
   bool keeps_time() const { return keeps_time_; }
-  void start_keeping_time() { keeps_time_ = true; }
+  void start_keeping_time() {
+    if (!keeps_time_) started_keeping_time();
+  }
+  const ClockTally& tally() const { return tally_; }
 
   // Polling (see above): a query about `awaited` answered "not ready" / "ready" (`finish`: the
   // work's virtual finish, < 0 unknown). polled_ready returns whether the clock moved.
@@ -78,6 +98,7 @@ class ThreadClock {
 
  private:
   void charge();
+  void started_keeping_time();  // once: registers the thread with VGPU_CLOCK_REPORT when set
 
   double now_ = 0;
   OutsideCpuTime outside_;
@@ -87,6 +108,7 @@ class ThreadClock {
   bool polling_ = false;   // the last question was answered "not ready"
   std::array<const void*, 8> awaited_{};  // what the polling asked about
   int awaiting_ = 0;
+  ClockTally tally_;
 };
 
 // The calling thread's clock.

@@ -16,6 +16,7 @@ using darkapi::ThreadVirtualNowFn;
 enum State : int { kLooking = 0, kFound = 1, kGivenUp = 2 };
 
 std::atomic<ThreadVirtualNowFn> g_now{nullptr};
+std::atomic<darkapi::ThreadHandoffFn> g_handoff{nullptr};  // version 2 drivers
 std::atomic<int> g_state{kLooking};
 std::atomic<int64_t> g_next_try_ns{0};
 std::atomic<bool> g_trying{false};
@@ -45,23 +46,32 @@ int collect(dl_phdr_info* info, size_t, void* data) {
   return 0;
 }
 
-// The thread_virtual_now slot of a clock table, or null when it is not one this shim knows.
-ThreadVirtualNowFn slot_of(const void* table) {
-  if (table == nullptr) return nullptr;
+// The slots of a clock table this shim knows (a version-1 table has no hand-over).
+struct Slots {
+  ThreadVirtualNowFn now = nullptr;
+  darkapi::ThreadHandoffFn handoff = nullptr;
+};
+Slots slots_of(const void* table) {
+  if (table == nullptr) return {};
   const auto* slots = static_cast<const void* const*>(table);
   const auto size = reinterpret_cast<uintptr_t>(slots[darkapi::kClockSlotSize]);
-  if (size < darkapi::kClockTableSlots * sizeof(void*)) return nullptr;
+  if (size < darkapi::kClockTableSlotsV1 * sizeof(void*)) return {};
   auto version = reinterpret_cast<darkapi::ClockTableVersionFn>(
       const_cast<void*>(slots[darkapi::kClockSlotVersion]));
-  if (version == nullptr || version() < 1) return nullptr;
-  return reinterpret_cast<ThreadVirtualNowFn>(
-      const_cast<void*>(slots[darkapi::kClockSlotThreadVirtualNow]));
+  const int v = version == nullptr ? 0 : version();
+  if (v < 1) return {};
+  Slots out;
+  out.now = reinterpret_cast<ThreadVirtualNowFn>(const_cast<void*>(slots[darkapi::kClockSlotThreadVirtualNow]));
+  if (v >= 2 && size >= darkapi::kClockTableSlots * sizeof(void*))
+    out.handoff = reinterpret_cast<darkapi::ThreadHandoffFn>(const_cast<void*>(slots[darkapi::kClockSlotThreadHandoff]));
+  return out;
 }
 
-// Takes `now` as the driver's clock unless one was taken already.
-bool adopt(ThreadVirtualNowFn now) {
+// Takes the table's slots as the driver's clock unless one was taken already.
+bool adopt(Slots slots) {
   ThreadVirtualNowFn expected = nullptr;
-  if (now == nullptr || !g_now.compare_exchange_strong(expected, now)) return false;
+  if (slots.now == nullptr || !g_now.compare_exchange_strong(expected, slots.now)) return false;
+  g_handoff.store(slots.handoff, std::memory_order_release);
   g_state.store(kFound, std::memory_order_release);
   return true;
 }
@@ -73,7 +83,7 @@ bool try_library(const char* path) {
   using GetExportTable = int (*)(const void**, const void*);
   auto get = reinterpret_cast<GetExportTable>(dlsym(h, "cuGetExportTable"));
   const void* table = nullptr;
-  if (get != nullptr && get(&table, darkapi::kVgpuClockTableUuid) == 0 && adopt(slot_of(table)))
+  if (get != nullptr && get(&table, darkapi::kVgpuClockTableUuid) == 0 && adopt(slots_of(table)))
     return true;
   dlclose(h);
   return false;
@@ -114,6 +124,12 @@ int driver_virtual_now(int64_t real_monotonic_ns, double* seconds) {
              : darkapi::kClockNone;
 }
 
+bool driver_handoff(double seconds) {
+  if (g_forked.load(std::memory_order_relaxed) || g_state.load(std::memory_order_acquire) != kFound) return false;
+  darkapi::ThreadHandoffFn handoff = g_handoff.load(std::memory_order_acquire);
+  return handoff != nullptr && handoff(seconds) == darkapi::kClockVirtual;
+}
+
 void forget_driver_after_fork() { g_forked.store(true, std::memory_order_relaxed); }
 
 }  // namespace vgpu::vclock_shim
@@ -127,5 +143,5 @@ extern "C" void vgpu_vclock_attach(const void* table) {
   void* h = nullptr;
   if (dladdr(table, &info) != 0 && info.dli_fname != nullptr)
     h = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
-  if (!adopt(slot_of(table)) && h != nullptr) dlclose(h);
+  if (!adopt(slots_of(table)) && h != nullptr) dlclose(h);
 }

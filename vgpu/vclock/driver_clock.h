@@ -29,6 +29,11 @@ inline constexpr int64_t kRetryNs = 50'000'000;  // 50 ms
 // `real_monotonic_ns`: the real CLOCK_MONOTONIC now, which paces the lookups.
 int driver_virtual_now(int64_t real_monotonic_ns, double* seconds);
 
+// The calling thread goes on from work handed over at the virtual time `seconds` (the driver's
+// clock table, slot 3): true when the driver moved the thread's clock (or it was already past).
+// False, nothing done, while no driver of version 2 or later is known or the thread has no clock.
+bool driver_handoff(double seconds);
+
 // In a forked child: the parent's driver state was copied, not inherited; every thread of the
 // child keeps real time (from where its readings were).
 void forget_driver_after_fork();

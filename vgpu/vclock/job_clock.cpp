@@ -68,6 +68,18 @@ bool real_deadline(int c, const timespec& abs, timespec* out) {
   return true;
 }
 
+bool job_virtual_seconds(double* seconds) {
+  if (t_inside) return false;
+  const Guard guard;
+  return driver_virtual_now(real::now_ns(kMonotonic), seconds) == darkapi::kClockVirtual;
+}
+
+bool job_handoff(double seconds) {
+  if (t_inside) return false;
+  const Guard guard;
+  return driver_handoff(seconds);
+}
+
 void install() {
   real::resolve_all();
   pthread_atfork(nullptr, nullptr, after_fork_in_child);

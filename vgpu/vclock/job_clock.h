@@ -23,6 +23,12 @@ int64_t job_now_ns(int c, int64_t real_ns);
 // that the caller passes `abs` through unchanged.
 bool real_deadline(int c, const timespec& abs, timespec* out);
 
+// Hand-overs between threads (handoff.h): the calling thread's virtual clock in the driver, in
+// seconds, when it has one (false on threads without one, inside a driver call, or inside the
+// shim); and moving it to `seconds`, never back (false when nothing was moved or could be).
+bool job_virtual_seconds(double* seconds);
+bool job_handoff(double seconds);
+
 // Registers the fork handler and resolves the real definitions (the shim's constructor).
 void install();
 

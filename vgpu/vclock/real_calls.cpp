@@ -32,6 +32,9 @@ Next g_clock_gettime{"clock_gettime"};
 Next g_gettimeofday{"gettimeofday"};
 Next g_time{"time"};
 Next g_clock_nanosleep{"clock_nanosleep"};
+Next g_cond_signal{"pthread_cond_signal"};
+Next g_cond_broadcast{"pthread_cond_broadcast"};
+Next g_cond_wait{"pthread_cond_wait"};
 Next g_cond_timedwait{"pthread_cond_timedwait"};
 Next g_cond_clockwait{"pthread_cond_clockwait"};
 Next g_sem_timedwait{"sem_timedwait"};
@@ -67,6 +70,21 @@ time_t time(time_t* out) {
 int clock_nanosleep(clockid_t id, int flags, const timespec* req, timespec* rem) {
   if (auto f = g_clock_nanosleep.get<int (*)(clockid_t, int, const timespec*, timespec*)>())
     return f(id, flags, req, rem);
+  return ENOSYS;
+}
+
+int pthread_cond_signal(pthread_cond_t* cond) {
+  if (auto f = g_cond_signal.get<int (*)(pthread_cond_t*)>()) return f(cond);
+  return ENOSYS;
+}
+
+int pthread_cond_broadcast(pthread_cond_t* cond) {
+  if (auto f = g_cond_broadcast.get<int (*)(pthread_cond_t*)>()) return f(cond);
+  return ENOSYS;
+}
+
+int pthread_cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex) {
+  if (auto f = g_cond_wait.get<int (*)(pthread_cond_t*, pthread_mutex_t*)>()) return f(cond, mutex);
   return ENOSYS;
 }
 
@@ -114,7 +132,7 @@ int64_t now_ns(int clock_index) {
 
 void resolve_all() {
   for (Next* n : {&g_clock_gettime, &g_gettimeofday, &g_time, &g_clock_nanosleep,
-                  &g_cond_timedwait, &g_cond_clockwait, &g_sem_timedwait, &g_sem_clockwait,
+                  &g_cond_signal, &g_cond_broadcast, &g_cond_wait, &g_cond_timedwait, &g_cond_clockwait, &g_sem_timedwait, &g_sem_clockwait,
                   &g_mutex_timedlock, &g_mutex_clocklock})
     n->get<void*>();
 }

@@ -18,6 +18,9 @@ int gettimeofday(timeval* tv, void* tz);
 time_t time(time_t* out);
 
 int clock_nanosleep(clockid_t id, int flags, const timespec* req, timespec* rem);
+int pthread_cond_signal(pthread_cond_t* cond);
+int pthread_cond_broadcast(pthread_cond_t* cond);
+int pthread_cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex);
 int pthread_cond_timedwait(pthread_cond_t* cond, pthread_mutex_t* mutex, const timespec* abs);
 int pthread_cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex, clockid_t id,
                            const timespec* abs);

@@ -10,11 +10,15 @@
 // unless set with pthread_condattr_setclock). The deadline is moved by the CLOCK_MONOTONIC
 // offset; the REALTIME offset differs from it only by how much the real clocks drifted apart
 // since the thread switched (NTP slewing), which is negligible for a timeout.
+//
+// Condition variables also carry virtual time from the thread that signals to the thread that
+// wakes (handoff.h), so every wait on one is interposed, the untimed one too.
 #include <pthread.h>
 #include <semaphore.h>
 #include <time.h>
 
 #include "vclock/clock_ids.h"
+#include "vclock/handoff.h"
 #include "vclock/job_clock.h"
 #include "vclock/real_calls.h"
 
@@ -40,16 +44,36 @@ VCLOCK_EXPORT int clock_nanosleep(clockid_t id, int flags, const struct timespec
   return real::clock_nanosleep(id, flags, req, rem);
 }
 
+VCLOCK_EXPORT int pthread_cond_signal(pthread_cond_t* cond) {
+  handoff::signalled(cond);
+  return real::pthread_cond_signal(cond);
+}
+
+VCLOCK_EXPORT int pthread_cond_broadcast(pthread_cond_t* cond) {
+  handoff::signalled(cond);
+  return real::pthread_cond_broadcast(cond);
+}
+
+VCLOCK_EXPORT int pthread_cond_wait(pthread_cond_t* cond, pthread_mutex_t* mutex) {
+  const int r = real::pthread_cond_wait(cond, mutex);
+  if (r == 0) handoff::woke(cond);
+  return r;
+}
+
 VCLOCK_EXPORT int pthread_cond_timedwait(pthread_cond_t* cond, pthread_mutex_t* mutex,
                                          const struct timespec* abs) {
   timespec moved{};
-  return real::pthread_cond_timedwait(cond, mutex, deadline(CLOCK_MONOTONIC, abs, &moved));
+  const int r = real::pthread_cond_timedwait(cond, mutex, deadline(CLOCK_MONOTONIC, abs, &moved));
+  if (r == 0) handoff::woke(cond);
+  return r;
 }
 
 VCLOCK_EXPORT int pthread_cond_clockwait(pthread_cond_t* cond, pthread_mutex_t* mutex,
                                          clockid_t id, const struct timespec* abs) {
   timespec moved{};
-  return real::pthread_cond_clockwait(cond, mutex, id, deadline(id, abs, &moved));
+  const int r = real::pthread_cond_clockwait(cond, mutex, id, deadline(id, abs, &moved));
+  if (r == 0) handoff::woke(cond);
+  return r;
 }
 
 VCLOCK_EXPORT int sem_timedwait(sem_t* sem, const struct timespec* abs) {

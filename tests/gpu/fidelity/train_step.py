@@ -9,7 +9,9 @@ Options: --layers L (12) --d D (768) --batch B (8 per rank) --seq S (1024) --ste
 --warmup W (5) --kernels FILE (after the timed steps, one more step under torch.profiler: each
 kernel's count and total GPU time on this rank go to FILE, "%r" replaced by the rank, for
 kernel_compare.py to set beside vgpu's timeline of the same step). Besides the step, CUDA events split it into forward, backward and optimizer
-phases (what each phase costs tells where a simulated step differs from the real one).
+phases (what each phase costs tells where a simulated step differs from the real one), and rank
+0's host side of each (its step clock and its thread's CPU time: host_ms, thread_cpu_ms) tells a
+slower host from a longer wait.
 Prints, on rank 0, one line: RESULT {json} with the median and every step time in ms.
 """
 import argparse
@@ -18,9 +20,33 @@ import os
 import sys
 import time
 
-import torch
-import torch.distributed as dist
-import torch.nn.functional as F
+
+def pin_rank():
+    """PIN_CORES_PER_RANK=N (an experiment, not a default): this rank's process keeps N logical
+    CPUs of those it may use, distinct physical cores first, so that ranks sharing one host do
+    not share cores; set before torch starts its threads, which inherit it."""
+    per = int(os.environ.get("PIN_CORES_PER_RANK", "0") or 0)
+    if per <= 0:
+        return
+    allowed, order, seen = sorted(os.sched_getaffinity(0)), [], set()
+    for cpu in allowed:
+        try:
+            with open(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list") as f:
+                core = f.read().strip()
+        except OSError:
+            core = str(cpu)
+        (order.append(cpu) if core not in seen else None)
+        seen.add(core)
+    order += [c for c in allowed if c not in order]
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    mine = order[local * per:(local + 1) * per] or allowed
+    os.sched_setaffinity(0, mine)
+
+
+pin_rank()
+import torch  # noqa: E402
+import torch.distributed as dist  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import gpt2_tiny  # noqa: E402
@@ -91,22 +117,32 @@ def main():
     gen = torch.Generator(device=device).manual_seed(1234 + rank)
     autocast = args.mode != "fsdp2"  # FSDP2 casts through its mixed-precision policy
 
-    def one_step(marks=None):
+    def host_mark(host):
+        # The host's side of each phase: the step's clock and this thread's CPU time (never
+        # virtual), to tell a phase whose host is slower from one that waits longer.
+        if host is not None:
+            host.append((time.perf_counter(), time.thread_time()))
+
+    def one_step(marks=None, host=None):
         idx = torch.randint(0, 50257, (args.batch, args.seq + 1), device=device, generator=gen)
         if marks:
             marks[0].record()
+        host_mark(host)
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
             logits = model(idx[:, :-1])
             loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), idx[:, 1:].reshape(-1))
         if marks:
             marks[1].record()
+        host_mark(host)
         loss.backward()
         if marks:
             marks[2].record()
+        host_mark(host)
         opt.step()
         opt.zero_grad(set_to_none=True)
         if marks:
             marks[3].record()
+        host_mark(host)
         return loss
 
     for _ in range(args.warmup):
@@ -115,18 +151,22 @@ def main():
     if distributed:
         dist.barrier()
         torch.cuda.synchronize()
-    steps, phases, walls = [], [], []
+    steps, phases, walls, hosts = [], [], [], []
     for _ in range(args.steps):
         marks = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+        host = []
         t0 = time.perf_counter()
         # CLOCK_TAI is never virtual under vgpu-run (the clock shim leaves it real): the wall
         # time a simulated step costs, for the simulation-speed figures (issue 21).
         w0 = time.clock_gettime(time.CLOCK_TAI)
-        loss = one_step(marks)
+        loss = one_step(marks, host)
         torch.cuda.synchronize()
+        host_mark(host)
         steps.append((time.perf_counter() - t0) * 1e3)
         walls.append((time.clock_gettime(time.CLOCK_TAI) - w0) * 1e3)
         phases.append([marks[i].elapsed_time(marks[i + 1]) for i in range(3)])
+        # forward, backward, optimizer, the final synchronize: (step clock, thread CPU) ms each
+        hosts.append([((host[i + 1][0] - host[i][0]) * 1e3, (host[i + 1][1] - host[i][1]) * 1e3) for i in range(4)])
     final_loss = loss.item()
     if args.kernels:
         profile_kernels(one_step, args.kernels.replace("%r", str(rank)))
@@ -139,6 +179,8 @@ def main():
         med = max(every.cpu().tolist())
     if rank == 0:
         ph = [sorted(p[i] for p in phases)[len(phases) // 2] for i in range(3)]
+        host_ms = [round(sorted(h[i][0] for h in hosts)[len(hosts) // 2], 3) for i in range(4)]
+        cpu_ms = [round(sorted(h[i][1] for h in hosts)[len(hosts) // 2], 3) for i in range(4)]
         world = dist.get_world_size() if distributed else 1
         print("RESULT " + json.dumps({
             "mode": args.mode + ("+compile" if args.compile else ""), "world": world,
@@ -146,6 +188,8 @@ def main():
             "step_ms": round(med, 3), "steps_ms": [round(s, 3) for s in steps],
             "wall_ms": round(sorted(walls)[len(walls) // 2], 3),
             "forward_ms": round(ph[0], 3), "backward_ms": round(ph[1], 3), "optimizer_ms": round(ph[2], 3),
+            # rank 0's host side of forward, backward, optimizer and the final synchronize
+            "host_ms": host_ms, "thread_cpu_ms": cpu_ms,
             "loss": round(final_loss, 4)}), flush=True)
     if distributed:
         dist.destroy_process_group()

@@ -27,6 +27,11 @@ int backend_driver_version();
 // has one, false when its timing must stay real. Called from inside clock_gettime on any
 // thread: must not throw, log, or block on anything but the backend's own short locks.
 bool backend_thread_virtual_now(double* seconds);
+// The calling thread goes on from work another thread handed it when that thread's virtual
+// clock read `seconds` (vgpu's clock table, slot 3): a thread with a virtual clock moves there
+// (never back) and answers true; one without keeps real time and answers false. Same
+// constraints as backend_thread_virtual_now.
+bool backend_thread_handoff(double seconds);
 // Whether the calling thread is inside a driver call that vgpu times (its clock is paused):
 // its clock reads then stay real (the clock table answers kClockRealForNow), so that vgpu's and
 // the real driver's own timeouts keep real time.

@@ -1,5 +1,5 @@
 // The clock table (vgpu_clock_table.h), shared by both backends: its slots only ask the
-// backend's backend_thread_virtual_now.
+// backend's backend_thread_virtual_now and backend_thread_handoff.
 #include "contracts/vgpu_clock_table.h"
 
 #include <dlfcn.h>
@@ -29,12 +29,22 @@ int thread_virtual_now(double* seconds) noexcept {
   }
 }
 
+int thread_handoff(double seconds) noexcept {
+  try {
+    if (backend_thread_in_call()) return kClockNone;  // the driver's own waits hand nothing over
+    return backend_thread_handoff(seconds) ? kClockVirtual : kClockNone;
+  } catch (...) {
+    return kClockNone;
+  }
+}
+
 int version() noexcept { return kVgpuClockTableVersion; }
 
 const void* const kTable[kClockTableSlots] = {
     reinterpret_cast<const void*>(static_cast<uintptr_t>(kClockTableSlots * sizeof(void*))),
     reinterpret_cast<const void*>(&thread_virtual_now),
     reinterpret_cast<const void*>(&version),
+    reinterpret_cast<const void*>(&thread_handoff),
 };
 
 // When the driver is loaded into a process that preloads the clock shim (libvgpu-vclock.so,

@@ -3,6 +3,7 @@
 #include "sim/core/driver_state.h"
 #include "sim/core/thread_state.h"
 #include "sim/core/virtual_clock.h"
+#include "timing/thread_clock.h"
 
 namespace vgpu {
 namespace {
@@ -44,6 +45,15 @@ bool backend_thread_virtual_now(double* seconds) {
   ThreadState* t = this_thread_if_any();
   if (t == nullptr || t->rank <= ThreadState::kNoRank) return false;  // never submitted, or exiting
   *seconds = vclock::now();
+  return true;
+}
+
+// Moving the clock forward keeps the thread's promise to the engine (a floor is a lower bound);
+// the next call renews it. Only threads that are ranks have a clock to move.
+bool backend_thread_handoff(double seconds) {
+  ThreadState* t = this_thread_if_any();
+  if (t == nullptr || t->rank <= ThreadState::kNoRank) return false;
+  timing::this_thread_clock().advance_to(seconds, timing::ClockTally::handoff);
   return true;
 }
 
