@@ -69,9 +69,10 @@ def main():
             err = pct(sum(virt) / len(virt), sum(real) / len(real)) if real and virt else float("nan")
             print(f"{name:32s} {fmt(real):>24s} {fmt(virt):>24s} {err:+7.1f}%")
     eight = [k for k in steps if k[0] == "ddp" and k[1] == 8]
-    single = [k for k in steps if k[0] == "single" and "--batch 4" in k[2]]
+    single = [k for k in steps if k[0] == "single" and eight and k[2] == eight[0][2]]
     if eight and single and collective and os.path.exists(collective):
         k8, k1 = eight[0], single[0]
+        shape = " ".join(k8[2].split()[:4])  # --batch B --seq S
         s8 = steps[k8]["vgpu"][0]
         s1 = steps[k1]["vgpu"][0]
         grads = 124_439_808 * 4  # GPT-2 small's parameters (tied embedding), fp32 gradients
@@ -82,7 +83,7 @@ def main():
         last = model_us(25 << 20) / 1e3  # DDP's last bucket (25 MiB) cannot overlap anything
         hidden = backward[k1]
         predicted = s1 + max(last, total - hidden)
-        print(f"\n8 virtual GPUs, DDP (batch 4 x 512 per rank): step {s8:.2f} ms; 1 GPU {s1:.2f} ms + all-reduce "
+        print(f"\n8 virtual GPUs, DDP ({shape} per rank): step {s8:.2f} ms; 1 GPU {s1:.2f} ms + all-reduce "
               f"not hidden by the backward pass max({last:.2f}, {total:.2f} - {hidden:.2f}) ms = predicted "
               f"{predicted:.2f} ms ({pct(s8, predicted):+.1f}%)")
 
