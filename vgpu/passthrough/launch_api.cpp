@@ -17,6 +17,7 @@
 #include "passthrough/launch_facts.h"
 #include "passthrough/launch_policy.h"
 #include "passthrough/measure_lock.h"
+#include "passthrough/nccl_gate.h"
 #include "passthrough/nccl_timing.h"
 #include "passthrough/timeline_writer.h"
 #include "passthrough/passthrough.h"
@@ -189,7 +190,12 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
         !rec->begin(plan.signature, {t.context, stream, per_thread, function_facts(f).name, shape}))
       rec = nullptr;
   }
+  // An NCCL collective's kernel waits on the GPU for its communicator's other ranks (nccl_gate.h).
+  const nccl_gate::Ticket held = plan.timing.source == Timing::Source::nccl
+                                     ? nccl_gate::hold(plan.timing.nccl.launch, t.record_on)
+                                     : nccl_gate::Ticket{};
   const CUresult r = plan.run ? pause.real(vgpu::timing::DriverCall::launch, launch) : CUDA_SUCCESS;
+  nccl_gate::arrive(held);
   if (rec != nullptr) rec->end(r == CUDA_SUCCESS);
   OpRef op;
   if (r == CUDA_SUCCESS)

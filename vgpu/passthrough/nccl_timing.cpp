@@ -214,6 +214,11 @@ int global_gpu(int v) {
 
 bool plugin_present() { return plugin() != nullptr; }
 
+bool describe(uint64_t launch, vgpu_nccl_launch* out) {
+  const Plugin* p = plugin();
+  return p != nullptr && launch != 0 && out != nullptr && p->describe_launch(launch, out) == 0;
+}
+
 Attribution attribute(int gpu) {
   Attribution a;
   if (const Plugin* p = plugin()) a.launch = p->current_launch();

@@ -23,6 +23,7 @@
 #include <memory>
 #include <string_view>
 
+#include "contracts/nccl_plugin.h"
 #include "passthrough/virtual_timeline.h"
 
 namespace vgpu::pt::nccl_timing {
@@ -46,6 +47,10 @@ struct Attribution {
   uint64_t since = 0;
   std::shared_ptr<std::atomic<uint64_t>> until;  // 0: still open
 };
+// What NCCL's profiler told the plugin launch `launch` does (its communicator, this rank, its
+// operations); false when the plugin is absent or does not know the launch.
+bool describe(uint64_t launch, vgpu_nccl_launch* out);
+
 // The attribution of an NCCL kernel of `gpu` being launched now (call from inside the launch).
 Attribution attribute(int gpu);
 // The kernel is on its stream's virtual timeline as `op`: the plugin's transfers of its launch

@@ -1,17 +1,14 @@
 #include "passthrough/shared_durations.h"
 
-#include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <cmath>
-#include <cstring>
 #include <functional>
 
 #include "common/log.h"
 #include "common/settings.h"
+#include "passthrough/job_shared_file.h"
 #include "status/status_region.h"
 
 namespace vgpu::pt {
@@ -33,31 +30,8 @@ uint64_t SharedDurations::key_of(std::string_view signature) {
 }
 
 std::unique_ptr<SharedDurations> SharedDurations::open(const std::string& path) {
-  const size_t bytes = kSlots * sizeof(Slot);
-  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    log::once(log::Level::warn, "shared-durations",
-              fmt::format("passthrough: cannot open {} ({}); ranks keep their own measurements", path,
-                          std::strerror(errno)));
-    return nullptr;
-  }
-  // Accepted only as a private regular file of this user (another user may have made the name
-  // first in the shared /dev/shm), judged on the opened descriptor.
-  struct stat st{};
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_uid != getuid() || (st.st_mode & 077) != 0 ||
-      (static_cast<size_t>(st.st_size) != bytes && st.st_size != 0) ||
-      // Allocated now (posix_fallocate, not ftruncate): a full /dev/shm then refuses the table
-      // here instead of raising SIGBUS in the program at its first write.
-      (st.st_size == 0 && posix_fallocate(fd, 0, static_cast<off_t>(bytes)) != 0)) {
-    log::once(log::Level::warn, "shared-durations",
-              fmt::format("passthrough: {} is not a private table of this user; ranks keep their own "
-                          "measurements", path));
-    ::close(fd);
-    return nullptr;
-  }
-  void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  ::close(fd);
-  if (p == MAP_FAILED) return nullptr;
+  void* p = map_job_shared_file(path, kSlots * sizeof(Slot), "shared duration table (ranks keep their own measurements)");
+  if (p == nullptr) return nullptr;
   return std::unique_ptr<SharedDurations>(new SharedDurations(static_cast<Slot*>(p)));  // zero-filled: all empty
 }
 

@@ -1,0 +1,77 @@
+#include "passthrough/nccl_gate.h"
+
+#include <unistd.h>
+
+#include <string>
+
+#include "common/log.h"
+#include "common/settings.h"
+#include "passthrough/job_shared_file.h"
+#include "passthrough/nccl_gate_table.h"
+#include "passthrough/nccl_timing.h"
+#include "passthrough/passthrough_state.h"
+#include "status/status_region.h"
+
+namespace vgpu::pt::nccl_gate {
+namespace {
+
+// The table's name: a companion of the job's status region (removed with it), numbered past any
+// physical GPU so that it is never a GPU's shared duration table.
+constexpr int kCompanion = 1 << 20;
+
+
+// The process's table over the job's file, registered with the real driver so that every
+// context's GPU can wait on it; nullptr when either cannot be done (one log line says why).
+Table* process_table() {
+  static Table* t = [] () -> Table* {  // used until exit
+    const std::string region = status::region_name(getuid(), status::current_job_id());
+    void* p = region.empty() ? nullptr
+                             : map_job_shared_file(status::companion_path(region, kCompanion), Table::kBytes, "NCCL gate");
+    if (p == nullptr) return nullptr;
+    if (VGPU_REAL("cuMemHostRegister_v2", CUresult (*)(void*, size_t, unsigned))(
+            p, Table::kBytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP) != CUDA_SUCCESS) {
+      log::once(log::Level::warn, "nccl-gate", "passthrough: VGPU_NCCL_GATE: cannot register the gate's memory");
+      return nullptr;
+    }
+    return new Table(p);
+  }();
+  return t;
+}
+
+}  // namespace
+
+bool enabled() {
+  static const bool on = settings::flag(settings::Id::nccl_gate);
+  return on;
+}
+
+Ticket hold(uint64_t launch, CUstream stream) {
+  if (!enabled() || launch == 0) return {};
+  vgpu_nccl_launch w{};
+  if (!nccl_timing::describe(launch, &w)) return {};
+  Table* table = process_table();
+  if (table == nullptr) return {};
+  const Table::Plan p = table->plan(w);
+  if (p.mine == nullptr) return {};
+  auto device_pointer = VGPU_REAL("cuMemHostGetDevicePointer_v2", CUresult (*)(CUdeviceptr*, void*, unsigned));
+  auto wait = VGPU_REAL("cuStreamWaitValue32_v2", CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned));
+  for (const uint32_t* peer : p.peers) {
+    CUdeviceptr d = 0;
+    if (device_pointer == nullptr || wait == nullptr ||
+        device_pointer(&d, const_cast<uint32_t*>(peer), 0) != CUDA_SUCCESS ||
+        wait(stream, d, p.value, CU_STREAM_WAIT_VALUE_GEQ) != CUDA_SUCCESS) {
+      log::once(log::Level::warn, "nccl-gate", "passthrough: VGPU_NCCL_GATE: a stream cannot wait on the gate");
+      break;
+    }
+  }
+  log::once(log::Level::info, "nccl-gate-on",
+            fmt::format("passthrough: VGPU_NCCL_GATE: communicator {:#x}'s collectives wait for its {} ranks", w.comm_id,
+                        w.nranks));
+  return {p.mine, p.value};
+}
+
+void arrive(const Ticket& ticket) {
+  if (ticket.count != nullptr) __atomic_store_n(ticket.count, ticket.value, __ATOMIC_RELEASE);
+}
+
+}  // namespace vgpu::pt::nccl_gate

@@ -1,0 +1,44 @@
+// Holding an NCCL collective's kernel back on the GPU until every rank of its communicator has
+// launched it (VGPU_NCCL_GATE).
+//
+// Why: under the passthrough the ranks of a job share one physical GPU, and a rank's NCCL kernel
+// starts as soon as its stream reaches it, then spins until its peers' kernels run. The GPU
+// time-slices the ranks' contexts, so while one spins, a kernel another rank is measuring takes
+// the spinning context's slices: on 8 ranks of one H200 the LM head's GEMM read 2.4 ms at least,
+// 5.1 ms median, 18.4 ms at most over 72 launches, and a step took 2.4-4.0 s of wall time.
+// Gated, the kernel's stream first waits (cuStreamWaitValue32, in the GPU's front end) on every
+// other rank's count of launches of that communicator, kept in host memory the job's processes
+// share and the GPU reads: the kernel starts only when all ranks have launched theirs.
+//
+// Which launches: every rank of a communicator launches the same collectives in the same order
+// (NCCL requires it), so the k-th collective kernel of a communicator is the same on every rank.
+// Point-to-point work is not (a send/recv involves two ranks of many), so a launch with any
+// send or receive in it is never gated nor counted. Graph capture is left alone (the caller does
+// not time captured launches).
+#pragma once
+
+#include <cstdint>
+
+#include "front/driver/cuda_api.h"
+
+namespace vgpu::pt::nccl_gate {
+
+
+// VGPU_NCCL_GATE, read once.
+bool enabled();
+
+// This rank's arrival, published once its kernel is queued (arrive()).
+struct Ticket {
+  uint32_t* count = nullptr;  // this rank's count of gated launches of the communicator
+  uint32_t value = 0;
+};
+
+// For an NCCL kernel launch with plugin launch tag `launch` about to be queued on `stream` (its
+// context current): queues the waits for the communicator's other ranks when the launch is a
+// collective one. An empty ticket when nothing was gated.
+Ticket hold(uint64_t launch, CUstream stream);
+// Publishes this rank's arrival (after the real launch was queued; also when it failed, so that
+// the peers are not held forever: their kernels then spin as NCCL's would).
+void arrive(const Ticket& ticket);
+
+}  // namespace vgpu::pt::nccl_gate
