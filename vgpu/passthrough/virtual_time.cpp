@@ -126,9 +126,8 @@ struct VirtualTime::Impl {
 VirtualTime* VirtualTime::get() { return Passthrough::get().virtual_time(); }
 
 VirtualTime* VirtualTime::make() {
-  PassState* s = PassState::get();  // made before: VirtualTime comes only after cuInit
   // Lives until exit: programs synchronize from exit handlers.
-  auto* v = new VirtualTime(s != nullptr ? s->device_count() : 1);
+  auto* v = new VirtualTime;
   v->impl_ = new Impl;
   // Each virtual device's busy time, kernel count and virtual clock, for vgpu-smi and
   // vgpu-run's summary (status region).

@@ -135,7 +135,7 @@ class VirtualTime {
 
  private:
   friend class Passthrough;
-  explicit VirtualTime(int devices) : timeline_(devices) {}
+  VirtualTime() = default;
   static VirtualTime* make();  // the root's, on first use
   struct Impl;
   // `start_if_needed`: an NCCL kernel's start (appended start_first), nullopt for other ops.

@@ -1,7 +1,7 @@
 // The order of stream work: the one rule of both backends for what an op on a stream waits for.
 // The sim backend's StreamManager (sim/exec/stream.cpp) hands these predecessors to simcore's
 // engine as a task's `after`; the passthrough's VirtualTimeline (passthrough/virtual_timeline.h)
-// hands them to the same engine once the real GPU's measurements are read. An op starts at the
+// places its ops by the engine's rule once the real GPU's measurements are read. An op starts at the
 // latest of its issue time (the issuing thread's clock plus the launch latency) and the finish of
 // every op it waits for:
 // - the op before it on its own stream (stream order);
