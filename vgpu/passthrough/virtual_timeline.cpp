@@ -45,12 +45,11 @@ OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device,
   op->device = device;
   std::lock_guard l(mu_);
   op->deps.swap(spare_deps_);  // an empty buffer a resolved op left (no allocation per op)
-  streams_.for_each_predecessor(key, kind, [&op](const OpRef& last, bool /*own stream*/) {
+  auto& s = streams_.append(key, kind, [&op](const OpRef& last, bool /*own stream*/) {
     if (last) op->deps.push_back(last);
   });
   for (const OpRef& w : waits)
     if (w) op->deps.push_back(w);
-  auto& s = streams_.stream(key, kind);
   if (s.lane < 0) s.lane = next_lane_++;
   op->lane = s.lane;
   s.last = op;
