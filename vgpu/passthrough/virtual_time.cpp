@@ -157,6 +157,18 @@ struct TargetCache {
 };
 thread_local TargetCache t_target;
 
+// The calling thread's last event asked about by event_device() and its device: a thread records
+// the same few events over and over (every cuEventRecord asks). Valid while the owner's event
+// generation is unchanged (an event created or destroyed bumps it: a handle may come back for
+// another device).
+struct EventDeviceCache {
+  const void* owner = nullptr;
+  uint64_t generation = 0;
+  CUevent event = nullptr;
+  int device = -1;
+};
+thread_local EventDeviceCache t_event_device;
+
 }  // namespace
 
 bool VirtualTime::target(CUstream stream, bool per_thread, StreamTarget* out) {
@@ -429,18 +441,27 @@ void VirtualTime::stream_waits(const StreamTarget& t, CUevent event) {
 void VirtualTime::event_created(CUevent event, int device) {
   std::lock_guard l(impl_->mu);
   impl_->event_devices[event] = device;
+  event_generation_.fetch_add(1, std::memory_order_acq_rel);  // threads' cached event devices
 }
 
 int VirtualTime::event_device(CUevent event) {
+  EventDeviceCache& cache = t_event_device;
+  if (cache.owner == this && cache.event == event &&
+      cache.generation == event_generation_.load(std::memory_order_acquire))
+    return cache.device;
   std::lock_guard l(impl_->mu);
   auto it = impl_->event_devices.find(event);
-  return it == impl_->event_devices.end() ? -1 : it->second;
+  const int device = it == impl_->event_devices.end() ? -1 : it->second;
+  // Read under the lock that creations and destructions bump it under: the pair is consistent.
+  cache = {this, event_generation_.load(std::memory_order_relaxed), event, device};
+  return device;
 }
 
 void VirtualTime::event_destroyed(CUevent event) {
   std::lock_guard l(impl_->mu);
   impl_->events.erase(event);
   impl_->event_devices.erase(event);
+  event_generation_.fetch_add(1, std::memory_order_acq_rel);  // threads' cached event devices
 }
 
 OpRef VirtualTime::event_op(CUevent event) {

@@ -127,7 +127,8 @@ class StreamOrder {
 
   // for_each_predecessor(key, kind, f), then stream(key, kind): for an owner that appends its op
   // at once, one lookup of the context and of the stream instead of two each (the passthrough's
-  // every timed call).
+  // every timed call). The stream's own last op is handed over as a non-const `Last&`: the owner
+  // replaces it with its new op right after, so `f` may move it out.
   template <class F>
   Entry& append(const Key& key, StreamKind kind, F&& f) {
     Context& c = contexts_[key.context];
