@@ -341,6 +341,10 @@ void allocations_destroyed_with(CUcontext ctx) {
 
 int PassState::device_of_pointer(CUdeviceptr p) const {
   std::lock_guard l(mu_);
+  return allocation_device(p);
+}
+
+int PassState::allocation_device(CUdeviceptr p) const {
   auto it = allocations_.upper_bound(p);
   if (it == allocations_.begin()) return -1;
   --it;
@@ -373,8 +377,10 @@ void PassState::remove_mapping(CUdeviceptr p, uint64_t bytes) {
 }
 
 bool PassState::is_device_pointer(uint64_t p) const {
-  if (device_of_pointer(p) >= 0) return true;
+  // One lock for both tables: asked for every pointer-sized word of a launch's parameters and
+  // for both ends of a copy, mostly about host addresses, which are in neither.
   std::lock_guard l(mu_);
+  if (allocation_device(p) >= 0) return true;
   auto it = mappings_.upper_bound(p);
   if (it == mappings_.begin()) return false;
   --it;

@@ -138,6 +138,8 @@ class PassState final : public DeviceRegistry {
 
  private:
   PassState(const RealDriver& real, simcore::ClusterSpec cluster, std::vector<int> physical);
+  // device_of_pointer's lookup; with mu_ held.
+  int allocation_device(CUdeviceptr p) const;
   struct Primary {
     CUcontext ctx = nullptr;
     int refs = 0;
