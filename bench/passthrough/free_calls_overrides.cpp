@@ -3,6 +3,10 @@
 // `passthrough_call_overhead` run over it measures vgpu's own work per call without a GPU: the
 // difference between the two libraries' time per call is what vgpu adds.
 //
+// Device memory is address space only: an allocation is the next unused range of a region no
+// other mapping uses (nothing is behind it: the bench never touches it), and a free forgets it, so
+// that the allocation row measures vgpu's own accounting rather than the sim's host-backed memory.
+//
 // A launch, an async copy and a stream's wait are accepted and do nothing but count: the GPU
 // they stand for is infinitely fast in real time, while each kernel takes kKernelNs of its own
 // clock, so that vgpu measures and settles launches as on a GPU, and a loop of launches keeps
@@ -26,6 +30,12 @@ std::atomic<uint64_t> g_gpu_ns{0};  // the GPU's clock: every kernel launched so
 
 FreeEvent* of(CUevent e) { return reinterpret_cast<FreeEvent*>(e); }
 
+// Where the stand-in's device addresses lie: above the user half's usual mappings (and the sim's
+// host-backed memory), 2 MiB-aligned as the real driver's large allocations are.
+constexpr CUdeviceptr kAddressBase = 1ull << 46;
+constexpr CUdeviceptr kAddressEnd = 1ull << 47;
+std::atomic<CUdeviceptr> g_next_address{kAddressBase};
+
 }  // namespace
 
 VGPU_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -33,6 +43,21 @@ VGPU_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned, unsigned, un
   if (f == nullptr) return CUDA_ERROR_INVALID_HANDLE;
   g_gpu_ns.fetch_add(kKernelNs, std::memory_order_relaxed);
   return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr* p, size_t bytes) {
+  if (p == nullptr || bytes == 0) return CUDA_ERROR_INVALID_VALUE;
+  constexpr CUdeviceptr kAlign = 2ull << 20;
+  const CUdeviceptr size = (static_cast<CUdeviceptr>(bytes) + kAlign - 1) / kAlign * kAlign;
+  const CUdeviceptr at = g_next_address.fetch_add(size, std::memory_order_relaxed);
+  if (at + size > kAddressEnd) return CUDA_ERROR_OUT_OF_MEMORY;
+  *p = at;
+  return CUDA_SUCCESS;
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr p) {
+  return p >= kAddressBase && p < g_next_address.load(std::memory_order_relaxed) ? CUDA_SUCCESS
+                                                                                : CUDA_ERROR_INVALID_VALUE;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t, CUstream) {

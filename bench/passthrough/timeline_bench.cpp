@@ -1,6 +1,7 @@
-// The per-launch cost of the passthrough's virtual timeline: placing ops through simcore's
-// Engine (vgpu/passthrough/virtual_timeline.h) against the timeline's own placement before
-// (baseline_timeline.h), measured in one run, alternating, best of kRounds each.
+// The per-launch cost of the passthrough's virtual timeline (vgpu/passthrough/virtual_timeline.h,
+// which placed its ops through simcore's Engine from 9a45f9a to the callcost2 branch and by the
+// engine's rule itself since) against the timeline before the engine (baseline_timeline.h),
+// measured in one run, alternating, best of kRounds each.
 //
 //   passthrough_timeline_bench [ops]
 //
@@ -80,7 +81,7 @@ int main(int argc, char** argv) {
     m_old = std::min(m_old, measured<pt::baseline::VirtualTimeline, pt::baseline::OpRef, pt::baseline::TimedOp>(ops));
     m_new = std::min(m_new, measured<pt::VirtualTimeline, pt::OpRef, pt::TimedOp>(ops));
   }
-  std::printf("%-10s %14s %14s %10s\n", "workload", "baseline ns/op", "engine ns/op", "ratio");
+  std::printf("%-10s %14s %14s %10s\n", "workload", "baseline ns/op", "current ns/op", "ratio");
   std::printf("%-10s %14.1f %14.1f %10.2f\n", "settled", s_old, s_new, s_new / s_old);
   std::printf("%-10s %14.1f %14.1f %10.2f\n", "measured", m_old, m_new, m_new / m_old);
   return 0;

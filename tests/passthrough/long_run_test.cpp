@@ -1,5 +1,5 @@
-// A long run on the passthrough keeps bounded memory: every op the program submits is placed by
-// simcore's engine (passthrough/virtual_timeline.h), and a process that submits hundreds of
+// A long run on the passthrough keeps bounded memory: every op the program submits is placed on
+// the virtual timeline (passthrough/virtual_timeline.h), and a process that submits hundreds of
 // thousands of them must not keep them all. Through the driver ABI, over the stand-in driver
 // (the sim's library, as every passthrough test): timed ops (event records, each one op on the
 // virtual timeline) in a loop that synchronizes now and then, as a training loop does; the
@@ -56,7 +56,7 @@ TEST(PassthroughLongRun, MemoryStaysBoundedOverManyTimedOps) {
 #endif
   const size_t before = resident_bytes();
   ASSERT_GT(before, 0u);
-  // Kept whole, each op would cost the engine about 300 bytes (its record and result): 90 MB.
+  // Kept whole, each op would cost about 300 bytes (its record and its place): 90 MB.
   run(300000);
   const size_t after = resident_bytes();
   std::printf("resident after 50000 ops: %zu KiB, after 300000 more: %zu KiB\n", before / 1024, after / 1024);

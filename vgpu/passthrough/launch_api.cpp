@@ -71,7 +71,7 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
   p.timing.kernel = true;
   const FunctionFacts& facts = function_facts(f);
   if (facts.ok && TimelineWriter::get() != nullptr) p.timing.label = facts.name;
-  if (facts.ok && nccl_timing::is_nccl_kernel(facts.name)) {
+  if (facts.ok && facts.nccl) {
     // Always run (peers spin-wait on it); timed by its transfers when the vgpu plugin moves them.
     if (nccl_timing::plugin_present()) {
       p.timing.source = Timing::Source::nccl;

@@ -6,6 +6,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "passthrough/nccl_timing.h"
 #include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
 
@@ -21,6 +22,7 @@ FunctionFacts describe(CUfunction f) {
           CUDA_SUCCESS)
     return facts;
   facts.name = name ? name : "";
+  facts.nccl = nccl_timing::is_nccl_kernel(facts.name);
   auto func_info = VGPU_REAL("cuFuncGetParamInfo", CUresult (*)(CUfunction, size_t, size_t*, size_t*));
   auto kernel_info = VGPU_REAL("cuKernelGetParamInfo", CUresult (*)(CUkernel, size_t, size_t*, size_t*));
   for (size_t i = 0; i < 4096; ++i) {

@@ -19,6 +19,7 @@ namespace vgpu::pt {
 struct FunctionFacts {
   bool ok = false;
   std::string name;
+  bool nccl = false;  // an NCCL kernel (nccl_timing::is_nccl_kernel: a name search, once per function)
   std::vector<ParamSlot> slots;
   uint32_t block_bytes = 0;  // packed parameter block size
 };

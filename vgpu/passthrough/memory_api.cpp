@@ -23,11 +23,12 @@ using vgpu::pt::to_physical;
 
 namespace {
 
-// The calling thread's virtual device, or the error (no context, not initialized).
-CUresult current(PassState** s, int* v) {
+// The calling thread's virtual device and current context, or the error (no context, not
+// initialized).
+CUresult current(PassState** s, int* v, CUcontext* ctx = nullptr) {
   *s = PassState::get();
   if (*s == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  return (*s)->current_device(v);
+  return (*s)->current_device(v, ctx);
 }
 
 CUresult out_of_memory(int v, size_t bytes, const char* call) {
@@ -45,8 +46,9 @@ CUresult charged(CUdeviceptr* dptr, size_t bytes, const char* call, Alloc alloc,
   if (dptr == nullptr) return CUDA_ERROR_INVALID_VALUE;
   PassState* s;
   int v = on_device;
+  CUcontext current_ctx = nullptr;  // found with the device (no second driver call)
   if (v < 0) {
-    if (CUresult r = current(&s, &v); r != CUDA_SUCCESS) return r;
+    if (CUresult r = current(&s, &v, &current_ctx); r != CUDA_SUCCESS) return r;
   } else if ((s = PassState::get()) == nullptr) {
     return CUDA_ERROR_NOT_INITIALIZED;
   }
@@ -56,8 +58,14 @@ CUresult charged(CUdeviceptr* dptr, size_t bytes, const char* call, Alloc alloc,
     s->release(v, bytes);
     return r;
   }
-  CUcontext ctx = nullptr;  // current: current_device() found it
-  if (in_context) VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&ctx);
+  CUcontext ctx = nullptr;
+  if (in_context) {
+    // The context current when the allocation was made (the real allocation does not change it).
+    if (on_device < 0)
+      ctx = current_ctx;
+    else
+      VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&ctx);
+  }
   s->add_allocation(*dptr, bytes, v, shareable && vgpu::pt::SharedPages::applies_to(bytes) ? 0 : bytes, ctx);
   return CUDA_SUCCESS;
 }

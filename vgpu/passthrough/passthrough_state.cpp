@@ -243,11 +243,12 @@ void PassState::report_work(int v, double busy_s, bool kernel, double finish) {
   activity_->report(v, finish - busy_s, finish, kernel);
 }
 
-CUresult PassState::current_device(int* v) const {
+CUresult PassState::current_device(int* v, CUcontext* ctx) const {
   CUcontext c = nullptr;
   if (CUresult r = VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&c); r != CUDA_SUCCESS)
     return r;
   if (c == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  if (ctx != nullptr) *ctx = c;
   const int d = device_of(c);
   if (d < 0) {
     log::once(log::Level::warn, "foreign context",
@@ -273,7 +274,16 @@ void PassState::release(int v, uint64_t bytes) {
 void PassState::add_allocation(CUdeviceptr p, uint64_t bytes, int v, uint64_t physical, CUcontext ctx) {
   {
     std::lock_guard l(mu_);
-    allocations_[p] = {bytes, v, pages(physical), ctx};
+    const Charge c{bytes, v, pages(physical), ctx};
+    if (spare_allocation_.empty()) {
+      allocations_[p] = c;
+    } else {
+      spare_allocation_.key() = p;
+      spare_allocation_.mapped() = c;
+      auto [it, inserted, node] = allocations_.insert(std::move(spare_allocation_));
+      if (!inserted) it->second = c;  // a record left under `p` (as allocations_[p] would)
+      spare_allocation_ = std::move(node);
+    }
   }
   add_physical(v, static_cast<int64_t>(pages(physical)));
 }
@@ -287,7 +297,7 @@ bool PassState::take_allocation(CUdeviceptr p, Charge* out) {
   auto it = allocations_.find(p);
   if (it == allocations_.end()) return false;
   *out = it->second;
-  allocations_.erase(it);
+  spare_allocation_ = allocations_.extract(it);
   return true;
 }
 
@@ -331,6 +341,10 @@ void allocations_destroyed_with(CUcontext ctx) {
 
 int PassState::device_of_pointer(CUdeviceptr p) const {
   std::lock_guard l(mu_);
+  return allocation_device(p);
+}
+
+int PassState::allocation_device(CUdeviceptr p) const {
   auto it = allocations_.upper_bound(p);
   if (it == allocations_.begin()) return -1;
   --it;
@@ -363,8 +377,10 @@ void PassState::remove_mapping(CUdeviceptr p, uint64_t bytes) {
 }
 
 bool PassState::is_device_pointer(uint64_t p) const {
-  if (device_of_pointer(p) >= 0) return true;
+  // One lock for both tables: asked for every pointer-sized word of a launch's parameters and
+  // for both ends of a copy, mostly about host addresses, which are in neither.
   std::lock_guard l(mu_);
+  if (allocation_device(p) >= 0) return true;
   auto it = mappings_.upper_bound(p);
   if (it == mappings_.begin()) return false;
   --it;

@@ -76,8 +76,8 @@ class PassState final : public DeviceRegistry {
   // The virtual device of a real context; -1 when vgpu did not make it.
   int device_of(CUcontext real) const;
   // The virtual device of the calling thread's current context (CUDA_ERROR_INVALID_CONTEXT
-  // when none is current).
-  CUresult current_device(int* v) const;
+  // when none is current), and that context when `ctx` is not null.
+  CUresult current_device(int* v, CUcontext* ctx = nullptr) const;
 
   // ---- memory accounting (capacity is the virtual device's) ----
   // Bytes are charged in whole 2 MiB pages; a size whose rounding would pass 2^64 is refused.
@@ -138,6 +138,8 @@ class PassState final : public DeviceRegistry {
 
  private:
   PassState(const RealDriver& real, simcore::ClusterSpec cluster, std::vector<int> physical);
+  // device_of_pointer's lookup; with mu_ held.
+  int allocation_device(CUdeviceptr p) const;
   struct Primary {
     CUcontext ctx = nullptr;
     int refs = 0;
@@ -161,6 +163,9 @@ class PassState final : public DeviceRegistry {
   std::vector<Primary> primaries_;
   std::unordered_map<CUcontext, int> contexts_;
   std::map<CUdeviceptr, Charge> allocations_;  // ordered: pointers inside an allocation
+  // The node of the allocation freed last, for the next one: a program that frees and allocates
+  // in turn (a caching allocator's misses, the call-overhead bench) allocates no node per call.
+  std::map<CUdeviceptr, Charge>::node_type spare_allocation_;
   std::unordered_map<unsigned long long, std::shared_ptr<HandleCharge>> handles_;
   std::map<CUdeviceptr, Mapping> mappings_;
   HostAddressSpace host_addresses_;

@@ -126,9 +126,8 @@ struct VirtualTime::Impl {
 VirtualTime* VirtualTime::get() { return Passthrough::get().virtual_time(); }
 
 VirtualTime* VirtualTime::make() {
-  PassState* s = PassState::get();  // made before: VirtualTime comes only after cuInit
   // Lives until exit: programs synchronize from exit handlers.
-  auto* v = new VirtualTime(s != nullptr ? s->device_count() : 1);
+  auto* v = new VirtualTime;
   v->impl_ = new Impl;
   // Each virtual device's busy time, kernel count and virtual clock, for vgpu-smi and
   // vgpu-run's summary (status region).
@@ -157,6 +156,18 @@ struct TargetCache {
   int device = -1;
 };
 thread_local TargetCache t_target;
+
+// The calling thread's last event asked about by event_device() and its device: a thread records
+// the same few events over and over (every cuEventRecord asks). Valid while the owner's event
+// generation is unchanged (an event created or destroyed bumps it: a handle may come back for
+// another device).
+struct EventDeviceCache {
+  const void* owner = nullptr;
+  uint64_t generation = 0;
+  CUevent event = nullptr;
+  int device = -1;
+};
+thread_local EventDeviceCache t_event_device;
 
 }  // namespace
 
@@ -430,18 +441,27 @@ void VirtualTime::stream_waits(const StreamTarget& t, CUevent event) {
 void VirtualTime::event_created(CUevent event, int device) {
   std::lock_guard l(impl_->mu);
   impl_->event_devices[event] = device;
+  event_generation_.fetch_add(1, std::memory_order_acq_rel);  // threads' cached event devices
 }
 
 int VirtualTime::event_device(CUevent event) {
+  EventDeviceCache& cache = t_event_device;
+  if (cache.owner == this && cache.event == event &&
+      cache.generation == event_generation_.load(std::memory_order_acquire))
+    return cache.device;
   std::lock_guard l(impl_->mu);
   auto it = impl_->event_devices.find(event);
-  return it == impl_->event_devices.end() ? -1 : it->second;
+  const int device = it == impl_->event_devices.end() ? -1 : it->second;
+  // Read under the lock that creations and destructions bump it under: the pair is consistent.
+  cache = {this, event_generation_.load(std::memory_order_relaxed), event, device};
+  return device;
 }
 
 void VirtualTime::event_destroyed(CUevent event) {
   std::lock_guard l(impl_->mu);
   impl_->events.erase(event);
   impl_->event_devices.erase(event);
+  event_generation_.fetch_add(1, std::memory_order_acq_rel);  // threads' cached event devices
 }
 
 OpRef VirtualTime::event_op(CUevent event) {

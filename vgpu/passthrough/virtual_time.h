@@ -135,7 +135,7 @@ class VirtualTime {
 
  private:
   friend class Passthrough;
-  explicit VirtualTime(int devices) : timeline_(devices) {}
+  VirtualTime() = default;
   static VirtualTime* make();  // the root's, on first use
   struct Impl;
   // `start_if_needed`: an NCCL kernel's start (appended start_first), nullopt for other ops.
@@ -149,6 +149,7 @@ class VirtualTime {
   std::atomic<int64_t> last_start_resolve_ns_{0};
   std::atomic<size_t> submissions_{0};     // submissions so far (a resolve every kResolveEvery)
   std::atomic<uint64_t> generation_{0};  // bumped when a stream or context is destroyed (target())
+  std::atomic<uint64_t> event_generation_{0};  // bumped when an event is created or destroyed (event_device())
 };
 
 }  // namespace vgpu::pt

@@ -4,64 +4,23 @@
 #include <cmath>
 #include <unordered_set>
 
-#include "common/log.h"
-
 namespace vgpu::pt {
 
-VirtualTimeline::VirtualTimeline(int devices) {
-  cluster_.nodes = 1;
-  cluster_.gpus_per_node = std::clamp(devices, 1, 4096);
+namespace {
+// simcore's task rule (engine.h), for an op whose predecessors are all placed: it starts at the
+// latest of its issue time and their finishes. A time that is not finite counts as 0, as the
+// engine takes it.
+double rule_start(const TimedOp& op) {
+  double at = std::isfinite(op.issue) ? op.issue : 0;
+  for (const OpRef& d : op.deps) at = std::max(at, d->finish);
+  return at;
 }
-
-VirtualTimeline::~VirtualTimeline() = default;
-
-double VirtualTimeline::placed_time(const TimedOp& op) { return op.resolved ? op.finish : op.start; }
-
-simcore::EventId VirtualTimeline::place(TimedOp& op, double not_before, double duration) {
-  if (!engine_ || epoch_events_ >= kEpochEvents) {
-    // Ops of the old engine keep the interval they read from it; later ops that name them start
-    // no earlier than it (place). Its own timeline is not kept: the passthrough writes its own.
-    simcore::EngineOptions options;
-    options.record_timeline = false;
-    // The engine two epochs back goes now, not the one just full: its memory, freed while
-    // younger engines' is still held, lies below the heap's top, so the new engine reuses it
-    // instead of the heap shrinking and growing again at every epoch (page faults of
-    // timeline_bench's engine path: 58581 freeing the full one, 21344 so).
-    older_engine_ = std::move(previous_engine_);
-    previous_engine_ = std::move(engine_);
-    engine_ = simcore::make_engine(cluster_, options);
-    ++epoch_;
-    epoch_events_ = 0;
-  }
-  // What it waits for is placed already (its start, or every dependency: ready()). One in this
-  // engine is named; one placed elsewhere (an older engine, or no engine: a marker) only
-  // raises its earliest start to where that one ends, which is all the engine would make of it.
-  task_.after.clear();
-  auto wait_for = [this, &not_before](const TimedOp& d) {
-    if (d.epoch == epoch_ && d.event != simcore::kNoEvent)
-      task_.after.push_back(d.event);
-    else
-      not_before = std::max(not_before, placed_time(d));
-  };
-  if (op.started) {
-    wait_for(op);  // its start, placed already
-  } else {
-    for (const OpRef& d : op.deps) wait_for(*d);
-  }
-  task_.gpu = gpu_of(op.device);
-  task_.lane = op.lane;
-  task_.duration = std::isfinite(duration) && duration > 0 ? duration : 0;
-  task_.not_before = std::isfinite(not_before) ? not_before : 0;
-  op.event = engine_->add_task(task_);
-  op.epoch = epoch_;
-  ++epoch_events_;
-  return op.event;
-}
+}  // namespace
 
 std::optional<double> VirtualTimeline::place_start(TimedOp& op) {
   if (op.started) return op.start;
   if (!ready(op)) return std::nullopt;
-  op.start = engine_interval(place(op, op.issue, 0), op.issue).finish;
+  op.start = rule_start(op);
   op.started = true;
   return op.start;
 }
@@ -71,15 +30,6 @@ bool VirtualTimeline::ready(const TimedOp& op) {
   for (const OpRef& d : op.deps)
     if (!d->resolved) return false;
   return true;
-}
-
-simcore::Interval VirtualTimeline::engine_interval(simcore::EventId id, double issue) {
-  std::optional<simcore::Interval> at;
-  if (id != simcore::kNoEvent) at = engine_->query(id);
-  if (at) return *at;
-  // Cannot happen with place()'s checks (the engine logged why): the op takes no time.
-  log::once(log::Level::warn, "vtime-engine", "passthrough: the engine refused an op; it takes no virtual time");
-  return simcore::Interval{issue, issue};
 }
 
 OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device, double issue,
@@ -95,12 +45,13 @@ OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device,
   op->device = device;
   std::lock_guard l(mu_);
   op->deps.swap(spare_deps_);  // an empty buffer a resolved op left (no allocation per op)
-  streams_.for_each_predecessor(key, kind, [&op](const OpRef& last, bool /*own stream*/) {
-    if (last) op->deps.push_back(last);
+  // Its own stream's last op is moved, not copied (s.last becomes `op` below): two atomic
+  // reference counts fewer per op.
+  auto& s = streams_.append(key, kind, [&op](auto& last, bool /*own stream*/) {
+    if (last) op->deps.push_back(std::move(last));
   });
   for (const OpRef& w : waits)
     if (w) op->deps.push_back(w);
-  auto& s = streams_.stream(key, kind);
   if (s.lane < 0) s.lane = next_lane_++;
   op->lane = s.lane;
   s.last = op;
@@ -111,17 +62,10 @@ OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device,
 bool VirtualTimeline::try_resolve(TimedOp& op) {
   if (op.resolved) return true;
   if (op.duration < 0 || !ready(op)) return false;
-  if (op.duration == 0 && !op.kernel && !op.started) {
-    // A marker (an event record, a stream's wait): no work, so no task. It is where the engine
-    // would put a task of no duration after its dependencies, not before its issue time.
-    double at = std::isfinite(op.issue) ? op.issue : 0;
-    for (const OpRef& d : op.deps) at = std::max(at, d->finish);
-    op.start = op.finish = at;
-  } else {
-    const simcore::Interval at = engine_interval(place(op, op.issue, op.duration), op.issue);
-    op.start = at.start;
-    op.finish = at.finish;
-  }
+  // Its start may be placed already (asked first); a duration that is not finite and positive
+  // lasts nothing, as in the engine.
+  if (!op.started) op.start = rule_start(op);
+  op.finish = op.start + (std::isfinite(op.duration) && op.duration > 0 ? op.duration : 0);
   op.resolved = op.started = true;
   op.deps.clear();
   if (spare_deps_.capacity() == 0)
@@ -204,16 +148,6 @@ std::optional<double> VirtualTimeline::finish(const OpRef& op) const {
 size_t VirtualTimeline::pending() const {
   std::lock_guard l(mu_);
   return pending_.size();
-}
-
-simcore::Engine::Stats VirtualTimeline::engine_stats() const {
-  std::lock_guard l(mu_);
-  return engine_ ? engine_->stats() : simcore::Engine::Stats{};
-}
-
-uint32_t VirtualTimeline::epochs() const {
-  std::lock_guard l(mu_);
-  return epoch_;
 }
 
 void VirtualTimeline::destroy_stream(const StreamKey& key) {

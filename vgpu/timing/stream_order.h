@@ -1,7 +1,7 @@
 // The order of stream work: the one rule of both backends for what an op on a stream waits for.
 // The sim backend's StreamManager (sim/exec/stream.cpp) hands these predecessors to simcore's
 // engine as a task's `after`; the passthrough's VirtualTimeline (passthrough/virtual_timeline.h)
-// hands them to the same engine once the real GPU's measurements are read. An op starts at the
+// places its ops by the engine's rule once the real GPU's measurements are read. An op starts at the
 // latest of its issue time (the issuing thread's clock plus the launch latency) and the finish of
 // every op it waits for:
 // - the op before it on its own stream (stream order);
@@ -122,18 +122,26 @@ class StreamOrder {
     auto s = c->second.streams.find(key.stream);
     const Entry* self = s == c->second.streams.end() ? nullptr : &s->second;
     if (self != nullptr) f(self->last, true);
-    // The legacy stream, found at once (a blocking stream's every op asks for it)...
-    const Entry* legacy = c->second.legacy;
-    if (default_stream_barrier(kind, StreamKind::legacy) && legacy != nullptr &&
-        legacy->kind == StreamKind::legacy && legacy != self)
-      f(legacy->last, false);
-    // ...the other streams by a scan, only for a kind whose barrier names any of them.
-    if (!default_stream_barrier(kind, StreamKind::blocking) && !default_stream_barrier(kind, StreamKind::non_blocking))
-      return;
-    for (const auto& [stream, e] : c->second.streams)
-      if (&e != self && e.kind != StreamKind::legacy && default_stream_barrier(kind, e.kind)) f(e.last, false);
-    if (default_stream_barrier(kind, StreamKind::blocking))
-      for (const Last& last : c->second.retired) f(last, false);
+    others_waited_for(c->second, self, kind, f);
+  }
+
+  // for_each_predecessor(key, kind, f), then stream(key, kind): for an owner that appends its op
+  // at once, one lookup of the context and of the stream instead of two each (the passthrough's
+  // every timed call). The stream's own last op is handed over as a non-const `Last&`: the owner
+  // replaces it with its new op right after, so `f` may move it out.
+  template <class F>
+  Entry& append(const Key& key, StreamKind kind, F&& f) {
+    Context& c = contexts_[key.context];
+    auto [s, fresh] = c.streams.try_emplace(key.stream);
+    Entry& self = s->second;
+    if (!fresh) f(self.last, true);
+    others_waited_for(c, &self, kind, f);
+    self.kind = kind;
+    if (kind == StreamKind::legacy) {
+      c.legacy = &self;
+      c.retired.clear();
+    }
+    return self;
   }
 
   // f(key, entry) for every stream of `context` / of every context.
@@ -162,6 +170,24 @@ class StreamOrder {
     Entry* legacy = nullptr;  // the legacy default stream's entry (stable: node-based map)
     std::vector<Last> retired;  // destroyed blocking streams' last ops, oldest first
   };
+
+  // The predecessors of an op on `self` (of `kind`; nullptr: a stream with no entry yet) that are
+  // other streams' last ops: f(last, false) for each.
+  template <class F>
+  static void others_waited_for(const Context& c, const Entry* self, StreamKind kind, F&& f) {
+    // The legacy stream, found at once (a blocking stream's every op asks for it)...
+    const Entry* legacy = c.legacy;
+    if (default_stream_barrier(kind, StreamKind::legacy) && legacy != nullptr &&
+        legacy->kind == StreamKind::legacy && legacy != self)
+      f(legacy->last, false);
+    // ...the other streams by a scan, only for a kind whose barrier names any of them.
+    if (!default_stream_barrier(kind, StreamKind::blocking) && !default_stream_barrier(kind, StreamKind::non_blocking))
+      return;
+    for (const auto& [stream, e] : c.streams)
+      if (&e != self && e.kind != StreamKind::legacy && default_stream_barrier(kind, e.kind)) f(e.last, false);
+    if (default_stream_barrier(kind, StreamKind::blocking))
+      for (const Last& last : c.retired) f(last, false);
+  }
 
   void remove(const Key& key, bool retire) {
     auto c = contexts_.find(key.context);

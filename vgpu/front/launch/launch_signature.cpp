@@ -11,10 +11,18 @@ constexpr std::string_view kMagic{"vgpu-sig3\0", 10};
 // vm.mmap_min_addr): smaller values (most sizes and counts) skip `is_pointer`, which takes locks.
 constexpr uint64_t kLowestAddress = 0x10000;
 
+// `v` little-endian at `at`.
+void pack_u32(char* at, uint32_t v) {
+  at[0] = static_cast<char>(v & 0xff);
+  at[1] = static_cast<char>((v >> 8) & 0xff);
+  at[2] = static_cast<char>((v >> 16) & 0xff);
+  at[3] = static_cast<char>((v >> 24) & 0xff);
+}
+
 void put_u32(std::string& out, uint32_t v) {
-  const char bytes[4] = {static_cast<char>(v & 0xff), static_cast<char>((v >> 8) & 0xff),
-                         static_cast<char>((v >> 16) & 0xff), static_cast<char>((v >> 24) & 0xff)};
-  out.append(bytes, 4);  // one append: this runs ~8 times per launch
+  char bytes[4];
+  pack_u32(bytes, v);
+  out.append(bytes, 4);
 }
 
 uint32_t get_u32(std::string_view s, size_t at) {
@@ -46,9 +54,12 @@ LaunchSignature build_launch_signature(std::string_view function_name, const Lau
   out.append(kMagic);
   out.append(function_name);
   out.push_back('\0');
-  for (uint32_t v : shape.grid) put_u32(out, v);
-  for (uint32_t v : shape.block) put_u32(out, v);
-  put_u32(out, shape.dynamic_shared);
+  // The shape's seven words in one append (every launch builds a signature).
+  char words[7 * 4];
+  for (int i = 0; i < 3; ++i) pack_u32(words + 4 * i, shape.grid[static_cast<size_t>(i)]);
+  for (int i = 0; i < 3; ++i) pack_u32(words + 12 + 4 * i, shape.block[static_cast<size_t>(i)]);
+  pack_u32(words + 24, shape.dynamic_shared);
+  out.append(words, sizeof words);
   for (const ParamSlot& slot : slots) {
     const bool inside = slot.offset <= params.size() && slot.size <= params.size() - slot.offset;
     if (!inside) {  // defensive: the caller validated; record the slot's size only

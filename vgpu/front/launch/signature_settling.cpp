@@ -22,8 +22,9 @@ bool durations_differ(double a, double b) {
 }
 
 bool SettlingSignatures::parse(const LaunchSignature& signature, Parsed* out) {
-  std::string name;
-  if (!decode_signature_header(signature, &name, nullptr)) return false;
+  // The header is checked, not copied: a kernel's name (often hundreds of bytes, PyTorch's
+  // templates) would be an allocation per launch.
+  if (!decode_signature_header(signature, nullptr, nullptr)) return false;
   const std::string_view s = signature.bytes;
   // magic (10 bytes: "vgpu-sigN\0"), name, '\0', 7 u32 of shape
   size_t at = s.find('\0', 10);
