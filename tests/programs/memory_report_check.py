@@ -19,13 +19,15 @@ import tempfile
 
 def zero_pages(program):
     """zero_pages_program --mib 96: a memset of 0 of 96 MiB and a copy of 32 MiB from
-    never-written memory, and smaller ones on pool, VMM and exported memory."""
+    never-written memory, and smaller ones on pool, VMM and exported memory; then 16 MiB read
+    and never written, left allocated at exit."""
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, "memory.jsonl")
         env = dict(os.environ, VGPU_SIM_MEMORY_REPORT=path)
         if os.environ.get("VGPU_TEST_PRELOAD"):
             env["LD_PRELOAD"] = os.environ["VGPU_TEST_PRELOAD"]
-        subprocess.run([program, "--mib", "96"], env=env, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([program, "--mib", "96", "--leave-read-mib", "16"], env=env, check=True,
+                       stdout=subprocess.DEVNULL)
         with open(path) as f:
             r = json.loads(f.readline())
     print(json.dumps(r))
@@ -36,6 +38,10 @@ def zero_pages(program):
         ("no more than partial pages of the memsets written", written["memset"] < 1),
         ("the patterns written by HtoD copies", written["htod"] >= 96),
         ("nothing left undone", r["device_timed_only_mib"] == 0),
+        # 16 MiB read back, never written, left allocated: mapped to the zero page only.
+        ("pages only read: resident by mincore", r["device_memory_resident_mib"] >= 16),
+        ("pages only read: the zero page by pagemap", r["device_memory_zero_page_mib"] >= 16),
+        ("pages only read: none of their own", r["device_memory_private_mib"] < 1),
     ]
     failures = 0
     for what, ok in checks:

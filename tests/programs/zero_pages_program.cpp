@@ -6,12 +6,14 @@
 // stream-ordered pool, VMM (memfd pages), memory exported by cuIpcGetMemHandle (remapped onto
 // a memfd), and two streams racing a copy against a release on neighbouring bytes.
 //
-//     zero_pages_program [--mib N] [--max-growth-mib M]
+//     zero_pages_program [--mib N] [--max-growth-mib M] [--leave-read-mib R]
 //
 // --mib N: the memset's size (default 1536; the copy is a third of it); --max-growth-mib M:
 // fail when RssAnon grows by M MiB or more over the big memset and copy (not checked without it:
-// sanitizer builds' shadow memory is RssAnon too). Each check prints one line; the exit status is
-// the number of failed checks.
+// sanitizer builds' shadow memory is RssAnon too); --leave-read-mib R: at the end, R MiB of device
+// memory never written are read back and left allocated at exit, for VGPU_SIM_MEMORY_REPORT to
+// count as pages only read (memory_report_check.py). Each check prints one line; the exit status
+// is the number of failed checks.
 #include <cuda.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -259,11 +261,12 @@ void racing_streams(std::vector<uint8_t>& buf) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  size_t mib = 1536;
+  size_t mib = 1536, leave_read_mib = 0;
   long max_growth_mib = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--mib") == 0) mib = std::strtoul(argv[i + 1], nullptr, 10);
     else if (std::strcmp(argv[i], "--max-growth-mib") == 0) max_growth_mib = std::strtol(argv[i + 1], nullptr, 10);
+    else if (std::strcmp(argv[i], "--leave-read-mib") == 0) leave_read_mib = std::strtoul(argv[i + 1], nullptr, 10);
   }
   CUdevice dev = 0;
   CUcontext ctx = nullptr;
@@ -276,7 +279,13 @@ int main(int argc, char** argv) {
   pool_and_vmm(buf);
   ipc_exported(buf);
   racing_streams(buf);
-  cuDevicePrimaryCtxRelease(dev);
+  if (leave_read_mib > 0) {  // read, never written, and still allocated at exit (the context too)
+    CUdeviceptr r = 0;
+    if (cu(cuMemAlloc(&r, leave_read_mib * kMiB), "cuMemAlloc"))
+      expect_bytes(r, leave_read_mib * kMiB, buf, [](size_t) -> uint8_t { return 0; }, "never written: zeros");
+  } else {
+    cuDevicePrimaryCtxRelease(dev);
+  }
   std::printf("%d check(s) failed\n", g_failures);
   return g_failures;
 }

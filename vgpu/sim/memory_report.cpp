@@ -67,7 +67,8 @@ void write_report() {
       "{{\"pid\": {}, \"rss_anon_mib\": {:.1f}, \"rss_file_mib\": {:.1f}, \"rss_shmem_mib\": {:.1f}, "
       "\"vm_hwm_mib\": {:.1f}, \"malloc_in_use_mib\": {:.1f}, "
       "\"device_memory_mib\": {:.1f}, \"device_memory_resident_mib\": {:.1f}, "
-      "\"device_memory_private_mib\": {:.1f}, \"device_memory_zero_page_mib\": {:.1f}, "
+      "\"device_memory_private_mib\": {:.1f}, \"device_memory_memfd_mib\": {:.1f}, "
+      "\"device_memory_zero_page_mib\": {:.1f}, "
       "\"device_memory_swapped_mib\": {:.1f}, "
       "\"device_written_mib\": {{{}}}, \"device_released_mib\": {{{}}}, \"device_timed_only_mib\": {:.1f}, "
       "\"host_visible_memory_mib\": {:.1f}, \"host_visible_memory_resident_mib\": {:.1f}, "
@@ -76,7 +77,7 @@ void write_report() {
       ::getpid(), status_kib(status, "RssAnon") / 1024.0, status_kib(status, "RssFile") / 1024.0,
       status_kib(status, "RssShmem") / 1024.0, status_kib(status, "VmHWM") / 1024.0,
       (heap.uordblks + heap.hblkhd) / kMiB, f.device_bytes / kMiB, f.device_resident / kMiB,
-      known(f.device_private), known(f.device_zero_page), known(f.device_swapped), written, released,
+      known(f.device_private), known(f.device_memfd), known(f.device_zero_page), known(f.device_swapped), written, released,
       w.timed_only / kMiB, f.host_bytes / kMiB,
       f.host_resident / kMiB, m.table_bytes / kMiB, m.libraries, m.modules, m.kernels, m.functions, m.images_parsed,
       m.decompressed_bytes / kMiB, m.largest_decompressed / kMiB);

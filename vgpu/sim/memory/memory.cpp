@@ -138,7 +138,7 @@ MemoryManager::Footprint MemoryManager::footprint() const {
       f.private_known = false;
       continue;
     }
-    f.device_private += c.own;
+    (shared ? f.device_memfd : f.device_private) += c.own;
     f.device_swapped += c.swapped;
     f.device_zero_page += c.zero_page;
   }

@@ -55,10 +55,10 @@ class MemoryManager {
     uint64_t device_bytes = 0, device_resident = 0;
     uint64_t host_bytes = 0, host_resident = 0;
     // Of device_resident (mincore, which also counts a page only read: the kernel's shared zero
-    // page), what /proc/self/pagemap says: pages of the process's own (a private page written,
-    // or a memfd page of VMM / IPC memory), pages swapped out, and pages mapped to the zero
-    // page (they cost no memory). private_known is false when pagemap cannot be read.
-    uint64_t device_private = 0, device_swapped = 0, device_zero_page = 0;
+    // page), what /proc/self/pagemap says: private pages written (RssAnon), pages of memfds
+    // mapped here (VMM and IPC-exported memory: RssShmem), pages swapped out, and pages mapped to
+    // the zero page (they cost no memory). private_known is false when pagemap cannot be read.
+    uint64_t device_private = 0, device_memfd = 0, device_swapped = 0, device_zero_page = 0;
     bool private_known = false;
   };
   Footprint footprint() const;
