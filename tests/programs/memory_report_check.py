@@ -80,6 +80,8 @@ def main():
             ("the parameters written by HtoD copies", 16 <= r["device_written_mib"]["htod"] <= 20),
             ("pages of its own by pagemap", 16 <= r["device_memory_private_mib"] <= r["device_memory_resident_mib"]),
             ("nothing released", sum(r["device_released_mib"].values()) == 0),
+            ("the parameters are the largest buffer of its own",
+             r["device_largest_own"] and r["device_largest_own"][0][0] >= 16 and r["device_largest_own"][0][1] >= 16),
         ]
         for what, ok in checks:
             if not ok:

@@ -46,6 +46,12 @@ def main():
         for p in PATHS:
             row(f"{what} {p}", [r.get(key, {}).get(p) for r in lines])
     row("timed only (VGPU_SIM_COPY_DATA_BYTES)", get("device_timed_only_mib"))
+    largest = sorted(((h[1], h[0], h[2], i) for i, r in enumerate(lines) for h in r.get("device_largest_own", [])),
+                     reverse=True)[:8]
+    if largest:
+        print("  largest buffers of their own (MiB own of MiB allocated, kind, process #):")
+        for own, size, kind, i in largest:
+            print(f"    {own:9.1f} of {size:9.1f}  {kind:<6}  #{i}")
     rest = [r["rss_anon_mib"] - r["malloc_in_use_mib"] - max(r.get("device_memory_private_mib", 0), 0)
             - r["module_tables_mib"] for r in lines if "rss_anon_mib" in r]
     row("RssAnon less heap, device, modules", rest, "the program's other mappings")

@@ -139,6 +139,10 @@ MemoryManager::Footprint MemoryManager::footprint() const {
       continue;
     }
     (shared ? f.device_memfd : f.device_private) += c.own;
+    // Kept sorted, largest first: insert where it belongs, the smallest falls off.
+    Footprint::Holder h{a->size, c.own, a->kind == AllocKind::pool ? "pool" : a->kind == AllocKind::vmm_mapping ? "vmm" : "device"};
+    for (auto& slot : f.largest)
+      if (h.own > slot.own) std::swap(h, slot);
     f.device_swapped += c.swapped;
     f.device_zero_page += c.zero_page;
   }

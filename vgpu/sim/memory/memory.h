@@ -60,6 +60,14 @@ class MemoryManager {
     // the zero page (they cost no memory). private_known is false when pagemap cannot be read.
     uint64_t device_private = 0, device_memfd = 0, device_swapped = 0, device_zero_page = 0;
     bool private_known = false;
+    // The allocations holding the most pages of their own (private or memfd), largest first:
+    // which buffers the resident memory is (a model's parameters, NCCL's buffers, ...).
+    struct Holder {
+      uint64_t bytes = 0, own = 0;
+      const char* kind = "";  // "device", "pool" or "vmm"
+    };
+    static constexpr size_t kLargest = 5;
+    Holder largest[kLargest] = {};
   };
   Footprint footprint() const;
 
