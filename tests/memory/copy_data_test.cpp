@@ -83,6 +83,21 @@ TEST_F(CopyData, CopiesUpToTheLimitArePerformed) {
   EXPECT_EQ(cuMemFree(d), CUDA_SUCCESS);
 }
 
+// A memset of 0 costs no host memory (its whole pages are given back, sim/memory/page_writes.h),
+// so it is performed whatever its size: the pattern written before reads as zeros after.
+TEST_F(CopyData, LargeMemsetOfZeroIsPerformed) {
+  CUdeviceptr d = 0;
+  ASSERT_EQ(cuMemAlloc(&d, kBig), CUDA_SUCCESS);
+  std::vector<uint8_t> pattern(kLimit, 0x5a), back(kBig, 0xee);
+  for (size_t off = 0; off < kBig; off += kLimit)
+    ASSERT_EQ(cuMemcpyHtoD(d + off, pattern.data(), kLimit), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemsetD8(d, 0, kBig), CUDA_SUCCESS);
+  EXPECT_EQ(resident_pages(d, kBig), 0u) << "the zeroed pages were given back";
+  ASSERT_EQ(cuMemcpyDtoH(back.data(), d, kBig), CUDA_SUCCESS);
+  EXPECT_TRUE(all_equal(back, 0));
+  EXPECT_EQ(cuMemFree(d), CUDA_SUCCESS);
+}
+
 TEST_F(CopyData, MemoryTheHostReadsIsAlwaysWritten) {
   std::vector<uint8_t> pattern(kBig, 0x5a);
   CUdeviceptr managed = 0;

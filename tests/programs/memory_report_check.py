@@ -3,16 +3,52 @@
 to the device, then GEMMs through cuBLAS and cuBLASLt) with the report on, in two processes
 writing one file (`%p` unused: both append), and checks each wrote one JSON line whose figures
 agree with what the program did: the parameters' 16 MiB resident in device memory (and no more
-than the program wrote: 16 MiB plus the modules' globals), cuBLAS's modules in the tables, the
-process's RssAnon at least the driver's share.
+than the program wrote: 16 MiB plus the modules' globals), written by host-to-device copies and
+the process's own by pagemap, cuBLAS's modules in the tables, the process's RssAnon at least the
+driver's share. With ZERO_PAGES_PROGRAM (zero_pages_program) also runs it with the report on and
+checks that its memsets of 0 and copies from zeros are reported as released, by path.
 
-    memory_report_check.py PROGRAM
+    memory_report_check.py PROGRAM [ZERO_PAGES_PROGRAM]
 """
 import json
 import os
 import subprocess
 import sys
 import tempfile
+
+
+def zero_pages(program):
+    """zero_pages_program --mib 96: a memset of 0 of 96 MiB and a copy of 32 MiB from
+    never-written memory, and smaller ones on pool, VMM and exported memory; then 16 MiB read
+    and never written, left allocated at exit."""
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "memory.jsonl")
+        env = dict(os.environ, VGPU_SIM_MEMORY_REPORT=path)
+        if os.environ.get("VGPU_TEST_PRELOAD"):
+            env["LD_PRELOAD"] = os.environ["VGPU_TEST_PRELOAD"]
+        subprocess.run([program, "--mib", "96", "--leave-read-mib", "16"], env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+        with open(path) as f:
+            r = json.loads(f.readline())
+    print(json.dumps(r))
+    released, written = r["device_released_mib"], r["device_written_mib"]
+    checks = [
+        ("memsets of 0 released (96 MiB and more)", released["memset"] >= 96),
+        ("copies from zeros released (32 MiB and more)", released["dtod"] >= 32),
+        ("no more than partial pages of the memsets written", written["memset"] < 1),
+        ("the patterns written by HtoD copies", written["htod"] >= 96),
+        ("nothing left undone", r["device_timed_only_mib"] == 0),
+        # 16 MiB read back, never written, left allocated: mapped to the zero page only.
+        ("pages only read: resident by mincore", r["device_memory_resident_mib"] >= 16),
+        ("pages only read: the zero page by pagemap", r["device_memory_zero_page_mib"] >= 16),
+        ("pages only read: none of their own", r["device_memory_private_mib"] < 1),
+    ]
+    failures = 0
+    for what, ok in checks:
+        if not ok:
+            failures += 1
+            print(f"FAIL zero pages: {what}")
+    return failures
 
 
 def main():
@@ -41,11 +77,18 @@ def main():
             ("RssAnon holds the driver's share",
              r["rss_anon_mib"] >= r["device_memory_resident_mib"] + r["module_tables_mib"]),
             ("VmHWM read", r["vm_hwm_mib"] > 0),
+            ("the parameters written by HtoD copies", 16 <= r["device_written_mib"]["htod"] <= 20),
+            ("pages of its own by pagemap", 16 <= r["device_memory_private_mib"] <= r["device_memory_resident_mib"]),
+            ("nothing released", sum(r["device_released_mib"].values()) == 0),
+            ("the parameters are the largest buffer of its own",
+             r["device_largest_own"] and r["device_largest_own"][0][0] >= 16 and r["device_largest_own"][0][1] >= 16),
         ]
         for what, ok in checks:
             if not ok:
                 failures += 1
                 print(f"FAIL {what}")
+    if len(sys.argv) > 2:
+        failures += zero_pages(sys.argv[2])
     print(f"{failures} check(s) failed")
     return 1 if failures else 0
 

@@ -148,12 +148,12 @@ inline constexpr Spec kSpecs[] = {
      "sim driver", 0, kGiB},
     {Id::sim_copy_data_bytes, "VGPU_SIM_COPY_DATA_BYTES", Type::integer, "",
      "largest copy or memset into device memory whose bytes the sim backend writes (larger ones are "
-     "timed only and leave the destination as it was, so its host memory is never touched; unset: "
-     "every one)",
+     "timed only and leave the destination as it was, so its host memory is never touched; a memset "
+     "of 0 is always done: it costs no host memory; unset: every one)",
      "sim driver", 0, 1099511627776.0},
     {Id::sim_memory_report, "VGPU_SIM_MEMORY_REPORT", Type::path, "",
      "at exit the sim driver appends one JSON line of the process's host memory and its own share "
-     "(module tables, device memory touched) to this file (`%p` = the process id)",
+     "(module tables, device memory touched, what wrote it by path) to this file (`%p` = the process id)",
      "sim driver", 0, 0, {}, Reading::each_use},
     {Id::clock_report, "VGPU_CLOCK_REPORT", Type::path, "",
      "at exit each process appends one JSON line per host thread that kept virtual time: where its "

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <mutex>
 #include <string>
 
@@ -49,17 +50,41 @@ void write_report() {
   const struct mallinfo2 heap = mallinfo2();  // every arena: the program's and the driver's
   const ModuleStats m = d->modules().stats();
   const MemoryManager::Footprint f = d->memory().footprint();
+  const MemoryManager::WriteStats w = d->memory().write_stats();
   constexpr double kMiB = 1024.0 * 1024.0;
+  // What touched device memory, by path: bytes stored, and bytes of whole pages released instead
+  // (they were to hold zeros: a memset of 0, a copy from zeros).
+  static constexpr const char* kPaths[] = {"htod", "dtod", "peer", "memset", "nccl"};
+  static_assert(std::size(kPaths) == static_cast<size_t>(MemoryManager::DeviceWrite::count));
+  std::string written, released;
+  for (size_t i = 0; i < std::size(kPaths); ++i) {
+    written += fmt::format("{}\"{}\": {:.1f}", i ? ", " : "", kPaths[i], w.written[i] / kMiB);
+    released += fmt::format("{}\"{}\": {:.1f}", i ? ", " : "", kPaths[i], w.released[i] / kMiB);
+  }
+  // The allocations holding the most pages of their own, 1 MiB or more: [allocated MiB, own MiB,
+  // kind].
+  std::string largest;
+  for (const auto& h : f.largest)
+    if (h.own >= (1u << 20))
+      largest += fmt::format("{}[{:.1f}, {:.1f}, \"{}\"]", largest.empty() ? "" : ", ", h.bytes / kMiB, h.own / kMiB, h.kind);
+  // Device memory of the process's own by pagemap (-1 when it cannot be read).
+  auto known = [&](uint64_t v) { return f.private_known ? v / kMiB : -1.0; };
   const std::string line = fmt::format(
       "{{\"pid\": {}, \"rss_anon_mib\": {:.1f}, \"rss_file_mib\": {:.1f}, \"rss_shmem_mib\": {:.1f}, "
       "\"vm_hwm_mib\": {:.1f}, \"malloc_in_use_mib\": {:.1f}, "
       "\"device_memory_mib\": {:.1f}, \"device_memory_resident_mib\": {:.1f}, "
+      "\"device_memory_private_mib\": {:.1f}, \"device_memory_memfd_mib\": {:.1f}, "
+      "\"device_memory_zero_page_mib\": {:.1f}, "
+      "\"device_memory_swapped_mib\": {:.1f}, \"device_largest_own\": [{}], "
+      "\"device_written_mib\": {{{}}}, \"device_released_mib\": {{{}}}, \"device_timed_only_mib\": {:.1f}, "
       "\"host_visible_memory_mib\": {:.1f}, \"host_visible_memory_resident_mib\": {:.1f}, "
       "\"module_tables_mib\": {:.1f}, \"libraries\": {}, \"modules\": {}, \"kernels\": {}, \"functions\": {}, "
       "\"images_parsed\": {}, \"decompressed_mib\": {:.1f}, \"largest_decompressed_mib\": {:.1f}}}\n",
       ::getpid(), status_kib(status, "RssAnon") / 1024.0, status_kib(status, "RssFile") / 1024.0,
       status_kib(status, "RssShmem") / 1024.0, status_kib(status, "VmHWM") / 1024.0,
-      (heap.uordblks + heap.hblkhd) / kMiB, f.device_bytes / kMiB, f.device_resident / kMiB, f.host_bytes / kMiB,
+      (heap.uordblks + heap.hblkhd) / kMiB, f.device_bytes / kMiB, f.device_resident / kMiB,
+      known(f.device_private), known(f.device_memfd), known(f.device_zero_page), known(f.device_swapped), largest, written, released,
+      w.timed_only / kMiB, f.host_bytes / kMiB,
       f.host_resident / kMiB, m.table_bytes / kMiB, m.libraries, m.modules, m.kernels, m.functions, m.images_parsed,
       m.decompressed_bytes / kMiB, m.largest_decompressed / kMiB);
   // One write of one line: the ranks of a job may share the file.

@@ -117,15 +117,14 @@ void NcclData::move_p2p(const vgpu_nccl_plugin_side* plugin, uint64_t tag, uint6
       }
       if (!exchange_.receive(comm, t.peer, rank, k, kRankTimeoutS, &data)) continue;
     }
-    auto out = memory_.resolve(reinterpret_cast<CUdeviceptr>(t.recv), n);
-    if (data.size() != n || !out) {
+    if (data.size() != n ||
+        !memory_.store(reinterpret_cast<CUdeviceptr>(t.recv), data.data(), n, MemoryManager::DeviceWrite::nccl)) {
       log::once(log::Level::warn, "sim-nccl-data-p2p",
                 fmt::format("sim nccl: a message of {} B from rank {} to rank {} of comm {:x} could not be "
                             "delivered (sizes differ, or a buffer is not memory of this process)",
                             n, t.peer, rank, comm));
       continue;
     }
-    std::memcpy(out->host, data.data(), n);
   }
 }
 
@@ -181,14 +180,13 @@ void NcclData::move(const vgpu_nccl_plugin_side* plugin, uint64_t tag, uint64_t 
                             field(t.func, sizeof t.func), comm));
       continue;
     }
-    auto out = memory_.resolve(reinterpret_cast<CUdeviceptr>(t.recv), recv);
-    if (!out) {
+    if (!memory_.store(reinterpret_cast<CUdeviceptr>(t.recv), result.data(), recv,
+                       MemoryManager::DeviceWrite::nccl)) {
       log::once(log::Level::warn, "sim-nccl-data-recv",
                 fmt::format("sim nccl: the recv buffer {} of a {} is not memory of this process", t.recv,
                             field(t.func, sizeof t.func)));
       continue;
     }
-    std::memcpy(out->host, result.data(), recv);
   }
 }
 

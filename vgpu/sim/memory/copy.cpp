@@ -9,6 +9,7 @@
 
 #include "sim/core/stream_queue.h"
 #include "sim/memory/api_util.h"
+#include "sim/memory/page_writes.h"
 
 namespace vgpu::sim {
 namespace {
@@ -20,6 +21,7 @@ struct Side {
   size_t pitch = 0, height = 0;
   int device = -1;        // -1: host memory
   bool device_only = false;  // device, pool or VMM allocations, arrays (memory_impl.h)
+  PageOwner pages;           // how its whole pages are given back when they are to hold zeros
   std::vector<std::shared_ptr<void>> keep;
 };
 
@@ -61,6 +63,7 @@ CUresult resolve_side(const char* call, const char* which, const Call& c, CUmemo
     out->height = arr->height;
     out->device = arr->device;
     out->device_only = true;
+    out->pages = PageOwner{PageRelease::private_pages, arr->mapping};
     out->keep.push_back(arr->mapping);
     return CUDA_SUCCESS;
   }
@@ -85,6 +88,7 @@ CUresult resolve_side(const char* call, const char* which, const Call& c, CUmemo
     out->device = host_kind ? -1 : a.device;
     out->device_only = true;  // when every allocation the range spans is
     for (auto& h : holders) out->device_only = out->device_only && device_only(h->kind);
+    out->pages = page_owner(holders);
     // The origin itself may lie before the allocation (x/y offsets): address via the first byte.
     out->base = a.host + (origin + first - a.base) - first;
     for (auto& h : holders) {
@@ -160,15 +164,39 @@ CUresult copy3d(const char* call, const CUDA_MEMCPY3D& p, Submit how) {
   }
   const bool device_to_device = src.device >= 0 && dst.device >= 0;
   const size_t sy = p.srcY, sz = p.srcZ, dy = p.dstY, dz = p.dstZ;
-  if (writes_bytes(dst, bytes))
-    w.execute = [src = std::move(src), dst = std::move(dst), sx, sy, sz, dx, dy, dz, width, rows, depth] {
-      for (size_t z = 0; z < depth; ++z)
-        for (size_t y = 0; y < rows; ++y) {
-          const char* from = src.base + sx + (sy + y) * src.pitch + (sz + z) * src.pitch * src.height;
-          char* to = dst.base + dx + (dy + y) * dst.pitch + (dz + z) * dst.pitch * dst.height;
-          std::memmove(to, from, width);
-        }
+  // Rows that follow each other on both sides are one span (a 1D copy is always one).
+  auto contiguous = [&](const Side& s) {
+    return (rows == 1 || s.pitch == width) && (depth == 1 || (s.pitch == width && s.height == rows));
+  };
+  const bool one_span = contiguous(src) && contiguous(dst);
+  // Counted as the write into device memory it is (a copy into host memory is not counted).
+  const auto path = src.device < 0 ? MemoryManager::DeviceWrite::host_to_device
+                    : src.device == dst.device ? MemoryManager::DeviceWrite::device_to_device
+                                               : MemoryManager::DeviceWrite::peer;
+  MemoryManager::Impl* mem = dst.device >= 0 ? c.mem : nullptr;
+  if (!writes_bytes(dst, bytes)) {
+    c.mem->timed_only.fetch_add(bytes, std::memory_order_relaxed);
+  } else {
+    w.execute = [src = std::move(src), dst = std::move(dst), sx, sy, sz, dx, dy, dz, width, rows, depth, one_span,
+                 path, mem] {
+      const PageRelease release = dst.pages.now();
+      PageWriteResult done;
+      auto span = [&](size_t y, size_t z, size_t n) {
+        const char* from = src.base + sx + (sy + y) * src.pitch + (sz + z) * src.pitch * src.height;
+        char* to = dst.base + dx + (dy + y) * dst.pitch + (dz + z) * dst.pitch * dst.height;
+        const PageWriteResult r = copy_pages(to, from, n, release);
+        done.written += r.written;
+        done.released += r.released;
+      };
+      if (one_span) {
+        span(0, 0, width * rows * depth);
+      } else {
+        for (size_t z = 0; z < depth; ++z)
+          for (size_t y = 0; y < rows; ++y) span(y, z, width);
+      }
+      if (mem) mem->note(path, done);
     };
+  }
   return run(c, std::move(w), how, device_to_device);
 }
 
@@ -214,8 +242,28 @@ CUresult memset2d(const char* call, CUdeviceptr dst, size_t pitch, uint32_t valu
   w.label = fmt::format("memset {} B", bytes);
   w.duration_s = copy_seconds(model_of(c, side.device), CopyPath::memset, bytes);
   const size_t step = height > 1 ? pitch : row;
-  if (writes_bytes(side, bytes))
-    w.execute = [side = std::move(side), value, element, width, height, step] {
+  // A memset of zeros gives whole pages back instead of writing them (page_writes.h): exact, and
+  // free of host memory, so it is performed whatever VGPU_SIM_COPY_DATA_BYTES says.
+  MemoryManager::Impl* mem = side.device >= 0 ? c.mem : nullptr;
+  if (value == 0) {
+    w.execute = [side = std::move(side), row, height, step, mem] {
+      const PageRelease release = side.pages.now();
+      PageWriteResult done;
+      if (height == 1 || step == row) {
+        done = write_zeros(side.base, row * height, release);
+      } else {
+        for (size_t y = 0; y < height; ++y) {
+          const PageWriteResult r = write_zeros(side.base + y * step, row, release);
+          done.written += r.written;
+          done.released += r.released;
+        }
+      }
+      if (mem) mem->note(MemoryManager::DeviceWrite::memset, done);
+    };
+  } else if (!writes_bytes(side, bytes)) {
+    c.mem->timed_only.fetch_add(bytes, std::memory_order_relaxed);
+  } else {
+    w.execute = [side = std::move(side), value, element, width, height, step, mem, bytes] {
       for (size_t y = 0; y < height; ++y) {
         char* p = side.base + y * step;
         if (element == 1) {
@@ -227,7 +275,9 @@ CUresult memset2d(const char* call, CUdeviceptr dst, size_t pitch, uint32_t valu
           for (size_t i = 0; i < width; ++i) std::memcpy(p + 4 * i, &value, 4);
         }
       }
+      if (mem) mem->note(MemoryManager::DeviceWrite::memset, PageWriteResult{bytes, 0});
     };
+  }
   return run(c, std::move(w), how);
 }
 

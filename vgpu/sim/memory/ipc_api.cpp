@@ -18,6 +18,7 @@
 #include "front/driver/entry_points.h"
 #include "sim/core/virtual_clock.h"
 #include "sim/memory/api_util.h"
+#include "sim/memory/page_writes.h"
 
 using namespace vgpu;
 using vgpu::sim::Call;
@@ -67,10 +68,15 @@ CUresult share(Allocation& a) {
     close(fd);
     return fail(CUDA_ERROR_OUT_OF_MEMORY, "cuIpcGetMemHandle: cannot map the memfd");
   }
-  std::memcpy(staging, a.mapping->base, length);
+  // Pages of zeros (never written, or released) stay holes of the memfd: they cost nothing.
+  copy_pages(static_cast<char*>(staging), static_cast<const char*>(a.mapping->base), length,
+             PageRelease::shared_pages);
   munmap(staging, length);
-  // Replaces the private pages in place: the address the program holds stays valid.
+  // Replaces the private pages in place: the address the program holds stays valid. Marked
+  // shared first, so that a write releasing pages from now on punches holes in the memfd.
+  a.mapping->shared.store(true, std::memory_order_release);
   if (mmap(a.mapping->base, length, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED) {
+    a.mapping->shared.store(false, std::memory_order_release);
     close(fd);
     return fail(CUDA_ERROR_OUT_OF_MEMORY, "cuIpcGetMemHandle: cannot remap the allocation");
   }
@@ -93,6 +99,7 @@ CUresult map_exported(const char* call, const Call& c, const HandleData& h, std:
   auto mapping = std::make_shared<HostMapping>();
   mapping->base = p;
   mapping->length = h.length;
+  mapping->shared.store(true, std::memory_order_relaxed);
   auto a = std::make_shared<Allocation>();
   a->kind = AllocKind::device;
   a->base = reinterpret_cast<uintptr_t>(p);

@@ -43,10 +43,15 @@ PhysicalAllocation::~PhysicalAllocation() {
 
 namespace {
 
+size_t page_size() {
+  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return page;
+}
+
 // Bytes of [p, p + bytes) resident in host memory (mincore over whole pages; a page only read
 // counts too, mapped to the kernel's zero page).
 uint64_t resident_bytes(const char* p, size_t bytes) {
-  static const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t page = page_size();
   const uintptr_t first = reinterpret_cast<uintptr_t>(p) / page * page;
   const uintptr_t end = reinterpret_cast<uintptr_t>(p) + bytes;
   constexpr size_t kPagesPerCall = size_t{1} << 16;
@@ -61,7 +66,56 @@ uint64_t resident_bytes(const char* p, size_t bytes) {
   return resident * page;
 }
 
+// The pages of [p, p + bytes) by /proc/self/pagemap (one 64-bit entry per page: bit 63 present,
+// 62 swapped, 61 a file or shared page, 56 mapped by this process alone). A private page the
+// program wrote is present and exclusive; a page only read is mapped to the kernel's zero page,
+// present but neither exclusive nor anonymous-owned (the huge zero page reads as a file page);
+// a memfd page (VMM, IPC) is a file page and memory of its own. False when pagemap cannot be
+// read.
+struct PageCensus {
+  uint64_t own = 0, swapped = 0, zero_page = 0;
+};
+bool census(int pagemap, const char* p, size_t bytes, bool shared, PageCensus* out) {
+  constexpr uint64_t kPresent = 1ull << 63, kSwapped = 1ull << 62, kFile = 1ull << 61, kExclusive = 1ull << 56;
+  const size_t page = page_size();
+  const uintptr_t first = reinterpret_cast<uintptr_t>(p) / page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(p) + bytes + page - 1) / page;
+  constexpr size_t kPagesPerRead = size_t{1} << 15;
+  std::vector<uint64_t> entries(kPagesPerRead);
+  for (uintptr_t at = first; at < end;) {
+    const size_t pages = std::min<size_t>(kPagesPerRead, end - at);
+    const ssize_t want = static_cast<ssize_t>(pages * sizeof(uint64_t));
+    if (pread(pagemap, entries.data(), want, static_cast<off_t>(at * sizeof(uint64_t))) != want) return false;
+    for (size_t i = 0; i < pages; ++i) {
+      const uint64_t e = entries[i];
+      if (e & kSwapped) out->swapped += page;
+      else if (!(e & kPresent)) continue;
+      else if (shared ? (e & kFile) != 0 : (e & kExclusive) && !(e & kFile)) out->own += page;
+      else out->zero_page += page;
+    }
+    at += pages;
+  }
+  return true;
+}
+
 }  // namespace
+
+PageOwner page_owner(const std::vector<std::shared_ptr<Allocation>>& holders) {
+  PageOwner o;
+  if (holders.empty()) return o;
+  for (const auto& h : holders)
+    if (!device_only(h->kind)) return o;
+  if (holders.front()->physical) {  // VMM: every mapping of the range is a memfd's
+    for (const auto& h : holders)
+      if (!h->physical) return o;
+    o.how = PageRelease::shared_pages;
+    return o;
+  }
+  if (holders.size() != 1 || !holders.front()->mapping) return o;
+  o.backing = holders.front()->mapping;
+  o.how = PageRelease::private_pages;  // now() reads whether an export made it shared since
+  return o;
+}
 
 MemoryManager::Footprint MemoryManager::footprint() const {
   std::vector<std::shared_ptr<Allocation>> live;
@@ -70,13 +124,50 @@ MemoryManager::Footprint MemoryManager::footprint() const {
     for (const auto& [base, a] : impl_->index) live.push_back(a);
   }
   Footprint f;
+  const int pagemap = ::open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+  f.private_known = pagemap >= 0;
   for (const auto& a : live) {
     if (a->host == nullptr || a->kind == AllocKind::registered_host) continue;
     const uint64_t resident = resident_bytes(a->host, a->size);
     (device_only(a->kind) ? f.device_bytes : f.host_bytes) += a->size;
     (device_only(a->kind) ? f.device_resident : f.host_resident) += resident;
+    if (!device_only(a->kind) || !f.private_known) continue;
+    const bool shared = a->physical || (a->mapping && a->mapping->shared.load(std::memory_order_acquire));
+    PageCensus c;
+    if (!census(pagemap, a->host, a->size, shared, &c)) {
+      f.private_known = false;
+      continue;
+    }
+    (shared ? f.device_memfd : f.device_private) += c.own;
+    // Kept sorted, largest first: insert where it belongs, the smallest falls off.
+    Footprint::Holder h{a->size, c.own, a->kind == AllocKind::pool ? "pool" : a->kind == AllocKind::vmm_mapping ? "vmm" : "device"};
+    for (auto& slot : f.largest)
+      if (h.own > slot.own) std::swap(h, slot);
+    f.device_swapped += c.swapped;
+    f.device_zero_page += c.zero_page;
   }
+  if (pagemap >= 0) ::close(pagemap);
   return f;
+}
+
+MemoryManager::WriteStats MemoryManager::write_stats() const {
+  WriteStats s;
+  for (int i = 0; i < Impl::kWritePaths; ++i) {
+    s.written[i] = impl_->written[i].load(std::memory_order_relaxed);
+    s.released[i] = impl_->released[i].load(std::memory_order_relaxed);
+  }
+  s.timed_only = impl_->timed_only.load(std::memory_order_relaxed);
+  return s;
+}
+
+bool MemoryManager::store(CUdeviceptr ptr, const void* src, size_t bytes, DeviceWrite path) {
+  if (bytes == 0) return true;
+  std::vector<std::shared_ptr<Allocation>> holders;
+  if (src == nullptr || !impl_->covers(static_cast<uintptr_t>(ptr), bytes, &holders)) return false;
+  const Allocation& a = *holders.front();
+  char* to = a.host + (static_cast<uintptr_t>(ptr) - a.base);
+  impl_->note(path, copy_pages(to, static_cast<const char*>(src), bytes, page_owner(holders).now()));
+  return true;
 }
 
 MemoryManager::Impl::Impl(DriverState& d) : driver(d) {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 
@@ -53,8 +54,39 @@ class MemoryManager {
   struct Footprint {
     uint64_t device_bytes = 0, device_resident = 0;
     uint64_t host_bytes = 0, host_resident = 0;
+    // Of device_resident (mincore, which also counts a page only read: the kernel's shared zero
+    // page), what /proc/self/pagemap says: private pages written (RssAnon), pages of memfds
+    // mapped here (VMM and IPC-exported memory: RssShmem), pages swapped out, and pages mapped to
+    // the zero page (they cost no memory). private_known is false when pagemap cannot be read.
+    uint64_t device_private = 0, device_memfd = 0, device_swapped = 0, device_zero_page = 0;
+    bool private_known = false;
+    // The allocations holding the most pages of their own (private or memfd), largest first:
+    // which buffers the resident memory is (a model's parameters, NCCL's buffers, ...).
+    struct Holder {
+      uint64_t bytes = 0, own = 0;
+      const char* kind = "";  // "device", "pool" or "vmm"
+    };
+    static constexpr size_t kLargest = 5;
+    Holder largest[kLargest] = {};
   };
   Footprint footprint() const;
+
+  // The paths that write device memory, for the memory report: what each stored, and what it
+  // released instead (whole pages that were to hold only zeros: a memset of 0, or a copy from
+  // zeros such as never-written memory; see sim/memory/page_writes.h).
+  enum class DeviceWrite : int { host_to_device, device_to_device, peer, memset, nccl, count };
+  struct WriteStats {
+    uint64_t written[static_cast<int>(DeviceWrite::count)] = {};
+    uint64_t released[static_cast<int>(DeviceWrite::count)] = {};
+    uint64_t timed_only = 0;  // copies and memsets VGPU_SIM_COPY_DATA_BYTES left undone
+  };
+  WriteStats write_stats() const;
+
+  // Stores `bytes` bytes from host memory `src` at `ptr`, memory of this process as resolve()
+  // finds it (the NCCL data mover's results), releasing whole device pages that are to hold
+  // only zeros; counted as `path`. False (nothing stored) when the range is not inside one known
+  // allocation.
+  bool store(CUdeviceptr ptr, const void* src, size_t bytes, DeviceWrite path);
 
   // The internals, for the entry points of this folder only (sim/memory_impl.h).
   struct Impl;

@@ -29,6 +29,7 @@
 #include "sim/core/handle_table.h"
 #include "front/driver/cuda_api.h"
 #include "sim/memory/memory.h"
+#include "sim/memory/page_writes.h"
 
 namespace vgpu {
 
@@ -46,6 +47,10 @@ inline bool round_up_checked(uint64_t v, uint64_t to, uint64_t* out) {
 struct HostMapping {
   void* base = nullptr;
   size_t length = 0;
+  // A shared mapping of a memfd (created so, or remapped in place by an IPC export): its pages
+  // are given back by MADV_REMOVE, a private one's by MADV_DONTNEED (page_writes.h). Set before
+  // the remapping, read when a write runs.
+  std::atomic<bool> shared{false};
   ~HostMapping();
   // nullptr when the address space cannot be had.
   static std::shared_ptr<HostMapping> create(size_t bytes);
@@ -105,6 +110,23 @@ struct Allocation {
   int last_prefetch = CU_DEVICE_INVALID;
   std::set<int> accessed_by;
 };
+
+// How a write gives back the whole pages of its destination (page_writes.h), decided when the
+// write is set up and read again when it runs: an export (cuIpcGetMemHandle) may have turned a
+// private backing into a shared one meanwhile.
+struct PageOwner {
+  PageRelease how = PageRelease::none;
+  std::shared_ptr<HostMapping> backing;  // a private backing, whose `shared` may change
+  PageRelease now() const {
+    if (how == PageRelease::private_pages && backing && backing->shared.load(std::memory_order_acquire))
+      return PageRelease::shared_pages;
+    return how;
+  }
+};
+// Device-only memory is the driver's to give back: pool blocks and device allocations by their
+// backing, VMM mappings (memfd) as shared; every other kind (and a range across kinds) is
+// written.
+PageOwner page_owner(const std::vector<std::shared_ptr<Allocation>>& holders);
 
 struct ArrayObject {
   CUarray handle = nullptr;
@@ -221,6 +243,15 @@ struct MemoryManager::Impl {
   std::unordered_map<CUmemGenericAllocationHandle, PhysEntry> physical;
   std::map<uintptr_t, size_t> reservations;  // base -> size
   std::atomic<unsigned long long> next_generic_handle{1};
+  // What the paths that write device memory stored and released (MemoryManager::write_stats).
+  static constexpr int kWritePaths = static_cast<int>(DeviceWrite::count);
+  std::atomic<uint64_t> written[kWritePaths] = {}, released[kWritePaths] = {};
+  std::atomic<uint64_t> timed_only{0};
+  void note(DeviceWrite path, const PageWriteResult& r) {
+    written[static_cast<int>(path)].fetch_add(r.written, std::memory_order_relaxed);
+    released[static_cast<int>(path)].fetch_add(r.released, std::memory_order_relaxed);
+  }
+
   // The memfd arena new physical allocations come from.
   std::shared_ptr<void> arena;
   int arena_fd = -1;
