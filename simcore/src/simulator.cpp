@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/log.h"
+
 namespace simcore::detail {
 
 Simulator::Simulator(const ClusterSpec& cluster, const EngineOptions& options)
@@ -64,7 +66,7 @@ EventId Simulator::submit(const NewEvent& e) {
       if (std::find(r.deps.begin(), r.deps.end(), dep) != r.deps.end()) continue;
       Record& d = records_[ds];
       r.deps.push_back(dep);
-      d.dependents.push_back(id);
+      add_dependent(ds, dep, id);
       // A fresh dependency starts no earlier than its own bound; a simulated one keeps its
       // finish unless the sweep reaches it, which happens no earlier than the sweep's start.
       lower_bound = std::max(lower_bound, d.dirty ? d.lower_bound : d.finish);
@@ -104,7 +106,10 @@ void Simulator::sync() {
   if (fresh_.empty()) return;
   const Time start = rewind_to_;
   const uint64_t replayed_before = replayed_;
+  if (!clean_groups_.empty()) split_reachable(start);
   queue_.restart();
+  // A fresh group split above left its record dead and its members in fresh_.
+  std::erase_if(fresh_, [&](uint32_t slot) { return records_[slot].id == kNoEvent; });
   for (uint32_t slot : fresh_) dirty_.push_back(slot);
   for (uint32_t slot : fresh_) schedule_if_ready(slot, start);
   fresh_.clear();
@@ -114,30 +119,45 @@ void Simulator::sync() {
   finalize();
 }
 
+void Simulator::add_dependent(uint32_t ds, EventId dep, EventId dependent) {
+  Record& d = records_[ds];
+  if (d.group == kNoGroup) d.dependents.push_back(dependent);
+  else groups_[d.group].members[ids_.member(dep)].dependents.push_back(dependent);
+}
+
+bool Simulator::dep_waits(EventId dep, Time now, Time& ready) {
+  const uint32_t ds = live_slot(dep);
+  if (ds == kRetired) return false;
+  Record& d = records_[ds];
+  if (d.dirty) {
+    if (d.phase != Phase::done) return true;
+    ready = std::max(ready, d.finish);
+    return false;
+  }
+  if (d.finish < now || d.finish_announced) {
+    ready = std::max(ready, d.finish);
+    return false;
+  }
+  // A clean dependency finishing now or later may still turn dirty until then: the sweep
+  // announces its finish when it gets there.
+  if (!d.finish_queued) {
+    d.finish_queued = true;
+    announced_.push_back(ds);
+    push(d.finish, ds, kCleanFinish);
+  }
+  return true;
+}
+
 void Simulator::schedule_if_ready(uint32_t slot, Time now) {
   Record& r = records_[slot];
+  if (r.group != kNoGroup) {
+    schedule_group(slot, now);
+    return;
+  }
   r.ready = r.base_ready;
   r.waiting = 0;
-  for (EventId dep : r.deps) {
-    const uint32_t ds = live_slot(dep);
-    if (ds == kRetired) continue;
-    Record& d = records_[ds];
-    if (d.dirty) {
-      if (d.phase == Phase::done) r.ready = std::max(r.ready, d.finish);
-      else ++r.waiting;
-    } else if (d.finish < now || d.finish_announced) {
-      r.ready = std::max(r.ready, d.finish);
-    } else {
-      // A clean dependency finishing now or later may still turn dirty until then: the sweep
-      // announces its finish when it gets there.
-      ++r.waiting;
-      if (!d.finish_queued) {
-        d.finish_queued = true;
-        announced_.push_back(ds);
-        push(d.finish, ds, kCleanFinish);
-      }
-    }
-  }
+  for (EventId dep : r.deps)
+    if (dep_waits(dep, now, r.ready)) ++r.waiting;
   if (r.waiting == 0) push_start(r.ready, slot);
 }
 
@@ -196,6 +216,10 @@ void Simulator::handle(const QueueItem& item, Time now) {
 
 void Simulator::begin(uint32_t slot, Time now) {
   Record& r = records_[slot];
+  if (r.group != kNoGroup) {
+    begin_group(slot, now);
+    return;
+  }
   r.start = now;
   if (r.kind == EventKind::task || r.bytes == 0) {
     r.transfer_end = now;
@@ -213,7 +237,8 @@ void Simulator::end_transfer(uint32_t slot, Time now) {
   Record& r = records_[slot];
   r.phase = Phase::tail;
   r.transfer_end = now;
-  solver_.detach(slot, /*touch=*/true);
+  if (r.group != kNoGroup) end_group_transfer(slot);
+  else solver_.detach(slot, /*touch=*/true);
   finish_after_tail(slot, now);
 }
 
@@ -221,7 +246,9 @@ void Simulator::end_transfer(uint32_t slot, Time now) {
 // finish is known), saving the sweep a queue item and an instant per re-simulated flow.
 void Simulator::finish_after_tail(uint32_t slot, Time now) {
   Record& r = records_[slot];
-  if (r.dependents.empty()) {
+  bool told = false;
+  for_each_dependent(r, [&](EventId) { told = true; });
+  if (!told) {
     r.phase = Phase::done;
     r.finish = now + r.tail;
     return;
@@ -234,19 +261,21 @@ void Simulator::complete(uint32_t slot, Time now) {
   Record& r = records_[slot];
   r.phase = Phase::done;
   r.finish = now;
-  for (EventId dep : r.dependents) {
+  for_each_dependent(r, [&](EventId dep) {
     const uint32_t ds = live_slot(dep);
-    if (ds == kRetired) continue;
+    if (ds == kRetired) return;
     Record& d = records_[ds];
     if (d.dirty) {
       // Dependents scheduled before this instant counted this event; later ones saw it done.
-      if (d.phase != Phase::pending || d.waiting == 0) continue;
+      if (d.phase != Phase::pending) return;
+      if (d.group != kNoGroup) return member_dep_done(ds, dep, now);
+      if (d.waiting == 0) return;
       d.ready = std::max(d.ready, now);
       if (--d.waiting == 0) push_start(d.ready, ds);
     } else if (!(r.has_old && now == r.old_finish)) {
       dirty_pending(ds, now);  // its start moves with this finish
     }
-  }
+  });
 }
 
 // Every dirty dependent still waiting was scheduled before this announcement, so it counted
@@ -254,20 +283,23 @@ void Simulator::complete(uint32_t slot, Time now) {
 void Simulator::clean_finished(uint32_t slot, Time now) {
   Record& r = records_[slot];
   r.finish_announced = true;
-  for (EventId dep : r.dependents) {
+  for_each_dependent(r, [&](EventId dep) {
     const uint32_t ds = live_slot(dep);
-    if (ds == kRetired) continue;
+    if (ds == kRetired) return;
     Record& d = records_[ds];
-    if (!d.dirty || d.phase != Phase::pending || d.waiting == 0) continue;
+    if (!d.dirty || d.phase != Phase::pending) return;
+    if (d.group != kNoGroup) return member_dep_done(ds, dep, now);
+    if (d.waiting == 0) return;
     d.ready = std::max(d.ready, now);
     if (--d.waiting == 0) push_start(d.ready, ds);
-  }
+  });
 }
 
 // At a clean event's old start: a dependency still unfinished means it cannot start then.
 void Simulator::dep_check(uint32_t slot, Time now) {
   const Record& r = records_[slot];
   if (r.dirty) return;
+  if (r.group != kNoGroup) return report_group_reached("dep_check");
   for (EventId dep : r.deps) {
     const uint32_t ds = live_slot(dep);
     if (ds == kRetired) continue;
@@ -345,6 +377,7 @@ void Simulator::mark_dirty(Record& r, uint32_t slot, Time now, const Route& rout
 // A clean flow that started before `now` and moves bytes beside dirty work on one of its links.
 void Simulator::dirty_moving(uint32_t slot, Time now) {
   Record& r = records_[slot];
+  if (r.group != kNoGroup) return report_group_reached("dirty_moving");
   const Route route = route_of(r);
   mark_dirty(r, slot, now, route);
   note_presence(route, now);
@@ -356,6 +389,7 @@ void Simulator::dirty_moving(uint32_t slot, Time now) {
   r.phase = Phase::moving;
   const Segment s = r.segments.back();  // it started before now, so this exists
   // Its presence was noted above (attach_dirty() would find every link present now).
+  split_claims(route, now);
   solver_.attach(slot, route, s.rate, /*touch=*/true);
   queue_transfer_end(r, slot, std::max(now, s.t + s.remaining / s.rate));
 }
@@ -364,6 +398,7 @@ void Simulator::dirty_moving(uint32_t slot, Time now) {
 // again.
 void Simulator::dirty_pending(uint32_t slot, Time now) {
   Record& r = records_[slot];
+  if (r.group != kNoGroup) return report_group_reached("dirty_pending");
   const Route route = route_of(r);
   mark_dirty(r, slot, now, route);
   if (r.indexed) index_erase(slot, r, route);
@@ -395,6 +430,7 @@ void Simulator::note_presence(const Route& route, Time now) {
 }
 
 void Simulator::attach_dirty(uint32_t slot, const Route& route, double rate, Time now) {
+  split_claims(route, now);
   note_presence(route, now);
   solver_.attach(slot, route, rate, /*touch=*/true);
 }
@@ -497,27 +533,32 @@ void Simulator::index_erase(uint32_t slot, const Record& r, const Route& route) 
   records_[slot].indexed = false;
 }
 
+void Simulator::count_clean(const Record& r, const Route& route) {
+  for (int i = 0; i < route.count; ++i) {
+    LinkIndex& li = links_[route.links[i]];
+    ++li.clean;
+    li.max_duration = std::max(li.max_duration, r.transfer_end - r.start);
+    li.clean_end_bound = std::max(li.clean_end_bound, r.transfer_end);
+    li.clean_start_bound = std::max(li.clean_start_bound, r.start);
+  }
+}
+
 // Everything the sweep simulated is the new clean history.
 void Simulator::finalize() {
   for (uint32_t slot : dirty_) {
     Record& r = records_[slot];
+    if (r.id == kNoEvent) continue;  // a group split in the sweep: its members follow
     r.dirty = false;
     r.has_old = false;
-    if (r.indexed) {
-      const Route route = route_of(r);
-      for (int i = 0; i < route.count; ++i) {
-        LinkIndex& li = links_[route.links[i]];
-        ++li.clean;
-        li.max_duration = std::max(li.max_duration, r.transfer_end - r.start);
-        li.clean_end_bound = std::max(li.clean_end_bound, r.transfer_end);
-        li.clean_start_bound = std::max(li.clean_start_bound, r.start);
-      }
-    }
+    if (r.indexed) count_clean(r, route_of(r));
+    if (r.group != kNoGroup) clean_groups_.emplace_back(slot, r.id);
     r.finish_stamp = ++stamps_;
     finish_order_.push(FinishEntry{r.finish, r.finish_stamp, slot});
     frontier_ = std::max(frontier_, r.finish);
   }
   dirty_.clear();
+  for (uint32_t slot : dead_slots_) free_slots_.push_back(slot);
+  dead_slots_.clear();
   for (uint32_t slot : announced_) {
     records_[slot].finish_queued = false;
     records_[slot].finish_announced = false;
@@ -587,7 +628,7 @@ void Simulator::reclaim(Time floor) {
 void Simulator::prefetch_links(uint32_t slot, Route& route) const {
   const Record& r = records_[slot];
   route.count = 0;
-  if (!r.indexed) return;
+  if (!r.indexed || r.group != kNoGroup) return;
   route = route_of(r);
   for (int i = 0; i < route.count; ++i) __builtin_prefetch(&links_[route.links[i]]);
 }
@@ -604,6 +645,10 @@ void Simulator::prefetch_fronts(const Route& route) const {
 // the slot is used again.
 void Simulator::retire(uint32_t slot, const Route& route) {
   Record& r = records_[slot];
+  if (r.group != kNoGroup) {
+    retire_group(slot);
+    return;
+  }
   ids_.retire(r.id, Interval{r.start, r.finish});
   if (record_timeline_) {
     retired_timeline_.push_back(timeline_entry(r, labels_[slot]));
@@ -624,6 +669,9 @@ Engine::Stats Simulator::stats() const {
                    queue_.memory_bytes() + fresh_.capacity() * sizeof(uint32_t) +
                    dirty_.capacity() * sizeof(uint32_t) + links_.capacity() * sizeof(LinkIndex);
   for (const LinkIndex& li : links_) history += li.by_start.memory_bytes();
+  history += groups_.capacity() * sizeof(FlowGroup) + link_mark_.capacity() * sizeof(uint32_t) +
+             clean_groups_.capacity() * sizeof(clean_groups_[0]);
+  for (size_t i = 0; i < groups_.size(); ++i) history += groups_[i].memory_bytes();
   uint64_t segments = 0;
   for (size_t slot = 0; slot < records_.size(); ++slot) {
     const Record& r = records_[slot];
@@ -669,6 +717,10 @@ std::string Simulator::timeline_json() const {
   for (size_t slot = 0; slot < records_.size(); ++slot) {
     const Record& r = records_[slot];
     if (r.id == kNoEvent || r.phase != Phase::done) continue;
+    if (r.group != kNoGroup) {
+      append_member_entries(r, entries);
+      continue;
+    }
     entries.push_back(timeline_entry(r, record_timeline_ ? labels_[slot] : kNoLabel));
   }
   return chrome_trace_json(std::move(entries));
