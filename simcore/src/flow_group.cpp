@@ -37,6 +37,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
   std::vector<GroupClass> classes;
   std::vector<uint32_t> alone;
   const auto& links = topology_.links();
+  scratch_routes_.resize(events.size());
   for (uint32_t k = 0; k < events.size(); ++k) {
     const NewEvent& e = events[k];
     GroupKey key;
@@ -52,7 +53,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
       alone.push_back(k);
       continue;
     }
-    const Route route = topology_.sharing_links(e.gpu, e.dst);
+    const Route& route = scratch_routes_[k] = topology_.sharing_links(e.gpu, e.dst);
     key.rate = std::numeric_limits<double>::infinity();
     for (int i = 0; i < route.count; ++i) key.rate = std::min(key.rate, links[route.links[i]].capacity);
     key.latency = topology_.route(e.gpu, e.dst).latency;
@@ -84,7 +85,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
     c->members.push_back(k);
   }
   for (const GroupClass& c : classes) {
-    if (c.members.size() >= 2) submit_group(events, c.members, ids, c.key.rate);
+    if (c.members.size() >= 2) submit_group(events, c.members, scratch_routes_, ids, c.key.rate, c.key.latency);
     else alone.push_back(c.members[0]);
   }
   std::sort(alone.begin(), alone.end());
@@ -92,7 +93,8 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
 }
 
 void Simulator::submit_group(std::span<const NewEvent> events, std::span<const uint32_t> members,
-                             std::span<EventId> ids, double rate) {
+                             std::span<const Route> routes, std::span<EventId> ids, double rate,
+                             Time tail) {
   const uint32_t slot = allocate_slot();
   uint32_t gi;
   if (!free_groups_.empty()) {
@@ -106,6 +108,7 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   const uint32_t m = static_cast<uint32_t>(members.size());
   g.rate = rate;
   g.members.resize(m);
+  g.live = m;
   const NewEvent& e0 = events[members[0]];
   Record& r = records_[slot];
   r.kind = EventKind::flow;
@@ -114,7 +117,7 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   r.gpu = e0.gpu;
   r.dst = e0.dst;
   r.bytes = e0.bytes;
-  r.tail = topology_.route(e0.gpu, e0.dst).latency;
+  r.tail = tail;
   r.group = gi;
   // The same for every member (their key): not_before, the floor, retired dependencies.
   r.base_ready = std::max(e0.not_before, floor_);
@@ -132,7 +135,7 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
     mb.id = id;
     mb.src = e.gpu;
     mb.dst = e.dst;
-    const Route route = topology_.sharing_links(e.gpu, e.dst);
+    const Route& route = routes[members[j]];
     mb.links = route.links;
     mb.link_count = static_cast<uint8_t>(route.count);
     mb.dep_from = static_cast<uint32_t>(g.deps.size());
@@ -167,25 +170,34 @@ void Simulator::schedule_group(uint32_t slot, Time now) {
   r.waiting = 0;
   r.ready = std::numeric_limits<Time>::infinity();
   Time first = std::numeric_limits<Time>::infinity();
-  for (FlowGroup::Member& mb : g.members) {
+  g.ready.clear();
+  for (uint32_t j = 0; j < g.members.size(); ++j) {
+    FlowGroup::Member& mb = g.members[j];
     if (mb.id == kNoEvent) continue;
     mb.ready = r.base_ready;
     mb.waiting = 0;
     for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d)
       if (dep_waits(g.deps[d], now, mb.ready)) ++mb.waiting;
-    if (mb.waiting != 0) ++r.waiting;
-    else first = std::min(first, mb.ready);
+    if (mb.waiting != 0) {
+      ++r.waiting;
+    } else {
+      g.ready.push_back(j);
+      first = std::min(first, mb.ready);
+    }
   }
   if (first != std::numeric_limits<Time>::infinity()) member_ready(slot, first);
 }
 
 void Simulator::member_dep_done(uint32_t slot, EventId member, Time now) {
   Record& r = records_[slot];
-  FlowGroup::Member& mb = groups_[r.group].members[ids_.member(member)];
+  FlowGroup& g = groups_[r.group];
+  const uint32_t j = ids_.member(member);
+  FlowGroup::Member& mb = g.members[j];
   if (mb.waiting == 0) return;  // scheduled after this instant: it saw the dependency done
   mb.ready = std::max(mb.ready, now);
   if (--mb.waiting == 0) {
     --r.waiting;
+    g.ready.push_back(j);
     member_ready(slot, mb.ready);
   }
 }
@@ -206,20 +218,24 @@ void Simulator::begin_group(uint32_t slot, Time now) {
   std::vector<uint32_t> now_ready;
   Time later = std::numeric_limits<Time>::infinity();
   {
-    const FlowGroup& g = groups_[r.group];
-    size_t live = 0;
-    for (uint32_t j = 0; j < g.members.size(); ++j) {
-      const FlowGroup::Member& mb = g.members[j];
-      if (mb.id == kNoEvent) continue;
-      ++live;
-      if (mb.waiting != 0) continue;
-      if (mb.ready <= now) now_ready.push_back(j);
-      else later = std::min(later, mb.ready);
-    }
-    if (now_ready.size() == live) {
+    FlowGroup& g = groups_[r.group];
+    if (g.ready.size() == g.live &&
+        std::all_of(g.ready.begin(), g.ready.end(), [&](uint32_t j) { return g.members[j].ready <= now; })) {
+      g.ready.clear();
       start_group(slot, now);
       return;
     }
+    size_t keep = 0;
+    for (uint32_t j : g.ready) {
+      const Time t = g.members[j].ready;
+      if (t <= now) {
+        now_ready.push_back(j);
+      } else {
+        later = std::min(later, t);
+        g.ready[keep++] = j;
+      }
+    }
+    g.ready.resize(keep);
   }
   if (later != std::numeric_limits<Time>::infinity()) member_ready(slot, later);
   if (now_ready.empty()) return;
@@ -343,12 +359,14 @@ uint32_t Simulator::extract(uint32_t slot, const std::vector<uint32_t>& position
       ids_.rebind(nm.id, out);
       ids_.set_member(nm.id, static_cast<uint32_t>(n.members.size() - 1));
     }
+    n.live = static_cast<uint32_t>(n.members.size());
     N.id = n.members[0].id;
     N.gpu = n.members[0].src;
     N.dst = n.members[0].dst;
   }
   // The members taken out leave holes (the others keep their positions: no id is rebound).
   FlowGroup& g = groups_[records_[slot].group];
+  g.live -= static_cast<uint32_t>(positions.size());
   for (uint32_t j : positions) {
     g.members[j].id = kNoEvent;
     g.members[j].dependents = IdList();

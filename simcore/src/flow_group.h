@@ -55,6 +55,8 @@ struct FlowGroup {
 
   double rate = 0;  // every member's narrowest link: its rate alone
   std::vector<Member> members;
+  uint32_t live = 0;             // members not taken out
+  std::vector<uint32_t> ready;   // positions of members ready to start, in the order they got so
   std::vector<EventId> deps;
   std::vector<std::string> labels;  // by member position, only when the timeline is recorded
 

@@ -119,12 +119,6 @@ void Simulator::sync() {
   finalize();
 }
 
-void Simulator::add_dependent(uint32_t ds, EventId dep, EventId dependent) {
-  Record& d = records_[ds];
-  if (d.group == kNoGroup) d.dependents.push_back(dependent);
-  else groups_[d.group].members[ids_.member(dep)].dependents.push_back(dependent);
-}
-
 bool Simulator::dep_waits(EventId dep, Time now, Time& ready) {
   const uint32_t ds = live_slot(dep);
   if (ds == kRetired) return false;

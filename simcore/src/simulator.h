@@ -265,13 +265,18 @@ class Simulator {
   void count_clean(const Record& r, const Route& route);
 
   // Flow groups (flow_group.h).
+  // `routes`: every event's sharing route (by index in `events`); `tail`: the members' latency.
   void submit_group(std::span<const NewEvent> events, std::span<const uint32_t> members,
-                    std::span<EventId> ids, double rate);
+                    std::span<const Route> routes, std::span<EventId> ids, double rate, Time tail);
   template <class F> void for_each_member_route(const Record& r, F&& f) const;
   // Every dependent id of an event (a group's: every member's).
   template <class F> void for_each_dependent(Record& r, F&& f);
   // `dependent` depends on `dep`, whose record is in `ds`.
-  void add_dependent(uint32_t ds, EventId dep, EventId dependent);
+  void add_dependent(uint32_t ds, EventId dep, EventId dependent) {
+    Record& d = records_[ds];
+    if (d.group == kNoGroup) d.dependents.push_back(dependent);
+    else groups_[d.group].members[ids_.member(dep)].dependents.push_back(dependent);
+  }
   // Scheduling: whether `dep` holds its dependent back at `now` (else `ready` takes its finish).
   bool dep_waits(EventId dep, Time now, Time& ready);
   void schedule_group(uint32_t slot, Time now);
@@ -334,6 +339,7 @@ class Simulator {
   std::vector<uint32_t> link_mark_;   // submit_flows(): a class's stamp on the links it holds
   uint32_t mark_stamp_ = 0;
   std::vector<EventId> scratch_ids_;
+  std::vector<Route> scratch_routes_;
 
   Time floor_ = 0, frontier_ = 0;
   uint64_t live_ = 0, rollbacks_ = 0, replayed_ = 0;
