@@ -37,7 +37,6 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
   std::vector<GroupClass> classes;
   std::vector<uint32_t> alone;
   const auto& links = topology_.links();
-  scratch_routes_.resize(events.size());
   for (uint32_t k = 0; k < events.size(); ++k) {
     const NewEvent& e = events[k];
     GroupKey key;
@@ -53,7 +52,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
       alone.push_back(k);
       continue;
     }
-    const Route& route = scratch_routes_[k] = topology_.sharing_links(e.gpu, e.dst);
+    const Route route = topology_.sharing_links(e.gpu, e.dst);
     key.rate = std::numeric_limits<double>::infinity();
     for (int i = 0; i < route.count; ++i) key.rate = std::min(key.rate, links[route.links[i]].capacity);
     key.latency = topology_.route(e.gpu, e.dst).latency;
@@ -85,7 +84,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
     c->members.push_back(k);
   }
   for (const GroupClass& c : classes) {
-    if (c.members.size() >= 2) submit_group(events, c.members, scratch_routes_, ids, c.key.rate, c.key.latency);
+    if (c.members.size() >= 2) submit_group(events, c.members, ids, c.key.rate, c.key.latency);
     else alone.push_back(c.members[0]);
   }
   std::sort(alone.begin(), alone.end());
@@ -93,8 +92,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
 }
 
 void Simulator::submit_group(std::span<const NewEvent> events, std::span<const uint32_t> members,
-                             std::span<const Route> routes, std::span<EventId> ids, double rate,
-                             Time tail) {
+                             std::span<EventId> ids, double rate, Time tail) {
   const uint32_t slot = allocate_slot();
   uint32_t gi;
   if (!free_groups_.empty()) {
@@ -135,9 +133,6 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
     mb.id = id;
     mb.src = e.gpu;
     mb.dst = e.dst;
-    const Route& route = routes[members[j]];
-    mb.links = route.links;
-    mb.link_count = static_cast<uint8_t>(route.count);
     mb.dep_from = static_cast<uint32_t>(g.deps.size());
     Time bound = r.base_ready;
     if (e.after) {
@@ -251,21 +246,22 @@ void Simulator::start_group(uint32_t slot, Time now) {
   Record& r = records_[slot];
   bool alone = true;
   for_each_member_route(r, [&](uint32_t, const Route& route) {
+    if (!alone) return;
     for (int i = 0; i < route.count; ++i) {
       const LinkId id = route.links[i];
       if (solver_.load(id) != 0 || links_[id].claim != kNoGroup) alone = false;
     }
+    if (!alone) return;
+    note_presence(route, now);
+    for (int i = 0; i < route.count; ++i) links_[route.links[i]].claim = slot;
   });
   if (!alone) {
+    end_group_transfer(slot);  // the links it claimed so far
     split(slot, now);  // its members start now, one by one
     return;
   }
   r.start = now;
   r.phase = Phase::moving;
-  for_each_member_route(r, [&](uint32_t, const Route& route) {
-    note_presence(route, now);
-    for (int i = 0; i < route.count; ++i) links_[route.links[i]].claim = slot;
-  });
   // What the solver gives a flow alone on its links (solve_alone) and what on_rate() makes of
   // it, expression for expression: the members end exactly where one-by-one flows would.
   const double rate = groups_[r.group].rate;
@@ -278,7 +274,8 @@ void Simulator::start_group(uint32_t slot, Time now) {
 
 void Simulator::end_group_transfer(uint32_t slot) {
   for_each_member_route(records_[slot], [&](uint32_t, const Route& route) {
-    for (int i = 0; i < route.count; ++i) links_[route.links[i]].claim = kNoGroup;
+    for (int i = 0; i < route.count; ++i)
+      if (links_[route.links[i]].claim == slot) links_[route.links[i]].claim = kNoGroup;
   });
 }
 
@@ -348,8 +345,6 @@ uint32_t Simulator::extract(uint32_t slot, const std::vector<uint32_t>& position
       nm.id = mb.id;
       nm.src = mb.src;
       nm.dst = mb.dst;
-      nm.links = mb.links;
-      nm.link_count = mb.link_count;
       nm.ready = mb.ready;
       nm.dep_from = static_cast<uint32_t>(n.deps.size());
       n.deps.insert(n.deps.end(), g.deps.begin() + mb.dep_from, g.deps.begin() + mb.dep_to);

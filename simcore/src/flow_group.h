@@ -35,7 +35,6 @@
 
 #include "id_list.h"
 #include "simcore/engine.h"
-#include "simcore/topology.h"
 
 namespace simcore::detail {
 
@@ -44,9 +43,7 @@ struct FlowGroup {
   // keep their positions.
   struct Member {
     EventId id = kNoEvent;
-    std::array<LinkId, kMaxRouteLinks> links{};  // its sharing route
-    uint8_t link_count = 0;
-    int32_t src = 0, dst = 0;
+    int32_t src = 0, dst = 0;  // its route is worked out again when needed (64 bytes a member)
     uint32_t waiting = 0;             // scheduling: dependencies not finished yet
     uint32_t dep_from = 0, dep_to = 0;  // its live dependencies: deps[dep_from .. dep_to)
     Time ready = 0;                   // scheduling: the latest dependency finish seen so far

@@ -265,12 +265,19 @@ class Simulator {
   void count_clean(const Record& r, const Route& route);
 
   // Flow groups (flow_group.h).
-  // `routes`: every event's sharing route (by index in `events`); `tail`: the members' latency.
+  // `tail`: the members' route latency.
   void submit_group(std::span<const NewEvent> events, std::span<const uint32_t> members,
-                    std::span<const Route> routes, std::span<EventId> ids, double rate, Time tail);
+                    std::span<EventId> ids, double rate, Time tail);
   template <class F> void for_each_member_route(const Record& r, F&& f) const;
   // Every dependent id of an event (a group's: every member's).
   template <class F> void for_each_dependent(Record& r, F&& f);
+  void prefetch_dependent(EventId dep) const {
+    const uint32_t ds = ids_.slot_or_retired(dep);
+    if (ds == kRetired) return;
+    const Record& d = records_[ds];
+    if (d.group == kNoGroup) __builtin_prefetch(&d, 1);
+    else __builtin_prefetch(&groups_[d.group].members[ids_.member(dep)], 1);
+  }
   // `dependent` depends on `dep`, whose record is in `ds`.
   void add_dependent(uint32_t ds, EventId dep, EventId dependent) {
     Record& d = records_[ds];
@@ -339,7 +346,6 @@ class Simulator {
   std::vector<uint32_t> link_mark_;   // submit_flows(): a class's stamp on the links it holds
   uint32_t mark_stamp_ = 0;
   std::vector<EventId> scratch_ids_;
-  std::vector<Route> scratch_routes_;
 
   Time floor_ = 0, frontier_ = 0;
   uint64_t live_ = 0, rollbacks_ = 0, replayed_ = 0;
@@ -348,13 +354,9 @@ class Simulator {
 // Every member's sharing route, with the member's position.
 template <class F> void Simulator::for_each_member_route(const Record& r, F&& f) const {
   const FlowGroup& g = groups_[r.group];
-  Route route;
   for (uint32_t j = 0; j < g.members.size(); ++j) {
     const FlowGroup::Member& mb = g.members[j];
-    if (mb.id == kNoEvent) continue;
-    route.links = mb.links;
-    route.count = mb.link_count;
-    f(j, route);
+    if (mb.id != kNoEvent) f(j, topology_.sharing_links(mb.src, mb.dst));
   }
 }
 
@@ -363,10 +365,19 @@ template <class F> void Simulator::for_each_dependent(Record& r, F&& f) {
     for (EventId dep : r.dependents) f(dep);
     return;
   }
-  // By index: f may add members' dependents elsewhere, never to this group's members.
+  // By index: f may add members' dependents elsewhere, never to this group's members. A large
+  // ring's dependents were submitted long before (their members are cold): the ones a few
+  // members ahead are fetched while these are told.
   FlowGroup& g = groups_[r.group];
-  for (size_t j = 0; j < g.members.size(); ++j)
+  constexpr size_t kAhead = 4;
+  const size_t n = g.members.size();
+  for (size_t j = 0; j < std::min(n, kAhead); ++j)
+    for (EventId dep : g.members[j].dependents) prefetch_dependent(dep);
+  for (size_t j = 0; j < n; ++j) {
+    if (j + kAhead < n)
+      for (EventId dep : g.members[j + kAhead].dependents) prefetch_dependent(dep);
     for (EventId dep : g.members[j].dependents) f(dep);
+  }
 }
 
 }  // namespace simcore::detail
