@@ -9,6 +9,10 @@
 //   ring_vs_full_resolve/{aligned,spread}_whole  the same over the whole ring all-reduce (2046
 //       steps, 2.1 M flows), all submitted before one query; spread_whole's baseline takes
 //       about 70 CPU s on the 2-core build machine.
+//     The engine takes each step in one Engine::add_flows() call (like flows become flow groups,
+//     simcore/src/flow_group.h); the same flows through add_flow() one by one give
+//     one_by_one_s, ratio_one_by_one and one_by_one_diff. B/flow: the engine's history and
+//     results per flow (Engine::Stats), each way.
 //   ring_allreduce/gpus:N  a whole ring all-reduce of 1 GiB over N GPUs (2 N (N-1) flows) in the
 //       engine, submitted step by step by one rank that promises, after each step, the earliest
 //       start of the step it just submitted (history behind it is reclaimed);
@@ -179,6 +183,9 @@ void ring_vs_full_resolve(benchmark::State& state, bool quick, double jitter, bo
     state.counters["engine_s"] = engine_s;
     state.counters["ratio"] = base_s / engine_s;
     state.counters["max_rel_diff"] = diff;
+    state.counters["B/flow"] = static_cast<double>(stats.history_bytes + stats.result_bytes) / events.size();
+    state.counters["one_by_one_B/flow"] =
+        static_cast<double>(single_stats.history_bytes + single_stats.result_bytes) / events.size();
     state.counters["one_by_one_s"] = single_s;
     state.counters["ratio_one_by_one"] = base_s / single_s;
     state.counters["one_by_one_diff"] = single_diff;

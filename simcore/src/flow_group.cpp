@@ -52,10 +52,10 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
       alone.push_back(k);
       continue;
     }
-    const Route route = topology_.sharing_links(e.gpu, e.dst);
+    const Route route = topology_.sharing_route(e.gpu, e.dst);  // route()'s latency
     key.rate = std::numeric_limits<double>::infinity();
     for (int i = 0; i < route.count; ++i) key.rate = std::min(key.rate, links[route.links[i]].capacity);
-    key.latency = topology_.route(e.gpu, e.dst).latency;
+    key.latency = route.latency;
     GroupClass* c = nullptr;
     for (GroupClass& existing : classes)
       if (existing.key == key) {
