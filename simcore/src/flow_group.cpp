@@ -262,6 +262,9 @@ void Simulator::start_group(uint32_t slot, Time now) {
   }
   r.start = now;
   r.phase = Phase::moving;
+  // Into its links' indexes, so that a later sweep finds the group where its members moved (a
+  // rollback reaching it splits it there).
+  for_each_member_route(r, [&](uint32_t, const Route& route) { index_insert(slot, r, route); });
   // What the solver gives a flow alone on its links (solve_alone) and what on_rate() makes of
   // it, expression for expression: the members end exactly where one-by-one flows would.
   const double rate = groups_[r.group].rate;
@@ -376,18 +379,16 @@ void Simulator::split_claims(const Route& route, Time now) {
   }
 }
 
-// A sweep from `start` reaches no simulated event that finished before it (its links are free
-// by then, its dependents counted its finish): only groups finishing at or after it are split.
-void Simulator::split_reachable(Time start) {
-  size_t keep = 0;
-  for (size_t i = 0; i < clean_groups_.size(); ++i) {
-    const auto [slot, tag] = clean_groups_[i];
-    const Record& r = records_[slot];
-    if (r.id != tag || r.group == kNoGroup) continue;  // retired or split since
-    if (r.finish >= start) split(slot, start);
-    else clean_groups_[keep++] = clean_groups_[i];
+bool Simulator::split_groups(const std::vector<uint32_t>& slots, Time now) {
+  bool any = false;
+  for (uint32_t slot : slots) {
+    // A group's entries on one link are one per member there: at most one, but the list may
+    // name a group split a moment ago (its record is dead then).
+    if (records_[slot].group == kNoGroup || records_[slot].dirty) continue;
+    split(slot, now);
+    any = true;
   }
-  clean_groups_.resize(keep);
+  return any;
 }
 
 void Simulator::split(uint32_t gslot, Time now) {
@@ -409,13 +410,26 @@ void Simulator::split(uint32_t gslot, Time now) {
     slots.push_back(member_record(gslot, j));
   });
   const size_t m = slots.size();
-  // A member that moved bytes goes into its links' indexes (a group is in none), as the sweep
-  // would have put it; a simulated one also counts there as clean, as finalize() would have.
-  if (moving || !G.dirty) {
+  // The group's index entries become its members' (same start; the clean counts stay).
+  if (G.indexed) {
     for (size_t j = 0; j < m; ++j) {
-      Record& M = records_[slots[j]];
-      index_insert(slots[j], M, routes[j]);
-      if (!G.dirty) count_clean(M, routes[j]);
+      for (int i = 0; i < routes[j].count; ++i) {
+        StartIndex& v = links_[routes[j].links[i]].by_start;
+        if (auto* it = v.find(std::make_pair(G.start, gslot)); it != v.end()) v.erase(it);
+        const auto entry = std::make_pair(G.start, slots[j]);
+        v.insert(v.upper_bound(entry), entry);
+      }
+      records_[slots[j]].indexed = true;
+    }
+  }
+  // A simulated group whose finish the sweep was to announce: each member's is announced.
+  if (!G.dirty && (G.finish_queued || G.finish_announced)) {
+    for (uint32_t ms : slots) {
+      Record& M = records_[ms];
+      M.finish_queued = G.finish_queued;
+      M.finish_announced = G.finish_announced;
+      announced_.push_back(ms);
+      if (M.finish_queued && !M.finish_announced) push(M.finish, ms, kCleanFinish);
     }
   }
   const double rate = G.segments.empty() ? 0.0 : G.segments.back().rate;
@@ -460,6 +474,8 @@ void Simulator::retire_group(uint32_t slot) {
   const uint32_t gi = r.group;
   FlowGroup& g = groups_[gi];
   if (record_timeline_) append_member_entries(r, retired_timeline_);
+  if (r.indexed)
+    for_each_member_route(r, [&](uint32_t, const Route& route) { index_erase(slot, r, route); });
   uint64_t members = 0;
   for (const FlowGroup::Member& mb : g.members) {
     if (mb.id == kNoEvent) continue;

@@ -19,14 +19,15 @@
 //
 // The group's record (Simulator::Record, `group` names its entry here) holds the times; every
 // member id maps to that record's slot and, through IdTable::member(), to its position here.
-// A group is in no link index (a sweep never pulls a simulated group in: it is split first, and
-// its members are indexed then).
+// Once it moves, a group is in its members' links' indexes (one entry a link, under the group's
+// slot), so that a later sweep finds it where a member moved.
 // A group becomes ordinary flows, one record per member in the state the group was in
-// (Simulator::split()):
-// - when it starts on a link another flow or group uses, or another flow attaches to a link it
-//   holds while it moves (members may then get different rates);
-// - before a sweep that may reach it once simulated (its finish lies at or after the sweep's
-//   start): rollback then sees only ordinary flows.
+// (Simulator::split()), the moment one member could differ from the others:
+// - it starts on a link another flow or group uses, or another flow attaches to a link it holds
+//   while it moves (members may then get different rates);
+// - a rollback reaches it once simulated: dirty work appears on a link where it moved (pull_in,
+//   a watch), or a dependency of a member finishes at another time (complete(), mark_dirty()).
+//   The rollback then goes on with the members, as it would with flows submitted one by one.
 #pragma once
 
 #include <cstdint>

@@ -106,10 +106,7 @@ void Simulator::sync() {
   if (fresh_.empty()) return;
   const Time start = rewind_to_;
   const uint64_t replayed_before = replayed_;
-  if (!clean_groups_.empty()) split_reachable(start);
   queue_.restart();
-  // A fresh group split above left its record dead and its members in fresh_.
-  std::erase_if(fresh_, [&](uint32_t slot) { return records_[slot].id == kNoEvent; });
   for (uint32_t slot : fresh_) dirty_.push_back(slot);
   for (uint32_t slot : fresh_) schedule_if_ready(slot, start);
   fresh_.clear();
@@ -256,7 +253,7 @@ void Simulator::complete(uint32_t slot, Time now) {
   r.phase = Phase::done;
   r.finish = now;
   for_each_dependent(r, [&](EventId dep) {
-    const uint32_t ds = live_slot(dep);
+    uint32_t ds = live_slot(dep);
     if (ds == kRetired) return;
     Record& d = records_[ds];
     if (d.dirty) {
@@ -267,6 +264,10 @@ void Simulator::complete(uint32_t slot, Time now) {
       d.ready = std::max(d.ready, now);
       if (--d.waiting == 0) push_start(d.ready, ds);
     } else if (!(r.has_old && now == r.old_finish)) {
+      if (d.group != kNoGroup) {
+        split(ds, now);  // a simulated group: its members are ordinary flows from here on
+        ds = live_slot(dep);
+      }
       dirty_pending(ds, now);  // its start moves with this finish
     }
   });
@@ -361,8 +362,12 @@ void Simulator::mark_dirty(Record& r, uint32_t slot, Time now, const Route& rout
     for (int i = 0; i < route.count; ++i) --links_[route.links[i]].clean;
   // Clean dependents started at their old start on the strength of this event's old finish.
   for (EventId dep : r.dependents) {
-    const uint32_t ds = live_slot(dep);
+    uint32_t ds = live_slot(dep);
     if (ds == kRetired) continue;
+    if (records_[ds].group != kNoGroup && !records_[ds].dirty) {
+      split(ds, now);  // a simulated group: its member's check is its own
+      ds = live_slot(dep);
+    }
     const Record& d = records_[ds];
     if (!d.dirty) push(std::max(now, d.start), ds, kDepCheck);
   }
@@ -444,16 +449,21 @@ void Simulator::pull_in(Time now) {
       continue;
     }
     auto& v = li.by_start;
-    auto* const after = v.upper_bound(std::make_pair(now, kRetired));
-    auto* it = after;
     const Time oldest = now - li.max_duration;
-    starting_.clear();
-    while (it != v.begin()) {
-      --it;
-      if (it->first < oldest) break;
-      const Record& c = records_[it->second];
-      if (!c.dirty && c.transfer_end > now) starting_.push_back(it->second);
-    }
+    auto collect = [&] {
+      auto* const after = v.upper_bound(std::make_pair(now, kRetired));
+      auto* it = after;
+      starting_.clear();
+      while (it != v.begin()) {
+        --it;
+        if (it->first < oldest) break;
+        const Record& c = records_[it->second];
+        if (!c.dirty && c.transfer_end > now) starting_.push_back(it->second);
+      }
+      return after;
+    };
+    auto* after = collect();
+    if (split_groups(starting_, now)) after = collect();  // their members' entries now
     if (starting_.empty()) {
       watch_from(id, after);  // nothing joined, so the index is as it was
       continue;
@@ -496,10 +506,14 @@ void Simulator::watch_fired(LinkId id, uint32_t stamp, Time now) {
     ++li.watch_stamp;  // nothing dirty here any more; the next presence starts a new watch
     return;
   }
-  auto it = li.by_start.lower_bound(std::make_pair(now, uint32_t{0}));
-  starting_.clear();
-  for (; it != li.by_start.end() && it->first == now; ++it)
-    if (!records_[it->second].dirty) starting_.push_back(it->second);
+  auto collect = [&] {
+    auto it = li.by_start.lower_bound(std::make_pair(now, uint32_t{0}));
+    starting_.clear();
+    for (; it != li.by_start.end() && it->first == now; ++it)
+      if (!records_[it->second].dirty) starting_.push_back(it->second);
+  };
+  collect();
+  if (split_groups(starting_, now)) collect();  // their members' entries now
   for (uint32_t slot : starting_) join(slot, now);
   watch(id, now);
 }
@@ -544,8 +558,10 @@ void Simulator::finalize() {
     if (r.id == kNoEvent) continue;  // a group split in the sweep: its members follow
     r.dirty = false;
     r.has_old = false;
-    if (r.indexed) count_clean(r, route_of(r));
-    if (r.group != kNoGroup) clean_groups_.emplace_back(slot, r.id);
+    if (r.indexed) {
+      if (r.group != kNoGroup) for_each_member_route(r, [&](uint32_t, const Route& route) { count_clean(r, route); });
+      else count_clean(r, route_of(r));
+    }
     r.finish_stamp = ++stamps_;
     finish_order_.push(FinishEntry{r.finish, r.finish_stamp, slot});
     frontier_ = std::max(frontier_, r.finish);
@@ -663,8 +679,7 @@ Engine::Stats Simulator::stats() const {
                    queue_.memory_bytes() + fresh_.capacity() * sizeof(uint32_t) +
                    dirty_.capacity() * sizeof(uint32_t) + links_.capacity() * sizeof(LinkIndex);
   for (const LinkIndex& li : links_) history += li.by_start.memory_bytes();
-  history += groups_.capacity() * sizeof(FlowGroup) + link_mark_.capacity() * sizeof(uint32_t) +
-             clean_groups_.capacity() * sizeof(clean_groups_[0]);
+  history += groups_.capacity() * sizeof(FlowGroup) + link_mark_.capacity() * sizeof(uint32_t);
   for (size_t i = 0; i < groups_.size(); ++i) history += groups_[i].memory_bytes();
   uint64_t segments = 0;
   for (size_t slot = 0; slot < records_.size(); ++slot) {

@@ -301,8 +301,8 @@ class Simulator {
   void split(uint32_t slot, Time now);
   // A flow is about to move on `route`: a group holding one of its links is split first.
   void split_claims(const Route& route, Time now);
-  // Before a sweep from `start`: every simulated group it may reach becomes its members.
-  void split_reachable(Time start);
+  // Splits the simulated groups among `slots` (a link index's clean entries); true if any.
+  bool split_groups(const std::vector<uint32_t>& slots, Time now);
   void report_group_reached(const char* where) const;
   void retire_group(uint32_t slot);
   void append_member_entries(const Record& r, std::vector<TimelineEntry>& out) const;
@@ -341,7 +341,6 @@ class Simulator {
 
   ChunkedStore<FlowGroup, 6> groups_;  // by index; an entry never moves
   std::vector<uint32_t> free_groups_;
-  std::vector<std::pair<uint32_t, EventId>> clean_groups_;  // (slot, first id) once simulated
   std::vector<uint32_t> dead_slots_;  // split groups' records, freed once the sweep is over
   std::vector<uint32_t> link_mark_;   // submit_flows(): a class's stamp on the links it holds
   uint32_t mark_stamp_ = 0;
