@@ -14,8 +14,10 @@
 //     one_by_one_s, ratio_one_by_one and one_by_one_diff. B/flow: the engine's history and
 //     results per flow (Engine::Stats), each way.
 //   ring_allreduce/gpus:N  a whole ring all-reduce of 1 GiB over N GPUs (2 N (N-1) flows) in the
-//       engine, submitted step by step by one rank that promises, after each step, the earliest
-//       start of the step it just submitted (history behind it is reclaimed);
+//       engine, submitted step by step (one add_flows() call a step) by one rank that promises,
+//       after each step, the earliest start of the step it just submitted (history behind it is
+//       reclaimed); solved/flow: flows given a rate by the solver (0 while groups stay whole);
+//       ring_allreduce_one_by_one/gpus:1024: the same with one add_flow() per flow;
 //       ns_per_flow, and for N = 1024 the same run's ratio to 0.5 s (4096: to 5 s);
 //       skew_steps: the widest spread of one step's starts over the GPUs, in mean step
 //       durations (the ring drifts apart in virtual time, and the events live behind the floor
@@ -201,7 +203,7 @@ struct RingScaling {
   std::map<int, double> ns_per_flow;  // by GPU count, from this process's runs
 };
 
-void ring_allreduce(benchmark::State& state, RingScaling& scaling) {
+void ring_allreduce(benchmark::State& state, RingScaling* scaling, bool grouped) {
   const int n = static_cast<int>(state.range(0));
   const simcore::ClusterSpec c = cluster_of_gpus(n);
   const uint64_t chunk = kGiB / static_cast<uint64_t>(n);
@@ -213,18 +215,20 @@ void ring_allreduce(benchmark::State& state, RingScaling& scaling) {
     auto engine = simcore::make_engine(c, o);
     engine->register_rank(0);
     std::vector<EventId> prev(n, simcore::kNoEvent), cur(n);
-    FlowSpec f;
-    f.bytes = chunk;
+    std::vector<FlowSpec> step(n);
     Time floor = 0, max_skew = 0;
     for (int s = 0; s < steps; ++s) {
       for (int i = 0; i < n; ++i) {
+        FlowSpec& f = step[i];
+        f.bytes = chunk;
         f.src_gpu = i;
         f.dst_gpu = (i + 1) % n;
         f.not_before = floor;
         f.after.clear();
         if (s > 0) f.after = {prev[(i + n - 1) % n], prev[i]};
-        cur[i] = engine->add_flow(f);
+        if (!grouped) cur[i] = engine->add_flow(f);
       }
+      if (grouped) engine->add_flows(step, cur);
       // Nothing submitted later starts before the earliest start of this step.
       floor = engine->query(cur[0])->start;
       Time latest = floor;
@@ -242,10 +246,11 @@ void ring_allreduce(benchmark::State& state, RingScaling& scaling) {
     const double seconds = cpu_now() - t0;
     state.SetIterationTime(seconds);
     const double flows = static_cast<double>(steps) * n;
-    scaling.ns_per_flow[n] = 1e9 * seconds / flows;
+    if (scaling) scaling->ns_per_flow[n] = 1e9 * seconds / flows;
     state.counters["flows"] = flows;
     state.counters["engine_s"] = seconds;
     state.counters["ns_per_flow"] = 1e9 * seconds / flows;
+    state.counters["solved/flow"] = static_cast<double>(stats.solved_flows) / flows;
     state.counters["virtual_ms"] = 1e3 * finish;
     state.counters["live_events"] = static_cast<double>(stats.events_live);
     // How far apart in virtual time the GPUs' starts of one step lie, in mean steps.
@@ -573,12 +578,17 @@ int main(int argc, char** argv) {
   once(benchmark::RegisterBenchmark("ring_vs_full_resolve/aligned_whole", ring_vs_full_resolve, quick, 0.0, true));
   once(benchmark::RegisterBenchmark("ring_vs_full_resolve/spread_whole", ring_vs_full_resolve, quick, 20e-6, true));
   auto* ring = benchmark::RegisterBenchmark("ring_allreduce", [&scaling](benchmark::State& s) {
-    ring_allreduce(s, scaling);
+    ring_allreduce(s, &scaling, true);
   });
   ring->ArgName("gpus");
   for (int n : quick ? std::vector<int>{64, 128} : std::vector<int>{128, 256, 512, 1024, 2048, 4096})
     ring->Arg(n);
   once(ring);
+  auto* ring_single = benchmark::RegisterBenchmark("ring_allreduce_one_by_one", [](benchmark::State& s) {
+    ring_allreduce(s, nullptr, false);
+  });
+  ring_single->ArgName("gpus")->Arg(quick ? 128 : 1024);
+  once(ring_single);
   once(benchmark::RegisterBenchmark("ring_allreduce_exponent", [&scaling](benchmark::State& s) {
     ring_allreduce_exponent(s, scaling);
   }));
