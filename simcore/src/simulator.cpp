@@ -237,9 +237,7 @@ void Simulator::end_transfer(uint32_t slot, Time now) {
 // finish is known), saving the sweep a queue item and an instant per re-simulated flow.
 void Simulator::finish_after_tail(uint32_t slot, Time now) {
   Record& r = records_[slot];
-  bool told = false;
-  for_each_dependent(r, [&](EventId) { told = true; });
-  if (!told) {
+  if (!has_dependents(r)) {
     r.phase = Phase::done;
     r.finish = now + r.tail;
     return;

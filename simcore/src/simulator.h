@@ -28,6 +28,10 @@
 //
 // Within one virtual instant all queue items of that instant are applied first (starts, ends
 // of transfers, finishes, and what they release), then the flow solver re-solves once.
+//
+// Like flows submitted together (Engine::add_flows) may share one record as a flow group
+// (flow_group.h): the group is scheduled member by member, but started, ended and finished as
+// one while its members stay alike, and becomes ordinary records the moment they could differ.
 #pragma once
 
 #include <array>
@@ -271,6 +275,12 @@ class Simulator {
   template <class F> void for_each_member_route(const Record& r, F&& f) const;
   // Every dependent id of an event (a group's: every member's).
   template <class F> void for_each_dependent(Record& r, F&& f);
+  bool has_dependents(const Record& r) const {
+    if (r.group == kNoGroup) return !r.dependents.empty();
+    for (const FlowGroup::Member& mb : groups_[r.group].members)
+      if (!mb.dependents.empty()) return true;
+    return false;
+  }
   void prefetch_dependent(EventId dep) const {
     const uint32_t ds = ids_.slot_or_retired(dep);
     if (ds == kRetired) return;
