@@ -290,6 +290,63 @@ TEST(FlowGroup, ALateFlowRollsBackAcrossASimulatedGroup) {
   EXPECT_GT(got[2 * 16 + 3].finish, before[2 * 16 + 3].finish);
 }
 
+// A rank submitting a ring step by step and promising, after each step, the earliest start of
+// the step it submitted: groups are reclaimed behind the floor (their members' final intervals
+// stay queryable) exactly as the same flows one by one.
+TEST(FlowGroup, ReclaimedGroupsAnswerAsTheirFlowsOneByOne) {
+  const ClusterSpec c = group_cluster();
+  const int gpus = 32, steps = 30;
+  auto run = [&](bool grouped, std::vector<Interval>& out, Engine::Stats& stats, std::string& timeline) {
+    auto e = make_engine(c);
+    e->register_rank(0);
+    std::vector<EventId> prev(gpus, kNoEvent), cur(gpus), all;
+    std::vector<FlowSpec> step(gpus);
+    Time floor = 0;
+    uint64_t peak_live = 0;
+    for (int s = 0; s < steps; ++s) {
+      for (int i = 0; i < gpus; ++i) {
+        FlowSpec& f = step[i];
+        f.src_gpu = i;
+        f.dst_gpu = (i + 1) % gpus;
+        f.bytes = 4 << 20;
+        f.not_before = floor;
+        f.after.clear();
+        if (s > 0) f.after = {prev[(i + gpus - 1) % gpus], prev[i]};
+        f.label = "s" + std::to_string(s) + "g" + std::to_string(i);
+        if (!grouped) cur[i] = e->add_flow(f);
+      }
+      if (grouped) e->add_flows(step, cur);
+      floor = e->query(cur[0])->start;
+      for (EventId id : cur) floor = std::min(floor, e->query(id)->start);
+      e->set_rank_floor(0, floor);
+      peak_live = std::max(peak_live, e->stats().events_live);
+      all.insert(all.end(), cur.begin(), cur.end());
+      std::swap(prev, cur);
+    }
+    e->unregister_rank(0);
+    for (EventId id : all) out.push_back(*e->query(id));
+    stats = e->stats();
+    stats.events_live = peak_live;
+    timeline = e->timeline_json();
+  };
+  std::vector<Interval> want, got;
+  Engine::Stats single, grouped;
+  std::string single_timeline, grouped_timeline;
+  run(false, want, single, single_timeline);
+  run(true, got, grouped, grouped_timeline);
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(got[i].start, want[i].start) << "flow " << i;
+    ASSERT_EQ(got[i].finish, want[i].finish) << "flow " << i;
+  }
+  EXPECT_EQ(grouped.solved_flows, 0u);
+  EXPECT_EQ(grouped.events_live, single.events_live);  // the same history kept behind the floor
+  EXPECT_LT(grouped.events_live, static_cast<uint64_t>(gpus * steps / 2));
+  EXPECT_EQ(grouped_timeline.size(), single_timeline.size());
+  for (const char* label : {"\"s0g0\"", "\"s14g31\"", "\"s29g7\""})
+    EXPECT_NE(grouped_timeline.find(label), std::string::npos) << label;
+}
+
 TEST(FlowGroup, EveryMemberHasItsOwnTimelineEntryAndRefusedFlowsGetNoId) {
   auto e = make_engine(group_cluster());
   std::vector<FlowSpec> flows(4);
