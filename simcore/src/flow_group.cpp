@@ -107,6 +107,9 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   g.rate = rate;
   g.members.resize(m);
   g.live = m;
+  size_t deps = 0;
+  for (uint32_t k : members) deps += events[k].after ? events[k].after->size() : 0;
+  g.deps.reserve(deps);
   const NewEvent& e0 = events[members[0]];
   Record& r = records_[slot];
   r.kind = EventKind::flow;

@@ -354,7 +354,6 @@ class Simulator {
   std::vector<uint32_t> dead_slots_;  // split groups' records, freed once the sweep is over
   std::vector<uint32_t> link_mark_;   // submit_flows(): a class's stamp on the links it holds
   uint32_t mark_stamp_ = 0;
-  std::vector<EventId> scratch_ids_;
 
   Time floor_ = 0, frontier_ = 0;
   uint64_t live_ = 0, rollbacks_ = 0, replayed_ = 0;
