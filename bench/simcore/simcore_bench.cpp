@@ -9,9 +9,15 @@
 //   ring_vs_full_resolve/{aligned,spread}_whole  the same over the whole ring all-reduce (2046
 //       steps, 2.1 M flows), all submitted before one query; spread_whole's baseline takes
 //       about 70 CPU s on the 2-core build machine.
+//     The engine takes each step in one Engine::add_flows() call (like flows become flow groups,
+//     simcore/src/flow_group.h); the same flows through add_flow() one by one give
+//     one_by_one_s, ratio_one_by_one and one_by_one_diff. B/flow: the engine's history and
+//     results per flow (Engine::Stats), each way.
 //   ring_allreduce/gpus:N  a whole ring all-reduce of 1 GiB over N GPUs (2 N (N-1) flows) in the
-//       engine, submitted step by step by one rank that promises, after each step, the earliest
-//       start of the step it just submitted (history behind it is reclaimed);
+//       engine, submitted step by step (one add_flows() call a step) by one rank that promises,
+//       after each step, the earliest start of the step it just submitted (history behind it is
+//       reclaimed); solved/flow: flows given a rate by the solver (0 while groups stay whole);
+//       ring_allreduce_one_by_one/gpus:1024: the same with one add_flow() per flow;
 //       ns_per_flow, and for N = 1024 the same run's ratio to 0.5 s (4096: to 5 s);
 //       skew_steps: the widest spread of one step's starts over the GPUs, in mean step
 //       durations (the ring drifts apart in virtual time, and the events live behind the floor
@@ -55,6 +61,7 @@
 #include <map>
 #include <sstream>
 #include <random>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -113,24 +120,32 @@ std::vector<BaselineEvent> ring_events(int n, int steps, uint64_t buffer, double
   return out;
 }
 
-// All events submitted, then one query: the engine simulates them in one sweep.
+// All events submitted, then one query per event: the engine simulates them in one sweep.
+// batch = 0: one add_flow() per event; else add_flows() of `batch` events at a time (a ring
+// step: its like flows become flow groups).
 std::vector<simcore::Interval> engine_run(const simcore::ClusterSpec& c,
                                           const std::vector<BaselineEvent>& events,
-                                          Engine::Stats* stats) {
+                                          Engine::Stats* stats, size_t batch = 0) {
   EngineOptions o;
   o.record_timeline = false;
   auto engine = simcore::make_engine(c, o);
   std::vector<EventId> ids(events.size());
-  FlowSpec f;
-  for (size_t k = 0; k < events.size(); ++k) {
-    const BaselineEvent& e = events[k];
-    f.src_gpu = e.src;
-    f.dst_gpu = e.dst;
-    f.bytes = e.bytes;
-    f.not_before = e.not_before;
-    f.after.clear();
-    for (uint32_t d : e.after) f.after.push_back(ids[d]);
-    ids[k] = engine->add_flow(f);
+  std::vector<FlowSpec> flows(std::max<size_t>(batch, 1));
+  for (size_t from = 0; from < events.size();) {
+    const size_t count = batch == 0 ? 1 : std::min(batch, events.size() - from);
+    for (size_t j = 0; j < count; ++j) {
+      const BaselineEvent& e = events[from + j];
+      FlowSpec& f = flows[j];
+      f.src_gpu = e.src;
+      f.dst_gpu = e.dst;
+      f.bytes = e.bytes;
+      f.not_before = e.not_before;
+      f.after.clear();
+      for (uint32_t d : e.after) f.after.push_back(ids[d]);
+    }
+    if (batch == 0) ids[from] = engine->add_flow(flows[0]);
+    else engine->add_flows(std::span<const FlowSpec>(flows.data(), count), std::span<EventId>(&ids[from], count));
+    from += count;
   }
   std::vector<simcore::Interval> out(events.size());
   for (size_t k = events.size(); k-- > 0;) out[k] = *engine->query(ids[k]);
@@ -148,15 +163,21 @@ void ring_vs_full_resolve(benchmark::State& state, bool quick, double jitter, bo
     double t0 = cpu_now();
     const auto base = simcore::bench::full_resolve_simulate(topology, events);
     const double base_s = cpu_now() - t0;
-    Engine::Stats stats;
+    Engine::Stats stats, single_stats;
     t0 = cpu_now();
-    const auto got = engine_run(c, events, &stats);
+    const auto got = engine_run(c, events, &stats, static_cast<size_t>(n));
     const double engine_s = cpu_now() - t0;
+    t0 = cpu_now();
+    const auto single = engine_run(c, events, &single_stats);
+    const double single_s = cpu_now() - t0;
     state.SetIterationTime(engine_s);
-    double diff = 0;
-    for (size_t k = 0; k < events.size(); ++k)
-      diff = std::max(diff, std::abs(got[k].finish - base.intervals[k].finish) /
-                                std::max(1e-30, base.intervals[k].finish));
+    double diff = 0, single_diff = 0;
+    for (size_t k = 0; k < events.size(); ++k) {
+      const double want = base.intervals[k].finish;
+      diff = std::max(diff, std::abs(got[k].finish - want) / std::max(1e-30, want));
+      diff = std::max(diff, std::abs(got[k].start - base.intervals[k].start) / std::max(1e-30, want));
+      single_diff = std::max(single_diff, std::abs(single[k].finish - want) / std::max(1e-30, want));
+    }
     state.counters["gpus"] = n;
     state.counters["steps"] = steps;
     state.counters["flows"] = static_cast<double>(events.size());
@@ -164,6 +185,12 @@ void ring_vs_full_resolve(benchmark::State& state, bool quick, double jitter, bo
     state.counters["engine_s"] = engine_s;
     state.counters["ratio"] = base_s / engine_s;
     state.counters["max_rel_diff"] = diff;
+    state.counters["B/flow"] = static_cast<double>(stats.history_bytes + stats.result_bytes) / events.size();
+    state.counters["one_by_one_B/flow"] =
+        static_cast<double>(single_stats.history_bytes + single_stats.result_bytes) / events.size();
+    state.counters["one_by_one_s"] = single_s;
+    state.counters["ratio_one_by_one"] = base_s / single_s;
+    state.counters["one_by_one_diff"] = single_diff;
     state.counters["base_solved/flow"] = static_cast<double>(base.solved_flows) / events.size();
     state.counters["solved/flow"] = static_cast<double>(stats.solved_flows) / events.size();
   }
@@ -176,7 +203,7 @@ struct RingScaling {
   std::map<int, double> ns_per_flow;  // by GPU count, from this process's runs
 };
 
-void ring_allreduce(benchmark::State& state, RingScaling& scaling) {
+void ring_allreduce(benchmark::State& state, RingScaling* scaling, bool grouped) {
   const int n = static_cast<int>(state.range(0));
   const simcore::ClusterSpec c = cluster_of_gpus(n);
   const uint64_t chunk = kGiB / static_cast<uint64_t>(n);
@@ -188,18 +215,20 @@ void ring_allreduce(benchmark::State& state, RingScaling& scaling) {
     auto engine = simcore::make_engine(c, o);
     engine->register_rank(0);
     std::vector<EventId> prev(n, simcore::kNoEvent), cur(n);
-    FlowSpec f;
-    f.bytes = chunk;
+    std::vector<FlowSpec> step(n);
     Time floor = 0, max_skew = 0;
     for (int s = 0; s < steps; ++s) {
       for (int i = 0; i < n; ++i) {
+        FlowSpec& f = step[i];
+        f.bytes = chunk;
         f.src_gpu = i;
         f.dst_gpu = (i + 1) % n;
         f.not_before = floor;
         f.after.clear();
         if (s > 0) f.after = {prev[(i + n - 1) % n], prev[i]};
-        cur[i] = engine->add_flow(f);
+        if (!grouped) cur[i] = engine->add_flow(f);
       }
+      if (grouped) engine->add_flows(step, cur);
       // Nothing submitted later starts before the earliest start of this step.
       floor = engine->query(cur[0])->start;
       Time latest = floor;
@@ -217,10 +246,11 @@ void ring_allreduce(benchmark::State& state, RingScaling& scaling) {
     const double seconds = cpu_now() - t0;
     state.SetIterationTime(seconds);
     const double flows = static_cast<double>(steps) * n;
-    scaling.ns_per_flow[n] = 1e9 * seconds / flows;
+    if (scaling) scaling->ns_per_flow[n] = 1e9 * seconds / flows;
     state.counters["flows"] = flows;
     state.counters["engine_s"] = seconds;
     state.counters["ns_per_flow"] = 1e9 * seconds / flows;
+    state.counters["solved/flow"] = static_cast<double>(stats.solved_flows) / flows;
     state.counters["virtual_ms"] = 1e3 * finish;
     state.counters["live_events"] = static_cast<double>(stats.events_live);
     // How far apart in virtual time the GPUs' starts of one step lie, in mean steps.
@@ -548,12 +578,17 @@ int main(int argc, char** argv) {
   once(benchmark::RegisterBenchmark("ring_vs_full_resolve/aligned_whole", ring_vs_full_resolve, quick, 0.0, true));
   once(benchmark::RegisterBenchmark("ring_vs_full_resolve/spread_whole", ring_vs_full_resolve, quick, 20e-6, true));
   auto* ring = benchmark::RegisterBenchmark("ring_allreduce", [&scaling](benchmark::State& s) {
-    ring_allreduce(s, scaling);
+    ring_allreduce(s, &scaling, true);
   });
   ring->ArgName("gpus");
   for (int n : quick ? std::vector<int>{64, 128} : std::vector<int>{128, 256, 512, 1024, 2048, 4096})
     ring->Arg(n);
   once(ring);
+  auto* ring_single = benchmark::RegisterBenchmark("ring_allreduce_one_by_one", [](benchmark::State& s) {
+    ring_allreduce(s, nullptr, false);
+  });
+  ring_single->ArgName("gpus")->Arg(quick ? 128 : 1024);
+  once(ring_single);
   once(benchmark::RegisterBenchmark("ring_allreduce_exponent", [&scaling](benchmark::State& s) {
     ring_allreduce_exponent(s, scaling);
   }));

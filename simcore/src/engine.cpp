@@ -27,22 +27,30 @@ class LocalEngine final : public Engine {
 
   EventId add_flow(const FlowSpec& f) override {
     std::lock_guard lock(mu_);
-    const int gpus = sim_.topology().gpu_count();
-    if (f.src_gpu < 0 || f.src_gpu >= gpus || f.dst_gpu < 0 || f.dst_gpu >= gpus) {
-      complain("simcore-flow-gpu", fmt::format("add_flow: GPU {} -> {} is outside 0..{}",
-                                               f.src_gpu, f.dst_gpu, gpus - 1));
-      return kNoEvent;
-    }
-    if (!valid_common(f.not_before, f.after, "add_flow")) return kNoEvent;
     detail::NewEvent e;
-    e.kind = detail::EventKind::flow;
-    e.gpu = f.src_gpu;
-    e.dst = f.dst_gpu;
-    e.bytes = f.bytes;
-    e.not_before = earliest(f.not_before, "add_flow");
-    e.after = &f.after;
-    e.label = &f.label;
+    if (!flow_event(f, "add_flow", e)) return kNoEvent;
     return submitted(sim_.submit(e));
+  }
+
+  void add_flows(std::span<const FlowSpec> flows, std::span<EventId> ids) override {
+    std::lock_guard lock(mu_);
+    const size_t n = std::min(flows.size(), ids.size());
+    if (flows.size() > ids.size())
+      complain("simcore-flows-ids", fmt::format("add_flows: {} flows but room for {} ids (the rest ignored)",
+                                                flows.size(), ids.size()));
+    batch_.clear();
+    batch_at_.clear();
+    for (size_t k = 0; k < n; ++k) {
+      ids[k] = kNoEvent;
+      detail::NewEvent e;
+      if (!flow_event(flows[k], "add_flows", e)) continue;
+      batch_.push_back(e);
+      batch_at_.push_back(k);
+    }
+    batch_ids_.resize(batch_.size());
+    sim_.submit_flows(batch_, batch_ids_);
+    for (size_t i = 0; i < batch_.size(); ++i) ids[batch_at_[i]] = batch_ids_[i];
+    if (!batch_.empty()) submitted(batch_ids_[0]);
   }
 
   EventId add_task(const TaskSpec& t) override {
@@ -181,6 +189,25 @@ class LocalEngine final : public Engine {
     EventId waiting_on = kNoEvent;  // blocked in wait_final_for_rank on this event
   };
 
+  // A flow checked and turned into the simulator's form; false (logged) when refused.
+  bool flow_event(const FlowSpec& f, const char* what, detail::NewEvent& e) const {
+    const int gpus = sim_.topology().gpu_count();
+    if (f.src_gpu < 0 || f.src_gpu >= gpus || f.dst_gpu < 0 || f.dst_gpu >= gpus) {
+      complain("simcore-flow-gpu", fmt::format("{}: GPU {} -> {} is outside 0..{}", what,
+                                               f.src_gpu, f.dst_gpu, gpus - 1));
+      return false;
+    }
+    if (!valid_common(f.not_before, f.after, what)) return false;
+    e.kind = detail::EventKind::flow;
+    e.gpu = f.src_gpu;
+    e.dst = f.dst_gpu;
+    e.bytes = f.bytes;
+    e.not_before = earliest(f.not_before, what);
+    e.after = &f.after;
+    e.label = &f.label;
+    return true;
+  }
+
   bool valid_common(Time not_before, const std::vector<EventId>& after, const char* what) const {
     if (!std::isfinite(not_before)) {
       complain("simcore-not-before", fmt::format("{}: not_before {} is not a time", what, not_before));
@@ -242,6 +269,10 @@ class LocalEngine final : public Engine {
   std::unordered_map<int, Rank> ranks_;
   bool shutdown_ = false;
   int waiters_ = 0;
+  // add_flows()' scratch: the accepted flows, where each came from, their ids.
+  std::vector<detail::NewEvent> batch_;
+  std::vector<size_t> batch_at_;
+  std::vector<EventId> batch_ids_;
 };
 
 }  // namespace

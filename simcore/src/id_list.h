@@ -43,6 +43,11 @@ class IdList {
   }
   // Keeps a spilled buffer (as small_vector does); Record::clear() drops it.
   void clear() { size_ = 0; }
+  // Removes every entry equal to `id` (order of the rest kept).
+  void remove_all(EventId id) {
+    EventId* out = std::remove(begin(), end(), id);
+    size_ = static_cast<uint32_t>(out - begin());
+  }
 
  private:
   bool spilled() const { return cap_ > kInline; }

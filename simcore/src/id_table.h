@@ -37,6 +37,14 @@ class IdTable {
   }
   const Interval& result(EventId id) const { return chunk_of(id)->result[index(id)]; }
   void retire(EventId id, const Interval& final_interval);
+  // A live id's event moved to another slot (a flow group split into its members).
+  void rebind(EventId id, uint32_t slot) { chunk_of(id)->slot[index(id)] = slot; }
+  // A live id's position among its flow group's members (flow_group.h). Kept where the final
+  // interval goes once the id retires, which a live id does not use.
+  void set_member(EventId id, uint32_t position) {
+    chunk_of(id)->result[index(id)].start = static_cast<double>(position);
+  }
+  uint32_t member(EventId id) const { return static_cast<uint32_t>(chunk_of(id)->result[index(id)].start); }
 
   // The submitter will not name `id` again (a second release of an id is ignored).
   void release(EventId id);

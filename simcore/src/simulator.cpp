@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "common/log.h"
+
 namespace simcore::detail {
 
 Simulator::Simulator(const ClusterSpec& cluster, const EngineOptions& options)
@@ -64,7 +66,7 @@ EventId Simulator::submit(const NewEvent& e) {
       if (std::find(r.deps.begin(), r.deps.end(), dep) != r.deps.end()) continue;
       Record& d = records_[ds];
       r.deps.push_back(dep);
-      d.dependents.push_back(id);
+      add_dependent(ds, dep, id);
       // A fresh dependency starts no earlier than its own bound; a simulated one keeps its
       // finish unless the sweep reaches it, which happens no earlier than the sweep's start.
       lower_bound = std::max(lower_bound, d.dirty ? d.lower_bound : d.finish);
@@ -114,30 +116,39 @@ void Simulator::sync() {
   finalize();
 }
 
+bool Simulator::dep_waits(EventId dep, Time now, Time& ready) {
+  const uint32_t ds = live_slot(dep);
+  if (ds == kRetired) return false;
+  Record& d = records_[ds];
+  if (d.dirty) {
+    if (d.phase != Phase::done) return true;
+    ready = std::max(ready, d.finish);
+    return false;
+  }
+  if (d.finish < now || d.finish_announced) {
+    ready = std::max(ready, d.finish);
+    return false;
+  }
+  // A clean dependency finishing now or later may still turn dirty until then: the sweep
+  // announces its finish when it gets there.
+  if (!d.finish_queued) {
+    d.finish_queued = true;
+    announced_.push_back(ds);
+    push(d.finish, ds, kCleanFinish);
+  }
+  return true;
+}
+
 void Simulator::schedule_if_ready(uint32_t slot, Time now) {
   Record& r = records_[slot];
+  if (r.group != kNoGroup) {
+    schedule_group(slot, now);
+    return;
+  }
   r.ready = r.base_ready;
   r.waiting = 0;
-  for (EventId dep : r.deps) {
-    const uint32_t ds = live_slot(dep);
-    if (ds == kRetired) continue;
-    Record& d = records_[ds];
-    if (d.dirty) {
-      if (d.phase == Phase::done) r.ready = std::max(r.ready, d.finish);
-      else ++r.waiting;
-    } else if (d.finish < now || d.finish_announced) {
-      r.ready = std::max(r.ready, d.finish);
-    } else {
-      // A clean dependency finishing now or later may still turn dirty until then: the sweep
-      // announces its finish when it gets there.
-      ++r.waiting;
-      if (!d.finish_queued) {
-        d.finish_queued = true;
-        announced_.push_back(ds);
-        push(d.finish, ds, kCleanFinish);
-      }
-    }
-  }
+  for (EventId dep : r.deps)
+    if (dep_waits(dep, now, r.ready)) ++r.waiting;
   if (r.waiting == 0) push_start(r.ready, slot);
 }
 
@@ -196,6 +207,10 @@ void Simulator::handle(const QueueItem& item, Time now) {
 
 void Simulator::begin(uint32_t slot, Time now) {
   Record& r = records_[slot];
+  if (r.group != kNoGroup) {
+    begin_group(slot, now);
+    return;
+  }
   r.start = now;
   if (r.kind == EventKind::task || r.bytes == 0) {
     r.transfer_end = now;
@@ -213,7 +228,8 @@ void Simulator::end_transfer(uint32_t slot, Time now) {
   Record& r = records_[slot];
   r.phase = Phase::tail;
   r.transfer_end = now;
-  solver_.detach(slot, /*touch=*/true);
+  if (r.group != kNoGroup) end_group_transfer(slot);
+  else solver_.detach(slot, /*touch=*/true);
   finish_after_tail(slot, now);
 }
 
@@ -221,7 +237,7 @@ void Simulator::end_transfer(uint32_t slot, Time now) {
 // finish is known), saving the sweep a queue item and an instant per re-simulated flow.
 void Simulator::finish_after_tail(uint32_t slot, Time now) {
   Record& r = records_[slot];
-  if (r.dependents.empty()) {
+  if (!has_dependents(r)) {
     r.phase = Phase::done;
     r.finish = now + r.tail;
     return;
@@ -234,19 +250,25 @@ void Simulator::complete(uint32_t slot, Time now) {
   Record& r = records_[slot];
   r.phase = Phase::done;
   r.finish = now;
-  for (EventId dep : r.dependents) {
-    const uint32_t ds = live_slot(dep);
-    if (ds == kRetired) continue;
+  for_each_dependent(r, [&](EventId dep) {
+    uint32_t ds = live_slot(dep);
+    if (ds == kRetired) return;
     Record& d = records_[ds];
     if (d.dirty) {
       // Dependents scheduled before this instant counted this event; later ones saw it done.
-      if (d.phase != Phase::pending || d.waiting == 0) continue;
+      if (d.phase != Phase::pending) return;
+      if (d.group != kNoGroup) return member_dep_done(ds, dep, now);
+      if (d.waiting == 0) return;
       d.ready = std::max(d.ready, now);
       if (--d.waiting == 0) push_start(d.ready, ds);
     } else if (!(r.has_old && now == r.old_finish)) {
+      if (d.group != kNoGroup) {
+        split(ds, now);  // a simulated group: its members are ordinary flows from here on
+        ds = live_slot(dep);
+      }
       dirty_pending(ds, now);  // its start moves with this finish
     }
-  }
+  });
 }
 
 // Every dirty dependent still waiting was scheduled before this announcement, so it counted
@@ -254,20 +276,23 @@ void Simulator::complete(uint32_t slot, Time now) {
 void Simulator::clean_finished(uint32_t slot, Time now) {
   Record& r = records_[slot];
   r.finish_announced = true;
-  for (EventId dep : r.dependents) {
+  for_each_dependent(r, [&](EventId dep) {
     const uint32_t ds = live_slot(dep);
-    if (ds == kRetired) continue;
+    if (ds == kRetired) return;
     Record& d = records_[ds];
-    if (!d.dirty || d.phase != Phase::pending || d.waiting == 0) continue;
+    if (!d.dirty || d.phase != Phase::pending) return;
+    if (d.group != kNoGroup) return member_dep_done(ds, dep, now);
+    if (d.waiting == 0) return;
     d.ready = std::max(d.ready, now);
     if (--d.waiting == 0) push_start(d.ready, ds);
-  }
+  });
 }
 
 // At a clean event's old start: a dependency still unfinished means it cannot start then.
 void Simulator::dep_check(uint32_t slot, Time now) {
   const Record& r = records_[slot];
   if (r.dirty) return;
+  if (r.group != kNoGroup) return report_group_reached("dep_check");
   for (EventId dep : r.deps) {
     const uint32_t ds = live_slot(dep);
     if (ds == kRetired) continue;
@@ -335,8 +360,12 @@ void Simulator::mark_dirty(Record& r, uint32_t slot, Time now, const Route& rout
     for (int i = 0; i < route.count; ++i) --links_[route.links[i]].clean;
   // Clean dependents started at their old start on the strength of this event's old finish.
   for (EventId dep : r.dependents) {
-    const uint32_t ds = live_slot(dep);
+    uint32_t ds = live_slot(dep);
     if (ds == kRetired) continue;
+    if (records_[ds].group != kNoGroup && !records_[ds].dirty) {
+      split(ds, now);  // a simulated group: its member's check is its own
+      ds = live_slot(dep);
+    }
     const Record& d = records_[ds];
     if (!d.dirty) push(std::max(now, d.start), ds, kDepCheck);
   }
@@ -345,6 +374,7 @@ void Simulator::mark_dirty(Record& r, uint32_t slot, Time now, const Route& rout
 // A clean flow that started before `now` and moves bytes beside dirty work on one of its links.
 void Simulator::dirty_moving(uint32_t slot, Time now) {
   Record& r = records_[slot];
+  if (r.group != kNoGroup) return report_group_reached("dirty_moving");
   const Route route = route_of(r);
   mark_dirty(r, slot, now, route);
   note_presence(route, now);
@@ -356,6 +386,7 @@ void Simulator::dirty_moving(uint32_t slot, Time now) {
   r.phase = Phase::moving;
   const Segment s = r.segments.back();  // it started before now, so this exists
   // Its presence was noted above (attach_dirty() would find every link present now).
+  split_claims(route, now);
   solver_.attach(slot, route, s.rate, /*touch=*/true);
   queue_transfer_end(r, slot, std::max(now, s.t + s.remaining / s.rate));
 }
@@ -364,6 +395,7 @@ void Simulator::dirty_moving(uint32_t slot, Time now) {
 // again.
 void Simulator::dirty_pending(uint32_t slot, Time now) {
   Record& r = records_[slot];
+  if (r.group != kNoGroup) return report_group_reached("dirty_pending");
   const Route route = route_of(r);
   mark_dirty(r, slot, now, route);
   if (r.indexed) index_erase(slot, r, route);
@@ -395,6 +427,7 @@ void Simulator::note_presence(const Route& route, Time now) {
 }
 
 void Simulator::attach_dirty(uint32_t slot, const Route& route, double rate, Time now) {
+  split_claims(route, now);
   note_presence(route, now);
   solver_.attach(slot, route, rate, /*touch=*/true);
 }
@@ -414,16 +447,21 @@ void Simulator::pull_in(Time now) {
       continue;
     }
     auto& v = li.by_start;
-    auto* const after = v.upper_bound(std::make_pair(now, kRetired));
-    auto* it = after;
     const Time oldest = now - li.max_duration;
-    starting_.clear();
-    while (it != v.begin()) {
-      --it;
-      if (it->first < oldest) break;
-      const Record& c = records_[it->second];
-      if (!c.dirty && c.transfer_end > now) starting_.push_back(it->second);
-    }
+    auto collect = [&] {
+      auto* const after = v.upper_bound(std::make_pair(now, kRetired));
+      auto* it = after;
+      starting_.clear();
+      while (it != v.begin()) {
+        --it;
+        if (it->first < oldest) break;
+        const Record& c = records_[it->second];
+        if (!c.dirty && c.transfer_end > now) starting_.push_back(it->second);
+      }
+      return after;
+    };
+    auto* after = collect();
+    if (split_groups(starting_, now)) after = collect();  // their members' entries now
     if (starting_.empty()) {
       watch_from(id, after);  // nothing joined, so the index is as it was
       continue;
@@ -466,10 +504,14 @@ void Simulator::watch_fired(LinkId id, uint32_t stamp, Time now) {
     ++li.watch_stamp;  // nothing dirty here any more; the next presence starts a new watch
     return;
   }
-  auto it = li.by_start.lower_bound(std::make_pair(now, uint32_t{0}));
-  starting_.clear();
-  for (; it != li.by_start.end() && it->first == now; ++it)
-    if (!records_[it->second].dirty) starting_.push_back(it->second);
+  auto collect = [&] {
+    auto it = li.by_start.lower_bound(std::make_pair(now, uint32_t{0}));
+    starting_.clear();
+    for (; it != li.by_start.end() && it->first == now; ++it)
+      if (!records_[it->second].dirty) starting_.push_back(it->second);
+  };
+  collect();
+  if (split_groups(starting_, now)) collect();  // their members' entries now
   for (uint32_t slot : starting_) join(slot, now);
   watch(id, now);
 }
@@ -497,27 +539,34 @@ void Simulator::index_erase(uint32_t slot, const Record& r, const Route& route) 
   records_[slot].indexed = false;
 }
 
+void Simulator::count_clean(const Record& r, const Route& route) {
+  for (int i = 0; i < route.count; ++i) {
+    LinkIndex& li = links_[route.links[i]];
+    ++li.clean;
+    li.max_duration = std::max(li.max_duration, r.transfer_end - r.start);
+    li.clean_end_bound = std::max(li.clean_end_bound, r.transfer_end);
+    li.clean_start_bound = std::max(li.clean_start_bound, r.start);
+  }
+}
+
 // Everything the sweep simulated is the new clean history.
 void Simulator::finalize() {
   for (uint32_t slot : dirty_) {
     Record& r = records_[slot];
+    if (r.id == kNoEvent) continue;  // a group split in the sweep: its members follow
     r.dirty = false;
     r.has_old = false;
     if (r.indexed) {
-      const Route route = route_of(r);
-      for (int i = 0; i < route.count; ++i) {
-        LinkIndex& li = links_[route.links[i]];
-        ++li.clean;
-        li.max_duration = std::max(li.max_duration, r.transfer_end - r.start);
-        li.clean_end_bound = std::max(li.clean_end_bound, r.transfer_end);
-        li.clean_start_bound = std::max(li.clean_start_bound, r.start);
-      }
+      if (r.group != kNoGroup) for_each_member_route(r, [&](uint32_t, const Route& route) { count_clean(r, route); });
+      else count_clean(r, route_of(r));
     }
     r.finish_stamp = ++stamps_;
     finish_order_.push(FinishEntry{r.finish, r.finish_stamp, slot});
     frontier_ = std::max(frontier_, r.finish);
   }
   dirty_.clear();
+  for (uint32_t slot : dead_slots_) free_slots_.push_back(slot);
+  dead_slots_.clear();
   for (uint32_t slot : announced_) {
     records_[slot].finish_queued = false;
     records_[slot].finish_announced = false;
@@ -587,7 +636,7 @@ void Simulator::reclaim(Time floor) {
 void Simulator::prefetch_links(uint32_t slot, Route& route) const {
   const Record& r = records_[slot];
   route.count = 0;
-  if (!r.indexed) return;
+  if (!r.indexed || r.group != kNoGroup) return;
   route = route_of(r);
   for (int i = 0; i < route.count; ++i) __builtin_prefetch(&links_[route.links[i]]);
 }
@@ -604,6 +653,10 @@ void Simulator::prefetch_fronts(const Route& route) const {
 // the slot is used again.
 void Simulator::retire(uint32_t slot, const Route& route) {
   Record& r = records_[slot];
+  if (r.group != kNoGroup) {
+    retire_group(slot);
+    return;
+  }
   ids_.retire(r.id, Interval{r.start, r.finish});
   if (record_timeline_) {
     retired_timeline_.push_back(timeline_entry(r, labels_[slot]));
@@ -624,6 +677,8 @@ Engine::Stats Simulator::stats() const {
                    queue_.memory_bytes() + fresh_.capacity() * sizeof(uint32_t) +
                    dirty_.capacity() * sizeof(uint32_t) + links_.capacity() * sizeof(LinkIndex);
   for (const LinkIndex& li : links_) history += li.by_start.memory_bytes();
+  history += groups_.capacity() * sizeof(FlowGroup) + link_mark_.capacity() * sizeof(uint32_t);
+  for (size_t i = 0; i < groups_.size(); ++i) history += groups_[i].memory_bytes();
   uint64_t segments = 0;
   for (size_t slot = 0; slot < records_.size(); ++slot) {
     const Record& r = records_[slot];
@@ -669,6 +724,10 @@ std::string Simulator::timeline_json() const {
   for (size_t slot = 0; slot < records_.size(); ++slot) {
     const Record& r = records_[slot];
     if (r.id == kNoEvent || r.phase != Phase::done) continue;
+    if (r.group != kNoGroup) {
+      append_member_entries(r, entries);
+      continue;
+    }
     entries.push_back(timeline_entry(r, record_timeline_ ? labels_[slot] : kNoLabel));
   }
   return chrome_trace_json(std::move(entries));

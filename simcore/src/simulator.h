@@ -28,6 +28,10 @@
 //
 // Within one virtual instant all queue items of that instant are applied first (starts, ends
 // of transfers, finishes, and what they release), then the flow solver re-solves once.
+//
+// Like flows submitted together (Engine::add_flows) may share one record as a flow group
+// (flow_group.h): the group is scheduled member by member, but started, ended and finished as
+// one while its members stay alike, and becomes ordinary records the moment they could differ.
 #pragma once
 
 #include <array>
@@ -35,10 +39,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "chunked_store.h"
+#include "flow_group.h"
 #include "flow_solver.h"
 #include "id_list.h"
 #include "id_table.h"
@@ -78,6 +84,9 @@ class Simulator {
   Time floor() const { return floor_; }
 
   EventId submit(const NewEvent& event);
+  // Several flows (validated like submit()'s): like ones become flow groups (flow_group.h),
+  // the others ordinary events. ids[k] receives events[k]'s id.
+  void submit_flows(std::span<const NewEvent> events, std::span<EventId> ids);
   // Simulates every submission to completion.
   void sync();
   // True when sync() cannot change this event's interval: it is simulated and finishes before
@@ -101,6 +110,8 @@ class Simulator {
   enum ItemKind : uint8_t {
     kFinish, kTransferEnd, kGhostEnd, kStart, kGhostBegin, kWatch, kDepCheck, kCleanFinish,
   };
+
+  static constexpr uint32_t kNoGroup = std::numeric_limits<uint32_t>::max();
 
   struct Segment {
     Time t;            // from this time on
@@ -136,6 +147,7 @@ class Simulator {
     Time lower_bound = 0;  // fresh: no earlier start is possible (where the sweep begins)
     Time ready = 0;        // scheduling: the latest dependency finish seen so far
     Time tail = 0;         // a task's duration; a flow's route latency (after its last byte)
+    uint32_t group = kNoGroup;  // a flow group's entry in groups_ (flow_group.h)
     // Lines 2 and 3.
     uint64_t bytes = 0;
     Time base_ready = 0;   // not_before, raised by the finishes of dependencies retired at submit
@@ -166,6 +178,7 @@ class Simulator {
       dirty = has_old = indexed = finish_queued = finish_announced = false;
       dependents.clear();
       lower_bound = ready = tail = 0;
+      group = kNoGroup;
       bytes = 0;
       base_ready = old_finish = 0;
       lane = 0;
@@ -202,6 +215,7 @@ class Simulator {
     uint32_t clean = 0;        // entries of clean flows
     uint32_t ghosts = 0;       // old transfers of dirty flows in progress now
     uint32_t watch_stamp = 0;  // the live kWatch item's stamp
+    uint32_t claim = kNoGroup;  // the slot of the dirty flow group moving here (it is alone)
   };
 
   static constexpr uint32_t kRetired = std::numeric_limits<uint32_t>::max();
@@ -239,7 +253,9 @@ class Simulator {
   void dirty_pending(uint32_t slot, Time now);
 
   // Link presence of dirty work (attached dirty flows + ghosts) and the clean flows it pulls in.
-  size_t presence(LinkId id) const { return solver_.load(id) + links_[id].ghosts; }
+  size_t presence(LinkId id) const {
+    return solver_.load(id) + links_[id].ghosts + (links_[id].claim != kNoGroup);
+  }
   void note_presence(const Route& route, Time now);  // call before raising presence on `route`
   void attach_dirty(uint32_t slot, const Route& route, double rate, Time now);
   void pull_in(Time now);  // drains presence_work_
@@ -249,6 +265,57 @@ class Simulator {
   void index_insert(uint32_t slot, const Record& r, const Route& route);
   void index_erase(uint32_t slot, const Record& r) { index_erase(slot, r, route_of(r)); }
   void index_erase(uint32_t slot, const Record& r, const Route& route);
+  // A clean flow's entries on `route` count in its links' clean bounds.
+  void count_clean(const Record& r, const Route& route);
+
+  // Flow groups (flow_group.h).
+  // `tail`: the members' route latency.
+  void submit_group(std::span<const NewEvent> events, std::span<const uint32_t> members,
+                    std::span<EventId> ids, double rate, Time tail);
+  template <class F> void for_each_member_route(const Record& r, F&& f) const;
+  // Every dependent id of an event (a group's: every member's).
+  template <class F> void for_each_dependent(Record& r, F&& f);
+  bool has_dependents(const Record& r) const {
+    if (r.group == kNoGroup) return !r.dependents.empty();
+    for (const FlowGroup::Member& mb : groups_[r.group].members)
+      if (!mb.dependents.empty()) return true;
+    return false;
+  }
+  void prefetch_dependent(EventId dep) const {
+    const uint32_t ds = ids_.slot_or_retired(dep);
+    if (ds == kRetired) return;
+    const Record& d = records_[ds];
+    if (d.group == kNoGroup) __builtin_prefetch(&d, 1);
+    else __builtin_prefetch(&groups_[d.group].members[ids_.member(dep)], 1);
+  }
+  // `dependent` depends on `dep`, whose record is in `ds`.
+  void add_dependent(uint32_t ds, EventId dep, EventId dependent) {
+    Record& d = records_[ds];
+    if (d.group == kNoGroup) d.dependents.push_back(dependent);
+    else groups_[d.group].members[ids_.member(dep)].dependents.push_back(dependent);
+  }
+  // Scheduling: whether `dep` holds its dependent back at `now` (else `ready` takes its finish).
+  bool dep_waits(EventId dep, Time now, Time& ready);
+  void schedule_group(uint32_t slot, Time now);
+  // A dependency of group member `member` finished (or was announced) at `now`.
+  void member_dep_done(uint32_t slot, EventId member, Time now);
+  void member_ready(uint32_t slot, Time t);
+  void begin_group(uint32_t slot, Time now);
+  void start_group(uint32_t slot, Time now);  // every member is ready now
+  void end_group_transfer(uint32_t slot);
+  // Member j of the group in `slot` as an ordinary record (its id rebound), and members at
+  // `positions` as a group of their own; both leave the record's times as the group's.
+  uint32_t member_record(uint32_t slot, uint32_t j);
+  uint32_t extract(uint32_t slot, const std::vector<uint32_t>& positions);
+  // The group in `slot` becomes its members, in its state, at `now` (in a sweep, or before one).
+  void split(uint32_t slot, Time now);
+  // A flow is about to move on `route`: a group holding one of its links is split first.
+  void split_claims(const Route& route, Time now);
+  // Splits the simulated groups among `slots` (a link index's clean entries); true if any.
+  bool split_groups(const std::vector<uint32_t>& slots, Time now);
+  void report_group_reached(const char* where) const;
+  void retire_group(uint32_t slot);
+  void append_member_entries(const Record& r, std::vector<TimelineEntry>& out) const;
 
   void finalize();
   void retire(uint32_t slot, const Route& route);  // `route`: its links, when indexed
@@ -282,8 +349,43 @@ class Simulator {
   std::array<Route, 32> retiring_routes_{};  // reclaim(): routes by position, modulo 32
   uint64_t stamps_ = 0;
 
+  ChunkedStore<FlowGroup, 6> groups_;  // by index; an entry never moves
+  std::vector<uint32_t> free_groups_;
+  std::vector<uint32_t> dead_slots_;  // split groups' records, freed once the sweep is over
+  std::vector<uint32_t> link_mark_;   // submit_flows(): a class's stamp on the links it holds
+  uint32_t mark_stamp_ = 0;
+
   Time floor_ = 0, frontier_ = 0;
   uint64_t live_ = 0, rollbacks_ = 0, replayed_ = 0;
 };
+
+// Every member's sharing route, with the member's position.
+template <class F> void Simulator::for_each_member_route(const Record& r, F&& f) const {
+  const FlowGroup& g = groups_[r.group];
+  for (uint32_t j = 0; j < g.members.size(); ++j) {
+    const FlowGroup::Member& mb = g.members[j];
+    if (mb.id != kNoEvent) f(j, topology_.sharing_links(mb.src, mb.dst));
+  }
+}
+
+template <class F> void Simulator::for_each_dependent(Record& r, F&& f) {
+  if (r.group == kNoGroup) {
+    for (EventId dep : r.dependents) f(dep);
+    return;
+  }
+  // By index: f may add members' dependents elsewhere, never to this group's members. A large
+  // ring's dependents were submitted long before (their members are cold): the ones a few
+  // members ahead are fetched while these are told.
+  FlowGroup& g = groups_[r.group];
+  constexpr size_t kAhead = 4;
+  const size_t n = g.members.size();
+  for (size_t j = 0; j < std::min(n, kAhead); ++j)
+    for (EventId dep : g.members[j].dependents) prefetch_dependent(dep);
+  for (size_t j = 0; j < n; ++j) {
+    if (j + kAhead < n)
+      for (EventId dep : g.members[j + kAhead].dependents) prefetch_dependent(dep);
+    for (EventId dep : g.members[j].dependents) f(dep);
+  }
+}
 
 }  // namespace simcore::detail

@@ -47,6 +47,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -115,6 +116,19 @@ class Engine {
   virtual std::string timeline_json() const = 0;
 
   // --- Additions (not pure, so that proxies such as the remote engine keep compiling) ---
+
+  // Several flows in one call (a collective's step): ids[k] is the id of flows[k], kNoEvent for
+  // one add_flow() would refuse (ids must hold flows.size() entries; extra flows are ignored).
+  // The answers are exactly add_flow()'s, one by one. The in-process engine simulates the like
+  // flows of one call as one unit (a flow group): same bytes, same not_before, the same
+  // dependency events (a group counts as one), routes of the same narrowest capacity and
+  // latency that share no link. A group is stored, started, ended and finished once while its
+  // members stay alike; the moment one would differ (another flow on one of its links, a
+  // dependency group that came apart, a rollback reaching it) it becomes its members, each an
+  // ordinary flow from that instant on (simcore/src/flow_group.h).
+  virtual void add_flows(std::span<const FlowSpec> flows, std::span<EventId> ids) {
+    for (size_t k = 0; k < flows.size() && k < ids.size(); ++k) ids[k] = add_flow(flows[k]);
+  }
 
   // wait_final for a rank that submits nothing while it waits: while blocked, `rank`'s floor is
   // raised to the event's current finish, so that ranks which all wait on each other's work

@@ -1,0 +1,515 @@
+// The Simulator's flow groups (flow_group.h): sorting a call's flows into groups, scheduling
+// members, a group's start and transfer end, and taking members out of a group.
+#include <algorithm>
+#include <array>
+#include <limits>
+
+#include "common/log.h"
+#include "simulator.h"
+
+namespace simcore::detail {
+namespace {
+
+// What makes flows alike (flow_group.h): members of one group agree on all of it.
+struct GroupKey {
+  uint64_t bytes = 0;
+  Time base = 0;     // not_before, raised by the floor and by retired dependencies
+  double rate = 0;   // narrowest link of the sharing route
+  double latency = 0;
+
+  bool operator==(const GroupKey&) const = default;
+};
+
+struct GroupClass {
+  GroupKey key;
+  uint32_t stamp = 0;  // marks the links its members hold (they may not share one)
+  std::vector<uint32_t> members;
+};
+
+// More classes than this in one call: the rest go one by one (a step of a collective has a
+// handful: flows inside a node, between nodes, between leaves).
+constexpr size_t kMaxClasses = 16;
+
+}  // namespace
+
+void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId> ids) {
+  if (link_mark_.size() != links_.size()) link_mark_.assign(links_.size(), 0);
+  std::vector<GroupClass> classes;
+  std::vector<uint32_t> alone;
+  const auto& links = topology_.links();
+  for (uint32_t k = 0; k < events.size(); ++k) {
+    const NewEvent& e = events[k];
+    GroupKey key;
+    bool groupable = e.kind == EventKind::flow && e.bytes > 0;
+    if (groupable) {
+      key.bytes = e.bytes;
+      key.base = std::max(e.not_before, floor_);
+      if (e.after)
+        for (EventId dep : *e.after)
+          if (ids_.slot(dep) == IdTable::kRetired) key.base = std::max(key.base, ids_.result(dep).finish);
+    }
+    if (!groupable) {
+      alone.push_back(k);
+      continue;
+    }
+    const Route route = topology_.sharing_route(e.gpu, e.dst);  // route()'s latency
+    key.rate = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < route.count; ++i) key.rate = std::min(key.rate, links[route.links[i]].capacity);
+    key.latency = route.latency;
+    GroupClass* c = nullptr;
+    for (GroupClass& existing : classes)
+      if (existing.key == key) {
+        c = &existing;
+        break;
+      }
+    if (c == nullptr) {
+      if (classes.size() == kMaxClasses) {
+        alone.push_back(k);
+        continue;
+      }
+      if (++mark_stamp_ == 0) {  // wrapped: old marks could match again
+        std::fill(link_mark_.begin(), link_mark_.end(), 0);
+        mark_stamp_ = 1;
+      }
+      classes.push_back(GroupClass{key, mark_stamp_, {}});
+      c = &classes.back();
+    }
+    bool disjoint = true;
+    for (int i = 0; i < route.count; ++i) disjoint = disjoint && link_mark_[route.links[i]] != c->stamp;
+    if (!disjoint) {
+      alone.push_back(k);
+      continue;
+    }
+    for (int i = 0; i < route.count; ++i) link_mark_[route.links[i]] = c->stamp;
+    c->members.push_back(k);
+  }
+  for (const GroupClass& c : classes) {
+    if (c.members.size() >= 2) submit_group(events, c.members, ids, c.key.rate, c.key.latency);
+    else alone.push_back(c.members[0]);
+  }
+  std::sort(alone.begin(), alone.end());
+  for (uint32_t k : alone) ids[k] = submit(events[k]);
+}
+
+void Simulator::submit_group(std::span<const NewEvent> events, std::span<const uint32_t> members,
+                             std::span<EventId> ids, double rate, Time tail) {
+  const uint32_t slot = allocate_slot();
+  uint32_t gi;
+  if (!free_groups_.empty()) {
+    gi = free_groups_.back();
+    free_groups_.pop_back();
+  } else {
+    gi = static_cast<uint32_t>(groups_.size());
+    groups_.emplace_back();
+  }
+  FlowGroup& g = groups_[gi];
+  const uint32_t m = static_cast<uint32_t>(members.size());
+  g.rate = rate;
+  g.members.resize(m);
+  g.live = m;
+  size_t deps = 0;
+  for (uint32_t k : members) deps += events[k].after ? events[k].after->size() : 0;
+  g.deps.reserve(deps);
+  const NewEvent& e0 = events[members[0]];
+  Record& r = records_[slot];
+  r.kind = EventKind::flow;
+  r.phase = Phase::pending;
+  r.dirty = true;
+  r.gpu = e0.gpu;
+  r.dst = e0.dst;
+  r.bytes = e0.bytes;
+  r.tail = tail;
+  r.group = gi;
+  // The same for every member (their key): not_before, the floor, retired dependencies.
+  r.base_ready = std::max(e0.not_before, floor_);
+  if (e0.after)
+    for (EventId dep : *e0.after)
+      if (ids_.slot(dep) == IdTable::kRetired) r.base_ready = std::max(r.base_ready, ids_.result(dep).finish);
+
+  Time lower_bound = std::numeric_limits<Time>::infinity();
+  for (uint32_t j = 0; j < m; ++j) {
+    const NewEvent& e = events[members[j]];
+    const EventId id = ids_.add(slot);
+    ids_.set_member(id, j);
+    ids[members[j]] = id;
+    FlowGroup::Member& mb = g.members[j];
+    mb.id = id;
+    mb.src = e.gpu;
+    mb.dst = e.dst;
+    mb.dep_from = static_cast<uint32_t>(g.deps.size());
+    Time bound = r.base_ready;
+    if (e.after) {
+      for (EventId dep : *e.after) {
+        const uint32_t ds = ids_.slot(dep);
+        if (ds == IdTable::kRetired) continue;
+        if (std::find(g.deps.begin() + mb.dep_from, g.deps.end(), dep) != g.deps.end()) continue;
+        g.deps.push_back(dep);
+        add_dependent(ds, dep, id);
+        const Record& d = records_[ds];
+        bound = std::max(bound, d.dirty ? d.lower_bound : d.finish);
+      }
+    }
+    mb.dep_to = static_cast<uint32_t>(g.deps.size());
+    lower_bound = std::min(lower_bound, bound);  // the group's: its earliest member's
+    if (record_timeline_) g.labels.push_back(e.label ? *e.label : std::string());
+  }
+  r.id = g.members[0].id;
+  r.lower_bound = lower_bound;
+  rewind_to_ = std::min(rewind_to_, lower_bound);
+  live_ += m;
+  fresh_.push_back(slot);
+}
+
+// As schedule_if_ready(), member by member; the group's start is queued at the earliest time a
+// member is ready (r.ready: infinity while none is).
+void Simulator::schedule_group(uint32_t slot, Time now) {
+  Record& r = records_[slot];
+  FlowGroup& g = groups_[r.group];
+  r.waiting = 0;
+  r.ready = std::numeric_limits<Time>::infinity();
+  Time first = std::numeric_limits<Time>::infinity();
+  g.ready.clear();
+  for (uint32_t j = 0; j < g.members.size(); ++j) {
+    FlowGroup::Member& mb = g.members[j];
+    if (mb.id == kNoEvent) continue;
+    mb.ready = r.base_ready;
+    mb.waiting = 0;
+    for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d)
+      if (dep_waits(g.deps[d], now, mb.ready)) ++mb.waiting;
+    if (mb.waiting != 0) {
+      ++r.waiting;
+    } else {
+      g.ready.push_back(j);
+      first = std::min(first, mb.ready);
+    }
+  }
+  if (first != std::numeric_limits<Time>::infinity()) member_ready(slot, first);
+}
+
+void Simulator::member_dep_done(uint32_t slot, EventId member, Time now) {
+  Record& r = records_[slot];
+  FlowGroup& g = groups_[r.group];
+  const uint32_t j = ids_.member(member);
+  FlowGroup::Member& mb = g.members[j];
+  if (mb.waiting == 0) return;  // scheduled after this instant: it saw the dependency done
+  mb.ready = std::max(mb.ready, now);
+  if (--mb.waiting == 0) {
+    --r.waiting;
+    g.ready.push_back(j);
+    member_ready(slot, mb.ready);
+  }
+}
+
+void Simulator::member_ready(uint32_t slot, Time t) {
+  Record& r = records_[slot];
+  if (!(t < r.ready)) return;
+  r.ready = t;
+  ++r.version;  // a start queued for later is void (a pending group has no other item)
+  push_start(t, slot);
+}
+
+// The group's start is due: the members ready now start, as the whole group when that is all
+// of them, else as a group (or a flow) of their own; the others wait on.
+void Simulator::begin_group(uint32_t slot, Time now) {
+  Record& r = records_[slot];
+  r.ready = std::numeric_limits<Time>::infinity();
+  std::vector<uint32_t> now_ready;
+  Time later = std::numeric_limits<Time>::infinity();
+  {
+    FlowGroup& g = groups_[r.group];
+    if (g.ready.size() == g.live &&
+        std::all_of(g.ready.begin(), g.ready.end(), [&](uint32_t j) { return g.members[j].ready <= now; })) {
+      g.ready.clear();
+      start_group(slot, now);
+      return;
+    }
+    size_t keep = 0;
+    for (uint32_t j : g.ready) {
+      const Time t = g.members[j].ready;
+      if (t <= now) {
+        now_ready.push_back(j);
+      } else {
+        later = std::min(later, t);
+        g.ready[keep++] = j;
+      }
+    }
+    g.ready.resize(keep);
+  }
+  if (later != std::numeric_limits<Time>::infinity()) member_ready(slot, later);
+  if (now_ready.empty()) return;
+  const uint32_t started = extract(slot, now_ready);
+  dirty_.push_back(started);
+  if (records_[started].group != kNoGroup) start_group(started, now);
+  else begin(started, now);
+}
+
+// Starts the group as one when each member's links carry nothing else now; the flows that move
+// on them later (clean ones pulled in, dirty ones starting) split it when they attach.
+void Simulator::start_group(uint32_t slot, Time now) {
+  Record& r = records_[slot];
+  bool alone = true;
+  for_each_member_route(r, [&](uint32_t, const Route& route) {
+    if (!alone) return;
+    for (int i = 0; i < route.count; ++i) {
+      const LinkId id = route.links[i];
+      if (solver_.load(id) != 0 || links_[id].claim != kNoGroup) alone = false;
+    }
+    if (!alone) return;
+    note_presence(route, now);
+    for (int i = 0; i < route.count; ++i) links_[route.links[i]].claim = slot;
+  });
+  if (!alone) {
+    end_group_transfer(slot);  // the links it claimed so far
+    split(slot, now);  // its members start now, one by one
+    return;
+  }
+  r.start = now;
+  r.phase = Phase::moving;
+  // Into its links' indexes, so that a later sweep finds the group where its members moved (a
+  // rollback reaching it splits it there).
+  for_each_member_route(r, [&](uint32_t, const Route& route) { index_insert(slot, r, route); });
+  // What the solver gives a flow alone on its links (solve_alone) and what on_rate() makes of
+  // it, expression for expression: the members end exactly where one-by-one flows would.
+  const double rate = groups_[r.group].rate;
+  const double remaining = static_cast<double>(r.bytes);
+  r.segments.clear();
+  r.segments.push_back(Segment{now, rate, remaining});
+  r.end_queued = std::numeric_limits<Time>::infinity();
+  queue_transfer_end(r, slot, now + remaining / rate);
+}
+
+void Simulator::end_group_transfer(uint32_t slot) {
+  for_each_member_route(records_[slot], [&](uint32_t, const Route& route) {
+    for (int i = 0; i < route.count; ++i)
+      if (links_[route.links[i]].claim == slot) links_[route.links[i]].claim = kNoGroup;
+  });
+}
+
+uint32_t Simulator::member_record(uint32_t slot, uint32_t j) {
+  const uint32_t ms = allocate_slot();
+  const Record& G = records_[slot];  // records never move (chunked_store.h)
+  FlowGroup& g = groups_[G.group];
+  FlowGroup::Member& mb = g.members[j];
+  Record& M = records_[ms];
+  M.id = mb.id;
+  M.kind = EventKind::flow;
+  M.phase = G.phase;
+  M.dirty = G.dirty;
+  M.gpu = mb.src;
+  M.dst = mb.dst;
+  M.bytes = G.bytes;
+  M.start = G.start;
+  M.transfer_end = G.transfer_end;
+  M.finish = G.finish;
+  M.tail = G.tail;
+  M.base_ready = G.base_ready;
+  M.lower_bound = G.lower_bound;
+  M.ready = mb.ready;
+  M.waiting = mb.waiting;
+  M.trim_at = G.trim_at;
+  for (const Segment& s : G.segments) M.segments.push_back(s);
+  for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d) M.deps.push_back(g.deps[d]);
+  M.dependents = std::move(mb.dependents);
+  if (record_timeline_ && j < g.labels.size()) labels_[ms] = std::move(g.labels[j]);
+  ids_.rebind(mb.id, ms);
+  return ms;
+}
+
+// Only for a pending group's ready members (the group keeps its times: none yet).
+uint32_t Simulator::extract(uint32_t slot, const std::vector<uint32_t>& positions) {
+  uint32_t out;
+  if (positions.size() == 1) {
+    out = member_record(slot, positions[0]);
+  } else {
+    out = allocate_slot();
+    uint32_t gi;
+    if (!free_groups_.empty()) {
+      gi = free_groups_.back();
+      free_groups_.pop_back();
+    } else {
+      gi = static_cast<uint32_t>(groups_.size());
+      groups_.emplace_back();
+    }
+    const Record& G = records_[slot];
+    FlowGroup& g = groups_[G.group];
+    FlowGroup& n = groups_[gi];
+    n.rate = g.rate;
+    Record& N = records_[out];
+    N.kind = EventKind::flow;
+    N.phase = G.phase;
+    N.dirty = G.dirty;
+    N.bytes = G.bytes;
+    N.tail = G.tail;
+    N.base_ready = G.base_ready;
+    N.lower_bound = G.lower_bound;
+    N.ready = std::numeric_limits<Time>::infinity();
+    N.group = gi;
+    n.members.reserve(positions.size());
+    for (uint32_t j : positions) {
+      FlowGroup::Member& mb = g.members[j];
+      FlowGroup::Member& nm = n.members.emplace_back();
+      nm.id = mb.id;
+      nm.src = mb.src;
+      nm.dst = mb.dst;
+      nm.ready = mb.ready;
+      nm.dep_from = static_cast<uint32_t>(n.deps.size());
+      n.deps.insert(n.deps.end(), g.deps.begin() + mb.dep_from, g.deps.begin() + mb.dep_to);
+      nm.dep_to = static_cast<uint32_t>(n.deps.size());
+      nm.dependents = std::move(mb.dependents);
+      if (record_timeline_ && j < g.labels.size()) n.labels.push_back(std::move(g.labels[j]));
+      ids_.rebind(nm.id, out);
+      ids_.set_member(nm.id, static_cast<uint32_t>(n.members.size() - 1));
+    }
+    n.live = static_cast<uint32_t>(n.members.size());
+    N.id = n.members[0].id;
+    N.gpu = n.members[0].src;
+    N.dst = n.members[0].dst;
+  }
+  // The members taken out leave holes (the others keep their positions: no id is rebound).
+  FlowGroup& g = groups_[records_[slot].group];
+  g.live -= static_cast<uint32_t>(positions.size());
+  for (uint32_t j : positions) {
+    g.members[j].id = kNoEvent;
+    g.members[j].dependents = IdList();
+  }
+  return out;
+}
+
+void Simulator::split_claims(const Route& route, Time now) {
+  for (int i = 0; i < route.count; ++i) {
+    const uint32_t claim = links_[route.links[i]].claim;
+    if (claim != kNoGroup) split(claim, now);
+  }
+}
+
+bool Simulator::split_groups(const std::vector<uint32_t>& slots, Time now) {
+  bool any = false;
+  for (uint32_t slot : slots) {
+    // A group's entries on one link are one per member there: at most one, but the list may
+    // name a group split a moment ago (its record is dead then).
+    if (records_[slot].group == kNoGroup || records_[slot].dirty) continue;
+    split(slot, now);
+    any = true;
+  }
+  return any;
+}
+
+void Simulator::split(uint32_t gslot, Time now) {
+  Record& G = records_[gslot];  // records never move (chunked_store.h)
+  const uint32_t gi = G.group;
+  const bool moving = G.dirty && G.phase == Phase::moving;
+  const bool pending = G.dirty && G.phase == Phase::pending;
+  if (G.dirty && !moving && !pending) {
+    // Nothing reaches a group in its tail or done within its sweep.
+    vgpu::log::once(vgpu::log::Level::error, "simcore-group-split-phase",
+                    "simcore: internal: a flow group was split after its transfer");
+  }
+  std::vector<uint32_t> slots;
+  std::vector<Route> routes;
+  for_each_member_route(G, [&](uint32_t j, const Route& route) {
+    if (moving)
+      for (int i = 0; i < route.count; ++i) links_[route.links[i]].claim = kNoGroup;
+    routes.push_back(route);
+    slots.push_back(member_record(gslot, j));
+  });
+  const size_t m = slots.size();
+  // The group's index entries become its members' (same start; the clean counts stay).
+  if (G.indexed) {
+    for (size_t j = 0; j < m; ++j) {
+      for (int i = 0; i < routes[j].count; ++i) {
+        StartIndex& v = links_[routes[j].links[i]].by_start;
+        if (auto* it = v.find(std::make_pair(G.start, gslot)); it != v.end()) v.erase(it);
+        const auto entry = std::make_pair(G.start, slots[j]);
+        v.insert(v.upper_bound(entry), entry);
+      }
+      records_[slots[j]].indexed = true;
+    }
+  }
+  // A simulated group whose finish the sweep was to announce: each member's is announced.
+  if (!G.dirty && (G.finish_queued || G.finish_announced)) {
+    for (uint32_t ms : slots) {
+      Record& M = records_[ms];
+      M.finish_queued = G.finish_queued;
+      M.finish_announced = G.finish_announced;
+      announced_.push_back(ms);
+      if (M.finish_queued && !M.finish_announced) push(M.finish, ms, kCleanFinish);
+    }
+  }
+  const double rate = G.segments.empty() ? 0.0 : G.segments.back().rate;
+  const Time end_due = G.end_queued;
+  // The record is dead: its queue items are stale, its slot is freed once the sweep is over.
+  G.id = kNoEvent;
+  ++G.version;
+  G.indexed = false;
+  G.phase = Phase::done;
+  G.group = kNoGroup;
+  dead_slots_.push_back(gslot);
+  groups_[gi] = FlowGroup{};
+  free_groups_.push_back(gi);
+
+  if (!G.dirty) {
+    // Simulated already (before a sweep): each member is the same finished history.
+    for (uint32_t ms : slots) {
+      Record& M = records_[ms];
+      M.finish_stamp = ++stamps_;
+      finish_order_.push(FinishEntry{M.finish, M.finish_stamp, ms});
+    }
+    return;
+  }
+  for (uint32_t ms : slots) dirty_.push_back(ms);
+  if (moving) {
+    // Every member goes on at the group's rate; the solve at the end of this instant gives the
+    // ones beside the newcomer their share.
+    for (size_t j = 0; j < m; ++j) {
+      Record& M = records_[slots[j]];
+      solver_.attach(slots[j], routes[j], rate, /*touch=*/true);
+      M.end_queued = std::numeric_limits<Time>::infinity();
+      queue_transfer_end(M, slots[j], end_due);
+    }
+  } else if (pending) {
+    // start_group() found a link in use: every member is ready now and starts one by one.
+    for (uint32_t ms : slots) begin(ms, now);
+  }
+}
+
+void Simulator::retire_group(uint32_t slot) {
+  Record& r = records_[slot];
+  const uint32_t gi = r.group;
+  FlowGroup& g = groups_[gi];
+  if (record_timeline_) append_member_entries(r, retired_timeline_);
+  if (r.indexed)
+    for_each_member_route(r, [&](uint32_t, const Route& route) { index_erase(slot, r, route); });
+  uint64_t members = 0;
+  for (const FlowGroup::Member& mb : g.members) {
+    if (mb.id == kNoEvent) continue;
+    ++members;
+    ids_.retire(mb.id, Interval{r.start, r.finish});
+  }
+  live_ -= members;
+  g = FlowGroup{};
+  free_groups_.push_back(gi);
+  r.group = kNoGroup;
+  r.id = kNoEvent;
+  free_slots_.push_back(slot);
+}
+
+void Simulator::append_member_entries(const Record& r, std::vector<TimelineEntry>& out) const {
+  const FlowGroup& g = groups_[r.group];
+  static const std::string kNoLabel;
+  for (uint32_t j = 0; j < g.members.size(); ++j) {
+    if (g.members[j].id == kNoEvent) continue;
+    TimelineEntry e = timeline_entry(r, j < g.labels.size() ? g.labels[j] : kNoLabel);
+    e.gpu = g.members[j].src;
+    e.dst = g.members[j].dst;
+    out.push_back(std::move(e));
+  }
+}
+
+void Simulator::report_group_reached(const char* where) const {
+  vgpu::log::once(vgpu::log::Level::error, "simcore-group-reached",
+                  fmt::format("simcore: internal: a simulated flow group was reached by a rewind "
+                              "({}); its members keep their old times",
+                              where));
+}
+
+}  // namespace simcore::detail

@@ -1,0 +1,70 @@
+// A flow group: like flows submitted in one Engine::add_flows() call, simulated as one event.
+//
+// Why: when every GPU of a ring starts a step at once, each flow is alone on its links and the
+// max-min solver has nothing to do; what a flow costs is its bookkeeping (a 256-byte record, its
+// queue items, its solver state, its finish). A group of m like flows pays that once.
+//
+// Alike means: same bytes, same not_before (after the floor and retired dependencies), routes
+// of the same narrowest capacity and latency, and no link shared by two members
+// (Simulator::submit_flows() sorts a call's flows into groups by that key). While no other flow
+// touches a member's links, each member moves at its route's narrowest capacity, which is
+// exactly what the solver gives a flow alone (solve_alone); so members that start together end
+// and finish together, with the same expressions as one-by-one flows: bit-identical answers.
+//
+// Each member keeps its own dependencies, dependents, waiting count and ready time: a group
+// starts as one only with all its members ready at the same instant. At the first instant some
+// of them are ready and others not, the ready ones leave as a group of their own (or a flow,
+// alone) and start; the rest wait on. So members whose dependencies finish apart start apart,
+// as they would one by one.
+//
+// The group's record (Simulator::Record, `group` names its entry here) holds the times; every
+// member id maps to that record's slot and, through IdTable::member(), to its position here.
+// Once it moves, a group is in its members' links' indexes (one entry a link, under the group's
+// slot), so that a later sweep finds it where a member moved.
+// A group becomes ordinary flows, one record per member in the state the group was in
+// (Simulator::split()), the moment one member could differ from the others:
+// - it starts on a link another flow or group uses, or another flow attaches to a link it holds
+//   while it moves (members may then get different rates);
+// - a rollback reaches it once simulated: dirty work appears on a link where it moved (pull_in,
+//   a watch), or a dependency of a member finishes at another time (complete(), mark_dirty()).
+//   The rollback then goes on with the members, as it would with flows submitted one by one.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "id_list.h"
+#include "simcore/engine.h"
+
+namespace simcore::detail {
+
+struct FlowGroup {
+  // A member taken out (it started apart, extract()) leaves a hole: id kNoEvent, the rest
+  // keep their positions.
+  struct Member {
+    EventId id = kNoEvent;
+    int32_t src = 0, dst = 0;  // its route is worked out again when needed (64 bytes a member)
+    uint32_t waiting = 0;             // scheduling: dependencies not finished yet
+    uint32_t dep_from = 0, dep_to = 0;  // its live dependencies: deps[dep_from .. dep_to)
+    Time ready = 0;                   // scheduling: the latest dependency finish seen so far
+    IdList dependents;
+  };
+
+  double rate = 0;  // every member's narrowest link: its rate alone
+  std::vector<Member> members;
+  uint32_t live = 0;             // members not taken out
+  std::vector<uint32_t> ready;   // positions of members ready to start, in the order they got so
+  std::vector<EventId> deps;
+  std::vector<std::string> labels;  // by member position, only when the timeline is recorded
+
+  size_t memory_bytes() const {
+    size_t b = members.capacity() * sizeof(Member) + deps.capacity() * sizeof(EventId);
+    for (const Member& m : members)
+      if (m.dependents.capacity() > IdList::kInline) b += m.dependents.capacity() * sizeof(EventId);
+    for (const std::string& l : labels) b += sizeof(std::string) + l.capacity();
+    return b;
+  }
+};
+
+}  // namespace simcore::detail

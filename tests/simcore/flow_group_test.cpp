@@ -1,0 +1,371 @@
+// Engine::add_flows(): like flows of one call are simulated as one flow group
+// (simcore/src/flow_group.h). Whatever the group path does, every answer must be the one the
+// same flows get submitted one by one: exactly while the members stay alike, and up to rounding
+// once they come apart (other traffic on a member's link, members whose dependencies finish
+// apart, a rollback reaching a simulated group).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <random>
+#include <span>
+
+#include "random_traces.h"
+#include "simcore/engine.h"
+#include "test_clusters.h"
+
+namespace simcore {
+namespace {
+
+using testing::same_time;
+using testing::submit;
+using testing::Trace;
+using testing::TraceEvent;
+
+// 4 nodes x 8 GPUs, 2 nodes a leaf (so a ring crosses leaves), latencies everywhere.
+ClusterSpec group_cluster() {
+  ClusterSpec c = testing::small_cluster(4, 8, 2);
+  c.nvlink.latency_s = 1e-6;
+  c.nic.latency_s = 2e-6;
+  c.fabric.latency_s = 0.5e-6;
+  return c;
+}
+
+// A trace cut into calls: each call's events are submitted together (add_flows, or add_task
+// for a call of one task). No event depends on an event of its own call.
+struct CalledTrace {
+  Trace trace;
+  std::vector<std::vector<int>> calls;
+};
+
+// Ring all-reduce steps: step s, GPU i sends to i + 1 after step s - 1's flows of i - 1 and i.
+CalledTrace ring(int gpus, int steps, uint64_t chunk) {
+  CalledTrace t;
+  for (int s = 0; s < steps; ++s) {
+    t.calls.emplace_back();
+    for (int i = 0; i < gpus; ++i) {
+      TraceEvent e;
+      e.src = i;
+      e.dst = (i + 1) % gpus;
+      e.bytes = chunk;
+      if (s > 0) e.after = {(s - 1) * gpus + (i + gpus - 1) % gpus, (s - 1) * gpus + i};
+      t.calls.back().push_back(static_cast<int>(t.trace.events.size()));
+      t.trace.events.push_back(e);
+    }
+  }
+  return t;
+}
+
+// Steps of like flows (same bytes and not_before within a call, random GPUs, so that some of a
+// call's flows share links and some meet other calls' flows), each depending on random earlier
+// events, with single flows and tasks at random times in between.
+CalledTrace stepped(std::mt19937_64& rng, int gpus, int calls) {
+  CalledTrace t;
+  std::uniform_int_distribution<int> gpu(0, gpus - 1), pct(0, 99);
+  for (int c = 0; c < calls; ++c) {
+    const int first = static_cast<int>(t.trace.events.size());
+    t.calls.emplace_back();
+    const int kind = pct(rng);
+    const int count = kind < 20 ? 1 : 2 + static_cast<int>(rng() % 10);
+    const bool task = kind < 8;
+    const uint64_t bytes = (uint64_t(1) << 18) * (1 + rng() % 3);
+    const Time not_before = 1e-6 * static_cast<double>(rng() % 60);
+    for (int k = 0; k < count; ++k) {
+      TraceEvent e;
+      e.is_flow = !task;
+      e.src = gpu(rng);
+      e.dst = pct(rng) < 5 ? e.src : gpu(rng);
+      e.bytes = pct(rng) < 5 ? 0 : bytes;
+      e.duration = 1e-6 * static_cast<double>(1 + rng() % 20);
+      e.not_before = not_before;
+      const int deps = first == 0 ? 0 : static_cast<int>(rng() % 3);
+      for (int d = 0; d < deps; ++d) {
+        const int j = static_cast<int>(rng() % first);
+        if (std::find(e.after.begin(), e.after.end(), j) == e.after.end()) e.after.push_back(j);
+      }
+      t.calls.back().push_back(static_cast<int>(t.trace.events.size()));
+      t.trace.events.push_back(std::move(e));
+    }
+  }
+  return t;
+}
+
+// Submits one call: its flows through add_flows() (a task alone through add_task()).
+void submit_call(Engine& engine, const CalledTrace& t, int call, std::vector<EventId>& ids) {
+  const std::vector<int>& events = t.calls[call];
+  if (events.size() == 1 && !t.trace.events[events[0]].is_flow) {
+    ids[events[0]] = submit(engine, t.trace.events[events[0]], ids);
+    return;
+  }
+  std::vector<FlowSpec> flows;
+  for (int i : events) {
+    const TraceEvent& e = t.trace.events[i];
+    FlowSpec f;
+    f.src_gpu = e.src;
+    f.dst_gpu = e.dst;
+    f.bytes = e.bytes;
+    f.not_before = e.not_before;
+    for (int j : e.after) f.after.push_back(ids[j]);
+    flows.push_back(std::move(f));
+  }
+  std::vector<EventId> out(flows.size());
+  engine.add_flows(flows, out);
+  for (size_t k = 0; k < events.size(); ++k) ids[events[k]] = out[k];
+}
+
+std::vector<Interval> intervals(Engine& e, const std::vector<EventId>& ids) {
+  std::vector<Interval> out;
+  for (EventId id : ids) out.push_back(e.query(id).value_or(Interval{-1, -1}));
+  return out;
+}
+
+// Every event one by one, in index order, then one sweep.
+std::vector<Interval> one_by_one(const ClusterSpec& c, const Trace& t, Engine::Stats* stats = nullptr) {
+  auto e = make_engine(c);
+  std::vector<EventId> ids;
+  for (const TraceEvent& ev : t.events) ids.push_back(submit(*e, ev, ids));
+  auto out = intervals(*e, ids);
+  if (stats) *stats = e->stats();
+  return out;
+}
+
+// The calls in `order`, simulating after a call with probability `sync_chance`.
+std::vector<Interval> by_calls(const ClusterSpec& c, const CalledTrace& t, const std::vector<int>& order,
+                               double sync_chance, std::mt19937_64& rng, Engine::Stats* stats = nullptr) {
+  auto e = make_engine(c);
+  std::vector<EventId> ids(t.trace.events.size(), kNoEvent);
+  std::bernoulli_distribution sync(sync_chance);
+  for (int call : order) {
+    submit_call(*e, t, call, ids);
+    if (sync(rng)) e->query(ids[t.calls[call][0]]);
+  }
+  for (EventId id : ids) EXPECT_NE(id, kNoEvent);
+  auto out = intervals(*e, ids);
+  if (stats) *stats = e->stats();
+  return out;
+}
+
+std::vector<int> in_order(const CalledTrace& t) {
+  std::vector<int> order(t.calls.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+  return order;
+}
+
+// A random order of the calls in which every call comes after the calls it depends on.
+std::vector<int> random_call_order(const CalledTrace& t, std::mt19937_64& rng) {
+  const int n = static_cast<int>(t.calls.size());
+  std::vector<int> call_of(t.trace.events.size());
+  for (int c = 0; c < n; ++c)
+    for (int i : t.calls[c]) call_of[i] = c;
+  std::vector<int> missing(n, 0), order, ready;
+  std::vector<std::vector<int>> dependents(n);
+  for (int c = 0; c < n; ++c) {
+    std::vector<int> on;
+    for (int i : t.calls[c])
+      for (int j : t.trace.events[i].after) on.push_back(call_of[j]);
+    std::sort(on.begin(), on.end());
+    on.erase(std::unique(on.begin(), on.end()), on.end());
+    missing[c] = static_cast<int>(on.size());
+    for (int d : on) dependents[d].push_back(c);
+    if (on.empty()) ready.push_back(c);
+  }
+  while (!ready.empty()) {
+    const size_t k = rng() % ready.size();
+    const int c = ready[k];
+    ready[k] = ready.back();
+    ready.pop_back();
+    order.push_back(c);
+    for (int d : dependents[c])
+      if (--missing[d] == 0) ready.push_back(d);
+  }
+  return order;
+}
+
+::testing::AssertionResult same(const std::vector<Interval>& want, const std::vector<Interval>& got) {
+  for (size_t i = 0; i < want.size(); ++i)
+    if (!same_time(want[i].start, got[i].start) || !same_time(want[i].finish, got[i].finish))
+      return ::testing::AssertionFailure() << "event " << i << ": [" << got[i].start << ", " << got[i].finish
+                                           << "] instead of [" << want[i].start << ", " << want[i].finish << "]";
+  return ::testing::AssertionSuccess();
+}
+
+TEST(FlowGroup, ARingStepByStepEqualsItsFlowsOneByOneExactly) {
+  const ClusterSpec c = group_cluster();
+  const CalledTrace t = ring(32, 20, 8 << 20);
+  std::mt19937_64 rng(1);
+  Engine::Stats single, grouped;
+  const auto want = one_by_one(c, t.trace, &single);
+  const auto got = by_calls(c, t, in_order(t), 0.0, rng, &grouped);
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(got[i].start, want[i].start) << "flow " << i;
+    ASSERT_EQ(got[i].finish, want[i].finish) << "flow " << i;
+  }
+  // Every flow went through the solver one by one; as groups, none did (each member alone on
+  // its links, at its narrowest link's rate).
+  EXPECT_GE(single.solved_flows, t.trace.events.size());
+  EXPECT_EQ(grouped.solved_flows, 0u);
+  EXPECT_EQ(grouped.events_submitted, single.events_submitted);
+}
+
+TEST(FlowGroup, ARingStepByStepWithQueriesEqualsItsFlowsOneByOne) {
+  // A query after every step: each step's groups are simulated before the next arrives, and
+  // the next step's sweep starts before some of them finish. Nothing reaches them (a step's
+  // flows start on links the previous step's flows have left), so they stay whole.
+  const ClusterSpec c = group_cluster();
+  const CalledTrace t = ring(32, 20, 8 << 20);
+  std::mt19937_64 rng(2);
+  const auto want = one_by_one(c, t.trace);
+  Engine::Stats grouped;
+  const auto got = by_calls(c, t, in_order(t), 1.0, rng, &grouped);
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(got[i].start, want[i].start) << "flow " << i;
+    ASSERT_EQ(got[i].finish, want[i].finish) << "flow " << i;
+  }
+  EXPECT_EQ(grouped.solved_flows, 0u);
+}
+
+TEST(FlowGroup, MembersThatMeetOtherTrafficOrStartApartComeApart) {
+  const ClusterSpec c = group_cluster();
+  std::mt19937_64 rng(3);
+  uint64_t saved = 0, solved = 0;
+  for (int round = 0; round < 60; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const CalledTrace t = stepped(rng, 32, 40);
+    Engine::Stats single, grouped;
+    const auto want = one_by_one(c, t.trace, &single);
+    ASSERT_TRUE(same(want, by_calls(c, t, in_order(t), 0.0, rng, &grouped)));
+    saved += single.solved_flows - std::min(single.solved_flows, grouped.solved_flows);
+    solved += grouped.solved_flows;
+  }
+  EXPECT_GT(saved, 0u);   // some groups stayed whole
+  EXPECT_GT(solved, 0u);  // and some came apart into flows the solver shared out
+}
+
+TEST(FlowGroup, CallsInShuffledOrderGiveTheVirtualTimeAnswer) {
+  const ClusterSpec c = group_cluster();
+  std::mt19937_64 rng(4);
+  uint64_t rollbacks = 0;
+  for (int round = 0; round < 60; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const CalledTrace t = stepped(rng, 32, 40);
+    const auto want = one_by_one(c, t.trace);
+    for (double sync : {1.0, 0.3}) {
+      Engine::Stats stats;
+      ASSERT_TRUE(same(want, by_calls(c, t, random_call_order(t, rng), sync, rng, &stats)));
+      rollbacks += stats.rollbacks;
+    }
+  }
+  EXPECT_GT(rollbacks, 50u);  // calls did land in the simulated past of groups
+}
+
+TEST(FlowGroup, ALateFlowRollsBackAcrossASimulatedGroup) {
+  const ClusterSpec c = group_cluster();
+  const CalledTrace t = ring(16, 6, 8 << 20);
+  // A flow 2 -> 4 shares GPU 2's and GPU 4's NVLink with step 2's flows 2 -> 3 and 3 -> 4; it
+  // arrives last, starting in the middle of the ring's simulated history.
+  std::mt19937_64 rng(5);
+  auto grouped = make_engine(c);
+  std::vector<EventId> ids(t.trace.events.size());
+  for (size_t call = 0; call < t.calls.size(); ++call) submit_call(*grouped, t, static_cast<int>(call), ids);
+  const auto before = intervals(*grouped, ids);
+  FlowSpec late;
+  late.src_gpu = 2;
+  late.dst_gpu = 4;
+  late.bytes = 4 << 20;
+  late.not_before = before[2 * 16 + 3].start + 0.5 * (before[2 * 16 + 3].finish - before[2 * 16 + 3].start);
+  const EventId late_id = grouped->add_flow(late);
+  auto got = intervals(*grouped, ids);
+  got.push_back(*grouped->query(late_id));
+  EXPECT_GE(grouped->stats().rollbacks, 1u);
+
+  Trace with_late = t.trace;
+  TraceEvent e;
+  e.src = late.src_gpu;
+  e.dst = late.dst_gpu;
+  e.bytes = late.bytes;
+  e.not_before = late.not_before;
+  with_late.events.push_back(e);
+  const auto want = one_by_one(c, with_late);
+  ASSERT_TRUE(same(want, got));
+  // The late flow slowed step 2's flow 3 -> 4 down.
+  EXPECT_GT(got[2 * 16 + 3].finish, before[2 * 16 + 3].finish);
+}
+
+// A rank submitting a ring step by step and promising, after each step, the earliest start of
+// the step it submitted: groups are reclaimed behind the floor (their members' final intervals
+// stay queryable) exactly as the same flows one by one.
+TEST(FlowGroup, ReclaimedGroupsAnswerAsTheirFlowsOneByOne) {
+  const ClusterSpec c = group_cluster();
+  const int gpus = 32, steps = 30;
+  auto run = [&](bool grouped, std::vector<Interval>& out, Engine::Stats& stats, std::string& timeline) {
+    auto e = make_engine(c);
+    e->register_rank(0);
+    std::vector<EventId> prev(gpus, kNoEvent), cur(gpus), all;
+    std::vector<FlowSpec> step(gpus);
+    Time floor = 0;
+    uint64_t peak_live = 0;
+    for (int s = 0; s < steps; ++s) {
+      for (int i = 0; i < gpus; ++i) {
+        FlowSpec& f = step[i];
+        f.src_gpu = i;
+        f.dst_gpu = (i + 1) % gpus;
+        f.bytes = 4 << 20;
+        f.not_before = floor;
+        f.after.clear();
+        if (s > 0) f.after = {prev[(i + gpus - 1) % gpus], prev[i]};
+        f.label = "s" + std::to_string(s) + "g" + std::to_string(i);
+        if (!grouped) cur[i] = e->add_flow(f);
+      }
+      if (grouped) e->add_flows(step, cur);
+      floor = e->query(cur[0])->start;
+      for (EventId id : cur) floor = std::min(floor, e->query(id)->start);
+      e->set_rank_floor(0, floor);
+      peak_live = std::max(peak_live, e->stats().events_live);
+      all.insert(all.end(), cur.begin(), cur.end());
+      std::swap(prev, cur);
+    }
+    e->unregister_rank(0);
+    for (EventId id : all) out.push_back(*e->query(id));
+    stats = e->stats();
+    stats.events_live = peak_live;
+    timeline = e->timeline_json();
+  };
+  std::vector<Interval> want, got;
+  Engine::Stats single, grouped;
+  std::string single_timeline, grouped_timeline;
+  run(false, want, single, single_timeline);
+  run(true, got, grouped, grouped_timeline);
+  ASSERT_EQ(want.size(), got.size());
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(got[i].start, want[i].start) << "flow " << i;
+    ASSERT_EQ(got[i].finish, want[i].finish) << "flow " << i;
+  }
+  EXPECT_EQ(grouped.solved_flows, 0u);
+  EXPECT_EQ(grouped.events_live, single.events_live);  // the same history kept behind the floor
+  EXPECT_LT(grouped.events_live, static_cast<uint64_t>(gpus * steps / 2));
+  EXPECT_EQ(grouped_timeline.size(), single_timeline.size());
+  for (const char* label : {"\"s0g0\"", "\"s14g31\"", "\"s29g7\""})
+    EXPECT_NE(grouped_timeline.find(label), std::string::npos) << label;
+}
+
+TEST(FlowGroup, EveryMemberHasItsOwnTimelineEntryAndRefusedFlowsGetNoId) {
+  auto e = make_engine(group_cluster());
+  std::vector<FlowSpec> flows(4);
+  for (int k = 0; k < 4; ++k) {
+    flows[k].src_gpu = k;
+    flows[k].dst_gpu = k + 4;
+    flows[k].bytes = 1 << 20;
+    flows[k].label = "member" + std::to_string(k);
+  }
+  flows[2].dst_gpu = 999;  // refused
+  std::vector<EventId> ids(4);
+  e->add_flows(flows, ids);
+  EXPECT_EQ(ids[2], kNoEvent);
+  for (int k : {0, 1, 3}) ASSERT_NE(ids[k], kNoEvent);
+  EXPECT_EQ(e->query(ids[0])->finish, e->query(ids[3])->finish);
+  const std::string json = e->timeline_json();
+  for (int k : {0, 1, 3}) EXPECT_NE(json.find("member" + std::to_string(k)), std::string::npos) << json;
+  EXPECT_EQ(json.find("member2"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace simcore
