@@ -207,8 +207,8 @@ inline constexpr Spec kSpecs[] = {
     {Id::nccl_ring_bytes, "VGPU_NCCL_RING_BYTES", Type::integer, "1048576",
      "bytes of each shared-memory ring between two processes", "NCCL plugin", 4096, kGiB},
     {Id::nccl_gate, "VGPU_NCCL_GATE", Type::flag, "0",
-     "passthrough: an NCCL collective's kernel waits on the GPU, before it starts, until every rank "
-     "of its communicator has launched it (no spinning kernel time-slices with other ranks' work)",
+     "experimental, hangs PyTorch DDP (2026-11-26): an NCCL collective's kernel waits on the GPU, "
+     "before it starts, until every rank of its communicator has launched it",
      "passthrough"},
     {Id::daemon_dir, "VGPU_DAEMON_DIR", Type::path, "",
      "vgpud's socket folder (unset: `$XDG_RUNTIME_DIR/vgpu`, else `/tmp/vgpu-<uid>`)", "vgpud and its clients", 0,

@@ -9,6 +9,7 @@
 #include "passthrough/job_shared_file.h"
 #include "passthrough/nccl_gate_table.h"
 #include "passthrough/nccl_timing.h"
+#include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
 #include "status/status_region.h"
 
@@ -20,25 +21,23 @@ namespace {
 constexpr int kCompanion = 1 << 20;
 
 
-// The process's table over the job's file, registered with the real driver so that every
-// context's GPU can wait on it; nullptr when either cannot be done (one log line says why).
-Table* process_table() {
-  static Table* t = [] () -> Table* {  // used until exit
+}  // namespace
+
+Table* Tables::get() {
+  std::call_once(once_, [this] {
     const std::string region = status::region_name(getuid(), status::current_job_id());
     void* p = region.empty() ? nullptr
                              : map_job_shared_file(status::companion_path(region, kCompanion), Table::kBytes, "NCCL gate");
-    if (p == nullptr) return nullptr;
+    if (p == nullptr) return;
     if (VGPU_REAL("cuMemHostRegister_v2", CUresult (*)(void*, size_t, unsigned))(
             p, Table::kBytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP) != CUDA_SUCCESS) {
       log::once(log::Level::warn, "nccl-gate", "passthrough: VGPU_NCCL_GATE: cannot register the gate's memory");
-      return nullptr;
+      return;
     }
-    return new Table(p);
-  }();
-  return t;
+    table_ = new Table(p);
+  });
+  return table_;
 }
-
-}  // namespace
 
 bool enabled() {
   static const bool on = settings::flag(settings::Id::nccl_gate);
@@ -49,7 +48,7 @@ Ticket hold(uint64_t launch, CUstream stream) {
   if (!enabled() || launch == 0) return {};
   vgpu_nccl_launch w{};
   if (!nccl_timing::describe(launch, &w)) return {};
-  Table* table = process_table();
+  Table* table = Passthrough::get().nccl_gate().get();
   if (table == nullptr) return {};
   const Table::Plan p = table->plan(w);
   if (p.mine == nullptr) return {};

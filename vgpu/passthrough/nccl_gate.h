@@ -18,10 +18,23 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 
 #include "front/driver/cuda_api.h"
+#include "passthrough/nccl_gate_table.h"
 
 namespace vgpu::pt::nccl_gate {
+
+// The process's gate table over the job's shared file, registered with the real driver so that
+// every context's GPU can wait on it; held by the backend root (passthrough.h), made on first use.
+class Tables {
+ public:
+  Table* get();  // nullptr when the file or its registration is unavailable (one log line says why)
+
+ private:
+  std::once_flag once_;
+  Table* table_ = nullptr;  // never freed: launches run during exit
+};
 
 
 // VGPU_NCCL_GATE, read once.

@@ -30,6 +30,7 @@
 #include "passthrough/launch_policy.h"
 #include "passthrough/measure_lock.h"
 #include "passthrough/passthrough_state.h"
+#include "passthrough/nccl_gate.h"
 #include "passthrough/shared_durations.h"
 #include "passthrough/shared_pages.h"
 
@@ -110,6 +111,7 @@ class Passthrough {
   KernelDatabases& kernel_dbs() { return kernel_dbs_; }
   PeerAccess& peers() { return peers_; }
   LaunchedFunctions& launched() { return launched_; }
+  nccl_gate::Tables& nccl_gate() { return nccl_gate_; }
 
  private:
   Passthrough() = default;
@@ -130,6 +132,7 @@ class Passthrough {
   KernelDatabases kernel_dbs_;
   PeerAccess peers_;
   LaunchedFunctions launched_;
+  nccl_gate::Tables nccl_gate_;
 };
 
 }  // namespace vgpu::pt
