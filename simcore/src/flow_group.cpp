@@ -91,17 +91,21 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
   for (uint32_t k : alone) ids[k] = submit(events[k]);
 }
 
+// A group's index: a freed one reused, else a new one at the end.
+uint32_t Simulator::allocate_group() {
+  if (free_groups_.empty()) {
+    groups_.emplace_back();
+    return static_cast<uint32_t>(groups_.size() - 1);
+  }
+  const uint32_t gi = free_groups_.back();
+  free_groups_.pop_back();
+  return gi;
+}
+
 void Simulator::submit_group(std::span<const NewEvent> events, std::span<const uint32_t> members,
                              std::span<EventId> ids, double rate, Time tail) {
   const uint32_t slot = allocate_slot();
-  uint32_t gi;
-  if (!free_groups_.empty()) {
-    gi = free_groups_.back();
-    free_groups_.pop_back();
-  } else {
-    gi = static_cast<uint32_t>(groups_.size());
-    groups_.emplace_back();
-  }
+  const uint32_t gi = allocate_group();
   FlowGroup& g = groups_[gi];
   const uint32_t m = static_cast<uint32_t>(members.size());
   g.rate = rate;
@@ -322,14 +326,7 @@ uint32_t Simulator::extract(uint32_t slot, const std::vector<uint32_t>& position
     out = member_record(slot, positions[0]);
   } else {
     out = allocate_slot();
-    uint32_t gi;
-    if (!free_groups_.empty()) {
-      gi = free_groups_.back();
-      free_groups_.pop_back();
-    } else {
-      gi = static_cast<uint32_t>(groups_.size());
-      groups_.emplace_back();
-    }
+    const uint32_t gi = allocate_group();
     const Record& G = records_[slot];
     FlowGroup& g = groups_[G.group];
     FlowGroup& n = groups_[gi];

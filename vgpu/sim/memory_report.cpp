@@ -12,6 +12,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/exit_report.h"
 #include "common/log.h"
 #include "common/settings.h"
 #include "sim/core/driver_state.h"
@@ -40,12 +41,10 @@ std::string read_status() {
   return out;
 }
 
-void write_report() {
+// The report's line (empty when there is no driver).
+std::string report_line() {
   DriverState* d = DriverState::get();
-  if (d == nullptr) return;
-  std::string path = settings::text(settings::Id::sim_memory_report);
-  if (path.empty()) return;
-  if (const size_t at = path.find("%p"); at != std::string::npos) path.replace(at, 2, std::to_string(::getpid()));
+  if (d == nullptr) return {};
   const std::string status = read_status();
   const struct mallinfo2 heap = mallinfo2();  // every arena: the program's and the driver's
   const ModuleStats m = d->modules().stats();
@@ -87,26 +86,11 @@ void write_report() {
       w.timed_only / kMiB, f.host_bytes / kMiB,
       f.host_resident / kMiB, m.table_bytes / kMiB, m.libraries, m.modules, m.kernels, m.functions, m.images_parsed,
       m.decompressed_bytes / kMiB, m.largest_decompressed / kMiB);
-  // One write of one line: the ranks of a job may share the file.
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0 || ::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
-    log::warn("VGPU_SIM_MEMORY_REPORT={}: cannot write it", path);
-  if (fd >= 0) ::close(fd);
+  return line;
 }
 
 }  // namespace
 
-void arm_memory_report() {
-  if (!settings::is_set(settings::Id::sim_memory_report)) return;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    std::atexit([] {
-      try {
-        write_report();
-      } catch (...) {  // at exit, inside someone else's process: never throw
-      }
-    });
-  });
-}
+void arm_memory_report() { append_report_at_exit(settings::Id::sim_memory_report, report_line); }
 
 }  // namespace vgpu

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 
+#include "common/exit_report.h"
 #include "common/log.h"
 #include "common/settings.h"
 #include "timing/thread_clock.h"
@@ -52,17 +53,6 @@ std::string format_line(const Entry& e) {
       e.seconds[ClockTally::handoff], e.seconds[ClockTally::dropped]);
 }
 
-void write_report() {
-  std::string path = settings::text(settings::Id::clock_report);
-  if (path.empty()) return;
-  if (const size_t at = path.find("%p"); at != std::string::npos) path.replace(at, 2, std::to_string(::getpid()));
-  const std::string text = lines();
-  // One write: the processes of a job may share the file.
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-  if (fd < 0 || ::write(fd, text.data(), text.size()) != static_cast<ssize_t>(text.size()))
-    log::warn("VGPU_CLOCK_REPORT={}: cannot write it", path);
-  if (fd >= 0) ::close(fd);
-}
 
 // Made on the thread's first registration; its destructor, at the thread's end, keeps a copy of
 // the tally (the clock's storage goes with the thread).
@@ -98,15 +88,7 @@ void register_thread(const ThreadClock& clock) {
       it->live = &clock;
     }
     static thread_local ThreadEnd end{it};
-    static std::once_flag armed;
-    std::call_once(armed, [] {
-      std::atexit([] {
-        try {
-          write_report();
-        } catch (...) {  // at exit, inside someone else's process: never throw
-        }
-      });
-    });
+    append_report_at_exit(settings::Id::clock_report, lines);
   } catch (...) {  // a report is never worth failing the program's call
   }
 }
