@@ -11,6 +11,8 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include "launch_stats_file.h"
 
 #include <map>
@@ -436,8 +438,13 @@ TEST_F(VirtualTime, SettledDurationsGoToTheDatabase) {
   launch();
   launch();
   EXPECT_FALSE(vgpu::KernelTimeDb(db_path(), name).lookup(sig)) << "two samples of three: not settled yet";
-  launch();
-  const auto recorded = vgpu::KernelTimeDb(db_path(), name).lookup(sig);
+  // Settled at the third sample when its two smallest agree; a loaded machine (the sim's kernel
+  // times include its host's) may need a few more.
+  std::optional<uint64_t> recorded;
+  for (int samples = 3; samples <= 8 && !recorded; ++samples) {
+    launch();
+    recorded = vgpu::KernelTimeDb(db_path(), name).lookup(sig);
+  }
   ASSERT_TRUE(recorded);
   EXPECT_GT(*recorded, 0u);
   // Later launches take the settled duration: what the database now holds.
@@ -468,8 +475,12 @@ TEST_F(VirtualTime, LaunchStatsCountMeasuredAndSettledLaunches) {
   }
   auto after = launch_stats();
   EXPECT_EQ(after["launches"] - before.at("launches"), 5);
-  EXPECT_EQ(after["measured"] - before.at("measured"), 1);  // the third sample
-  EXPECT_EQ(after["settled"] - before.at("settled"), 4);
+  // The third sample settles the signature when its two smallest agree; a loaded machine (the
+  // sim's kernel times include its host's) may need one or two more. Every other launch is settled.
+  const long measured = after["measured"] - before.at("measured");
+  EXPECT_GE(measured, 1);
+  EXPECT_LE(measured, 3);
+  EXPECT_EQ(after["settled"] - before.at("settled"), 5 - measured);
   EXPECT_EQ(after["signatures"], before.at("signatures"));
   std::filesystem::remove(stats_path());  // the driver keeps writing through its open descriptor
 }
