@@ -476,9 +476,10 @@ TEST_F(VirtualTime, LaunchStatsCountMeasuredAndSettledLaunches) {
   auto after = launch_stats();
   EXPECT_EQ(after["launches"] - before.at("launches"), 5);
   // The third sample settles the signature when its two smallest agree; a loaded machine (the
-  // sim's kernel times include its host's) may need one or two more. Every other launch is settled.
+  // sim's kernel times include its host's) may need one or two more, and a settling group of the
+  // kernel's family that other tests' launches made may cover it sooner (signature_settling.h).
+  // Every launch is counted once, and once settled a launch is no longer measured.
   const long measured = after["measured"] - before.at("measured");
-  EXPECT_GE(measured, 1);
   EXPECT_LE(measured, 3);
   EXPECT_EQ(after["settled"] - before.at("settled"), 5 - measured);
   EXPECT_EQ(after["signatures"], before.at("signatures"));
