@@ -243,7 +243,9 @@ TEST_F(VirtualTime, StreamsWaitForEventsAndTheLegacyStream) {
   ASSERT_EQ(cuEventRecord(c_, nullptr), CUDA_SUCCESS);
   sync_all();
   const float legacy = virtual_ms(a_, c_);
-  EXPECT_LT(virtual_ms(a_, b_), 0.2f * legacy);
+  // Had it waited, b would be at least `legacy` past a; what it reads is the host's time to issue
+  // ten launches (up to 0.2 ms under TSan on a loaded machine).
+  EXPECT_LT(virtual_ms(a_, b_), 0.5f * legacy);
   EXPECT_GT(legacy, 0.5f);  // ten ~80 us kernels
 
   // cuStreamWaitEvent: the non-blocking stream waits for an event of the blocking one.
@@ -505,11 +507,14 @@ TEST_F(VirtualTime, LaunchesTakeTheJobsLeastDisturbedDuration) {
   const uint64_t key = vgpu::pt::SharedDurations::key_of(axpy_signature(grid, params).bytes);
   auto table = job_durations_table();
   ASSERT_NE(table, nullptr);
-  for (int i = 0; i < 3; ++i) {  // measured three times: settled, and offered to the job
+  // Measured until settled (three samples, more on a loaded machine: see SettledDurationsGoToTheDatabase),
+  // and offered to the job.
+  std::optional<double> own;
+  for (int i = 0; i < 8 && !own; ++i) {
     ASSERT_EQ(cuLaunchKernel(axpy_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
     ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+    if (i >= 2) own = table->smallest(key);
   }
-  const std::optional<double> own = table->smallest(key);
   ASSERT_TRUE(own) << "the settled duration was not offered to the job";
   auto four_launches_ms = [&] {
     keep_stream_busy();
