@@ -161,6 +161,87 @@ TEST(VirtualTimeline, PlacesEveryOpByTheRule) {
 
 // Threads submitting to their own streams while others ask for starts without waiting (NCCL's
 // proxy thread) and resolve (synchronizations): every op ends placed by its stream's order.
+// Event records without an op of their own (the common path of cuEventRecord) place everything
+// exactly where records with an op do: the same random program (launches of known and of
+// measured durations, records, stream waits on events, event and stream asks, destroyed streams,
+// on the legacy, blocking and non-blocking streams, issue times out of order as several threads
+// give them) on two timelines, one eliding records, one not.
+TEST(VirtualTimeline, EventRecordsWithoutAnOpArePlacedAsWithOne) {
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    VirtualTimeline elided, full;
+    full.set_elide_event_records(false);
+    std::mt19937 rng(seed);
+    int handles[5] = {};
+    int events[4] = {};
+    const StreamKind kinds[5] = {StreamKind::legacy, StreamKind::blocking, StreamKind::blocking,
+                                 StreamKind::non_blocking, StreamKind::blocking};
+    std::vector<std::pair<OpRef, OpRef>> ops;  // (elided, full): the same op on both
+    auto issue = [&rng] { return std::uniform_real_distribution<double>(0, 10)(rng); };
+    for (int step = 0; step < 300; ++step) {
+      const int s = static_cast<int>(rng() % 5);
+      const StreamKey key{nullptr, s == 0 ? nullptr : &handles[s]};
+      const void* event = &events[rng() % 4];
+      switch (rng() % 7) {
+        case 0:
+        case 1: {  // a launch, of a known duration or measured (duration in `measurement`, us)
+          const bool measured = rng() % 2 == 0;
+          const double t = issue(), d = std::uniform_real_distribution<double>(0, 2)(rng);
+          const auto us = static_cast<uint64_t>(d * 1e6);
+          ops.emplace_back(elided.append(key, kinds[s], 0, t, measured ? -1 : d, {}, us),
+                           full.append(key, kinds[s], 0, t, measured ? -1 : d, {}, us));
+          break;
+        }
+        case 2:
+        case 3: {
+          const double t = issue();
+          elided.record_event(event, key, kinds[s], 0, t);
+          full.record_event(event, key, kinds[s], 0, t);
+          break;
+        }
+        case 4: {  // cuStreamWaitEvent
+          const OpRef we = elided.event_op(event), wf = full.event_op(event);
+          ASSERT_EQ(we == nullptr, wf == nullptr);
+          if (!we) break;
+          const double t = issue();
+          ops.emplace_back(elided.append(key, kinds[s], 0, t, 0, {we}), full.append(key, kinds[s], 0, t, 0, {wf}));
+          break;
+        }
+        case 5: {  // an event or a stream asked for (cuEventQuery, cuStreamSynchronize)
+          if (rng() % 2 == 0) {
+            OpRef e = elided.event_op(event), f = full.event_op(event);
+            if (e) ops.emplace_back(std::move(e), std::move(f));
+          } else {
+            OpRef e = elided.tail(key), f = full.tail(key);
+            ASSERT_EQ(e == nullptr, f == nullptr);
+            if (e) ops.emplace_back(std::move(e), std::move(f));
+          }
+          break;
+        }
+        default:
+          if (s != 0 && rng() % 4 == 0) {
+            elided.destroy_stream(key);
+            full.destroy_stream(key);
+          }
+          break;
+      }
+    }
+    for (auto* tl : {&elided, &full})  // cuCtxSynchronize
+      for (const OpRef& op : tl->tails_of_context(nullptr)) tl->resolve(measured_when_forced, op);
+    for (const int& e : events) {
+      const OpRef a = elided.event_op(&e), b = full.event_op(&e);
+      ASSERT_EQ(a == nullptr, b == nullptr);
+      if (a) ops.emplace_back(a, b);
+    }
+    for (auto& [e, f] : ops) {
+      elided.resolve(measured_when_forced, e);
+      full.resolve(measured_when_forced, f);
+      ASSERT_TRUE(elided.finish(e).has_value()) << "seed " << seed;
+      EXPECT_EQ(elided.finish(e), full.finish(f)) << "seed " << seed;
+      EXPECT_EQ(e->start, f->start) << "seed " << seed;
+    }
+  }
+}
+
 TEST(VirtualTimeline, ThreadsSubmitAndResolveTogether) {
   VirtualTimeline tl;
   constexpr int kThreads = 4, kOps = 3000;

@@ -48,7 +48,6 @@ struct VirtualTime::Impl {
 
   std::mutex mu;
   std::unordered_map<CUstream, StreamInfo> streams;
-  std::unordered_map<CUevent, OpRef> events;
   std::unordered_map<CUevent, int> event_devices;  // the program's events: their virtual device
   std::unordered_map<uint64_t, Measurement> measurements;
   std::unordered_map<CUcontext, std::vector<CUevent>> event_pool;
@@ -132,6 +131,8 @@ VirtualTime* VirtualTime::make() {
   // Each virtual device's busy time, kernel count and virtual clock, for vgpu-smi and
   // vgpu-run's summary (status region).
   TimelineWriter* trace = TimelineWriter::get();  // VGPU_TIMELINE
+  // Every op written out: event records keep theirs (virtual_timeline.h).
+  v->timeline_.set_elide_event_records(trace == nullptr);
   v->timeline_.set_on_resolved([trace](const TimedOp& op) {
     if (trace != nullptr) trace->add(op);
     if (op.duration <= 0 && !op.kernel) return;
@@ -427,9 +428,7 @@ void VirtualTime::resolve(const OpRef& target, bool wait) {
 }
 
 void VirtualTime::event_recorded(CUevent event, const StreamTarget& t) {
-  OpRef op = timeline_.append(t.key, t.kind, t.device, issue_time(t.device), 0);
-  std::lock_guard l(impl_->mu);
-  impl_->events[event] = std::move(op);
+  timeline_.record_event(event, t.key, t.kind, t.device, issue_time(t.device));
 }
 
 void VirtualTime::stream_waits(const StreamTarget& t, CUevent event) {
@@ -458,17 +457,13 @@ int VirtualTime::event_device(CUevent event) {
 }
 
 void VirtualTime::event_destroyed(CUevent event) {
+  timeline_.forget_event(event);
   std::lock_guard l(impl_->mu);
-  impl_->events.erase(event);
   impl_->event_devices.erase(event);
   event_generation_.fetch_add(1, std::memory_order_acq_rel);  // threads' cached event devices
 }
 
-OpRef VirtualTime::event_op(CUevent event) {
-  std::lock_guard l(impl_->mu);
-  auto it = impl_->events.find(event);
-  return it == impl_->events.end() ? nullptr : it->second;
-}
+OpRef VirtualTime::event_op(CUevent event) { return timeline_.event_op(event); }
 
 std::optional<float> VirtualTime::elapsed_ms(CUevent start, CUevent end) {
   OpRef a = event_op(start), b = event_op(end);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <unordered_set>
 
 namespace vgpu::pt {
@@ -14,6 +15,19 @@ double rule_start(const TimedOp& op) {
   double at = std::isfinite(op.issue) ? op.issue : 0;
   for (const OpRef& d : op.deps) at = std::max(at, d->finish);
   return at;
+}
+
+// `op` waits for a stream's tail (StreamTail: its op, `also`, not before its floor). A tail
+// handed over non-const is the op's own stream's, replaced right after: its op is moved, not
+// copied (two atomic reference counts fewer per op).
+template <class Tail>
+void wait_for(TimedOp& op, Tail& tail) {
+  if (tail.op) op.deps.push_back(std::move(tail.op));
+  // (Redundant for an op of a stream, which waits for the legacy stream's last op itself or by
+  // its own stream order, whose later ops finish after `also`; kept so a tail means one thing.)
+  if (tail.also) op.deps.push_back(tail.also);
+  if (tail.not_before > -std::numeric_limits<double>::infinity())
+    op.issue = std::max(std::isfinite(op.issue) ? op.issue : 0.0, tail.not_before);
 }
 }  // namespace
 
@@ -35,6 +49,14 @@ bool VirtualTimeline::ready(const TimedOp& op) {
 OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device, double issue,
                               double duration, const std::vector<OpRef>& waits, uint64_t measurement,
                               bool kernel, std::string label, bool start_first) {
+  std::lock_guard l(mu_);
+  return append_locked(key, kind, device, issue, duration, waits, measurement, kernel, std::move(label),
+                       start_first);
+}
+
+OpRef VirtualTimeline::append_locked(const StreamKey& key, StreamKind kind, int device, double issue,
+                                     double duration, const std::vector<OpRef>& waits, uint64_t measurement,
+                                     bool kernel, std::string label, bool start_first) {
   auto op = std::make_shared<TimedOp>();
   op->start_first = start_first;
   op->label = std::move(label);
@@ -43,20 +65,73 @@ OpRef VirtualTimeline::append(const StreamKey& key, StreamKind kind, int device,
   op->issue = issue;
   op->duration = duration;
   op->device = device;
-  std::lock_guard l(mu_);
   op->deps.swap(spare_deps_);  // an empty buffer a resolved op left (no allocation per op)
-  // Its own stream's last op is moved, not copied (s.last becomes `op` below): two atomic
-  // reference counts fewer per op.
-  auto& s = streams_.append(key, kind, [&op](auto& last, bool /*own stream*/) {
-    if (last) op->deps.push_back(std::move(last));
-  });
+  auto& s = streams_.append(key, kind, [&op](auto& last, bool /*own stream*/) { wait_for(*op, last); });
   for (const OpRef& w : waits)
     if (w) op->deps.push_back(w);
   if (s.lane < 0) s.lane = next_lane_++;
   op->lane = s.lane;
-  s.last = op;
+  s.last = StreamTail{op};
   if (!try_resolve(*op)) pending_.push_back(op);
   return op;
+}
+
+void VirtualTimeline::record_event(const void* event, const StreamKey& key, StreamKind kind, int device,
+                                   double issue) {
+  std::lock_guard l(mu_);
+  EventMark& m = events_[event];
+  // On the legacy stream a record waits for every blocking stream and they all wait for it: an
+  // op, as any other (the legacy stream's tail is therefore always plain).
+  if (!elide_records_ || kind == StreamKind::legacy) {
+    m.op = append_locked(key, kind, device, issue, 0, {}, 0, false, {}, false);
+    m.tail = StreamTail{};
+    return;
+  }
+  // A created or per-thread stream: the only other stream its record waits for is the legacy one.
+  const OpRef* legacy = nullptr;
+  auto& s = streams_.append(key, kind, [&legacy](const StreamTail& last, bool own) {
+    if (!own) legacy = &last.op;
+  });
+  if (s.lane < 0) s.lane = next_lane_++;
+  StreamTail& tail = s.last;
+  tail.not_before = std::max(tail.not_before, std::isfinite(issue) ? issue : 0.0);
+  if (legacy != nullptr && *legacy && tail.also != *legacy) tail.also = *legacy;
+  tail.device = device;
+  // Re-recording an event on an unchanged stream changes no reference count.
+  if (m.tail.op != tail.op) m.tail.op = tail.op;
+  if (m.tail.also != tail.also) m.tail.also = tail.also;
+  m.tail.not_before = tail.not_before;
+  m.tail.device = device;
+  m.op.reset();
+}
+
+OpRef VirtualTimeline::op_for(const StreamTail& tail) {
+  if (tail.plain()) return tail.op;
+  auto op = std::make_shared<TimedOp>();
+  op->issue = tail.not_before;
+  op->duration = 0;
+  op->device = tail.device;
+  if (tail.op) op->deps.push_back(tail.op);
+  if (tail.also) op->deps.push_back(tail.also);
+  if (!try_resolve(*op)) pending_.push_back(op);
+  return op;
+}
+
+OpRef VirtualTimeline::event_op(const void* event) {
+  std::lock_guard l(mu_);
+  auto it = events_.find(event);
+  if (it == events_.end()) return nullptr;
+  EventMark& m = it->second;
+  if (!m.op) {
+    m.op = op_for(m.tail);
+    m.tail = StreamTail{};  // the op holds what it waits for
+  }
+  return m.op;
+}
+
+void VirtualTimeline::forget_event(const void* event) {
+  std::lock_guard l(mu_);
+  events_.erase(event);
 }
 
 bool VirtualTimeline::try_resolve(TimedOp& op) {
@@ -93,17 +168,20 @@ std::optional<double> VirtualTimeline::start_if_ready(const OpRef& op, bool wait
   return place_start(*op);
 }
 
-OpRef VirtualTimeline::tail(const StreamKey& key) const {
+OpRef VirtualTimeline::tail(const StreamKey& key) {
   std::lock_guard l(mu_);
-  const auto* s = streams_.find(key);
-  return s == nullptr ? nullptr : s->last;
+  auto* s = streams_.find(key);
+  if (s == nullptr) return nullptr;
+  // Records since its last op: the op they stand for becomes the tail (the same placement).
+  if (!s->last.plain()) s->last = StreamTail{op_for(s->last)};
+  return s->last.op;
 }
 
-std::vector<OpRef> VirtualTimeline::tails_of_context(const void* context) const {
+std::vector<OpRef> VirtualTimeline::tails_of_context(const void* context) {
   std::vector<OpRef> out;
   std::lock_guard l(mu_);
-  streams_.for_each_in_context(context, [&out](const StreamKey&, const auto& s) {
-    if (s.last) out.push_back(s.last);
+  streams_.for_each_in_context(context, [this, &out](const StreamKey&, const auto& s) {
+    if (OpRef op = op_for(s.last)) out.push_back(std::move(op));
   });
   return out;
 }

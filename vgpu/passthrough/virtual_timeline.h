@@ -24,16 +24,26 @@
 // Memory: an op is held by its stream's tail, the pending ops and those that wait for it;
 // placed ops drop what they waited for, so a long run keeps the last op of each stream.
 //
+// Event records (record_event) are the one call that adds no work: an op that lasts nothing and
+// only marks "everything before, and not before my issue time". Unless every op is written to
+// VGPU_TIMELINE, such a record on a created or per-thread stream gets no op of its own (an
+// allocation, a free and a second lock on every cuEventRecord, issue 21): the stream's tail
+// remembers it as a floor on the issue time of whatever waits for the tail, and the event keeps
+// that same tail; an op is made for the event only when someone asks for it (event_op), placed
+// exactly where the record's own op would have been (StreamTail below says why).
+//
 // No driver calls, no clocks. One mutex; every method is thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "timing/stream_order.h"
@@ -61,7 +71,22 @@ using OpRef = std::shared_ptr<TimedOp>;
 // (timing/stream_order.h). The key's stream is a real stream handle, or a per-thread default
 // stream's id.
 using StreamKind = timing::StreamKind;
-using StreamKey = timing::StreamOrder<OpRef>::Key;
+
+// What waits for a stream's tail waits for: its last op, and what event records since it add
+// without an op of their own (see above). An op waiting for it starts no earlier than
+// `not_before` (the latest record's issue; -inf: none) and after `op` and `also` (the legacy
+// stream's last op when the latest record was made: a record on a blocking stream waits for
+// it). That is the record's own op's finish, max(issue, finishes of what it waits for), unrolled
+// into whatever waits for it: identical placement. Several records in a row keep the latest
+// `also` (the legacy stream's later op finishes after its earlier one) and the latest issue.
+struct StreamTail {
+  OpRef op;
+  double not_before = -std::numeric_limits<double>::infinity();
+  OpRef also;
+  int device = -1;  // the latest record's virtual device (for an op made for it)
+  bool plain() const { return !also && not_before == -std::numeric_limits<double>::infinity(); }
+};
+using StreamKey = timing::StreamOrder<StreamTail>::Key;
 
 class VirtualTimeline {
  public:
@@ -86,10 +111,22 @@ class VirtualTimeline {
   // The measurement of `op` came back.
   void set_duration(const OpRef& op, double seconds);
 
-  // The last op of a stream, or null.
-  OpRef tail(const StreamKey& stream) const;
+  // `event` was recorded on `stream` at `issue`: it now stands for everything submitted to the
+  // stream before (and the default-stream barrier's ops), not before `issue`. Makes an op
+  // (as append with a duration of 0) only on the legacy stream or when ops are written out
+  // (set_elide_event_records(false)).
+  void record_event(const void* event, const StreamKey& stream, StreamKind kind, int device, double issue);
+  // The op the event's last record stands for (made on first ask), or null if never recorded.
+  OpRef event_op(const void* event);
+  // The event is gone: a later event with the same handle starts fresh.
+  void forget_event(const void* event);
+  // Whether event records may go without an op (above); true unless told. Set before use.
+  void set_elide_event_records(bool elide) { elide_records_ = elide; }
+
+  // The last op of a stream (an op made for records since its last op), or null.
+  OpRef tail(const StreamKey& stream);
   // The last op of every stream of `context`.
-  std::vector<OpRef> tails_of_context(const void* context) const;
+  std::vector<OpRef> tails_of_context(const void* context);
 
   // Resolves every pending op that can be. `measure(op, start, force)` is asked for the
   // duration of each pending op whose duration is unknown and whose dependencies are resolved,
@@ -122,11 +159,27 @@ class VirtualTimeline {
   static bool ready(const TimedOp& op);
   // Places `op` if its duration and dependencies allow; true when resolved.
   bool try_resolve(TimedOp& op);
+  // append() under the lock.
+  OpRef append_locked(const StreamKey& key, StreamKind kind, int device, double issue, double duration,
+                      const std::vector<OpRef>& waits, uint64_t measurement, bool kernel, std::string label,
+                      bool start_first);
+  // An op of no duration standing for `tail` (placed as soon as what it waits for is), or the
+  // tail's op itself when nothing was recorded after it. Under the lock. (Its lane is 0: ops are
+  // made so only while none is written to VGPU_TIMELINE.)
+  OpRef op_for(const StreamTail& tail);
+
+  // An event's last record: the stream tail it stands for until its op is made.
+  struct EventMark {
+    StreamTail tail;
+    OpRef op;
+  };
 
   std::function<void(const TimedOp&)> on_resolved_;
 
   mutable std::mutex mu_;
-  timing::StreamOrder<OpRef> streams_;  // each stream's kind and last op
+  timing::StreamOrder<StreamTail> streams_;  // each stream's kind and tail
+  std::unordered_map<const void*, EventMark> events_;  // the program's events' last records
+  bool elide_records_ = true;
   std::deque<OpRef> pending_;  // submission order
   int32_t next_lane_ = 0;
   std::vector<OpRef> spare_deps_;  // empty; a resolved op's buffer, for the next op's deps
