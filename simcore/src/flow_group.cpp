@@ -2,7 +2,9 @@
 // members, a group's start and transfer end, and taking members out of a group.
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <limits>
+#include <unordered_map>
 
 #include "common/log.h"
 #include "simulator.h"
@@ -14,10 +16,24 @@ namespace {
 struct GroupKey {
   uint64_t bytes = 0;
   Time base = 0;     // not_before, raised by the floor and by retired dependencies
+  // The earliest start its live dependencies allow as known now (their finish once simulated):
+  // members whose dependencies finished at different instants (a ring's step behind a query)
+  // would start apart and leave the group one instant at a time (extract()); grouped by this,
+  // they start as whole groups.
+  Time bound = 0;
   double rate = 0;   // narrowest link of the sharing route
   double latency = 0;
 
   bool operator==(const GroupKey&) const = default;
+};
+
+struct GroupKeyHash {
+  size_t operator()(const GroupKey& k) const {
+    auto mix = [](uint64_t h, uint64_t v) { return (h ^ v) * 0x9E3779B97F4A7C15ull; };
+    uint64_t h = mix(0, k.bytes);
+    for (double d : {k.base, k.bound, k.rate, k.latency}) h = mix(h, std::bit_cast<uint64_t>(d));
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
 };
 
 struct GroupClass {
@@ -26,15 +42,15 @@ struct GroupClass {
   std::vector<uint32_t> members;
 };
 
-// More classes than this in one call: the rest go one by one (a step of a collective has a
-// handful: flows inside a node, between nodes, between leaves).
-constexpr size_t kMaxClasses = 16;
 
 }  // namespace
 
 void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId> ids) {
   if (link_mark_.size() != links_.size()) link_mark_.assign(links_.size(), 0);
   std::vector<GroupClass> classes;
+  // A step of a collective has a handful of route classes (inside a node, between nodes,
+  // between leaves) times the instants its dependencies finished at (a 1024-GPU ring: ~14).
+  std::unordered_map<GroupKey, uint32_t, GroupKeyHash> class_of;
   std::vector<uint32_t> alone;
   const auto& links = topology_.links();
   for (uint32_t k = 0; k < events.size(); ++k) {
@@ -44,9 +60,19 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
     if (groupable) {
       key.bytes = e.bytes;
       key.base = std::max(e.not_before, floor_);
+      key.bound = key.base;
       if (e.after)
-        for (EventId dep : *e.after)
-          if (ids_.slot(dep) == IdTable::kRetired) key.base = std::max(key.base, ids_.result(dep).finish);
+        for (EventId dep : *e.after) {
+          const uint32_t ds = ids_.slot(dep);
+          if (ds == IdTable::kRetired) {
+            key.base = std::max(key.base, ids_.result(dep).finish);
+            key.bound = std::max(key.bound, key.base);
+          } else {
+            // As submit_group() bounds a member's start.
+            const Record& d = records_[ds];
+            key.bound = std::max(key.bound, d.dirty ? d.lower_bound : d.finish);
+          }
+        }
     }
     if (!groupable) {
       alone.push_back(k);
@@ -56,24 +82,15 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
     key.rate = std::numeric_limits<double>::infinity();
     for (int i = 0; i < route.count; ++i) key.rate = std::min(key.rate, links[route.links[i]].capacity);
     key.latency = route.latency;
-    GroupClass* c = nullptr;
-    for (GroupClass& existing : classes)
-      if (existing.key == key) {
-        c = &existing;
-        break;
-      }
-    if (c == nullptr) {
-      if (classes.size() == kMaxClasses) {
-        alone.push_back(k);
-        continue;
-      }
+    const auto [at, added] = class_of.try_emplace(key, static_cast<uint32_t>(classes.size()));
+    if (added) {
       if (++mark_stamp_ == 0) {  // wrapped: old marks could match again
         std::fill(link_mark_.begin(), link_mark_.end(), 0);
         mark_stamp_ = 1;
       }
       classes.push_back(GroupClass{key, mark_stamp_, {}});
-      c = &classes.back();
     }
+    GroupClass* c = &classes[at->second];
     bool disjoint = true;
     for (int i = 0; i < route.count; ++i) disjoint = disjoint && link_mark_[route.links[i]] != c->stamp;
     if (!disjoint) {
