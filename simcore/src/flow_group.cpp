@@ -338,6 +338,7 @@ uint32_t Simulator::member_record(uint32_t slot, uint32_t j) {
 
 // Only for a pending group's ready members (the group keeps its times: none yet).
 uint32_t Simulator::extract(uint32_t slot, const std::vector<uint32_t>& positions) {
+  members_apart_ += positions.size();
   uint32_t out;
   if (positions.size() == 1) {
     out = member_record(slot, positions[0]);

@@ -700,6 +700,7 @@ Engine::Stats Simulator::stats() const {
   s.replayed_events = replayed_;
   s.solves = solver_.solves();
   s.solved_flows = solver_.solved_flows();
+  s.group_members_apart = members_apart_;
   s.floor = floor_;
   return s;
 }

@@ -357,7 +357,7 @@ class Simulator {
   uint32_t mark_stamp_ = 0;
 
   Time floor_ = 0, frontier_ = 0;
-  uint64_t live_ = 0, rollbacks_ = 0, replayed_ = 0;
+  uint64_t live_ = 0, rollbacks_ = 0, replayed_ = 0, members_apart_ = 0;
 };
 
 // Every member's sharing route, with the member's position.
