@@ -39,6 +39,28 @@
 
 namespace simcore::detail {
 
+// What makes flows alike: members of one group agree on all of it (Simulator::submit_flows()).
+struct GroupKey {
+  uint64_t bytes = 0;
+  Time base = 0;     // not_before, raised by the floor and by retired dependencies
+  // The earliest start its live dependencies allow as known now (their finish once simulated):
+  // members whose dependencies finished at different instants (a ring's step behind a query)
+  // would start apart and leave the group one instant at a time (extract()); grouped by this,
+  // they start as whole groups.
+  Time bound = 0;
+  double rate = 0;   // narrowest link of the sharing route
+  double latency = 0;
+
+  bool operator==(const GroupKey&) const = default;
+};
+
+// A class of one call's alike flows: its members are class_members_[begin .. begin + count).
+struct GroupClass {
+  GroupKey key;
+  uint32_t stamp = 0;  // marks the links its members hold (they may not share one)
+  uint32_t count = 0, begin = 0;
+};
+
 struct FlowGroup {
   // A member taken out (it started apart, extract()) leaves a hole: id kNoEvent, the rest
   // keep their positions.
