@@ -26,6 +26,7 @@ uint64_t hash_key(const GroupKey& k) {
 // one array, all of it the Simulator's scratch (no allocation per call once warm).
 void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId> ids) {
   constexpr uint32_t kAlone = std::numeric_limits<uint32_t>::max();
+  constexpr Time kUnknownBound = -1;  // some dependency is not simulated yet
   if (link_mark_.size() != links_.size()) link_mark_.assign(links_.size(), 0);
   const uint32_t n = static_cast<uint32_t>(events.size());
   const size_t table_size = std::bit_ceil(std::max<size_t>(16, 2 * size_t{n}));
@@ -47,10 +48,12 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
         if (ds == IdTable::kRetired) {
           key.base = std::max(key.base, ids_.result(dep).finish);
           key.bound = std::max(key.bound, key.base);
-        } else {
-          // As submit_group() bounds a member's start.
-          const Record& d = records_[ds];
-          key.bound = std::max(key.bound, d.dirty ? d.lower_bound : d.finish);
+        } else if (const Record& d = records_[ds]; d.dirty) {
+          // Not simulated yet: its lower bound says little of when it finishes (flows
+          // starting spread out would fall into many small groups that split all the same).
+          key.bound = kUnknownBound;
+        } else if (key.bound != kUnknownBound) {
+          key.bound = std::max(key.bound, d.finish);
         }
       }
     const Route route = topology_.sharing_route(e.gpu, e.dst);  // route()'s latency

@@ -43,7 +43,7 @@ namespace simcore::detail {
 struct GroupKey {
   uint64_t bytes = 0;
   Time base = 0;     // not_before, raised by the floor and by retired dependencies
-  // The earliest start its live dependencies allow as known now (their finish once simulated):
+  // The latest finish of its live dependencies once all are simulated (-1 while one is not):
   // members whose dependencies finished at different instants (a ring's step behind a query)
   // would start apart and leave the group one instant at a time (extract()); grouped by this,
   // they start as whole groups.
