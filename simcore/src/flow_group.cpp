@@ -41,21 +41,22 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
     GroupKey key;
     key.bytes = e.bytes;
     key.base = std::max(e.not_before, floor_);
-    key.bound = key.base;
+    Time bound = 0;
+    bool known = true;
     if (e.after)
       for (EventId dep : *e.after) {
         const uint32_t ds = ids_.slot(dep);
         if (ds == IdTable::kRetired) {
           key.base = std::max(key.base, ids_.result(dep).finish);
-          key.bound = std::max(key.bound, key.base);
         } else if (const Record& d = records_[ds]; d.dirty) {
           // Not simulated yet: its lower bound says little of when it finishes (flows
           // starting spread out would fall into many small groups that split all the same).
-          key.bound = kUnknownBound;
-        } else if (key.bound != kUnknownBound) {
-          key.bound = std::max(key.bound, d.finish);
+          known = false;
+        } else {
+          bound = std::max(bound, d.finish);
         }
       }
+    key.bound = known ? std::max(bound, key.base) : kUnknownBound;
     const Route route = topology_.sharing_route(e.gpu, e.dst);  // route()'s latency
     key.rate = std::numeric_limits<double>::infinity();
     for (int i = 0; i < route.count; ++i) key.rate = std::min(key.rate, links[route.links[i]].capacity);

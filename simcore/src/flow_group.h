@@ -5,11 +5,13 @@
 // queue items, its solver state, its finish). A group of m like flows pays that once.
 //
 // Alike means: same bytes, same not_before (after the floor and retired dependencies), routes
-// of the same narrowest capacity and latency, and no link shared by two members
-// (Simulator::submit_flows() sorts a call's flows into groups by that key). While no other flow
-// touches a member's links, each member moves at its route's narrowest capacity, which is
-// exactly what the solver gives a flow alone (solve_alone); so members that start together end
-// and finish together, with the same expressions as one-by-one flows: bit-identical answers.
+// of the same narrowest capacity and latency, the same latest finish of their dependencies
+// when all of those are simulated, and no link shared by two members
+// (Simulator::submit_flows() sorts a call's flows into groups by that key, GroupKey). While
+// no other flow touches a member's links, each member moves at its route's narrowest capacity,
+// which is exactly what the solver gives a flow alone (solve_alone); so members that start
+// together end and finish together, with the same expressions as one-by-one flows:
+// bit-identical answers.
 //
 // Each member keeps its own dependencies, dependents, waiting count and ready time: a group
 // starts as one only with all its members ready at the same instant. At the first instant some
