@@ -17,6 +17,7 @@
 //       engine, submitted step by step (one add_flows() call a step) by one rank that promises,
 //       after each step, the earliest start of the step it just submitted (history behind it is
 //       reclaimed); solved/flow: flows given a rate by the solver (0 while groups stay whole);
+//       apart/flow: group members that left their group to start at an instant of their own;
 //       ring_allreduce_one_by_one/gpus:1024: the same with one add_flow() per flow;
 //       ns_per_flow, and for N = 1024 the same run's ratio to 0.5 s (4096: to 5 s);
 //       skew_steps: the widest spread of one step's starts over the GPUs, in mean step
@@ -251,6 +252,7 @@ void ring_allreduce(benchmark::State& state, RingScaling* scaling, bool grouped)
     state.counters["engine_s"] = seconds;
     state.counters["ns_per_flow"] = 1e9 * seconds / flows;
     state.counters["solved/flow"] = static_cast<double>(stats.solved_flows) / flows;
+    state.counters["apart/flow"] = static_cast<double>(stats.group_members_apart) / flows;
     state.counters["virtual_ms"] = 1e3 * finish;
     state.counters["live_events"] = static_cast<double>(stats.events_live);
     // How far apart in virtual time the GPUs' starts of one step lie, in mean steps.

@@ -2,6 +2,7 @@
 // members, a group's start and transfer end, and taking members out of a group.
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <limits>
 
 #include "common/log.h"
@@ -10,85 +11,95 @@
 namespace simcore::detail {
 namespace {
 
-// What makes flows alike (flow_group.h): members of one group agree on all of it.
-struct GroupKey {
-  uint64_t bytes = 0;
-  Time base = 0;     // not_before, raised by the floor and by retired dependencies
-  double rate = 0;   // narrowest link of the sharing route
-  double latency = 0;
-
-  bool operator==(const GroupKey&) const = default;
-};
-
-struct GroupClass {
-  GroupKey key;
-  uint32_t stamp = 0;  // marks the links its members hold (they may not share one)
-  std::vector<uint32_t> members;
-};
-
-// More classes than this in one call: the rest go one by one (a step of a collective has a
-// handful: flows inside a node, between nodes, between leaves).
-constexpr size_t kMaxClasses = 16;
+uint64_t hash_key(const GroupKey& k) {
+  auto mix = [](uint64_t h, uint64_t v) { return (h ^ v) * 0x9E3779B97F4A7C15ull; };
+  uint64_t h = mix(0, k.bytes);
+  for (double d : {k.base, k.bound, k.rate, k.latency}) h = mix(h, std::bit_cast<uint64_t>(d));
+  return h ^ (h >> 29);
+}
 
 }  // namespace
 
+// A step of a collective has a handful of route classes (inside a node, between nodes, between
+// leaves) times the instants its dependencies finished at (a 1024-GPU ring behind a query:
+// ~14): the classes are found through an open-addressing table, and their members laid out in
+// one array, all of it the Simulator's scratch (no allocation per call once warm).
 void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId> ids) {
+  constexpr uint32_t kAlone = std::numeric_limits<uint32_t>::max();
+  constexpr Time kUnknownBound = -1;  // some dependency is not simulated yet
   if (link_mark_.size() != links_.size()) link_mark_.assign(links_.size(), 0);
-  std::vector<GroupClass> classes;
-  std::vector<uint32_t> alone;
+  const uint32_t n = static_cast<uint32_t>(events.size());
+  const size_t table_size = std::bit_ceil(std::max<size_t>(16, 2 * size_t{n}));
+  const size_t mask = table_size - 1;
+  class_table_.assign(table_size, 0);  // a class's index + 1; 0: empty
+  classes_.clear();
+  flow_class_.assign(n, kAlone);
   const auto& links = topology_.links();
-  for (uint32_t k = 0; k < events.size(); ++k) {
+  for (uint32_t k = 0; k < n; ++k) {
     const NewEvent& e = events[k];
+    if (e.kind != EventKind::flow || e.bytes == 0) continue;
     GroupKey key;
-    bool groupable = e.kind == EventKind::flow && e.bytes > 0;
-    if (groupable) {
-      key.bytes = e.bytes;
-      key.base = std::max(e.not_before, floor_);
-      if (e.after)
-        for (EventId dep : *e.after)
-          if (ids_.slot(dep) == IdTable::kRetired) key.base = std::max(key.base, ids_.result(dep).finish);
-    }
-    if (!groupable) {
-      alone.push_back(k);
-      continue;
-    }
+    key.bytes = e.bytes;
+    key.base = std::max(e.not_before, floor_);
+    Time bound = 0;
+    bool known = true;
+    if (e.after)
+      for (EventId dep : *e.after) {
+        const uint32_t ds = ids_.slot(dep);
+        if (ds == IdTable::kRetired) {
+          key.base = std::max(key.base, ids_.result(dep).finish);
+        } else if (const Record& d = records_[ds]; d.dirty) {
+          // Not simulated yet: its lower bound says little of when it finishes (flows
+          // starting spread out would fall into many small groups that split all the same).
+          known = false;
+        } else {
+          bound = std::max(bound, d.finish);
+        }
+      }
+    key.bound = known ? std::max(bound, key.base) : kUnknownBound;
     const Route route = topology_.sharing_route(e.gpu, e.dst);  // route()'s latency
     key.rate = std::numeric_limits<double>::infinity();
     for (int i = 0; i < route.count; ++i) key.rate = std::min(key.rate, links[route.links[i]].capacity);
     key.latency = route.latency;
-    GroupClass* c = nullptr;
-    for (GroupClass& existing : classes)
-      if (existing.key == key) {
-        c = &existing;
-        break;
-      }
-    if (c == nullptr) {
-      if (classes.size() == kMaxClasses) {
-        alone.push_back(k);
-        continue;
-      }
+    size_t h = static_cast<size_t>(hash_key(key)) & mask;
+    while (class_table_[h] != 0 && !(classes_[class_table_[h] - 1].key == key)) h = (h + 1) & mask;
+    if (class_table_[h] == 0) {
       if (++mark_stamp_ == 0) {  // wrapped: old marks could match again
         std::fill(link_mark_.begin(), link_mark_.end(), 0);
         mark_stamp_ = 1;
       }
-      classes.push_back(GroupClass{key, mark_stamp_, {}});
-      c = &classes.back();
+      classes_.push_back(GroupClass{key, mark_stamp_, 0, 0});
+      class_table_[h] = static_cast<uint32_t>(classes_.size());
     }
+    const uint32_t ci = class_table_[h] - 1;
+    GroupClass& c = classes_[ci];
     bool disjoint = true;
-    for (int i = 0; i < route.count; ++i) disjoint = disjoint && link_mark_[route.links[i]] != c->stamp;
-    if (!disjoint) {
-      alone.push_back(k);
-      continue;
+    for (int i = 0; i < route.count; ++i) disjoint = disjoint && link_mark_[route.links[i]] != c.stamp;
+    if (!disjoint) continue;  // alone
+    for (int i = 0; i < route.count; ++i) link_mark_[route.links[i]] = c.stamp;
+    flow_class_[k] = ci;
+    ++c.count;
+  }
+  // Each class's members, in call order, side by side.
+  uint32_t at = 0;
+  for (GroupClass& c : classes_) {
+    c.begin = at;
+    at += c.count;
+    c.count = 0;
+  }
+  class_members_.resize(at);
+  for (uint32_t k = 0; k < n; ++k)
+    if (flow_class_[k] != kAlone) {
+      GroupClass& c = classes_[flow_class_[k]];
+      class_members_[c.begin + c.count++] = k;
     }
-    for (int i = 0; i < route.count; ++i) link_mark_[route.links[i]] = c->stamp;
-    c->members.push_back(k);
+  for (const GroupClass& c : classes_) {
+    const std::span<const uint32_t> members(class_members_.data() + c.begin, c.count);
+    if (c.count >= 2) submit_group(events, members, ids, c.key.rate, c.key.latency);
+    else if (c.count == 1) flow_class_[members[0]] = kAlone;
   }
-  for (const GroupClass& c : classes) {
-    if (c.members.size() >= 2) submit_group(events, c.members, ids, c.key.rate, c.key.latency);
-    else alone.push_back(c.members[0]);
-  }
-  std::sort(alone.begin(), alone.end());
-  for (uint32_t k : alone) ids[k] = submit(events[k]);
+  for (uint32_t k = 0; k < n; ++k)
+    if (flow_class_[k] == kAlone) ids[k] = submit(events[k]);
 }
 
 // A group's index: a freed one reused, else a new one at the end.
@@ -321,6 +332,7 @@ uint32_t Simulator::member_record(uint32_t slot, uint32_t j) {
 
 // Only for a pending group's ready members (the group keeps its times: none yet).
 uint32_t Simulator::extract(uint32_t slot, const std::vector<uint32_t>& positions) {
+  members_apart_ += positions.size();
   uint32_t out;
   if (positions.size() == 1) {
     out = member_record(slot, positions[0]);

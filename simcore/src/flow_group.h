@@ -5,11 +5,13 @@
 // queue items, its solver state, its finish). A group of m like flows pays that once.
 //
 // Alike means: same bytes, same not_before (after the floor and retired dependencies), routes
-// of the same narrowest capacity and latency, and no link shared by two members
-// (Simulator::submit_flows() sorts a call's flows into groups by that key). While no other flow
-// touches a member's links, each member moves at its route's narrowest capacity, which is
-// exactly what the solver gives a flow alone (solve_alone); so members that start together end
-// and finish together, with the same expressions as one-by-one flows: bit-identical answers.
+// of the same narrowest capacity and latency, the same latest finish of their dependencies
+// when all of those are simulated, and no link shared by two members
+// (Simulator::submit_flows() sorts a call's flows into groups by that key, GroupKey). While
+// no other flow touches a member's links, each member moves at its route's narrowest capacity,
+// which is exactly what the solver gives a flow alone (solve_alone); so members that start
+// together end and finish together, with the same expressions as one-by-one flows:
+// bit-identical answers.
 //
 // Each member keeps its own dependencies, dependents, waiting count and ready time: a group
 // starts as one only with all its members ready at the same instant. At the first instant some
@@ -38,6 +40,28 @@
 #include "simcore/engine.h"
 
 namespace simcore::detail {
+
+// What makes flows alike: members of one group agree on all of it (Simulator::submit_flows()).
+struct GroupKey {
+  uint64_t bytes = 0;
+  Time base = 0;     // not_before, raised by the floor and by retired dependencies
+  // The latest finish of its live dependencies once all are simulated (-1 while one is not):
+  // members whose dependencies finished at different instants (a ring's step behind a query)
+  // would start apart and leave the group one instant at a time (extract()); grouped by this,
+  // they start as whole groups.
+  Time bound = 0;
+  double rate = 0;   // narrowest link of the sharing route
+  double latency = 0;
+
+  bool operator==(const GroupKey&) const = default;
+};
+
+// A class of one call's alike flows: its members are class_members_[begin .. begin + count).
+struct GroupClass {
+  GroupKey key;
+  uint32_t stamp = 0;  // marks the links its members hold (they may not share one)
+  uint32_t count = 0, begin = 0;
+};
 
 struct FlowGroup {
   // A member taken out (it started apart, extract()) leaves a hole: id kNoEvent, the rest

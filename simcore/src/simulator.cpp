@@ -678,6 +678,8 @@ Engine::Stats Simulator::stats() const {
                    dirty_.capacity() * sizeof(uint32_t) + links_.capacity() * sizeof(LinkIndex);
   for (const LinkIndex& li : links_) history += li.by_start.memory_bytes();
   history += groups_.capacity() * sizeof(FlowGroup) + link_mark_.capacity() * sizeof(uint32_t);
+  history += classes_.capacity() * sizeof(GroupClass) +
+             (class_table_.capacity() + flow_class_.capacity() + class_members_.capacity()) * sizeof(uint32_t);
   for (size_t i = 0; i < groups_.size(); ++i) history += groups_[i].memory_bytes();
   uint64_t segments = 0;
   for (size_t slot = 0; slot < records_.size(); ++slot) {
@@ -700,6 +702,7 @@ Engine::Stats Simulator::stats() const {
   s.replayed_events = replayed_;
   s.solves = solver_.solves();
   s.solved_flows = solver_.solved_flows();
+  s.group_members_apart = members_apart_;
   s.floor = floor_;
   return s;
 }

@@ -354,10 +354,14 @@ class Simulator {
   std::vector<uint32_t> free_groups_;
   std::vector<uint32_t> dead_slots_;  // split groups' records, freed once the sweep is over
   std::vector<uint32_t> link_mark_;   // submit_flows(): a class's stamp on the links it holds
+  // submit_flows()'s scratch: its classes, a hash table of them, each flow's class (or none:
+  // alone) and the classes' members side by side.
+  std::vector<GroupClass> classes_;
+  std::vector<uint32_t> class_table_, flow_class_, class_members_;
   uint32_t mark_stamp_ = 0;
 
   Time floor_ = 0, frontier_ = 0;
-  uint64_t live_ = 0, rollbacks_ = 0, replayed_ = 0;
+  uint64_t live_ = 0, rollbacks_ = 0, replayed_ = 0, members_apart_ = 0;
 };
 
 // Every member's sharing route, with the member's position.

@@ -156,6 +156,9 @@ class Engine {
     uint64_t replayed_events = 0;     // events re-simulated by those rewinds
     uint64_t solves = 0;              // max-min fillings run (one per component)
     uint64_t solved_flows = 0;        // flows given a rate, summed over those fillings
+    // Flow-group members (add_flows) that left their group to start at another instant than
+    // the rest (their dependencies finished apart).
+    uint64_t group_members_apart = 0;
     Time floor = 0;                   // history before this time is reclaimed
   };
   virtual Stats stats() const { return {}; }
