@@ -153,7 +153,7 @@ void get(ByteReader& r, TimelineReply& m) {
 }
 
 // The counters in Engine::Stats declaration order, then the floor.
-static_assert(sizeof(Engine::Stats) == 11 * sizeof(uint64_t),
+static_assert(sizeof(Engine::Stats) == 12 * sizeof(uint64_t),
               "Engine::Stats changed: update StatsReply here and in protocol.h");
 template <class S, class F>
 void each_counter(S& s, F&& f) {
@@ -167,6 +167,7 @@ void each_counter(S& s, F&& f) {
   f(s.replayed_events);
   f(s.solves);
   f(s.solved_flows);
+  f(s.group_members_apart);
 }
 void put(ByteWriter& w, const StatsReply& m) {
   each_counter(m.stats, [&w](uint64_t v) { w.u64(v); });

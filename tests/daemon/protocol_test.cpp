@@ -127,10 +127,10 @@ TEST(Protocol, RefusesBadLengthsAndHeaders) {
 
   const std::vector<uint8_t> good = encode({1, Query{1}});
   auto bad = good;
-  bad[8] = 2;  // version
+  bad[8] = static_cast<uint8_t>(kVersion + 1);  // another version
   Decoded d = decode_frame(bad);
   EXPECT_EQ(d.error, DecodeError::kBadVersion);
-  EXPECT_EQ(d.version, 2);
+  EXPECT_EQ(d.version, kVersion + 1);
   EXPECT_EQ(d.request_id, 1u);
   bad = good;
   bad[10] = 0x77;  // type
