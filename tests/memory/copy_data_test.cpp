@@ -13,22 +13,15 @@
 #include <cstring>
 #include <vector>
 
+#include "resident_pages.h"
+
 namespace {
 
 constexpr size_t kLimit = 65536;  // as tests/memory/meson.build sets it
 constexpr size_t kBig = size_t{4} << 20;
 
 // Pages of [ptr, ptr + bytes) resident in host memory.
-size_t resident_pages(CUdeviceptr ptr, size_t bytes) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t first = ptr / page * page;
-  const size_t n = (ptr + bytes - first + page - 1) / page;
-  std::vector<unsigned char> v(n);
-  if (mincore(reinterpret_cast<void*>(first), n * page, v.data()) != 0) return SIZE_MAX;
-  size_t count = 0;
-  for (unsigned char c : v) count += c & 1;
-  return count;
-}
+size_t resident_pages(CUdeviceptr ptr, size_t bytes) { return vtest::resident_pages(ptr, bytes); }
 
 bool all_equal(const std::vector<uint8_t>& v, uint8_t b) {
   for (uint8_t x : v)

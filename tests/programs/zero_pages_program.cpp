@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "proc_status.h"
+#include "resident_pages.h"
 
 namespace {
 
@@ -82,16 +83,10 @@ void expect_bytes(CUdeviceptr d, size_t n, std::vector<uint8_t>& buf, Want want,
   check(true, what);
 }
 
-// Pages of [p, p + n) resident (mincore: for memfd memory, the file's pages).
+// MiB of [p, p + n) resident (mincore: for memfd memory, the file's pages).
 size_t resident_mib(CUdeviceptr p, size_t n) {
-  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t first = p / page * page;
-  const size_t pages = (p + n - first + page - 1) / page;
-  std::vector<unsigned char> v(pages);
-  if (mincore(reinterpret_cast<void*>(first), pages * page, v.data()) != 0) return SIZE_MAX;
-  size_t count = 0;
-  for (unsigned char c : v) count += c & 1;
-  return count * page / kMiB;
+  const size_t pages = vtest::resident_pages(p, n);
+  return pages == SIZE_MAX ? SIZE_MAX : pages * static_cast<size_t>(sysconf(_SC_PAGESIZE)) / kMiB;
 }
 
 // The case: gigabytes of memset 0 and of a copy from never-written memory, a pattern
