@@ -300,25 +300,30 @@ void Simulator::end_group_transfer(uint32_t slot) {
   });
 }
 
+// What a record split off group record `G` (one member, or a sub-group) shares with it.
+void Simulator::take_group_state(Record& out, const Record& G) {
+  out.kind = EventKind::flow;
+  out.phase = G.phase;
+  out.dirty = G.dirty;
+  out.bytes = G.bytes;
+  out.tail = G.tail;
+  out.base_ready = G.base_ready;
+  out.lower_bound = G.lower_bound;
+}
+
 uint32_t Simulator::member_record(uint32_t slot, uint32_t j) {
   const uint32_t ms = allocate_slot();
   const Record& G = records_[slot];  // records never move (chunked_store.h)
   FlowGroup& g = groups_[G.group];
   FlowGroup::Member& mb = g.members[j];
   Record& M = records_[ms];
+  take_group_state(M, G);
   M.id = mb.id;
-  M.kind = EventKind::flow;
-  M.phase = G.phase;
-  M.dirty = G.dirty;
   M.gpu = mb.src;
   M.dst = mb.dst;
-  M.bytes = G.bytes;
   M.start = G.start;
   M.transfer_end = G.transfer_end;
   M.finish = G.finish;
-  M.tail = G.tail;
-  M.base_ready = G.base_ready;
-  M.lower_bound = G.lower_bound;
   M.ready = mb.ready;
   M.waiting = mb.waiting;
   M.trim_at = G.trim_at;
@@ -344,13 +349,7 @@ uint32_t Simulator::extract(uint32_t slot, const std::vector<uint32_t>& position
     FlowGroup& n = groups_[gi];
     n.rate = g.rate;
     Record& N = records_[out];
-    N.kind = EventKind::flow;
-    N.phase = G.phase;
-    N.dirty = G.dirty;
-    N.bytes = G.bytes;
-    N.tail = G.tail;
-    N.base_ready = G.base_ready;
-    N.lower_bound = G.lower_bound;
+    take_group_state(N, G);
     N.ready = std::numeric_limits<Time>::infinity();
     N.group = gi;
     n.members.reserve(positions.size());

@@ -222,6 +222,7 @@ class Simulator {
 
   uint32_t allocate_slot();
   uint32_t allocate_group();  // an index into groups_ (flow_group.cpp)
+  static void take_group_state(Record& out, const Record& group);  // flow_group.cpp
   // The live record of an event, or kRetired once it is retired (or forgotten). Every sweep
   // starts at or after the floor, past the finish of every retired event, so a retired
   // dependency never holds anything back and a retired dependent cannot be reached.

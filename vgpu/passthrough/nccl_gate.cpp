@@ -20,7 +20,6 @@ namespace {
 // physical GPU so that it is never a GPU's shared duration table.
 constexpr int kCompanion = 1 << 20;
 
-
 }  // namespace
 
 Table* Tables::get() {
@@ -29,11 +28,13 @@ Table* Tables::get() {
     void* p = region.empty() ? nullptr
                              : map_job_shared_file(status::companion_path(region, kCompanion), Table::kBytes, "NCCL gate");
     if (p == nullptr) return;
-    if (VGPU_REAL("cuMemHostRegister_v2", CUresult (*)(void*, size_t, unsigned))(
-            p, Table::kBytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP) != CUDA_SUCCESS) {
-      log::once(log::Level::warn, "nccl-gate", "passthrough: VGPU_NCCL_GATE: cannot register the gate's memory");
-      return;
-    }
+    // Without registration this process's GPU cannot wait on the table, but its ranks still
+    // publish their arrivals there: their peers in other processes wait for them.
+    can_wait_ = VGPU_REAL("cuMemHostRegister_v2", CUresult (*)(void*, size_t, unsigned))(
+                    p, Table::kBytes, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP) == CUDA_SUCCESS;
+    if (!can_wait_)
+      log::once(log::Level::warn, "nccl-gate",
+                "passthrough: VGPU_NCCL_GATE: cannot register the gate's memory: this process's kernels are not held");
     table_ = new Table(p);
   });
   return table_;
@@ -52,6 +53,7 @@ Ticket hold(uint64_t launch, CUstream stream) {
   if (table == nullptr) return {};
   const Table::Plan p = table->plan(w);
   if (p.mine == nullptr) return {};
+  if (!Passthrough::get().nccl_gate().can_wait()) return {p.mine, p.value};
   auto device_pointer = VGPU_REAL("cuMemHostGetDevicePointer_v2", CUresult (*)(CUdeviceptr*, void*, unsigned));
   auto wait = VGPU_REAL("cuStreamWaitValue32_v2", CUresult (*)(CUstream, CUdeviceptr, cuuint32_t, unsigned));
   for (const uint32_t* peer : p.peers) {

@@ -29,11 +29,15 @@ namespace vgpu::pt::nccl_gate {
 // every context's GPU can wait on it; held by the backend root (passthrough.h), made on first use.
 class Tables {
  public:
-  Table* get();  // nullptr when the file or its registration is unavailable (one log line says why)
+  Table* get();  // nullptr when the job's file is unavailable (one log line says why)
+  // Whether this process's GPU can wait on the table (registered with the real driver); when
+  // not, its ranks only publish their arrivals, so that peers elsewhere are not held for ever.
+  bool can_wait() { return get() != nullptr && can_wait_; }
 
  private:
   std::once_flag once_;
   Table* table_ = nullptr;  // never freed: launches run during exit
+  bool can_wait_ = false;   // set under once_
 };
 
 

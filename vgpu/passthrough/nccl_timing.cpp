@@ -168,9 +168,9 @@ CompletionLog& completion_log() {
 
 // The collective model's time for what launch `launch` does (NCCL's profiler told the plugin),
 // or nullopt when the launch's work is unknown.
-std::optional<double> modelled_seconds(const Plugin& p, int gpu, uint64_t launch) {
+std::optional<double> modelled_seconds(int gpu, uint64_t launch) {
   vgpu_nccl_launch w{};
-  if (p.describe_launch(launch, &w) != 0 || w.count <= 0) return std::nullopt;
+  if (!describe(launch, &w) || w.count <= 0) return std::nullopt;
   PassState* s = PassState::get();
   if (s == nullptr) return std::nullopt;
   const simcore::ClusterSpec& cluster = s->cluster();
@@ -253,7 +253,7 @@ double finish(int gpu, const Attribution& a, double start) {
   // from the moment all of its ranks have begun (its receives say when the kernels at both of
   // their ends began; the plugin's own placement of the transfers, chained through NCCL's
   // buffers at the network model's rates, is not the collective's time).
-  if (const std::optional<double> modelled = modelled_seconds(*p, gpu, a.launch)) {
+  if (const std::optional<double> modelled = modelled_seconds(gpu, a.launch)) {
     double ready = -1, last = -1;
     const double sync = p->launch_window(a.launch, &ready, &last, nullptr) == 0 ? std::max(start, ready) : start;
     f = sync + *modelled;

@@ -1,7 +1,6 @@
 // VGPU_SIM_MEMORY_REPORT (see memory_report.h).
 #include "sim/memory_report.h"
 
-#include <fcntl.h>
 #include <malloc.h>
 #include <unistd.h>
 

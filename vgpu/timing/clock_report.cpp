@@ -1,12 +1,10 @@
 // VGPU_CLOCK_REPORT (see clock_report.h).
 #include "timing/clock_report.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <list>
 #include <mutex>
 #include <string>
@@ -53,7 +51,6 @@ std::string format_line(const Entry& e) {
       e.seconds[ClockTally::handoff], e.seconds[ClockTally::dropped]);
 }
 
-
 // Made on the thread's first registration; its destructor, at the thread's end, keeps a copy of
 // the tally (the clock's storage goes with the thread).
 struct ThreadEnd {
@@ -88,7 +85,8 @@ void register_thread(const ThreadClock& clock) {
       it->live = &clock;
     }
     static thread_local ThreadEnd end{it};
-    append_report_at_exit(settings::Id::clock_report, lines);
+    static std::once_flag armed;
+    std::call_once(armed, [] { append_report_at_exit(settings::Id::clock_report, lines); });
   } catch (...) {  // a report is never worth failing the program's call
   }
 }

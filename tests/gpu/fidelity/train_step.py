@@ -35,8 +35,9 @@ def pin_rank():
                 core = f.read().strip()
         except OSError:
             core = str(cpu)
-        (order.append(cpu) if core not in seen else None)
-        seen.add(core)
+        if core not in seen:
+            order.append(cpu)
+            seen.add(core)
     order += [c for c in allowed if c not in order]
     local = int(os.environ.get("LOCAL_RANK", "0"))
     mine = order[local * per:(local + 1) * per] or allowed
