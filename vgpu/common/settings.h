@@ -207,8 +207,9 @@ inline constexpr Spec kSpecs[] = {
     {Id::nccl_ring_bytes, "VGPU_NCCL_RING_BYTES", Type::integer, "1048576",
      "bytes of each shared-memory ring between two processes", "NCCL plugin", 4096, kGiB},
     {Id::nccl_gate, "VGPU_NCCL_GATE", Type::flag, "0",
-     "experimental, hangs PyTorch DDP (2026-11-26): an NCCL collective's kernel waits on the GPU, "
-     "before it starts, until every rank of its communicator has launched it",
+     "experimental, no measured gain (2026-11-26): an NCCL collective's kernel waits on the GPU, before "
+     "it starts, until every rank of its communicator has launched it (communicators a process holds "
+     "several ranks of are left alone; one stalled past 5 s is let go with one line)",
      "passthrough"},
     {Id::daemon_dir, "VGPU_DAEMON_DIR", Type::path, "",
      "vgpud's socket folder (unset: `$XDG_RUNTIME_DIR/vgpu`, else `/tmp/vgpu-<uid>`)", "vgpud and its clients", 0,

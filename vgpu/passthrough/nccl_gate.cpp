@@ -2,7 +2,10 @@
 
 #include <unistd.h>
 
+#include <chrono>
 #include <string>
+#include <system_error>
+#include <thread>
 
 #include "common/log.h"
 #include "common/settings.h"
@@ -20,7 +23,20 @@ namespace {
 // physical GPU so that it is never a GPU's shared duration table.
 constexpr int kCompanion = 1 << 20;
 
+double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 }  // namespace
+
+void Tables::watch() {
+  for (;;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    for (const std::string& line : table_->release_stalled(now_seconds(), kStallSeconds))
+      log::always("vgpu: VGPU_NCCL_GATE let a communicator go (its ranks did not launch the same collectives): " +
+                  line);
+  }
+}
 
 Table* Tables::get() {
   std::call_once(once_, [this] {
@@ -36,6 +52,14 @@ Table* Tables::get() {
       log::once(log::Level::warn, "nccl-gate",
                 "passthrough: VGPU_NCCL_GATE: cannot register the gate's memory: this process's kernels are not held");
     table_ = new Table(p);
+    if (can_wait_) {
+      try {
+        std::thread([this] { watch(); }).detach();
+      } catch (const std::system_error&) {
+        can_wait_ = false;  // no safety net, no gate
+        log::once(log::Level::warn, "nccl-gate", "passthrough: VGPU_NCCL_GATE: no watchdog thread: kernels are not held");
+      }
+    }
   });
   return table_;
 }
@@ -49,9 +73,14 @@ Ticket hold(uint64_t launch, CUstream stream) {
   if (!enabled() || launch == 0) return {};
   vgpu_nccl_launch w{};
   if (!nccl_timing::describe(launch, &w)) return {};
+  // A process that drives several ranks of the communicator launches them from one thread, and
+  // held there (one device's stream waiting on a rank launched next) nccl-tests -g 2 hung on an
+  // H200 (2026-11-26e call 1, after the watchdog had let the communicator go): such a
+  // communicator is not gated.
+  if (nccl_timing::local_ranks(w.comm_id) > 1) return {};
   Table* table = Passthrough::get().nccl_gate().get();
   if (table == nullptr) return {};
-  const Table::Plan p = table->plan(w);
+  const Table::Plan p = table->plan(w, now_seconds());
   if (p.mine == nullptr) return {};
   if (!Passthrough::get().nccl_gate().can_wait()) return {p.mine, p.value};
   auto device_pointer = VGPU_REAL("cuMemHostGetDevicePointer_v2", CUresult (*)(CUdeviceptr*, void*, unsigned));
@@ -65,6 +94,8 @@ Ticket hold(uint64_t launch, CUstream stream) {
       break;
     }
   }
+  log::debug("passthrough: VGPU_NCCL_GATE: communicator {:#x} rank {}/{}: {} #{}", w.comm_id, w.rank, w.nranks,
+             w.op[0].func, p.value);
   log::once(log::Level::info, "nccl-gate-on",
             fmt::format("passthrough: VGPU_NCCL_GATE: communicator {:#x}'s collectives wait for its {} ranks", w.comm_id,
                         w.nranks));
@@ -72,7 +103,7 @@ Ticket hold(uint64_t launch, CUstream stream) {
 }
 
 void arrive(const Ticket& ticket) {
-  if (ticket.count != nullptr) __atomic_store_n(ticket.count, ticket.value, __ATOMIC_RELEASE);
+  if (ticket.count != nullptr) Table::arrive(ticket.count, ticket.value);
 }
 
 }  // namespace vgpu::pt::nccl_gate

@@ -12,6 +12,12 @@
 //
 // Which launches: every rank of a communicator launches the same collectives in the same order
 // (NCCL requires it), so the k-th collective kernel of a communicator is the same on every rank.
+// The ranks publish their arrival right after queuing the waits, before their own kernel is queued:
+// nothing a rank does between the two (the real launch may block on the driver) can then wait on a
+// peer that waits on it. A rule that assumes more than NCCL promises could still hold a stream for
+// ever; a watchdog thread lets a communicator go when one of this process's ranks has waited on it
+// past kStallSeconds (Table::release_stalled), with one log line giving every rank's count.
+//
 // Point-to-point work is not (a send/recv involves two ranks of many), so a launch with any
 // send or receive in it is never gated nor counted. Graph capture is left alone (the caller does
 // not time captured launches).
@@ -29,6 +35,8 @@ namespace vgpu::pt::nccl_gate {
 // every context's GPU can wait on it; held by the backend root (passthrough.h), made on first use.
 class Tables {
  public:
+  static constexpr double kStallSeconds = 5.0;
+
   Table* get();  // nullptr when the job's file is unavailable (one log line says why)
   // Whether this process's GPU can wait on the table (registered with the real driver); when
   // not, its ranks only publish their arrivals, so that peers elsewhere are not held for ever.
@@ -38,6 +46,7 @@ class Tables {
   std::once_flag once_;
   Table* table_ = nullptr;  // never freed: launches run during exit
   bool can_wait_ = false;   // set under once_
+  void watch();             // the watchdog thread's loop (started under once_, never joined)
 };
 
 
@@ -54,8 +63,7 @@ struct Ticket {
 // context current): queues the waits for the communicator's other ranks when the launch is a
 // collective one. An empty ticket when nothing was gated.
 Ticket hold(uint64_t launch, CUstream stream);
-// Publishes this rank's arrival (after the real launch was queued; also when it failed, so that
-// the peers are not held forever: their kernels then spin as NCCL's would).
+// Publishes this rank's arrival (before the real launch is queued: see above).
 void arrive(const Ticket& ticket);
 
 }  // namespace vgpu::pt::nccl_gate

@@ -1,5 +1,7 @@
 #include "passthrough/nccl_timing.h"
 
+#include <cstddef>
+
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -217,6 +219,12 @@ bool plugin_present() { return plugin() != nullptr; }
 bool describe(uint64_t launch, vgpu_nccl_launch* out) {
   const Plugin* p = plugin();
   return p != nullptr && launch != 0 && out != nullptr && p->describe_launch(launch, out) == 0;
+}
+
+int local_ranks(uint64_t comm) {
+  const Plugin* p = plugin();
+  const bool has = p != nullptr && p->size > offsetof(vgpu_nccl_plugin_side, local_ranks) && p->local_ranks != nullptr;
+  return has ? p->local_ranks(comm) : 0;
 }
 
 Attribution attribute(int gpu) {

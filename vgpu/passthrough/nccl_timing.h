@@ -50,6 +50,8 @@ struct Attribution {
 // What NCCL's profiler told the plugin launch `launch` does (its communicator, this rank, its
 // operations); false when the plugin is absent or does not know the launch.
 bool describe(uint64_t launch, vgpu_nccl_launch* out);
+// How many ranks of communicator `comm` this process holds (the plugin's count; 0: not known).
+int local_ranks(uint64_t comm);
 
 // The attribution of an NCCL kernel of `gpu` being launched now (call from inside the launch).
 Attribution attribute(int gpu);
