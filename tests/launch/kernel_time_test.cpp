@@ -14,6 +14,7 @@
 #include "front/launch/kernel_time_db.h"
 #include "front/launch/kernel_time_model.h"
 #include "front/launch/launch_signature.h"
+#include "garbage_launch.h"
 
 using namespace vgpu;
 
@@ -154,6 +155,39 @@ TEST(LaunchSignature, PaddingBetweenParametersIsLeftOut) {
   LaunchShape s;
   EXPECT_EQ(build_launch_signature("axpy", s, kAxpy, x, fake_pointer),
             build_launch_signature("axpy", s, kAxpy, y, fake_pointer));
+}
+
+// The work key (signature_work_key): ranks that launch the same work with different stack garbage
+// meet there; a different size, shape or function does not.
+TEST(LaunchSignature, TheWorkKeyLeavesOutLargeWordsOnly) {
+  using vgpu::test_launch::Args;
+  using vgpu::test_launch::signature_of;
+  Args a{1000, 2, {}};
+  a.tail[3] = 0x7ffc1234;  // this process's stack
+  a.tail[7] = 0x3f800000;  // a float
+  Args rank1 = a;
+  rank1.tail[3] = 0xdeadbeef;  // another process's stack
+  rank1.tail[7] = 0x40000000;
+  ASSERT_NE(signature_of(a), signature_of(rank1)) << "the exact signatures differ";
+  EXPECT_EQ(signature_work_key(signature_of(a)), signature_work_key(signature_of(rank1)));
+  // A stale host address at an 8-byte word: ASLR gives each process another high half.
+  a.tail[4] = 0x9a3c1000, a.tail[5] = 0x7f3a;
+  rank1.tail[4] = 0x11be2000, rank1.tail[5] = 0x7ffd;
+  EXPECT_EQ(signature_work_key(signature_of(a)), signature_work_key(signature_of(rank1)));
+  Args pair = a;  // two sizes side by side are not an address
+  pair.tail[4] = 1024, pair.tail[5] = 0x7f3a;
+  Args other_pair = pair;
+  other_pair.tail[5] = 0x7f00;
+  EXPECT_NE(signature_work_key(signature_of(pair)), signature_work_key(signature_of(other_pair)));
+  Args bigger = a;
+  bigger.n = 2000;
+  EXPECT_NE(signature_work_key(signature_of(a)), signature_work_key(signature_of(bigger))) << "a size";
+  Args small_garbage = a;
+  small_garbage.tail[3] = 7;  // a small word may be a size: it keys
+  EXPECT_NE(signature_work_key(signature_of(a)), signature_work_key(signature_of(small_garbage)));
+  EXPECT_NE(signature_work_key(signature_of(a)), signature_work_key(signature_of(a, 128))) << "the grid";
+  EXPECT_NE(signature_work_key(signature_of(a)), 0u);
+  EXPECT_EQ(signature_work_key(LaunchSignature{"not a signature"}), 1u);
 }
 
 TEST(HostAddressSpace, KnowsTheProcesssReadableMappingsAboveFourGiB) {

@@ -556,6 +556,49 @@ TEST_F(VirtualTime, ASignatureAnotherRankSettledIsNotMeasuredAgain) {
   EXPECT_NEAR(virtual_ms(a_, b_), 6.0f, kPriceToleranceMs);
 }
 
+// Ranks sharing one GPU rarely meet on exact signatures (by-value bytes hold each process's stack
+// garbage), so every sample is also offered under the launch's work key (signature_work_key),
+// and a launch never takes more than the least sample any rank took of the same work. Here all
+// virtual devices are on the sim's device 0: the GPU is shared.
+TEST_F(VirtualTime, ALaunchTakesTheLeastSampleAnyRankTookOfTheSameWork) {
+  if (policy() == "none") GTEST_SKIP() << "nothing is measured under VGPU_LAUNCH_POLICY=none";
+  float mine = 13, theirs = 17;  // floats: words of 2^24 or more, as another process's garbage is
+  int n = 5 << 20;               // a size no other test launches
+  void* params[] = {&mine, &x_, &y_, &n};
+  void* their_params[] = {&theirs, &x_, &y_, &n};
+  const unsigned grid = static_cast<unsigned>(n / 256);
+  const uint64_t work = vgpu::signature_work_key(axpy_signature(grid, their_params));
+  ASSERT_NE(axpy_signature(grid, params), axpy_signature(grid, their_params));
+  ASSERT_EQ(work, vgpu::signature_work_key(axpy_signature(grid, params)));
+  auto table = job_durations_table();
+  ASSERT_NE(table, nullptr);
+  table->offer(work, 2e-3);  // "another rank" measured that work at 2 ms (the sim's own: tens of us)
+  keep_stream_busy();
+  ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuLaunchKernel(axpy_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
+  EXPECT_LT(virtual_ms(a_, b_), 1.0f) << "a measured launch takes its own sample when it is less";
+  // Its samples go to the job under the work key (not the function's first launch in its context,
+  // which may include loading it): the 2 ms offered is gone.
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_EQ(cuLaunchKernel(axpy_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
+    ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  }
+  const std::optional<double> least = table->smallest(work);
+  ASSERT_TRUE(least);
+  EXPECT_LT(*least, 1e-3);
+  // Another rank's sample below this process's own: every launch takes it, settled or not.
+  table->offer(work, *least / 4);
+  keep_stream_busy();
+  ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
+  for (int i = 0; i < 6; ++i)
+    ASSERT_EQ(cuLaunchKernel(axpy_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
+  EXPECT_NEAR(virtual_ms(a_, b_), 6 * *least / 4 * 1e3, kPriceToleranceMs);
+}
+
 TEST_F(VirtualTime, CapturedWorkIsTimedWhenTheGraphRuns) {
   CUstream s;
   ASSERT_EQ(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);

@@ -97,6 +97,19 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
   // the smallest of them and this process's own is the least disturbed measurement.
   SharedDurations* shared = Passthrough::get().shared_durations().of(physical);
   const uint64_t key = shared ? SharedDurations::key_of(p.signature.bytes) : 0;
+  // Where several virtual devices share the GPU, their ranks' exact signatures rarely meet (the
+  // by-value bytes hold each process's stack garbage), and a signature one rank measured while
+  // others' kernels held the GPU settles high (8 ranks of DDP on one H200: the LM head's GEMM
+  // settled at 2.74 ms on one rank, 4.9-7.6 ms on five others). So every sample is also offered
+  // under the launch's work key (signature_work_key), and a launch never takes more than the least
+  // sample any rank took of the same work.
+  const uint64_t work = shared != nullptr && state != nullptr && state->shares_physical(t.device) ? signature_work_key(p.signature) : 0;
+  auto least_of_job = [shared, key, work](double own) {
+    double d = own;
+    if (const std::optional<double> least = shared ? shared->smallest(key) : std::nullopt) d = std::min(d, *least);
+    if (const std::optional<double> least = work != 0 ? shared->smallest(work) : std::nullopt) d = std::min(d, *least);
+    return d;
+  };
   // The launch runs (under `all`) and takes a duration known without measuring it (sets it in
   // `p`, which plan_for then returns: no copy of the signature on this, the hottest path).
   auto known = [&p, policy](double seconds) {
@@ -105,8 +118,7 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
     p.run = policy == LaunchPolicy::all;
   };
   if (const std::optional<double> settled = durations.settled(p.signature)) {
-    const std::optional<double> least = shared ? shared->smallest(key) : std::nullopt;
-    known(least && *least < *settled ? *least : *settled);
+    known(least_of_job(*settled));
     return p;
   }
   // Not begun to be measured here: a duration known elsewhere is taken as it is (below, this
@@ -139,12 +151,15 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
   }
   KernelTimeDb* db = KernelRecording::get() ? nullptr : physical_db;
   p.first = std::make_shared<bool>(false);
-  p.timing.on_measured = [&durations, db, shared, key, sig = p.signature, first = p.first](double s) {
+  p.timing.on_measured = [&durations, db, shared, key, work, least_of_job, sig = p.signature,
+                          first = p.first](double s) {
     double least = s;
     const std::optional<double> settled = durations.add_sample(sig, s, /*learn=*/!*first, &least);
     if (settled && shared != nullptr) shared->offer(key, *settled);
+    // A function's first launch in its context may include loading it: not a sample of the work.
+    if (work != 0 && !*first) shared->offer(work, s);
     if (db != nullptr) record_measured(*db, sig, settled);
-    return std::min(s, settled ? *settled : least);
+    return least_of_job(std::min(s, settled ? *settled : least));
   };
   return p;
 }
@@ -194,8 +209,8 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
   const nccl_gate::Ticket held = plan.timing.source == Timing::Source::nccl
                                      ? nccl_gate::hold(plan.timing.nccl.launch, t.record_on)
                                      : nccl_gate::Ticket{};
-  const CUresult r = plan.run ? pause.real(vgpu::timing::DriverCall::launch, launch) : CUDA_SUCCESS;
   nccl_gate::arrive(held);
+  const CUresult r = plan.run ? pause.real(vgpu::timing::DriverCall::launch, launch) : CUDA_SUCCESS;
   if (rec != nullptr) rec->end(r == CUDA_SUCCESS);
   OpRef op;
   if (r == CUDA_SUCCESS)

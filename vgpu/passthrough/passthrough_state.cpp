@@ -118,6 +118,14 @@ int PassState::physical(int v) const {
   return v >= 0 && v < device_count() ? physical_[static_cast<size_t>(v)] : -1;
 }
 
+bool PassState::shares_physical(int v) const {
+  const int p = physical(v);
+  if (p < 0) return false;
+  for (int o = 0; o < device_count(); ++o)
+    if (o != v && physical(o) == p) return true;
+  return false;
+}
+
 int PassState::virtual_of_physical(int p) const {
   if (p < 0) return -1;
   if (int v = -1; current_device(&v) == CUDA_SUCCESS && physical(v) == p) return v;

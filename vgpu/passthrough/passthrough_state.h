@@ -55,6 +55,9 @@ class PassState final : public DeviceRegistry {
   // The virtual device a physical ordinal the real driver reports stands for: the calling
   // thread's current one when it runs on that GPU, else the first on it (-1: none).
   int virtual_of_physical(int p) const;
+  // Whether another virtual device runs on the same physical GPU as `v` (then the kernels of
+  // several contexts time-slice it and measurements can be disturbed).
+  bool shares_physical(int v) const;
   const simcore::ClusterSpec& cluster() const { return cluster_; }
   // The virtual cluster's links and routes (copies between virtual devices are priced on them).
   const simcore::Topology& topology() const { return topology_; }

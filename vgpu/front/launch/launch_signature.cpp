@@ -1,6 +1,8 @@
 #include "front/launch/launch_signature.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace vgpu {
 namespace {
@@ -145,6 +147,33 @@ std::vector<std::vector<uint32_t>> signature_struct_words(const LaunchSignature&
     out.push_back(std::move(words));
   });
   return out;
+}
+
+uint64_t signature_work_key(const LaunchSignature& signature) {
+  const std::string_view s = signature.bytes;
+  if (s.size() < kMagic.size() || s.substr(0, kMagic.size()) != kMagic) return 1;
+  const size_t nul = s.find('\0', kMagic.size());
+  if (nul == std::string_view::npos || s.size() - (nul + 1) < 7 * 4) return 1;
+  std::string key(s.substr(0, nul + 1 + 7 * 4));  // magic, name, shape
+  key.reserve(s.size());
+  for_each_value(signature, [&key](std::string_view v) {
+    const uint32_t size = static_cast<uint32_t>(v.size());
+    key.append(reinterpret_cast<const char*>(&size), 4);
+    std::vector<uint32_t> words((v.size() + 3) / 4, 0);
+    std::memcpy(words.data(), v.data(), v.size());
+    for (size_t i = 0; i < words.size(); ++i) {
+      // An 8-byte word that reads as an x86-64 user address no longer mapped (stale stack or heap
+      // pointers, which pointer masking cannot recognise): its high half is small but differs
+      // from process to process (address-space layout randomisation).
+      const bool address = i % 2 == 0 && i + 1 < words.size() && words[i] >= (1u << 24) &&
+                           words[i + 1] >= 0x5500u && words[i + 1] < 0x8000u;
+      if (address) words[i + 1] = 0xffffffffu;
+      const uint32_t w = words[i] >= (1u << 24) ? 0xffffffffu : words[i];
+      key.append(reinterpret_cast<const char*>(&w), 4);
+    }
+  });
+  const uint64_t h = std::hash<std::string_view>{}(key);
+  return h == 0 ? 1 : h;
 }
 
 bool decode_signature_header(const LaunchSignature& signature, std::string* name, LaunchShape* shape) {

@@ -78,6 +78,18 @@ std::vector<int64_t> signature_integers(const LaunchSignature& signature);
 // problem sizes of library GEMMs (cuBLAS passes them inside one parameter struct) there.
 std::vector<std::vector<uint32_t>> signature_struct_words(const LaunchSignature& signature);
 
+// A hash of the work a signature describes as processes of one job all see it: the function, the
+// shape, and each by-value parameter's size and 4-byte words, except that a word of 2^24 or more
+// counts only as "large" (stack garbage, floats, seeds: words in which the ranks of a job differ
+// although they launch the same work, so that their exact signatures never meet), and so do both
+// halves of an 8-byte word that reads as a user-space address (0x5500'xxxxxxxx to
+// 0x7fff'xxxxxxxx with a low half of 2^24 or more: a stale pointer, whose small high half differs
+// between processes). The key under
+// which ranks sharing one GPU compare their measurements (shared_durations.h); never 0. Two
+// launches whose work differs only in a word of 2^24 or more (a size of 16M elements or more in a
+// kernel whose grid does not grow with it) share a key: the known limit of that comparison.
+uint64_t signature_work_key(const LaunchSignature& signature);
+
 // The function name and shape a signature was built from; false for bytes that are not one.
 bool decode_signature_header(const LaunchSignature& signature, std::string* name, LaunchShape* shape);
 
