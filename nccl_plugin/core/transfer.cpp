@@ -89,6 +89,7 @@ ncclResult_t Core::isend(void* send_comm, void* data, size_t size, int tag, void
   d.src_addr = reinterpret_cast<uintptr_t>(data);
   d.not_before = r->not_before;
   d.after_flow = c->slots.flow_of(data);
+  d.ready_hint = vtime_->launch_ready(launch);
   d.flow_id = 0;
   d.v_start = 0;
   d.v_finish = 0;
@@ -277,7 +278,7 @@ ncclResult_t Core::progress_recv(RecvComm& c) {
       // transfers finished). NCCL posts receives ahead of its kernel: the receiving kernel's
       // start may have become known since.
       if (r->launch != 0) r->not_before = std::max(r->not_before, vtime_->now(c.gpu, r->launch));
-      r->ready = std::max(d.not_before, r->not_before);
+      r->ready = std::max({d.not_before, r->not_before, d.ready_hint});
       c.cur_flow = vtime_->add_flow(h.src_gpu, c.gpu, d.size, std::max(d.not_before, r->not_before),
                                     d.after_flow, r->slot_flow[entry]);
       if (vtime_->lost()) return poison(ncclSystemError);

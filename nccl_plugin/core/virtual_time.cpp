@@ -224,6 +224,13 @@ int VirtualTime::completions(uint64_t after_seq, vgpu_nccl_completion* out, int 
   return n;
 }
 
+double VirtualTime::launch_ready(uint64_t launch) {
+  if (launch == 0) return -1;
+  std::lock_guard lock(log_mu_);
+  auto it = launches_.find(launch);
+  return it == launches_.end() ? -1 : it->second.ready;
+}
+
 bool VirtualTime::launch_window(uint64_t launch, double* ready, double* last_finish, uint64_t* count) {
   {
     std::lock_guard lock(log_mu_);

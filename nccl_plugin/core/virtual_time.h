@@ -69,6 +69,8 @@ class VirtualTime {
   // The contract's launch_window: also when the launch's peers had all begun (its receives' ready).
   bool launch_window(uint64_t launch, double* ready, double* last_finish, uint64_t* count);
   void forget_launch(uint64_t launch);
+  // The latest `ready` of the launch's receives completed so far; < 0: none.
+  double launch_ready(uint64_t launch);
   // Launch records kept at most (the driver forgets each once its kernel is timed; sends that
   // complete after that make new records, which age out).
   static constexpr size_t kLaunchRecords = 16384;

@@ -209,6 +209,52 @@ TEST_F(LaunchTags, EachKernelIsTimedByItsOwnTransfersWhenTheHostRunsAhead) {
   for (void* h : {api1, plan1, group, api2, plan2, g2}) Comm::stop(h);
 }
 
+namespace {
+// Launch clock of the ring test: three ranks' kernels, the first begun last.
+std::atomic<uint64_t> g_ring[3] = {};
+double ring_clock(int, uint64_t launch) {
+  const double starts[3] = {300.0, 200.0, 150.0};
+  for (int i = 0; i < 3; ++i)
+    if (launch == g_ring[i].load()) return starts[i];
+  return -1;
+}
+}  // namespace
+
+// A ring forwards what it received: the kernel of rank 2, which hears only from rank 1, cannot end
+// before rank 0 began, because rank 1 passed on rank 0's data. Each rank's `ready` (when all ranks
+// it depends on had begun, which the driver times the collective from) is therefore the latest
+// start of every rank upstream, carried from receive to send (on 8 ranks of one H200 a rank's
+// all-reduce ended before another rank had begun it).
+TEST_F(LaunchTags, ARingPassesOnWhenEveryRankUpstreamBegan) {
+  ASSERT_NE(plugin().side.launch_window, nullptr);
+  Comm c;
+  void* groups[3];
+  void* apis[3];
+  void* plans[3];
+  void* steps[3];
+  for (int i = 0; i < 3; ++i) {
+    groups[i] = c.start(ncclProfileGroupApi, nullptr);
+    apis[i] = c.start(ncclProfileCollApi, groups[i]);
+    g_ring[i] = c.launch(groups[i]);
+    plans[i] = c.start(ncclProfileGroup, nullptr);
+    steps[i] = c.task_step(apis[i], plans[i]);
+  }
+  profiler().set_launch_clock(&ring_clock);
+  transfer(steps[0], steps[1]);  // rank 0 (began at 300) -> rank 1 (200)
+  transfer(steps[1], steps[2]);  // rank 1 -> rank 2 (150), after rank 1 heard from rank 0
+  profiler().set_launch_clock(nullptr);
+  double ready = -1, last = -1;
+  uint64_t n = 0;
+  ASSERT_EQ(plugin().side.launch_window(g_ring[1], &ready, &last, &n), 0);
+  EXPECT_DOUBLE_EQ(ready, 300.0);
+  ASSERT_EQ(plugin().side.launch_window(g_ring[2], &ready, &last, &n), 0);
+  EXPECT_DOUBLE_EQ(ready, 300.0) << "rank 2 knew only that its neighbour began at 200";
+  for (int i = 0; i < 3; ++i) {
+    for (void* h : {apis[i], plans[i], groups[i]}) Comm::stop(h);
+    profiler().forget_launch(g_ring[i]);
+  }
+}
+
 TEST_F(LaunchTags, ManyThreadsLaunchingAtOnceGetDistinctTags) {
   constexpr int kThreads = 8, kGroups = 300;
   std::vector<std::vector<uint64_t>> seen(kThreads);
