@@ -30,6 +30,37 @@ constexpr char kPtx[] = R"(.version 8.0
 .address_size 64
 .visible .entry probe_kernel() { ret; }
 )";
+// A kernel whose cluster is fixed when it is compiled (__cluster_dims__(2, 1, 1)).
+constexpr char kClusterPtx[] = R"(.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry pair_kernel() .reqnctapercluster 2, 1, 1 { ret; }
+)";
+
+// A config of `blocks` blocks of 128 threads with `shared` bytes, in clusters of `size` (0: no
+// cluster attribute).
+struct Config {
+  CUlaunchAttribute attr{};
+  CUlaunchConfig config{};
+  Config(unsigned size, unsigned shared) {
+    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attr.value.clusterDim.x = size;
+    attr.value.clusterDim.y = 1;
+    attr.value.clusterDim.z = 1;
+    config.gridDimX = size > 0 ? size : 2;
+    config.gridDimY = config.gridDimZ = 1;
+    config.blockDimX = 128;
+    config.blockDimY = config.blockDimZ = 1;
+    config.sharedMemBytes = shared;
+    config.numAttrs = size > 0 ? 1 : 0;
+  }
+  Config(const Config&) = delete;
+  // Valid until the end of the full expression that made the Config.
+  const CUlaunchConfig* get() {
+    config.attrs = config.numAttrs > 0 ? &attr : nullptr;
+    return &config;
+  }
+};
 
 void answer(const char* api, CUresult r, long long value) {
   if (r == CUDA_SUCCESS) std::printf("answer %s %lld\n", api, value);
@@ -132,5 +163,33 @@ int main() {
   ASK("cuLibraryGetKernel", library_kernel(&kernel, lib, "probe_kernel"), 0);
   int regs = 0;
   ASK("cuKernelGetAttribute", kernel_get(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, kernel, dev), regs);
+
+  // The rules of the cluster queries the real driver's documentation states and the sim must
+  // follow ("edge-..." answers; their real answers come from tests/gpu/probe/cublaslt_queries):
+  // a cluster query needs a cluster size, from the config or the kernel's required one; past 8
+  // only with NON_PORTABLE_CLUSTER_SIZE_ALLOWED; cuOccupancyMaxPotentialClusterSize ignores the
+  // config's cluster and reports a required cluster, or the non-portable limit when allowed.
+  const unsigned one_per_sm = static_cast<unsigned>(optin - 1024);
+  int v = 0;
+  ASK("edge-clusters-no-cluster-attribute", clusters(&v, fn, Config(0, one_per_sm).get()), v);
+  ASK("edge-potential-size-portable", cluster_size(&v, fn, Config(2, one_per_sm).get()), v);
+  func_set(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+  ASK("edge-potential-size-non-portable", cluster_size(&v, fn, Config(2, one_per_sm).get()), v);
+  ASK("edge-clusters-size-16", clusters(&v, fn, Config(16, one_per_sm).get()), v);
+  ASK("edge-clusters-size-17", clusters(&v, fn, Config(17, one_per_sm).get()), v);
+  ASK("edge-clusters-size-32", clusters(&v, fn, Config(32, one_per_sm).get()), v);
+  CUmodule pair_mod = nullptr;
+  CUfunction pair = nullptr;
+  ASK("cuModuleLoadData", load(&pair_mod, kClusterPtx), 0);
+  ASK("cuModuleGetFunction", get_function(&pair, pair_mod, "pair_kernel"), 0);
+  ASK("edge-required-width", func_get(&v, CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH, pair), v);
+  ASK("edge-cluster-must-be-set", func_get(&v, CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET, pair), v);
+  func_set(pair, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, optin);
+  ASK("edge-required-clusters-no-attribute", clusters(&v, pair, Config(0, one_per_sm).get()), v);
+  ASK("edge-required-clusters-same-size", clusters(&v, pair, Config(2, one_per_sm).get()), v);
+  ASK("edge-required-clusters-other-size", clusters(&v, pair, Config(4, one_per_sm).get()), v);
+  ASK("edge-required-potential-size", cluster_size(&v, pair, Config(4, one_per_sm).get()), v);
+  ASK("edge-ptx-version", func_get(&v, CU_FUNC_ATTRIBUTE_PTX_VERSION, fn), v);
+  ASK("edge-binary-version", func_get(&v, CU_FUNC_ATTRIBUTE_BINARY_VERSION, fn), v);
   return 0;
 }
