@@ -2,7 +2,7 @@
 records) with the trace on and checks that the file holds, in order, one line per query in the
 shared words of vgpu/front/driver/query_lines.h, with the answer the program itself was told.
 
-    query_trace_check.py PROGRAM SIM_LIBDIR PASSTHROUGH_LIBDIR SIM_LIBCUDA
+    query_trace_check.py PROGRAM SIM_LIBDIR PASSTHROUGH_LIBDIR SIM_LIBCUDA [CUBLAS_PROGRAM CUDA_LIBDIR]
 
 1. the sim backend as a virtual H200: every expected line, the H200's answers (132 SMs,
    232,448 bytes of opt-in shared memory, 66 clusters of 2, 150,109,880,320 bytes), no pointer;
@@ -10,7 +10,11 @@ shared words of vgpu/front/driver/query_lines.h, with the answer the program its
 3. the passthrough over the sim backend as its "real driver" (as in the passthrough suite): the
    same lines, the forwarded queries answered by the driver underneath (whose own lines, written
    because it reads the same setting, interleave and are allowed);
-4. a trace file that cannot be opened leaves the program running as before.
+4. a trace file that cannot be opened leaves the program running as before;
+5. (given a cuBLAS program) the private slot cuBLAS calls and the sim does not know
+   (1734dc26[4]) is written by the sim ("private 1734dc26[4] args=... -> 801"), and under the
+   passthrough its call goes through the passthrough's traced copy of the table to the driver
+   underneath and back (two lines per call), the program finishing as without the trace.
 """
 import os
 import re
@@ -19,6 +23,7 @@ import sys
 import tempfile
 
 program, sim_dir, pt_dir, sim_lib = sys.argv[1:5]
+cublas_program, cuda_dir = (sys.argv[5:7] + [None, None])[:2]
 base = dict(os.environ, VGPU_GPU_MODEL="H200-141GB", VGPU_GPUS_PER_NODE="1", VGPU_NODES="1",
             VGPU_LOG_LEVEL="warn")
 base.pop("VGPU_QUERY_TRACE", None)
@@ -127,6 +132,26 @@ with tempfile.TemporaryDirectory() as tmp:
     bad_env = dict(sim_env, VGPU_QUERY_TRACE=os.path.join(tmp, "no", "such", "folder", "q.txt"))
     if run(bad_env, "unwritable trace") != answers:
         failures.append("with an unwritable trace file the program was answered differently")
+
+    if cublas_program:
+        def private_lines(env, label):
+            path = env["VGPU_QUERY_TRACE"]
+            out = subprocess.run([cublas_program], env=env, capture_output=True, text=True, timeout=120)
+            if out.returncode != 0:
+                failures.append(f"{label}: the cuBLAS program failed ({out.returncode}): {out.stdout[-500:]}")
+                return []
+            return [l for l in open(path).read().splitlines() if l.startswith("private 1734dc26[4] ")]
+        # The cuBLAS program wants the default eight GPUs of a node.
+        sim_private = private_lines(dict(sim_env, LD_LIBRARY_PATH=f"{sim_dir}:{cuda_dir}", VGPU_GPUS_PER_NODE="8",
+                                         VGPU_QUERY_TRACE=os.path.join(tmp, "cublas_sim.txt")), "sim")
+        pt_private = private_lines(dict(pt_env, LD_LIBRARY_PATH=f"{pt_dir}:{cuda_dir}", VGPU_GPUS_PER_NODE="8",
+                                        VGPU_QUERY_TRACE=os.path.join(tmp, "cublas_pt.txt")), "passthrough")
+        if not sim_private or any(not l.endswith(" -> 801") for l in sim_private):
+            failures.append(f"sim: cuBLAS's 1734dc26[4] calls not traced as refused: {sim_private[:3]}")
+        if len(pt_private) != 2 * len(sim_private):
+            failures.append(f"passthrough: {len(pt_private)} lines of 1734dc26[4], want two per call "
+                            f"(the driver underneath's and the passthrough's forwarder's) of {len(sim_private)}")
+        print(f"cuBLAS: {len(sim_private)} calls of 1734dc26[4] on the sim, {len(pt_private)} lines under the passthrough")
 
 for f in failures:
     print("FAIL " + f)

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <sys/uio.h>
+#include <unistd.h>
+
 #include <cstring>
 
 #include "front/driver/entry_points.h"
@@ -140,5 +143,38 @@ void lookup(const char* api, const char* name, CUresult r) {
 }
 
 void load(const char* api, CUresult r) { line(api, {}, r); }
+
+namespace {
+
+bool looks_like_address(uint64_t v) { return v >= 0x10000 && v < 0x800000000000ull; }
+
+std::string word_text(uint64_t v) {
+  if (looks_like_address(v)) return "p";
+  return v < 0x10000 ? fmt::format("{}", v) : fmt::format("{:#x}", v);
+}
+
+// Reads `n` bytes at `address` of this process without faulting; false where nothing is mapped.
+bool read_safely(uintptr_t address, void* out, size_t n) {
+  iovec local{out, n};
+  iovec remote{reinterpret_cast<void*>(address), n};
+  return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
+}
+
+}  // namespace
+
+void private_slot(std::string_view table, size_t slot, const uintptr_t (&regs)[6], uint64_t result) {
+  if (!enabled()) return;
+  std::string args, out;
+  for (int i = 0; i < 6; ++i) {
+    args += (i ? "," : "") + word_text(regs[i]);
+    if (result != 0 || !looks_like_address(regs[i])) continue;
+    uint64_t words[2];
+    out += fmt::format("{}a{}:", out.empty() ? "" : " ", i);
+    out += read_safely(regs[i], words, sizeof words) ? word_text(words[0]) + "," + word_text(words[1]) : "?";
+  }
+  std::string text = fmt::format("private {}[{}] args={} -> {}", table, slot, args, result);
+  if (!out.empty()) text += fmt::format(" out=[{}]", out);
+  write_line(text);
+}
 
 }  // namespace vgpu::query_trace

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -51,5 +52,14 @@ void context_limit(int limit, CUresult r, const size_t* value);
 void lookup(const char* api, const char* name, CUresult r);
 // cuModuleLoadData, cuLibraryLoadData, ...: only whether the image was accepted.
 void load(const char* api, CUresult r);
+
+// A call of a private-table slot whose meaning vgpu does not know (or only guesses), as the six
+// integer registers it was called with, x86-64 style:
+//   private 1734dc26[4] args=p,p,1,12,p,0 -> 0 out=[a0:5,0 a1:p,0 a4:?]
+// An argument that looks like a user-space address is "p" (addresses differ between runs and
+// backends); after a call that returned 0, the two 64-bit words each such argument points at are
+// shown (an address among them "p" again; "?" where nothing can be read there, read with
+// process_vm_readv so that a wrong guess never faults). `table` is the UUID's first 8 hex digits.
+void private_slot(std::string_view table, size_t slot, const uintptr_t (&regs)[6], uint64_t result);
 
 }  // namespace vgpu::query_trace
