@@ -136,6 +136,8 @@ with tempfile.TemporaryDirectory() as tmp:
     if cublas_program:
         def private_lines(env, label):
             path = env["VGPU_QUERY_TRACE"]
+            if os.environ.get("VGPU_TEST_PRELOAD"):
+                env = dict(env, LD_PRELOAD=os.environ["VGPU_TEST_PRELOAD"])
             out = subprocess.run([cublas_program], env=env, capture_output=True, text=True, timeout=120)
             if out.returncode != 0:
                 failures.append(f"{label}: the cuBLAS program failed ({out.returncode}): {out.stdout[-500:]}")

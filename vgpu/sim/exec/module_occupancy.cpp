@@ -68,7 +68,10 @@ constexpr int kMaxNonPortableCluster = 16;
 
 using Dims = std::array<uint32_t, 3>;
 
-int volume(const Dims& d) { return static_cast<int>(d[0] * d[1] * d[2]); }
+// Blocks in a cluster; a product past int's range reads as INT32_MAX (no cluster that large fits).
+int volume(const Dims& d) {
+  return static_cast<int>(std::min<uint64_t>(uint64_t{d[0]} * d[1] * d[2], INT32_MAX));
+}
 
 // The config's CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, or {0,0,0} when it has none.
 Dims config_cluster(const CUlaunchConfig& config) {
