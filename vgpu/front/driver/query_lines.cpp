@@ -160,6 +160,17 @@ bool read_safely(uintptr_t address, void* out, size_t n) {
   return process_vm_readv(getpid(), &local, 1, &remote, 1, 0) == static_cast<ssize_t>(n);
 }
 
+// The 16 bytes as a quoted string when they start with at least 4 printable characters (a name
+// a library passes, say), else "".
+std::string text_at(const uint64_t (&words)[2]) {
+  char bytes[sizeof words];
+  std::memcpy(bytes, words, sizeof bytes);
+  size_t n = 0;
+  while (n < sizeof bytes && bytes[n] >= 0x20 && bytes[n] < 0x7f) ++n;
+  if (n < 4 || (n < sizeof bytes && bytes[n] != '\0')) return {};
+  return fmt::format("\"{}{}\"", std::string_view(bytes, n), n == sizeof bytes ? "..." : "");
+}
+
 }  // namespace
 
 void private_slot(std::string_view table, size_t slot, const uintptr_t (&regs)[6], uint64_t result) {
@@ -170,7 +181,13 @@ void private_slot(std::string_view table, size_t slot, const uintptr_t (&regs)[6
     if (result != 0 || !looks_like_address(regs[i])) continue;
     uint64_t words[2];
     out += fmt::format("{}a{}:", out.empty() ? "" : " ", i);
-    out += read_safely(regs[i], words, sizeof words) ? word_text(words[0]) + "," + word_text(words[1]) : "?";
+    if (!read_safely(regs[i], words, sizeof words)) {
+      out += "?";
+    } else if (const std::string text = text_at(words); !text.empty()) {
+      out += text;
+    } else {
+      out += word_text(words[0]) + "," + word_text(words[1]);
+    }
   }
   std::string text = fmt::format("private {}[{}] args={} -> {}", table, slot, args, result);
   if (!out.empty()) text += fmt::format(" out=[{}]", out);

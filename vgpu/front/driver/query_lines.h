@@ -58,8 +58,9 @@ void load(const char* api, CUresult r);
 //   private 1734dc26[4] args=p,p,1,12,p,0 -> 0 out=[a0:5,0 a1:p,0 a4:?]
 // An argument that looks like a user-space address is "p" (addresses differ between runs and
 // backends); after a call that returned 0, the two 64-bit words each such argument points at are
-// shown (an address among them "p" again; "?" where nothing can be read there, read with
-// process_vm_readv so that a wrong guess never faults). `table` is the UUID's first 8 hex digits.
+// shown (an address among them "p" again, a string as "text"; "?" where nothing can be read
+// there, read with process_vm_readv so that a wrong guess never faults). `table` is the UUID's
+// first 8 hex digits.
 void private_slot(std::string_view table, size_t slot, const uintptr_t (&regs)[6], uint64_t result);
 
 }  // namespace vgpu::query_trace
