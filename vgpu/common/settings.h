@@ -40,6 +40,7 @@ enum class Reading { once, each_use };
 enum class Id : int {
   log_level,
   trace,
+  query_trace,
   config,
   nodes,
   gpus_per_node,
@@ -112,6 +113,9 @@ inline constexpr Spec kSpecs[] = {
      "trace|debug|info|warn|warning|error|off", Reading::once, "warn"},
     {Id::trace, "VGPU_TRACE", Type::flag, "0",
      "log every private-table lookup and private call with its arguments", "sim driver, passthrough"},
+    {Id::query_trace, "VGPU_QUERY_TRACE", Type::path, "",
+     "append one line per query-type driver call (device and function attributes, occupancy, clusters, "
+     "memory info, module loads) with the answer to this file", "sim driver, passthrough"},
     {Id::config, "VGPU_CONFIG", Type::path, "", "the cluster TOML file (unset: the embedded default)",
      "cluster config (drivers, plugin, vgpu-run)", 0, 0, {}, Reading::each_use, {}, true},
     {Id::nodes, "VGPU_NODES", Type::integer, "", "nodes in the cluster (overrides the file)",

@@ -24,6 +24,7 @@
 #include "passthrough/export_tables.h"
 #include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
+#include "passthrough/traced_slots.h"
 
 namespace vgpu::pt {
 namespace {
@@ -45,11 +46,7 @@ CUresult integrity_slot(uint32_t version, uint64_t unix_seconds, uint64_t* out);
 
 const void* const* copy_of(TableCopy& copy, const void* const* real, TableId id) {
   std::call_once(copy.once, [&] {
-    // Slot 0 holds the table's size in bytes; trust it within reason, else the catalog.
-    size_t n = darkapi::info(id).slots;
-    const auto header = reinterpret_cast<uintptr_t>(real[0]);
-    if (header % sizeof(void*) == 0 && header / sizeof(void*) >= 2 && header / sizeof(void*) <= 256)
-      n = header / sizeof(void*);
+    const size_t n = real_table_slots(real, id);
     copy.slots.assign(real, real + n);
     if (id == TableId::cudart_interface && n > 2)
       copy.slots[2] = reinterpret_cast<const void*>(&primary_context_slot);
@@ -118,6 +115,8 @@ VGPU_EXPORT CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid* 
     *table = pt::copy_of(copies.cudart, real_slots, info->id);
   else if (info != nullptr && info->id == darkapi::TableId::integrity_check)
     *table = pt::copy_of(copies.integrity, real_slots, info->id);
+  else if (const void* const* traced = info ? pt::traced_table(info->id, real_slots) : nullptr)
+    *table = traced;
   else
     *table = real;
   if (darkapi::trace_enabled())

@@ -2,6 +2,7 @@
 // (export_tables.cpp says which and why), held by the backend's root (passthrough.h).
 #pragma once
 
+#include <array>
 #include <mutex>
 #include <vector>
 
@@ -17,6 +18,10 @@ struct TableCopy {
 struct ExportTables {
   TableCopy cudart;     // cudart_interface
   TableCopy integrity;  // integrity_check
+  // Only with VGPU_QUERY_TRACE (traced_slots.h): copies whose guessed slots are logged, and the
+  // real slots those forward to.
+  TableCopy library_1734dc26, context_info;
+  std::array<const void*, 3> traced_real{};
 };
 
 }  // namespace vgpu::pt

@@ -14,6 +14,7 @@
 
 #include "common/log.h"
 #include "front/driver/cuda_api.h"
+#include "front/driver/query_lines.h"
 #include "passthrough/memory_location.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/shared_pages.h"
@@ -242,6 +243,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t* free, size_t* total) {
   int v;
   if (CUresult r = current(&s, &v); r != CUDA_SUCCESS) return r;
   s->memory_info(v, free, total);
+  if (vgpu::query_trace::enabled()) vgpu::query_trace::mem_info(CUDA_SUCCESS, free, total);
   return CUDA_SUCCESS;
 }
 

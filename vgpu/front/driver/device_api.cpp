@@ -4,9 +4,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include <fmt/format.h>
+
 #include "common/log.h"
 #include "front/device/device_registry.h"
 #include "front/driver/entry_points.h"
+#include "front/driver/query_lines.h"
 
 using vgpu::DeviceRegistry;
 
@@ -56,6 +59,7 @@ VGPU_EXPORT CUresult CUDAAPI cuDriverGetVersion(int* version) {
   VGPU_CALL_SCOPE();
   if (version == nullptr) return CUDA_ERROR_INVALID_VALUE;
   *version = vgpu::backend_driver_version();
+  if (vgpu::query_trace::enabled()) vgpu::query_trace::line("cuDriverGetVersion", {}, CUDA_SUCCESS, fmt::format("{}", *version));
   return CUDA_SUCCESS;
 }
 
@@ -106,6 +110,8 @@ VGPU_EXPORT CUresult CUDAAPI cuDeviceTotalMem_v2(size_t* bytes, CUdevice dev) {
   vgpu::Device* device;
   if (CUresult r = lookup(dev, &device); r != CUDA_SUCCESS) return r;
   *bytes = device->capacity();
+  if (vgpu::query_trace::enabled())
+    vgpu::query_trace::line("cuDeviceTotalMem", fmt::format("dev={}", dev), CUDA_SUCCESS, fmt::format("{}", *bytes));
   return CUDA_SUCCESS;
 }
 
@@ -123,8 +129,10 @@ VGPU_EXPORT CUresult CUDAAPI cuDeviceGetAttribute(int* value, CUdevice_attribute
   VGPU_CALL_SCOPE();
   if (value == nullptr) return CUDA_ERROR_INVALID_VALUE;
   vgpu::Device* device;
-  if (CUresult r = lookup(dev, &device); r != CUDA_SUCCESS) return r;
-  return device->attribute(attrib, value);
+  CUresult r = lookup(dev, &device);
+  if (r == CUDA_SUCCESS) r = device->attribute(attrib, value);
+  if (vgpu::query_trace::enabled()) vgpu::query_trace::device_attribute(dev, attrib, r, value);
+  return r;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuDeviceComputeCapability(int* major, int* minor, CUdevice dev) {

@@ -5,6 +5,7 @@
 #include "sim/core/driver_state.h"
 #include "sim/core/thread_state.h"
 #include "front/driver/entry_points.h"
+#include "front/driver/query_lines.h"
 #include "sim/core/virtual_clock.h"
 
 using vgpu::Context;
@@ -258,7 +259,9 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxGetLimit(size_t* pvalue, CUlimit limit) {
   if (pvalue == nullptr) return CUDA_ERROR_INVALID_VALUE;
   std::shared_ptr<ContextState> c;
   if (CUresult r = current_state("cuCtxGetLimit", &c); r != CUDA_SUCCESS) return r;
-  return report("cuCtxGetLimit", c->get_limit(limit, pvalue));
+  const CUresult r = c->get_limit(limit, pvalue);
+  if (vgpu::query_trace::enabled()) vgpu::query_trace::context_limit(limit, r, pvalue);
+  return report("cuCtxGetLimit", r);
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxSetLimit(CUlimit limit, size_t value) {

@@ -7,6 +7,7 @@
 #include <unordered_map>
 
 #include "common/log.h"
+#include "front/driver/query_lines.h"
 #include "sim/darkapi/slots.h"
 
 namespace vgpu::darkapi::slots {
@@ -67,16 +68,36 @@ uint32_t context_check_global() { return 0; }
 
 CUresult context_id(CUcontext ctx, unsigned long long* id) { return cuCtxGetId(ctx, id); }
 
-CUresult context_object(CUcontext ctx, uint64_t, void** out, uint64_t, uint64_t, const void*) {
-  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *out = ContextBlocks::get().block(ctx);
-  return CUDA_SUCCESS;
+namespace {
+
+// The guessed slots' calls in VGPU_QUERY_TRACE, in the words the passthrough uses for the real
+// driver's (passthrough/traced_slots.cpp), so that the answers compare.
+template <class... A> CUresult traced(size_t slot, CUresult r, A... a) {
+  if (query_trace::enabled()) {
+    const uintptr_t regs[6] = {(uintptr_t)a...};
+    query_trace::private_slot("21318c60", slot, regs, static_cast<uint64_t>(r));
+  }
+  return r;
 }
 
-CUresult context_lookup(CUcontext, const void*, void** out, uint64_t, uint64_t, const void*) {
-  if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
-  *out = nullptr;
-  return CUDA_SUCCESS;
+}  // namespace
+
+CUresult context_object(CUcontext ctx, uint64_t arg1, void** out, uint64_t arg3, uint64_t kind, const void* arg5) {
+  CUresult r = CUDA_ERROR_INVALID_VALUE;
+  if (out != nullptr) {
+    *out = ContextBlocks::get().block(ctx);
+    r = CUDA_SUCCESS;
+  }
+  return traced(51, r, ctx, arg1, out, arg3, kind, arg5);
+}
+
+CUresult context_lookup(CUcontext ctx, const void* arg1, void** out, uint64_t arg3, uint64_t kind, const void* arg5) {
+  CUresult r = CUDA_ERROR_INVALID_VALUE;
+  if (out != nullptr) {
+    *out = nullptr;
+    r = CUDA_SUCCESS;
+  }
+  return traced(39, r, ctx, arg1, out, arg3, kind, arg5);
 }
 
 }  // namespace vgpu::darkapi::slots

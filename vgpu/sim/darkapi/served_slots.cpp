@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "common/log.h"
+#include "front/driver/query_lines.h"
 #include "sim/darkapi/slots.h"
 
 namespace vgpu::darkapi {
@@ -133,6 +134,8 @@ CUresult unknown_slot_called(TableId table, size_t slot, const uintptr_t (&regs)
                            "{:#x}, {:#x}) -> {}",
                            uuid_text(t.uuid).substr(0, 8), slot, t.name, regs[0], regs[1], regs[2],
                            regs[3], regs[4], regs[5], static_cast<int>(CUDA_ERROR_NOT_SUPPORTED)));
+  if (query_trace::enabled())
+    query_trace::private_slot(uuid_text(t.uuid).substr(0, 8), slot, regs, CUDA_ERROR_NOT_SUPPORTED);
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 

@@ -2,9 +2,11 @@
 // their per-thread-default-stream _ptsz forms) and the occupancy calculator (cuOccupancy*).
 #include <cstring>
 
+#include "front/driver/query_lines.h"
 #include "sim/exec/module_api_util.h"
 
 using vgpu::LaunchRequest;
+namespace q = vgpu::query_trace;
 
 namespace {
 
@@ -134,8 +136,13 @@ VGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlag
     int* numBlocks, CUfunction func, int blockSize, size_t dynamicSMemSize, unsigned int flags) {
   VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuOccupancyMaxActiveBlocksPerMultiprocessor", numBlocks);
-  if (flags & ~unsigned{CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE}) return CUDA_ERROR_INVALID_VALUE;
-  return m->max_active_blocks(func, blockSize, dynamicSMemSize, numBlocks);
+  CUresult r = CUDA_ERROR_INVALID_VALUE;
+  if ((flags & ~unsigned{CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE}) == 0)
+    r = m->max_active_blocks(func, blockSize, dynamicSMemSize, numBlocks);
+  if (q::enabled())
+    q::max_active_blocks("cuOccupancyMaxActiveBlocksPerMultiprocessor", vgpu::traced_name(m, func), blockSize,
+                         dynamicSMemSize, flags, r, numBlocks);
+  return r;
 }
 
 // cuBLAS asks these while it creates a handle (Hopper GEMMs launch thread-block clusters).
@@ -143,14 +150,20 @@ VGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveClusters(int* numClusters, CUfu
                                                           const CUlaunchConfig* config) {
   VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuOccupancyMaxActiveClusters", numClusters, config);
-  return m->max_active_clusters(func, *config, numClusters);
+  const CUresult r = m->max_active_clusters(func, *config, numClusters);
+  if (q::enabled())
+    q::cluster_query("cuOccupancyMaxActiveClusters", vgpu::traced_name(m, func), config, r, numClusters);
+  return r;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialClusterSize(int* clusterSize, CUfunction func,
                                                                 const CUlaunchConfig* config) {
   VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuOccupancyMaxPotentialClusterSize", clusterSize, config);
-  return m->max_potential_cluster_size(func, *config, clusterSize);
+  const CUresult r = m->max_potential_cluster_size(func, *config, clusterSize);
+  if (q::enabled())
+    q::cluster_query("cuOccupancyMaxPotentialClusterSize", vgpu::traced_name(m, func), config, r, clusterSize);
+  return r;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* numBlocks, CUfunction func,
@@ -166,9 +179,15 @@ VGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialBlockSizeWithFlags(
     size_t dynamicSMemSize, int blockSizeLimit, unsigned int flags) {
   VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuOccupancyMaxPotentialBlockSize", minGridSize, blockSize);
-  if (flags & ~unsigned{CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE}) return CUDA_ERROR_INVALID_VALUE;
-  return m->max_potential_block_size(func, blockSizeToDynamicSMemSize, dynamicSMemSize,
-                                     blockSizeLimit, minGridSize, blockSize);
+  CUresult r = CUDA_ERROR_INVALID_VALUE;
+  if ((flags & ~unsigned{CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE}) == 0)
+    r = m->max_potential_block_size(func, blockSizeToDynamicSMemSize, dynamicSMemSize, blockSizeLimit,
+                                    minGridSize, blockSize);
+  if (q::enabled())
+    q::max_potential_block_size("cuOccupancyMaxPotentialBlockSize", vgpu::traced_name(m, func),
+                                blockSizeToDynamicSMemSize != nullptr, dynamicSMemSize, blockSizeLimit, flags, r,
+                                minGridSize, blockSize);
+  return r;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int* minGridSize, int* blockSize,
@@ -186,5 +205,7 @@ VGPU_EXPORT CUresult CUDAAPI cuOccupancyAvailableDynamicSMemPerBlock(size_t* dyn
                                                                      int blockSize) {
   VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuOccupancyAvailableDynamicSMemPerBlock", dynamicSmemSize);
-  return m->available_dynamic_shared(func, numBlocks, blockSize, dynamicSmemSize);
+  const CUresult r = m->available_dynamic_shared(func, numBlocks, blockSize, dynamicSmemSize);
+  if (q::enabled()) q::available_dynamic_smem(vgpu::traced_name(m, func), numBlocks, blockSize, r, dynamicSmemSize);
+  return r;
 }

@@ -3,9 +3,11 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "front/driver/query_lines.h"
 #include "sim/exec/module_api_util.h"
 
 using vgpu::ModuleManager;
+namespace q = vgpu::query_trace;
 
 namespace {
 
@@ -48,13 +50,17 @@ bool library_options_ok(unsigned int n, const CUlibraryOption* options, void* co
 VGPU_EXPORT CUresult CUDAAPI cuModuleLoad(CUmodule* module, const char* fname) {
   VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuModuleLoad", module, fname);
-  return m->load_file(fname, module);
+  const CUresult r = m->load_file(fname, module);
+  if (q::enabled()) q::load("cuModuleLoad", r);
+  return r;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuModuleLoadData(CUmodule* module, const void* image) {
   VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuModuleLoadData", module, image);
-  return m->load_data(image, module);
+  const CUresult r = m->load_data(image, module);
+  if (q::enabled()) q::load("cuModuleLoadData", r);
+  return r;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* image,
@@ -65,13 +71,17 @@ VGPU_EXPORT CUresult CUDAAPI cuModuleLoadDataEx(CUmodule* module, const void* im
   if (CUresult rc = clear_jit_logs("cuModuleLoadDataEx", numOptions, options, optionValues);
       rc != CUDA_SUCCESS)
     return rc;
-  return m->load_data(image, module);
+  const CUresult r = m->load_data(image, module);
+  if (q::enabled()) q::load("cuModuleLoadDataEx", r);
+  return r;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule* module, const void* fatCubin) {
   VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuModuleLoadFatBinary", module, fatCubin);
-  return m->load_data(fatCubin, module);
+  const CUresult r = m->load_data(fatCubin, module);
+  if (q::enabled()) q::load("cuModuleLoadFatBinary", r);
+  return r;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuModuleUnload(CUmodule hmod) {
@@ -92,7 +102,9 @@ VGPU_EXPORT CUresult CUDAAPI cuModuleGetLoadingMode(CUmoduleLoadingMode* mode) {
 VGPU_EXPORT CUresult CUDAAPI cuModuleGetFunction(CUfunction* hfunc, CUmodule hmod, const char* name) {
   VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuModuleGetFunction", hfunc, name);
-  return m->get_function(hmod, name, hfunc);
+  const CUresult r = m->get_function(hmod, name, hfunc);
+  if (q::enabled()) q::lookup("cuModuleGetFunction", name, r);
+  return r;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuModuleGetFunctionCount(unsigned int* count, CUmodule hmod) {
@@ -139,7 +151,9 @@ VGPU_EXPORT CUresult CUDAAPI cuLibraryLoadData(CUlibrary* library, const void* c
   if (CUresult rc = clear_jit_logs("cuLibraryLoadData", numJitOptions, jitOptions, jitOptionsValues);
       rc != CUDA_SUCCESS)
     return rc;
-  return m->library_load_data(code, library);  // the image is parsed now: nothing to preserve
+  const CUresult r = m->library_load_data(code, library);  // the image is parsed now: nothing to preserve
+  if (q::enabled()) q::load("cuLibraryLoadData", r);
+  return r;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary* library, const char* fileName,
@@ -154,7 +168,9 @@ VGPU_EXPORT CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary* library, const cha
   if (CUresult rc = clear_jit_logs("cuLibraryLoadFromFile", numJitOptions, jitOptions, jitOptionsValues);
       rc != CUDA_SUCCESS)
     return rc;
-  return m->library_load_file(fileName, library);
+  const CUresult r = m->library_load_file(fileName, library);
+  if (q::enabled()) q::load("cuLibraryLoadFromFile", r);
+  return r;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary library) {
@@ -166,7 +182,9 @@ VGPU_EXPORT CUresult CUDAAPI cuLibraryUnload(CUlibrary library) {
 VGPU_EXPORT CUresult CUDAAPI cuLibraryGetKernel(CUkernel* pKernel, CUlibrary library, const char* name) {
   VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuLibraryGetKernel", pKernel, name);
-  return m->library_get_kernel(library, name, pKernel);
+  const CUresult r = m->library_get_kernel(library, name, pKernel);
+  if (q::enabled()) q::lookup("cuLibraryGetKernel", name, r);
+  return r;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuLibraryGetKernelCount(unsigned int* count, CUlibrary lib) {
@@ -233,14 +251,18 @@ VGPU_EXPORT CUresult CUDAAPI cuKernelGetAttribute(int* pi, CUfunction_attribute 
                                                   CUdevice dev) {
   VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuKernelGetAttribute", pi);
-  return m->kernel_get_attribute(kernel, attrib, dev, pi);
+  const CUresult r = m->kernel_get_attribute(kernel, attrib, dev, pi);
+  if (q::enabled()) q::function_attribute("cuKernelGetAttribute", vgpu::traced_kernel_name(m, kernel), dev, attrib, r, pi);
+  return r;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute attrib, int val, CUkernel kernel,
                                                   CUdevice dev) {
   VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuKernelSetAttribute");
-  return m->kernel_set_attribute(kernel, attrib, dev, val);
+  const CUresult r = m->kernel_set_attribute(kernel, attrib, dev, val);
+  if (q::enabled()) q::set_function_attribute("cuKernelSetAttribute", vgpu::traced_kernel_name(m, kernel), dev, attrib, val, r);
+  return r;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cache config, CUdevice dev) {
@@ -254,13 +276,17 @@ VGPU_EXPORT CUresult CUDAAPI cuKernelSetCacheConfig(CUkernel kernel, CUfunc_cach
 VGPU_EXPORT CUresult CUDAAPI cuFuncGetAttribute(int* pi, CUfunction_attribute attrib, CUfunction hfunc) {
   VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuFuncGetAttribute", pi);
-  return m->function_attribute(hfunc, attrib, pi);
+  const CUresult r = m->function_attribute(hfunc, attrib, pi);
+  if (q::enabled()) q::function_attribute("cuFuncGetAttribute", vgpu::traced_name(m, hfunc), -1, attrib, r, pi);
+  return r;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib, int value) {
   VGPU_CALL_SCOPE();
   VGPU_MODULE_CALL("cuFuncSetAttribute");
-  return m->set_function_attribute(hfunc, attrib, value);
+  const CUresult r = m->set_function_attribute(hfunc, attrib, value);
+  if (q::enabled()) q::set_function_attribute("cuFuncSetAttribute", vgpu::traced_name(m, hfunc), -1, attrib, value, r);
+  return r;
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config) {

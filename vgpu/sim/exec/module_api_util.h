@@ -27,6 +27,17 @@ CUresult require(const char* call, const P*... ptrs) {
   return CUDA_SUCCESS;
 }
 
+// The name VGPU_QUERY_TRACE lines show for a CUfunction (or a CUkernel passed as one), or
+// nullptr ("?") for a handle the sim does not know.
+inline const char* traced_name(ModuleManager* m, CUfunction f) {
+  const char* name = nullptr;
+  return m->function_name(f, &name) == CUDA_SUCCESS ? name : nullptr;
+}
+inline const char* traced_kernel_name(ModuleManager* m, CUkernel k) {
+  const char* name = nullptr;
+  return m->kernel_get_name(k, &name) == CUDA_SUCCESS ? name : nullptr;
+}
+
 }  // namespace vgpu
 
 // Entry-point preamble: `m` is the ModuleManager, and the listed pointers are non-null.

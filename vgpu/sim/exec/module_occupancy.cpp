@@ -1,5 +1,6 @@
 // The occupancy calculator entry points' logic (cuOccupancy*), over KernelResources.
 #include <algorithm>
+#include <array>
 #include <cstdint>
 
 #include "common/log.h"
@@ -63,14 +64,34 @@ namespace {
 constexpr int kGpcs = 8;
 // Portable cluster size; 16 needs CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED.
 constexpr int kMaxPortableCluster = 8;
+constexpr int kMaxNonPortableCluster = 16;
 
-int cluster_size_of(const CUlaunchConfig& config) {
+using Dims = std::array<uint32_t, 3>;
+
+// Blocks in a cluster; a product past int's range reads as INT32_MAX (no cluster that large fits).
+int volume(const Dims& d) {
+  return static_cast<int>(std::min<uint64_t>(uint64_t{d[0]} * d[1] * d[2], INT32_MAX));
+}
+
+// The config's CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, or {0,0,0} when it has none.
+Dims config_cluster(const CUlaunchConfig& config) {
   for (unsigned i = 0; i < config.numAttrs && config.attrs != nullptr; ++i)
     if (config.attrs[i].id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
       const auto& d = config.attrs[i].value.clusterDim;
-      return static_cast<int>(d.x * d.y * d.z);
+      return {d.x, d.y, d.z};
     }
-  return 1;
+  return {0, 0, 0};
+}
+
+// The kernel's required cluster: compiled in (__cluster_dims__, .reqnctapercluster) or set with
+// cuFuncSetAttribute(REQUIRED_CLUSTER_*), as cuFuncGetAttribute reports it; {0,0,0}: none.
+Dims required_cluster(const Function& fn) {
+  const Dims& compiled = fn.info().cluster_dims;
+  if (compiled[0] != 0) return compiled;
+  const FuncSettings& s = *fn.settings;
+  const Dims set{static_cast<uint32_t>(s.cluster_w.load()), static_cast<uint32_t>(s.cluster_h.load()),
+                 static_cast<uint32_t>(s.cluster_d.load())};
+  return set[0] != 0 ? Dims{set[0], std::max(set[1], 1u), std::max(set[2], 1u)} : Dims{0, 0, 0};
 }
 
 // The model's measured answer (GpuModel::max_active_clusters) for clusters of `size` blocks
@@ -85,31 +106,52 @@ int measured_clusters(const simcore::GpuModel& model, int per_sm, int size) {
   return static_cast<int>(int64_t{table[row][size - 1]} * per_sm / measured_per_sm);
 }
 
+// Clusters of `size` blocks that fit at once when `per_sm` blocks fit an SM: the measured table,
+// else the GPC estimate (a cluster's blocks share one GPC).
+int clusters_that_fit(const simcore::GpuModel& model, int sm_count, int per_sm, int size) {
+  if (size > kMaxNonPortableCluster) return 0;
+  if (const int measured = measured_clusters(model, per_sm, size); measured >= 0) return measured;
+  const int sms_per_gpc = sm_count / kGpcs;  // the smallest GPC decides
+  return kGpcs * (sms_per_gpc * per_sm / size);
+}
+
 }  // namespace
 
+// The documented rules (cuda.h): a kernel with a required cluster is asked about that cluster,
+// and a config's cluster that differs from it is refused; a kernel without one must be given a
+// cluster size in the config, "else the function will return an error".
 CUresult ModuleManager::max_active_clusters(CUfunction f, const CUlaunchConfig& config, int* clusters) {
   std::shared_ptr<const Function> fn;
   if (CUresult rc = resolve_function(f, &fn); rc != CUDA_SUCCESS) return rc;
   const int block = static_cast<int>(config.blockDimX * config.blockDimY * config.blockDimZ);
-  const int size = cluster_size_of(config);
-  if (block <= 0 || size <= 0) return CUDA_ERROR_INVALID_VALUE;
+  if (block <= 0) return CUDA_ERROR_INVALID_VALUE;
+  const Dims required = required_cluster(*fn), asked = config_cluster(config);
+  if (required[0] != 0 && asked[0] != 0 && asked != required) {
+    log::warn("cuOccupancyMaxActiveClusters: cluster {}x{}x{} asked of {}, which requires {}x{}x{}", asked[0],
+              asked[1], asked[2], fn->info().name, required[0], required[1], required[2]);
+    return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  }
+  const Dims cluster = required[0] != 0 ? required : asked;
+  if (cluster[0] == 0) {
+    log::warn("cuOccupancyMaxActiveClusters: no cluster size in the config, and {} requires none",
+              fn->info().name);
+    return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  }
+  const int size = volume(cluster);
+  if (size <= 0) return CUDA_ERROR_INVALID_VALUE;
   const KernelResources r(driver_, fn->device, fn->info());
-  // Libraries probe growing sizes: one that cannot be resident (past the non-portable limit of
-  // 16, or more blocks than a GPC holds) is "no cluster fits", not an error.
-  if (size > 2 * kMaxPortableCluster) {
-    *clusters = 0;
-    return CUDA_SUCCESS;
-  }
+  // Libraries probe growing sizes (cuBLAS up to 32): one that cannot be resident (past the
+  // non-portable limit of 16, or more blocks than a GPC holds) is "no cluster fits", not an error.
   const int per_sm = r.blocks_per_sm(block, config.sharedMemBytes);
-  if (const int measured = measured_clusters(driver_.cluster().model, per_sm, size); measured >= 0) {
-    *clusters = measured;
-    return CUDA_SUCCESS;
-  }
-  const int sms_per_gpc = r.sm_count() / kGpcs;  // the smallest GPC decides
-  *clusters = kGpcs * (sms_per_gpc * per_sm / size);
+  *clusters = clusters_that_fit(driver_.cluster().model, r.sm_count(), per_sm, size);
   return CUDA_SUCCESS;
 }
 
+// cuda.h: "The cluster dimensions in config are ignored. If func has a required cluster size set
+// ..., *clusterSize will reflect the required cluster size. By default this function will always
+// return a value that's portable on future hardware. A higher value may be returned if the kernel
+// function allows non-portable cluster sizes": the largest cluster of at most 16 of which one fits
+// (the measured H200 fits 7 clusters of 16 at one block per SM).
 CUresult ModuleManager::max_potential_cluster_size(CUfunction f, const CUlaunchConfig& config, int* size) {
   std::shared_ptr<const Function> fn;
   if (CUresult rc = resolve_function(f, &fn); rc != CUDA_SUCCESS) return rc;
@@ -117,7 +159,15 @@ CUresult ModuleManager::max_potential_cluster_size(CUfunction f, const CUlaunchC
   if (block <= 0) return CUDA_ERROR_INVALID_VALUE;
   const KernelResources r(driver_, fn->device, fn->info());
   const int per_sm = r.blocks_per_sm(block, config.sharedMemBytes);
-  *size = per_sm <= 0 ? 0 : std::min(kMaxPortableCluster, r.sm_count() / kGpcs * per_sm);
+  if (const Dims required = required_cluster(*fn); required[0] != 0) {
+    *size = per_sm <= 0 ? 0 : volume(required);
+    return CUDA_SUCCESS;
+  }
+  const int limit = fn->settings->non_portable_cluster.load() != 0 ? kMaxNonPortableCluster : kMaxPortableCluster;
+  int best = 0;
+  for (int s = limit; s >= 1 && best == 0; --s)
+    if (clusters_that_fit(driver_.cluster().model, r.sm_count(), per_sm, s) > 0) best = s;
+  *size = best;
   return CUDA_SUCCESS;
 }
 

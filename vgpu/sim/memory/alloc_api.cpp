@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "front/driver/entry_points.h"
+#include "front/driver/query_lines.h"
 #include "sim/core/virtual_clock.h"
 #include "sim/memory/api_util.h"
 
@@ -112,6 +113,7 @@ VGPU_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t* free, size_t* total) {
   Device* dev = c.driver->device(c.ctx->device());
   *total = dev->capacity();
   *free = dev->free_bytes();
+  if (vgpu::query_trace::enabled()) vgpu::query_trace::mem_info(CUDA_SUCCESS, free, total);
   return CUDA_SUCCESS;
 }
 
