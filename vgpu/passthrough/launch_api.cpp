@@ -9,6 +9,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "front/driver/cuda_api.h"
@@ -66,6 +67,15 @@ struct Plan {
   std::shared_ptr<bool> first;
 };
 
+// The work key (signature_work_key) of the signature whose exact key is `key`, remembered per
+// thread: computing it hashes the signature's bytes once more, ~30 ns a launch with a long name.
+uint64_t work_key_of(uint64_t key, const LaunchSignature& signature) {
+  thread_local std::unordered_map<uint64_t, uint64_t> known;
+  if (auto it = known.find(key); it != known.end()) return it->second;
+  if (known.size() >= 8192) known.clear();  // bounded: a long run meets many signatures
+  return known[key] = signature_work_key(signature);
+}
+
 Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extra, const StreamTarget& t) {
   Plan p;
   p.timing.kernel = true;
@@ -103,7 +113,8 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
   // settled at 2.74 ms on one rank, 4.9-7.6 ms on five others). So every sample is also offered
   // under the launch's work key (signature_work_key), and a launch never takes more than the least
   // sample any rank took of the same work.
-  const uint64_t work = shared != nullptr && state != nullptr && state->shares_physical(t.device) ? signature_work_key(p.signature) : 0;
+  const uint64_t work =
+      shared != nullptr && state != nullptr && state->shares_physical(t.device) ? work_key_of(key, p.signature) : 0;
   auto least_of_job = [shared, key, work](double own) {
     double d = own;
     if (const std::optional<double> least = shared ? shared->smallest(key) : std::nullopt) d = std::min(d, *least);
