@@ -172,6 +172,16 @@ def main():
     if args.kernels:
         profile_kernels(one_step, args.kernels.replace("%r", str(rank)))
     med = sorted(steps)[len(steps) // 2]
+    # Every rank's host side of each phase (median step clock and thread CPU, ms): which rank's host
+    # sets a DDP step's pace on many virtual GPUs.
+    mine = [sorted(h[i][0] for h in hosts)[len(hosts) // 2] for i in range(4)] + \
+           [sorted(h[i][1] for h in hosts)[len(hosts) // 2] for i in range(4)]
+    ranks_host = [mine]
+    if distributed:
+        gathered = torch.zeros(dist.get_world_size() * 8, device=device)
+        dist.all_gather_into_tensor(gathered, torch.tensor(mine, device=device))
+        g = gathered.cpu().tolist()
+        ranks_host = [g[r * 8:(r + 1) * 8] for r in range(dist.get_world_size())]
     if distributed:
         # The slowest rank's median, gathered and compared on the host: the sim backend runs no
         # kernel and its NCCL moves data for sums (not MAX), so nothing here may need either.
@@ -191,6 +201,8 @@ def main():
             "forward_ms": round(ph[0], 3), "backward_ms": round(ph[1], 3), "optimizer_ms": round(ph[2], 3),
             # rank 0's host side of forward, backward, optimizer and the final synchronize
             "host_ms": host_ms, "thread_cpu_ms": cpu_ms,
+            # per rank: [host_ms of the 4 phases, thread_cpu_ms of the 4 phases]
+            "ranks_host_ms": [[round(v, 2) for v in r] for r in ranks_host],
             "loss": round(final_loss, 4)}), flush=True)
     if distributed:
         dist.destroy_process_group()
