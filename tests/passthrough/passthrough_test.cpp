@@ -3,6 +3,7 @@
 // (VGPU_PHYSICAL_DEVICES=0), which is the shape of the product: 8 virtual GPUs on one.
 #include <cuda.h>
 #include <dlfcn.h>
+#include <cstdlib>
 #include <gtest/gtest.h>
 
 #include <string>
@@ -55,6 +56,32 @@ TEST_F(Passthrough, ShowsTheVirtualDevices) {
   EXPECT_EQ(cuDeviceGet(&dev, 8), CUDA_ERROR_INVALID_DEVICE);
   int v = 0;
   EXPECT_EQ(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 9), CUDA_ERROR_INVALID_DEVICE);
+}
+
+// Eight virtual devices share the sim's device 0 here: their real contexts wait blocking (a rank's
+// synchronization would otherwise spin a core for as long as every rank's work takes), unless the
+// program chose a scheduling mode; the program still reads the flags it asked for.
+TEST_F(Passthrough, ContextsSharingAGpuWaitBlockingButReportTheProgramsFlags) {
+  void* real = dlopen(std::getenv("VGPU_REAL_LIBCUDA"), RTLD_NOW | RTLD_NOLOAD);
+  ASSERT_NE(real, nullptr) << "the real driver (the sim) is loaded by now";
+  auto real_get_flags = reinterpret_cast<CUresult (*)(unsigned*)>(dlsym(real, "cuCtxGetFlags"));
+  ASSERT_NE(real_get_flags, nullptr);
+  ASSERT_EQ(cuDevicePrimaryCtxSetFlags(5, CU_CTX_SCHED_SPIN), CUDA_SUCCESS);
+  for (int d : {3, 5}) {
+    ASSERT_EQ(cuCtxSetCurrent(primary(d)), CUDA_SUCCESS);
+    unsigned seen = 99, underneath = 99;
+    ASSERT_EQ(cuCtxGetFlags(&seen), CUDA_SUCCESS);
+    ASSERT_EQ(real_get_flags(&underneath), CUDA_SUCCESS);
+    if (d == 3) {
+      EXPECT_EQ(seen & CU_CTX_SCHED_MASK, unsigned{CU_CTX_SCHED_AUTO});
+      EXPECT_EQ(underneath & CU_CTX_SCHED_MASK, unsigned{CU_CTX_SCHED_BLOCKING_SYNC});
+    } else {
+      EXPECT_EQ(seen & CU_CTX_SCHED_MASK, unsigned{CU_CTX_SCHED_SPIN}) << "the program's choice stands";
+      EXPECT_EQ(underneath & CU_CTX_SCHED_MASK, unsigned{CU_CTX_SCHED_SPIN});
+    }
+    EXPECT_EQ(cuDevicePrimaryCtxRelease(d), CUDA_SUCCESS);
+  }
+  dlclose(real);
 }
 
 TEST_F(Passthrough, EachVirtualDeviceIsItsOwnRealContext) {

@@ -79,6 +79,18 @@ VGPU_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned i
   return cuDevicePrimaryCtxSetFlags_v2(dev, flags);
 }
 
+// The program sees the scheduling flags it asked for, not the blocking wait vgpu gave a context
+// that shares its GPU (PassState::primary_context).
+VGPU_EXPORT CUresult CUDAAPI cuCtxGetFlags(unsigned int* flags) {
+  const CUresult r = VGPU_REAL("cuCtxGetFlags", CUresult (*)(unsigned*))(flags);
+  if (r != CUDA_SUCCESS || flags == nullptr) return r;
+  CUcontext ctx = nullptr;
+  PassState* s = state();
+  if (s != nullptr && VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&ctx) == CUDA_SUCCESS)
+    if (const unsigned added = s->sched_flags_added(ctx)) *flags &= ~added;
+  return r;
+}
+
 VGPU_EXPORT CUresult CUDAAPI cuCtxCreate_v2(CUcontext* pctx, unsigned int flags, CUdevice dev) {
   return created_context(pctx, dev, [&](CUdevice p) {
     return VGPU_REAL("cuCtxCreate_v2", CUresult (*)(CUcontext*, unsigned, CUdevice))(pctx, flags, p);

@@ -144,16 +144,24 @@ CUresult PassState::primary_context(int v, CUcontext* out) {
   if (pr.ctx == nullptr) {
     const int p = physical(v);
     const bool first_on_gpu = pools_.owns_gpu_pools(v);  // the first virtual device on GPU p
+    // Where several virtual devices share the GPU, a synchronization waits as long as all of
+    // their work takes, and under the driver's automatic scheduling each rank's thread spins on
+    // a core meanwhile (8 ranks of DDP on one H200: 2.1-2.3 s of CPU a step in
+    // torch.cuda.synchronize each), which slows every other thread of the job, whose CPU time is
+    // its virtual time. So such a context blocks while it waits, unless the program chose how.
+    unsigned flags = pr.flags;
+    pr.blocking_added = shares_physical(v) && (flags & CU_CTX_SCHED_MASK) == CU_CTX_SCHED_AUTO;
+    if (pr.blocking_added) flags |= CU_CTX_SCHED_BLOCKING_SYNC;
     CUcontext c = nullptr;
     CUresult r;
     if (first_on_gpu) {
       // The first virtual device of a GPU is that GPU's own primary context: a job of one
       // device runs exactly as it would without vgpu.
       if (auto set_flags = real_->fn<CUresult (*)(CUdevice, unsigned)>("cuDevicePrimaryCtxSetFlags_v2"))
-        set_flags(p, pr.flags);
+        set_flags(p, flags);
       r = real_->fn<CUresult (*)(CUcontext*, CUdevice)>("cuDevicePrimaryCtxRetain")(&c, p);
     } else {
-      r = real_->fn<CUresult (*)(CUcontext*, unsigned, CUdevice)>("cuCtxCreate_v2")(&c, pr.flags, p);
+      r = real_->fn<CUresult (*)(CUcontext*, unsigned, CUdevice)>("cuCtxCreate_v2")(&c, flags, p);
       if (r == CUDA_SUCCESS) {  // cuCtxCreate made it current: a primary context is not
         CUcontext popped = nullptr;
         real_->fn<CUresult (*)(CUcontext*)>("cuCtxPopCurrent_v2")(&popped);
@@ -172,6 +180,13 @@ CUresult PassState::primary_context(int v, CUcontext* out) {
   }
   *out = pr.ctx;
   return CUDA_SUCCESS;
+}
+
+unsigned PassState::sched_flags_added(CUcontext real) const {
+  std::lock_guard l(mu_);
+  for (const Primary& pr : primaries_)
+    if (pr.ctx == real && pr.blocking_added) return CU_CTX_SCHED_BLOCKING_SYNC;
+  return 0;
 }
 
 CUresult PassState::primary_retain(int v, CUcontext* out) {

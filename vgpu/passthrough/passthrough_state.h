@@ -58,6 +58,9 @@ class PassState final : public DeviceRegistry {
   // Whether another virtual device runs on the same physical GPU as `v` (then the kernels of
   // several contexts time-slice it and measurements can be disturbed).
   bool shares_physical(int v) const;
+  // The scheduling flags a real context vgpu made was given beyond the program's (the bits to take
+  // out of what cuCtxGetFlags reports); 0 for any other context.
+  unsigned sched_flags_added(CUcontext real) const;
   const simcore::ClusterSpec& cluster() const { return cluster_; }
   // The virtual cluster's links and routes (copies between virtual devices are priced on them).
   const simcore::Topology& topology() const { return topology_; }
@@ -146,7 +149,8 @@ class PassState final : public DeviceRegistry {
   struct Primary {
     CUcontext ctx = nullptr;
     int refs = 0;
-    unsigned int flags = 0;
+    unsigned int flags = 0;        // the program's (cuDevicePrimaryCtxSetFlags)
+    bool blocking_added = false;   // the real context waits blocking although flags say auto
   };
   struct Mapping {
     uint64_t bytes = 0;
