@@ -58,9 +58,10 @@ TEST_F(Passthrough, ShowsTheVirtualDevices) {
   EXPECT_EQ(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 9), CUDA_ERROR_INVALID_DEVICE);
 }
 
-// Eight virtual devices share the sim's device 0 here: their real contexts wait blocking (a rank's
-// synchronization would otherwise spin a core for as long as every rank's work takes), unless the
-// program chose a scheduling mode; the program still reads the flags it asked for.
+// Eight virtual devices share the sim's device 0 here: with VGPU_SHARED_GPU_BLOCKING=1 (set for this
+// test's process in meson.build) their real contexts wait blocking (a rank's synchronization would
+// otherwise spin a core for as long as every rank's work takes), unless the program chose a
+// scheduling mode; the program still reads the flags it asked for.
 TEST_F(Passthrough, ContextsSharingAGpuWaitBlockingButReportTheProgramsFlags) {
   void* real = dlopen(std::getenv("VGPU_REAL_LIBCUDA"), RTLD_NOW | RTLD_NOLOAD);
   ASSERT_NE(real, nullptr) << "the real driver (the sim) is loaded by now";

@@ -73,6 +73,7 @@ enum class Id : int {
   nccl_direct,
   nccl_ring_bytes,
   nccl_gate,
+  shared_gpu_blocking,
   daemon_dir,
   daemon_tcp,
   daemon_token,
@@ -214,6 +215,11 @@ inline constexpr Spec kSpecs[] = {
      "experimental, no measured gain (2026-11-26): an NCCL collective's kernel waits on the GPU, before "
      "it starts, until every rank of its communicator has launched it (communicators a process holds "
      "several ranks of are left alone; one stalled past 5 s is let go with one line)",
+     "passthrough"},
+    {Id::shared_gpu_blocking, "VGPU_SHARED_GPU_BLOCKING", Type::flag, "0",
+     "not yet measured on a GPU (2026-11-26): real contexts of virtual GPUs that share a physical one "
+     "wait blocking instead of spinning (unless the program chose a scheduling mode), so that "
+     "synchronizing ranks do not each spin a core while all ranks' work runs",
      "passthrough"},
     {Id::daemon_dir, "VGPU_DAEMON_DIR", Type::path, "",
      "vgpud's socket folder (unset: `$XDG_RUNTIME_DIR/vgpu`, else `/tmp/vgpu-<uid>`)", "vgpud and its clients", 0,

@@ -148,9 +148,10 @@ CUresult PassState::primary_context(int v, CUcontext* out) {
     // their work takes, and under the driver's automatic scheduling each rank's thread spins on
     // a core meanwhile (8 ranks of DDP on one H200: 2.1-2.3 s of CPU a step in
     // torch.cuda.synchronize each), which slows every other thread of the job, whose CPU time is
-    // its virtual time. So such a context blocks while it waits, unless the program chose how.
+    // its virtual time. So such a context may block while it waits, unless the program chose how
+    // (VGPU_SHARED_GPU_BLOCKING: off until measured on a GPU).
     unsigned flags = pr.flags;
-    pr.blocking_added = shares_physical(v) && (flags & CU_CTX_SCHED_MASK) == CU_CTX_SCHED_AUTO;
+    pr.blocking_added = settings::flag(settings::Id::shared_gpu_blocking) && shares_physical(v) && (flags & CU_CTX_SCHED_MASK) == CU_CTX_SCHED_AUTO;
     if (pr.blocking_added) flags |= CU_CTX_SCHED_BLOCKING_SYNC;
     CUcontext c = nullptr;
     CUresult r;
