@@ -280,9 +280,18 @@ void Simulator::start_group(uint32_t slot, Time now) {
   }
   r.start = now;
   r.phase = Phase::moving;
-  // Into its links' indexes, so that a later sweep finds the group where its members moved (a
-  // rollback reaching it splits it there).
-  for_each_member_route(r, [&](uint32_t, const Route& route) { index_insert(slot, r, route); });
+  // Into the index of groups, with its links, so that a later sweep finds the group where its
+  // members moved (a rollback reaching it splits it there).
+  {
+    FlowGroup& g = groups_[r.group];
+    g.links.clear();
+    g.links_sorted = false;
+    for_each_member_route(r, [&](uint32_t, const Route& route) {
+      g.links.insert(g.links.end(), route.links.begin(), route.links.begin() + route.count);
+    });
+    groups_by_start_.emplace(now, slot);
+    r.indexed = true;
+  }
   // What the solver gives a flow alone on its links (solve_alone) and what on_rate() makes of
   // it, expression for expression: the members end exactly where one-by-one flows would.
   const double rate = groups_[r.group].rate;
@@ -421,16 +430,14 @@ void Simulator::split(uint32_t gslot, Time now) {
     slots.push_back(member_record(gslot, j));
   });
   const size_t m = slots.size();
-  // The group's index entries become its members' (same start; the clean counts stay).
+  // The group's index entry becomes its members' entries in their links' indexes (same start),
+  // counted there when simulated (a group counts only in its links' group bounds).
   if (G.indexed) {
+    groups_by_start_.erase(std::make_pair(G.start, gslot));
     for (size_t j = 0; j < m; ++j) {
-      for (int i = 0; i < routes[j].count; ++i) {
-        StartIndex& v = links_[routes[j].links[i]].by_start;
-        if (auto* it = v.find(std::make_pair(G.start, gslot)); it != v.end()) v.erase(it);
-        const auto entry = std::make_pair(G.start, slots[j]);
-        v.insert(v.upper_bound(entry), entry);
-      }
-      records_[slots[j]].indexed = true;
+      const Record& M = records_[slots[j]];
+      index_insert(slots[j], M, routes[j]);
+      if (!G.dirty) count_clean(M, routes[j]);
     }
   }
   // A simulated group whose finish the sweep was to announce: each member's is announced.
@@ -485,8 +492,10 @@ void Simulator::retire_group(uint32_t slot) {
   const uint32_t gi = r.group;
   FlowGroup& g = groups_[gi];
   if (record_timeline_) append_member_entries(r, retired_timeline_);
-  if (r.indexed)
-    for_each_member_route(r, [&](uint32_t, const Route& route) { index_erase(slot, r, route); });
+  if (r.indexed) {
+    groups_by_start_.erase(std::make_pair(r.start, slot));
+    r.indexed = false;
+  }
   uint64_t members = 0;
   for (const FlowGroup::Member& mb : g.members) {
     if (mb.id == kNoEvent) continue;

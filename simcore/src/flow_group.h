@@ -21,8 +21,10 @@
 //
 // The group's record (Simulator::Record, `group` names its entry here) holds the times; every
 // member id maps to that record's slot and, through IdTable::member(), to its position here.
-// Once it moves, a group is in its members' links' indexes (one entry a link, under the group's
-// slot), so that a later sweep finds it where a member moved.
+// Once it moves, a group has one entry in the Simulator's index of groups by start (not one in
+// each member link's index: on a large ring those were two cold cache lines per member link, a
+// fifth of the run) and keeps the list of its members' links, so that a later sweep finds it
+// where a member moved (the per-link group bounds say on which links it need look at all).
 // A group becomes ordinary flows, one record per member in the state the group was in
 // (Simulator::split()), the moment one member could differ from the others:
 // - it starts on a link another flow or group uses, or another flow attaches to a link it holds
@@ -32,12 +34,14 @@
 //   The rollback then goes on with the members, as it would with flows submitted one by one.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "id_list.h"
 #include "simcore/engine.h"
+#include "simcore/topology.h"
 
 namespace simcore::detail {
 
@@ -81,9 +85,22 @@ struct FlowGroup {
   std::vector<uint32_t> ready;   // positions of members ready to start, in the order they got so
   std::vector<EventId> deps;
   std::vector<std::string> labels;  // by member position, only when the timeline is recorded
+  // Every member's sharing links, written as the group starts (members share none), sorted
+  // the first time a rollback asks whether the group holds a link (most groups never are).
+  std::vector<LinkId> links;
+  bool links_sorted = false;
+
+  bool holds(LinkId link) {
+    if (!links_sorted) {
+      std::sort(links.begin(), links.end());
+      links_sorted = true;
+    }
+    return std::binary_search(links.begin(), links.end(), link);
+  }
 
   size_t memory_bytes() const {
-    size_t b = members.capacity() * sizeof(Member) + deps.capacity() * sizeof(EventId);
+    size_t b = members.capacity() * sizeof(Member) + deps.capacity() * sizeof(EventId) +
+               links.capacity() * sizeof(LinkId);
     for (const Member& m : members)
       if (m.dependents.capacity() > IdList::kInline) b += m.dependents.capacity() * sizeof(EventId);
     for (const std::string& l : labels) b += sizeof(std::string) + l.capacity();

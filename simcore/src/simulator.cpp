@@ -417,8 +417,8 @@ void Simulator::note_presence(const Route& route, Time now) {
   for (int i = 0; i < route.count; ++i) {
     const LinkId id = route.links[i];
     LinkIndex& li = links_[id];
-    if (li.clean == 0 || presence(id) != 0) continue;
-    if (li.clean_end_bound <= now && li.clean_start_bound <= now) {
+    if (presence(id) != 0) continue;
+    if (!may_hold_clean_flows(li, now) && !may_hold_clean_groups(li, now)) {
       ++li.watch_stamp;  // no watch is needed
       continue;
     }
@@ -439,31 +439,26 @@ void Simulator::pull_in(Time now) {
     const LinkId id = presence_work_.back();
     presence_work_.pop_back();
     LinkIndex& li = links_[id];
-    if (li.clean == 0) continue;
-    if (li.clean_end_bound <= now && li.clean_start_bound <= now) {
+    if (!may_hold_clean_flows(li, now) && !may_hold_clean_groups(li, now)) {
       // No clean flow moves here now or starts later (a ring's usual case: the previous flows
       // on this link are done): nothing to pull in, nothing to watch, no index entry to read.
       ++li.watch_stamp;
       continue;
     }
+    // A simulated group moving here becomes its members first: they join as flows.
+    if (may_hold_clean_groups(li, now)) split_groups_on(id, now, /*exactly_now=*/false);
     auto& v = li.by_start;
     const Time oldest = now - li.max_duration;
-    auto collect = [&] {
-      auto* const after = v.upper_bound(std::make_pair(now, kRetired));
-      auto* it = after;
-      starting_.clear();
-      while (it != v.begin()) {
-        --it;
-        if (it->first < oldest) break;
-        const Record& c = records_[it->second];
-        if (!c.dirty && c.transfer_end > now) starting_.push_back(it->second);
-      }
-      return after;
-    };
-    auto* after = collect();
-    if (split_groups(starting_, now)) after = collect();  // their members' entries now
+    auto* const after = v.upper_bound(std::make_pair(now, kRetired));
+    starting_.clear();
+    for (auto* it = after; it != v.begin();) {
+      --it;
+      if (it->first < oldest) break;
+      const Record& c = records_[it->second];
+      if (!c.dirty && c.transfer_end > now) starting_.push_back(it->second);
+    }
     if (starting_.empty()) {
-      watch_from(id, after);  // nothing joined, so the index is as it was
+      watch_from(id, after, now);  // nothing joined, so the index is as it was
       continue;
     }
     for (uint32_t slot : starting_) join(slot, now);
@@ -482,19 +477,24 @@ void Simulator::join(uint32_t slot, Time now) {
 }
 
 void Simulator::watch(LinkId id, Time now) {
-  watch_from(id, links_[id].by_start.upper_bound(std::make_pair(now, kRetired)));
+  watch_from(id, links_[id].by_start.upper_bound(std::make_pair(now, kRetired)), now);
 }
 
-void Simulator::watch_from(LinkId id, const StartIndex::Entry* it) {
+// The watch fires at the first start of a clean flow, or of a clean group holding the link.
+void Simulator::watch_from(LinkId id, const StartIndex::Entry* it, Time now) {
   LinkIndex& li = links_[id];
   ++li.watch_stamp;
-  if (li.clean == 0) return;
-  for (; it != li.by_start.end(); ++it) {
-    if (!records_[it->second].dirty) {
-      push(it->first, id, kWatch, li.watch_stamp);
-      return;
+  Time at = std::numeric_limits<Time>::infinity();
+  if (li.clean != 0) {
+    for (; it != li.by_start.end(); ++it) {
+      if (!records_[it->second].dirty) {
+        at = it->first;
+        break;
+      }
     }
   }
+  if (li.group_start_bound > now) at = std::min(at, next_group_start(id, now));
+  if (at != std::numeric_limits<Time>::infinity()) push(at, id, kWatch, li.watch_stamp);
 }
 
 void Simulator::watch_fired(LinkId id, uint32_t stamp, Time now) {
@@ -504,16 +504,48 @@ void Simulator::watch_fired(LinkId id, uint32_t stamp, Time now) {
     ++li.watch_stamp;  // nothing dirty here any more; the next presence starts a new watch
     return;
   }
-  auto collect = [&] {
-    auto it = li.by_start.lower_bound(std::make_pair(now, uint32_t{0}));
-    starting_.clear();
-    for (; it != li.by_start.end() && it->first == now; ++it)
-      if (!records_[it->second].dirty) starting_.push_back(it->second);
-  };
-  collect();
-  if (split_groups(starting_, now)) collect();  // their members' entries now
+  // A simulated group starting here now becomes its members first: they join as flows.
+  if (li.group_start_bound >= now) split_groups_on(id, now, /*exactly_now=*/true);
+  auto it = li.by_start.lower_bound(std::make_pair(now, uint32_t{0}));
+  starting_.clear();
+  for (; it != li.by_start.end() && it->first == now; ++it)
+    if (!records_[it->second].dirty) starting_.push_back(it->second);
   for (uint32_t slot : starting_) join(slot, now);
   watch(id, now);
+}
+
+void Simulator::collect_groups(LinkId link, Time now, bool exactly_now) {
+  starting_.clear();
+  auto& v = groups_by_start_;
+  if (exactly_now) {
+    for (auto it = v.lower_bound(std::make_pair(now, uint32_t{0})); it != v.end() && it->first == now; ++it) {
+      const Record& c = records_[it->second];
+      if (!c.dirty && groups_[c.group].holds(link)) starting_.push_back(it->second);
+    }
+    return;
+  }
+  const Time oldest = now - group_max_duration_;
+  for (auto it = v.upper_bound(std::make_pair(now, kRetired)); it != v.begin();) {
+    --it;
+    if (it->first < oldest) break;
+    const Record& c = records_[it->second];
+    if (!c.dirty && c.transfer_end > now && groups_[c.group].holds(link)) starting_.push_back(it->second);
+  }
+}
+
+Time Simulator::next_group_start(LinkId link, Time now) {
+  const Time last = links_[link].group_start_bound;
+  auto& v = groups_by_start_;
+  for (auto it = v.upper_bound(std::make_pair(now, kRetired)); it != v.end() && it->first <= last; ++it) {
+    const Record& c = records_[it->second];
+    if (!c.dirty && groups_[c.group].holds(link)) return it->first;
+  }
+  return std::numeric_limits<Time>::infinity();
+}
+
+bool Simulator::split_groups_on(LinkId link, Time now, bool exactly_now) {
+  collect_groups(link, now, exactly_now);
+  return split_groups(starting_, now);
 }
 
 void Simulator::index_insert(uint32_t slot, const Record& r, const Route& route) {
@@ -539,6 +571,15 @@ void Simulator::index_erase(uint32_t slot, const Record& r, const Route& route) 
   records_[slot].indexed = false;
 }
 
+void Simulator::count_clean_group(const Record& r) {
+  group_max_duration_ = std::max(group_max_duration_, r.transfer_end - r.start);
+  for (LinkId id : groups_[r.group].links) {
+    LinkIndex& li = links_[id];
+    li.group_end_bound = std::max(li.group_end_bound, r.transfer_end);
+    li.group_start_bound = std::max(li.group_start_bound, r.start);
+  }
+}
+
 void Simulator::count_clean(const Record& r, const Route& route) {
   for (int i = 0; i < route.count; ++i) {
     LinkIndex& li = links_[route.links[i]];
@@ -557,7 +598,7 @@ void Simulator::finalize() {
     r.dirty = false;
     r.has_old = false;
     if (r.indexed) {
-      if (r.group != kNoGroup) for_each_member_route(r, [&](uint32_t, const Route& route) { count_clean(r, route); });
+      if (r.group != kNoGroup) count_clean_group(r);
       else count_clean(r, route_of(r));
     }
     r.finish_stamp = ++stamps_;
@@ -677,6 +718,8 @@ Engine::Stats Simulator::stats() const {
                    queue_.memory_bytes() + fresh_.capacity() * sizeof(uint32_t) +
                    dirty_.capacity() * sizeof(uint32_t) + links_.capacity() * sizeof(LinkIndex);
   for (const LinkIndex& li : links_) history += li.by_start.memory_bytes();
+  // A tree node: the entry and three pointers and a colour, rounded as malloc does.
+  history += groups_by_start_.size() * 48;
   history += groups_.capacity() * sizeof(FlowGroup) + link_mark_.capacity() * sizeof(uint32_t);
   history += classes_.capacity() * sizeof(GroupClass) +
              (class_table_.capacity() + flow_class_.capacity() + class_members_.capacity()) * sizeof(uint32_t);

@@ -20,7 +20,8 @@
 //
 // Each link keeps an index of the flows that moved bytes on it (by start time, with the longest
 // transfer seen), which answers "which clean flows move on this link at time t" and "the next
-// clean flow to start on it".
+// clean flow to start on it". Flow groups are in one index of their own (groups_by_start_),
+// searched for a link only while the link's group bounds say a clean group may be there.
 //
 // reclaim(F) (F = the ranks' floor; no sweep ever starts below it) retires events finishing
 // before F: their interval moves to a 16-byte result and everything else is freed; results of
@@ -39,6 +40,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -207,11 +209,14 @@ class Simulator {
   };
 
   struct LinkIndex {
-    StartIndex by_start;       // (start, slot) of flows, sorted
+    StartIndex by_start;       // (start, slot) of flows (not groups: groups_by_start_), sorted
     double max_duration = 0;   // longest transfer among them (bounds the backward scan)
     // No clean flow indexed here ends its transfer after clean_end_bound or starts after
     // clean_start_bound (bounds: they never come down, so they stay true as entries go).
     Time clean_end_bound = 0, clean_start_bound = 0;
+    // The same for the members of clean groups moving here (groups have no entry here, and
+    // no count: only while these bounds reach `now` need groups_by_start_ be searched).
+    Time group_end_bound = 0, group_start_bound = 0;
     uint32_t clean = 0;        // entries of clean flows
     uint32_t ghosts = 0;       // old transfers of dirty flows in progress now
     uint32_t watch_stamp = 0;  // the live kWatch item's stamp
@@ -254,6 +259,14 @@ class Simulator {
   void dirty_moving(uint32_t slot, Time now);
   void dirty_pending(uint32_t slot, Time now);
 
+  // Whether a clean flow or a clean group's member may move on this link at `now` or start
+  // later (false: nothing there for dirty work to pull in or watch).
+  static bool may_hold_clean_flows(const LinkIndex& li, Time now) {
+    return li.clean != 0 && !(li.clean_end_bound <= now && li.clean_start_bound <= now);
+  }
+  static bool may_hold_clean_groups(const LinkIndex& li, Time now) {
+    return !(li.group_end_bound <= now && li.group_start_bound <= now);
+  }
   // Link presence of dirty work (attached dirty flows + ghosts) and the clean flows it pulls in.
   size_t presence(LinkId id) const {
     return solver_.load(id) + links_[id].ghosts + (links_[id].claim != kNoGroup);
@@ -262,13 +275,16 @@ class Simulator {
   void attach_dirty(uint32_t slot, const Route& route, double rate, Time now);
   void pull_in(Time now);  // drains presence_work_
   void watch(LinkId id, Time now);
-  void watch_from(LinkId id, const StartIndex::Entry* after);  // `after`: first entry > now
+  // `after`: the link index's first entry > now.
+  void watch_from(LinkId id, const StartIndex::Entry* after, Time now);
   void watch_fired(LinkId id, uint32_t stamp, Time now);
   void index_insert(uint32_t slot, const Record& r, const Route& route);
   void index_erase(uint32_t slot, const Record& r) { index_erase(slot, r, route_of(r)); }
   void index_erase(uint32_t slot, const Record& r, const Route& route);
   // A clean flow's entries on `route` count in its links' clean bounds.
   void count_clean(const Record& r, const Route& route);
+  // A clean group raises its links' group bounds.
+  void count_clean_group(const Record& r);
 
   // Flow groups (flow_group.h).
   // `tail`: the members' route latency.
@@ -313,8 +329,18 @@ class Simulator {
   void split(uint32_t slot, Time now);
   // A flow is about to move on `route`: a group holding one of its links is split first.
   void split_claims(const Route& route, Time now);
-  // Splits the simulated groups among `slots` (a link index's clean entries); true if any.
+  // Splits the simulated groups among `slots`; true if any.
   bool split_groups(const std::vector<uint32_t>& slots, Time now);
+  // Simulated groups holding `link` (groups_by_start_), into starting_: the ones moving at
+  // `now` (started by then, transfer ending after), or with `exactly_now`, the ones starting
+  // at `now`.
+  void collect_groups(LinkId link, Time now, bool exactly_now);
+  // The start of the first simulated group holding `link` that starts after `now` (infinity:
+  // none).
+  Time next_group_start(LinkId link, Time now);
+  // Splits the simulated groups on `link` that collect_groups() finds, so that their members
+  // are in the link's index; true if any.
+  bool split_groups_on(LinkId link, Time now, bool exactly_now);
   void report_group_reached(const char* where) const;
   void retire_group(uint32_t slot);
   void append_member_entries(const Record& r, std::vector<TimelineEntry>& out) const;
@@ -352,6 +378,12 @@ class Simulator {
   uint64_t stamps_ = 0;
 
   ChunkedStore<FlowGroup, 6> groups_;  // by index; an entry never moves
+  // (start, slot) of every group that moved (dirty or clean), sorted; and the longest transfer
+  // of a clean one (bounds the backward scan). A tree, not a StartIndex: a ring that drifts
+  // apart starts each step's groups far before the latest start indexed (a vector's insert
+  // moved thousands of entries per group, 40% of a 2048-GPU ring).
+  std::set<std::pair<Time, uint32_t>> groups_by_start_;
+  double group_max_duration_ = 0;
   std::vector<uint32_t> free_groups_;
   std::vector<uint32_t> dead_slots_;  // split groups' records, freed once the sweep is over
   std::vector<uint32_t> link_mark_;   // submit_flows(): a class's stamp on the links it holds
