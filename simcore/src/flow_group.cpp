@@ -289,7 +289,7 @@ void Simulator::start_group(uint32_t slot, Time now) {
     for_each_member_route(r, [&](uint32_t, const Route& route) {
       g.links.insert(g.links.end(), route.links.begin(), route.links.begin() + route.count);
     });
-    groups_by_start_.emplace(now, slot);
+    groups_by_start_.insert(std::make_pair(now, slot));
     r.indexed = true;
   }
   // What the solver gives a flow alone on its links (solve_alone) and what on_rate() makes of
@@ -433,7 +433,7 @@ void Simulator::split(uint32_t gslot, Time now) {
   // The group's index entry becomes its members' entries in their links' indexes (same start),
   // counted there when simulated (a group counts only in its links' group bounds).
   if (G.indexed) {
-    groups_by_start_.erase(std::make_pair(G.start, gslot));
+    unindex_group(G);
     for (size_t j = 0; j < m; ++j) {
       const Record& M = records_[slots[j]];
       index_insert(slots[j], M, routes[j]);
@@ -492,10 +492,7 @@ void Simulator::retire_group(uint32_t slot) {
   const uint32_t gi = r.group;
   FlowGroup& g = groups_[gi];
   if (record_timeline_) append_member_entries(r, retired_timeline_);
-  if (r.indexed) {
-    groups_by_start_.erase(std::make_pair(r.start, slot));
-    r.indexed = false;
-  }
+  if (r.indexed) unindex_group(r);
   uint64_t members = 0;
   for (const FlowGroup::Member& mb : g.members) {
     if (mb.id == kNoEvent) continue;

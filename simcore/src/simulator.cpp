@@ -516,16 +516,16 @@ void Simulator::watch_fired(LinkId id, uint32_t stamp, Time now) {
 
 void Simulator::collect_groups(LinkId link, Time now, bool exactly_now) {
   starting_.clear();
-  auto& v = groups_by_start_;
+  const auto& v = groups_by_start_.sorted([this](const LazyStartIndex::Entry& e) { return group_entry_live(e); });
   if (exactly_now) {
-    for (auto it = v.lower_bound(std::make_pair(now, uint32_t{0})); it != v.end() && it->first == now; ++it) {
+    for (auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(now, uint32_t{0})); it != v.end() && it->first == now; ++it) {
       const Record& c = records_[it->second];
       if (!c.dirty && groups_[c.group].holds(link)) starting_.push_back(it->second);
     }
     return;
   }
   const Time oldest = now - group_max_duration_;
-  for (auto it = v.upper_bound(std::make_pair(now, kRetired)); it != v.begin();) {
+  for (auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(now, kRetired)); it != v.begin();) {
     --it;
     if (it->first < oldest) break;
     const Record& c = records_[it->second];
@@ -535,8 +535,8 @@ void Simulator::collect_groups(LinkId link, Time now, bool exactly_now) {
 
 Time Simulator::next_group_start(LinkId link, Time now) {
   const Time last = links_[link].group_start_bound;
-  auto& v = groups_by_start_;
-  for (auto it = v.upper_bound(std::make_pair(now, kRetired)); it != v.end() && it->first <= last; ++it) {
+  const auto& v = groups_by_start_.sorted([this](const LazyStartIndex::Entry& e) { return group_entry_live(e); });
+  for (auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(now, kRetired)); it != v.end() && it->first <= last; ++it) {
     const Record& c = records_[it->second];
     if (!c.dirty && groups_[c.group].holds(link)) return it->first;
   }
@@ -718,8 +718,7 @@ Engine::Stats Simulator::stats() const {
                    queue_.memory_bytes() + fresh_.capacity() * sizeof(uint32_t) +
                    dirty_.capacity() * sizeof(uint32_t) + links_.capacity() * sizeof(LinkIndex);
   for (const LinkIndex& li : links_) history += li.by_start.memory_bytes();
-  // A tree node: the entry and three pointers and a colour, rounded as malloc does.
-  history += groups_by_start_.size() * 48;
+  history += groups_by_start_.memory_bytes();
   history += groups_.capacity() * sizeof(FlowGroup) + link_mark_.capacity() * sizeof(uint32_t);
   history += classes_.capacity() * sizeof(GroupClass) +
              (class_table_.capacity() + flow_class_.capacity() + class_members_.capacity()) * sizeof(uint32_t);

@@ -40,7 +40,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <set>
 #include <span>
 #include <string>
 #include <vector>
@@ -50,6 +49,7 @@
 #include "flow_solver.h"
 #include "id_list.h"
 #include "id_table.h"
+#include "lazy_start_index.h"
 #include "radix_queue.h"
 #include "start_index.h"
 #include "simcore/engine.h"
@@ -341,6 +341,15 @@ class Simulator {
   // Splits the simulated groups on `link` that collect_groups() finds, so that their members
   // are in the link's index; true if any.
   bool split_groups_on(LinkId link, Time now, bool exactly_now);
+  // groups_by_start_: an entry is live while its slot holds a group that moved then.
+  bool group_entry_live(const LazyStartIndex::Entry& e) const {
+    const Record& r = records_[e.second];
+    return r.group != kNoGroup && r.indexed && r.start == e.first;
+  }
+  void unindex_group(Record& r) {
+    r.indexed = false;
+    groups_by_start_.erase([this](const LazyStartIndex::Entry& e) { return group_entry_live(e); });
+  }
   void report_group_reached(const char* where) const;
   void retire_group(uint32_t slot);
   void append_member_entries(const Record& r, std::vector<TimelineEntry>& out) const;
@@ -378,11 +387,9 @@ class Simulator {
   uint64_t stamps_ = 0;
 
   ChunkedStore<FlowGroup, 6> groups_;  // by index; an entry never moves
-  // (start, slot) of every group that moved (dirty or clean), sorted; and the longest transfer
-  // of a clean one (bounds the backward scan). A tree, not a StartIndex: a ring that drifts
-  // apart starts each step's groups far before the latest start indexed (a vector's insert
-  // moved thousands of entries per group, 40% of a 2048-GPU ring).
-  std::set<std::pair<Time, uint32_t>> groups_by_start_;
+  // (start, slot) of every group that moved (dirty or clean), sorted when searched; and the
+  // longest transfer of a clean one (bounds the backward scan).
+  LazyStartIndex groups_by_start_;
   double group_max_duration_ = 0;
   std::vector<uint32_t> free_groups_;
   std::vector<uint32_t> dead_slots_;  // split groups' records, freed once the sweep is over
