@@ -459,7 +459,7 @@ void Simulator::split(uint32_t gslot, Time now) {
   G.phase = Phase::done;
   G.group = kNoGroup;
   dead_slots_.push_back(gslot);
-  groups_[gi] = FlowGroup{};
+  groups_[gi].reset();
   free_groups_.push_back(gi);
 
   if (!G.dirty) {
@@ -500,7 +500,7 @@ void Simulator::retire_group(uint32_t slot) {
     ids_.retire(mb.id, Interval{r.start, r.finish});
   }
   live_ -= members;
-  g = FlowGroup{};
+  g.reset();
   free_groups_.push_back(gi);
   r.group = kNoGroup;
   r.id = kNoEvent;

@@ -98,6 +98,27 @@ struct FlowGroup {
     return std::binary_search(links.begin(), links.end(), link);
   }
 
+  // Empty again, for the next group to take this entry (Simulator::allocate_group()). A large
+  // ring ends a group and makes one every dozen flows: its arrays' malloc and free were a
+  // sixth of a 2048-GPU ring. Arrays of up to kKeep members' worth keep their capacity; larger
+  // ones (a step that starts all at once makes groups of thousands) are freed.
+  void reset() {
+    static constexpr size_t kKeep = 256;
+    rate = 0;
+    live = 0;
+    links_sorted = false;
+    members.clear();  // frees what members' dependents spilled
+    ready.clear();
+    deps.clear();
+    labels.clear();
+    links.clear();
+    if (members.capacity() > kKeep) members = std::vector<Member>();
+    if (ready.capacity() > kKeep) ready = std::vector<uint32_t>();
+    if (deps.capacity() > 2 * kKeep) deps = std::vector<EventId>();
+    if (labels.capacity() > kKeep) labels = std::vector<std::string>();
+    if (links.capacity() > 4 * kKeep) links = std::vector<LinkId>();
+  }
+
   size_t memory_bytes() const {
     size_t b = members.capacity() * sizeof(Member) + deps.capacity() * sizeof(EventId) +
                links.capacity() * sizeof(LinkId);
