@@ -260,8 +260,13 @@ void Simulator::begin_group(uint32_t slot, Time now) {
 
 // Starts the group as one when each member's links carry nothing else now; the flows that move
 // on them later (clean ones pulled in, dirty ones starting) split it when they attach.
+// The links it claims are listed as it goes (g.links): end_group_transfer() releases them and
+// finalize() raises their group bounds without working out the members' routes again.
 void Simulator::start_group(uint32_t slot, Time now) {
   Record& r = records_[slot];
+  FlowGroup& g = groups_[r.group];
+  g.links.clear();
+  g.links_sorted = false;
   bool alone = true;
   for_each_member_route(r, [&](uint32_t, const Route& route) {
     if (!alone) return;
@@ -272,6 +277,7 @@ void Simulator::start_group(uint32_t slot, Time now) {
     if (!alone) return;
     note_presence(route, now);
     for (int i = 0; i < route.count; ++i) links_[route.links[i]].claim = slot;
+    g.links.insert(g.links.end(), route.links.begin(), route.links.begin() + route.count);
   });
   if (!alone) {
     end_group_transfer(slot);  // the links it claimed so far
@@ -280,18 +286,10 @@ void Simulator::start_group(uint32_t slot, Time now) {
   }
   r.start = now;
   r.phase = Phase::moving;
-  // Into the index of groups, with its links, so that a later sweep finds the group where its
+  // Into the index of groups (with its links), so that a later sweep finds the group where its
   // members moved (a rollback reaching it splits it there).
-  {
-    FlowGroup& g = groups_[r.group];
-    g.links.clear();
-    g.links_sorted = false;
-    for_each_member_route(r, [&](uint32_t, const Route& route) {
-      g.links.insert(g.links.end(), route.links.begin(), route.links.begin() + route.count);
-    });
-    groups_by_start_.insert(std::make_pair(now, slot));
-    r.indexed = true;
-  }
+  groups_by_start_.insert(std::make_pair(now, slot));
+  r.indexed = true;
   // What the solver gives a flow alone on its links (solve_alone) and what on_rate() makes of
   // it, expression for expression: the members end exactly where one-by-one flows would.
   const double rate = groups_[r.group].rate;
@@ -303,10 +301,8 @@ void Simulator::start_group(uint32_t slot, Time now) {
 }
 
 void Simulator::end_group_transfer(uint32_t slot) {
-  for_each_member_route(records_[slot], [&](uint32_t, const Route& route) {
-    for (int i = 0; i < route.count; ++i)
-      if (links_[route.links[i]].claim == slot) links_[route.links[i]].claim = kNoGroup;
-  });
+  for (LinkId id : groups_[records_[slot].group].links)
+    if (links_[id].claim == slot) links_[id].claim = kNoGroup;
 }
 
 // What a record split off group record `G` (one member, or a sub-group) shares with it.
