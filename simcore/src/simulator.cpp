@@ -9,7 +9,8 @@ namespace simcore::detail {
 
 Simulator::Simulator(const ClusterSpec& cluster, const EngineOptions& options)
     : topology_(cluster), solver_(topology_, options.solver),
-      record_timeline_(options.record_timeline), links_(topology_.links().size()) {}
+      record_timeline_(options.record_timeline), links_(topology_.links().size()),
+      link_starts_(topology_.links().size()) {}
 
 uint32_t Simulator::allocate_slot() {
   if (!free_slots_.empty()) {
@@ -447,8 +448,8 @@ void Simulator::pull_in(Time now) {
     }
     // A simulated group moving here becomes its members first: they join as flows.
     if (may_hold_clean_groups(li, now)) split_groups_on(id, now, /*exactly_now=*/false);
-    auto& v = li.by_start;
-    const Time oldest = now - li.max_duration;
+    auto& v = link_starts_[id].by_start;
+    const Time oldest = now - link_starts_[id].max_duration;
     auto* const after = v.upper_bound(std::make_pair(now, kRetired));
     starting_.clear();
     for (auto* it = after; it != v.begin();) {
@@ -477,7 +478,7 @@ void Simulator::join(uint32_t slot, Time now) {
 }
 
 void Simulator::watch(LinkId id, Time now) {
-  watch_from(id, links_[id].by_start.upper_bound(std::make_pair(now, kRetired)), now);
+  watch_from(id, link_starts_[id].by_start.upper_bound(std::make_pair(now, kRetired)), now);
 }
 
 // The watch fires at the first start of a clean flow, or of a clean group holding the link.
@@ -486,7 +487,7 @@ void Simulator::watch_from(LinkId id, const StartIndex::Entry* it, Time now) {
   ++li.watch_stamp;
   Time at = std::numeric_limits<Time>::infinity();
   if (li.clean != 0) {
-    for (; it != li.by_start.end(); ++it) {
+    for (; it != link_starts_[id].by_start.end(); ++it) {
       if (!records_[it->second].dirty) {
         at = it->first;
         break;
@@ -506,9 +507,10 @@ void Simulator::watch_fired(LinkId id, uint32_t stamp, Time now) {
   }
   // A simulated group starting here now becomes its members first: they join as flows.
   if (li.group_start_bound >= now) split_groups_on(id, now, /*exactly_now=*/true);
-  auto it = li.by_start.lower_bound(std::make_pair(now, uint32_t{0}));
+  StartIndex& index = link_starts_[id].by_start;
+  auto it = index.lower_bound(std::make_pair(now, uint32_t{0}));
   starting_.clear();
-  for (; it != li.by_start.end() && it->first == now; ++it)
+  for (; it != index.end() && it->first == now; ++it)
     if (!records_[it->second].dirty) starting_.push_back(it->second);
   for (uint32_t slot : starting_) join(slot, now);
   watch(id, now);
@@ -552,7 +554,7 @@ void Simulator::index_insert(uint32_t slot, const Record& r, const Route& route)
   Record& rec = records_[slot];
   rec.indexed = true;
   for (int i = 0; i < route.count; ++i) {
-    auto& v = links_[route.links[i]].by_start;
+    auto& v = link_starts_[route.links[i]].by_start;
     const auto entry = std::make_pair(r.start, slot);
     // Flows start in time order within a sweep, so this is nearly always an append.
     if (v.empty() || !(entry < v.back())) v.push_back(entry);
@@ -563,7 +565,7 @@ void Simulator::index_insert(uint32_t slot, const Record& r, const Route& route)
 void Simulator::index_erase(uint32_t slot, const Record& r, const Route& route) {
   for (int i = 0; i < route.count; ++i) {
     LinkIndex& li = links_[route.links[i]];
-    auto& v = li.by_start;
+    auto& v = link_starts_[route.links[i]].by_start;
     const auto it = v.find(std::make_pair(r.start, slot));
     if (it != v.end()) v.erase(it);
     if (!r.dirty) --li.clean;
@@ -584,7 +586,8 @@ void Simulator::count_clean(const Record& r, const Route& route) {
   for (int i = 0; i < route.count; ++i) {
     LinkIndex& li = links_[route.links[i]];
     ++li.clean;
-    li.max_duration = std::max(li.max_duration, r.transfer_end - r.start);
+    double& longest = link_starts_[route.links[i]].max_duration;
+    longest = std::max(longest, r.transfer_end - r.start);
     li.clean_end_bound = std::max(li.clean_end_bound, r.transfer_end);
     li.clean_start_bound = std::max(li.clean_start_bound, r.start);
   }
@@ -679,12 +682,15 @@ void Simulator::prefetch_links(uint32_t slot, Route& route) const {
   route.count = 0;
   if (!r.indexed || r.group != kNoGroup) return;
   route = route_of(r);
-  for (int i = 0; i < route.count; ++i) __builtin_prefetch(&links_[route.links[i]]);
+  for (int i = 0; i < route.count; ++i) {
+    __builtin_prefetch(&links_[route.links[i]]);
+    __builtin_prefetch(&link_starts_[route.links[i]]);
+  }
 }
 
 void Simulator::prefetch_fronts(const Route& route) const {
   for (int i = 0; i < route.count; ++i) {
-    const StartIndex& index = links_[route.links[i]].by_start;
+    const StartIndex& index = link_starts_[route.links[i]].by_start;
     if (!index.empty()) __builtin_prefetch(index.begin(), 0, 0);
   }
 }
@@ -717,7 +723,8 @@ Engine::Stats Simulator::stats() const {
                    finish_order_.memory_bytes() + solver_.memory_bytes() +
                    queue_.memory_bytes() + fresh_.capacity() * sizeof(uint32_t) +
                    dirty_.capacity() * sizeof(uint32_t) + links_.capacity() * sizeof(LinkIndex);
-  for (const LinkIndex& li : links_) history += li.by_start.memory_bytes();
+  history += link_starts_.capacity() * sizeof(LinkStarts);
+  for (const LinkStarts& ls : link_starts_) history += ls.by_start.memory_bytes();
   history += groups_by_start_.memory_bytes();
   history += groups_.capacity() * sizeof(FlowGroup) + link_mark_.capacity() * sizeof(uint32_t);
   history += classes_.capacity() * sizeof(GroupClass) +

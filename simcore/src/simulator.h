@@ -208,9 +208,10 @@ class Simulator {
     uint8_t kind = 0;
   };
 
-  struct LinkIndex {
-    StartIndex by_start;       // (start, slot) of flows (not groups: groups_by_start_), sorted
-    double max_duration = 0;   // longest transfer among them (bounds the backward scan)
+  // What the sweep reads of a link for nearly every flow (its presence, its bounds, a group's
+  // claim), in one cache line; the index itself is beside it (LinkStarts), read only when the
+  // bounds let a clean flow be there. (Together they were two lines per link, read apart.)
+  struct alignas(64) LinkIndex {
     // No clean flow indexed here ends its transfer after clean_end_bound or starts after
     // clean_start_bound (bounds: they never come down, so they stay true as entries go).
     Time clean_end_bound = 0, clean_start_bound = 0;
@@ -221,6 +222,11 @@ class Simulator {
     uint32_t ghosts = 0;       // old transfers of dirty flows in progress now
     uint32_t watch_stamp = 0;  // the live kWatch item's stamp
     uint32_t claim = kNoGroup;  // the slot of the dirty flow group moving here (it is alone)
+  };
+  static_assert(sizeof(LinkIndex) == 64);
+  struct LinkStarts {
+    StartIndex by_start;       // (start, slot) of flows (not groups: groups_by_start_), sorted
+    double max_duration = 0;   // longest transfer among them (bounds the backward scan)
   };
 
   static constexpr uint32_t kRetired = std::numeric_limits<uint32_t>::max();
@@ -373,6 +379,7 @@ class Simulator {
   IdTable ids_;                      // slot by id, or the final interval once retired
   std::vector<TimelineEntry> retired_timeline_;
   std::vector<LinkIndex> links_;
+  std::vector<LinkStarts> link_starts_;  // by link, beside links_
 
   std::vector<uint32_t> fresh_;
   std::vector<uint32_t> dirty_;      // everything simulated by the current sync()
