@@ -93,13 +93,17 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
       GroupClass& c = classes_[flow_class_[k]];
       class_members_[c.begin + c.count++] = k;
     }
+  // Ids in call order, as add_flow() one by one would number them (a caller that maps its
+  // events to ids, such as vgpu-netsim, then keeps two numbers, not a table); each is bound to
+  // its record below.
+  for (uint32_t k = 0; k < n; ++k) ids[k] = ids_.add(IdTable::kRetired);
   for (const GroupClass& c : classes_) {
     const std::span<const uint32_t> members(class_members_.data() + c.begin, c.count);
     if (c.count >= 2) submit_group(events, members, ids, c.key.rate, c.key.latency);
     else if (c.count == 1) flow_class_[members[0]] = kAlone;
   }
   for (uint32_t k = 0; k < n; ++k)
-    if (flow_class_[k] == kAlone) ids[k] = submit(events[k]);
+    if (flow_class_[k] == kAlone) submit(events[k], ids[k]);
 }
 
 // A group's index: a freed one reused, else a new one at the end.
@@ -144,9 +148,9 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   Time lower_bound = std::numeric_limits<Time>::infinity();
   for (uint32_t j = 0; j < m; ++j) {
     const NewEvent& e = events[members[j]];
-    const EventId id = ids_.add(slot);
+    const EventId id = ids[members[j]];
+    ids_.rebind(id, slot);
     ids_.set_member(id, j);
-    ids[members[j]] = id;
     FlowGroup::Member& mb = g.members[j];
     mb.id = id;
     mb.src = e.gpu;

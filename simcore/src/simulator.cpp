@@ -37,9 +37,10 @@ uint32_t Simulator::allocate_slot() {
 // ---------------------------------------------------------------------------------------------
 // Submission
 
-EventId Simulator::submit(const NewEvent& e) {
+EventId Simulator::submit(const NewEvent& e, EventId id) {
   const uint32_t slot = allocate_slot();
-  const EventId id = ids_.add(slot);
+  if (id == kNoEvent) id = ids_.add(slot);
+  else ids_.rebind(id, slot);
   ++live_;
 
   Record& r = records_[slot];

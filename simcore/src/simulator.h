@@ -85,7 +85,8 @@ class Simulator {
   void release(EventId id) { ids_.release(id); }
   Time floor() const { return floor_; }
 
-  EventId submit(const NewEvent& event);
+  // `id`: one handed out ahead (submit_flows()), else a new one.
+  EventId submit(const NewEvent& event, EventId id = kNoEvent);
   // Several flows (validated like submit()'s): like ones become flow groups (flow_group.h),
   // the others ordinary events. ids[k] receives events[k]'s id.
   void submit_flows(std::span<const NewEvent> events, std::span<EventId> ids);
