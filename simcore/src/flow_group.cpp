@@ -264,13 +264,12 @@ void Simulator::begin_group(uint32_t slot, Time now) {
 
 // Starts the group as one when each member's links carry nothing else now; the flows that move
 // on them later (clean ones pulled in, dirty ones starting) split it when they attach.
-// The links it claims are listed as it goes (g.links): end_group_transfer() releases them and
-// finalize() raises their group bounds without working out the members' routes again.
+// The links it claims are listed as it goes (group_links_): end_group_transfer() releases them
+// and finalize() raises their group bounds without working out the members' routes again.
 void Simulator::start_group(uint32_t slot, Time now) {
   Record& r = records_[slot];
   FlowGroup& g = groups_[r.group];
-  g.links.clear();
-  g.links_sorted = false;
+  g.links_from = static_cast<uint32_t>(group_links_.size());
   bool alone = true;
   for_each_member_route(r, [&](uint32_t, const Route& route) {
     if (!alone) return;
@@ -281,8 +280,9 @@ void Simulator::start_group(uint32_t slot, Time now) {
     if (!alone) return;
     note_presence(route, now);
     for (int i = 0; i < route.count; ++i) links_[route.links[i]].claim = slot;
-    g.links.insert(g.links.end(), route.links.begin(), route.links.begin() + route.count);
+    group_links_.insert(group_links_.end(), route.links.begin(), route.links.begin() + route.count);
   });
+  g.links_to = static_cast<uint32_t>(group_links_.size());
   if (!alone) {
     end_group_transfer(slot);  // the links it claimed so far
     split(slot, now);  // its members start now, one by one
@@ -305,8 +305,9 @@ void Simulator::start_group(uint32_t slot, Time now) {
 }
 
 void Simulator::end_group_transfer(uint32_t slot) {
-  for (LinkId id : groups_[records_[slot].group].links)
-    if (links_[id].claim == slot) links_[id].claim = kNoGroup;
+  const FlowGroup& g = groups_[records_[slot].group];
+  for (uint32_t i = g.links_from; i < g.links_to; ++i)
+    if (links_[group_links_[i]].claim == slot) links_[group_links_[i]].claim = kNoGroup;
 }
 
 // What a record split off group record `G` (one member, or a sub-group) shares with it.
@@ -485,6 +486,20 @@ void Simulator::split(uint32_t gslot, Time now) {
     // start_group() found a link in use: every member is ready now and starts one by one.
     for (uint32_t ms : slots) begin(ms, now);
   }
+}
+
+bool Simulator::group_holds(FlowGroup& g, LinkId link) const {
+  if (!g.links_sorted) {
+    g.links.clear();
+    for (const FlowGroup::Member& mb : g.members) {
+      if (mb.id == kNoEvent) continue;
+      const Route route = topology_.sharing_links(mb.src, mb.dst);
+      g.links.insert(g.links.end(), route.links.begin(), route.links.begin() + route.count);
+    }
+    std::sort(g.links.begin(), g.links.end());
+    g.links_sorted = true;
+  }
+  return std::binary_search(g.links.begin(), g.links.end(), link);
 }
 
 void Simulator::retire_group(uint32_t slot) {

@@ -85,18 +85,14 @@ struct FlowGroup {
   std::vector<uint32_t> ready;   // positions of members ready to start, in the order they got so
   std::vector<EventId> deps;
   std::vector<std::string> labels;  // by member position, only when the timeline is recorded
-  // Every member's sharing links, written as the group starts (members share none), sorted
-  // the first time a rollback asks whether the group holds a link (most groups never are).
+  // Every member's sharing links (members share none): while its sweep runs, at
+  // Simulator::group_links_[links_from .. links_to) (written as it starts, read as its
+  // transfer ends and as the sweep ends: a scratch that stays in cache, where an array per
+  // group was a cold write per member); `links`, sorted, only once a rollback asks whether the
+  // group holds a link (Simulator::group_holds(); most groups never are).
+  uint32_t links_from = 0, links_to = 0;
   std::vector<LinkId> links;
   bool links_sorted = false;
-
-  bool holds(LinkId link) {
-    if (!links_sorted) {
-      std::sort(links.begin(), links.end());
-      links_sorted = true;
-    }
-    return std::binary_search(links.begin(), links.end(), link);
-  }
 
   // Empty again, for the next group to take this entry (Simulator::allocate_group()). A large
   // ring ends a group and makes one every dozen flows: its arrays' malloc and free were a
@@ -106,6 +102,7 @@ struct FlowGroup {
     static constexpr size_t kKeep = 256;
     rate = 0;
     live = 0;
+    links_from = links_to = 0;
     links_sorted = false;
     members.clear();  // frees what members' dependents spilled
     ready.clear();

@@ -523,7 +523,7 @@ void Simulator::collect_groups(LinkId link, Time now, bool exactly_now) {
   if (exactly_now) {
     for (auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(now, uint32_t{0})); it != v.end() && it->first == now; ++it) {
       const Record& c = records_[it->second];
-      if (!c.dirty && groups_[c.group].holds(link)) starting_.push_back(it->second);
+      if (!c.dirty && group_holds(groups_[c.group], link)) starting_.push_back(it->second);
     }
     return;
   }
@@ -532,7 +532,7 @@ void Simulator::collect_groups(LinkId link, Time now, bool exactly_now) {
     --it;
     if (it->first < oldest) break;
     const Record& c = records_[it->second];
-    if (!c.dirty && c.transfer_end > now && groups_[c.group].holds(link)) starting_.push_back(it->second);
+    if (!c.dirty && c.transfer_end > now && group_holds(groups_[c.group], link)) starting_.push_back(it->second);
   }
 }
 
@@ -541,7 +541,7 @@ Time Simulator::next_group_start(LinkId link, Time now) {
   const auto& v = groups_by_start_.sorted([this](const LazyStartIndex::Entry& e) { return group_entry_live(e); });
   for (auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(now, kRetired)); it != v.end() && it->first <= last; ++it) {
     const Record& c = records_[it->second];
-    if (!c.dirty && groups_[c.group].holds(link)) return it->first;
+    if (!c.dirty && group_holds(groups_[c.group], link)) return it->first;
   }
   return std::numeric_limits<Time>::infinity();
 }
@@ -576,8 +576,9 @@ void Simulator::index_erase(uint32_t slot, const Record& r, const Route& route) 
 
 void Simulator::count_clean_group(const Record& r) {
   group_max_duration_ = std::max(group_max_duration_, r.transfer_end - r.start);
-  for (LinkId id : groups_[r.group].links) {
-    LinkIndex& li = links_[id];
+  const FlowGroup& g = groups_[r.group];
+  for (uint32_t i = g.links_from; i < g.links_to; ++i) {
+    LinkIndex& li = links_[group_links_[i]];
     li.group_end_bound = std::max(li.group_end_bound, r.transfer_end);
     li.group_start_bound = std::max(li.group_start_bound, r.start);
   }
@@ -610,6 +611,7 @@ void Simulator::finalize() {
     frontier_ = std::max(frontier_, r.finish);
   }
   dirty_.clear();
+  group_links_.clear();
   for (uint32_t slot : dead_slots_) free_slots_.push_back(slot);
   dead_slots_.clear();
   for (uint32_t slot : announced_) {
@@ -727,6 +729,7 @@ Engine::Stats Simulator::stats() const {
   history += link_starts_.capacity() * sizeof(LinkStarts);
   for (const LinkStarts& ls : link_starts_) history += ls.by_start.memory_bytes();
   history += groups_by_start_.memory_bytes();
+  history += group_links_.capacity() * sizeof(LinkId);
   history += groups_.capacity() * sizeof(FlowGroup) + link_mark_.capacity() * sizeof(uint32_t);
   history += classes_.capacity() * sizeof(GroupClass) +
              (class_table_.capacity() + flow_class_.capacity() + class_members_.capacity()) * sizeof(uint32_t);

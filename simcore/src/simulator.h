@@ -348,6 +348,8 @@ class Simulator {
   // Splits the simulated groups on `link` that collect_groups() finds, so that their members
   // are in the link's index; true if any.
   bool split_groups_on(LinkId link, Time now, bool exactly_now);
+  // Whether a member of the group moves on `link`.
+  bool group_holds(FlowGroup& g, LinkId link) const;
   // groups_by_start_: an entry is live while its slot holds a group that moved then.
   bool group_entry_live(const LazyStartIndex::Entry& e) const {
     const Record& r = records_[e.second];
@@ -399,6 +401,7 @@ class Simulator {
   // longest transfer of a clean one (bounds the backward scan).
   LazyStartIndex groups_by_start_;
   double group_max_duration_ = 0;
+  std::vector<LinkId> group_links_;  // the links of the groups started in this sweep (flow_group.h)
   std::vector<uint32_t> free_groups_;
   std::vector<uint32_t> dead_slots_;  // split groups' records, freed once the sweep is over
   std::vector<uint32_t> link_mark_;   // submit_flows(): a class's stamp on the links it holds
