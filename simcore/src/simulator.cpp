@@ -519,9 +519,10 @@ void Simulator::watch_fired(LinkId id, uint32_t stamp, Time now) {
 
 void Simulator::collect_groups(LinkId link, Time now, bool exactly_now) {
   starting_.clear();
-  const auto& v = groups_by_start_.sorted([this](const LazyStartIndex::Entry& e) { return group_entry_live(e); });
+  const std::vector<LazyStartIndex::Entry>& v = sorted_groups();
   if (exactly_now) {
-    for (auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(now, uint32_t{0})); it != v.end() && it->first == now; ++it) {
+    auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(now, uint32_t{0}));
+    for (; it != v.end() && it->first == now; ++it) {
       const Record& c = records_[it->second];
       if (!c.dirty && group_holds(groups_[c.group], link)) starting_.push_back(it->second);
     }
@@ -532,14 +533,16 @@ void Simulator::collect_groups(LinkId link, Time now, bool exactly_now) {
     --it;
     if (it->first < oldest) break;
     const Record& c = records_[it->second];
-    if (!c.dirty && c.transfer_end > now && group_holds(groups_[c.group], link)) starting_.push_back(it->second);
+    if (!c.dirty && c.transfer_end > now && group_holds(groups_[c.group], link))
+      starting_.push_back(it->second);
   }
 }
 
 Time Simulator::next_group_start(LinkId link, Time now) {
   const Time last = links_[link].group_start_bound;
-  const auto& v = groups_by_start_.sorted([this](const LazyStartIndex::Entry& e) { return group_entry_live(e); });
-  for (auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(now, kRetired)); it != v.end() && it->first <= last; ++it) {
+  const std::vector<LazyStartIndex::Entry>& v = sorted_groups();
+  auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(now, kRetired));
+  for (; it != v.end() && it->first <= last; ++it) {
     const Record& c = records_[it->second];
     if (!c.dirty && group_holds(groups_[c.group], link)) return it->first;
   }
