@@ -40,7 +40,8 @@
 //       promised) and from standard input (one pass, everything kept): CPU seconds, peak memory
 //       per flow (the tool's own VmHWM, --stats) and the engine's and reader's own count (--stats) per flow;
 //       bin_*: the same trace in the binary format (simcore/tools/netsim_binary.h) from the
-//       file, whose CPU seconds are s_vs_1s (the target: below 1).
+//       file, whose CPU seconds are s_vs_1s (the target: below 1); bin_one_by_one_cpu_s: the
+//       same with --one-by-one (each line submitted alone, no flow groups), and the ratio.
 //
 //   simcore-bench [--quick] [Google Benchmark flags, e.g. --benchmark_filter=ring]
 // --quick shrinks every workload (the smoke run of `meson test --benchmark`). Times are CPU
@@ -444,7 +445,8 @@ struct ChildRun {
 
 // Runs vgpu-netsim on `trace` (or, with from_stdin, on its standard input) for a cluster of
 // `nodes` default nodes, output discarded.
-ChildRun run_netsim(const std::string& trace, int nodes, bool from_stdin) {
+// `option`: one more vgpu-netsim option (e.g. "--one-by-one"), or none.
+ChildRun run_netsim(const std::string& trace, int nodes, bool from_stdin, const char* option = nullptr) {
   const std::string err_path = trace + ".err";
   ChildRun r;
   timespec t0{}, t1{};
@@ -459,8 +461,9 @@ ChildRun run_netsim(const std::string& trace, int nodes, bool from_stdin) {
     for (const char* v : {"VGPU_CONFIG", "VGPU_GPUS_PER_NODE", "VGPU_DEVICE_COUNT", "VGPU_GPU_MODEL"})
       unsetenv(v);
     setenv("VGPU_NODES", std::to_string(nodes).c_str(), 1);
-    if (from_stdin) execl(VGPU_NETSIM_PATH, VGPU_NETSIM_PATH, "--stats", "-", nullptr);
-    else execl(VGPU_NETSIM_PATH, VGPU_NETSIM_PATH, "--stats", trace.c_str(), nullptr);
+    const char* input = from_stdin ? "-" : trace.c_str();
+    if (option) execl(VGPU_NETSIM_PATH, VGPU_NETSIM_PATH, "--stats", option, input, nullptr);
+    else execl(VGPU_NETSIM_PATH, VGPU_NETSIM_PATH, "--stats", input, nullptr);
     _exit(127);
   }
   int status = 0;
@@ -538,8 +541,9 @@ void netsim_ring(benchmark::State& state) {
     const ChildRun file = run_netsim(path, std::max(1, n / 8), false);
     const ChildRun piped = run_netsim(path, std::max(1, n / 8), true);
     const ChildRun bin = run_netsim(bin_path, std::max(1, n / 8), false);
-    if (file.status != 0 || piped.status != 0 || bin.status != 0) {
-      state.SkipWithError(("vgpu-netsim failed: " + file.err + piped.err + bin.err).c_str());
+    const ChildRun bin_alone = run_netsim(bin_path, std::max(1, n / 8), false, "--one-by-one");
+    if (file.status != 0 || piped.status != 0 || bin.status != 0 || bin_alone.status != 0) {
+      state.SkipWithError(("vgpu-netsim failed: " + file.err + piped.err + bin.err + bin_alone.err).c_str());
       break;
     }
     state.SetIterationTime(file.cpu_s);
@@ -549,6 +553,9 @@ void netsim_ring(benchmark::State& state) {
     state.counters["bin_cpu_s"] = bin.cpu_s;
     state.counters["bin_rss_B/flow"] = bin.max_rss_bytes / flows;
     state.counters["s_vs_1s"] = bin.cpu_s;
+    // The same replay with each line submitted alone (no flow groups), in the same run.
+    state.counters["bin_one_by_one_cpu_s"] = bin_alone.cpu_s;
+    state.counters["bin_ratio_one_by_one"] = bin_alone.cpu_s / bin.cpu_s;
     state.counters["rss_B/flow"] = file.max_rss_bytes / flows;
     state.counters["counted_B/flow"] = stat_after(file.err, "memory per event: ");
     state.counters["stdin_cpu_s"] = piped.cpu_s;

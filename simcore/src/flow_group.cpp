@@ -93,13 +93,17 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
       GroupClass& c = classes_[flow_class_[k]];
       class_members_[c.begin + c.count++] = k;
     }
+  // Ids in call order, as add_flow() one by one would number them (a caller that maps its
+  // events to ids, such as vgpu-netsim, then keeps two numbers, not a table); each is bound to
+  // its record below.
+  for (uint32_t k = 0; k < n; ++k) ids[k] = ids_.add(IdTable::kRetired);
   for (const GroupClass& c : classes_) {
     const std::span<const uint32_t> members(class_members_.data() + c.begin, c.count);
     if (c.count >= 2) submit_group(events, members, ids, c.key.rate, c.key.latency);
     else if (c.count == 1) flow_class_[members[0]] = kAlone;
   }
   for (uint32_t k = 0; k < n; ++k)
-    if (flow_class_[k] == kAlone) ids[k] = submit(events[k]);
+    if (flow_class_[k] == kAlone) submit(events[k], ids[k]);
 }
 
 // A group's index: a freed one reused, else a new one at the end.
@@ -144,9 +148,9 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   Time lower_bound = std::numeric_limits<Time>::infinity();
   for (uint32_t j = 0; j < m; ++j) {
     const NewEvent& e = events[members[j]];
-    const EventId id = ids_.add(slot);
+    const EventId id = ids[members[j]];
+    ids_.rebind(id, slot);
     ids_.set_member(id, j);
-    ids[members[j]] = id;
     FlowGroup::Member& mb = g.members[j];
     mb.id = id;
     mb.src = e.gpu;
@@ -260,8 +264,12 @@ void Simulator::begin_group(uint32_t slot, Time now) {
 
 // Starts the group as one when each member's links carry nothing else now; the flows that move
 // on them later (clean ones pulled in, dirty ones starting) split it when they attach.
+// The links it claims are listed as it goes (group_links_): end_group_transfer() releases them
+// and finalize() raises their group bounds without working out the members' routes again.
 void Simulator::start_group(uint32_t slot, Time now) {
   Record& r = records_[slot];
+  FlowGroup& g = groups_[r.group];
+  g.links_from = static_cast<uint32_t>(group_links_.size());
   bool alone = true;
   for_each_member_route(r, [&](uint32_t, const Route& route) {
     if (!alone) return;
@@ -272,7 +280,9 @@ void Simulator::start_group(uint32_t slot, Time now) {
     if (!alone) return;
     note_presence(route, now);
     for (int i = 0; i < route.count; ++i) links_[route.links[i]].claim = slot;
+    group_links_.insert(group_links_.end(), route.links.begin(), route.links.begin() + route.count);
   });
+  g.links_to = static_cast<uint32_t>(group_links_.size());
   if (!alone) {
     end_group_transfer(slot);  // the links it claimed so far
     split(slot, now);  // its members start now, one by one
@@ -280,9 +290,10 @@ void Simulator::start_group(uint32_t slot, Time now) {
   }
   r.start = now;
   r.phase = Phase::moving;
-  // Into its links' indexes, so that a later sweep finds the group where its members moved (a
-  // rollback reaching it splits it there).
-  for_each_member_route(r, [&](uint32_t, const Route& route) { index_insert(slot, r, route); });
+  // Into the index of groups (with its links), so that a later sweep finds the group where its
+  // members moved (a rollback reaching it splits it there).
+  groups_by_start_.insert(std::make_pair(now, slot));
+  r.indexed = true;
   // What the solver gives a flow alone on its links (solve_alone) and what on_rate() makes of
   // it, expression for expression: the members end exactly where one-by-one flows would.
   const double rate = groups_[r.group].rate;
@@ -294,10 +305,9 @@ void Simulator::start_group(uint32_t slot, Time now) {
 }
 
 void Simulator::end_group_transfer(uint32_t slot) {
-  for_each_member_route(records_[slot], [&](uint32_t, const Route& route) {
-    for (int i = 0; i < route.count; ++i)
-      if (links_[route.links[i]].claim == slot) links_[route.links[i]].claim = kNoGroup;
-  });
+  const FlowGroup& g = groups_[records_[slot].group];
+  for (uint32_t i = g.links_from; i < g.links_to; ++i)
+    if (links_[group_links_[i]].claim == slot) links_[group_links_[i]].claim = kNoGroup;
 }
 
 // What a record split off group record `G` (one member, or a sub-group) shares with it.
@@ -421,16 +431,14 @@ void Simulator::split(uint32_t gslot, Time now) {
     slots.push_back(member_record(gslot, j));
   });
   const size_t m = slots.size();
-  // The group's index entries become its members' (same start; the clean counts stay).
+  // The group's index entry becomes its members' entries in their links' indexes (same start),
+  // counted there when simulated (a group counts only in its links' group bounds).
   if (G.indexed) {
+    unindex_group(G);
     for (size_t j = 0; j < m; ++j) {
-      for (int i = 0; i < routes[j].count; ++i) {
-        StartIndex& v = links_[routes[j].links[i]].by_start;
-        if (auto* it = v.find(std::make_pair(G.start, gslot)); it != v.end()) v.erase(it);
-        const auto entry = std::make_pair(G.start, slots[j]);
-        v.insert(v.upper_bound(entry), entry);
-      }
-      records_[slots[j]].indexed = true;
+      const Record& M = records_[slots[j]];
+      index_insert(slots[j], M, routes[j]);
+      if (!G.dirty) count_clean(M, routes[j]);
     }
   }
   // A simulated group whose finish the sweep was to announce: each member's is announced.
@@ -452,7 +460,7 @@ void Simulator::split(uint32_t gslot, Time now) {
   G.phase = Phase::done;
   G.group = kNoGroup;
   dead_slots_.push_back(gslot);
-  groups_[gi] = FlowGroup{};
+  groups_[gi].reset();
   free_groups_.push_back(gi);
 
   if (!G.dirty) {
@@ -480,13 +488,26 @@ void Simulator::split(uint32_t gslot, Time now) {
   }
 }
 
+bool Simulator::group_holds(FlowGroup& g, LinkId link) const {
+  if (!g.links_sorted) {
+    g.links.clear();
+    for (const FlowGroup::Member& mb : g.members) {
+      if (mb.id == kNoEvent) continue;
+      const Route route = topology_.sharing_links(mb.src, mb.dst);
+      g.links.insert(g.links.end(), route.links.begin(), route.links.begin() + route.count);
+    }
+    std::sort(g.links.begin(), g.links.end());
+    g.links_sorted = true;
+  }
+  return std::binary_search(g.links.begin(), g.links.end(), link);
+}
+
 void Simulator::retire_group(uint32_t slot) {
   Record& r = records_[slot];
   const uint32_t gi = r.group;
   FlowGroup& g = groups_[gi];
   if (record_timeline_) append_member_entries(r, retired_timeline_);
-  if (r.indexed)
-    for_each_member_route(r, [&](uint32_t, const Route& route) { index_erase(slot, r, route); });
+  if (r.indexed) unindex_group(r);
   uint64_t members = 0;
   for (const FlowGroup::Member& mb : g.members) {
     if (mb.id == kNoEvent) continue;
@@ -494,7 +515,7 @@ void Simulator::retire_group(uint32_t slot) {
     ids_.retire(mb.id, Interval{r.start, r.finish});
   }
   live_ -= members;
-  g = FlowGroup{};
+  g.reset();
   free_groups_.push_back(gi);
   r.group = kNoGroup;
   r.id = kNoEvent;

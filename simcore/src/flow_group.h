@@ -21,8 +21,10 @@
 //
 // The group's record (Simulator::Record, `group` names its entry here) holds the times; every
 // member id maps to that record's slot and, through IdTable::member(), to its position here.
-// Once it moves, a group is in its members' links' indexes (one entry a link, under the group's
-// slot), so that a later sweep finds it where a member moved.
+// Once it moves, a group has one entry in the Simulator's index of groups by start (not one in
+// each member link's index: on a large ring those were two cold cache lines per member link, a
+// fifth of the run) and keeps the list of its members' links, so that a later sweep finds it
+// where a member moved (the per-link group bounds say on which links it need look at all).
 // A group becomes ordinary flows, one record per member in the state the group was in
 // (Simulator::split()), the moment one member could differ from the others:
 // - it starts on a link another flow or group uses, or another flow attaches to a link it holds
@@ -32,12 +34,14 @@
 //   The rollback then goes on with the members, as it would with flows submitted one by one.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "id_list.h"
 #include "simcore/engine.h"
+#include "simcore/topology.h"
 
 namespace simcore::detail {
 
@@ -81,9 +85,42 @@ struct FlowGroup {
   std::vector<uint32_t> ready;   // positions of members ready to start, in the order they got so
   std::vector<EventId> deps;
   std::vector<std::string> labels;  // by member position, only when the timeline is recorded
+  // Every member's sharing links (members share none): while its sweep runs, at
+  // Simulator::group_links_[links_from .. links_to) (written as it starts, read as its
+  // transfer ends and as the sweep ends: a scratch that stays in cache, where an array per
+  // group was a cold write per member); `links`, sorted, only once a rollback asks whether the
+  // group holds a link (Simulator::group_holds(); most groups never are).
+  uint32_t links_from = 0, links_to = 0;
+  std::vector<LinkId> links;
+  bool links_sorted = false;
+
+  // Empty again, for the next group to take this entry (Simulator::allocate_group()). A large
+  // ring ends a group and makes one every dozen flows: its arrays' malloc and free were a
+  // sixth of a 2048-GPU ring. Arrays of up to kKeep members' worth keep their capacity; larger
+  // ones (a step that starts all at once makes groups of thousands) are freed. (With 256, every
+  // free entry kept what its largest group had held: vgpu-netsim's 1024-GPU ring ended with 22
+  // bytes of history per event against 4.6 with 32.)
+  void reset() {
+    static constexpr size_t kKeep = 32;
+    rate = 0;
+    live = 0;
+    links_from = links_to = 0;
+    links_sorted = false;
+    members.clear();  // frees what members' dependents spilled
+    ready.clear();
+    deps.clear();
+    labels.clear();
+    links.clear();
+    if (members.capacity() > kKeep) members = std::vector<Member>();
+    if (ready.capacity() > kKeep) ready = std::vector<uint32_t>();
+    if (deps.capacity() > 2 * kKeep) deps = std::vector<EventId>();
+    if (labels.capacity() > kKeep) labels = std::vector<std::string>();
+    if (links.capacity() > 4 * kKeep) links = std::vector<LinkId>();
+  }
 
   size_t memory_bytes() const {
-    size_t b = members.capacity() * sizeof(Member) + deps.capacity() * sizeof(EventId);
+    size_t b = members.capacity() * sizeof(Member) + deps.capacity() * sizeof(EventId) +
+               links.capacity() * sizeof(LinkId);
     for (const Member& m : members)
       if (m.dependents.capacity() > IdList::kInline) b += m.dependents.capacity() * sizeof(EventId);
     for (const std::string& l : labels) b += sizeof(std::string) + l.capacity();

@@ -8,6 +8,7 @@ namespace simcore::detail {
 FlowSolver::FlowSolver(const Topology& topology, SolverMode mode) : mode_(mode) {
   links_.resize(topology.links().size());
   for (size_t i = 0; i < links_.size(); ++i) links_[i].capacity = topology.links()[i].capacity;
+  load_.assign(links_.size(), 0);
 }
 
 void FlowSolver::touch(LinkId id) { touched_.push_back(id); }
@@ -28,6 +29,7 @@ void FlowSolver::attach(uint32_t slot, const Route& route, double rate, bool tou
     f.links[i] = id;
     f.pos[i] = static_cast<uint32_t>(links_[id].flows.size());
     links_[id].flows.push_back(slot);
+    ++load_[id];
     if (touch_links) touch(id);
   }
   f.all_pos = static_cast<uint32_t>(all_.size());
@@ -61,6 +63,7 @@ void FlowSolver::detach(uint32_t slot, bool touch_links) {
     const uint32_t moved = v.back();
     v[f.pos[i]] = moved;
     v.pop_back();
+    --load_[id];
     if (moved != slot) {
       FlowState& m = flows_[moved];
       for (int k = 0; k < m.count; ++k)
@@ -285,7 +288,8 @@ void FlowSolver::fill() {
 }
 
 size_t FlowSolver::memory_bytes() const {
-  size_t bytes = links_.capacity() * sizeof(LinkState) + flows_.capacity() * sizeof(FlowState) +
+  size_t bytes = links_.capacity() * sizeof(LinkState) + load_.capacity() * sizeof(uint32_t) +
+                 flows_.capacity() * sizeof(FlowState) +
                  all_.capacity() * sizeof(uint32_t) + heap_.capacity() * sizeof(HeapItem);
   for (const LinkState& l : links_)
     if (l.flows.capacity() > 2) bytes += l.flows.capacity() * sizeof(uint32_t);  // spilled

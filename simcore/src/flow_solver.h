@@ -65,8 +65,9 @@ class FlowSolver {
   }
   bool attached(uint32_t slot) const { return slot < flows_.size() && flows_[slot].attached; }
   double rate(uint32_t slot) const { return flows_[slot].rate; }
-  // How many flows are attached to a link.
-  size_t load(LinkId id) const { return links_[id].flows.size(); }
+  // How many flows are attached to a link (from an array of its own: the simulator asks it of
+  // every link a flow group starts on, and a link's LinkState was a cache miss there).
+  size_t load(LinkId id) const { return load_[id]; }
 
   // Re-solves what changed. on_change(slot, new_rate) is called for every flow whose rate moved.
   template <class OnChange> void solve(OnChange&& on_change);
@@ -126,6 +127,7 @@ class FlowSolver {
 
   SolverMode mode_;
   std::vector<LinkState> links_;
+  std::vector<uint32_t> load_;  // links_[id].flows.size(), by link
   std::vector<FlowState> flows_;
   std::vector<LinkId> touched_;
   std::vector<uint32_t> all_;  // every attached flow (full mode)

@@ -9,7 +9,8 @@ namespace simcore::detail {
 
 Simulator::Simulator(const ClusterSpec& cluster, const EngineOptions& options)
     : topology_(cluster), solver_(topology_, options.solver),
-      record_timeline_(options.record_timeline), links_(topology_.links().size()) {}
+      record_timeline_(options.record_timeline), links_(topology_.links().size()),
+      link_starts_(topology_.links().size()) {}
 
 uint32_t Simulator::allocate_slot() {
   if (!free_slots_.empty()) {
@@ -36,9 +37,10 @@ uint32_t Simulator::allocate_slot() {
 // ---------------------------------------------------------------------------------------------
 // Submission
 
-EventId Simulator::submit(const NewEvent& e) {
+EventId Simulator::submit(const NewEvent& e, EventId id) {
   const uint32_t slot = allocate_slot();
-  const EventId id = ids_.add(slot);
+  if (id == kNoEvent) id = ids_.add(slot);
+  else ids_.rebind(id, slot);
   ++live_;
 
   Record& r = records_[slot];
@@ -417,8 +419,8 @@ void Simulator::note_presence(const Route& route, Time now) {
   for (int i = 0; i < route.count; ++i) {
     const LinkId id = route.links[i];
     LinkIndex& li = links_[id];
-    if (li.clean == 0 || presence(id) != 0) continue;
-    if (li.clean_end_bound <= now && li.clean_start_bound <= now) {
+    if (presence(id) != 0) continue;
+    if (!may_hold_clean_flows(li, now) && !may_hold_clean_groups(li, now)) {
       ++li.watch_stamp;  // no watch is needed
       continue;
     }
@@ -439,31 +441,26 @@ void Simulator::pull_in(Time now) {
     const LinkId id = presence_work_.back();
     presence_work_.pop_back();
     LinkIndex& li = links_[id];
-    if (li.clean == 0) continue;
-    if (li.clean_end_bound <= now && li.clean_start_bound <= now) {
+    if (!may_hold_clean_flows(li, now) && !may_hold_clean_groups(li, now)) {
       // No clean flow moves here now or starts later (a ring's usual case: the previous flows
       // on this link are done): nothing to pull in, nothing to watch, no index entry to read.
       ++li.watch_stamp;
       continue;
     }
-    auto& v = li.by_start;
-    const Time oldest = now - li.max_duration;
-    auto collect = [&] {
-      auto* const after = v.upper_bound(std::make_pair(now, kRetired));
-      auto* it = after;
-      starting_.clear();
-      while (it != v.begin()) {
-        --it;
-        if (it->first < oldest) break;
-        const Record& c = records_[it->second];
-        if (!c.dirty && c.transfer_end > now) starting_.push_back(it->second);
-      }
-      return after;
-    };
-    auto* after = collect();
-    if (split_groups(starting_, now)) after = collect();  // their members' entries now
+    // A simulated group moving here becomes its members first: they join as flows.
+    if (may_hold_clean_groups(li, now)) split_groups_on(id, now, /*exactly_now=*/false);
+    auto& v = link_starts_[id].by_start;
+    const Time oldest = now - link_starts_[id].max_duration;
+    auto* const after = v.upper_bound(std::make_pair(now, kRetired));
+    starting_.clear();
+    for (auto* it = after; it != v.begin();) {
+      --it;
+      if (it->first < oldest) break;
+      const Record& c = records_[it->second];
+      if (!c.dirty && c.transfer_end > now) starting_.push_back(it->second);
+    }
     if (starting_.empty()) {
-      watch_from(id, after);  // nothing joined, so the index is as it was
+      watch_from(id, after, now);  // nothing joined, so the index is as it was
       continue;
     }
     for (uint32_t slot : starting_) join(slot, now);
@@ -482,19 +479,24 @@ void Simulator::join(uint32_t slot, Time now) {
 }
 
 void Simulator::watch(LinkId id, Time now) {
-  watch_from(id, links_[id].by_start.upper_bound(std::make_pair(now, kRetired)));
+  watch_from(id, link_starts_[id].by_start.upper_bound(std::make_pair(now, kRetired)), now);
 }
 
-void Simulator::watch_from(LinkId id, const StartIndex::Entry* it) {
+// The watch fires at the first start of a clean flow, or of a clean group holding the link.
+void Simulator::watch_from(LinkId id, const StartIndex::Entry* it, Time now) {
   LinkIndex& li = links_[id];
   ++li.watch_stamp;
-  if (li.clean == 0) return;
-  for (; it != li.by_start.end(); ++it) {
-    if (!records_[it->second].dirty) {
-      push(it->first, id, kWatch, li.watch_stamp);
-      return;
+  Time at = std::numeric_limits<Time>::infinity();
+  if (li.clean != 0) {
+    for (; it != link_starts_[id].by_start.end(); ++it) {
+      if (!records_[it->second].dirty) {
+        at = it->first;
+        break;
+      }
     }
   }
+  if (li.group_start_bound > now) at = std::min(at, next_group_start(id, now));
+  if (at != std::numeric_limits<Time>::infinity()) push(at, id, kWatch, li.watch_stamp);
 }
 
 void Simulator::watch_fired(LinkId id, uint32_t stamp, Time now) {
@@ -504,23 +506,59 @@ void Simulator::watch_fired(LinkId id, uint32_t stamp, Time now) {
     ++li.watch_stamp;  // nothing dirty here any more; the next presence starts a new watch
     return;
   }
-  auto collect = [&] {
-    auto it = li.by_start.lower_bound(std::make_pair(now, uint32_t{0}));
-    starting_.clear();
-    for (; it != li.by_start.end() && it->first == now; ++it)
-      if (!records_[it->second].dirty) starting_.push_back(it->second);
-  };
-  collect();
-  if (split_groups(starting_, now)) collect();  // their members' entries now
+  // A simulated group starting here now becomes its members first: they join as flows.
+  if (li.group_start_bound >= now) split_groups_on(id, now, /*exactly_now=*/true);
+  StartIndex& index = link_starts_[id].by_start;
+  auto it = index.lower_bound(std::make_pair(now, uint32_t{0}));
+  starting_.clear();
+  for (; it != index.end() && it->first == now; ++it)
+    if (!records_[it->second].dirty) starting_.push_back(it->second);
   for (uint32_t slot : starting_) join(slot, now);
   watch(id, now);
+}
+
+void Simulator::collect_groups(LinkId link, Time now, bool exactly_now) {
+  starting_.clear();
+  const std::vector<LazyStartIndex::Entry>& v = sorted_groups();
+  if (exactly_now) {
+    auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(now, uint32_t{0}));
+    for (; it != v.end() && it->first == now; ++it) {
+      const Record& c = records_[it->second];
+      if (!c.dirty && group_holds(groups_[c.group], link)) starting_.push_back(it->second);
+    }
+    return;
+  }
+  const Time oldest = now - group_max_duration_;
+  for (auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(now, kRetired)); it != v.begin();) {
+    --it;
+    if (it->first < oldest) break;
+    const Record& c = records_[it->second];
+    if (!c.dirty && c.transfer_end > now && group_holds(groups_[c.group], link))
+      starting_.push_back(it->second);
+  }
+}
+
+Time Simulator::next_group_start(LinkId link, Time now) {
+  const Time last = links_[link].group_start_bound;
+  const std::vector<LazyStartIndex::Entry>& v = sorted_groups();
+  auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(now, kRetired));
+  for (; it != v.end() && it->first <= last; ++it) {
+    const Record& c = records_[it->second];
+    if (!c.dirty && group_holds(groups_[c.group], link)) return it->first;
+  }
+  return std::numeric_limits<Time>::infinity();
+}
+
+bool Simulator::split_groups_on(LinkId link, Time now, bool exactly_now) {
+  collect_groups(link, now, exactly_now);
+  return split_groups(starting_, now);
 }
 
 void Simulator::index_insert(uint32_t slot, const Record& r, const Route& route) {
   Record& rec = records_[slot];
   rec.indexed = true;
   for (int i = 0; i < route.count; ++i) {
-    auto& v = links_[route.links[i]].by_start;
+    auto& v = link_starts_[route.links[i]].by_start;
     const auto entry = std::make_pair(r.start, slot);
     // Flows start in time order within a sweep, so this is nearly always an append.
     if (v.empty() || !(entry < v.back())) v.push_back(entry);
@@ -531,7 +569,7 @@ void Simulator::index_insert(uint32_t slot, const Record& r, const Route& route)
 void Simulator::index_erase(uint32_t slot, const Record& r, const Route& route) {
   for (int i = 0; i < route.count; ++i) {
     LinkIndex& li = links_[route.links[i]];
-    auto& v = li.by_start;
+    auto& v = link_starts_[route.links[i]].by_start;
     const auto it = v.find(std::make_pair(r.start, slot));
     if (it != v.end()) v.erase(it);
     if (!r.dirty) --li.clean;
@@ -539,11 +577,22 @@ void Simulator::index_erase(uint32_t slot, const Record& r, const Route& route) 
   records_[slot].indexed = false;
 }
 
+void Simulator::count_clean_group(const Record& r) {
+  group_max_duration_ = std::max(group_max_duration_, r.transfer_end - r.start);
+  const FlowGroup& g = groups_[r.group];
+  for (uint32_t i = g.links_from; i < g.links_to; ++i) {
+    LinkIndex& li = links_[group_links_[i]];
+    li.group_end_bound = std::max(li.group_end_bound, r.transfer_end);
+    li.group_start_bound = std::max(li.group_start_bound, r.start);
+  }
+}
+
 void Simulator::count_clean(const Record& r, const Route& route) {
   for (int i = 0; i < route.count; ++i) {
     LinkIndex& li = links_[route.links[i]];
     ++li.clean;
-    li.max_duration = std::max(li.max_duration, r.transfer_end - r.start);
+    double& longest = link_starts_[route.links[i]].max_duration;
+    longest = std::max(longest, r.transfer_end - r.start);
     li.clean_end_bound = std::max(li.clean_end_bound, r.transfer_end);
     li.clean_start_bound = std::max(li.clean_start_bound, r.start);
   }
@@ -557,7 +606,7 @@ void Simulator::finalize() {
     r.dirty = false;
     r.has_old = false;
     if (r.indexed) {
-      if (r.group != kNoGroup) for_each_member_route(r, [&](uint32_t, const Route& route) { count_clean(r, route); });
+      if (r.group != kNoGroup) count_clean_group(r);
       else count_clean(r, route_of(r));
     }
     r.finish_stamp = ++stamps_;
@@ -565,6 +614,7 @@ void Simulator::finalize() {
     frontier_ = std::max(frontier_, r.finish);
   }
   dirty_.clear();
+  group_links_.clear();
   for (uint32_t slot : dead_slots_) free_slots_.push_back(slot);
   dead_slots_.clear();
   for (uint32_t slot : announced_) {
@@ -638,12 +688,15 @@ void Simulator::prefetch_links(uint32_t slot, Route& route) const {
   route.count = 0;
   if (!r.indexed || r.group != kNoGroup) return;
   route = route_of(r);
-  for (int i = 0; i < route.count; ++i) __builtin_prefetch(&links_[route.links[i]]);
+  for (int i = 0; i < route.count; ++i) {
+    __builtin_prefetch(&links_[route.links[i]]);
+    __builtin_prefetch(&link_starts_[route.links[i]]);
+  }
 }
 
 void Simulator::prefetch_fronts(const Route& route) const {
   for (int i = 0; i < route.count; ++i) {
-    const StartIndex& index = links_[route.links[i]].by_start;
+    const StartIndex& index = link_starts_[route.links[i]].by_start;
     if (!index.empty()) __builtin_prefetch(index.begin(), 0, 0);
   }
 }
@@ -676,7 +729,10 @@ Engine::Stats Simulator::stats() const {
                    finish_order_.memory_bytes() + solver_.memory_bytes() +
                    queue_.memory_bytes() + fresh_.capacity() * sizeof(uint32_t) +
                    dirty_.capacity() * sizeof(uint32_t) + links_.capacity() * sizeof(LinkIndex);
-  for (const LinkIndex& li : links_) history += li.by_start.memory_bytes();
+  history += link_starts_.capacity() * sizeof(LinkStarts);
+  for (const LinkStarts& ls : link_starts_) history += ls.by_start.memory_bytes();
+  history += groups_by_start_.memory_bytes();
+  history += group_links_.capacity() * sizeof(LinkId);
   history += groups_.capacity() * sizeof(FlowGroup) + link_mark_.capacity() * sizeof(uint32_t);
   history += classes_.capacity() * sizeof(GroupClass) +
              (class_table_.capacity() + flow_class_.capacity() + class_members_.capacity()) * sizeof(uint32_t);

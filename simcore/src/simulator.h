@@ -20,7 +20,8 @@
 //
 // Each link keeps an index of the flows that moved bytes on it (by start time, with the longest
 // transfer seen), which answers "which clean flows move on this link at time t" and "the next
-// clean flow to start on it".
+// clean flow to start on it". Flow groups are in one index of their own (groups_by_start_),
+// searched for a link only while the link's group bounds say a clean group may be there.
 //
 // reclaim(F) (F = the ranks' floor; no sweep ever starts below it) retires events finishing
 // before F: their interval moves to a 16-byte result and everything else is freed; results of
@@ -48,6 +49,7 @@
 #include "flow_solver.h"
 #include "id_list.h"
 #include "id_table.h"
+#include "lazy_start_index.h"
 #include "radix_queue.h"
 #include "start_index.h"
 #include "simcore/engine.h"
@@ -83,7 +85,8 @@ class Simulator {
   void release(EventId id) { ids_.release(id); }
   Time floor() const { return floor_; }
 
-  EventId submit(const NewEvent& event);
+  // `id`: one handed out ahead (submit_flows()), else a new one.
+  EventId submit(const NewEvent& event, EventId id = kNoEvent);
   // Several flows (validated like submit()'s): like ones become flow groups (flow_group.h),
   // the others ordinary events. ids[k] receives events[k]'s id.
   void submit_flows(std::span<const NewEvent> events, std::span<EventId> ids);
@@ -206,16 +209,25 @@ class Simulator {
     uint8_t kind = 0;
   };
 
-  struct LinkIndex {
-    StartIndex by_start;       // (start, slot) of flows, sorted
-    double max_duration = 0;   // longest transfer among them (bounds the backward scan)
+  // What the sweep reads of a link for nearly every flow (its presence, its bounds, a group's
+  // claim), in one cache line; the index itself is beside it (LinkStarts), read only when the
+  // bounds let a clean flow be there. (Together they were two lines per link, read apart.)
+  struct alignas(64) LinkIndex {
     // No clean flow indexed here ends its transfer after clean_end_bound or starts after
     // clean_start_bound (bounds: they never come down, so they stay true as entries go).
     Time clean_end_bound = 0, clean_start_bound = 0;
+    // The same for the members of clean groups moving here (groups have no entry here, and
+    // no count: only while these bounds reach `now` need groups_by_start_ be searched).
+    Time group_end_bound = 0, group_start_bound = 0;
     uint32_t clean = 0;        // entries of clean flows
     uint32_t ghosts = 0;       // old transfers of dirty flows in progress now
     uint32_t watch_stamp = 0;  // the live kWatch item's stamp
     uint32_t claim = kNoGroup;  // the slot of the dirty flow group moving here (it is alone)
+  };
+  static_assert(sizeof(LinkIndex) == 64);
+  struct LinkStarts {
+    StartIndex by_start;       // (start, slot) of flows (not groups: groups_by_start_), sorted
+    double max_duration = 0;   // longest transfer among them (bounds the backward scan)
   };
 
   static constexpr uint32_t kRetired = std::numeric_limits<uint32_t>::max();
@@ -254,6 +266,14 @@ class Simulator {
   void dirty_moving(uint32_t slot, Time now);
   void dirty_pending(uint32_t slot, Time now);
 
+  // Whether a clean flow or a clean group's member may move on this link at `now` or start
+  // later (false: nothing there for dirty work to pull in or watch).
+  static bool may_hold_clean_flows(const LinkIndex& li, Time now) {
+    return li.clean != 0 && !(li.clean_end_bound <= now && li.clean_start_bound <= now);
+  }
+  static bool may_hold_clean_groups(const LinkIndex& li, Time now) {
+    return !(li.group_end_bound <= now && li.group_start_bound <= now);
+  }
   // Link presence of dirty work (attached dirty flows + ghosts) and the clean flows it pulls in.
   size_t presence(LinkId id) const {
     return solver_.load(id) + links_[id].ghosts + (links_[id].claim != kNoGroup);
@@ -262,13 +282,16 @@ class Simulator {
   void attach_dirty(uint32_t slot, const Route& route, double rate, Time now);
   void pull_in(Time now);  // drains presence_work_
   void watch(LinkId id, Time now);
-  void watch_from(LinkId id, const StartIndex::Entry* after);  // `after`: first entry > now
+  // `after`: the link index's first entry > now.
+  void watch_from(LinkId id, const StartIndex::Entry* after, Time now);
   void watch_fired(LinkId id, uint32_t stamp, Time now);
   void index_insert(uint32_t slot, const Record& r, const Route& route);
   void index_erase(uint32_t slot, const Record& r) { index_erase(slot, r, route_of(r)); }
   void index_erase(uint32_t slot, const Record& r, const Route& route);
   // A clean flow's entries on `route` count in its links' clean bounds.
   void count_clean(const Record& r, const Route& route);
+  // A clean group raises its links' group bounds.
+  void count_clean_group(const Record& r);
 
   // Flow groups (flow_group.h).
   // `tail`: the members' route latency.
@@ -313,8 +336,32 @@ class Simulator {
   void split(uint32_t slot, Time now);
   // A flow is about to move on `route`: a group holding one of its links is split first.
   void split_claims(const Route& route, Time now);
-  // Splits the simulated groups among `slots` (a link index's clean entries); true if any.
+  // Splits the simulated groups among `slots`; true if any.
   bool split_groups(const std::vector<uint32_t>& slots, Time now);
+  // Simulated groups holding `link` (groups_by_start_), into starting_: the ones moving at
+  // `now` (started by then, transfer ending after), or with `exactly_now`, the ones starting
+  // at `now`.
+  void collect_groups(LinkId link, Time now, bool exactly_now);
+  // The start of the first simulated group holding `link` that starts after `now` (infinity:
+  // none).
+  Time next_group_start(LinkId link, Time now);
+  // Splits the simulated groups on `link` that collect_groups() finds, so that their members
+  // are in the link's index; true if any.
+  bool split_groups_on(LinkId link, Time now, bool exactly_now);
+  // Whether a member of the group moves on `link`.
+  bool group_holds(FlowGroup& g, LinkId link) const;
+  // groups_by_start_: an entry is live while its slot holds a group that moved then.
+  bool group_entry_live(const LazyStartIndex::Entry& e) const {
+    const Record& r = records_[e.second];
+    return r.group != kNoGroup && r.indexed && r.start == e.first;
+  }
+  void unindex_group(Record& r) {
+    r.indexed = false;
+    groups_by_start_.erase([this](const LazyStartIndex::Entry& e) { return group_entry_live(e); });
+  }
+  const std::vector<LazyStartIndex::Entry>& sorted_groups() {
+    return groups_by_start_.sorted([this](const LazyStartIndex::Entry& e) { return group_entry_live(e); });
+  }
   void report_group_reached(const char* where) const;
   void retire_group(uint32_t slot);
   void append_member_entries(const Record& r, std::vector<TimelineEntry>& out) const;
@@ -338,6 +385,7 @@ class Simulator {
   IdTable ids_;                      // slot by id, or the final interval once retired
   std::vector<TimelineEntry> retired_timeline_;
   std::vector<LinkIndex> links_;
+  std::vector<LinkStarts> link_starts_;  // by link, beside links_
 
   std::vector<uint32_t> fresh_;
   std::vector<uint32_t> dirty_;      // everything simulated by the current sync()
@@ -352,6 +400,11 @@ class Simulator {
   uint64_t stamps_ = 0;
 
   ChunkedStore<FlowGroup, 6> groups_;  // by index; an entry never moves
+  // (start, slot) of every group that moved (dirty or clean), sorted when searched; and the
+  // longest transfer of a clean one (bounds the backward scan).
+  LazyStartIndex groups_by_start_;
+  double group_max_duration_ = 0;
+  std::vector<LinkId> group_links_;  // the links of the groups started in this sweep (flow_group.h)
   std::vector<uint32_t> free_groups_;
   std::vector<uint32_t> dead_slots_;  // split groups' records, freed once the sweep is over
   std::vector<uint32_t> link_mark_;   // submit_flows(): a class's stamp on the links it holds

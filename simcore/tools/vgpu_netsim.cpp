@@ -1,10 +1,14 @@
 // vgpu-netsim: replays a trace of flows (and tasks) on the simulated cluster and prints when
-// each one starts and finishes. Lines are fed to the engine in file order, each simulated as it
-// arrives, as live ranks would submit them: a line whose start lies in the virtual past of
+// each one starts and finishes. Lines are fed to the engine in file order and simulated as
+// they arrive, as live ranks would submit them: a line whose start lies in the virtual past of
 // earlier lines makes the engine roll back, so the answer never depends on the file's order.
+// Consecutive flow lines go in one Engine::add_flows() call (like flows of one call, a
+// collective's step, become flow groups: simcore/src/flow_group.h), simulated once the call is
+// in; a call ends before a task, before a line that depends on a line of the call, and at
+// kCallLines lines. --one-by-one submits and simulates each line alone (the same answers).
 //
-//   vgpu-netsim [--config cluster.toml] [--trace-out timeline.json] [--batch] [--stats]
-//               [trace.jsonl | trace.bin | -]
+//   vgpu-netsim [--config cluster.toml] [--trace-out timeline.json] [--batch] [--one-by-one]
+//               [--stats] [trace.jsonl | trace.bin | -]
 //   vgpu-netsim --to-binary trace.bin [trace.jsonl | -]
 //
 // The trace is JSON lines (netsim_trace.h) or the binary format (netsim_binary.h: events by
@@ -30,6 +34,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -45,21 +50,23 @@
 namespace {
 
 constexpr const char* kUsage =
-    "usage: vgpu-netsim [--config cluster.toml] [--trace-out timeline.json] [--batch] [--stats]\n"
-    "                   [trace.jsonl | trace.bin | -]\n"
+    "usage: vgpu-netsim [--config cluster.toml] [--trace-out timeline.json] [--batch] [--one-by-one]\n"
+    "                   [--stats] [trace.jsonl | trace.bin | -]\n"
     "       vgpu-netsim --to-binary trace.bin [trace.jsonl | -]\n"
     "Replays JSON-lines flows {\"id\",\"src\",\"dst\",\"bytes\",\"start_us\",\"after\"} (and tasks\n"
     "{\"id\",\"gpu\",\"duration_us\",...}) on the cluster (--config, else VGPU_CONFIG, else the\n"
     "embedded default; VGPU_NODES etc. apply) and prints each event's start_us and finish_us.\n"
     "  --trace-out F  write a Chrome-trace/Perfetto timeline to F\n"
     "  --batch        submit every line before simulating (no per-line rollback; faster)\n"
+    "  --one-by-one   submit and simulate each flow line alone (consecutive flow lines\n"
+    "                 otherwise go to the engine together; the answers are the same)\n"
     "  --stats        print the engine's counters to stderr\n"
     "  --to-binary F  write the trace in the binary format to F (ids become indices) and stop\n"
     "A binary trace (starts with VGPUTRC1) is replayed the same way; its ids are event indices.\n";
 
 struct Options {
   std::string config, trace_out, to_binary, input = "-";
-  bool batch = false, stats = false;
+  bool batch = false, one_by_one = false, stats = false;
 };
 
 int usage_error(const std::string& message) {
@@ -160,6 +167,8 @@ int main(int argc, char** argv) {
       if (!value(opt.to_binary)) return usage_error("--to-binary needs a file");
     } else if (a == "--batch") {
       opt.batch = true;
+    } else if (a == "--one-by-one") {
+      opt.one_by_one = true;
     } else if (a == "--stats") {
       opt.stats = true;
     } else if (a.size() > 1 && a[0] == '-') {
@@ -238,19 +247,56 @@ int main(int argc, char** argv) {
     }
   };
 
+  // The flow lines of the engine call being gathered: call[0 .. in_call), their line numbers.
+  constexpr size_t kCallLines = 8192;
+  std::vector<simcore::FlowSpec> call(kCallLines);
+  std::vector<int> call_lines(kCallLines);
+  std::vector<simcore::EventId> call_ids(kCallLines);
+  size_t in_call = 0;
+  size_t promised_blocks = 0;
+  auto refused = [&](int line_number) {
+    std::fprintf(stderr, "%s:%d: the simulator refused this event\n", name.c_str(), line_number);
+    return false;
+  };
+  // After events were added: simulate them now, as a live rank's query would, and promise a
+  // floor at each new block.
+  auto added = [&](simcore::EventId last) {
+    if (!opt.batch) engine->query(last);
+    if (promise && events.size() / kBlock > promised_blocks) {
+      promised_blocks = events.size() / kBlock;
+      promise_floor();
+    }
+  };
+  auto submit_call = [&] {
+    if (in_call == 0) return true;
+    engine->add_flows(std::span<const simcore::FlowSpec>(call.data(), in_call),
+                      std::span<simcore::EventId>(call_ids.data(), in_call));
+    for (size_t k = 0; k < in_call; ++k) {
+      if (call_ids[k] == simcore::kNoEvent) return refused(call_lines[k]);
+      events.push_back(call_ids[k]);
+    }
+    const simcore::EventId last = call_ids[in_call - 1];
+    in_call = 0;
+    added(last);
+    return true;
+  };
+
   simcore::netsim::LineSource source(*in);
   simcore::netsim::TraceLine line;
   std::vector<simcore::EventId> after;
-  simcore::FlowSpec f;
   simcore::TaskSpec t;
   auto next_event = [&] { return binary ? binary_reader.next(line) : reader.next(source, line); };
   while (next_event()) {
+    // Lines before this one that are not in the engine yet: the gathered call.
+    const size_t line_index = events.size() + in_call;
+    bool needs_call = line.is_task;
+    for (size_t k : line.after) needs_call = needs_call || k >= events.size();
+    if (needs_call && !submit_call()) return 2;
     after.clear();
     for (size_t k : line.after) after.push_back(events[k]);
-    simcore::EventId id;
     // Labels only matter to the timeline.
     // (A binary trace's events are named by their index.)
-    if (binary && !opt.trace_out.empty()) line.id = std::to_string(events.size());
+    if (binary && !opt.trace_out.empty()) line.id = std::to_string(line_index);
     const std::string& label = !opt.trace_out.empty() ? (line.label.empty() ? line.id : line.label) : line.label;
     if (line.is_task) {
       t.gpu = line.src;
@@ -258,26 +304,25 @@ int main(int argc, char** argv) {
       t.not_before = std::max(line.start_us * 1e-6, floor);  // it cannot start before anyway
       t.after.swap(after);
       t.label = label;
-      id = engine->add_task(t);
+      const simcore::EventId id = engine->add_task(t);
       t.after.swap(after);
-    } else {
-      f.src_gpu = line.src;
-      f.dst_gpu = line.dst;
-      f.bytes = line.bytes;
-      f.not_before = std::max(line.start_us * 1e-6, floor);
-      f.after.swap(after);
-      f.label = label;
-      id = engine->add_flow(f);
-      f.after.swap(after);
+      if (id == simcore::kNoEvent) return refused(line.line), 2;
+      events.push_back(id);
+      added(id);
+      continue;
     }
-    if (id == simcore::kNoEvent) {
-      std::fprintf(stderr, "%s:%d: the simulator refused this event\n", name.c_str(), line.line);
-      return 2;
-    }
-    if (!opt.batch) engine->query(id);  // simulate it now, as a live rank's query would
-    events.push_back(id);
-    if (promise && events.size() % kBlock == 0) promise_floor();
+    simcore::FlowSpec& f = call[in_call];
+    f.src_gpu = line.src;
+    f.dst_gpu = line.dst;
+    f.bytes = line.bytes;
+    f.not_before = std::max(line.start_us * 1e-6, floor);
+    f.after.swap(after);
+    f.label = label;
+    call_lines[in_call] = line.line;
+    ++in_call;
+    if ((opt.one_by_one || in_call == kCallLines) && !submit_call()) return 2;
   }
+  if (!submit_call()) return 2;
   const auto& error = binary ? binary_reader.error() : reader.error();
   if (error) {
     std::fprintf(stderr, "%s:%s%d: %s\n", name.c_str(), binary ? "event " : "", error->line,

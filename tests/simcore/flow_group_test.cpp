@@ -373,5 +373,30 @@ TEST(FlowGroup, EveryMemberHasItsOwnTimelineEntryAndRefusedFlowsGetNoId) {
   EXPECT_EQ(json.find("member2"), std::string::npos);
 }
 
+// The ids of one call come in call order, as add_flow() one by one would number them, however
+// the call's flows fall into groups (here: two classes of different bytes, interleaved, and a
+// flow alone between them), so that a caller may keep its events' ids as two numbers
+// (vgpu-netsim does).
+TEST(FlowGroup, IdsOfACallComeInCallOrder) {
+  auto e = make_engine(group_cluster());
+  std::vector<FlowSpec> flows(9);
+  for (int k = 0; k < 9; ++k) {
+    flows[k].src_gpu = k;
+    flows[k].dst_gpu = k + 16;
+    flows[k].bytes = k % 2 == 0 ? 1 << 20 : 1 << 21;
+  }
+  flows[4].not_before = 1e-3;  // alone
+  std::vector<EventId> ids(9);
+  e->add_flows(flows, ids);
+  for (int k = 1; k < 9; ++k) EXPECT_EQ(ids[k], ids[0] + static_cast<EventId>(k)) << k;
+  // And each id answers for its own flow: the two classes and the lone flow differ.
+  EXPECT_EQ(e->query(ids[0])->finish, e->query(ids[8])->finish);
+  EXPECT_EQ(e->query(ids[1])->finish, e->query(ids[7])->finish);
+  EXPECT_LT(e->query(ids[0])->finish, e->query(ids[1])->finish);
+  EXPECT_EQ(e->query(ids[4])->start, 1e-3);
+  const EventId next = e->add_flow(flows[0]);
+  EXPECT_EQ(next, ids[8] + 1);
+}
+
 }  // namespace
 }  // namespace simcore
