@@ -152,6 +152,17 @@ class VirtualTime : public ::testing::Test {
   void keep_stream_busy() {
     for (int i = 0; i < 10; ++i) axpy(nullptr);
   }
+  // The virtual time `n` launches of axpy with `params` on `grid` blocks take, between two events
+  // behind work that keeps the stream busy (so their issue gaps do not count).
+  float launches_ms(int n, unsigned grid, void** params) {
+    keep_stream_busy();
+    EXPECT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
+    for (int i = 0; i < n; ++i)
+      EXPECT_EQ(cuLaunchKernel(axpy_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
+    EXPECT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
+    EXPECT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
+    return virtual_ms(a_, b_);
+  }
 
   CUcontext ctx_ = nullptr;
   std::vector<char> image_;
@@ -516,15 +527,7 @@ TEST_F(VirtualTime, LaunchesTakeTheJobsLeastDisturbedDuration) {
     if (i >= 2) own = table->smallest(key);
   }
   ASSERT_TRUE(own) << "the settled duration was not offered to the job";
-  auto four_launches_ms = [&] {
-    keep_stream_busy();
-    EXPECT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
-    for (int i = 0; i < 4; ++i)
-      EXPECT_EQ(cuLaunchKernel(axpy_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
-    EXPECT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
-    EXPECT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
-    return virtual_ms(a_, b_);
-  };
+  auto four_launches_ms = [&] { return launches_ms(4, grid, params); };
   EXPECT_NEAR(four_launches_ms(), 4 * *own * 1e3, kPriceToleranceMs);
   // Another process of the job measured it less disturbed: every launch takes that from now on.
   table->offer(key, *own / 2);
@@ -546,14 +549,8 @@ TEST_F(VirtualTime, ASignatureAnotherRankSettledIsNotMeasuredAgain) {
   auto table = job_durations_table();
   ASSERT_NE(table, nullptr);
   table->offer(key, 3e-3);  // what "another rank" settled: 3 ms, far from the sim's own figure
-  keep_stream_busy();
-  ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
-  for (int i = 0; i < 2; ++i)
-    ASSERT_EQ(cuLaunchKernel(axpy_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
-  ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
-  ASSERT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
   // Both launches take the job's 3 ms (a measured first launch would take the sim's tens of us).
-  EXPECT_NEAR(virtual_ms(a_, b_), 6.0f, kPriceToleranceMs);
+  EXPECT_NEAR(launches_ms(2, grid, params), 6.0f, kPriceToleranceMs);
 }
 
 // Ranks sharing one GPU rarely meet on exact signatures (by-value bytes hold each process's stack
@@ -573,12 +570,7 @@ TEST_F(VirtualTime, ALaunchTakesTheLeastSampleAnyRankTookOfTheSameWork) {
   auto table = job_durations_table();
   ASSERT_NE(table, nullptr);
   table->offer(work, 2e-3);  // "another rank" measured that work at 2 ms (the sim's own: tens of us)
-  keep_stream_busy();
-  ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
-  ASSERT_EQ(cuLaunchKernel(axpy_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
-  ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
-  ASSERT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
-  EXPECT_LT(virtual_ms(a_, b_), 1.0f) << "a measured launch takes its own sample when it is less";
+  EXPECT_LT(launches_ms(1, grid, params), 1.0f) << "a measured launch takes its own sample when it is less";
   // Its samples go to the job under the work key (not the function's first launch in its context,
   // which may include loading it): the 2 ms offered is gone.
   for (int i = 0; i < 2; ++i) {
@@ -590,13 +582,7 @@ TEST_F(VirtualTime, ALaunchTakesTheLeastSampleAnyRankTookOfTheSameWork) {
   EXPECT_LT(*least, 1e-3);
   // Another rank's sample below this process's own: every launch takes it, settled or not.
   table->offer(work, *least / 4);
-  keep_stream_busy();
-  ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
-  for (int i = 0; i < 6; ++i)
-    ASSERT_EQ(cuLaunchKernel(axpy_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
-  ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
-  ASSERT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
-  EXPECT_NEAR(virtual_ms(a_, b_), 6 * *least / 4 * 1e3, kPriceToleranceMs);
+  EXPECT_NEAR(launches_ms(6, grid, params), 6 * *least / 4 * 1e3, kPriceToleranceMs);
 }
 
 TEST_F(VirtualTime, CapturedWorkIsTimedWhenTheGraphRuns) {
