@@ -176,11 +176,11 @@ int main() {
   int regs = 0;
   ASK("cuKernelGetAttribute", kernel_get(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, kernel, dev), regs);
 
-  // The rules of the cluster queries the real driver's documentation states and the sim must
-  // follow ("edge-..." answers; their real answers come from tests/gpu/probe/cublaslt_queries):
-  // a cluster query needs a cluster size, from the config or the kernel's required one; past 8
-  // only with NON_PORTABLE_CLUSTER_SIZE_ALLOWED; cuOccupancyMaxPotentialClusterSize ignores the
-  // config's cluster and reports a required cluster, or the non-portable limit when allowed.
+  // The edges of the cluster queries ("edge-..." answers; the real ones come from
+  // tests/gpu/probe/cublaslt_queries, and an H200's of 2026-11-26 are in
+  // data/query_trace_program_h200_580.txt, where the real driver departs from cuda.h: no cluster
+  // size anywhere is 0 clusters, not an error; a config's cluster unlike a required one is
+  // refused by cuOccupancyMaxPotentialClusterSize too; clusters of 17 fit).
   const unsigned one_per_sm = static_cast<unsigned>(optin - 1024);
   int v = 0;
   ASK("edge-clusters-no-cluster-attribute", clusters(&v, fn, Config(0, one_per_sm).get()), v);
