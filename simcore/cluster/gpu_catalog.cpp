@@ -194,8 +194,11 @@ constexpr Row kH200[] = {  // measured
 // cuOccupancyMaxActiveClusters on a real H200 (tests/cluster/data/h200_real_clusters.txt): an
 // empty kernel with 1, 2 and 4 blocks per SM, clusters of 1 to 16 blocks. The H100 SXM is the
 // same 132-SM die but was not measured, so it keeps the GPC estimate.
-const std::vector<std::array<int, 16>> kHopper132Clusters = {
-    {132, 66, 39, 30, 22, 17, 15, 15, 9, 7, 7, 7, 7, 7, 7, 7},
+// Sizes 17 to 32 at one block per SM: cuBLAS's nopClusterDiscoveryTool probes, measured on an
+// H200 (driver 580.159.04) on 2026-11-26 (tests/gpu/probe/cublaslt_queries): 17 and 18 fit 2.
+const std::vector<std::vector<int>> kHopper132Clusters = {
+    {132, 66, 39, 30, 22, 17, 15, 15, 9, 7, 7, 7, 7, 7, 7, 7,
+     2, 2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
     {264, 132, 79, 62, 47, 39, 32, 30, 23, 21, 16, 16, 14, 14, 14, 14},
     {528, 264, 163, 124, 94, 79, 69, 62, 51, 44, 37, 37, 30, 30, 28, 28},
 };

@@ -394,7 +394,7 @@ TEST_F(Module, Occupancy) {
   EXPECT_EQ(min_grid, 32 * 132);
   size_t smem = 0;
   ASSERT_EQ(cuOccupancyAvailableDynamicSMemPerBlock(&smem, f, 2, 256), CUDA_SUCCESS);
-  EXPECT_EQ(smem, 233472u / 2 - 1024);
+  EXPECT_EQ(smem, 233472u / 2);  // as an H200 answered (reserved memory not taken off)
   EXPECT_EQ(cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, reinterpret_cast<CUfunction>(0x1234), 256, 0),
             CUDA_ERROR_INVALID_HANDLE);
   cuModuleUnload(m);

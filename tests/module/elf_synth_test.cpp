@@ -234,6 +234,22 @@ TEST(ElfSynth, ExtendedSectionNumbering) {
 }
 
 TEST(ElfSynth, ReservedSharedMemory) {
+  // A cap of 0 (cuBLASLt 13's sm_90 cutlass_75 kernels: a 1 KiB .nv.shared.<name>, no static
+  // shared memory on an H200) is the default 1 KiB.
+  for (const bool zero_cap : {false, true}) {
+    ElfBuilder b;
+    b.e_flags = 0x6005a04;
+    b.os_abi = 0x41;
+    b.abi_version = 8;
+    const uint16_t text = b.section({".text.kern", kProgbits, std::vector<uint8_t>(128, 0)});
+    b.section({".nv.info.kern", kCudaInfo, good_info(), 0, text});
+    b.section({".nv.shared.kern", kNobits, {}, 0x400u});
+    b.symbol({"kern", kFuncGlobal, 0x10, text, 0, 128});
+    b.symbol({".nv.reservedSmem.cap", 0x21, 0, 0, zero_cap ? 0u : 0x200u, 4});
+    const ParseResult r = parse_image(b.build(), 90);
+    ASSERT_TRUE(r.ok()) << r.message();
+    EXPECT_EQ(r.value().kernels[0].shared_bytes, zero_cap ? 0u : 0x200u);
+  }
   for (const bool with_cap : {true, false}) {
     ElfBuilder b;
     b.e_flags = 0x6005a04;  // ABI 8 layout: SM in bits 8..15 (sm_90)

@@ -1,47 +1,42 @@
-"""The sim backend follows the cluster-query rules cuda.h documents (query_trace_program's
-"edge-..." answers, on a virtual H200):
+"""The sim backend answers query_trace_program's questions as a real H200 did: every "answer ..."
+line of the program on a virtual H200-141GB equals the line the real driver gave (an H200,
+driver 580.159.04, measured 2026-11-26 under the passthrough by tests/gpu/probe/cublaslt_queries;
+recorded in data/query_trace_program_h200_580.txt). Among them the cluster rules, where the
+real driver departs from cuda.h:
 
-- cuOccupancyMaxActiveClusters of a kernel with a required cluster (.reqnctapercluster 2,1,1)
-  answers for that cluster when the config names none (66, as for an asked cluster of 2), and
-  refuses a config whose cluster differs (CUDA_ERROR_INVALID_CLUSTER_SIZE, 912); a kernel without
-  one must be given a cluster size ("else the function will return an error");
-- cuOccupancyMaxPotentialClusterSize ignores the config's cluster, reflects a required cluster
-  (2), and is the portable 8 unless the kernel allows non-portable sizes (then 16: clusters of 16
-  fit on the measured H200, 7 of them at one block per SM);
-- sizes past 16 fit nowhere (0), as cuBLAS's probes up to 32 expect.
+- cuOccupancyMaxActiveClusters of a kernel with no required cluster and a config with no cluster
+  size is 0, not an error; a kernel with a required cluster (.reqnctapercluster 2,1,1) is answered
+  for that cluster (66) and a config whose cluster differs is refused (912);
+- cuOccupancyMaxPotentialClusterSize refuses such a config too (912), though cuda.h says it
+  ignores the config's cluster; it is 8, or 16 with NON_PORTABLE_CLUSTER_SIZE_ALLOWED;
+- clusters of 17 fit (2 at one block per SM), of 32 none;
+- CLUSTER_SIZE_MUST_BE_SET of a kernel compiled with a cluster is 0;
+- cuOccupancyAvailableDynamicSMemPerBlock does not take the reserved shared memory off (116736
+  for 2 blocks), and an empty PTX kernel has 4 registers.
 
-    cluster_rules_check.py PROGRAM SIM_LIBDIR
+    cluster_rules_check.py PROGRAM SIM_LIBDIR RECORDED_ANSWERS
 """
 import os
 import subprocess
 import sys
 
-program, libdir = sys.argv[1:3]
+program, libdir, recorded = sys.argv[1:4]
 env = dict(os.environ, LD_LIBRARY_PATH=libdir, VGPU_GPU_MODEL="H200-141GB", VGPU_GPUS_PER_NODE="1", VGPU_NODES="1")
 env.pop("VGPU_QUERY_TRACE", None)
 out = subprocess.run([program], env=env, capture_output=True, text=True, timeout=60)
 if out.returncode != 0:
     sys.exit(f"query_trace_program failed ({out.returncode}): {out.stderr[-2000:]}")
-got = {}
-for line in out.stdout.splitlines():
-    _, question, answer = line.split(" ", 2)
-    got[question] = answer
-want = {
-    "edge-clusters-no-cluster-attribute": "error 912",
-    "edge-potential-size-portable": "8",
-    "edge-potential-size-non-portable": "16",
-    "edge-clusters-size-16": "7",
-    "edge-clusters-size-17": "0",
-    "edge-clusters-size-32": "0",
-    "edge-required-width": "2",
-    "edge-cluster-must-be-set": "1",
-    "edge-required-clusters-no-attribute": "66",
-    "edge-required-clusters-same-size": "66",
-    "edge-required-clusters-other-size": "error 912",
-    "edge-required-potential-size": "2",
-}
-bad = [(q, w, got.get(q)) for q, w in want.items() if got.get(q) != w]
-for q, w, g in bad:
-    print(f"FAIL {q}: want {w}, the sim answered {g}")
-print(f"{len(want) - len(bad)} of {len(want)} cluster rules as documented")
+got = [l for l in out.stdout.splitlines() if l.startswith("answer ")]
+want = [l for l in open(recorded).read().splitlines() if l.startswith("answer ")]
+bad = 0
+for i, w in enumerate(want):
+    g = got[i] if i < len(got) else "(none)"
+    if g != w:
+        bad += 1
+        print(f"FAIL line {i + 1}: the H200 said '{w}', the sim '{g}'")
+print(f"{len(want) - bad} of {len(want)} answers as the H200 gave them")
+# Questions added to the program after the recording: the sim's answer, to compare by hand with
+# the next GPU run's.
+for line in got[len(want):]:
+    print(f"not measured yet, the sim: {line}")
 sys.exit(1 if bad else 0)

@@ -11,10 +11,12 @@ shared words of vgpu/front/driver/query_lines.h, with the answer the program its
    same lines, the forwarded queries answered by the driver underneath (whose own lines, written
    because it reads the same setting, interleave and are allowed);
 4. a trace file that cannot be opened leaves the program running as before;
-5. (given a cuBLAS program) the private slot cuBLAS calls and the sim does not know
-   (1734dc26[4]) is written by the sim ("private 1734dc26[4] args=... -> 801"), and under the
-   passthrough its call goes through the passthrough's traced copy of the table to the driver
-   underneath and back (two lines per call), the program finishing as without the trace.
+5. (given a cuBLAS program) the private slot cuBLAS calls whose meaning is unknown (1734dc26[4])
+   is answered by the sim as an H200 answered it and written so ("private 1734dc26[4] args=...
+   -> 0 out=[a0:p,p a1:p,p ...]": success, an address in both words at a0 and in the first at
+   a1), and under the passthrough its call goes through the passthrough's traced copy of the
+   table to the driver underneath and back (two lines per call), the program finishing as
+   without the trace.
 """
 import os
 import re
@@ -148,8 +150,8 @@ with tempfile.TemporaryDirectory() as tmp:
                                          VGPU_QUERY_TRACE=os.path.join(tmp, "cublas_sim.txt")), "sim")
         pt_private = private_lines(dict(pt_env, LD_LIBRARY_PATH=f"{pt_dir}:{cuda_dir}", VGPU_GPUS_PER_NODE="8",
                                         VGPU_QUERY_TRACE=os.path.join(tmp, "cublas_pt.txt")), "passthrough")
-        if not sim_private or any(not l.endswith(" -> 801") for l in sim_private):
-            failures.append(f"sim: cuBLAS's 1734dc26[4] calls not traced as refused: {sim_private[:3]}")
+        if not sim_private or any(" -> 0 out=[a0:p,p a1:p," not in l for l in sim_private):
+            failures.append(f"sim: cuBLAS's 1734dc26[4] calls not answered as the H200 did: {sim_private[:3]}")
         if len(pt_private) != 2 * len(sim_private):
             failures.append(f"passthrough: {len(pt_private)} lines of 1734dc26[4], want two per call "
                             f"(the driver underneath's and the passthrough's forwarder's) of {len(sim_private)}")

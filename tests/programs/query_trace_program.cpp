@@ -37,6 +37,18 @@ constexpr char kClusterPtx[] = R"(.version 8.0
 .visible .entry pair_kernel() .reqnctapercluster 2, 1, 1 { ret; }
 )";
 
+// A kernel with 8 KiB of static shared memory: whether the real driver's default
+// MAX_DYNAMIC_SHARED_SIZE_BYTES is 48 KiB less the static part (the sim's rule) or 48 KiB (what
+// an H200 answered for cuBLAS's cutlass_75 kernels, where the sim said 48128).
+constexpr char kStaticSharedPtx[] = R"(.version 8.0
+.target sm_90
+.address_size 64
+.visible .entry static_shared_kernel() {
+  .shared .align 4 .b8 buf[8192];
+  ret;
+}
+)";
+
 // A config of `blocks` blocks of 128 threads with `shared` bytes, in clusters of `size` (0: no
 // cluster attribute).
 struct Config {
@@ -164,11 +176,11 @@ int main() {
   int regs = 0;
   ASK("cuKernelGetAttribute", kernel_get(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, kernel, dev), regs);
 
-  // The rules of the cluster queries the real driver's documentation states and the sim must
-  // follow ("edge-..." answers; their real answers come from tests/gpu/probe/cublaslt_queries):
-  // a cluster query needs a cluster size, from the config or the kernel's required one; past 8
-  // only with NON_PORTABLE_CLUSTER_SIZE_ALLOWED; cuOccupancyMaxPotentialClusterSize ignores the
-  // config's cluster and reports a required cluster, or the non-portable limit when allowed.
+  // The edges of the cluster queries ("edge-..." answers; the real ones come from
+  // tests/gpu/probe/cublaslt_queries, and an H200's of 2026-11-26 are in
+  // data/query_trace_program_h200_580.txt, where the real driver departs from cuda.h: no cluster
+  // size anywhere is 0 clusters, not an error; a config's cluster unlike a required one is
+  // refused by cuOccupancyMaxPotentialClusterSize too; clusters of 17 fit).
   const unsigned one_per_sm = static_cast<unsigned>(optin - 1024);
   int v = 0;
   ASK("edge-clusters-no-cluster-attribute", clusters(&v, fn, Config(0, one_per_sm).get()), v);
@@ -191,5 +203,24 @@ int main() {
   ASK("edge-required-potential-size", cluster_size(&v, pair, Config(4, one_per_sm).get()), v);
   ASK("edge-ptx-version", func_get(&v, CU_FUNC_ATTRIBUTE_PTX_VERSION, fn), v);
   ASK("edge-binary-version", func_get(&v, CU_FUNC_ATTRIBUTE_BINARY_VERSION, fn), v);
+
+  // Added after the H200 run of 2026-11-26 (not yet measured; cluster_rules_check.py prints
+  // them): what the sim still guesses.
+  CUmodule static_mod = nullptr;
+  CUfunction static_fn = nullptr;
+  ASK("cuModuleLoadData", load(&static_mod, kStaticSharedPtx), 0);
+  ASK("cuModuleGetFunction", get_function(&static_fn, static_mod, "static_shared_kernel"), 0);
+  ASK("edge-static-shared-size", func_get(&v, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, static_fn), v);
+  ASK("edge-static-shared-default-dynamic", func_get(&v, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_fn), v);
+  ASK("edge-static-shared-regs", func_get(&v, CU_FUNC_ATTRIBUTE_NUM_REGS, static_fn), v);
+  size_t bytes = 0;
+  ASK("edge-available-smem-3-blocks", available(&bytes, fn, 3, 128), bytes);
+  ASK("edge-available-smem-1-block", available(&bytes, fn, 1, 128), bytes);
+  // Clusters past 16 at two blocks per SM (the sim scales the one-block measurement: 17 -> 4).
+  const unsigned two_per_sm = static_cast<unsigned>(optin / 2 - 2048);
+  ASK("edge-clusters-size-17-two-per-sm", clusters(&v, fn, Config(17, two_per_sm).get()), v);
+  ASK("edge-clusters-size-32-two-per-sm", clusters(&v, fn, Config(32, two_per_sm).get()), v);
+  ASK("edge-clusters-size-18", clusters(&v, fn, Config(18, one_per_sm).get()), v);
+  ASK("edge-clusters-size-19", clusters(&v, fn, Config(19, one_per_sm).get()), v);
   return 0;
 }

@@ -72,7 +72,11 @@ class CubinReader {
   uint32_t reserved_shared() const {
     bool reserves = find(".nv.shared.reserved.0") != nullptr;
     for (const ElfSymbol& s : elf_.symbols()) {
-      if (s.name == ".nv.reservedSmem.cap") return static_cast<uint32_t>(std::min<uint64_t>(s.value, UINT32_MAX));
+      // A cap of 0 is no size: cuBLASLt 13's sm_90 cutlass_75 kernels carry one beside a 1 KiB
+      // .nv.shared.<name> and no static shared memory (an H200 answered their default
+      // MAX_DYNAMIC_SHARED_SIZE_BYTES as 49152, driver 580.159.04, 2026-11-26): the default then.
+      if (s.name == ".nv.reservedSmem.cap" && s.value > 0)
+        return static_cast<uint32_t>(std::min<uint64_t>(s.value, UINT32_MAX));
       reserves |= starts_with(s.name, ".nv.reservedSmem");
     }
     return reserves ? kDefaultReservedShared : 0;

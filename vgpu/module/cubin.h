@@ -10,8 +10,8 @@
 //   (initialised) and .nv.constant<bank> sections; st_value is the offset in the section;
 //   STO_CUDA_MANAGED (0x04) marks __managed__ variables.
 // - sm_90 and later reserve shared memory at the start of every .nv.shared.<name> (the symbol
-//   .nv.reservedSmem.cap gives its size when present, else 1 KiB), which the real driver does
-//   not count in a kernel's static shared size.
+//   .nv.reservedSmem.cap gives its size when present and not 0, else 1 KiB), which the real
+//   driver does not count in a kernel's static shared size.
 #pragma once
 
 #include "module/elf_reader.h"

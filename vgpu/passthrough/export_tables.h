@@ -21,7 +21,7 @@ struct ExportTables {
   // Only with VGPU_QUERY_TRACE (traced_slots.h): copies whose guessed slots are logged, and the
   // real slots those forward to.
   TableCopy library_1734dc26, context_info;
-  std::array<const void*, 3> traced_real{};
+  std::array<const void*, 4> traced_real{};
 };
 
 }  // namespace vgpu::pt

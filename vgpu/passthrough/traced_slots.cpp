@@ -20,6 +20,9 @@ struct TracedSlot {
 };
 constexpr TracedSlot kTraced[] = {
     {TableId::library_1734dc26, 4, "1734dc26"},
+    // cuBLAS calls [13] right after a [4] that succeeded (seen on the sim, 2026-11-26): traced so
+    // that the real driver's answer can be read, as the sim refuses it (unknown slot).
+    {TableId::library_1734dc26, 13, "1734dc26"},
     {TableId::context_info, 39, "21318c60"},
     {TableId::context_info, 51, "21318c60"},
 };

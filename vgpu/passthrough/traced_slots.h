@@ -1,5 +1,6 @@
 // VGPU_QUERY_TRACE under the passthrough for the private slots the sim backend answers by guess
-// or not at all: library_1734dc26[4] (cuBLAS calls it, the sim returns CUDA_ERROR_NOT_SUPPORTED)
+// or not at all: library_1734dc26[4] (cuBLAS calls it, the sim answers as an H200 did) and [13]
+// (called after [4], refused by the sim)
 // and context_info[39] / [51] (the sim answers as another clean-room driver does). With the
 // trace on, cuGetExportTable hands out copies of those two tables whose traced slots call the
 // real driver's and write what it answered (front/driver/query_lines.h, private_slot: the same

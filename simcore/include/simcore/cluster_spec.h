@@ -33,10 +33,11 @@ struct GpuModel {
   // Every CUdevice_attribute the model answers, keyed by its numeric value in cuda.h.
   std::map<int, int> attributes;
   // cuOccupancyMaxActiveClusters as measured on the real part: [b][s - 1] the clusters of s
-  // blocks (1..16) resident at once when b = 0, 1, 2 means 1, 2, 4 blocks fit an SM; empty when
-  // not measured. Libraries size persistent grids by it (cuBLASLt's Hopper GEMMs launch
-  // 2 x 66 clusters on a 132-SM part), and it follows no GPC arithmetic: it is kept as measured.
-  std::vector<std::array<int, 16>> max_active_clusters;
+  // blocks resident at once when b = 0, 1, 2 means 1, 2, 4 blocks fit an SM (a row is as long as
+  // the sizes measured: past 16 too, which the real driver answers); empty when not measured.
+  // Libraries size persistent grids by it (cuBLASLt's Hopper GEMMs launch 2 x 66 clusters on a
+  // 132-SM part), and it follows no GPC arithmetic: it is kept as measured.
+  std::vector<std::vector<int>> max_active_clusters;
 };
 
 // Defaults below are those of the embedded default cluster (simcore/cluster/default_cluster.toml;

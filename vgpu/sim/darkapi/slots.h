@@ -70,6 +70,11 @@ CUresult context_object(CUcontext ctx, uint64_t arg1, void** out, uint64_t arg3,
 CUresult context_lookup(CUcontext ctx, const void* arg1, void** out, uint64_t arg3, uint64_t kind,
                         const void* arg5);
 
+// ---- library_1734dc26 ----
+// [4] Called by the CUDA runtime in cuBLAS before some library loads; meaning unknown: answered
+// as an H200 answered it, see library_slots.cpp.
+uint32_t library_slot4(uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, uintptr_t a5);
+
 // ---- tools_module (6e163fbe) ----
 // [7] Calls `visit(opaque, f)` for every function of `module` and returns how many it
 // visited (0 for a bad module). cuFFT calls it as (ctx, module, visit, &out) on a module of one

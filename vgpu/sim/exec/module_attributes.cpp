@@ -24,7 +24,9 @@ CUresult read_attribute(const KernelResources& r, const LoadedImage& image, cons
     case CU_FUNC_ATTRIBUTE_CACHE_MODE_CA: *value = 0; break;
     case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *value = s.max_dynamic_shared; break;
     case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *value = s.carveout; break;
-    case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET: *value = k.cluster_dims[0] != 0; break;
+    // 0 even for a kernel compiled with a cluster (.reqnctapercluster): an H200 answered 0
+    // (driver 580.159.04, 2026-11-26); what makes it 1 (.explicitcluster?) was not measured.
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET: *value = 0; break;
     case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
       *value = k.cluster_dims[0] ? static_cast<int>(k.cluster_dims[0]) : s.cluster_w.load();
       break;

@@ -104,7 +104,9 @@ int KernelResources::blocks_per_sm(int block_size, size_t dynamic_shared) const 
 
 size_t KernelResources::dynamic_shared_for(int blocks, int block_size) const {
   if (blocks <= 0 || blocks_by_threads_and_registers(block_size) < blocks) return 0;
-  const int per_block = shared_sm_ / blocks / kSharedUnit * kSharedUnit - reserved_shared_;
+  // The SM's shared memory split evenly, WITHOUT the per-block reserved part taken off: an H200
+  // (driver 580.159.04, 2026-11-26) answered 116736 for 2 blocks (233472 / 2), not 115712.
+  const int per_block = shared_sm_ / blocks / kSharedUnit * kSharedUnit;
   const int available = std::min(per_block, optin_shared_) - static_cast<int>(info->shared_bytes);
   return available > 0 ? static_cast<size_t>(available) : 0;
 }

@@ -31,8 +31,10 @@ struct DeviceFigures {
 
 class KernelResources {
  public:
-  // A kernel loaded from PTX has no register count (nothing compiled it); assume this many.
-  static constexpr int kAssumedPtxRegisters = 32;
+  // A kernel loaded from PTX has no register count (nothing compiled it): NUM_REGS reads this,
+  // what an H200's JIT gave an empty PTX kernel (driver 580.159.04, 2026-11-26; the sim used to
+  // assume 32). Occupancy is the same for any count up to 32 (65536 registers for 2048 threads).
+  static constexpr int kAssumedPtxRegisters = 4;
 
   KernelResources(const DriverState& driver, int device, const module::KernelInfo& info);
   KernelResources(const DeviceFigures& device, const module::KernelInfo& info);
@@ -48,7 +50,8 @@ class KernelResources {
   // Blocks of `block_size` threads with `dynamic_shared` bytes that fit on one SM at once.
   int blocks_per_sm(int block_size, size_t dynamic_shared) const;
   // The most dynamic shared memory each of `blocks` blocks of `block_size` threads can have while
-  // all of them fit on one SM; 0 if they do not fit at all.
+  // all of them fit on one SM, as the real driver answers it (reserved memory not counted); 0 if
+  // they do not fit at all.
   size_t dynamic_shared_for(int blocks, int block_size) const;
 
  private:
