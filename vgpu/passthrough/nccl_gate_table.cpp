@@ -56,13 +56,8 @@ std::vector<std::string> Table::release_stalled(double now, double limit) {
   std::lock_guard l(mu_);
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     const auto& [key, w] = *it;
-    std::string counts;
     bool behind = false;
-    for (int r = 0; r < w.nranks; ++r) {
-      const uint32_t c = __atomic_load_n(&w.row->count[r], __ATOMIC_ACQUIRE);
-      behind = behind || c < w.value;
-      counts += fmt::format("{}{}", r == 0 ? "" : " ", c);
-    }
+    for (int r = 0; r < w.nranks && !behind; ++r) behind = __atomic_load_n(&w.row->count[r], __ATOMIC_ACQUIRE) < w.value;
     if (!behind || w.row->released.load(std::memory_order_acquire) != 0) {
       it = waiting_.erase(it);  // every peer arrived (or another process let the row go)
       continue;
@@ -71,6 +66,9 @@ std::vector<std::string> Table::release_stalled(double now, double limit) {
       ++it;
       continue;
     }
+    std::string counts;  // as they stood when let go
+    for (int r = 0; r < w.nranks; ++r)
+      counts += fmt::format("{}{}", r == 0 ? "" : " ", __atomic_load_n(&w.row->count[r], __ATOMIC_ACQUIRE));
     w.row->released.store(1, std::memory_order_release);
     for (int r = 0; r < kRanks; ++r) arrive(&w.row->count[r], UINT32_MAX);
     released.push_back(fmt::format("communicator {:#x}: rank {} waited {:.1f} s for its collective #{}; the ranks' "
