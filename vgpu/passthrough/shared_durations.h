@@ -12,6 +12,10 @@
 // smallest is the one least disturbed. Each process offers its settled durations here and every
 // launch takes the smallest offered so far (never more than its own), so the ranks of a job agree
 // on every kernel they share after a few steps, at what the least disturbed of them measured.
+// Ranks' exact signatures rarely meet, though (their by-value bytes hold each process's stack
+// garbage), so where several virtual devices share the GPU every measured sample is also offered
+// under the launch's work key (signature_work_key, launch_signature.h), which launch_api.cpp
+// reads beside the exact key: the same table holds both kinds of key.
 //
 // The table is a file in /dev/shm beside the job's status region (status_region.h), private to
 // the user (checked on the opened descriptor, as the status region is) and removed with it: an
