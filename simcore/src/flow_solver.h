@@ -5,7 +5,8 @@
 //
 // Incremental mode: a change marks the links it touches, and solve() re-solves locally. The
 // flows that may move are the ones that arrived and those whose bottleneck (the link where they
-// froze in their last filling) was touched, with the flows bottlenecked on their other links;
+// froze in their last filling) was touched, with the flows bottlenecked on their other links
+// (transitively, add_bottlenecked());
 // they are filled on what the other flows leave of each link. An allocation is max-min fair exactly when every flow has a bottleneck, a full
 // link on which no flow gets more; so the result is checked on every link the moved flows cross,
 // and a flow it leaves without its bottleneck (the link is no longer full, or a flow there now
@@ -74,6 +75,11 @@ class FlowSolver {
 
   uint64_t solves() const { return solves_; }
   uint64_t solved_flows() const { return solved_flows_; }
+  // Local re-solves run (incremental mode, the flows solved alone aside), the fillings they ran
+  // (one per widen_local() round) and the most one of them needed.
+  uint64_t local_solves() const { return local_solves_; }
+  uint64_t local_fillings() const { return local_fillings_; }
+  uint32_t most_local_fillings() const { return most_local_fillings_; }
   size_t memory_bytes() const;
 
  private:
@@ -84,6 +90,7 @@ class FlowSolver {
     boost::container::small_vector<uint32_t, 2> flows;
     uint32_t seen = 0;            // epoch of the last solve() that solved it (alone, or full mode)
     uint32_t round = 0;           // prepare_local(): round_ when it was listed
+    uint32_t touched = 0;         // touch(): epoch_ + 1 once listed in touched_ for the next solve()
     uint32_t unfrozen = 0;        // progressive filling: flows not yet given a rate
     double remaining = 0;         // progressive filling: capacity not yet handed out
   };
@@ -119,6 +126,8 @@ class FlowSolver {
   void seed_local();
   void prepare_local();
   bool widen_local();
+  // Adds the flows bottlenecked on a link of comp_flows_[first...] (above the floor), transitively.
+  void add_bottlenecked(size_t first);
   double batch_floor();                 // the floor of the changes since the last solve()
   void end_batch();                     // forgets the changes since the last solve()
   double arrival_rate(uint32_t slot);   // batch_floor(): a lone arrival's exact new rate
@@ -141,6 +150,8 @@ class FlowSolver {
   uint32_t epoch_ = 0;
   uint32_t round_ = 0;
   uint64_t solves_ = 0, solved_flows_ = 0;
+  uint64_t local_solves_ = 0, local_fillings_ = 0;
+  uint32_t most_local_fillings_ = 0;
 };
 
 template <class OnChange> void FlowSolver::apply(OnChange& on_change) {
@@ -224,10 +235,15 @@ template <class OnChange> void FlowSolver::solve(OnChange&& on_change) {
     comp_flows_.clear();
   }
   if (!comp_flows_.empty()) {
+    uint32_t fillings = 0;
     do {
       prepare_local();
       fill();
+      ++fillings;
     } while (widen_local());
+    ++local_solves_;
+    local_fillings_ += fillings;
+    most_local_fillings_ = std::max(most_local_fillings_, fillings);
     apply(on_change);
   }
   touched_.clear();
