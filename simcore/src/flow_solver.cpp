@@ -9,6 +9,7 @@ FlowSolver::FlowSolver(const Topology& topology, SolverMode mode) : mode_(mode) 
   links_.resize(topology.links().size());
   for (size_t i = 0; i < links_.size(); ++i) links_[i].capacity = topology.links()[i].capacity;
   load_.assign(links_.size(), 0);
+  bottlenecked_.assign(links_.size(), 0);
 }
 
 // Each link once per batch: a sweep's start attaches ~150 clean flows on a few dozen links, and
@@ -31,6 +32,7 @@ void FlowSolver::attach(uint32_t slot, const Route& route, double rate, bool tou
   }
   f.rate = rate;
   f.next_rate = rate;
+  if (f.bottleneck != kNoLink) ++bottlenecked_[f.bottleneck];  // a rewound flow's, or a stale one
   for (int i = 0; i < route.count; ++i) {
     const LinkId id = route.links[i];
     f.links[i] = id;
@@ -50,8 +52,7 @@ bool FlowSolver::others_bottlenecked(uint32_t slot) const {
   const FlowState& f = flows_[slot];
   for (int i = 0; i < f.count; ++i) {
     const LinkId id = f.links[i];
-    for (uint32_t other : links_[id].flows)
-      if (other != slot && flows_[other].bottleneck == id) return true;
+    if (bottlenecked_[id] > (f.bottleneck == id ? 1u : 0u)) return true;
   }
   return false;
 }
@@ -81,6 +82,7 @@ void FlowSolver::detach(uint32_t slot, bool touch_links) {
     }
     if (touch_links) touch(id);
   }
+  if (f.bottleneck != kNoLink) --bottlenecked_[f.bottleneck];  // the field stays (attach() counts it again)
   const uint32_t last = all_.back();
   all_[f.all_pos] = last;
   flows_[last].all_pos = f.all_pos;
@@ -175,13 +177,16 @@ void FlowSolver::seed_local() {
 void FlowSolver::add_bottlenecked(size_t first) {
   for (size_t k = first; k < comp_flows_.size(); ++k) {
     const FlowState& s = flows_[comp_flows_[k]];
-    for (int i = 0; i < s.count; ++i)
-      for (uint32_t slot : links_[s.links[i]].flows) {
+    for (int i = 0; i < s.count; ++i) {
+      const LinkId id = s.links[i];
+      if (bottlenecked_[id] <= (s.bottleneck == id ? 1u : 0u)) continue;  // nobody else froze here
+      for (uint32_t slot : links_[id].flows) {
         FlowState& f = flows_[slot];
-        if (f.seen == epoch_ || f.bottleneck != s.links[i] || f.rate < floor_) continue;
+        if (f.seen == epoch_ || f.bottleneck != id || f.rate < floor_) continue;
         f.seen = epoch_;
         comp_flows_.push_back(slot);
       }
+    }
   }
 }
 
@@ -287,7 +292,7 @@ void FlowSolver::fill() {
       if (f.frozen) continue;
       f.frozen = true;
       f.next_rate = share;
-      f.bottleneck = top.link();
+      set_bottleneck(f, top.link());
       for (int i = 0; i < f.count; ++i) {
         const LinkId other = f.links[i];
         if (other == top.link()) continue;
@@ -301,7 +306,8 @@ void FlowSolver::fill() {
 }
 
 size_t FlowSolver::memory_bytes() const {
-  size_t bytes = links_.capacity() * sizeof(LinkState) + load_.capacity() * sizeof(uint32_t) +
+  size_t bytes = links_.capacity() * sizeof(LinkState) +
+                 (load_.capacity() + bottlenecked_.capacity()) * sizeof(uint32_t) +
                  flows_.capacity() * sizeof(FlowState) +
                  all_.capacity() * sizeof(uint32_t) + heap_.capacity() * sizeof(HeapItem);
   for (const LinkState& l : links_)

@@ -112,6 +112,11 @@ class FlowSolver {
   using HeapItem = ShareKey;  // share_key.h
 
   void touch(LinkId id);
+  void set_bottleneck(FlowState& f, LinkId id) {  // f is attached
+    if (f.bottleneck != kNoLink) --bottlenecked_[f.bottleneck];
+    if (id != kNoLink) ++bottlenecked_[id];
+    f.bottleneck = id;
+  }
   bool others_bottlenecked(uint32_t slot) const;  // detach(): see the top of this file
   // A flow alone on every link of its route is a component of its own: its rate is its
   // narrowest link (what the filling gives, without the heap). False when it
@@ -137,6 +142,9 @@ class FlowSolver {
   SolverMode mode_;
   std::vector<LinkState> links_;
   std::vector<uint32_t> load_;  // links_[id].flows.size(), by link
+  // By link: the attached flows whose bottleneck it is, so that others_bottlenecked() and
+  // add_bottlenecked() skip a link nobody froze on without reading its flows' states.
+  std::vector<uint32_t> bottlenecked_;
   std::vector<FlowState> flows_;
   std::vector<LinkId> touched_;
   std::vector<uint32_t> all_;  // every attached flow (full mode)
@@ -178,7 +186,7 @@ template <class OnChange> bool FlowSolver::solve_alone(uint32_t slot, OnChange& 
       narrowest = f.links[i];
     }
   }
-  f.bottleneck = narrowest;
+  set_bottleneck(f, narrowest);
   for (int i = 0; i < f.count; ++i) links_[f.links[i]].seen = epoch_;
   f.seen = epoch_;
   ++solves_;
