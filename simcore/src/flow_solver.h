@@ -5,7 +5,8 @@
 //
 // Incremental mode: a change marks the links it touches, and solve() re-solves locally. The
 // flows that may move are the ones that arrived and those whose bottleneck (the link where they
-// froze in their last filling) was touched, with the flows bottlenecked on their other links;
+// froze in their last filling) was touched, with the flows bottlenecked on their other links
+// (transitively, add_bottlenecked());
 // they are filled on what the other flows leave of each link. An allocation is max-min fair exactly when every flow has a bottleneck, a full
 // link on which no flow gets more; so the result is checked on every link the moved flows cross,
 // and a flow it leaves without its bottleneck (the link is no longer full, or a flow there now
@@ -74,6 +75,11 @@ class FlowSolver {
 
   uint64_t solves() const { return solves_; }
   uint64_t solved_flows() const { return solved_flows_; }
+  // Local re-solves run (incremental mode, the flows solved alone aside), the fillings they ran
+  // (one per widen_local() round) and the most one of them needed.
+  uint64_t local_solves() const { return local_solves_; }
+  uint64_t local_fillings() const { return local_fillings_; }
+  uint32_t most_local_fillings() const { return most_local_fillings_; }
   size_t memory_bytes() const;
 
  private:
@@ -84,6 +90,7 @@ class FlowSolver {
     boost::container::small_vector<uint32_t, 2> flows;
     uint32_t seen = 0;            // epoch of the last solve() that solved it (alone, or full mode)
     uint32_t round = 0;           // prepare_local(): round_ when it was listed
+    uint32_t touched = 0;         // touch(): epoch_ + 1 once listed in touched_ for the next solve()
     uint32_t unfrozen = 0;        // progressive filling: flows not yet given a rate
     double remaining = 0;         // progressive filling: capacity not yet handed out
   };
@@ -105,6 +112,11 @@ class FlowSolver {
   using HeapItem = ShareKey;  // share_key.h
 
   void touch(LinkId id);
+  void set_bottleneck(FlowState& f, LinkId id) {  // f is attached
+    if (f.bottleneck != kNoLink) --bottlenecked_[f.bottleneck];
+    if (id != kNoLink) ++bottlenecked_[id];
+    f.bottleneck = id;
+  }
   bool others_bottlenecked(uint32_t slot) const;  // detach(): see the top of this file
   // A flow alone on every link of its route is a component of its own: its rate is its
   // narrowest link (what the filling gives, without the heap). False when it
@@ -119,6 +131,8 @@ class FlowSolver {
   void seed_local();
   void prepare_local();
   bool widen_local();
+  // Adds the flows bottlenecked on a link of comp_flows_[first...] (above the floor), transitively.
+  void add_bottlenecked(size_t first);
   double batch_floor();                 // the floor of the changes since the last solve()
   void end_batch();                     // forgets the changes since the last solve()
   double arrival_rate(uint32_t slot);   // batch_floor(): a lone arrival's exact new rate
@@ -128,6 +142,9 @@ class FlowSolver {
   SolverMode mode_;
   std::vector<LinkState> links_;
   std::vector<uint32_t> load_;  // links_[id].flows.size(), by link
+  // By link: the attached flows whose bottleneck it is, so that others_bottlenecked() and
+  // add_bottlenecked() skip a link nobody froze on without reading its flows' states.
+  std::vector<uint32_t> bottlenecked_;
   std::vector<FlowState> flows_;
   std::vector<LinkId> touched_;
   std::vector<uint32_t> all_;  // every attached flow (full mode)
@@ -141,6 +158,8 @@ class FlowSolver {
   uint32_t epoch_ = 0;
   uint32_t round_ = 0;
   uint64_t solves_ = 0, solved_flows_ = 0;
+  uint64_t local_solves_ = 0, local_fillings_ = 0;
+  uint32_t most_local_fillings_ = 0;
 };
 
 template <class OnChange> void FlowSolver::apply(OnChange& on_change) {
@@ -167,7 +186,7 @@ template <class OnChange> bool FlowSolver::solve_alone(uint32_t slot, OnChange& 
       narrowest = f.links[i];
     }
   }
-  f.bottleneck = narrowest;
+  set_bottleneck(f, narrowest);
   for (int i = 0; i < f.count; ++i) links_[f.links[i]].seen = epoch_;
   f.seen = epoch_;
   ++solves_;
@@ -224,10 +243,15 @@ template <class OnChange> void FlowSolver::solve(OnChange&& on_change) {
     comp_flows_.clear();
   }
   if (!comp_flows_.empty()) {
+    uint32_t fillings = 0;
     do {
       prepare_local();
       fill();
+      ++fillings;
     } while (widen_local());
+    ++local_solves_;
+    local_fillings_ += fillings;
+    most_local_fillings_ = std::max(most_local_fillings_, fillings);
     apply(on_change);
   }
   touched_.clear();

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -26,8 +27,14 @@ ClusterSpec uneven_cluster() {
   return c;
 }
 
-// `batch_max` changes between solves; `arrivals_in_100` of them are arrivals.
-void compare(uint64_t seed, int batch_max, int arrivals_in_100) {
+struct Counters {
+  uint64_t local_solves = 0, local_fillings = 0;
+  uint32_t most_local_fillings = 0;
+};
+
+// `batch_max` changes between solves; `arrivals_in_100` of them are arrivals. `counters`, if
+// given, adds up the incremental solver's.
+void compare(uint64_t seed, int batch_max, int arrivals_in_100, Counters* counters = nullptr) {
   const ClusterSpec cluster = uneven_cluster();
   const Topology topology(cluster);
   FlowSolver inc(topology, SolverMode::incremental);
@@ -78,6 +85,10 @@ void compare(uint64_t seed, int batch_max, int arrivals_in_100) {
           << " (" << attached.size() << " flows)";
     }
   }
+  if (counters == nullptr) return;
+  counters->local_solves += inc.local_solves();
+  counters->local_fillings += inc.local_fillings();
+  counters->most_local_fillings = std::max(counters->most_local_fillings, inc.most_local_fillings());
 }
 
 TEST(FlowSolver, OneChangeAtATimeMatchesTheFullReSolve) {
@@ -90,6 +101,17 @@ TEST(FlowSolver, SeveralChangesAtOnceMatchTheFullReSolve) {
 
 TEST(FlowSolver, MostlyArrivalsMatchTheFullReSolve) {
   for (uint64_t seed = 21; seed <= 22; ++seed) compare(seed, 2, 70);
+}
+
+// A local re-solve takes in, before its first filling, every flow bottlenecked on a link of the
+// flows it moves, transitively (add_bottlenecked()); widen_local() finding them one level per
+// filling ran 1.74 fillings per re-solve on this traffic and up to 8 (1.30 and 4 with it).
+TEST(FlowSolver, ALocalReSolveReachesTheFlowsThatMoveInFewFillings) {
+  Counters total;
+  for (uint64_t seed = 1; seed <= 4; ++seed) compare(seed, 1, 50, &total);
+  ASSERT_GT(total.local_solves, 1000u);
+  EXPECT_LT(static_cast<double>(total.local_fillings) / static_cast<double>(total.local_solves), 1.6);
+  EXPECT_LE(total.most_local_fillings, 5u);
 }
 
 }  // namespace
