@@ -7,6 +7,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -467,16 +468,22 @@ TEST_F(Launch, TimeInsideMemoryCallsIsNotCharged) {
   ASSERT_EQ(cuEventCreate(&e0, CU_EVENT_DEFAULT), CUDA_SUCCESS);
   ASSERT_EQ(cuEventCreate(&e1, CU_EVENT_DEFAULT), CUDA_SUCCESS);
 
-  // One copy's virtual duration, measured alone on the stream.
+  // One copy's virtual duration, measured alone on the stream: the least of three, since the
+  // host's time between the first event and the copy's submission also lies between the events
+  // (a loaded machine under TSan once made one read 2.1 ms against 1.3 ms).
   CUdeviceptr d = 0;
   ASSERT_EQ(cuMemAlloc_v2(&d, kBytes), CUDA_SUCCESS);
-  ASSERT_EQ(cuEventRecord(e0, s), CUDA_SUCCESS);
-  ASSERT_EQ(cuMemcpyHtoDAsync_v2(d, host.data(), kBytes, s), CUDA_SUCCESS);
-  ASSERT_EQ(cuEventRecord(e1, s), CUDA_SUCCESS);
-  ASSERT_EQ(cuEventSynchronize(e1), CUDA_SUCCESS);
-  ASSERT_EQ(cuMemFree_v2(d), CUDA_SUCCESS);
   float copy_ms = -1;
-  ASSERT_EQ(cuEventElapsedTime(&copy_ms, e0, e1), CUDA_SUCCESS);
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(cuEventRecord(e0, s), CUDA_SUCCESS);
+    ASSERT_EQ(cuMemcpyHtoDAsync_v2(d, host.data(), kBytes, s), CUDA_SUCCESS);
+    ASSERT_EQ(cuEventRecord(e1, s), CUDA_SUCCESS);
+    ASSERT_EQ(cuEventSynchronize(e1), CUDA_SUCCESS);
+    float one = -1;
+    ASSERT_EQ(cuEventElapsedTime(&one, e0, e1), CUDA_SUCCESS);
+    copy_ms = copy_ms < 0 ? one : std::min(copy_ms, one);
+  }
+  ASSERT_EQ(cuMemFree_v2(d), CUDA_SUCCESS);
   ASSERT_GT(copy_ms, 0.5f);  // 64 MiB over PCIe: about a millisecond
 
   ASSERT_EQ(cuEventRecord(e0, s), CUDA_SUCCESS);
