@@ -190,8 +190,8 @@ def main():
         med = max(every.cpu().tolist())
     if rank == 0:
         ph = [sorted(p[i] for p in phases)[len(phases) // 2] for i in range(3)]
-        host_ms = [round(sorted(h[i][0] for h in hosts)[len(hosts) // 2], 3) for i in range(4)]
-        cpu_ms = [round(sorted(h[i][1] for h in hosts)[len(hosts) // 2], 3) for i in range(4)]
+        host_ms = [round(v, 3) for v in mine[:4]]  # rank 0's own medians, computed above
+        cpu_ms = [round(v, 3) for v in mine[4:]]
         world = dist.get_world_size() if distributed else 1
         print("RESULT " + json.dumps({
             "mode": args.mode + ("+compile" if args.compile else ""), "world": world,
