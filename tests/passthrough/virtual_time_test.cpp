@@ -240,6 +240,34 @@ TEST_F(VirtualTime, SynchronizationMovesTheThreadsClock) {
   ASSERT_EQ(cuStreamDestroy(idle), CUDA_SUCCESS);
 }
 
+// A thread that never issued work (a watchdog) waits for another thread's work: under
+// VGPU_HORIZON=all (the default) the device's horizon follows it, and the thread that submitted
+// the work starts its next op there; under `submitters` only the bystander's own clock moves.
+TEST_F(VirtualTime, ABystandersSynchronizationRaisesTheDeviceOnlyUnderHorizonAll) {
+  const char* mode = std::getenv("VGPU_HORIZON");
+  const bool only_submitters = mode != nullptr && std::string(mode) == "submitters";
+  CUstream busy, idle;
+  ASSERT_EQ(cuStreamCreate(&busy, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(cuStreamCreate(&idle, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(a_, busy), CUDA_SUCCESS);
+  for (int i = 0; i < 10; ++i) axpy(busy);
+  ASSERT_EQ(cuEventRecord(b_, busy), CUDA_SUCCESS);
+  std::thread bystander([&] {
+    ASSERT_EQ(cuCtxSetCurrent(ctx_), CUDA_SUCCESS);
+    ASSERT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
+  });
+  bystander.join();
+  ASSERT_EQ(cuEventRecord(c_, idle), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventSynchronize(c_), CUDA_SUCCESS);
+  const float ten = virtual_ms(a_, b_);
+  if (only_submitters)
+    EXPECT_LT(virtual_ms(a_, c_), 0.5f * ten);
+  else
+    EXPECT_GE(virtual_ms(a_, c_), ten);
+  ASSERT_EQ(cuStreamDestroy(busy), CUDA_SUCCESS);
+  ASSERT_EQ(cuStreamDestroy(idle), CUDA_SUCCESS);
+}
+
 TEST_F(VirtualTime, StreamsWaitForEventsAndTheLegacyStream) {
   CUstream blocking, non_blocking;
   ASSERT_EQ(cuStreamCreate(&blocking, CU_STREAM_DEFAULT), CUDA_SUCCESS);

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "front/driver/cuda_api.h"
+#include "common/log.h"
 #include "front/launch/kernel_time_db.h"
 #include "passthrough/kernel_recording.h"
 #include "passthrough/launch_facts.h"
@@ -170,6 +171,10 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
     // A function's first launch in its context may include loading it: not a sample of the work.
     if (work != 0 && !*first) shared->offer(work, s);
     if (db != nullptr) record_measured(*db, sig, settled);
+    // Which launches keep being measured, and why (their words against the family's earlier
+    // ones): VGPU_LOG_LEVEL=debug, for the speed issue's "measured per step".
+    if (vgpu::log::enabled(vgpu::log::Level::debug))
+      vgpu::log::debug("vgpu: measured {:.2f} us (first {}, settled {}) {}", s * 1e6, *first, settled.has_value(), sig.hex());
     return least_of_job(std::min(s, settled ? *settled : least));
   };
   return p;

@@ -3,6 +3,7 @@
 #include <array>
 #include <atomic>
 
+#include "common/settings.h"
 #include "timing/thread_clock.h"
 
 namespace vgpu::pt::thread_clock {
@@ -13,12 +14,29 @@ using timing::this_thread_clock;
 constexpr int kMaxDevices = 1024;
 std::array<std::atomic<double>, kMaxDevices> g_horizon{};
 
-void raise_horizon(int device, double t) {
-  if (device < 0 || device >= kMaxDevices) return;
+// What this thread knows of itself: whether it issued work to a device (a submitter), and
+// VGPU_HORIZON read once (1: only submitters raise horizons).
+struct ThreadRole {
+  bool submitter = false;
+  int only_submitters = -1;  // -1: not read yet
+};
+thread_local ThreadRole t_role;
+
+bool may_raise_horizon() {
+  if (t_role.only_submitters < 0)
+    t_role.only_submitters = settings::text(settings::Id::horizon) == "submitters" ? 1 : 0;
+  return t_role.only_submitters == 0 || t_role.submitter;
+}
+
+// Returns how far the horizon moved.
+double raise_horizon(int device, double t) {
+  if (device < 0 || device >= kMaxDevices) return 0;
   std::atomic<double>& h = g_horizon[static_cast<size_t>(device)];
   double seen = h.load(std::memory_order_relaxed);
-  while (t > seen && !h.compare_exchange_weak(seen, t, std::memory_order_relaxed)) {
+  while (t > seen) {
+    if (h.compare_exchange_weak(seen, t, std::memory_order_relaxed)) return t - seen;
   }
+  return 0;
 }
 
 }  // namespace
@@ -28,6 +46,7 @@ double now(int device) {
   c.start_keeping_time();
   const double n = c.now();
   if (device < 0 || device >= kMaxDevices) return n;
+  t_role.submitter = true;  // asked for an issue time: it submits work
   const double h = g_horizon[static_cast<size_t>(device)].load(std::memory_order_relaxed);
   return c.advance_to(h, timing::ClockTally::horizon) ? h : n;
 }
@@ -36,7 +55,11 @@ void advance_to(double t, int device) {
   timing::ThreadClock& c = this_thread_clock();
   c.start_keeping_time();
   c.advance_to(t);
-  raise_horizon(device, c.now());
+  // The first raise of a run moves the horizon from 0 to the thread's clock: not a push ahead.
+  if (may_raise_horizon()) {
+    const double moved = raise_horizon(device, c.now());
+    if (moved > 0 && moved < c.now()) c.note_raised(moved);
+  }
 }
 
 void handoff(double t) { this_thread_clock().advance_to(t, timing::ClockTally::handoff); }

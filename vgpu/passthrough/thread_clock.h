@@ -9,6 +9,9 @@
 // virtual time some thread synchronized with that device's work. A thread that then submits
 // work to the device is at least there; it happens later in real time, so in the virtual
 // cluster too. Threads driving different virtual devices stay independent.
+// VGPU_HORIZON=submitters: only a thread that issued work to a device itself raises horizons. A
+// bystander that synchronizes (a watchdog, a library's helper thread) then moves its own clock
+// only: in the real job it is the only thread that waited.
 #pragma once
 
 #include "timing/driver_call_cost.h"

@@ -45,10 +45,10 @@ Registry& registry() {
 std::string format_line(const Entry& e) {
   return fmt::format(
       "{{\"pid\": {}, \"tid\": {}, \"name\": \"{}\", \"calls\": {}, \"cpu_s\": {:.6f}, \"driver_s\": {:.6f}, "
-      "\"sync_s\": {:.6f}, \"poll_s\": {:.6f}, \"horizon_s\": {:.6f}, \"handoff_s\": {:.6f}, \"dropped_s\": {:.6f}}}\n",
+      "\"sync_s\": {:.6f}, \"poll_s\": {:.6f}, \"horizon_s\": {:.6f}, \"handoff_s\": {:.6f}, \"dropped_s\": {:.6f}, \"raised_s\": {:.6f}}}\n",
       ::getpid(), e.tid, e.name, e.calls, e.seconds[ClockTally::cpu], e.seconds[ClockTally::driver],
       e.seconds[ClockTally::sync], e.seconds[ClockTally::poll], e.seconds[ClockTally::horizon],
-      e.seconds[ClockTally::handoff], e.seconds[ClockTally::dropped]);
+      e.seconds[ClockTally::handoff], e.seconds[ClockTally::dropped], e.seconds[ClockTally::raised]);
 }
 
 // Made on the thread's first registration; its destructor, at the thread's end, keeps a copy of

@@ -8,7 +8,9 @@
 // signalled), or spin time dropped while polling. One JSON line per thread that kept virtual
 // time, for every process of the job:
 //   {"pid", "tid", "name", "calls", "cpu_s", "driver_s", "sync_s", "poll_s", "horizon_s",
-//    "handoff_s", "dropped_s"}
+//    "handoff_s", "dropped_s", "raised_s"}
+// (raised_s: how far the thread's synchronizations moved its device's horizon, which other
+// threads of the process are raised to when they submit: the passthrough's VGPU_HORIZON)
 // Nothing is registered, and nothing costs, unless the setting is present.
 #pragma once
 

@@ -33,7 +33,9 @@ namespace vgpu::timing {
 // VGPU_CLOCK_REPORT (clock_report.h): written only by the thread itself, read by the report at
 // exit (relaxed atomics: a plain store on x86, and no race for the reader).
 struct ClockTally {
-  enum Source { cpu, driver, sync, poll, horizon, handoff, dropped, kSources };
+  // `raised` is not part of the thread's own clock: how far this thread's synchronizations moved
+  // its device's horizon ahead (the passthrough's thread_clock.h), i.e. what it pushed on others.
+  enum Source { cpu, driver, sync, poll, horizon, handoff, dropped, raised, kSources };
   std::array<std::atomic<double>, kSources> seconds{};
   std::atomic<unsigned long> calls{0};
   void add(Source s, double v) {
@@ -86,6 +88,8 @@ class ThreadClock {
     if (!keeps_time_) started_keeping_time();
   }
   const ClockTally& tally() const { return tally_; }
+  // This thread's synchronization moved its device's horizon `seconds` ahead (ClockTally::raised).
+  void note_raised(double seconds) { tally_.add(ClockTally::raised, seconds); }
 
   // Polling (see above): a query about `awaited` answered "not ready" / "ready" (`finish`: the
   // work's virtual finish, < 0 unknown). polled_ready returns whether the clock moved.
