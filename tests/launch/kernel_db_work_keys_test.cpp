@@ -9,10 +9,13 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "front/launch/kernel_time_db.h"
 #include "front/launch/launch_signature.h"
@@ -219,6 +222,27 @@ TEST(KernelDbWorkKeys, GroupsAnswerBeforeWorkKeys) {
   EXPECT_EQ(replay.lookup(signature_of(process_args(4096, 12345)), &level), 8000u);
   EXPECT_EQ(level, KernelDbLevel::group);
   EXPECT_EQ(replay.lookup_work_key(signature_of(process_args(4096, 12345))), 1000u);
+  remove_db(path);
+}
+
+// Lookups through work keys from several threads while the same handle records (TSan in the
+// sanitizer builds).
+TEST(KernelDbWorkKeys, LookupsAndRecordsFromSeveralThreads) {
+  const std::string path = temp_db("threads");
+  KernelTimeDb db(path, kModel);
+  record_process(db, 4096, 1, 8e-6);
+  std::atomic<int> found{0};
+  std::vector<std::thread> threads;
+  for (uint32_t k = 0; k < 4; ++k)
+    threads.emplace_back([&db, &found, k] {
+      for (uint32_t i = 0; i < 200; ++i) found += db.lookup(signature_of(process_args(4096, 100 + k * 1000 + i))) == 8000u;
+    });
+  threads.emplace_back([&db] {
+    for (uint32_t i = 0; i < 20; ++i) EXPECT_TRUE(db.record(signature_of(process_args(1024 + i, 1)), 1'000 + i));
+  });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(found.load(), 800);
+  EXPECT_EQ(db.lookup(signature_of(process_args(1030, 5))), 1006u);
   remove_db(path);
 }
 
