@@ -64,7 +64,8 @@ void launches(int dim, int count, unsigned seed, bool fixed = false) {
     GemmArgs args{dim, dim, dim, {}};
     for (uint32_t& w : args.tail) w = static_cast<uint32_t>(rng()) | 0x80000000u;
     void* params[] = {&args, &c};
-    return cuLaunchKernel(f, 8, 1, 1, 128, 1, 1, 0, nullptr, params, nullptr);
+    const char* grid = std::getenv("VGPU_REPLAY_GRID");  // another shape of the same work
+    return cuLaunchKernel(f, grid ? std::atoi(grid) : 8, 1, 1, 128, 1, 1, 0, nullptr, params, nullptr);
   };
   for (int i = 0; i < count; ++i) {
     OK(launch());
@@ -243,8 +244,15 @@ TEST(KernelDbReplay, GarbageTheRecordingNeverVariedIsFoundByWorkKey) {
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(read_all(misses).find("struct_gemm"), std::string::npos) << read_all(misses);
   EXPECT_NE(read_all(misses).find("\twork-key=0\tfallback=9\n"), std::string::npos) << read_all(misses);
+  const double other_size_ms = elapsed_ms(out);
+  // So has another grid: a kernel shape never recorded.
+  std::filesystem::remove(misses);
+  out = run_child("VGPU_REPLAY_GRID=16 " + sim + "4096", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(read_all(misses).find("\tnew-kernel"), std::string::npos) << read_all(misses);
+  EXPECT_NE(read_all(misses).find("\twork-key=0\tfallback=9\n"), std::string::npos) << read_all(misses);
   std::printf("fixed garbage recorded, replayed with other garbage: %.4f ms (work key marked %.4f ms); "
-              "2048: %.4f ms (the model's)\n", ms, kMarkNs * 1e-6, elapsed_ms(out));
+              "2048: %.4f ms (the model's)\n", ms, kMarkNs * 1e-6, other_size_ms);
   for (const std::string& f : {db, db + "-wal", db + "-shm", misses}) std::filesystem::remove(f);
 }
 
