@@ -11,10 +11,16 @@ mapped libraries, page cache shared by every rank), and at the end one line give
 step, the wall time, and the peak memory per rank (issue 23: 64 ranks under 2 GB each).
 
     python3 tests/gpu/sim_torch_scale.py N [LIBDIR] [-- train_step.py options]
+
+run_job() is the same job as a function (tests/gpu/sim_scale runs it at 2, 8 and 64 ranks with a
+recorded kernel-time database). SIM_VGPU_RUN=PATH runs that vgpu-run (e.g. the build tree's
+build/vgpu/tools/vgpu-run, which knows its libraries) instead of vgpu/tools/vgpu-run --lib-dir
+LIBDIR; the tests of sim_scale use it.
 """
 import ctypes
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -106,30 +112,61 @@ def agents(n, step_args):
     return status
 
 
-def main():
-    args = sys.argv[1:]
-    if args and args[0] == "--agents":  # the job's top process (see agents())
-        extra = args[args.index("--") + 1:] if "--" in args else []
-        return agents(int(args[1]), extra)
-    extra = []
-    if "--" in args:
-        i = args.index("--")
-        args, extra = args[:i], args[i + 1:]
-    n = int(args[0])
-    lib = args[1] if len(args) > 1 else os.path.join(ROOT, ".device", "lib")
-    bindir = os.path.join(os.path.dirname(lib), "bin")
+DEFAULT_STEP_ARGS = ["--batch", "1", "--seq", "512", "--steps", "3", "--warmup", "1"]
+
+
+def vgpu_run(lib):
+    """The vgpu-run command line up to its options: SIM_VGPU_RUN's, else the repository's with the
+    staged libraries and tools of LIB (.device/lib) and its sibling bin folder."""
+    if os.environ.get("SIM_VGPU_RUN"):
+        return [os.environ["SIM_VGPU_RUN"]]
+    return [sys.executable, os.path.join(ROOT, "vgpu/tools/vgpu-run"), "--lib-dir", lib,
+            "--bin-dir", os.path.join(os.path.dirname(lib), "bin")]
+
+
+def run_captured(cmd, env, timeout=None):
+    """Runs cmd in a session of its own with stdout and stderr together: (exit status, output).
+    Past `timeout` seconds the whole session (vgpu-run, torchrun, every rank) is killed and the
+    status is 124, as timeout(1) says."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                         start_new_session=True)
+    try:
+        out, _ = p.communicate(timeout=timeout)
+        return p.returncode, out
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(p.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, _ = p.communicate()
+        return 124, (out or "") + f"\n(killed after {timeout} s)\n"
+
+
+def job_command(n, lib, step_args, vgpu_options=()):
+    """The vgpu-run command of an N-rank DDP job on the sim backend (see the module's text), or
+    None when N cannot be laid out (more than 8 ranks, not whole nodes of 8)."""
     nodes = max(1, n // 8)
-    step_args = extra or ["--batch", "1", "--seq", "512", "--steps", "3", "--warmup", "1"]
-    cmd = [sys.executable, os.path.join(ROOT, "vgpu/tools/vgpu-run"), "--lib-dir", lib, "--bin-dir", bindir,
-           "--backend", "sim", "--nodes", str(nodes), "--gpus", str(min(n, 8)), "--no-summary", "--"]
+    cmd = vgpu_run(lib) + ["--backend", "sim", "--nodes", str(nodes), "--gpus", str(min(n, 8)), "--no-summary",
+                           *vgpu_options, "--"]
     if n > 8:
         if n % 8:
-            print(f"FAIL {n} ranks: more than 8 must be whole nodes of 8")
-            return 2
-        cmd += [sys.executable, os.path.abspath(__file__), "--agents", str(n), "--"] + step_args
-    else:
-        cmd += ["torchrun", "--standalone", "--nproc_per_node", str(n),
-                os.path.join(ROOT, "tests/gpu/fidelity/train_step.py"), "ddp"] + step_args
+            return None
+        return cmd + [sys.executable, os.path.abspath(__file__), "--agents", str(n), "--"] + step_args
+    return cmd + ["torchrun", "--standalone", "--nproc_per_node", str(n),
+                  os.path.join(ROOT, "tests/gpu/fidelity/train_step.py"), "ddp"] + step_args
+
+
+def run_job(n, lib, step_args=None, vgpu_options=(), log=None, timeout=None):
+    """Runs the N-rank job (vgpu_options: more vgpu-run options, e.g. --kernel-db DB --model M)
+    while sampling its ranks' memory. Returns a dict: result (train_step.py's RESULT, or None),
+    rc, wall_s (the job's), peak (kB per rank: anon, file, hwm; total_anon of all ranks at once;
+    ranks_seen) and output (the job's stdout and stderr). `log`: a file that gets the output;
+    `timeout`: seconds before the job is killed (rc 124)."""
+    step_args = list(step_args or DEFAULT_STEP_ARGS)
+    cmd = job_command(n, lib, step_args, vgpu_options)
+    if cmd is None:
+        return {"result": None, "rc": 2, "wall_s": 0.0, "peak": {}, "nodes": 0,
+                "output": f"{n} ranks: more than 8 must be whole nodes of 8"}
     peak = {"anon": 0, "file": 0, "hwm": 0, "ranks_seen": 0}
     done = threading.Event()
 
@@ -147,22 +184,46 @@ def main():
     t = threading.Thread(target=sample, daemon=True)
     t.start()
     t0 = time.time()
-    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(
-        os.environ, PYTHONUNBUFFERED="1", VGPU_LOG_LEVEL=os.environ.get("VGPU_LOG_LEVEL", "warn")))
+    rc, out = run_captured(cmd, dict(os.environ, PYTHONUNBUFFERED="1",
+                                     VGPU_LOG_LEVEL=os.environ.get("VGPU_LOG_LEVEL", "warn")), timeout)
     wall = time.time() - t0
     done.set()
     t.join()
-    result = None
-    for line in p.stdout.splitlines():
-        if line.startswith("RESULT "):
-            result = json.loads(line[7:])
-    log = os.environ.get("SCALE_LOG")
     if log:
         with open(log, "w") as f:
-            f.write(p.stdout)
+            f.write(out)
+    return {"result": step_result(out), "rc": rc, "wall_s": wall, "peak": peak, "output": out,
+            "nodes": max(1, n // 8)}
+
+
+def step_result(output):
+    """train_step.py's RESULT (rank 0's line) in a job's output, or None."""
+    result = None
+    for line in output.splitlines():
+        if line.startswith("RESULT "):
+            try:
+                result = json.loads(line[7:])
+            except ValueError:
+                pass
+    return result
+
+
+def main():
+    args = sys.argv[1:]
+    if args and args[0] == "--agents":  # the job's top process (see agents())
+        extra = args[args.index("--") + 1:] if "--" in args else []
+        return agents(int(args[1]), extra)
+    extra = []
+    if "--" in args:
+        i = args.index("--")
+        args, extra = args[:i], args[i + 1:]
+    n = int(args[0])
+    lib = args[1] if len(args) > 1 else os.path.join(ROOT, ".device", "lib")
+    job = run_job(n, lib, extra or None, log=os.environ.get("SCALE_LOG"))
+    result, peak, wall, nodes = job["result"], job["peak"], job["wall_s"], job["nodes"]
     if result is None:
-        print(f"FAIL scale {n}: exit {p.returncode} after {wall:.1f} s")
-        for line in p.stdout.splitlines()[-12:]:
+        print(f"FAIL scale {n}: exit {job['rc']} after {wall:.1f} s")
+        for line in job["output"].splitlines()[-12:]:
             print("   " + line[:300])
         return 1
     print(f"scale {n} ranks ({nodes} x {min(n, 8)}): virtual step {result['step_ms']} ms (steps {result['steps_ms']}), "

@@ -2,7 +2,9 @@
 // every time, recorded into the kernel-time database by the passthrough (over the stand-in GPU,
 // the sim backend's library), are found by a later process on the sim backend although their
 // garbage differs again: they take the duration recorded for their settling group and are not
-// listed among the misses; a launch whose size field differs is listed.
+// listed among the misses; a launch whose size field differs is listed. A recording whose
+// garbage never varied (one process, one stack) keeps those words keyed in its groups: the
+// replay's launches then find the duration under their work key (kernel_time_db.h, schema 3).
 //
 // One executable plays three processes: the test (parent), and children started with
 // VGPU_REPLAY_CHILD=record (on the passthrough) or =replay (LD_LIBRARY_PATH = the sim's folder,
@@ -36,9 +38,10 @@ struct GemmArgs {  // struct_kernel.cu
 
 // ---- the children ---------------------------------------------------------------------------
 
-// Launches struct_gemm `count` times with sizes `dim` and fresh garbage (seeded by `seed`), then
-// once more between two events; prints the virtual duration of that last launch.
-void launches(int dim, int count, unsigned seed) {
+// Launches struct_gemm `count` times with sizes `dim` and fresh garbage (seeded by `seed`; with
+// `fixed`, the same garbage at every launch), then once more between two events; prints the
+// virtual duration of that last launch.
+void launches(int dim, int count, unsigned seed, bool fixed = false) {
   CUcontext ctx = nullptr;
   CUmodule module = nullptr;
   CUfunction f = nullptr;
@@ -57,10 +60,12 @@ void launches(int dim, int count, unsigned seed) {
   OK(cuEventCreate(&b, CU_EVENT_DEFAULT));
   std::mt19937 rng(seed);
   auto launch = [&] {
+    if (fixed) rng.seed(seed);
     GemmArgs args{dim, dim, dim, {}};
     for (uint32_t& w : args.tail) w = static_cast<uint32_t>(rng()) | 0x80000000u;
     void* params[] = {&args, &c};
-    return cuLaunchKernel(f, 8, 1, 1, 128, 1, 1, 0, nullptr, params, nullptr);
+    const char* grid = std::getenv("VGPU_REPLAY_GRID");  // another shape of the same work
+    return cuLaunchKernel(f, grid ? std::atoi(grid) : 8, 1, 1, 128, 1, 1, 0, nullptr, params, nullptr);
   };
   for (int i = 0; i < count; ++i) {
     OK(launch());
@@ -85,9 +90,9 @@ TEST(ReplayChild, Run) {
   if (mode == nullptr) GTEST_SKIP() << "started by the test below";
   const std::string m = mode;
   const int dim = std::atoi(std::getenv("VGPU_REPLAY_DIM"));
-  if (m == "record") {
+  if (m == "record" || m == "record-fixed") {
     ASSERT_TRUE(running_on_passthrough());
-    launches(dim, 16, 21 + static_cast<unsigned>(dim));
+    launches(dim, 16, 21 + static_cast<unsigned>(dim), m == "record-fixed");
   } else {
     ASSERT_FALSE(running_on_passthrough()) << "the replay runs on the sim backend";
     launches(dim, 8, 1000 + static_cast<unsigned>(dim));  // other garbage than recorded
@@ -128,6 +133,14 @@ double elapsed_ms(const std::string& out) {
   return at == std::string::npos ? -1 : std::atof(out.c_str() + at + 11);
 }
 
+// The lines that list missed signatures (not the "#answered" count of each level).
+int listed_lines(const std::string& listed) {
+  int n = 0;
+  std::istringstream in(listed);
+  for (std::string line; std::getline(in, line);) n += !line.empty() && line[0] != '#';
+  return n;
+}
+
 std::string read_all(const std::string& path) {
   std::ifstream in(path);
   std::stringstream s;
@@ -138,11 +151,11 @@ std::string read_all(const std::string& path) {
 // Sets every struct_gemm group's duration to `ns`: the replay's duration can then only come
 // from the groups (the stand-in GPU's own durations are the sim's, which the sim would
 // estimate alike).
-void mark_groups(const std::string& db, int64_t ns) {
+void mark_groups(const std::string& db, int64_t ns, const char* table = "settled_groups") {
   sqlite3* h = nullptr;
   ASSERT_EQ(sqlite3_open(db.c_str(), &h), SQLITE_OK);
-  const std::string sql =
-      "UPDATE settled_groups SET duration_ns = " + std::to_string(ns) + " WHERE kernel_name = 'struct_gemm';";
+  const std::string sql = std::string("UPDATE ") + table + " SET duration_ns = " + std::to_string(ns) +
+                          " WHERE kernel_name = 'struct_gemm';";
   EXPECT_EQ(sqlite3_exec(h, sql.c_str(), nullptr, nullptr, nullptr), SQLITE_OK);
   EXPECT_GT(sqlite3_changes(h), 0) << "no group of struct_gemm was recorded";
   sqlite3_close(h);
@@ -173,6 +186,7 @@ TEST(KernelDbReplay, GarbageRecordedOnThePassthroughIsFoundOnTheSim) {
   ASSERT_EQ(rc, 0) << out;
   EXPECT_EQ(read_all(misses).find("struct_gemm"), std::string::npos)
       << "launches with new garbage were not found:\n" << read_all(misses);
+  EXPECT_NE(read_all(misses).find("#answered\texact=0\tgroup=9\t"), std::string::npos) << read_all(misses);
   const double ms = elapsed_ms(out);
   EXPECT_NEAR(ms, kMarkNs * 1e-6, 0.02) << out;
 
@@ -184,7 +198,8 @@ TEST(KernelDbReplay, GarbageRecordedOnThePassthroughIsFoundOnTheSim) {
   EXPECT_NE(listed.find("struct_gemm"), std::string::npos) << "size 2048 was recorded nowhere";
   // Its 9 launches differ only in garbage the recording freed: one line, and the cause says
   // the kernel is known with other sizes.
-  EXPECT_EQ(std::count(listed.begin(), listed.end(), '\n'), 1) << listed;
+  EXPECT_EQ(listed_lines(listed), 1) << listed;
+  EXPECT_NE(listed.find("\tfallback=9\n"), std::string::npos) << listed;
   EXPECT_EQ(listed.rfind("9\t", 0), 0u) << listed;
   // ... and names the words it differs in from the nearest recorded group: k (word 2), and m
   // and n (words 0, 1) unless their 8 bytes read as a host address and were left out (under
@@ -197,6 +212,48 @@ TEST(KernelDbReplay, GarbageRecordedOnThePassthroughIsFoundOnTheSim) {
   std::filesystem::remove(db + "-wal");
   std::filesystem::remove(db + "-shm");
   std::filesystem::remove(misses);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(KernelDbReplay, GarbageTheRecordingNeverVariedIsFoundByWorkKey) {
+  const std::string db = temp("fixed.sqlite"), misses = temp("fixed_misses.tsv");
+  std::filesystem::remove(db);
+  int rc = -1;
+  std::string out = run_child("-u LD_LIBRARY_PATH VGPU_REPLAY_CHILD=record-fixed VGPU_REPLAY_DIM=4096 VGPU_KERNEL_DB=" + db,
+                              &rc);
+  ASSERT_EQ(rc, 0) << out;
+  // Only the work key can give this duration: the groups keep the recording's garbage keyed.
+  constexpr int64_t kMarkNs = 555'000;
+  mark_groups(db, kMarkNs, "work_keys");
+  const std::string sim = std::string("LD_LIBRARY_PATH=") + SIM_LIBCUDA_DIR + " VGPU_REPLAY_CHILD=replay" +
+                          " VGPU_KERNEL_DB=" + db + " VGPU_KERNEL_DB_MISSES=" + misses + " VGPU_REPLAY_DIM=";
+  std::filesystem::remove(misses);
+  out = run_child(sim + "4096", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  const std::string listed = read_all(misses);
+  EXPECT_EQ(listed.find("struct_gemm"), std::string::npos) << "not found by work key:\n" << listed;
+  EXPECT_NE(listed.find("#answered\texact=0\tgroup=0\twork-key=9\tfallback=0\n"), std::string::npos) << listed;
+  const double ms = elapsed_ms(out);
+  EXPECT_NEAR(ms, kMarkNs * 1e-6, 0.02) << out;
+  // Another size has another work key: listed, timed by the model.
+  std::filesystem::remove(misses);
+  out = run_child(sim + "2048", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(read_all(misses).find("struct_gemm"), std::string::npos) << read_all(misses);
+  EXPECT_NE(read_all(misses).find("\twork-key=0\tfallback=9\n"), std::string::npos) << read_all(misses);
+  const double other_size_ms = elapsed_ms(out);
+  // So has another grid: a kernel shape never recorded.
+  std::filesystem::remove(misses);
+  out = run_child("VGPU_REPLAY_GRID=16 " + sim + "4096", &rc);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(read_all(misses).find("\tnew-kernel"), std::string::npos) << read_all(misses);
+  EXPECT_NE(read_all(misses).find("\twork-key=0\tfallback=9\n"), std::string::npos) << read_all(misses);
+  std::printf("fixed garbage recorded, replayed with other garbage: %.4f ms (work key marked %.4f ms); "
+              "2048: %.4f ms (the model's)\n", ms, kMarkNs * 1e-6, other_size_ms);
+  for (const std::string& f : {db, db + "-wal", db + "-shm", misses}) std::filesystem::remove(f);
 }
 
 }  // namespace

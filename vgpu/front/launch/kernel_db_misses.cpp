@@ -58,6 +58,15 @@ bool KernelDbMisses::write() {
                           shape.block[2], sig.hex(), miss.cause);
     }
     if (dropped_ != 0) text += fmt::format("{}\t0\t(more signatures, not listed)\t-\t-\t-\t-\n", dropped_);
+    uint64_t launches = 0;
+    for (const auto& n : answered_) launches += n.load(std::memory_order_relaxed);
+    if (launches != 0) {
+      text += "#answered";
+      for (KernelDbLevel level :
+           {KernelDbLevel::exact, KernelDbLevel::group, KernelDbLevel::work_key, KernelDbLevel::none})
+        text += fmt::format("\t{}={}", kernel_db_level_name(level), counted(level));
+      text += "\n";
+    }
   }
   if (text.empty()) return true;
   // One write with O_APPEND: lines of several processes do not interleave within a write.

@@ -16,15 +16,23 @@
 // After keyed-words and ranges, the cause column names (after a space) the words in which the
 // first launch of the line differed from the nearest recorded group (w<index>=<here>/<recorded>,
 // or w<index>=<here> outside <lo>..<hi>): what the replay's launches differ in.
+// Launches the database answered are not listed, but counted by the level that answered them
+// (KernelDbLevel): each process appends one more line,
+//   #answered <TAB> exact=N <TAB> group=N <TAB> work-key=N <TAB> fallback=N
+// (fallback: the listed launches, timed by the model), which vgpu-run sums over the job's
+// processes (vgpu/tools/vgpu_run/kernel_db.py; readers of the 7-column lines skip it).
 // Several processes of one job append to the same file. Unset: nothing is kept.
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 
+#include "front/launch/kernel_time_db.h"
 #include "front/launch/launch_signature.h"
 #include "front/launch/signature_settling.h"
 
@@ -40,6 +48,13 @@ class KernelDbMisses {
   void note(const LaunchSignature& signature, double seconds, std::string_view cause = "new-kernel",
             std::string_view detail = {});
   static const char* cause_name(SettlingSignatures::Uncovered why);
+  // One launch answered by `level` (KernelDbLevel::none: the fallback model; note() lists it).
+  void count(KernelDbLevel level) {
+    if (enabled()) answered_[static_cast<size_t>(level)].fetch_add(1, std::memory_order_relaxed);
+  }
+  uint64_t counted(KernelDbLevel level) const {
+    return answered_[static_cast<size_t>(level)].load(std::memory_order_relaxed);
+  }
   // Appends the lines to the file (once; later calls do nothing). False on a write error.
   bool write();
 
@@ -55,6 +70,7 @@ class KernelDbMisses {
   std::mutex mu_;
   std::unordered_map<std::string, Miss> misses_;  // by signature bytes
   uint64_t dropped_ = 0;
+  std::array<std::atomic<uint64_t>, 4> answered_{};  // by KernelDbLevel
   bool written_ = false;
 };
 

@@ -20,7 +20,7 @@
 namespace vgpu {
 namespace {
 
-constexpr int kSchemaVersion = 2;  // 2: settled_families and settled_groups
+constexpr int kSchemaVersion = 3;  // 2: settled_families and settled_groups; 3: work_keys
 
 constexpr const char* kCreateSql =
     "CREATE TABLE IF NOT EXISTS kernel_times("
@@ -37,7 +37,11 @@ constexpr const char* kCreateSql =
     " lo BLOB NOT NULL, hi BLOB NOT NULL, wide BLOB NOT NULL, duration_ns INTEGER NOT NULL,"
     " settled INTEGER NOT NULL, records INTEGER NOT NULL, updated_at INTEGER NOT NULL,"
     " PRIMARY KEY (gpu_model, signature));"
-    "CREATE INDEX IF NOT EXISTS settled_groups_by_family ON settled_groups(gpu_model, family);";
+    "CREATE INDEX IF NOT EXISTS settled_groups_by_family ON settled_groups(gpu_model, family);"
+    "CREATE TABLE IF NOT EXISTS work_keys("
+    " gpu_model TEXT NOT NULL, work_key INTEGER NOT NULL, kernel_name TEXT NOT NULL,"
+    " duration_ns INTEGER NOT NULL, samples INTEGER NOT NULL, updated_at INTEGER NOT NULL,"
+    " PRIMARY KEY (gpu_model, work_key));";
 
 constexpr const char* kLookupSql =
     "SELECT duration_ns FROM kernel_times WHERE gpu_model = ?1 AND signature = ?2;";
@@ -82,6 +86,20 @@ constexpr const char* kGroupWriteSql =
     "INSERT OR REPLACE INTO settled_groups(gpu_model, signature, family, kernel_name, lo, hi, wide, duration_ns,"
     " settled, records, updated_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11);";
 
+// A recorded duration under its work key: the least, and one more sample (or a migrated row's).
+constexpr const char* kWorkKeyWriteSql =
+    "INSERT INTO work_keys(gpu_model, work_key, kernel_name, duration_ns, samples, updated_at)"
+    " VALUES(?1, ?2, ?3, ?4, ?5, ?6)"
+    " ON CONFLICT(gpu_model, work_key) DO UPDATE SET"
+    "  duration_ns = MIN(duration_ns, excluded.duration_ns),"
+    "  samples = samples + excluded.samples, updated_at = excluded.updated_at;";
+constexpr const char* kWorkKeysSql = "SELECT work_key, duration_ns FROM work_keys WHERE gpu_model = ?1;";
+// What a file older than version 3 recorded, to key by work key (all models: the migration;
+// one: a read-only handle on such a file).
+constexpr const char* kAllExactSql = "SELECT gpu_model, signature, kernel_name, duration_ns, samples FROM kernel_times;";
+constexpr const char* kAllGroupsSql =
+    "SELECT gpu_model, signature, kernel_name, duration_ns, records FROM settled_groups;";
+
 // Per-word vectors as BLOBs: bytes as they are, words as u32 LE (the signature's own order).
 std::string blob_of(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
 std::string blob_of(const std::vector<uint32_t>& v) {
@@ -124,6 +142,75 @@ void merge_group(SettledGroup& into, const SettledGroup& other) {
   else if (other.settled)
     into.seconds = other.seconds;
   into.settled |= other.settled;
+}
+
+// Writes one duration under `signature`'s work key with `st` (kWorkKeyWriteSql, prepared on the
+// connection being written).
+bool write_work_key(sqlite3_stmt* st, const std::string& model, const LaunchSignature& signature,
+                    const std::string& kernel_name, int64_t duration_ns, int64_t samples, int64_t now) {
+  sqlite3_reset(st);
+  bind_text(st, 1, model);
+  sqlite3_bind_int64(st, 2, static_cast<int64_t>(signature_work_key(signature)));
+  bind_text(st, 3, kernel_name);
+  sqlite3_bind_int64(st, 4, duration_ns);
+  sqlite3_bind_int64(st, 5, samples);
+  sqlite3_bind_int64(st, 6, now);
+  return sqlite3_step(st) == SQLITE_DONE;
+}
+
+// Calls fn(model, signature, kernel_name, duration_ns, samples) for every exact row and every
+// group of the file (a version-1 file has no groups: skipped). What a version-3 file keeps in
+// work_keys, for files recorded before it.
+template <class F>
+void for_each_recorded(sqlite3* db, F&& fn) {
+  for (const char* sql : {kAllExactSql, kAllGroupsSql}) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, nullptr) != SQLITE_OK) {
+      sqlite3_finalize(st);
+      continue;
+    }
+    while (sqlite3_step(st) == SQLITE_ROW) {
+      const unsigned char* model = sqlite3_column_text(st, 0);
+      const unsigned char* name = sqlite3_column_text(st, 2);
+      const int64_t ns = sqlite3_column_int64(st, 3);
+      if (model == nullptr || ns < 0) continue;
+      fn(std::string(reinterpret_cast<const char*>(model)), LaunchSignature{column_blob(st, 1)},
+         std::string(name ? reinterpret_cast<const char*>(name) : ""), ns, std::max<int64_t>(1, sqlite3_column_int64(st, 4)));
+    }
+    sqlite3_finalize(st);
+  }
+}
+
+// The file's schema version (PRAGMA user_version; 0 for a new file).
+int user_version(sqlite3* db) {
+  sqlite3_stmt* st = nullptr;
+  int v = 0;
+  if (sqlite3_prepare_v2(db, "PRAGMA user_version;", -1, &st, nullptr) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+    v = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  return v;
+}
+
+// A file older than version 3 keys its rows by work key too, once, in the transaction that sets
+// the version (several recording processes may open it at once: the second finds it set and
+// does nothing). A new file just gets the version.
+void migrate_to_work_keys(sqlite3* db) {
+  if (sqlite3_exec(db, "BEGIN IMMEDIATE;", nullptr, nullptr, nullptr) != SQLITE_OK) return;
+  bool ok = true;
+  if (user_version(db) < kSchemaVersion) {
+    sqlite3_stmt* w = nullptr;
+    ok = sqlite3_prepare_v2(db, kWorkKeyWriteSql, -1, &w, nullptr) == SQLITE_OK;
+    const int64_t now = static_cast<int64_t>(std::time(nullptr));
+    if (ok)
+      for_each_recorded(db, [&](const std::string& model, const LaunchSignature& sig, const std::string& name,
+                                int64_t ns, int64_t samples) {
+        ok = write_work_key(w, model, sig, name, ns, samples, now) && ok;
+      });
+    sqlite3_finalize(w);
+    const std::string version = fmt::format("PRAGMA user_version = {};", kSchemaVersion);
+    ok = ok && sqlite3_exec(db, version.c_str(), nullptr, nullptr, nullptr) == SQLITE_OK;
+  }
+  sqlite3_exec(db, ok ? "COMMIT;" : "ROLLBACK;", nullptr, nullptr, nullptr);
 }
 
 bool is_directory(const std::string& path) {
@@ -199,6 +286,7 @@ struct KernelTimeDb::Impl {
     }
     sqlite3_busy_timeout(db, 5000);  // several recording processes may share the file
     if (for_write) {
+      const bool older = user_version(db) < kSchemaVersion;
       char* err = nullptr;
       if (sqlite3_exec(db, kCreateSql, nullptr, nullptr, &err) != SQLITE_OK) {
         sqlite3_free(err);
@@ -211,9 +299,8 @@ struct KernelTimeDb::Impl {
       // WAL: readers in other processes are not blocked by a recorder; NORMAL: a record is not
       // an fsync (losing the last measurements in a power cut costs only re-measuring them).
       sqlite3_exec(db,
-                   fmt::format("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; "
-                               "PRAGMA user_version = {};", kSchemaVersion).c_str(),
-                   nullptr, nullptr, nullptr);
+                   "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;", nullptr, nullptr, nullptr);
+      if (older) migrate_to_work_keys(db);
     }
     writable = for_write;
     return true;
@@ -225,6 +312,46 @@ struct KernelTimeDb::Impl {
   std::mutex groups_mu;
   SettlingSignatures groups{1};
   std::unordered_set<std::string> families_read;
+
+  // The least duration under each work key of this model (groups_mu), read from the file at the
+  // first launch that needs it, then updated by this handle's own records.
+  std::unordered_map<uint64_t, uint64_t> work_keys;
+  bool work_keys_read = false;
+
+  // Reads work_keys, or derives them from the exact rows and groups of a file older than
+  // version 3 (groups_mu held; takes db_mu).
+  void read_work_keys() {
+    work_keys_read = true;
+    work_keys.clear();
+    std::lock_guard lock(db_mu);
+    if (!open(false)) return;
+    if (sqlite3_stmt* st = prepare(kWorkKeysSql)) {
+      bind_text(st, 1, model);
+      while (sqlite3_step(st) == SQLITE_ROW) {
+        const int64_t ns = sqlite3_column_int64(st, 1);
+        if (ns >= 0) work_keys[static_cast<uint64_t>(sqlite3_column_int64(st, 0))] = static_cast<uint64_t>(ns);
+      }
+      sqlite3_finalize(st);
+      return;
+    }
+    for_each_recorded(db, [this](const std::string& m, const LaunchSignature& sig, const std::string&, int64_t ns,
+                                 int64_t) { if (m == model) offer_work_key(signature_work_key(sig), ns); });
+  }
+
+  // One more duration under a work key (groups_mu held): the least is kept.
+  void offer_work_key(uint64_t key, int64_t ns) {
+    if (ns < 0) return;
+    auto [it, inserted] = work_keys.try_emplace(key, static_cast<uint64_t>(ns));
+    if (!inserted) it->second = std::min(it->second, static_cast<uint64_t>(ns));
+  }
+
+  // The work-key level of a lookup (groups_mu held).
+  std::optional<uint64_t> by_work_key(const LaunchSignature& signature) {
+    if (!work_keys_read) read_work_keys();
+    if (work_keys.empty()) return std::nullopt;
+    const auto it = work_keys.find(signature_work_key(signature));
+    return it != work_keys.end() ? std::optional<uint64_t>(it->second) : std::nullopt;
+  }
 
   // A statement, or null when it does not prepare (a version-1 file has no group tables).
   sqlite3_stmt* prepare(const char* sql) {
@@ -332,6 +459,8 @@ struct KernelTimeDb::Impl {
     if (now == data_version) return false;
     families_read.clear();  // also those read before the file existed
     groups = SettlingSignatures(1);
+    work_keys_read = false;
+    work_keys.clear();
     data_version = now;
     return true;
   }
@@ -353,7 +482,8 @@ struct KernelTimeDb::Impl {
     sqlite3_stmt* family_write = prepare(kFamilyWriteSql);
     sqlite3_stmt* group_read = prepare(kGroupSql);
     sqlite3_stmt* group_write = prepare(kGroupWriteSql);
-    bool ok = family_read && family_write && group_read && group_write;
+    sqlite3_stmt* work_key_write = prepare(kWorkKeyWriteSql);
+    bool ok = family_read && family_write && group_read && group_write && work_key_write;
     const int64_t now = static_cast<int64_t>(std::time(nullptr));
     for (size_t k = 0; ok && k < in.size(); ++k) {
       SettledGroup g = in[k];
@@ -410,8 +540,10 @@ struct KernelTimeDb::Impl {
       sqlite3_bind_int64(group_write, 10, records);
       sqlite3_bind_int64(group_write, 11, now);
       ok = ok && sqlite3_step(group_write) == SQLITE_DONE;
+      // The launch's own duration under its work key (not the merged one: that is already there).
+      ok = ok && write_work_key(work_key_write, model, in[k].signature, name, std::llround(in[k].seconds * 1e9), 1, now);
     }
-    for (sqlite3_stmt* st : {family_read, family_write, group_read, group_write}) sqlite3_finalize(st);
+    for (sqlite3_stmt* st : {family_read, family_write, group_read, group_write, work_key_write}) sqlite3_finalize(st);
     if (!ok) fail_once("recording settled groups failed");
     sqlite3_exec(db, ok ? "COMMIT;" : "ROLLBACK;", nullptr, nullptr, nullptr);
     return ok;
@@ -462,22 +594,71 @@ std::string KernelTimeDb::file_for(const std::string& path, const std::string& g
 
 bool KernelTimeDb::available() const { return !impl_->file.empty() && !impl_->failed; }
 
-std::optional<uint64_t> KernelTimeDb::lookup(const LaunchSignature& signature) {
+const char* kernel_db_level_name(KernelDbLevel level) {
+  switch (level) {
+    case KernelDbLevel::exact: return "exact";
+    case KernelDbLevel::group: return "group";
+    case KernelDbLevel::work_key: return "work-key";
+    case KernelDbLevel::none: return "fallback";
+  }
+  return "fallback";
+}
+
+std::optional<uint64_t> KernelTimeDb::lookup(const LaunchSignature& signature, KernelDbLevel* level) {
+  KernelDbLevel unused;
+  KernelDbLevel& answered = level ? *level : unused;
+  answered = KernelDbLevel::none;
   if (impl_->file.empty()) return std::nullopt;
-  if (std::optional<uint64_t> hit = impl_->cached_hit(signature.bytes)) return hit;
+  if (std::optional<uint64_t> hit = impl_->cached_hit(signature.bytes)) {
+    answered = KernelDbLevel::exact;
+    return hit;
+  }
   std::string family;
-  if (!SettlingSignatures::family_of(signature, &family)) return lookup_exact(signature);
+  if (!SettlingSignatures::family_of(signature, &family)) {
+    std::optional<uint64_t> exact = lookup_exact(signature);
+    if (exact) answered = KernelDbLevel::exact;
+    return exact;
+  }
   std::lock_guard lock(impl_->groups_mu);
   // What this handle read answers; a launch it does not cover asks whether the file changed
   // since (a check of ~5 us, paid by misses only) and, if so, is looked up again.
   for (int pass = 0; pass < 2; ++pass) {
     impl_->read_family_once(family);  // its exact rows are in the cache from now on
-    if (std::optional<uint64_t> exact = impl_->cached_hit(signature.bytes)) return exact;
-    if (const std::optional<double> s = impl_->groups.settled(signature))
+    if (std::optional<uint64_t> exact = impl_->cached_hit(signature.bytes)) {
+      answered = KernelDbLevel::exact;
+      return exact;
+    }
+    if (const std::optional<double> s = impl_->groups.settled(signature)) {
+      answered = KernelDbLevel::group;
       return static_cast<uint64_t>(std::llround(*s * 1e9));
+    }
+    // Not cached under the exact signature: launches whose garbage never repeats would grow the
+    // cache without bound; the work key costs a hash of the signature instead.
+    if (std::optional<uint64_t> ns = impl_->by_work_key(signature)) {
+      answered = KernelDbLevel::work_key;
+      return ns;
+    }
     if (pass == 0 && !impl_->forget_families_if_changed()) break;
   }
   return std::nullopt;
+}
+
+std::optional<uint64_t> KernelTimeDb::lookup_work_key(const LaunchSignature& signature) {
+  if (impl_->file.empty()) return std::nullopt;
+  std::lock_guard lock(impl_->groups_mu);
+  return impl_->by_work_key(signature);
+}
+
+int64_t KernelTimeDb::work_key_count() {
+  std::lock_guard lock(impl_->db_mu);
+  if (!impl_->open(false)) return 0;
+  sqlite3_stmt* st = impl_->prepare("SELECT COUNT(*) FROM work_keys WHERE gpu_model = ?1;");
+  if (st == nullptr) return 0;
+  bind_text(st, 1, model_);
+  int64_t n = 0;
+  if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  return n;
 }
 
 std::optional<uint64_t> KernelTimeDb::lookup_group(const LaunchSignature& signature) {
@@ -511,9 +692,11 @@ bool KernelTimeDb::record_groups(std::span<const SettledGroup> groups) {
     std::lock_guard lock(impl_->db_mu);
     if (!impl_->open(true) || !impl_->write_groups(groups)) return false;
   }
-  // Families this handle has read already see the groups now (others read them from the file).
+  // Families this handle has read already see the groups now (others read them from the file),
+  // and so do its work keys.
   std::lock_guard lock(impl_->groups_mu);
   for (const SettledGroup& g : groups) {
+    if (impl_->work_keys_read) impl_->offer_work_key(signature_work_key(g.signature), std::llround(g.seconds * 1e9));
     std::string family;
     if (SettlingSignatures::family_of(g.signature, &family) && impl_->families_read.count(family))
       impl_->groups.adopt(g);
@@ -563,10 +746,16 @@ bool KernelTimeDb::record(const LaunchSignature& signature, uint64_t duration_ns
   {
     std::lock_guard lock(impl_->db_mu);
     if (!impl_->open(true)) return false;
+    // The row and its work key in one transaction (one commit, as one record was before).
+    const bool transaction = sqlite3_exec(impl_->db, "BEGIN IMMEDIATE;", nullptr, nullptr, nullptr) == SQLITE_OK;
+    auto end = [&](bool ok) {
+      if (transaction) sqlite3_exec(impl_->db, ok ? "COMMIT;" : "ROLLBACK;", nullptr, nullptr, nullptr);
+    };
     sqlite3_stmt* st = nullptr;
     if (sqlite3_prepare_v2(impl_->db, merge == Merge::least ? kRecordLeastSql : kRecordSql, -1, &st, nullptr) !=
         SQLITE_OK) {
       impl_->fail_once("record failed");
+      end(false);
       return false;
     }
     const std::string& sig = signature.bytes;
@@ -582,8 +771,19 @@ bool KernelTimeDb::record(const LaunchSignature& signature, uint64_t duration_ns
     const int rc = sqlite3_finalize(st);
     if (rc != SQLITE_OK || !stored) {
       impl_->fail_once("record failed");
+      end(false);
       return false;
     }
+    sqlite3_stmt* w = impl_->prepare(kWorkKeyWriteSql);
+    const bool keyed = w != nullptr && write_work_key(w, model_, signature, name, static_cast<int64_t>(duration_ns), 1,
+                                                      static_cast<int64_t>(std::time(nullptr)));
+    sqlite3_finalize(w);
+    if (!keyed) impl_->fail_once("recording the work key failed");
+    end(true);  // the exact row stands even if its work key could not be written
+  }
+  {
+    std::lock_guard lock(impl_->groups_mu);
+    if (impl_->work_keys_read) impl_->offer_work_key(signature_work_key(signature), static_cast<int64_t>(duration_ns));
   }
   std::unique_lock lock(impl_->cache_mu);
   auto [it, inserted] = impl_->cache.try_emplace(signature.bytes, stored);
@@ -614,8 +814,8 @@ int64_t KernelTimeDb::count() {
 }
 
 double recorded_or_estimated(KernelTimeDb& db, const GpuFigures& gpu, const LaunchSignature& signature,
-                             bool* from_database, const LaunchHints& hints) {
-  const std::optional<uint64_t> ns = db.lookup(signature);
+                             bool* from_database, const LaunchHints& hints, KernelDbLevel* level) {
+  const std::optional<uint64_t> ns = db.lookup(signature, level);
   if (from_database) *from_database = ns.has_value();
   return ns ? static_cast<double>(*ns) * 1e-9 : KernelTimeModel::estimate(gpu, signature, hints);
 }

@@ -11,7 +11,7 @@
 // name and the sim backend looks up under the virtual GPU's name: a database recorded on an
 // H100 serves every virtual H100.
 //
-// Schema (version 1, in PRAGMA user_version):
+// Schema (version 1; the version is in PRAGMA user_version, 3 now):
 //   CREATE TABLE kernel_times(
 //     gpu_model   TEXT    NOT NULL,   -- cuDeviceGetName of the GPU that measured it
 //     signature   BLOB    NOT NULL,   -- LaunchSignature::bytes (front/launch/launch_signature.h)
@@ -52,6 +52,26 @@
 // filled from these rows (adopt), so the matching rule is settling's own: keyed words equal, each
 // free word inside the group's range (or the group saw garbage-like values there).
 //
+// Version 3 keys every recorded duration also by its work key (signature_work_key,
+// launch_signature.h: the signature with each 4-byte word of 2^24 or more, and both halves of a
+// stale user address, counted only as "large"), because a replay's by-value structs carry its own
+// process's stack garbage in words that the recording's processes never varied, so settling kept
+// them keyed and no group covers the replay's launches ("keyed-words" misses):
+//   CREATE TABLE work_keys(
+//     gpu_model   TEXT    NOT NULL,
+//     work_key    INTEGER NOT NULL,   -- signature_work_key, as a signed 64-bit integer
+//     kernel_name TEXT    NOT NULL,   -- for people reading the table
+//     duration_ns INTEGER NOT NULL,   -- the least of every record() and group under this key
+//     samples     INTEGER NOT NULL,   -- how many records (and groups) it is the least of
+//     updated_at  INTEGER NOT NULL,
+//     PRIMARY KEY (gpu_model, work_key));
+// lookup() falls back to it after the exact row and the groups miss. Words below 2^24 (sizes,
+// flags) and the shape still key it, so another size or grid does not match. The key is a hash
+// of this build's signature_work_key: a database recorded by a build whose work key differs
+// answers no launch through it (its other levels still do). Version 1 and 2 files stay
+// readable: their work keys are derived in memory from their exact rows and groups, and the first
+// record into one (a writable open) adds the table and fills it from those rows.
+//
 // Cost on the launch path: lookup() reads an in-memory cache under a shared lock; only the
 // first lookup of a signature (hit or miss) queries SQLite, and misses are cached too (a
 // record() from this process updates the cache), up to kMaxCachedMisses of them: then every
@@ -79,6 +99,10 @@
 
 namespace vgpu {
 
+// Which level of the database answered a lookup (the list of misses counts launches by it).
+enum class KernelDbLevel : uint8_t { exact, group, work_key, none };
+const char* kernel_db_level_name(KernelDbLevel level);  // "exact", "group", "work-key", "fallback"
+
 class KernelTimeDb {
  public:
   // `path` empty: no database (every lookup misses, record() is dropped).
@@ -97,8 +121,13 @@ class KernelTimeDb {
 
   // The recorded duration of `signature` in nanoseconds, or nullopt: its exact row, else the
   // settled group of its family that covers it (the family as the file held it when this handle
-  // first looked one of its launches up, plus this handle's own records).
-  std::optional<uint64_t> lookup(const LaunchSignature& signature);
+  // first looked one of its launches up, plus this handle's own records), else the least duration
+  // recorded under its work key. `level` (optional) says which answered.
+  std::optional<uint64_t> lookup(const LaunchSignature& signature, KernelDbLevel* level = nullptr);
+  // The work-key level alone (tests, tools).
+  std::optional<uint64_t> lookup_work_key(const LaunchSignature& signature);
+  // Number of work-key rows of this GPU model in the file (0 for a version-1 or -2 file).
+  int64_t work_key_count();
   // The exact row only (the passthrough, which settles groups itself).
   std::optional<uint64_t> lookup_exact(const LaunchSignature& signature);
   // The group of this launch's family that covers it (settled_groups), or nullopt.
@@ -141,7 +170,9 @@ class KernelTimeDb {
 // The duration of a launch that does not run: the recorded one when `db` holds the signature
 // (*from_database true), else the fallback model's estimate for `gpu`. What the sim backend
 // gives every launch, and the passthrough backend the launches it replays.
+// `level` (optional): which level of `db` answered (KernelDbLevel::none: the model's estimate).
 double recorded_or_estimated(KernelTimeDb& db, const GpuFigures& gpu, const LaunchSignature& signature,
-                             bool* from_database = nullptr, const LaunchHints& hints = {});
+                             bool* from_database = nullptr, const LaunchHints& hints = {},
+                             KernelDbLevel* level = nullptr);
 
 }  // namespace vgpu

@@ -91,7 +91,9 @@ double ModuleManager::kernel_duration(const LaunchSignature& signature, bool* fr
   const auto& m = driver_.cluster().model;
   const GpuFigures figures{m.memory_bw, m.fp32_flops, m.tf32_tensor_flops, m.bf16_tensor_flops};
   bool found = false;
-  const double d = recorded_or_estimated(*kernel_times_, figures, signature, &found, hints);
+  KernelDbLevel level = KernelDbLevel::none;
+  const double d = recorded_or_estimated(*kernel_times_, figures, signature, &found, hints, &level);
+  if (misses_) misses_->count(level);  // what each level of the database answered
   if (!found && misses_ && misses_->enabled()) {
     // Listed by the words that key it, with why the database lacked it.
     LaunchSignature keyed;

@@ -7,7 +7,9 @@
                 fallback model's for signatures DB lacks. VGPU_KERNEL_DB_MISSES=FILE makes each
                 process of the job append those signatures to FILE at exit
                 (vgpu/front/launch/kernel_db_misses.h); vgpu-run lists them at the end with the time
-                they were given, and counts them by why DB lacked them.
+                they were given, and counts them by why DB lacked them, and counts the launches
+                each level of DB answered (exact row, settled group, work key; the fallback
+                model for the rest: the file's "#answered" lines, one per process).
 """
 import os
 
@@ -18,6 +20,20 @@ SHOWN = 20  # missing signatures listed at the end (the file holds all)
 CAUSES = {"new-kernel": "kernel/shape never recorded",
           "keyed-words": "with keyed words (sizes) never recorded",
           "ranges": "outside the ranges recorded"}
+# The levels of the "#answered" lines (KernelDbLevel, vgpu/front/launch/kernel_time_db.h), in order.
+LEVELS = ("exact", "group", "work-key", "fallback")
+LEVEL_NAMES = {"exact": "exact row", "group": "settled group", "work-key": "work key",
+               "fallback": "fallback model"}
+
+
+def answered_line(counts):
+    """The launches each level answered, summed over the job's processes; None without counts."""
+    total = sum(counts.values())
+    if not total:
+        return None
+    found = total - counts.get("fallback", 0)
+    return (f"  launches answered: " + ", ".join(f"{LEVEL_NAMES[k]} {counts.get(k, 0)}" for k in LEVELS)
+            + f" ({found} of {total} from the database, {100.0 * found / total:.1f}%)")
 
 
 def check(options, backend):
@@ -41,10 +57,17 @@ def job_vars(options, folder, job):
 def report(path, db):
     """Lines for the end of the run: the signatures DB lacked, largest total time first."""
     rows = {}
+    counts = {}
     try:
         with open(path) as f:
             for line in f:
                 parts = line.rstrip("\n").split("\t")
+                if parts[0] == "#answered":
+                    for field in parts[1:]:
+                        k, _, v = field.partition("=")
+                        if k in LEVELS and v.isdigit():
+                            counts[k] = counts.get(k, 0) + int(v)
+                    continue
                 if len(parts) == 6:  # written before causes were
                     parts.append("-")
                 if len(parts) != 7:
@@ -57,11 +80,14 @@ def report(path, db):
                 rows[key] = (n, float(seconds), name, grid, block, cause, detail)
     except OSError:
         return [f"kernel database {db}: every launch signature was found"]
+    answered = answered_line(counts)
     if not rows:
-        return [f"kernel database {db}: every launch signature was found"]
+        return [f"kernel database {db}: every launch signature was found"] + ([answered] if answered else [])
     total = sum(r[0] for r in rows.values())
     lines = [f"kernel database {db}: {len(rows)} launch signature(s) ({total} launches) were not in "
              f"it and got the fallback model's time (all in {path}):"]
+    if answered:
+        lines.append(answered)
     causes = {}
     for r in rows.values():
         c = causes.setdefault(r[5], [0, 0])

@@ -1,0 +1,257 @@
+// The kernel-time database's work keys (schema 3, issue 23): a replay process's by-value structs
+// carry its own stack garbage in words that the recording's process never varied, so settling
+// kept those words keyed and no group covers the replay's launches ("keyed-words" misses, most of
+// the 575 / 1,907 signatures a GPT-2 DDP replay missed). Every recorded duration is also kept
+// under its signature's work key (signature_work_key: words of 2^24 or more count only as
+// "large"), and lookup() falls back to it after the exact row and the groups: the replay finds
+// the least duration recorded for the same work, while a different size or shape still misses.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <filesystem>
+#include <optional>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "front/launch/kernel_time_db.h"
+#include "front/launch/launch_signature.h"
+#include "front/launch/signature_settling.h"
+#include "garbage_launch.h"
+
+namespace vgpu {
+namespace {
+
+constexpr const char* kModel = "NVIDIA H100 80GB HBM3";
+
+using test_launch::Args;
+using test_launch::signature_of;
+
+// One process's launch: size `n`, the rest of the struct this process's own stack garbage
+// (the same at every launch of the process, as a frame reused at the same depth leaves it).
+Args process_args(uint32_t n, uint32_t process_seed) {
+  std::mt19937 rng(process_seed);
+  Args a{};
+  a.n = n;
+  a.dims = 1;
+  for (uint32_t& w : a.tail) w = static_cast<uint32_t>(rng()) | 0x80000000u;
+  return a;
+}
+
+std::string temp_db(const char* tag) {
+  auto p = std::filesystem::temp_directory_path() /
+           ("vgpu_ktw_" + std::string(tag) + "_" + std::to_string(::getpid()) + ".sqlite");
+  std::filesystem::remove(p);
+  return p.string();
+}
+
+void remove_db(const std::string& path) {
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);
+}
+
+// The passthrough's side (kernel_recording.cpp record_measured): measure until settled, then the
+// exact row at the settled duration and its group.
+void record_process(KernelTimeDb& db, uint32_t n, uint32_t process_seed, double seconds, int launches = 8) {
+  SettlingSignatures table(3);
+  const LaunchSignature s = signature_of(process_args(n, process_seed));
+  for (int i = 0; i < launches && !table.settled(s); ++i) {
+    const std::optional<double> settled = table.add_sample(s, seconds + (i == 0 ? 20e-6 : 0));
+    if (!settled) continue;
+    ASSERT_TRUE(db.record(s, static_cast<uint64_t>(*settled * 1e9 + 0.5), KernelTimeDb::Merge::least));
+    const std::optional<SettledGroup> g = table.settled_group(s);
+    ASSERT_TRUE(g.has_value());
+    ASSERT_TRUE(db.record_groups({&*g, 1}));
+  }
+  ASSERT_TRUE(table.settled(s).has_value());
+}
+
+TEST(KernelDbWorkKeys, GarbageTheRecordingNeverVariedIsFoundByWorkKey) {
+  const std::string path = temp_db("garbage");
+  {
+    KernelTimeDb db(path, kModel);
+    record_process(db, 4096, 1, 8e-6);
+  }
+  KernelTimeDb replay(path, kModel);
+  const LaunchSignature s = signature_of(process_args(4096, 2));  // another process's garbage
+  // What the groups alone answer: nothing, the garbage words are keyed.
+  EXPECT_FALSE(replay.lookup_group(s).has_value());
+  LaunchSignature keyed;
+  EXPECT_EQ(replay.explain_miss(s, &keyed), SettlingSignatures::Uncovered::keyed_words);
+  KernelDbLevel level = KernelDbLevel::exact;
+  EXPECT_EQ(replay.lookup(s, &level), 8000u);
+  EXPECT_EQ(level, KernelDbLevel::work_key);
+  EXPECT_EQ(replay.lookup_work_key(s), 8000u);
+  EXPECT_EQ(replay.work_key_count(), 1);
+  // The recorded launch itself is still its exact row.
+  EXPECT_EQ(replay.lookup(signature_of(process_args(4096, 1)), &level), 8000u);
+  EXPECT_EQ(level, KernelDbLevel::exact);
+  remove_db(path);
+}
+
+TEST(KernelDbWorkKeys, AnotherSizeOrShapeIsNotFound) {
+  const std::string path = temp_db("shape");
+  {
+    KernelTimeDb db(path, kModel);
+    record_process(db, 4096, 1, 8e-6);
+  }
+  KernelTimeDb replay(path, kModel);
+  KernelDbLevel level = KernelDbLevel::exact;
+  EXPECT_FALSE(replay.lookup(signature_of(process_args(2048, 2)), &level).has_value()) << "another size";
+  EXPECT_EQ(level, KernelDbLevel::none);
+  EXPECT_FALSE(replay.lookup(signature_of(process_args(4096, 2), 128), &level).has_value()) << "another grid";
+  EXPECT_FALSE(replay.lookup(signature_of(process_args(4096 + (1u << 20), 2)), &level).has_value());
+  // Another kernel with the same parameters.
+  Args a = process_args(4096, 2);
+  const ParamSlot slots[] = {{0, sizeof(Args)}};
+  const LaunchSignature other = build_launch_signature(
+      "other_kernel", LaunchShape{{64, 1, 1}, {256, 1, 1}, 0}, slots,
+      {reinterpret_cast<const uint8_t*>(&a), sizeof a}, nullptr);
+  EXPECT_FALSE(replay.lookup(other).has_value());
+  remove_db(path);
+}
+
+// The ranks of a recording (and later recordings) each offer their duration for the same work:
+// the least is kept, as the passthrough's timeline takes the least of the job's ranks; CUPTI's
+// per-launch samples (Merge::mean) count alike.
+TEST(KernelDbWorkKeys, TheLeastOverProcessesAndSamplesIsKept) {
+  const std::string path = temp_db("least");
+  {
+    KernelTimeDb rank0(path, kModel);
+    KernelTimeDb rank1(path, kModel);
+    record_process(rank0, 4096, 1, 9e-6);
+    record_process(rank1, 4096, 2, 8e-6);
+    ASSERT_TRUE(rank1.record(signature_of(process_args(4096, 3)), 8'500));
+  }
+  KernelTimeDb replay(path, kModel);
+  EXPECT_EQ(replay.lookup(signature_of(process_args(4096, 4))), 8000u);
+  EXPECT_EQ(replay.work_key_count(), 1);
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &h), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(h, "SELECT samples, kernel_name FROM work_keys;", -1, &st, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), 5) << "two settled rows, their two groups, one CUPTI sample";
+  EXPECT_STREQ(reinterpret_cast<const char*>(sqlite3_column_text(st, 1)), "elementwise_kernel");
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  remove_db(path);
+}
+
+// A handle's own records reach its work keys at once (the file's other writers: at the next
+// miss, through PRAGMA data_version).
+TEST(KernelDbWorkKeys, RecordsOfThisHandleAndOthersAreSeen) {
+  const std::string path = temp_db("seen");
+  KernelTimeDb db(path, kModel);
+  const LaunchSignature replayed = signature_of(process_args(4096, 9));
+  EXPECT_FALSE(db.lookup(replayed).has_value());
+  ASSERT_TRUE(db.record(signature_of(process_args(4096, 1)), 7'000, KernelTimeDb::Merge::least));
+  EXPECT_EQ(db.lookup(replayed), 7000u);
+  {
+    KernelTimeDb other(path, kModel);
+    ASSERT_TRUE(other.record(signature_of(process_args(1024, 1)), 2'000, KernelTimeDb::Merge::least));
+  }
+  EXPECT_EQ(db.lookup(signature_of(process_args(1024, 9))), 2000u);
+  remove_db(path);
+}
+
+// A file recorded before work keys (version 2) is read as before, and its rows answer through
+// work keys derived in memory; the first writable open adds the table and fills it.
+TEST(KernelDbWorkKeys, AVersionTwoFileGetsWorkKeys) {
+  const std::string path = temp_db("v2");
+  {
+    KernelTimeDb db(path, kModel);
+    record_process(db, 4096, 1, 8e-6);
+  }
+  {  // make it the file a version-2 build wrote
+    sqlite3* h = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &h), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(h, "DROP TABLE work_keys; PRAGMA user_version = 2;", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_close(h);
+  }
+  const LaunchSignature replayed = signature_of(process_args(4096, 2));
+  {
+    KernelTimeDb reader(path, kModel);
+    EXPECT_EQ(reader.work_key_count(), 0);
+    KernelDbLevel level = KernelDbLevel::none;
+    EXPECT_EQ(reader.lookup(replayed, &level), 8000u);
+    EXPECT_EQ(level, KernelDbLevel::work_key);
+  }
+  {
+    KernelTimeDb writer(path, kModel);
+    ASSERT_TRUE(writer.record(signature_of(process_args(1024, 1)), 2'000, KernelTimeDb::Merge::least));
+    EXPECT_EQ(writer.work_key_count(), 2) << "the old rows' key and the new one";
+  }
+  sqlite3* h = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &h), SQLITE_OK);
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(h, "PRAGMA user_version;", -1, &st, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_step(st), SQLITE_ROW);
+  EXPECT_EQ(sqlite3_column_int(st, 0), 3);
+  sqlite3_finalize(st);
+  sqlite3_close(h);
+  KernelTimeDb reader(path, kModel);
+  EXPECT_EQ(reader.lookup(replayed), 8000u);
+  EXPECT_EQ(reader.lookup(signature_of(process_args(1024, 2))), 2000u);
+  remove_db(path);
+}
+
+// Launches whose garbage varied while recording are answered by their group, before the work key.
+TEST(KernelDbWorkKeys, GroupsAnswerBeforeWorkKeys) {
+  const std::string path = temp_db("order");
+  {
+    KernelTimeDb db(path, kModel);
+    SettlingSignatures table(3);
+    std::mt19937 rng(7);
+    for (int i = 0; i < 30; ++i) {
+      const LaunchSignature s = signature_of(process_args(4096, static_cast<uint32_t>(rng())));
+      if (table.settled(s)) continue;
+      if (const std::optional<double> settled = table.add_sample(s, 8e-6 + (i == 0 ? 20e-6 : 0))) {
+        ASSERT_TRUE(db.record(s, static_cast<uint64_t>(*settled * 1e9 + 0.5), KernelTimeDb::Merge::least));
+        const std::optional<SettledGroup> g = table.settled_group(s);
+        ASSERT_TRUE(db.record_groups({&*g, 1}));
+      }
+    }
+    // A work key with a smaller duration than the group's: the group still answers first.
+    ASSERT_TRUE(db.record(signature_of(process_args(4096, 77)), 1'000, KernelTimeDb::Merge::least));
+  }
+  KernelTimeDb replay(path, kModel);
+  KernelDbLevel level = KernelDbLevel::none;
+  EXPECT_EQ(replay.lookup(signature_of(process_args(4096, 12345)), &level), 8000u);
+  EXPECT_EQ(level, KernelDbLevel::group);
+  EXPECT_EQ(replay.lookup_work_key(signature_of(process_args(4096, 12345))), 1000u);
+  remove_db(path);
+}
+
+// Lookups through work keys from several threads while the same handle records (TSan in the
+// sanitizer builds).
+TEST(KernelDbWorkKeys, LookupsAndRecordsFromSeveralThreads) {
+  const std::string path = temp_db("threads");
+  KernelTimeDb db(path, kModel);
+  record_process(db, 4096, 1, 8e-6);
+  std::atomic<int> found{0};
+  std::vector<std::thread> threads;
+  for (uint32_t k = 0; k < 4; ++k)
+    threads.emplace_back([&db, &found, k] {
+      for (uint32_t i = 0; i < 200; ++i) found += db.lookup(signature_of(process_args(4096, 100 + k * 1000 + i))) == 8000u;
+    });
+  threads.emplace_back([&db] {
+    for (uint32_t i = 0; i < 20; ++i) EXPECT_TRUE(db.record(signature_of(process_args(1024 + i, 1)), 1'000 + i));
+  });
+  for (std::thread& t : threads) t.join();
+  EXPECT_EQ(found.load(), 800);
+  EXPECT_EQ(db.lookup(signature_of(process_args(1030, 5))), 1006u);
+  remove_db(path);
+}
+
+TEST(KernelDbWorkKeys, LevelNames) {
+  EXPECT_STREQ(kernel_db_level_name(KernelDbLevel::exact), "exact");
+  EXPECT_STREQ(kernel_db_level_name(KernelDbLevel::group), "group");
+  EXPECT_STREQ(kernel_db_level_name(KernelDbLevel::work_key), "work-key");
+  EXPECT_STREQ(kernel_db_level_name(KernelDbLevel::none), "fallback");
+}
+
+}  // namespace
+}  // namespace vgpu
