@@ -106,7 +106,8 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
   // What the job's other processes on this GPU settled for the signature (shared_durations.h):
   // the smallest of them and this process's own is the least disturbed measurement.
   SharedDurations* shared = Passthrough::get().shared_durations().of(physical);
-  const uint64_t key = shared ? SharedDurations::key_of(p.signature.bytes) : 0;
+  // Also the key under which this process remembers what settled() answered.
+  const uint64_t key = SharedDurations::key_of(p.signature.bytes);
   // Where several virtual devices share the GPU, their ranks' exact signatures rarely meet (the
   // by-value bytes hold each process's stack garbage), and a signature one rank measured while
   // others' kernels held the GPU settles high (8 ranks of DDP on one H200: the LM head's GEMM
@@ -128,7 +129,7 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
     p.timing.seconds = seconds;
     p.run = policy == LaunchPolicy::all;
   };
-  if (const std::optional<double> settled = durations.settled(p.signature)) {
+  if (const std::optional<double> settled = durations.settled(p.signature, key)) {
     known(least_of_job(*settled));
     return p;
   }
