@@ -20,6 +20,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -160,6 +163,17 @@ int main(int argc, char** argv) {
   if (image.empty()) { std::fprintf(stderr, "cannot read %s\n", argv[3]); return 2; }
   // vgpu must find the same real driver the baseline uses.
   setenv("VGPU_REAL_LIBCUDA", argv[1], 1);
+  // A process that uses the real driver has several threads (the driver starts its own), and
+  // from its second thread on the C library and libstdc++ take their multi-threaded paths
+  // (atomic reference counts of shared_ptr, malloc's arena locks). The stand-in starts none: an
+  // idle thread of the bench's own makes its figures those of a multi-threaded process too.
+  std::mutex idle_mu;
+  std::condition_variable idle_cv;
+  bool done = false;
+  std::thread idle([&] {
+    std::unique_lock l(idle_mu);
+    idle_cv.wait(l, [&] { return done; });
+  });
   // Alternating and keeping each library's best run evens out warm-up and clock drift.
   const SyscallCounter sys;
   Rates real{}, vgpu{};
@@ -206,5 +220,11 @@ int main(int argc, char** argv) {
   row("cuMemcpyHtoDAsync (4 KiB pinned)", real.memcpy_async, vgpu.memcpy_async, real_sys.memcpy_async,
       vgpu_sys.memcpy_async);
   if (!sys.counting()) std::printf("(system calls not counted here: %s)\n", sys.why_not().c_str());
+  {
+    std::lock_guard l(idle_mu);
+    done = true;
+  }
+  idle_cv.notify_one();
+  idle.join();
   return 0;
 }
