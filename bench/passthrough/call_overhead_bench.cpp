@@ -6,15 +6,23 @@
 //
 // Prints one table row per call: calls per second through each library, vgpu/real, and vgpu's
 // own time per call (the difference of the two libraries' time per call). Each library is
-// measured `rounds` times (default 2), alternating, and keeps its best run.
+// measured `rounds` times (default 2), alternating, and keeps its best run. Then the system calls
+// the calling thread made per call through each library (the least of the rounds), counted by
+// the kernel where perf events can count them (syscall_counter.h); "n/a" where they cannot
+// (gVisor has no perf events).
 //
 // Without a GPU, the "real" library can be bench/passthrough's free_calls_driver (its hot calls
 // cost next to nothing, free_calls_overrides.cpp): the last column is then vgpu's own cost.
 #include <cuda.h>
 #include <dlfcn.h>
 
+#include "syscall_counter.h"
+
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -40,7 +48,13 @@ constexpr const char* kLongName = "empty_as_long_as_pytorch_vectorized_elementwi
 
 struct Rates { double launch, launch_long, alloc_free, event_record, memcpy_async; };
 
-Rates measure(const char* path, const std::vector<char>& image) {
+// One measurement's calls per second and the thread's system calls per call (< 0: not counted).
+struct Run {
+  Rates rate{};
+  Rates syscalls{};
+};
+
+Run measure(const char* path, const std::vector<char>& image, const SyscallCounter& sys) {
   Driver d;
   d.h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!d.h) { std::fprintf(stderr, "dlopen %s: %s\n", path, dlerror()); std::exit(2); }
@@ -72,27 +86,39 @@ Rates measure(const char* path, const std::vector<char>& image) {
   CUstream s;
   CHECK(stream_create(&s, CU_STREAM_NON_BLOCKING));
   using clock = std::chrono::steady_clock;
-  auto rate = [](int n, clock::time_point t0) {
-    return n / std::chrono::duration<double>(clock::now() - t0).count();
+  // Read at the start of each timed loop (t0) and at its end (rate()): the loop's system calls.
+  long long sys_at_start = 0;
+  double* syscalls_of = nullptr;
+  auto rate = [&](int n, clock::time_point t0) {
+    const double seconds = std::chrono::duration<double>(clock::now() - t0).count();
+    const long long s = sys.read();
+    *syscalls_of = s < 0 ? -1.0 : static_cast<double>(s - sys_at_start - 1) / n;  // -1: this read's own
+    return n / seconds;
   };
-  Rates r{};
+  auto start = [&](double* syscalls) {
+    syscalls_of = syscalls;
+    sys_at_start = sys.read();
+    return clock::now();
+  };
+  Run run{};
+  Rates& r = run.rate;
   constexpr int kLaunches = 200000;
-  auto launches = [&](CUfunction fn) {
+  auto launches = [&](CUfunction fn, double* syscalls) {
     for (int i = 0; i < 2000; ++i) CHECK(launch(fn, 1, 1, 1, 1, 1, 1, 0, s, nullptr, nullptr));  // warm up
     CHECK(stream_sync(s));
-    const auto start = clock::now();
+    const auto t0 = start(syscalls);
     for (int i = 0; i < kLaunches; ++i) {
       CHECK(launch(fn, 1, 1, 1, 1, 1, 1, 0, s, nullptr, nullptr));
       if (i % 1000 == 999) CHECK(stream_sync(s));  // keep the queue from filling
     }
     CHECK(stream_sync(s));
-    return rate(kLaunches, start);
+    return rate(kLaunches, t0);
   };
-  r.launch = launches(f);
-  r.launch_long = launches(f_long);
+  r.launch = launches(f, &run.syscalls.launch);
+  r.launch_long = launches(f_long, &run.syscalls.launch_long);
 
   constexpr int kAllocs = 20000;
-  auto t0 = clock::now();
+  auto t0 = start(&run.syscalls.alloc_free);
   for (int i = 0; i < kAllocs; ++i) {
     CUdeviceptr p;
     CHECK(alloc(&p, 2u << 20));
@@ -103,7 +129,7 @@ Rates measure(const char* path, const std::vector<char>& image) {
   CUevent e;
   CHECK(event_create(&e, CU_EVENT_DISABLE_TIMING));
   constexpr int kEvents = 200000;
-  t0 = clock::now();
+  t0 = start(&run.syscalls.event_record);
   for (int i = 0; i < kEvents; ++i) CHECK(event_record(e, s));
   CHECK(stream_sync(s));
   r.event_record = rate(kEvents, t0);
@@ -113,14 +139,14 @@ Rates measure(const char* path, const std::vector<char>& image) {
   CUdeviceptr dev;
   CHECK(alloc(&dev, 4096));
   constexpr int kCopies = 100000;
-  t0 = clock::now();
+  t0 = start(&run.syscalls.memcpy_async);
   for (int i = 0; i < kCopies; ++i) {
     CHECK(copy_async(dev, host, 4096, s));
     if (i % 1000 == 999) CHECK(stream_sync(s));
   }
   CHECK(stream_sync(s));
   r.memcpy_async = rate(kCopies, t0);
-  return r;
+  return run;
 }
 
 }  // namespace
@@ -137,24 +163,68 @@ int main(int argc, char** argv) {
   if (image.empty()) { std::fprintf(stderr, "cannot read %s\n", argv[3]); return 2; }
   // vgpu must find the same real driver the baseline uses.
   setenv("VGPU_REAL_LIBCUDA", argv[1], 1);
+  // A process that uses the real driver has several threads (the driver starts its own), and
+  // from its second thread on the C library and libstdc++ take their multi-threaded paths
+  // (atomic reference counts of shared_ptr, malloc's arena locks). The stand-in starts none: an
+  // idle thread of the bench's own makes its figures those of a multi-threaded process too.
+  std::mutex idle_mu;
+  std::condition_variable idle_cv;
+  bool done = false;
+  std::thread idle([&] {
+    std::unique_lock l(idle_mu);
+    idle_cv.wait(l, [&] { return done; });
+  });
   // Alternating and keeping each library's best run evens out warm-up and clock drift.
+  const SyscallCounter sys;
   Rates real{}, vgpu{};
+  Rates real_sys{-1, -1, -1, -1, -1}, vgpu_sys{-1, -1, -1, -1, -1};
   auto best = [](Rates& b, const Rates& r) {
     b = {std::max(b.launch, r.launch), std::max(b.launch_long, r.launch_long), std::max(b.alloc_free, r.alloc_free),
          std::max(b.event_record, r.event_record), std::max(b.memcpy_async, r.memcpy_async)};
   };
-  for (int round = 0; round < rounds; ++round) {
-    best(real, measure(argv[1], image));
-    best(vgpu, measure(argv[2], image));
-  }
-  std::printf("%-34s %14s %14s %12s %14s\n", "call", "real calls/s", "vgpu calls/s", "vgpu/real", "vgpu own ns");
-  auto row = [](const char* name, double a, double b) {
-    std::printf("%-34s %14.0f %14.0f %12.3f %14.1f\n", name, a, b, b / a, (1 / b - 1 / a) * 1e9);
+  auto least = [](double& b, double r) { b = b < 0 ? r : std::min(b, r); };
+  auto fewest = [&least](Rates& b, const Rates& r) {
+    least(b.launch, r.launch);
+    least(b.launch_long, r.launch_long);
+    least(b.alloc_free, r.alloc_free);
+    least(b.event_record, r.event_record);
+    least(b.memcpy_async, r.memcpy_async);
   };
-  row("cuLaunchKernel (empty, 1x1)", real.launch, vgpu.launch);
-  row("cuLaunchKernel (249-byte name)", real.launch_long, vgpu.launch_long);
-  row("cuMemAlloc+cuMemFree (2 MiB)", real.alloc_free, vgpu.alloc_free);
-  row("cuEventRecord", real.event_record, vgpu.event_record);
-  row("cuMemcpyHtoDAsync (4 KiB pinned)", real.memcpy_async, vgpu.memcpy_async);
+  for (int round = 0; round < rounds; ++round) {
+    const Run a = measure(argv[1], image, sys);
+    best(real, a.rate);
+    fewest(real_sys, a.syscalls);
+    const Run b = measure(argv[2], image, sys);
+    best(vgpu, b.rate);
+    fewest(vgpu_sys, b.syscalls);
+  }
+  std::printf("%-34s %14s %14s %12s %14s %14s %14s\n", "call", "real calls/s", "vgpu calls/s", "vgpu/real",
+              "vgpu own ns", "real sys/call", "vgpu sys/call");
+  auto count = [](double v) {
+    char buf[32];
+    if (v < 0)
+      std::snprintf(buf, sizeof buf, "n/a");
+    else
+      std::snprintf(buf, sizeof buf, "%.4f", v);
+    return std::string(buf);
+  };
+  auto row = [&count](const char* name, double a, double b, double sa, double sb) {
+    std::printf("%-34s %14.0f %14.0f %12.3f %14.1f %14s %14s\n", name, a, b, b / a, (1 / b - 1 / a) * 1e9,
+                count(sa).c_str(), count(sb).c_str());
+  };
+  row("cuLaunchKernel (empty, 1x1)", real.launch, vgpu.launch, real_sys.launch, vgpu_sys.launch);
+  row("cuLaunchKernel (249-byte name)", real.launch_long, vgpu.launch_long, real_sys.launch_long,
+      vgpu_sys.launch_long);
+  row("cuMemAlloc+cuMemFree (2 MiB)", real.alloc_free, vgpu.alloc_free, real_sys.alloc_free, vgpu_sys.alloc_free);
+  row("cuEventRecord", real.event_record, vgpu.event_record, real_sys.event_record, vgpu_sys.event_record);
+  row("cuMemcpyHtoDAsync (4 KiB pinned)", real.memcpy_async, vgpu.memcpy_async, real_sys.memcpy_async,
+      vgpu_sys.memcpy_async);
+  if (!sys.counting()) std::printf("(system calls not counted here: %s)\n", sys.why_not().c_str());
+  {
+    std::lock_guard l(idle_mu);
+    done = true;
+  }
+  idle_cv.notify_one();
+  idle.join();
   return 0;
 }

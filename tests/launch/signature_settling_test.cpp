@@ -249,5 +249,50 @@ TEST(SignatureSettling, DatabaseDurationsAndMalformedSignatures) {
   EXPECT_FALSE(t.seen(junk));
 }
 
+// settled(signature, hash) remembers its answers: it must answer exactly as settled(signature)
+// through a run that measures, settles, adopts and frees words, with hashes that collide (every
+// signature here hashes to one of three values: the memo must compare the bytes, and forget
+// everything that changes).
+TEST(SignatureSettling, RememberedAnswersAreTheAnswers) {
+  std::mt19937 rng(2111);
+  SettlingSignatures t(3);
+  SettlingSignatures donor(1);
+  std::vector<LaunchSignature> pool;
+  for (uint32_t n : {1000u, 1500u, 4096u, 9000u})
+    for (int k = 0; k < 4; ++k) pool.push_back(signature_of(garbage_args(rng, n)));
+  pool.push_back(signature_of(garbage_args(rng, 4096), 128));  // another family
+  int answered = 0, mismatches = 0;
+  for (int i = 0; i < 3000; ++i) {
+    const LaunchSignature& s = pool[rng() % pool.size()];
+    const uint64_t hash = rng() % 3;
+    const std::optional<double> remembered = t.settled(s, hash);
+    const std::optional<double> fresh = t.settled(s);
+    mismatches += remembered != fresh;
+    answered += fresh.has_value();
+    switch (rng() % 8) {
+      case 0:
+      case 1: {  // a measurement (a size's work, noise, now and then host work)
+        Args a{};
+        std::memcpy(&a, s.bytes.data() + s.bytes.size() - sizeof a, sizeof a);
+        t.add_sample(s, duration_of(a.n) * (1 + 0.01 * (rng() % 3)), /*learn=*/rng() % 5 != 0);
+        break;
+      }
+      case 2:
+        if (rng() % 50 == 0) t.settle(signature_of(garbage_args(rng, 777)), 3e-6);
+        break;
+      case 3:
+        if (rng() % 100 == 0) {
+          donor.settle(pool[rng() % pool.size()], 5e-6);
+          for (const SettledGroup& g : donor.export_groups()) t.adopt(g);
+        }
+        break;
+      default:
+        break;
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+  EXPECT_GT(answered, 1000) << "the run must reach settled groups";
+}
+
 }  // namespace
 }  // namespace vgpu

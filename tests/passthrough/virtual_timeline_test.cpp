@@ -242,6 +242,92 @@ TEST(VirtualTimeline, EventRecordsWithoutAnOpArePlacedAsWithOne) {
   }
 }
 
+// A record repeated on the same non-blocking stream skips the timeline's lookups (record_event's
+// last record): placement must stay that of records with an op of their own, also across an
+// event forgotten and its handle recorded again, a stream destroyed and its handle made again,
+// and a context forgotten.
+TEST(VirtualTimeline, RepeatedRecordsArePlacedAsWithOne) {
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    VirtualTimeline elided, full;
+    full.set_elide_event_records(false);
+    std::mt19937 rng(seed);
+    int contexts[2] = {};
+    int handles[4] = {};
+    int events[2] = {};
+    const StreamKind kinds[4] = {StreamKind::legacy, StreamKind::non_blocking, StreamKind::non_blocking,
+                                 StreamKind::blocking};
+    std::vector<std::pair<OpRef, OpRef>> ops;
+    auto issue = [&rng] { return std::uniform_real_distribution<double>(0, 10)(rng); };
+    int s = 1;
+    const void* event = &events[0];
+    const void* context = &contexts[0];
+    for (int step = 0; step < 400; ++step) {
+      if (rng() % 3 == 0) {  // mostly the same stream and event as the last step
+        s = static_cast<int>(rng() % 4);
+        event = &events[rng() % 2];
+        context = &contexts[rng() % 2];
+      }
+      const StreamKey key{context, s == 0 ? nullptr : &handles[s]};
+      switch (rng() % 9) {
+        case 0: {
+          const bool measured = rng() % 2 == 0;
+          const double t = issue(), d = std::uniform_real_distribution<double>(0, 2)(rng);
+          const auto us = static_cast<uint64_t>(d * 1e6);
+          ops.emplace_back(elided.append(key, kinds[s], 0, t, measured ? -1 : d, {}, us),
+                           full.append(key, kinds[s], 0, t, measured ? -1 : d, {}, us));
+          break;
+        }
+        case 1:
+        case 2:
+        case 3:
+        case 4: {
+          const double t = issue();
+          elided.record_event(event, key, kinds[s], 0, t);
+          full.record_event(event, key, kinds[s], 0, t);
+          break;
+        }
+        case 5: {
+          const OpRef we = elided.event_op(event), wf = full.event_op(event);
+          ASSERT_EQ(we == nullptr, wf == nullptr);
+          if (!we) break;
+          ops.emplace_back(we, wf);
+          const double t = issue();
+          ops.emplace_back(elided.append(key, kinds[s], 0, t, 0, {we}), full.append(key, kinds[s], 0, t, 0, {wf}));
+          break;
+        }
+        case 6:
+          elided.forget_event(event);
+          full.forget_event(event);
+          break;
+        case 7:
+          if (s != 0) {
+            elided.destroy_stream(key);
+            full.destroy_stream(key);
+          }
+          break;
+        default:
+          if (rng() % 8 == 0) {
+            elided.forget_context(context);
+            full.forget_context(context);
+          }
+          break;
+      }
+    }
+    for (const int& e : events) {
+      const OpRef a = elided.event_op(&e), b = full.event_op(&e);
+      ASSERT_EQ(a == nullptr, b == nullptr);
+      if (a) ops.emplace_back(a, b);
+    }
+    for (auto& [e, f] : ops) {
+      elided.resolve(measured_when_forced, e);
+      full.resolve(measured_when_forced, f);
+      ASSERT_TRUE(elided.finish(e).has_value()) << "seed " << seed;
+      EXPECT_EQ(elided.finish(e), full.finish(f)) << "seed " << seed;
+      EXPECT_EQ(e->start, f->start) << "seed " << seed;
+    }
+  }
+}
+
 TEST(VirtualTimeline, ThreadsSubmitAndResolveTogether) {
   VirtualTimeline tl;
   constexpr int kThreads = 4, kOps = 3000;

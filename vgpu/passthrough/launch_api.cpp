@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -77,8 +78,12 @@ uint64_t work_key_of(uint64_t key, const LaunchSignature& signature) {
   return known[key] = signature_work_key(signature);
 }
 
-Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extra, const StreamTarget& t) {
-  Plan p;
+// Plans one launch into `p`, a plan used before or new: its signature's buffer is reused.
+void plan_for(Plan& p, CUfunction f, const LaunchShape& shape, void** params, void** extra, const StreamTarget& t) {
+  p.run = true;
+  p.timing = measured_timing();
+  p.have_signature = false;
+  p.first.reset();
   p.timing.kernel = true;
   const FunctionFacts& facts = function_facts(f);
   if (facts.ok && TimelineWriter::get() != nullptr) p.timing.label = facts.name;
@@ -89,7 +94,7 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
       p.timing.nccl_gpu = nccl_timing::global_gpu(t.device);
       p.timing.nccl = nccl_timing::attribute(p.timing.nccl_gpu);
     }
-    return p;
+    return;
   }
   p.have_signature = launch_signature(f, facts, shape, params, extra, &p.signature);
   const LaunchPolicy policy = launch_policy();
@@ -98,16 +103,17 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
     p.timing.source = Timing::Source::known;
     p.timing.seconds =
         p.have_signature ? replayed_seconds(t.device, p.signature) : vgpu::KernelTimeModel::kLaunchFloorS;
-    return p;
+    return;
   }
-  if (!p.have_signature) return p;  // measured each time
+  if (!p.have_signature) return;  // measured each time
   KernelDurations& durations = KernelDurations::get();
   PassState* state = PassState::get();
   const int physical = state ? state->physical(t.device) : -1;
   // What the job's other processes on this GPU settled for the signature (shared_durations.h):
   // the smallest of them and this process's own is the least disturbed measurement.
   SharedDurations* shared = Passthrough::get().shared_durations().of(physical);
-  const uint64_t key = shared ? SharedDurations::key_of(p.signature.bytes) : 0;
+  // Also the key under which this process remembers what settled() answered.
+  const uint64_t key = SharedDurations::key_of(p.signature.bytes);
   // Where several virtual devices share the GPU, their ranks' exact signatures rarely meet (the
   // by-value bytes hold each process's stack garbage), and a signature one rank measured while
   // others' kernels held the GPU settles high (8 ranks of DDP on one H200: the LM head's GEMM
@@ -123,15 +129,15 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
     return d;
   };
   // The launch runs (under `all`) and takes a duration known without measuring it (sets it in
-  // `p`, which plan_for then returns: no copy of the signature on this, the hottest path).
+  // `p`: no copy of the signature on this, the hottest path).
   auto known = [&p, policy](double seconds) {
     p.timing.source = Timing::Source::known;
     p.timing.seconds = seconds;
     p.run = policy == LaunchPolicy::all;
   };
-  if (const std::optional<double> settled = durations.settled(p.signature)) {
+  if (const std::optional<double> settled = durations.settled(p.signature, key)) {
     known(least_of_job(*settled));
-    return p;
+    return;
   }
   // Not begun to be measured here: a duration known elsewhere is taken as it is (below, this
   // process's own samples settle it otherwise).
@@ -142,7 +148,7 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
     if (const std::optional<double> least = shared->smallest(key)) {
       durations.settle(p.signature, *least);
       known(*least);
-      return p;
+      return;
     }
   }
   // A duration the kernel-time database holds for this physical GPU is taken as it is, but only
@@ -158,7 +164,7 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
       const double seconds = static_cast<double>(*ns) * 1e-9;
       durations.settle(p.signature, seconds);
       known(seconds);
-      return p;
+      return;
     }
   }
   KernelTimeDb* db = KernelRecording::get() ? nullptr : physical_db;
@@ -177,7 +183,6 @@ Plan plan_for(CUfunction f, const LaunchShape& shape, void** params, void** extr
       vgpu::log::debug("vgpu: measured {:.2f} us (first {}, settled {}) {}", s * 1e6, *first, settled.has_value(), sig.hex());
     return least_of_job(std::min(s, settled ? *settled : least));
   };
-  return p;
 }
 
 // Whether `f` was launched in `ctx` before (and now it has been).
@@ -196,7 +201,26 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
   thread_clock::Pause pause;  // as every timed call (timed_api.cpp): only the real driver's time is charged
   StreamTarget t;
   if (!vt->target(stream, per_thread, &t) || vt->capturing(t)) return launch();
-  Plan plan = plan_for(f, shape, params, extra, t);  // made in place (a Plan is several strings)
+  // The thread's plan, reused launch after launch: its signature's buffer is allocated once, not
+  // per launch (an allocation and a free were a tenth of a settled launch's own work). A launch
+  // planned while another is on the same thread (none is known: the real driver calls no entry
+  // point back) gets a plan of its own.
+  struct ThreadPlan {
+    Plan plan;
+    bool busy = false;
+  };
+  thread_local ThreadPlan t_plan;
+  ThreadPlan& mine = t_plan;  // one thread-local lookup
+  std::optional<Plan> own;
+  Plan& plan = mine.busy ? own.emplace() : mine.plan;
+  struct Release {
+    bool* busy;
+    ~Release() {
+      if (busy != nullptr) *busy = false;
+    }
+  } release{mine.busy ? nullptr : &mine.busy};
+  mine.busy = true;
+  plan_for(plan, f, shape, params, extra, t);
   VirtualTime::Bracket bracket;
   KernelRecording* rec = nullptr;
   // A launch measured now holds the physical GPU's measurement lock until it has run.

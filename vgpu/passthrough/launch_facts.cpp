@@ -105,9 +105,12 @@ bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShap
   if (s == nullptr || f == nullptr) return false;
   // The packed block's buffer is the thread's, kept between launches (no allocation per launch).
   thread_local std::vector<uint8_t> block;
-  if (!facts.ok || !pack_params(facts, params, extra, &block)) return false;
-  *out = build_launch_signature(facts.name, shape, facts.slots, block,
-                                [s](uint64_t v) { return s->is_device_pointer(v) || s->host_addresses().contains(v); });
+  if (!facts.ok || !pack_params(facts, params, extra, &block)) {
+    out->bytes.clear();
+    return false;
+  }
+  build_launch_signature(facts.name, shape, facts.slots, block,
+                         [s](uint64_t v) { return s->is_device_pointer(v) || s->host_addresses().contains(v); }, out);
   return true;
 }
 

@@ -98,10 +98,10 @@ KernelDurations::Counts KernelDurations::counts() {
   return c;
 }
 
-std::optional<double> KernelDurations::settled(const LaunchSignature& signature) {
+std::optional<double> KernelDurations::settled(const LaunchSignature& signature, uint64_t hash) {
   std::lock_guard l(mu_);
   ++counts_.launches;
-  const std::optional<double> found = entries_.settled(signature);
+  const std::optional<double> found = entries_.settled(signature, hash);
   if (found) ++counts_.settled;
   publish(/*now=*/!found);  // a measured launch costs far more than the write
   return found;

@@ -60,8 +60,10 @@ class KernelDurations {
   // Samples wanted per signature (VGPU_MEASURE_SAMPLES, 1..1000, default 3).
   static int samples_wanted();
 
-  // The signature's duration once it has all its samples, in seconds.
-  std::optional<double> settled(const LaunchSignature& signature);
+  // The signature's duration once it has all its samples, in seconds. `hash`: a hash of its
+  // bytes (SharedDurations::key_of), under which the answer is remembered until anything changes
+  // (SettlingSignatures::settled).
+  std::optional<double> settled(const LaunchSignature& signature, uint64_t hash);
   // Whether the signature has been measured (or settled) in this process at all.
   bool seen(const LaunchSignature& signature);
   // Adds a measurement; returns the signature's duration when this sample settled it. `learn`

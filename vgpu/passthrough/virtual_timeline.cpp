@@ -79,6 +79,11 @@ OpRef VirtualTimeline::append_locked(const StreamKey& key, StreamKind kind, int 
 void VirtualTimeline::record_event(const void* event, const StreamKey& key, StreamKind kind, int device,
                                    double issue) {
   std::lock_guard l(mu_);
+  if (elide_records_ && kind == StreamKind::non_blocking && last_record_.mark != nullptr &&
+      last_record_.event == event && last_record_.key == key && last_record_.stream->kind == kind) {
+    record_on_tail(*last_record_.mark, *last_record_.stream, device, issue);
+    return;
+  }
   EventMark& m = events_[event];
   // On the legacy stream a record waits for every blocking stream and they all wait for it: an
   // op, as any other (the legacy stream's tail is therefore always plain).
@@ -93,9 +98,15 @@ void VirtualTimeline::record_event(const void* event, const StreamKey& key, Stre
     if (!own) legacy = &last.op;
   });
   if (s.lane < 0) s.lane = next_lane_++;
+  if (legacy != nullptr && *legacy && s.last.also != *legacy) s.last.also = *legacy;
+  record_on_tail(m, s, device, issue);
+  last_record_ = kind == StreamKind::non_blocking ? LastRecord{event, key, &m, &s} : LastRecord{};
+}
+
+void VirtualTimeline::record_on_tail(EventMark& m, timing::StreamOrder<StreamTail>::Entry& s, int device,
+                                             double issue) {
   StreamTail& tail = s.last;
   tail.not_before = std::max(tail.not_before, std::isfinite(issue) ? issue : 0.0);
-  if (legacy != nullptr && *legacy && tail.also != *legacy) tail.also = *legacy;
   tail.device = device;
   // Re-recording an event on an unchanged stream changes no reference count.
   if (m.tail.op != tail.op) m.tail.op = tail.op;
@@ -131,6 +142,7 @@ OpRef VirtualTimeline::event_op(const void* event) {
 
 void VirtualTimeline::forget_event(const void* event) {
   std::lock_guard l(mu_);
+  last_record_ = LastRecord{};
   events_.erase(event);
 }
 
@@ -230,11 +242,13 @@ size_t VirtualTimeline::pending() const {
 
 void VirtualTimeline::destroy_stream(const StreamKey& key) {
   std::lock_guard l(mu_);
+  last_record_ = LastRecord{};
   streams_.destroy_stream(key);
 }
 
 void VirtualTimeline::forget_context(const void* context) {
   std::lock_guard l(mu_);
+  last_record_ = LastRecord{};
   streams_.forget_context(context);
 }
 

@@ -174,7 +174,22 @@ class VirtualTimeline {
     OpRef op;
   };
 
+  // record_event's last lookups: a thread re-records the same event on the same stream over and
+  // over (a framework's per-step markers), and the events' map and the stream order's two maps
+  // were a third of a record's own work. Only for a non-blocking stream, whose record waits for
+  // no other stream. Both maps are node-based (entries never move); cleared with anything that
+  // erases an event, a stream or a context.
+  struct LastRecord {
+    const void* event = nullptr;
+    StreamKey key;
+    EventMark* mark = nullptr;
+    timing::StreamOrder<StreamTail>::Entry* stream = nullptr;
+  };
+  // The record whose mark is `m` on the stream whose entry is `s` (record_event past its lookups).
+  void record_on_tail(EventMark& m, timing::StreamOrder<StreamTail>::Entry& s, int device, double issue);
+
   std::function<void(const TimedOp&)> on_resolved_;
+  LastRecord last_record_;  // under mu_
 
   mutable std::mutex mu_;
   timing::StreamOrder<StreamTail> streams_;  // each stream's kind and tail

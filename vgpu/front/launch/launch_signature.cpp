@@ -51,7 +51,15 @@ LaunchSignature build_launch_signature(std::string_view function_name, const Lau
                                        std::span<const uint8_t> params,
                                        const std::function<bool(uint64_t)>& is_pointer) {
   LaunchSignature sig;
-  std::string& out = sig.bytes;
+  build_launch_signature(function_name, shape, slots, params, is_pointer, &sig);
+  return sig;
+}
+
+void build_launch_signature(std::string_view function_name, const LaunchShape& shape,
+                            std::span<const ParamSlot> slots, std::span<const uint8_t> params,
+                            const std::function<bool(uint64_t)>& is_pointer, LaunchSignature* sig) {
+  std::string& out = sig->bytes;
+  out.clear();
   out.reserve(kMagic.size() + function_name.size() + 1 + 28 + params.size() + 5 * slots.size());
   out.append(kMagic);
   out.append(function_name);
@@ -95,7 +103,6 @@ LaunchSignature build_launch_signature(std::string_view function_name, const Lau
       }
     }
   }
-  return sig;
 }
 
 namespace {

@@ -68,6 +68,10 @@ LaunchSignature build_launch_signature(std::string_view function_name, const Lau
                                        std::span<const ParamSlot> slots,
                                        std::span<const uint8_t> params,
                                        const std::function<bool(uint64_t)>& is_pointer);
+// The same into `out`, whose buffer is reused (the passthrough builds one per launch).
+void build_launch_signature(std::string_view function_name, const LaunchShape& shape,
+                            std::span<const ParamSlot> slots, std::span<const uint8_t> params,
+                            const std::function<bool(uint64_t)>& is_pointer, LaunchSignature* out);
 
 // The non-pointer 4-byte and 8-byte integer parameters of a signature, in order: the fallback
 // time model reads problem sizes (M, N, K of a GEMM) from them.

@@ -135,6 +135,17 @@ std::optional<double> SettlingSignatures::settled(const LaunchSignature& signatu
   return g ? std::optional<double>(g->seconds) : std::nullopt;
 }
 
+std::optional<double> SettlingSignatures::settled(const LaunchSignature& signature, uint64_t hash) const {
+  if (memo_.empty()) memo_.resize(kMemoSlots);
+  Memo& m = memo_[hash % kMemoSlots];
+  if (m.generation == generation_ && m.hash == hash && m.bytes == signature.bytes) return m.answer;
+  m.answer = settled(signature);
+  m.generation = generation_;
+  m.hash = hash;
+  m.bytes.assign(signature.bytes);  // the slot's buffer is reused: no allocation once it is large enough
+  return m.answer;
+}
+
 bool SettlingSignatures::seen(const LaunchSignature& signature) const {
   Parsed p;
   if (!parse(signature, &p)) return false;
@@ -246,6 +257,7 @@ double SettlingSignatures::least_of(const Group& g) {
 
 std::optional<double> SettlingSignatures::add_sample(const LaunchSignature& signature, double seconds, bool learn,
                                                      double* least) {
+  ++generation_;  // what settled() remembered may change
   if (least != nullptr) *least = seconds;
   Parsed p;
   if (!parse(signature, &p)) return std::nullopt;
@@ -303,6 +315,7 @@ std::optional<double> SettlingSignatures::add_sample(const LaunchSignature& sign
 }
 
 void SettlingSignatures::settle(const LaunchSignature& signature, double seconds) {
+  ++generation_;
   Parsed p;
   if (!parse(signature, &p)) return;
   Family& f = family(p);
@@ -389,6 +402,7 @@ std::vector<SettledGroup> SettlingSignatures::export_groups() const {
 }
 
 void SettlingSignatures::adopt(const SettledGroup& s) {
+  ++generation_;
   Parsed p;
   if (!parse(s.signature, &p) || s.seconds < 0) return;
   const size_t n = p.words.size();

@@ -101,6 +101,13 @@ class SettlingSignatures {
 
   // The duration of the settled group that covers this launch, in seconds.
   std::optional<double> settled(const LaunchSignature& signature) const;
+  // The same, remembered: `hash` is any hash of the signature's bytes that the caller computes
+  // anyway (the passthrough's shared-table key). A training step launches the same few hundred
+  // signatures over and over, and parsing one and finding its group (two hash lookups of
+  // strings) was a fifth of a settled cuLaunchKernel's own work (issue 21); an answer is kept
+  // per hash slot until anything is learnt, settled or adopted (the generation below), and is
+  // given only for the very same bytes.
+  std::optional<double> settled(const LaunchSignature& signature, uint64_t hash) const;
   // Whether some group (settled or still being measured) covers this launch.
   bool seen(const LaunchSignature& signature) const;
   // A measurement of this launch. Returns the group's duration when this sample settled it.
@@ -189,7 +196,18 @@ class SettlingSignatures {
   static double least_of(const Group& g);  // see add_sample's `least`
   void drop_pending_overflow(Family& f);
 
+  // settled(signature, hash)'s answers, direct-mapped by the hash.
+  static constexpr size_t kMemoSlots = 256;
+  struct Memo {
+    uint64_t generation = 0;  // 0: empty
+    uint64_t hash = 0;
+    std::string bytes;
+    std::optional<double> answer;
+  };
+
   int samples_wanted_;
+  uint64_t generation_ = 1;  // bumped by everything that changes what settled() answers
+  mutable std::vector<Memo> memo_;  // made on first use
   size_t groups_ = 0;
   mutable Parsed scratch_;         // settled()'s and find()'s, so that a launch allocates nothing
   mutable std::string key_scratch_;
