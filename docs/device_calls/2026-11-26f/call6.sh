@@ -2,6 +2,7 @@
 # Session 2026-11-26f, call 6: record -> replay against the real 2-GPU step at two batch sizes
 # (GPT-2 DDP, batch 1 x 512 and 8 x 1024), the sim replaying with its driver-time table (default)
 # and without (VGPU_DRIVER_TIME=none); then the call-rate bench of the merged tree.
+# (Tree: main with callcost4 merged at a76a749.)
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
 T0=$SECONDS; O=$OUT/r; mkdir -p $O
 res() { grep -h "^RESULT" "$1" | head -1 | python3 -c 'import json,sys; r=json.loads(sys.stdin.read()[7:]); print("step", r["step_ms"], "steps", r["steps_ms"], "host", r.get("host_ms"))'; }
