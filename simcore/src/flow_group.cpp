@@ -34,7 +34,6 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
   class_table_.assign(table_size, 0);  // a class's index + 1; 0: empty
   classes_.clear();
   flow_class_.assign(n, kAlone);
-  const auto& links = topology_.links();
   for (uint32_t k = 0; k < n; ++k) {
     const NewEvent& e = events[k];
     if (e.kind != EventKind::flow || e.bytes == 0) continue;
@@ -59,7 +58,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
     key.bound = known ? std::max(bound, key.base) : kUnknownBound;
     const Route route = topology_.sharing_route(e.gpu, e.dst);  // route()'s latency
     key.rate = std::numeric_limits<double>::infinity();
-    for (int i = 0; i < route.count; ++i) key.rate = std::min(key.rate, links[route.links[i]].capacity);
+    for (int i = 0; i < route.count; ++i) key.rate = std::min(key.rate, topology_.capacity(route.links[i]));
     key.latency = route.latency;
     size_t h = static_cast<size_t>(hash_key(key)) & mask;
     while (class_table_[h] != 0 && !(classes_[class_table_[h] - 1].key == key)) h = (h + 1) & mask;

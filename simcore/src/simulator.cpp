@@ -420,7 +420,7 @@ void Simulator::note_presence(const Route& route, Time now) {
     const LinkId id = route.links[i];
     LinkIndex& li = links_[id];
     if (presence(id) != 0) continue;
-    if (!may_hold_clean_flows(li, now) && !may_hold_clean_groups(li, now)) {
+    if (!may_hold_clean_flows(id, now) && !may_hold_clean_groups(li, now)) {
       ++li.watch_stamp;  // no watch is needed
       continue;
     }
@@ -441,7 +441,7 @@ void Simulator::pull_in(Time now) {
     const LinkId id = presence_work_.back();
     presence_work_.pop_back();
     LinkIndex& li = links_[id];
-    if (!may_hold_clean_flows(li, now) && !may_hold_clean_groups(li, now)) {
+    if (!may_hold_clean_flows(id, now) && !may_hold_clean_groups(li, now)) {
       // No clean flow moves here now or starts later (a ring's usual case: the previous flows
       // on this link are done): nothing to pull in, nothing to watch, no index entry to read.
       ++li.watch_stamp;
@@ -589,12 +589,11 @@ void Simulator::count_clean_group(const Record& r) {
 
 void Simulator::count_clean(const Record& r, const Route& route) {
   for (int i = 0; i < route.count; ++i) {
-    LinkIndex& li = links_[route.links[i]];
-    ++li.clean;
-    double& longest = link_starts_[route.links[i]].max_duration;
-    longest = std::max(longest, r.transfer_end - r.start);
-    li.clean_end_bound = std::max(li.clean_end_bound, r.transfer_end);
-    li.clean_start_bound = std::max(li.clean_start_bound, r.start);
+    ++links_[route.links[i]].clean;
+    LinkStarts& ls = link_starts_[route.links[i]];
+    ls.max_duration = std::max(ls.max_duration, r.transfer_end - r.start);
+    ls.clean_end_bound = std::max(ls.clean_end_bound, r.transfer_end);
+    ls.clean_start_bound = std::max(ls.clean_start_bound, r.start);
   }
 }
 

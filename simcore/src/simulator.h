@@ -209,25 +209,29 @@ class Simulator {
     uint8_t kind = 0;
   };
 
-  // What the sweep reads of a link for nearly every flow (its presence, its bounds, a group's
-  // claim), in one cache line; the index itself is beside it (LinkStarts), read only when the
-  // bounds let a clean flow be there. (Together they were two lines per link, read apart.)
-  struct alignas(64) LinkIndex {
-    // No clean flow indexed here ends its transfer after clean_end_bound or starts after
-    // clean_start_bound (bounds: they never come down, so they stay true as entries go).
-    Time clean_end_bound = 0, clean_start_bound = 0;
-    // The same for the members of clean groups moving here (groups have no entry here, and
-    // no count: only while these bounds reach `now` need groups_by_start_ be searched).
+  // What the sweep reads of a link for nearly every flow (its presence, a group's claim, the
+  // bounds of clean groups there), in half a cache line; the index of its flows and their
+  // bounds are beside it (LinkStarts), read only when a clean flow is indexed here. (A ring's
+  // step touches two links per flow, every step: at 4096 GPUs, 64 bytes a link was half a
+  // megabyte per step and the largest miss of the run, the claim's read in start_group().)
+  struct alignas(32) LinkIndex {
+    // No member of a clean group moving here ends its transfer after group_end_bound or starts
+    // after group_start_bound (groups have no entry here and no count: only while these bounds
+    // reach `now` need groups_by_start_ be searched). Bounds never come down, so they stay
+    // true as entries go.
     Time group_end_bound = 0, group_start_bound = 0;
-    uint32_t clean = 0;        // entries of clean flows
+    uint32_t clean = 0;        // entries of clean flows (their bounds: LinkStarts)
     uint32_t ghosts = 0;       // old transfers of dirty flows in progress now
     uint32_t watch_stamp = 0;  // the live kWatch item's stamp
     uint32_t claim = kNoGroup;  // the slot of the dirty flow group moving here (it is alone)
   };
-  static_assert(sizeof(LinkIndex) == 64);
+  static_assert(sizeof(LinkIndex) == 32);
   struct LinkStarts {
     StartIndex by_start;       // (start, slot) of flows (not groups: groups_by_start_), sorted
     double max_duration = 0;   // longest transfer among them (bounds the backward scan)
+    // No clean flow indexed here ends its transfer after clean_end_bound or starts after
+    // clean_start_bound (bounds, as the group ones).
+    Time clean_end_bound = 0, clean_start_bound = 0;
   };
 
   static constexpr uint32_t kRetired = std::numeric_limits<uint32_t>::max();
@@ -268,8 +272,10 @@ class Simulator {
 
   // Whether a clean flow or a clean group's member may move on this link at `now` or start
   // later (false: nothing there for dirty work to pull in or watch).
-  static bool may_hold_clean_flows(const LinkIndex& li, Time now) {
-    return li.clean != 0 && !(li.clean_end_bound <= now && li.clean_start_bound <= now);
+  bool may_hold_clean_flows(LinkId id, Time now) const {
+    if (links_[id].clean == 0) return false;
+    const LinkStarts& ls = link_starts_[id];
+    return !(ls.clean_end_bound <= now && ls.clean_start_bound <= now);
   }
   static bool may_hold_clean_groups(const LinkIndex& li, Time now) {
     return !(li.group_end_bound <= now && li.group_start_bound <= now);
