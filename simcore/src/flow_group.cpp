@@ -11,9 +11,17 @@
 namespace simcore::detail {
 namespace {
 
+// splitmix64's finalizer: a slot's share of GroupKey::deps (summed, so order-free).
+uint64_t slot_mix(uint32_t slot) {
+  uint64_t z = slot + 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
 uint64_t hash_key(const GroupKey& k) {
   auto mix = [](uint64_t h, uint64_t v) { return (h ^ v) * 0x9E3779B97F4A7C15ull; };
-  uint64_t h = mix(0, k.bytes);
+  uint64_t h = mix(mix(0, k.bytes), k.deps);
   for (double d : {k.base, k.bound, k.rate, k.latency}) h = mix(h, std::bit_cast<uint64_t>(d));
   return h ^ (h >> 29);
 }
@@ -42,20 +50,26 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
     key.base = std::max(e.not_before, floor_);
     Time bound = 0;
     bool known = true;
+    uint64_t dep_records = 0;
     if (e.after)
       for (EventId dep : *e.after) {
         const uint32_t ds = ids_.slot(dep);
         if (ds == IdTable::kRetired) {
           key.base = std::max(key.base, ids_.result(dep).finish);
-        } else if (const Record& d = records_[ds]; d.dirty) {
+          continue;
+        }
+        dep_records += slot_mix(ds);
+        if (const Record& d = records_[ds]; d.dirty) {
           // Not simulated yet: its lower bound says little of when it finishes (flows
-          // starting spread out would fall into many small groups that split all the same).
+          // starting spread out would fall into many small groups that split all the same);
+          // which records the dependencies are in says which flows get ready together.
           known = false;
         } else {
           bound = std::max(bound, d.finish);
         }
       }
     key.bound = known ? std::max(bound, key.base) : kUnknownBound;
+    key.deps = known ? 0 : dep_records;
     const Route route = topology_.sharing_route(e.gpu, e.dst);  // route()'s latency
     key.rate = std::numeric_limits<double>::infinity();
     for (int i = 0; i < route.count; ++i) key.rate = std::min(key.rate, topology_.capacity(route.links[i]));
@@ -264,7 +278,7 @@ void Simulator::begin_group(uint32_t slot, Time now) {
 // Starts the group as one when each member's links carry nothing else now; the flows that move
 // on them later (clean ones pulled in, dirty ones starting) split it when they attach.
 // The links it claims are listed as it goes (group_links_): end_group_transfer() releases them
-// and finalize() raises their group bounds without working out the members' routes again.
+// and raises their group bounds without working out the members' routes again.
 void Simulator::start_group(uint32_t slot, Time now) {
   Record& r = records_[slot];
   FlowGroup& g = groups_[r.group];
@@ -283,7 +297,7 @@ void Simulator::start_group(uint32_t slot, Time now) {
   });
   g.links_to = static_cast<uint32_t>(group_links_.size());
   if (!alone) {
-    end_group_transfer(slot);  // the links it claimed so far
+    release_claims(slot);  // the links it claimed so far
     split(slot, now);  // its members start now, one by one
     return;
   }
@@ -303,10 +317,28 @@ void Simulator::start_group(uint32_t slot, Time now) {
   queue_transfer_end(r, slot, now + remaining / rate);
 }
 
-void Simulator::end_group_transfer(uint32_t slot) {
+void Simulator::release_claims(uint32_t slot) {
   const FlowGroup& g = groups_[records_[slot].group];
   for (uint32_t i = g.links_from; i < g.links_to; ++i)
     if (links_[group_links_[i]].claim == slot) links_[group_links_[i]].claim = kNoGroup;
+}
+
+// The group's start and transfer end are final for this sweep (nothing splits a group in its
+// tail), so the group bounds its clean self will need are raised here, in the same pass over
+// its links as the claims' release: raised at finalize(), they were a second pass over every
+// member link, a step's worth of link state later, when a large ring had long evicted it.
+// Raised while the group is still dirty, they bound one more group than they need to, which
+// a bound may (the searches they allow skip dirty groups).
+void Simulator::end_group_transfer(uint32_t slot) {
+  const Record& r = records_[slot];
+  const FlowGroup& g = groups_[r.group];
+  group_max_duration_ = std::max(group_max_duration_, r.transfer_end - r.start);
+  for (uint32_t i = g.links_from; i < g.links_to; ++i) {
+    LinkIndex& li = links_[group_links_[i]];
+    if (li.claim == slot) li.claim = kNoGroup;
+    li.group_end_bound = std::max(li.group_end_bound, r.transfer_end);
+    li.group_start_bound = std::max(li.group_start_bound, r.start);
+  }
 }
 
 // What a record split off group record `G` (one member, or a sub-group) shares with it.

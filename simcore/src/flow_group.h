@@ -54,6 +54,12 @@ struct GroupKey {
   // would start apart and leave the group one instant at a time (extract()); grouped by this,
   // they start as whole groups.
   Time bound = 0;
+  // While bound is unknown: the records its live dependencies are in (an order-free mix of
+  // their slots; 0 otherwise). Members whose dependencies are the same flow groups get ready
+  // at the same instant while those groups stay whole (a ring's steps submitted before one
+  // query); grouped by class alone, they came apart as they got ready, each a copy
+  // (extract()).
+  uint64_t deps = 0;
   double rate = 0;   // narrowest link of the sharing route
   double latency = 0;
 

@@ -577,16 +577,6 @@ void Simulator::index_erase(uint32_t slot, const Record& r, const Route& route) 
   records_[slot].indexed = false;
 }
 
-void Simulator::count_clean_group(const Record& r) {
-  group_max_duration_ = std::max(group_max_duration_, r.transfer_end - r.start);
-  const FlowGroup& g = groups_[r.group];
-  for (uint32_t i = g.links_from; i < g.links_to; ++i) {
-    LinkIndex& li = links_[group_links_[i]];
-    li.group_end_bound = std::max(li.group_end_bound, r.transfer_end);
-    li.group_start_bound = std::max(li.group_start_bound, r.start);
-  }
-}
-
 void Simulator::count_clean(const Record& r, const Route& route) {
   for (int i = 0; i < route.count; ++i) {
     ++links_[route.links[i]].clean;
@@ -604,10 +594,8 @@ void Simulator::finalize() {
     if (r.id == kNoEvent) continue;  // a group split in the sweep: its members follow
     r.dirty = false;
     r.has_old = false;
-    if (r.indexed) {
-      if (r.group != kNoGroup) count_clean_group(r);
-      else count_clean(r, route_of(r));
-    }
+    // (A group's bounds were raised as its transfer ended: end_group_transfer().)
+    if (r.indexed && r.group == kNoGroup) count_clean(r, route_of(r));
     r.finish_stamp = ++stamps_;
     finish_order_.push(FinishEntry{r.finish, r.finish_stamp, slot});
     frontier_ = std::max(frontier_, r.finish);

@@ -218,7 +218,7 @@ class Simulator {
     // No member of a clean group moving here ends its transfer after group_end_bound or starts
     // after group_start_bound (groups have no entry here and no count: only while these bounds
     // reach `now` need groups_by_start_ be searched). Bounds never come down, so they stay
-    // true as entries go.
+    // true as entries go; a group raises them as its transfer ends in its sweep.
     Time group_end_bound = 0, group_start_bound = 0;
     uint32_t clean = 0;        // entries of clean flows (their bounds: LinkStarts)
     uint32_t ghosts = 0;       // old transfers of dirty flows in progress now
@@ -296,8 +296,6 @@ class Simulator {
   void index_erase(uint32_t slot, const Record& r, const Route& route);
   // A clean flow's entries on `route` count in its links' clean bounds.
   void count_clean(const Record& r, const Route& route);
-  // A clean group raises its links' group bounds.
-  void count_clean_group(const Record& r);
 
   // Flow groups (flow_group.h).
   // `tail`: the members' route latency.
@@ -333,7 +331,9 @@ class Simulator {
   void member_ready(uint32_t slot, Time t);
   void begin_group(uint32_t slot, Time now);
   void start_group(uint32_t slot, Time now);  // every member is ready now
+  // The group's transfer ended: its claims go and its links' group bounds take it in.
   void end_group_transfer(uint32_t slot);
+  void release_claims(uint32_t slot);
   // Member j of the group in `slot` as an ordinary record (its id rebound), and members at
   // `positions` as a group of their own; both leave the record's times as the group's.
   uint32_t member_record(uint32_t slot, uint32_t j);
