@@ -11,17 +11,9 @@
 namespace simcore::detail {
 namespace {
 
-// splitmix64's finalizer: a slot's share of GroupKey::deps (summed, so order-free).
-uint64_t slot_mix(uint32_t slot) {
-  uint64_t z = slot + 0x9E3779B97F4A7C15ull;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 uint64_t hash_key(const GroupKey& k) {
   auto mix = [](uint64_t h, uint64_t v) { return (h ^ v) * 0x9E3779B97F4A7C15ull; };
-  uint64_t h = mix(mix(0, k.bytes), k.deps);
+  uint64_t h = mix(0, k.bytes);
   for (double d : {k.base, k.bound, k.rate, k.latency}) h = mix(h, std::bit_cast<uint64_t>(d));
   return h ^ (h >> 29);
 }
@@ -34,7 +26,7 @@ uint64_t hash_key(const GroupKey& k) {
 // one array, all of it the Simulator's scratch (no allocation per call once warm).
 void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId> ids) {
   constexpr uint32_t kAlone = std::numeric_limits<uint32_t>::max();
-  constexpr Time kUnknownBound = -1;  // some dependency is not simulated yet
+  constexpr Time kUnknownBound = -1;  // some dependency's finish is not known
   if (link_mark_.size() != links_.size()) link_mark_.assign(links_.size(), 0);
   const uint32_t n = static_cast<uint32_t>(events.size());
   const size_t table_size = std::bit_ceil(std::max<size_t>(16, 2 * size_t{n}));
@@ -42,6 +34,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
   class_table_.assign(table_size, 0);  // a class's index + 1; 0: empty
   classes_.clear();
   flow_class_.assign(n, kAlone);
+  flow_estimate_.assign(n, -1);
   for (uint32_t k = 0; k < n; ++k) {
     const NewEvent& e = events[k];
     if (e.kind != EventKind::flow || e.bytes == 0) continue;
@@ -50,30 +43,32 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
     key.base = std::max(e.not_before, floor_);
     Time bound = 0;
     bool known = true;
-    uint64_t dep_records = 0;
     if (e.after)
       for (EventId dep : *e.after) {
         const uint32_t ds = ids_.slot(dep);
         if (ds == IdTable::kRetired) {
           key.base = std::max(key.base, ids_.result(dep).finish);
-          continue;
-        }
-        dep_records += slot_mix(ds);
-        if (const Record& d = records_[ds]; d.dirty) {
-          // Not simulated yet: its lower bound says little of when it finishes (flows
-          // starting spread out would fall into many small groups that split all the same);
-          // which records the dependencies are in says which flows get ready together.
-          known = false;
-        } else {
+        } else if (const Record& d = records_[ds]; !d.dirty) {
           bound = std::max(bound, d.finish);
+        } else if (d.estimate >= 0) {
+          // Not simulated yet: its estimate (its lower bound says little of when it finishes:
+          // flows starting spread out would fall into many small groups that split all the
+          // same).
+          bound = std::max(bound, d.estimate);
+        } else {
+          known = false;
         }
       }
     key.bound = known ? std::max(bound, key.base) : kUnknownBound;
-    key.deps = known ? 0 : dep_records;
     const Route route = topology_.sharing_route(e.gpu, e.dst);  // route()'s latency
     key.rate = std::numeric_limits<double>::infinity();
     for (int i = 0; i < route.count; ++i) key.rate = std::min(key.rate, topology_.capacity(route.links[i]));
     key.latency = route.latency;
+    // Its finish if it starts at the bound and moves alone: what start_group() and
+    // finish_after_tail() would compute, expression for expression, so that a group's
+    // dependents are keyed by the very instant it finishes when nothing slows it down.
+    if (key.bound != kUnknownBound)
+      flow_estimate_[k] = (key.bound + static_cast<double>(key.bytes) / key.rate) + key.latency;
     size_t h = static_cast<size_t>(hash_key(key)) & mask;
     while (class_table_[h] != 0 && !(classes_[class_table_[h] - 1].key == key)) h = (h + 1) & mask;
     if (class_table_[h] == 0) {
@@ -112,11 +107,15 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
   for (uint32_t k = 0; k < n; ++k) ids[k] = ids_.add(IdTable::kRetired);
   for (const GroupClass& c : classes_) {
     const std::span<const uint32_t> members(class_members_.data() + c.begin, c.count);
-    if (c.count >= 2) submit_group(events, members, ids, c.key.rate, c.key.latency);
+    if (c.count >= 2)
+      submit_group(events, members, ids, c.key.rate, c.key.latency, flow_estimate_[members[0]]);
     else if (c.count == 1) flow_class_[members[0]] = kAlone;
   }
   for (uint32_t k = 0; k < n; ++k)
-    if (flow_class_[k] == kAlone) submit(events[k], ids[k]);
+    if (flow_class_[k] == kAlone) {
+      submit(events[k], ids[k]);
+      records_[ids_.slot(ids[k])].estimate = flow_estimate_[k];
+    }
 }
 
 // A group's index: a freed one reused, else a new one at the end.
@@ -131,7 +130,7 @@ uint32_t Simulator::allocate_group() {
 }
 
 void Simulator::submit_group(std::span<const NewEvent> events, std::span<const uint32_t> members,
-                             std::span<EventId> ids, double rate, Time tail) {
+                             std::span<EventId> ids, double rate, Time tail, Time estimate) {
   const uint32_t slot = allocate_slot();
   const uint32_t gi = allocate_group();
   FlowGroup& g = groups_[gi];
@@ -152,6 +151,7 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   r.bytes = e0.bytes;
   r.tail = tail;
   r.group = gi;
+  r.estimate = estimate;
   // The same for every member (their key): not_before, the floor, retired dependencies.
   r.base_ready = std::max(e0.not_before, floor_);
   if (e0.after)
@@ -350,6 +350,7 @@ void Simulator::take_group_state(Record& out, const Record& G) {
   out.tail = G.tail;
   out.base_ready = G.base_ready;
   out.lower_bound = G.lower_bound;
+  out.estimate = G.estimate;
 }
 
 uint32_t Simulator::member_record(uint32_t slot, uint32_t j) {

@@ -49,17 +49,14 @@ namespace simcore::detail {
 struct GroupKey {
   uint64_t bytes = 0;
   Time base = 0;     // not_before, raised by the floor and by retired dependencies
-  // The latest finish of its live dependencies once all are simulated (-1 while one is not):
-  // members whose dependencies finished at different instants (a ring's step behind a query)
-  // would start apart and leave the group one instant at a time (extract()); grouped by this,
-  // they start as whole groups.
+  // The latest finish of its live dependencies (-1 when one is not known): members whose
+  // dependencies finished at different instants (a ring's step behind a query) would start
+  // apart and leave the group one instant at a time (extract()); grouped by this, they start
+  // as whole groups. A dependency not simulated yet counts with its estimate
+  // (Simulator::Record::estimate: its finish if nothing it meets slows it down), exact for
+  // the steps of a ring submitted before one query, whose groups move alone; grouped by
+  // class alone, those steps' members came apart as they got ready (each a copy).
   Time bound = 0;
-  // While bound is unknown: the records its live dependencies are in (an order-free mix of
-  // their slots; 0 otherwise). Members whose dependencies are the same flow groups get ready
-  // at the same instant while those groups stay whole (a ring's steps submitted before one
-  // query); grouped by class alone, they came apart as they got ready, each a copy
-  // (extract()).
-  uint64_t deps = 0;
   double rate = 0;   // narrowest link of the sharing route
   double latency = 0;
 

@@ -723,6 +723,7 @@ Engine::Stats Simulator::stats() const {
   history += groups_.capacity() * sizeof(FlowGroup) + link_mark_.capacity() * sizeof(uint32_t);
   history += classes_.capacity() * sizeof(GroupClass) +
              (class_table_.capacity() + flow_class_.capacity() + class_members_.capacity()) * sizeof(uint32_t);
+  history += flow_estimate_.capacity() * sizeof(Time);
   for (size_t i = 0; i < groups_.size(); ++i) history += groups_[i].memory_bytes();
   uint64_t segments = 0;
   for (size_t slot = 0; slot < records_.size(); ++slot) {

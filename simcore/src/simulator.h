@@ -151,6 +151,11 @@ class Simulator {
     Time ready = 0;        // scheduling: the latest dependency finish seen so far
     Time tail = 0;         // a task's duration; a flow's route latency (after its last byte)
     uint32_t group = kNoGroup;  // a flow group's entry in groups_ (flow_group.h)
+    // Submitted among others (submit_flows()): when it would finish if it started as soon as
+    // its dependencies' finishes (their estimates, while not simulated) allow and ran alone
+    // at its route's narrowest rate; -1: not known. Only which flows form a group depends on
+    // it (flow_group.h: GroupKey::bound).
+    Time estimate = -1;
     // Lines 2 and 3.
     uint64_t bytes = 0;
     Time base_ready = 0;   // not_before, raised by the finishes of dependencies retired at submit
@@ -182,6 +187,7 @@ class Simulator {
       dependents.clear();
       lower_bound = ready = tail = 0;
       group = kNoGroup;
+      estimate = -1;
       bytes = 0;
       base_ready = old_finish = 0;
       lane = 0;
@@ -299,8 +305,9 @@ class Simulator {
 
   // Flow groups (flow_group.h).
   // `tail`: the members' route latency.
+  // `estimate`: the members' Record::estimate.
   void submit_group(std::span<const NewEvent> events, std::span<const uint32_t> members,
-                    std::span<EventId> ids, double rate, Time tail);
+                    std::span<EventId> ids, double rate, Time tail, Time estimate);
   template <class F> void for_each_member_route(const Record& r, F&& f) const;
   // Every dependent id of an event (a group's: every member's).
   template <class F> void for_each_dependent(Record& r, F&& f);
@@ -418,6 +425,7 @@ class Simulator {
   // alone) and the classes' members side by side.
   std::vector<GroupClass> classes_;
   std::vector<uint32_t> class_table_, flow_class_, class_members_;
+  std::vector<Time> flow_estimate_;  // each flow's Record::estimate
   uint32_t mark_stamp_ = 0;
 
   Time floor_ = 0, frontier_ = 0;

@@ -205,9 +205,10 @@ TEST(FlowGroup, ARingStepByStepEqualsItsFlowsOneByOneExactly) {
   EXPECT_EQ(grouped.solved_flows, 0u);
   EXPECT_EQ(grouped.events_submitted, single.events_submitted);
   // Submitted before anything is simulated, a step's members cannot know when their
-  // dependencies finish (leaf crossings take longer), but members whose dependencies are in
-  // the same groups get ready together (submit_flows' key): none leaves its group to start
-  // apart. (Grouped by route class alone, 494 of the 640 did, each copied out: extract().)
+  // dependencies finish (leaf crossings take longer), but each dependency's estimate (its
+  // finish if it moves alone, Record::estimate) is exact here, and members are grouped by the
+  // latest of them (submit_flows' key): none leaves its group to start apart. (Grouped by
+  // route class alone, 494 of the 640 did, each copied out: extract().)
   EXPECT_EQ(grouped.group_members_apart, 0u);
 }
 
