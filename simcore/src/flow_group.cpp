@@ -201,18 +201,20 @@ void Simulator::schedule_group(uint32_t slot, Time now) {
   r.ready = std::numeric_limits<Time>::infinity();
   Time first = std::numeric_limits<Time>::infinity();
   g.ready.clear();
+  g.sched.resize(g.members.size());
   for (uint32_t j = 0; j < g.members.size(); ++j) {
-    FlowGroup::Member& mb = g.members[j];
+    const FlowGroup::Member& mb = g.members[j];
     if (mb.id == kNoEvent) continue;
-    mb.ready = r.base_ready;
-    mb.waiting = 0;
+    FlowGroup::Schedule& sc = g.sched[j];
+    sc.ready = r.base_ready;
+    sc.waiting = 0;
     for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d)
-      if (dep_waits(g.deps[d], now, mb.ready)) ++mb.waiting;
-    if (mb.waiting != 0) {
+      if (dep_waits(g.deps[d], now, sc.ready)) ++sc.waiting;
+    if (sc.waiting != 0) {
       ++r.waiting;
     } else {
       g.ready.push_back(j);
-      first = std::min(first, mb.ready);
+      first = std::min(first, sc.ready);
     }
   }
   if (first != std::numeric_limits<Time>::infinity()) member_ready(slot, first);
@@ -222,13 +224,13 @@ void Simulator::member_dep_done(uint32_t slot, EventId member, Time now) {
   Record& r = records_[slot];
   FlowGroup& g = groups_[r.group];
   const uint32_t j = ids_.member(member);
-  FlowGroup::Member& mb = g.members[j];
-  if (mb.waiting == 0) return;  // scheduled after this instant: it saw the dependency done
-  mb.ready = std::max(mb.ready, now);
-  if (--mb.waiting == 0) {
+  FlowGroup::Schedule& sc = g.sched[j];
+  if (sc.waiting == 0) return;  // scheduled after this instant: it saw the dependency done
+  sc.ready = std::max(sc.ready, now);
+  if (--sc.waiting == 0) {
     --r.waiting;
     g.ready.push_back(j);
-    member_ready(slot, mb.ready);
+    member_ready(slot, sc.ready);
   }
 }
 
@@ -250,14 +252,14 @@ void Simulator::begin_group(uint32_t slot, Time now) {
   {
     FlowGroup& g = groups_[r.group];
     if (g.ready.size() == g.live &&
-        std::all_of(g.ready.begin(), g.ready.end(), [&](uint32_t j) { return g.members[j].ready <= now; })) {
+        std::all_of(g.ready.begin(), g.ready.end(), [&](uint32_t j) { return g.sched[j].ready <= now; })) {
       g.ready.clear();
       start_group(slot, now);
       return;
     }
     size_t keep = 0;
     for (uint32_t j : g.ready) {
-      const Time t = g.members[j].ready;
+      const Time t = g.sched[j].ready;
       if (t <= now) {
         now_ready.push_back(j);
       } else {
@@ -366,8 +368,10 @@ uint32_t Simulator::member_record(uint32_t slot, uint32_t j) {
   M.start = G.start;
   M.transfer_end = G.transfer_end;
   M.finish = G.finish;
-  M.ready = mb.ready;
-  M.waiting = mb.waiting;
+  if (j < g.sched.size()) {  // scheduled (a group is split only once it is)
+    M.ready = g.sched[j].ready;
+    M.waiting = g.sched[j].waiting;
+  }
   M.trim_at = G.trim_at;
   for (const Segment& s : G.segments) M.segments.push_back(s);
   for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d) M.deps.push_back(g.deps[d]);
@@ -401,7 +405,7 @@ uint32_t Simulator::extract(uint32_t slot, const std::vector<uint32_t>& position
       nm.id = mb.id;
       nm.src = mb.src;
       nm.dst = mb.dst;
-      nm.ready = mb.ready;
+      n.sched.push_back(FlowGroup::Schedule{g.sched[j].ready, 0});  // ready: waits on nothing
       nm.dep_from = static_cast<uint32_t>(n.deps.size());
       n.deps.insert(n.deps.end(), g.deps.begin() + mb.dep_from, g.deps.begin() + mb.dep_to);
       nm.dep_to = static_cast<uint32_t>(n.deps.size());
