@@ -201,6 +201,7 @@ void Simulator::schedule_group(uint32_t slot, Time now) {
   r.ready = std::numeric_limits<Time>::infinity();
   Time first = std::numeric_limits<Time>::infinity();
   g.ready.clear();
+  g.ready.reserve(g.live);  // one allocation, not one per doubling as members get ready
   g.sched.resize(g.members.size());
   for (uint32_t j = 0; j < g.members.size(); ++j) {
     const FlowGroup::Member& mb = g.members[j];
