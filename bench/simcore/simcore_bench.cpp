@@ -12,7 +12,8 @@
 //     The engine takes each step in one Engine::add_flows() call (like flows become flow groups,
 //     simcore/src/flow_group.h); the same flows through add_flow() one by one give
 //     one_by_one_s, ratio_one_by_one and one_by_one_diff. B/flow: the engine's history and
-//     results per flow (Engine::Stats), each way.
+//     results per flow (Engine::Stats), each way; apart/flow: group members that left their
+//     group to start at an instant of their own.
 //   ring_allreduce/gpus:N  a whole ring all-reduce of 1 GiB over N GPUs (2 N (N-1) flows) in the
 //       engine, submitted step by step (one add_flows() call a step) by one rank that promises,
 //       after each step, the earliest start of the step it just submitted (history behind it is
@@ -195,6 +196,7 @@ void ring_vs_full_resolve(benchmark::State& state, bool quick, double jitter, bo
     state.counters["one_by_one_diff"] = single_diff;
     state.counters["base_solved/flow"] = static_cast<double>(base.solved_flows) / events.size();
     state.counters["solved/flow"] = static_cast<double>(stats.solved_flows) / events.size();
+    state.counters["apart/flow"] = static_cast<double>(stats.group_members_apart) / events.size();
   }
 }
 

@@ -31,22 +31,53 @@ void get(ByteReader& r, Hello& m) {
   m.token = r.str(kMaxTokenBytes);
 }
 
-void put(ByteWriter& w, const AddFlow& m) {
-  w.i32(m.flow.src_gpu);
-  w.i32(m.flow.dst_gpu);
-  w.u64(m.flow.bytes);
-  put_time(w, m.flow.not_before);
-  w.u64_list(m.flow.after, kMaxAfter);
-  w.str(m.flow.label, kMaxLabelBytes);
+void put_flow(ByteWriter& w, const FlowSpec& f) {
+  w.i32(f.src_gpu);
+  w.i32(f.dst_gpu);
+  w.u64(f.bytes);
+  put_time(w, f.not_before);
+  w.u64_list(f.after, kMaxAfter);
+  w.str(f.label, kMaxLabelBytes);
 }
-void get(ByteReader& r, AddFlow& m) {
-  m.flow.src_gpu = r.i32();
-  m.flow.dst_gpu = r.i32();
-  m.flow.bytes = r.u64();
-  m.flow.not_before = get_time(r);
-  m.flow.after = r.u64_list(kMaxAfter);
-  m.flow.label = r.str(kMaxLabelBytes);
+void get_flow(ByteReader& r, FlowSpec& f) {
+  f.src_gpu = r.i32();
+  f.dst_gpu = r.i32();
+  f.bytes = r.u64();
+  f.not_before = get_time(r);
+  f.after = r.u64_list(kMaxAfter);
+  f.label = r.str(kMaxLabelBytes);
 }
+// The fewest bytes one flow takes on the wire (empty `after` and label).
+constexpr size_t kMinFlowBytes = 4 + 4 + 8 + 8 + 4 + 4;
+
+void put(ByteWriter& w, const AddFlow& m) { put_flow(w, m.flow); }
+void get(ByteReader& r, AddFlow& m) { get_flow(r, m.flow); }
+
+void put(ByteWriter& w, const AddFlows& m) {
+  if (m.flows.size() > kMaxFlowsPerCall) {
+    w.fail();
+    return;
+  }
+  w.u32(static_cast<uint32_t>(m.flows.size()));
+  for (const FlowSpec& f : m.flows) put_flow(w, f);
+}
+void get(ByteReader& r, AddFlows& m) {
+  const uint32_t n = r.u32();
+  if (!r.ok()) return;
+  // A lying count is refused before anything is allocated for it.
+  if (n > kMaxFlowsPerCall || static_cast<uint64_t>(n) * kMinFlowBytes > r.remaining()) {
+    r.fail(DecodeError::kBadCount);
+    return;
+  }
+  m.flows.resize(n);
+  for (FlowSpec& f : m.flows) {
+    get_flow(r, f);
+    if (!r.ok()) return;
+  }
+}
+
+void put(ByteWriter& w, const EventsReply& m) { w.u64_list(m.ids, kMaxFlowsPerCall); }
+void get(ByteReader& r, EventsReply& m) { m.ids = r.u64_list(kMaxFlowsPerCall); }
 
 void put(ByteWriter& w, const AddTask& m) {
   w.i32(m.task.gpu);
@@ -210,7 +241,7 @@ MsgType type_of(const Body& body) {
 
 bool is_request(MsgType t) {
   return static_cast<uint16_t>(t) >= static_cast<uint16_t>(MsgType::kHello) &&
-         static_cast<uint16_t>(t) <= static_cast<uint16_t>(MsgType::kStats);
+         static_cast<uint16_t>(t) <= static_cast<uint16_t>(MsgType::kAddFlows);
 }
 
 bool append_frame(std::vector<uint8_t>& out, const Frame& frame) {

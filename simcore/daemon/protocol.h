@@ -22,6 +22,9 @@
 //                  str token
 //   AddFlow        i32 src, i32 dst,       EventReply  u64 id (0 = refused, kNoEvent)
 //                  u64 bytes, f64 not_before, ids after, str label
+//   AddFlows       u32 count, then count × EventsReply  ids: u32 count + count × u64, one per
+//                  AddFlow's fields        flow in order (0 = refused); count <= kMaxFlowsPerCall
+//                                          (Engine::add_flows: like flows become flow groups)
 //   AddTask        i32 gpu, i32 lane,      EventReply
 //                  f64 duration, f64 not_before, ids after, str label
 //   Query          u64 id                  IntervalReply  u8 has (0|1), f64 start, f64 finish
@@ -62,13 +65,15 @@
 namespace simcore::wire {
 
 inline constexpr uint32_t kMagic = 0x44504756;   // 'V' 'G' 'P' 'D' in wire (little-endian) order
-inline constexpr uint16_t kVersion = 2;  // 2: StatsReply carries group_members_apart
+// 2: StatsReply carries group_members_apart; 3: AddFlows / EventsReply.
+inline constexpr uint16_t kVersion = 3;
 inline constexpr size_t kLengthBytes = 4;        // the u32 length prefix
 inline constexpr size_t kHeaderBytes = 16;       // magic + version + type + request id
 
 // Caps: a decoder never allocates more than a frame's own size, and a frame is at most 16 MiB.
 inline constexpr uint32_t kMaxFrameBytes = 16u << 20;
 inline constexpr uint32_t kMaxAfter = 1u << 16;         // dependencies of one event
+inline constexpr uint32_t kMaxFlowsPerCall = 1u << 16;  // flows of one AddFlows
 inline constexpr uint32_t kMaxLabelBytes = 64u << 10;   // C++ kernel names can be long
 inline constexpr uint32_t kMaxJobBytes = 256;
 inline constexpr uint32_t kMaxTokenBytes = 1024;
@@ -89,6 +94,7 @@ enum class MsgType : uint16_t {
   kShutdown = 11,
   kWaitFinalForRank = 12,
   kStats = 13,
+  kAddFlows = 14,
   kHelloReply = 0x101,
   kEventReply = 0x102,
   kIntervalReply = 0x103,
@@ -96,6 +102,7 @@ enum class MsgType : uint16_t {
   kAck = 0x105,
   kTimelineReply = 0x106,
   kStatsReply = 0x107,
+  kEventsReply = 0x108,
   kError = 0x1ff,
 };
 
@@ -117,6 +124,8 @@ struct Hello { static constexpr MsgType kType = MsgType::kHello;
   std::string job; int32_t rank = -1; std::string token; };
 struct AddFlow { static constexpr MsgType kType = MsgType::kAddFlow; FlowSpec flow; };
 struct AddTask { static constexpr MsgType kType = MsgType::kAddTask; TaskSpec task; };
+// Consecutive flows of one rank, submitted together (Engine::add_flows).
+struct AddFlows { static constexpr MsgType kType = MsgType::kAddFlows; std::vector<FlowSpec> flows; };
 struct Query { static constexpr MsgType kType = MsgType::kQuery; EventId id = 0; };
 struct IsFinal { static constexpr MsgType kType = MsgType::kIsFinal; EventId id = 0; };
 struct RegisterRank { static constexpr MsgType kType = MsgType::kRegisterRank; int32_t rank = 0; };
@@ -141,13 +150,14 @@ struct Ack { static constexpr MsgType kType = MsgType::kAck; };
 struct TimelineReply { static constexpr MsgType kType = MsgType::kTimelineReply;
   uint64_t total = 0; uint64_t offset = 0; std::string chunk; };
 struct StatsReply { static constexpr MsgType kType = MsgType::kStatsReply; Engine::Stats stats; };
+struct EventsReply { static constexpr MsgType kType = MsgType::kEventsReply; std::vector<EventId> ids; };
 struct ErrorReply { static constexpr MsgType kType = MsgType::kError;
   ErrorCode code = ErrorCode::kBadFrame; std::string message; };
 
 using Body = std::variant<Hello, AddFlow, AddTask, Query, IsFinal, RegisterRank, SetRankFloor,
                           UnregisterRank, WaitFinal, TimelineRequest, Shutdown, WaitFinalForRank,
                           StatsRequest, HelloReply, EventReply, IntervalReply, BoolReply, Ack,
-                          TimelineReply, StatsReply, ErrorReply>;
+                          TimelineReply, StatsReply, ErrorReply, AddFlows, EventsReply>;
 
 struct Frame {
   uint64_t request_id = 0;

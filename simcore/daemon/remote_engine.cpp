@@ -1,6 +1,7 @@
 // The Engine that forwards every call to the job's vgpud (see remote_engine.h).
 #include "simcore/remote_engine.h"
 
+#include <algorithm>
 #include <exception>
 #include <type_traits>
 
@@ -25,6 +26,30 @@ class RemoteEngine final : public Engine {
   EventId add_flow(const FlowSpec& flow) override {
     const auto r = expect<EventReply>(AddFlow{flow}, "add_flow");
     return r ? r->id : kNoEvent;
+  }
+  // Consecutive flows in one AddFlows request (several when they exceed one frame), so that
+  // the daemon's engine sees them in one add_flows() call, as an in-process caller's would be:
+  // a ring step's like flows become flow groups there. Ids come back in call order.
+  void add_flows(std::span<const FlowSpec> flows, std::span<EventId> ids) override {
+    const size_t n = std::min(flows.size(), ids.size());
+    // Half a frame of payload per request: room for the header and no cap to guess at.
+    constexpr size_t kBudget = kMaxFrameBytes / 2;
+    for (size_t from = 0; from < n;) {
+      AddFlows call;
+      size_t bytes = 0;
+      while (from + call.flows.size() < n && call.flows.size() < kMaxFlowsPerCall) {
+        const FlowSpec& f = flows[from + call.flows.size()];
+        const size_t size = 32 + 8 * f.after.size() + f.label.size();
+        if (!call.flows.empty() && bytes + size > kBudget) break;
+        bytes += size;
+        call.flows.push_back(f);
+      }
+      const size_t count = call.flows.size();
+      const auto r = expect<EventsReply>(std::move(call), "add_flows");
+      const bool ok = r && r->ids.size() == count;
+      for (size_t k = 0; k < count; ++k) ids[from + k] = ok ? r->ids[k] : kNoEvent;
+      from += count;
+    }
   }
   EventId add_task(const TaskSpec& task) override {
     const auto r = expect<EventReply>(AddTask{task}, "add_task");

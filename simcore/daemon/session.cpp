@@ -69,6 +69,12 @@ Session::Outcome Session::dispatch(const Body& body) {
         using M = std::decay_t<decltype(m)>;
         if constexpr (std::is_same_v<M, AddFlow>) {
           return {Next::kReply, EventReply{engine_.add_flow(m.flow)}, kNoEvent};
+        } else if constexpr (std::is_same_v<M, AddFlows>) {
+          // One call: the engine makes flow groups of its like flows (a ring step's).
+          EventsReply reply;
+          reply.ids.assign(m.flows.size(), kNoEvent);
+          engine_.add_flows(m.flows, reply.ids);
+          return {Next::kReply, std::move(reply), kNoEvent};
         } else if constexpr (std::is_same_v<M, AddTask>) {
           return {Next::kReply, EventReply{engine_.add_task(m.task)}, kNoEvent};
         } else if constexpr (std::is_same_v<M, Query>) {

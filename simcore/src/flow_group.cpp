@@ -26,7 +26,7 @@ uint64_t hash_key(const GroupKey& k) {
 // one array, all of it the Simulator's scratch (no allocation per call once warm).
 void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId> ids) {
   constexpr uint32_t kAlone = std::numeric_limits<uint32_t>::max();
-  constexpr Time kUnknownBound = -1;  // some dependency is not simulated yet
+  constexpr Time kUnknownBound = -1;  // some dependency's finish is not known
   if (link_mark_.size() != links_.size()) link_mark_.assign(links_.size(), 0);
   const uint32_t n = static_cast<uint32_t>(events.size());
   const size_t table_size = std::bit_ceil(std::max<size_t>(16, 2 * size_t{n}));
@@ -34,7 +34,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
   class_table_.assign(table_size, 0);  // a class's index + 1; 0: empty
   classes_.clear();
   flow_class_.assign(n, kAlone);
-  const auto& links = topology_.links();
+  flow_estimate_.assign(n, -1);
   for (uint32_t k = 0; k < n; ++k) {
     const NewEvent& e = events[k];
     if (e.kind != EventKind::flow || e.bytes == 0) continue;
@@ -48,19 +48,27 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
         const uint32_t ds = ids_.slot(dep);
         if (ds == IdTable::kRetired) {
           key.base = std::max(key.base, ids_.result(dep).finish);
-        } else if (const Record& d = records_[ds]; d.dirty) {
-          // Not simulated yet: its lower bound says little of when it finishes (flows
-          // starting spread out would fall into many small groups that split all the same).
-          known = false;
-        } else {
+        } else if (const Record& d = records_[ds]; !d.dirty) {
           bound = std::max(bound, d.finish);
+        } else if (d.estimate >= 0) {
+          // Not simulated yet: its estimate (its lower bound says little of when it finishes:
+          // flows starting spread out would fall into many small groups that split all the
+          // same).
+          bound = std::max(bound, d.estimate);
+        } else {
+          known = false;
         }
       }
     key.bound = known ? std::max(bound, key.base) : kUnknownBound;
     const Route route = topology_.sharing_route(e.gpu, e.dst);  // route()'s latency
     key.rate = std::numeric_limits<double>::infinity();
-    for (int i = 0; i < route.count; ++i) key.rate = std::min(key.rate, links[route.links[i]].capacity);
+    for (int i = 0; i < route.count; ++i) key.rate = std::min(key.rate, topology_.capacity(route.links[i]));
     key.latency = route.latency;
+    // Its finish if it starts at the bound and moves alone: what start_group() and
+    // finish_after_tail() would compute, expression for expression, so that a group's
+    // dependents are keyed by the very instant it finishes when nothing slows it down.
+    if (key.bound != kUnknownBound)
+      flow_estimate_[k] = (key.bound + static_cast<double>(key.bytes) / key.rate) + key.latency;
     size_t h = static_cast<size_t>(hash_key(key)) & mask;
     while (class_table_[h] != 0 && !(classes_[class_table_[h] - 1].key == key)) h = (h + 1) & mask;
     if (class_table_[h] == 0) {
@@ -99,11 +107,15 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
   for (uint32_t k = 0; k < n; ++k) ids[k] = ids_.add(IdTable::kRetired);
   for (const GroupClass& c : classes_) {
     const std::span<const uint32_t> members(class_members_.data() + c.begin, c.count);
-    if (c.count >= 2) submit_group(events, members, ids, c.key.rate, c.key.latency);
+    if (c.count >= 2)
+      submit_group(events, members, ids, c.key.rate, c.key.latency, flow_estimate_[members[0]]);
     else if (c.count == 1) flow_class_[members[0]] = kAlone;
   }
   for (uint32_t k = 0; k < n; ++k)
-    if (flow_class_[k] == kAlone) submit(events[k], ids[k]);
+    if (flow_class_[k] == kAlone) {
+      submit(events[k], ids[k]);
+      records_[ids_.slot(ids[k])].estimate = flow_estimate_[k];
+    }
 }
 
 // A group's index: a freed one reused, else a new one at the end.
@@ -118,7 +130,7 @@ uint32_t Simulator::allocate_group() {
 }
 
 void Simulator::submit_group(std::span<const NewEvent> events, std::span<const uint32_t> members,
-                             std::span<EventId> ids, double rate, Time tail) {
+                             std::span<EventId> ids, double rate, Time tail, Time estimate) {
   const uint32_t slot = allocate_slot();
   const uint32_t gi = allocate_group();
   FlowGroup& g = groups_[gi];
@@ -139,6 +151,7 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   r.bytes = e0.bytes;
   r.tail = tail;
   r.group = gi;
+  r.estimate = estimate;
   // The same for every member (their key): not_before, the floor, retired dependencies.
   r.base_ready = std::max(e0.not_before, floor_);
   if (e0.after)
@@ -188,18 +201,21 @@ void Simulator::schedule_group(uint32_t slot, Time now) {
   r.ready = std::numeric_limits<Time>::infinity();
   Time first = std::numeric_limits<Time>::infinity();
   g.ready.clear();
+  g.ready.reserve(g.live);  // one allocation, not one per doubling as members get ready
+  g.sched.resize(g.members.size());
   for (uint32_t j = 0; j < g.members.size(); ++j) {
-    FlowGroup::Member& mb = g.members[j];
+    const FlowGroup::Member& mb = g.members[j];
     if (mb.id == kNoEvent) continue;
-    mb.ready = r.base_ready;
-    mb.waiting = 0;
+    FlowGroup::Schedule& sc = g.sched[j];
+    sc.ready = r.base_ready;
+    sc.waiting = 0;
     for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d)
-      if (dep_waits(g.deps[d], now, mb.ready)) ++mb.waiting;
-    if (mb.waiting != 0) {
+      if (dep_waits(g.deps[d], now, sc.ready)) ++sc.waiting;
+    if (sc.waiting != 0) {
       ++r.waiting;
     } else {
       g.ready.push_back(j);
-      first = std::min(first, mb.ready);
+      first = std::min(first, sc.ready);
     }
   }
   if (first != std::numeric_limits<Time>::infinity()) member_ready(slot, first);
@@ -209,13 +225,13 @@ void Simulator::member_dep_done(uint32_t slot, EventId member, Time now) {
   Record& r = records_[slot];
   FlowGroup& g = groups_[r.group];
   const uint32_t j = ids_.member(member);
-  FlowGroup::Member& mb = g.members[j];
-  if (mb.waiting == 0) return;  // scheduled after this instant: it saw the dependency done
-  mb.ready = std::max(mb.ready, now);
-  if (--mb.waiting == 0) {
+  FlowGroup::Schedule& sc = g.sched[j];
+  if (sc.waiting == 0) return;  // scheduled after this instant: it saw the dependency done
+  sc.ready = std::max(sc.ready, now);
+  if (--sc.waiting == 0) {
     --r.waiting;
     g.ready.push_back(j);
-    member_ready(slot, mb.ready);
+    member_ready(slot, sc.ready);
   }
 }
 
@@ -237,14 +253,14 @@ void Simulator::begin_group(uint32_t slot, Time now) {
   {
     FlowGroup& g = groups_[r.group];
     if (g.ready.size() == g.live &&
-        std::all_of(g.ready.begin(), g.ready.end(), [&](uint32_t j) { return g.members[j].ready <= now; })) {
+        std::all_of(g.ready.begin(), g.ready.end(), [&](uint32_t j) { return g.sched[j].ready <= now; })) {
       g.ready.clear();
       start_group(slot, now);
       return;
     }
     size_t keep = 0;
     for (uint32_t j : g.ready) {
-      const Time t = g.members[j].ready;
+      const Time t = g.sched[j].ready;
       if (t <= now) {
         now_ready.push_back(j);
       } else {
@@ -265,7 +281,7 @@ void Simulator::begin_group(uint32_t slot, Time now) {
 // Starts the group as one when each member's links carry nothing else now; the flows that move
 // on them later (clean ones pulled in, dirty ones starting) split it when they attach.
 // The links it claims are listed as it goes (group_links_): end_group_transfer() releases them
-// and finalize() raises their group bounds without working out the members' routes again.
+// and raises their group bounds without working out the members' routes again.
 void Simulator::start_group(uint32_t slot, Time now) {
   Record& r = records_[slot];
   FlowGroup& g = groups_[r.group];
@@ -284,7 +300,7 @@ void Simulator::start_group(uint32_t slot, Time now) {
   });
   g.links_to = static_cast<uint32_t>(group_links_.size());
   if (!alone) {
-    end_group_transfer(slot);  // the links it claimed so far
+    release_claims(slot);  // the links it claimed so far
     split(slot, now);  // its members start now, one by one
     return;
   }
@@ -304,10 +320,28 @@ void Simulator::start_group(uint32_t slot, Time now) {
   queue_transfer_end(r, slot, now + remaining / rate);
 }
 
-void Simulator::end_group_transfer(uint32_t slot) {
+void Simulator::release_claims(uint32_t slot) {
   const FlowGroup& g = groups_[records_[slot].group];
   for (uint32_t i = g.links_from; i < g.links_to; ++i)
     if (links_[group_links_[i]].claim == slot) links_[group_links_[i]].claim = kNoGroup;
+}
+
+// The group's start and transfer end are final for this sweep (nothing splits a group in its
+// tail), so the group bounds its clean self will need are raised here, in the same pass over
+// its links as the claims' release: raised at finalize(), they were a second pass over every
+// member link, a step's worth of link state later, when a large ring had long evicted it.
+// Raised while the group is still dirty, they bound one more group than they need to, which
+// a bound may (the searches they allow skip dirty groups).
+void Simulator::end_group_transfer(uint32_t slot) {
+  const Record& r = records_[slot];
+  const FlowGroup& g = groups_[r.group];
+  group_max_duration_ = std::max(group_max_duration_, r.transfer_end - r.start);
+  for (uint32_t i = g.links_from; i < g.links_to; ++i) {
+    LinkIndex& li = links_[group_links_[i]];
+    if (li.claim == slot) li.claim = kNoGroup;
+    li.group_end_bound = std::max(li.group_end_bound, r.transfer_end);
+    li.group_start_bound = std::max(li.group_start_bound, r.start);
+  }
 }
 
 // What a record split off group record `G` (one member, or a sub-group) shares with it.
@@ -319,6 +353,7 @@ void Simulator::take_group_state(Record& out, const Record& G) {
   out.tail = G.tail;
   out.base_ready = G.base_ready;
   out.lower_bound = G.lower_bound;
+  out.estimate = G.estimate;
 }
 
 uint32_t Simulator::member_record(uint32_t slot, uint32_t j) {
@@ -334,8 +369,10 @@ uint32_t Simulator::member_record(uint32_t slot, uint32_t j) {
   M.start = G.start;
   M.transfer_end = G.transfer_end;
   M.finish = G.finish;
-  M.ready = mb.ready;
-  M.waiting = mb.waiting;
+  if (j < g.sched.size()) {  // scheduled (a group is split only once it is)
+    M.ready = g.sched[j].ready;
+    M.waiting = g.sched[j].waiting;
+  }
   M.trim_at = G.trim_at;
   for (const Segment& s : G.segments) M.segments.push_back(s);
   for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d) M.deps.push_back(g.deps[d]);
@@ -369,7 +406,7 @@ uint32_t Simulator::extract(uint32_t slot, const std::vector<uint32_t>& position
       nm.id = mb.id;
       nm.src = mb.src;
       nm.dst = mb.dst;
-      nm.ready = mb.ready;
+      n.sched.push_back(FlowGroup::Schedule{g.sched[j].ready, 0});  // ready: waits on nothing
       nm.dep_from = static_cast<uint32_t>(n.deps.size());
       n.deps.insert(n.deps.end(), g.deps.begin() + mb.dep_from, g.deps.begin() + mb.dep_to);
       nm.dep_to = static_cast<uint32_t>(n.deps.size());

@@ -49,10 +49,13 @@ namespace simcore::detail {
 struct GroupKey {
   uint64_t bytes = 0;
   Time base = 0;     // not_before, raised by the floor and by retired dependencies
-  // The latest finish of its live dependencies once all are simulated (-1 while one is not):
-  // members whose dependencies finished at different instants (a ring's step behind a query)
-  // would start apart and leave the group one instant at a time (extract()); grouped by this,
-  // they start as whole groups.
+  // The latest finish of its live dependencies (-1 when one is not known): members whose
+  // dependencies finished at different instants (a ring's step behind a query) would start
+  // apart and leave the group one instant at a time (extract()); grouped by this, they start
+  // as whole groups. A dependency not simulated yet counts with its estimate
+  // (Simulator::Record::estimate: its finish if nothing it meets slows it down), exact for
+  // the steps of a ring submitted before one query, whose groups move alone; grouped by
+  // class alone, those steps' members came apart as they got ready (each a copy).
   Time bound = 0;
   double rate = 0;   // narrowest link of the sharing route
   double latency = 0;
@@ -72,15 +75,21 @@ struct FlowGroup {
   // keep their positions.
   struct Member {
     EventId id = kNoEvent;
-    int32_t src = 0, dst = 0;  // its route is worked out again when needed (64 bytes a member)
-    uint32_t waiting = 0;             // scheduling: dependencies not finished yet
+    int32_t src = 0, dst = 0;  // its route is worked out again when needed (48 bytes a member)
     uint32_t dep_from = 0, dep_to = 0;  // its live dependencies: deps[dep_from .. dep_to)
-    Time ready = 0;                   // scheduling: the latest dependency finish seen so far
     IdList dependents;
+  };
+  // A member's scheduling state, apart from the rest (sched[j] is members[j]'s): a finishing
+  // dependency tells each of its dependents, which reads and writes only this. (In Member it
+  // made that a 64-byte line per member, cold on a large ring or a long trace.)
+  struct Schedule {
+    Time ready = 0;        // the latest dependency finish seen so far
+    uint32_t waiting = 0;  // dependencies not finished yet
   };
 
   double rate = 0;  // every member's narrowest link: its rate alone
   std::vector<Member> members;
+  std::vector<Schedule> sched;  // by member position, from Simulator::schedule_group() on
   uint32_t live = 0;             // members not taken out
   std::vector<uint32_t> ready;   // positions of members ready to start, in the order they got so
   std::vector<EventId> deps;
@@ -107,11 +116,13 @@ struct FlowGroup {
     links_from = links_to = 0;
     links_sorted = false;
     members.clear();  // frees what members' dependents spilled
+    sched.clear();
     ready.clear();
     deps.clear();
     labels.clear();
     links.clear();
     if (members.capacity() > kKeep) members = std::vector<Member>();
+    if (sched.capacity() > kKeep) sched = std::vector<Schedule>();
     if (ready.capacity() > kKeep) ready = std::vector<uint32_t>();
     if (deps.capacity() > 2 * kKeep) deps = std::vector<EventId>();
     if (labels.capacity() > kKeep) labels = std::vector<std::string>();
@@ -119,7 +130,8 @@ struct FlowGroup {
   }
 
   size_t memory_bytes() const {
-    size_t b = members.capacity() * sizeof(Member) + deps.capacity() * sizeof(EventId) +
+    size_t b = members.capacity() * sizeof(Member) + sched.capacity() * sizeof(Schedule) +
+               deps.capacity() * sizeof(EventId) +
                links.capacity() * sizeof(LinkId);
     for (const Member& m : members)
       if (m.dependents.capacity() > IdList::kInline) b += m.dependents.capacity() * sizeof(EventId);

@@ -420,7 +420,7 @@ void Simulator::note_presence(const Route& route, Time now) {
     const LinkId id = route.links[i];
     LinkIndex& li = links_[id];
     if (presence(id) != 0) continue;
-    if (!may_hold_clean_flows(li, now) && !may_hold_clean_groups(li, now)) {
+    if (!may_hold_clean_flows(id, now) && !may_hold_clean_groups(li, now)) {
       ++li.watch_stamp;  // no watch is needed
       continue;
     }
@@ -441,7 +441,7 @@ void Simulator::pull_in(Time now) {
     const LinkId id = presence_work_.back();
     presence_work_.pop_back();
     LinkIndex& li = links_[id];
-    if (!may_hold_clean_flows(li, now) && !may_hold_clean_groups(li, now)) {
+    if (!may_hold_clean_flows(id, now) && !may_hold_clean_groups(li, now)) {
       // No clean flow moves here now or starts later (a ring's usual case: the previous flows
       // on this link are done): nothing to pull in, nothing to watch, no index entry to read.
       ++li.watch_stamp;
@@ -577,24 +577,13 @@ void Simulator::index_erase(uint32_t slot, const Record& r, const Route& route) 
   records_[slot].indexed = false;
 }
 
-void Simulator::count_clean_group(const Record& r) {
-  group_max_duration_ = std::max(group_max_duration_, r.transfer_end - r.start);
-  const FlowGroup& g = groups_[r.group];
-  for (uint32_t i = g.links_from; i < g.links_to; ++i) {
-    LinkIndex& li = links_[group_links_[i]];
-    li.group_end_bound = std::max(li.group_end_bound, r.transfer_end);
-    li.group_start_bound = std::max(li.group_start_bound, r.start);
-  }
-}
-
 void Simulator::count_clean(const Record& r, const Route& route) {
   for (int i = 0; i < route.count; ++i) {
-    LinkIndex& li = links_[route.links[i]];
-    ++li.clean;
-    double& longest = link_starts_[route.links[i]].max_duration;
-    longest = std::max(longest, r.transfer_end - r.start);
-    li.clean_end_bound = std::max(li.clean_end_bound, r.transfer_end);
-    li.clean_start_bound = std::max(li.clean_start_bound, r.start);
+    ++links_[route.links[i]].clean;
+    LinkStarts& ls = link_starts_[route.links[i]];
+    ls.max_duration = std::max(ls.max_duration, r.transfer_end - r.start);
+    ls.clean_end_bound = std::max(ls.clean_end_bound, r.transfer_end);
+    ls.clean_start_bound = std::max(ls.clean_start_bound, r.start);
   }
 }
 
@@ -605,10 +594,8 @@ void Simulator::finalize() {
     if (r.id == kNoEvent) continue;  // a group split in the sweep: its members follow
     r.dirty = false;
     r.has_old = false;
-    if (r.indexed) {
-      if (r.group != kNoGroup) count_clean_group(r);
-      else count_clean(r, route_of(r));
-    }
+    // (A group's bounds were raised as its transfer ended: end_group_transfer().)
+    if (r.indexed && r.group == kNoGroup) count_clean(r, route_of(r));
     r.finish_stamp = ++stamps_;
     finish_order_.push(FinishEntry{r.finish, r.finish_stamp, slot});
     frontier_ = std::max(frontier_, r.finish);
@@ -736,6 +723,7 @@ Engine::Stats Simulator::stats() const {
   history += groups_.capacity() * sizeof(FlowGroup) + link_mark_.capacity() * sizeof(uint32_t);
   history += classes_.capacity() * sizeof(GroupClass) +
              (class_table_.capacity() + flow_class_.capacity() + class_members_.capacity()) * sizeof(uint32_t);
+  history += flow_estimate_.capacity() * sizeof(Time);
   for (size_t i = 0; i < groups_.size(); ++i) history += groups_[i].memory_bytes();
   uint64_t segments = 0;
   for (size_t slot = 0; slot < records_.size(); ++slot) {

@@ -151,6 +151,11 @@ class Simulator {
     Time ready = 0;        // scheduling: the latest dependency finish seen so far
     Time tail = 0;         // a task's duration; a flow's route latency (after its last byte)
     uint32_t group = kNoGroup;  // a flow group's entry in groups_ (flow_group.h)
+    // Submitted among others (submit_flows()): when it would finish if it started as soon as
+    // its dependencies' finishes (their estimates, while not simulated) allow and ran alone
+    // at its route's narrowest rate; -1: not known. Only which flows form a group depends on
+    // it (flow_group.h: GroupKey::bound).
+    Time estimate = -1;
     // Lines 2 and 3.
     uint64_t bytes = 0;
     Time base_ready = 0;   // not_before, raised by the finishes of dependencies retired at submit
@@ -182,6 +187,7 @@ class Simulator {
       dependents.clear();
       lower_bound = ready = tail = 0;
       group = kNoGroup;
+      estimate = -1;
       bytes = 0;
       base_ready = old_finish = 0;
       lane = 0;
@@ -209,25 +215,29 @@ class Simulator {
     uint8_t kind = 0;
   };
 
-  // What the sweep reads of a link for nearly every flow (its presence, its bounds, a group's
-  // claim), in one cache line; the index itself is beside it (LinkStarts), read only when the
-  // bounds let a clean flow be there. (Together they were two lines per link, read apart.)
-  struct alignas(64) LinkIndex {
-    // No clean flow indexed here ends its transfer after clean_end_bound or starts after
-    // clean_start_bound (bounds: they never come down, so they stay true as entries go).
-    Time clean_end_bound = 0, clean_start_bound = 0;
-    // The same for the members of clean groups moving here (groups have no entry here, and
-    // no count: only while these bounds reach `now` need groups_by_start_ be searched).
+  // What the sweep reads of a link for nearly every flow (its presence, a group's claim, the
+  // bounds of clean groups there), in half a cache line; the index of its flows and their
+  // bounds are beside it (LinkStarts), read only when a clean flow is indexed here. (A ring's
+  // step touches two links per flow, every step: at 4096 GPUs, 64 bytes a link was half a
+  // megabyte per step and the largest miss of the run, the claim's read in start_group().)
+  struct alignas(32) LinkIndex {
+    // No member of a clean group moving here ends its transfer after group_end_bound or starts
+    // after group_start_bound (groups have no entry here and no count: only while these bounds
+    // reach `now` need groups_by_start_ be searched). Bounds never come down, so they stay
+    // true as entries go; a group raises them as its transfer ends in its sweep.
     Time group_end_bound = 0, group_start_bound = 0;
-    uint32_t clean = 0;        // entries of clean flows
+    uint32_t clean = 0;        // entries of clean flows (their bounds: LinkStarts)
     uint32_t ghosts = 0;       // old transfers of dirty flows in progress now
     uint32_t watch_stamp = 0;  // the live kWatch item's stamp
     uint32_t claim = kNoGroup;  // the slot of the dirty flow group moving here (it is alone)
   };
-  static_assert(sizeof(LinkIndex) == 64);
+  static_assert(sizeof(LinkIndex) == 32);
   struct LinkStarts {
     StartIndex by_start;       // (start, slot) of flows (not groups: groups_by_start_), sorted
     double max_duration = 0;   // longest transfer among them (bounds the backward scan)
+    // No clean flow indexed here ends its transfer after clean_end_bound or starts after
+    // clean_start_bound (bounds, as the group ones).
+    Time clean_end_bound = 0, clean_start_bound = 0;
   };
 
   static constexpr uint32_t kRetired = std::numeric_limits<uint32_t>::max();
@@ -268,8 +278,10 @@ class Simulator {
 
   // Whether a clean flow or a clean group's member may move on this link at `now` or start
   // later (false: nothing there for dirty work to pull in or watch).
-  static bool may_hold_clean_flows(const LinkIndex& li, Time now) {
-    return li.clean != 0 && !(li.clean_end_bound <= now && li.clean_start_bound <= now);
+  bool may_hold_clean_flows(LinkId id, Time now) const {
+    if (links_[id].clean == 0) return false;
+    const LinkStarts& ls = link_starts_[id];
+    return !(ls.clean_end_bound <= now && ls.clean_start_bound <= now);
   }
   static bool may_hold_clean_groups(const LinkIndex& li, Time now) {
     return !(li.group_end_bound <= now && li.group_start_bound <= now);
@@ -290,13 +302,12 @@ class Simulator {
   void index_erase(uint32_t slot, const Record& r, const Route& route);
   // A clean flow's entries on `route` count in its links' clean bounds.
   void count_clean(const Record& r, const Route& route);
-  // A clean group raises its links' group bounds.
-  void count_clean_group(const Record& r);
 
   // Flow groups (flow_group.h).
   // `tail`: the members' route latency.
+  // `estimate`: the members' Record::estimate.
   void submit_group(std::span<const NewEvent> events, std::span<const uint32_t> members,
-                    std::span<EventId> ids, double rate, Time tail);
+                    std::span<EventId> ids, double rate, Time tail, Time estimate);
   template <class F> void for_each_member_route(const Record& r, F&& f) const;
   // Every dependent id of an event (a group's: every member's).
   template <class F> void for_each_dependent(Record& r, F&& f);
@@ -327,7 +338,9 @@ class Simulator {
   void member_ready(uint32_t slot, Time t);
   void begin_group(uint32_t slot, Time now);
   void start_group(uint32_t slot, Time now);  // every member is ready now
+  // The group's transfer ended: its claims go and its links' group bounds take it in.
   void end_group_transfer(uint32_t slot);
+  void release_claims(uint32_t slot);
   // Member j of the group in `slot` as an ordinary record (its id rebound), and members at
   // `positions` as a group of their own; both leave the record's times as the group's.
   uint32_t member_record(uint32_t slot, uint32_t j);
@@ -412,6 +425,7 @@ class Simulator {
   // alone) and the classes' members side by side.
   std::vector<GroupClass> classes_;
   std::vector<uint32_t> class_table_, flow_class_, class_members_;
+  std::vector<Time> flow_estimate_;  // each flow's Record::estimate
   uint32_t mark_stamp_ = 0;
 
   Time floor_ = 0, frontier_ = 0;

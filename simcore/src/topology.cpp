@@ -117,7 +117,7 @@ Topology::Topology(const ClusterSpec& c) {
 
 LinkId Topology::add(LinkKind kind, double capacity, double latency, int owner, int peer) {
   links_.push_back(Link{kind, capacity, latency, owner, peer});
-  latency_.push_back(latency);
+  costs_.push_back(LinkCost{latency, capacity});
   return static_cast<LinkId>(links_.size() - 1);
 }
 
@@ -134,7 +134,7 @@ Route Topology::build_route(int src, int dst, bool sharing, bool with_latency) c
   Route r;
   auto push = [&](LinkId id) {
     r.links[r.count++] = id;
-    if (with_latency) r.latency += latency_[id];
+    if (with_latency) r.latency += costs_[id].latency;
   };
   const Place& ps = places_[src];
   const Place& pd = places_[dst];
@@ -155,7 +155,7 @@ Route Topology::build_route(int src, int dst, bool sharing, bool with_latency) c
     const bool skip_pcie = sharing && twin_ == Twin::pcie, skip_nic = sharing && twin_ == Twin::nic;
     auto push_or_skip = [&](LinkId id, bool skip) {
       if (!skip) push(id);
-      else if (with_latency) r.latency += latency_[id];
+      else if (with_latency) r.latency += costs_[id].latency;
     };
     push_or_skip(pcie_up_ + src, skip_pcie);
     push_or_skip(nic_up_ + ns, skip_nic);

@@ -82,6 +82,10 @@ inline std::vector<wire::Frame> sample_frames() {
       {30, TimelineReply{0, 0, ""}},
       {31, ErrorReply{ErrorCode::kWrongJob, "this daemon serves job 'a'"}},
       {~0ull, ErrorReply{static_cast<ErrorCode>(999), ""}},
+      {32, AddFlows{{flow, empty_flow, odd_flow}}},
+      {33, AddFlows{}},
+      {34, EventsReply{{1, 0, ~0ull}}},
+      {35, EventsReply{}},
   };
   return f;
 }

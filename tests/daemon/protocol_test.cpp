@@ -165,6 +165,15 @@ TEST(Protocol, RefusesLyingCountsWithoutAllocating) {
   put_u32(b, count_at, 0xffffffffu);
   EXPECT_EQ(decode_error(b), DecodeError::kBadCount);
 
+  // AddFlows' flow count: over its cap, or more flows than the bytes left could hold.
+  std::vector<uint8_t> many = encode({1, AddFlows{{flow, flow}}});
+  put_u32(many, 4 + 16, 3);
+  EXPECT_EQ(decode_error(many), DecodeError::kBadCount);
+  put_u32(many, 4 + 16, kMaxFlowsPerCall + 1);
+  EXPECT_EQ(decode_error(many), DecodeError::kBadCount);
+  put_u32(many, 4 + 16, 1);  // one flow and another's bytes left over
+  EXPECT_EQ(decode_error(many), DecodeError::kTrailing);
+
   // A string length over its cap, and one past the bytes left.
   std::vector<uint8_t> h = encode({1, Hello{"j", 0, ""}});
   put_u32(h, 4 + 16, kMaxJobBytes + 1);
@@ -205,6 +214,7 @@ TEST(Protocol, EncoderRefusesWhatTheDecoderWould) {
   EXPECT_FALSE(append_frame(out, {1, AddTask{task}}));
   EXPECT_FALSE(append_frame(out, {1, Hello{std::string(kMaxJobBytes + 1, 'j'), 0, ""}}));
   EXPECT_FALSE(append_frame(out, {1, TimelineReply{1, 0, "ab"}}));
+  EXPECT_FALSE(append_frame(out, {1, AddFlows{std::vector<FlowSpec>(kMaxFlowsPerCall + 1)}}));
   EXPECT_EQ(out, (std::vector<uint8_t>{9, 9}));  // untouched
   // The largest legal label still goes.
   flow.label.assign(kMaxLabelBytes, 'x');

@@ -106,6 +106,53 @@ TEST_F(RealDaemon, AnswersExactlyAsTheInProcessEngine) {
   EXPECT_FALSE(remote->wait_final(123456));
 }
 
+// A ring all-reduce's steps, each submitted in one add_flows() call: through the daemon the
+// call reaches its engine as one add_flows() (one AddFlows request), whose like flows become
+// flow groups there, with the answers and ids of the same flows added one by one in process.
+TEST_F(RealDaemon, ConsecutiveFlowsGoThroughAddFlowsWithTheSameAnswers) {
+  ConfigResult config = load_cluster_config();
+  ASSERT_TRUE(config.ok()) << config.error.to_string();
+  const int n = config.cluster->total_gpus();
+  ASSERT_GE(n, 2);
+  auto local = make_engine(*config.cluster);
+  std::string err;
+  auto remote = connect_engine(options(0), &err);
+  ASSERT_TRUE(remote) << err;
+
+  constexpr int kSteps = 6;
+  std::vector<EventId> lprev, rprev, all;
+  for (int s = 0; s < kSteps; ++s) {
+    std::vector<FlowSpec> step;
+    for (int i = 0; i < n; ++i) {
+      FlowSpec f{i, (i + 1) % n, 1ull << 24, 0, {}, "ring"};
+      if (s > 0) f.after = {lprev[(i + n - 1) % n], lprev[i]};
+      step.push_back(f);
+    }
+    std::vector<EventId> lids;
+    for (const FlowSpec& f : step) lids.push_back(local->add_flow(f));
+    // The same dependencies by the remote engine's ids (equal, as checked below).
+    for (int i = 0; s > 0 && i < n; ++i) step[i].after = {rprev[(i + n - 1) % n], rprev[i]};
+    std::vector<EventId> rids(step.size(), kNoEvent);
+    remote->add_flows(step, rids);
+    ASSERT_EQ(lids, rids) << "step " << s;
+    lprev = lids;
+    rprev = rids;
+    all.insert(all.end(), rids.begin(), rids.end());
+  }
+  for (EventId id : all) {
+    const auto l = local->query(id), r = remote->query(id);
+    ASSERT_TRUE(l && r) << id;
+    EXPECT_EQ(l->start, r->start) << id;  // bit-exact
+    EXPECT_EQ(l->finish, r->finish) << id;
+  }
+  // One by one, every flow goes through the max-min solver; the daemon's grouped steps need it
+  // for none (a step's flows share no link and start together).
+  const auto ls = local->stats(), rs = remote->stats();
+  EXPECT_EQ(rs.events_submitted, ls.events_submitted);
+  EXPECT_GT(ls.solved_flows, 0u);
+  EXPECT_LT(rs.solved_flows, ls.solved_flows / 2) << "the daemon took the flows one at a time";
+}
+
 TEST_F(RealDaemon, RanksInSeparateProcessesShareOneSimulation) {
   std::vector<std::unique_ptr<Child>> ranks;
   for (int i = 0; i < 8; ++i)

@@ -205,8 +205,11 @@ TEST(FlowGroup, ARingStepByStepEqualsItsFlowsOneByOneExactly) {
   EXPECT_EQ(grouped.solved_flows, 0u);
   EXPECT_EQ(grouped.events_submitted, single.events_submitted);
   // Submitted before anything is simulated, a step's members cannot know when their
-  // dependencies finish (leaf crossings take longer): they leave their group as they get ready.
-  EXPECT_GT(grouped.group_members_apart, 0u);
+  // dependencies finish (leaf crossings take longer), but each dependency's estimate (its
+  // finish if it moves alone, Record::estimate) is exact here, and members are grouped by the
+  // latest of them (submit_flows' key): none leaves its group to start apart. (Grouped by
+  // route class alone, 494 of the 640 did, each copied out: extract().)
+  EXPECT_EQ(grouped.group_members_apart, 0u);
 }
 
 TEST(FlowGroup, ARingStepByStepWithQueriesEqualsItsFlowsOneByOne) {
@@ -232,7 +235,7 @@ TEST(FlowGroup, ARingStepByStepWithQueriesEqualsItsFlowsOneByOne) {
 TEST(FlowGroup, MembersThatMeetOtherTrafficOrStartApartComeApart) {
   const ClusterSpec c = group_cluster();
   std::mt19937_64 rng(3);
-  uint64_t saved = 0, solved = 0;
+  uint64_t saved = 0, solved = 0, apart = 0;
   for (int round = 0; round < 60; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     const CalledTrace t = stepped(rng, 32, 40);
@@ -241,9 +244,11 @@ TEST(FlowGroup, MembersThatMeetOtherTrafficOrStartApartComeApart) {
     ASSERT_TRUE(same(want, by_calls(c, t, in_order(t), 0.0, rng, &grouped)));
     saved += single.solved_flows - std::min(single.solved_flows, grouped.solved_flows);
     solved += grouped.solved_flows;
+    apart += grouped.group_members_apart;
   }
   EXPECT_GT(saved, 0u);   // some groups stayed whole
   EXPECT_GT(solved, 0u);  // and some came apart into flows the solver shared out
+  EXPECT_GT(apart, 0u);   // and some members started apart from their group
 }
 
 TEST(FlowGroup, CallsInShuffledOrderGiveTheVirtualTimeAnswer) {

@@ -87,6 +87,9 @@ class Topology {
   }
 
   const std::vector<Link>& links() const { return links_; }
+  // links()[id].capacity, from the dense array beside the latencies that routes read (one
+  // cache line per route's link for both, where a Link is 32 bytes).
+  double capacity(LinkId id) const { return costs_[id].capacity; }
   std::string link_name(LinkId id) const;
 
  private:
@@ -102,7 +105,12 @@ class Topology {
   };
 
   std::vector<Link> links_;
-  std::vector<double> latency_;  // links_[i].latency, dense: routes read it per flow
+  // links_[i]'s latency and capacity, dense: routes read the latency per flow, and a flow
+  // submitted among others (Simulator::submit_flows()) its route's narrowest capacity.
+  struct LinkCost {
+    double latency = 0, capacity = 0;
+  };
+  std::vector<LinkCost> costs_;
   std::vector<Place> places_;
   int gpus_ = 0, gpus_per_node_ = 1, nics_per_node_ = 1, nodes_per_leaf_ = 1, leaves_ = 0;
   bool rail_leaves_ = false;
