@@ -9,11 +9,11 @@ namespace vgpu::timing {
 namespace {
 // Which backends charge, read once: this is asked on every timed driver call.
 struct Charging {
-  bool sim = true, passthrough = false;
+  bool sim = false, passthrough = false;
   Charging() {
     const std::string mode = settings::text(settings::Id::driver_time);
-    if (mode == "table") passthrough = true;
-    if (mode == "none") sim = false;
+    sim = mode == "table" || mode == "auto";
+    passthrough = mode == "table";
   }
 };
 }  // namespace

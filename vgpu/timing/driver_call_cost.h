@@ -19,8 +19,8 @@ namespace vgpu::timing {
 enum class DriverCall { launch, copy, event_record };
 enum class Backend { sim, passthrough };
 
-// Whether `backend` charges calls (VGPU_DRIVER_TIME, read once): `table` both, `none` neither,
-// `auto` (the default) the sim backend only. The passthrough's default is off on the evidence of
+// Whether `backend` charges calls (VGPU_DRIVER_TIME, read once): `table` both, `none` (the
+// default) neither, `auto` the sim backend only. The passthrough's default is off on the evidence of
 // 2 x H200 (2026-11-26; not an A/B within one call, the device time ran out first): with the
 // table charged the one-GPU GPT-2 step read +10.6% (its forward phase, the host-bound one, 19.1
 // vs 15.1 ms; backward and optimizer exact), with each call's own time charged +2.3 / +7.6%,
@@ -28,8 +28,14 @@ enum class Backend { sim, passthrough };
 // target with the table, 32 of 48 without, its sizes up to 1 MiB turning 17-43% slow: the
 // program's own CPU time between calls, which the passthrough's clock counts, already runs
 // slower under vgpu than on a bare machine by about what the driver's calls cost. The sim
-// backend, whose host loops read fast without it (nccl-tests' small sizes 7.6-9.4 us against
-// 14-26 us real), charges it.
+// backend charged it until a PyTorch job said otherwise (2 x H200, 2026-11-26, one call, GPT-2 DDP
+// on 2 ranks replayed from a database recorded on the passthrough, against the real 2-GPU step):
+// at batch 1 x 512, where the step is host-bound, real 18.66 ms, sim with the table 29.67 ms
+// (+59%), without 19.43 (+4.1%); at 8 x 1024 real 45.05, with 42.48 (-5.7%), without 43.77
+// (-2.8%). The loop of empty launches the table was measured with is bound by how fast the GPU
+// takes launches, which a program's launches between its own host work rarely are. Left for a
+// host-bound loop of tiny ops (nccl-tests' small sizes read 7.6-9.4 us against 14-26 us real
+// without it on the sim): `auto` keeps the table there.
 bool charge_driver_time(Backend backend);
 
 inline constexpr double kRealLaunchSeconds = 1.0 / 340404.0;       // 2.94 us (also a graph launch)
