@@ -3,8 +3,13 @@
 // count, then entries the host filled only in part (the rest: whatever its stack held).
 #pragma once
 
+#include <unistd.h>
+
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
 #include <vector>
 
 #include "front/launch/launch_signature.h"
@@ -28,6 +33,24 @@ inline LaunchSignature signature_of(const Args& a, uint32_t grid = 64) {
   shape.block = {256, 1, 1};
   return build_launch_signature("elementwise_kernel", shape, slots, params,
                                 [out](uint64_t v) { return v == out; });
+}
+
+// A launch of `n` elements whose tail is garbage from `rng` (each word 2^31 or more, as stack
+// addresses and random bytes mostly are): the same `rng` state gives the same garbage.
+inline Args garbage_args(std::mt19937& rng, uint32_t n) {
+  Args a{};
+  a.n = n;
+  a.dims = 1;
+  for (uint32_t& w : a.tail) w = static_cast<uint32_t>(rng()) | 0x80000000u;
+  return a;
+}
+
+// A fresh database path in the temporary folder, unique to the test process and `tag`.
+inline std::string temp_db(const std::string& prefix, const char* tag) {
+  auto p = std::filesystem::temp_directory_path() /
+           (prefix + "_" + std::string(tag) + "_" + std::to_string(::getpid()) + ".sqlite");
+  std::filesystem::remove(p);
+  return p.string();
 }
 
 }  // namespace vgpu::test_launch

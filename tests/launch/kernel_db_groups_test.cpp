@@ -28,22 +28,10 @@ namespace {
 constexpr const char* kModel = "NVIDIA H100 80GB HBM3";
 
 using test_launch::Args;
+using test_launch::garbage_args;
 using test_launch::signature_of;
 
-Args garbage_args(std::mt19937& rng, uint32_t n) {
-  Args a{};
-  a.n = n;
-  a.dims = 1;
-  for (uint32_t& w : a.tail) w = static_cast<uint32_t>(rng()) | 0x80000000u;
-  return a;
-}
-
-std::string temp_db(const char* tag) {
-  auto p = std::filesystem::temp_directory_path() /
-           ("vgpu_ktg_" + std::string(tag) + "_" + std::to_string(::getpid()) + ".sqlite");
-  std::filesystem::remove(p);
-  return p.string();
-}
+std::string temp_db(const char* tag) { return test_launch::temp_db("vgpu_ktg", tag); }
 
 // The passthrough's side: measure until settled, then record each settled group as
 // launch_api.cpp does (the exact row of the launch that settled it, and its group).

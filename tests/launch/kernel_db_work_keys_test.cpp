@@ -34,19 +34,10 @@ using test_launch::signature_of;
 // (the same at every launch of the process, as a frame reused at the same depth leaves it).
 Args process_args(uint32_t n, uint32_t process_seed) {
   std::mt19937 rng(process_seed);
-  Args a{};
-  a.n = n;
-  a.dims = 1;
-  for (uint32_t& w : a.tail) w = static_cast<uint32_t>(rng()) | 0x80000000u;
-  return a;
+  return test_launch::garbage_args(rng, n);
 }
 
-std::string temp_db(const char* tag) {
-  auto p = std::filesystem::temp_directory_path() /
-           ("vgpu_ktw_" + std::string(tag) + "_" + std::to_string(::getpid()) + ".sqlite");
-  std::filesystem::remove(p);
-  return p.string();
-}
+std::string temp_db(const char* tag) { return test_launch::temp_db("vgpu_ktw", tag); }
 
 void remove_db(const std::string& path) {
   for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(path + suffix);

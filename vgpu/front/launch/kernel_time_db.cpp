@@ -363,6 +363,19 @@ struct KernelTimeDb::Impl {
     return st;
   }
 
+  // The number of `table`'s rows of `model` (db_mu held, database open); 0 when the table is
+  // missing (a file of an older version).
+  int64_t rows_of_model(const char* table, const std::string& model) {
+    const std::string sql = std::string("SELECT COUNT(*) FROM ") + table + " WHERE gpu_model = ?1;";
+    sqlite3_stmt* st = prepare(sql.c_str());
+    if (st == nullptr) return 0;
+    bind_text(st, 1, model);
+    int64_t n = 0;
+    if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+  }
+
   // The family's groups from the file into `groups` (groups_mu held; takes db_mu).
   void read_family(const std::string& family) {
     std::lock_guard lock(db_mu);
@@ -652,13 +665,7 @@ std::optional<uint64_t> KernelTimeDb::lookup_work_key(const LaunchSignature& sig
 int64_t KernelTimeDb::work_key_count() {
   std::lock_guard lock(impl_->db_mu);
   if (!impl_->open(false)) return 0;
-  sqlite3_stmt* st = impl_->prepare("SELECT COUNT(*) FROM work_keys WHERE gpu_model = ?1;");
-  if (st == nullptr) return 0;
-  bind_text(st, 1, model_);
-  int64_t n = 0;
-  if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  return n;
+  return impl_->rows_of_model("work_keys", model_);
 }
 
 std::optional<uint64_t> KernelTimeDb::lookup_group(const LaunchSignature& signature) {
@@ -707,13 +714,7 @@ bool KernelTimeDb::record_groups(std::span<const SettledGroup> groups) {
 int64_t KernelTimeDb::group_count() {
   std::lock_guard lock(impl_->db_mu);
   if (!impl_->open(false)) return 0;
-  sqlite3_stmt* st = impl_->prepare("SELECT COUNT(*) FROM settled_groups WHERE gpu_model = ?1;");
-  if (st == nullptr) return 0;
-  bind_text(st, 1, model_);
-  int64_t n = 0;
-  if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  return n;
+  return impl_->rows_of_model("settled_groups", model_);
 }
 
 std::optional<uint64_t> KernelTimeDb::lookup_exact(const LaunchSignature& signature) {
@@ -802,15 +803,7 @@ size_t KernelTimeDb::cached_misses() {
 int64_t KernelTimeDb::count() {
   std::lock_guard lock(impl_->db_mu);
   if (!impl_->open(false)) return 0;
-  sqlite3_stmt* st = nullptr;
-  if (sqlite3_prepare_v2(impl_->db, "SELECT COUNT(*) FROM kernel_times WHERE gpu_model = ?1;", -1,
-                         &st, nullptr) != SQLITE_OK)
-    return 0;
-  sqlite3_bind_text(st, 1, model_.data(), static_cast<int>(model_.size()), SQLITE_STATIC);
-  int64_t n = 0;
-  if (sqlite3_step(st) == SQLITE_ROW) n = sqlite3_column_int64(st, 0);
-  sqlite3_finalize(st);
-  return n;
+  return impl_->rows_of_model("kernel_times", model_);
 }
 
 double recorded_or_estimated(KernelTimeDb& db, const GpuFigures& gpu, const LaunchSignature& signature,
