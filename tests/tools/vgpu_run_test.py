@@ -8,6 +8,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
@@ -548,6 +549,63 @@ class VgpuRunTest(unittest.TestCase):
         self.assertFalse(self._running(pid), f"vgpud {pid} still runs")
         for suffix in (".sock", ".lock"):
             self.assertFalse(os.path.exists(os.path.join(self.daemon_dir, "tools-test-daemon" + suffix)))
+
+    # --- --mps (a stand-in nvidia-cuda-mps-control: no GPU here) ------------------------------
+
+    def _fake_mps_control(self, exit_d=0):
+        """A stand-in control program on PATH: `-d` marks the daemon running in its pipe folder,
+        `quit` read on stdin unmarks it; every command is logged to MPS_TEST_LOG."""
+        bindir = os.path.join(self.tmp, "bin")
+        os.makedirs(bindir, exist_ok=True)
+        path = os.path.join(bindir, "nvidia-cuda-mps-control")
+        with open(path, "w") as f:
+            f.write("#!/bin/sh\n"
+                    'if [ "$1" = "-d" ]; then echo "-d $CUDA_MPS_PIPE_DIRECTORY" >> "$MPS_TEST_LOG"; '
+                    f'echo running > "$CUDA_MPS_PIPE_DIRECTORY/state"; exit {exit_d}; fi\n'
+                    'read cmd; echo "$cmd" >> "$MPS_TEST_LOG"; '
+                    '[ "$cmd" = quit ] && rm -f "$CUDA_MPS_PIPE_DIRECTORY/state"; exit 0\n')
+        os.chmod(path, 0o755)
+        return {"PATH": bindir + os.pathsep + os.environ.get("PATH", ""),
+                "MPS_TEST_LOG": os.path.join(self.tmp, "mps.log"),
+                "VGPU_REAL_LIBCUDA": os.path.join(BUILD, "vgpu", "libcuda.so.1")}
+
+    def test_mps_daemon_runs_for_the_job_only(self):
+        env = self._fake_mps_control()
+        for command in ('cat "$CUDA_MPS_PIPE_DIRECTORY/state"; echo "$CUDA_MPS_PIPE_DIRECTORY"',
+                        'echo "$CUDA_MPS_PIPE_DIRECTORY"; exit 5'):  # stopped whatever the exit status
+            with self.subTest(command=command):
+                os.makedirs(self.tmp, exist_ok=True)
+                if os.path.exists(env["MPS_TEST_LOG"]):
+                    os.remove(env["MPS_TEST_LOG"])
+                r = self.run_vgpu("--backend", "passthrough", "--mps", "--job-id", "tools-test-mps", "--",
+                                  "sh", "-c", command, **env)
+                self.assertEqual(r.returncode, 5 if "exit 5" in command else 0, r.stderr)
+                pipe = r.stdout.split()[-1]
+                if "cat" in command:
+                    self.assertEqual(r.stdout.split()[0], "running")  # started before the command
+                self.assertTrue(pipe.startswith(self.daemon_dir), pipe)  # the job's private folder
+                self.assertIn("tools-test-mps", pipe)
+                with open(env["MPS_TEST_LOG"]) as f:
+                    self.assertEqual(f.read().split(), ["-d", pipe, "quit"])
+                self.assertFalse(os.path.exists(os.path.dirname(pipe)), "the daemon's folder is left")
+                self.assertIn("the job's MPS daemon was started and stopped", r.stderr)
+
+    def test_mps_refused_without_its_control_program(self):
+        r = self.run_vgpu("--backend", "passthrough", "--mps", "--no-summary", "--", "true",
+                          PATH=os.path.dirname(sys.executable), VGPU_REAL_LIBCUDA=os.path.join(BUILD, "vgpu", "libcuda.so.1"))
+        self.assert_refused(r, "--mps", "nvidia-cuda-mps-control is not on PATH")
+        env = self._fake_mps_control(exit_d=3)
+        r = self.run_vgpu("--backend", "passthrough", "--mps", "--no-summary", "--", "true", **env)
+        self.assert_refused(r, "--mps", "exited with status 3")
+
+    def test_mps_is_ignored_on_the_sim_backend(self):
+        env = self._fake_mps_control()
+        r = self.run_vgpu("--backend", "sim", "--mps", "--no-summary", "--", "sh", "-c",
+                          'echo "x${CUDA_MPS_PIPE_DIRECTORY}x"', **env)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout.strip(), "xx")
+        self.assertIn("--mps applies to the passthrough backend", r.stderr)
+        self.assertFalse(os.path.exists(env["MPS_TEST_LOG"]))
 
     @staticmethod
     def _running(pid):

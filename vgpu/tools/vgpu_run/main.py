@@ -10,7 +10,7 @@ import sys
 import time
 
 from . import cluster as cluster_mod
-from . import daemon, environment, kernel_db, launch_stats, layout as layout_mod, options as options_mod, summary, topology
+from . import daemon, environment, kernel_db, launch_stats, layout as layout_mod, mps, options as options_mod, summary, topology
 from .errors import UsageError
 from .monitor import Monitor, region_path
 
@@ -152,10 +152,23 @@ def main(argv, configured):
         os.remove(misses)  # a file of an earlier run with the same job id
     for name in environment.removed(setting):
         env.pop(name, None)
+    mps_daemon = None
+    if options.mps and backend != "passthrough":
+        _say("--mps applies to the passthrough backend (real GPUs) only: ignored")
+    elif options.mps:
+        try:
+            mps_daemon = mps.start(setting["VGPU_JOB_ID"], daemon.ensure_private_dir(daemon.socket_dir(base)), env)
+        except UsageError as e:
+            _say(str(e))
+            return 2
+        env.update(mps_daemon.vars)
     monitor = Monitor(setting["VGPU_JOB_ID"], layout.vgpu_smi, env, options.sample_interval)
     monitor.start()
     started = time.monotonic()
-    status = _run(options.command, env)
+    try:
+        status = _run(options.command, env)
+    finally:
+        mps_note = mps_daemon.stop() if mps_daemon else None
     wall = time.monotonic() - started
     rows = monitor.final()
     end_notes = list(monitor.errors)
@@ -168,6 +181,8 @@ def main(argv, configured):
     stopped = daemon.stop(setting["VGPU_JOB_ID"], env)
     if stopped:
         end_notes.append(stopped)
+    if mps_note:
+        end_notes.append(mps_note)
     counted = launch_stats.finish(stats)
     if counted:
         end_notes.append(counted)

@@ -81,6 +81,10 @@ def _parser():
     j.add_argument("--kernel-db", metavar="DB",
                    help="sim: time kernels by the database DB (VGPU_KERNEL_DB) and list at the "
                         "end the launch signatures it lacked, with the time they were given")
+    j.add_argument("--mps", action="store_true",
+                   help="passthrough, experimental (not yet measured): run the job's processes as "
+                        "clients of a private MPS daemon (nvidia-cuda-mps-control), so that ranks "
+                        "sharing a GPU run their kernels side by side instead of time-slicing")
     clock = j.add_mutually_exclusive_group()
     clock.add_argument("--virtual-clock", dest="virtual_clock", action="store_const", const=True,
                        default=None,
