@@ -62,7 +62,8 @@ std::span<const SlotImpl> build_impls() {
     ours<context_info, 51, &s::context_object>("context_object", "ctx, arg1, out, arg3, kind, arg5"),
     absent(context_info, 91),
 
-    ours<library_1734dc26, 4, &s::library_slot4>("library_slot4", "a0, a1, a2, a3, a4, a5"),
+    ours<library_1734dc26, 4, &s::library_slot4>("tpc_layout", "layout_out, other_out, a2, a3, a4, a5"),
+    ours<library_1734dc26, 13, &s::library_slot13>("tpc_layout_release", "layout, other, a2, a3, a4, a5"),
 
     ours<tools_module, 7, &s::module_functions>("module_functions", "ctx, module, visit, opaque"),
   };

@@ -71,9 +71,11 @@ CUresult context_lookup(CUcontext ctx, const void* arg1, void** out, uint64_t ar
                         const void* arg5);
 
 // ---- library_1734dc26 ----
-// [4] Called by the CUDA runtime in cuBLAS before some library loads; meaning unknown: answered
-// as an H200 answered it, see library_slots.cpp.
+// [4] (&layout, &other): cuBLASLt's question before a Hopper GEMM with clusters, the GPU's TPC
+// layout it places clusters by; [13] (layout, other) gives both blocks back. See
+// library_slots.cpp (read from libcublasLt and checked against an H200's answers).
 uint32_t library_slot4(uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, uintptr_t a5);
+uint32_t library_slot13(uintptr_t a0, uintptr_t a1, uintptr_t a2, uintptr_t a3, uintptr_t a4, uintptr_t a5);
 
 // ---- tools_module (6e163fbe) ----
 // [7] Calls `visit(opaque, f)` for every function of `module` and returns how many it
