@@ -15,6 +15,9 @@
 // cost next to nothing, free_calls_overrides.cpp): the last column is then vgpu's own cost.
 #include <cuda.h>
 #include <dlfcn.h>
+#if defined(__x86_64__)
+#include <cpuid.h>
+#endif
 
 #include "syscall_counter.h"
 
@@ -45,6 +48,20 @@ struct Driver {
 
 // The second kernel of empty_kernel.cu: as empty, under a name as long as PyTorch's kernels'.
 constexpr const char* kLongName = "empty_as_long_as_pytorch_vectorized_elementwise_kernel_pytorch_vectorized_elementwise_kernel_pytorch_vectorized_elementwise_kernel_pytorch_vectorized_elementwise_kernel_pytorch_vectorized_elementwise_kernel_pytorch_vectorized_elementwise_kernel_name";
+
+// Whether the CPU, as the process sees it, says its time-stamp counter is invariant (CPUID
+// 0x80000007, EDX bit 8). vgpu reads its wall clock (twice per timed call) from the TSC then,
+// else from clock_gettime(CLOCK_MONOTONIC) through the vDSO (timing/outside_cpu_time.cpp): what
+// the bench prints, since a sandbox may hide the leaf (gVisor answers only the CPUID leaves it
+// knows, and this one is not among them).
+bool invariant_tsc() {
+#if defined(__x86_64__)
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8)) != 0;
+#else
+  return false;
+#endif
+}
 
 struct Rates { double launch, launch_long, alloc_free, event_record, memcpy_async; };
 
@@ -220,6 +237,8 @@ int main(int argc, char** argv) {
   row("cuMemcpyHtoDAsync (4 KiB pinned)", real.memcpy_async, vgpu.memcpy_async, real_sys.memcpy_async,
       vgpu_sys.memcpy_async);
   if (!sys.counting()) std::printf("(system calls not counted here: %s)\n", sys.why_not().c_str());
+  std::printf("invariant TSC per CPUID: %s\n", invariant_tsc() ? "yes (vgpu's wall clock: the TSC)"
+                                                                 : "no (vgpu's wall clock: the vDSO's CLOCK_MONOTONIC)");
   {
     std::lock_guard l(idle_mu);
     done = true;
