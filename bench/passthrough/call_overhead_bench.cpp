@@ -50,10 +50,10 @@ struct Driver {
 constexpr const char* kLongName = "empty_as_long_as_pytorch_vectorized_elementwise_kernel_pytorch_vectorized_elementwise_kernel_pytorch_vectorized_elementwise_kernel_pytorch_vectorized_elementwise_kernel_pytorch_vectorized_elementwise_kernel_pytorch_vectorized_elementwise_kernel_name";
 
 // Whether the CPU, as the process sees it, says its time-stamp counter is invariant (CPUID
-// 0x80000007, EDX bit 8). vgpu reads its wall clock (twice per timed call) from the TSC then,
-// else from clock_gettime(CLOCK_MONOTONIC) through the vDSO (timing/outside_cpu_time.cpp): what
-// the bench prints, since a sandbox may hide the leaf (gVisor answers only the CPUID leaves it
-// knows, and this one is not among them).
+// 0x80000007, EDX bit 8). vgpu reads its wall clock (twice per timed call) from the TSC then at
+// once, else only once two calibration windows agreed (timing/tsc_clock.h): what the bench
+// prints, since a sandbox may hide the leaf (gVisor answers only the CPUID leaves it knows, and
+// this one is not among them).
 bool invariant_tsc() {
 #if defined(__x86_64__)
   unsigned a = 0, b = 0, c = 0, d = 0;
@@ -237,8 +237,9 @@ int main(int argc, char** argv) {
   row("cuMemcpyHtoDAsync (4 KiB pinned)", real.memcpy_async, vgpu.memcpy_async, real_sys.memcpy_async,
       vgpu_sys.memcpy_async);
   if (!sys.counting()) std::printf("(system calls not counted here: %s)\n", sys.why_not().c_str());
-  std::printf("invariant TSC per CPUID: %s\n", invariant_tsc() ? "yes (vgpu's wall clock: the TSC)"
-                                                                 : "no (vgpu's wall clock: the vDSO's CLOCK_MONOTONIC)");
+  std::printf("invariant TSC per CPUID: %s\n",
+              invariant_tsc() ? "yes (vgpu's wall clock: the TSC)"
+                              : "no (vgpu's wall clock: the TSC once checked, timing/tsc_clock.h)");
   {
     std::lock_guard l(idle_mu);
     done = true;
