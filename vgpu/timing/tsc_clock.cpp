@@ -85,8 +85,10 @@ void TscClock::calibrate(double mono) {
 }
 
 void TscClock::publish(const Scale& s, uint64_t check_at) {
-  check_at_.store(check_at, std::memory_order_relaxed);   // seen by whoever sees the scale
-  scale_.store(new Scale(s), std::memory_order_release);  // never freed: readers hold it
+  // Once (under mu_, while scale_ is unset): readers that see the pointer see the scale.
+  published_ = s;
+  check_at_.store(check_at, std::memory_order_relaxed);
+  scale_.store(&published_, std::memory_order_release);
 }
 
 // A reading due for a check against CLOCK_MONOTONIC (only where CPUID did not vouch).

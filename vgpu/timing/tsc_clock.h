@@ -68,7 +68,8 @@ class TscClock {
   Sample first_;   // the end of the first window (CPUID did not vouch)
   bool have_first_ = false;
   double calibrated_at_ = 0;  // CLOCK_MONOTONIC seconds of the calibration's end (set before the scale)
-  std::atomic<const Scale*> scale_{nullptr};    // set once, never freed (readers hold it)
+  Scale published_;                             // the scale, written once before scale_ points to it
+  std::atomic<const Scale*> scale_{nullptr};    // set once
   std::atomic<uint64_t> check_at_{UINT64_MAX};  // the tick of the next check against CLOCK_MONOTONIC
   std::atomic<bool> unusable_{false};           // the TSC's rate moved: CLOCK_MONOTONIC from here on
 };
