@@ -167,6 +167,7 @@ TEST(VirtualTimeline, PlacesEveryOpByTheRule) {
 // on the legacy, blocking and non-blocking streams, issue times out of order as several threads
 // give them) on two timelines, one eliding records, one not.
 TEST(VirtualTimeline, EventRecordsWithoutAnOpArePlacedAsWithOne) {
+  int placed_without_op = 0;
   for (uint32_t seed = 1; seed <= 40; ++seed) {
     VirtualTimeline elided, full;
     full.set_elide_event_records(false);
@@ -176,6 +177,9 @@ TEST(VirtualTimeline, EventRecordsWithoutAnOpArePlacedAsWithOne) {
     const StreamKind kinds[5] = {StreamKind::legacy, StreamKind::blocking, StreamKind::blocking,
                                  StreamKind::non_blocking, StreamKind::blocking};
     std::vector<std::pair<OpRef, OpRef>> ops;  // (elided, full): the same op on both
+    // (elided, full): a stream's tail, whose finish is the same (its start is not: where the last
+    // op was placed without one, the tail is an op of no duration at its finish)
+    std::vector<std::pair<OpRef, OpRef>> tails;
     auto issue = [&rng] { return std::uniform_real_distribution<double>(0, 10)(rng); };
     for (int step = 0; step < 300; ++step) {
       const int s = static_cast<int>(rng() % 5);
@@ -187,6 +191,14 @@ TEST(VirtualTimeline, EventRecordsWithoutAnOpArePlacedAsWithOne) {
           const bool measured = rng() % 2 == 0;
           const double t = issue(), d = std::uniform_real_distribution<double>(0, 2)(rng);
           const auto us = static_cast<uint64_t>(d * 1e6);
+          if (!measured && rng() % 2 == 0) {  // a settled launch, whose op nobody keeps
+            OpRef e = elided.append_unless_placed(key, kinds[s], 0, t, d, true);
+            OpRef f = full.append_unless_placed(key, kinds[s], 0, t, d, true);
+            ASSERT_TRUE(f) << "ops are written out: the op is made";
+            placed_without_op += e == nullptr;
+            if (e) ops.emplace_back(std::move(e), std::move(f));
+            break;
+          }
           ops.emplace_back(elided.append(key, kinds[s], 0, t, measured ? -1 : d, {}, us),
                            full.append(key, kinds[s], 0, t, measured ? -1 : d, {}, us));
           break;
@@ -213,7 +225,7 @@ TEST(VirtualTimeline, EventRecordsWithoutAnOpArePlacedAsWithOne) {
           } else {
             OpRef e = elided.tail(key), f = full.tail(key);
             ASSERT_EQ(e == nullptr, f == nullptr);
-            if (e) ops.emplace_back(std::move(e), std::move(f));
+            if (e) tails.emplace_back(std::move(e), std::move(f));
           }
           break;
         }
@@ -227,6 +239,12 @@ TEST(VirtualTimeline, EventRecordsWithoutAnOpArePlacedAsWithOne) {
     }
     for (auto* tl : {&elided, &full})  // cuCtxSynchronize
       for (const OpRef& op : tl->tails_of_context(nullptr)) tl->resolve(measured_when_forced, op);
+    for (int s = 0; s < 5; ++s) {  // every stream's tail (cuStreamSynchronize)
+      const StreamKey key{nullptr, s == 0 ? nullptr : &handles[s]};
+      OpRef e = elided.tail(key), f = full.tail(key);
+      ASSERT_EQ(e == nullptr, f == nullptr);
+      if (e) tails.emplace_back(std::move(e), std::move(f));
+    }
     for (const int& e : events) {
       const OpRef a = elided.event_op(&e), b = full.event_op(&e);
       ASSERT_EQ(a == nullptr, b == nullptr);
@@ -239,7 +257,14 @@ TEST(VirtualTimeline, EventRecordsWithoutAnOpArePlacedAsWithOne) {
       EXPECT_EQ(elided.finish(e), full.finish(f)) << "seed " << seed;
       EXPECT_EQ(e->start, f->start) << "seed " << seed;
     }
+    for (auto& [e, f] : tails) {
+      elided.resolve(measured_when_forced, e);
+      full.resolve(measured_when_forced, f);
+      ASSERT_TRUE(elided.finish(e).has_value()) << "seed " << seed;
+      EXPECT_EQ(elided.finish(e), full.finish(f)) << "seed " << seed;
+    }
   }
+  EXPECT_GT(placed_without_op, 20) << "settled launches must be placed without an op";
 }
 
 // A record repeated on the same non-blocking stream skips the timeline's lookups (record_event's
@@ -247,6 +272,7 @@ TEST(VirtualTimeline, EventRecordsWithoutAnOpArePlacedAsWithOne) {
 // event forgotten and its handle recorded again, a stream destroyed and its handle made again,
 // and a context forgotten.
 TEST(VirtualTimeline, RepeatedRecordsArePlacedAsWithOne) {
+  int placed_without_op = 0;
   for (uint32_t seed = 1; seed <= 40; ++seed) {
     VirtualTimeline elided, full;
     full.set_elide_event_records(false);
@@ -270,11 +296,17 @@ TEST(VirtualTimeline, RepeatedRecordsArePlacedAsWithOne) {
       const StreamKey key{context, s == 0 ? nullptr : &handles[s]};
       switch (rng() % 9) {
         case 0: {
-          const bool measured = rng() % 2 == 0;
+          const bool measured = rng() % 4 == 0;
           const double t = issue(), d = std::uniform_real_distribution<double>(0, 2)(rng);
           const auto us = static_cast<uint64_t>(d * 1e6);
-          ops.emplace_back(elided.append(key, kinds[s], 0, t, measured ? -1 : d, {}, us),
-                           full.append(key, kinds[s], 0, t, measured ? -1 : d, {}, us));
+          if (!measured) {  // a settled launch, whose op nobody keeps
+            OpRef e = elided.append_unless_placed(key, kinds[s], 0, t, d, true);
+            OpRef f = full.append_unless_placed(key, kinds[s], 0, t, d, true);
+            placed_without_op += e == nullptr;
+            if (e) ops.emplace_back(std::move(e), std::move(f));
+            break;
+          }
+          ops.emplace_back(elided.append(key, kinds[s], 0, t, -1, {}, us), full.append(key, kinds[s], 0, t, -1, {}, us));
           break;
         }
         case 1:
@@ -325,7 +357,18 @@ TEST(VirtualTimeline, RepeatedRecordsArePlacedAsWithOne) {
       EXPECT_EQ(elided.finish(e), full.finish(f)) << "seed " << seed;
       EXPECT_EQ(e->start, f->start) << "seed " << seed;
     }
+    for (const int& c : contexts)
+      for (int q = 0; q < 4; ++q) {  // every stream's tail: the same finish
+        const StreamKey k{&c, q == 0 ? nullptr : &handles[q]};
+        const OpRef e = elided.tail(k), f = full.tail(k);
+        ASSERT_EQ(e == nullptr, f == nullptr);
+        if (!e) continue;
+        elided.resolve(measured_when_forced, e);
+        full.resolve(measured_when_forced, f);
+        EXPECT_EQ(elided.finish(e), full.finish(f)) << "seed " << seed;
+      }
   }
+  EXPECT_GT(placed_without_op, 500) << "settled launches must be placed without an op";
 }
 
 TEST(VirtualTimeline, ThreadsSubmitAndResolveTogether) {

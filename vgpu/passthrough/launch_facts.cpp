@@ -3,12 +3,15 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "passthrough/known_addresses.h"
 #include "passthrough/nccl_timing.h"
 #include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
+#include "timing/outside_cpu_time.h"
 
 namespace vgpu::pt {
 namespace {
@@ -99,6 +102,13 @@ const FunctionFacts& FunctionFactsCache::of(CUfunction f) {
   return *found;
 }
 
+namespace {
+
+// The calling thread's (known_addresses.h). Constant-initialized: no guard.
+thread_local KnownAddresses t_known_addresses;
+
+}  // namespace
+
 bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShape& shape, void** params,
                       void** extra, LaunchSignature* out) {
   PassState* s = PassState::get();
@@ -109,8 +119,30 @@ bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShap
     out->bytes.clear();
     return false;
   }
-  build_launch_signature(facts.name, shape, facts.slots, block,
-                         [s](uint64_t v) { return s->is_device_pointer(v) || s->host_addresses().contains(v); }, out);
+  // Read before any answer is asked for: an answer given after a change is kept under the new
+  // generation only by a later launch.
+  const auto device_generation = static_cast<uint32_t>(s->address_generation());
+  const auto host_generation = static_cast<uint32_t>(s->host_addresses().generation());
+  KnownAddresses& known = t_known_addresses;
+  HostAddressSpace& host = s->host_addresses();
+  double now = -1;  // read once per launch, when a "no" is first looked at
+  build_launch_signature(
+      facts.name, shape, facts.slots, block,
+      [s, &host, &known, &now, device_generation, host_generation](uint64_t v) {
+        return known.is_address(
+            v, s, device_generation, host_generation,
+            [&now] { return now < 0 ? (now = OutsideCpuTime::wall_seconds()) : now; },
+            [s, &host](uint64_t w) {
+              const bool address = s->is_device_pointer(w) || host.contains(w);
+              // A "no" about a user address stands until the host's mappings would be read again
+              // for it (read after the answer: a reading it made is the one it stands on); about
+              // anything else, while the generations hold.
+              const bool user = w >= HostAddressSpace::kLowest && w < HostAddressSpace::kUserEnd;
+              return std::pair<bool, double>{address, user ? host.refresh_due_at()
+                                                           : std::numeric_limits<double>::infinity()};
+            });
+      },
+      out);
   return true;
 }
 

@@ -308,6 +308,7 @@ void PassState::add_allocation(CUdeviceptr p, uint64_t bytes, int v, uint64_t ph
       if (!inserted) it->second = c;  // a record left under `p` (as allocations_[p] would)
       spare_allocation_ = std::move(node);
     }
+    address_generation_.fetch_add(1, std::memory_order_acq_rel);
   }
   add_physical(v, static_cast<int64_t>(pages(physical)));
 }
@@ -322,12 +323,14 @@ bool PassState::take_allocation(CUdeviceptr p, Charge* out) {
   if (it == allocations_.end()) return false;
   *out = it->second;
   spare_allocation_ = allocations_.extract(it);
+  address_generation_.fetch_add(1, std::memory_order_acq_rel);
   return true;
 }
 
 void PassState::put_back_allocation(CUdeviceptr p, const Charge& c) {
   std::lock_guard l(mu_);
   allocations_[p] = c;
+  address_generation_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 void PassState::give_back(const Charge& c) {
@@ -355,6 +358,7 @@ void PassState::allocations_destroyed_with(CUcontext ctx) {
         ++it;
       }
     }
+    address_generation_.fetch_add(1, std::memory_order_acq_rel);
   }
   for (const Charge& c : gone) give_back(c);
 }
@@ -385,6 +389,7 @@ void PassState::add_mapping(CUdeviceptr p, uint64_t bytes, unsigned long long ha
   // A mapping replaced without an unmap (vgpu missed it) no longer holds its handle.
   if (auto old = mappings_.find(p); old != mappings_.end() && old->second.handle) --old->second.handle->mappings;
   mappings_[p] = std::move(m);
+  address_generation_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 void PassState::remove_mapping(CUdeviceptr p, uint64_t bytes) {
@@ -396,6 +401,7 @@ void PassState::remove_mapping(CUdeviceptr p, uint64_t bytes) {
       if (const auto& h = it->second.handle; h && --h->mappings == 0 && h->released) freed.push_back(h->charge);
       it = mappings_.erase(it);
     }
+    address_generation_.fetch_add(1, std::memory_order_acq_rel);
   }
   for (const Charge& c : freed) give_back(c);
 }

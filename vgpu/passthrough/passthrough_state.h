@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -126,6 +127,9 @@ class PassState final : public DeviceRegistry {
   // Whether `p` points into device memory the program allocated or mapped: launch signatures
   // leave such parameters out.
   bool is_device_pointer(uint64_t p) const;
+  // Bumped whenever the device allocations or mappings change (is_device_pointer's answers may):
+  // what a cache of its answers is valid under (launch_facts.cpp).
+  uint64_t address_generation() const { return address_generation_.load(std::memory_order_acquire); }
   // The process's host mappings, which launch signatures leave out as well.
   HostAddressSpace& host_addresses() { return host_addresses_; }
   void add_handle(unsigned long long h, uint64_t bytes, int v);
@@ -175,6 +179,7 @@ class PassState final : public DeviceRegistry {
   std::map<CUdeviceptr, Charge>::node_type spare_allocation_;
   std::unordered_map<unsigned long long, std::shared_ptr<HandleCharge>> handles_;
   std::map<CUdeviceptr, Mapping> mappings_;
+  std::atomic<uint64_t> address_generation_{0};  // see address_generation()
   HostAddressSpace host_addresses_;
 };
 

@@ -70,12 +70,11 @@ bool polling() { return this_thread_clock().polling(); }
 bool has_clock() { return this_thread_clock().keeps_time(); }
 bool paused() { return this_thread_clock().inside(); }
 
-Pause::Pause(bool blocking) { this_thread_clock().enter(blocking); }
-Pause::Pause(Query) { this_thread_clock().enter_query(); }
-void Pause::mark_blocking() { this_thread_clock().mark_blocking(); }
+Pause::Pause(bool blocking) : clock_(&this_thread_clock()) { clock_->enter(blocking); }
+Pause::Pause(Query) : clock_(&this_thread_clock()) { clock_->enter_query(); }
+void Pause::mark_blocking() { clock_->mark_blocking(); }
 Pause::~Pause() {
-  timing::ThreadClock& c = this_thread_clock();
-  c.charge_driver(driver_seconds_);
-  c.leave();
+  clock_->charge_driver(driver_seconds_);
+  clock_->leave();
 }
 }  // namespace vgpu::pt::thread_clock

@@ -16,6 +16,10 @@
 
 #include "timing/driver_call_cost.h"
 
+namespace vgpu::timing {
+class ThreadClock;
+}
+
 namespace vgpu::pt::thread_clock {
 
 // The calling thread's virtual clock, seconds, raised to the horizon of `device` (< 0: none).
@@ -71,6 +75,7 @@ class Pause {
 
  private:
   double driver_seconds_ = 0;  // charged when the scope closes (after the op took its issue time)
+  timing::ThreadClock* clock_;  // the thread's, looked up once (a thread-local lookup per use)
 };
 
 }  // namespace vgpu::pt::thread_clock

@@ -299,7 +299,7 @@ void VirtualTime::abandon(Bracket& b) {
   b.begin_ = nullptr;
 }
 
-OpRef VirtualTime::submit(const StreamTarget& t, Timing timing, Bracket& b) {
+OpRef VirtualTime::submit(const StreamTarget& t, Timing timing, Bracket& b, bool keep_op) {
   const double issue = issue_time(t.device);
   double duration = timing.source == Timing::Source::known ? timing.seconds : -1;
   // Read before `timing` moves into the measurement: once the op is on the timeline another
@@ -328,8 +328,10 @@ OpRef VirtualTime::submit(const StreamTarget& t, Timing timing, Bracket& b) {
     }
   }
   open_gate(b);
-  OpRef op = timeline_.append(t.key, t.kind, t.device, issue, duration, {}, id, kernel, std::move(label),
-                              /*start_first=*/nccl);
+  OpRef op = !keep_op && id == 0 && !nccl && duration >= 0
+                 ? timeline_.append_unless_placed(t.key, t.kind, t.device, issue, duration, kernel, std::move(label))
+                 : timeline_.append(t.key, t.kind, t.device, issue, duration, {}, id, kernel, std::move(label),
+                                    /*start_first=*/nccl);
   log::trace("vtime: op on device {} stream {} issue {:.9f} duration {:.9f}", t.device, t.key.stream, issue,
              duration);
   const bool resolve_now = (submissions_.fetch_add(1, std::memory_order_relaxed) + 1) % kResolveEvery == 0;

@@ -90,7 +90,9 @@ class VirtualTime {
     GateLatency latency_;  // what the gate adds to the measurement (gate_latency.h)
   };
   Bracket begin(const StreamTarget& t, const Timing& timing, bool gated = false);
-  OpRef submit(const StreamTarget& t, Timing timing, Bracket& bracket);
+  // `keep_op` false: the caller does not use the op, so one whose duration is known may be
+  // placed without one (VirtualTimeline::append_unless_placed; nullptr is returned then).
+  OpRef submit(const StreamTarget& t, Timing timing, Bracket& bracket, bool keep_op = true);
   void abandon(Bracket& bracket);
 
   // Waits (for real, at most `timeout_s`) until the measured op has run: measure_lock.h.

@@ -76,6 +76,48 @@ OpRef VirtualTimeline::append_locked(const StreamKey& key, StreamKind kind, int 
   return op;
 }
 
+OpRef VirtualTimeline::append_unless_placed(const StreamKey& key, StreamKind kind, int device, double issue,
+                                           double duration, bool kernel, std::string label) {
+  std::lock_guard l(mu_);
+  if (!elide_records_ || duration < 0)
+    return append_locked(key, kind, device, issue, duration, {}, 0, kernel, std::move(label), false);
+  // simcore's task rule over what the op would wait for (wait_for, rule_start), read in place.
+  double at = std::isfinite(issue) ? issue : 0.0;
+  bool placed = true;
+  auto read = [&at, &placed](const StreamTail& last, bool /*own stream*/) {
+    for (const OpRef* d : {&last.op, &last.also}) {
+      if (!*d) continue;
+      if (!(*d)->resolved) placed = false;
+      at = std::max(at, (*d)->finish);
+    }
+    at = std::max(at, last.not_before);
+  };
+  // Appending to the legacy stream forgets the destroyed streams' tails it waited for, which an op
+  // made after all (below) must still see: there, read first and append after. Elsewhere the
+  // append changes nothing that a second one would see differently.
+  timing::StreamOrder<StreamTail>::Entry* entry = nullptr;
+  if (kind == StreamKind::legacy)
+    streams_.for_each_predecessor(key, kind, read);
+  else
+    entry = &streams_.append(key, kind, read);
+  if (!placed)  // something it waits for is not placed yet: an op, as append()
+    return append_locked(key, kind, device, issue, duration, {}, 0, kernel, std::move(label), false);
+  auto& s = entry != nullptr ? *entry : streams_.stream(key, kind);
+  if (s.lane < 0) s.lane = next_lane_++;
+  TimedOp& op = placed_;
+  op.issue = issue;
+  op.duration = duration;
+  op.start = at;
+  op.finish = at + (std::isfinite(duration) && duration > 0 ? duration : 0);
+  op.resolved = op.started = true;
+  op.device = device;
+  op.kernel = kernel;
+  op.lane = s.lane;
+  if (on_resolved_) on_resolved_(op);
+  s.last = StreamTail{nullptr, op.finish, nullptr, device};
+  return nullptr;
+}
+
 void VirtualTimeline::record_event(const void* event, const StreamKey& key, StreamKind kind, int device,
                                    double issue) {
   std::lock_guard l(mu_);
@@ -93,12 +135,16 @@ void VirtualTimeline::record_event(const void* event, const StreamKey& key, Stre
     return;
   }
   // A created or per-thread stream: the only other stream its record waits for is the legacy one.
-  const OpRef* legacy = nullptr;
+  const StreamTail* legacy = nullptr;
   auto& s = streams_.append(key, kind, [&legacy](const StreamTail& last, bool own) {
-    if (!own) legacy = &last.op;
+    if (!own) legacy = &last;
   });
   if (s.lane < 0) s.lane = next_lane_++;
-  if (legacy != nullptr && *legacy && s.last.also != *legacy) s.last.also = *legacy;
+  if (legacy != nullptr) {
+    if (legacy->op && s.last.also != legacy->op) s.last.also = legacy->op;
+    // A legacy op placed without an op (append_unless_placed) is its finish alone.
+    s.last.not_before = std::max(s.last.not_before, legacy->not_before);
+  }
   record_on_tail(m, s, device, issue);
   last_record_ = kind == StreamKind::non_blocking ? LastRecord{event, key, &m, &s} : LastRecord{};
 }

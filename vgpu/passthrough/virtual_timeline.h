@@ -79,6 +79,8 @@ using StreamKind = timing::StreamKind;
 // it). That is the record's own op's finish, max(issue, finishes of what it waits for), unrolled
 // into whatever waits for it: identical placement. Several records in a row keep the latest
 // `also` (the legacy stream's later op finishes after its earlier one) and the latest issue.
+// A last op placed without an op of its own (append_unless_placed) leaves no `op`, only its
+// finish in `not_before`: what waits for a placed op starts no earlier than its finish.
 struct StreamTail {
   OpRef op;
   double not_before = -std::numeric_limits<double>::infinity();
@@ -101,6 +103,16 @@ class VirtualTimeline {
   OpRef append(const StreamKey& stream, StreamKind kind, int device, double issue, double duration,
                const std::vector<OpRef>& waits = {}, uint64_t measurement = 0, bool kernel = false,
                std::string label = {}, bool start_first = false);
+
+  // As append() without waits, for a caller that does not need the op (a settled launch): when
+  // its duration is known and everything it waits for is placed, it is placed at once (reported
+  // to on_resolved as any op) and no op is made: the stream's tail keeps its finish as a floor
+  // (StreamTail::not_before), exactly as an event record's issue time, and nullptr is returned.
+  // An op was an allocation, a free of the one before it and several reference counts on every
+  // settled cuLaunchKernel (issue 21). Otherwise (or while ops are written out:
+  // set_elide_event_records(false)) it is append().
+  OpRef append_unless_placed(const StreamKey& stream, StreamKind kind, int device, double issue, double duration,
+                             bool kernel, std::string label = {});
 
   // The start of `op` if its dependencies are resolved (its duration may still be unknown).
   // `wait` false: nullopt at once when another thread holds the timeline (a resolve forced by a
@@ -194,7 +206,8 @@ class VirtualTimeline {
   mutable std::mutex mu_;
   timing::StreamOrder<StreamTail> streams_;  // each stream's kind and tail
   std::unordered_map<const void*, EventMark> events_;  // the program's events' last records
-  bool elide_records_ = true;
+  bool elide_records_ = true;  // also: append_unless_placed makes no op
+  TimedOp placed_;  // what on_resolved is shown for an op placed without one (append_unless_placed)
   std::deque<OpRef> pending_;  // submission order
   int32_t next_lane_ = 0;
   std::vector<OpRef> spare_deps_;  // empty; a resolved op's buffer, for the next op's deps

@@ -3,9 +3,10 @@
 //
 // Why: the thread's CPU clock (CLOCK_THREAD_CPUTIME_ID) is a system call (~0.3 us, more under
 // seccomp or a hypervisor), and reading it on entry and exit of every call was half the cost of
-// the sim backend's cuLaunchKernel. The wall clock is cheap: the CPU's invariant time-stamp
-// counter calibrated against CLOCK_MONOTONIC (~7 ns), else the vDSO's (~20 ns). Over a short
-// stretch a thread that is not blocked uses CPU time at the rate of wall time, so:
+// the sim backend's cuLaunchKernel. The wall clock is cheap: the CPU's time-stamp counter where
+// it runs at one rate, calibrated against CLOCK_MONOTONIC (~7 ns, tsc_clock.h), else the vDSO's
+// (~20-40 ns). Over a short stretch a thread that is not blocked uses CPU time at the rate of
+// wall time, so:
 //   - a call shorter than kShortCall that did not block spent its wall time on the CPU;
 //   - a stretch outside the driver shorter than kShortGap is charged its wall time;
 //   - anything longer (a sleep, I/O, a wait on another thread, a synchronization that blocked),

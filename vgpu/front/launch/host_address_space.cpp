@@ -50,6 +50,8 @@ void HostAddressSpace::refresh() {
   std::unique_lock l(mu_);
   ranges_ = std::move(ranges);
   refreshed_at_ = OutsideCpuTime::wall_seconds();
+  refresh_due_at_.store(refreshed_at_ + kRefreshSeconds, std::memory_order_release);
+  generation_.fetch_add(1, std::memory_order_acq_rel);
 }
 
 bool HostAddressSpace::contains(uint64_t value) {

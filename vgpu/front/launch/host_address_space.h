@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <shared_mutex>
+#include <atomic>
 #include <utility>
 #include <vector>
 
@@ -29,6 +30,13 @@ class HostAddressSpace {
   static constexpr double kRefreshSeconds = 0.5;
 
   bool contains(uint64_t value);
+  // Bumped each time the mappings are read again (contains()'s answers may change then): what a
+  // cache of its answers is valid under.
+  uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+  // Until when (wall seconds, OutsideCpuTime) a "no" of contains() stands without the mappings
+  // being read again, if no other call reads them first (which bumps the generation); < 0 before
+  // the first reading. A value outside [kLowest, kUserEnd) is never an address here.
+  double refresh_due_at() const { return refresh_due_at_.load(std::memory_order_acquire); }
 
   // The readable mappings from the text of a /proc/<pid>/maps file, sorted, those that end at
   // or below kLowest left out (for tests).
@@ -41,6 +49,8 @@ class HostAddressSpace {
   mutable std::shared_mutex mu_;
   std::vector<std::pair<uint64_t, uint64_t>> ranges_;  // [begin, end), sorted
   double refreshed_at_ = -1;                           // wall seconds; < 0: never read
+  std::atomic<uint64_t> generation_{0};
+  std::atomic<double> refresh_due_at_{-1};
 };
 
 }  // namespace vgpu
