@@ -27,6 +27,25 @@ double measured_when_forced(const TimedOp& op, std::optional<double>, bool force
   return force ? static_cast<double>(op.measurement) * 1e-6 : -1;
 }
 
+// The same ops on two timelines, (elided, full): `ops` and those of `events` (the same handles on
+// both), resolved on both, are placed alike.
+template <size_t N>
+void expect_placed_alike(VirtualTimeline& elided, VirtualTimeline& full, std::vector<std::pair<OpRef, OpRef>>& ops,
+                         const int (&events)[N], uint32_t seed) {
+  for (const int& e : events) {
+    const OpRef a = elided.event_op(&e), b = full.event_op(&e);
+    ASSERT_EQ(a == nullptr, b == nullptr);
+    if (a) ops.emplace_back(a, b);
+  }
+  for (auto& [e, f] : ops) {
+    elided.resolve(measured_when_forced, e);
+    full.resolve(measured_when_forced, f);
+    ASSERT_TRUE(elided.finish(e).has_value()) << "seed " << seed;
+    EXPECT_EQ(elided.finish(e), full.finish(f)) << "seed " << seed;
+    EXPECT_EQ(e->start, f->start) << "seed " << seed;
+  }
+}
+
 TEST(VirtualTimeline, OpsStartAfterTheirStreamAndWhatTheyWaitFor) {
   VirtualTimeline tl;
   int s1 = 0, s2 = 0;
@@ -245,18 +264,7 @@ TEST(VirtualTimeline, EventRecordsWithoutAnOpArePlacedAsWithOne) {
       ASSERT_EQ(e == nullptr, f == nullptr);
       if (e) tails.emplace_back(std::move(e), std::move(f));
     }
-    for (const int& e : events) {
-      const OpRef a = elided.event_op(&e), b = full.event_op(&e);
-      ASSERT_EQ(a == nullptr, b == nullptr);
-      if (a) ops.emplace_back(a, b);
-    }
-    for (auto& [e, f] : ops) {
-      elided.resolve(measured_when_forced, e);
-      full.resolve(measured_when_forced, f);
-      ASSERT_TRUE(elided.finish(e).has_value()) << "seed " << seed;
-      EXPECT_EQ(elided.finish(e), full.finish(f)) << "seed " << seed;
-      EXPECT_EQ(e->start, f->start) << "seed " << seed;
-    }
+    expect_placed_alike(elided, full, ops, events, seed);
     for (auto& [e, f] : tails) {
       elided.resolve(measured_when_forced, e);
       full.resolve(measured_when_forced, f);
@@ -345,18 +353,7 @@ TEST(VirtualTimeline, RepeatedRecordsArePlacedAsWithOne) {
           break;
       }
     }
-    for (const int& e : events) {
-      const OpRef a = elided.event_op(&e), b = full.event_op(&e);
-      ASSERT_EQ(a == nullptr, b == nullptr);
-      if (a) ops.emplace_back(a, b);
-    }
-    for (auto& [e, f] : ops) {
-      elided.resolve(measured_when_forced, e);
-      full.resolve(measured_when_forced, f);
-      ASSERT_TRUE(elided.finish(e).has_value()) << "seed " << seed;
-      EXPECT_EQ(elided.finish(e), full.finish(f)) << "seed " << seed;
-      EXPECT_EQ(e->start, f->start) << "seed " << seed;
-    }
+    expect_placed_alike(elided, full, ops, events, seed);
     for (const int& c : contexts)
       for (int q = 0; q < 4; ++q) {  // every stream's tail: the same finish
         const StreamKey k{&c, q == 0 ? nullptr : &handles[q]};
