@@ -2,6 +2,7 @@
 // backend (VGPU_REAL_LIBCUDA points at it) with every virtual device on physical device 0
 // (VGPU_PHYSICAL_DEVICES=0), which is the shape of the product: 8 virtual GPUs on one.
 #include <cuda.h>
+#include <cudaProfiler.h>
 #include <dlfcn.h>
 #include <cstdlib>
 #include <gtest/gtest.h>
@@ -83,6 +84,16 @@ TEST_F(Passthrough, ContextsSharingAGpuWaitBlockingButReportTheProgramsFlags) {
     EXPECT_EQ(cuDevicePrimaryCtxRelease(d), CUDA_SUCCESS);
   }
   dlclose(real);
+}
+
+// cuProfilerStart/Stop reach the real driver (here the sim's, which wants a current context)
+// and come back with its answer; they also bound VGPU_CLOCK_REPORT (tests/timing/clock_report_test).
+TEST_F(Passthrough, ProfilerRangesGoToTheRealDriver) {
+  EXPECT_EQ(cuProfilerStart(), CUDA_ERROR_INVALID_CONTEXT);
+  ASSERT_EQ(cuCtxSetCurrent(primary(0)), CUDA_SUCCESS);
+  EXPECT_EQ(cuProfilerStart(), CUDA_SUCCESS);
+  EXPECT_EQ(cuProfilerStop(), CUDA_SUCCESS);
+  ASSERT_EQ(cuDevicePrimaryCtxRelease(0), CUDA_SUCCESS);
 }
 
 TEST_F(Passthrough, EachVirtualDeviceIsItsOwnRealContext) {

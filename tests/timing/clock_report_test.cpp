@@ -40,7 +40,7 @@ TEST(ClockReport, EachJumpIsCountedAsItsSource) {
   // Every source summed is the clock's whole advance since it started.
   double sum = 0;
   for (int s = 0; s < ClockTally::kSources; ++s)
-    if (s != ClockTally::dropped) sum += tally(static_cast<ClockTally::Source>(s));
+    if (s != ClockTally::dropped && s != ClockTally::raised) sum += tally(static_cast<ClockTally::Source>(s));
   EXPECT_NEAR(sum, c.now() - t0, 1e-3);
 }
 
@@ -59,6 +59,34 @@ TEST(ClockReport, ListsLiveAndEndedThreads) {
   size_t lines = 0;
   for (char ch : text) lines += ch == '\n';
   EXPECT_GE(lines, 2u) << text;
+}
+
+// Last: once a range was opened, every line counts ranges only (for the rest of the process).
+TEST(ClockReport, RangesCountOnlyWhatHappensInsideThem) {
+  namespace report = vgpu::timing::clock_report;
+  std::thread([] {
+    vgpu::timing::ThreadClock& c = this_thread_clock();
+    c.start_keeping_time();
+    const double t0 = c.now();
+    c.advance_to(t0 + 100.0);  // before any range: start-up
+    report::range_start();
+    c.advance_to(t0 + 100.25);  // inside the first range
+    report::range_stop();
+    report::range_stop();       // a stop outside a range: ignored
+    c.advance_to(t0 + 200.0);   // between the ranges
+    report::range_start();
+    report::range_start();      // a start inside a range: ignored
+    c.advance_to(t0 + 200.5);   // inside the range still open when the report is written
+  }).join();
+  const std::string text = report::lines();
+  bool found = false;
+  for (size_t at = text.find("\"sync_s\": "); at != std::string::npos; at = text.find("\"sync_s\": ", at + 1)) {
+    const double sync = std::strtod(text.c_str() + at + 10, nullptr);
+    EXPECT_LT(sync, 1.0) << "time outside the ranges counted: " << text;
+    found = found || std::abs(sync - 0.75) < 1e-3;
+  }
+  EXPECT_TRUE(found) << text;
+  EXPECT_NE(text.find("\"range\": true"), std::string::npos) << text;
 }
 
 }  // namespace

@@ -164,7 +164,8 @@ inline constexpr Spec kSpecs[] = {
     {Id::clock_report, "VGPU_CLOCK_REPORT", Type::path, "",
      "at exit each process appends one JSON line per host thread that kept virtual time: where its "
      "virtual clock's time came from (CPU time, the driver's own work, synchronizations, polling, "
-     "raises to a device's horizon, hand-overs from other threads) to this file (`%p` = the process id)",
+     "raises to a device's horizon, hand-overs from other threads) to this file (`%p` = the process id); "
+     "where the program marks ranges (cudaProfilerStart/Stop), only what happened inside them",
      "both drivers", 0, 0, {}, Reading::each_use},
     {Id::real_libcuda, "VGPU_REAL_LIBCUDA", Type::path, "",
      "the real driver (unset: versioned libcuda beside ours, then the usual system paths)", "passthrough"},

@@ -18,12 +18,22 @@ namespace vgpu::timing::clock_report {
 namespace {
 
 // One thread's entry: its clock while the thread lives; a copy of its tally once it ended.
-struct Entry {
+// Counts: one tally's figures, or a range's share of them.
+struct Counts {
+  double seconds[ClockTally::kSources] = {};
+  unsigned long calls = 0;
+  void add(const Counts& o, double sign) {
+    for (int i = 0; i < ClockTally::kSources; ++i) seconds[i] += sign * o.seconds[i];
+    calls = sign > 0 ? calls + o.calls : calls - o.calls;
+  }
+};
+
+struct Entry : Counts {
   long tid = 0;
   std::string name;
   const ThreadClock* live = nullptr;
-  double seconds[ClockTally::kSources] = {};
-  unsigned long calls = 0;
+  Counts at_start;   // the tally when the open range began (or when the thread registered in it)
+  Counts in_ranges;  // what closed ranges added
 
   void copy_from(const ClockTally& t) {
     for (int i = 0; i < ClockTally::kSources; ++i) seconds[i] = t.seconds[i].load(std::memory_order_relaxed);
@@ -36,19 +46,29 @@ struct Entry {
 struct Registry {
   std::mutex mu;
   std::list<Entry> entries;
+  bool ranged = false;   // a range was opened: lines count ranges only
+  bool in_range = false;
 };
 Registry& registry() {
   static Registry* r = new Registry;
   return *r;
 }
 
-std::string format_line(const Entry& e) {
+std::string format_line(const Entry& e, const Counts& c, bool ranged) {
   return fmt::format(
       "{{\"pid\": {}, \"tid\": {}, \"name\": \"{}\", \"calls\": {}, \"cpu_s\": {:.6f}, \"driver_s\": {:.6f}, "
-      "\"sync_s\": {:.6f}, \"poll_s\": {:.6f}, \"horizon_s\": {:.6f}, \"handoff_s\": {:.6f}, \"dropped_s\": {:.6f}, \"raised_s\": {:.6f}}}\n",
-      ::getpid(), e.tid, e.name, e.calls, e.seconds[ClockTally::cpu], e.seconds[ClockTally::driver],
-      e.seconds[ClockTally::sync], e.seconds[ClockTally::poll], e.seconds[ClockTally::horizon],
-      e.seconds[ClockTally::handoff], e.seconds[ClockTally::dropped], e.seconds[ClockTally::raised]);
+      "\"sync_s\": {:.6f}, \"poll_s\": {:.6f}, \"horizon_s\": {:.6f}, \"handoff_s\": {:.6f}, \"dropped_s\": {:.6f}, "
+      "\"raised_s\": {:.6f}{}}}\n",
+      ::getpid(), e.tid, e.name, c.calls, c.seconds[ClockTally::cpu], c.seconds[ClockTally::driver],
+      c.seconds[ClockTally::sync], c.seconds[ClockTally::poll], c.seconds[ClockTally::horizon],
+      c.seconds[ClockTally::handoff], c.seconds[ClockTally::dropped], c.seconds[ClockTally::raised],
+      ranged ? ", \"range\": true" : "");
+}
+
+// The entry's tally now (registry lock held): the live clock's, else the copy kept at its end.
+Counts current(Entry& e) {
+  if (e.live != nullptr) e.copy_from(e.live->tally());
+  return e;
 }
 
 // Made on the thread's first registration; its destructor, at the thread's end, keeps a copy of
@@ -83,6 +103,7 @@ void register_thread(const ThreadClock& clock) {
       it->tid = static_cast<long>(::syscall(SYS_gettid));
       it->name = name;
       it->live = &clock;
+      if (r.in_range) it->at_start = current(*it);
     }
     static thread_local ThreadEnd end{it};
     static std::once_flag armed;
@@ -91,17 +112,47 @@ void register_thread(const ThreadClock& clock) {
   }
 }
 
+void range_start() {
+  if (!wanted()) return;
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  if (r.in_range) return;
+  r.in_range = r.ranged = true;
+  for (Entry& e : r.entries) e.at_start = current(e);
+}
+
+void range_stop() {
+  if (!wanted()) return;
+  Registry& r = registry();
+  std::lock_guard lock(r.mu);
+  if (!r.in_range) return;
+  r.in_range = false;
+  for (Entry& e : r.entries) {
+    e.in_ranges.add(current(e), +1);
+    e.in_ranges.add(e.at_start, -1);
+  }
+}
+
 std::string lines() {
   Registry& r = registry();
   std::lock_guard lock(r.mu);
   std::string out;
   for (Entry& e : r.entries) {
-    Entry shown = e;
-    if (e.live != nullptr) shown.copy_from(e.live->tally());
+    Counts shown = current(e);
+    if (r.ranged) {  // the ranges' share: the closed ones, and the open one so far
+      Counts open = shown;
+      open.add(e.at_start, -1);
+      shown = e.in_ranges;
+      if (r.in_range) shown.add(open, +1);
+    }
     // Names may contain anything a program chose: keep the JSON valid.
-    for (char& c : shown.name)
+    std::string name = e.name;
+    for (char& c : name)
       if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) c = '_';
-    out += format_line(shown);
+    Entry labelled;
+    labelled.tid = e.tid;
+    labelled.name = name;
+    out += format_line(labelled, shown, r.ranged);
   }
   return out;
 }

@@ -11,6 +11,10 @@
 //    "handoff_s", "dropped_s", "raised_s"}
 // (raised_s: how far the thread's synchronizations moved its device's horizon, which other
 // threads of the process are raised to when they submit: the passthrough's VGPU_HORIZON)
+// When the program marks a range (cuProfilerStart ... cuProfilerStop, i.e. cudaProfilerStart/Stop or
+// torch.cuda.profiler.start/stop, as it would for Nsight Systems), each line counts only what
+// happened inside its ranges (all of them added up) and says so ("range": true): a training
+// loop's steady steps without its start-up.
 // Nothing is registered, and nothing costs, unless the setting is present.
 #pragma once
 
@@ -25,6 +29,11 @@ namespace vgpu::timing::clock_report {
 // The calling thread started keeping time on `clock` (its own): listed in the report if one is
 // asked for. Once per thread.
 void register_thread(const ThreadClock& clock);
+
+// The program opened / closed a profiling range (cuProfilerStart / cuProfilerStop, any thread).
+// A start inside a range and a stop outside one are ignored.
+void range_start();
+void range_stop();
 
 // The report's lines for every thread registered so far (tests; the exit handler writes these).
 std::string lines();
