@@ -11,6 +11,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "launch_stats_file.h"
@@ -323,14 +324,21 @@ TEST_F(VirtualTime, CopiesArePricedByTheVirtualGpu) {
   EXPECT_NEAR(virtual_ms(a_, b_), 0.0686f, kPriceToleranceMs);
   // A device-to-device copy reads and writes HBM: 2 us + 2 x 4 MiB / 3.35 TB/s = 4.5 us.
   EXPECT_NEAR(virtual_ms(b_, c_), 0.0045f, kPriceToleranceMs);
-  // A synchronous copy is priced the same (its event lands after this thread's return from it).
-  ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
-  ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
-  ASSERT_EQ(cuMemcpyHtoD(x_, host.data(), bytes), CUDA_SUCCESS);
-  ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
-  ASSERT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
-  EXPECT_GT(virtual_ms(a_, b_), 0.0686f);
-  EXPECT_LT(virtual_ms(a_, b_), 0.0686f + 3 * kHostSlackMs);
+  // A synchronous copy is priced the same (its event lands after this thread's return from it,
+  // so the thread's own time around the call is in it too: the least of three, since on a loaded
+  // machine a stretch in which the thread was preempted may be charged until the next exact
+  // reading of its CPU clock, outside_cpu_time.h).
+  float least = 1e9f;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+    ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
+    ASSERT_EQ(cuMemcpyHtoD(x_, host.data(), bytes), CUDA_SUCCESS);
+    ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
+    ASSERT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
+    EXPECT_GT(virtual_ms(a_, b_), 0.0686f);
+    least = std::min(least, virtual_ms(a_, b_));
+  }
+  EXPECT_LT(least, 0.0686f + 3 * kHostSlackMs);
 }
 
 // 2D copies and sets, and copies between virtual devices, are priced too: a 2D host-to-device
