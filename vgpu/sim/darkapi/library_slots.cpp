@@ -109,7 +109,7 @@ class LayoutBlocks {
       free_.pop_back();
     }
     std::memset(b->bytes, 0, kBytes);
-    std::memcpy(b->bytes, bytes.data(), std::min(bytes.size(), kBytes));
+    if (!bytes.empty()) std::memcpy(b->bytes, bytes.data(), std::min(bytes.size(), kBytes));  // none: one group
     void* const p = b->bytes;
     out_.emplace(p, std::move(b));
     return p;
