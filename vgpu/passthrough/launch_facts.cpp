@@ -7,6 +7,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "passthrough/kept_address.h"
 #include "passthrough/known_addresses.h"
 #include "passthrough/nccl_timing.h"
 #include "passthrough/passthrough.h"
@@ -114,7 +115,8 @@ bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShap
   PassState* s = PassState::get();
   if (s == nullptr || f == nullptr) return false;
   // The packed block's buffer is the thread's, kept between launches (no allocation per launch).
-  thread_local std::vector<uint8_t> block;
+  thread_local std::vector<uint8_t> t_block;
+  std::vector<uint8_t>& block = kept_address(t_block);  // one thread-local lookup (kept_address.h)
   if (!facts.ok || !pack_params(facts, params, extra, &block)) {
     out->bytes.clear();
     return false;
@@ -146,7 +148,7 @@ bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShap
                                                          : std::numeric_limits<double>::infinity()};
           });
     }
-  } asking{s, s->host_addresses(), t_known_addresses, device_generation, host_generation};
+  } asking{s, s->host_addresses(), kept_address(t_known_addresses), device_generation, host_generation};
   build_launch_signature(
       facts.name, shape, facts.slots, block, [&asking](uint64_t v) { return asking(v); },
       out);

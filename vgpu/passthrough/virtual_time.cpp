@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "timing/launch_latency.h"
 #include "timing/stream_order.h"
+#include "passthrough/kept_address.h"
 #include "passthrough/nccl_timing.h"
 #include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
@@ -157,18 +158,6 @@ struct TargetCache {
   int device = -1;
 };
 thread_local TargetCache t_target;
-
-// The address of a thread-local, opaque to the optimizer. In a library (dynamic TLS) GCC treats a
-// thread-local's address as cheap to recompute and calls __tls_get_addr again at each use
-// instead of keeping it: target() made three calls per timed call (~15 instructions each, a
-// tenth of an event record's own work). An address the optimizer cannot see through is kept in
-// a register.
-template <class T>
-T& kept_address(T& tls) {
-  T* p = &tls;
-  asm("" : "+r"(p));
-  return *p;
-}
 
 // The calling thread's last event asked about by event_device() and its device: a thread records
 // the same few events over and over (every cuEventRecord asks). Valid while the owner's event
