@@ -1,6 +1,6 @@
 // A lock for critical sections of a few dozen instructions on a hot path, where a pthread
-// mutex's lock and unlock (two locked instructions, the calls and their checks: ~80
-// instructions) cost more than the section itself. A waiter spins briefly, then yields: a
+// mutex's lock and unlock (two locked instructions, the calls and their checks: ~60
+// instructions and more) cost more than the section itself. A waiter spins briefly, then yields: a
 // holder preempted mid-section does not keep others spinning for a whole time slice.
 // BasicLockable (std::lock_guard); not recursive.
 #pragma once
