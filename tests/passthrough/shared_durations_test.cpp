@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <cstdint>
 #include <string>
 
 using vgpu::pt::SharedDurations;
@@ -74,6 +75,24 @@ TEST(SharedDurations, KeysCollideOnlyInTheTableNotInTheirValues) {
   EXPECT_FALSE(t->smallest(SharedDurations::kSlots * 9 + 5));
   EXPECT_NE(SharedDurations::key_of(""), 0u);
   EXPECT_NE(SharedDurations::key_of("a"), SharedDurations::key_of("b"));
+}
+
+TEST(SharedDurations, KeysAreXxh64OfTheSignaturesBytes) {
+  // Every process of the job must compute the same key for the same signature: the key is a
+  // fixed function of the bytes, XXH64 with seed 0, checked against values made elsewhere (the
+  // published XXH64 of "" and "abc"; the low 32 bits of a 403-byte signature's XXH64 are the
+  // content checksum `zstd --check` wrote for those bytes, i * 37 + 11 modulo 256).
+  EXPECT_EQ(SharedDurations::key_of(""), 0xEF46DB3751D8E999ull);
+  EXPECT_EQ(SharedDurations::key_of("abc"), 0x44BC2CF5AD770999ull);
+  std::string signature(403, '\0');
+  for (size_t i = 0; i < signature.size(); ++i) signature[i] = static_cast<char>((i * 37 + 11) % 256);
+  EXPECT_EQ(static_cast<uint32_t>(SharedDurations::key_of(signature)), 0xa1cb22d5u);
+  // Any byte of a long signature changes its key (the bulk lanes, the 8-byte tail and the last bytes).
+  for (size_t i : {size_t{0}, size_t{31}, size_t{200}, size_t{390}, size_t{402}}) {
+    std::string other = signature;
+    other[i] = static_cast<char>(other[i] ^ 1);
+    EXPECT_NE(SharedDurations::key_of(other), SharedDurations::key_of(signature)) << i;
+  }
 }
 
 TEST(SharedDurations, RefusesWhatIsNotThisUsersPrivateTable) {

@@ -1,6 +1,7 @@
 #include "passthrough/device_activity.h"
 
 #include <algorithm>
+#include <mutex>
 
 #include "status/status_region.h"
 

@@ -16,6 +16,7 @@
 #include "front/driver/cuda_api.h"
 #include "common/log.h"
 #include "front/launch/kernel_time_db.h"
+#include "passthrough/kept_address.h"
 #include "passthrough/kernel_recording.h"
 #include "passthrough/launch_facts.h"
 #include "passthrough/launch_policy.h"
@@ -210,7 +211,7 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
     bool busy = false;
   };
   thread_local ThreadPlan t_plan;
-  ThreadPlan& mine = t_plan;  // one thread-local lookup
+  ThreadPlan& mine = kept_address(t_plan);  // one thread-local lookup (kept_address.h)
   std::optional<Plan> own;
   Plan& plan = mine.busy ? own.emplace() : mine.plan;
   struct Release {

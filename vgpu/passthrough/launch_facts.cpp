@@ -7,6 +7,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "passthrough/kept_address.h"
 #include "passthrough/known_addresses.h"
 #include "passthrough/nccl_timing.h"
 #include "passthrough/passthrough.h"
@@ -114,7 +115,8 @@ bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShap
   PassState* s = PassState::get();
   if (s == nullptr || f == nullptr) return false;
   // The packed block's buffer is the thread's, kept between launches (no allocation per launch).
-  thread_local std::vector<uint8_t> block;
+  thread_local std::vector<uint8_t> t_block;
+  std::vector<uint8_t>& block = kept_address(t_block);  // one thread-local lookup (kept_address.h)
   if (!facts.ok || !pack_params(facts, params, extra, &block)) {
     out->bytes.clear();
     return false;
@@ -123,25 +125,32 @@ bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShap
   // generation only by a later launch.
   const auto device_generation = static_cast<uint32_t>(s->address_generation());
   const auto host_generation = static_cast<uint32_t>(s->host_addresses().generation());
-  KnownAddresses& known = t_known_addresses;
-  HostAddressSpace& host = s->host_addresses();
-  double now = -1;  // read once per launch, when a "no" is first looked at
+  // What the answers need, behind one reference: a std::function holds a callable of up to 16
+  // bytes in place, and a lambda capturing these five (40 bytes) was allocated and freed on
+  // every launch (~300 instructions of a settled launch).
+  struct Asking {
+    PassState* s;
+    HostAddressSpace& host;
+    KnownAddresses& known;
+    uint32_t device_generation, host_generation;
+    double now = -1;  // read once per launch, when a "no" is first looked at
+    bool operator()(uint64_t v) {
+      return known.is_address(
+          v, s, device_generation, host_generation,
+          [this] { return now < 0 ? (now = OutsideCpuTime::wall_seconds()) : now; },
+          [this](uint64_t w) {
+            const bool address = s->is_device_pointer(w) || host.contains(w);
+            // A "no" about a user address stands until the host's mappings would be read again
+            // for it (read after the answer: a reading it made is the one it stands on); about
+            // anything else, while the generations hold.
+            const bool user = w >= HostAddressSpace::kLowest && w < HostAddressSpace::kUserEnd;
+            return std::pair<bool, double>{address, user ? host.refresh_due_at()
+                                                         : std::numeric_limits<double>::infinity()};
+          });
+    }
+  } asking{s, s->host_addresses(), kept_address(t_known_addresses), device_generation, host_generation};
   build_launch_signature(
-      facts.name, shape, facts.slots, block,
-      [s, &host, &known, &now, device_generation, host_generation](uint64_t v) {
-        return known.is_address(
-            v, s, device_generation, host_generation,
-            [&now] { return now < 0 ? (now = OutsideCpuTime::wall_seconds()) : now; },
-            [s, &host](uint64_t w) {
-              const bool address = s->is_device_pointer(w) || host.contains(w);
-              // A "no" about a user address stands until the host's mappings would be read again
-              // for it (read after the answer: a reading it made is the one it stands on); about
-              // anything else, while the generations hold.
-              const bool user = w >= HostAddressSpace::kLowest && w < HostAddressSpace::kUserEnd;
-              return std::pair<bool, double>{address, user ? host.refresh_due_at()
-                                                           : std::numeric_limits<double>::infinity()};
-            });
-      },
+      facts.name, shape, facts.slots, block, [&asking](uint64_t v) { return asking(v); },
       out);
   return true;
 }

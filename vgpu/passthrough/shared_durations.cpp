@@ -4,10 +4,10 @@
 #include <unistd.h>
 
 #include <cmath>
-#include <functional>
 
 #include "common/log.h"
 #include "common/settings.h"
+#include "module/xxhash64.h"
 #include "passthrough/job_shared_file.h"
 #include "status/status_region.h"
 
@@ -22,10 +22,13 @@ bool sharing_enabled() {
 }  // namespace
 
 uint64_t SharedDurations::key_of(std::string_view signature) {
-  // Asked on every launch: the standard library's hash reads 8 bytes a step (a byte-at-a-time
-  // FNV-1a cost ~0.3 us on a 600-byte signature). It is unseeded, so every process of the job,
-  // running this build on this machine, computes the same key.
-  const uint64_t h = std::hash<std::string_view>{}(signature);
+  // Asked on every launch, over the whole signature (~400 bytes for PyTorch's elementwise
+  // launches). XXH64 reads 32 bytes a step in four independent lanes: half the instructions of
+  // the standard library's hash (one serial multiply chain, 8 bytes a step; ~625 instructions on
+  // a 400-byte signature) and a third of its latency. A fixed function of the bytes (seed 0), so
+  // every process of the job computes the same key (a byte-at-a-time FNV-1a cost ~0.3 us on a
+  // 600-byte signature).
+  const uint64_t h = module::xxhash64({reinterpret_cast<const uint8_t*>(signature.data()), signature.size()});
   return h == 0 ? 1 : h;
 }
 

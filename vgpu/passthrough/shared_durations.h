@@ -47,7 +47,7 @@ class SharedDurations {
   SharedDurations(const SharedDurations&) = delete;
   SharedDurations& operator=(const SharedDurations&) = delete;
 
-  // The key of a launch signature (its bytes, launch_signature.h); never 0.
+  // The key of a launch signature (XXH64 of its bytes, launch_signature.h); never 0 (0 becomes 1).
   static uint64_t key_of(std::string_view signature);
 
   // The smallest duration offered for `key`, in seconds.

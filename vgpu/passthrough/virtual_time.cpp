@@ -11,6 +11,7 @@
 #include "common/log.h"
 #include "timing/launch_latency.h"
 #include "timing/stream_order.h"
+#include "passthrough/kept_address.h"
 #include "passthrough/nccl_timing.h"
 #include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
@@ -174,7 +175,7 @@ thread_local EventDeviceCache t_event_device;
 
 bool VirtualTime::target(CUstream stream, bool per_thread, StreamTarget* out) {
   out->real = stream;
-  TargetCache& cache = t_target;
+  TargetCache& cache = kept_address(t_target);
   const uint64_t generation = generation_.load(std::memory_order_acquire);
   if (cache.owner != this || cache.generation != generation) {
     cache = TargetCache{};
