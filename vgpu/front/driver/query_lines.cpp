@@ -181,9 +181,13 @@ void private_slot(std::string_view table, size_t slot, const uintptr_t (&regs)[6
     if (result != 0 || !looks_like_address(regs[i])) continue;
     uint64_t words[2];
     out += fmt::format("{}a{}:", out.empty() ? "" : " ", i);
+    uint8_t probe = 0;
     if (!read_safely(regs[i], words, sizeof words)) {
       out += "?";
-    } else if (const std::string text = text_at(words); !text.empty()) {
+    } else if (const std::string text = text_at(words);
+               !text.empty() && !(looks_like_address(words[0]) && read_safely(words[0], &probe, 1))) {
+      // A string, unless its bytes are a mapped address (a heap address's low 6 bytes are often
+      // printable characters followed by two zeros).
       out += text;
     } else {
       out += word_text(words[0]) + "," + word_text(words[1]);
