@@ -14,27 +14,22 @@ using timing::this_thread_clock;
 constexpr int kMaxDevices = 1024;
 std::array<std::atomic<double>, kMaxDevices> g_horizon{};
 
-// What this thread knows of itself: whether it issued work to a device (a submitter), and
-// VGPU_HORIZON read once (1: only submitters raise horizons).
-struct ThreadRole {
-  bool submitter = false;
-  int only_submitters = -1;  // -1: not read yet
-};
-thread_local ThreadRole t_role;
-
-bool may_raise_horizon() {
-  if (t_role.only_submitters < 0)
-    t_role.only_submitters = settings::text(settings::Id::horizon) == "submitters" ? 1 : 0;
-  return t_role.only_submitters == 0 || t_role.submitter;
+// Whether the thread's synchronizations raise horizons: VGPU_HORIZON, read once per thread
+// (asked on synchronizations only, never on a launch).
+bool may_raise_horizon(const timing::ThreadClock& c) {
+  thread_local int only_submitters = -1;  // -1: not read yet
+  if (only_submitters < 0) only_submitters = settings::text(settings::Id::horizon) == "submitters" ? 1 : 0;
+  return only_submitters == 0 || c.submits();
 }
 
-// Returns how far the horizon moved.
+// Raises the horizon to `t`. Returns how far it moved ahead of a horizon already set (0 when it
+// did not move, or when this set it for the first time: that is no push ahead of anyone).
 double raise_horizon(int device, double t) {
   if (device < 0 || device >= kMaxDevices) return 0;
   std::atomic<double>& h = g_horizon[static_cast<size_t>(device)];
   double seen = h.load(std::memory_order_relaxed);
   while (t > seen) {
-    if (h.compare_exchange_weak(seen, t, std::memory_order_relaxed)) return t - seen;
+    if (h.compare_exchange_weak(seen, t, std::memory_order_relaxed)) return seen > 0 ? t - seen : 0;
   }
   return 0;
 }
@@ -46,7 +41,7 @@ double now(int device) {
   c.start_keeping_time();
   const double n = c.now();
   if (device < 0 || device >= kMaxDevices) return n;
-  t_role.submitter = true;  // asked for an issue time: it submits work
+  c.note_submits();  // asked for an issue time: it submits work
   const double h = g_horizon[static_cast<size_t>(device)].load(std::memory_order_relaxed);
   return c.advance_to(h, timing::ClockTally::horizon) ? h : n;
 }
@@ -55,10 +50,8 @@ void advance_to(double t, int device) {
   timing::ThreadClock& c = this_thread_clock();
   c.start_keeping_time();
   c.advance_to(t);
-  // The first raise of a run moves the horizon from 0 to the thread's clock: not a push ahead.
-  if (may_raise_horizon()) {
-    const double moved = raise_horizon(device, c.now());
-    if (moved > 0 && moved < c.now()) c.note_raised(moved);
+  if (may_raise_horizon(c)) {
+    if (const double moved = raise_horizon(device, c.now()); moved > 0) c.note_raised(moved);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <list>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "common/exit_report.h"
 #include "common/log.h"
@@ -54,12 +55,12 @@ Registry& registry() {
   return *r;
 }
 
-std::string format_line(const Entry& e, const Counts& c, bool ranged) {
+std::string format_line(long tid, std::string_view name, const Counts& c, bool ranged) {
   return fmt::format(
       "{{\"pid\": {}, \"tid\": {}, \"name\": \"{}\", \"calls\": {}, \"cpu_s\": {:.6f}, \"driver_s\": {:.6f}, "
       "\"sync_s\": {:.6f}, \"poll_s\": {:.6f}, \"horizon_s\": {:.6f}, \"handoff_s\": {:.6f}, \"dropped_s\": {:.6f}, "
       "\"raised_s\": {:.6f}{}}}\n",
-      ::getpid(), e.tid, e.name, c.calls, c.seconds[ClockTally::cpu], c.seconds[ClockTally::driver],
+      ::getpid(), tid, name, c.calls, c.seconds[ClockTally::cpu], c.seconds[ClockTally::driver],
       c.seconds[ClockTally::sync], c.seconds[ClockTally::poll], c.seconds[ClockTally::horizon],
       c.seconds[ClockTally::handoff], c.seconds[ClockTally::dropped], c.seconds[ClockTally::raised],
       ranged ? ", \"range\": true" : "");
@@ -149,10 +150,7 @@ std::string lines() {
     std::string name = e.name;
     for (char& c : name)
       if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) c = '_';
-    Entry labelled;
-    labelled.tid = e.tid;
-    labelled.name = name;
-    out += format_line(labelled, shown, r.ranged);
+    out += format_line(e.tid, name, shown, r.ranged);
   }
   return out;
 }

@@ -90,6 +90,10 @@ class ThreadClock {
   const ClockTally& tally() const { return tally_; }
   // This thread's synchronization moved its device's horizon `seconds` ahead (ClockTally::raised).
   void note_raised(double seconds) { tally_.add(ClockTally::raised, seconds); }
+  // The thread asked for an issue time: it submits work itself (VGPU_HORIZON=submitters). Kept
+  // here, in the thread's one clock, so that a launch looks up no other thread-local for it.
+  void note_submits() { submits_ = true; }
+  bool submits() const { return submits_; }
 
   // Polling (see above): a query about `awaited` answered "not ready" / "ready" (`finish`: the
   // work's virtual finish, < 0 unknown). polled_ready returns whether the clock moved.
@@ -109,6 +113,7 @@ class ThreadClock {
   int depth_ = 0;
   bool blocking_ = false;  // the outermost call waits
   bool keeps_time_ = false;
+  bool submits_ = false;
   bool polling_ = false;   // the last question was answered "not ready"
   std::array<const void*, 8> awaited_{};  // what the polling asked about
   int awaiting_ = 0;

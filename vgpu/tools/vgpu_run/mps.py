@@ -36,38 +36,37 @@ class Daemon:
         self.control, self.folder = control, folder
         self.vars = {"CUDA_MPS_PIPE_DIRECTORY": os.path.join(folder, "pipe"),
                      "CUDA_MPS_LOG_DIRECTORY": os.path.join(folder, "log")}
-        self._env = dict(env)
-        self._env.update(self.vars)
+        self.env = dict(env)
+        self.env.update(self.vars)
+
+    def _control_call(self, args, stdin=None):
+        """`control args` under the daemon's folders: None on success, else why not."""
+        try:
+            r = subprocess.run([self.control, *args], input=stdin, env=self.env, capture_output=True,
+                               timeout=_WAIT_S)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            return str(e)
+        if r.returncode == 0:
+            return None
+        why = (r.stderr or r.stdout).decode(errors="replace").strip()
+        return f"exited with status {r.returncode}{': ' + why if why else ''}"
 
     def stop(self):
         """Tells the daemon to quit and removes its folder. Returns a note for the summary."""
-        note = "the job's MPS daemon was started and stopped"
-        try:
-            r = subprocess.run([self.control], input=b"quit\n", env=self._env, capture_output=True,
-                               timeout=_WAIT_S)
-            if r.returncode != 0:
-                note = f"the job's MPS daemon did not take 'quit' (exit {r.returncode}): see {self.folder}"
-        except (OSError, subprocess.TimeoutExpired) as e:
-            note = f"the job's MPS daemon did not take 'quit' ({e}): see {self.folder}"
-        if note.endswith("stopped"):
-            shutil.rmtree(self.folder, ignore_errors=True)
-        return note
+        why = self._control_call([], stdin=b"quit\n")
+        if why is not None:
+            return f"the job's MPS daemon did not take 'quit' ({why}): see {self.folder}"
+        shutil.rmtree(self.folder, ignore_errors=True)
+        return "the job's MPS daemon was started and stopped"
 
 
 def start(job, private_folder, env):
     """Starts the job's daemon (`nvidia-cuda-mps-control -d`) under `private_folder`/mps-`job`."""
-    control = _control(env)
-    folder = os.path.join(private_folder, f"mps-{job}")
-    daemon = Daemon(control, folder, env)
+    daemon = Daemon(_control(env), os.path.join(private_folder, f"mps-{job}"), env)
     for path in daemon.vars.values():
         os.makedirs(path, mode=0o700, exist_ok=True)
-    try:
-        r = subprocess.run([control, "-d"], env=daemon._env, capture_output=True, timeout=_WAIT_S)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        shutil.rmtree(folder, ignore_errors=True)
-        raise UsageError(f"--mps: {control} -d failed: {e}")
-    if r.returncode != 0:
-        shutil.rmtree(folder, ignore_errors=True)
-        why = (r.stderr or r.stdout).decode(errors="replace").strip()
-        raise UsageError(f"--mps: {control} -d exited with status {r.returncode}{': ' + why if why else ''}")
+    why = daemon._control_call(["-d"])
+    if why is not None:
+        shutil.rmtree(daemon.folder, ignore_errors=True)
+        raise UsageError(f"--mps: {daemon.control} -d {why}")
     return daemon
