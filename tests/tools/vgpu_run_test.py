@@ -561,6 +561,7 @@ class VgpuRunTest(unittest.TestCase):
         with open(path, "w") as f:
             f.write("#!/bin/sh\n"
                     'if [ "$1" = "-d" ]; then echo "-d $CUDA_MPS_PIPE_DIRECTORY" >> "$MPS_TEST_LOG"; '
+                    'echo "job=${VGPU_JOB_ID:-none} lib=${LD_LIBRARY_PATH:-none}" > "$MPS_TEST_LOG.env"; '
                     f'echo running > "$CUDA_MPS_PIPE_DIRECTORY/state"; exit {exit_d}; fi\n'
                     'read cmd; echo "$cmd" >> "$MPS_TEST_LOG"; '
                     '[ "$cmd" = quit ] && rm -f "$CUDA_MPS_PIPE_DIRECTORY/state"; exit 0\n')
@@ -578,7 +579,7 @@ class VgpuRunTest(unittest.TestCase):
                 if os.path.exists(env["MPS_TEST_LOG"]):
                     os.remove(env["MPS_TEST_LOG"])
                 r = self.run_vgpu("--backend", "passthrough", "--mps", "--job-id", "tools-test-mps", "--",
-                                  "sh", "-c", command, **env)
+                                  "sh", "-c", command, LD_LIBRARY_PATH="/the/callers/lib", **env)
                 self.assertEqual(r.returncode, 5 if "exit 5" in command else 0, r.stderr)
                 pipe = r.stdout.split()[-1]
                 if "cat" in command:
@@ -589,6 +590,11 @@ class VgpuRunTest(unittest.TestCase):
                     self.assertEqual(f.read().split(), ["-d", pipe, "quit"])
                 self.assertFalse(os.path.exists(os.path.dirname(pipe)), "the daemon's folder is left")
                 self.assertIn("the job's MPS daemon was started and stopped", r.stderr)
+                # The daemon (and the MPS server it starts) runs on the real driver: none of the
+                # job's settings, no vgpu library on its path.
+                with open(env["MPS_TEST_LOG"] + ".env") as f:
+                    job, lib = f.read().split()
+                self.assertEqual((job, lib), ("job=none", "lib=/the/callers/lib"))
 
     def test_mps_refused_without_its_control_program(self):
         r = self.run_vgpu("--backend", "passthrough", "--mps", "--no-summary", "--", "true",

@@ -157,7 +157,10 @@ def main(argv, configured):
         _say("--mps applies to the passthrough backend (real GPUs) only: ignored")
     elif options.mps:
         try:
-            mps_daemon = mps.start(setting["VGPU_JOB_ID"], daemon.ensure_private_dir(daemon.socket_dir(base)), env)
+            # The caller's environment, not the job's: the daemon starts the MPS server, which must
+            # load the real driver (with the job's LD_LIBRARY_PATH it loaded vgpu's and every client's
+            # cuInit failed, 2026-11-26).
+            mps_daemon = mps.start(setting["VGPU_JOB_ID"], daemon.ensure_private_dir(daemon.socket_dir(base)), base)
         except UsageError as e:
             _say(str(e))
             return 2
