@@ -56,6 +56,7 @@ enum class Id : int {
   sim_copy_data_bytes,
   sim_memory_report,
   clock_report,
+  host_samples,
   real_libcuda,
   physical_devices,
   launch_policy,
@@ -166,6 +167,12 @@ inline constexpr Spec kSpecs[] = {
      "virtual clock's time came from (CPU time, the driver's own work, synchronizations, polling, "
      "raises to a device's horizon, hand-overs from other threads) to this file (`%p` = the process id); "
      "where the program marks ranges (cudaProfilerStart/Stop), only what happened inside them",
+     "both drivers", 0, 0, {}, Reading::each_use},
+    {Id::host_samples, "VGPU_HOST_SAMPLES", Type::path, "",
+     "a debugging aid: sample the process's host threads on a 1 kHz CPU-time timer (SIGPROF) and at exit "
+     "append one JSON line per process to this file (`%p` = the process id): per thread, the libraries on its "
+     "stacks and its most frequent stacks; where the program marks ranges (cudaProfilerStart/Stop), only "
+     "inside them. Not for programs that use SIGPROF themselves",
      "both drivers", 0, 0, {}, Reading::each_use},
     {Id::real_libcuda, "VGPU_REAL_LIBCUDA", Type::path, "",
      "the real driver (unset: versioned libcuda beside ours, then the usual system paths)", "passthrough"},

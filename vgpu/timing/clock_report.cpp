@@ -13,6 +13,7 @@
 #include "common/exit_report.h"
 #include "common/log.h"
 #include "common/settings.h"
+#include "timing/host_samples.h"
 #include "timing/thread_clock.h"
 
 namespace vgpu::timing::clock_report {
@@ -92,6 +93,7 @@ bool wanted() {
 }  // namespace
 
 void register_thread(const ThreadClock& clock) {
+  host_samples::arm_if_wanted();  // the same moment suits the sampler: the driver is in use
   if (!wanted()) return;
   try {
     Registry& r = registry();
@@ -114,6 +116,7 @@ void register_thread(const ThreadClock& clock) {
 }
 
 void range_start() {
+  host_samples::range_start();
   if (!wanted()) return;
   Registry& r = registry();
   std::lock_guard lock(r.mu);
@@ -123,6 +126,7 @@ void range_start() {
 }
 
 void range_stop() {
+  host_samples::range_stop();
   if (!wanted()) return;
   Registry& r = registry();
   std::lock_guard lock(r.mu);
