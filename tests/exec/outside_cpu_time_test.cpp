@@ -75,6 +75,26 @@ TEST(OutsideCpuTime, ShortCallsAreChargedTheirOutsideCpuTimeWithFewExactReadings
   EXPECT_LT(t.exact_reads(), static_cast<unsigned long>(kCalls / 10));
 }
 
+// VGPU_CPU_CLOCK=exact: every entry and exit reads the CPU clock, so a short stretch in which the
+// thread slept is charged no more than its CPU time (the estimate would charge its wall time).
+TEST(OutsideCpuTime, TheExactClockReadsEveryEntryAndExit) {
+  OutsideCpuTime t;
+  t.set_exact(true);
+  t.take();
+  double charged = 0;
+  const unsigned long before = t.exact_reads();
+  constexpr int kCalls = 200;
+  const double wall0 = OutsideCpuTime::wall_seconds();
+  for (int i = 0; i < kCalls; ++i) {
+    charged += t.enter();
+    t.leave();
+    std::this_thread::sleep_for(std::chrono::microseconds(20));  // blocked, not CPU
+  }
+  const double wall = OutsideCpuTime::wall_seconds() - wall0;
+  EXPECT_EQ(t.exact_reads() - before, 2u * kCalls);
+  EXPECT_LT(charged, wall * 0.5);  // the sleeps are most of the wall time and none of the charge
+}
+
 TEST(OutsideCpuTime, AKnownBlockingCallIsReadExactly) {
   OutsideCpuTime t;
   t.enter();

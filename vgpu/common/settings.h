@@ -61,6 +61,7 @@ enum class Id : int {
   physical_devices,
   launch_policy,
   driver_time,
+  cpu_clock,
   measure_samples,
   measure,
   launch_stats,
@@ -188,6 +189,12 @@ inline constexpr Spec kSpecs[] = {
      "vgpu/timing/driver_call_cost.h), or `auto`: the table on the sim backend only (the default until "
      "2026-11-26, when DDP on the sim read +59% against the real step with it, +4.1% without)",
      "both", 0, 0, "auto|table|none"},
+    {Id::cpu_clock, "VGPU_CPU_CLOCK", Type::choice, "estimated",
+     "how a thread's CPU time between driver calls is read: `estimated` (short stretches charged their wall "
+     "time, the CPU clock read about once a millisecond and around long calls: timing/outside_cpu_time.h) "
+     "or `exact` (the CPU clock read on entry to and exit from every call: a system call each, for checking "
+     "the estimate)",
+     "both", 0, 0, "estimated|exact"},
     {Id::measure_samples, "VGPU_MEASURE_SAMPLES", Type::integer, "3",
      "launches measured per launch signature before its duration settles (more while their two smallest disagree)", "passthrough", 1, 1000},
     {Id::measure, "VGPU_MEASURE", Type::choice, "alone",

@@ -1,5 +1,7 @@
 #include "timing/outside_cpu_time.h"
 
+#include "common/settings.h"
+
 #if defined(__x86_64__)
 #include "timing/tsc_clock.h"
 #endif
@@ -58,6 +60,11 @@ double OutsideCpuTime::wall_seconds() { return wall_clock(); }
 // The vDSO has no CPU clocks (it would make the system call itself): go straight to it.
 double OutsideCpuTime::thread_cpu_seconds() { return read_clock(CLOCK_THREAD_CPUTIME_ID, false); }
 
+bool OutsideCpuTime::exact_by_setting() {
+  static const bool exact = settings::text(settings::Id::cpu_clock) == "exact";
+  return exact;
+}
+
 double OutsideCpuTime::read_cpu(double wall) {
   ++exact_reads_;
   exact_at_ = wall;
@@ -67,13 +74,14 @@ double OutsideCpuTime::read_cpu(double wall) {
 double OutsideCpuTime::take() {
   const double wall = wall_seconds();
   if (cpu_ < 0) {
+    exact_ = exact_ || exact_by_setting();
     cpu_ = read_cpu(wall);
     mark_ = wall;
     return 0;
   }
   const double gap = wall > mark_ ? wall - mark_ : 0;
   mark_ = wall;
-  if (gap < kShortGap && wall - exact_at_ < kRefresh) {
+  if (!exact_ && gap < kShortGap && wall - exact_at_ < kRefresh) {
     cpu_ += gap;
     return gap;
   }
@@ -89,7 +97,7 @@ void OutsideCpuTime::leave(bool blocked) {
   const double inside = wall > mark_ ? wall - mark_ : 0;
   mark_ = wall;
   if (cpu_ < 0) return;
-  if (blocked || inside >= kShortCall || wall - exact_at_ >= kRefresh) {
+  if (exact_ || blocked || inside >= kShortCall || wall - exact_at_ >= kRefresh) {
     // The call's own CPU time is unknown, so what the estimates owed is settled here: exact
     // from this point on.
     cpu_ = read_cpu(wall);

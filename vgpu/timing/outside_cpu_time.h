@@ -17,6 +17,10 @@
 //     preempted part of the short stretches within one kRefresh and never accumulates.
 // A program that sleeps or blocks outside the driver is therefore never charged for it; one that
 // calls the driver in a tight loop costs no system call per call.
+// VGPU_CPU_CLOCK=exact reads the CPU clock on every entry and exit instead (a system call each):
+// to check the estimate where a job's threads block briefly between calls and make long calls
+// often (an exit reading restarts the count, so what a short stretch was overcharged before a
+// long call is not taken back).
 //
 // Every reading bypasses an interposed clock_gettime (the clock shim, vgpu/vclock), which may ask
 // this very clock for the thread's virtual time.
@@ -39,6 +43,9 @@ class OutsideCpuTime {
   // its wall time is not CPU time (also assumed for any call longer than kShortCall).
   void leave(bool blocked = false);
 
+  // Every entry and exit reads the CPU clock (VGPU_CPU_CLOCK=exact; tests may set it directly).
+  void set_exact(bool exact) { exact_ = exact; }
+
   // How many times the CPU clock itself was read (for tests and benches).
   unsigned long exact_reads() const { return exact_reads_; }
 
@@ -54,6 +61,9 @@ class OutsideCpuTime {
   double mark_ = 0;         // wall time of the last take() or leave()
   double exact_at_ = 0;     // wall time of the last exact reading
   unsigned long exact_reads_ = 0;
+  bool exact_ = false;  // or the setting's, from the first take()
+
+  static bool exact_by_setting();  // VGPU_CPU_CLOCK, read once per process
 };
 
 }  // namespace vgpu
