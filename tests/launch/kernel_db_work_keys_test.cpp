@@ -237,10 +237,41 @@ TEST(KernelDbWorkKeys, LookupsAndRecordsFromSeveralThreads) {
   remove_db(path);
 }
 
+// The family level: another size of the same kernel, grid, block and parameter layout finds
+// no row, group or work key, but the family's recorded durations (their median); another grid or
+// kernel finds nothing. recorded_or_estimated() takes it where the model infers no work (its
+// launch floor), and keeps the model's answer where it does (another size is other work).
+TEST(KernelDbWorkKeys, TheSameKernelAndShapeAnswersWithItsMedian) {
+  const std::string path = temp_db("family");
+  {
+    KernelTimeDb db(path, kModel);
+    record_process(db, 4096, 1, 8e-6);
+    record_process(db, 8192, 1, 30e-6);
+    record_process(db, 16384, 1, 50e-6);
+  }
+  KernelTimeDb replay(path, kModel);
+  const LaunchSignature s = signature_of(process_args(2048, 2));
+  KernelDbLevel level = KernelDbLevel::exact;
+  EXPECT_FALSE(replay.lookup(s, &level).has_value());
+  // Each recording left an exact row and a group: 8, 8, 30, 30, 50, 50 us; the upper median.
+  EXPECT_EQ(replay.lookup_family(s), 30000u);
+  EXPECT_FALSE(replay.lookup_family(signature_of(process_args(2048, 2), 128)).has_value()) << "another grid";
+  const GpuFigures gpu{3.35e12, 67e12, 495e12, 989e12};
+  bool from_db = true;
+  EXPECT_DOUBLE_EQ(recorded_or_estimated(replay, gpu, s, &from_db, {}, &level), 30e-6);
+  EXPECT_EQ(level, KernelDbLevel::family);
+  EXPECT_FALSE(from_db);
+  const GpuFigures slow{1e6, 1e6, 0, 0};  // the model infers work above its floor: its answer
+  EXPECT_DOUBLE_EQ(recorded_or_estimated(replay, slow, s, &from_db, {}, &level), KernelTimeModel::estimate(slow, s));
+  EXPECT_EQ(level, KernelDbLevel::none);
+  remove_db(path);
+}
+
 TEST(KernelDbWorkKeys, LevelNames) {
   EXPECT_STREQ(kernel_db_level_name(KernelDbLevel::exact), "exact");
   EXPECT_STREQ(kernel_db_level_name(KernelDbLevel::group), "group");
   EXPECT_STREQ(kernel_db_level_name(KernelDbLevel::work_key), "work-key");
+  EXPECT_STREQ(kernel_db_level_name(KernelDbLevel::family), "family");
   EXPECT_STREQ(kernel_db_level_name(KernelDbLevel::none), "fallback");
 }
 

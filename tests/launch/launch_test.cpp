@@ -115,9 +115,9 @@ class Launch : public ::testing::Test {
     cuEventDestroy_v2(e1);
     return ms;
   }
-  // The virtual duration of launching `axpy` with `a` (grid 64, block 256) on `stream`.
-  float measure_ms(AxpyArgs& a, CUstream stream) {
-    return measure_op_ms(stream, [&] { return launch_axpy(a, 64, 256, stream); });
+  // The virtual duration of launching `axpy` with `a` (grid `grid`, block 256) on `stream`.
+  float measure_ms(AxpyArgs& a, CUstream stream, unsigned grid = 64) {
+    return measure_op_ms(stream, [&] { return launch_axpy(a, grid, 256, stream); });
   }
 
   // Records `ns` in the kernel-time database for axpy(grid 64, block 256, a.a, a.n), any
@@ -286,7 +286,9 @@ TEST_F(Launch, KernelHandlesLaunchDirectly) {
 
 // The database holds axpy(grid 64, block 256, n = 31337) at 123,456 ns, recorded before any launch
 // of that signature (the driver caches misses too). Launches that differ only
-// in their pointers take exactly that; one with another n takes the fallback model's 2.5 us.
+// in their pointers take exactly that; one with another n is the same kernel and shape (the
+// database's family level: its recorded duration, the model inferring less); another grid takes
+// the fallback model's 2.5 us.
 TEST_F(Launch, DurationsComeFromTheDatabaseBySignature) {
   args_.n = 31337;
   record_axpy(args_, 123456);
@@ -300,8 +302,9 @@ TEST_F(Launch, DurationsComeFromTheDatabaseBySignature) {
   EXPECT_NEAR(measure_ms(other, s), 0.123456, 1e-5);
 
   AxpyArgs changed = args_;
-  changed.n = 31338;  // a value parameter: another signature, the fallback model
-  EXPECT_NEAR(measure_ms(changed, s), vgpu::KernelTimeModel::kLaunchFloorS * 1e3, 1e-5);
+  changed.n = 31338;  // a value parameter: another signature of the same kernel and shape
+  EXPECT_NEAR(measure_ms(changed, s), 0.123456, 1e-5);
+  EXPECT_NEAR(measure_ms(changed, s, /*grid=*/32), vgpu::KernelTimeModel::kLaunchFloorS * 1e3, 1e-5);
   cuMemFree_v2(other.x);
   cuMemFree_v2(other.y);
   cuStreamDestroy_v2(s);

@@ -235,7 +235,7 @@ TEST(KernelDbReplay, GarbageTheRecordingNeverVariedIsFoundByWorkKey) {
   ASSERT_EQ(rc, 0) << out;
   const std::string listed = read_all(misses);
   EXPECT_EQ(listed.find("struct_gemm"), std::string::npos) << "not found by work key:\n" << listed;
-  EXPECT_NE(listed.find("#answered\texact=0\tgroup=0\twork-key=9\tfallback=0\n"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("#answered\texact=0\tgroup=0\twork-key=9\tfamily=0\tfallback=0\n"), std::string::npos) << listed;
   const double ms = elapsed_ms(out);
   EXPECT_NEAR(ms, kMarkNs * 1e-6, 0.02) << out;
   // Another size has another work key: listed, timed by the model.
@@ -243,14 +243,14 @@ TEST(KernelDbReplay, GarbageTheRecordingNeverVariedIsFoundByWorkKey) {
   out = run_child(sim + "2048", &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(read_all(misses).find("struct_gemm"), std::string::npos) << read_all(misses);
-  EXPECT_NE(read_all(misses).find("\twork-key=0\tfallback=9\n"), std::string::npos) << read_all(misses);
+  EXPECT_NE(read_all(misses).find("\twork-key=0\tfamily=0\tfallback=9\n"), std::string::npos) << read_all(misses);
   const double other_size_ms = elapsed_ms(out);
   // So has another grid: a kernel shape never recorded.
   std::filesystem::remove(misses);
   out = run_child("VGPU_REPLAY_GRID=16 " + sim + "4096", &rc);
   ASSERT_EQ(rc, 0) << out;
   EXPECT_NE(read_all(misses).find("\tnew-kernel"), std::string::npos) << read_all(misses);
-  EXPECT_NE(read_all(misses).find("\twork-key=0\tfallback=9\n"), std::string::npos) << read_all(misses);
+  EXPECT_NE(read_all(misses).find("\twork-key=0\tfamily=0\tfallback=9\n"), std::string::npos) << read_all(misses);
   std::printf("fixed garbage recorded, replayed with other garbage: %.4f ms (work key marked %.4f ms); "
               "2048: %.4f ms (the model's)\n", ms, kMarkNs * 1e-6, other_size_ms);
   for (const std::string& f : {db, db + "-wal", db + "-shm", misses}) std::filesystem::remove(f);

@@ -74,8 +74,11 @@ class SimScaleParts(unittest.TestCase):
         out = ("vgpu-run: kernel database /x.db: 3 launch signature(s) (7 launches) were not in it and got ...\n"
                "vgpu-run:   launches answered: exact row 10, settled group 20, work key 5, fallback model 7 "
                "(35 of 42 from the database, 83.3%)\n")
-        self.assertEqual(sim_scale.answered(out), {"exact": 10, "group": 20, "work_key": 5, "fallback": 7,
+        self.assertEqual(sim_scale.answered(out), {"exact": 10, "group": 20, "work_key": 5, "family": 0, "fallback": 7,
                                                    "launches": 42, "signatures_missed": 3})
+        out = out.replace("work key 5, ", "work key 5, same kernel and shape 4, ")  # this build's report
+        self.assertEqual(sim_scale.answered(out), {"exact": 10, "group": 20, "work_key": 5, "family": 4, "fallback": 7,
+                                                   "launches": 46, "signatures_missed": 3})
         self.assertIsNone(sim_scale.answered("no report"))
 
     def test_table_without_a_recording(self):
@@ -134,7 +137,7 @@ class SimScaleRun(unittest.TestCase):
                 self.assertEqual(missed, "0", out)
                 self.assertGreaterEqual(int(launches), 40, out)
             self.assertRegex(out, r"  2 ranks: \d+ launches: exact row \d+, settled group \d+, work key \d+, "
-                                  r"fallback model 0 \(0 signatures missed\)")
+                                  r"same kernel and shape \d+, fallback model 0 \(0 signatures missed\)")
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
 

@@ -399,7 +399,7 @@ class VgpuRunTest(unittest.TestCase):
         with open(m.group(3)) as f:
             for line in f:
                 if line.startswith("#answered\t"):  # launches per level of the database
-                    self.assertRegex(line, r"^#answered\texact=0\tgroup=0\twork-key=0\tfallback=[1-9]\d*$")
+                    self.assertRegex(line, r"^#answered\texact=0\tgroup=0\twork-key=0\tfamily=0\tfallback=[1-9]\d*$")
                     continue
                 launches, seconds, name, grid, block, sig, cause = line.rstrip("\n").split("\t")
                 self.assertEqual(cause, "new-kernel")  # an empty database
@@ -414,7 +414,7 @@ class VgpuRunTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn(f"kernel database {db}: every launch signature was found", r.stderr)
         self.assertRegex(r.stderr, r"launches answered: exact row [1-9]\d*, settled group 0, work key 0, "
-                                   r"fallback model 0 \(\d+ of \d+ from the database, 100\.0%\)")
+                                   r"same kernel and shape 0, fallback model 0 \(\d+ of \d+ from the database, 100\.0%\)")
         # --record measures on a GPU: refused on the sim backend, and with --kernel-db.
         self.assert_refused(self.run_vgpu("--backend", "sim", "--record", db, "--", "true"),
                             "--record needs the passthrough backend")

@@ -63,7 +63,8 @@ bool KernelDbMisses::write() {
     if (launches != 0) {
       text += "#answered";
       for (KernelDbLevel level :
-           {KernelDbLevel::exact, KernelDbLevel::group, KernelDbLevel::work_key, KernelDbLevel::none})
+           {KernelDbLevel::exact, KernelDbLevel::group, KernelDbLevel::work_key, KernelDbLevel::family,
+            KernelDbLevel::none})
         text += fmt::format("\t{}={}", kernel_db_level_name(level), counted(level));
       text += "\n";
     }

@@ -18,7 +18,7 @@
 // or w<index>=<here> outside <lo>..<hi>): what the replay's launches differ in.
 // Launches the database answered are not listed, but counted by the level that answered them
 // (KernelDbLevel): each process appends one more line,
-//   #answered <TAB> exact=N <TAB> group=N <TAB> work-key=N <TAB> fallback=N
+//   #answered <TAB> exact=N <TAB> group=N <TAB> work-key=N <TAB> family=N <TAB> fallback=N
 // (fallback: the listed launches, timed by the model), which vgpu-run sums over the job's
 // processes (vgpu/tools/vgpu_run/kernel_db.py; readers of the 7-column lines skip it).
 // Several processes of one job append to the same file. Unset: nothing is kept.
@@ -70,7 +70,7 @@ class KernelDbMisses {
   std::mutex mu_;
   std::unordered_map<std::string, Miss> misses_;  // by signature bytes
   uint64_t dropped_ = 0;
-  std::array<std::atomic<uint64_t>, 4> answered_{};  // by KernelDbLevel
+  std::array<std::atomic<uint64_t>, 5> answered_{};  // by KernelDbLevel
   bool written_ = false;
 };
 

@@ -312,6 +312,8 @@ struct KernelTimeDb::Impl {
   std::mutex groups_mu;
   SettlingSignatures groups{1};
   std::unordered_set<std::string> families_read;
+  // Every duration recorded under each family read (exact rows and groups): the family level.
+  std::unordered_map<std::string, std::vector<uint64_t>> family_ns;
 
   // The least duration under each work key of this model (groups_mu), read from the file at the
   // first launch that needs it, then updated by this handle's own records.
@@ -405,6 +407,7 @@ struct KernelTimeDb::Impl {
       g.hi = words_of(column_blob(st, 2));
       g.wide = bytes_of(column_blob(st, 3));
       g.seconds = static_cast<double>(sqlite3_column_int64(st, 4)) * 1e-9;
+      if (g.seconds >= 0) family_ns[family].push_back(static_cast<uint64_t>(std::llround(g.seconds * 1e9)));
       groups.adopt(g);  // ignores a row whose sizes do not fit its family
     }
     sqlite3_finalize(st);
@@ -444,6 +447,7 @@ struct KernelTimeDb::Impl {
     if (!families_read.insert(family).second) return;
     read_family(family);
     const auto rows = exact_rows_of(family);
+    for (const auto& row : rows) family_ns[family].push_back(row.second);
     std::unique_lock lock(cache_mu);
     for (const auto& [sig, ns] : rows) {
       auto [it, inserted] = cache.try_emplace(sig, ns);
@@ -471,6 +475,7 @@ struct KernelTimeDb::Impl {
     }
     if (now == data_version) return false;
     families_read.clear();  // also those read before the file existed
+    family_ns.clear();
     groups = SettlingSignatures(1);
     work_keys_read = false;
     work_keys.clear();
@@ -612,6 +617,7 @@ const char* kernel_db_level_name(KernelDbLevel level) {
     case KernelDbLevel::exact: return "exact";
     case KernelDbLevel::group: return "group";
     case KernelDbLevel::work_key: return "work-key";
+    case KernelDbLevel::family: return "family";
     case KernelDbLevel::none: return "fallback";
   }
   return "fallback";
@@ -677,6 +683,19 @@ std::optional<uint64_t> KernelTimeDb::lookup_group(const LaunchSignature& signat
   const std::optional<double> s = impl_->groups.settled(signature);
   if (!s) return std::nullopt;
   return static_cast<uint64_t>(std::llround(*s * 1e9));
+}
+
+std::optional<uint64_t> KernelTimeDb::lookup_family(const LaunchSignature& signature) {
+  if (impl_->file.empty()) return std::nullopt;
+  std::string family;
+  if (!SettlingSignatures::family_of(signature, &family)) return std::nullopt;
+  std::lock_guard lock(impl_->groups_mu);
+  impl_->read_family_once(family);
+  const auto it = impl_->family_ns.find(family);
+  if (it == impl_->family_ns.end() || it->second.empty()) return std::nullopt;
+  std::vector<uint64_t> v = it->second;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];  // the median (the upper one of an even count)
 }
 
 SettlingSignatures::Uncovered KernelTimeDb::explain_miss(const LaunchSignature& signature, LaunchSignature* keyed,
@@ -810,7 +829,21 @@ double recorded_or_estimated(KernelTimeDb& db, const GpuFigures& gpu, const Laun
                              bool* from_database, const LaunchHints& hints, KernelDbLevel* level) {
   const std::optional<uint64_t> ns = db.lookup(signature, level);
   if (from_database) *from_database = ns.has_value();
-  return ns ? static_cast<double>(*ns) * 1e-9 : KernelTimeModel::estimate(gpu, signature, hints);
+  if (ns) return static_cast<double>(*ns) * 1e-9;
+  const double model = KernelTimeModel::estimate(gpu, signature, hints);
+  // Where the model inferred no work (its answer is the launch floor: a persistent kernel's 132
+  // blocks, or buffers it cannot see inside a struct of pointers; cuDNN's attention and the fused
+  // AdamW got 2.5 us on the sim, 2026-11-26) but this kernel with this grid, block and parameter
+  // layout was recorded with other keyed words, what the recording measured says more. Where the
+  // model did infer work (a GEMM's sizes, a grid-stride loop's element count), it keeps its answer:
+  // another size is other work.
+  if (model <= KernelTimeModel::kLaunchFloorS) {
+    if (const std::optional<uint64_t> family = db.lookup_family(signature)) {
+      if (level) *level = KernelDbLevel::family;
+      return std::max(model, static_cast<double>(*family) * 1e-9);
+    }
+  }
+  return model;
 }
 
 }  // namespace vgpu

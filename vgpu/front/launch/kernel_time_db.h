@@ -100,8 +100,12 @@
 namespace vgpu {
 
 // Which level of the database answered a lookup (the list of misses counts launches by it).
-enum class KernelDbLevel : uint8_t { exact, group, work_key, none };
-const char* kernel_db_level_name(KernelDbLevel level);  // "exact", "group", "work-key", "fallback"
+// family: none of those, but the kernel with this grid, block and parameter layout was recorded
+// (other keyed words) and the fallback model infers no work (its launch floor):
+// recorded_or_estimated() takes the family's median duration.
+enum class KernelDbLevel : uint8_t { exact, group, work_key, family, none };
+// "exact", "group", "work-key", "family", "fallback"
+const char* kernel_db_level_name(KernelDbLevel level);
 
 class KernelTimeDb {
  public:
@@ -132,6 +136,9 @@ class KernelTimeDb {
   std::optional<uint64_t> lookup_exact(const LaunchSignature& signature);
   // The group of this launch's family that covers it (settled_groups), or nullopt.
   std::optional<uint64_t> lookup_group(const LaunchSignature& signature);
+  // The median of every duration recorded for the signature's family (its kernel, grid, block and
+  // parameter layout; exact rows and groups), whatever its words: the family level.
+  std::optional<uint64_t> lookup_family(const LaunchSignature& signature);
 
   // Why lookup() found nothing for `signature` (SettlingSignatures::uncovered: its family's
   // groups, none for a family the database lacks), and in *keyed the signature with the words

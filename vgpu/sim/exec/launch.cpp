@@ -94,7 +94,7 @@ double ModuleManager::kernel_duration(const LaunchSignature& signature, bool* fr
   KernelDbLevel level = KernelDbLevel::none;
   const double d = recorded_or_estimated(*kernel_times_, figures, signature, &found, hints, &level);
   if (misses_) misses_->count(level);  // what each level of the database answered
-  if (!found && misses_ && misses_->enabled()) {
+  if (level == KernelDbLevel::none && misses_ && misses_->enabled()) {
     // Listed by the words that key it, with why the database lacked it.
     LaunchSignature keyed;
     std::string detail;

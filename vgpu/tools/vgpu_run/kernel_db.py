@@ -8,8 +8,8 @@
                 process of the job append those signatures to FILE at exit
                 (vgpu/front/launch/kernel_db_misses.h); vgpu-run lists them at the end with the time
                 they were given, and counts them by why DB lacked them, and counts the launches
-                each level of DB answered (exact row, settled group, work key; the fallback
-                model for the rest: the file's "#answered" lines, one per process).
+                each level of DB answered (exact row, settled group, work key, the same
+                kernel and shape at its recorded median; the fallback model for the rest: the file's "#answered" lines, one per process).
 """
 import os
 
@@ -21,9 +21,9 @@ CAUSES = {"new-kernel": "kernel/shape never recorded",
           "keyed-words": "with keyed words (sizes) never recorded",
           "ranges": "outside the ranges recorded"}
 # The levels of the "#answered" lines (KernelDbLevel, vgpu/front/launch/kernel_time_db.h), in order.
-LEVELS = ("exact", "group", "work-key", "fallback")
+LEVELS = ("exact", "group", "work-key", "family", "fallback")
 LEVEL_NAMES = {"exact": "exact row", "group": "settled group", "work-key": "work key",
-               "fallback": "fallback model"}
+               "family": "same kernel and shape", "fallback": "fallback model"}
 
 
 def answered_line(counts):
