@@ -384,7 +384,7 @@ class Simulator {
   // reclaim()'s stages ahead of retire(): its link indexes (and its route, kept in `route`
   // for the later stages; count 0 when it is not indexed), then their first entries.
   void prefetch_links(uint32_t slot, Route& route) const;
-  void prefetch_fronts(const Route& route) const;
+  void prefetch_fronts(uint32_t slot, const Route& route) const;
   void trim_segments(Record& r);
   TimelineEntry timeline_entry(const Record& r, const std::string& label) const;
 
