@@ -86,6 +86,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
     for (int i = 0; i < route.count; ++i) link_mark_[route.links[i]] = c.stamp;
     flow_class_[k] = ci;
     ++c.count;
+    c.deps += e.after ? static_cast<uint32_t>(e.after->size()) : 0;
   }
   // Each class's members, in call order, side by side.
   uint32_t at = 0;
@@ -107,7 +108,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
   for (const GroupClass& c : classes_) {
     const std::span<const uint32_t> members(class_members_.data() + c.begin, c.count);
     if (c.count >= 2)
-      submit_group(events, members, ids, c.key.rate, c.key.latency, flow_estimate_[members[0]]);
+      submit_group(events, members, ids, c.key.rate, c.key.latency, flow_estimate_[members[0]], c.deps);
     else if (c.count == 1) flow_class_[members[0]] = kAlone;
   }
   for (uint32_t k = 0; k < n; ++k)
@@ -129,7 +130,8 @@ uint32_t Simulator::allocate_group() {
 }
 
 void Simulator::submit_group(std::span<const NewEvent> events, std::span<const uint32_t> members,
-                             std::span<EventId> ids, double rate, Time tail, Time estimate) {
+                             std::span<EventId> ids, double rate, Time tail, Time estimate,
+                             uint32_t deps) {
   const uint32_t slot = allocate_slot();
   const uint32_t gi = allocate_group();
   FlowGroup& g = groups_[gi];
@@ -137,9 +139,8 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   g.rate = rate;
   g.members.resize(m);
   g.live = m;
-  size_t deps = 0;
-  for (uint32_t k : members) deps += events[k].after ? events[k].after->size() : 0;
-  g.deps.reserve(deps);
+  g.deps.reserve(deps);  // (counted in submit_flows(): a pass over the members' events here
+                         // read every flow's list of dependencies once more, cold)
   const NewEvent& e0 = events[members[0]];
   Record& r = records_[slot];
   r.kind = EventKind::flow;

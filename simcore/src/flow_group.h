@@ -67,6 +67,7 @@ struct GroupClass {
   GroupKey key;
   uint32_t stamp = 0;  // marks the links its members hold (they may not share one)
   uint32_t count = 0, begin = 0;
+  uint32_t deps = 0;  // its members' dependencies, counted as they join (what submit_group() reserves)
 };
 
 struct FlowGroup {

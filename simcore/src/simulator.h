@@ -305,9 +305,9 @@ class Simulator {
 
   // Flow groups (flow_group.h).
   // `tail`: the members' route latency.
-  // `estimate`: the members' Record::estimate.
+  // `estimate`: the members' Record::estimate; `deps`: how many dependencies they name.
   void submit_group(std::span<const NewEvent> events, std::span<const uint32_t> members,
-                    std::span<EventId> ids, double rate, Time tail, Time estimate);
+                    std::span<EventId> ids, double rate, Time tail, Time estimate, uint32_t deps);
   template <class F> void for_each_member_route(const Record& r, F&& f) const;
   // Every dependent id of an event (a group's: every member's).
   template <class F> void for_each_dependent(Record& r, F&& f);
