@@ -121,7 +121,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
 // A group's index: a freed one reused, else a new one at the end.
 uint32_t Simulator::allocate_group() {
   if (free_groups_.empty()) {
-    groups_.emplace_back();
+    groups_.emplace_back().use(&group_pool_);
     return static_cast<uint32_t>(groups_.size() - 1);
   }
   const uint32_t gi = free_groups_.back();

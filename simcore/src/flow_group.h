@@ -39,6 +39,7 @@
 #include <string>
 #include <vector>
 
+#include "group_pool.h"
 #include "simcore/engine.h"
 #include "simcore/topology.h"
 
@@ -93,17 +94,18 @@ struct FlowGroup {
   };
 
   double rate = 0;  // every member's narrowest link: its rate alone
-  std::vector<Member> members;
-  std::vector<Schedule> sched;  // by member position, from Simulator::schedule_group() on
+  // The arrays below (but labels and links) live in the Simulator's GroupPool (group_pool.h).
+  PoolVector<Member> members;
+  PoolVector<Schedule> sched;  // by member position, from Simulator::schedule_group() on
   uint32_t live = 0;             // members not taken out
-  std::vector<uint32_t> ready;   // positions of members ready to start, in the order they got so
-  std::vector<EventId> deps;
+  PoolVector<uint32_t> ready;   // positions of members ready to start, in the order they got so
+  PoolVector<EventId> deps;
   // Every member's dependents, one list for the group, in the order they were added (each
   // member's in its own order): the next step of a ring appends here as it is submitted,
   // where a list in each member wrote into every member's line of the previous step, and a
   // finishing group tells its dependents from this list alone (no member read). A member taken
   // out takes its entries along (Simulator::extract(), split()).
-  std::vector<Dependent> dependents;
+  PoolVector<Dependent> dependents;
   std::vector<std::string> labels;  // by member position, only when the timeline is recorded
   // Every member's sharing links (members share none): while its sweep runs, at
   // Simulator::group_links_[links_from .. links_to) (written as it starts, read as its
@@ -133,19 +135,27 @@ struct FlowGroup {
     dependents.clear();
     labels.clear();
     links.clear();
-    if (members.capacity() > kKeep) members = std::vector<Member>();
-    if (sched.capacity() > kKeep) sched = std::vector<Schedule>();
-    if (ready.capacity() > kKeep) ready = std::vector<uint32_t>();
-    if (deps.capacity() > 2 * kKeep) deps = std::vector<EventId>();
-    if (dependents.capacity() > 2 * kKeep) dependents = std::vector<Dependent>();
+    if (members.capacity() > kKeep) members = PoolVector<Member>(members.get_allocator());
+    if (sched.capacity() > kKeep) sched = PoolVector<Schedule>(sched.get_allocator());
+    if (ready.capacity() > kKeep) ready = PoolVector<uint32_t>(ready.get_allocator());
+    if (deps.capacity() > 2 * kKeep) deps = PoolVector<EventId>(deps.get_allocator());
+    if (dependents.capacity() > 2 * kKeep) dependents = PoolVector<Dependent>(dependents.get_allocator());
     if (labels.capacity() > kKeep) labels = std::vector<std::string>();
     if (links.capacity() > 4 * kKeep) links = std::vector<LinkId>();
   }
 
+  // A new entry's pooled arrays draw from `pool`.
+  void use(GroupPool* pool) {
+    members = PoolVector<Member>(PoolAllocator<Member>(pool));
+    sched = PoolVector<Schedule>(PoolAllocator<Schedule>(pool));
+    ready = PoolVector<uint32_t>(PoolAllocator<uint32_t>(pool));
+    deps = PoolVector<EventId>(PoolAllocator<EventId>(pool));
+    dependents = PoolVector<Dependent>(PoolAllocator<Dependent>(pool));
+  }
+
+  // What it holds outside the pool (the pool's slabs count as a whole: GroupPool::bytes()).
   size_t memory_bytes() const {
-    size_t b = members.capacity() * sizeof(Member) + sched.capacity() * sizeof(Schedule) +
-               deps.capacity() * sizeof(EventId) + dependents.capacity() * sizeof(Dependent) +
-               links.capacity() * sizeof(LinkId);
+    size_t b = links.capacity() * sizeof(LinkId);
     for (const std::string& l : labels) b += sizeof(std::string) + l.capacity();
     return b;
   }

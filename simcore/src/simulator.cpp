@@ -749,6 +749,7 @@ Engine::Stats Simulator::stats() const {
              (class_table_.capacity() + flow_class_.capacity() + class_members_.capacity()) * sizeof(uint32_t);
   history += flow_estimate_.capacity() * sizeof(Time);
   for (size_t i = 0; i < groups_.size(); ++i) history += groups_[i].memory_bytes();
+  history += group_pool_.bytes();
   uint64_t segments = 0;
   for (size_t slot = 0; slot < records_.size(); ++slot) {
     const Record& r = records_[slot];

@@ -76,6 +76,10 @@ struct NewEvent {
 class Simulator {
  public:
   Simulator(const ClusterSpec& cluster, const EngineOptions& options);
+  // The groups' pooled arrays are not released one by one: their slabs go as a whole.
+  ~Simulator() { group_pool_.close(); }
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
 
   const Topology& topology() const { return topology_; }
   EventId last_id() const { return ids_.last(); }
@@ -435,6 +439,7 @@ class Simulator {
   std::array<Route, 32> retiring_routes_{};  // reclaim(): routes by position, modulo 32
   uint64_t stamps_ = 0;
 
+  GroupPool group_pool_;  // before groups_: destroyed after them
   ChunkedStore<FlowGroup, 6> groups_;  // by index; an entry never moves
   // (start, slot) of every group that moved (dirty or clean), sorted when searched; and the
   // longest transfer of a clean one (bounds the backward scan).
