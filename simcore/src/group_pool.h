@@ -10,6 +10,9 @@
 // apiece (~50 ms of the ~0.5 s run). Here a block is a pointer bump or a free-list pop, and
 // closing the pool (Simulator's destructor) makes every later release a no-op: the slabs go
 // in one sweep. Larger arrays (groups of more than a few hundred members) go to operator new.
+// The memory held is the peak of the groups' pooled arrays until the engine goes (an engine
+// whose floors keep a few steps live holds a few slabs: its groups reuse the same blocks).
+// Simulator::stats() counts the slabs whole.
 #pragma once
 
 #include <cstddef>
