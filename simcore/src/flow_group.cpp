@@ -60,9 +60,8 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
         }
       }
     key.bound = known ? std::max(bound, key.base) : kUnknownBound;
-    const Route route = topology_.sharing_route(e.gpu, e.dst);  // route()'s latency
-    key.rate = std::numeric_limits<double>::infinity();
-    for (int i = 0; i < route.count; ++i) key.rate = std::min(key.rate, topology_.capacity(route.links[i]));
+    // route()'s latency, and the narrowest capacity of its sharing links.
+    const Route route = topology_.sharing_route(e.gpu, e.dst, key.rate);
     key.latency = route.latency;
     // Its finish if it starts at the bound and moves alone: what start_group() and
     // finish_after_tail() would compute, expression for expression, so that a group's
@@ -87,6 +86,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
     for (int i = 0; i < route.count; ++i) link_mark_[route.links[i]] = c.stamp;
     flow_class_[k] = ci;
     ++c.count;
+    c.deps += e.after ? static_cast<uint32_t>(e.after->size()) : 0;
   }
   // Each class's members, in call order, side by side.
   uint32_t at = 0;
@@ -108,7 +108,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
   for (const GroupClass& c : classes_) {
     const std::span<const uint32_t> members(class_members_.data() + c.begin, c.count);
     if (c.count >= 2)
-      submit_group(events, members, ids, c.key.rate, c.key.latency, flow_estimate_[members[0]]);
+      submit_group(events, members, ids, c.key.rate, c.key.latency, flow_estimate_[members[0]], c.deps);
     else if (c.count == 1) flow_class_[members[0]] = kAlone;
   }
   for (uint32_t k = 0; k < n; ++k)
@@ -121,7 +121,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
 // A group's index: a freed one reused, else a new one at the end.
 uint32_t Simulator::allocate_group() {
   if (free_groups_.empty()) {
-    groups_.emplace_back();
+    groups_.emplace_back().use(&group_pool_);
     return static_cast<uint32_t>(groups_.size() - 1);
   }
   const uint32_t gi = free_groups_.back();
@@ -130,7 +130,8 @@ uint32_t Simulator::allocate_group() {
 }
 
 void Simulator::submit_group(std::span<const NewEvent> events, std::span<const uint32_t> members,
-                             std::span<EventId> ids, double rate, Time tail, Time estimate) {
+                             std::span<EventId> ids, double rate, Time tail, Time estimate,
+                             uint32_t deps) {
   const uint32_t slot = allocate_slot();
   const uint32_t gi = allocate_group();
   FlowGroup& g = groups_[gi];
@@ -138,9 +139,8 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   g.rate = rate;
   g.members.resize(m);
   g.live = m;
-  size_t deps = 0;
-  for (uint32_t k : members) deps += events[k].after ? events[k].after->size() : 0;
-  g.deps.reserve(deps);
+  g.deps.reserve(deps);  // (counted in submit_flows(): a pass over the members' events here
+                         // read every flow's list of dependencies once more, cold)
   const NewEvent& e0 = events[members[0]];
   Record& r = records_[slot];
   r.kind = EventKind::flow;
@@ -376,7 +376,7 @@ uint32_t Simulator::member_record(uint32_t slot, uint32_t j) {
   M.trim_at = G.trim_at;
   for (const Segment& s : G.segments) M.segments.push_back(s);
   for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d) M.deps.push_back(g.deps[d]);
-  M.dependents = std::move(mb.dependents);
+  // (Its dependents: the caller takes them from the group's list, take_dependents().)
   if (record_timeline_ && j < g.labels.size()) labels_[ms] = std::move(g.labels[j]);
   ids_.rebind(mb.id, ms);
   return ms;
@@ -388,6 +388,8 @@ uint32_t Simulator::extract(uint32_t slot, const std::vector<uint32_t>& position
   uint32_t out;
   if (positions.size() == 1) {
     out = member_record(slot, positions[0]);
+    take_dependents(groups_[records_[slot].group], positions,
+                    [&](uint32_t, EventId dep) { records_[out].dependents.push_back(dep); });
   } else {
     out = allocate_slot();
     const uint32_t gi = allocate_group();
@@ -410,11 +412,13 @@ uint32_t Simulator::extract(uint32_t slot, const std::vector<uint32_t>& position
       nm.dep_from = static_cast<uint32_t>(n.deps.size());
       n.deps.insert(n.deps.end(), g.deps.begin() + mb.dep_from, g.deps.begin() + mb.dep_to);
       nm.dep_to = static_cast<uint32_t>(n.deps.size());
-      nm.dependents = std::move(mb.dependents);
       if (record_timeline_ && j < g.labels.size()) n.labels.push_back(std::move(g.labels[j]));
       ids_.rebind(nm.id, out);
       ids_.set_member(nm.id, static_cast<uint32_t>(n.members.size() - 1));
     }
+    take_dependents(g, positions, [&](uint32_t i, EventId dep) {
+      n.dependents.push_back(FlowGroup::Dependent{dep, i});  // n's members are in positions' order
+    });
     n.live = static_cast<uint32_t>(n.members.size());
     N.id = n.members[0].id;
     N.gpu = n.members[0].src;
@@ -423,10 +427,7 @@ uint32_t Simulator::extract(uint32_t slot, const std::vector<uint32_t>& position
   // The members taken out leave holes (the others keep their positions: no id is rebound).
   FlowGroup& g = groups_[records_[slot].group];
   g.live -= static_cast<uint32_t>(positions.size());
-  for (uint32_t j : positions) {
-    g.members[j].id = kNoEvent;
-    g.members[j].dependents = IdList();
-  }
+  for (uint32_t j : positions) g.members[j].id = kNoEvent;  // (their dependents went along)
   return out;
 }
 
@@ -459,14 +460,17 @@ void Simulator::split(uint32_t gslot, Time now) {
     vgpu::log::once(vgpu::log::Level::error, "simcore-group-split-phase",
                     "simcore: internal: a flow group was split after its transfer");
   }
-  std::vector<uint32_t> slots;
+  std::vector<uint32_t> slots, positions;
   std::vector<Route> routes;
   for_each_member_route(G, [&](uint32_t j, const Route& route) {
     if (moving)
       for (int i = 0; i < route.count; ++i) links_[route.links[i]].claim = kNoGroup;
     routes.push_back(route);
+    positions.push_back(j);
     slots.push_back(member_record(gslot, j));
   });
+  take_dependents(groups_[gi], positions,
+                  [&](uint32_t i, EventId dep) { records_[slots[i]].dependents.push_back(dep); });
   const size_t m = slots.size();
   // The group's index entry becomes its members' entries in their links' indexes (same start),
   // counted there when simulated (a group counts only in its links' group bounds).

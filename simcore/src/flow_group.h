@@ -13,11 +13,11 @@
 // together end and finish together, with the same expressions as one-by-one flows:
 // bit-identical answers.
 //
-// Each member keeps its own dependencies, dependents, waiting count and ready time: a group
-// starts as one only with all its members ready at the same instant. At the first instant some
-// of them are ready and others not, the ready ones leave as a group of their own (or a flow,
-// alone) and start; the rest wait on. So members whose dependencies finish apart start apart,
-// as they would one by one.
+// Each member keeps its own dependencies, dependents (in the group's list, by position),
+// waiting count and ready time: a group starts as one only with all its members ready at the
+// same instant. At the first instant some of them are ready and others not, the ready ones
+// leave as a group of their own (or a flow, alone) and start; the rest wait on. So members
+// whose dependencies finish apart start apart, as they would one by one.
 //
 // The group's record (Simulator::Record, `group` names its entry here) holds the times; every
 // member id maps to that record's slot and, through IdTable::member(), to its position here.
@@ -39,7 +39,7 @@
 #include <string>
 #include <vector>
 
-#include "id_list.h"
+#include "group_pool.h"
 #include "simcore/engine.h"
 #include "simcore/topology.h"
 
@@ -68,6 +68,7 @@ struct GroupClass {
   GroupKey key;
   uint32_t stamp = 0;  // marks the links its members hold (they may not share one)
   uint32_t count = 0, begin = 0;
+  uint32_t deps = 0;  // its members' dependencies, counted as they join (what submit_group() reserves)
 };
 
 struct FlowGroup {
@@ -75,9 +76,14 @@ struct FlowGroup {
   // keep their positions.
   struct Member {
     EventId id = kNoEvent;
-    int32_t src = 0, dst = 0;  // its route is worked out again when needed (48 bytes a member)
+    int32_t src = 0, dst = 0;  // its route is worked out again when needed (24 bytes a member)
     uint32_t dep_from = 0, dep_to = 0;  // its live dependencies: deps[dep_from .. dep_to)
-    IdList dependents;
+  };
+  // An event that depends on member `pos` (12 bytes: an edge costs what an inline IdList
+  // entry did).
+  struct [[gnu::packed]] Dependent {
+    EventId id;
+    uint32_t pos;
   };
   // A member's scheduling state, apart from the rest (sched[j] is members[j]'s): a finishing
   // dependency tells each of its dependents, which reads and writes only this. (In Member it
@@ -88,11 +94,18 @@ struct FlowGroup {
   };
 
   double rate = 0;  // every member's narrowest link: its rate alone
-  std::vector<Member> members;
-  std::vector<Schedule> sched;  // by member position, from Simulator::schedule_group() on
+  // The arrays below (but labels and links) live in the Simulator's GroupPool (group_pool.h).
+  PoolVector<Member> members;
+  PoolVector<Schedule> sched;  // by member position, from Simulator::schedule_group() on
   uint32_t live = 0;             // members not taken out
-  std::vector<uint32_t> ready;   // positions of members ready to start, in the order they got so
-  std::vector<EventId> deps;
+  PoolVector<uint32_t> ready;   // positions of members ready to start, in the order they got so
+  PoolVector<EventId> deps;
+  // Every member's dependents, one list for the group, in the order they were added (each
+  // member's in its own order): the next step of a ring appends here as it is submitted,
+  // where a list in each member wrote into every member's line of the previous step, and a
+  // finishing group tells its dependents from this list alone (no member read). A member taken
+  // out takes its entries along (Simulator::extract(), split()).
+  PoolVector<Dependent> dependents;
   std::vector<std::string> labels;  // by member position, only when the timeline is recorded
   // Every member's sharing links (members share none): while its sweep runs, at
   // Simulator::group_links_[links_from .. links_to) (written as it starts, read as its
@@ -115,26 +128,34 @@ struct FlowGroup {
     live = 0;
     links_from = links_to = 0;
     links_sorted = false;
-    members.clear();  // frees what members' dependents spilled
+    members.clear();
     sched.clear();
     ready.clear();
     deps.clear();
+    dependents.clear();
     labels.clear();
     links.clear();
-    if (members.capacity() > kKeep) members = std::vector<Member>();
-    if (sched.capacity() > kKeep) sched = std::vector<Schedule>();
-    if (ready.capacity() > kKeep) ready = std::vector<uint32_t>();
-    if (deps.capacity() > 2 * kKeep) deps = std::vector<EventId>();
+    if (members.capacity() > kKeep) members = PoolVector<Member>(members.get_allocator());
+    if (sched.capacity() > kKeep) sched = PoolVector<Schedule>(sched.get_allocator());
+    if (ready.capacity() > kKeep) ready = PoolVector<uint32_t>(ready.get_allocator());
+    if (deps.capacity() > 2 * kKeep) deps = PoolVector<EventId>(deps.get_allocator());
+    if (dependents.capacity() > 2 * kKeep) dependents = PoolVector<Dependent>(dependents.get_allocator());
     if (labels.capacity() > kKeep) labels = std::vector<std::string>();
     if (links.capacity() > 4 * kKeep) links = std::vector<LinkId>();
   }
 
+  // A new entry's pooled arrays draw from `pool`.
+  void use(GroupPool* pool) {
+    members = PoolVector<Member>(PoolAllocator<Member>(pool));
+    sched = PoolVector<Schedule>(PoolAllocator<Schedule>(pool));
+    ready = PoolVector<uint32_t>(PoolAllocator<uint32_t>(pool));
+    deps = PoolVector<EventId>(PoolAllocator<EventId>(pool));
+    dependents = PoolVector<Dependent>(PoolAllocator<Dependent>(pool));
+  }
+
+  // What it holds outside the pool (the pool's slabs count as a whole: GroupPool::bytes()).
   size_t memory_bytes() const {
-    size_t b = members.capacity() * sizeof(Member) + sched.capacity() * sizeof(Schedule) +
-               deps.capacity() * sizeof(EventId) +
-               links.capacity() * sizeof(LinkId);
-    for (const Member& m : members)
-      if (m.dependents.capacity() > IdList::kInline) b += m.dependents.capacity() * sizeof(EventId);
+    size_t b = links.capacity() * sizeof(LinkId);
     for (const std::string& l : labels) b += sizeof(std::string) + l.capacity();
     return b;
   }

@@ -20,8 +20,10 @@ void IdTable::retire(EventId id, const Interval& final_interval) {
   if (c == nullptr || c->slot[index(id)] == kRetired) return;
   c->slot[index(id)] = kRetired;
   c->result[index(id)] = final_interval;
-  ++c->retired;
-  maybe_free(id);
+  // Only a chunk whose count just reached full can be freed: testing the counters after every
+  // increment read the two 4-byte counts as one 8-byte word right after the 4-byte store, a
+  // store-forwarding stall per retired id (4% of a 4096-GPU ring).
+  if (++c->retired == kChunk) maybe_free(id);
 }
 
 void IdTable::release(EventId id) {
@@ -31,8 +33,7 @@ void IdTable::release(EventId id) {
   const uint64_t bit = uint64_t{1} << (index(id) % 64);
   if (word & bit) return;
   word |= bit;
-  ++c->released;
-  maybe_free(id);
+  if (++c->released == kChunk) maybe_free(id);
 }
 
 void IdTable::maybe_free(EventId id) {

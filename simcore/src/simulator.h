@@ -76,6 +76,10 @@ struct NewEvent {
 class Simulator {
  public:
   Simulator(const ClusterSpec& cluster, const EngineOptions& options);
+  // The groups' pooled arrays are not released one by one: their slabs go as a whole.
+  ~Simulator() { group_pool_.close(); }
+  Simulator(const Simulator&) = delete;
+  Simulator& operator=(const Simulator&) = delete;
 
   const Topology& topology() const { return topology_; }
   EventId last_id() const { return ids_.last(); }
@@ -305,31 +309,54 @@ class Simulator {
 
   // Flow groups (flow_group.h).
   // `tail`: the members' route latency.
-  // `estimate`: the members' Record::estimate.
+  // `estimate`: the members' Record::estimate; `deps`: how many dependencies they name.
   void submit_group(std::span<const NewEvent> events, std::span<const uint32_t> members,
-                    std::span<EventId> ids, double rate, Time tail, Time estimate);
+                    std::span<EventId> ids, double rate, Time tail, Time estimate, uint32_t deps);
   template <class F> void for_each_member_route(const Record& r, F&& f) const;
   // Every dependent id of an event (a group's: every member's).
   template <class F> void for_each_dependent(Record& r, F&& f);
   bool has_dependents(const Record& r) const {
-    if (r.group == kNoGroup) return !r.dependents.empty();
-    for (const FlowGroup::Member& mb : groups_[r.group].members)
-      if (!mb.dependents.empty()) return true;
-    return false;
+    return r.group == kNoGroup ? !r.dependents.empty() : !groups_[r.group].dependents.empty();
+  }
+  // The first two lines of an event's record (its flags, and its group).
+  void prefetch_record(EventId id) const {
+    const uint32_t slot = ids_.slot_or_retired(id);
+    if (slot == kRetired) return;
+    const char* p = reinterpret_cast<const char*>(&records_[slot]);
+    __builtin_prefetch(p, 1);
+    __builtin_prefetch(p + 64, 1);
   }
   void prefetch_dependent(EventId dep) const {
     const uint32_t ds = ids_.slot_or_retired(dep);
     if (ds == kRetired) return;
     const Record& d = records_[ds];
-    if (d.group == kNoGroup) __builtin_prefetch(&d, 1);
-    else __builtin_prefetch(&groups_[d.group].members[ids_.member(dep)], 1);
+    if (d.group == kNoGroup) {
+      __builtin_prefetch(&d, 1);
+      return;
+    }
+    // A scheduled member is told through its scheduling state alone (member_dep_done()); a
+    // simulated group's member is split out (member_record() reads the member).
+    const FlowGroup& g = groups_[d.group];
+    const uint32_t j = ids_.member(dep);
+    if (d.dirty && j < g.sched.size()) __builtin_prefetch(&g.sched[j], 1);
+    else __builtin_prefetch(&g.members[j], 1);
   }
   // `dependent` depends on `dep`, whose record is in `ds`.
   void add_dependent(uint32_t ds, EventId dep, EventId dependent) {
     Record& d = records_[ds];
-    if (d.group == kNoGroup) d.dependents.push_back(dependent);
-    else groups_[d.group].members[ids_.member(dep)].dependents.push_back(dependent);
+    if (d.group == kNoGroup) {
+      d.dependents.push_back(dependent);
+      return;
+    }
+    FlowGroup& g = groups_[d.group];
+    // Once, for two a member (a ring step's), not one allocation per doubling.
+    if (g.dependents.capacity() == 0) g.dependents.reserve(2 * g.members.size());
+    g.dependents.push_back(FlowGroup::Dependent{dependent, ids_.member(dep)});
   }
+  // Moves the entries of group `g`'s members at `positions` out of its list: each to
+  // sink(i, id) for the member at positions[i], in the list's order (each member's own order
+  // kept).
+  template <class F> void take_dependents(FlowGroup& g, const std::vector<uint32_t>& positions, F&& sink);
   // Scheduling: whether `dep` holds its dependent back at `now` (else `ready` takes its finish).
   bool dep_waits(EventId dep, Time now, Time& ready);
   void schedule_group(uint32_t slot, Time now);
@@ -384,7 +411,7 @@ class Simulator {
   // reclaim()'s stages ahead of retire(): its link indexes (and its route, kept in `route`
   // for the later stages; count 0 when it is not indexed), then their first entries.
   void prefetch_links(uint32_t slot, Route& route) const;
-  void prefetch_fronts(const Route& route) const;
+  void prefetch_fronts(uint32_t slot, const Route& route) const;
   void trim_segments(Record& r);
   TimelineEntry timeline_entry(const Record& r, const std::string& label) const;
 
@@ -412,6 +439,7 @@ class Simulator {
   std::array<Route, 32> retiring_routes_{};  // reclaim(): routes by position, modulo 32
   uint64_t stamps_ = 0;
 
+  GroupPool group_pool_;  // before groups_: destroyed after them
   ChunkedStore<FlowGroup, 6> groups_;  // by index; an entry never moves
   // (start, slot) of every group that moved (dirty or clean), sorted when searched; and the
   // longest transfer of a clean one (bounds the backward scan).
@@ -419,6 +447,7 @@ class Simulator {
   double group_max_duration_ = 0;
   std::vector<LinkId> group_links_;  // the links of the groups started in this sweep (flow_group.h)
   std::vector<uint32_t> free_groups_;
+  std::vector<uint32_t> taken_mark_;  // take_dependents(): where each position goes
   std::vector<uint32_t> dead_slots_;  // split groups' records, freed once the sweep is over
   std::vector<uint32_t> link_mark_;   // submit_flows(): a class's stamp on the links it holds
   // submit_flows()'s scratch: its classes, a hash table of them, each flow's class (or none:
@@ -446,19 +475,40 @@ template <class F> void Simulator::for_each_dependent(Record& r, F&& f) {
     for (EventId dep : r.dependents) f(dep);
     return;
   }
-  // By index: f may add members' dependents elsewhere, never to this group's members. A large
-  // ring's dependents were submitted long before (their members are cold): the ones a few
-  // members ahead are fetched while these are told.
+  // By index: f may add dependents elsewhere, never to this group. A large ring's dependents
+  // were submitted long before (their state is cold), and reaching a member's scheduling
+  // state is a chain of loads (its id's slot, the record, the group entry, its position): the
+  // chain is walked in stages ahead of the entry being told, each stage reading only what an
+  // earlier one fetched, so that the misses overlap instead of stalling each entry.
   FlowGroup& g = groups_[r.group];
-  constexpr size_t kAhead = 4;
-  const size_t n = g.members.size();
-  for (size_t j = 0; j < std::min(n, kAhead); ++j)
-    for (EventId dep : g.members[j].dependents) prefetch_dependent(dep);
-  for (size_t j = 0; j < n; ++j) {
-    if (j + kAhead < n)
-      for (EventId dep : g.members[j + kAhead].dependents) prefetch_dependent(dep);
-    for (EventId dep : g.members[j].dependents) f(dep);
+  constexpr size_t kIdsAhead = 16, kRecordsAhead = 8, kStateAhead = 4;
+  const size_t n = g.dependents.size();
+  for (size_t k = 0; k < std::min(n, kIdsAhead); ++k) ids_.prefetch(g.dependents[k].id);
+  for (size_t k = 0; k < std::min(n, kRecordsAhead); ++k) prefetch_record(g.dependents[k].id);
+  for (size_t k = 0; k < std::min(n, kStateAhead); ++k) prefetch_dependent(g.dependents[k].id);
+  for (size_t k = 0; k < n; ++k) {
+    if (k + kIdsAhead < n) ids_.prefetch(g.dependents[k + kIdsAhead].id);
+    if (k + kRecordsAhead < n) prefetch_record(g.dependents[k + kRecordsAhead].id);
+    if (k + kStateAhead < n) prefetch_dependent(g.dependents[k + kStateAhead].id);
+    f(EventId{g.dependents[k].id});
   }
+}
+
+template <class F>
+void Simulator::take_dependents(FlowGroup& g, const std::vector<uint32_t>& positions, F&& sink) {
+  if (g.dependents.empty()) return;
+  // Where each position goes (its index in `positions` + 1; 0: it stays), a scratch by
+  // position, cleared again below.
+  if (taken_mark_.size() < g.members.size()) taken_mark_.resize(g.members.size(), 0);
+  for (uint32_t i = 0; i < positions.size(); ++i) taken_mark_[positions[i]] = i + 1;
+  size_t keep = 0;
+  for (size_t k = 0; k < g.dependents.size(); ++k) {
+    const FlowGroup::Dependent d = g.dependents[k];
+    if (const uint32_t to = taken_mark_[d.pos]; to != 0) sink(to - 1, EventId{d.id});
+    else g.dependents[keep++] = d;
+  }
+  g.dependents.resize(keep);
+  for (uint32_t j : positions) taken_mark_[j] = 0;
 }
 
 }  // namespace simcore::detail

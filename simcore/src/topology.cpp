@@ -118,6 +118,17 @@ Topology::Topology(const ClusterSpec& c) {
 LinkId Topology::add(LinkKind kind, double capacity, double latency, int owner, int peer) {
   links_.push_back(Link{kind, capacity, latency, owner, peer});
   costs_.push_back(LinkCost{latency, capacity});
+  const uint32_t bit = 1u << static_cast<int>(kind);
+  LinkCost& k = kind_cost_[static_cast<int>(kind)];
+  if (!(kind_seen_ & bit)) {
+    kind_seen_ |= bit;
+    kind_same_latency_ |= bit;
+    kind_same_capacity_ |= bit;
+    k = LinkCost{latency, capacity};
+  } else {
+    if (k.latency != latency) kind_same_latency_ &= ~bit;
+    if (k.capacity != capacity) kind_same_capacity_ &= ~bit;
+  }
   return static_cast<LinkId>(links_.size() - 1);
 }
 
@@ -130,41 +141,49 @@ int Topology::leaf_of_nic(int nic) const {
   return rail_leaves_ ? group * nics_per_node_ + nic % nics_per_node_ : group;
 }
 
-Route Topology::build_route(int src, int dst, bool sharing, bool with_latency) const {
+Route Topology::build_route(int src, int dst, bool sharing, bool with_latency, double* narrowest) const {
   Route r;
-  auto push = [&](LinkId id) {
+  auto push = [&](LinkId id, LinkKind kind) {
     r.links[r.count++] = id;
-    if (with_latency) r.latency += costs_[id].latency;
+    if (with_latency) r.latency += latency_of(id, kind);
+    if (narrowest) *narrowest = std::min(*narrowest, capacity_of(id, kind));
   };
   const Place& ps = places_[src];
   const Place& pd = places_[dst];
   if (src == dst) {
-    push(hbm_ + src);
+    push(hbm_ + src, LinkKind::hbm);
   } else if (ps.node == pd.node) {
     switch (intra_) {
-      case Intra::nvswitch: push(nv_up_ + src); push(nv_down_ + dst); break;
-      case Intra::nvlink_mesh:
-        push(nv_peer_ + static_cast<LinkId>(src) * gpus_per_node_ + (dst - pd.node * gpus_per_node_));
+      case Intra::nvswitch:
+        push(nv_up_ + src, LinkKind::nvlink_up);
+        push(nv_down_ + dst, LinkKind::nvlink_down);
         break;
-      case Intra::pcie: push(pcie_up_ + src); push(pcie_down_ + dst); break;
+      case Intra::nvlink_mesh:
+        push(nv_peer_ + static_cast<LinkId>(src) * gpus_per_node_ + (dst - pd.node * gpus_per_node_),
+             LinkKind::nvlink_peer);
+        break;
+      case Intra::pcie:
+        push(pcie_up_ + src, LinkKind::pcie_up);
+        push(pcie_down_ + dst, LinkKind::pcie_down);
+        break;
     }
   } else {
     const int ns = ps.nic, nd = pd.nic;
     const int ls = ps.leaf, ld = pd.leaf;
     // sharing: the twin left out still adds its latency.
     const bool skip_pcie = sharing && twin_ == Twin::pcie, skip_nic = sharing && twin_ == Twin::nic;
-    auto push_or_skip = [&](LinkId id, bool skip) {
-      if (!skip) push(id);
-      else if (with_latency) r.latency += costs_[id].latency;
+    auto push_or_skip = [&](LinkId id, LinkKind kind, bool skip) {
+      if (!skip) push(id, kind);
+      else if (with_latency) r.latency += latency_of(id, kind);
     };
-    push_or_skip(pcie_up_ + src, skip_pcie);
-    push_or_skip(nic_up_ + ns, skip_nic);
+    push_or_skip(pcie_up_ + src, LinkKind::pcie_up, skip_pcie);
+    push_or_skip(nic_up_ + ns, LinkKind::nic_up, skip_nic);
     if (ls != ld) {
-      push(leaf_up_ + ls);
-      push(leaf_down_ + ld);
+      push(leaf_up_ + ls, LinkKind::leaf_up);
+      push(leaf_down_ + ld, LinkKind::leaf_down);
     }
-    push_or_skip(nic_down_ + nd, skip_nic);
-    push_or_skip(pcie_down_ + dst, skip_pcie);
+    push_or_skip(nic_down_ + nd, LinkKind::nic_down, skip_nic);
+    push_or_skip(pcie_down_ + dst, LinkKind::pcie_down, skip_pcie);
   }
   return r;
 }

@@ -5,6 +5,7 @@
 // full routes and one fed the sharing routes give every flow the same rate.
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <random>
 #include <vector>
 
@@ -78,6 +79,50 @@ TEST(SharingRoute, MaxMinRatesEqualThoseOverFullRoutes) {
   }
   EXPECT_GT(compared, 1000);
   EXPECT_GT(shortened, 100);  // the case under test did occur
+}
+
+// sharing_route(src, dst, narrowest) reads a link's capacity and latency through its kind's
+// when every link of the kind agrees (Topology::capacity_of()): the answer must stay the
+// least capacity() and the sum of latencies of its own links, also where leaves differ (a last
+// leaf with fewer nodes has fewer, narrower uplinks). Fails if leaf uplinks are read through
+// the first leaf's.
+TEST(SharingRoute, NarrowestCapacityAndLatencyAreThoseOfItsOwnLinks) {
+  std::mt19937_64 rng(5);
+  int uneven = 0, pairs = 0;
+  for (int round = 0; round < 60; ++round) {
+    ClusterSpec c = testing::small_cluster(2 + static_cast<int>(rng() % 5), 1 + static_cast<int>(rng() % 4),
+                                           1 + static_cast<int>(rng() % 2));
+    c.fabric.link_bw = 10e9;  // uplinks narrower than a NIC, in counts that follow the leaf's ports
+    c.fabric.oversubscription = 4.0;
+    c.nic.latency_s = 1e-6 * static_cast<double>(1 + rng() % 3);
+    c.fabric.latency_s = 1e-7 * static_cast<double>(1 + rng() % 3);
+    if (rng() % 3 == 0) c.fabric.kind = "rail-optimized";
+    if (rng() % 4 == 0) c.model.pcie_bw = 32e9;  // the NIC links are left out instead
+    const Topology t(c);
+    double leaf0 = 0;  // the first leaf's uplink
+    for (const Link& l : t.links())
+      if (l.kind == LinkKind::leaf_up && l.owner == 0) leaf0 = l.capacity;
+    for (int src = 0; src < t.gpu_count(); ++src)
+      for (int dst = 0; dst < t.gpu_count(); ++dst) {
+        double narrowest = 0;
+        const Route r = t.sharing_route(src, dst, narrowest);
+        double want = std::numeric_limits<double>::infinity();
+        for (int i = 0; i < r.count; ++i) want = std::min(want, t.capacity(r.links[i]));
+        ASSERT_EQ(narrowest, want) << "round " << round << " " << src << "->" << dst;
+        const Route full = t.route(src, dst);
+        double latency = 0;
+        for (int i = 0; i < full.count; ++i) latency += t.links()[full.links[i]].latency;
+        ASSERT_EQ(r.latency, latency) << "round " << round << " " << src << "->" << dst;
+        ASSERT_EQ(t.sharing_route(src, dst).latency, latency);
+        for (int i = 0; i < r.count; ++i) {
+          const Link& l = t.links()[r.links[i]];
+          if (l.kind == LinkKind::leaf_up && l.capacity != leaf0 && l.capacity == narrowest) ++uneven;
+        }
+        ++pairs;
+      }
+  }
+  EXPECT_GT(pairs, 1000);
+  EXPECT_GT(uneven, 0);  // a leaf unlike the first one was some route's narrowest link
 }
 
 }  // namespace
