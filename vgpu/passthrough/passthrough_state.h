@@ -25,6 +25,7 @@
 #include "front/launch/host_address_space.h"
 #include "passthrough/device_activity.h"
 #include "passthrough/device_pools.h"
+#include "passthrough/futex_lock.h"
 #include "simcore/cluster_spec.h"
 #include "simcore/topology.h"
 
@@ -170,7 +171,7 @@ class PassState final : public DeviceRegistry {
   std::vector<int> physical_;  // real CUdevice per virtual device
   DevicePools pools_;
 
-  mutable std::mutex mu_;
+  mutable FutexLock mu_;  // futex_lock.h: taken on every copy (is_device_pointer)
   std::vector<Primary> primaries_;
   std::unordered_map<CUcontext, int> contexts_;
   std::map<CUdeviceptr, Charge> allocations_;  // ordered: pointers inside an allocation
