@@ -60,7 +60,7 @@ CUresult timed(CUstream s, bool per_thread, bool synchronous, Seconds seconds, C
     timing.label = bytes > 0 ? fmt::format("{} {} B", what, bytes) : std::string(what);
   // An asynchronous one's op is not kept: placed at once when what it waits for is, it makes none
   // (VirtualTimeline::append_unless_placed; an allocation and a free on every copy, issue 21).
-  const OpRef op = vt->submit(t, std::move(timing), none, /*keep_op=*/synchronous);
+  const OpRef op = vt->submit(t, std::move(timing), none, /*keep_op=*/synchronous, &pause);
   if (synchronous) vt->synchronized(op, t.device);
   return r;
 }
