@@ -106,6 +106,9 @@ class PassState final : public DeviceRegistry {
   // its busy time, kernel count, virtual clock and utilization in the status region
   // (device_activity.h).
   void report_work(int v, double busy_s, bool kernel, double finish);
+  // What report_work batched (device_activity.h) goes to the status region now: at every
+  // synchronization and at exit.
+  void flush_reported_work();
   // Physical memory vgpu itself holds for virtual device v (contexts, shared chunks).
   void add_physical(int v, int64_t bytes);
   // Frees take the record out before the real free (which makes the address another thread's

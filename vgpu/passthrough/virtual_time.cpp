@@ -485,6 +485,9 @@ void VirtualTime::synchronized(const OpRef& op, int device) {
   if (!op) return;
   resolve(op);
   if (const std::optional<double> f = timeline_.finish(op)) thread_clock::advance_to(*f, device);
+  // The work reported in batches goes to the status region (device_activity.h): a program that
+  // synchronized sees all its work in vgpu-smi.
+  if (PassState* s = PassState::get()) s->flush_reported_work();
 }
 
 void VirtualTime::context_synchronized(CUcontext context, int device) {
