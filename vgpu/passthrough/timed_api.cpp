@@ -65,12 +65,9 @@ CUresult stream_waits(CUstream s, CUevent e, bool per_thread, Call call) {
 }
 
 // A synchronization writes the launch counts that went unwritten (launch_policy.h), so that a
-// script reading VGPU_LAUNCH_STATS after synchronizing reads them all, and the work reported to
-// the status region in batches (device_activity.h; what the synchronization itself resolves is
-// sent by VirtualTime::synchronized).
+// script reading VGPU_LAUNCH_STATS after synchronizing reads them all.
 void publish_launch_counts() {
   if (KernelDurations* d = Passthrough::get().durations_if_made()) d->publish_pending();
-  if (PassState* s = PassState::get()) s->flush_reported_work();
 }
 
 template <class Call>

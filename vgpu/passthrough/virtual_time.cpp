@@ -482,16 +482,19 @@ std::optional<float> VirtualTime::elapsed_ms(CUevent start, CUevent end) {
 }
 
 void VirtualTime::synchronized(const OpRef& op, int device) {
-  if (!op) return;
-  resolve(op);
-  if (const std::optional<double> f = timeline_.finish(op)) thread_clock::advance_to(*f, device);
+  if (op) {
+    resolve(op);
+    if (const std::optional<double> f = timeline_.finish(op)) thread_clock::advance_to(*f, device);
+  }
   // The work reported in batches goes to the status region (device_activity.h): a program that
-  // synchronized sees all its work in vgpu-smi.
+  // synchronized sees all its work in vgpu-smi. (Inside the synchronization's Pause: not charged.)
   if (PassState* s = PassState::get()) s->flush_reported_work();
 }
 
 void VirtualTime::context_synchronized(CUcontext context, int device) {
-  for (const OpRef& op : timeline_.tails_of_context(context)) synchronized(op, device);
+  const std::vector<OpRef> tails = timeline_.tails_of_context(context);
+  for (const OpRef& op : tails) synchronized(op, device);
+  if (tails.empty()) synchronized(nullptr, device);
 }
 
 void VirtualTime::stream_destroyed(CUstream stream) {
