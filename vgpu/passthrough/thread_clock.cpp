@@ -43,6 +43,7 @@ double now_of(timing::ThreadClock& c, int device) {
   if (device < 0 || device >= kMaxDevices) return n;
   c.note_submits();  // asked for an issue time: it submits work
   const double h = g_horizon[static_cast<size_t>(device)].load(std::memory_order_relaxed);
+  if (!(h > n)) return n;  // the common case, the thread ahead of the horizon: nothing to move
   return c.advance_to(h, timing::ClockTally::horizon) ? h : n;
 }
 }  // namespace
