@@ -90,12 +90,9 @@ PassState::PassState(const RealDriver& real, simcore::ClusterSpec cluster, std::
   status_ = status::Writer::attach(status::current_job_id(), "passthrough", status_devices(cluster_));
   activity_ = std::make_unique<DeviceActivity>(status_.get(), cluster_.total_gpus());
   // The work reported last, for whoever reads the region after this process (the root, and so
-  // this object, is never destroyed).
-  static std::once_flag at_exit;
-  std::call_once(at_exit, [] {
-    std::atexit([] {
-      if (PassState* s = PassState::get()) s->flush_reported_work();
-    });
+  // this object, is never destroyed). Made once per process (a second would flush twice: harmless).
+  std::atexit([] {
+    if (PassState* s = PassState::get()) s->flush_reported_work();
   });
   for (int i = 0; i < cluster_.total_gpus(); ++i)
     devices_.push_back(std::make_unique<Device>(cluster_, i, status_.get()));

@@ -32,7 +32,7 @@ double price(const StreamTarget& t, CopyPath path, uint64_t bytes) {
   return vgpu::copy_seconds(d ? d->model() : unknown, path, bytes);
 }
 
-constinit thread_local vgpu::pt::LastCopyPath t_last_copy_path;  // last_copy_path.h
+thread_local constinit vgpu::pt::LastCopyPath t_last_copy_path;  // last_copy_path.h
 
 CopyPath path_between(uint64_t dst, uint64_t src) {
   PassState* s = PassState::get();
