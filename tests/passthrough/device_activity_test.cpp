@@ -65,9 +65,10 @@ TEST(DeviceActivity, MergedStretchesReadAsTheIntervalsThemselves) {
   EXPECT_DOUBLE_EQ(merged.util_memory, each.util_memory);
 }
 
-// Counts, busy time and clock are there at once (half a span in); the window gets a merged
-// stretch once it spans kMaxSpan, and work after idling at once.
-TEST(DeviceActivity, TheWindowLagsByLessThanTheSpan) {
+// Counts, busy time and clock go with their stretch: half a span in, only the stretch's first op
+// is there, and flush() (a synchronization) gives them all; the window gets a merged stretch once
+// it spans kMaxSpan, and work after idling at once.
+TEST(DeviceActivity, TheRegionLagsByLessThanTheSpanUntilFlushed) {
   const std::string job = "test-device-activity-lag-" + std::to_string(getpid());
   auto w = Writer::attach(job, "passthrough", devices(1));
   ASSERT_NE(w, nullptr);
@@ -76,7 +77,12 @@ TEST(DeviceActivity, TheWindowLagsByLessThanTheSpan) {
   double t = 0;
   for (int i = 0; i < kHalf; ++i, t += 1e-6) activity.report(0, t, t + 1e-6, true);
   vgpu::status::Snapshot s = snapshot(*w, job);
+  EXPECT_EQ(s.devices[0].kernels, 1u);
+  EXPECT_NEAR(s.devices[0].clock_s, 1e-6, 1e-9);
+  activity.flush();
+  s = snapshot(*w, job);
   EXPECT_EQ(s.devices[0].kernels, static_cast<uint64_t>(kHalf));
+  EXPECT_NEAR(s.devices[0].busy_s, t, kHalf * 1e-9);  // each op's busy time in whole ns
   EXPECT_NEAR(s.devices[0].clock_s, t, 1e-9);
   for (int i = 0; i < kHalf; ++i, t += 1e-6) activity.report(0, t, t + 1e-6, true);
   s = snapshot(*w, job);

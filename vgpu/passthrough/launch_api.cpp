@@ -255,7 +255,7 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
   if (rec != nullptr) rec->end(r == CUDA_SUCCESS);
   OpRef op;
   if (r == CUDA_SUCCESS)
-    op = vt->submit(t, std::move(plan.timing), bracket, /*keep_op=*/alone != nullptr);
+    op = vt->submit(t, std::move(plan.timing), bracket, /*keep_op=*/alone != nullptr, &pause);
   else
     vt->abandon(bracket);
   if (alone != nullptr) {

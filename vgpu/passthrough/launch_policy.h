@@ -42,6 +42,7 @@
 
 #include "front/launch/launch_signature.h"
 #include "front/launch/signature_settling.h"
+#include "passthrough/futex_lock.h"
 
 namespace vgpu::pt {
 
@@ -103,7 +104,7 @@ class KernelDurations {
   int stats_fd_ = -1;
   double published_at_ = -1;           // wall seconds of the last write
   std::atomic<bool> pending_{false};  // launches counted since
-  std::mutex mu_;
+  FutexLock mu_;  // futex_lock.h: taken on every launch
   SettlingSignatures entries_{samples_wanted()};
 };
 

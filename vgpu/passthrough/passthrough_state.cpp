@@ -89,6 +89,11 @@ PassState::PassState(const RealDriver& real, simcore::ClusterSpec cluster, std::
       pools_(physical_) {
   status_ = status::Writer::attach(status::current_job_id(), "passthrough", status_devices(cluster_));
   activity_ = std::make_unique<DeviceActivity>(status_.get(), cluster_.total_gpus());
+  // The work reported last, for whoever reads the region after this process (the root, and so
+  // this object, is never destroyed). Made once per process (a second would flush twice: harmless).
+  std::atexit([] {
+    if (PassState* s = PassState::get()) s->flush_reported_work();
+  });
   for (int i = 0; i < cluster_.total_gpus(); ++i)
     devices_.push_back(std::make_unique<Device>(cluster_, i, status_.get()));
   primaries_.resize(devices_.size());
@@ -265,6 +270,10 @@ int PassState::device_of(CUcontext real) const {
 void PassState::report_work(int v, double busy_s, bool kernel, double finish) {
   if (!status_ || device(v) == nullptr) return;
   activity_->report(v, finish - busy_s, finish, kernel);
+}
+
+void PassState::flush_reported_work() {
+  if (status_) activity_->flush();
 }
 
 CUresult PassState::current_device(int* v, CUcontext* ctx) const {

@@ -25,6 +25,7 @@
 #include "front/launch/host_address_space.h"
 #include "passthrough/device_activity.h"
 #include "passthrough/device_pools.h"
+#include "passthrough/futex_lock.h"
 #include "simcore/cluster_spec.h"
 #include "simcore/topology.h"
 
@@ -105,6 +106,9 @@ class PassState final : public DeviceRegistry {
   // its busy time, kernel count, virtual clock and utilization in the status region
   // (device_activity.h).
   void report_work(int v, double busy_s, bool kernel, double finish);
+  // What report_work batched (device_activity.h) goes to the status region now: at every
+  // synchronization and at exit.
+  void flush_reported_work();
   // Physical memory vgpu itself holds for virtual device v (contexts, shared chunks).
   void add_physical(int v, int64_t bytes);
   // Frees take the record out before the real free (which makes the address another thread's
@@ -170,7 +174,7 @@ class PassState final : public DeviceRegistry {
   std::vector<int> physical_;  // real CUdevice per virtual device
   DevicePools pools_;
 
-  mutable std::mutex mu_;
+  mutable FutexLock mu_;  // futex_lock.h: taken on every copy (is_device_pointer)
   std::vector<Primary> primaries_;
   std::unordered_map<CUcontext, int> contexts_;
   std::map<CUdeviceptr, Charge> allocations_;  // ordered: pointers inside an allocation

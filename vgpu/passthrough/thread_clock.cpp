@@ -36,15 +36,19 @@ double raise_horizon(int device, double t) {
 
 }  // namespace
 
-double now(int device) {
-  timing::ThreadClock& c = this_thread_clock();
+namespace {
+double now_of(timing::ThreadClock& c, int device) {
   c.start_keeping_time();
   const double n = c.now();
   if (device < 0 || device >= kMaxDevices) return n;
   c.note_submits();  // asked for an issue time: it submits work
   const double h = g_horizon[static_cast<size_t>(device)].load(std::memory_order_relaxed);
+  if (!(h > n)) return n;  // the common case, the thread ahead of the horizon: nothing to move
   return c.advance_to(h, timing::ClockTally::horizon) ? h : n;
 }
+}  // namespace
+
+double now(int device) { return now_of(this_thread_clock(), device); }
 
 void advance_to(double t, int device) {
   timing::ThreadClock& c = this_thread_clock();
@@ -66,6 +70,7 @@ bool paused() { return this_thread_clock().inside(); }
 Pause::Pause(bool blocking) : clock_(&this_thread_clock()) { clock_->enter(blocking); }
 Pause::Pause(Query) : clock_(&this_thread_clock()) { clock_->enter_query(); }
 void Pause::mark_blocking() { clock_->mark_blocking(); }
+double Pause::now(int device) const { return now_of(*clock_, device); }
 Pause::~Pause() {
   clock_->charge_driver(driver_seconds_);
   clock_->leave();

@@ -60,6 +60,9 @@ class Pause {
   ~Pause();
   // The scope turned out to wait after all (a launch measured alone).
   void mark_blocking();
+  // now(device) of the thread whose scope this is, without looking its clock up again (a
+  // thread-local lookup, a call into the C library, on every timed call: issue 21).
+  double now(int device) const;
   // Runs `call`, the real driver's entry point of kind `kind`, and, when the scope closes (after
   // the op took its issue time), charges the thread's clock what such a call costs a thread on a
   // real machine: timing/driver_call_cost.h, the figure the sim backend charges too, when

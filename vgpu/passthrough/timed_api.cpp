@@ -50,7 +50,7 @@ CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
     }
   }
   const CUresult r = pause.real(vgpu::timing::DriverCall::event_record, call);
-  if (r == CUDA_SUCCESS && vt != nullptr) vt->event_recorded(e, t);
+  if (r == CUDA_SUCCESS && vt != nullptr) vt->event_recorded(e, t, &pause);
   return r;
 }
 

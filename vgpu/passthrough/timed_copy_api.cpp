@@ -8,6 +8,7 @@
 
 #include "front/launch/copy_cost.h"
 #include "front/driver/cuda_api.h"
+#include "passthrough/last_copy_path.h"
 #include "passthrough/passthrough_state.h"
 #include "passthrough/thread_clock.h"
 #include "passthrough/timeline_writer.h"
@@ -31,10 +32,14 @@ double price(const StreamTarget& t, CopyPath path, uint64_t bytes) {
   return vgpu::copy_seconds(d ? d->model() : unknown, path, bytes);
 }
 
+thread_local constinit vgpu::pt::LastCopyPath t_last_copy_path;  // last_copy_path.h
+
 CopyPath path_between(uint64_t dst, uint64_t src) {
   PassState* s = PassState::get();
-  return s && s->is_device_pointer(dst) && s->is_device_pointer(src) ? CopyPath::within_device
-                                                                      : CopyPath::host_device;
+  if (s == nullptr) return CopyPath::host_device;
+  return t_last_copy_path.path(s, s->address_generation(), dst, src, [s](uint64_t d, uint64_t from) {
+    return s->is_device_pointer(d) && s->is_device_pointer(from) ? CopyPath::within_device : CopyPath::host_device;
+  });
 }
 
 // A copy or set: forwarded, then placed on its stream's virtual timeline for `seconds(target)`;
@@ -53,7 +58,9 @@ CUresult timed(CUstream s, bool per_thread, bool synchronous, Seconds seconds, C
   timing.seconds = seconds(t);
   if (TimelineWriter::get() != nullptr)
     timing.label = bytes > 0 ? fmt::format("{} {} B", what, bytes) : std::string(what);
-  const OpRef op = vt->submit(t, std::move(timing), none);
+  // An asynchronous one's op is not kept: placed at once when what it waits for is, it makes none
+  // (VirtualTimeline::append_unless_placed; an allocation and a free on every copy, issue 21).
+  const OpRef op = vt->submit(t, std::move(timing), none, /*keep_op=*/synchronous, &pause);
   if (synchronous) vt->synchronized(op, t.device);
   return r;
 }

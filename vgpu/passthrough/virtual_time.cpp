@@ -255,7 +255,9 @@ bool VirtualTime::capturing(const StreamTarget& t) {
   return r != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
-double VirtualTime::issue_time(int device) { return thread_clock::now(device) + vclock::kLaunchLatency; }
+double VirtualTime::issue_time(int device, const thread_clock::Pause* pause) {
+  return (pause != nullptr ? pause->now(device) : thread_clock::now(device)) + vclock::kLaunchLatency;
+}
 
 VirtualTime::Bracket VirtualTime::begin(const StreamTarget& t, const Timing& timing, bool gated) {
   Bracket b;
@@ -300,8 +302,9 @@ void VirtualTime::abandon(Bracket& b) {
   b.begin_ = nullptr;
 }
 
-OpRef VirtualTime::submit(const StreamTarget& t, Timing timing, Bracket& b, bool keep_op) {
-  const double issue = issue_time(t.device);
+OpRef VirtualTime::submit(const StreamTarget& t, Timing timing, Bracket& b, bool keep_op,
+                          const thread_clock::Pause* pause) {
+  const double issue = issue_time(t.device, pause);
   double duration = timing.source == Timing::Source::known ? timing.seconds : -1;
   // Read before `timing` moves into the measurement: once the op is on the timeline another
   // thread's resolve may measure it and erase that measurement.
@@ -430,8 +433,8 @@ void VirtualTime::resolve(const OpRef& target, bool wait) {
       target, wait);
 }
 
-void VirtualTime::event_recorded(CUevent event, const StreamTarget& t) {
-  timeline_.record_event(event, t.key, t.kind, t.device, issue_time(t.device));
+void VirtualTime::event_recorded(CUevent event, const StreamTarget& t, const thread_clock::Pause* pause) {
+  timeline_.record_event(event, t.key, t.kind, t.device, issue_time(t.device, pause));
 }
 
 void VirtualTime::stream_waits(const StreamTarget& t, CUevent event) {
@@ -479,13 +482,19 @@ std::optional<float> VirtualTime::elapsed_ms(CUevent start, CUevent end) {
 }
 
 void VirtualTime::synchronized(const OpRef& op, int device) {
-  if (!op) return;
-  resolve(op);
-  if (const std::optional<double> f = timeline_.finish(op)) thread_clock::advance_to(*f, device);
+  if (op) {
+    resolve(op);
+    if (const std::optional<double> f = timeline_.finish(op)) thread_clock::advance_to(*f, device);
+  }
+  // The work reported in batches goes to the status region (device_activity.h): a program that
+  // synchronized sees all its work in vgpu-smi. (Inside the synchronization's Pause: not charged.)
+  if (PassState* s = PassState::get()) s->flush_reported_work();
 }
 
 void VirtualTime::context_synchronized(CUcontext context, int device) {
-  for (const OpRef& op : timeline_.tails_of_context(context)) synchronized(op, device);
+  const std::vector<OpRef> tails = timeline_.tails_of_context(context);
+  for (const OpRef& op : tails) synchronized(op, device);
+  if (tails.empty()) synchronized(nullptr, device);
 }
 
 void VirtualTime::stream_destroyed(CUstream stream) {

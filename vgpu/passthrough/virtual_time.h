@@ -22,6 +22,7 @@
 #include "front/driver/cuda_api.h"
 #include "passthrough/gate_latency.h"
 #include "passthrough/nccl_timing.h"
+#include "passthrough/thread_clock.h"
 #include "passthrough/virtual_timeline.h"
 
 namespace vgpu::pt {
@@ -92,14 +93,17 @@ class VirtualTime {
   Bracket begin(const StreamTarget& t, const Timing& timing, bool gated = false);
   // `keep_op` false: the caller does not use the op, so one whose duration is known may be
   // placed without one (VirtualTimeline::append_unless_placed; nullptr is returned then).
-  OpRef submit(const StreamTarget& t, Timing timing, Bracket& bracket, bool keep_op = true);
+  // `pause`: the caller's (the calling thread's clock, looked up once: issue_time).
+  OpRef submit(const StreamTarget& t, Timing timing, Bracket& bracket, bool keep_op = true,
+               const thread_clock::Pause* pause = nullptr);
   void abandon(Bracket& bracket);
 
   // Waits (for real, at most `timeout_s`) until the measured op has run: measure_lock.h.
   void wait_measured(const OpRef& op, double timeout_s);
 
-  // The earliest virtual start of an op the calling thread submits now to `device`.
-  double issue_time(int device);
+  // The earliest virtual start of an op the calling thread submits now to `device`; `pause`: the
+  // scope the call is in, if the caller has it (its clock is looked up already).
+  double issue_time(int device, const thread_clock::Pause* pause = nullptr);
 
   // The virtual start of `op` once everything before it resolved; if not yet, resolves what
   // the real GPU has finished (at most every kStartResolveSeconds: callers are on hot paths) and
@@ -110,7 +114,7 @@ class VirtualTime {
   static constexpr double kStartResolveSeconds = 50e-6;
 
   // Events: recorded on a stream, waited for by a stream, forgotten.
-  void event_recorded(CUevent event, const StreamTarget& t);
+  void event_recorded(CUevent event, const StreamTarget& t, const thread_clock::Pause* pause = nullptr);
   void stream_waits(const StreamTarget& t, CUevent event);
   void event_destroyed(CUevent event);
   // The virtual device an event was created on (the program's cuEventCreate), -1 if unknown:

@@ -32,7 +32,7 @@
 // that same tail; an op is made for the event only when someone asks for it (event_op), placed
 // exactly where the record's own op would have been (StreamTail below says why).
 //
-// No driver calls, no clocks. One mutex; every method is thread-safe.
+// No driver calls, no clocks. One lock (a FutexLock); every method is thread-safe.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +46,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "passthrough/futex_lock.h"
 #include "timing/stream_order.h"
 
 namespace vgpu::pt {
@@ -203,7 +204,7 @@ class VirtualTimeline {
   std::function<void(const TimedOp&)> on_resolved_;
   LastRecord last_record_;  // under mu_
 
-  mutable std::mutex mu_;
+  mutable FutexLock mu_;  // futex_lock.h: one atomic instruction a side uncontended
   timing::StreamOrder<StreamTail> streams_;  // each stream's kind and tail
   std::unordered_map<const void*, EventMark> events_;  // the program's events' last records
   bool elide_records_ = true;  // also: append_unless_placed makes no op

@@ -647,6 +647,14 @@ void Writer::add_work(int device, double busy_s, bool kernel) noexcept {
   atomic(d.busy_ns).fetch_add(static_cast<uint64_t>(busy_s * 1e9));
 }
 
+void Writer::add_work(int device, uint64_t kernels, uint64_t busy_ns) noexcept {
+  if (impl_->detached.load(std::memory_order_relaxed)) return;
+  if (device < 0 || static_cast<uint32_t>(device) >= impl_->map->devices()) return;
+  DeviceRecord& d = impl_->map->device(device);
+  if (kernels > 0) atomic(d.kernels).fetch_add(kernels);
+  if (busy_ns > 0) atomic(d.busy_ns).fetch_add(busy_ns);
+}
+
 void Writer::advance_clock(int device, double clock_s) noexcept {
   if (impl_->detached.load(std::memory_order_relaxed)) return;
   if (device < 0 || static_cast<uint32_t>(device) >= impl_->map->devices()) return;

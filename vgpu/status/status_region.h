@@ -98,6 +98,9 @@ class Writer {
   void add_memory(int device, int64_t delta_bytes) noexcept;
   void add_physical(int device, int64_t delta_bytes) noexcept;
   void add_work(int device, double busy_s, bool kernel) noexcept;
+  // `kernels` kernels and `busy_ns` of busy time at once (the passthrough's batched report:
+  // passthrough/device_activity.h).
+  void add_work(int device, uint64_t kernels, uint64_t busy_ns) noexcept;
   void advance_clock(int device, double clock_s) noexcept;
 
   // Work that ran on `device` over [start_s, finish_s] of virtual time: a kernel (kernel=true)

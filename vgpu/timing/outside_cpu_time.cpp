@@ -71,19 +71,12 @@ double OutsideCpuTime::read_cpu(double wall) {
   return thread_cpu_seconds();
 }
 
-double OutsideCpuTime::take() {
-  const double wall = wall_seconds();
+double OutsideCpuTime::take_exact(double wall) {
+  mark_ = wall;
   if (cpu_ < 0) {
     exact_ = exact_ || exact_by_setting();
     cpu_ = read_cpu(wall);
-    mark_ = wall;
     return 0;
-  }
-  const double gap = wall > mark_ ? wall - mark_ : 0;
-  mark_ = wall;
-  if (!exact_ && gap < kShortGap && wall - exact_at_ < kRefresh) {
-    cpu_ += gap;
-    return gap;
   }
   const double cpu = read_cpu(wall);
   if (!(cpu > cpu_)) return 0;  // estimates ran ahead (preempted): keep the debt for next time
@@ -92,18 +85,5 @@ double OutsideCpuTime::take() {
   return charged;
 }
 
-void OutsideCpuTime::leave(bool blocked) {
-  const double wall = wall_seconds();
-  const double inside = wall > mark_ ? wall - mark_ : 0;
-  mark_ = wall;
-  if (cpu_ < 0) return;
-  if (exact_ || blocked || inside >= kShortCall || wall - exact_at_ >= kRefresh) {
-    // The call's own CPU time is unknown, so what the estimates owed is settled here: exact
-    // from this point on.
-    cpu_ = read_cpu(wall);
-    return;
-  }
-  cpu_ += inside;
-}
 
 }  // namespace vgpu

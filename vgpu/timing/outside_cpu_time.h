@@ -35,13 +35,37 @@ class OutsideCpuTime {
   static constexpr double kRefresh = 1e-3;     // wall time between exact readings, at most
 
   // The CPU seconds the thread ran outside since the last take() or leave() (0 on the first
-  // call, which starts the count). Call only while outside a call.
-  double take();
+  // call, which starts the count). Call only while outside a call. (Inline, as leave(): both run
+  // on every timed driver call, issue 21; the exact readings are out of line.)
+  double take() {
+    const double wall = wall_seconds();
+    if (cpu_ >= 0) {
+      const double gap = wall > mark_ ? wall - mark_ : 0;
+      if (!exact_ && gap < kShortGap && wall - exact_at_ < kRefresh) {
+        mark_ = wall;
+        cpu_ += gap;
+        return gap;
+      }
+    }
+    return take_exact(wall);
+  }
   // The thread enters a call: take() and mark the call's start. Returns take()'s charge.
   double enter() { return take(); }
   // The thread leaves the call entered last. `blocked`: the call is known to have waited, so
   // its wall time is not CPU time (also assumed for any call longer than kShortCall).
-  void leave(bool blocked = false);
+  void leave(bool blocked = false) {
+    const double wall = wall_seconds();
+    const double inside = wall > mark_ ? wall - mark_ : 0;
+    mark_ = wall;
+    if (cpu_ < 0) return;
+    if (exact_ || blocked || inside >= kShortCall || wall - exact_at_ >= kRefresh) {
+      // The call's own CPU time is unknown, so what the estimates owed is settled here: exact
+      // from this point on.
+      cpu_ = read_cpu(wall);
+      return;
+    }
+    cpu_ += inside;
+  }
 
   // Every entry and exit reads the CPU clock (VGPU_CPU_CLOCK=exact; tests may set it directly).
   void set_exact(bool exact) { exact_ = exact; }
@@ -56,6 +80,7 @@ class OutsideCpuTime {
 
  private:
   double read_cpu(double wall);
+  double take_exact(double wall);  // take() past its estimate: the first reading, or an exact one
 
   double cpu_ = -1;         // the thread's CPU time at mark_ (exact or estimated); < 0: not started
   double mark_ = 0;         // wall time of the last take() or leave()

@@ -22,19 +22,6 @@ void ThreadClock::charge() {
   tally_.add(ClockTally::cpu, cpu);
 }
 
-void ThreadClock::enter(bool blocking) {
-  if (depth_++ > 0) {
-    blocking_ = blocking_ || blocking;
-    return;
-  }
-  const double cpu = outside_.enter();  // also the time since a "not ready": it was work
-  now_ += cpu;
-  tally_.add(ClockTally::cpu, cpu);
-  tally_.calls.store(tally_.calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-  polling_ = false;  // any other call ends the polling
-  blocking_ = blocking;
-}
-
 void ThreadClock::enter_query() {
   if (depth_++ > 0) return;
   const double outside = outside_.enter();
@@ -43,15 +30,6 @@ void ThreadClock::enter_query() {
   tally_.add(polling_ ? ClockTally::dropped : ClockTally::cpu, outside);
   tally_.calls.store(tally_.calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   blocking_ = false;
-}
-
-bool ThreadClock::leave() {
-  if (depth_ == 0) return false;  // unbalanced: nothing to leave
-  if (--depth_ > 0) return false;
-  // A blocking call's wall time is mostly waiting: the CPU clock is read; otherwise the CPU time
-  // inside is taken as its wall time.
-  outside_.leave(blocking_);
-  return true;
 }
 
 double ThreadClock::now() {

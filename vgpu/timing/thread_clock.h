@@ -48,8 +48,20 @@ class ThreadClock {
  public:
   // Entering a bracketed driver call (calls nest: only the outermost counts). The CPU time since
   // the thread last left one is charged first, and any polling ends. `blocking`: the call is
-  // known to wait (a synchronization), so its wall time is not read as CPU time.
-  void enter(bool blocking = false);
+  // known to wait (a synchronization), so its wall time is not read as CPU time. (Inline, as
+  // leave(): both run on every timed driver call, issue 21.)
+  void enter(bool blocking = false) {
+    if (depth_++ > 0) {
+      blocking_ = blocking_ || blocking;
+      return;
+    }
+    const double cpu = outside_.enter();  // also the time since a "not ready": it was work
+    now_ += cpu;
+    tally_.add(ClockTally::cpu, cpu);
+    tally_.calls.store(tally_.calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    polling_ = false;  // any other call ends the polling
+    blocking_ = blocking;
+  }
   // Entering a query (cuStreamQuery, cuEventQuery): while the thread polls, the time since its
   // last question was waiting and is dropped.
   void enter_query();
@@ -70,7 +82,14 @@ class ThreadClock {
     }
   }
   // Leaving a call; true when it was the outermost one (the clock creeps again from here).
-  bool leave();
+  bool leave() {
+    if (depth_ == 0) return false;  // unbalanced: nothing to leave
+    if (--depth_ > 0) return false;
+    // A blocking call's wall time is mostly waiting: the CPU clock is read; otherwise the CPU time
+    // inside is taken as its wall time.
+    outside_.leave(blocking_);
+    return true;
+  }
   bool inside() const { return depth_ > 0; }
 
   // The clock, seconds, with the CPU time since the last call charged (unless inside a call or

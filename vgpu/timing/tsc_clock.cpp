@@ -17,12 +17,7 @@ bool TscClock::cpuid_says_invariant() {
   return __get_cpuid(0x80000007, &a, &b, &c, &d) && (d & (1u << 8)) != 0;
 }
 
-double TscClock::seconds() {
-  if (const Scale* s = scale_.load(std::memory_order_acquire)) {
-    const uint64_t tick = __rdtsc();
-    if (tick < check_at_.load(std::memory_order_relaxed)) return s->at(tick);
-    return checked(*s, tick);
-  }
+double TscClock::uncalibrated() {
   const double mono = monotonic_();
   if (mono - start_.mono >= kCalibrationSeconds && !unusable_.load(std::memory_order_relaxed)) calibrate(mono);
   return mono;

@@ -1,0 +1,40 @@
+// The path of a thread's last copy between two addresses (host to device, or within a device),
+// remembered for the next copy between the same two: a loop of copies mostly repeats its ends (a
+// staging buffer to the same tensor), and the two lookups behind the answer
+// (PassState::is_device_pointer: a lock and two ordered-map searches each) were a tenth of an
+// async copy's own cost (issue 21). The answer stands while the device allocations and mappings
+// are unchanged: the caller passes PassState::address_generation, read before its lookups (a
+// change racing with them files its answer under the older generation, never a stale answer
+// under the newer). Not thread-safe: one per thread (timed_copy_api.cpp).
+#pragma once
+
+#include <cstdint>
+
+#include "front/launch/copy_cost.h"
+
+namespace vgpu::pt {
+
+class LastCopyPath {
+ public:
+  // The path between `dst` and `src`: the remembered one if it was given for the same two under
+  // the same `owner` and `generation`, else `lookup(dst, src)`, remembered.
+  template <class Lookup>
+  CopyPath path(const void* owner, uint64_t generation, uint64_t dst, uint64_t src, Lookup&& lookup) {
+    if (owner_ == owner && generation_ == generation && dst_ == dst && src_ == src) return path_;
+    const CopyPath p = lookup(dst, src);
+    owner_ = owner;
+    generation_ = generation;
+    dst_ = dst;
+    src_ = src;
+    path_ = p;
+    return p;
+  }
+
+ private:
+  const void* owner_ = nullptr;
+  uint64_t generation_ = 0;
+  uint64_t dst_ = 0, src_ = 0;
+  CopyPath path_ = CopyPath::host_device;
+};
+
+}  // namespace vgpu::pt
