@@ -1,6 +1,7 @@
 // What the passthrough reports of its devices' work (passthrough/device_activity.h): the same
 // counts, busy time, clock and utilization as reporting every interval on its own, with the
 // utilization window lagging by less than kMaxSpan of virtual time.
+#include "lock_exclusion.h"
 #include "passthrough/device_activity.h"
 
 #include <gtest/gtest.h>
@@ -135,20 +136,7 @@ TEST(DeviceActivity, ThreadsReportingAtOnceReadAsTheIntervalsThemselves) {
 // (without it, threads on two cores lose some of 4 x 200,000).
 TEST(SpinLock, Excludes) {
   vgpu::pt::SpinLock lock;
-  uint64_t counter = 0;
-  constexpr int kThreads = 4, kEach = 200000;
-  std::vector<std::thread> threads;
-  for (int k = 0; k < kThreads; ++k)
-    threads.emplace_back([&] {
-      for (int i = 0; i < kEach; ++i) {
-        std::lock_guard l(lock);
-        const uint64_t seen = counter;
-        asm volatile("" ::: "memory");  // a read, then a write: a real read-modify-write
-        counter = seen + 1;
-      }
-    });
-  for (std::thread& t : threads) t.join();
-  EXPECT_EQ(counter, static_cast<uint64_t>(kThreads) * kEach);
+  EXPECT_EQ(test_locks::counted_under(lock), static_cast<uint64_t>(test_locks::kThreads) * test_locks::kEach);
 }
 
 }  // namespace

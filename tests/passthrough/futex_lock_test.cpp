@@ -1,5 +1,6 @@
 // FutexLock (passthrough/futex_lock.h): excludes, hands the lock on to sleeping waiters, and
 // try_lock answers without waiting.
+#include "lock_exclusion.h"
 #include "passthrough/futex_lock.h"
 
 #include <gtest/gtest.h>
@@ -16,20 +17,7 @@ namespace {
 // lose some of 4 x 200,000).
 TEST(FutexLock, Excludes) {
   vgpu::pt::FutexLock lock;
-  uint64_t counter = 0;
-  constexpr int kThreads = 4, kEach = 200000;
-  std::vector<std::thread> threads;
-  for (int k = 0; k < kThreads; ++k)
-    threads.emplace_back([&] {
-      for (int i = 0; i < kEach; ++i) {
-        std::lock_guard l(lock);
-        const uint64_t seen = counter;
-        asm volatile("" ::: "memory");  // a read, then a write: a real read-modify-write
-        counter = seen + 1;
-      }
-    });
-  for (std::thread& t : threads) t.join();
-  EXPECT_EQ(counter, static_cast<uint64_t>(kThreads) * kEach);
+  EXPECT_EQ(test_locks::counted_under(lock), static_cast<uint64_t>(test_locks::kThreads) * test_locks::kEach);
 }
 
 // Waiters that went to sleep behind a long holder (past the spinning) are all woken in turn: a
