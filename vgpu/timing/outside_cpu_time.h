@@ -61,7 +61,7 @@ class OutsideCpuTime {
     if (exact_ || blocked || inside >= kShortCall || wall - exact_at_ >= kRefresh) {
       // The call's own CPU time is unknown, so what the estimates owed is settled here: exact
       // from this point on.
-      cpu_ = read_cpu(wall);
+      cpu_ = read_cpu(wall).after;
       return;
     }
     cpu_ += inside;
@@ -79,7 +79,12 @@ class OutsideCpuTime {
   static double thread_cpu_seconds();
 
  private:
-  double read_cpu(double wall);
+  // An exact reading taken at `wall`: the thread's CPU time just before the system call and
+  // just after it; the count restarts after it (mark_).
+  struct Exact {
+    double before, after;
+  };
+  Exact read_cpu(double wall);
   double take_exact(double wall);  // take() past its estimate: the first reading, or an exact one
 
   double cpu_ = -1;         // the thread's CPU time at mark_ (exact or estimated); < 0: not started
