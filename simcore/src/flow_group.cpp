@@ -296,14 +296,32 @@ void Simulator::schedule_group(uint32_t slot, Time now) {
   g.ready.clear();
   g.ready.reserve(g.live);  // one allocation, not one per doubling as members get ready
   g.sched.resize(g.members.size());
+  // The dependencies told through a standing link are members of one group record: whether
+  // they hold a member back, and the finish they give it, are that record's, asked once per
+  // link (at its first edge, where one edge at a time asked it first: the same side effects
+  // in the same order) instead of once per edge through the id table.
+  std::array<int8_t, FlowGroup::kMaxLinks> link_waits;  // -1: not asked yet
+  std::array<Time, FlowGroup::kMaxLinks> link_ready;
+  link_waits.fill(-1);
   for (uint32_t j = 0; j < g.members.size(); ++j) {
     const FlowGroup::Member& mb = g.members[j];
     if (mb.id == kNoEvent) continue;
     FlowGroup::Schedule& sc = g.sched[j];
     sc.ready = r.base_ready;
     sc.waiting = 0;
-    for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d)
-      if (dep_waits(g.deps[d], now, sc.ready)) ++sc.waiting;
+    for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d) {
+      const uint8_t L = g.linked != 0 ? g.dep_link[d] : FlowGroup::kEdge;
+      if (L == FlowGroup::kEdge || !(g.linked & (1u << L))) {
+        if (dep_waits(g.deps[d], now, sc.ready)) ++sc.waiting;
+        continue;
+      }
+      if (link_waits[L] < 0) {
+        link_ready[L] = -std::numeric_limits<Time>::infinity();
+        link_waits[L] = dep_waits(g.deps[d], now, link_ready[L]) ? 1 : 0;
+      }
+      if (link_waits[L] != 0) ++sc.waiting;
+      else sc.ready = std::max(sc.ready, link_ready[L]);
+    }
     if (sc.waiting != 0) {
       ++r.waiting;
     } else {
