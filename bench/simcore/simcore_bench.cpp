@@ -197,6 +197,9 @@ void ring_vs_full_resolve(benchmark::State& state, bool quick, double jitter, bo
     state.counters["base_solved/flow"] = static_cast<double>(base.solved_flows) / events.size();
     state.counters["solved/flow"] = static_cast<double>(stats.solved_flows) / events.size();
     state.counters["apart/flow"] = static_cast<double>(stats.group_members_apart) / events.size();
+    // Dependency links between groups (flow_group.h), per flow; and those turned back into edges.
+    state.counters["links/flow"] = static_cast<double>(stats.group_links) / events.size();
+    state.counters["links_expanded"] = static_cast<double>(stats.group_links_expanded);
   }
 }
 
@@ -256,6 +259,7 @@ void ring_allreduce(benchmark::State& state, RingScaling* scaling, bool grouped)
     state.counters["ns_per_flow"] = 1e9 * seconds / flows;
     state.counters["solved/flow"] = static_cast<double>(stats.solved_flows) / flows;
     state.counters["apart/flow"] = static_cast<double>(stats.group_members_apart) / flows;
+    state.counters["links/flow"] = static_cast<double>(stats.group_links) / flows;
     state.counters["virtual_ms"] = 1e3 * finish;
     state.counters["live_events"] = static_cast<double>(stats.events_live);
     // How far apart in virtual time the GPUs' starts of one step lie, in mean steps.

@@ -35,7 +35,7 @@
 //   WaitFinal      u64 id                  IntervalReply  (sent when final, or has=0 at shutdown)
 //   WaitFinalForRank u64 id, i32 rank      IntervalReply  (likewise)
 //   Timeline       u64 offset, u32 max     TimelineReply  u64 total, u64 offset, str chunk
-//   Stats          (empty)                 StatsReply     11 × u64 (Engine::Stats counters in
+//   Stats          (empty)                 StatsReply     13 × u64 (Engine::Stats counters in
 //                                                         declaration order), f64 floor
 //   Shutdown       (empty)                 Ack, then the daemon stops
 //   any request that fails                 Error          u16 code, str message
@@ -65,8 +65,9 @@
 namespace simcore::wire {
 
 inline constexpr uint32_t kMagic = 0x44504756;   // 'V' 'G' 'P' 'D' in wire (little-endian) order
-// 2: StatsReply carries group_members_apart; 3: AddFlows / EventsReply.
-inline constexpr uint16_t kVersion = 3;
+// 2: StatsReply carries group_members_apart; 3: AddFlows / EventsReply; 4: StatsReply carries
+// group_links and group_links_expanded.
+inline constexpr uint16_t kVersion = 4;
 inline constexpr size_t kLengthBytes = 4;        // the u32 length prefix
 inline constexpr size_t kHeaderBytes = 16;       // magic + version + type + request id
 

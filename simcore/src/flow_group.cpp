@@ -159,6 +159,11 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
       if (ids_.slot(dep) == IdTable::kRetired) r.base_ready = std::max(r.base_ready, ids_.result(dep).finish);
 
   Time lower_bound = std::numeric_limits<Time>::infinity();
+  // The groups its members depend on, up to kMaxLinks, each told of them through one link;
+  // each edge's link (FlowGroup::kEdge: to an ordinary record, or past kMaxLinks) by index.
+  std::array<uint32_t, FlowGroup::kMaxLinks> link_slots;
+  int links = 0;
+  dep_link_.clear();
   for (uint32_t j = 0; j < m; ++j) {
     const NewEvent& e = events[members[j]];
     const EventId id = ids[members[j]];
@@ -176,8 +181,15 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
         if (ds == IdTable::kRetired) continue;
         if (std::find(g.deps.begin() + mb.dep_from, g.deps.end(), dep) != g.deps.end()) continue;
         g.deps.push_back(dep);
-        add_dependent(ds, dep, id);
         const Record& d = records_[ds];
+        uint8_t L = FlowGroup::kEdge;
+        if (d.group != kNoGroup) {
+          int i = 0;
+          while (i < links && link_slots[i] != ds) ++i;
+          if (i == links && links < FlowGroup::kMaxLinks) link_slots[links++] = ds;
+          if (i < links) L = static_cast<uint8_t>(i);
+        }
+        dep_link_.push_back(L);
         bound = std::max(bound, d.dirty ? d.lower_bound : d.finish);
       }
     }
@@ -186,10 +198,91 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
     if (record_timeline_) g.labels.push_back(e.label ? *e.label : std::string());
   }
   r.id = g.members[0].id;
+  // A link in each group it depends on (a ring's step: the few of the step before), and the
+  // other edges into their dependencies' lists, each list in the order a pass over the
+  // members gives (as one edge at a time did).
+  if (links != 0) {
+    g.dep_link.assign(dep_link_.begin(), dep_link_.end());
+    for (int i = 0; i < links; ++i) link_group(slot, link_slots[i], static_cast<uint8_t>(i));
+  }
+  for (const FlowGroup::Member& mb : g.members)
+    for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d)
+      if (dep_link_[d] == FlowGroup::kEdge) add_dependent(ids_.slot(g.deps[d]), g.deps[d], mb.id);
   r.lower_bound = lower_bound;
   rewind_to_ = std::min(rewind_to_, lower_bound);
   live_ += m;
   fresh_.push_back(slot);
+}
+
+void Simulator::link_group(uint32_t slot, uint32_t ds, uint8_t L) {
+  FlowGroup& a = groups_[records_[ds].group];
+  // (No reserve: a group whose dependents are linked holds a link or two.)
+  a.dependents.push_back(FlowGroup::Dependent{records_[slot].id, FlowGroup::kLinkBit | L});
+  groups_[records_[slot].group].linked |= static_cast<uint8_t>(1u << L);
+  ++links_made_;
+}
+
+void Simulator::expand_link(FlowGroup& a, size_t k) {
+  const EventId bid{a.dependents[k].id};
+  const auto L = static_cast<uint8_t>(a.dependents[k].pos & ~FlowGroup::kLinkBit);
+  const uint32_t bs = live_slot(bid);
+  a.dependents.erase(a.dependents.begin() + static_cast<std::ptrdiff_t>(k));
+  if (bs == kRetired) return;  // retired: nothing will be told to it
+  if (records_[bs].group == kNoGroup) {
+    vgpu::log::once(vgpu::log::Level::error, "simcore-link-lost",
+                    "simcore: internal: a flow group came apart without its dependency links");
+    return;
+  }
+  FlowGroup& b = groups_[records_[bs].group];
+  b.linked &= static_cast<uint8_t>(~(1u << L));
+  ++links_expanded_;
+  // Its edges, as submit_group() would have added them: by member, each in its order (a
+  // dependency's position here: the id table's).
+  link_edges_.clear();
+  for (const FlowGroup::Member& mb : b.members) {
+    if (mb.id == kNoEvent) continue;
+    for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d)
+      if (b.dep_link[d] == L) link_edges_.push_back(FlowGroup::Dependent{mb.id, ids_.member(b.deps[d])});
+  }
+  a.dependents.insert(a.dependents.begin() + static_cast<std::ptrdiff_t>(k), link_edges_.begin(),
+                      link_edges_.end());
+}
+
+void Simulator::unlink(uint32_t slot) {
+  FlowGroup& b = groups_[records_[slot].group];
+  const EventId bid = records_[slot].id;
+  while (b.linked != 0) {
+    const auto L = static_cast<uint8_t>(std::countr_zero(b.linked));
+    const auto bit = static_cast<uint8_t>(1u << L);
+    // The group it is linked to: the one its edges of link L name.
+    uint32_t as = kRetired;
+    for (size_t d = 0; d < b.deps.size() && as == kRetired; ++d)
+      if (b.dep_link[d] == L) as = live_slot(b.deps[d]);
+    bool found = false;
+    if (as != kRetired && records_[as].group != kNoGroup) {
+      FlowGroup& a = groups_[records_[as].group];
+      for (size_t k = 0; k < a.dependents.size() && !found; ++k)
+        if (a.dependents[k].pos == (FlowGroup::kLinkBit | L) && EventId{a.dependents[k].id} == bid) {
+          expand_link(a, k);
+          found = true;
+        }
+    }
+    // Else its dependency group retired (it told it long ago) or came apart (which expanded
+    // the link first and cleared the bit: not here).
+    b.linked &= static_cast<uint8_t>(~bit);
+  }
+}
+
+void Simulator::expand_links(FlowGroup& g) {
+  for (size_t k = 0; k < g.dependents.size();) {
+    if (!(g.dependents[k].pos & FlowGroup::kLinkBit)) {
+      ++k;
+      continue;
+    }
+    const size_t before = g.dependents.size();
+    expand_link(g, k);
+    k += g.dependents.size() + 1 - before;  // past its edges
+  }
 }
 
 // As schedule_if_ready(), member by member; the group's start is queued at the earliest time a
@@ -203,14 +296,32 @@ void Simulator::schedule_group(uint32_t slot, Time now) {
   g.ready.clear();
   g.ready.reserve(g.live);  // one allocation, not one per doubling as members get ready
   g.sched.resize(g.members.size());
+  // The dependencies told through a standing link are members of one group record: whether
+  // they hold a member back, and the finish they give it, are that record's, asked once per
+  // link (at its first edge, where one edge at a time asked it first: the same side effects
+  // in the same order) instead of once per edge through the id table.
+  std::array<int8_t, FlowGroup::kMaxLinks> link_waits;  // -1: not asked yet
+  std::array<Time, FlowGroup::kMaxLinks> link_ready;
+  link_waits.fill(-1);
   for (uint32_t j = 0; j < g.members.size(); ++j) {
     const FlowGroup::Member& mb = g.members[j];
     if (mb.id == kNoEvent) continue;
     FlowGroup::Schedule& sc = g.sched[j];
     sc.ready = r.base_ready;
     sc.waiting = 0;
-    for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d)
-      if (dep_waits(g.deps[d], now, sc.ready)) ++sc.waiting;
+    for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d) {
+      const uint8_t L = g.linked != 0 ? g.dep_link[d] : FlowGroup::kEdge;
+      if (L == FlowGroup::kEdge || !(g.linked & (1u << L))) {
+        if (dep_waits(g.deps[d], now, sc.ready)) ++sc.waiting;
+        continue;
+      }
+      if (link_waits[L] < 0) {
+        link_ready[L] = -std::numeric_limits<Time>::infinity();
+        link_waits[L] = dep_waits(g.deps[d], now, link_ready[L]) ? 1 : 0;
+      }
+      if (link_waits[L] != 0) ++sc.waiting;
+      else sc.ready = std::max(sc.ready, link_ready[L]);
+    }
     if (sc.waiting != 0) {
       ++r.waiting;
     } else {
@@ -232,6 +343,27 @@ void Simulator::member_dep_done(uint32_t slot, EventId member, Time now) {
     --r.waiting;
     g.ready.push_back(j);
     member_ready(slot, sc.ready);
+  }
+}
+
+void Simulator::group_deps_done(uint32_t slot, uint8_t L, Time now) {
+  Record& r = records_[slot];
+  FlowGroup& g = groups_[r.group];
+  for (uint32_t j = 0; j < g.members.size(); ++j) {
+    const FlowGroup::Member& mb = g.members[j];
+    if (mb.id == kNoEvent) continue;
+    FlowGroup::Schedule& sc = g.sched[j];
+    // member_dep_done() once per edge of the link (a member scheduled after this instant
+    // counted its dependencies done: waiting is 0 and nothing happens).
+    for (uint32_t d = mb.dep_from; d < mb.dep_to && sc.waiting != 0; ++d) {
+      if (g.dep_link[d] != L) continue;
+      sc.ready = std::max(sc.ready, now);
+      if (--sc.waiting == 0) {
+        --r.waiting;
+        g.ready.push_back(j);
+        member_ready(slot, sc.ready);
+      }
+    }
   }
 }
 
@@ -385,6 +517,9 @@ uint32_t Simulator::member_record(uint32_t slot, uint32_t j) {
 // Only for a pending group's ready members (the group keeps its times: none yet).
 uint32_t Simulator::extract(uint32_t slot, const std::vector<uint32_t>& positions) {
   members_apart_ += positions.size();
+  // Links stand for edges only while both groups keep their members (ids not rebound yet).
+  unlink(slot);
+  expand_links(groups_[records_[slot].group]);
   uint32_t out;
   if (positions.size() == 1) {
     out = member_record(slot, positions[0]);
@@ -460,6 +595,8 @@ void Simulator::split(uint32_t gslot, Time now) {
     vgpu::log::once(vgpu::log::Level::error, "simcore-group-split-phase",
                     "simcore: internal: a flow group was split after its transfer");
   }
+  unlink(gslot);  // (as in extract())
+  expand_links(groups_[gi]);
   std::vector<uint32_t> slots, positions;
   std::vector<Route> routes;
   for_each_member_route(G, [&](uint32_t j, const Route& route) {

@@ -80,11 +80,21 @@ struct FlowGroup {
     uint32_t dep_from = 0, dep_to = 0;  // its live dependencies: deps[dep_from .. dep_to)
   };
   // An event that depends on member `pos` (12 bytes: an edge costs what an inline IdList
-  // entry did).
+  // entry did). pos == kLinkBit | L: a link, every edge from the members of a dependent group
+  // to members of this one at once (its record's id is `id`; L: the link's index there, the
+  // edges are its deps whose dep_link is L): one entry where there was one per edge, and one
+  // telling of the group when this one finishes (Simulator::group_deps_done()) where each
+  // edge was resolved through the id table. A ring's step depends on a few groups of the step
+  // before (its route classes): a link in each. A link stands for its edges, in their order,
+  // while both groups keep their members; before either comes apart (extract(), split()) it
+  // becomes them (Simulator::expand_link()).
   struct [[gnu::packed]] Dependent {
     EventId id;
     uint32_t pos;
   };
+  static constexpr uint32_t kLinkBit = 0x80000000u;
+  static constexpr int kMaxLinks = 8;      // dependency groups linked; more get edges
+  static constexpr uint8_t kEdge = 0xFF;   // dep_link: an edge in the dependency's own list
   // A member's scheduling state, apart from the rest (sched[j] is members[j]'s): a finishing
   // dependency tells each of its dependents, which reads and writes only this. (In Member it
   // made that a 64-byte line per member, cold on a large ring or a long trace.)
@@ -100,6 +110,8 @@ struct FlowGroup {
   uint32_t live = 0;             // members not taken out
   PoolVector<uint32_t> ready;   // positions of members ready to start, in the order they got so
   PoolVector<EventId> deps;
+  // By deps' index, only when it has links: the link an edge is told through (kEdge: none).
+  PoolVector<uint8_t> dep_link;
   // Every member's dependents, one list for the group, in the order they were added (each
   // member's in its own order): the next step of a ring appends here as it is submitted,
   // where a list in each member wrote into every member's line of the previous step, and a
@@ -115,6 +127,8 @@ struct FlowGroup {
   uint32_t links_from = 0, links_to = 0;
   std::vector<LinkId> links;
   bool links_sorted = false;
+  // Bit L: its link L still stands (Dependent::kLinkBit) in its dependency group's list.
+  uint8_t linked = 0;
 
   // Empty again, for the next group to take this entry (Simulator::allocate_group()). A large
   // ring ends a group and makes one every dozen flows: its arrays' malloc and free were a
@@ -128,10 +142,12 @@ struct FlowGroup {
     live = 0;
     links_from = links_to = 0;
     links_sorted = false;
+    linked = 0;
     members.clear();
     sched.clear();
     ready.clear();
     deps.clear();
+    dep_link.clear();
     dependents.clear();
     labels.clear();
     links.clear();
@@ -139,6 +155,7 @@ struct FlowGroup {
     if (sched.capacity() > kKeep) sched = PoolVector<Schedule>(sched.get_allocator());
     if (ready.capacity() > kKeep) ready = PoolVector<uint32_t>(ready.get_allocator());
     if (deps.capacity() > 2 * kKeep) deps = PoolVector<EventId>(deps.get_allocator());
+    if (dep_link.capacity() > 2 * kKeep) dep_link = PoolVector<uint8_t>(dep_link.get_allocator());
     if (dependents.capacity() > 2 * kKeep) dependents = PoolVector<Dependent>(dependents.get_allocator());
     if (labels.capacity() > kKeep) labels = std::vector<std::string>();
     if (links.capacity() > 4 * kKeep) links = std::vector<LinkId>();
@@ -150,6 +167,7 @@ struct FlowGroup {
     sched = PoolVector<Schedule>(PoolAllocator<Schedule>(pool));
     ready = PoolVector<uint32_t>(PoolAllocator<uint32_t>(pool));
     deps = PoolVector<EventId>(PoolAllocator<EventId>(pool));
+    dep_link = PoolVector<uint8_t>(PoolAllocator<uint8_t>(pool));
     dependents = PoolVector<Dependent>(PoolAllocator<Dependent>(pool));
   }
 

@@ -270,6 +270,15 @@ void Simulator::complete(uint32_t slot, Time now) {
       }
       dirty_pending(ds, now);  // its start moves with this finish
     }
+  }, [&](uint32_t bs, uint8_t L) {
+    // A group linked as a whole: as above for each edge, told at once while it waits; a
+    // simulated one whose start moves comes apart, edge by edge (false).
+    Record& d = records_[bs];
+    if (d.dirty) {
+      if (d.phase == Phase::pending) group_deps_done(bs, L, now);
+      return true;
+    }
+    return r.has_old && now == r.old_finish;
   });
 }
 
@@ -287,6 +296,10 @@ void Simulator::clean_finished(uint32_t slot, Time now) {
     if (d.waiting == 0) return;
     d.ready = std::max(d.ready, now);
     if (--d.waiting == 0) push_start(d.ready, ds);
+  }, [&](uint32_t bs, uint8_t L) {
+    const Record& d = records_[bs];
+    if (d.dirty && d.phase == Phase::pending) group_deps_done(bs, L, now);
+    return true;
   });
 }
 
@@ -772,6 +785,8 @@ Engine::Stats Simulator::stats() const {
   s.solves = solver_.solves();
   s.solved_flows = solver_.solved_flows();
   s.group_members_apart = members_apart_;
+  s.group_links = links_made_;
+  s.group_links_expanded = links_expanded_;
   s.floor = floor_;
   return s;
 }

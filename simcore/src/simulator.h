@@ -313,8 +313,24 @@ class Simulator {
   void submit_group(std::span<const NewEvent> events, std::span<const uint32_t> members,
                     std::span<EventId> ids, double rate, Time tail, Time estimate, uint32_t deps);
   template <class F> void for_each_member_route(const Record& r, F&& f) const;
-  // Every dependent id of an event (a group's: every member's).
-  template <class F> void for_each_dependent(Record& r, F&& f);
+  // Every dependent id of an event (a group's: every member's). A link in a group's list
+  // (FlowGroup::kLinkBit) is offered to whole(slot of the dependent group, link index) first:
+  // true when that told the group as a whole (or had nothing to tell it); false, and the link
+  // becomes its edges (expand_link()), each told to f as before.
+  template <class F, class W> void for_each_dependent(Record& r, F&& f, W&& whole);
+  // Links (FlowGroup::kLinkBit). link_group(): group record `slot`'s edges to members of group
+  // record `ds` (just submitted; their dep_link is L) are one entry in `ds`'s list.
+  // expand_link(): entry k of g's list becomes those edges again, in their order. unlink():
+  // before group record `slot` comes apart, its links become their edges; expand_links():
+  // before group `g` comes apart, every link in its list does (their positions are its
+  // members').
+  void link_group(uint32_t slot, uint32_t ds, uint8_t L);
+  void expand_link(FlowGroup& g, size_t k);
+  void unlink(uint32_t slot);
+  void expand_links(FlowGroup& g);
+  // The dependencies of group record `slot`'s members told through its link L finished at
+  // `now`: each member is told once per such edge, as member_dep_done() would be.
+  void group_deps_done(uint32_t slot, uint8_t L, Time now);
   bool has_dependents(const Record& r) const {
     return r.group == kNoGroup ? !r.dependents.empty() : !groups_[r.group].dependents.empty();
   }
@@ -448,6 +464,8 @@ class Simulator {
   std::vector<LinkId> group_links_;  // the links of the groups started in this sweep (flow_group.h)
   std::vector<uint32_t> free_groups_;
   std::vector<uint32_t> taken_mark_;  // take_dependents(): where each position goes
+  std::vector<uint8_t> dep_link_;     // submit_group()'s scratch: FlowGroup::dep_link
+  std::vector<FlowGroup::Dependent> link_edges_;  // expand_link()'s scratch
   std::vector<uint32_t> dead_slots_;  // split groups' records, freed once the sweep is over
   std::vector<uint32_t> link_mark_;   // submit_flows(): a class's stamp on the links it holds
   // submit_flows()'s scratch: its classes, a hash table of them, each flow's class (or none:
@@ -459,6 +477,7 @@ class Simulator {
 
   Time floor_ = 0, frontier_ = 0;
   uint64_t live_ = 0, rollbacks_ = 0, replayed_ = 0, members_apart_ = 0;
+  uint64_t links_made_ = 0, links_expanded_ = 0;
 };
 
 // Every member's sharing route, with the member's position.
@@ -470,7 +489,7 @@ template <class F> void Simulator::for_each_member_route(const Record& r, F&& f)
   }
 }
 
-template <class F> void Simulator::for_each_dependent(Record& r, F&& f) {
+template <class F, class W> void Simulator::for_each_dependent(Record& r, F&& f, W&& whole) {
   if (r.group == kNoGroup) {
     for (EventId dep : r.dependents) f(dep);
     return;
@@ -482,15 +501,28 @@ template <class F> void Simulator::for_each_dependent(Record& r, F&& f) {
   // earlier one fetched, so that the misses overlap instead of stalling each entry.
   FlowGroup& g = groups_[r.group];
   constexpr size_t kIdsAhead = 16, kRecordsAhead = 8, kStateAhead = 4;
-  const size_t n = g.dependents.size();
+  size_t n = g.dependents.size();
   for (size_t k = 0; k < std::min(n, kIdsAhead); ++k) ids_.prefetch(g.dependents[k].id);
   for (size_t k = 0; k < std::min(n, kRecordsAhead); ++k) prefetch_record(g.dependents[k].id);
   for (size_t k = 0; k < std::min(n, kStateAhead); ++k) prefetch_dependent(g.dependents[k].id);
-  for (size_t k = 0; k < n; ++k) {
+  for (size_t k = 0; k < n;) {
     if (k + kIdsAhead < n) ids_.prefetch(g.dependents[k + kIdsAhead].id);
     if (k + kRecordsAhead < n) prefetch_record(g.dependents[k + kRecordsAhead].id);
     if (k + kStateAhead < n) prefetch_dependent(g.dependents[k + kStateAhead].id);
-    f(EventId{g.dependents[k].id});
+    const FlowGroup::Dependent d = g.dependents[k];
+    if (d.pos & FlowGroup::kLinkBit) {
+      const uint32_t bs = live_slot(EventId{d.id});
+      if (bs == kRetired ||
+          (records_[bs].group != kNoGroup && whole(bs, static_cast<uint8_t>(d.pos & ~FlowGroup::kLinkBit)))) {
+        ++k;
+        continue;
+      }
+      expand_link(g, k);  // entries k on are now its edges: told one by one
+      n = g.dependents.size();
+      continue;
+    }
+    f(EventId{d.id});
+    ++k;
   }
 }
 

@@ -210,6 +210,12 @@ TEST(FlowGroup, ARingStepByStepEqualsItsFlowsOneByOneExactly) {
   // latest of them (submit_flows' key): none leaves its group to start apart. (Grouped by
   // route class alone, 494 of the 640 did, each copied out: extract().)
   EXPECT_EQ(grouped.group_members_apart, 0u);
+  // Each step's groups are told by the groups of the step before through one link per pair
+  // of groups (flow_group.h: FlowGroup::Dependent), not an edge per member dependency (1216
+  // here), and no link had to become its edges again (no group came apart).
+  EXPECT_GE(grouped.group_links, 19u);
+  EXPECT_LT(grouped.group_links, 19u * 32 * 2);
+  EXPECT_EQ(grouped.group_links_expanded, 0u);
 }
 
 TEST(FlowGroup, ARingStepByStepWithQueriesEqualsItsFlowsOneByOne) {
@@ -235,7 +241,7 @@ TEST(FlowGroup, ARingStepByStepWithQueriesEqualsItsFlowsOneByOne) {
 TEST(FlowGroup, MembersThatMeetOtherTrafficOrStartApartComeApart) {
   const ClusterSpec c = group_cluster();
   std::mt19937_64 rng(3);
-  uint64_t saved = 0, solved = 0, apart = 0;
+  uint64_t saved = 0, solved = 0, apart = 0, expanded = 0;
   for (int round = 0; round < 60; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     const CalledTrace t = stepped(rng, 32, 40);
@@ -245,16 +251,18 @@ TEST(FlowGroup, MembersThatMeetOtherTrafficOrStartApartComeApart) {
     saved += single.solved_flows - std::min(single.solved_flows, grouped.solved_flows);
     solved += grouped.solved_flows;
     apart += grouped.group_members_apart;
+    expanded += grouped.group_links_expanded;
   }
   EXPECT_GT(saved, 0u);   // some groups stayed whole
   EXPECT_GT(solved, 0u);  // and some came apart into flows the solver shared out
   EXPECT_GT(apart, 0u);   // and some members started apart from their group
+  EXPECT_GT(expanded, 0u);  // and groups told through links came apart (extract(), split())
 }
 
 TEST(FlowGroup, CallsInShuffledOrderGiveTheVirtualTimeAnswer) {
   const ClusterSpec c = group_cluster();
   std::mt19937_64 rng(4);
-  uint64_t rollbacks = 0;
+  uint64_t rollbacks = 0, expanded = 0;
   for (int round = 0; round < 60; ++round) {
     SCOPED_TRACE("round " + std::to_string(round));
     const CalledTrace t = stepped(rng, 32, 40);
@@ -263,9 +271,11 @@ TEST(FlowGroup, CallsInShuffledOrderGiveTheVirtualTimeAnswer) {
       Engine::Stats stats;
       ASSERT_TRUE(same(want, by_calls(c, t, random_call_order(t, rng), sync, rng, &stats)));
       rollbacks += stats.rollbacks;
+      expanded += stats.group_links_expanded;
     }
   }
   EXPECT_GT(rollbacks, 50u);  // calls did land in the simulated past of groups
+  EXPECT_GT(expanded, 0u);    // and took groups told through links apart
 }
 
 TEST(FlowGroup, ALateFlowRollsBackAcrossASimulatedGroup) {
@@ -297,6 +307,10 @@ TEST(FlowGroup, ALateFlowRollsBackAcrossASimulatedGroup) {
   with_late.events.push_back(e);
   const auto want = one_by_one(c, with_late);
   ASSERT_TRUE(same(want, got));
+  // The rollback split simulated groups told through links: those became their edges first
+  // (expand_link()), and the answers are still the one-by-one ones.
+  EXPECT_GT(grouped->stats().group_links, 0u);
+  EXPECT_GT(grouped->stats().group_links_expanded, 0u);
   // The late flow slowed step 2's flow 3 -> 4 down.
   EXPECT_GT(got[2 * 16 + 3].finish, before[2 * 16 + 3].finish);
 }

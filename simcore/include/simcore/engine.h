@@ -159,6 +159,11 @@ class Engine {
     // Flow-group members (add_flows) that left their group to start at another instant than
     // the rest (their dependencies finished apart).
     uint64_t group_members_apart = 0;
+    // Flow groups whose members' dependencies are all members of one other group (a ring's
+    // step after the one before), told by it through one link, not an edge per member; and
+    // those links turned back into their edges since (a group came apart, a rollback).
+    uint64_t group_links = 0;
+    uint64_t group_links_expanded = 0;
     Time floor = 0;                   // history before this time is reclaimed
   };
   virtual Stats stats() const { return {}; }
