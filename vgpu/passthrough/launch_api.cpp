@@ -214,7 +214,7 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
   if (vt == nullptr || f == nullptr) return launch();
   thread_clock::Pause pause;  // as every timed call (timed_api.cpp): only the real driver's time is charged
   StreamTarget t;
-  if (!vt->target(stream, per_thread, &t) || vt->capturing(t)) return launch();
+  if (!vt->target(stream, per_thread, &t, pause.thread().target) || vt->capturing(t)) return launch();
   // The thread's plan, reused launch after launch: its signature's buffer is allocated once, not
   // per launch (an allocation and a free were a tenth of a settled launch's own work). A launch
   // planned while another is on the same thread (none is known: the real driver calls no entry

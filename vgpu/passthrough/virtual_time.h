@@ -56,13 +56,18 @@ class VirtualTime {
   // successful cuInit.
   static VirtualTime* get();
   // The virtual time and the target of a call on stream `s` when the call can be timed (a live
-  // stream that is not being captured); nullptr otherwise.
-  static VirtualTime* for_call(CUstream s, bool per_thread, StreamTarget* t);
+  // stream that is not being captured); nullptr otherwise. `pause`: the call's, whose thread
+  // state serves (call_thread.h: no thread-local lookup).
+  static VirtualTime* for_call(CUstream s, bool per_thread, StreamTarget* t, const thread_clock::Pause& pause);
 
   // Resolves a stream argument (`per_thread`: a _ptsz/_ptds entry point). Errors as the real
   // driver would give them for a bad handle are left to the forwarded call itself: false here
   // only means "do not time this".
-  bool target(CUstream stream, bool per_thread, StreamTarget* out);
+  bool target(CUstream stream, bool per_thread, StreamTarget* out) {
+    return target(stream, per_thread, out, this_call_thread().target);
+  }
+  // The same with the calling thread's cache (CallThread::target) at hand.
+  bool target(CUstream stream, bool per_thread, StreamTarget* out, TargetCache& cache);
   // Whether the stream is being captured into a graph (its work then does not run now). Asks
   // the real driver only while some capture is open (capture_opened/closed below).
   bool capturing(const StreamTarget& t);
@@ -120,7 +125,8 @@ class VirtualTime {
   // The virtual device an event was created on (the program's cuEventCreate), -1 if unknown:
   // several virtual devices share one real GPU, whose driver cannot tell them apart.
   void event_created(CUevent event, int device);
-  int event_device(CUevent event);
+  // `cache`: the calling thread's (CallThread::event_device).
+  int event_device(CUevent event, EventDeviceCache& cache);
   OpRef event_op(CUevent event);
   // Virtual ms between two recorded events whose real work is complete; nullopt when either
   // was never recorded through vgpu.
