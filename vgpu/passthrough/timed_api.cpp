@@ -108,7 +108,7 @@ CUresult graph_launch(CUstream s, bool per_thread, Call call) {
   const CUresult r = pause.real(vgpu::timing::DriverCall::launch, call);
   if (vt == nullptr) return r;
   if (r == CUDA_SUCCESS)
-    vt->submit(t, timing, bracket);
+    vt->submit(t, std::move(timing), bracket);
   else
     vt->abandon(bracket);
   return r;

@@ -269,7 +269,7 @@ void VirtualTime::abandon(Bracket& b) {
   b.begin_ = nullptr;
 }
 
-OpRef VirtualTime::submit(const StreamTarget& t, Timing timing, Bracket& b, bool keep_op,
+OpRef VirtualTime::submit(const StreamTarget& t, Timing&& timing, Bracket& b, bool keep_op,
                           const thread_clock::Pause* pause) {
   const double issue = issue_time(t.device, pause);
   double duration = timing.source == Timing::Source::known ? timing.seconds : -1;

@@ -98,8 +98,10 @@ class VirtualTime {
   Bracket begin(const StreamTarget& t, const Timing& timing, bool gated = false);
   // `keep_op` false: the caller does not use the op, so one whose duration is known may be
   // placed without one (VirtualTimeline::append_unless_placed; nullptr is returned then).
-  // `pause`: the caller's (the calling thread's clock, looked up once: issue_time).
-  OpRef submit(const StreamTarget& t, Timing timing, Bracket& bracket, bool keep_op = true,
+  // `pause`: the caller's (the calling thread's clock, looked up once: issue_time). `timing` is
+  // moved from only where it is kept (a measurement); taken by reference, not by value: a
+  // Timing's move and destruction (a std::function, a string) on every launch (issue 21).
+  OpRef submit(const StreamTarget& t, Timing&& timing, Bracket& bracket, bool keep_op = true,
                const thread_clock::Pause* pause = nullptr);
   void abandon(Bracket& bracket);
 
