@@ -95,7 +95,7 @@ uint64_t work_key_of(WorkKeys& known, uint64_t key, const LaunchSignature& signa
 void plan_for(Plan& p, LaunchThread& thread, CUfunction f, const LaunchShape& shape, void** params, void** extra,
               const StreamTarget& t) {
   p.run = true;
-  p.timing = measured_timing();
+  p.timing.reset(Timing::Source::measured);  // in place: no Timing made and moved per launch
   p.have_signature = false;
   p.first.reset();
   p.timing.kernel = true;

@@ -48,6 +48,20 @@ struct Timing {
   int nccl_gpu = -1;                         // Source::nccl: the rank's global GPU
   nccl_timing::Attribution nccl;             //   and which transfers are the kernel's
   std::string label;                         // for VGPU_TIMELINE; set only when one is written
+
+  // As a Timing{} of `source`, in place: a launch's reused plan is cleared without a Timing made
+  // and move-assigned (a std::function, a shared_ptr, a string) on every launch (issue 21). A
+  // field added above is cleared here too (TimingReset.ClearsEveryField, virtual_time_test.cpp).
+  void reset(Source s) {
+    source = s;
+    kernel = false;
+    seconds = 0;
+    if (on_measured) on_measured = nullptr;
+    nccl_gpu = -1;
+    nccl.launch = nccl.since = 0;
+    if (nccl.until) nccl.until.reset();
+    label.clear();
+  }
 };
 
 class VirtualTime {
