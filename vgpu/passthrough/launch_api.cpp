@@ -23,6 +23,7 @@
 #include "passthrough/measure_lock.h"
 #include "passthrough/nccl_gate.h"
 #include "passthrough/nccl_timing.h"
+#include "passthrough/recent_keys.h"
 #include "passthrough/timeline_writer.h"
 #include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
@@ -81,6 +82,7 @@ struct LaunchThread {
   bool busy = false;  // `plan` is in use (a launch planned while another is on the same thread)
   LaunchScratch scratch;
   WorkKeys work_keys;
+  RecentKeys keys;  // recent_keys.h
 };
 
 // The work key of the signature whose exact key is `key`, remembered in `known` (the thread's).
@@ -127,7 +129,7 @@ void plan_for(Plan& p, LaunchThread& thread, CUfunction f, const LaunchShape& sh
   // the smallest of them and this process's own is the least disturbed measurement.
   SharedDurations* shared = Passthrough::get().shared_durations().of(physical);
   // Also the key under which this process remembers what settled() answered.
-  const uint64_t key = SharedDurations::key_of(p.signature.bytes);
+  const uint64_t key = thread.keys.key(f, p.signature.bytes, SharedDurations::key_of);
   // Where several virtual devices share the GPU, their ranks' exact signatures rarely meet (the
   // by-value bytes hold each process's stack garbage), and a signature one rank measured while
   // others' kernels held the GPU settles high (8 ranks of DDP on one H200: the LM head's GEMM
