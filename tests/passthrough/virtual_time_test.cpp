@@ -32,6 +32,7 @@
 #include "front/launch/kernel_time_db.h"
 #include "front/launch/launch_signature.h"
 #include "passthrough/shared_durations.h"
+#include "passthrough/virtual_time.h"
 #include "status/status_region.h"
 #include "on_passthrough.h"
 
@@ -173,6 +174,33 @@ class VirtualTime : public ::testing::Test {
   CUdeviceptr x_ = 0, y_ = 0;
   CUevent a_ = nullptr, b_ = nullptr, c_ = nullptr;
 };
+
+// A launch's plan is reused and its Timing cleared in place (Timing::reset) rather than replaced:
+// every field must come back as a new Timing's, or a settled launch would inherit a measured
+// one's callback, an NCCL launch's attribution, or a label.
+TEST(TimingReset, ClearsEveryField) {
+  vgpu::pt::Timing t;
+  t.source = vgpu::pt::Timing::Source::nccl;
+  t.kernel = true;
+  t.seconds = 1.5;
+  t.on_measured = [](double s) { return s; };
+  t.nccl_gpu = 3;
+  t.nccl.launch = 7;
+  t.nccl.since = 9;
+  t.nccl.until = std::make_shared<std::atomic<uint64_t>>(1);
+  t.label = "a label";
+  t.reset(vgpu::pt::Timing::Source::measured);
+  const vgpu::pt::Timing fresh;
+  EXPECT_EQ(t.source, vgpu::pt::Timing::Source::measured);
+  EXPECT_EQ(t.kernel, fresh.kernel);
+  EXPECT_EQ(t.seconds, fresh.seconds);
+  EXPECT_FALSE(t.on_measured);
+  EXPECT_EQ(t.nccl_gpu, fresh.nccl_gpu);
+  EXPECT_EQ(t.nccl.launch, fresh.nccl.launch);
+  EXPECT_EQ(t.nccl.since, fresh.nccl.since);
+  EXPECT_EQ(t.nccl.until, nullptr);
+  EXPECT_EQ(t.label, fresh.label);
+}
 
 TEST_F(VirtualTime, EventsReportTheVirtualTimelineOfKernels) {
   // Warm up so that the signature is settled under every policy.

@@ -23,6 +23,7 @@
 #include "passthrough/measure_lock.h"
 #include "passthrough/nccl_gate.h"
 #include "passthrough/nccl_timing.h"
+#include "passthrough/recent_keys.h"
 #include "passthrough/timeline_writer.h"
 #include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
@@ -70,23 +71,37 @@ struct Plan {
   std::shared_ptr<bool> first;
 };
 
-// The work key (signature_work_key) of the signature whose exact key is `key`, remembered per
-// thread: computing it hashes the signature's bytes once more, ~30 ns a launch with a long name.
-uint64_t work_key_of(uint64_t key, const LaunchSignature& signature) {
-  thread_local std::unordered_map<uint64_t, uint64_t> known;
+// The work keys (signature_work_key) of the signatures whose exact keys a thread met: computing
+// one hashes the signature's bytes once more, ~30 ns a launch with a long name.
+using WorkKeys = std::unordered_map<uint64_t, uint64_t>;
+
+// What a launching thread keeps from launch to launch, in one thread-local looked up once per
+// launch and passed down (LaunchScratch says why).
+struct LaunchThread {
+  Plan plan;
+  bool busy = false;  // `plan` is in use (a launch planned while another is on the same thread)
+  LaunchScratch scratch;
+  WorkKeys work_keys;
+  RecentKeys keys;  // recent_keys.h
+};
+
+// The work key of the signature whose exact key is `key`, remembered in `known` (the thread's).
+uint64_t work_key_of(WorkKeys& known, uint64_t key, const LaunchSignature& signature) {
   if (auto it = known.find(key); it != known.end()) return it->second;
   if (known.size() >= 8192) known.clear();  // bounded: a long run meets many signatures
   return known[key] = signature_work_key(signature);
 }
 
 // Plans one launch into `p`, a plan used before or new: its signature's buffer is reused.
-void plan_for(Plan& p, CUfunction f, const LaunchShape& shape, void** params, void** extra, const StreamTarget& t) {
+// `thread`: the calling thread's state (its scratch and work keys; not its plan, which may be busy).
+void plan_for(Plan& p, LaunchThread& thread, CUfunction f, const LaunchShape& shape, void** params, void** extra,
+              const StreamTarget& t) {
   p.run = true;
-  p.timing = measured_timing();
+  p.timing.reset(Timing::Source::measured);  // in place: no Timing made and moved per launch
   p.have_signature = false;
   p.first.reset();
   p.timing.kernel = true;
-  const FunctionFacts& facts = function_facts(f);
+  const FunctionFacts& facts = function_facts(f, thread.scratch);
   if (facts.ok && TimelineWriter::get() != nullptr) p.timing.label = facts.name;
   if (facts.ok && facts.nccl) {
     // Always run (peers spin-wait on it); timed by its transfers when the vgpu plugin moves them.
@@ -97,7 +112,7 @@ void plan_for(Plan& p, CUfunction f, const LaunchShape& shape, void** params, vo
     }
     return;
   }
-  p.have_signature = launch_signature(f, facts, shape, params, extra, &p.signature);
+  p.have_signature = launch_signature(f, facts, shape, params, extra, thread.scratch, &p.signature);
   const LaunchPolicy policy = launch_policy();
   if (policy == LaunchPolicy::none) {
     p.run = false;
@@ -114,7 +129,7 @@ void plan_for(Plan& p, CUfunction f, const LaunchShape& shape, void** params, vo
   // the smallest of them and this process's own is the least disturbed measurement.
   SharedDurations* shared = Passthrough::get().shared_durations().of(physical);
   // Also the key under which this process remembers what settled() answered.
-  const uint64_t key = SharedDurations::key_of(p.signature.bytes);
+  const uint64_t key = thread.keys.key(f, p.signature.bytes, SharedDurations::key_of);
   // Where several virtual devices share the GPU, their ranks' exact signatures rarely meet (the
   // by-value bytes hold each process's stack garbage), and a signature one rank measured while
   // others' kernels held the GPU settles high (8 ranks of DDP on one H200: the LM head's GEMM
@@ -122,7 +137,7 @@ void plan_for(Plan& p, CUfunction f, const LaunchShape& shape, void** params, vo
   // under the launch's work key (signature_work_key), and a launch never takes more than the least
   // sample any rank took of the same work.
   const uint64_t work =
-      shared != nullptr && state != nullptr && state->shares_physical(t.device) ? work_key_of(key, p.signature) : 0;
+      shared != nullptr && state != nullptr && state->shares_physical(t.device) ? work_key_of(thread.work_keys, key, p.signature) : 0;
   auto least_of_job = [shared, key, work](double own) {
     double d = own;
     if (const std::optional<double> least = shared ? shared->smallest(key) : std::nullopt) d = std::min(d, *least);
@@ -201,17 +216,14 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
   if (vt == nullptr || f == nullptr) return launch();
   thread_clock::Pause pause;  // as every timed call (timed_api.cpp): only the real driver's time is charged
   StreamTarget t;
-  if (!vt->target(stream, per_thread, &t) || vt->capturing(t)) return launch();
+  if (!vt->target(stream, per_thread, &t, pause.thread().target) || vt->capturing(t)) return launch();
   // The thread's plan, reused launch after launch: its signature's buffer is allocated once, not
   // per launch (an allocation and a free were a tenth of a settled launch's own work). A launch
   // planned while another is on the same thread (none is known: the real driver calls no entry
-  // point back) gets a plan of its own.
-  struct ThreadPlan {
-    Plan plan;
-    bool busy = false;
-  };
-  thread_local ThreadPlan t_plan;
-  ThreadPlan& mine = kept_address(t_plan);  // one thread-local lookup (kept_address.h)
+  // point back) gets a plan of its own; the scratch is the thread's all the same (used only while
+  // planning, which calls no entry point of vgpu's).
+  thread_local LaunchThread t_launch;
+  LaunchThread& mine = kept_address(t_launch);  // one thread-local lookup (kept_address.h)
   std::optional<Plan> own;
   Plan& plan = mine.busy ? own.emplace() : mine.plan;
   struct Release {
@@ -221,7 +233,7 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
     }
   } release{mine.busy ? nullptr : &mine.busy};
   mine.busy = true;
-  plan_for(plan, f, shape, params, extra, t);
+  plan_for(plan, mine, f, shape, params, extra, t);
   VirtualTime::Bracket bracket;
   KernelRecording* rec = nullptr;
   // A launch measured now holds the physical GPU's measurement lock until it has run.
@@ -243,7 +255,7 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
     bracket = vt->begin(t, plan.timing, /*gated=*/alone != nullptr && measured && !first);
     rec = plan.have_signature ? KernelRecording::get() : nullptr;
     if (rec != nullptr &&
-        !rec->begin(plan.signature, {t.context, stream, per_thread, function_facts(f).name, shape}))
+        !rec->begin(plan.signature, {t.context, stream, per_thread, function_facts(f, mine.scratch).name, shape}))
       rec = nullptr;
   }
   // An NCCL collective's kernel waits on the GPU for its communicator's other ranks (nccl_gate.h).

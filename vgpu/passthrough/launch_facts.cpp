@@ -7,8 +7,6 @@
 #include <shared_mutex>
 #include <unordered_map>
 
-#include "passthrough/kept_address.h"
-#include "passthrough/known_addresses.h"
 #include "passthrough/nccl_timing.h"
 #include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
@@ -64,30 +62,12 @@ bool pack_params(const FunctionFacts& facts, void** params, void** extra, std::v
 
 }  // namespace
 
-const FunctionFacts& function_facts(CUfunction f) { return Passthrough::get().function_facts().of(f); }
+const FunctionFacts& function_facts(CUfunction f, LaunchScratch& scratch) {
+  return Passthrough::get().function_facts().of(f, scratch.recent);
+}
 
-namespace {
-
-// The calling thread's recently launched functions, direct-mapped by handle: a training step
-// launches a few dozen kernels over and over, so most launches find their facts here without
-// the shared lock (a reader-writer lock's two atomic updates were 5% of a settled launch).
-// Entries point into the cache's map, whose elements never move or go.
-struct RecentFacts {
-  static constexpr size_t kSlots = 64;
-  struct Slot {
-    const FunctionFactsCache* owner = nullptr;
-    CUfunction f = nullptr;
-    const FunctionFacts* facts = nullptr;
-  };
-  Slot slots[kSlots];
-  static size_t slot_of(CUfunction f) { return (reinterpret_cast<uintptr_t>(f) >> 4) % kSlots; }
-};
-thread_local RecentFacts t_recent_facts;  // constant-initialized: no guard
-
-}  // namespace
-
-const FunctionFacts& FunctionFactsCache::of(CUfunction f) {
-  RecentFacts::Slot& slot = t_recent_facts.slots[RecentFacts::slot_of(f)];
+const FunctionFacts& FunctionFactsCache::of(CUfunction f, RecentFacts& recent) {
+  RecentFacts::Slot& slot = recent.slots[RecentFacts::slot_of(f)];
   if (slot.owner == this && slot.f == f) return *slot.facts;
   const FunctionFacts* found = nullptr;
   {
@@ -103,20 +83,11 @@ const FunctionFacts& FunctionFactsCache::of(CUfunction f) {
   return *found;
 }
 
-namespace {
-
-// The calling thread's (known_addresses.h). Constant-initialized: no guard.
-thread_local KnownAddresses t_known_addresses;
-
-}  // namespace
-
 bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShape& shape, void** params,
-                      void** extra, LaunchSignature* out) {
+                      void** extra, LaunchScratch& scratch, LaunchSignature* out) {
   PassState* s = PassState::get();
   if (s == nullptr || f == nullptr) return false;
-  // The packed block's buffer is the thread's, kept between launches (no allocation per launch).
-  thread_local std::vector<uint8_t> t_block;
-  std::vector<uint8_t>& block = kept_address(t_block);  // one thread-local lookup (kept_address.h)
+  std::vector<uint8_t>& block = scratch.block;
   if (!facts.ok || !pack_params(facts, params, extra, &block)) {
     out->bytes.clear();
     return false;
@@ -148,7 +119,7 @@ bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShap
                                                          : std::numeric_limits<double>::infinity()};
           });
     }
-  } asking{s, s->host_addresses(), kept_address(t_known_addresses), device_generation, host_generation};
+  } asking{s, s->host_addresses(), scratch.known, device_generation, host_generation};
   build_launch_signature(
       facts.name, shape, facts.slots, block, [&asking](uint64_t v) { return asking(v); },
       out);

@@ -13,6 +13,7 @@
 
 #include "front/driver/cuda_api.h"
 #include "front/launch/launch_signature.h"
+#include "passthrough/known_addresses.h"
 
 namespace vgpu::pt {
 
@@ -24,14 +25,44 @@ struct FunctionFacts {
   uint32_t block_bytes = 0;  // packed parameter block size
 };
 
+class FunctionFactsCache;
+
+// A launching thread's recently launched functions, direct-mapped by handle: a training step
+// launches a few dozen kernels over and over, so most launches find their facts here without
+// the cache's shared lock (a reader-writer lock's two atomic updates were 5% of a settled
+// launch). Entries point into the cache's map, whose elements never move or go.
+struct RecentFacts {
+  static constexpr size_t kSlots = 64;
+  struct Slot {
+    const FunctionFactsCache* owner = nullptr;
+    CUfunction f = nullptr;
+    const FunctionFacts* facts = nullptr;
+  };
+  Slot slots[kSlots];
+  static size_t slot_of(CUfunction f) { return (reinterpret_cast<uintptr_t>(f) >> 4) % kSlots; }
+};
+
+// What one launching thread keeps from launch to launch for the two functions below. Held by
+// the caller, launch_api.cpp's per-thread state, and passed down: each thread-local of a shared
+// library is a call to __tls_get_addr at each use (~11 instructions, twice for one with a
+// destructor), and these three, each in its own thread-local, were six of a settled launch's ten
+// (issue 21). Not thread-safe: one per thread.
+struct LaunchScratch {
+  RecentFacts recent;
+  KnownAddresses known;        // known_addresses.h
+  std::vector<uint8_t> block;  // the packed parameter block, its buffer reused (no allocation per launch)
+};
+
 // The facts of `f` (a CUfunction, or a CUkernel as cudart passes them); cached per handle in
-// the backend root's FunctionFactsCache. The reference stays valid for the life of the process.
-const FunctionFacts& function_facts(CUfunction f);
+// the backend root's FunctionFactsCache, and in the calling thread's `scratch`. The reference
+// stays valid for the life of the process.
+const FunctionFacts& function_facts(CUfunction f, LaunchScratch& scratch);
 
 // The facts of every function described so far (held by the root, passthrough.h).
 class FunctionFactsCache {
  public:
-  const FunctionFacts& of(CUfunction f);
+  // `recent`: the calling thread's (RecentFacts).
+  const FunctionFacts& of(CUfunction f, RecentFacts& recent);
 
  private:
   std::shared_mutex mu_;
@@ -40,8 +71,8 @@ class FunctionFactsCache {
 
 // The launch signature of one launch of `f`, whose facts are `facts` (function_facts(f));
 // false when the launch cannot be described (no facts, or parameters that neither kernelParams
-// nor `extra` describe).
+// nor `extra` describe). `scratch`: the calling thread's.
 bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShape& shape, void** params,
-                      void** extra, LaunchSignature* out);
+                      void** extra, LaunchScratch& scratch, LaunchSignature* out);
 
 }  // namespace vgpu::pt

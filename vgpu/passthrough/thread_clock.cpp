@@ -4,6 +4,7 @@
 #include <atomic>
 
 #include "common/settings.h"
+#include "passthrough/kept_address.h"
 #include "timing/thread_clock.h"
 
 namespace vgpu::pt::thread_clock {
@@ -67,8 +68,27 @@ bool polling() { return this_thread_clock().polling(); }
 bool has_clock() { return this_thread_clock().keeps_time(); }
 bool paused() { return this_thread_clock().inside(); }
 
-Pause::Pause(bool blocking) : clock_(&this_thread_clock()) { clock_->enter(blocking); }
-Pause::Pause(Query) : clock_(&this_thread_clock()) { clock_->enter_query(); }
+namespace {
+constinit thread_local CallThread t_call_thread;  // constant-initialized: no guard
+
+// The thread's call state with its clock set (a lookup in another library file, once a thread).
+CallThread& call_thread_with_clock() {
+  CallThread& t = kept_address(t_call_thread);  // one thread-local lookup (kept_address.h)
+  if (t.clock == nullptr) t.clock = &this_thread_clock();
+  return t;
+}
+}  // namespace
+
+}  // namespace vgpu::pt::thread_clock
+
+namespace vgpu::pt {
+CallThread& this_call_thread() { return thread_clock::call_thread_with_clock(); }
+}  // namespace vgpu::pt
+
+namespace vgpu::pt::thread_clock {
+
+Pause::Pause(bool blocking) : thread_(&call_thread_with_clock()), clock_(thread_->clock) { clock_->enter(blocking); }
+Pause::Pause(Query) : thread_(&call_thread_with_clock()), clock_(thread_->clock) { clock_->enter_query(); }
 void Pause::mark_blocking() { clock_->mark_blocking(); }
 double Pause::now(int device) const { return now_of(*clock_, device); }
 Pause::~Pause() {

@@ -14,11 +14,8 @@
 // only: in the real job it is the only thread that waited.
 #pragma once
 
+#include "passthrough/call_thread.h"
 #include "timing/driver_call_cost.h"
-
-namespace vgpu::timing {
-class ThreadClock;
-}
 
 namespace vgpu::pt::thread_clock {
 
@@ -63,6 +60,8 @@ class Pause {
   // now(device) of the thread whose scope this is, without looking its clock up again (a
   // thread-local lookup, a call into the C library, on every timed call: issue 21).
   double now(int device) const;
+  // The calling thread's call state (call_thread.h), looked up once with the clock.
+  CallThread& thread() const { return *thread_; }
   // Runs `call`, the real driver's entry point of kind `kind`, and, when the scope closes (after
   // the op took its issue time), charges the thread's clock what such a call costs a thread on a
   // real machine: timing/driver_call_cost.h, the figure the sim backend charges too, when
@@ -78,7 +77,8 @@ class Pause {
 
  private:
   double driver_seconds_ = 0;  // charged when the scope closes (after the op took its issue time)
-  timing::ThreadClock* clock_;  // the thread's, looked up once (a thread-local lookup per use)
+  CallThread* thread_;           // the thread's, looked up once (a thread-local lookup per use)
+  timing::ThreadClock* clock_;  // thread_->clock
 };
 
 }  // namespace vgpu::pt::thread_clock

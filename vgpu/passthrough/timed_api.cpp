@@ -38,11 +38,11 @@ template <class Call>
 CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
   thread_clock::Pause pause;
   StreamTarget t;
-  VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
+  VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t, pause);
   // The real driver refuses an event of another device; two virtual devices on one real GPU are
   // one device to it, so vgpu refuses as it would.
   if (vt != nullptr && e != nullptr) {
-    const int event_device = vt->event_device(e);
+    const int event_device = vt->event_device(e, pause.thread().event_device);
     if (event_device >= 0 && event_device != t.device) {
       vgpu::log::warn("cuEventRecord: the event belongs to virtual device {}, the stream to {}", event_device,
                       t.device);
@@ -58,7 +58,7 @@ template <class Call>
 CUresult stream_waits(CUstream s, CUevent e, bool per_thread, Call call) {
   thread_clock::Pause pause;
   StreamTarget t;
-  VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
+  VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t, pause);
   const CUresult r = call();
   if (r == CUDA_SUCCESS && vt != nullptr) vt->stream_waits(t, e);
   return r;
@@ -76,7 +76,7 @@ CUresult stream_synchronized(CUstream s, bool per_thread, Call call) {
   thread_clock::Pause pause(/*blocking=*/true);
   VirtualTime* vt = VirtualTime::get();
   StreamTarget t;
-  const bool known = vt != nullptr && vt->target(s, per_thread, &t);
+  const bool known = vt != nullptr && vt->target(s, per_thread, &t, pause.thread().target);
   const CUresult r = call();
   if (r == CUDA_SUCCESS && known) vt->synchronized(vt->timeline().tail(t.key), t.device);
   return r;
@@ -103,12 +103,12 @@ CUresult graph_launch(CUstream s, bool per_thread, Call call) {
   Timing timing;
   timing.source = Timing::Source::measured;
   if (TimelineWriter::get() != nullptr) timing.label = "graph launch";
-  VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
+  VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t, pause);
   if (vt != nullptr) bracket = vt->begin(t, timing);
   const CUresult r = pause.real(vgpu::timing::DriverCall::launch, call);
   if (vt == nullptr) return r;
   if (r == CUDA_SUCCESS)
-    vt->submit(t, timing, bracket);
+    vt->submit(t, std::move(timing), bracket);
   else
     vt->abandon(bracket);
   return r;

@@ -50,7 +50,7 @@ CUresult timed(CUstream s, bool per_thread, bool synchronous, Seconds seconds, C
                const char* what = "peer copy", uint64_t bytes = 0) {
   thread_clock::Pause pause(synchronous);
   StreamTarget t;
-  VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t);
+  VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t, pause);
   const CUresult r = synchronous ? call() : pause.real(vgpu::timing::DriverCall::copy, call);
   if (r != CUDA_SUCCESS || vt == nullptr) return r;
   VirtualTime::Bracket none;

@@ -11,7 +11,6 @@
 #include "common/log.h"
 #include "timing/launch_latency.h"
 #include "timing/stream_order.h"
-#include "passthrough/kept_address.h"
 #include "passthrough/nccl_timing.h"
 #include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
@@ -142,40 +141,8 @@ VirtualTime* VirtualTime::make() {
   return v;
 }
 
-namespace {
-
-// The calling thread's last stream argument resolved, and its last context's virtual device:
-// every timed call resolves its stream, and a thread mostly submits to the same one, so the
-// common case takes no lock and no map. Valid while the owner's generation is unchanged (a
-// stream or context destroyed bumps it). Constant-initialized: no guard on the hot path.
-struct TargetCache {
-  const void* owner = nullptr;
-  uint64_t generation = 0;
-  CUstream stream = nullptr;  // a stream handle (StreamArg::handle)
-  CUcontext context = nullptr;
-  StreamKind kind = StreamKind::legacy;
-  CUcontext device_context = nullptr;  // the context whose device is `device`
-  int device = -1;
-};
-thread_local TargetCache t_target;
-
-// The calling thread's last event asked about by event_device() and its device: a thread records
-// the same few events over and over (every cuEventRecord asks). Valid while the owner's event
-// generation is unchanged (an event created or destroyed bumps it: a handle may come back for
-// another device).
-struct EventDeviceCache {
-  const void* owner = nullptr;
-  uint64_t generation = 0;
-  CUevent event = nullptr;
-  int device = -1;
-};
-thread_local EventDeviceCache t_event_device;
-
-}  // namespace
-
-bool VirtualTime::target(CUstream stream, bool per_thread, StreamTarget* out) {
+bool VirtualTime::target(CUstream stream, bool per_thread, StreamTarget* out, TargetCache& cache) {
   out->real = stream;
-  TargetCache& cache = kept_address(t_target);
   const uint64_t generation = generation_.load(std::memory_order_acquire);
   if (cache.owner != this || cache.generation != generation) {
     cache = TargetCache{};
@@ -232,9 +199,9 @@ bool VirtualTime::target(CUstream stream, bool per_thread, StreamTarget* out) {
   return true;
 }
 
-VirtualTime* VirtualTime::for_call(CUstream s, bool per_thread, StreamTarget* t) {
+VirtualTime* VirtualTime::for_call(CUstream s, bool per_thread, StreamTarget* t, const thread_clock::Pause& pause) {
   VirtualTime* vt = get();
-  if (vt == nullptr || !vt->target(s, per_thread, t) || vt->capturing(*t)) return nullptr;
+  if (vt == nullptr || !vt->target(s, per_thread, t, pause.thread().target) || vt->capturing(*t)) return nullptr;
   return vt;
 }
 
@@ -302,7 +269,7 @@ void VirtualTime::abandon(Bracket& b) {
   b.begin_ = nullptr;
 }
 
-OpRef VirtualTime::submit(const StreamTarget& t, Timing timing, Bracket& b, bool keep_op,
+OpRef VirtualTime::submit(const StreamTarget& t, Timing&& timing, Bracket& b, bool keep_op,
                           const thread_clock::Pause* pause) {
   const double issue = issue_time(t.device, pause);
   double duration = timing.source == Timing::Source::known ? timing.seconds : -1;
@@ -449,8 +416,7 @@ void VirtualTime::event_created(CUevent event, int device) {
   event_generation_.fetch_add(1, std::memory_order_acq_rel);  // threads' cached event devices
 }
 
-int VirtualTime::event_device(CUevent event) {
-  EventDeviceCache& cache = t_event_device;
+int VirtualTime::event_device(CUevent event, EventDeviceCache& cache) {
   if (cache.owner == this && cache.event == event &&
       cache.generation == event_generation_.load(std::memory_order_acquire))
     return cache.device;

@@ -48,6 +48,20 @@ struct Timing {
   int nccl_gpu = -1;                         // Source::nccl: the rank's global GPU
   nccl_timing::Attribution nccl;             //   and which transfers are the kernel's
   std::string label;                         // for VGPU_TIMELINE; set only when one is written
+
+  // As a Timing{} of `source`, in place: a launch's reused plan is cleared without a Timing made
+  // and move-assigned (a std::function, a shared_ptr, a string) on every launch (issue 21). A
+  // field added above is cleared here too (TimingReset.ClearsEveryField, virtual_time_test.cpp).
+  void reset(Source s) {
+    source = s;
+    kernel = false;
+    seconds = 0;
+    if (on_measured) on_measured = nullptr;
+    nccl_gpu = -1;
+    nccl.launch = nccl.since = 0;
+    if (nccl.until) nccl.until.reset();
+    label.clear();
+  }
 };
 
 class VirtualTime {
@@ -56,13 +70,18 @@ class VirtualTime {
   // successful cuInit.
   static VirtualTime* get();
   // The virtual time and the target of a call on stream `s` when the call can be timed (a live
-  // stream that is not being captured); nullptr otherwise.
-  static VirtualTime* for_call(CUstream s, bool per_thread, StreamTarget* t);
+  // stream that is not being captured); nullptr otherwise. `pause`: the call's, whose thread
+  // state serves (call_thread.h: no thread-local lookup).
+  static VirtualTime* for_call(CUstream s, bool per_thread, StreamTarget* t, const thread_clock::Pause& pause);
 
   // Resolves a stream argument (`per_thread`: a _ptsz/_ptds entry point). Errors as the real
   // driver would give them for a bad handle are left to the forwarded call itself: false here
   // only means "do not time this".
-  bool target(CUstream stream, bool per_thread, StreamTarget* out);
+  bool target(CUstream stream, bool per_thread, StreamTarget* out) {
+    return target(stream, per_thread, out, this_call_thread().target);
+  }
+  // The same with the calling thread's cache (CallThread::target) at hand.
+  bool target(CUstream stream, bool per_thread, StreamTarget* out, TargetCache& cache);
   // Whether the stream is being captured into a graph (its work then does not run now). Asks
   // the real driver only while some capture is open (capture_opened/closed below).
   bool capturing(const StreamTarget& t);
@@ -93,8 +112,10 @@ class VirtualTime {
   Bracket begin(const StreamTarget& t, const Timing& timing, bool gated = false);
   // `keep_op` false: the caller does not use the op, so one whose duration is known may be
   // placed without one (VirtualTimeline::append_unless_placed; nullptr is returned then).
-  // `pause`: the caller's (the calling thread's clock, looked up once: issue_time).
-  OpRef submit(const StreamTarget& t, Timing timing, Bracket& bracket, bool keep_op = true,
+  // `pause`: the caller's (the calling thread's clock, looked up once: issue_time). `timing` is
+  // moved from only where it is kept (a measurement); taken by reference, not by value: a
+  // Timing's move and destruction (a std::function, a string) on every launch (issue 21).
+  OpRef submit(const StreamTarget& t, Timing&& timing, Bracket& bracket, bool keep_op = true,
                const thread_clock::Pause* pause = nullptr);
   void abandon(Bracket& bracket);
 
@@ -120,7 +141,8 @@ class VirtualTime {
   // The virtual device an event was created on (the program's cuEventCreate), -1 if unknown:
   // several virtual devices share one real GPU, whose driver cannot tell them apart.
   void event_created(CUevent event, int device);
-  int event_device(CUevent event);
+  // `cache`: the calling thread's (CallThread::event_device).
+  int event_device(CUevent event, EventDeviceCache& cache);
   OpRef event_op(CUevent event);
   // Virtual ms between two recorded events whose real work is complete; nullopt when either
   // was never recorded through vgpu.

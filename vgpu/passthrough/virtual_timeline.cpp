@@ -77,7 +77,7 @@ OpRef VirtualTimeline::append_locked(const StreamKey& key, StreamKind kind, int 
 }
 
 OpRef VirtualTimeline::append_unless_placed(const StreamKey& key, StreamKind kind, int device, double issue,
-                                           double duration, bool kernel, std::string label) {
+                                           double duration, bool kernel, std::string&& label) {
   std::lock_guard l(mu_);
   if (!elide_records_ || duration < 0)
     return append_locked(key, kind, device, issue, duration, {}, 0, kernel, std::move(label), false);

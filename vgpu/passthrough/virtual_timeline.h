@@ -112,8 +112,10 @@ class VirtualTimeline {
   // An op was an allocation, a free of the one before it and several reference counts on every
   // settled cuLaunchKernel (issue 21). Otherwise (or while ops are written out:
   // set_elide_event_records(false)) it is append().
+  // `label` is moved from only when an op is made (by reference: a placed op, the common case,
+  // constructs and destroys no string).
   OpRef append_unless_placed(const StreamKey& stream, StreamKind kind, int device, double issue, double duration,
-                             bool kernel, std::string label = {});
+                             bool kernel, std::string&& label = {});
 
   // The start of `op` if its dependencies are resolved (its duration may still be unknown).
   // `wait` false: nullopt at once when another thread holds the timeline (a resolve forced by a

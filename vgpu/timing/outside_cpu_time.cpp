@@ -45,10 +45,12 @@ double read_clock(clockid_t id, bool allow_vdso) {
 // The wall clock from the TSC where it runs at one rate (tsc_clock.h), else the vDSO's.
 double vdso_monotonic() { return read_clock(CLOCK_MONOTONIC, true); }
 
-double wall_clock() {
+TscClock& process_tsc() {
   static TscClock clock(TscClock::cpuid_says_invariant(), vdso_monotonic);  // the process's: one rate for every thread
-  return clock.seconds();
+  return clock;
 }
+
+double wall_clock() { return process_tsc().seconds(); }
 #else
 double wall_clock() { return read_clock(CLOCK_MONOTONIC, true); }
 #endif
@@ -73,7 +75,7 @@ bool OutsideCpuTime::exact_by_setting() {
 OutsideCpuTime::Exact OutsideCpuTime::read_cpu(double wall) {
   ++exact_reads_;
   const double cpu = thread_cpu_seconds();
-  const double after = wall_seconds();
+  const double after = wall_now();
   const double half = after > wall ? (after - wall) / 2 : 0;
   exact_at_ = after;
   mark_ = after;
@@ -83,6 +85,9 @@ OutsideCpuTime::Exact OutsideCpuTime::read_cpu(double wall) {
 double OutsideCpuTime::take_exact(double wall) {
   mark_ = wall;
   if (cpu_ < 0) {
+#if defined(__x86_64__)
+    tsc_ = &process_tsc();  // later readings inline (wall_now())
+#endif
     exact_ = exact_ || exact_by_setting();
     cpu_ = read_cpu(wall).after;
     return 0;

@@ -26,6 +26,10 @@
 // this very clock for the thread's virtual time.
 #pragma once
 
+#if defined(__x86_64__)
+#include "timing/tsc_clock.h"
+#endif
+
 namespace vgpu {
 
 class OutsideCpuTime {
@@ -38,7 +42,7 @@ class OutsideCpuTime {
   // call, which starts the count). Call only while outside a call. (Inline, as leave(): both run
   // on every timed driver call, issue 21; the exact readings are out of line.)
   double take() {
-    const double wall = wall_seconds();
+    const double wall = wall_now();
     if (cpu_ >= 0) {
       const double gap = wall > mark_ ? wall - mark_ : 0;
       if (!exact_ && gap < kShortGap && wall - exact_at_ < kRefresh) {
@@ -54,7 +58,7 @@ class OutsideCpuTime {
   // The thread leaves the call entered last. `blocked`: the call is known to have waited, so
   // its wall time is not CPU time (also assumed for any call longer than kShortCall).
   void leave(bool blocked = false) {
-    const double wall = wall_seconds();
+    const double wall = wall_now();
     const double inside = wall > mark_ ? wall - mark_ : 0;
     mark_ = wall;
     if (cpu_ < 0) return;
@@ -79,6 +83,14 @@ class OutsideCpuTime {
   static double thread_cpu_seconds();
 
  private:
+  // wall_seconds(), inline once this thread's first reading found the process's clock: the
+  // out-of-line call and its guard were two thirds of a reading, twice a call (issue 21).
+  double wall_now() {
+#if defined(__x86_64__)
+    if (tsc_ != nullptr) return tsc_->seconds();
+#endif
+    return wall_seconds();
+  }
   // An exact reading taken at `wall`: the thread's CPU time just before the system call and
   // just after it; the count restarts after it (mark_).
   struct Exact {
@@ -92,6 +104,9 @@ class OutsideCpuTime {
   double exact_at_ = 0;     // wall time of the last exact reading
   unsigned long exact_reads_ = 0;
   bool exact_ = false;  // or the setting's, from the first take()
+#if defined(__x86_64__)
+  TscClock* tsc_ = nullptr;  // the process's wall clock (wall_seconds()), from the first take()
+#endif
 
   static bool exact_by_setting();  // VGPU_CPU_CLOCK, read once per process
 };

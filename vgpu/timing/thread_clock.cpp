@@ -32,11 +32,6 @@ void ThreadClock::enter_query() {
   blocking_ = false;
 }
 
-double ThreadClock::now() {
-  charge();
-  return now_;
-}
-
 bool ThreadClock::advance_to(double t, ClockTally::Source why) {
   charge();
   if (!(t > now_)) return false;

@@ -93,8 +93,12 @@ class ThreadClock {
   bool inside() const { return depth_ > 0; }
 
   // The clock, seconds, with the CPU time since the last call charged (unless inside a call or
-  // polling: then it stands still).
-  double now();
+  // polling: then it stands still). Inline: every timed call asks it for its issue time from
+  // inside its bracket, where nothing is charged (issue 21).
+  double now() {
+    if (depth_ == 0 && !polling_) charge();
+    return now_;
+  }
   // Synchronization with work finishing at `t`: the clock jumps there, never back. Returns
   // whether it moved. `why`: what the jump is counted as (ClockTally::sync or ::horizon).
   bool advance_to(double t, ClockTally::Source why = ClockTally::sync);

@@ -1,0 +1,57 @@
+// What a thread's timed calls keep from call to call under the passthrough backend, in one
+// thread-local that each call looks up once, with its Pause (thread_clock.h), and hands down.
+//
+// Why: each thread-local of a shared library is a call to __tls_get_addr at each use (~11
+// instructions; -mtls-dialect=gnu2 is slower for a library loaded by dlopen, as libcuda is:
+// docs/results.md, callcost6). The thread's clock, its last stream target and its last event's
+// device were three lookups of a ~740-instruction cuEventRecord and a settled launch's clock and
+// target two (issue 21). Constant-initialized and trivially destructible: no guard, one lookup.
+// Not thread-safe: each thread has its own.
+#pragma once
+
+#include <cstdint>
+
+#include "front/driver/cuda_api.h"
+#include "timing/stream_order.h"
+
+namespace vgpu::timing {
+class ThreadClock;
+}
+
+namespace vgpu::pt {
+
+// The calling thread's last stream argument resolved, and its last context's virtual device:
+// every timed call resolves its stream, and a thread mostly submits to the same one, so the
+// common case takes no lock and no map. Valid while the owner's generation is unchanged (a
+// stream or context destroyed bumps it). (VirtualTime::target.)
+struct TargetCache {
+  const void* owner = nullptr;
+  uint64_t generation = 0;
+  CUstream stream = nullptr;  // a stream handle (StreamArg::handle)
+  CUcontext context = nullptr;
+  timing::StreamKind kind = timing::StreamKind::legacy;
+  CUcontext device_context = nullptr;  // the context whose device is `device`
+  int device = -1;
+};
+
+// The calling thread's last event asked about by event_device() and its device: a thread records
+// the same few events over and over (every cuEventRecord asks). Valid while the owner's event
+// generation is unchanged (an event created or destroyed bumps it: a handle may come back for
+// another device). (VirtualTime::event_device.)
+struct EventDeviceCache {
+  const void* owner = nullptr;
+  uint64_t generation = 0;
+  CUevent event = nullptr;
+  int device = -1;
+};
+
+struct CallThread {
+  timing::ThreadClock* clock = nullptr;  // timing::this_thread_clock(), once looked up
+  TargetCache target;
+  EventDeviceCache event_device;
+};
+
+// The calling thread's.
+CallThread& this_call_thread();
+
+}  // namespace vgpu::pt
