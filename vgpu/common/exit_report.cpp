@@ -45,6 +45,12 @@ void write_all() {
 
 }  // namespace
 
+std::string json_safe(std::string text) {
+  for (char& c : text)
+    if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) c = '_';
+  return text;
+}
+
 void append_report(settings::Id id, const std::string& text) {
   std::string path = settings::text(id);
   if (path.empty()) return;

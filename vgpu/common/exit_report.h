@@ -13,6 +13,10 @@ namespace vgpu {
 // one warning line when it cannot.
 void append_report(settings::Id id, const std::string& text);
 
+// `text` safe inside a JSON string of a report: quotes, backslashes and control characters (a
+// thread's name is whatever the program chose) become '_'.
+std::string json_safe(std::string text);
+
 // Registers, once per `id`, an exit handler that appends what `make` returns (nothing when
 // empty); nothing is registered unless the setting is present. Exceptions never leave the
 // handler: it runs at exit inside someone else's process.

@@ -150,11 +150,7 @@ std::string lines() {
       shown = e.in_ranges;
       if (r.in_range) shown.add(open, +1);
     }
-    // Names may contain anything a program chose: keep the JSON valid.
-    std::string name = e.name;
-    for (char& c : name)
-      if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) c = '_';
-    out += format_line(e.tid, name, shown, r.ranged);
+    out += format_line(e.tid, json_safe(e.name), shown, r.ranged);
   }
   return out;
 }

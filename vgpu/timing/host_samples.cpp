@@ -6,7 +6,7 @@
 #include <execinfo.h>
 #include <signal.h>
 #include <sys/syscall.h>
-#include <sys/time.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -17,6 +17,7 @@
 #include <cstring>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -96,12 +97,6 @@ void snapshot_names(Sampler& s) {  // s.mu held
   ::closedir(dir);
 }
 
-std::string json_safe(std::string s) {
-  for (char& c : s)
-    if (c == '"' || c == '\\' || static_cast<unsigned char>(c) < 0x20) c = '_';
-  return s;
-}
-
 // "library!symbol" of a code address (a return address is looked up one byte back: it may be
 // the first byte of the next function).
 struct Symbols {
@@ -153,11 +148,18 @@ Sampler& install() {
     log::warn("VGPU_HOST_SAMPLES: cannot handle SIGPROF ({}): no samples", std::strerror(errno));
     return *s;
   }
-  itimerval t{};
-  t.it_interval.tv_usec = kIntervalUs;
-  t.it_value.tv_usec = kIntervalUs;
+  // A POSIX timer on the process's CPU clock, not ITIMER_PROF: an interval timer survives
+  // execve(), where SIGPROF's default action (terminate) would kill a program that execs itself;
+  // a POSIX timer is deleted by it (and, like the interval timer, not inherited by fork()).
+  sigevent ev{};
+  ev.sigev_notify = SIGEV_SIGNAL;
+  ev.sigev_signo = SIGPROF;
+  timer_t timer{};
+  itimerspec t{};
+  t.it_interval.tv_nsec = kIntervalUs * 1000;
+  t.it_value.tv_nsec = kIntervalUs * 1000;
   s->recording.store(true, std::memory_order_relaxed);
-  if (::setitimer(ITIMER_PROF, &t, nullptr) != 0)
+  if (::timer_create(CLOCK_PROCESS_CPUTIME_ID, &ev, &timer) != 0 || ::timer_settime(timer, 0, &t, nullptr) != 0)
     log::warn("VGPU_HOST_SAMPLES: cannot start the CPU-time timer ({}): no samples", std::strerror(errno));
   return *s;
 }
@@ -220,16 +222,16 @@ std::string report() {
     ThreadTally& t = threads[x.tid];
     ++t.samples;
     std::string stack, last;
-    std::map<std::string, bool> seen_lib;
+    std::set<std::string> seen_lib;
     for (int d = 0; d < depth; ++d) {
       const std::string& f = symbols.of(x.pc[d], d > 0);
-      seen_lib[library_of(f)] = true;
+      seen_lib.insert(library_of(f));
       if (f == last) continue;
       if (!stack.empty()) stack += " < ";
       stack += f;
       last = f;
     }
-    for (const auto& [lib, _] : seen_lib) ++t.libs[lib];
+    for (const std::string& lib : seen_lib) ++t.libs[lib];
     ++t.stacks[stack];
   }
   std::string out = fmt::format("{{\"pid\": {}, \"samples\": {}, \"dropped\": {}, \"interval_us\": {}, \"ranged\": {}, \"threads\": [",

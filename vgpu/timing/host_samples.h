@@ -5,7 +5,8 @@
 // from the real machine's, the question is whose code burnt it (the framework's, NCCL's host
 // side, the real driver's private tables, which vgpu forwards without timing them). The device
 // machines have no profiler, so the driver samples itself: with the setting present, a
-// process-wide CPU-time timer (ITIMER_PROF, every 1 ms of CPU, in practice at the kernel's tick) interrupts whichever thread is running
+// process-wide CPU-time timer (a POSIX timer on CLOCK_PROCESS_CPUTIME_ID sending SIGPROF every 1 ms of
+// CPU, in practice at the kernel's tick; deleted by execve) interrupts whichever thread is running
 // and the interrupted stack (up to kDepth frames) is kept; at exit each process appends one JSON
 // line: per thread, its samples, the libraries on its stacks (inclusive counts) and its most
 // frequent stacks, innermost first, as "library!symbol" (symbols the libraries export).

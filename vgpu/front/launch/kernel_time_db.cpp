@@ -312,8 +312,9 @@ struct KernelTimeDb::Impl {
   std::mutex groups_mu;
   SettlingSignatures groups{1};
   std::unordered_set<std::string> families_read;
-  // Every duration recorded under each family read (exact rows and groups): the family level.
-  std::unordered_map<std::string, std::vector<uint64_t>> family_ns;
+  // The median of every duration recorded under each family read (exact rows and groups),
+  // computed once when the family is read: the family level.
+  std::unordered_map<std::string, uint64_t> family_median;
 
   // The least duration under each work key of this model (groups_mu), read from the file at the
   // first launch that needs it, then updated by this handle's own records.
@@ -378,8 +379,9 @@ struct KernelTimeDb::Impl {
     return n;
   }
 
-  // The family's groups from the file into `groups` (groups_mu held; takes db_mu).
-  void read_family(const std::string& family) {
+  // The family's groups from the file into `groups`, their durations onto `durations`
+  // (groups_mu held; takes db_mu).
+  void read_family(const std::string& family, std::vector<uint64_t>* durations) {
     std::lock_guard lock(db_mu);
     if (!open(false)) return;
     SettledGroup proto;
@@ -407,7 +409,7 @@ struct KernelTimeDb::Impl {
       g.hi = words_of(column_blob(st, 2));
       g.wide = bytes_of(column_blob(st, 3));
       g.seconds = static_cast<double>(sqlite3_column_int64(st, 4)) * 1e-9;
-      if (g.seconds >= 0) family_ns[family].push_back(static_cast<uint64_t>(std::llround(g.seconds * 1e9)));
+      if (g.seconds >= 0) durations->push_back(static_cast<uint64_t>(std::llround(g.seconds * 1e9)));
       groups.adopt(g);  // ignores a row whose sizes do not fit its family
     }
     sqlite3_finalize(st);
@@ -445,9 +447,15 @@ struct KernelTimeDb::Impl {
   // rows into the cache, so that its later launches ask SQLite nothing.
   void read_family_once(const std::string& family) {
     if (!families_read.insert(family).second) return;
-    read_family(family);
+    std::vector<uint64_t> durations;
+    read_family(family, &durations);
     const auto rows = exact_rows_of(family);
-    for (const auto& row : rows) family_ns[family].push_back(row.second);
+    for (const auto& row : rows) durations.push_back(row.second);
+    if (!durations.empty()) {  // the upper median of an even count
+      const auto mid = durations.begin() + static_cast<std::ptrdiff_t>(durations.size() / 2);
+      std::nth_element(durations.begin(), mid, durations.end());
+      family_median[family] = *mid;
+    }
     std::unique_lock lock(cache_mu);
     for (const auto& [sig, ns] : rows) {
       auto [it, inserted] = cache.try_emplace(sig, ns);
@@ -475,7 +483,7 @@ struct KernelTimeDb::Impl {
     }
     if (now == data_version) return false;
     families_read.clear();  // also those read before the file existed
-    family_ns.clear();
+    family_median.clear();
     groups = SettlingSignatures(1);
     work_keys_read = false;
     work_keys.clear();
@@ -691,11 +699,9 @@ std::optional<uint64_t> KernelTimeDb::lookup_family(const LaunchSignature& signa
   if (!SettlingSignatures::family_of(signature, &family)) return std::nullopt;
   std::lock_guard lock(impl_->groups_mu);
   impl_->read_family_once(family);
-  const auto it = impl_->family_ns.find(family);
-  if (it == impl_->family_ns.end() || it->second.empty()) return std::nullopt;
-  std::vector<uint64_t> v = it->second;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];  // the median (the upper one of an even count)
+  const auto it = impl_->family_median.find(family);
+  if (it == impl_->family_median.end()) return std::nullopt;
+  return it->second;
 }
 
 SettlingSignatures::Uncovered KernelTimeDb::explain_miss(const LaunchSignature& signature, LaunchSignature* keyed,
