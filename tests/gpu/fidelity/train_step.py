@@ -5,7 +5,8 @@
     torchrun --nproc_per_node N train_step.py ddp         # DistributedDataParallel
     torchrun --nproc_per_node N train_step.py fsdp2       # fully_shard per block (FSDP2)
 
-Options: --layers L (12) --d D (768) --batch B (8 per rank) --seq S (1024) --steps N (10)
+Options: --layers L (12) --d D (768) --batch B (8 per rank) --seq S (1024) --steps N (30: the step moves
+by 10-40% from step to step on the device machines, real and virtual, so the median needs them)
 --warmup W (5) --kernels FILE (after the timed steps, one more step under torch.profiler: each
 kernel's count and total GPU time on this rank go to FILE, "%r" replaced by the rank, for
 kernel_compare.py to set beside vgpu's timeline of the same step). Besides the step, CUDA events split it into forward, backward and optimizer
@@ -61,7 +62,7 @@ def parse():
     p.add_argument("--d", type=int, default=768)
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--seq", type=int, default=1024)
-    p.add_argument("--steps", type=int, default=10)
+    p.add_argument("--steps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--kernels", default=None)
     return p.parse_args()
@@ -181,11 +182,21 @@ def main():
     mine = [sorted(h[i][0] for h in hosts)[len(hosts) // 2] for i in range(4)] + \
            [sorted(h[i][1] for h in hosts)[len(hosts) // 2] for i in range(4)]
     ranks_host = [mine]
+    # Each step's host clock from its start until backward() returned, on this rank: in a
+    # data-parallel step the slowest rank's sets when the last gradient bucket can be reduced, so
+    # their spread tells what more ranks add (table.py's order-statistics prediction).
+    fb = [h[0][0] + h[1][0] for h in hosts]
+    ranks_fb = [fb]
     if distributed:
         gathered = torch.zeros(dist.get_world_size() * 8, device=device)
         dist.all_gather_into_tensor(gathered, torch.tensor(mine, device=device))
         g = gathered.cpu().tolist()
         ranks_host = [g[r * 8:(r + 1) * 8] for r in range(dist.get_world_size())]
+        n = len(fb)
+        gathered = torch.zeros(dist.get_world_size() * n, device=device)
+        dist.all_gather_into_tensor(gathered, torch.tensor(fb, device=device))
+        g = gathered.cpu().tolist()
+        ranks_fb = [g[r * n:(r + 1) * n] for r in range(dist.get_world_size())]
     if distributed:
         # The slowest rank's median, gathered and compared on the host: the sim backend runs no
         # kernel and its NCCL moves data for sums (not MAX), so nothing here may need either.
@@ -207,6 +218,8 @@ def main():
             "host_ms": host_ms, "thread_cpu_ms": cpu_ms,
             # per rank: [host_ms of the 4 phases, thread_cpu_ms of the 4 phases]
             "ranks_host_ms": [[round(v, 2) for v in r] for r in ranks_host],
+            # per rank, per timed step: the host clock until backward() returned
+            "ranks_steps_fb_ms": [[round(v, 2) for v in r] for r in ranks_fb],
             "loss": round(final_loss, 4)}), flush=True)
     if distributed:
         dist.destroy_process_group()

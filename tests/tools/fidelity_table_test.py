@@ -1,0 +1,69 @@
+"""tests/gpu/fidelity/table.py's 8-GPU predictions on made-up results (no GPU): the order
+statistics of the ranks' host times, and the prediction line built from them.
+
+Environment: VGPU_SOURCE_ROOT (the source tree)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ROOT = os.environ["VGPU_SOURCE_ROOT"]
+sys.path.insert(0, os.path.join(ROOT, "tests", "gpu", "fidelity"))
+import table  # noqa: E402
+
+SHAPE = "--batch 4 --seq 1024 --steps 6 --warmup 3"
+
+
+class ExpectedMax(unittest.TestCase):
+    def test_one_draw_is_the_mean(self):
+        self.assertAlmostEqual(table.expected_max([1.0, 2.0, 6.0], 1), 3.0)
+
+    def test_two_draws_of_two_values(self):
+        # max(a, b) is 1 only when both are 1: 1/4 * 1 + 3/4 * 2
+        self.assertAlmostEqual(table.expected_max([2.0, 1.0], 2), 1.75)
+
+    def test_more_draws_reach_the_largest(self):
+        xs = [10.0, 11.0, 12.0, 20.0]
+        self.assertLess(table.expected_max(xs, 2), table.expected_max(xs, 8))
+        self.assertLess(table.expected_max(xs, 8), 20.0)
+        self.assertAlmostEqual(table.expected_max(xs, 400), 20.0, places=6)
+
+    def test_mean_step_max_takes_each_steps_slowest_rank(self):
+        self.assertAlmostEqual(table.mean_step_max([[1.0, 5.0], [3.0, 2.0]]), 4.0)
+
+
+class EightGpuRow(unittest.TestCase):
+    def test_the_order_statistics_prediction(self):
+        with tempfile.TemporaryDirectory() as d:
+            collective = os.path.join(d, "vgpu-collective")
+            with open(collective, "w") as f:  # every all-reduce: 1 ms on 8 ranks, 0.5 on 2
+                f.write('#!/bin/sh\n[ "$3" = 8 ] && echo "all_reduce: 1000 us" || echo "all_reduce: 500 us"\n')
+            os.chmod(collective, 0o755)
+            rows = [
+                {"kind": "step", "side": "vgpu", "mode": "ddp", "world": 8, "args": SHAPE, "step_ms": 40.0,
+                 "backward_ms": 20.0, "ranks_steps_fb_ms": [[30.0, 31.0]] * 8},
+                {"kind": "step", "side": "vgpu", "mode": "single", "world": 1, "args": SHAPE, "step_ms": 25.0,
+                 "backward_ms": 20.0},
+                {"kind": "step", "side": "real", "mode": "ddp", "world": 2, "args": SHAPE, "step_ms": 30.0,
+                 "backward_ms": 18.0, "ranks_steps_fb_ms": [[20.0, 22.0], [24.0, 26.0]]},
+            ]
+            res = os.path.join(d, "results.jsonl")
+            with open(res, "w") as f:
+                f.write("\n".join(json.dumps(r) for r in rows) + "\n")
+            out = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "gpu", "fidelity", "table.py"),
+                                  res, "H200-141GB", collective], capture_output=True, text=True, check=True).stdout
+        pool = [20.0, 22.0, 24.0, 26.0]
+        e8, e2 = table.expected_max(pool, 8), table.expected_max(pool, 2)
+        # the real 2-GPU step plus the model's difference (0.5 ms of the last bucket on 2 ranks, 1 on 8)
+        p2 = 30.0 + 1.0 - 0.5
+        line = [l for l in out.splitlines() if "slowest of 8 hosts" in l]
+        self.assertEqual(len(line), 1, out)
+        self.assertIn(f"predicted {p2 + e8 - e2:.2f} ms", line[0])
+        self.assertIn("4 rank-steps", line[0])
+        self.assertIn("vgpu 8-GPU: the slowest rank's host time until backward() returned, mean over steps: 30.50 ms", out)
+
+
+if __name__ == "__main__":
+    unittest.main()
