@@ -178,6 +178,10 @@ CUresult PassState::primary_context(int v, CUcontext* out) {
                 static_cast<int>(r));
       return r;
     }
+    // Each real context is a client of the GPU (of an MPS server, which admits a bounded number):
+    // which virtual devices a process makes them for is what `vgpu-run --mps` needs to know.
+    log::info("passthrough: a real context for virtual device {} on GPU {} ({})", v, p,
+              first_on_gpu ? "the GPU's primary context" : "created");
     pr.ctx = c;
     contexts_[c] = v;
     const uint64_t overhead = context_overhead_bytes(dev->model().sm_count);
