@@ -14,6 +14,7 @@
 #include "front/driver/cuda_api.h"
 #include "front/launch/launch_signature.h"
 #include "passthrough/known_addresses.h"
+#include "passthrough/recent_signatures.h"
 
 namespace vgpu::pt {
 
@@ -50,6 +51,7 @@ struct RecentFacts {
 struct LaunchScratch {
   RecentFacts recent;
   KnownAddresses known;        // known_addresses.h
+  RecentSignatures signatures;  // recent_signatures.h
   std::vector<uint8_t> block;  // the packed parameter block, its buffer reused (no allocation per launch)
 };
 

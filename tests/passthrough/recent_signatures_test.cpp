@@ -1,0 +1,149 @@
+// A thread's recent launch signatures (vgpu/passthrough/recent_signatures.h), built as
+// launch_facts.cpp builds them (KnownAddresses' answers, the least until of its "no"s): through a
+// random run of launches of a few functions (two sharing a slot, often with the same arguments)
+// whose parameter words and shapes change now and then, among allocations and frees (the device
+// generation), new host mappings (seen at the next reading: the host generation) and time
+// passing, every signature must be the one built from the lookups' own answers at that moment.
+#include "passthrough/recent_signatures.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <limits>
+#include <random>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "passthrough/known_addresses.h"
+
+namespace {
+
+using vgpu::LaunchShape;
+using vgpu::LaunchSignature;
+using vgpu::ParamSlot;
+using vgpu::pt::KnownAddresses;
+using vgpu::pt::RecentSignatures;
+
+// The world the lookups see, as in known_addresses_test.cpp: device allocations (one word each)
+// and the host's mappings as last read, read again for a "no" about a user-range word once `due`
+// has passed.
+struct World {
+  std::set<uint64_t> device, host_now, host_read;
+  uint32_t device_generation = 0, host_generation = 0;
+  double now = 0, due = -1;
+  static constexpr double kRefresh = 0.5;
+  static bool user(uint64_t v) { return v >= (uint64_t{1} << 32) && v < (uint64_t{1} << 47); }
+  std::pair<bool, double> ask(uint64_t v) {
+    if (device.count(v)) return {true, 0};
+    if (!user(v)) return {false, std::numeric_limits<double>::infinity()};
+    if (host_read.count(v)) return {true, 0};
+    if (due < 0 || now >= due) {
+      host_read = host_now;
+      due = now + kRefresh;
+      ++host_generation;
+    }
+    return {host_read.count(v) != 0, due};
+  }
+};
+
+// A function: its parameter layout (an 8-byte pointer-or-value, a 4-byte count, a 64-byte struct
+// by value) and the words of its next launch.
+struct Function {
+  const void* handle;
+  std::string name;
+  std::vector<ParamSlot> slots{{0, 8}, {8, 4}, {16, 64}};
+  std::vector<uint64_t> words = std::vector<uint64_t>(10, 0);  // the 80-byte block as 8-byte words
+  LaunchShape shape;
+  std::vector<uint8_t> block() const {
+    std::vector<uint8_t> b(80);
+    std::memcpy(b.data(), words.data(), 80);
+    return b;
+  }
+};
+
+TEST(RecentSignatures, EverySignatureIsTheOneItsLookupsGiveNow) {
+  std::mt19937_64 rng(21);
+  // Device addresses, host addresses, pairs of sizes (user-range words that are no address) and
+  // small values.
+  std::vector<uint64_t> pool;
+  for (int i = 0; i < 16; ++i) pool.push_back((uint64_t{0x7f00} << 32) + 64 * i);
+  for (int i = 0; i < 8; ++i) pool.push_back((uint64_t{i + 1} << 32) | i);
+  for (int i = 0; i < 8; ++i) pool.push_back(0x10000 + 8 * i);
+  for (int i = 0; i < 4; ++i) pool.push_back(static_cast<uint64_t>(i));
+  // 64 slots of 16 bytes: 0x1000 and 0x1400 share one.
+  std::vector<Function> functions(4);
+  const uintptr_t handles[4] = {0x1000, 0x1010, 0x1400, 0x2020};
+  for (size_t i = 0; i < functions.size(); ++i) {
+    functions[i].handle = reinterpret_cast<const void*>(handles[i]);
+    functions[i].name = "kernel" + std::to_string(i);
+    for (uint64_t& w : functions[i].words) w = pool[rng() % pool.size()];
+  }
+  World w;
+  KnownAddresses known;
+  RecentSignatures recent;
+  int launches = 0, wrong = 0, built = 0;
+  for (int step = 0; step < 40000; ++step) {
+    Function& fn = functions[rng() % functions.size()];
+    switch (rng() % 100) {
+      case 0: {  // an allocation or a free
+        const uint64_t v = pool[rng() % pool.size()];
+        if (w.device.count(v)) w.device.erase(v); else w.device.insert(v);
+        ++w.device_generation;
+        break;
+      }
+      case 1: {  // a mapping made or gone (seen at the next reading)
+        const uint64_t v = pool[rng() % pool.size()];
+        if (w.host_now.count(v)) w.host_now.erase(v); else w.host_now.insert(v);
+        break;
+      }
+      case 2:
+        w.now += 0.1;
+        break;
+      case 3:  // one word of the parameters changes
+        fn.words[rng() % fn.words.size()] = pool[rng() % pool.size()];
+        break;
+      case 4:  // another shape
+        fn.shape.grid[rng() % 3] = static_cast<uint32_t>(1 + rng() % 4);
+        break;
+      default: {
+        // Often the same arguments as the function sharing its slot (signatures differing only
+        // in the name).
+        if (&fn == &functions[2] && rng() % 2 == 0) {
+          fn.words = functions[0].words;
+          fn.shape = functions[0].shape;
+        }
+        const std::vector<uint8_t> block = fn.block();
+        const uint32_t dg = w.device_generation, hg = w.host_generation;  // read first, as a launch does
+        double until = std::numeric_limits<double>::infinity();
+        auto is_pointer = [&](uint64_t v) {
+          return known.is_address(v, &w, dg, hg, [&w] { return w.now; }, [&w](uint64_t x) { return w.ask(x); },
+                                  &until);
+        };
+        LaunchSignature got;
+        recent.signature(
+            {fn.handle, &w, fn.shape, block, dg, hg}, [&w] { return w.now; },
+            [&](LaunchSignature* out) {
+              ++built;
+              vgpu::build_launch_signature(fn.name, fn.shape, fn.slots, block, is_pointer, out);
+              return until;
+            },
+            &got);
+        // A launch during which the host's mappings were read again holds answers of both
+        // readings (as every launch's signature could before it was remembered): no one
+        // reading's answers to compare with. Kept under the older generation: not met again.
+        if (w.host_generation != hg) continue;
+        World truth = w;  // the lookups' own answers now (whatever the launch above read)
+        const LaunchSignature expected = vgpu::build_launch_signature(
+            fn.name, fn.shape, fn.slots, block, [&truth](uint64_t v) { return truth.ask(v).first; });
+        wrong += got != expected;
+        ++launches;
+      }
+    }
+  }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_LT(built, launches / 2) << "most signatures must come from memory";
+}
+
+}  // namespace
