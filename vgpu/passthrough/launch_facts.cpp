@@ -84,7 +84,8 @@ const FunctionFacts& FunctionFactsCache::of(CUfunction f, RecentFacts& recent) {
 }
 
 bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShape& shape, void** params,
-                      void** extra, LaunchScratch& scratch, LaunchSignature* out) {
+                      void** extra, LaunchScratch& scratch, LaunchSignature* out,
+                      RecentSignatures::Derived** derived) {
   PassState* s = PassState::get();
   if (s == nullptr || f == nullptr) return false;
   std::vector<uint8_t>& block = scratch.block;
@@ -125,7 +126,7 @@ bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShap
   // This very launch again (same function, shape, block and answers): its signature as before,
   // no word asked about (recent_signatures.h).
   const RecentSignatures::Launch launch{f, s, shape, block, device_generation, host_generation};
-  scratch.signatures.signature(
+  RecentSignatures::Derived& kept = scratch.signatures.signature(
       launch, [&asking] { return asking.wall(); },
       [&](LaunchSignature* built) {
         build_launch_signature(
@@ -133,6 +134,7 @@ bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShap
         return asking.until;
       },
       out);
+  if (derived != nullptr) *derived = &kept;
   return true;
 }
 

@@ -73,8 +73,11 @@ class FunctionFactsCache {
 
 // The launch signature of one launch of `f`, whose facts are `facts` (function_facts(f));
 // false when the launch cannot be described (no facts, or parameters that neither kernelParams
-// nor `extra` describe). `scratch`: the calling thread's.
+// nor `extra` describe). `scratch`: the calling thread's. `derived`, when given and the signature
+// was made: what the caller derives from it, remembered with it (RecentSignatures::Derived; valid
+// until the thread's next call).
 bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShape& shape, void** params,
-                      void** extra, LaunchScratch& scratch, LaunchSignature* out);
+                      void** extra, LaunchScratch& scratch, LaunchSignature* out,
+                      RecentSignatures::Derived** derived = nullptr);
 
 }  // namespace vgpu::pt

@@ -42,20 +42,29 @@ class RecentSignatures {
     uint32_t device_generation, host_generation;
   };
 
+  // What a caller derives from a signature's bytes alone (its lookup key), kept with it: valid
+  // (`known`) until the slot's signature is built again.
+  struct Derived {
+    uint64_t key = 0;
+    bool known = false;
+  };
+
   // The signature of `launch` into `out`: the slot's if it holds this very launch and its answers
   // stand, else `build(out)`, which returns until when the answers it was built on stand (wall
-  // seconds, as `now()`; +inf: while the generations hold), kept for the next launch.
+  // seconds, as `now()`; +inf: while the generations hold), kept for the next launch. Returns
+  // what is derived from that signature, to read or fill (valid until the next call).
   template <class Now, class Build>
-  void signature(const Launch& launch, Now&& now, Build&& build, LaunchSignature* out) {
+  Derived& signature(const Launch& launch, Now&& now, Build&& build, LaunchSignature* out) {
     Slot& s = slots_[(reinterpret_cast<uintptr_t>(launch.function) >> 4) % kSlots];
     if (s.filled && same(s, launch) && (s.until == std::numeric_limits<double>::infinity() || now() < s.until)) {
       out->bytes.assign(s.signature.bytes);  // the plan's buffer is reused: no allocation
-      return;
+      return s.derived;
     }
     const double until = build(out);
     if (launch.block.size() > kMaxBlock) {
       s.filled = false;
-      return;
+      unkept_ = Derived{};
+      return unkept_;
     }
     s.function = launch.function;
     s.owner = launch.owner;
@@ -65,7 +74,9 @@ class RecentSignatures {
     s.until = until;
     s.block.assign(launch.block.begin(), launch.block.end());  // buffers reused once large enough
     s.signature.bytes.assign(out->bytes);
+    s.derived = Derived{};
     s.filled = true;
+    return s.derived;
   }
 
  private:
@@ -77,6 +88,7 @@ class RecentSignatures {
     double until = 0;
     std::vector<uint8_t> block;
     LaunchSignature signature;
+    Derived derived;
     bool filled = false;
   };
 
@@ -89,6 +101,7 @@ class RecentSignatures {
   }
 
   Slot slots_[kSlots];
+  Derived unkept_;  // what a launch whose block is too large to keep derives: never known
 };
 
 }  // namespace vgpu::pt
