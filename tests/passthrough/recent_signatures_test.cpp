@@ -71,7 +71,7 @@ TEST(RecentSignatures, EverySignatureIsTheOneItsLookupsGiveNow) {
   // small values.
   std::vector<uint64_t> pool;
   for (int i = 0; i < 16; ++i) pool.push_back((uint64_t{0x7f00} << 32) + 64 * i);
-  for (int i = 0; i < 8; ++i) pool.push_back((uint64_t{i + 1} << 32) | i);
+  for (int i = 0; i < 8; ++i) pool.push_back((static_cast<uint64_t>(i + 1) << 32) | static_cast<uint64_t>(i));
   for (int i = 0; i < 8; ++i) pool.push_back(0x10000 + 8 * i);
   for (int i = 0; i < 4; ++i) pool.push_back(static_cast<uint64_t>(i));
   // 64 slots of 16 bytes: 0x1000 and 0x1400 share one.
