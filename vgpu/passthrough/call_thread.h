@@ -49,6 +49,10 @@ struct CallThread {
   timing::ThreadClock* clock = nullptr;  // timing::this_thread_clock(), once looked up
   TargetCache target;
   EventDeviceCache event_device;
+  // timing::charge_driver_time(passthrough), asked once a thread (the setting is read once a
+  // process): the out-of-line call and its static's guard were ~20 instructions of every timed
+  // call (Pause::real). -1: not asked yet.
+  int8_t charges_driver = -1;
 };
 
 // The calling thread's.
