@@ -1,6 +1,6 @@
 // A thread's recent launch signatures (vgpu/passthrough/recent_signatures.h), built as
 // launch_facts.cpp builds them (KnownAddresses' answers, the least until of its "no"s): through a
-// random run of launches of a few functions (two sharing a slot, often with the same arguments)
+// random run of launches of a few functions (two often with the same arguments: one set of slots)
 // whose parameter words and shapes change now and then, among allocations and frees (the device
 // generation), new host mappings (seen at the next reading: the host generation) and time
 // passing, every signature must be the one built from the lookups' own answers at that moment, and
@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -74,7 +75,6 @@ TEST(RecentSignatures, EverySignatureIsTheOneItsLookupsGiveNow) {
   for (int i = 0; i < 8; ++i) pool.push_back((static_cast<uint64_t>(i + 1) << 32) | static_cast<uint64_t>(i));
   for (int i = 0; i < 8; ++i) pool.push_back(0x10000 + 8 * i);
   for (int i = 0; i < 4; ++i) pool.push_back(static_cast<uint64_t>(i));
-  // 64 slots of 16 bytes: 0x1000 and 0x1400 share one.
   std::vector<Function> functions(4);
   const uintptr_t handles[4] = {0x1000, 0x1010, 0x1400, 0x2020};
   for (size_t i = 0; i < functions.size(); ++i) {
@@ -111,8 +111,8 @@ TEST(RecentSignatures, EverySignatureIsTheOneItsLookupsGiveNow) {
         fn.shape.grid[rng() % 3] = static_cast<uint32_t>(1 + rng() % 4);
         break;
       default: {
-        // Often the same arguments as the function sharing its slot (signatures differing only
-        // in the name).
+        // Often the same arguments as another function (signatures differing only in the name,
+        // in one set of slots).
         if (&fn == &functions[2] && rng() % 2 == 0) {
           fn.words = functions[0].words;
           fn.shape = functions[0].shape;
@@ -151,6 +151,67 @@ TEST(RecentSignatures, EverySignatureIsTheOneItsLookupsGiveNow) {
   EXPECT_EQ(wrong, 0);
   EXPECT_EQ(wrong_derived, 0);
   EXPECT_LT(built, launches / 2) << "most signatures must come from memory";
+}
+
+// A kernel launched with many arguments in turn (an elementwise kernel on each tensor of a step)
+// finds each launch's signature again, and tells them apart.
+TEST(RecentSignatures, AKernelLaunchedWithManyArgumentsInTurnFindsEach) {
+  RecentSignatures recent;
+  const LaunchShape shape;
+  const std::vector<ParamSlot> slots{{0, 8}, {8, 8}};
+  auto no_pointer = [](uint64_t) { return false; };
+  int built = 0, wrong = 0;
+  for (int round = 0; round < 3; ++round) {
+    for (uint64_t i = 0; i < 64; ++i) {
+      const uint64_t words[2] = {i, 2 * i + 1};
+      std::vector<uint8_t> block(16);
+      std::memcpy(block.data(), words, 16);
+      LaunchSignature got;
+      recent.signature(
+          {reinterpret_cast<const void*>(0x1000), &recent, shape, block, 0, 0}, [] { return 0.0; },
+          [&](LaunchSignature* out) {
+            ++built;
+            vgpu::build_launch_signature("elementwise", shape, slots, block, no_pointer, out);
+            return std::numeric_limits<double>::infinity();
+          },
+          &got);
+      wrong += got != vgpu::build_launch_signature("elementwise", shape, slots, block, no_pointer);
+    }
+  }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_EQ(built, 64) << "each launch built once, then found again";
+}
+
+// Two launches whose blocks differ but share a hash (built here by inverting hash_of's last step:
+// its arithmetic, repeated) are told apart by their bytes.
+TEST(RecentSignatures, BlocksSharingAHashAreToldApart) {
+  const LaunchShape shape;
+  constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+  auto mix = [](uint64_t h, uint64_t w) { return (std::rotl(h, 23) ^ w) * kMul; };
+  uint64_t h = mix(16, shape.grid[0] | uint64_t{shape.grid[1]} << 32);
+  h = mix(h, shape.grid[2] | uint64_t{shape.block[0]} << 32);
+  h = mix(h, shape.block[1] | uint64_t{shape.block[2]} << 32);
+  h = mix(h, shape.dynamic_shared);
+  const uint64_t a[2] = {7, 1000}, b0 = 9;
+  const uint64_t b[2] = {b0, std::rotl(mix(h, b0), 23) ^ std::rotl(mix(h, a[0]), 23) ^ a[1]};
+  std::vector<uint8_t> block_a(16), block_b(16);
+  std::memcpy(block_a.data(), a, 16);
+  std::memcpy(block_b.data(), b, 16);
+  ASSERT_EQ(RecentSignatures::hash_of(shape, block_a), RecentSignatures::hash_of(shape, block_b));
+  RecentSignatures recent;
+  const std::vector<ParamSlot> slots{{0, 8}, {8, 8}};
+  auto no_pointer = [](uint64_t) { return false; };
+  for (const std::vector<uint8_t>* block : {&block_a, &block_b, &block_a}) {
+    LaunchSignature got;
+    recent.signature(
+        {reinterpret_cast<const void*>(0x1000), &recent, shape, *block, 0, 0}, [] { return 0.0; },
+        [&](LaunchSignature* out) {
+          vgpu::build_launch_signature("k", shape, slots, *block, no_pointer, out);
+          return std::numeric_limits<double>::infinity();
+        },
+        &got);
+    EXPECT_EQ(got, vgpu::build_launch_signature("k", shape, slots, *block, no_pointer));
+  }
 }
 
 }  // namespace

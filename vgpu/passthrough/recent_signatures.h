@@ -1,12 +1,11 @@
-// The launch signatures of a thread's recent launches, one slot per function, direct-mapped by
-// handle, remembered with the raw launch they were built from (launch_facts.cpp).
+// The launch signatures of a thread's recent launches, remembered with the raw launch they were
+// built from (launch_facts.cpp).
 //
 // Why: building a signature asks "is this word an address" of every 8-byte word of the
 // parameters from 64 KiB up (launch_signature.h). Even answered from KnownAddresses that is a
 // call through a std::function and a slot check per word: ~2,700 instructions of a launch whose
 // by-value struct holds 36 such words (the call-overhead bench's PyTorch-like row, ~6,900 in
-// all), and a training step launches each kernel from the same place with the same bytes over
-// and over. A signature is a function of the function (its name and parameter layout, fixed per
+// all), and a training step launches the same kernels with the same bytes as the step before. A signature is a function of the function (its name and parameter layout, fixed per
 // handle), the shape, the packed parameter block and the answers about its words; those answers
 // stand while the owner and both generations are the same and, for a "no" about a user-range
 // word, until the host's mappings would be read again (KnownAddresses says why). So a slot's
@@ -15,6 +14,7 @@
 // Not thread-safe: one per thread.
 #pragma once
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -28,7 +28,13 @@ namespace vgpu::pt {
 
 class RecentSignatures {
  public:
-  static constexpr size_t kSlots = 64;
+  // Sets of four, chosen by a hash of the shape and the block (not the function: two kernels
+  // launched with the same arguments, as a chain of in-place ops on one tensor is, share a set
+  // and keep a way each), filled in turn. A kernel launched with many arguments in turn (PyTorch's elementwise
+  // kernels, on every tensor of a step) finds each of them again, which one slot per function
+  // would not.
+  static constexpr size_t kSets = 256;
+  static constexpr size_t kWays = 4;
   // Larger blocks are built every time: a slot keeps a copy of its block and of its signature.
   static constexpr size_t kMaxBlock = 4096;
 
@@ -49,23 +55,37 @@ class RecentSignatures {
     bool known = false;
   };
 
-  // The signature of `launch` into `out`: the slot's if it holds this very launch and its answers
-  // stand, else `build(out)`, which returns until when the answers it was built on stand (wall
-  // seconds, as `now()`; +inf: while the generations hold), kept for the next launch. Returns
-  // what is derived from that signature, to read or fill (valid until the next call).
+  // The signature of `launch` into `out`: the slot's if one holds this very launch and its
+  // answers stand, else `build(out)`, which returns until when the answers it was built on stand
+  // (wall seconds, as `now()`; +inf: while the generations hold), kept for the next launch.
+  // Returns what is derived from that signature, to read or fill (valid until the next call).
   template <class Now, class Build>
   Derived& signature(const Launch& launch, Now&& now, Build&& build, LaunchSignature* out) {
-    Slot& s = slots_[(reinterpret_cast<uintptr_t>(launch.function) >> 4) % kSlots];
-    if (s.filled && same(s, launch) && (s.until == std::numeric_limits<double>::infinity() || now() < s.until)) {
-      out->bytes.assign(s.signature.bytes);  // the plan's buffer is reused: no allocation
-      return s.derived;
+    const uint64_t hash = hash_of(launch.shape, launch.block);
+    Set& set = sets_[hash % kSets];
+    for (size_t w = 0; w < kWays; ++w) {
+      Slot& s = set.ways[w];
+      if (s.filled && s.hash == hash && same(s, launch) &&
+          (s.until == std::numeric_limits<double>::infinity() || now() < s.until)) {
+        out->bytes.assign(s.signature.bytes);  // the plan's buffer is reused: no allocation
+        return s.derived;
+      }
     }
     const double until = build(out);
     if (launch.block.size() > kMaxBlock) {
-      s.filled = false;
       unkept_ = Derived{};
       return unkept_;
     }
+    // This very launch's way, whose answers no longer stand, else the next in turn.
+    size_t w = kWays;
+    for (size_t i = 0; i < kWays; ++i)
+      if (set.ways[i].filled && set.ways[i].hash == hash && same(set.ways[i], launch)) w = i;
+    if (w == kWays) {
+      w = set.next;
+      set.next = static_cast<uint8_t>((set.next + 1) % kWays);
+    }
+    Slot& s = set.ways[w];
+    s.hash = hash;
     s.function = launch.function;
     s.owner = launch.owner;
     s.shape = launch.shape;
@@ -79,8 +99,32 @@ class RecentSignatures {
     return s.derived;
   }
 
+  // The hash that picks a launch's set (the shape's seven words and the block's bytes).
+  static uint64_t hash_of(const LaunchShape& shape, std::span<const uint8_t> block) {
+    constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
+    auto mix = [](uint64_t h, uint64_t w) { return (std::rotl(h, 23) ^ w) * kMul; };
+    // The shape's seven words as four.
+    uint64_t h = mix(block.size(), shape.grid[0] | uint64_t{shape.grid[1]} << 32);
+    h = mix(h, shape.grid[2] | uint64_t{shape.block[0]} << 32);
+    h = mix(h, shape.block[1] | uint64_t{shape.block[2]} << 32);
+    h = mix(h, shape.dynamic_shared);
+    size_t i = 0;
+    for (; i + 8 <= block.size(); i += 8) {
+      uint64_t w;
+      std::memcpy(&w, block.data() + i, 8);
+      h = mix(h, w);
+    }
+    if (i < block.size()) {
+      uint64_t w = 0;
+      std::memcpy(&w, block.data() + i, block.size() - i);
+      h = mix(h, w);
+    }
+    return h ^ (h >> 32);
+  }
+
  private:
   struct Slot {
+    uint64_t hash = 0;
     const void* function = nullptr;
     const void* owner = nullptr;
     LaunchShape shape;
@@ -91,6 +135,10 @@ class RecentSignatures {
     Derived derived;
     bool filled = false;
   };
+  struct Set {
+    Slot ways[kWays];
+    uint8_t next = 0;  // the way a new launch fills
+  };
 
   static bool same(const Slot& s, const Launch& l) {
     return s.function == l.function && s.owner == l.owner && s.device_generation == l.device_generation &&
@@ -100,7 +148,7 @@ class RecentSignatures {
            (l.block.empty() || std::memcmp(s.block.data(), l.block.data(), l.block.size()) == 0);
   }
 
-  Slot slots_[kSlots];
+  Set sets_[kSets];
   Derived unkept_;  // what a launch whose block is too large to keep derives: never known
 };
 
