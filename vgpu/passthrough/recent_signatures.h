@@ -33,10 +33,11 @@ class RecentSignatures {
   // and keep a way each), filled in turn. A kernel launched with many arguments in turn (PyTorch's elementwise
   // kernels, on every tensor of a step) finds each of them again, which one slot per function
   // would not.
-  static constexpr size_t kSets = 256;
+  static constexpr size_t kSets = 128;
   static constexpr size_t kWays = 4;
-  // Larger blocks are built every time: a slot keeps a copy of its block and of its signature.
-  static constexpr size_t kMaxBlock = 4096;
+  // Larger blocks are built every time: a slot keeps a copy of its block and of its signature
+  // (at most ~2 x 2 KiB a slot, ~2 MiB a launching thread; a few hundred bytes a slot is usual).
+  static constexpr size_t kMaxBlock = 2048;
 
   // One launch as the signature is built from it. The generations are read before any answer is
   // asked for (an answer given after a change is then kept under the older ones: a miss later).
