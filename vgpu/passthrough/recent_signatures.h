@@ -62,13 +62,20 @@ class RecentSignatures {
   // Returns what is derived from that signature, to read or fill (valid until the next call).
   template <class Now, class Build>
   Derived& signature(const Launch& launch, Now&& now, Build&& build, LaunchSignature* out) {
+    // The function's last launch again (a loop of one kernel, a kernel launched once a step):
+    // found without hashing its block.
+    Last& last = last_[(reinterpret_cast<uintptr_t>(launch.function) >> 4) % kLast];
+    if (last.function == launch.function && last.slot != nullptr && stands(*last.slot, launch, now)) {
+      out->bytes.assign(last.slot->signature.bytes);  // the plan's buffer is reused: no allocation
+      return last.slot->derived;
+    }
     const uint64_t hash = hash_of(launch.shape, launch.block);
     Set& set = sets_[hash % kSets];
     for (size_t w = 0; w < kWays; ++w) {
       Slot& s = set.ways[w];
-      if (s.filled && s.hash == hash && same(s, launch) &&
-          (s.until == std::numeric_limits<double>::infinity() || now() < s.until)) {
-        out->bytes.assign(s.signature.bytes);  // the plan's buffer is reused: no allocation
+      if (s.hash == hash && stands(s, launch, now)) {
+        out->bytes.assign(s.signature.bytes);
+        last = {launch.function, &s};
         return s.derived;
       }
     }
@@ -97,6 +104,7 @@ class RecentSignatures {
     s.signature.bytes.assign(out->bytes);
     s.derived = Derived{};
     s.filled = true;
+    last = {launch.function, &s};
     return s.derived;
   }
 
@@ -141,6 +149,19 @@ class RecentSignatures {
     uint8_t next = 0;  // the way a new launch fills
   };
 
+  // A slot's last-launch pointer: which slot a function's last launch used (its contents may
+  // have been replaced since: checked in full, as any slot).
+  struct Last {
+    const void* function = nullptr;
+    Slot* slot = nullptr;
+  };
+  static constexpr size_t kLast = 64;
+
+  // Whether `s` holds `l` and its answers still stand.
+  template <class Now>
+  static bool stands(const Slot& s, const Launch& l, Now& now) {
+    return s.filled && same(s, l) && (s.until == std::numeric_limits<double>::infinity() || now() < s.until);
+  }
   static bool same(const Slot& s, const Launch& l) {
     return s.function == l.function && s.owner == l.owner && s.device_generation == l.device_generation &&
            s.host_generation == l.host_generation && s.shape.grid == l.shape.grid &&
@@ -150,6 +171,7 @@ class RecentSignatures {
   }
 
   Set sets_[kSets];
+  Last last_[kLast];  // direct-mapped by function handle
   Derived unkept_;  // what a launch whose block is too large to keep derives: never known
 };
 
