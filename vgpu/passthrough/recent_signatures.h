@@ -3,14 +3,15 @@
 //
 // Why: building a signature asks "is this word an address" of every 8-byte word of the
 // parameters from 64 KiB up (launch_signature.h). Even answered from KnownAddresses that is a
-// call through a std::function and a slot check per word: ~2,700 instructions of a launch whose
-// by-value struct holds 36 such words (the call-overhead bench's PyTorch-like row, ~6,900 in
-// all), and a training step launches the same kernels with the same bytes as the step before. A signature is a function of the function (its name and parameter layout, fixed per
-// handle), the shape, the packed parameter block and the answers about its words; those answers
-// stand while the owner and both generations are the same and, for a "no" about a user-range
-// word, until the host's mappings would be read again (KnownAddresses says why). So a slot's
-// signature is this launch's while all of that holds: the same function, owner, generations,
-// shape and block bytes, and `now()` before the least `until` of the answers it was built on.
+// call through a std::function and a slot check per word: ~3,500 instructions of a launch whose
+// by-value struct holds 36 such words (the call-overhead bench's PyTorch-like row, ~6,400 in
+// all), and a training step launches the same kernels with the same bytes as the step before.
+// A signature is a function of the function (its name and parameter layout, fixed per handle),
+// the shape, the packed parameter block and the answers about its words; those answers stand
+// while the owner and both generations are the same and, for a "no" about a user-range word,
+// until the host's mappings would be read again (KnownAddresses says why). So a slot's signature
+// is this launch's while all of that holds: the same function, owner, generations, shape and
+// block bytes, and `now()` before the least `until` of the answers it was built on.
 // Not thread-safe: one per thread.
 #pragma once
 
