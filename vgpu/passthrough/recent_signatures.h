@@ -3,8 +3,8 @@
 //
 // Why: building a signature asks "is this word an address" of every 8-byte word of the
 // parameters from 64 KiB up (launch_signature.h). Even answered from KnownAddresses that is a
-// call through a std::function and a slot check per word: ~3,500 instructions of a launch whose
-// by-value struct holds 36 such words (the call-overhead bench's PyTorch-like row, ~6,400 in
+// call through a std::function and a slot check per word: ~3,800 instructions of a launch whose
+// by-value struct holds ~36 such words (the call-overhead bench's PyTorch-like row, ~6,400 in
 // all), and a training step launches the same kernels with the same bytes as the step before.
 // A signature is a function of the function (its name and parameter layout, fixed per handle),
 // the shape, the packed parameter block and the answers about its words; those answers stand
