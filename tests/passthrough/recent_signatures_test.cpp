@@ -154,32 +154,44 @@ TEST(RecentSignatures, EverySignatureIsTheOneItsLookupsGiveNow) {
 }
 
 // A kernel launched with many arguments in turn (an elementwise kernel on each tensor of a step)
-// finds each launch's signature again, and tells them apart.
+// finds each launch's signature again after a few rounds, and tells them apart; one whose raw
+// launches never repeat is kept only now and then.
 TEST(RecentSignatures, AKernelLaunchedWithManyArgumentsInTurnFindsEach) {
   RecentSignatures recent;
   const LaunchShape shape;
   const std::vector<ParamSlot> slots{{0, 8}, {8, 8}};
   auto no_pointer = [](uint64_t) { return false; };
   int built = 0, wrong = 0;
-  for (int round = 0; round < 3; ++round) {
-    for (uint64_t i = 0; i < 64; ++i) {
-      const uint64_t words[2] = {i, 2 * i + 1};
-      std::vector<uint8_t> block(16);
-      std::memcpy(block.data(), words, 16);
-      LaunchSignature got;
-      recent.signature(
-          {reinterpret_cast<const void*>(0x1000), &recent, shape, block, 0, 0}, [] { return 0.0; },
-          [&](LaunchSignature* out) {
-            ++built;
-            vgpu::build_launch_signature("elementwise", shape, slots, block, no_pointer, out);
-            return std::numeric_limits<double>::infinity();
-          },
-          &got);
-      wrong += got != vgpu::build_launch_signature("elementwise", shape, slots, block, no_pointer);
-    }
+  auto launch = [&](const void* function, uint64_t a, uint64_t b) {
+    const uint64_t words[2] = {a, b};
+    std::vector<uint8_t> block(16);
+    std::memcpy(block.data(), words, 16);
+    LaunchSignature got;
+    recent.signature(
+        {function, &recent, shape, block, 0, 0}, [] { return 0.0; },
+        [&](LaunchSignature* out) {
+          ++built;
+          vgpu::build_launch_signature("elementwise", shape, slots, block, no_pointer, out);
+          return std::numeric_limits<double>::infinity();
+        },
+        &got);
+    wrong += got != vgpu::build_launch_signature("elementwise", shape, slots, block, no_pointer);
+  };
+  const void* elementwise = reinterpret_cast<const void*>(0x1000);
+  int built_last_rounds = 0;
+  for (int round = 0; round < 10; ++round) {
+    if (round == 8) built = 0;
+    for (uint64_t i = 0; i < 64; ++i) launch(elementwise, i, 2 * i + 1);
   }
+  built_last_rounds = built;
   EXPECT_EQ(wrong, 0);
-  EXPECT_EQ(built, 64) << "each launch built once, then found again";
+  EXPECT_EQ(built_last_rounds, 0) << "every launch found again";
+  // Raw launches that never repeat (a word that changes every time): kept only after each
+  // kRetryEvery-th, once kGiveUpAfter missed in a row.
+  const unsigned long kept_before = recent.kept();
+  for (uint64_t i = 0; i < 1600; ++i) launch(reinterpret_cast<const void*>(0x2000), 1u << 20, i);
+  EXPECT_EQ(wrong, 0);
+  EXPECT_LE(recent.kept() - kept_before, 16u + 1600u / 16u);
 }
 
 // Two launches whose blocks differ but share a hash (built here by inverting hash_of's last step:

@@ -66,8 +66,18 @@ class RecentSignatures {
     // The function's last launch again (a loop of one kernel, a kernel launched once a step):
     // found without hashing its block.
     Last& last = last_[(reinterpret_cast<uintptr_t>(launch.function) >> 4) % kLast];
-    if (last.function == launch.function && last.slot != nullptr && stands(*last.slot, launch, now)) {
+    if (last.function != launch.function) last = {launch.function, nullptr, 0, 0};
+    // A function whose launches keep missing (raw bytes that never repeat: stack garbage that
+    // changes in words the signature masks) is built without looking, hashing or keeping, but
+    // every kRetryEvery-th launch, which finds out whether its launches repeat by now.
+    if (last.misses >= kGiveUpAfter && ++last.skipped % kRetryEvery != 0) {
+      build(out);
+      unkept_ = Derived{};
+      return unkept_;
+    }
+    if (last.slot != nullptr && stands(*last.slot, launch, now)) {
       out->bytes.assign(last.slot->signature.bytes);  // the plan's buffer is reused: no allocation
+      last.misses = 0;
       return last.slot->derived;
     }
     const uint64_t hash = hash_of(launch.shape, launch.block);
@@ -76,11 +86,12 @@ class RecentSignatures {
       Slot& s = set.ways[w];
       if (s.hash == hash && stands(s, launch, now)) {
         out->bytes.assign(s.signature.bytes);
-        last = {launch.function, &s};
+        last = {launch.function, &s, 0, 0};
         return s.derived;
       }
     }
     const double until = build(out);
+    if (last.misses < kGiveUpAfter) ++last.misses;
     if (launch.block.size() > kMaxBlock) {
       unkept_ = Derived{};
       return unkept_;
@@ -105,9 +116,13 @@ class RecentSignatures {
     s.signature.bytes.assign(out->bytes);
     s.derived = Derived{};
     s.filled = true;
-    last = {launch.function, &s};
+    ++kept_;
+    last.slot = &s;
     return s.derived;
   }
+
+  // How many launches were kept (for tests).
+  unsigned long kept() const { return kept_; }
 
   // The hash that picks a launch's set (the shape's seven words and the block's bytes).
   static uint64_t hash_of(const LaunchShape& shape, std::span<const uint8_t> block) {
@@ -155,7 +170,11 @@ class RecentSignatures {
   struct Last {
     const void* function = nullptr;
     Slot* slot = nullptr;
+    uint32_t misses = 0;   // the function's launches found nowhere in a row (up to kGiveUpAfter)
+    uint32_t skipped = 0;  // launches since it gave up, counted for the retries
   };
+  static constexpr uint32_t kGiveUpAfter = 16;
+  static constexpr uint32_t kRetryEvery = 16;
   static constexpr size_t kLast = 64;
 
   // Whether `s` holds `l` and its answers still stand.
@@ -173,7 +192,8 @@ class RecentSignatures {
 
   Set sets_[kSets];
   Last last_[kLast];  // direct-mapped by function handle
-  Derived unkept_;  // what a launch whose block is too large to keep derives: never known
+  Derived unkept_;  // what a launch not kept derives: never known
+  unsigned long kept_ = 0;
 };
 
 }  // namespace vgpu::pt
