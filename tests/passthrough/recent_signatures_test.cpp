@@ -189,9 +189,11 @@ TEST(RecentSignatures, AKernelLaunchedWithManyArgumentsInTurnFindsEach) {
   // Raw launches that never repeat (a word that changes every time): kept only after each
   // kRetryEvery-th, once kGiveUpAfter missed in a row.
   const unsigned long kept_before = recent.kept();
-  for (uint64_t i = 0; i < 1600; ++i) launch(reinterpret_cast<const void*>(0x2000), 1u << 20, i);
+  constexpr unsigned long kLaunches = 16 * RecentSignatures::kGiveUpAfter;
+  for (uint64_t i = 0; i < kLaunches; ++i) launch(reinterpret_cast<const void*>(0x2000), 1u << 20, i);
   EXPECT_EQ(wrong, 0);
-  EXPECT_LE(recent.kept() - kept_before, 16u + 1600u / 16u);
+  EXPECT_LE(recent.kept() - kept_before,
+            RecentSignatures::kGiveUpAfter + kLaunches / RecentSignatures::kRetryEvery);
 }
 
 // Two launches whose blocks differ but share a hash (built here by inverting hash_of's last step:

@@ -36,6 +36,13 @@ class RecentSignatures {
   // would not.
   static constexpr size_t kSets = 128;
   static constexpr size_t kWays = 4;
+  // A function whose launches were found nowhere kGiveUpAfter times in a row is built without
+  // looking but every kRetryEvery-th launch. More misses in a row than a kernel's arguments in
+  // one step are likely to number: every remembered launch goes stale at once when the host's
+  // mappings are read again (every HostAddressSpace::kRefreshSeconds) and is learnt again, and a
+  // low bar would give up then.
+  static constexpr uint32_t kGiveUpAfter = 256;
+  static constexpr uint32_t kRetryEvery = 8;
   // Larger blocks are built every time: a slot keeps a copy of its block and of its signature
   // (at most ~2 x 2 KiB a slot, ~2 MiB a launching thread; a few hundred bytes a slot is usual).
   static constexpr size_t kMaxBlock = 2048;
@@ -173,8 +180,6 @@ class RecentSignatures {
     uint32_t misses = 0;   // the function's launches found nowhere in a row (up to kGiveUpAfter)
     uint32_t skipped = 0;  // launches since it gave up, counted for the retries
   };
-  static constexpr uint32_t kGiveUpAfter = 16;
-  static constexpr uint32_t kRetryEvery = 16;
   static constexpr size_t kLast = 64;
 
   // Whether `s` holds `l` and its answers still stand.
