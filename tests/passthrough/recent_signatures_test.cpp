@@ -161,7 +161,7 @@ TEST(RecentSignatures, AKernelLaunchedWithManyArgumentsInTurnFindsEach) {
   const LaunchShape shape;
   const std::vector<ParamSlot> slots{{0, 8}, {8, 8}};
   auto no_pointer = [](uint64_t) { return false; };
-  int built = 0, wrong = 0;
+  int built = 0, wrong = 0, total_built = 0;
   auto launch = [&](const void* function, uint64_t a, uint64_t b) {
     const uint64_t words[2] = {a, b};
     std::vector<uint8_t> block(16);
@@ -171,6 +171,7 @@ TEST(RecentSignatures, AKernelLaunchedWithManyArgumentsInTurnFindsEach) {
         {function, &recent, shape, block, 0, 0}, [] { return 0.0; },
         [&](LaunchSignature* out) {
           ++built;
+          ++total_built;
           vgpu::build_launch_signature("elementwise", shape, slots, block, no_pointer, out);
           return std::numeric_limits<double>::infinity();
         },
@@ -184,6 +185,8 @@ TEST(RecentSignatures, AKernelLaunchedWithManyArgumentsInTurnFindsEach) {
     for (uint64_t i = 0; i < 64; ++i) launch(elementwise, i, 2 * i + 1);
   }
   built_last_rounds = built;
+  EXPECT_EQ(recent.built(), static_cast<unsigned long>(total_built)) << "the counts are the launches'";
+  EXPECT_EQ(recent.found() + recent.built(), 64u * 10u);
   EXPECT_EQ(wrong, 0);
   EXPECT_EQ(built_last_rounds, 0) << "every launch found again";
   // Raw launches that never repeat (a word that changes every time): kept only after each

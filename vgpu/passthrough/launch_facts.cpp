@@ -7,6 +7,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "common/log.h"
 #include "passthrough/nccl_timing.h"
 #include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
@@ -135,6 +136,12 @@ bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShap
       },
       out);
   if (derived != nullptr) *derived = &kept;
+  // How often a job's launches repeat their raw parameters (what the remembered signatures are
+  // worth): every 4096 launches of a thread, at debug level.
+  const RecentSignatures& recent = scratch.signatures;
+  if ((recent.found() + recent.built()) % 4096 == 0 && vgpu::log::enabled(vgpu::log::Level::debug))
+    vgpu::log::debug("vgpu: launch signatures remembered: {} launches of this thread found theirs, {} built, {} kept",
+                     recent.found(), recent.built(), recent.kept());
   return true;
 }
 

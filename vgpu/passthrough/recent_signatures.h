@@ -78,12 +78,14 @@ class RecentSignatures {
     // changes in words the signature masks) is built without looking, hashing or keeping, but
     // every kRetryEvery-th launch, which finds out whether its launches repeat by now.
     if (last.misses >= kGiveUpAfter && ++last.skipped % kRetryEvery != 0) {
+      ++built_;
       build(out);
       unkept_ = Derived{};
       return unkept_;
     }
     if (last.slot != nullptr && stands(*last.slot, launch, now)) {
       out->bytes.assign(last.slot->signature.bytes);  // the plan's buffer is reused: no allocation
+      ++found_;
       last.misses = 0;
       return last.slot->derived;
     }
@@ -93,11 +95,13 @@ class RecentSignatures {
       Slot& s = set.ways[w];
       if (s.hash == hash && stands(s, launch, now)) {
         out->bytes.assign(s.signature.bytes);
+        ++found_;
         last = {launch.function, &s, 0, 0};
         return s.derived;
       }
     }
     const double until = build(out);
+    ++built_;
     if (last.misses < kGiveUpAfter) ++last.misses;
     if (launch.block.size() > kMaxBlock) {
       unkept_ = Derived{};
@@ -128,7 +132,9 @@ class RecentSignatures {
     return s.derived;
   }
 
-  // How many launches were kept (for tests).
+  // How many launches found their signature here, were built, were kept (tests, a debug line).
+  unsigned long found() const { return found_; }
+  unsigned long built() const { return built_; }
   unsigned long kept() const { return kept_; }
 
   // The hash that picks a launch's set (the shape's seven words and the block's bytes).
@@ -198,7 +204,7 @@ class RecentSignatures {
   Set sets_[kSets];
   Last last_[kLast];  // direct-mapped by function handle
   Derived unkept_;  // what a launch not kept derives: never known
-  unsigned long kept_ = 0;
+  unsigned long found_ = 0, built_ = 0, kept_ = 0;
 };
 
 }  // namespace vgpu::pt
