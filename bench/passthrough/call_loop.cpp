@@ -4,7 +4,9 @@
 //
 // <call>: launch (empty kernel, settled), launchlong (249-byte name), launchargs (PyTorch-like
 // arguments, as passthrough_call_overhead's row), record (one event on one non-blocking stream),
-// copy (cuMemcpyHtoDAsync 4 KiB), copybig (4 MiB), alloc (cuMemAlloc + cuMemFree 2 MiB). Prints the
+// copy (cuMemcpyHtoDAsync 4 KiB), copybig (4 MiB), alloc (cuMemAlloc + cuMemFree 2 MiB),
+// launchmany (launchargs' kernel on 64 pairs of buffers in turn), launchmoving (launchargs with
+// one masked word that differs from launch to launch: raw parameters that rarely repeat). Prints the
 // loop's CPU time per call. Over the stand-in driver (VGPU_REAL_LIBCUDA=libvgpu_free_calls_driver.so,
 // VGPU_SIM_LIBCUDA, VGPU_PHYSICAL_DEVICES=0, as passthrough_call_cost), the instructions a call
 // costs are the difference of two callgrind runs:
@@ -65,6 +67,16 @@ int main(int argc, char** argv) {
   args.dims = 1; args.sizes[0] = nn; args.strides[0] = 4;
   for (unsigned i = 1; i < 24; ++i) { args.sizes[i] = i; args.strides[i] = i % 2 ? reinterpret_cast<uintptr_t>(&args) + 8 * i : reinterpret_cast<uintptr_t>(heap.data()) + 64 * i; }
   void* params[] = {&out_buf, &in_buf, &nn, &args};
+  // launchmany: the same kernel on 64 pairs of buffers in turn (an elementwise kernel over a
+  // step's tensors); launchmoving: one masked word of the struct (a heap address) differs from
+  // launch to launch, repeating only after 65536 launches, so the raw parameters do not repeat
+  // for vgpu while the signature does.
+  constexpr int kSets = 64;
+  std::vector<CUdeviceptr> outs(kSets), ins(kSets);
+  if (!strcmp(what, "launchmany"))
+    for (int k = 0; k < kSets; ++k) { CHECK(alloc(&outs[k], 4096)); CHECK(alloc(&ins[k], 4096)); }
+  std::vector<char> moving_heap(65536 + 8);
+  ElementwiseArgs moving = args;
   // warm up: 3000 of the call (settles launches)
   auto one = [&](long i) {
     if (!strcmp(what, "launch")) { CHECK(launch(f, 1,1,1,1,1,1,0,s,nullptr,nullptr)); if (i % 1000 == 999) CHECK(stream_sync(s)); }
@@ -74,6 +86,16 @@ int main(int argc, char** argv) {
     else if (!strcmp(what, "copy")) { CHECK(copy_async(dev, host, 4096, s)); if (i % 1000 == 999) CHECK(stream_sync(s)); }
     else if (!strcmp(what, "copybig")) { CHECK(copy_async(dev, host, 4u << 20, s)); if (i % 1000 == 999) CHECK(stream_sync(s)); }
     else if (!strcmp(what, "alloc")) { CUdeviceptr p; CHECK(alloc(&p, 2u<<20)); CHECK(mem_free(p)); }
+    else if (!strcmp(what, "launchmany")) {
+      const size_t k = static_cast<size_t>(i % kSets);
+      void* p[] = {&outs[k], &ins[k], &nn, &args};
+      CHECK(launch(f_args, 1,1,1,1,1,1,0,s,p,nullptr)); if (i % 1000 == 999) CHECK(stream_sync(s));
+    }
+    else if (!strcmp(what, "launchmoving")) {
+      moving.strides[1] = reinterpret_cast<uintptr_t>(moving_heap.data()) + static_cast<uintptr_t>(i * 7919 % 65536);
+      void* p[] = {&out_buf, &in_buf, &nn, &moving};
+      CHECK(launch(f_args, 1,1,1,1,1,1,0,s,p,nullptr)); if (i % 1000 == 999) CHECK(stream_sync(s));
+    }
   };
   for (long i = 0; i < 3000; ++i) one(i);
   CHECK(stream_sync(s));

@@ -20,6 +20,8 @@ class ThreadClock;
 
 namespace vgpu::pt {
 
+class VirtualTime;
+
 // The calling thread's last stream argument resolved, and its last context's virtual device:
 // every timed call resolves its stream, and a thread mostly submits to the same one, so the
 // common case takes no lock and no map. Valid while the owner's generation is unchanged (a
@@ -49,6 +51,13 @@ struct CallThread {
   timing::ThreadClock* clock = nullptr;  // timing::this_thread_clock(), once looked up
   TargetCache target;
   EventDeviceCache event_device;
+  // timing::charge_driver_time(passthrough), asked once a thread (the setting is read once a
+  // process): the out-of-line call and its static's guard were ~20 instructions of every timed
+  // call (Pause::real). -1: not asked yet.
+  int8_t charges_driver = -1;
+  // VirtualTime::get() once it is made (after cuInit; it is never destroyed): its lookup through
+  // the backend's root (a static's guard, two acquire loads, two calls) on every timed call.
+  VirtualTime* virtual_time = nullptr;
 };
 
 // The calling thread's.

@@ -27,19 +27,25 @@ class KnownAddresses {
   // Whether `v` is an address. The remembered answer if it stands: given under the same `owner`
   // and generations (their low 32 bits), and for a "no", `now()` (wall seconds, asked at most
   // once per call) before its `until`. Else `ask(v)`, which returns {address, until}: until when a
-  // "no" stands (+inf: for good while the generations hold); remembered.
+  // "no" stands (+inf: for good while the generations hold); remembered. `stands_until`, when
+  // given, is lowered to the answer's own until (what a launch's signature built on it stands
+  // under: recent_signatures.h).
   template <class Now, class Ask>
   bool is_address(uint64_t v, const void* owner, uint32_t device_generation, uint32_t host_generation, Now&& now,
-                  Ask&& ask) {
+                  Ask&& ask, double* stands_until = nullptr) {
     Slot& slot = slots_[slot_of(v)];
     if (slot.value == v && slot.owner == owner && slot.device_generation == device_generation &&
         slot.host_generation == host_generation) {
       if (slot.address || slot.until == std::numeric_limits<double>::infinity()) return slot.address;
-      if (now() < slot.until) return false;
+      if (now() < slot.until) {
+        if (stands_until != nullptr && slot.until < *stands_until) *stands_until = slot.until;
+        return false;
+      }
     }
     const std::pair<bool, double> a = ask(v);
     slot = {v, device_generation, host_generation, a.first ? std::numeric_limits<double>::infinity() : a.second,
             owner, a.first};
+    if (stands_until != nullptr && slot.until < *stands_until) *stands_until = slot.until;
     return a.first;
   }
 

@@ -112,7 +112,8 @@ void plan_for(Plan& p, LaunchThread& thread, CUfunction f, const LaunchShape& sh
     }
     return;
   }
-  p.have_signature = launch_signature(f, facts, shape, params, extra, thread.scratch, &p.signature);
+  RecentSignatures::Derived* derived = nullptr;
+  p.have_signature = launch_signature(f, facts, shape, params, extra, thread.scratch, &p.signature, &derived);
   const LaunchPolicy policy = launch_policy();
   if (policy == LaunchPolicy::none) {
     p.run = false;
@@ -128,8 +129,13 @@ void plan_for(Plan& p, LaunchThread& thread, CUfunction f, const LaunchShape& sh
   // What the job's other processes on this GPU settled for the signature (shared_durations.h):
   // the smallest of them and this process's own is the least disturbed measurement.
   SharedDurations* shared = Passthrough::get().shared_durations().of(physical);
-  // Also the key under which this process remembers what settled() answered.
-  const uint64_t key = thread.keys.key(f, p.signature.bytes, SharedDurations::key_of);
+  // Also the key under which this process remembers what settled() answered: kept with the
+  // signature while it is this very launch's again (recent_signatures.h), else the recent keys'.
+  if (!derived->known) {
+    derived->key = thread.keys.key(f, p.signature.bytes, SharedDurations::key_of);
+    derived->known = true;
+  }
+  const uint64_t key = derived->key;
   // Where several virtual devices share the GPU, their ranks' exact signatures rarely meet (the
   // by-value bytes hold each process's stack garbage), and a signature one rank measured while
   // others' kernels held the GPU settles high (8 ranks of DDP on one H200: the LM head's GEMM

@@ -7,6 +7,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "common/log.h"
 #include "passthrough/nccl_timing.h"
 #include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
@@ -84,7 +85,8 @@ const FunctionFacts& FunctionFactsCache::of(CUfunction f, RecentFacts& recent) {
 }
 
 bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShape& shape, void** params,
-                      void** extra, LaunchScratch& scratch, LaunchSignature* out) {
+                      void** extra, LaunchScratch& scratch, LaunchSignature* out,
+                      RecentSignatures::Derived** derived) {
   PassState* s = PassState::get();
   if (s == nullptr || f == nullptr) return false;
   std::vector<uint8_t>& block = scratch.block;
@@ -105,10 +107,11 @@ bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShap
     KnownAddresses& known;
     uint32_t device_generation, host_generation;
     double now = -1;  // read once per launch, when a "no" is first looked at
+    double until = std::numeric_limits<double>::infinity();  // the answers so far stand until then
+    double wall() { return now < 0 ? (now = OutsideCpuTime::wall_seconds()) : now; }
     bool operator()(uint64_t v) {
       return known.is_address(
-          v, s, device_generation, host_generation,
-          [this] { return now < 0 ? (now = OutsideCpuTime::wall_seconds()) : now; },
+          v, s, device_generation, host_generation, [this] { return wall(); },
           [this](uint64_t w) {
             const bool address = s->is_device_pointer(w) || host.contains(w);
             // A "no" about a user address stands until the host's mappings would be read again
@@ -117,12 +120,28 @@ bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShap
             const bool user = w >= HostAddressSpace::kLowest && w < HostAddressSpace::kUserEnd;
             return std::pair<bool, double>{address, user ? host.refresh_due_at()
                                                          : std::numeric_limits<double>::infinity()};
-          });
+          },
+          &until);
     }
   } asking{s, s->host_addresses(), scratch.known, device_generation, host_generation};
-  build_launch_signature(
-      facts.name, shape, facts.slots, block, [&asking](uint64_t v) { return asking(v); },
+  // This very launch again (same function, shape, block and answers): its signature as before,
+  // no word asked about (recent_signatures.h).
+  const RecentSignatures::Launch launch{f, s, shape, block, device_generation, host_generation};
+  RecentSignatures::Derived& kept = scratch.signatures.signature(
+      launch, [&asking] { return asking.wall(); },
+      [&](LaunchSignature* built) {
+        build_launch_signature(
+            facts.name, shape, facts.slots, block, [&asking](uint64_t v) { return asking(v); }, built);
+        return asking.until;
+      },
       out);
+  if (derived != nullptr) *derived = &kept;
+  // How often a job's launches repeat their raw parameters (what the remembered signatures are
+  // worth): every 4096 launches of a thread, at debug level.
+  const RecentSignatures& recent = scratch.signatures;
+  if ((recent.found() + recent.built()) % 4096 == 0 && vgpu::log::enabled(vgpu::log::Level::debug))
+    vgpu::log::debug("vgpu: launch signatures remembered: {} launches of this thread found theirs, {} built, {} kept",
+                     recent.found(), recent.built(), recent.kept());
   return true;
 }
 

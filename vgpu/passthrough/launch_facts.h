@@ -14,6 +14,7 @@
 #include "front/driver/cuda_api.h"
 #include "front/launch/launch_signature.h"
 #include "passthrough/known_addresses.h"
+#include "passthrough/recent_signatures.h"
 
 namespace vgpu::pt {
 
@@ -50,6 +51,7 @@ struct RecentFacts {
 struct LaunchScratch {
   RecentFacts recent;
   KnownAddresses known;        // known_addresses.h
+  RecentSignatures signatures;  // recent_signatures.h
   std::vector<uint8_t> block;  // the packed parameter block, its buffer reused (no allocation per launch)
 };
 
@@ -71,8 +73,11 @@ class FunctionFactsCache {
 
 // The launch signature of one launch of `f`, whose facts are `facts` (function_facts(f));
 // false when the launch cannot be described (no facts, or parameters that neither kernelParams
-// nor `extra` describe). `scratch`: the calling thread's.
+// nor `extra` describe). `scratch`: the calling thread's. `derived`, when given and the signature
+// was made: what the caller derives from it, remembered with it (RecentSignatures::Derived; valid
+// until the thread's next call).
 bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShape& shape, void** params,
-                      void** extra, LaunchScratch& scratch, LaunchSignature* out);
+                      void** extra, LaunchScratch& scratch, LaunchSignature* out,
+                      RecentSignatures::Derived** derived = nullptr);
 
 }  // namespace vgpu::pt

@@ -69,7 +69,9 @@ class Pause {
   template <class Call>
   auto real(timing::DriverCall kind, Call&& call) {
     auto r = call();
-    driver_seconds_ += timing::real_driver_seconds(kind, timing::Backend::passthrough);
+    if (thread_->charges_driver < 0)
+      thread_->charges_driver = timing::charge_driver_time(timing::Backend::passthrough) ? 1 : 0;
+    if (thread_->charges_driver > 0) driver_seconds_ += timing::real_driver_seconds(kind, timing::Backend::passthrough);
     return r;
   }
   Pause(const Pause&) = delete;

@@ -200,8 +200,9 @@ bool VirtualTime::target(CUstream stream, bool per_thread, StreamTarget* out, Ta
 }
 
 VirtualTime* VirtualTime::for_call(CUstream s, bool per_thread, StreamTarget* t, const thread_clock::Pause& pause) {
-  VirtualTime* vt = get();
-  if (vt == nullptr || !vt->target(s, per_thread, t, pause.thread().target) || vt->capturing(*t)) return nullptr;
+  CallThread& thread = pause.thread();
+  VirtualTime* vt = thread.virtual_time != nullptr ? thread.virtual_time : (thread.virtual_time = get());
+  if (vt == nullptr || !vt->target(s, per_thread, t, thread.target) || vt->capturing(*t)) return nullptr;
   return vt;
 }
 
