@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 2026-11-26h, call 6 (the merged tree: callcost8, simcore10, the fidelity changes): the
+# Session 2026-11-26h, call 6 (b43fa3a: callcost8 merged at 675c843, the fidelity changes): the
 # call-rate bench; whether the host gives perf's task clock a user-space time (cap_user_time: a
 # thread CPU clock without a system call); the 8-rank row with its third prediction (the slowest
 # of 8 hosts); the full-batch replay at 2, 8 and 64 ranks (10 replayed steps); with what time is
