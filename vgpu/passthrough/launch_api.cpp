@@ -115,7 +115,8 @@ void plan_for(Plan& p, LaunchThread& thread, CUfunction f, const LaunchShape& sh
     return;
   }
   RecentSignatures::Derived* derived = nullptr;
-  p.have_signature = launch_signature(f, facts, shape, params, extra, thread.scratch, &p.signature, &derived);
+  PassState* state = PassState::get();
+  p.have_signature = launch_signature(state, f, facts, shape, params, extra, thread.scratch, &p.signature, &derived);
   const LaunchPolicy policy = launch_policy();
   if (policy == LaunchPolicy::none) {
     p.run = false;
@@ -126,7 +127,6 @@ void plan_for(Plan& p, LaunchThread& thread, CUfunction f, const LaunchShape& sh
   }
   if (!p.have_signature) return;  // measured each time
   KernelDurations& durations = KernelDurations::get();
-  PassState* state = PassState::get();
   // The device's GPU, whether another virtual device shares it, and what the job's other
   // processes on that GPU settled (shared_durations.h: the smallest of them and this process's
   // own is the least disturbed measurement); fixed at cuInit, kept for the thread's last device.
