@@ -18,6 +18,7 @@
 #include "front/launch/kernel_time_db.h"
 #include "passthrough/kept_address.h"
 #include "passthrough/kernel_recording.h"
+#include "passthrough/launch_device.h"
 #include "passthrough/launch_facts.h"
 #include "passthrough/launch_policy.h"
 #include "passthrough/measure_lock.h"
@@ -83,6 +84,7 @@ struct LaunchThread {
   LaunchScratch scratch;
   WorkKeys work_keys;
   RecentKeys keys;  // recent_keys.h
+  LastLaunchDevice device;  // launch_device.h
 };
 
 // The work key of the signature whose exact key is `key`, remembered in `known` (the thread's).
@@ -113,7 +115,8 @@ void plan_for(Plan& p, LaunchThread& thread, CUfunction f, const LaunchShape& sh
     return;
   }
   RecentSignatures::Derived* derived = nullptr;
-  p.have_signature = launch_signature(f, facts, shape, params, extra, thread.scratch, &p.signature, &derived);
+  PassState* state = PassState::get();
+  p.have_signature = launch_signature(state, f, facts, shape, params, extra, thread.scratch, &p.signature, &derived);
   const LaunchPolicy policy = launch_policy();
   if (policy == LaunchPolicy::none) {
     p.run = false;
@@ -124,11 +127,18 @@ void plan_for(Plan& p, LaunchThread& thread, CUfunction f, const LaunchShape& sh
   }
   if (!p.have_signature) return;  // measured each time
   KernelDurations& durations = KernelDurations::get();
-  PassState* state = PassState::get();
-  const int physical = state ? state->physical(t.device) : -1;
-  // What the job's other processes on this GPU settled for the signature (shared_durations.h):
-  // the smallest of them and this process's own is the least disturbed measurement.
-  SharedDurations* shared = Passthrough::get().shared_durations().of(physical);
+  // The device's GPU, whether another virtual device shares it, and what the job's other
+  // processes on that GPU settled (shared_durations.h: the smallest of them and this process's
+  // own is the least disturbed measurement); fixed at cuInit, kept for the thread's last device.
+  const LaunchDevice& device = thread.device.of(state, t.device, [state, &t] {
+    LaunchDevice d;
+    d.physical = state ? state->physical(t.device) : -1;
+    d.shared = Passthrough::get().shared_durations().of(d.physical);
+    d.shares_physical = state != nullptr && state->shares_physical(t.device);
+    return d;
+  });
+  const int physical = device.physical;
+  SharedDurations* shared = device.shared;
   // Also the key under which this process remembers what settled() answered: kept with the
   // signature while it is this very launch's again (recent_signatures.h), else the recent keys'.
   if (!derived->known) {
@@ -143,7 +153,7 @@ void plan_for(Plan& p, LaunchThread& thread, CUfunction f, const LaunchShape& sh
   // under the launch's work key (signature_work_key), and a launch never takes more than the least
   // sample any rank took of the same work.
   const uint64_t work =
-      shared != nullptr && state != nullptr && state->shares_physical(t.device) ? work_key_of(thread.work_keys, key, p.signature) : 0;
+      shared != nullptr && device.shares_physical ? work_key_of(thread.work_keys, key, p.signature) : 0;
   auto least_of_job = [shared, key, work](double own) {
     double d = own;
     if (const std::optional<double> least = shared ? shared->smallest(key) : std::nullopt) d = std::min(d, *least);

@@ -84,10 +84,9 @@ const FunctionFacts& FunctionFactsCache::of(CUfunction f, RecentFacts& recent) {
   return *found;
 }
 
-bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShape& shape, void** params,
-                      void** extra, LaunchScratch& scratch, LaunchSignature* out,
+bool launch_signature(PassState* s, CUfunction f, const FunctionFacts& facts, const LaunchShape& shape,
+                      void** params, void** extra, LaunchScratch& scratch, LaunchSignature* out,
                       RecentSignatures::Derived** derived) {
-  PassState* s = PassState::get();
   if (s == nullptr || f == nullptr) return false;
   std::vector<uint8_t>& block = scratch.block;
   if (!facts.ok || !pack_params(facts, params, extra, &block)) {

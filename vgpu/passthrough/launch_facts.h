@@ -27,6 +27,7 @@ struct FunctionFacts {
 };
 
 class FunctionFactsCache;
+class PassState;
 
 // A launching thread's recently launched functions, direct-mapped by handle: a training step
 // launches a few dozen kernels over and over, so most launches find their facts here without
@@ -75,9 +76,10 @@ class FunctionFactsCache {
 // false when the launch cannot be described (no facts, or parameters that neither kernelParams
 // nor `extra` describe). `scratch`: the calling thread's. `derived`, when given and the signature
 // was made: what the caller derives from it, remembered with it (RecentSignatures::Derived; valid
-// until the thread's next call).
-bool launch_signature(CUfunction f, const FunctionFacts& facts, const LaunchShape& shape, void** params,
-                      void** extra, LaunchScratch& scratch, LaunchSignature* out,
+// until the thread's next call). `state`: the backend's (PassState::get(), which the caller
+// holds already: a lookup through the backend's root).
+bool launch_signature(PassState* state, CUfunction f, const FunctionFacts& facts, const LaunchShape& shape,
+                      void** params, void** extra, LaunchScratch& scratch, LaunchSignature* out,
                       RecentSignatures::Derived** derived = nullptr);
 
 }  // namespace vgpu::pt
