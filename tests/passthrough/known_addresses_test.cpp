@@ -10,32 +10,13 @@
 #include <random>
 #include <set>
 #include <utility>
+#include "address_world.h"
 
 namespace {
 
 using vgpu::pt::KnownAddresses;
 
-// The world the lookups see: device allocations (one word each) and the host's mappings as last
-// read, which a "no" about a user-range word reads again once `due` has passed.
-struct World {
-  std::set<uint64_t> device, host_now, host_read;
-  uint32_t device_generation = 0, host_generation = 0;
-  double now = 0, due = -1;
-  static constexpr double kRefresh = 0.5;
-  static bool user(uint64_t v) { return v >= (uint64_t{1} << 32) && v < (uint64_t{1} << 47); }
-  // The lookups (PassState::is_device_pointer || HostAddressSpace::contains), with its refresh.
-  std::pair<bool, double> ask(uint64_t v) {
-    if (device.count(v)) return {true, 0};
-    if (!user(v)) return {false, std::numeric_limits<double>::infinity()};
-    if (host_read.count(v)) return {true, 0};
-    if (due < 0 || now >= due) {  // read the mappings again
-      host_read = host_now;
-      due = now + kRefresh;
-      ++host_generation;
-    }
-    return {host_read.count(v) != 0, due};
-  }
-};
+using World = vgpu::test::AddressWorld;
 
 TEST(KnownAddresses, RememberedAnswersAreTheLookupsAnswers) {
   std::mt19937_64 rng(21);

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "passthrough/known_addresses.h"
+#include "address_world.h"
 
 namespace {
 
@@ -29,27 +30,7 @@ using vgpu::ParamSlot;
 using vgpu::pt::KnownAddresses;
 using vgpu::pt::RecentSignatures;
 
-// The world the lookups see, as in known_addresses_test.cpp: device allocations (one word each)
-// and the host's mappings as last read, read again for a "no" about a user-range word once `due`
-// has passed.
-struct World {
-  std::set<uint64_t> device, host_now, host_read;
-  uint32_t device_generation = 0, host_generation = 0;
-  double now = 0, due = -1;
-  static constexpr double kRefresh = 0.5;
-  static bool user(uint64_t v) { return v >= (uint64_t{1} << 32) && v < (uint64_t{1} << 47); }
-  std::pair<bool, double> ask(uint64_t v) {
-    if (device.count(v)) return {true, 0};
-    if (!user(v)) return {false, std::numeric_limits<double>::infinity()};
-    if (host_read.count(v)) return {true, 0};
-    if (due < 0 || now >= due) {
-      host_read = host_now;
-      due = now + kRefresh;
-      ++host_generation;
-    }
-    return {host_read.count(v) != 0, due};
-  }
-};
+using World = vgpu::test::AddressWorld;
 
 // A function: its parameter layout (an 8-byte pointer-or-value, a 4-byte count, a 64-byte struct
 // by value) and the words of its next launch.
