@@ -35,12 +35,9 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
   classes_.clear();
   flow_class_.assign(n, kAlone);
   flow_estimate_.assign(n, -1);
-  dep_refs_.clear();
-  dep_from_.resize(size_t{n} + 1);
   std::array<uint32_t, 2> recent = {kAlone, kAlone};  // the classes the last flows joined
   for (uint32_t k = 0; k < n; ++k) {
     const NewEvent& e = events[k];
-    dep_from_[k] = static_cast<uint32_t>(dep_refs_.size());
     if (e.kind != EventKind::flow || e.bytes == 0) continue;
     GroupKey key;
     key.bytes = e.bytes;
@@ -50,7 +47,6 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
     if (e.after)
       for (EventId dep : *e.after) {
         const uint32_t ds = ids_.slot(dep);
-        dep_refs_.push_back(DepRef{dep, ds});
         if (ds == IdTable::kRetired) {
           key.base = std::max(key.base, ids_.result(dep).finish);
         } else if (const Record& d = records_[ds]; !d.dirty) {
@@ -107,7 +103,6 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
     ++c.count;
     c.deps += e.after ? static_cast<uint32_t>(e.after->size()) : 0;
   }
-  dep_from_[n] = static_cast<uint32_t>(dep_refs_.size());
   // Each class's members, in call order, side by side.
   uint32_t at = 0;
   for (GroupClass& c : classes_) {
@@ -174,18 +169,15 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   r.estimate = estimate;
   // The same for every member (their key): not_before, the floor, retired dependencies.
   r.base_ready = std::max(e0.not_before, floor_);
-  for (uint32_t d = dep_from_[members[0]]; d < dep_from_[members[0] + 1]; ++d)
-    if (dep_refs_[d].slot == IdTable::kRetired)
-      r.base_ready = std::max(r.base_ready, ids_.result(dep_refs_[d].id).finish);
+  if (e0.after)
+    for (EventId dep : *e0.after)
+      if (ids_.slot(dep) == IdTable::kRetired) r.base_ready = std::max(r.base_ready, ids_.result(dep).finish);
 
   Time lower_bound = std::numeric_limits<Time>::infinity();
   // The groups its members depend on, up to kMaxLinks, each told of them through one link;
   // each edge's link (FlowGroup::kEdge: to an ordinary record, or past kMaxLinks) by index.
   std::array<uint32_t, FlowGroup::kMaxLinks> link_slots;
   int links = 0;
-  uint32_t last_ds = IdTable::kRetired;  // the last dependency's record, its bound and link
-  Time last_bound = 0;
-  uint8_t last_link = FlowGroup::kEdge;
   dep_link_.clear();
   for (uint32_t j = 0; j < m; ++j) {
     const NewEvent& e = events[members[j]];
@@ -198,27 +190,23 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
     mb.dst = e.dst;
     mb.dep_from = static_cast<uint32_t>(g.deps.size());
     Time bound = r.base_ready;
-    for (uint32_t x = dep_from_[members[j]]; x < dep_from_[members[j] + 1]; ++x) {
-      const auto [dep, ds] = dep_refs_[x];
-      if (ds == IdTable::kRetired) continue;
-      if (std::find(g.deps.begin() + mb.dep_from, g.deps.end(), dep) != g.deps.end()) continue;
-      g.deps.push_back(dep);
-      // Consecutive dependencies are mostly members of one record (a ring's step: of the
-      // step before's group): its link and the bound it gives are those of the last one.
-      if (ds != last_ds) {
+    if (e.after) {
+      for (EventId dep : *e.after) {
+        const uint32_t ds = ids_.slot(dep);
+        if (ds == IdTable::kRetired) continue;
+        if (std::find(g.deps.begin() + mb.dep_from, g.deps.end(), dep) != g.deps.end()) continue;
+        g.deps.push_back(dep);
         const Record& d = records_[ds];
-        last_ds = ds;
-        last_bound = d.dirty ? d.lower_bound : d.finish;
-        last_link = FlowGroup::kEdge;
+        uint8_t L = FlowGroup::kEdge;
         if (d.group != kNoGroup) {
           int i = 0;
           while (i < links && link_slots[i] != ds) ++i;
           if (i == links && links < FlowGroup::kMaxLinks) link_slots[links++] = ds;
-          if (i < links) last_link = static_cast<uint8_t>(i);
+          if (i < links) L = static_cast<uint8_t>(i);
         }
+        dep_link_.push_back(L);
+        bound = std::max(bound, d.dirty ? d.lower_bound : d.finish);
       }
-      dep_link_.push_back(last_link);
-      bound = std::max(bound, last_bound);
     }
     mb.dep_to = static_cast<uint32_t>(g.deps.size());
     lower_bound = std::min(lower_bound, bound);  // the group's: its earliest member's

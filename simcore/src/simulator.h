@@ -473,15 +473,6 @@ class Simulator {
   std::vector<GroupClass> classes_;
   std::vector<uint32_t> class_table_, flow_class_, class_members_;
   std::vector<Time> flow_estimate_;  // each flow's Record::estimate
-  // Each flow's dependencies as submit_flows() looked them up (id and slot, call order:
-  // flow k's at dep_refs_[dep_from_[k] .. dep_from_[k + 1])), read again by submit_group()
-  // instead of the caller's lists and the id table (no event moves between the two).
-  struct DepRef {
-    EventId id;
-    uint32_t slot;
-  };
-  std::vector<DepRef> dep_refs_;
-  std::vector<uint32_t> dep_from_;
   uint32_t mark_stamp_ = 0;
 
   Time floor_ = 0, frontier_ = 0;
