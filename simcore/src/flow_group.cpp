@@ -35,7 +35,6 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
   classes_.clear();
   flow_class_.assign(n, kAlone);
   flow_estimate_.assign(n, -1);
-  std::array<uint32_t, 2> recent = {kAlone, kAlone};  // the classes the last flows joined
   for (uint32_t k = 0; k < n; ++k) {
     const NewEvent& e = events[k];
     if (e.kind != EventKind::flow || e.bytes == 0) continue;
@@ -69,31 +68,17 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
     // dependents are keyed by the very instant it finishes when nothing slows it down.
     if (key.bound != kUnknownBound)
       flow_estimate_[k] = (key.bound + static_cast<double>(key.bytes) / key.rate) + key.latency;
-    // Neighbours in a call are mostly of the class one of the last two flows joined (a ring's
-    // step: seven GPUs of a node in one class, the eighth in another): compared first, the
-    // key's hash (a chain of multiplies) and the probe are skipped for them.
-    uint32_t ci;
-    if (recent[0] < classes_.size() && classes_[recent[0]].key == key) {
-      ci = recent[0];
-    } else if (recent[1] < classes_.size() && classes_[recent[1]].key == key) {
-      ci = recent[1];
-    } else {
-      size_t h = static_cast<size_t>(hash_key(key)) & mask;
-      while (class_table_[h] != 0 && !(classes_[class_table_[h] - 1].key == key)) h = (h + 1) & mask;
-      if (class_table_[h] == 0) {
-        if (++mark_stamp_ == 0) {  // wrapped: old marks could match again
-          std::fill(link_mark_.begin(), link_mark_.end(), 0);
-          mark_stamp_ = 1;
-        }
-        classes_.push_back(GroupClass{key, mark_stamp_, 0, 0});
-        class_table_[h] = static_cast<uint32_t>(classes_.size());
+    size_t h = static_cast<size_t>(hash_key(key)) & mask;
+    while (class_table_[h] != 0 && !(classes_[class_table_[h] - 1].key == key)) h = (h + 1) & mask;
+    if (class_table_[h] == 0) {
+      if (++mark_stamp_ == 0) {  // wrapped: old marks could match again
+        std::fill(link_mark_.begin(), link_mark_.end(), 0);
+        mark_stamp_ = 1;
       }
-      ci = class_table_[h] - 1;
+      classes_.push_back(GroupClass{key, mark_stamp_, 0, 0});
+      class_table_[h] = static_cast<uint32_t>(classes_.size());
     }
-    if (ci != recent[0]) {
-      recent[1] = recent[0];
-      recent[0] = ci;
-    }
+    const uint32_t ci = class_table_[h] - 1;
     GroupClass& c = classes_[ci];
     bool disjoint = true;
     for (int i = 0; i < route.count; ++i) disjoint = disjoint && link_mark_[route.links[i]] != c.stamp;

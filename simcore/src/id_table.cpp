@@ -1,24 +1,11 @@
 #include "id_table.h"
 
-#include <algorithm>
-#include <iterator>
-
 namespace simcore::detail {
 
 EventId IdTable::add(uint32_t slot) {
   const EventId id = last_ + 1;
   if (index(id) == 0) {
-    if (spares_.empty()) {
-      chunks_.push_back(std::make_unique<Chunk>());
-    } else {
-      std::unique_ptr<Chunk> c = std::move(spares_.back());
-      spares_.pop_back();
-      std::fill(std::begin(c->released_bits), std::end(c->released_bits), uint64_t{0});
-      c->retired = 0;
-      c->released = 0;
-      chunks_.push_back(std::move(c));
-      ++reused_;
-    }
+    chunks_.push_back(std::make_unique<Chunk>());
     ++held_;
   }
   last_ = id;
@@ -53,9 +40,7 @@ void IdTable::maybe_free(EventId id) {
   Chunk* c = chunk_of(id);
   // Only a full chunk: ids still to come would land in a freed one.
   if (c == nullptr || c->retired != kChunk || c->released != kChunk) return;
-  std::unique_ptr<Chunk>& freed = chunks_[front_ + static_cast<size_t>((id - first_) / kChunk)];
-  if (spares_.size() < kSpares) spares_.push_back(std::move(freed));
-  else freed.reset();
+  chunks_[front_ + static_cast<size_t>((id - first_) / kChunk)].reset();
   --held_;
   while (front_ < chunks_.size() && chunks_[front_] == nullptr) {
     ++front_;
@@ -67,8 +52,6 @@ void IdTable::maybe_free(EventId id) {
   }
 }
 
-size_t IdTable::bytes() const {
-  return (held_ + spares_.size()) * sizeof(Chunk) + chunks_.capacity() * sizeof(chunks_[0]);
-}
+size_t IdTable::bytes() const { return held_ * sizeof(Chunk) + chunks_.capacity() * sizeof(chunks_[0]); }
 
 }  // namespace simcore::detail

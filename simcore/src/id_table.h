@@ -57,8 +57,6 @@ class IdTable {
   void release(EventId id);
 
   size_t bytes() const;
-  // Chunks taken from the spares (kSpares) rather than allocated.
-  uint64_t chunks_reused() const { return reused_; }
 
  private:
   struct Chunk {
@@ -71,16 +69,6 @@ class IdTable {
   static uint32_t index(EventId id) { return static_cast<uint32_t>((id - 1) % kChunk); }
   Chunk* chunk_of(EventId id) const;
   void maybe_free(EventId id);
-
-  // Freed chunks kept for the next ids (at most kSpares): a run that releases what it retires
-  // frees a chunk every 4096 ids and needs a new one as often; a new one was 82 KB of fresh
-  // pages zeroed through page faults (two thirds of a 2048-GPU ring's faults, ~4% of a
-  // 4096-GPU ring's time). A spare is reset by its counters and release bits only (slot and
-  // result are written as each id is added; nothing reads an id not yet added). Bounded, so
-  // memory stays flat.
-  static constexpr size_t kSpares = 2;
-  std::vector<std::unique_ptr<Chunk>> spares_;
-  uint64_t reused_ = 0;
 
   // chunks_[front_] holds ids from first_ on; the freed ones before it are dropped in bulk.
   // (A vector and an offset, not a deque: chunk_of() runs several times per event, and a
