@@ -88,6 +88,11 @@ class LocalEngine final : public Engine {
     sim_.release(id);
   }
 
+  void release(std::span<const EventId> ids) override {
+    std::lock_guard lock(mu_);
+    for (EventId id : ids) sim_.release(id);
+  }
+
   bool is_final(EventId id) const override {
     std::lock_guard lock(mu_);
     if (!sim_.known(id)) return false;

@@ -354,5 +354,43 @@ TEST(Ranks, ReleasedFinalEventsAreForgotten) {
   EXPECT_TRUE(engine->query(last).has_value());
 }
 
+// Released a step at a time (Engine::release(span): one call and one lock for many ids), the
+// same ids are forgotten as when released one by one; ids in the span that are unknown, held
+// or released twice are ignored as by release(id).
+TEST(Ranks, IdsReleasedInBatchesAreForgottenAsOneByOne) {
+  constexpr int kEvents = 100'000;
+  auto e = make_engine(testing::small_cluster(1, 2), EngineOptions{SolverMode::incremental, false});
+  e->register_rank(0);
+  Time clock = 0;
+  EventId prev = kNoEvent, kept = kNoEvent;
+  std::vector<EventId> batch;
+  for (int i = 0; i < kEvents; ++i) {
+    TaskSpec t;
+    t.duration = 1e-6;
+    t.not_before = clock;
+    if (prev != kNoEvent) t.after.push_back(prev);
+    const EventId id = e->add_task(t);
+    if (i == 10) kept = id;
+    if (prev != kNoEvent && prev != kept) batch.push_back(prev);
+    if (batch.size() == 300) {
+      batch.push_back(batch.back());  // twice in one call
+      batch.push_back(kNoEvent);
+      e->release(std::span<const EventId>(batch));
+      batch.clear();
+    }
+    prev = id;
+    clock += 2e-6;
+    e->set_rank_floor(0, clock);
+  }
+  const auto stats = e->stats();
+  EXPECT_LT(stats.result_bytes, 5u * 4096 * 20);
+  ASSERT_TRUE(e->query(kept).has_value());
+  EXPECT_NEAR(e->query(kept)->start, 10 * 2e-6, 1e-12);
+  EXPECT_TRUE(e->query(prev).has_value());
+  EXPECT_FALSE(e->query(kept + 5000).has_value());
+  e->release(std::span<const EventId>());
+  EXPECT_TRUE(e->query(prev).has_value());
+}
+
 }  // namespace
 }  // namespace simcore

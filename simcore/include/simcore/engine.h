@@ -143,6 +143,10 @@ class Engine {
   // event is also final and reclaimed, the engine may forget it (it is then unknown). Ignored by
   // engines that keep everything.
   virtual void release(EventId id) { (void)id; }
+  // release() of each id (a step's ids at once: one call, not one per id).
+  virtual void release(std::span<const EventId> ids) {
+    for (EventId id : ids) release(id);
+  }
 
   // Counters for tests and benchmarks (zeros where an implementation keeps none).
   struct Stats {

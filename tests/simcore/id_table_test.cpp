@@ -1,0 +1,102 @@
+// IdTable (simcore/src/id_table.h): ids handed out in order, retired and released in any
+// order; a chunk is freed exactly when every one of its ids is both retired and released.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <deque>
+#include <random>
+#include <vector>
+
+#include "id_table.h"
+
+namespace simcore::detail {
+namespace {
+
+// Ids handed out, retired and released in a random order within a sliding window (as a ring
+// with floors does): every live id answers its own slot, a retired one its interval, and a
+// chunk is freed exactly when its last id is both retired and released.
+TEST(IdTable, ChunksGoOnceEveryIdIsRetiredAndReleased) {
+  IdTable t;
+  std::mt19937_64 rng(7);
+  std::deque<EventId> live;                 // added, not retired
+  std::deque<EventId> retired_unreleased;   // retired, not released
+  const EventId total = 12 * IdTable::kChunk + 123;
+  EventId added = 0;
+  auto check_some = [&] {
+    for (int k = 0; k < 8 && !live.empty(); ++k) {
+      const EventId id = live[rng() % live.size()];
+      ASSERT_TRUE(t.present(id));
+      ASSERT_EQ(t.slot(id), static_cast<uint32_t>(id * 3));
+    }
+  };
+  while (added < total || !live.empty() || !retired_unreleased.empty()) {
+    const int what = static_cast<int>(rng() % 3);
+    if (what == 0 && added < total) {
+      const EventId id = t.add(static_cast<uint32_t>((added + 1) * 3));
+      ASSERT_EQ(id, added + 1);
+      ++added;
+      live.push_back(id);
+    } else if (what == 1 && !live.empty()) {
+      const size_t k = rng() % std::min<size_t>(live.size(), 64);
+      const EventId id = live[k];
+      live.erase(live.begin() + static_cast<long>(k));
+      t.retire(id, Interval{static_cast<double>(id), static_cast<double>(id) + 0.5});
+      retired_unreleased.push_back(id);
+    } else if (what == 2 && !retired_unreleased.empty()) {
+      const size_t k = rng() % std::min<size_t>(retired_unreleased.size(), 64);
+      const EventId id = retired_unreleased[k];
+      retired_unreleased.erase(retired_unreleased.begin() + static_cast<long>(k));
+      ASSERT_TRUE(t.present(id));
+      ASSERT_EQ(t.slot(id), IdTable::kRetired);
+      ASSERT_EQ(t.result(id).finish, static_cast<double>(id) + 0.5);
+      t.release(id);
+      t.release(id);  // a second release is ignored
+    }
+    check_some();
+  }
+  // Every chunk was freed once all its ids were retired and released: all but the last (not
+  // full: ids still to come would land in it).
+  for (EventId id = 1; id <= (total / IdTable::kChunk) * IdTable::kChunk; ++id) ASSERT_FALSE(t.present(id)) << id;
+  for (EventId id = (total / IdTable::kChunk) * IdTable::kChunk + 1; id <= total; ++id) {
+    ASSERT_TRUE(t.present(id));
+    ASSERT_EQ(t.result(id).start, static_cast<double>(id));
+  }
+}
+
+// A chunk after one that went, while the chunk between is held: it must not be freed before
+// all of its own ids are retired and released (in either order), and ids of the held chunk
+// before it stay known after it goes.
+TEST(IdTable, AChunkGoesOnlyWithAllItsIdsAndTheFrontStaysKnown) {
+  IdTable t;
+  const EventId k = IdTable::kChunk;
+  for (EventId id = 1; id <= 2 * k; ++id) t.add(1);
+  for (EventId id = 1; id <= k; ++id) {
+    t.retire(id, Interval{1, 2});
+    t.release(id);
+  }
+  ASSERT_FALSE(t.present(1));
+  for (EventId id = 2 * k + 1; id <= 3 * k; ++id) t.add(2);
+  // All but one of the new chunk's ids retired and released: still held, every id known.
+  for (EventId id = 2 * k + 1; id < 3 * k; ++id) {
+    t.retire(id, Interval{3, 4});
+    t.release(id);
+  }
+  EXPECT_TRUE(t.present(3 * k));
+  EXPECT_EQ(t.slot(3 * k), 2u);
+  // Its last id, released first and retired after: now the chunk goes (after the chunk
+  // before it, still held, which keeps the front: ids there stay known).
+  t.release(3 * k);
+  EXPECT_TRUE(t.present(3 * k));
+  t.retire(3 * k, Interval{3, 4});
+  EXPECT_TRUE(t.present(k + 1));
+  EXPECT_EQ(t.slot(k + 1), 1u);
+  for (EventId id = k + 1; id <= 2 * k; ++id) {
+    t.retire(id, Interval{1, 2});
+    t.release(id);
+  }
+  EXPECT_FALSE(t.present(k + 1));
+  EXPECT_FALSE(t.present(3 * k));
+}
+
+}  // namespace
+}  // namespace simcore::detail
