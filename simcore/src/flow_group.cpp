@@ -35,8 +35,11 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
   classes_.clear();
   flow_class_.assign(n, kAlone);
   flow_estimate_.assign(n, -1);
+  dep_seen_.clear();
+  flow_deps_.resize(size_t{n} + 1);
   for (uint32_t k = 0; k < n; ++k) {
     const NewEvent& e = events[k];
+    flow_deps_[k] = static_cast<uint32_t>(dep_seen_.size());
     if (e.kind != EventKind::flow || e.bytes == 0) continue;
     GroupKey key;
     key.bytes = e.bytes;
@@ -48,7 +51,11 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
         const uint32_t ds = ids_.slot(dep);
         if (ds == IdTable::kRetired) {
           key.base = std::max(key.base, ids_.result(dep).finish);
-        } else if (const Record& d = records_[ds]; !d.dirty) {
+          continue;
+        }
+        const Record& d = records_[ds];
+        dep_seen_.push_back(DepSeen{dep, ds, d.group != kNoGroup, d.dirty ? d.lower_bound : d.finish});
+        if (!d.dirty) {
           bound = std::max(bound, d.finish);
         } else if (d.estimate >= 0) {
           // Not simulated yet: its estimate (its lower bound says little of when it finishes:
@@ -88,6 +95,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
     ++c.count;
     c.deps += e.after ? static_cast<uint32_t>(e.after->size()) : 0;
   }
+  flow_deps_[n] = static_cast<uint32_t>(dep_seen_.size());
   // Each class's members, in call order, side by side.
   uint32_t at = 0;
   for (GroupClass& c : classes_) {
@@ -165,33 +173,30 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   int links = 0;
   dep_link_.clear();
   for (uint32_t j = 0; j < m; ++j) {
-    const NewEvent& e = events[members[j]];
-    const EventId id = ids[members[j]];
-    ids_.rebind(id, slot);
-    ids_.set_member(id, j);
+    const uint32_t k = members[j];
+    const NewEvent& e = events[k];
+    const EventId id = ids[k];
+    ids_.bind_member(id, slot, j);
     FlowGroup::Member& mb = g.members[j];
     mb.id = id;
     mb.src = e.gpu;
     mb.dst = e.dst;
     mb.dep_from = static_cast<uint32_t>(g.deps.size());
     Time bound = r.base_ready;
-    if (e.after) {
-      for (EventId dep : *e.after) {
-        const uint32_t ds = ids_.slot(dep);
-        if (ds == IdTable::kRetired) continue;
-        if (std::find(g.deps.begin() + mb.dep_from, g.deps.end(), dep) != g.deps.end()) continue;
-        g.deps.push_back(dep);
-        const Record& d = records_[ds];
-        uint8_t L = FlowGroup::kEdge;
-        if (d.group != kNoGroup) {
-          int i = 0;
-          while (i < links && link_slots[i] != ds) ++i;
-          if (i == links && links < FlowGroup::kMaxLinks) link_slots[links++] = ds;
-          if (i < links) L = static_cast<uint8_t>(i);
-        }
-        dep_link_.push_back(L);
-        bound = std::max(bound, d.dirty ? d.lower_bound : d.finish);
+    // Its live dependencies as submit_flows() saw them (retired ones are not there).
+    for (uint32_t x = flow_deps_[k]; x < flow_deps_[k + 1]; ++x) {
+      const DepSeen& d = dep_seen_[x];
+      if (std::find(g.deps.begin() + mb.dep_from, g.deps.end(), d.id) != g.deps.end()) continue;
+      g.deps.push_back(d.id);
+      uint8_t L = FlowGroup::kEdge;
+      if (d.group) {
+        int i = 0;
+        while (i < links && link_slots[i] != d.slot) ++i;
+        if (i == links && links < FlowGroup::kMaxLinks) link_slots[links++] = d.slot;
+        if (i < links) L = static_cast<uint8_t>(i);
       }
+      dep_link_.push_back(L);
+      bound = std::max(bound, d.bound);
     }
     mb.dep_to = static_cast<uint32_t>(g.deps.size());
     lower_bound = std::min(lower_bound, bound);  // the group's: its earliest member's
