@@ -422,6 +422,7 @@ void Simulator::begin_group(uint32_t slot, Time now) {
 void Simulator::start_group(uint32_t slot, Time now) {
   Record& r = records_[slot];
   FlowGroup& g = groups_[r.group];
+  g.release_schedule();
   g.links_from = static_cast<uint32_t>(group_links_.size());
   bool alone = true;
   for_each_member_route(r, [&](uint32_t, const Route& route) {
