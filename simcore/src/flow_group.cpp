@@ -172,6 +172,7 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   std::array<uint32_t, FlowGroup::kMaxLinks> link_slots;
   int links = 0;
   dep_link_.clear();
+  uint32_t stride = 0;  // every member's count of dependencies while they agree, else 0
   for (uint32_t j = 0; j < m; ++j) {
     const uint32_t k = members[j];
     const NewEvent& e = events[k];
@@ -199,10 +200,14 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
       bound = std::max(bound, d.bound);
     }
     mb.dep_to = static_cast<uint32_t>(g.deps.size());
+    const uint32_t count = mb.dep_to - mb.dep_from;
+    if (j == 0) stride = count;
+    else if (count != stride) stride = 0;
     lower_bound = std::min(lower_bound, bound);  // the group's: its earliest member's
     if (record_timeline_) g.labels.push_back(e.label ? *e.label : std::string());
   }
   r.id = g.members[0].id;
+  g.dep_stride = stride <= std::numeric_limits<uint8_t>::max() ? static_cast<uint8_t>(stride) : 0;
   // A link in each group it depends on (a ring's step: the few of the step before), and the
   // other edges into their dependencies' lists, each list in the order a pass over the
   // members gives (as one edge at a time did).
@@ -354,6 +359,24 @@ void Simulator::member_dep_done(uint32_t slot, EventId member, Time now) {
 void Simulator::group_deps_done(uint32_t slot, uint8_t L, Time now) {
   Record& r = records_[slot];
   FlowGroup& g = groups_[r.group];
+  if (g.dep_stride != 0 && g.live == g.members.size()) {
+    // The same steps in the same order as below, with each member's edges found by position
+    // (none is taken out: live counts them all).
+    const uint32_t k = g.dep_stride;
+    for (uint32_t d = 0; d < g.dep_link.size(); ++d) {
+      if (g.dep_link[d] != L) continue;
+      const uint32_t j = d / k;
+      FlowGroup::Schedule& sc = g.sched[j];
+      if (sc.waiting == 0) continue;
+      sc.ready = std::max(sc.ready, now);
+      if (--sc.waiting == 0) {
+        --r.waiting;
+        g.ready.push_back(j);
+        member_ready(slot, sc.ready);
+      }
+    }
+    return;
+  }
   for (uint32_t j = 0; j < g.members.size(); ++j) {
     const FlowGroup::Member& mb = g.members[j];
     if (mb.id == kNoEvent) continue;
