@@ -313,13 +313,20 @@ void Simulator::schedule_group(uint32_t slot, Time now) {
   std::array<int8_t, FlowGroup::kMaxLinks> link_waits;  // -1: not asked yet
   std::array<Time, FlowGroup::kMaxLinks> link_ready;
   link_waits.fill(-1);
+  // Members' edges by position when they allow it (FlowGroup::dep_stride): no member entry read.
+  const uint32_t stride = g.live == g.members.size() ? g.dep_stride : 0;
   for (uint32_t j = 0; j < g.members.size(); ++j) {
-    const FlowGroup::Member& mb = g.members[j];
-    if (mb.id == kNoEvent) continue;
+    uint32_t dep_from = j * stride, dep_to = dep_from + stride;
+    if (stride == 0) {
+      const FlowGroup::Member& mb = g.members[j];
+      if (mb.id == kNoEvent) continue;
+      dep_from = mb.dep_from;
+      dep_to = mb.dep_to;
+    }
     FlowGroup::Schedule& sc = g.sched[j];
     sc.ready = r.base_ready;
     sc.waiting = 0;
-    for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d) {
+    for (uint32_t d = dep_from; d < dep_to; ++d) {
       const uint8_t L = g.linked != 0 ? g.dep_link[d] : FlowGroup::kEdge;
       if (L == FlowGroup::kEdge || !(g.linked & (1u << L))) {
         if (dep_waits(g.deps[d], now, sc.ready)) ++sc.waiting;
@@ -361,7 +368,7 @@ void Simulator::group_deps_done(uint32_t slot, uint8_t L, Time now) {
   FlowGroup& g = groups_[r.group];
   if (g.dep_stride != 0 && g.live == g.members.size()) {
     // The same steps in the same order as below, with each member's edges found by position
-    // (none is taken out: live counts them all).
+    // (none is taken out: live counts them all; schedule_group() does the same).
     const uint32_t k = g.dep_stride;
     for (uint32_t d = 0; d < g.dep_link.size(); ++d) {
       if (g.dep_link[d] != L) continue;
