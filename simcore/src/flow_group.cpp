@@ -35,8 +35,11 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
   classes_.clear();
   flow_class_.assign(n, kAlone);
   flow_estimate_.assign(n, -1);
+  dep_seen_.clear();
+  flow_deps_.resize(size_t{n} + 1);
   for (uint32_t k = 0; k < n; ++k) {
     const NewEvent& e = events[k];
+    flow_deps_[k] = static_cast<uint32_t>(dep_seen_.size());
     if (e.kind != EventKind::flow || e.bytes == 0) continue;
     GroupKey key;
     key.bytes = e.bytes;
@@ -48,7 +51,11 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
         const uint32_t ds = ids_.slot(dep);
         if (ds == IdTable::kRetired) {
           key.base = std::max(key.base, ids_.result(dep).finish);
-        } else if (const Record& d = records_[ds]; !d.dirty) {
+          continue;
+        }
+        const Record& d = records_[ds];
+        dep_seen_.push_back(DepSeen{dep, ds, d.group != kNoGroup, d.dirty ? d.lower_bound : d.finish});
+        if (!d.dirty) {
           bound = std::max(bound, d.finish);
         } else if (d.estimate >= 0) {
           // Not simulated yet: its estimate (its lower bound says little of when it finishes:
@@ -88,6 +95,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
     ++c.count;
     c.deps += e.after ? static_cast<uint32_t>(e.after->size()) : 0;
   }
+  flow_deps_[n] = static_cast<uint32_t>(dep_seen_.size());
   // Each class's members, in call order, side by side.
   uint32_t at = 0;
   for (GroupClass& c : classes_) {
@@ -164,40 +172,42 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   std::array<uint32_t, FlowGroup::kMaxLinks> link_slots;
   int links = 0;
   dep_link_.clear();
+  uint32_t stride = 0;  // every member's count of dependencies while they agree, else 0
   for (uint32_t j = 0; j < m; ++j) {
-    const NewEvent& e = events[members[j]];
-    const EventId id = ids[members[j]];
-    ids_.rebind(id, slot);
-    ids_.set_member(id, j);
+    const uint32_t k = members[j];
+    const NewEvent& e = events[k];
+    const EventId id = ids[k];
+    ids_.bind_member(id, slot, j);
     FlowGroup::Member& mb = g.members[j];
     mb.id = id;
     mb.src = e.gpu;
     mb.dst = e.dst;
     mb.dep_from = static_cast<uint32_t>(g.deps.size());
     Time bound = r.base_ready;
-    if (e.after) {
-      for (EventId dep : *e.after) {
-        const uint32_t ds = ids_.slot(dep);
-        if (ds == IdTable::kRetired) continue;
-        if (std::find(g.deps.begin() + mb.dep_from, g.deps.end(), dep) != g.deps.end()) continue;
-        g.deps.push_back(dep);
-        const Record& d = records_[ds];
-        uint8_t L = FlowGroup::kEdge;
-        if (d.group != kNoGroup) {
-          int i = 0;
-          while (i < links && link_slots[i] != ds) ++i;
-          if (i == links && links < FlowGroup::kMaxLinks) link_slots[links++] = ds;
-          if (i < links) L = static_cast<uint8_t>(i);
-        }
-        dep_link_.push_back(L);
-        bound = std::max(bound, d.dirty ? d.lower_bound : d.finish);
+    // Its live dependencies as submit_flows() saw them (retired ones are not there).
+    for (uint32_t x = flow_deps_[k]; x < flow_deps_[k + 1]; ++x) {
+      const DepSeen& d = dep_seen_[x];
+      if (std::find(g.deps.begin() + mb.dep_from, g.deps.end(), d.id) != g.deps.end()) continue;
+      g.deps.push_back(d.id);
+      uint8_t L = FlowGroup::kEdge;
+      if (d.group) {
+        int i = 0;
+        while (i < links && link_slots[i] != d.slot) ++i;
+        if (i == links && links < FlowGroup::kMaxLinks) link_slots[links++] = d.slot;
+        if (i < links) L = static_cast<uint8_t>(i);
       }
+      dep_link_.push_back(L);
+      bound = std::max(bound, d.bound);
     }
     mb.dep_to = static_cast<uint32_t>(g.deps.size());
+    const uint32_t count = mb.dep_to - mb.dep_from;
+    if (j == 0) stride = count;
+    else if (count != stride) stride = 0;
     lower_bound = std::min(lower_bound, bound);  // the group's: its earliest member's
     if (record_timeline_) g.labels.push_back(e.label ? *e.label : std::string());
   }
   r.id = g.members[0].id;
+  g.dep_stride = stride <= std::numeric_limits<uint8_t>::max() ? static_cast<uint8_t>(stride) : 0;
   // A link in each group it depends on (a ring's step: the few of the step before), and the
   // other edges into their dependencies' lists, each list in the order a pass over the
   // members gives (as one edge at a time did).
@@ -303,13 +313,20 @@ void Simulator::schedule_group(uint32_t slot, Time now) {
   std::array<int8_t, FlowGroup::kMaxLinks> link_waits;  // -1: not asked yet
   std::array<Time, FlowGroup::kMaxLinks> link_ready;
   link_waits.fill(-1);
+  // Members' edges by position when they allow it (FlowGroup::dep_stride): no member entry read.
+  const uint32_t stride = g.live == g.members.size() ? g.dep_stride : 0;
   for (uint32_t j = 0; j < g.members.size(); ++j) {
-    const FlowGroup::Member& mb = g.members[j];
-    if (mb.id == kNoEvent) continue;
+    uint32_t dep_from = j * stride, dep_to = dep_from + stride;
+    if (stride == 0) {
+      const FlowGroup::Member& mb = g.members[j];
+      if (mb.id == kNoEvent) continue;
+      dep_from = mb.dep_from;
+      dep_to = mb.dep_to;
+    }
     FlowGroup::Schedule& sc = g.sched[j];
     sc.ready = r.base_ready;
     sc.waiting = 0;
-    for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d) {
+    for (uint32_t d = dep_from; d < dep_to; ++d) {
       const uint8_t L = g.linked != 0 ? g.dep_link[d] : FlowGroup::kEdge;
       if (L == FlowGroup::kEdge || !(g.linked & (1u << L))) {
         if (dep_waits(g.deps[d], now, sc.ready)) ++sc.waiting;
@@ -349,6 +366,24 @@ void Simulator::member_dep_done(uint32_t slot, EventId member, Time now) {
 void Simulator::group_deps_done(uint32_t slot, uint8_t L, Time now) {
   Record& r = records_[slot];
   FlowGroup& g = groups_[r.group];
+  if (g.dep_stride != 0 && g.live == g.members.size()) {
+    // The same steps in the same order as below, with each member's edges found by position
+    // (none is taken out: live counts them all; schedule_group() does the same).
+    const uint32_t k = g.dep_stride;
+    for (uint32_t d = 0; d < g.dep_link.size(); ++d) {
+      if (g.dep_link[d] != L) continue;
+      const uint32_t j = d / k;
+      FlowGroup::Schedule& sc = g.sched[j];
+      if (sc.waiting == 0) continue;
+      sc.ready = std::max(sc.ready, now);
+      if (--sc.waiting == 0) {
+        --r.waiting;
+        g.ready.push_back(j);
+        member_ready(slot, sc.ready);
+      }
+    }
+    return;
+  }
   for (uint32_t j = 0; j < g.members.size(); ++j) {
     const FlowGroup::Member& mb = g.members[j];
     if (mb.id == kNoEvent) continue;
@@ -417,6 +452,7 @@ void Simulator::begin_group(uint32_t slot, Time now) {
 void Simulator::start_group(uint32_t slot, Time now) {
   Record& r = records_[slot];
   FlowGroup& g = groups_[r.group];
+  g.release_schedule();
   g.links_from = static_cast<uint32_t>(group_links_.size());
   bool alone = true;
   for_each_member_route(r, [&](uint32_t, const Route& route) {

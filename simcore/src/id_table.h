@@ -51,6 +51,12 @@ class IdTable {
   void set_member(EventId id, uint32_t position) {
     chunk_of(id)->result[index(id)].start = static_cast<double>(position);
   }
+  // rebind() and set_member() at once (one lookup of the id's chunk).
+  void bind_member(EventId id, uint32_t slot, uint32_t position) {
+    Chunk* c = chunk_of(id);
+    c->slot[index(id)] = slot;
+    c->result[index(id)].start = static_cast<double>(position);
+  }
   uint32_t member(EventId id) const { return static_cast<uint32_t>(chunk_of(id)->result[index(id)].start); }
 
   // The submitter will not name `id` again (a second release of an id is ignored).

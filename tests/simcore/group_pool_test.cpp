@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "flow_group.h"
 #include "group_pool.h"
 
 namespace simcore::detail {
@@ -78,6 +79,29 @@ TEST(GroupPool, VectorsKeepTheirPoolThroughMovesAndGrowth) {
   EXPECT_EQ(v.get_allocator().pool, &pool);
   v.push_back(7);
   EXPECT_GT(pool.bytes(), 0u);  // a small array comes from a slab
+}
+
+// A group that starts gives its scheduling arrays back (FlowGroup::release_schedule()): the
+// group scheduled next takes the very blocks (warm), and its members stay.
+TEST(GroupPool, AStartedGroupsScheduleGoesToTheNextGroup) {
+  GroupPool pool;
+  FlowGroup started, next;
+  started.use(&pool);
+  next.use(&pool);
+  started.members.resize(16);
+  started.sched.resize(16);
+  started.ready.reserve(16);
+  const void* sched = started.sched.data();
+  const void* ready = started.ready.data();
+  started.release_schedule();
+  EXPECT_EQ(started.sched.capacity(), 0u);
+  EXPECT_EQ(started.ready.capacity(), 0u);
+  EXPECT_EQ(started.sched.get_allocator().pool, &pool);  // a rollback schedules it again from the pool
+  EXPECT_EQ(started.members.size(), 16u);
+  next.sched.resize(16);
+  next.ready.reserve(16);
+  EXPECT_EQ(next.sched.data(), sched);
+  EXPECT_EQ(next.ready.data(), ready);
 }
 
 }  // namespace
