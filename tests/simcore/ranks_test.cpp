@@ -305,6 +305,15 @@ TEST(Ranks, TimelineIsChromeTraceJson) {
 namespace simcore {
 namespace {
 
+// One task of a chain of tasks on rank 0: 1 us long, not before `clock`, after `prev`.
+EventId add_chain_task(Engine& e, Time clock, EventId prev) {
+  TaskSpec t;
+  t.duration = 1e-6;
+  t.not_before = clock;
+  if (prev != kNoEvent) t.after.push_back(prev);
+  return e.add_task(t);
+}
+
 // A submitter that releases the ids it will not name again (Engine::release) lets the engine
 // forget the final results too, a chunk of ids at a time; ids not released, or not yet final,
 // keep answering; an id forgotten is unknown (nullopt, refused as a dependency), never a crash.
@@ -316,11 +325,7 @@ TEST(Ranks, ReleasedFinalEventsAreForgotten) {
     Time clock = 0;
     EventId prev = kNoEvent, kept = kNoEvent;
     for (int i = 0; i < kEvents; ++i) {
-      TaskSpec t;
-      t.duration = 1e-6;
-      t.not_before = clock;
-      if (prev != kNoEvent) t.after.push_back(prev);
-      const EventId id = e->add_task(t);
+      const EventId id = add_chain_task(*e, clock, prev);
       if (i == 10) kept = id;  // held by the submitter: never released
       if (release && prev != kNoEvent && prev != kept) e->release(prev);
       prev = id;
@@ -365,11 +370,7 @@ TEST(Ranks, IdsReleasedInBatchesAreForgottenAsOneByOne) {
   EventId prev = kNoEvent, kept = kNoEvent;
   std::vector<EventId> batch;
   for (int i = 0; i < kEvents; ++i) {
-    TaskSpec t;
-    t.duration = 1e-6;
-    t.not_before = clock;
-    if (prev != kNoEvent) t.after.push_back(prev);
-    const EventId id = e->add_task(t);
+    const EventId id = add_chain_task(*e, clock, prev);
     if (i == 10) kept = id;
     if (prev != kNoEvent && prev != kept) batch.push_back(prev);
     if (batch.size() == 300) {
