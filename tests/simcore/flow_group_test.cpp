@@ -218,6 +218,21 @@ TEST(FlowGroup, ARingStepByStepEqualsItsFlowsOneByOneExactly) {
   EXPECT_EQ(grouped.group_links_expanded, 0u);
 }
 
+// A member that names one dependency twice (a program may pass the same event twice) waits for it
+// once: the ring's answers are those of the ring that names each once, grouped and one by one.
+TEST(FlowGroup, AMemberNamingADependencyTwiceWaitsForItOnce) {
+  const ClusterSpec c = group_cluster();
+  const CalledTrace plain = ring(16, 6, 1 << 20);
+  CalledTrace twice = plain;
+  for (TraceEvent& e : twice.trace.events)
+    if (!e.after.empty()) e.after.insert(e.after.begin() + 1, e.after.front());
+  std::mt19937_64 rng(3);
+  const auto want = one_by_one(c, plain.trace);
+  EXPECT_TRUE(same(want, one_by_one(c, twice.trace)));
+  EXPECT_TRUE(same(want, by_calls(c, twice, in_order(twice), 0.0, rng)));
+  EXPECT_TRUE(same(want, by_calls(c, twice, in_order(twice), 0.5, rng)));
+}
+
 TEST(FlowGroup, ARingStepByStepWithQueriesEqualsItsFlowsOneByOne) {
   // A query after every step: each step's groups are simulated before the next arrives, and
   // the next step's sweep starts before some of them finish. Nothing reaches them (a step's
