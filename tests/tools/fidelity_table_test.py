@@ -48,6 +48,8 @@ class EightGpuRow(unittest.TestCase):
                  "backward_ms": 20.0},
                 {"kind": "step", "side": "real", "mode": "ddp", "world": 2, "args": SHAPE, "step_ms": 30.0,
                  "backward_ms": 18.0, "ranks_steps_fb_ms": [[20.0, 22.0], [24.0, 26.0]]},
+                {"kind": "step", "side": "vgpu", "mode": "ddp", "world": 2, "args": SHAPE, "step_ms": 29.0,
+                 "backward_ms": 18.0, "ranks_steps_fb_ms": [[21.0, 23.0], [25.0, 27.0]]},
             ]
             res = os.path.join(d, "results.jsonl")
             with open(res, "w") as f:
@@ -63,6 +65,13 @@ class EightGpuRow(unittest.TestCase):
         self.assertIn(f"predicted {p2 + e8 - e2:.2f} ms", line[0])
         self.assertIn("4 rank-steps", line[0])
         self.assertIn("vgpu 8-GPU: the slowest rank's host time until backward() returned, mean over steps: 30.50 ms", out)
+        # vgpu's own 2-rank run: its slowest rank per step (25, 27), and its hosts ordered as 8
+        self.assertIn("vgpu 2-GPU: the slowest rank's host time until backward() returned, mean over steps: 26.00 ms", out)
+        own = [21.0, 23.0, 25.0, 27.0]
+        self.assertIn(f"vgpu's 2-rank hosts (4 rank-steps): expected slowest of 8 {table.expected_max(own, 8):.2f} ms, "
+                      f"of 2 {table.expected_max(own, 2):.2f}", out)
+        # the real side's prediction still comes from the real runs only
+        self.assertIn(f"predicted {p2 + e8 - e2:.2f} ms", line[0])
 
 
 if __name__ == "__main__":

@@ -130,11 +130,18 @@ def main():
                 print(f"  with the slowest of 8 hosts instead of 2 (each real rank's host time until backward() "
                       f"returned, {len(pool)} rank-steps: expected slowest of 8 {e8:.2f} ms, of 2 {e2:.2f}): "
                       f"{p2:.2f} + {e8 - e2:.2f} = predicted {p3:.2f} ms ({pct(s8, p3):+.1f}%)")
+                vgpu2 = fb.get(("ddp", 2, k8[2]), {}).get("vgpu", [])
                 for side, runs in (("real 2-GPU", fb.get(("ddp", 2, k8[2]), {}).get("real", [])),
-                                   ("vgpu 8-GPU", fb.get(k8, {}).get("vgpu", []))):
+                                   ("vgpu 2-GPU", vgpu2), ("vgpu 8-GPU", fb.get(k8, {}).get("vgpu", []))):
                     if runs:
                         seen = " / ".join(f"{mean_step_max(run):.2f}" for run in runs)
                         print(f"    {side}: the slowest rank's host time until backward() returned, mean over steps: {seen} ms")
+                # vgpu's own 2-rank hosts, ordered as 8: what vgpu's 8 ranks would show if their hosts
+                # ran as its 2 ranks' do; the rest of vgpu's 8-rank figure is hosts running slower.
+                own = [x for run in vgpu2 for rank in run for x in rank]
+                if len(own) >= 4:
+                    print(f"    vgpu's 2-rank hosts ({len(own)} rank-steps): expected slowest of 8 "
+                          f"{expected_max(own, 8):.2f} ms, of 2 {expected_max(own, 2):.2f}")
 
 
 if __name__ == "__main__":
