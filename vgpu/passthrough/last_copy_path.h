@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "front/launch/copy_cost.h"
+#include "passthrough/last_answer.h"
 
 namespace vgpu::pt {
 
@@ -20,21 +21,17 @@ class LastCopyPath {
   // the same `owner` and `generation`, else `lookup(dst, src)`, remembered.
   template <class Lookup>
   CopyPath path(const void* owner, uint64_t generation, uint64_t dst, uint64_t src, Lookup&& lookup) {
-    if (owner_ == owner && generation_ == generation && dst_ == dst && src_ == src) return path_;
-    const CopyPath p = lookup(dst, src);
-    owner_ = owner;
-    generation_ = generation;
-    dst_ = dst;
-    src_ = src;
-    path_ = p;
-    return p;
+    return last_.of(Ends{owner, generation, dst, src}, [&] { return lookup(dst, src); });
   }
 
  private:
-  const void* owner_ = nullptr;
-  uint64_t generation_ = 0;
-  uint64_t dst_ = 0, src_ = 0;
-  CopyPath path_ = CopyPath::host_device;
+  struct Ends {
+    const void* owner = nullptr;
+    uint64_t generation = 0;
+    uint64_t dst = 0, src = 0;
+    bool operator==(const Ends&) const = default;
+  };
+  LastAnswer<Ends, CopyPath> last_;
 };
 
 }  // namespace vgpu::pt

@@ -152,8 +152,15 @@ void plan_for(Plan& p, LaunchThread& thread, CUfunction f, const LaunchShape& sh
   // settled at 2.74 ms on one rank, 4.9-7.6 ms on five others). So every sample is also offered
   // under the launch's work key (signature_work_key), and a launch never takes more than the least
   // sample any rank took of the same work.
-  const uint64_t work =
-      shared != nullptr && device.shares_physical ? work_key_of(thread.work_keys, key, p.signature) : 0;
+  // Kept with the signature as its key is, else the thread's table of work keys.
+  uint64_t work = 0;
+  if (shared != nullptr && device.shares_physical) {
+    if (!derived->work_known) {
+      derived->work = work_key_of(thread.work_keys, key, p.signature);
+      derived->work_known = true;
+    }
+    work = derived->work;
+  }
   auto least_of_job = [shared, key, work](double own) {
     double d = own;
     if (const std::optional<double> least = shared ? shared->smallest(key) : std::nullopt) d = std::min(d, *least);

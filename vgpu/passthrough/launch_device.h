@@ -9,6 +9,8 @@
 // mostly launches on one device. Not thread-safe: one per thread.
 #pragma once
 
+#include "passthrough/last_answer.h"
+
 namespace vgpu::pt {
 
 class SharedDurations;
@@ -25,20 +27,16 @@ class LastLaunchDevice {
   // device's, else `describe()`'s, kept.
   template <class Describe>
   const LaunchDevice& of(const void* owner, int device, Describe&& describe) {
-    if (!known_ || owner_ != owner || device_ != device) {
-      facts_ = describe();
-      owner_ = owner;
-      device_ = device;
-      known_ = true;
-    }
-    return facts_;
+    return last_.of(Which{owner, device}, describe);
   }
 
  private:
-  const void* owner_ = nullptr;
-  int device_ = -1;
-  bool known_ = false;
-  LaunchDevice facts_;
+  struct Which {
+    const void* owner = nullptr;
+    int device = -1;
+    bool operator==(const Which&) const = default;
+  };
+  LastAnswer<Which, LaunchDevice> last_;
 };
 
 }  // namespace vgpu::pt

@@ -57,11 +57,13 @@ class RecentSignatures {
     uint32_t device_generation, host_generation;
   };
 
-  // What a caller derives from a signature's bytes alone (its lookup key), kept with it: valid
+  // What a caller derives from a signature's bytes alone (its lookup and work keys), kept with it: valid
   // (`known`) until the slot's signature is built again.
   struct Derived {
     uint64_t key = 0;
     bool known = false;
+    uint64_t work = 0;  // signature_work_key, where the launch's GPU is shared (launch_api.cpp)
+    bool work_known = false;
   };
 
   // The signature of `launch` into `out`: the slot's if one holds this very launch and its
