@@ -48,11 +48,14 @@ struct Gate {  // a host function that blocks its stream until opened
 // Queues 32 MiB of host-to-device copy (about 0.5 ms of virtual time) so that the stream runs
 // behind its issuing thread: what follows is then timed by stream order alone, not by how much
 // CPU time the test spends between its calls.
-void busy(CUstream s) {
+// Queues `copies` 32 MiB host-to-device copies (0.6 ms of virtual time each) on `s`, so the host's
+// own calls after it (slow under a sanitizer on a loaded machine) stay hidden behind the queue.
+void busy(CUstream s, int copies = 1) {
   static std::vector<unsigned char> host(32 << 20, 0);
   static CUdeviceptr d = 0;
   if (d == 0) ASSERT_EQ(cuMemAlloc(&d, host.size()), CUDA_SUCCESS);
-  ASSERT_EQ(cuMemcpyHtoDAsync(d, host.data(), host.size(), s), CUDA_SUCCESS);
+  for (int i = 0; i < copies; ++i)
+    ASSERT_EQ(cuMemcpyHtoDAsync(d, host.data(), host.size(), s), CUDA_SUCCESS);
 }
 
 float elapsed(CUevent a, CUevent b) {
@@ -255,7 +258,7 @@ TEST_F(Exec, SequentialCopiesTakeTheSumOfTheirDurations) {
   OK(cuEventCreate(&e0, 0));
   OK(cuEventCreate(&e1, 0));
   OK(cuEventCreate(&e2, 0));
-  busy(s);
+  busy(s, 4);
   OK(cuEventRecord(e0, s));
   OK(cuMemcpyHtoDAsync(d, host.data(), n, s));
   OK(cuEventRecord(e1, s));
@@ -282,7 +285,7 @@ TEST_F(Exec, TwoStreamsOverlap) {
   OK(cuEventCreate(&start, 0));
   OK(cuEventCreate(&end_a, 0));
   OK(cuEventCreate(&end_b, 0));
-  busy(a);
+  busy(a, 4);
   OK(cuEventRecord(start, a));
   OK(cuStreamWaitEvent(b, start, 0));
   OK(cuMemcpyHtoDAsync(d, host.data(), n, a));
@@ -314,15 +317,16 @@ TEST_F(Exec, PeerCopiesSharingALinkTakeTwiceAsLong) {
   CUevent s0, s1, ea, eb;
   for (CUevent* e : {&s0, &s1, &ea, &eb}) OK(cuEventCreate(e, 0));
   // Alone.
-  busy(a);
+  busy(a, 10);
   OK(cuEventRecord(s0, a));
   OK(cuMemcpyPeerAsync(dst, ctx1, src, ctx, n, a));
   OK(cuEventRecord(ea, a));
   OK(cuStreamSynchronize(a));
   const float alone = elapsed(s0, ea);
   ASSERT_GT(alone, 0);
-  // Two at once over the same 0 -> 1 path.
-  busy(a);
+  // Two at once over the same 0 -> 1 path, queued behind 6 ms of copies: a loaded TSan run spent
+  // 1.1 ms of host time between the record and the second copy, more than one busy copy hides.
+  busy(a, 10);
   OK(cuEventRecord(s1, a));
   OK(cuStreamWaitEvent(b, s1, 0));
   OK(cuMemcpyPeerAsync(dst, ctx1, src, ctx, n, a));

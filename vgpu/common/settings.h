@@ -76,6 +76,7 @@ enum class Id : int {
   nccl_ring_bytes,
   nccl_gate,
   shared_gpu_blocking,
+  lazy_contexts,
   horizon,
   daemon_dir,
   daemon_tcp,
@@ -237,6 +238,11 @@ inline constexpr Spec kSpecs[] = {
      "real contexts of virtual GPUs that share a physical one wait blocking instead of spinning (unless "
      "the program chose a scheduling mode), so that synchronizing ranks do not each spin a core while all "
      "ranks' work runs (8 ranks of DDP on one H200: 1.8 s of CPU a step less per rank, 2026-11-26)",
+     "passthrough"},
+    {Id::lazy_contexts, "VGPU_LAZY_CONTEXTS", Type::flag, "0",
+     "a virtual GPU's real context is made when the program first uses it, not when the runtime asks for "
+     "every device's primary context at start-up (each process then holds one real context per GPU it "
+     "uses, not one per virtual GPU: what an MPS server admits for 8 ranks). Off until measured on a GPU",
      "passthrough"},
     {Id::horizon, "VGPU_HORIZON", Type::choice, "all",
      "which threads' synchronizations raise a device's horizon, the virtual time every thread of the "

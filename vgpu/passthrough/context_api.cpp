@@ -1,7 +1,9 @@
 // Contexts under the passthrough backend. Virtual device v's primary context is a real context
 // on its physical GPU (passthrough_state.h); created contexts are real contexts remembered with
 // their virtual device. Everything else about contexts (current, push/pop, limits, ids) is the
-// real driver's, forwarded as is.
+// real driver's, forwarded with the program's handles translated (VGPU_LAZY_CONTEXTS: a stub
+// becomes its real context where the program hands it over, and comes back where the real
+// driver hands that context out: the entry points below the peer-access ones).
 #include <mutex>
 #include <set>
 #include <utility>
@@ -116,13 +118,8 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxCreate_v4(CUcontext* pctx, CUctxCreateParams* 
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx) {
   PassState* s = state();
-  if (s != nullptr && ctx != nullptr) {
-    // A virtual primary context is not the caller's to destroy.
-    CUcontext primary = nullptr;
-    const int v = s->device_of(ctx);
-    if (v >= 0 && s->primary_context(v, &primary) == CUDA_SUCCESS && primary == ctx)
-      return CUDA_ERROR_INVALID_CONTEXT;
-  }
+  // A virtual primary context (or its stub) is not the caller's to destroy.
+  if (s != nullptr && s->is_primary(ctx)) return CUDA_ERROR_INVALID_CONTEXT;
   const CUresult r = VGPU_REAL("cuCtxDestroy_v2", CUresult (*)(CUcontext))(ctx);
   if (r == CUDA_SUCCESS && s != nullptr) s->remove_context(ctx);
   if (r == CUDA_SUCCESS) {
@@ -176,6 +173,7 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peer, unsigned int 
   VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&cur);
   if (cur == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
   if (peer == nullptr || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (CUresult r = vgpu::pt::real_context_arg(&peer); r != CUDA_SUCCESS) return r;
   if (peer == cur) return CUDA_ERROR_INVALID_DEVICE;
   if (!same_gpu(cur, peer))
     return VGPU_REAL("cuCtxEnablePeerAccess", CUresult (*)(CUcontext, unsigned))(peer, flags);
@@ -188,8 +186,39 @@ VGPU_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peer) {
   CUcontext cur = nullptr;
   VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(&cur);
   if (cur == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  if (CUresult r = vgpu::pt::real_context_arg(&peer); r != CUDA_SUCCESS) return r;
   if (!same_gpu(cur, peer)) return VGPU_REAL("cuCtxDisablePeerAccess", CUresult (*)(CUcontext))(peer);
   PeerAccess& peers = Passthrough::get().peers();
   std::lock_guard l(peers.mu);
   return peers.pairs.erase({cur, peer}) ? CUDA_SUCCESS : CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+}
+
+// ---- contexts the real driver hands out, as the program knows them ----
+// (the ones it takes are translated by the generated forwarders: VGPU_CTX in entries.inc)
+
+using vgpu::pt::program_context_out;
+
+VGPU_EXPORT CUresult CUDAAPI cuCtxGetCurrent(CUcontext* pctx) {
+  return program_context_out(VGPU_REAL("cuCtxGetCurrent", CUresult (*)(CUcontext*))(pctx), pctx);
+}
+VGPU_EXPORT CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext* pctx) {
+  return program_context_out(VGPU_REAL("cuCtxPopCurrent_v2", CUresult (*)(CUcontext*))(pctx), pctx);
+}
+VGPU_EXPORT CUresult CUDAAPI cuCtxPopCurrent(CUcontext* pctx) { return cuCtxPopCurrent_v2(pctx); }
+VGPU_EXPORT CUresult CUDAAPI cuCtxAttach(CUcontext* pctx, unsigned int flags) {
+  return program_context_out(VGPU_REAL("cuCtxAttach", CUresult (*)(CUcontext*, unsigned))(pctx, flags), pctx);
+}
+VGPU_EXPORT CUresult CUDAAPI cuStreamGetCtx(CUstream stream, CUcontext* pctx) {
+  return program_context_out(VGPU_REAL("cuStreamGetCtx", StreamGetCtx)(stream, pctx), pctx);
+}
+VGPU_EXPORT CUresult CUDAAPI cuStreamGetCtx_ptsz(CUstream stream, CUcontext* pctx) {
+  return program_context_out(VGPU_REAL("cuStreamGetCtx_ptsz", StreamGetCtx)(stream, pctx), pctx);
+}
+VGPU_EXPORT CUresult CUDAAPI cuStreamGetCtx_v2(CUstream stream, CUcontext* pctx, CUgreenCtx* green) {
+  using Fn = CUresult (*)(CUstream, CUcontext*, CUgreenCtx*);
+  return program_context_out(VGPU_REAL("cuStreamGetCtx_v2", Fn)(stream, pctx, green), pctx);
+}
+VGPU_EXPORT CUresult CUDAAPI cuStreamGetCtx_v2_ptsz(CUstream stream, CUcontext* pctx, CUgreenCtx* green) {
+  using Fn = CUresult (*)(CUstream, CUcontext*, CUgreenCtx*);
+  return program_context_out(VGPU_REAL("cuStreamGetCtx_v2_ptsz", Fn)(stream, pctx, green), pctx);
 }

@@ -1,7 +1,8 @@
 // cuGetExportTable under the passthrough backend. The real driver's private tables are handed
 // out as they are, except the two the runtime's integrity hash covers (cudart_interface and
 // integrity_check): vgpu hands out copies of those, whose slots are the real driver's except
-//  - cudart_interface slot 2, the primary context of a device: the virtual device's, and
+//  - cudart_interface slot 2, the primary context of a device: the virtual device's (under
+//    VGPU_LAZY_CONTEXTS a handle whose real context is made when first used), and
 //  - integrity_check slot 1: the hash over vgpu's copies and vgpu's virtual devices
 //    (darkapi/integrity.h), which is what the runtime recomputes and compares.
 // shared/reference/dark-api-observations.md records that exactly this runs PyTorch, cuBLAS,
@@ -21,6 +22,7 @@
 #include "contracts/vgpu_clock_table.h"
 #include "front/driver/cuda_api.h"
 #include "front/nccl/nccl_plugin_client.h"
+#include "passthrough/context_slots.h"
 #include "passthrough/export_tables.h"
 #include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
@@ -35,7 +37,9 @@ CUresult primary_context_slot(CUcontext* out, CUdevice device) {
   if (out == nullptr) return CUDA_ERROR_INVALID_VALUE;
   PassState* s = PassState::get();
   if (s == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
-  const CUresult r = s->primary_context(device, out);
+  using RealSlot = CUresult (*)(CUcontext*, CUdevice);
+  const auto real_slot = reinterpret_cast<RealSlot>(Passthrough::get().export_tables().real_primary_context);
+  const CUresult r = s->primary_handle(device, out, real_slot);
   if (darkapi::trace_enabled())
     darkapi::trace_line(fmt::format("6bd5fb6c[2] primary_context(device={}) -> {} ({})", device,
                                     static_cast<int>(r), static_cast<void*>(*out)));
@@ -48,8 +52,10 @@ const void* const* copy_of(TableCopy& copy, const void* const* real, TableId id)
   std::call_once(copy.once, [&] {
     const size_t n = real_table_slots(real, id);
     copy.slots.assign(real, real + n);
-    if (id == TableId::cudart_interface && n > 2)
+    if (id == TableId::cudart_interface && n > 2) {
+      Passthrough::get().export_tables().real_primary_context = copy.slots[2];
       copy.slots[2] = reinterpret_cast<const void*>(&primary_context_slot);
+    }
     if (id == TableId::integrity_check && n > 1)
       copy.slots[1] = reinterpret_cast<const void*>(&integrity_slot);
   });
@@ -119,6 +125,9 @@ VGPU_EXPORT CUresult CUDAAPI cuGetExportTable(const void** table, const CUuuid* 
     *table = traced;
   else
     *table = real;
+  if (info != nullptr)  // VGPU_LAZY_CONTEXTS: the slots that may be given a stub context
+    if (const void* const* t = pt::context_translating_table(info->id, static_cast<const void* const*>(*table)))
+      *table = t;
   if (darkapi::trace_enabled())
     darkapi::trace_line(fmt::format("cuGetExportTable({}) {} -> 0 ({})", darkapi::uuid_text(bytes),
                                     info ? info->name : "unknown to vgpu",

@@ -6,6 +6,8 @@
 #include <mutex>
 #include <vector>
 
+#include "front/export_tables/catalog.h"
+
 namespace vgpu::pt {
 
 // A copy of a real table with some slots replaced; built once, never freed (runtimes keep
@@ -22,6 +24,12 @@ struct ExportTables {
   // real slots those forward to.
   TableCopy library_1734dc26, context_info;
   std::array<const void*, 4> traced_real{};
+  // The real driver's 6bd5fb6c[2] (the primary context of a GPU, not made active), which
+  // VGPU_LAZY_CONTEXTS answers the first virtual device of each GPU with.
+  const void* real_primary_context = nullptr;
+  // Only with VGPU_LAZY_CONTEXTS (context_slots.h): copies whose slots translate stub contexts,
+  // by table id.
+  std::array<TableCopy, darkapi::kTableCount> with_contexts;
 };
 
 }  // namespace vgpu::pt

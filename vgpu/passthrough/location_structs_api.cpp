@@ -1,5 +1,6 @@
 // Entry points whose parameter structures carry a CUmemLocation: graph memory-allocation nodes
-// (their pool's location and peer access) and batched copies (location hints). The program's
+// (their pool's location and peer access) and batched copies (location hints); and the graph
+// nodes whose parameters name a context (a stub becomes its real context). The program's
 // structures name virtual devices; the real driver gets a translated copy, and what it writes
 // back (the node's address, or its parameters when asked) is copied out with virtual devices.
 #include <vector>
@@ -38,10 +39,27 @@ void location_to_virtual(CUmemLocation* loc) {
     if (const int v = s->virtual_of_physical(loc->id); v >= 0) loc->id = v;
 }
 
+// The context a node's parameters name, where its type names one (null: none).
+CUcontext* node_context(CUgraphNodeParams* p) {
+  switch (p->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL: return &p->kernel.ctx;
+    case CU_GRAPH_NODE_TYPE_MEMCPY: return &p->memcpy.copyCtx;
+    case CU_GRAPH_NODE_TYPE_MEMSET: return &p->memset.ctx;
+    case CU_GRAPH_NODE_TYPE_CONDITIONAL: return &p->conditional.ctx;
+    default: return nullptr;
+  }
+}
+
 // CUgraphNodeParams of any type through `call`; a memory-allocation node's are translated and its
-// address copied back.
+// address copied back, and a node naming a stub context (VGPU_LAZY_CONTEXTS) names its real one.
 template <class Call>
 CUresult with_node_params(CUgraphNodeParams* params, Call call) {
+  if (params != nullptr)
+    if (CUcontext* ctx = node_context(params); ctx != nullptr && vgpu::pt::context_stubs::is_stub(*ctx)) {
+      CUgraphNodeParams copy = *params;
+      if (CUresult r = vgpu::pt::real_context_arg(node_context(&copy)); r != CUDA_SUCCESS) return r;
+      return call(&copy);
+    }
   if (params == nullptr || params->type != CU_GRAPH_NODE_TYPE_MEM_ALLOC) return call(params);
   static_assert(sizeof(CUDA_MEM_ALLOC_NODE_PARAMS) == sizeof(params->alloc), "v1 and v2 share one layout");
   CUDA_MEM_ALLOC_NODE_PARAMS in;
@@ -127,6 +145,52 @@ VGPU_EXPORT CUresult CUDAAPI cuGraphNodeSetParams(CUgraphNode node, CUgraphNodeP
 VGPU_EXPORT CUresult CUDAAPI cuGraphExecNodeSetParams(CUgraphExec exec, CUgraphNode node, CUgraphNodeParams* params) {
   const auto real = VGPU_REAL("cuGraphExecNodeSetParams", CUresult (*)(CUgraphExec, CUgraphNode, CUgraphNodeParams*));
   return with_node_params(params, [&](CUgraphNodeParams* p) { return call_real(real, exec, node, p); });
+}
+
+// ---- kernel nodes: their parameters name the context the kernel runs in ----
+
+namespace {
+// `params` with a stub context replaced by its real one (a copy; `params` itself otherwise).
+const CUDA_KERNEL_NODE_PARAMS_v2* kernel_params(const CUDA_KERNEL_NODE_PARAMS_v2* params,
+                                                CUDA_KERNEL_NODE_PARAMS_v2* copy, CUresult* r) {
+  *r = CUDA_SUCCESS;
+  if (params == nullptr || !vgpu::pt::context_stubs::is_stub(params->ctx)) return params;
+  *copy = *params;
+  *r = vgpu::pt::real_context_arg(&copy->ctx);
+  return copy;
+}
+}  // namespace
+
+VGPU_EXPORT CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode* node, CUgraph graph, const CUgraphNode* deps,
+                                                     size_t n, const CUDA_KERNEL_NODE_PARAMS_v2* params) {
+  using Fn = CUresult (*)(CUgraphNode*, CUgraph, const CUgraphNode*, size_t, const CUDA_KERNEL_NODE_PARAMS_v2*);
+  CUDA_KERNEL_NODE_PARAMS_v2 copy;
+  CUresult r;
+  params = kernel_params(params, &copy, &r);
+  return r != CUDA_SUCCESS ? r : call_real(VGPU_REAL("cuGraphAddKernelNode_v2", Fn), node, graph, deps, n, params);
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuGraphKernelNodeSetParams_v2(CUgraphNode node, const CUDA_KERNEL_NODE_PARAMS_v2* params) {
+  using Fn = CUresult (*)(CUgraphNode, const CUDA_KERNEL_NODE_PARAMS_v2*);
+  CUDA_KERNEL_NODE_PARAMS_v2 copy;
+  CUresult r;
+  params = kernel_params(params, &copy, &r);
+  return r != CUDA_SUCCESS ? r : call_real(VGPU_REAL("cuGraphKernelNodeSetParams_v2", Fn), node, params);
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec exec, CUgraphNode node,
+                                                               const CUDA_KERNEL_NODE_PARAMS_v2* params) {
+  using Fn = CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS_v2*);
+  CUDA_KERNEL_NODE_PARAMS_v2 copy;
+  CUresult r;
+  params = kernel_params(params, &copy, &r);
+  return r != CUDA_SUCCESS ? r : call_real(VGPU_REAL("cuGraphExecKernelNodeSetParams_v2", Fn), exec, node, params);
+}
+
+VGPU_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS_v2* out) {
+  using Fn = CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS_v2*);
+  const CUresult r = call_real(VGPU_REAL("cuGraphKernelNodeGetParams_v2", Fn), node, out);
+  return out != nullptr ? vgpu::pt::program_context_out(r, &out->ctx) : r;
 }
 
 // ---- batched copies ----

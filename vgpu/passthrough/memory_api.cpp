@@ -343,6 +343,7 @@ VGPU_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribu
       data, attribute, ptr);
   if (r == CUDA_SUCCESS && attribute == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)
     virtual_ordinal(ptr, static_cast<int*>(data));
+  if (attribute == CU_POINTER_ATTRIBUTE_CONTEXT) return vgpu::pt::program_context_out(r, static_cast<CUcontext*>(data));
   return r;
 }
 
@@ -353,5 +354,7 @@ VGPU_EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int n, CUpointer_at
   for (unsigned i = 0; i < n; ++i)
     if (attributes[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL && data[i] != nullptr)
       virtual_ordinal(ptr, static_cast<int*>(data[i]));
+    else if (attributes[i] == CU_POINTER_ATTRIBUTE_CONTEXT)
+      vgpu::pt::program_context_out(r, static_cast<CUcontext*>(data[i]));
   return r;
 }

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "common/settings.h"
 #include "front/driver/init_from_config.h"
+#include "passthrough/context_stubs.h"
 #include "passthrough/passthrough.h"
 #include "passthrough/real_driver.h"
 #include "simcore/cluster_config.h"
@@ -86,7 +87,7 @@ int physical_device(int v) {
 
 PassState::PassState(const RealDriver& real, simcore::ClusterSpec cluster, std::vector<int> physical)
     : real_(&real), cluster_(std::move(cluster)), topology_(cluster_), physical_(std::move(physical)),
-      pools_(physical_) {
+      pools_(physical_), lazy_(settings::flag(settings::Id::lazy_contexts)) {
   status_ = status::Writer::attach(status::current_job_id(), "passthrough", status_devices(cluster_));
   activity_ = std::make_unique<DeviceActivity>(status_.get(), cluster_.total_gpus());
   // The work reported last, for whoever reads the region after this process (the root, and so
@@ -97,6 +98,8 @@ PassState::PassState(const RealDriver& real, simcore::ClusterSpec cluster, std::
   for (int i = 0; i < cluster_.total_gpus(); ++i)
     devices_.push_back(std::make_unique<Device>(cluster_, i, status_.get()));
   primaries_.resize(devices_.size());
+  stub_real_ = std::make_unique<std::atomic<CUcontext>[]>(devices_.size());
+  if (lazy_) context_stubs::create(device_count());
 }
 
 CUresult PassState::initialize(unsigned int flags) { return Passthrough::get().initialize(flags); }
@@ -184,6 +187,7 @@ CUresult PassState::primary_context(int v, CUcontext* out) {
               first_on_gpu ? "the GPU's primary context" : "created");
     pr.ctx = c;
     contexts_[c] = v;
+    if (lazy_ && !first_on_gpu) stub_real_[static_cast<size_t>(v)].store(c, std::memory_order_release);
     const uint64_t overhead = context_overhead_bytes(dev->model().sm_count);
     dev->reserve(overhead);
     if (status_) status_->add_physical(v, static_cast<int64_t>(overhead));  // a real context's
@@ -199,11 +203,70 @@ unsigned PassState::sched_flags_added(CUcontext real) const {
   return 0;
 }
 
+CUresult PassState::primary_handle(int v, CUcontext* out, CUresult (*real_handle)(CUcontext*, CUdevice)) {
+  if (!lazy_) return primary_context(v, out);
+  if (device(v) == nullptr) return CUDA_ERROR_INVALID_DEVICE;
+  {
+    std::lock_guard l(mu_);
+    Primary& pr = primaries_[static_cast<size_t>(v)];
+    if (pr.handle == nullptr) {
+      if (!pools_.owns_gpu_pools(v)) {
+        pr.handle = context_stubs::stub(v);
+      } else if (pr.ctx != nullptr) {
+        pr.handle = pr.ctx;  // the GPU's own primary context, already made
+      } else if (real_handle != nullptr) {
+        // The GPU's own primary context as the real driver names it before it is active: the
+        // handle its retain gives later (measured, sim/darkapi/slots.h).
+        CUcontext h = nullptr;
+        if (const CUresult r = real_handle(&h, physical(v)); r != CUDA_SUCCESS) return r;
+        pr.handle = h;
+        contexts_[h] = v;
+      }
+    }
+    if (pr.handle != nullptr) {
+      *out = pr.handle;
+      return CUDA_SUCCESS;
+    }
+  }
+  // No stub block, or the GPU's own primary context asked for outside the runtime's table: the
+  // real context is made now and is the handle.
+  CUcontext c = nullptr;
+  if (const CUresult r = primary_context(v, &c); r != CUDA_SUCCESS) return r;
+  std::lock_guard l(mu_);
+  Primary& pr = primaries_[static_cast<size_t>(v)];
+  if (pr.handle == nullptr) pr.handle = c;
+  *out = pr.handle;
+  return CUDA_SUCCESS;
+}
+
 CUresult PassState::primary_retain(int v, CUcontext* out) {
-  if (CUresult r = primary_context(v, out); r != CUDA_SUCCESS) return r;
+  CUcontext real = nullptr;
+  if (CUresult r = primary_context(v, &real); r != CUDA_SUCCESS) return r;
+  if (CUresult r = primary_handle(v, out); r != CUDA_SUCCESS) return r;
   std::lock_guard l(mu_);
   ++primaries_[static_cast<size_t>(v)].refs;
   return CUDA_SUCCESS;
+}
+
+bool PassState::is_primary(CUcontext ctx) const {
+  if (ctx == nullptr) return false;
+  std::lock_guard l(mu_);
+  for (const Primary& pr : primaries_)
+    if (pr.ctx == ctx || pr.handle == ctx) return true;
+  return false;
+}
+
+CUresult PassState::real_context(CUcontext* ctx) {
+  const int v = context_stubs::device_of(*ctx);
+  if (v < 0) return CUDA_SUCCESS;
+  return primary_context(v, ctx);
+}
+
+CUcontext PassState::program_context(CUcontext real) const {
+  if (!lazy_ || real == nullptr) return real;
+  for (int v = 0; v < device_count(); ++v)
+    if (stub_real_[static_cast<size_t>(v)].load(std::memory_order_acquire) == real) return context_stubs::stub(v);
+  return real;
 }
 
 CUresult PassState::primary_release(int v) {
@@ -265,9 +328,10 @@ void PassState::remove_context(CUcontext real) {
   contexts_.erase(real);
 }
 
-int PassState::device_of(CUcontext real) const {
+int PassState::device_of(CUcontext ctx) const {
+  if (const int v = context_stubs::device_of(ctx); v >= 0) return v < device_count() ? v : -1;
   std::lock_guard l(mu_);
-  auto it = contexts_.find(real);
+  auto it = contexts_.find(ctx);
   return it == contexts_.end() ? -1 : it->second;
 }
 

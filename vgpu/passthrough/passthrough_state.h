@@ -23,6 +23,7 @@
 #include "front/device/device_registry.h"
 #include "front/driver/cuda_api.h"
 #include "front/launch/host_address_space.h"
+#include "passthrough/context_stubs.h"
 #include "passthrough/device_activity.h"
 #include "passthrough/device_pools.h"
 #include "passthrough/futex_lock.h"
@@ -71,18 +72,38 @@ class PassState final : public DeviceRegistry {
   const RealDriver& real() const { return *real_; }
 
   // ---- contexts ----
-  // The real context that is virtual device v's primary context, created on first use
-  // (inactive: retains are counted separately).
+  // Two handles per virtual primary context: the real context behind it (the GPU's own primary
+  // context for the first virtual device on each GPU, a created one for the others) and the
+  // handle the program holds. They are the same unless VGPU_LAZY_CONTEXTS is on: then the real
+  // context is made when first used, and until then the program holds a stub for every device
+  // but the first of each GPU (context_stubs.h), or for that one the real driver's own inactive
+  // primary context handle (what its 6bd5fb6c[2] answers, costing nothing).
+  //
+  // The real context of virtual device v, made now if it was not (inactive: retains are counted
+  // separately).
   CUresult primary_context(int v, CUcontext* out);
+  // The handle the program holds for v's primary context, without making a real context where
+  // VGPU_LAZY_CONTEXTS lets it wait. `real_handle(p, &h)`, when given, is the real driver's
+  // 6bd5fb6c[2]: the inactive handle of physical GPU p's own primary context.
+  CUresult primary_handle(int v, CUcontext* out, CUresult (*real_handle)(CUcontext*, CUdevice) = nullptr);
+  // cuDevicePrimaryCtxRetain: the real context is made, the program's handle comes back.
   CUresult primary_retain(int v, CUcontext* out);
+  // Whether `ctx` (a program's handle or a real context) is a virtual device's primary context.
+  bool is_primary(CUcontext ctx) const;
+  // A context the program passes: a stub becomes its real context (made now; the error when
+  // that fails), anything else is left as it is.
+  CUresult real_context(CUcontext* ctx);
+  // A context the real driver hands out: the program's handle for it (a stub where the program
+  // holds one), anything else as it is.
+  CUcontext program_context(CUcontext real) const;
   CUresult primary_release(int v);
   CUresult primary_reset(int v);
   CUresult primary_state(int v, unsigned int* flags, int* active);
   CUresult primary_set_flags(int v, unsigned int flags);
   void add_context(CUcontext real, int v);
   void remove_context(CUcontext real);
-  // The virtual device of a real context; -1 when vgpu did not make it.
-  int device_of(CUcontext real) const;
+  // The virtual device of a context (real or the program's stub); -1 when vgpu did not make it.
+  int device_of(CUcontext ctx) const;
   // The virtual device of the calling thread's current context (CUDA_ERROR_INVALID_CONTEXT
   // when none is current), and that context when `ctx` is not null.
   CUresult current_device(int* v, CUcontext* ctx = nullptr) const;
@@ -155,7 +176,8 @@ class PassState final : public DeviceRegistry {
   // device_of_pointer's lookup; with mu_ held.
   int allocation_device(CUdeviceptr p) const;
   struct Primary {
-    CUcontext ctx = nullptr;
+    CUcontext ctx = nullptr;       // the real context; null until made
+    CUcontext handle = nullptr;    // the program's (primary_handle); null until asked for
     int refs = 0;
     unsigned int flags = 0;        // the program's (cuDevicePrimaryCtxSetFlags)
     bool blocking_added = false;   // the real context waits blocking although flags say auto
@@ -176,6 +198,10 @@ class PassState final : public DeviceRegistry {
 
   mutable FutexLock mu_;  // futex_lock.h: taken on every copy (is_device_pointer)
   std::vector<Primary> primaries_;
+  const bool lazy_;  // VGPU_LAZY_CONTEXTS
+  // The real context behind each virtual device's stub, once made (program_context reads it
+  // without the lock: cuCtxGetCurrent asks on every call).
+  std::unique_ptr<std::atomic<CUcontext>[]> stub_real_;
   std::unordered_map<CUcontext, int> contexts_;
   std::map<CUdeviceptr, Charge> allocations_;  // ordered: pointers inside an allocation
   // The node of the allocation freed last, for the next one: a program that frees and allocates
@@ -196,6 +222,20 @@ struct PassState::HandleCharge {
 
 // cuCtxDestroy: the allocations made in `ctx` went with it (call after the real destroy).
 void allocations_destroyed_with(CUcontext ctx);
+
+// A context the program passes to the real driver (VGPU_CTX in entries.inc, and the entry points
+// vgpu answers itself): a stub becomes its real context, made now; the error when that fails.
+inline CUresult real_context_arg(CUcontext* ctx) {
+  if (!context_stubs::is_stub(*ctx)) return CUDA_SUCCESS;
+  PassState* s = PassState::get();
+  return s != nullptr ? s->real_context(ctx) : CUDA_ERROR_NOT_INITIALIZED;
+}
+// A context the real driver wrote to `*out` on success, as the program knows it.
+inline CUresult program_context_out(CUresult r, CUcontext* out) {
+  if (r == CUDA_SUCCESS && out != nullptr && *out != nullptr)
+    if (const PassState* s = PassState::get()) *out = s->program_context(*out);
+  return r;
+}
 
 // The forwarders' translation of a device ordinal argument (VGPU_DEV in entries.inc).
 int physical_device(int v);

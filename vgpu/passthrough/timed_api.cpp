@@ -257,6 +257,7 @@ VGPU_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream s) { return cuStreamDestro
 
 VGPU_EXPORT CUresult CUDAAPI cuCtxSynchronize() { return context_synchronized(nullptr, nullptr, false); }
 VGPU_EXPORT CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx) {
+  if (CUresult r = vgpu::pt::real_context_arg(&ctx); r != CUDA_SUCCESS) return r;
   return context_synchronized(ctx, REAL(cuCtxSynchronize_v2, CUcontext), true);
 }
 

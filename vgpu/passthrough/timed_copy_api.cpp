@@ -94,6 +94,12 @@ double peer_seconds(const StreamTarget& t, CUcontext dst_ctx, CUcontext src_ctx,
   return vgpu::transfer_seconds(s->topology(), src, dst, bytes);
 }
 
+// A peer copy's two contexts as the real driver knows them (a stub becomes its real context).
+CUresult real_contexts(CUcontext* dst_ctx, CUcontext* src_ctx) {
+  if (CUresult r = vgpu::pt::real_context_arg(dst_ctx); r != CUDA_SUCCESS) return r;
+  return vgpu::pt::real_context_arg(src_ctx);
+}
+
 uint64_t rows_bytes(size_t width, size_t height, size_t depth = 1) {
   return static_cast<uint64_t>(width) * (height ? height : 1) * (depth ? depth : 1);
 }
@@ -241,12 +247,14 @@ VGPU_COPY3D_ASYNC(cuMemcpy3DAsync_v2_ptsz, true)
 // ---- copies between virtual devices ----
 #define VGPU_PEER(sym, ptds, sync)                                                                   \
   VGPU_EXPORT CUresult CUDAAPI sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) { \
+    if (CUresult r = real_contexts(&dc, &sc); r != CUDA_SUCCESS) return r;                           \
     return timed(nullptr, ptds, sync, [&](const StreamTarget& t) { return peer_seconds(t, dc, sc, n); },   \
                  [&] { return REAL(sym, CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t)(dst, dc, src, sc, n); }); \
   }
 #define VGPU_PEER_ASYNC(sym, ptsz)                                                                   \
   VGPU_EXPORT CUresult CUDAAPI sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,  \
                                    CUstream s) {                                                     \
+    if (CUresult r = real_contexts(&dc, &sc); r != CUDA_SUCCESS) return r;                           \
     return timed(s, ptsz, false, [&](const StreamTarget& t) { return peer_seconds(t, dc, sc, n); },        \
                  [&] {                                                                               \
                    return REAL(sym, CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream)(dst, dc, src, sc, n, s); \
@@ -255,6 +263,9 @@ VGPU_COPY3D_ASYNC(cuMemcpy3DAsync_v2_ptsz, true)
 #define VGPU_PEER3D(sym, ptds, sync)                                                                 \
   VGPU_EXPORT CUresult CUDAAPI sym(const CUDA_MEMCPY3D_PEER* p) {                                    \
     if (p == nullptr) return REAL(sym, const CUDA_MEMCPY3D_PEER*)(p);                                \
+    CUDA_MEMCPY3D_PEER real_p = *p;                                                                  \
+    if (CUresult r = real_contexts(&real_p.dstContext, &real_p.srcContext); r != CUDA_SUCCESS) return r; \
+    p = &real_p;                                                                                     \
     const uint64_t n = rows_bytes(p->WidthInBytes, p->Height, p->Depth);                             \
     return timed(nullptr, ptds, sync,                                                                \
                  [&](const StreamTarget& t) { return peer_seconds(t, p->dstContext, p->srcContext, n); }, \
@@ -263,6 +274,9 @@ VGPU_COPY3D_ASYNC(cuMemcpy3DAsync_v2_ptsz, true)
 #define VGPU_PEER3D_ASYNC(sym, ptsz)                                                                 \
   VGPU_EXPORT CUresult CUDAAPI sym(const CUDA_MEMCPY3D_PEER* p, CUstream s) {                        \
     if (p == nullptr) return REAL(sym, const CUDA_MEMCPY3D_PEER*, CUstream)(p, s);                   \
+    CUDA_MEMCPY3D_PEER real_p = *p;                                                                  \
+    if (CUresult r = real_contexts(&real_p.dstContext, &real_p.srcContext); r != CUDA_SUCCESS) return r; \
+    p = &real_p;                                                                                     \
     const uint64_t n = rows_bytes(p->WidthInBytes, p->Height, p->Depth);                             \
     return timed(s, ptsz, false,                                                                     \
                  [&](const StreamTarget& t) { return peer_seconds(t, p->dstContext, p->srcContext, n); }, \

@@ -65,6 +65,7 @@ def read_typedefs(include: Path):
 
 
 DEVICE_PARAM_RE = re.compile(r'^\s*CUdevice(_v1)?\s+\w+\s*$')
+CONTEXT_PARAM_RE = re.compile(r'^\s*CUcontext\s+\w+\s*$')
 
 
 def split_symbol(sym: str):
@@ -161,10 +162,14 @@ def build(stub: Path, include: Path):
             sys.exit(f'{sym}: exported by the stub but no usable typedef ({params})')
         else:
             args = ', '.join(param_names(params))
-            # The same arguments with every device ordinal passed by value marked, so that a
-            # backend forwarding the call to a real driver can translate virtual to physical.
-            fwd = ', '.join(f'VGPU_DEV({n})' if DEVICE_PARAM_RE.match(p) else n
-                            for p, n in zip(split_top_level(params), param_names(params)))
+            # The same arguments with every device ordinal and every context passed by value
+            # marked, so that a backend forwarding the call to a real driver can translate
+            # virtual to physical, and the program's context handles to the real driver's.
+            def marked(p, n):
+                if DEVICE_PARAM_RE.match(p):
+                    return f'VGPU_DEV({n})'
+                return f'VGPU_CTX({n})' if CONTEXT_PARAM_RE.match(p) else n
+            fwd = ', '.join(marked(p, n) for p, n in zip(split_top_level(params), param_names(params)))
             entries.append(f'VGPU_ENTRY({sym}, ({params}), ({args}), ({fwd}))')
     proc_rows.sort()
     return symbols + interop_exports, entries, proc_rows, problems, signature

@@ -8,6 +8,8 @@
 
 #include "common/log.h"
 #include "front/driver/query_lines.h"
+#include "sim/core/context.h"
+#include "sim/core/driver_state.h"
 #include "sim/darkapi/slots.h"
 
 namespace vgpu::darkapi::slots {
@@ -59,7 +61,15 @@ CUresult current_context(CUcontext* out) {
   return cuCtxGetCurrent(out);
 }
 
-CUresult context_check(CUcontext, uint32_t* flags, const void**) {
+CUresult context_check(CUcontext ctx, uint32_t* flags, const void**) {
+  // A handle that is no context of this driver is refused, as every public entry point taking
+  // one refuses it (the passthrough's tests rely on it: it must never hand a stub on).
+  // A primary context not yet active is known (cudart checks it before it retains it).
+  if (ctx != nullptr) {
+    const DriverState* d = DriverState::get();
+    if (d == nullptr) return CUDA_ERROR_NOT_INITIALIZED;
+    if (d->contexts().find(ctx) == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  }
   if (flags) *flags = 0;
   return CUDA_SUCCESS;
 }

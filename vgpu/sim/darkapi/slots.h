@@ -46,7 +46,8 @@ CUresult cls_delete(CUcontext ctx, void* key);
 CUresult cls_get(void** value, CUcontext ctx, void* key);
 
 // ---- context_checks (263e8860) ----
-// [2] Measured: writes 0 to *flags, leaves *detail alone, returns success.
+// [2] Measured: writes 0 to *flags, leaves *detail alone, returns success. A handle that is no
+// context of the driver is refused here (CUDA_ERROR_INVALID_CONTEXT), as the public calls refuse it.
 CUresult context_check(CUcontext ctx, uint32_t* flags, const void** detail);
 // [3] Measured: returns 0.
 uint32_t context_check_global();

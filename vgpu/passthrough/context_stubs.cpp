@@ -1,0 +1,50 @@
+#include "passthrough/context_stubs.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+extern "C" {
+uintptr_t vgpu_context_stub_base = 0;
+uintptr_t vgpu_context_stub_span = 0;
+}
+
+namespace vgpu::pt::context_stubs {
+namespace {
+
+// A stub's 64 bytes: a text that says what it is for whoever finds one in a debugger or a core
+// dump, and the device it stands for. The real driver never reads them (it never sees a stub).
+struct alignas(64) Stub {
+  char what[48];
+  int32_t device;
+};
+static_assert(sizeof(Stub) == 64);
+
+std::once_flag g_once;
+int g_count = 0;
+
+}  // namespace
+
+void create(int devices) {
+  std::call_once(g_once, [devices] {
+    if (devices <= 0) return;
+    // Never freed: the program keeps the handles until it exits.
+    auto* block = static_cast<Stub*>(std::aligned_alloc(64, sizeof(Stub) * static_cast<size_t>(devices)));
+    if (block == nullptr) return;
+    for (int v = 0; v < devices; ++v) {
+      std::memset(&block[v], 0, sizeof(Stub));
+      std::strncpy(block[v].what, "vgpu: a virtual primary context, no real one yet", sizeof(block[v].what) - 1);
+      block[v].device = v;
+    }
+    g_count = devices;
+    __atomic_store_n(&vgpu_context_stub_base, reinterpret_cast<uintptr_t>(block), __ATOMIC_RELAXED);
+    __atomic_store_n(&vgpu_context_stub_span, sizeof(Stub) * static_cast<size_t>(devices), __ATOMIC_RELEASE);
+  });
+}
+
+CUcontext stub(int v) {
+  if (v < 0 || __atomic_load_n(&vgpu_context_stub_span, __ATOMIC_ACQUIRE) == 0 || v >= g_count) return nullptr;
+  return reinterpret_cast<CUcontext>(__atomic_load_n(&vgpu_context_stub_base, __ATOMIC_RELAXED) + 64 * static_cast<uintptr_t>(v));
+}
+
+}  // namespace vgpu::pt::context_stubs
