@@ -152,15 +152,6 @@ const void* trampoline_to(const void* real) {
   return reinterpret_cast<const char*>(&vgpu_slot_trampolines) + 16 * i;
 }
 
-// 42d85a81[2]: the calling thread's current context, as the program knows it.
-using CurrentContext = CUresult (*)(CUcontext*);
-std::atomic<CurrentContext> g_real_current{nullptr};
-CUresult current_context_slot(CUcontext* out) {
-  const CurrentContext real = g_real_current.load(std::memory_order_acquire);
-  if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
-  return program_context_out(real(out), out);
-}
-
 }  // namespace
 
 const void* const* context_translating_table(TableId id, const void* const* real) {
@@ -171,13 +162,7 @@ const void* const* context_translating_table(TableId id, const void* const* real
     copy.slots.assign(real, real + n);
     for (size_t i = darkapi::info(id).size_header ? 1 : 0; i < n; ++i) {
       if (copy.slots[i] == nullptr) continue;
-      if (id == TableId::tools_tls && i == 2) {
-        g_real_current.store(reinterpret_cast<CurrentContext>(const_cast<void*>(copy.slots[i])),
-                             std::memory_order_release);
-        copy.slots[i] = reinterpret_cast<const void*>(&current_context_slot);
-      } else if (const void* t = trampoline_to(copy.slots[i])) {
-        copy.slots[i] = t;
-      }
+      if (const void* t = trampoline_to(copy.slots[i])) copy.slots[i] = t;
     }
   });
   return copy.slots.data();

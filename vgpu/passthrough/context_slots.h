@@ -5,9 +5,10 @@
 // context-local storage (c693336e) is keyed by them. Most slots' signatures are not known, so
 // every slot of those tables goes through a trampoline that replaces any of the six integer
 // argument registers holding a stub by its real context (made then) and jumps to the real slot
-// with everything else as it came: other registers, the stack, the return registers. The one
-// slot known to give a context out (42d85a81[2], the calling thread's current one) gives the
-// program's handle back.
+// with everything else as it came: other registers, the stack, the return registers. What slots
+// write back is left as the real driver wrote it: the one known to give a context out (42d85a81[2],
+// the calling thread's current one) is the tools' (cudart was not seen calling it), and a tool
+// that got a stub from it would hand it on to tables vgpu does not know.
 #pragma once
 
 #include <cstddef>
