@@ -5,8 +5,8 @@ primary context of all eight at start-up; without the setting it makes all eight
 checks (lazy_contexts_program.cu: one handle per primary context from every call that gives one,
 every handle accepted back) must pass too.
 
-usage: lazy_contexts_check.py PROGRAM   (the environment selects the passthrough library;
-VGPU_TEST_RESULTS=1 on a GPU also checks what the kernels computed)"""
+usage: lazy_contexts_check.py [--results] PROGRAM   (the environment selects the passthrough
+library; --results, on a GPU: also check what the kernels computed)"""
 import os
 import re
 import subprocess
@@ -15,15 +15,15 @@ import sys
 CONTEXT_LINE = re.compile(r"a real context for virtual device (\d+) on GPU")
 
 
-def run(program, devices, lazy):
+def run(program, devices, lazy, results):
     env = dict(os.environ)
     env.pop("VGPU_JOB_ID", None)
     env["LD_PRELOAD"] = env.pop("VGPU_TEST_PRELOAD", "")  # sanitizer builds: the program's own
     env["LD_LIBRARY_PATH"] = env.pop("VGPU_TEST_LIBRARY_PATH", env.get("LD_LIBRARY_PATH", ""))
     env["VGPU_LOG_LEVEL"] = "info"
     env["VGPU_LAZY_CONTEXTS"] = "1" if lazy else "0"
-    results = ["--results"] if env.get("VGPU_TEST_RESULTS") == "1" else []  # a GPU runs the kernels
-    r = subprocess.run([program] + results + [str(d) for d in devices], env=env, stdout=subprocess.PIPE,
+    flags = ["--results"] if results else []  # a GPU runs the kernels
+    r = subprocess.run([program] + flags + [str(d) for d in devices], env=env, stdout=subprocess.PIPE,
                        stderr=subprocess.PIPE, text=True, timeout=240)
     made = sorted(int(m.group(1)) for m in CONTEXT_LINE.finditer(r.stderr))
     failed = [line for line in r.stdout.splitlines() if line.startswith("FAIL")]
@@ -31,11 +31,12 @@ def run(program, devices, lazy):
 
 
 def main():
-    program = sys.argv[1]
+    results = "--results" in sys.argv[1:]
+    program = [a for a in sys.argv[1:] if a != "--results"][0]
     failures = []
     cases = [([3], True, [3]), ([0], True, [0]), ([2, 5], True, [2, 5]), ([3], False, list(range(8)))]
     for devices, lazy, expected in cases:
-        rc, made, failed, r = run(program, devices, lazy)
+        rc, made, failed, r = run(program, devices, lazy, results)
         what = f"devices {devices} with VGPU_LAZY_CONTEXTS={int(lazy)}"
         print(f"{what}: exit {rc}, real contexts made for virtual devices {made}")
         if rc != 0 or failed:

@@ -1,6 +1,5 @@
 #include "passthrough/context_slots.h"
 
-#include <atomic>
 #include <cstdint>
 #include <mutex>
 
@@ -96,7 +95,7 @@ vgpu_slot_common:
   lea vgpu_slot_targets(%rip), %r10
   jmp *(%r10,%r11,8)
   .size vgpu_slot_common, . - vgpu_slot_common
-)");
+  )");
 // clang-format on
 
 extern "C" void vgpu_slot_trampolines();
@@ -137,12 +136,10 @@ bool takes_contexts(TableId id) {
   }
 }
 
-std::atomic<size_t> g_next_trampoline{0};
-
 // The trampoline that goes to `real`; nullptr when all are taken (the slot is then handed out
 // as it is, with one line).
 const void* trampoline_to(const void* real) {
-  const size_t i = g_next_trampoline.fetch_add(1, std::memory_order_relaxed);
+  const size_t i = Passthrough::get().export_tables().next_trampoline.fetch_add(1, std::memory_order_relaxed);
   if (i >= kSlotTrampolines) {
     log::once(log::Level::warn, "slot trampolines",
               "passthrough: more private table slots than trampolines; the rest take no stub contexts");

@@ -2,7 +2,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 extern "C" {
 uintptr_t vgpu_context_stub_base = 0;
@@ -20,30 +19,26 @@ struct alignas(64) Stub {
 };
 static_assert(sizeof(Stub) == 64);
 
-std::once_flag g_once;
-int g_count = 0;
-
 }  // namespace
 
 void create(int devices) {
-  std::call_once(g_once, [devices] {
-    if (devices <= 0) return;
-    // Never freed: the program keeps the handles until it exits.
-    auto* block = static_cast<Stub*>(std::aligned_alloc(64, sizeof(Stub) * static_cast<size_t>(devices)));
-    if (block == nullptr) return;
-    for (int v = 0; v < devices; ++v) {
-      std::memset(&block[v], 0, sizeof(Stub));
-      std::strncpy(block[v].what, "vgpu: a virtual primary context, no real one yet", sizeof(block[v].what) - 1);
-      block[v].device = v;
-    }
-    g_count = devices;
-    __atomic_store_n(&vgpu_context_stub_base, reinterpret_cast<uintptr_t>(block), __ATOMIC_RELAXED);
-    __atomic_store_n(&vgpu_context_stub_span, sizeof(Stub) * static_cast<size_t>(devices), __ATOMIC_RELEASE);
-  });
+  // Called once, by the backend's state (made once per process, before any handle is handed out).
+  if (devices <= 0 || active()) return;
+  // Never freed: the program keeps the handles until it exits.
+  auto* block = static_cast<Stub*>(std::aligned_alloc(64, sizeof(Stub) * static_cast<size_t>(devices)));
+  if (block == nullptr) return;
+  for (int v = 0; v < devices; ++v) {
+    std::memset(&block[v], 0, sizeof(Stub));
+    std::strncpy(block[v].what, "vgpu: a virtual primary context, no real one yet", sizeof(block[v].what) - 1);
+    block[v].device = v;
+  }
+  __atomic_store_n(&vgpu_context_stub_base, reinterpret_cast<uintptr_t>(block), __ATOMIC_RELAXED);
+  __atomic_store_n(&vgpu_context_stub_span, sizeof(Stub) * static_cast<size_t>(devices), __ATOMIC_RELEASE);
 }
 
 CUcontext stub(int v) {
-  if (v < 0 || __atomic_load_n(&vgpu_context_stub_span, __ATOMIC_ACQUIRE) == 0 || v >= g_count) return nullptr;
+  if (v < 0 || static_cast<uintptr_t>(v) >= __atomic_load_n(&vgpu_context_stub_span, __ATOMIC_ACQUIRE) / sizeof(Stub))
+    return nullptr;
   return reinterpret_cast<CUcontext>(__atomic_load_n(&vgpu_context_stub_base, __ATOMIC_RELAXED) + 64 * static_cast<uintptr_t>(v));
 }
 

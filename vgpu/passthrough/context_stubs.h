@@ -25,7 +25,8 @@ extern uintptr_t vgpu_context_stub_span __attribute__((visibility("hidden")));
 
 namespace vgpu::pt::context_stubs {
 
-// Makes the block for `devices` virtual devices (once; later calls keep the first block).
+// Makes the block for `devices` virtual devices (PassState's constructor, once per process; a
+// later call keeps the first block).
 void create(int devices);
 // Virtual device v's stub; nullptr before create() or for a device past the block.
 CUcontext stub(int v);

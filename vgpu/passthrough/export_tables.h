@@ -3,6 +3,8 @@
 #pragma once
 
 #include <array>
+#include <atomic>
+#include <cstddef>
 #include <mutex>
 #include <vector>
 
@@ -30,6 +32,7 @@ struct ExportTables {
   // Only with VGPU_LAZY_CONTEXTS (context_slots.h): copies whose slots translate stub contexts,
   // by table id.
   std::array<TableCopy, darkapi::kTableCount> with_contexts;
+  std::atomic<size_t> next_trampoline{0};  // the next free entry of vgpu_slot_targets
 };
 
 }  // namespace vgpu::pt
