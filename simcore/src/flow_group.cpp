@@ -173,11 +173,12 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   int links = 0;
   dep_link_.clear();
   uint32_t stride = 0;  // every member's count of dependencies while they agree, else 0
+  g.handle = ids_.open_handle(slot);
   for (uint32_t j = 0; j < m; ++j) {
     const uint32_t k = members[j];
     const NewEvent& e = events[k];
     const EventId id = ids[k];
-    ids_.bind_member(id, slot, j);
+    ids_.bind_handle(id, g.handle, j);
     FlowGroup::Member& mb = g.members[j];
     mb.id = id;
     mb.src = e.gpu;
@@ -674,6 +675,7 @@ void Simulator::split(uint32_t gslot, Time now) {
   G.phase = Phase::done;
   G.group = kNoGroup;
   dead_slots_.push_back(gslot);
+  if (groups_[gi].handle != FlowGroup::kNoHandle) ids_.close_handle(groups_[gi].handle);
   groups_[gi].reset();
   free_groups_.push_back(gi);
 
@@ -722,13 +724,14 @@ void Simulator::retire_group(uint32_t slot) {
   FlowGroup& g = groups_[gi];
   if (record_timeline_) append_member_entries(r, retired_timeline_);
   if (r.indexed) unindex_group(r);
-  uint64_t members = 0;
-  for (const FlowGroup::Member& mb : g.members) {
-    if (mb.id == kNoEvent) continue;
-    ++members;
-    ids_.retire(mb.id, Interval{r.start, r.finish});
-  }
-  live_ -= members;
+  const Interval final_interval{r.start, r.finish};
+  // Its members' ids through its handle at once, unless one was released while live: then
+  // one by one (those taken out were rebound: neither way reaches them).
+  if (g.handle == FlowGroup::kNoHandle || !ids_.retire_handle(g.handle, final_interval))
+    for (const FlowGroup::Member& mb : g.members)
+      if (mb.id != kNoEvent) ids_.retire(mb.id, final_interval);
+  live_ -= g.live;
+  if (g.handle != FlowGroup::kNoHandle) ids_.close_handle(g.handle);
   g.reset();
   free_groups_.push_back(gi);
   r.group = kNoGroup;

@@ -17,8 +17,14 @@ EventId IdTable::add(uint32_t slot) {
 
 void IdTable::retire(EventId id, const Interval& final_interval) {
   Chunk* c = chunk_of(id);
-  if (c == nullptr || c->slot[index(id)] == kRetired) return;
-  c->slot[index(id)] = kRetired;
+  if (c == nullptr) return;
+  uint32_t& s = c->slot[index(id)];
+  if (s == kRetired) return;
+  if (is_handle(s)) {
+    if (handles_[s & ~kHandleBit].slot == kRetired) return;  // retired with its group
+    drop_ref(s & ~kHandleBit);
+  }
+  s = kRetired;
   c->result[index(id)] = final_interval;
   // Only a chunk whose count just reached full can be freed: testing the counters after every
   // increment read the two 4-byte counts as one 8-byte word right after the 4-byte store, a
@@ -33,6 +39,19 @@ void IdTable::release(EventId id) {
   const uint64_t bit = uint64_t{1} << (index(id) % 64);
   if (word & bit) return;
   word |= bit;
+  uint32_t& s = c->slot[index(id)];
+  if (is_handle(s)) {
+    const uint32_t h = s & ~kHandleBit;
+    if (handles_[h].slot == kRetired) {
+      // Retired with its group: now an ordinary retired id, counted in its chunk.
+      c->result[index(id)] = handles_[h].result;
+      s = kRetired;
+      drop_ref(h);
+      ++c->retired;
+    } else {
+      ++handles_[h].released_live;
+    }
+  }
   if (++c->released == kChunk) maybe_free(id);
 }
 
@@ -52,6 +71,22 @@ void IdTable::maybe_free(EventId id) {
   }
 }
 
-size_t IdTable::bytes() const { return held_ * sizeof(Chunk) + chunks_.capacity() * sizeof(chunks_[0]); }
+uint32_t IdTable::open_handle(uint32_t slot) {
+  uint32_t h;
+  if (free_handles_.empty()) {
+    h = static_cast<uint32_t>(handles_.size());
+    handles_.emplace_back();
+  } else {
+    h = free_handles_.back();
+    free_handles_.pop_back();
+  }
+  handles_[h] = Handle{slot, 1, 0, Interval{}};
+  return h;
+}
+
+size_t IdTable::bytes() const {
+  return held_ * sizeof(Chunk) + chunks_.capacity() * sizeof(chunks_[0]) +
+         handles_.capacity() * sizeof(Handle) + free_handles_.capacity() * sizeof(uint32_t);
+}
 
 }  // namespace simcore::detail
