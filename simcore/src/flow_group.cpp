@@ -173,12 +173,19 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   int links = 0;
   dep_link_.clear();
   uint32_t stride = 0;  // every member's count of dependencies while they agree, else 0
-  g.handle = ids_.open_handle(slot);
+  // Members are in call order: their ids lie from the first's to the last's.
+  if (IdTable::can_share(ids[members[0]], ids[members[m - 1]]))
+    g.handle = ids_.open_handle(slot, ids[members[0]]);
   for (uint32_t j = 0; j < m; ++j) {
     const uint32_t k = members[j];
     const NewEvent& e = events[k];
     const EventId id = ids[k];
-    ids_.bind_handle(id, g.handle, j);
+    if (g.handle != FlowGroup::kNoHandle) {
+      ids_.bind_handle(id, g.handle, j);
+    } else {
+      ids_.rebind(id, slot);
+      ids_.set_member(id, j);
+    }
     FlowGroup::Member& mb = g.members[j];
     mb.id = id;
     mb.src = e.gpu;
@@ -725,13 +732,16 @@ void Simulator::retire_group(uint32_t slot) {
   if (record_timeline_) append_member_entries(r, retired_timeline_);
   if (r.indexed) unindex_group(r);
   const Interval final_interval{r.start, r.finish};
-  // Its members' ids through its handle at once, unless one was released while live: then
-  // one by one (those taken out were rebound: neither way reaches them).
-  if (g.handle == FlowGroup::kNoHandle || !ids_.retire_handle(g.handle, final_interval))
+  // Its members' ids through its handle at once, else one by one (those taken out were
+  // rebound: neither way reaches them).
+  if (g.handle != FlowGroup::kNoHandle) {
+    ids_.retire_handle(g.handle, final_interval);
+    ids_.close_handle(g.handle);
+  } else {
     for (const FlowGroup::Member& mb : g.members)
       if (mb.id != kNoEvent) ids_.retire(mb.id, final_interval);
+  }
   live_ -= g.live;
-  if (g.handle != FlowGroup::kNoHandle) ids_.close_handle(g.handle);
   g.reset();
   free_groups_.push_back(gi);
   r.group = kNoGroup;

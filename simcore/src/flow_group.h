@@ -134,7 +134,8 @@ struct FlowGroup {
   // entry (cold since its submission: two thirds of that function's samples).
   uint8_t dep_stride = 0;
   // Its members' ids name it through this IdTable handle (kNoHandle: each its record slot, as
-  // a group made by extract() does): its retirement is then one write (IdTable::retire_handle()).
+  // in a group made by extract(), or from a call spanning more chunks than a handle counts):
+  // its retirement is then one write and a count per chunk (IdTable::retire_handle()).
   static constexpr uint32_t kNoHandle = 0xFFFFFFFFu;
   uint32_t handle = kNoHandle;
 

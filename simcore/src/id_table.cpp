@@ -22,7 +22,7 @@ void IdTable::retire(EventId id, const Interval& final_interval) {
   if (s == kRetired) return;
   if (is_handle(s)) {
     if (handles_[s & ~kHandleBit].slot == kRetired) return;  // retired with its group
-    drop_ref(s & ~kHandleBit);
+    unbind(s, id);
   }
   s = kRetired;
   c->result[index(id)] = final_interval;
@@ -32,6 +32,19 @@ void IdTable::retire(EventId id, const Interval& final_interval) {
   if (++c->retired == kChunk) maybe_free(id);
 }
 
+void IdTable::retire_handle(uint32_t handle, const Interval& final_interval) {
+  Handle& h = handles_[handle];
+  h.slot = kRetired;
+  h.result = final_interval;
+  for (int k = 0; k < kHandleChunks; ++k) {
+    if (h.count[k] == 0) continue;
+    const EventId any = (h.first_chunk + static_cast<uint64_t>(k)) * kChunk + 1;
+    Chunk* c = chunk_of(any);  // held: it holds live ids until now
+    c->retired += h.count[k];
+    if (c->retired == kChunk) maybe_free(any);
+  }
+}
+
 void IdTable::release(EventId id) {
   Chunk* c = chunk_of(id);
   if (c == nullptr) return;
@@ -39,19 +52,6 @@ void IdTable::release(EventId id) {
   const uint64_t bit = uint64_t{1} << (index(id) % 64);
   if (word & bit) return;
   word |= bit;
-  uint32_t& s = c->slot[index(id)];
-  if (is_handle(s)) {
-    const uint32_t h = s & ~kHandleBit;
-    if (handles_[h].slot == kRetired) {
-      // Retired with its group: now an ordinary retired id, counted in its chunk.
-      c->result[index(id)] = handles_[h].result;
-      s = kRetired;
-      drop_ref(h);
-      ++c->retired;
-    } else {
-      ++handles_[h].released_live;
-    }
-  }
   if (++c->released == kChunk) maybe_free(id);
 }
 
@@ -59,6 +59,9 @@ void IdTable::maybe_free(EventId id) {
   Chunk* c = chunk_of(id);
   // Only a full chunk: ids still to come would land in a freed one.
   if (c == nullptr || c->retired != kChunk || c->released != kChunk) return;
+  // Its ids retired with their group let go of the group's handle.
+  for (uint32_t k = 0; k < kChunk; ++k)
+    if (is_handle(c->slot[k])) drop_ref(c->slot[k] & ~kHandleBit);
   chunks_[front_ + static_cast<size_t>((id - first_) / kChunk)].reset();
   --held_;
   while (front_ < chunks_.size() && chunks_[front_] == nullptr) {
@@ -71,7 +74,7 @@ void IdTable::maybe_free(EventId id) {
   }
 }
 
-uint32_t IdTable::open_handle(uint32_t slot) {
+uint32_t IdTable::open_handle(uint32_t slot, EventId first) {
   uint32_t h;
   if (free_handles_.empty()) {
     h = static_cast<uint32_t>(handles_.size());
@@ -80,7 +83,10 @@ uint32_t IdTable::open_handle(uint32_t slot) {
     h = free_handles_.back();
     free_handles_.pop_back();
   }
-  handles_[h] = Handle{slot, 1, 0, Interval{}};
+  handles_[h] = Handle{};
+  handles_[h].slot = slot;
+  handles_[h].refs = 1;
+  handles_[h].first_chunk = chunk_number(first);
   return h;
 }
 

@@ -10,10 +10,10 @@
 // The members of a flow group (flow_group.h) name the group through a handle (open_handle(),
 // bind_handle()): one small entry, shared by all of them, that holds the group's record slot
 // while it lives and its final interval once it retires (retire_handle()). A group's
-// retirement then writes one entry, not one per member: on a 4096-GPU ring a group retires
-// ~180 steps after its submission, and reading its members and writing their ids was two
-// cache misses per flow (an eighth of the run). A member's own entry becomes an ordinary
-// retired one when it is released (then its chunk can go) or retired alone.
+// retirement then writes one entry and a count in each of the (at most kHandleChunks) chunks
+// its ids lie in, not one entry per member: on a 4096-GPU ring a group retires ~180 steps after
+// its submission, and reading its members and writing their ids was two cache misses per flow
+// (an eighth of the run). An id keeps naming the handle until its chunk goes.
 #pragma once
 
 #include <cstdint>
@@ -60,31 +60,31 @@ class IdTable {
   // A live id's event moved to another slot (a flow group split into its members).
   void rebind(EventId id, uint32_t slot) {
     uint32_t& s = chunk_of(id)->slot[index(id)];
-    if (is_handle(s)) drop_ref(s & ~kHandleBit);
+    unbind(s, id);
     s = slot;
   }
-  // A handle for a flow group in record `slot`; the group holds one reference to it until
-  // close_handle().
-  uint32_t open_handle(uint32_t slot);
+  // Ids first..last (one call's, a group's members) can share a handle: they lie in at most
+  // kHandleChunks chunks.
+  static bool can_share(EventId first, EventId last) {
+    return chunk_number(last) - chunk_number(first) < kHandleChunks;
+  }
+  // A handle for a flow group in record `slot` whose members' ids lie from `first` on
+  // (can_share()); the group holds one reference to it until close_handle().
+  uint32_t open_handle(uint32_t slot, EventId first);
   // A live id's event is member `position` of the group behind `handle`.
   void bind_handle(EventId id, uint32_t handle, uint32_t position) {
     Chunk* c = chunk_of(id);
     uint32_t& s = c->slot[index(id)];
-    if (is_handle(s)) drop_ref(s & ~kHandleBit);
+    unbind(s, id);
+    Handle& h = handles_[handle];
     s = kHandleBit | handle;
-    ++handles_[handle].refs;
+    ++h.refs;
+    ++h.count[chunk_number(id) - h.first_chunk];
     c->result[index(id)].start = static_cast<double>(position);
   }
-  // Every id still bound to `handle` is retired with `final_interval`, in one write. False
-  // (nothing done) when one of them was released while live: the chunk's count of retired
-  // ids must then see each of them (retire() them one by one).
-  bool retire_handle(uint32_t handle, const Interval& final_interval) {
-    Handle& h = handles_[handle];
-    if (h.released_live != 0) return false;
-    h.slot = kRetired;
-    h.result = final_interval;
-    return true;
-  }
+  // Every id still bound to `handle` is retired with `final_interval`: one write, and each of
+  // its chunks counts its ids retired at once.
+  void retire_handle(uint32_t handle, const Interval& final_interval);
   // The group lets go of its handle (it retired or came apart).
   void close_handle(uint32_t handle) { drop_ref(handle); }
   // A live id's position among its flow group's members (flow_group.h). Kept where the final
@@ -102,18 +102,29 @@ class IdTable {
 
  private:
   static constexpr uint32_t kHandleBit = 0x80000000u;  // a slot entry naming a handle
+  static constexpr int kHandleChunks = 3;  // a call of up to 2 * kChunk + 1 ids fits
   // A group's entry: its record slot (kRetired once retired) and then its final interval;
-  // refs counts the ids bound to it and the group itself.
+  // refs counts the ids bound to it (until their chunk goes) and the group itself; count[k]
+  // its live members' ids in chunk first_chunk + k (what each chunk counts retired at once).
   struct Handle {
     uint32_t slot = kRetired;
     uint32_t refs = 0;
-    uint32_t released_live = 0;  // ids bound to it released before it retired
     Interval result;
+    uint64_t first_chunk = 0;
+    uint32_t count[kHandleChunks] = {};
   };
+  static uint64_t chunk_number(EventId id) { return (id - 1) / kChunk; }
   static bool is_handle(uint32_t s) { return (s & kHandleBit) != 0 && s != kRetired; }
   uint32_t resolve(uint32_t s) const { return is_handle(s) ? handles_[s & ~kHandleBit].slot : s; }
   void drop_ref(uint32_t handle) {
     if (--handles_[handle].refs == 0) free_handles_.push_back(handle);
+  }
+  // A live id bound to a handle (entry `s`) leaves it.
+  void unbind(uint32_t s, EventId id) {
+    if (!is_handle(s)) return;
+    Handle& h = handles_[s & ~kHandleBit];
+    --h.count[chunk_number(id) - h.first_chunk];
+    drop_ref(s & ~kHandleBit);
   }
   struct Chunk {
     uint32_t slot[kChunk];

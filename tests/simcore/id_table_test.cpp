@@ -100,12 +100,11 @@ TEST(IdTable, AChunkGoesOnlyWithAllItsIdsAndTheFrontStaysKnown) {
 }
 
 // Flow groups' members bound through handles (as Simulator::submit_group() binds them), in a
-// sliding window as a ring's steps go: each group retired through its handle at once, or one
-// by one where a member was released while live (retire_handle() refuses then); some members
-// rebound to their own slot first (a group split). Every id answers its group's slot while
-// live and its group's interval once retired, before and after its release; a chunk goes
-// exactly when all its ids are retired and released, and no handle is left once every group
-// is closed and every id released.
+// sliding window as a ring's steps go: each group retired through its handle at once, some
+// members released while live, some rebound to their own slot first (a group split). Every id
+// answers its group's slot while live and its group's interval once retired, before and after
+// its release; every chunk but the last goes once all its ids are retired and released, and no
+// handle is left once every group is closed and every id released.
 TEST(IdTable, GroupHandlesRetireTheirMembersAtOnceAndChunksStillGo) {
   IdTable t;
   std::mt19937_64 rng(11);
@@ -118,20 +117,21 @@ TEST(IdTable, GroupHandlesRetireTheirMembersAtOnceAndChunksStillGo) {
   std::deque<Group> live;
   std::vector<std::pair<EventId, Interval>> retired_unreleased;
   std::vector<bool> released(1, false);
-  const int steps = 400;
+  const int steps = 384;
   uint32_t next_slot = 1;
   for (int s = 0; s < steps || !live.empty(); ++s) {
     if (s < steps) {
-      // A step of 40 ids: three groups of interleaved members, the rest alone.
+      // A step of 32 ids: three groups of interleaved members, the rest alone (384 steps fill
+      // three chunks exactly, so that all of them can go).
       std::vector<EventId> ids;
-      for (int k = 0; k < 40; ++k) {
+      for (int k = 0; k < 32; ++k) {
         ids.push_back(t.add(IdTable::kRetired));
         released.push_back(false);
       }
       for (int gi = 0; gi < 3; ++gi) {
         Group g{0, next_slot++, {}, {}};
-        g.handle = t.open_handle(g.slot);
-        for (int k = gi; k < 40; k += 4) {
+        g.handle = t.open_handle(g.slot, ids[gi]);
+        for (int k = gi; k < 32; k += 4) {
           t.bind_handle(ids[k], g.handle, static_cast<uint32_t>(g.ids.size()));
           g.ids.push_back(ids[k]);
         }
@@ -150,7 +150,7 @@ TEST(IdTable, GroupHandlesRetireTheirMembersAtOnceAndChunksStillGo) {
         }
         live.push_back(std::move(g));
       }
-      for (int k = 3; k < 40; k += 4) {
+      for (int k = 3; k < 32; k += 4) {
         t.rebind(ids[k], next_slot++);
         t.retire(ids[k], Interval{double(s), double(s) + 1});
         retired_unreleased.emplace_back(ids[k], Interval{double(s), double(s) + 1});
@@ -163,8 +163,7 @@ TEST(IdTable, GroupHandlesRetireTheirMembersAtOnceAndChunksStillGo) {
       Group g = std::move(live.front());
       live.pop_front();
       const Interval iv{double(g.slot), double(g.slot) + 0.25};
-      if (!t.retire_handle(g.handle, iv))
-        for (EventId id : g.ids) t.retire(id, iv);
+      t.retire_handle(g.handle, iv);
       t.close_handle(g.handle);
       for (EventId id : g.apart) t.retire(id, iv);
       for (EventId id : g.ids) {
@@ -188,8 +187,8 @@ TEST(IdTable, GroupHandlesRetireTheirMembersAtOnceAndChunksStillGo) {
       released[id] = true;
     }
   }
-  const EventId total = t.last();
-  for (EventId id = 1; id <= (total / IdTable::kChunk) * IdTable::kChunk; ++id) ASSERT_FALSE(t.present(id)) << id;
+  ASSERT_EQ(t.last(), 3 * IdTable::kChunk);
+  for (EventId id = 1; id <= t.last(); ++id) ASSERT_FALSE(t.present(id)) << id;
   EXPECT_EQ(t.handles_held(), 0u);
 }
 
