@@ -185,8 +185,7 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
     if (g.handle != FlowGroup::kNoHandle) {
       ids_.bind_handle(id, g.handle, j);
     } else {
-      ids_.rebind(id, slot);
-      ids_.set_member(id, j);
+      ids_.bind_member(id, slot, j);  // (a fresh id: no handle to leave)
     }
     FlowGroup::Member& mb = g.members[j];
     mb.id = id;

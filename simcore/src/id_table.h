@@ -87,6 +87,12 @@ class IdTable {
   void retire_handle(uint32_t handle, const Interval& final_interval);
   // The group lets go of its handle (it retired or came apart).
   void close_handle(uint32_t handle) { drop_ref(handle); }
+  // rebind() and set_member() at once, for an id not bound to a handle (one chunk lookup).
+  void bind_member(EventId id, uint32_t slot, uint32_t position) {
+    Chunk* c = chunk_of(id);
+    c->slot[index(id)] = slot;
+    c->result[index(id)].start = static_cast<double>(position);
+  }
   // A live id's position among its flow group's members (flow_group.h). Kept where the final
   // interval goes once the id retires, which a live id does not use.
   void set_member(EventId id, uint32_t position) {
@@ -114,7 +120,8 @@ class IdTable {
     uint32_t count[kHandleChunks] = {};
   };
   static uint64_t chunk_number(EventId id) { return (id - 1) / kChunk; }
-  static bool is_handle(uint32_t s) { return (s & kHandleBit) != 0 && s != kRetired; }
+  // Handles are kHandleBit | h, below kRetired: one unsigned comparison.
+  static bool is_handle(uint32_t s) { return s - kHandleBit < kRetired - kHandleBit; }
   uint32_t resolve(uint32_t s) const { return is_handle(s) ? handles_[s & ~kHandleBit].slot : s; }
   void drop_ref(uint32_t handle) {
     if (--handles_[handle].refs == 0) free_handles_.push_back(handle);
