@@ -133,6 +133,11 @@ struct FlowGroup {
   // deps[j * dep_stride ..): group_deps_done() then walks dep_link alone, not each member's
   // entry (cold since its submission: two thirds of that function's samples).
   uint8_t dep_stride = 0;
+  // Its members' ids name it through this IdTable handle (kNoHandle: each its record slot, as
+  // in a group made by extract(), or from a call spanning more chunks than a handle counts):
+  // its retirement is then one write and a count per chunk (IdTable::retire_handle()).
+  static constexpr uint32_t kNoHandle = 0xFFFFFFFFu;
+  uint32_t handle = kNoHandle;
 
   // Empty again, for the next group to take this entry (Simulator::allocate_group()). A large
   // ring ends a group and makes one every dozen flows: its arrays' malloc and free were a
@@ -158,6 +163,7 @@ struct FlowGroup {
     links_sorted = false;
     linked = 0;
     dep_stride = 0;
+    handle = kNoHandle;
     members.clear();
     sched.clear();
     ready.clear();

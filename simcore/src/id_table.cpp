@@ -17,13 +17,32 @@ EventId IdTable::add(uint32_t slot) {
 
 void IdTable::retire(EventId id, const Interval& final_interval) {
   Chunk* c = chunk_of(id);
-  if (c == nullptr || c->slot[index(id)] == kRetired) return;
-  c->slot[index(id)] = kRetired;
+  if (c == nullptr) return;
+  uint32_t& s = c->slot[index(id)];
+  if (s == kRetired) return;
+  if (is_handle(s)) {
+    if (handles_[s & ~kHandleBit].slot == kRetired) return;  // retired with its group
+    unbind(s, id);
+  }
+  s = kRetired;
   c->result[index(id)] = final_interval;
   // Only a chunk whose count just reached full can be freed: testing the counters after every
   // increment read the two 4-byte counts as one 8-byte word right after the 4-byte store, a
   // store-forwarding stall per retired id (4% of a 4096-GPU ring).
   if (++c->retired == kChunk) maybe_free(id);
+}
+
+void IdTable::retire_handle(uint32_t handle, const Interval& final_interval) {
+  Handle& h = handles_[handle];
+  h.slot = kRetired;
+  h.result = final_interval;
+  for (int k = 0; k < kHandleChunks; ++k) {
+    if (h.count[k] == 0) continue;
+    const EventId any = (h.first_chunk + static_cast<uint64_t>(k)) * kChunk + 1;
+    Chunk* c = chunk_of(any);  // held: it holds live ids until now
+    c->retired += h.count[k];
+    if (c->retired == kChunk) maybe_free(any);
+  }
 }
 
 void IdTable::release(EventId id) {
@@ -40,6 +59,9 @@ void IdTable::maybe_free(EventId id) {
   Chunk* c = chunk_of(id);
   // Only a full chunk: ids still to come would land in a freed one.
   if (c == nullptr || c->retired != kChunk || c->released != kChunk) return;
+  // Its ids retired with their group let go of the group's handle.
+  for (uint32_t k = 0; k < kChunk; ++k)
+    if (is_handle(c->slot[k])) drop_ref(c->slot[k] & ~kHandleBit);
   chunks_[front_ + static_cast<size_t>((id - first_) / kChunk)].reset();
   --held_;
   while (front_ < chunks_.size() && chunks_[front_] == nullptr) {
@@ -52,6 +74,25 @@ void IdTable::maybe_free(EventId id) {
   }
 }
 
-size_t IdTable::bytes() const { return held_ * sizeof(Chunk) + chunks_.capacity() * sizeof(chunks_[0]); }
+uint32_t IdTable::open_handle(uint32_t slot, EventId first) {
+  uint32_t h;
+  if (free_handles_.empty()) {
+    h = static_cast<uint32_t>(handles_.size());
+    handles_.emplace_back();
+  } else {
+    h = free_handles_.back();
+    free_handles_.pop_back();
+  }
+  handles_[h] = Handle{};
+  handles_[h].slot = slot;
+  handles_[h].refs = 1;
+  handles_[h].first_chunk = chunk_number(first);
+  return h;
+}
+
+size_t IdTable::bytes() const {
+  return held_ * sizeof(Chunk) + chunks_.capacity() * sizeof(chunks_[0]) +
+         handles_.capacity() * sizeof(Handle) + free_handles_.capacity() * sizeof(uint32_t);
+}
 
 }  // namespace simcore::detail

@@ -6,6 +6,14 @@
 // A user that never releases (vgpu-netsim, the NCCL plugin, vgpud's clients) keeps everything,
 // as before. An id whose chunk was freed is no longer known (queries answer nullopt, a
 // dependency on it is refused), never a dangling read.
+//
+// The members of a flow group (flow_group.h) name the group through a handle (open_handle(),
+// bind_handle()): one small entry, shared by all of them, that holds the group's record slot
+// while it lives and its final interval once it retires (retire_handle()). A group's
+// retirement then writes one entry and a count in each of the (at most kHandleChunks) chunks
+// its ids lie in, not one entry per member: on a 4096-GPU ring a group retires ~180 steps after
+// its submission, and reading its members and writing their ids was two cache misses per flow
+// (an eighth of the run). An id keeps naming the handle until its chunk goes.
 #pragma once
 
 #include <cstdint>
@@ -29,13 +37,18 @@ class IdTable {
   bool present(EventId id) const { return chunk_of(id) != nullptr; }
 
   // Only for present ids.
-  uint32_t slot(EventId id) const { return chunk_of(id)->slot[index(id)]; }
+  uint32_t slot(EventId id) const { return resolve(chunk_of(id)->slot[index(id)]); }
   // slot(), or kRetired for an id that is not present.
   uint32_t slot_or_retired(EventId id) const {
     const Chunk* c = chunk_of(id);
-    return c ? c->slot[index(id)] : kRetired;
+    return c ? resolve(c->slot[index(id)]) : kRetired;
   }
-  const Interval& result(EventId id) const { return chunk_of(id)->result[index(id)]; }
+  // Only for retired ids (slot() == kRetired).
+  const Interval& result(EventId id) const {
+    const Chunk* c = chunk_of(id);
+    const uint32_t s = c->slot[index(id)];
+    return is_handle(s) ? handles_[s & ~kHandleBit].result : c->result[index(id)];
+  }
   // Fetches an id's lines ahead of a retire() (any id: an unknown one fetches nothing).
   void prefetch(EventId id) const {
     if (const Chunk* c = chunk_of(id)) {
@@ -45,17 +58,45 @@ class IdTable {
   }
   void retire(EventId id, const Interval& final_interval);
   // A live id's event moved to another slot (a flow group split into its members).
-  void rebind(EventId id, uint32_t slot) { chunk_of(id)->slot[index(id)] = slot; }
-  // A live id's position among its flow group's members (flow_group.h). Kept where the final
-  // interval goes once the id retires, which a live id does not use.
-  void set_member(EventId id, uint32_t position) {
-    chunk_of(id)->result[index(id)].start = static_cast<double>(position);
+  void rebind(EventId id, uint32_t slot) {
+    uint32_t& s = chunk_of(id)->slot[index(id)];
+    unbind(s, id);
+    s = slot;
   }
-  // rebind() and set_member() at once (one lookup of the id's chunk).
+  // Ids first..last (one call's, a group's members) can share a handle: they lie in at most
+  // kHandleChunks chunks.
+  static bool can_share(EventId first, EventId last) {
+    return chunk_number(last) - chunk_number(first) < kHandleChunks;
+  }
+  // A handle for a flow group in record `slot` whose members' ids lie from `first` on
+  // (can_share()); the group holds one reference to it until close_handle().
+  uint32_t open_handle(uint32_t slot, EventId first);
+  // A live id's event is member `position` of the group behind `handle`.
+  void bind_handle(EventId id, uint32_t handle, uint32_t position) {
+    Chunk* c = chunk_of(id);
+    uint32_t& s = c->slot[index(id)];
+    unbind(s, id);
+    Handle& h = handles_[handle];
+    s = kHandleBit | handle;
+    ++h.refs;
+    ++h.count[chunk_number(id) - h.first_chunk];
+    c->result[index(id)].start = static_cast<double>(position);
+  }
+  // Every id still bound to `handle` is retired with `final_interval`: one write, and each of
+  // its chunks counts its ids retired at once.
+  void retire_handle(uint32_t handle, const Interval& final_interval);
+  // The group lets go of its handle (it retired or came apart).
+  void close_handle(uint32_t handle) { drop_ref(handle); }
+  // rebind() and set_member() at once, for an id not bound to a handle (one chunk lookup).
   void bind_member(EventId id, uint32_t slot, uint32_t position) {
     Chunk* c = chunk_of(id);
     c->slot[index(id)] = slot;
     c->result[index(id)].start = static_cast<double>(position);
+  }
+  // A live id's position among its flow group's members (flow_group.h). Kept where the final
+  // interval goes once the id retires, which a live id does not use.
+  void set_member(EventId id, uint32_t position) {
+    chunk_of(id)->result[index(id)].start = static_cast<double>(position);
   }
   uint32_t member(EventId id) const { return static_cast<uint32_t>(chunk_of(id)->result[index(id)].start); }
 
@@ -63,8 +104,35 @@ class IdTable {
   void release(EventId id);
 
   size_t bytes() const;
+  size_t handles_held() const { return handles_.size() - free_handles_.size(); }
 
  private:
+  static constexpr uint32_t kHandleBit = 0x80000000u;  // a slot entry naming a handle
+  static constexpr int kHandleChunks = 3;  // a call of up to 2 * kChunk + 1 ids fits
+  // A group's entry: its record slot (kRetired once retired) and then its final interval;
+  // refs counts the ids bound to it (until their chunk goes) and the group itself; count[k]
+  // its live members' ids in chunk first_chunk + k (what each chunk counts retired at once).
+  struct Handle {
+    uint32_t slot = kRetired;
+    uint32_t refs = 0;
+    Interval result;
+    uint64_t first_chunk = 0;
+    uint32_t count[kHandleChunks] = {};
+  };
+  static uint64_t chunk_number(EventId id) { return (id - 1) / kChunk; }
+  // Handles are kHandleBit | h, below kRetired: one unsigned comparison.
+  static bool is_handle(uint32_t s) { return s - kHandleBit < kRetired - kHandleBit; }
+  uint32_t resolve(uint32_t s) const { return is_handle(s) ? handles_[s & ~kHandleBit].slot : s; }
+  void drop_ref(uint32_t handle) {
+    if (--handles_[handle].refs == 0) free_handles_.push_back(handle);
+  }
+  // A live id bound to a handle (entry `s`) leaves it.
+  void unbind(uint32_t s, EventId id) {
+    if (!is_handle(s)) return;
+    Handle& h = handles_[s & ~kHandleBit];
+    --h.count[chunk_number(id) - h.first_chunk];
+    drop_ref(s & ~kHandleBit);
+  }
   struct Chunk {
     uint32_t slot[kChunk];
     Interval result[kChunk];
@@ -84,6 +152,8 @@ class IdTable {
   EventId first_ = 1;                          // first id of chunks_[front_]
   EventId last_ = 0;
   size_t held_ = 0;                            // chunks not freed
+  std::vector<Handle> handles_;
+  std::vector<uint32_t> free_handles_;
 };
 
 // Inline: the engine asks it several times per event (known, settled, interval, slot).

@@ -683,16 +683,16 @@ void Simulator::reclaim(Time floor) {
 
 // A stale entry's record may be anything (even free): its route is only a hint for prefetching,
 // and retire() does not run for it.
-// A group's stages are its entry and its first member's id (the record's id: members' ids are
-// handed out in call order, so the others mostly share its lines), then its members' lines:
-// retire_group() reads every member's id, and a 4096-GPU ring retires its groups ~90 steps
-// after their sweep, from memory (two dependent misses per group, a tenth of the run).
+// A group's stages are its entry, then (only for a group whose members are retired one by one,
+// FlowGroup::handle) its members' lines and its first member's id (the record's id: members'
+// ids are handed out in call order, so the others mostly share its lines). A group retired
+// through its handle reads neither: a 4096-GPU ring retires its groups ~180 steps after their
+// sweep, when both come from memory.
 void Simulator::prefetch_links(uint32_t slot, Route& route) const {
   const Record& r = records_[slot];
   route.count = 0;
   if (r.group != kNoGroup) {
     __builtin_prefetch(&groups_[r.group], 0, 0);
-    ids_.prefetch(r.id);
     return;
   }
   if (!r.indexed) return;
@@ -708,10 +708,13 @@ void Simulator::prefetch_fronts(uint32_t slot, const Route& route) const {
     const Record& r = records_[slot];
     if (r.group == kNoGroup) return;
     const FlowGroup& g = groups_[r.group];
-    constexpr size_t kMostLines = 8;
-    const char* p = reinterpret_cast<const char*>(g.members.data());
-    const size_t bytes = std::min(g.members.size() * sizeof(FlowGroup::Member), kMostLines * 64);
-    for (size_t line = 0; line < bytes; line += 64) __builtin_prefetch(p + line, 0, 0);
+    if (g.handle == FlowGroup::kNoHandle) {  // its members are retired one by one
+      constexpr size_t kMostLines = 8;
+      const char* p = reinterpret_cast<const char*>(g.members.data());
+      const size_t bytes = std::min(g.members.size() * sizeof(FlowGroup::Member), kMostLines * 64);
+      for (size_t line = 0; line < bytes; line += 64) __builtin_prefetch(p + line, 0, 0);
+      ids_.prefetch(r.id);
+    }
     // The entry goes to the free list and the next step's groups take it first (LIFO): the
     // arrays it keeps, which retire_group() does not read, are written as soon as it is reused.
     __builtin_prefetch(g.sched.data(), 1);

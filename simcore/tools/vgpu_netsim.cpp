@@ -20,7 +20,10 @@
 // start among the events from their lowest dependency on. After each block the replay promises
 // that floor, as a rank would (set_rank_floor), and the engine reclaims the history behind it:
 // memory stays near the engine's 20 bytes of result per event plus the ids. From standard input
-// (one pass) every event's history is kept.
+// (one pass) every event's history is kept. The outline also says which events no later line
+// names (those below the lowest dependency of the lines still to come): once final, such an
+// event's line is written and its id released to the engine, a call's worth at a time
+// (Engine::release(span)), so the engine's table of ids stays a window, not the whole trace.
 // Exit status: 0 success, 2 bad usage, configuration or trace (with "file:line: message" for
 // the trace), 1 when a file cannot be read or written.
 #include <sys/stat.h>
@@ -247,6 +250,55 @@ int main(int argc, char** argv) {
     }
   };
 
+  // Output lines, in input order: line i once event i is final (or at the end).
+  fmt::memory_buffer out;
+  auto write_line = [&](size_t i, const simcore::Interval& iv) {
+    // The line after its id is built in one buffer and appended once; write_fixed6 gives
+    // {:.6f}'s digits (fixed6.h): two numbers per event are a sizeable part of a replay.
+    char line_buf[2 * 400 + 64];
+    char* p = line_buf;
+    auto put = [&p](std::string_view text) {
+      std::memcpy(p, text.data(), text.size());
+      p += text.size();
+    };
+    put("{\"id\":");
+    if (binary) {
+      p = std::to_chars(p, p + 24, i).ptr;  // a binary trace's ids are its indices
+    } else {
+      out.append(line_buf, p);
+      p = line_buf;
+      append_json_string(out, reader.ids().id(i));
+    }
+    put(",\"start_us\":");
+    p = simcore::netsim::write_fixed6(p, iv.start * 1e6);
+    put(",\"finish_us\":");
+    p = simcore::netsim::write_fixed6(p, iv.finish * 1e6);
+    put("}\n");
+    out.append(line_buf, p);
+    if (out.size() > (1 << 20)) {
+      std::fwrite(out.data(), 1, out.size(), stdout);
+      out.clear();
+    }
+  };
+  // Lines written so far; ids released (no later line names them, their answers are final).
+  size_t emitted = 0;
+  uint64_t released = 0;
+  std::vector<simcore::EventId> to_release;
+  auto write_final = [&] {
+    const size_t b = events.size() / kBlock;  // the block of the next line (no call is open)
+    const size_t limit = std::min(events.size(), b < outline.min_dependency.size()
+                                                     ? outline.min_dependency[b]
+                                                     : size_t{0});
+    to_release.clear();
+    while (emitted < limit && engine->is_final(events[emitted])) {
+      write_line(emitted, *engine->query(events[emitted]));
+      to_release.push_back(events[emitted]);
+      ++emitted;
+    }
+    if (!to_release.empty()) engine->release(std::span<const simcore::EventId>(to_release));
+    released += to_release.size();
+  };
+
   // The flow lines of the engine call being gathered: call[0 .. in_call), their line numbers.
   constexpr size_t kCallLines = 8192;
   std::vector<simcore::FlowSpec> call(kCallLines);
@@ -266,6 +318,7 @@ int main(int argc, char** argv) {
       promised_blocks = events.size() / kBlock;
       promise_floor();
     }
+    if (promise && !opt.batch) write_final();
   };
   auto submit_call = [&] {
     if (in_call == 0) return true;
@@ -334,36 +387,7 @@ int main(int argc, char** argv) {
     return 1;
   }
 
-  fmt::memory_buffer out;
-  for (size_t i = 0; i < events.size(); ++i) {
-    const auto iv = engine->query(events[i]);
-    // The line after its id is built in one buffer and appended once; write_fixed6 gives
-    // {:.6f}'s digits (fixed6.h): two numbers per event are a sizeable part of a replay.
-    char line_buf[2 * 400 + 64];
-    char* p = line_buf;
-    auto put = [&p](std::string_view text) {
-      std::memcpy(p, text.data(), text.size());
-      p += text.size();
-    };
-    put("{\"id\":");
-    if (binary) {
-      p = std::to_chars(p, p + 24, i).ptr;  // a binary trace's ids are its indices
-    } else {
-      out.append(line_buf, p);
-      p = line_buf;
-      append_json_string(out, reader.ids().id(i));
-    }
-    put(",\"start_us\":");
-    p = simcore::netsim::write_fixed6(p, iv->start * 1e6);
-    put(",\"finish_us\":");
-    p = simcore::netsim::write_fixed6(p, iv->finish * 1e6);
-    put("}\n");
-    out.append(line_buf, p);
-    if (out.size() > (1 << 20)) {
-      std::fwrite(out.data(), 1, out.size(), stdout);
-      out.clear();
-    }
-  }
+  for (size_t i = emitted; i < events.size(); ++i) write_line(i, *engine->query(events[i]));
   std::fwrite(out.data(), 1, out.size(), stdout);
   std::fflush(stdout);
 
@@ -385,14 +409,16 @@ int main(int argc, char** argv) {
                  "vgpu-netsim: %llu events, %llu rollbacks re-simulating %llu events, %llu max-min "
                  "fillings over %llu flows\n"
                  "vgpu-netsim: memory per event: %.1f bytes (engine %.1f: history %.1f, results %.1f, "
-                 "timeline %.1f; ids and event table %.1f); %llu events live at the end\n",
+                 "timeline %.1f; ids and event table %.1f); %llu events live at the end; %llu "
+                 "events released during the replay\n",
                  static_cast<unsigned long long>(s.events_submitted),
                  static_cast<unsigned long long>(s.rollbacks),
                  static_cast<unsigned long long>(s.replayed_events),
                  static_cast<unsigned long long>(s.solves),
                  static_cast<unsigned long long>(s.solved_flows), (engine_bytes + reader_bytes) / n,
                  engine_bytes / n, s.history_bytes / n, s.result_bytes / n, s.timeline_bytes / n,
-                 reader_bytes / n, static_cast<unsigned long long>(s.events_live));
+                 reader_bytes / n, static_cast<unsigned long long>(s.events_live),
+                 static_cast<unsigned long long>(released));
     // The peak of this program's own memory (VmHWM, Linux): a parent's getrusage() would also
     // count what the process held between fork and exec, i.e. the parent's resident set.
     std::ifstream status("/proc/self/status");

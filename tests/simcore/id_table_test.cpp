@@ -2,6 +2,7 @@
 // order; a chunk is freed exactly when every one of its ids is both retired and released.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <random>
@@ -96,6 +97,99 @@ TEST(IdTable, AChunkGoesOnlyWithAllItsIdsAndTheFrontStaysKnown) {
   }
   EXPECT_FALSE(t.present(k + 1));
   EXPECT_FALSE(t.present(3 * k));
+}
+
+// Flow groups' members bound through handles (as Simulator::submit_group() binds them), in a
+// sliding window as a ring's steps go: each group retired through its handle at once, some
+// members released while live, some rebound to their own slot first (a group split). Every id
+// answers its group's slot while live and its group's interval once retired, before and after
+// its release; every chunk but the last goes once all its ids are retired and released, and no
+// handle is left once every group is closed and every id released.
+TEST(IdTable, GroupHandlesRetireTheirMembersAtOnceAndChunksStillGo) {
+  IdTable t;
+  std::mt19937_64 rng(11);
+  struct Group {
+    uint32_t handle;
+    uint32_t slot;
+    std::vector<EventId> ids;      // bound to the handle
+    std::vector<EventId> apart;    // rebound to a slot of their own, retired alone
+  };
+  std::deque<Group> live;
+  std::vector<std::pair<EventId, Interval>> retired_unreleased;
+  std::vector<bool> released(1, false);
+  const int steps = 384;
+  uint32_t next_slot = 1;
+  for (int s = 0; s < steps || !live.empty(); ++s) {
+    if (s < steps) {
+      // A step of 32 ids: three groups of interleaved members, the rest alone (384 steps fill
+      // three chunks exactly, so that all of them can go).
+      std::vector<EventId> ids;
+      for (int k = 0; k < 32; ++k) {
+        ids.push_back(t.add(IdTable::kRetired));
+        released.push_back(false);
+      }
+      for (int gi = 0; gi < 3; ++gi) {
+        Group g{0, next_slot++, {}, {}};
+        g.handle = t.open_handle(g.slot, ids[gi]);
+        for (int k = gi; k < 32; k += 4) {
+          t.bind_handle(ids[k], g.handle, static_cast<uint32_t>(g.ids.size()));
+          g.ids.push_back(ids[k]);
+        }
+        for (size_t j = 0; j < g.ids.size(); ++j) ASSERT_EQ(t.member(g.ids[j]), j);
+        // Sometimes a member leaves (a split), sometimes one is released while live.
+        if (rng() % 4 == 0) {
+          const EventId id = g.ids.back();
+          g.ids.pop_back();
+          t.rebind(id, next_slot++);
+          g.apart.push_back(id);
+        }
+        if (rng() % 5 == 0) {
+          const EventId id = g.ids[rng() % g.ids.size()];
+          t.release(id);
+          released[id] = true;
+        }
+        live.push_back(std::move(g));
+      }
+      for (int k = 3; k < 32; k += 4) {
+        t.rebind(ids[k], next_slot++);
+        t.retire(ids[k], Interval{double(s), double(s) + 1});
+        retired_unreleased.emplace_back(ids[k], Interval{double(s), double(s) + 1});
+      }
+    }
+    for (const Group& g : live)
+      for (EventId id : g.ids) ASSERT_EQ(t.slot(id), g.slot) << id;
+    // Retire the oldest groups once the window is full (or at the end).
+    while (!live.empty() && (live.size() > 30 || s >= steps)) {
+      Group g = std::move(live.front());
+      live.pop_front();
+      const Interval iv{double(g.slot), double(g.slot) + 0.25};
+      t.retire_handle(g.handle, iv);
+      t.close_handle(g.handle);
+      for (EventId id : g.apart) t.retire(id, iv);
+      for (EventId id : g.ids) {
+        if (released[id]) continue;
+        ASSERT_EQ(t.slot(id), IdTable::kRetired);
+        ASSERT_EQ(t.result(id).finish, iv.finish);
+        retired_unreleased.emplace_back(id, iv);
+      }
+      for (EventId id : g.apart) retired_unreleased.emplace_back(id, iv);
+    }
+    // Release some retired ids, in a random order.
+    std::shuffle(retired_unreleased.begin(), retired_unreleased.end(), rng);
+    const size_t keep = s < steps ? retired_unreleased.size() / 3 : 0;
+    while (retired_unreleased.size() > keep) {
+      const auto [id, iv] = retired_unreleased.back();
+      retired_unreleased.pop_back();
+      ASSERT_TRUE(t.present(id));
+      ASSERT_EQ(t.slot(id), IdTable::kRetired);
+      ASSERT_EQ(t.result(id).start, iv.start);
+      t.release(id);
+      released[id] = true;
+    }
+  }
+  ASSERT_EQ(t.last(), 3 * IdTable::kChunk);
+  for (EventId id = 1; id <= t.last(); ++id) ASSERT_FALSE(t.present(id)) << id;
+  EXPECT_EQ(t.handles_held(), 0u);
 }
 
 }  // namespace

@@ -211,6 +211,35 @@ TEST_F(NetsimCli, FloorsFromAFileDoNotChangeTheAnswer) {
   EXPECT_LT(live(file.err), 0.6 * line) << file.err;
 }
 
+// From a file, the outline says which events no later line names: once final, their lines are
+// written and their ids released to the engine as the replay goes ("N events released during the
+// replay", --stats), with the same output as standard input's run, which releases nothing. (The
+// tasks waiting on lines 3000 back keep that many ids named.)
+TEST_F(NetsimCli, AFileReplayReleasesTheIdsNoLaterLineNames) {
+  int line = 0;
+  const std::string trace = write("long.jsonl", long_trace(line));
+  const std::string bin = dir_ + "/long.bin";
+  ASSERT_EQ(run("--to-binary '" + bin + "' '" + trace + "'").status, 0);
+  const Result file = run("--stats '" + trace + "'");
+  const Result piped = run("--stats - < '" + trace + "'");
+  const Result bin_file = run("--stats '" + bin + "'");
+  const Result bin_piped = run("- < '" + bin + "'");
+  ASSERT_EQ(file.status, 0) << file.err;
+  ASSERT_EQ(piped.status, 0) << piped.err;
+  ASSERT_EQ(bin_file.status, 0) << bin_file.err;
+  ASSERT_EQ(bin_piped.status, 0) << bin_piped.err;
+  EXPECT_EQ(file.out, piped.out);
+  EXPECT_EQ(bin_file.out, bin_piped.out);
+  auto released = [](const std::string& err) {
+    const size_t at = err.find(" events released during the replay");
+    const size_t from = err.rfind(' ', at - 1);
+    return at == std::string::npos ? -1.0 : std::stod(err.substr(from + 1, at - from - 1));
+  };
+  EXPECT_GT(released(file.err), 0.3 * line) << file.err;
+  EXPECT_GT(released(bin_file.err), 0.3 * line) << bin_file.err;
+  EXPECT_EQ(released(piped.err), 0) << piped.err;
+}
+
 // Consecutive flow lines go to the engine in one add_flows() call (a ring step's like flows
 // become flow groups, which the max-min solver never sees); --one-by-one submits each line
 // alone. The answers are the same to the last digit, from a file (floors promised) and from
