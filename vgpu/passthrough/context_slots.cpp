@@ -4,6 +4,7 @@
 #include <mutex>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "passthrough/context_stubs.h"
 #include "passthrough/export_tables.h"
 #include "passthrough/passthrough.h"
@@ -152,7 +153,9 @@ const void* trampoline_to(const void* real) {
 }  // namespace
 
 const void* const* context_translating_table(TableId id, const void* const* real) {
-  if (real == nullptr || !takes_contexts(id) || !context_stubs::active()) return nullptr;
+  // By the setting, not by whether stubs exist yet: a table fetched before cuInit is kept by its
+  // caller, and a trampoline with no stub block passes every call straight on.
+  if (real == nullptr || !takes_contexts(id) || !settings::flag(settings::Id::lazy_contexts)) return nullptr;
   TableCopy& copy = Passthrough::get().export_tables().with_contexts[static_cast<size_t>(id)];
   std::call_once(copy.once, [&] {
     const size_t n = real_table_slots(real, id);
