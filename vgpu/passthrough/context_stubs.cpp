@@ -3,11 +3,6 @@
 #include <cstdlib>
 #include <cstring>
 
-extern "C" {
-uintptr_t vgpu_context_stub_base = 0;
-uintptr_t vgpu_context_stub_span = 0;
-}
-
 namespace vgpu::pt::context_stubs {
 namespace {
 
@@ -32,14 +27,14 @@ void create(int devices) {
     std::strncpy(block[v].what, "vgpu: a virtual primary context, no real one yet", sizeof(block[v].what) - 1);
     block[v].device = v;
   }
-  __atomic_store_n(&vgpu_context_stub_base, reinterpret_cast<uintptr_t>(block), __ATOMIC_RELAXED);
-  __atomic_store_n(&vgpu_context_stub_span, sizeof(Stub) * static_cast<size_t>(devices), __ATOMIC_RELEASE);
+  __atomic_store_n(&vgpu_trampoline_watch_base, reinterpret_cast<uintptr_t>(block), __ATOMIC_RELAXED);
+  __atomic_store_n(&vgpu_trampoline_watch_span, sizeof(Stub) * static_cast<size_t>(devices), __ATOMIC_RELEASE);
 }
 
 CUcontext stub(int v) {
-  if (v < 0 || static_cast<uintptr_t>(v) >= __atomic_load_n(&vgpu_context_stub_span, __ATOMIC_ACQUIRE) / sizeof(Stub))
+  if (v < 0 || static_cast<uintptr_t>(v) >= __atomic_load_n(&vgpu_trampoline_watch_span, __ATOMIC_ACQUIRE) / sizeof(Stub))
     return nullptr;
-  return reinterpret_cast<CUcontext>(__atomic_load_n(&vgpu_context_stub_base, __ATOMIC_RELAXED) + 64 * static_cast<uintptr_t>(v));
+  return reinterpret_cast<CUcontext>(__atomic_load_n(&vgpu_trampoline_watch_base, __ATOMIC_RELAXED) + 64 * static_cast<uintptr_t>(v));
 }
 
 }  // namespace vgpu::pt::context_stubs

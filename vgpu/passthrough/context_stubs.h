@@ -15,13 +15,11 @@
 #include <cstdint>
 
 #include "front/driver/cuda_api.h"
+#include "front/export_tables/register_trampolines.h"
 
-extern "C" {
-// The block's first address and its size in bytes (0: no stubs, nothing to translate). Read by the
-// trampolines without a lock: set once, before the first handle is handed out.
-extern uintptr_t vgpu_context_stub_base __attribute__((visibility("hidden")));
-extern uintptr_t vgpu_context_stub_span __attribute__((visibility("hidden")));
-}
+// The block is the range the private slots' trampolines watch (front/export_tables/
+// register_trampolines.h): vgpu_trampoline_watch_base and _span hold its first address and its size
+// in bytes (0: no stubs), set once, before the first handle is handed out.
 
 namespace vgpu::pt::context_stubs {
 
@@ -32,13 +30,13 @@ void create(int devices);
 CUcontext stub(int v);
 // The virtual device whose stub `ctx` is; -1 for any other handle (a real context, null).
 inline int device_of(CUcontext ctx) {
-  const uintptr_t span = __atomic_load_n(&vgpu_context_stub_span, __ATOMIC_ACQUIRE);  // 0 until create()
-  const uintptr_t off = reinterpret_cast<uintptr_t>(ctx) - __atomic_load_n(&vgpu_context_stub_base, __ATOMIC_RELAXED);
+  const uintptr_t span = __atomic_load_n(&vgpu_trampoline_watch_span, __ATOMIC_ACQUIRE);  // 0 until create()
+  const uintptr_t off = reinterpret_cast<uintptr_t>(ctx) - __atomic_load_n(&vgpu_trampoline_watch_base, __ATOMIC_RELAXED);
   if (off >= span) return -1;
   return static_cast<int>(off / 64);  // each stub is a 64-byte slot (context_stubs.cpp)
 }
 inline bool is_stub(CUcontext ctx) { return device_of(ctx) >= 0; }
 // Whether create() made the block (VGPU_LAZY_CONTEXTS is on).
-inline bool active() { return __atomic_load_n(&vgpu_context_stub_span, __ATOMIC_ACQUIRE) != 0; }
+inline bool active() { return __atomic_load_n(&vgpu_trampoline_watch_span, __ATOMIC_ACQUIRE) != 0; }
 
 }  // namespace vgpu::pt::context_stubs

@@ -32,7 +32,7 @@ struct ExportTables {
   // Only with VGPU_LAZY_CONTEXTS (context_slots.h): copies whose slots translate stub contexts,
   // by table id.
   std::array<TableCopy, darkapi::kTableCount> with_contexts;
-  std::atomic<size_t> next_trampoline{0};  // the next free entry of vgpu_slot_targets
+  std::atomic<size_t> next_trampoline{0};  // the next free one (front/export_tables/register_trampolines.h)
 };
 
 }  // namespace vgpu::pt
