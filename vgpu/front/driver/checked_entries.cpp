@@ -7,9 +7,13 @@
 // more (a log line naming the bad argument); whatever error return went without a line on the
 // calling thread (a NULL pointer, a call before cuInit, a stale handle found deep inside) gets
 // one here, "cuEventRecord: CUDA_ERROR_INVALID_HANDLE (400)", at level warn. Answers that are
-// not failures (CUDA_ERROR_NOT_READY from a query) are not logged. The cost on a call that
-// succeeds is one thread-local read.
+// not failures (CUDA_ERROR_NOT_READY from a query) are not logged. Where no line would be
+// written (the default level, off) an entry point is a jump to its implementation; otherwise a
+// call that succeeds costs one thread-local read.
 #define VGPU_NO_ENTRY_RENAMES 1
+
+#include <atomic>
+#include <cstdint>
 
 #include "common/log.h"
 #include "front/driver/entry_points.h"
@@ -17,16 +21,35 @@
 namespace vgpu {
 namespace {
 
-inline uint64_t lines_now() {
-  return log::enabled(log::Level::warn) ? log::lines_written_here() : 0;
-}
+// Whether error returns get their line (VGPU_LOG_LEVEL at warn or below): -1 until the first
+// call asks (log::threshold()), then 0 or 1. Read by every entry point, inline and without a
+// static's guard, whose slow path made each entry point save registers: the level's
+// out-of-line lookup, the line count and the out-of-line check of the result were ~35
+// instructions of every call, a tenth of an event record's own work (issue 21).
+std::atomic<int8_t> g_error_lines{-1};
 
-inline CUresult reported(const char* api, uint64_t lines_before, CUresult r) {
-  if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY && log::enabled(log::Level::warn) &&
-      log::lines_written_here() == lines_before)
+CUresult reported(const char* api, uint64_t lines_before, CUresult r) {
+  if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY && log::lines_written_here() == lines_before)
     log::warn("{}: {} ({})", api, error_name(r), static_cast<int>(r));
   return r;
 }
+
+// An entry point's call (`Impl`, named `api`) when error lines may be written, out of line: the
+// entry point itself is a test and a jump when none is.
+template <auto Impl> struct WithErrorLine;
+template <class... A, CUresult (*Impl)(A...)> struct WithErrorLine<Impl> {
+  const char* api;
+  [[gnu::noinline]] CUresult operator()(A... a) const {
+    int8_t lines_on = g_error_lines.load(std::memory_order_relaxed);
+    if (lines_on < 0) {
+      lines_on = log::enabled(log::Level::warn) ? 1 : 0;
+      g_error_lines.store(lines_on, std::memory_order_relaxed);
+    }
+    if (lines_on == 0) return Impl(a...);
+    const uint64_t lines = log::lines_written_here();
+    return reported(api, lines, Impl(a...));
+  }
+};
 
 }  // namespace
 }  // namespace vgpu
@@ -38,10 +61,11 @@ inline CUresult reported(const char* api, uint64_t lines_before, CUresult r) {
 #include "entries.inc"
 #undef VGPU_ENTRY
 
-#define VGPU_ENTRY(sym, params, args, forwarded)                   \
-  VGPU_EXPORT CUresult CUDAAPI sym params {                        \
-    const uint64_t lines = ::vgpu::lines_now();                    \
-    return ::vgpu::reported(#sym, lines, vgpu_impl_##sym args);    \
+#define VGPU_ENTRY(sym, params, args, forwarded)                               \
+  VGPU_EXPORT CUresult CUDAAPI sym params {                                    \
+    if (::vgpu::g_error_lines.load(std::memory_order_relaxed) == 0)            \
+      return vgpu_impl_##sym args;                                             \
+    return ::vgpu::WithErrorLine<&vgpu_impl_##sym>{#sym} args;                 \
   }
 #include "entries.inc"
 #undef VGPU_ENTRY
