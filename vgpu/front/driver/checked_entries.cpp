@@ -28,26 +28,33 @@ namespace {
 // instructions of every call, a tenth of an event record's own work (issue 21).
 std::atomic<int8_t> g_error_lines{-1};
 
-CUresult reported(const char* api, uint64_t lines_before, CUresult r) {
-  if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY && log::lines_written_here() == lines_before)
+// The lines this thread wrote before a call, or kNoLines when none are written at all (and the
+// setting, on the first call).
+constexpr uint64_t kNoLines = UINT64_MAX;
+[[gnu::noinline]] uint64_t lines_before() {
+  int8_t on = g_error_lines.load(std::memory_order_relaxed);
+  if (on < 0) {
+    on = log::enabled(log::Level::warn) ? 1 : 0;
+    g_error_lines.store(on, std::memory_order_relaxed);
+  }
+  return on != 0 ? log::lines_written_here() : kNoLines;
+}
+
+[[gnu::noinline]] CUresult reported(const char* api, uint64_t lines_before, CUresult r) {
+  if (r != CUDA_ERROR_NOT_READY && lines_before != kNoLines && log::lines_written_here() == lines_before)
     log::warn("{}: {} ({})", api, error_name(r), static_cast<int>(r));
   return r;
 }
 
-// An entry point's call (`Impl`, named `api`) when error lines may be written, out of line: the
+// An entry point's call (`Impl`, named `api`) while error lines may be written, out of line: the
 // entry point itself is a test and a jump when none is.
 template <auto Impl> struct WithErrorLine;
 template <class... A, CUresult (*Impl)(A...)> struct WithErrorLine<Impl> {
   const char* api;
   [[gnu::noinline]] CUresult operator()(A... a) const {
-    int8_t lines_on = g_error_lines.load(std::memory_order_relaxed);
-    if (lines_on < 0) {
-      lines_on = log::enabled(log::Level::warn) ? 1 : 0;
-      g_error_lines.store(lines_on, std::memory_order_relaxed);
-    }
-    if (lines_on == 0) return Impl(a...);
-    const uint64_t lines = log::lines_written_here();
-    return reported(api, lines, Impl(a...));
+    const uint64_t lines = lines_before();
+    const CUresult r = Impl(a...);
+    return r == CUDA_SUCCESS ? r : reported(api, lines, r);
   }
 };
 
