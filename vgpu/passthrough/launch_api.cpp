@@ -88,8 +88,8 @@ struct LaunchThread {
   // The backend's parts every launch asks for, each made once and never destroyed
   // (passthrough.h): kept here once known, not looked up through the backend's root on every
   // launch (a static's guard and two calls each, ~80 instructions of a settled launch, issue 21).
-  VirtualTime* virtual_time = nullptr;  // null until cuInit
-  PassState* state = nullptr;           // null until cuInit
+  // (The virtual time is kept in the thread's call state: CallThread::virtual_time.)
+  PassState* state = nullptr;  // null until cuInit
   KernelDurations* durations = nullptr;
   KernelRecording* recording = nullptr;
   bool recording_known = false;  // `recording` was asked for (it is made then, null or not)
@@ -256,18 +256,23 @@ bool launched_before(CUcontext ctx, CUfunction f) {
 template <class Launch>
 CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, bool per_thread, void** params,
                       void** extra, Launch launch) {
+  // The virtual time as the thread's call state keeps it (VirtualTime::for_call), not looked up
+  // through the backend's root on every launch.
+  CallThread& thread = thread_clock::detail::call_thread_with_clock();
+  VirtualTime* vt = thread.virtual_time != nullptr ? thread.virtual_time : (thread.virtual_time = VirtualTime::get());
+  if (vt == nullptr || f == nullptr) return launch();
+  thread_clock::Pause pause(thread);  // as every timed call (timed_api.cpp): only the real driver's time is charged
+  StreamTarget t;
+  if (!vt->target(stream, per_thread, &t, thread.target) || vt->capturing(t)) return launch();
   // The thread's plan, reused launch after launch: its signature's buffer is allocated once, not
   // per launch (an allocation and a free were a tenth of a settled launch's own work). A launch
   // planned while another is on the same thread (none is known: the real driver calls no entry
   // point back) gets a plan of its own; the scratch is the thread's all the same (used only while
-  // planning, which calls no entry point of vgpu's).
+  // planning, which calls no entry point of vgpu's). Looked up (made, on the thread's first
+  // launch) inside the Pause: its making is vgpu's work, not the program's (under TSan it was
+  // long enough to skew the 4-thread VirtualTime test when made before the Pause).
   thread_local LaunchThread t_launch;
   LaunchThread& mine = kept_address(t_launch);  // one thread-local lookup (kept_address.h)
-  VirtualTime* vt = mine.virtual_time != nullptr ? mine.virtual_time : (mine.virtual_time = VirtualTime::get());
-  if (vt == nullptr || f == nullptr) return launch();
-  thread_clock::Pause pause;  // as every timed call (timed_api.cpp): only the real driver's time is charged
-  StreamTarget t;
-  if (!vt->target(stream, per_thread, &t, pause.thread().target) || vt->capturing(t)) return launch();
   std::unique_ptr<Plan> own;  // (not a std::optional<Plan>: its emptiness cost ~25 instructions a launch)
   Plan& plan = mine.busy ? *(own = std::make_unique<Plan>()) : mine.plan;
   struct Release {

@@ -88,6 +88,12 @@ class Pause {
       : thread_(&detail::call_thread_with_clock()), clock_(thread_->clock) {
     clock_->enter(blocking);
   }
+  // The same for the calling thread's call state `thread`, already looked up
+  // (detail::call_thread_with_clock(): its clock is set).
+  [[gnu::always_inline]] explicit Pause(CallThread& thread, bool blocking = false)
+      : thread_(&thread), clock_(thread.clock) {
+    clock_->enter(blocking);
+  }
   // A query's scope: while the thread polls, the CPU time since its last question is dropped.
   struct Query {};
   explicit Pause(Query);
