@@ -109,6 +109,40 @@ TEST(StreamOrder, ForgottenStreamsAndContextsStartFresh) {
   EXPECT_EQ(streams, 1);
 }
 
+// append() keeps the stream it appended to last (no lookup when the next append is to it again):
+// a stream forgotten, destroyed or gone with its context and then appended to under the same key
+// starts fresh, and a copy appends to its own entries.
+TEST(StreamOrder, AppendingAgainFindsTheStreamAsItIsNow) {
+  // What append() hands f for a new op on `k` (own stream's last op first, -1: none), then sets
+  // the op `op` as the stream's last.
+  auto append = [](Order& o, const Order::Key& k, int op) {
+    int own = -1;
+    o.append(k, StreamKind::non_blocking, [&own](const int& last, bool is_own) {
+      if (is_own) own = last;
+    }).last = op;
+    return own;
+  };
+  Order o;
+  const auto a = key(kCtx, 1), b = key(kCtx, 2);
+  EXPECT_EQ(append(o, a, 1), -1);
+  EXPECT_EQ(append(o, a, 2), 1);
+  EXPECT_EQ(append(o, b, 3), -1);
+  EXPECT_EQ(append(o, a, 4), 2);
+  o.forget_stream(a);
+  EXPECT_EQ(append(o, a, 5), -1);
+  o.destroy_stream(a);
+  EXPECT_EQ(append(o, a, 6), -1);
+  o.forget_context(ctx(kCtx));
+  EXPECT_EQ(append(o, a, 7), -1);
+  EXPECT_EQ(append(o, b, 8), -1);
+  Order copy = o;
+  EXPECT_EQ(append(copy, b, 9), 8);
+  EXPECT_EQ(append(o, b, 10), 8);  // the original's entry, not the copy's
+  o = copy;
+  EXPECT_EQ(append(o, b, 11), 9);
+  EXPECT_EQ(append(copy, b, 12), 9);
+}
+
 TEST(StreamOrder, DestroyedBlockingStreamsStayInTheBarrierUntilTheLegacyStreamsNextOp) {
   Order o;
   const auto legacy = key(kCtx, 0), blocking = key(kCtx, 1), non_blocking = key(kCtx, 2), other = key(kCtx, 3);

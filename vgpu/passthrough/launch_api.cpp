@@ -85,6 +85,27 @@ struct LaunchThread {
   WorkKeys work_keys;
   RecentKeys keys;  // recent_keys.h
   LastLaunchDevice device;  // launch_device.h
+  // The backend's parts every launch asks for, each made once and never destroyed
+  // (passthrough.h): kept here once known, not looked up through the backend's root on every
+  // launch (a static's guard and two calls each, ~80 instructions of a settled launch, issue 21).
+  // (The virtual time is kept in the thread's call state: CallThread::virtual_time.)
+  PassState* state = nullptr;  // null until cuInit
+  KernelDurations* durations = nullptr;
+  KernelRecording* recording = nullptr;
+  bool recording_known = false;  // `recording` was asked for (it is made then, null or not)
+
+  PassState* pass_state() { return state != nullptr ? state : (state = PassState::get()); }
+  KernelDurations& kernel_durations() {
+    if (durations == nullptr) durations = &KernelDurations::get();
+    return *durations;
+  }
+  KernelRecording* kernel_recording() {
+    if (!recording_known) {
+      recording = KernelRecording::get();
+      recording_known = true;
+    }
+    return recording;
+  }
 };
 
 // The work key of the signature whose exact key is `key`, remembered in `known` (the thread's).
@@ -115,7 +136,7 @@ void plan_for(Plan& p, LaunchThread& thread, CUfunction f, const LaunchShape& sh
     return;
   }
   RecentSignatures::Derived* derived = nullptr;
-  PassState* state = PassState::get();
+  PassState* state = thread.pass_state();
   p.have_signature = launch_signature(state, f, facts, shape, params, extra, thread.scratch, &p.signature, &derived);
   const LaunchPolicy policy = launch_policy();
   if (policy == LaunchPolicy::none) {
@@ -126,7 +147,7 @@ void plan_for(Plan& p, LaunchThread& thread, CUfunction f, const LaunchShape& sh
     return;
   }
   if (!p.have_signature) return;  // measured each time
-  KernelDurations& durations = KernelDurations::get();
+  KernelDurations& durations = thread.kernel_durations();
   // The device's GPU, whether another virtual device shares it, and what the job's other
   // processes on that GPU settled (shared_durations.h: the smallest of them and this process's
   // own is the least disturbed measurement); fixed at cuInit, kept for the thread's last device.
@@ -206,7 +227,7 @@ void plan_for(Plan& p, LaunchThread& thread, CUfunction f, const LaunchShape& sh
       return;
     }
   }
-  KernelTimeDb* db = KernelRecording::get() ? nullptr : physical_db;
+  KernelTimeDb* db = thread.kernel_recording() ? nullptr : physical_db;
   p.first = std::make_shared<bool>(false);
   p.timing.on_measured = [&durations, db, shared, key, work, least_of_job, sig = p.signature,
                           first = p.first](double s) {
@@ -235,20 +256,25 @@ bool launched_before(CUcontext ctx, CUfunction f) {
 template <class Launch>
 CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, bool per_thread, void** params,
                       void** extra, Launch launch) {
-  VirtualTime* vt = VirtualTime::get();
+  // The virtual time as the thread's call state keeps it (VirtualTime::for_call), not looked up
+  // through the backend's root on every launch.
+  CallThread& thread = thread_clock::detail::call_thread_with_clock();
+  VirtualTime* vt = thread.virtual_time != nullptr ? thread.virtual_time : (thread.virtual_time = VirtualTime::get());
   if (vt == nullptr || f == nullptr) return launch();
-  thread_clock::Pause pause;  // as every timed call (timed_api.cpp): only the real driver's time is charged
+  thread_clock::Pause pause(thread);  // as every timed call (timed_api.cpp): only the real driver's time is charged
   StreamTarget t;
-  if (!vt->target(stream, per_thread, &t, pause.thread().target) || vt->capturing(t)) return launch();
+  if (!vt->target(stream, per_thread, &t, thread.target) || vt->capturing(t)) return launch();
   // The thread's plan, reused launch after launch: its signature's buffer is allocated once, not
   // per launch (an allocation and a free were a tenth of a settled launch's own work). A launch
   // planned while another is on the same thread (none is known: the real driver calls no entry
   // point back) gets a plan of its own; the scratch is the thread's all the same (used only while
-  // planning, which calls no entry point of vgpu's).
+  // planning, which calls no entry point of vgpu's). Looked up (made, on the thread's first
+  // launch) inside the Pause: its making is vgpu's work, not the program's (under TSan it was
+  // long enough to skew the 4-thread VirtualTime test when made before the Pause).
   thread_local LaunchThread t_launch;
   LaunchThread& mine = kept_address(t_launch);  // one thread-local lookup (kept_address.h)
-  std::optional<Plan> own;
-  Plan& plan = mine.busy ? own.emplace() : mine.plan;
+  std::unique_ptr<Plan> own;  // (not a std::optional<Plan>: its emptiness cost ~25 instructions a launch)
+  Plan& plan = mine.busy ? *(own = std::make_unique<Plan>()) : mine.plan;
   struct Release {
     bool* busy;
     ~Release() {
@@ -276,7 +302,7 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
     const bool first = measured && !launched_before(t.context, f);
     if (plan.first) *plan.first = first;
     bracket = vt->begin(t, plan.timing, /*gated=*/alone != nullptr && measured && !first);
-    rec = plan.have_signature ? KernelRecording::get() : nullptr;
+    rec = plan.have_signature ? mine.kernel_recording() : nullptr;
     if (rec != nullptr &&
         !rec->begin(plan.signature, {t.context, stream, per_thread, function_facts(f, mine.scratch).name, shape}))
       rec = nullptr;
@@ -317,12 +343,22 @@ using CooperativeFn = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, uns
                                    unsigned, CUstream, void**);
 using LaunchKernelExFn = CUresult (*)(const CUlaunchConfig*, CUfunction, void**, void**);
 
-CUresult launch_kernel(LaunchKernelFn real, bool per_thread, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                       unsigned bx, unsigned by, unsigned bz, unsigned shared, CUstream s, void** params,
-                       void** extra) {
+// cuLaunchKernel's arguments, in one place: passed down and captured as one reference, not
+// eleven (the stores, loads and stack arguments were ~50 instructions a launch, issue 21).
+struct KernelArgs {
+  CUfunction f;
+  unsigned gx, gy, gz, bx, by, bz, shared;
+  CUstream s;
+  void** params;
+  void** extra;
+};
+
+CUresult launch_kernel(LaunchKernelFn real, bool per_thread, const KernelArgs& a) {
   if (real == nullptr) return CUDA_ERROR_NOT_SUPPORTED;
-  return timed_launch(f, shape_of(gx, gy, gz, bx, by, bz, shared), s, per_thread, params, extra,
-                      [&] { return real(f, gx, gy, gz, bx, by, bz, shared, s, params, extra); });
+  return timed_launch(a.f, shape_of(a.gx, a.gy, a.gz, a.bx, a.by, a.bz, a.shared), a.s, per_thread, a.params,
+                      a.extra, [real, &a] {
+                        return real(a.f, a.gx, a.gy, a.gz, a.bx, a.by, a.bz, a.shared, a.s, a.params, a.extra);
+                      });
 }
 
 CUresult launch_cooperative(CooperativeFn real, bool per_thread, CUfunction f, unsigned gx, unsigned gy,
@@ -346,14 +382,14 @@ CUresult launch_kernel_ex(LaunchKernelExFn real, bool per_thread, const CUlaunch
 VGPU_EXPORT CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                             unsigned by, unsigned bz, unsigned shared, CUstream s,
                                             void** params, void** extra) {
-  return launch_kernel(VGPU_REAL("cuLaunchKernel", LaunchKernelFn), false, f, gx, gy, gz, bx, by, bz, shared, s,
-                       params, extra);
+  return launch_kernel(VGPU_REAL("cuLaunchKernel", LaunchKernelFn), false,
+                       {f, gx, gy, gz, bx, by, bz, shared, s, params, extra});
 }
 VGPU_EXPORT CUresult CUDAAPI cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                                  unsigned bx, unsigned by, unsigned bz, unsigned shared,
                                                  CUstream s, void** params, void** extra) {
-  return launch_kernel(VGPU_REAL("cuLaunchKernel_ptsz", LaunchKernelFn), true, f, gx, gy, gz, bx, by, bz, shared,
-                       s, params, extra);
+  return launch_kernel(VGPU_REAL("cuLaunchKernel_ptsz", LaunchKernelFn), true,
+                       {f, gx, gy, gz, bx, by, bz, shared, s, params, extra});
 }
 VGPU_EXPORT CUresult CUDAAPI cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
                                                        unsigned bx, unsigned by, unsigned bz, unsigned shared,

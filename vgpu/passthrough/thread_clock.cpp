@@ -10,10 +10,9 @@
 namespace vgpu::pt::thread_clock {
 namespace {
 
+using detail::g_horizon;
+using detail::kMaxDevices;
 using timing::this_thread_clock;
-
-constexpr int kMaxDevices = 1024;
-std::array<std::atomic<double>, kMaxDevices> g_horizon{};
 
 // Whether the thread's synchronizations raise horizons: VGPU_HORIZON, read once per thread
 // (asked on synchronizations only, never on a launch).
@@ -37,19 +36,18 @@ double raise_horizon(int device, double t) {
 
 }  // namespace
 
-namespace {
-double now_of(timing::ThreadClock& c, int device) {
-  c.start_keeping_time();
-  const double n = c.now();
-  if (device < 0 || device >= kMaxDevices) return n;
-  c.note_submits();  // asked for an issue time: it submits work
-  const double h = g_horizon[static_cast<size_t>(device)].load(std::memory_order_relaxed);
-  if (!(h > n)) return n;  // the common case, the thread ahead of the horizon: nothing to move
-  return c.advance_to(h, timing::ClockTally::horizon) ? h : n;
-}
-}  // namespace
+namespace detail {
+std::array<std::atomic<double>, kMaxDevices> g_horizon{};
+constinit thread_local CallThread t_call_thread;
 
-double now(int device) { return now_of(this_thread_clock(), device); }
+CallThread& call_thread_first_use() {
+  CallThread& t = kept_address(t_call_thread);
+  if (t.clock == nullptr) t.clock = &this_thread_clock();
+  return t;
+}
+}  // namespace detail
+
+double now(int device) { return detail::now_of(this_thread_clock(), device); }
 
 void advance_to(double t, int device) {
   timing::ThreadClock& c = this_thread_clock();
@@ -68,31 +66,12 @@ bool polling() { return this_thread_clock().polling(); }
 bool has_clock() { return this_thread_clock().keeps_time(); }
 bool paused() { return this_thread_clock().inside(); }
 
-namespace {
-constinit thread_local CallThread t_call_thread;  // constant-initialized: no guard
-
-// The thread's call state with its clock set (a lookup in another library file, once a thread).
-CallThread& call_thread_with_clock() {
-  CallThread& t = kept_address(t_call_thread);  // one thread-local lookup (kept_address.h)
-  if (t.clock == nullptr) t.clock = &this_thread_clock();
-  return t;
-}
-}  // namespace
-
 }  // namespace vgpu::pt::thread_clock
 
 namespace vgpu::pt {
-CallThread& this_call_thread() { return thread_clock::call_thread_with_clock(); }
+CallThread& this_call_thread() { return thread_clock::detail::call_thread_with_clock(); }
 }  // namespace vgpu::pt
 
 namespace vgpu::pt::thread_clock {
-
-Pause::Pause(bool blocking) : thread_(&call_thread_with_clock()), clock_(thread_->clock) { clock_->enter(blocking); }
-Pause::Pause(Query) : thread_(&call_thread_with_clock()), clock_(thread_->clock) { clock_->enter_query(); }
-void Pause::mark_blocking() { clock_->mark_blocking(); }
-double Pause::now(int device) const { return now_of(*clock_, device); }
-Pause::~Pause() {
-  clock_->charge_driver(driver_seconds_);
-  clock_->leave();
-}
+Pause::Pause(Query) : thread_(&detail::call_thread_with_clock()), clock_(thread_->clock) { clock_->enter_query(); }
 }  // namespace vgpu::pt::thread_clock

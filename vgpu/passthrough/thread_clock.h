@@ -14,8 +14,13 @@
 // only: in the real job it is the only thread that waited.
 #pragma once
 
+#include <array>
+#include <atomic>
+
 #include "passthrough/call_thread.h"
+#include "passthrough/kept_address.h"
 #include "timing/driver_call_cost.h"
+#include "timing/thread_clock.h"
 
 namespace vgpu::pt::thread_clock {
 
@@ -46,20 +51,61 @@ bool polled_ready(const void* awaited, double finish);
 // Whether the calling thread is polling now (the answer it last heard was "not ready").
 bool polling();
 
+// What Pause reads inline (thread_clock.cpp has the rest).
+namespace detail {
+// The calling thread's call state (call_thread.h): constant-initialized, so that a use needs no
+// guard and no wrapper call, only the thread-local's address.
+extern constinit thread_local CallThread t_call_thread;
+// The thread's call state with its clock set, on its first call (out of line).
+CallThread& call_thread_first_use();
+// The calling thread's, its clock set.
+inline CallThread& call_thread_with_clock() {
+  CallThread& t = kept_address(t_call_thread);  // one thread-local lookup (kept_address.h)
+  return t.clock != nullptr ? t : call_thread_first_use();
+}
+// Each virtual device's horizon (see above), indexed by device.
+constexpr int kMaxDevices = 1024;
+extern std::array<std::atomic<double>, kMaxDevices> g_horizon;
+// now(device) of `c`'s thread.
+inline double now_of(timing::ThreadClock& c, int device) {
+  c.start_keeping_time();
+  const double n = c.now();
+  if (device < 0 || device >= kMaxDevices) return n;
+  c.note_submits();  // asked for an issue time: it submits work
+  const double h = g_horizon[static_cast<size_t>(device)].load(std::memory_order_relaxed);
+  if (!(h > n)) return n;  // the common case, the thread ahead of the horizon: nothing to move
+  return c.advance_to(h, timing::ClockTally::horizon) ? h : n;
+}
+}  // namespace detail
+
 // Excludes the real CPU time spent inside its scope from the thread's clock (ThreadClock::enter
-// and leave). Nests. `blocking`: the scope waits (a synchronization).
+// and leave). Nests. `blocking`: the scope waits (a synchronization). Inline, with its clock's
+// common cases: the calls into thread_clock.cpp and the registers they saved were ~40
+// instructions of every timed call (issue 21).
 class Pause {
  public:
-  explicit Pause(bool blocking = false);
+  [[gnu::always_inline]] explicit Pause(bool blocking = false)
+      : thread_(&detail::call_thread_with_clock()), clock_(thread_->clock) {
+    clock_->enter(blocking);
+  }
+  // The same for the calling thread's call state `thread`, already looked up
+  // (detail::call_thread_with_clock(): its clock is set).
+  [[gnu::always_inline]] explicit Pause(CallThread& thread, bool blocking = false)
+      : thread_(&thread), clock_(thread.clock) {
+    clock_->enter(blocking);
+  }
   // A query's scope: while the thread polls, the CPU time since its last question is dropped.
   struct Query {};
   explicit Pause(Query);
-  ~Pause();
+  [[gnu::always_inline]] ~Pause() {
+    clock_->charge_driver(driver_seconds_);
+    clock_->leave();
+  }
   // The scope turned out to wait after all (a launch measured alone).
-  void mark_blocking();
+  void mark_blocking() { clock_->mark_blocking(); }
   // now(device) of the thread whose scope this is, without looking its clock up again (a
   // thread-local lookup, a call into the C library, on every timed call: issue 21).
-  double now(int device) const;
+  double now(int device) const { return detail::now_of(*clock_, device); }
   // The calling thread's call state (call_thread.h), looked up once with the clock.
   CallThread& thread() const { return *thread_; }
   // Runs `call`, the real driver's entry point of kind `kind`, and, when the scope closes (after

@@ -141,7 +141,7 @@ VirtualTime* VirtualTime::make() {
   return v;
 }
 
-bool VirtualTime::target(CUstream stream, bool per_thread, StreamTarget* out, TargetCache& cache) {
+bool VirtualTime::target_looked_up(CUstream stream, bool per_thread, StreamTarget* out, TargetCache& cache) {
   out->real = stream;
   const uint64_t generation = generation_.load(std::memory_order_acquire);
   if (cache.owner != this || cache.generation != generation) {
@@ -199,13 +199,6 @@ bool VirtualTime::target(CUstream stream, bool per_thread, StreamTarget* out, Ta
   return true;
 }
 
-VirtualTime* VirtualTime::for_call(CUstream s, bool per_thread, StreamTarget* t, const thread_clock::Pause& pause) {
-  CallThread& thread = pause.thread();
-  VirtualTime* vt = thread.virtual_time != nullptr ? thread.virtual_time : (thread.virtual_time = get());
-  if (vt == nullptr || !vt->target(s, per_thread, t, thread.target) || vt->capturing(*t)) return nullptr;
-  return vt;
-}
-
 void VirtualTime::capture_opened() { open_captures_.fetch_add(1, std::memory_order_acq_rel); }
 
 void VirtualTime::capture_closed() {
@@ -214,17 +207,11 @@ void VirtualTime::capture_closed() {
   }
 }
 
-bool VirtualTime::capturing(const StreamTarget& t) {
-  // No capture open in this process: nothing is being captured (the common case, no driver call).
-  if (open_captures_.load(std::memory_order_acquire) == 0) return false;
+bool VirtualTime::capturing_now(const StreamTarget& t) {
   CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
   const CUresult r = VGPU_REAL("cuStreamIsCapturing", CUresult (*)(CUstream, CUstreamCaptureStatus*))(t.record_on, &status);
   // An error here means a capture elsewhere forbids touching this stream: do not add work.
   return r != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
-double VirtualTime::issue_time(int device, const thread_clock::Pause* pause) {
-  return (pause != nullptr ? pause->now(device) : thread_clock::now(device)) + vclock::kLaunchLatency;
 }
 
 VirtualTime::Bracket VirtualTime::begin(const StreamTarget& t, const Timing& timing, bool gated) {
@@ -401,10 +388,6 @@ void VirtualTime::resolve(const OpRef& target, bool wait) {
       target, wait);
 }
 
-void VirtualTime::event_recorded(CUevent event, const StreamTarget& t, const thread_clock::Pause* pause) {
-  timeline_.record_event(event, t.key, t.kind, t.device, issue_time(t.device, pause));
-}
-
 void VirtualTime::stream_waits(const StreamTarget& t, CUevent event) {
   OpRef waited = event_op(event);
   if (!waited) return;
@@ -417,10 +400,7 @@ void VirtualTime::event_created(CUevent event, int device) {
   event_generation_.fetch_add(1, std::memory_order_acq_rel);  // threads' cached event devices
 }
 
-int VirtualTime::event_device(CUevent event, EventDeviceCache& cache) {
-  if (cache.owner == this && cache.event == event &&
-      cache.generation == event_generation_.load(std::memory_order_acquire))
-    return cache.device;
+int VirtualTime::event_device_looked_up(CUevent event, EventDeviceCache& cache) {
   std::lock_guard l(impl_->mu);
   auto it = impl_->event_devices.find(event);
   const int device = it == impl_->event_devices.end() ? -1 : it->second;

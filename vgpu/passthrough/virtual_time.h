@@ -24,6 +24,7 @@
 #include "passthrough/nccl_timing.h"
 #include "passthrough/thread_clock.h"
 #include "passthrough/virtual_timeline.h"
+#include "timing/launch_latency.h"
 
 namespace vgpu::pt {
 
@@ -71,8 +72,14 @@ class VirtualTime {
   static VirtualTime* get();
   // The virtual time and the target of a call on stream `s` when the call can be timed (a live
   // stream that is not being captured); nullptr otherwise. `pause`: the call's, whose thread
-  // state serves (call_thread.h: no thread-local lookup).
-  static VirtualTime* for_call(CUstream s, bool per_thread, StreamTarget* t, const thread_clock::Pause& pause);
+  // state serves (call_thread.h: no thread-local lookup). Inline, as target()'s and
+  // capturing()'s common cases: a call and its saved registers a layer (issue 21).
+  static VirtualTime* for_call(CUstream s, bool per_thread, StreamTarget* t, const thread_clock::Pause& pause) {
+    CallThread& thread = pause.thread();
+    VirtualTime* vt = thread.virtual_time != nullptr ? thread.virtual_time : (thread.virtual_time = get());
+    if (vt == nullptr || !vt->target(s, per_thread, t, thread.target) || vt->capturing(*t)) return nullptr;
+    return vt;
+  }
 
   // Resolves a stream argument (`per_thread`: a _ptsz/_ptds entry point). Errors as the real
   // driver would give them for a bad handle are left to the forwarded call itself: false here
@@ -80,11 +87,29 @@ class VirtualTime {
   bool target(CUstream stream, bool per_thread, StreamTarget* out) {
     return target(stream, per_thread, out, this_call_thread().target);
   }
-  // The same with the calling thread's cache (CallThread::target) at hand.
-  bool target(CUstream stream, bool per_thread, StreamTarget* out, TargetCache& cache);
+  // The same with the calling thread's cache (CallThread::target) at hand. The cache's common
+  // answer, the thread's last stream handle with its context's device known, is taken here,
+  // inline; anything else is looked up (target_looked_up).
+  bool target(CUstream stream, bool per_thread, StreamTarget* out, TargetCache& cache) {
+    if (stream == nullptr || stream != cache.stream || cache.owner != this || cache.device < 0 ||
+        cache.device_context != cache.context || cache.generation != generation_.load(std::memory_order_acquire))
+      return target_looked_up(stream, per_thread, out, cache);
+    // cache.stream is only ever a handle (not CU_STREAM_LEGACY or CU_STREAM_PER_THREAD): as
+    // target_looked_up's handle branch fills it.
+    out->key = {cache.context, stream};
+    out->kind = cache.kind;
+    out->context = cache.context;
+    out->real = stream;
+    out->record_on = stream;
+    out->device = cache.device;
+    return true;
+  }
   // Whether the stream is being captured into a graph (its work then does not run now). Asks
   // the real driver only while some capture is open (capture_opened/closed below).
-  bool capturing(const StreamTarget& t);
+  bool capturing(const StreamTarget& t) {
+    // No capture open in this process: nothing is being captured (the common case, no driver call).
+    return open_captures_.load(std::memory_order_acquire) != 0 && capturing_now(t);
+  }
   void capture_opened();
   void capture_closed();
 
@@ -124,7 +149,9 @@ class VirtualTime {
 
   // The earliest virtual start of an op the calling thread submits now to `device`; `pause`: the
   // scope the call is in, if the caller has it (its clock is looked up already).
-  double issue_time(int device, const thread_clock::Pause* pause = nullptr);
+  double issue_time(int device, const thread_clock::Pause* pause = nullptr) {
+    return (pause != nullptr ? pause->now(device) : thread_clock::now(device)) + vclock::kLaunchLatency;
+  }
 
   // The virtual start of `op` once everything before it resolved; if not yet, resolves what
   // the real GPU has finished (at most every kStartResolveSeconds: callers are on hot paths) and
@@ -135,14 +162,21 @@ class VirtualTime {
   static constexpr double kStartResolveSeconds = 50e-6;
 
   // Events: recorded on a stream, waited for by a stream, forgotten.
-  void event_recorded(CUevent event, const StreamTarget& t, const thread_clock::Pause* pause = nullptr);
+  void event_recorded(CUevent event, const StreamTarget& t, const thread_clock::Pause* pause = nullptr) {
+    timeline_.record_event(event, t.key, t.kind, t.device, issue_time(t.device, pause));
+  }
   void stream_waits(const StreamTarget& t, CUevent event);
   void event_destroyed(CUevent event);
   // The virtual device an event was created on (the program's cuEventCreate), -1 if unknown:
   // several virtual devices share one real GPU, whose driver cannot tell them apart.
   void event_created(CUevent event, int device);
-  // `cache`: the calling thread's (CallThread::event_device).
-  int event_device(CUevent event, EventDeviceCache& cache);
+  // `cache`: the calling thread's (CallThread::event_device), whose answer is taken inline.
+  int event_device(CUevent event, EventDeviceCache& cache) {
+    if (cache.event == event && cache.owner == this &&
+        cache.generation == event_generation_.load(std::memory_order_acquire))
+      return cache.device;
+    return event_device_looked_up(event, cache);
+  }
   OpRef event_op(CUevent event);
   // Virtual ms between two recorded events whose real work is complete; nullopt when either
   // was never recorded through vgpu.
@@ -169,6 +203,10 @@ class VirtualTime {
   // `start_if_needed`: an NCCL kernel's start (appended start_first), nullopt for other ops.
   double measure(const TimedOp& op, std::optional<double> start_if_needed, bool force);
   static void open_gate(Bracket& b);
+  // target(), event_device() and capturing() past their common cases (out of line).
+  bool target_looked_up(CUstream stream, bool per_thread, StreamTarget* out, TargetCache& cache);
+  int event_device_looked_up(CUevent event, EventDeviceCache& cache);
+  bool capturing_now(const StreamTarget& t);
   void resolve(const OpRef& target, bool wait = true);
 
   VirtualTimeline timeline_;

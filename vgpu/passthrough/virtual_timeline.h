@@ -202,6 +202,9 @@ class VirtualTimeline {
   };
   // The record whose mark is `m` on the stream whose entry is `s` (record_event past its lookups).
   void record_on_tail(EventMark& m, timing::StreamOrder<StreamTail>::Entry& s, int device, double issue);
+  // record_event past last_record_: its lookups, under the lock.
+  [[gnu::noinline]] void record_looked_up(const void* event, const StreamKey& key, StreamKind kind, int device,
+                                          double issue);
 
   std::function<void(const TimedOp&)> on_resolved_;
   LastRecord last_record_;  // under mu_

@@ -49,8 +49,9 @@ class ThreadClock {
   // Entering a bracketed driver call (calls nest: only the outermost counts). The CPU time since
   // the thread last left one is charged first, and any polling ends. `blocking`: the call is
   // known to wait (a synchronization), so its wall time is not read as CPU time. (Inline, as
-  // leave(): both run on every timed driver call, issue 21.)
-  void enter(bool blocking = false) {
+  // leave(): both run on every timed driver call, issue 21; always, as a large caller such as
+  // the passthrough's launch otherwise kept them out of line.)
+  [[gnu::always_inline]] void enter(bool blocking = false) {
     if (depth_++ > 0) {
       blocking_ = blocking_ || blocking;
       return;
@@ -82,7 +83,7 @@ class ThreadClock {
     }
   }
   // Leaving a call; true when it was the outermost one (the clock creeps again from here).
-  bool leave() {
+  [[gnu::always_inline]] bool leave() {
     if (depth_ == 0) return false;  // unbalanced: nothing to leave
     if (--depth_ > 0) return false;
     // A blocking call's wall time is mostly waiting: the CPU clock is read; otherwise the CPU time

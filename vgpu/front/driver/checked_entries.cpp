@@ -7,9 +7,13 @@
 // more (a log line naming the bad argument); whatever error return went without a line on the
 // calling thread (a NULL pointer, a call before cuInit, a stale handle found deep inside) gets
 // one here, "cuEventRecord: CUDA_ERROR_INVALID_HANDLE (400)", at level warn. Answers that are
-// not failures (CUDA_ERROR_NOT_READY from a query) are not logged. The cost on a call that
-// succeeds is one thread-local read.
+// not failures (CUDA_ERROR_NOT_READY from a query) are not logged. Where no line would be
+// written (the default level, off) an entry point is a jump to its implementation; otherwise a
+// call that succeeds costs one thread-local read.
 #define VGPU_NO_ENTRY_RENAMES 1
+
+#include <atomic>
+#include <cstdint>
 
 #include "common/log.h"
 #include "front/driver/entry_points.h"
@@ -17,16 +21,42 @@
 namespace vgpu {
 namespace {
 
-inline uint64_t lines_now() {
-  return log::enabled(log::Level::warn) ? log::lines_written_here() : 0;
+// Whether error returns get their line (VGPU_LOG_LEVEL at warn or below): -1 until the first
+// call asks (log::threshold()), then 0 or 1. Read by every entry point, inline and without a
+// static's guard, whose slow path made each entry point save registers: the level's
+// out-of-line lookup, the line count and the out-of-line check of the result were ~35
+// instructions of every call, a tenth of an event record's own work (issue 21).
+std::atomic<int8_t> g_error_lines{-1};
+
+// The lines this thread wrote before a call, or kNoLines when none are written at all (and the
+// setting, on the first call).
+constexpr uint64_t kNoLines = UINT64_MAX;
+[[gnu::noinline]] uint64_t lines_before() {
+  int8_t on = g_error_lines.load(std::memory_order_relaxed);
+  if (on < 0) {
+    on = log::enabled(log::Level::warn) ? 1 : 0;
+    g_error_lines.store(on, std::memory_order_relaxed);
+  }
+  return on != 0 ? log::lines_written_here() : kNoLines;
 }
 
-inline CUresult reported(const char* api, uint64_t lines_before, CUresult r) {
-  if (r != CUDA_SUCCESS && r != CUDA_ERROR_NOT_READY && log::enabled(log::Level::warn) &&
-      log::lines_written_here() == lines_before)
+[[gnu::noinline]] CUresult reported(const char* api, uint64_t lines_before, CUresult r) {
+  if (r != CUDA_ERROR_NOT_READY && lines_before != kNoLines && log::lines_written_here() == lines_before)
     log::warn("{}: {} ({})", api, error_name(r), static_cast<int>(r));
   return r;
 }
+
+// An entry point's call (`Impl`, named `api`) while error lines may be written, out of line: the
+// entry point itself is a test and a jump when none is.
+template <auto Impl> struct WithErrorLine;
+template <class... A, CUresult (*Impl)(A...)> struct WithErrorLine<Impl> {
+  const char* api;
+  [[gnu::noinline]] CUresult operator()(A... a) const {
+    const uint64_t lines = lines_before();
+    const CUresult r = Impl(a...);
+    return r == CUDA_SUCCESS ? r : reported(api, lines, r);
+  }
+};
 
 }  // namespace
 }  // namespace vgpu
@@ -38,10 +68,11 @@ inline CUresult reported(const char* api, uint64_t lines_before, CUresult r) {
 #include "entries.inc"
 #undef VGPU_ENTRY
 
-#define VGPU_ENTRY(sym, params, args, forwarded)                   \
-  VGPU_EXPORT CUresult CUDAAPI sym params {                        \
-    const uint64_t lines = ::vgpu::lines_now();                    \
-    return ::vgpu::reported(#sym, lines, vgpu_impl_##sym args);    \
+#define VGPU_ENTRY(sym, params, args, forwarded)                               \
+  VGPU_EXPORT CUresult CUDAAPI sym params {                                    \
+    if (::vgpu::g_error_lines.load(std::memory_order_relaxed) == 0)            \
+      return vgpu_impl_##sym args;                                             \
+    return ::vgpu::WithErrorLine<&vgpu_impl_##sym>{#sym} args;                 \
   }
 #include "entries.inc"
 #undef VGPU_ENTRY
