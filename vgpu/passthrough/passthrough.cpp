@@ -7,6 +7,8 @@
 
 namespace vgpu::pt {
 
+std::atomic<PassState*> published_state{nullptr};
+
 Passthrough& Passthrough::get() {
   static Passthrough* root = new Passthrough;  // never destroyed: exit handlers call the driver
   return *root;
@@ -21,7 +23,10 @@ CUresult Passthrough::initialize(unsigned int flags) {
   std::call_once(init_once_, [this, real] {
     PassState* s = nullptr;
     init_result_ = PassState::create(*real, &s);
-    if (init_result_ == CUDA_SUCCESS) state_.store(s, std::memory_order_release);
+    if (init_result_ == CUDA_SUCCESS) {
+      state_.store(s, std::memory_order_release);
+      published_state.store(s, std::memory_order_release);
+    }
   });
   return init_result_;
 }

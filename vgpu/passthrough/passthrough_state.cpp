@@ -116,11 +116,6 @@ CUresult PassState::create(const RealDriver& real, PassState** out) {
   });
 }
 
-PassState* PassState::looked_up() {
-  PassState* s = Passthrough::get().state();
-  if (s != nullptr) known_.store(s, std::memory_order_release);
-  return s;
-}
 
 Device* PassState::device(int v) const {
   return v >= 0 && v < device_count() ? devices_[static_cast<size_t>(v)].get() : nullptr;

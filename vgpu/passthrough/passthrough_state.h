@@ -37,19 +37,20 @@ class Writer;
 namespace vgpu::pt {
 
 class RealDriver;
+class PassState;
+// The root's state as it published it (passthrough.cpp: set once by Passthrough::initialize,
+// never cleared), read by PassState::get().
+extern std::atomic<PassState*> published_state;
 
 class PassState final : public DeviceRegistry {
  public:
   // cuInit (Passthrough::initialize): the real driver's cuInit, then the cluster config and
   // the device map. The result of the first call is every later call's.
   static CUresult initialize(unsigned int flags);
-  // The backend root's (passthrough.h); nullptr before a successful cuInit. Inline once set (it
-  // is set once and never destroyed): the root's lookup, a static's guard and two calls, was
-  // asked two or three times a launch or a copy (issue 21).
-  static PassState* get() {
-    PassState* s = known_.load(std::memory_order_acquire);
-    return s != nullptr ? s : looked_up();
-  }
+  // The backend root's (passthrough.h); nullptr before a successful cuInit. Inline: the root
+  // publishes its state once, when cuInit made it, where this reads it without the root's lookup
+  // (a static's guard and two calls, asked two or three times a launch or a copy: issue 21).
+  static PassState* get() { return published_state.load(std::memory_order_acquire); }
   // The virtual devices from the cluster config, on the real driver's GPUs; an error (logged)
   // when the config or the GPU map is refused. Never throws.
   static CUresult create(const RealDriver& real, PassState** out);
@@ -177,10 +178,6 @@ class PassState final : public DeviceRegistry {
   void memory_info(int v, size_t* free, size_t* total) const;
 
  private:
-  // get() past its first answer: the root's state, kept in known_ once set.
-  static PassState* looked_up();
-  static inline std::atomic<PassState*> known_{nullptr};
-
   PassState(const RealDriver& real, simcore::ClusterSpec cluster, std::vector<int> physical);
   // device_of_pointer's lookup; with mu_ held.
   int allocation_device(CUdeviceptr p) const;
