@@ -10,6 +10,7 @@ FlowSolver::FlowSolver(const Topology& topology, SolverMode mode) : mode_(mode) 
   for (size_t i = 0; i < links_.size(); ++i) links_[i].capacity = topology.links()[i].capacity;
   load_.assign(links_.size(), 0);
   bottlenecked_.assign(links_.size(), 0);
+  scanned_.assign(links_.size(), 0);
 }
 
 // Each link once per batch: a sweep's start attaches ~150 clean flows on a few dozen links, and
@@ -157,7 +158,8 @@ bool FlowSolver::unsolved_touched() const {
 
 void FlowSolver::seed_local() {
   comp_flows_.clear();
-  for (LinkId id : touched_)
+  for (LinkId id : touched_) {
+    scanned_[id] = epoch_;  // what add_bottlenecked() would take in here, the loop below takes
     for (uint32_t slot : links_[id].flows) {
       FlowState& f = flows_[slot];
       if (f.seen == epoch_) continue;  // solved alone, or already in
@@ -166,6 +168,7 @@ void FlowSolver::seed_local() {
         comp_flows_.push_back(slot);
       }
     }
+  }
   add_bottlenecked(0);
 }
 
@@ -179,7 +182,10 @@ void FlowSolver::add_bottlenecked(size_t first) {
     const FlowState& s = flows_[comp_flows_[k]];
     for (int i = 0; i < s.count; ++i) {
       const LinkId id = s.links[i];
+      if (scanned_[id] == epoch_) continue;
       if (bottlenecked_[id] <= (s.bottleneck == id ? 1u : 0u)) continue;  // nobody else froze here
+      scanned_[id] = epoch_;
+      ++bottleneck_scans_;
       for (uint32_t slot : links_[id].flows) {
         FlowState& f = flows_[slot];
         if (f.seen == epoch_ || f.bottleneck != id || f.rate < floor_) continue;
@@ -307,7 +313,7 @@ void FlowSolver::fill() {
 
 size_t FlowSolver::memory_bytes() const {
   size_t bytes = links_.capacity() * sizeof(LinkState) +
-                 (load_.capacity() + bottlenecked_.capacity()) * sizeof(uint32_t) +
+                 (load_.capacity() + bottlenecked_.capacity() + scanned_.capacity()) * sizeof(uint32_t) +
                  flows_.capacity() * sizeof(FlowState) +
                  all_.capacity() * sizeof(uint32_t) + heap_.capacity() * sizeof(HeapItem);
   for (const LinkState& l : links_)

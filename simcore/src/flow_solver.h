@@ -80,6 +80,8 @@ class FlowSolver {
   uint64_t local_solves() const { return local_solves_; }
   uint64_t local_fillings() const { return local_fillings_; }
   uint32_t most_local_fillings() const { return most_local_fillings_; }
+  // Links whose flows add_bottlenecked() read, over every solve().
+  uint64_t bottleneck_scans() const { return bottleneck_scans_; }
   size_t memory_bytes() const;
 
  private:
@@ -145,6 +147,11 @@ class FlowSolver {
   // By link: the attached flows whose bottleneck it is, so that others_bottlenecked() and
   // add_bottlenecked() skip a link nobody froze on without reading its flows' states.
   std::vector<uint32_t> bottlenecked_;
+  // By link: epoch_ once seed_local() or add_bottlenecked() took in every flow bottlenecked on
+  // it. Within one solve() a second scan finds nothing new (only the moved flows' bottlenecks and
+  // rates change, and those are in already), and the moved flows of a re-solve mostly share
+  // links: the rollback benchmark's re-solves scanned each such link once per moved flow on it.
+  std::vector<uint32_t> scanned_;
   std::vector<FlowState> flows_;
   std::vector<LinkId> touched_;
   std::vector<uint32_t> all_;  // every attached flow (full mode)
@@ -160,6 +167,7 @@ class FlowSolver {
   uint64_t solves_ = 0, solved_flows_ = 0;
   uint64_t local_solves_ = 0, local_fillings_ = 0;
   uint32_t most_local_fillings_ = 0;
+  uint64_t bottleneck_scans_ = 0;
 };
 
 template <class OnChange> void FlowSolver::apply(OnChange& on_change) {

@@ -10,7 +10,14 @@ namespace simcore::detail {
 Simulator::Simulator(const ClusterSpec& cluster, const EngineOptions& options)
     : topology_(cluster), solver_(topology_, options.solver),
       record_timeline_(options.record_timeline), links_(topology_.links().size()),
-      link_starts_(topology_.links().size()) {}
+      link_starts_(topology_.links().size()) {
+  if (topology_.gpu_count() <= kRouteMemoGpus) {
+    memo_gpus_ = static_cast<size_t>(topology_.gpu_count());
+    Route unknown;
+    unknown.count = -1;
+    route_memo_.assign(memo_gpus_ * memo_gpus_, unknown);
+  }
+}
 
 uint32_t Simulator::allocate_slot() {
   if (!free_slots_.empty()) {
@@ -756,7 +763,7 @@ Engine::Stats Simulator::stats() const {
                    finish_order_.memory_bytes() + solver_.memory_bytes() +
                    queue_.memory_bytes() + fresh_.capacity() * sizeof(uint32_t) +
                    dirty_.capacity() * sizeof(uint32_t) + links_.capacity() * sizeof(LinkIndex);
-  history += link_starts_.capacity() * sizeof(LinkStarts);
+  history += link_starts_.capacity() * sizeof(LinkStarts) + route_memo_.capacity() * sizeof(Route);
   for (const LinkStarts& ls : link_starts_) history += ls.by_start.memory_bytes();
   history += groups_by_start_.memory_bytes();
   history += group_links_.capacity() * sizeof(LinkId);

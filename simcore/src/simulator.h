@@ -256,8 +256,15 @@ class Simulator {
   void push(Time t, uint32_t target, ItemKind kind, uint32_t version);
   void push(Time t, uint32_t slot, ItemKind kind) { push(t, slot, kind, records_[slot].version); }
   void push_start(Time t, uint32_t slot);  // a kStart item
-  // Every use of a route here is about sharing (solver, link indexes, presence, ghosts).
-  Route route_of(const Record& r) const { return topology_.sharing_links(r.gpu, r.dst); }
+  // Every use of a route here is about sharing (solver, link indexes, presence, ghosts). A
+  // re-simulated flow asks for its route five or six times (joining, its ghost's begin and end,
+  // starting, finalize()): on small clusters each pair's route is built once (route_memo_).
+  Route route_of(const Record& r) const {
+    if (memo_gpus_ == 0) return topology_.sharing_links(r.gpu, r.dst);
+    Route& m = route_memo_[static_cast<size_t>(r.gpu) * memo_gpus_ + static_cast<size_t>(r.dst)];
+    if (m.count < 0) m = topology_.sharing_links(r.gpu, r.dst);
+    return m;
+  }
 
   // The sweep.
   void run();
@@ -432,6 +439,12 @@ class Simulator {
   TimelineEntry timeline_entry(const Record& r, const std::string& label) const;
 
   Topology topology_;
+  // Routes by (source, destination) for clusters of up to kRouteMemoGpus GPUs (count -1: not
+  // built yet); empty above (a large cluster's table would outgrow the caches it is meant to
+  // save a trip through, and its flows rarely share a pair).
+  static constexpr int kRouteMemoGpus = 256;
+  size_t memo_gpus_ = 0;
+  mutable std::vector<Route> route_memo_;
   FlowSolver solver_;
   bool record_timeline_;
 

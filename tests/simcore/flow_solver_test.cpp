@@ -114,5 +114,35 @@ TEST(FlowSolver, ALocalReSolveReachesTheFlowsThatMoveInFewFillings) {
   EXPECT_LE(total.most_local_fillings, 5u);
 }
 
+// Flows bottlenecked on one shared link, each also crossing links of its own: when one leaves,
+// the others move, and add_bottlenecked() looks for the flows bottlenecked on each of their
+// links. The shared link is read once per re-solve (seed_local() took its flows in), not once
+// per moved flow that crosses it.
+TEST(FlowSolver, ALocalReSolveReadsASharedLinkOnceForItsBottleneckedFlows) {
+  const ClusterSpec cluster = uneven_cluster();
+  const Topology topology(cluster);
+  FlowSolver inc(topology, SolverMode::incremental);
+  FlowSolver full(topology, SolverMode::full_resolve);
+  // Node 0's GPUs to node 2's (another leaf): every flow crosses the oversubscribed uplinks,
+  // where they all freeze; their NICs are their own.
+  constexpr int kFlows = 8;
+  for (uint32_t k = 0; k < kFlows; ++k) {
+    const Route route = topology.sharing_route(static_cast<int>(k), 16 + static_cast<int>(k));
+    inc.attach(k, route, 0.0, true);
+    full.attach(k, route, 0.0, true);
+  }
+  inc.solve([](uint32_t, double) {});
+  full.solve([](uint32_t, double) {});
+  const uint64_t before = inc.bottleneck_scans();
+  inc.detach(0, true);
+  full.detach(0, true);
+  inc.solve([](uint32_t, double) {});
+  full.solve([](uint32_t, double) {});
+  for (uint32_t k = 1; k < kFlows; ++k) ASSERT_EQ(inc.rate(k), full.rate(k)) << k;
+  // Each link of the moved flows at most once: the uplinks they share, their NICs (where none
+  // of them froze, so not read at all).
+  EXPECT_LE(inc.bottleneck_scans() - before, 2u);
+}
+
 }  // namespace
 }  // namespace simcore::detail
