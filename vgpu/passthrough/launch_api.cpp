@@ -89,12 +89,11 @@ struct LaunchThread {
   // (passthrough.h): kept here once known, not looked up through the backend's root on every
   // launch (a static's guard and two calls each, ~80 instructions of a settled launch, issue 21).
   // (The virtual time is kept in the thread's call state: CallThread::virtual_time.)
-  PassState* state = nullptr;  // null until cuInit
+  // (PassState::get() is an inline load already: not kept here.)
   KernelDurations* durations = nullptr;
   KernelRecording* recording = nullptr;
   bool recording_known = false;  // `recording` was asked for (it is made then, null or not)
 
-  PassState* pass_state() { return state != nullptr ? state : (state = PassState::get()); }
   KernelDurations& kernel_durations() {
     if (durations == nullptr) durations = &KernelDurations::get();
     return *durations;
@@ -136,7 +135,7 @@ void plan_for(Plan& p, LaunchThread& thread, CUfunction f, const LaunchShape& sh
     return;
   }
   RecentSignatures::Derived* derived = nullptr;
-  PassState* state = thread.pass_state();
+  PassState* state = PassState::get();
   p.have_signature = launch_signature(state, f, facts, shape, params, extra, thread.scratch, &p.signature, &derived);
   const LaunchPolicy policy = launch_policy();
   if (policy == LaunchPolicy::none) {
@@ -256,10 +255,8 @@ bool launched_before(CUcontext ctx, CUfunction f) {
 template <class Launch>
 CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, bool per_thread, void** params,
                       void** extra, Launch launch) {
-  // The virtual time as the thread's call state keeps it (VirtualTime::for_call), not looked up
-  // through the backend's root on every launch.
   CallThread& thread = thread_clock::detail::call_thread_with_clock();
-  VirtualTime* vt = thread.virtual_time != nullptr ? thread.virtual_time : (thread.virtual_time = VirtualTime::get());
+  VirtualTime* vt = VirtualTime::of_thread(thread);
   if (vt == nullptr || f == nullptr) return launch();
   thread_clock::Pause pause(thread);  // as every timed call (timed_api.cpp): only the real driver's time is charged
   StreamTarget t;

@@ -328,7 +328,7 @@ void PassState::remove_context(CUcontext real) {
 }
 
 int PassState::device_of(CUcontext ctx) const {
-  if (const int v = context_stubs::device_of(ctx); v >= 0) return v < device_count() ? v : -1;
+  if (const int v = context_stubs::device_of(ctx); v >= 0) return v;  // the block has one stub a device
   std::lock_guard l(mu_);
   auto it = contexts_.find(ctx);
   return it == contexts_.end() ? -1 : it->second;

@@ -70,13 +70,18 @@ class VirtualTime {
   // The process's virtual time (the backend root's, passthrough.h); nullptr before a
   // successful cuInit.
   static VirtualTime* get();
+  // get() as the calling thread's call state keeps it once known (call_thread.h): not looked up
+  // through the backend's root on every timed call.
+  static VirtualTime* of_thread(CallThread& thread) {
+    return thread.virtual_time != nullptr ? thread.virtual_time : (thread.virtual_time = get());
+  }
   // The virtual time and the target of a call on stream `s` when the call can be timed (a live
   // stream that is not being captured); nullptr otherwise. `pause`: the call's, whose thread
   // state serves (call_thread.h: no thread-local lookup). Inline, as target()'s and
   // capturing()'s common cases: a call and its saved registers a layer (issue 21).
   static VirtualTime* for_call(CUstream s, bool per_thread, StreamTarget* t, const thread_clock::Pause& pause) {
     CallThread& thread = pause.thread();
-    VirtualTime* vt = thread.virtual_time != nullptr ? thread.virtual_time : (thread.virtual_time = get());
+    VirtualTime* vt = of_thread(thread);
     if (vt == nullptr || !vt->target(s, per_thread, t, thread.target) || vt->capturing(*t)) return nullptr;
     return vt;
   }
