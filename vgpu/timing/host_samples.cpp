@@ -47,6 +47,9 @@ struct Sampler {
   std::atomic<bool> recording{false};
   std::mutex mu;  // below: not touched by the signal handler
   bool ranged = false;
+  // The first sample of the ranges (the slots before it are start-up). Slots are never reused: a
+  // reset of `next` could hand a slot to one thread's handler while another's still writes it.
+  size_t first = 0;
   std::map<int, std::string> names;  // tid -> thread name, as last seen
 };
 std::atomic<Sampler*> g_sampler{nullptr};
@@ -191,8 +194,7 @@ void range_start() {
   std::lock_guard lock(s->mu);
   if (!s->ranged) {  // the first range: what came before it is start-up
     s->ranged = true;
-    s->recording.store(false, std::memory_order_relaxed);
-    s->next.store(0, std::memory_order_relaxed);
+    s->first = std::min(s->next.load(std::memory_order_relaxed), kCapacity);
   }
   s->recording.store(true, std::memory_order_relaxed);
 }
@@ -211,11 +213,11 @@ std::string report() {
   if (s == nullptr) return "";
   std::lock_guard lock(s->mu);
   snapshot_names(*s);
-  const size_t taken = s->next.load(std::memory_order_relaxed);
-  const size_t kept = std::min(taken, kCapacity);
+  const size_t taken = s->next.load(std::memory_order_relaxed) - s->first;
+  const size_t kept = std::min(taken, kCapacity - s->first);
   Symbols symbols;
   std::map<int, ThreadTally> threads;
-  for (size_t i = 0; i < kept; ++i) {
+  for (size_t i = s->first; i < s->first + kept; ++i) {
     const Sample& x = s->samples[i];
     const int depth = x.depth.load(std::memory_order_acquire);
     if (depth <= 0) continue;
