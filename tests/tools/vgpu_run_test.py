@@ -596,19 +596,6 @@ class VgpuRunTest(unittest.TestCase):
                     job, lib = f.read().split()
                 self.assertEqual((job, lib), ("job=none", "lib=/the/callers/lib"))
 
-    def test_mps_makes_contexts_when_first_used(self):
-        env = self._fake_mps_control()
-        os.makedirs(self.tmp, exist_ok=True)
-        for caller, expected in ((None, "1"), ("0", "0")):
-            with self.subTest(caller=caller):
-                extra = dict(env)
-                if caller is not None:
-                    extra["VGPU_LAZY_CONTEXTS"] = caller
-                r = self.run_vgpu("--backend", "passthrough", "--mps", "--no-summary", "--job-id", "tools-test-mps-lazy",
-                                  "--", "sh", "-c", 'echo "lazy=$VGPU_LAZY_CONTEXTS"', **extra)
-                self.assertEqual(r.returncode, 0, r.stderr)
-                self.assertIn(f"lazy={expected}", r.stdout)
-
     def test_mps_refused_without_its_control_program(self):
         r = self.run_vgpu("--backend", "passthrough", "--mps", "--no-summary", "--", "true",
                           PATH=os.path.dirname(sys.executable), VGPU_REAL_LIBCUDA=os.path.join(BUILD, "vgpu", "libcuda.so.1"))

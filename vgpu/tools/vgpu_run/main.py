@@ -165,10 +165,6 @@ def main(argv, configured):
             _say(str(e))
             return 2
         env.update(mps_daemon.vars)
-        # An MPS server admits a bounded number of clients (real contexts): each process makes real
-        # contexts only for the virtual GPUs it uses (not the 8 cudart asks for at start-up),
-        # unless the caller chose.
-        env.setdefault("VGPU_LAZY_CONTEXTS", "1")
     monitor = Monitor(setting["VGPU_JOB_ID"], layout.vgpu_smi, env, options.sample_interval)
     monitor.start()
     started = time.monotonic()
