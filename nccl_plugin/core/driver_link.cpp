@@ -17,6 +17,8 @@ std::atomic<GpuClockFn> g_gpu_clock{nullptr};
 std::atomic<LaunchClockFn> g_launch_clock{nullptr};
 std::atomic<int (*)(int*)> g_current_device{nullptr};
 std::atomic<int (*)(int*)> g_current_global_gpu{nullptr};
+std::atomic<void (*)(void)> g_own_work_begin{nullptr};
+std::atomic<void (*)(void)> g_own_work_end{nullptr};
 std::atomic<bool> g_installed{false};
 
 // cuda.h's cuGetExportTable, without cuda.h: the plugin does not depend on the driver.
@@ -55,7 +57,22 @@ void install_driver(const vgpu_nccl_driver_side* d) {
   g_launch_clock.store(d ? d->launch_clock : nullptr, std::memory_order_release);
   g_current_device.store(d ? d->current_device : nullptr, std::memory_order_release);
   g_current_global_gpu.store(d ? d->current_global_gpu : nullptr, std::memory_order_release);
+  // Both or neither: a begin without its end would leave the thread's clock paused.
+  const bool own = d != nullptr && d->own_work_begin != nullptr && d->own_work_end != nullptr;
+  g_own_work_end.store(own ? d->own_work_end : nullptr, std::memory_order_release);
+  g_own_work_begin.store(own ? d->own_work_begin : nullptr, std::memory_order_release);
   g_installed.store(d != nullptr, std::memory_order_release);
+}
+
+OwnWork::OwnWork() : end_(nullptr) {
+  void (*begin)(void) = g_own_work_begin.load(std::memory_order_acquire);
+  if (begin == nullptr) return;
+  end_ = g_own_work_end.load(std::memory_order_acquire);  // stored before begin: never null here
+  begin();
+}
+
+OwnWork::~OwnWork() {
+  if (end_ != nullptr) end_();
 }
 
 GpuClockFn driver_gpu_clock() { return g_gpu_clock.load(std::memory_order_acquire); }

@@ -12,6 +12,20 @@ namespace vgpu::nccl {
 // Keeps the driver's table (called by the handshake, after its checks); nullptr forgets it.
 void install_driver(const vgpu_nccl_driver_side* driver);
 
+// The plugin's own work on the calling thread, bracketed for the driver (contracts/nccl_plugin.h
+// own_work_begin/end): the thread's virtual clock is not charged for it. Without a driver's
+// hooks, nothing; the end is called only when the begin was.
+class OwnWork {
+ public:
+  OwnWork();
+  ~OwnWork();
+  OwnWork(const OwnWork&) = delete;
+  OwnWork& operator=(const OwnWork&) = delete;
+
+ private:
+  void (*end_)(void);
+};
+
 // The driver's hooks, null while none was handed over.
 using GpuClockFn = double (*)(int);
 using LaunchClockFn = double (*)(int, uint64_t);

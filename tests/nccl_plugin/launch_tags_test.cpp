@@ -504,3 +504,52 @@ TEST_F(LaunchTags, LocalRanksCountTheOpenContextsOfACommunicator) {
   }
   EXPECT_EQ(local(1), 0);
 }
+
+// The profiler's callbacks are vgpu's own work, which the real job does not do: each is bracketed
+// by the driver's own_work hooks (contracts/nccl_plugin.h), so the thread's virtual clock is not
+// charged for it (nccl-tests' small sizes are bound by the host: ~10 callbacks an iteration). A
+// driver that hands over only one of the pair gets neither call (a begin without its end would
+// leave the clock paused).
+namespace {
+std::atomic<int> g_begins{0}, g_ends{0}, g_depth{0}, g_deepest{0};
+void own_begin() {
+  ++g_begins;
+  const int d = ++g_depth;
+  if (d > g_deepest) g_deepest = d;
+}
+void own_end() {
+  ++g_ends;
+  --g_depth;
+}
+void one_launch(Comm& c) {
+  void* group = c.start(ncclProfileGroupApi, nullptr);
+  void* api = c.start(ncclProfileCollApi, group);
+  Comm::stop(api);
+  c.launch(group);
+  Comm::stop(group);
+}
+}  // namespace
+
+TEST_F(LaunchTags, EveryCallbackIsBracketedAsTheDriversOwnWork) {
+  for (bool v6 : {false, true}) {
+    Comm c(v6);
+    g_begins = g_ends = g_deepest = 0;
+    driver_clocks().own_work_begin = &own_begin;
+    driver_clocks().own_work_end = &own_end;
+    ASSERT_TRUE(hand_over_clocks());
+    one_launch(c);
+    // three starts and three stops
+    EXPECT_EQ(g_begins.load(), 6) << "v6 " << v6;
+    EXPECT_EQ(g_ends.load(), 6);
+    EXPECT_EQ(g_depth.load(), 0);
+    EXPECT_EQ(g_deepest.load(), 1);
+
+    driver_clocks().own_work_end = nullptr;  // half a pair: neither is called
+    ASSERT_TRUE(hand_over_clocks());
+    one_launch(c);
+    EXPECT_EQ(g_begins.load(), 6);
+    EXPECT_EQ(g_ends.load(), 6);
+    driver_clocks().own_work_begin = nullptr;
+    ASSERT_TRUE(hand_over_clocks());
+  }
+}

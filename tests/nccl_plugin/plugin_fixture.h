@@ -76,6 +76,8 @@ struct DriverClocks {
   ClockFn gpu = nullptr;
   LaunchClockFn launch = nullptr;
   int (*global_gpu)(int* gpu) = nullptr;  // the contract's current_global_gpu
+  void (*own_work_begin)() = nullptr;     // the contract's own_work_begin / own_work_end
+  void (*own_work_end)() = nullptr;
 };
 inline DriverClocks& driver_clocks() {
   static DriverClocks c;
@@ -83,8 +85,14 @@ inline DriverClocks& driver_clocks() {
 }
 inline bool hand_over_clocks() {
   static vgpu_nccl_driver_side d;  // one driver: the plugin knows its driver by this address
-  d = vgpu_nccl_driver_side{sizeof d, VGPU_NCCL_CONTRACT_VERSION, driver_clocks().gpu, driver_clocks().launch, nullptr,
-                            driver_clocks().global_gpu};
+  d = vgpu_nccl_driver_side{sizeof d,
+                            VGPU_NCCL_CONTRACT_VERSION,
+                            driver_clocks().gpu,
+                            driver_clocks().launch,
+                            nullptr,
+                            driver_clocks().global_gpu,
+                            driver_clocks().own_work_begin,
+                            driver_clocks().own_work_end};
   vgpu_nccl_plugin_side out{};
   out.size = sizeof out;
   out.version = VGPU_NCCL_CONTRACT_VERSION;

@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 /* This header's version; a new slot, a changed struct or a changed meaning bumps it. */
-#define VGPU_NCCL_CONTRACT_VERSION 4u
+#define VGPU_NCCL_CONTRACT_VERSION 5u
 
 /* ---- What both sides describe ---------------------------------------------------------- */
 
@@ -108,6 +108,12 @@ typedef struct vgpu_nccl_driver_side {
    * backend under CUDA_VISIBLE_DEVICES numbers a process's GPUs from 0 whatever their node).
    * NULL: the plugin derives it (VGPU_NODE_INDEX x GPUs per node + current_device). */
   int (*current_global_gpu)(int* gpu);
+  /* Bracket the plugin's own work on the calling thread (its NCCL profiler callbacks, which the
+   * real job does not run: NCCL calls them on the host between the program's driver calls):
+   * the thread's virtual clock is not charged the CPU time in between, as it is not charged
+   * vgpu's own time inside a driver call. Nest; always called in pairs. NULL: none. */
+  void (*own_work_begin)(void);
+  void (*own_work_end)(void);
 } vgpu_nccl_driver_side;
 
 /* ---- What the plugin offers the driver ------------------------------------------------- */

@@ -20,6 +20,7 @@
 #include "simcore/collective_model.h"
 #include "simcore/rank_gpu.h"
 #include "passthrough/passthrough_state.h"
+#include "passthrough/thread_clock.h"
 #include "passthrough/virtual_time.h"
 
 namespace vgpu::pt::nccl_timing {
@@ -92,7 +93,8 @@ using Plugin = vgpu_nccl_plugin_side;
 // The driver's half of the plugin contract, with the passthrough's clock hooks.
 contracts::NcclPluginClient& client() {
   static auto* c = new contracts::NcclPluginClient(  // used until exit
-      vgpu_nccl_driver_side{0, 0, &clock_hook, &launch_clock_hook, &current_device, nullptr});
+      vgpu_nccl_driver_side{0, 0, &clock_hook, &launch_clock_hook, &current_device, nullptr,
+                            &thread_clock::own_work_begin, &thread_clock::own_work_end});
   return *c;
 }
 

@@ -33,6 +33,11 @@ void advance_to(double t, int device);
 // condition variable that thread signalled: vgpu's clock table, slot 3): its clock moves there,
 // never back; the device's horizon does not follow (the handing thread's work may be unrelated).
 void handoff(double t);
+// The NCCL plugin's own work on the calling thread (its profiler callbacks, which the real job
+// does not run): like a driver call that does no work, the CPU time in between is not charged
+// and a polling thread stays polling. Always in pairs; nest.
+void own_work_begin();
+void own_work_end();
 // Whether the thread has a virtual clock: it submitted or synchronized work since it started.
 bool has_clock();
 // Whether the thread is inside a call vgpu times (a Pause is open).

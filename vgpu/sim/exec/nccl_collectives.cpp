@@ -8,6 +8,7 @@
 #include "sim/exec/module_registry.h"
 #include "sim/exec/stream.h"
 #include "sim/core/context.h"
+#include "sim/core/virtual_clock.h"
 #include "simcore/engine.h"
 
 namespace vgpu {
@@ -49,7 +50,8 @@ int current_global_gpu(int* gpu) {
 
 NcclCollectives::NcclCollectives(DriverState& driver)
     : driver_(driver),
-      plugin_(vgpu_nccl_driver_side{0, 0, nullptr, nullptr, &current_device, &current_global_gpu}),
+      plugin_(vgpu_nccl_driver_side{0, 0, nullptr, nullptr, &current_device, &current_global_gpu,
+                                    &vclock::enter_neutral_call, &vclock::leave_call}),
       data_(driver.memory()) {}
 NcclCollectives::~NcclCollectives() = default;
 
