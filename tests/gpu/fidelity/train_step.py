@@ -104,6 +104,25 @@ def profile_kernels(one_step, path):
         json.dump({n: {"count": c, "us": round(t, 3)} for n, (c, t) in kernels.items()}, f)
 
 
+def launch_stats():
+    """Under vgpu's passthrough (vgpu-run sets VGPU_LAUNCH_STATS, "%p" this process's id): a
+    reader of (launches measured on the GPU, launches with a signature) so far, exact after a
+    synchronization; None elsewhere. Per step, it says whether a rank still measures once the
+    shapes repeat (issue 21: every measurement takes the GPU alone)."""
+    path = os.environ.get("VGPU_LAUNCH_STATS", "").replace("%p", str(os.getpid()))
+    if not path:
+        return None
+
+    def read():
+        try:
+            with open(path) as f:
+                fields = dict(kv.split("=") for kv in f.readline().split())
+            return int(fields["measured"]), int(fields["launches"])
+        except (OSError, ValueError, KeyError):
+            return None
+    return read
+
+
 def main():
     args = parse()
     distributed = args.mode != "single"
@@ -147,8 +166,18 @@ def main():
         host_mark(host)
         return loss
 
+    stats = launch_stats()
+    counts = []  # (measured, launches) after each warm-up and timed step, when stats is set
+
+    def note_counts():
+        if stats is not None:
+            counts.append(stats() or (-1, -1))
+
     for _ in range(args.warmup):
         one_step()
+        if stats is not None:
+            torch.cuda.synchronize()
+            note_counts()
     torch.cuda.synchronize()
     if distributed:
         dist.barrier()
@@ -168,6 +197,7 @@ def main():
         torch.cuda.synchronize()
         host_mark(host)
         steps.append((time.perf_counter() - t0) * 1e3)
+        note_counts()
         walls.append((time.clock_gettime(time.CLOCK_TAI) - w0) * 1e3)
         phases.append([marks[i].elapsed_time(marks[i + 1]) for i in range(3)])
         # forward, backward, optimizer, the final synchronize: (step clock, thread CPU) ms each
@@ -203,6 +233,18 @@ def main():
         every = torch.zeros(dist.get_world_size(), device=device)
         dist.all_gather_into_tensor(every, torch.tensor([med]).to(device))
         med = max(every.cpu().tolist())
+    # Launches measured in each step (warm-up steps first), per rank; -1 where unknown.
+    measured, last = [], 0
+    for c in counts:
+        measured.append(c[0] - last if c[0] >= 0 else -1)
+        last = c[0] if c[0] >= 0 else last
+    ranks_measured = [measured]
+    if distributed and stats is not None:
+        n = len(measured)
+        gathered = torch.zeros(dist.get_world_size() * n, device=device)
+        dist.all_gather_into_tensor(gathered, torch.tensor(measured, dtype=torch.float32, device=device))
+        g = gathered.cpu().tolist()
+        ranks_measured = [[int(v) for v in g[r * n:(r + 1) * n]] for r in range(dist.get_world_size())]
     if rank == 0:
         ph = [sorted(p[i] for p in phases)[len(phases) // 2] for i in range(3)]
         host_ms = [round(v, 3) for v in mine[:4]]  # rank 0's own medians, computed above
@@ -220,6 +262,10 @@ def main():
             "ranks_host_ms": [[round(v, 2) for v in r] for r in ranks_host],
             # per rank, per timed step: the host clock until backward() returned
             "ranks_steps_fb_ms": [[round(v, 2) for v in r] for r in ranks_fb],
+            # per rank, per step (warm-up steps first): launches measured on the GPU (under vgpu's
+            # passthrough; [] elsewhere)
+            "ranks_measured_per_step": ranks_measured if stats is not None else [],
+            "launches_per_step": (counts[-1][1] - counts[-2][1]) if len(counts) > 1 else None,
             "loss": round(final_loss, 4)}), flush=True)
     if distributed:
         dist.destroy_process_group()
