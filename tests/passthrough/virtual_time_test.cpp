@@ -655,6 +655,37 @@ TEST_F(VirtualTime, ALaunchTakesTheLeastSampleAnyRankTookOfTheSameWork) {
   EXPECT_NEAR(launches_ms(6, grid, params), 6 * *least / 4 * 1e3, kPriceToleranceMs);
 }
 
+// Measured once per job where ranks' exact signatures differ: what another rank settled for the
+// same work (its work key) is taken without measuring, and what settles here is offered so.
+TEST_F(VirtualTime, WorkAnotherRankSettledIsNotMeasuredAgain) {
+  if (policy() == "none") GTEST_SKIP() << "nothing is measured under VGPU_LAUNCH_POLICY=none";
+  float mine = 19, theirs = 23;  // floats: words of 2^24 or more, as another process's garbage is
+  int n = 6 << 20;               // a size no other test launches
+  void* params[] = {&mine, &x_, &y_, &n};
+  void* their_params[] = {&theirs, &x_, &y_, &n};
+  const unsigned grid = static_cast<unsigned>(n / 256);
+  ASSERT_NE(axpy_signature(grid, params), axpy_signature(grid, their_params));
+  const uint64_t work = vgpu::signature_work_key(axpy_signature(grid, params));
+  ASSERT_EQ(work, vgpu::signature_work_key(axpy_signature(grid, their_params)));
+  auto table = job_durations_table();
+  ASSERT_NE(table, nullptr);
+  // "Another rank" settled that work at 3 ms (the sim's own figure: tens of us): both launches
+  // take it; measured, the first would read the sim's.
+  table->offer(vgpu::pt::SharedDurations::settled_work_key(work), 3e-3);
+  EXPECT_NEAR(launches_ms(2, grid, params), 6.0f, kPriceToleranceMs);
+
+  // This process settles other work and offers it under that work's settled key.
+  int m = 7 << 20;
+  void* other[] = {&mine, &x_, &y_, &m};
+  const unsigned other_grid = static_cast<unsigned>(m / 256);
+  const uint64_t other_work = vgpu::signature_work_key(axpy_signature(other_grid, other));
+  EXPECT_FALSE(table->smallest(vgpu::pt::SharedDurations::settled_work_key(other_work)));
+  launches_ms(8, other_grid, other);
+  const std::optional<double> settled = table->smallest(vgpu::pt::SharedDurations::settled_work_key(other_work));
+  ASSERT_TRUE(settled);
+  EXPECT_LT(*settled, 1e-3);
+}
+
 TEST_F(VirtualTime, CapturedWorkIsTimedWhenTheGraphRuns) {
   CUstream s;
   ASSERT_EQ(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);

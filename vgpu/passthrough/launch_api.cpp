@@ -210,6 +210,18 @@ void plan_for(Plan& p, LaunchThread& thread, CUfunction f, const LaunchShape& sh
       return;
     }
   }
+  // The same where the ranks' exact signatures differ but their work is the same (work key): a
+  // duration another rank settled for it is taken, also for a signature this process has begun
+  // to measure (8 ranks of DDP on one H200 each measured 5-17 of their ~870 launches a step still
+  // at step 15, every measurement taking the GPU alone; 2 ranks 2-3). Not settled here: a
+  // signature whose bytes vary (stack garbage) would add a group per launch; the lookup is two
+  // atomic reads of the shared table each launch instead.
+  if (work != 0) {
+    if (const std::optional<double> least = shared->smallest(SharedDurations::settled_work_key(work))) {
+      known(least_of_job(*least));
+      return;
+    }
+  }
   // A duration the kernel-time database holds for this physical GPU is taken as it is, but only
   // for a signature this process has not begun to measure: its own samples settle as above (the
   // first sample of a signature includes the host's launch latency; taking it alone from the
@@ -232,7 +244,10 @@ void plan_for(Plan& p, LaunchThread& thread, CUfunction f, const LaunchShape& sh
                           first = p.first](double s) {
     double least = s;
     const std::optional<double> settled = durations.add_sample(sig, s, /*learn=*/!*first, &least);
-    if (settled && shared != nullptr) shared->offer(key, *settled);
+    if (settled && shared != nullptr) {
+      shared->offer(key, *settled);
+      if (work != 0) shared->offer(SharedDurations::settled_work_key(work), *settled);
+    }
     // A function's first launch in its context may include loading it: not a sample of the work.
     if (work != 0 && !*first) shared->offer(work, s);
     if (db != nullptr) record_measured(*db, sig, settled);

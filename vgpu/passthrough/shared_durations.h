@@ -50,6 +50,14 @@ class SharedDurations {
   // The key of a launch signature (XXH64 of its bytes, launch_signature.h); never 0 (0 becomes 1).
   static uint64_t key_of(std::string_view signature);
 
+  // The key under which a duration one process *settled* for work key `work` is offered (raw
+  // samples go under `work` itself): a rank whose exact signature differs (its stack garbage,
+  // its buffers) takes it instead of measuring the same work again. Never 0, never `work`.
+  static uint64_t settled_work_key(uint64_t work) {
+    const uint64_t k = (work ^ 0x5e771edf00d5eedbULL) * 0x9e3779b97f4a7c15ULL;
+    return k == 0 || k == work ? k + 1 : k;
+  }
+
   // The smallest duration offered for `key`, in seconds.
   std::optional<double> smallest(uint64_t key) const;
   // Offers a settled duration; the table keeps the smallest. A full table keeps what it has.
