@@ -116,6 +116,8 @@ void Simulator::sync() {
   const Time start = rewind_to_;
   const uint64_t replayed_before = replayed_;
   queue_.restart();
+  first_instant_ = solver_.attached_count() == 0;
+  first_usable_ = true;
   for (uint32_t slot : fresh_) dirty_.push_back(slot);
   for (uint32_t slot : fresh_) schedule_if_ready(slot, start);
   fresh_.clear();
@@ -183,6 +185,7 @@ void Simulator::run() {
       handle(item, now);
       if (!presence_work_.empty()) pull_in(now);
     }
+    if (first_instant_) adopt_first_instant();
     solver_.solve([&](uint32_t slot, double rate) { on_rate(slot, rate, now); });
   }
 }
@@ -229,8 +232,25 @@ void Simulator::begin(uint32_t slot, Time now) {
     r.end_queued = std::numeric_limits<Time>::infinity();
     const Route route = route_of(r);
     index_insert(slot, r, route);
+    if (first_instant_ && restart_known(slot, route, now)) return;
     attach_dirty(slot, route, 0.0, now);
   }
+}
+
+// A flow noted by dirty_pending() starts again at the instant its old transfer began: it goes on
+// at its old first rate, as a known flow (its segment and transfer end are written here: the
+// solve reports only rates that move).
+bool Simulator::restart_known(uint32_t slot, const Route& route, Time now) {
+  auto it = std::find_if(restarts_.begin(), restarts_.end(), [&](const auto& e) { return e.first == slot; });
+  if (it == restarts_.end()) return false;
+  const double rate = it->second;
+  *it = restarts_.back();
+  restarts_.pop_back();
+  split_claims(route, now);
+  note_presence(route, now);
+  solver_.attach_known(slot, route, rate);
+  on_rate(slot, rate, now);
+  return true;
 }
 
 void Simulator::end_transfer(uint32_t slot, Time now) {
@@ -404,12 +424,19 @@ void Simulator::dirty_moving(uint32_t slot, Time now) {
   // join the sweep as well.
   for (int i = 0; i < route.count; ++i) ++links_[route.links[i]].ghosts;
   push(r.transfer_end, slot, kGhostEnd);  // the old one: the sweep has not reached it yet
-  while (!r.segments.empty() && r.segments.back().t >= now) r.segments.pop_back();
+  // It goes on at the rate it had just before now; at the sweep's first instant, at the one it
+  // had from now on (the old allocation at now, which the solver adopts).
+  if (first_instant_) {
+    while (!r.segments.empty() && r.segments.back().t > now) r.segments.pop_back();
+  } else {
+    while (!r.segments.empty() && r.segments.back().t >= now) r.segments.pop_back();
+  }
   r.phase = Phase::moving;
   const Segment s = r.segments.back();  // it started before now, so this exists
   // Its presence was noted above (attach_dirty() would find every link present now).
   split_claims(route, now);
-  solver_.attach(slot, route, s.rate, /*touch=*/true);
+  if (first_instant_) solver_.attach_known(slot, route, s.rate);
+  else solver_.attach(slot, route, s.rate, /*touch=*/true);
   queue_transfer_end(r, slot, std::max(now, s.t + s.remaining / s.rate));
 }
 
@@ -426,6 +453,8 @@ void Simulator::dirty_pending(uint32_t slot, Time now) {
     push(r.start, slot, kGhostBegin);
     push(r.transfer_end, slot, kGhostEnd);
   }
+  if (first_instant_ && r.start == now && !r.segments.empty() && r.segments.front().t == now)
+    restarts_.emplace_back(slot, r.segments.front().rate);
   r.segments.clear();
   r.trim_at = 8;
   r.phase = Phase::pending;
@@ -452,6 +481,13 @@ void Simulator::attach_dirty(uint32_t slot, const Route& route, double rate, Tim
   split_claims(route, now);
   note_presence(route, now);
   solver_.attach(slot, route, rate, /*touch=*/true);
+}
+
+void Simulator::adopt_first_instant() {
+  first_instant_ = false;
+  if (!restarts_.empty()) first_usable_ = false;  // a noted flow did not start again
+  restarts_.clear();
+  solver_.adopt_known(first_usable_);
 }
 
 // Dirty work just appeared on these links: every clean flow moving on them joins the sweep,

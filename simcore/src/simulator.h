@@ -303,6 +303,10 @@ class Simulator {
   }
   void note_presence(const Route& route, Time now);  // call before raising presence on `route`
   void attach_dirty(uint32_t slot, const Route& route, double rate, Time now);
+  // begin() at the sweep's first instant: true when the flow went on as a known one.
+  bool restart_known(uint32_t slot, const Route& route, Time now);
+  // The end of the sweep's first instant, before its solve (flow_solver.h: adopt_known()).
+  void adopt_first_instant();
   void pull_in(Time now);  // drains presence_work_
   void watch(LinkId id, Time now);
   // `after`: the link index's first entry > now.
@@ -462,6 +466,17 @@ class Simulator {
   std::vector<uint32_t> announced_;  // clean events whose finish the sweep will announce
   std::vector<uint32_t> starting_;   // scratch for watch_fired()
   Time rewind_to_ = std::numeric_limits<Time>::infinity();
+  // The sweep's first instant, while the solver held nothing before it, starts from the old
+  // allocation at that instant (flow_solver.h: adopt_known()): a clean flow moving then joins
+  // at its old rate from then on, untouched (dirty_moving()), and one whose old transfer began
+  // then and that starts again then does so at its old first rate (restarts_: slot and rate,
+  // noted by dirty_pending(), taken by begin()). The solver adopts that allocation at the end of
+  // the instant unless something there keeps it from being the old one (first_usable_ false: a
+  // flow group came apart, or a noted flow did not start again). A rollback's first instant
+  // pulls in the whole component in flight beside the late flow (~120 flows on the rollback
+  // benchmark): re-solved from scratch, every one of them was filled again.
+  bool first_instant_ = false, first_usable_ = true;
+  std::vector<std::pair<uint32_t, double>> restarts_;
   RadixQueue<QueueItem, kItemKinds> queue_;
   RadixQueue<FinishEntry, 1> finish_order_;
   std::vector<FinishEntry> retiring_;  // scratch for reclaim()
