@@ -122,6 +122,7 @@ void Simulator::sync() {
   for (uint32_t slot : fresh_) schedule_if_ready(slot, start);
   fresh_.clear();
   run();
+  first_instant_ = false;  // (a sweep with nothing to run never reached adopt_first_instant())
   rewind_to_ = std::numeric_limits<Time>::infinity();
   if (replayed_ > replayed_before) ++rollbacks_;
   finalize();
