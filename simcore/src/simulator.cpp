@@ -116,6 +116,7 @@ void Simulator::sync() {
   const Time start = rewind_to_;
   const uint64_t replayed_before = replayed_;
   queue_.restart();
+  stale_ends_ = 0;
   first_instant_ = solver_.attached_count() == 0;
   first_usable_ = true;
   for (uint32_t slot : fresh_) dirty_.push_back(slot);
@@ -207,7 +208,10 @@ void Simulator::handle(const QueueItem& item, Time now) {
     }
     return;
   }
-  if (item.version != r.version) return;
+  if (item.version != r.version) {
+    if (item.kind == kTransferEnd && stale_ends_ > 0) --stale_ends_;
+    return;
+  }
   switch (item.kind) {
     case kStart: begin(item.target, now); break;
     case kTransferEnd: transfer_end_due(item.target, now); break;
@@ -364,7 +368,24 @@ void Simulator::on_rate(uint32_t slot, double rate, Time now) {
     }
   }
   const Time due = now + remaining / rate;  // what transfer_end_due() computes from the segment
-  if (due < r.end_queued) queue_transfer_end(r, slot, due);
+  if (due < r.end_queued) {
+    if (r.end_queued != std::numeric_limits<Time>::infinity()) note_stale_end();
+    queue_transfer_end(r, slot, due);
+  }
+}
+
+// A rollback's flows speed up as their neighbours leave: 44% of its queue items (373 of 855 ten
+// events back on the rollback benchmark) were transfer ends gone stale, each moved down the
+// buckets and popped like a live one. Once they are half the queue, one pass drops them all.
+void Simulator::note_stale_end() {
+  constexpr size_t kLeast = 64;  // a handful is cheaper to pop than to sweep for
+  if (++stale_ends_ < kLeast || 2 * stale_ends_ < queue_.size()) return;
+  const size_t before = queue_.size();
+  queue_.filter([this](const QueueItem& item) {
+    return item.kind != kTransferEnd || records_[item.target].version == item.version;
+  });
+  stale_dropped_ += before - queue_.size();
+  stale_ends_ = 0;
 }
 
 // The new item is the live one: any earlier one (due later) goes stale.
@@ -834,6 +855,7 @@ Engine::Stats Simulator::stats() const {
   s.group_members_apart = members_apart_;
   s.group_links = links_made_;
   s.group_links_expanded = links_expanded_;
+  s.stale_items_dropped = stale_dropped_;
   s.floor = floor_;
   return s;
 }

@@ -278,6 +278,7 @@ class Simulator {
   void dep_check(uint32_t slot, Time now);
   void on_rate(uint32_t slot, double rate, Time now);
   void queue_transfer_end(Record& r, uint32_t slot, Time due);
+  void note_stale_end();  // a live transfer-end item just went stale
   void transfer_end_due(uint32_t slot, Time now);
   void schedule_if_ready(uint32_t slot, Time now);
 
@@ -478,6 +479,7 @@ class Simulator {
   bool first_instant_ = false, first_usable_ = true;
   std::vector<std::pair<uint32_t, double>> restarts_;
   RadixQueue<QueueItem, kItemKinds> queue_;
+  size_t stale_ends_ = 0;  // stale kTransferEnd items in queue_, about (note_stale_end())
   RadixQueue<FinishEntry, 1> finish_order_;
   std::vector<FinishEntry> retiring_;  // scratch for reclaim()
   std::array<Route, 32> retiring_routes_{};  // reclaim(): routes by position, modulo 32
@@ -518,7 +520,7 @@ class Simulator {
 
   Time floor_ = 0, frontier_ = 0;
   uint64_t live_ = 0, rollbacks_ = 0, replayed_ = 0, members_apart_ = 0;
-  uint64_t links_made_ = 0, links_expanded_ = 0;
+  uint64_t links_made_ = 0, links_expanded_ = 0, stale_dropped_ = 0;
 };
 
 // Every member's sharing route, with the member's position.
