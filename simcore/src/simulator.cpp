@@ -260,6 +260,14 @@ bool Simulator::restart_known(uint32_t slot, const Route& route, Time now) {
 
 void Simulator::end_transfer(uint32_t slot, Time now) {
   Record& r = records_[slot];
+  if (r.ghost_deferred) {
+    r.ghost_deferred = false;
+    if (r.transfer_end > now) {  // the old one: the sweep has not reached it yet
+      const Route route = route_of(r);
+      for (int i = 0; i < route.count; ++i) ++links_[route.links[i]].ghosts;
+      push(r.transfer_end, slot, kGhostEnd);
+    }
+  }
   r.phase = Phase::tail;
   r.transfer_end = now;
   if (r.group != kNoGroup) end_group_transfer(slot);
@@ -445,9 +453,10 @@ void Simulator::dirty_moving(uint32_t slot, Time now) {
   mark_dirty(r, slot, now, route);
   note_presence(route, now);
   // Its old transfer from now on is a ghost: the flows that shared links with it then must
-  // join the sweep as well.
-  for (int i = 0; i < route.count; ++i) ++links_[route.links[i]].ghosts;
-  push(r.transfer_end, slot, kGhostEnd);  // the old one: the sweep has not reached it yet
+  // join the sweep as well. While the flow moves, its own presence holds its links: the ghost
+  // starts only if the new transfer ends before the old one (end_transfer()). Most joined flows
+  // end when they did or later, and their ghost's items were an eighth of a rollback's queue.
+  r.ghost_deferred = true;
   // It goes on at the rate it had just before now; at the sweep's first instant, at the one it
   // had from now on (the old allocation at now, which the solver adopts).
   if (first_instant_) {

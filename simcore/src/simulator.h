@@ -146,6 +146,9 @@ class Simulator {
     bool indexed = false;    // its transfer is in its links' indexes
     bool finish_queued = false;     // clean: the sweep will announce its finish
     bool finish_announced = false;  // clean: the sweep announced its finish
+    // Joined while moving (dirty_moving()): its old transfer from then on is a ghost, which
+    // starts only if its new transfer ends first (while it moves, its own presence is there).
+    bool ghost_deferred = false;
     // Line 1. Dependents by id, not slot (so are dependencies): retire() does not unlink an
     // event from its neighbours (their records are as cold as its own), so a reference may
     // outlive the event; resolving it through the id table (live_slot) tells a retired one from
@@ -187,7 +190,7 @@ class Simulator {
       version = waiting = 0;
       kind = EventKind::task;
       phase = Phase::pending;
-      dirty = has_old = indexed = finish_queued = finish_announced = false;
+      dirty = has_old = indexed = finish_queued = finish_announced = ghost_deferred = false;
       dependents.clear();
       lower_bound = ready = tail = 0;
       group = kNoGroup;
