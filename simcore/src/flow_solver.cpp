@@ -108,9 +108,7 @@ bool FlowSolver::adopt_known(bool usable) {
   for (uint32_t slot : known_)
     if (!flows_[slot].attached) usable = false;
   const bool ok = usable && mode_ == SolverMode::incremental && find_known_bottlenecks();
-  if (ok) {
-    adopted_flows_ += known_.size();
-  } else {
+  if (!ok) {
     for (uint32_t slot : known_)
       if (flows_[slot].attached) make_fresh(slot);
   }
@@ -382,7 +380,8 @@ size_t FlowSolver::memory_bytes() const {
   size_t bytes = links_.capacity() * sizeof(LinkState) +
                  (load_.capacity() + bottlenecked_.capacity() + scanned_.capacity()) * sizeof(uint32_t) +
                  flows_.capacity() * sizeof(FlowState) +
-                 all_.capacity() * sizeof(uint32_t) + heap_.capacity() * sizeof(HeapItem);
+                 all_.capacity() * sizeof(uint32_t) + heap_.capacity() * sizeof(HeapItem) +
+                 (link_sum_.capacity() + link_top_.capacity()) * sizeof(double);
   for (const LinkState& l : links_)
     if (l.flows.capacity() > 2) bytes += l.flows.capacity() * sizeof(uint32_t);  // spilled
   return bytes;

@@ -72,8 +72,6 @@ class FlowSolver {
     known_.push_back(slot);
   }
   bool adopt_known(bool usable);
-  // Flows adopt_known() kept at their old rate and bottleneck, over every call.
-  uint64_t adopted_flows() const { return adopted_flows_; }
   // The slot will soon attach (a reused slot's state is cold on a large cluster): fetch it.
   void prefetch(uint32_t slot) const {
     if (slot >= flows_.size()) return;
@@ -180,7 +178,6 @@ class FlowSolver {
   std::vector<double> rates_;    // arrival_rate()'s scratch
   std::vector<uint32_t> known_;  // attach_known() since the last adopt_known()
   std::vector<double> link_sum_, link_top_;  // adopt_known()'s scratch, by link
-  uint64_t adopted_flows_ = 0;
   double departed_floor_ = std::numeric_limits<double>::infinity();  // slowest leaving flow's rate
   double floor_ = 0;             // the floor of the solve() under way
   ShareQueue heap_;  // share_queue.h
