@@ -32,8 +32,9 @@
 //       in one component); ratio to a flow arriving after everything (no rollback);
 //       us_vs_100us = the rollback's time over 100 us; solves / solved_flows = the max-min
 //       fillings one rollback runs and the flows they give a rate (solved_flows / solves: the
-//       mean size of a filling); forward_us_per_flow = simulating the dense traffic itself (in
-//       order, no rollback) per flow.
+//       mean size of a filling); stale_dropped = the stale queue items (transfer ends queued
+//       again earlier) one rollback drops in bulk; forward_us_per_flow = simulating the dense
+//       traffic itself (in order, no rollback) per flow.
 //   memory/flows:N  history held after N flows from 16 ranks whose floors advance (2 nodes);
 //       ratio to the same flows with no ranks (nothing reclaimable) at 10^6 flows.
 //   netsim_ring/gpus:N  the built vgpu-netsim on the trace of a whole 1 GiB ring all-reduce over N
@@ -334,11 +335,12 @@ struct DenseTraffic {
     double replayed = 0;      // mean events re-simulated
     double solves = 0;        // mean max-min fillings run
     double solved_flows = 0;  // mean flows given a rate by them
+    double dropped = 0;       // mean stale queue items dropped in bulk
   };
   // One late flow `depth` starts back (0: after all), averaged over reps.
   Late late_flow(int depth, int reps) {
     double total = 0;
-    uint64_t replayed = 0, solves = 0, solved = 0;
+    uint64_t replayed = 0, solves = 0, solved = 0, dropped = 0;
     for (int r = 0; r < reps; ++r) {
       FlowSpec f = random_flow(0);
       f.not_before = depth == 0 ? starts.back() + 1.0 + r : starts[starts.size() - 1 - depth];
@@ -351,10 +353,11 @@ struct DenseTraffic {
       replayed += after.replayed_events - before.replayed_events;
       solves += after.solves - before.solves;
       solved += after.solved_flows - before.solved_flows;
+      dropped += after.stale_items_dropped - before.stale_items_dropped;
     }
     const double n = reps;
     return {total / n, static_cast<double>(replayed) / n, static_cast<double>(solves) / n,
-            static_cast<double>(solved) / n};
+            static_cast<double>(solved) / n, static_cast<double>(dropped) / n};
   }
 };
 
@@ -369,6 +372,7 @@ void rollback(benchmark::State& state, bool quick) {
     state.counters["forward_us_per_flow"] = 1e6 * traffic.forward_s / traffic.starts.size();
     state.counters["solves"] = late.solves;
     state.counters["solved_flows"] = late.solved_flows;
+    state.counters["stale_dropped"] = late.dropped;
     state.counters["us_per_rollback"] = 1e6 * late_s;
     state.counters["us_vs_100us"] = 1e6 * late_s / 100.0;  // the target: below 1
     state.counters["us_per_append"] = 1e6 * append_s;

@@ -184,7 +184,7 @@ void get(ByteReader& r, TimelineReply& m) {
 }
 
 // The counters in Engine::Stats declaration order, then the floor.
-static_assert(sizeof(Engine::Stats) == 14 * sizeof(uint64_t),
+static_assert(sizeof(Engine::Stats) == 15 * sizeof(uint64_t),
               "Engine::Stats changed: update StatsReply here and in protocol.h");
 template <class S, class F>
 void each_counter(S& s, F&& f) {
@@ -201,6 +201,7 @@ void each_counter(S& s, F&& f) {
   f(s.group_members_apart);
   f(s.group_links);
   f(s.group_links_expanded);
+  f(s.stale_items_dropped);
 }
 void put(ByteWriter& w, const StatsReply& m) {
   each_counter(m.stats, [&w](uint64_t v) { w.u64(v); });

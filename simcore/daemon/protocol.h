@@ -66,8 +66,8 @@ namespace simcore::wire {
 
 inline constexpr uint32_t kMagic = 0x44504756;   // 'V' 'G' 'P' 'D' in wire (little-endian) order
 // 2: StatsReply carries group_members_apart; 3: AddFlows / EventsReply; 4: StatsReply carries
-// group_links and group_links_expanded.
-inline constexpr uint16_t kVersion = 4;
+// group_links and group_links_expanded; 5: StatsReply carries stale_items_dropped.
+inline constexpr uint16_t kVersion = 5;
 inline constexpr size_t kLengthBytes = 4;        // the u32 length prefix
 inline constexpr size_t kHeaderBytes = 16;       // magic + version + type + request id
 

@@ -642,6 +642,7 @@ void Simulator::split(uint32_t gslot, Time now) {
   }
   unlink(gslot);  // (as in extract())
   expand_links(groups_[gi]);
+  first_usable_ = false;  // its members join touched, at the group's rate
   std::vector<uint32_t> slots, positions;
   std::vector<Route> routes;
   for_each_member_route(G, [&](uint32_t j, const Route& route) {

@@ -92,6 +92,71 @@ void FlowSolver::detach(uint32_t slot, bool touch_links) {
   f.rate = 0;
 }
 
+void FlowSolver::make_fresh(uint32_t slot) {
+  FlowState& f = flows_[slot];
+  if (!f.fresh) {
+    f.fresh = true;
+    fresh_.push_back(slot);
+  }
+  for (int i = 0; i < f.count; ++i) touch(f.links[i]);
+}
+
+bool FlowSolver::adopt_known(bool usable) {
+  if (known_.empty()) return true;
+  // A known flow that left again within the instant told its departure from a stale bottleneck
+  // (detach()): its neighbours are re-solved from scratch instead.
+  for (uint32_t slot : known_)
+    if (!flows_[slot].attached) usable = false;
+  const bool ok = usable && mode_ == SolverMode::incremental && find_known_bottlenecks();
+  if (!ok) {
+    for (uint32_t slot : known_)
+      if (flows_[slot].attached) make_fresh(slot);
+  }
+  known_.clear();
+  return ok;
+}
+
+// Every known flow's links, with what the old allocation put on each: the attached flows that
+// are not fresh (the solver was empty when the sweep began, so those are the known ones).
+bool FlowSolver::find_known_bottlenecks() {
+  // Relative slack for rounding, as widen_local()'s: the rates came from fillings whose sums
+  // are exact up to a few ulps.
+  constexpr double kEps = 1e-12;
+  if (link_sum_.size() < links_.size()) {
+    link_sum_.resize(links_.size());
+    link_top_.resize(links_.size());
+  }
+  ++round_;
+  for (uint32_t slot : known_) {
+    const FlowState& f = flows_[slot];
+    for (int i = 0; i < f.count; ++i) {
+      LinkState& l = links_[f.links[i]];
+      if (l.round == round_) continue;
+      l.round = round_;
+      double sum = 0, top = 0;
+      for (uint32_t other : l.flows) {
+        const FlowState& o = flows_[other];
+        if (o.fresh) continue;
+        sum += o.rate;
+        top = std::max(top, o.rate);
+      }
+      link_sum_[f.links[i]] = sum;
+      link_top_[f.links[i]] = top;
+    }
+  }
+  for (uint32_t slot : known_) {
+    FlowState& f = flows_[slot];
+    LinkId found = kNoLink;
+    for (int i = 0; i < f.count && found == kNoLink; ++i) {
+      const LinkId id = f.links[i];
+      if (link_sum_[id] >= links_[id].capacity * (1 - kEps) && f.rate >= link_top_[id] * (1 - kEps)) found = id;
+    }
+    if (found == kNoLink) return false;
+    set_bottleneck(f, found);
+  }
+  return true;
+}
+
 // The rate the max-min allocation gives a flow arriving alone among flows whose rates are
 // the max-min ones without it. A flow slower than the arrival keeps its rate and one at least as
 // fast stays at least as fast (both directions of the departure rule), so on each link L the
@@ -315,7 +380,8 @@ size_t FlowSolver::memory_bytes() const {
   size_t bytes = links_.capacity() * sizeof(LinkState) +
                  (load_.capacity() + bottlenecked_.capacity() + scanned_.capacity()) * sizeof(uint32_t) +
                  flows_.capacity() * sizeof(FlowState) +
-                 all_.capacity() * sizeof(uint32_t) + heap_.capacity() * sizeof(HeapItem);
+                 all_.capacity() * sizeof(uint32_t) + heap_.capacity() * sizeof(HeapItem) +
+                 (link_sum_.capacity() + link_top_.capacity()) * sizeof(double);
   for (const LinkState& l : links_)
     if (l.flows.capacity() > 2) bytes += l.flows.capacity() * sizeof(uint32_t);  // spilled
   return bytes;

@@ -57,6 +57,21 @@ class FlowSolver {
   // the next solve(); a rewind restoring a known state does not touch.
   void attach(uint32_t slot, const Route& route, double rate, bool touch);
   void detach(uint32_t slot, bool touch);
+  size_t attached_count() const { return all_.size(); }
+
+  // A sweep's first instant (simulator.h) starts from the old history's allocation at that
+  // instant: a clean flow moving then (or starting then again) goes on at the rate it had,
+  // which was max-min among the flows moving then. attach_known() attaches it untouched;
+  // adopt_known() then gives every such flow its bottleneck in that allocation (a full link of
+  // its route where no flow goes faster), so that the instant's solve re-solves only what the
+  // new arrivals reach. When some flow has no such link, or `usable` is false (the simulator saw
+  // something it cannot vouch for), every known flow is touched, as if attached with touch.
+  // Returns whether the old allocation was adopted.
+  void attach_known(uint32_t slot, const Route& route, double rate) {
+    attach(slot, route, rate, /*touch=*/false);
+    known_.push_back(slot);
+  }
+  bool adopt_known(bool usable);
   // The slot will soon attach (a reused slot's state is cold on a large cluster): fetch it.
   void prefetch(uint32_t slot) const {
     if (slot >= flows_.size()) return;
@@ -130,6 +145,8 @@ class FlowSolver {
   // widen_local() adds every flow the result would leave without a bottleneck and says whether
   // it added any.
   bool unsolved_touched() const;  // a touched link carries a flow not solved in this epoch
+  bool find_known_bottlenecks();  // adopt_known()
+  void make_fresh(uint32_t slot);  // as if attached with touch
   void seed_local();
   void prepare_local();
   bool widen_local();
@@ -159,6 +176,8 @@ class FlowSolver {
   std::vector<uint32_t> comp_flows_;
   std::vector<uint32_t> fresh_;  // flows attached with touch since the last solve()
   std::vector<double> rates_;    // arrival_rate()'s scratch
+  std::vector<uint32_t> known_;  // attach_known() since the last adopt_known()
+  std::vector<double> link_sum_, link_top_;  // adopt_known()'s scratch, by link
   double departed_floor_ = std::numeric_limits<double>::infinity();  // slowest leaving flow's rate
   double floor_ = 0;             // the floor of the solve() under way
   ShareQueue heap_;  // share_queue.h

@@ -146,6 +146,9 @@ class Simulator {
     bool indexed = false;    // its transfer is in its links' indexes
     bool finish_queued = false;     // clean: the sweep will announce its finish
     bool finish_announced = false;  // clean: the sweep announced its finish
+    // Joined while moving (dirty_moving()): its old transfer from then on is a ghost, which
+    // starts only if its new transfer ends first (while it moves, its own presence is there).
+    bool ghost_deferred = false;
     // Line 1. Dependents by id, not slot (so are dependencies): retire() does not unlink an
     // event from its neighbours (their records are as cold as its own), so a reference may
     // outlive the event; resolving it through the id table (live_slot) tells a retired one from
@@ -187,7 +190,7 @@ class Simulator {
       version = waiting = 0;
       kind = EventKind::task;
       phase = Phase::pending;
-      dirty = has_old = indexed = finish_queued = finish_announced = false;
+      dirty = has_old = indexed = finish_queued = finish_announced = ghost_deferred = false;
       dependents.clear();
       lower_bound = ready = tail = 0;
       group = kNoGroup;
@@ -278,6 +281,7 @@ class Simulator {
   void dep_check(uint32_t slot, Time now);
   void on_rate(uint32_t slot, double rate, Time now);
   void queue_transfer_end(Record& r, uint32_t slot, Time due);
+  void note_stale_end();  // a live transfer-end item just went stale
   void transfer_end_due(uint32_t slot, Time now);
   void schedule_if_ready(uint32_t slot, Time now);
 
@@ -303,6 +307,10 @@ class Simulator {
   }
   void note_presence(const Route& route, Time now);  // call before raising presence on `route`
   void attach_dirty(uint32_t slot, const Route& route, double rate, Time now);
+  // begin() at the sweep's first instant: true when the flow went on as a known one.
+  bool restart_known(uint32_t slot, const Route& route, Time now);
+  // The end of the sweep's first instant, before its solve (flow_solver.h: adopt_known()).
+  void adopt_first_instant();
   void pull_in(Time now);  // drains presence_work_
   void watch(LinkId id, Time now);
   // `after`: the link index's first entry > now.
@@ -462,7 +470,19 @@ class Simulator {
   std::vector<uint32_t> announced_;  // clean events whose finish the sweep will announce
   std::vector<uint32_t> starting_;   // scratch for watch_fired()
   Time rewind_to_ = std::numeric_limits<Time>::infinity();
+  // The sweep's first instant, while the solver held nothing before it, starts from the old
+  // allocation at that instant (flow_solver.h: adopt_known()): a clean flow moving then joins
+  // at its old rate from then on, untouched (dirty_moving()), and one whose old transfer began
+  // then and that starts again then does so at its old first rate (restarts_: slot and rate,
+  // noted by dirty_pending(), taken by begin()). The solver adopts that allocation at the end of
+  // the instant unless something there keeps it from being the old one (first_usable_ false: a
+  // flow group came apart, or a noted flow did not start again). A rollback's first instant
+  // pulls in the whole component in flight beside the late flow (~120 flows on the rollback
+  // benchmark): re-solved from scratch, every one of them was filled again.
+  bool first_instant_ = false, first_usable_ = true;
+  std::vector<std::pair<uint32_t, double>> restarts_;
   RadixQueue<QueueItem, kItemKinds> queue_;
+  size_t stale_ends_ = 0;  // stale kTransferEnd items in queue_, about (note_stale_end())
   RadixQueue<FinishEntry, 1> finish_order_;
   std::vector<FinishEntry> retiring_;  // scratch for reclaim()
   std::array<Route, 32> retiring_routes_{};  // reclaim(): routes by position, modulo 32
@@ -503,7 +523,7 @@ class Simulator {
 
   Time floor_ = 0, frontier_ = 0;
   uint64_t live_ = 0, rollbacks_ = 0, replayed_ = 0, members_apart_ = 0;
-  uint64_t links_made_ = 0, links_expanded_ = 0;
+  uint64_t links_made_ = 0, links_expanded_ = 0, stale_dropped_ = 0;
 };
 
 // Every member's sharing route, with the member's position.

@@ -43,6 +43,7 @@ inline std::vector<wire::Frame> sample_frames() {
   stats.replayed_events = 8;
   stats.solves = 9;
   stats.solved_flows = ~0ull;
+  stats.stale_items_dropped = 15;
   stats.floor = 1.25;
   std::vector<Frame> f = {
       {1, Hello{"job-1", 0, ""}},

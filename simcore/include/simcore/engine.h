@@ -168,6 +168,9 @@ class Engine {
     // those links turned back into their edges since (a group came apart, a rollback).
     uint64_t group_links = 0;
     uint64_t group_links_expanded = 0;
+    // Queue items gone stale (a flow's transfer end queued again earlier, as it sped up) that
+    // the simulator dropped in bulk before they were due, instead of handling each.
+    uint64_t stale_items_dropped = 0;
     Time floor = 0;                   // history before this time is reclaimed
   };
   virtual Stats stats() const { return {}; }
