@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "front/launch/copy_cost.h"
+
 #include <random>
 #include <set>
 

@@ -10,8 +10,13 @@
 
 #include <cstdint>
 
-#include "front/launch/copy_cost.h"
 #include "passthrough/last_answer.h"
+
+namespace vgpu {
+// front/launch/copy_cost.h's (declared only: this header is in every timed call's thread state,
+// call_thread.h, and copy_cost.h brings simcore's headers with it).
+enum class CopyPath;
+}  // namespace vgpu
 
 namespace vgpu::pt {
 
