@@ -64,6 +64,7 @@ struct CallThread {
   // The path of the thread's last copy between two addresses (timed_copy_api.cpp): a
   // thread-local of its own was a second lookup on every copy.
   LastCopyPath last_copy_path;
+  LastCopyPrice last_copy_price;  // the same for its price
 };
 
 // The calling thread's.

@@ -81,7 +81,8 @@ template <class Path, class Call>
       s, per_thread, synchronous,
       [&](const StreamTarget& t, CallThread& thread) {
         p = path_of(path, thread);
-        return price(t, p, bytes);
+        return thread.last_copy_price.seconds(PassState::get(), t.device, p, bytes,
+                                              [&] { return price(t, p, bytes); });
       },
       call, [&p] { return copy_path_name(p); }, bytes);
 }
