@@ -65,6 +65,10 @@ struct CallThread {
   // thread-local of its own was a second lookup on every copy.
   LastCopyPath last_copy_path;
   LastCopyPrice last_copy_price;  // the same for its price
+  // The thread's launch state (launch_api.cpp's LaunchThread, a thread-local of its own there, as
+  // it is not constant-initializable), once made: its lookup was two calls to __tls_get_addr a
+  // launch. Lives as long as the thread.
+  void* launch = nullptr;
 };
 
 // The calling thread's.
