@@ -14,12 +14,15 @@
 // (std::lock_guard, std::unique_lock with try_lock); not recursive.
 //
 // The unlock reads the state and then stores "free", where the classic one exchanges it: a
-// locked instruction is a full barrier (it drains the store buffer, ~20 cycles and more right
-// after the real driver's writes), and the timeline's lock is taken on every event record,
-// launch and copy (issue 21). The price: a waiter that marks the lock "waited" between the
+// locked instruction is a full barrier (it waits for the store buffer to drain, which right after
+// the real driver's own writes may be long), and the timeline's lock is taken on every event
+// record, launch and copy: over the stand-in driver the event record's own time fell from ~46 to
+// ~40 ns without it (issue 21, docs/results.md). The price: a waiter that marks the lock "waited" between the
 // holder's load and its store may go to sleep unwoken (the store overwrote its mark). So a
-// sleeper never sleeps longer than kSleep: it wakes, finds the lock free and takes it. The window
-// is the two instructions of the unlock, while a waiter spins kSpins times before sleeping.
+// sleeper never sleeps longer than kSleepNs: it wakes, finds the lock free and takes it. The
+// window is the two instructions of the unlock, while a waiter spins kSpins times before
+// sleeping. The cost: a sleeper behind a long holder (a resolve waiting for the GPU) looks once a
+// millisecond, a system call each.
 #pragma once
 
 #include <errno.h>
