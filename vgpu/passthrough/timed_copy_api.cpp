@@ -54,8 +54,8 @@ CopyPath path_of(Between ends, CallThread& thread) {
 // (cuMemcpy without Async) also move the thread's clock to their virtual finish. `what()`
 // names it on VGPU_TIMELINE (asked after `seconds`, which finds a 1D copy's path).
 template <class Call, class Seconds, class What>
-[[gnu::always_inline]] inline CUresult timed(CUstream s, bool per_thread, bool synchronous, Seconds seconds, Call call, What what,
-               uint64_t bytes = 0) {
+[[gnu::always_inline]] inline CUresult timed(CUstream s, bool per_thread, bool synchronous, Seconds seconds,
+                                             Call call, What what, uint64_t bytes = 0) {
   thread_clock::Pause pause(synchronous);
   StreamTarget t;
   VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t, pause);
@@ -75,7 +75,8 @@ template <class Call, class Seconds, class What>
 
 // `path`: a CopyPath, or a 1D copy's Between.
 template <class Path, class Call>
-[[gnu::always_inline]] inline CUresult priced(CUstream s, bool per_thread, Path path, uint64_t bytes, bool synchronous, Call call) {
+[[gnu::always_inline]] inline CUresult priced(CUstream s, bool per_thread, Path path, uint64_t bytes,
+                                              bool synchronous, Call call) {
   CopyPath p = CopyPath::host_device;
   return timed(
       s, per_thread, synchronous,
@@ -132,12 +133,12 @@ using U64 = unsigned long long;
 // (name, per-thread variant, path, synchronous) over the real entry point of the same name.
 #define VGPU_COPY(sym, ptds, sync, dst_t, src_t)                                                     \
   VGPU_EXPORT CUresult CUDAAPI sym(dst_t dst, src_t src, size_t n) {                                 \
-    return priced(nullptr, ptds, Between{(U64)dst, (U64)src}, n, sync,                          \
+    return priced(nullptr, ptds, Between{(U64)dst, (U64)src}, n, sync,                               \
                   [&] { return REAL(sym, dst_t, src_t, size_t)(dst, src, n); });                     \
   }
 #define VGPU_COPY_ASYNC(sym, ptsz, dst_t, src_t)                                                     \
   VGPU_EXPORT CUresult CUDAAPI sym(dst_t dst, src_t src, size_t n, CUstream s) {                     \
-    return priced(s, ptsz, Between{(U64)dst, (U64)src}, n, false,                               \
+    return priced(s, ptsz, Between{(U64)dst, (U64)src}, n, false,                                    \
                   [&] { return REAL(sym, dst_t, src_t, size_t, CUstream)(dst, src, n, s); });        \
   }
 VGPU_COPY(cuMemcpy, false, true, CUdeviceptr, CUdeviceptr)
@@ -267,17 +268,21 @@ VGPU_COPY3D_ASYNC(cuMemcpy3DAsync_v2_ptsz, true)
 #define VGPU_PEER(sym, ptds, sync)                                                                   \
   VGPU_EXPORT CUresult CUDAAPI sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) { \
     if (CUresult r = real_contexts(&dc, &sc); r != CUDA_SUCCESS) return r;                           \
-    return timed(nullptr, ptds, sync, [&](const StreamTarget& t, CallThread&) { return peer_seconds(t, dc, sc, n); },   \
-                 [&] { return REAL(sym, CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t)(dst, dc, src, sc, n); }, peer_copy); \
+    return timed(                                                                                    \
+        nullptr, ptds, sync, [&](const StreamTarget& t, CallThread&) { return peer_seconds(t, dc, sc, n); }, \
+        [&] { return REAL(sym, CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t)(dst, dc, src, sc, n); }, \
+        peer_copy);                                                                                  \
   }
 #define VGPU_PEER_ASYNC(sym, ptsz)                                                                   \
   VGPU_EXPORT CUresult CUDAAPI sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,  \
                                    CUstream s) {                                                     \
     if (CUresult r = real_contexts(&dc, &sc); r != CUDA_SUCCESS) return r;                           \
-    return timed(s, ptsz, false, [&](const StreamTarget& t, CallThread&) { return peer_seconds(t, dc, sc, n); },        \
+    return timed(s, ptsz, false,                                                                     \
+                 [&](const StreamTarget& t, CallThread&) { return peer_seconds(t, dc, sc, n); },    \
                  [&] {                                                                               \
                    return REAL(sym, CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream)(dst, dc, src, sc, n, s); \
-                 }, peer_copy);                                                                               \
+                 },                                                                                  \
+                 peer_copy);                                                                         \
   }
 #define VGPU_PEER3D(sym, ptds, sync)                                                                 \
   VGPU_EXPORT CUresult CUDAAPI sym(const CUDA_MEMCPY3D_PEER* p) {                                    \
@@ -288,7 +293,7 @@ VGPU_COPY3D_ASYNC(cuMemcpy3DAsync_v2_ptsz, true)
     const uint64_t n = rows_bytes(p->WidthInBytes, p->Height, p->Depth);                             \
     return timed(nullptr, ptds, sync,                                                                \
                  [&](const StreamTarget& t, CallThread&) { return peer_seconds(t, p->dstContext, p->srcContext, n); }, \
-                 [&] { return REAL(sym, const CUDA_MEMCPY3D_PEER*)(p); }, peer_copy);                         \
+                 [&] { return REAL(sym, const CUDA_MEMCPY3D_PEER*)(p); }, peer_copy);              \
   }
 #define VGPU_PEER3D_ASYNC(sym, ptsz)                                                                 \
   VGPU_EXPORT CUresult CUDAAPI sym(const CUDA_MEMCPY3D_PEER* p, CUstream s) {                        \
@@ -299,7 +304,7 @@ VGPU_COPY3D_ASYNC(cuMemcpy3DAsync_v2_ptsz, true)
     const uint64_t n = rows_bytes(p->WidthInBytes, p->Height, p->Depth);                             \
     return timed(s, ptsz, false,                                                                     \
                  [&](const StreamTarget& t, CallThread&) { return peer_seconds(t, p->dstContext, p->srcContext, n); }, \
-                 [&] { return REAL(sym, const CUDA_MEMCPY3D_PEER*, CUstream)(p, s); }, peer_copy);            \
+                 [&] { return REAL(sym, const CUDA_MEMCPY3D_PEER*, CUstream)(p, s); }, peer_copy);   \
   }
 VGPU_PEER(cuMemcpyPeer, false, true)
 VGPU_PEER(cuMemcpyPeer_ptds, true, true)
