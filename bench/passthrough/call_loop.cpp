@@ -1,6 +1,11 @@
 // One driver call in a loop, for profiling the passthrough's own work per call (issue 21):
 //
-//   passthrough_call_loop <libcuda> <empty_kernel.fatbin> <call> <n>
+//   passthrough_call_loop <libcuda> <empty_kernel.fatbin> <call> <n> [<touch KiB>]
+//
+// <touch KiB>: between two calls the loop writes one byte of every cache line of a buffer that
+// large (its time is in the figure, the same for any library): a framework's own work between
+// its driver calls evicts vgpu's data from the caches, which the bare loop never does (on the
+// GPU the event record's own time is 2-3x this loop's, for the same instructions).
 //
 // <call>: launch (empty kernel, settled), launchlong (249-byte name), launchargs (PyTorch-like
 // arguments, as passthrough_call_overhead's row), record (one event on one non-blocking stream),
@@ -35,6 +40,8 @@ int main(int argc, char** argv) {
   std::ifstream in(argv[2], std::ios::binary);
   std::vector<char> image((std::istreambuf_iterator<char>(in)), {});
   const char* what = argv[3]; long n = atol(argv[4]);
+  const size_t touch = argc > 5 ? static_cast<size_t>(atol(argv[5])) << 10 : 0;
+  std::vector<char> evict(touch + 64);
   std::mutex mu; std::condition_variable cv; bool done = false;
   std::thread idle([&] { std::unique_lock l(mu); cv.wait(l, [&] { return done; }); });
   void* h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
@@ -79,6 +86,7 @@ int main(int argc, char** argv) {
   ElementwiseArgs moving = args;
   // warm up: 3000 of the call (settles launches)
   auto one = [&](long i) {
+    for (size_t k = 0; k < touch; k += 64) evict[k] = static_cast<char>(evict[k] + 1);
     if (!strcmp(what, "launch")) { CHECK(launch(f, 1,1,1,1,1,1,0,s,nullptr,nullptr)); if (i % 1000 == 999) CHECK(stream_sync(s)); }
     else if (!strcmp(what, "launchlong")) { CHECK(launch(f_long, 1,1,1,1,1,1,0,s,nullptr,nullptr)); if (i % 1000 == 999) CHECK(stream_sync(s)); }
     else if (!strcmp(what, "launchargs")) { CHECK(launch(f_args, 1,1,1,1,1,1,0,s,params,nullptr)); if (i % 1000 == 999) CHECK(stream_sync(s)); }

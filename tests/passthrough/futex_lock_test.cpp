@@ -1,10 +1,14 @@
-// FutexLock (passthrough/futex_lock.h): excludes, hands the lock on to sleeping waiters, and
-// try_lock answers without waiting.
+// FutexLock (passthrough/futex_lock.h): excludes, hands the lock on to sleeping waiters (even one
+// whose wake-up the unlock missed), and try_lock answers without waiting.
 #include "lock_exclusion.h"
 #include "passthrough/futex_lock.h"
 
 #include <gtest/gtest.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <mutex>
@@ -40,6 +44,36 @@ TEST(FutexLock, SleepingWaitersAllGetTheLock) {
   lock.unlock();
   for (std::thread& t : threads) t.join();
   EXPECT_EQ(counter, static_cast<uint64_t>(kThreads) * kEach);
+}
+
+// The unlock reads the state, then stores "free" (no locked instruction): a waiter that marked
+// the lock "waited" in between sleeps unwoken. Such a sleeper must still get the lock, within
+// the lock's longest sleep. Here the missed wake-up is made on purpose: the lock's one word is
+// set to "free" behind a sleeping waiter's back, as that unlock's store would. (A sleep without
+// end leaves the waiter asleep: the test fails, then wakes it itself.)
+TEST(FutexLock, ASleeperWhoseWakeUpWasMissedStillGetsTheLock) {
+  vgpu::pt::FutexLock lock;
+  static_assert(sizeof(lock) == sizeof(std::atomic<uint32_t>));
+  auto* word = reinterpret_cast<std::atomic<uint32_t>*>(&lock);
+  lock.lock();
+  std::atomic<bool> got{false};
+  std::thread waiter([&] {
+    lock.lock();
+    got.store(true);
+    lock.unlock();
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // past its spinning: asleep
+  ASSERT_EQ(word->load(), 2u);  // "held and waited for"
+  word->store(0);               // the unlock's store, its wake-up missed
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+  while (!got.load() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE(got.load()) << "the waiter still sleeps 2 s after the lock was freed";
+  while (!got.load()) {
+    syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE_PRIVATE, 1, nullptr, nullptr, 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  waiter.join();
 }
 
 TEST(FutexLock, TryLockFailsWhileHeld) {

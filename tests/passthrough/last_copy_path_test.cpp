@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "front/launch/copy_cost.h"
+
 #include <random>
 #include <set>
 
@@ -12,6 +14,7 @@ namespace {
 
 using vgpu::CopyPath;
 using vgpu::pt::LastCopyPath;
+using vgpu::pt::LastCopyPrice;
 
 TEST(LastCopyPath, RememberedAnswersAreTheLookupsAnswers) {
   std::mt19937_64 rng(21);
@@ -43,6 +46,39 @@ TEST(LastCopyPath, RememberedAnswersAreTheLookupsAnswers) {
   }
   EXPECT_EQ(wrong, 0);
   EXPECT_LT(lookups, 20000 / 2);  // repeated copies are answered without a lookup
+}
+
+// The price remembered (LastCopyPrice): through a random run of copies of a few sizes, on a few
+// paths and devices, under two owners whose devices price differently, every answer is the
+// price's for that copy, and a repeated copy is answered without pricing.
+TEST(LastCopyPrice, RememberedPricesAreThePricesAnswers) {
+  std::mt19937_64 rng(22);
+  const int owners[2] = {0, 0};
+  const CopyPath paths[] = {CopyPath::host_device, CopyPath::within_device, CopyPath::memset};
+  LastCopyPrice last;
+  int priced = 0, wrong = 0;
+  int owner = 0, device = 0;
+  CopyPath path = CopyPath::host_device;
+  uint64_t bytes = 4096;
+  for (int step = 0; step < 20000; ++step) {
+    switch (rng() % 10) {  // one of the four changes, else the same copy again
+      case 0: owner = static_cast<int>(rng() % 2); break;
+      case 1: device = static_cast<int>(rng() % 3); break;
+      case 2: path = paths[rng() % 3]; break;
+      case 3: bytes = 4096u << (rng() % 3); break;
+      default: break;
+    }
+    auto truth = [&] {
+      return (owner + 1) * 1e-3 + device * 1e-4 + static_cast<int>(path) * 1e-5 + static_cast<double>(bytes) * 1e-12;
+    };
+    const double got = last.seconds(&owners[owner], device, path, bytes, [&] {
+      ++priced;
+      return truth();
+    });
+    if (got != truth()) ++wrong;
+  }
+  EXPECT_EQ(wrong, 0);
+  EXPECT_LT(priced, 20000 / 2);  // repeated copies are answered without pricing
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <cstdint>
 
 #include "front/driver/cuda_api.h"
+#include "passthrough/last_copy_path.h"
 #include "timing/stream_order.h"
 
 namespace vgpu::timing {
@@ -58,6 +59,16 @@ struct CallThread {
   // VirtualTime::get() once it is made (after cuInit; it is never destroyed): its lookup through
   // the backend's root (a static's guard, two acquire loads, two calls) on every timed call.
   VirtualTime* virtual_time = nullptr;
+  // The thread's submissions so far (VirtualTime::submit resolves every kResolveEvery of them).
+  uint32_t submissions = 0;
+  // The path of the thread's last copy between two addresses (timed_copy_api.cpp): a
+  // thread-local of its own was a second lookup on every copy.
+  LastCopyPath last_copy_path;
+  LastCopyPrice last_copy_price;  // the same for its price
+  // The thread's launch state (launch_api.cpp's LaunchThread, a thread-local of its own there, as
+  // it is not constant-initializable), once made: its lookup was two calls to __tls_get_addr a
+  // launch. Lives as long as the thread.
+  void* launch = nullptr;
 };
 
 // The calling thread's.

@@ -10,8 +10,13 @@
 
 #include <cstdint>
 
-#include "front/launch/copy_cost.h"
 #include "passthrough/last_answer.h"
+
+namespace vgpu {
+// front/launch/copy_cost.h's (declared only: this header is in every timed call's thread state,
+// call_thread.h, and copy_cost.h brings simcore's headers with it).
+enum class CopyPath;
+}  // namespace vgpu
 
 namespace vgpu::pt {
 
@@ -32,6 +37,30 @@ class LastCopyPath {
     bool operator==(const Ends&) const = default;
   };
   LastAnswer<Ends, CopyPath> last_;
+};
+
+// The price of the thread's last copy (its seconds on the virtual GPU), remembered for the next
+// copy of as many bytes on the same path and virtual device: a loop of copies mostly repeats
+// them, and the device's lookup and the price's arithmetic (a division) were ~60 instructions of
+// every copy (issue 21). A device's model never changes once `owner` (the backend's state, made
+// once) is made. Not thread-safe: one per thread.
+class LastCopyPrice {
+ public:
+  // `price()`'s answer for (`owner`, `device`, `path`, `bytes`), remembered.
+  template <class Price>
+  double seconds(const void* owner, int device, CopyPath path, uint64_t bytes, Price&& price) {
+    return last_.of(Key{owner, device, path, bytes}, [&] { return price(); });
+  }
+
+ private:
+  struct Key {
+    const void* owner = nullptr;
+    int device = -1;
+    CopyPath path{};
+    uint64_t bytes = 0;
+    bool operator==(const Key&) const = default;
+  };
+  LastAnswer<Key, double> last_;
 };
 
 }  // namespace vgpu::pt

@@ -16,7 +16,6 @@
 #include "front/driver/cuda_api.h"
 #include "common/log.h"
 #include "front/launch/kernel_time_db.h"
-#include "passthrough/kept_address.h"
 #include "passthrough/kernel_recording.h"
 #include "passthrough/launch_device.h"
 #include "passthrough/launch_facts.h"
@@ -283,8 +282,13 @@ CUresult timed_launch(CUfunction f, const LaunchShape& shape, CUstream stream, b
   // planning, which calls no entry point of vgpu's). Looked up (made, on the thread's first
   // launch) inside the Pause: its making is vgpu's work, not the program's (under TSan it was
   // long enough to skew the 4-thread VirtualTime test when made before the Pause).
-  thread_local LaunchThread t_launch;
-  LaunchThread& mine = kept_address(t_launch);  // one thread-local lookup (kept_address.h)
+  // Kept in the thread's call state once looked up (CallThread::launch): a thread-local that is
+  // not constant-initialized is two lookups and a guard per use.
+  if (thread.launch == nullptr) {
+    thread_local LaunchThread t_launch;
+    thread.launch = &t_launch;
+  }
+  LaunchThread& mine = *static_cast<LaunchThread*>(thread.launch);
   std::unique_ptr<Plan> own;  // (not a std::optional<Plan>: its emptiness cost ~25 instructions a launch)
   Plan& plan = mine.busy ? *(own = std::make_unique<Plan>()) : mine.plan;
   struct Release {

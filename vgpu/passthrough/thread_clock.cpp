@@ -26,7 +26,7 @@ bool may_raise_horizon(const timing::ThreadClock& c) {
 // did not move, or when this set it for the first time: that is no push ahead of anyone).
 double raise_horizon(int device, double t) {
   if (device < 0 || device >= kMaxDevices) return 0;
-  std::atomic<double>& h = g_horizon[static_cast<size_t>(device)];
+  std::atomic<double>& h = g_horizon[static_cast<size_t>(device)].t;
   double seen = h.load(std::memory_order_relaxed);
   while (t > seen) {
     if (h.compare_exchange_weak(seen, t, std::memory_order_relaxed)) return seen > 0 ? t - seen : 0;
@@ -37,7 +37,7 @@ double raise_horizon(int device, double t) {
 }  // namespace
 
 namespace detail {
-std::array<std::atomic<double>, kMaxDevices> g_horizon{};
+std::array<Horizon, kMaxDevices> g_horizon{};
 constinit thread_local CallThread t_call_thread;
 
 CallThread& call_thread_first_use() {

@@ -68,16 +68,21 @@ inline CallThread& call_thread_with_clock() {
   CallThread& t = kept_address(t_call_thread);  // one thread-local lookup (kept_address.h)
   return t.clock != nullptr ? t : call_thread_first_use();
 }
-// Each virtual device's horizon (see above), indexed by device.
+// Each virtual device's horizon (see above), indexed by device, each on its own cache line: every
+// timed call reads its device's, and a synchronization on another device writes that one (eight
+// to a line, device 1's synchronizations took the line device 0's calls read from their cores).
 constexpr int kMaxDevices = 1024;
-extern std::array<std::atomic<double>, kMaxDevices> g_horizon;
+struct alignas(64) Horizon {
+  std::atomic<double> t{0};
+};
+extern std::array<Horizon, kMaxDevices> g_horizon;
 // now(device) of `c`'s thread.
 inline double now_of(timing::ThreadClock& c, int device) {
   c.start_keeping_time();
   const double n = c.now();
   if (device < 0 || device >= kMaxDevices) return n;
   c.note_submits();  // asked for an issue time: it submits work
-  const double h = g_horizon[static_cast<size_t>(device)].load(std::memory_order_relaxed);
+  const double h = g_horizon[static_cast<size_t>(device)].t.load(std::memory_order_relaxed);
   if (!(h > n)) return n;  // the common case, the thread ahead of the horizon: nothing to move
   return c.advance_to(h, timing::ClockTally::horizon) ? h : n;
 }

@@ -15,6 +15,7 @@
 #include "passthrough/virtual_time.h"
 
 using vgpu::CopyPath;
+using vgpu::pt::CallThread;
 using vgpu::pt::OpRef;
 using vgpu::pt::PassState;
 using vgpu::pt::StreamTarget;
@@ -32,22 +33,29 @@ double price(const StreamTarget& t, CopyPath path, uint64_t bytes) {
   return vgpu::copy_seconds(d ? d->model() : unknown, path, bytes);
 }
 
-thread_local constinit vgpu::pt::LastCopyPath t_last_copy_path;  // last_copy_path.h
+// The ends of a 1D copy, whose path (host to device, or within a device) is asked inside the
+// call's bracket, with the thread's last answer (CallThread::last_copy_path) at hand: asked
+// before it, it was charged to the program's clock and looked its thread-local up apart.
+struct Between {
+  uint64_t dst, src;
+};
 
-CopyPath path_between(uint64_t dst, uint64_t src) {
+CopyPath path_of(CopyPath path, CallThread&) { return path; }
+CopyPath path_of(Between ends, CallThread& thread) {
   PassState* s = PassState::get();
   if (s == nullptr) return CopyPath::host_device;
-  return t_last_copy_path.path(s, s->address_generation(), dst, src, [s](uint64_t d, uint64_t from) {
+  return thread.last_copy_path.path(s, s->address_generation(), ends.dst, ends.src, [s](uint64_t d, uint64_t from) {
     return s->is_device_pointer(d) && s->is_device_pointer(from) ? CopyPath::within_device : CopyPath::host_device;
   });
 }
 
-// A copy or set: forwarded, then placed on its stream's virtual timeline for `seconds(target)`;
-// `synchronous` ones (cuMemcpy without Async) also move the thread's clock to their virtual
-// finish.
-template <class Call, class Seconds>
-CUresult timed(CUstream s, bool per_thread, bool synchronous, Seconds seconds, Call call,
-               const char* what = "peer copy", uint64_t bytes = 0) {
+// A copy or set: forwarded, then placed on its stream's virtual timeline for
+// `seconds(target, thread)` (`thread`: the calling thread's call state); `synchronous` ones
+// (cuMemcpy without Async) also move the thread's clock to their virtual finish. `what()`
+// names it on VGPU_TIMELINE (asked after `seconds`, which finds a 1D copy's path).
+template <class Call, class Seconds, class What>
+[[gnu::always_inline]] inline CUresult timed(CUstream s, bool per_thread, bool synchronous, Seconds seconds,
+                                             Call call, What what, uint64_t bytes = 0) {
   thread_clock::Pause pause(synchronous);
   StreamTarget t;
   VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t, pause);
@@ -55,9 +63,9 @@ CUresult timed(CUstream s, bool per_thread, bool synchronous, Seconds seconds, C
   if (r != CUDA_SUCCESS || vt == nullptr) return r;
   VirtualTime::Bracket none;
   Timing timing;
-  timing.seconds = seconds(t);
+  timing.seconds = seconds(t, pause.thread());
   if (TimelineWriter::get() != nullptr)
-    timing.label = bytes > 0 ? fmt::format("{} {} B", what, bytes) : std::string(what);
+    timing.label = bytes > 0 ? fmt::format("{} {} B", what(), bytes) : std::string(what());
   // An asynchronous one's op is not kept: placed at once when what it waits for is, it makes none
   // (VirtualTimeline::append_unless_placed; an allocation and a free on every copy, issue 21).
   const OpRef op = vt->submit(t, std::move(timing), none, /*keep_op=*/synchronous, &pause);
@@ -65,11 +73,23 @@ CUresult timed(CUstream s, bool per_thread, bool synchronous, Seconds seconds, C
   return r;
 }
 
-template <class Call>
-CUresult priced(CUstream s, bool per_thread, CopyPath path, uint64_t bytes, bool synchronous, Call call) {
-  return timed(s, per_thread, synchronous, [&](const StreamTarget& t) { return price(t, path, bytes); }, call,
-               copy_path_name(path), bytes);
+// `path`: a CopyPath, or a 1D copy's Between.
+template <class Path, class Call>
+[[gnu::always_inline]] inline CUresult priced(CUstream s, bool per_thread, Path path, uint64_t bytes,
+                                              bool synchronous, Call call) {
+  CopyPath p = CopyPath::host_device;
+  return timed(
+      s, per_thread, synchronous,
+      [&](const StreamTarget& t, CallThread& thread) {
+        p = path_of(path, thread);
+        return thread.last_copy_price.seconds(PassState::get(), t.device, p, bytes,
+                                              [&] { return price(t, p, bytes); });
+      },
+      call, [&p] { return copy_path_name(p); }, bytes);
 }
+
+// A peer copy's name on VGPU_TIMELINE.
+const char* peer_copy() { return "peer copy"; }
 
 // Whether one side of a 2D/3D copy is GPU memory (device or array; unified: as vgpu knows it).
 bool on_gpu(CUmemorytype type, CUdeviceptr device) {
@@ -113,12 +133,12 @@ using U64 = unsigned long long;
 // (name, per-thread variant, path, synchronous) over the real entry point of the same name.
 #define VGPU_COPY(sym, ptds, sync, dst_t, src_t)                                                     \
   VGPU_EXPORT CUresult CUDAAPI sym(dst_t dst, src_t src, size_t n) {                                 \
-    return priced(nullptr, ptds, path_between((U64)dst, (U64)src), n, sync,                          \
+    return priced(nullptr, ptds, Between{(U64)dst, (U64)src}, n, sync,                               \
                   [&] { return REAL(sym, dst_t, src_t, size_t)(dst, src, n); });                     \
   }
 #define VGPU_COPY_ASYNC(sym, ptsz, dst_t, src_t)                                                     \
   VGPU_EXPORT CUresult CUDAAPI sym(dst_t dst, src_t src, size_t n, CUstream s) {                     \
-    return priced(s, ptsz, path_between((U64)dst, (U64)src), n, false,                               \
+    return priced(s, ptsz, Between{(U64)dst, (U64)src}, n, false,                                    \
                   [&] { return REAL(sym, dst_t, src_t, size_t, CUstream)(dst, src, n, s); });        \
   }
 VGPU_COPY(cuMemcpy, false, true, CUdeviceptr, CUdeviceptr)
@@ -248,17 +268,21 @@ VGPU_COPY3D_ASYNC(cuMemcpy3DAsync_v2_ptsz, true)
 #define VGPU_PEER(sym, ptds, sync)                                                                   \
   VGPU_EXPORT CUresult CUDAAPI sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n) { \
     if (CUresult r = real_contexts(&dc, &sc); r != CUDA_SUCCESS) return r;                           \
-    return timed(nullptr, ptds, sync, [&](const StreamTarget& t) { return peer_seconds(t, dc, sc, n); },   \
-                 [&] { return REAL(sym, CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t)(dst, dc, src, sc, n); }); \
+    return timed(                                                                                    \
+        nullptr, ptds, sync, [&](const StreamTarget& t, CallThread&) { return peer_seconds(t, dc, sc, n); }, \
+        [&] { return REAL(sym, CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t)(dst, dc, src, sc, n); }, \
+        peer_copy);                                                                                  \
   }
 #define VGPU_PEER_ASYNC(sym, ptsz)                                                                   \
   VGPU_EXPORT CUresult CUDAAPI sym(CUdeviceptr dst, CUcontext dc, CUdeviceptr src, CUcontext sc, size_t n,  \
                                    CUstream s) {                                                     \
     if (CUresult r = real_contexts(&dc, &sc); r != CUDA_SUCCESS) return r;                           \
-    return timed(s, ptsz, false, [&](const StreamTarget& t) { return peer_seconds(t, dc, sc, n); },        \
+    return timed(s, ptsz, false,                                                                     \
+                 [&](const StreamTarget& t, CallThread&) { return peer_seconds(t, dc, sc, n); },    \
                  [&] {                                                                               \
                    return REAL(sym, CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, size_t, CUstream)(dst, dc, src, sc, n, s); \
-                 });                                                                                 \
+                 },                                                                                  \
+                 peer_copy);                                                                         \
   }
 #define VGPU_PEER3D(sym, ptds, sync)                                                                 \
   VGPU_EXPORT CUresult CUDAAPI sym(const CUDA_MEMCPY3D_PEER* p) {                                    \
@@ -268,8 +292,8 @@ VGPU_COPY3D_ASYNC(cuMemcpy3DAsync_v2_ptsz, true)
     p = &real_p;                                                                                     \
     const uint64_t n = rows_bytes(p->WidthInBytes, p->Height, p->Depth);                             \
     return timed(nullptr, ptds, sync,                                                                \
-                 [&](const StreamTarget& t) { return peer_seconds(t, p->dstContext, p->srcContext, n); }, \
-                 [&] { return REAL(sym, const CUDA_MEMCPY3D_PEER*)(p); });                           \
+                 [&](const StreamTarget& t, CallThread&) { return peer_seconds(t, p->dstContext, p->srcContext, n); }, \
+                 [&] { return REAL(sym, const CUDA_MEMCPY3D_PEER*)(p); }, peer_copy);              \
   }
 #define VGPU_PEER3D_ASYNC(sym, ptsz)                                                                 \
   VGPU_EXPORT CUresult CUDAAPI sym(const CUDA_MEMCPY3D_PEER* p, CUstream s) {                        \
@@ -279,8 +303,8 @@ VGPU_COPY3D_ASYNC(cuMemcpy3DAsync_v2_ptsz, true)
     p = &real_p;                                                                                     \
     const uint64_t n = rows_bytes(p->WidthInBytes, p->Height, p->Depth);                             \
     return timed(s, ptsz, false,                                                                     \
-                 [&](const StreamTarget& t) { return peer_seconds(t, p->dstContext, p->srcContext, n); }, \
-                 [&] { return REAL(sym, const CUDA_MEMCPY3D_PEER*, CUstream)(p, s); });              \
+                 [&](const StreamTarget& t, CallThread&) { return peer_seconds(t, p->dstContext, p->srcContext, n); }, \
+                 [&] { return REAL(sym, const CUDA_MEMCPY3D_PEER*, CUstream)(p, s); }, peer_copy);   \
   }
 VGPU_PEER(cuMemcpyPeer, false, true)
 VGPU_PEER(cuMemcpyPeer_ptds, true, true)

@@ -23,7 +23,7 @@ namespace {
 // Stands for the calling thread's per-thread default stream in stream keys.
 thread_local char t_per_thread_stream;
 
-constexpr size_t kResolveEvery = 256;  // submissions between opportunistic resolves
+constexpr uint32_t kResolveEvery = 256;  // a thread's submissions between opportunistic resolves
 constexpr int kCalibrationTries = 8;    // gate calibrations a context may try (gate_latency.h)
 
 using EventRecordFn = CUresult (*)(CUevent, CUstream);
@@ -293,7 +293,10 @@ OpRef VirtualTime::submit(const StreamTarget& t, Timing&& timing, Bracket& b, bo
                                     /*start_first=*/nccl);
   log::trace("vtime: op on device {} stream {} issue {:.9f} duration {:.9f}", t.device, t.key.stream, issue,
              duration);
-  const bool resolve_now = (submissions_.fetch_add(1, std::memory_order_relaxed) + 1) % kResolveEvery == 0;
+  // Counted per thread (CallThread::submissions): a process-wide counter was a locked
+  // instruction on every launch and copy, on a cache line every thread's calls read.
+  CallThread& thread = pause != nullptr ? pause->thread() : this_call_thread();
+  const bool resolve_now = ++thread.submissions % kResolveEvery == 0;
   // Not under impl_->mu: the timeline's lock is taken first everywhere else (resolve -> measure).
   if (id != 0 && nccl) {
     nccl_timing::launched(nccl_attribution, op);

@@ -218,7 +218,6 @@ class VirtualTime {
   Impl* impl_ = nullptr;
   std::atomic<int> open_captures_{0};
   std::atomic<int64_t> last_start_resolve_ns_{0};
-  std::atomic<size_t> submissions_{0};     // submissions so far (a resolve every kResolveEvery)
   std::atomic<uint64_t> generation_{0};  // bumped when a stream or context is destroyed (target())
   std::atomic<uint64_t> event_generation_{0};  // bumped when an event is created or destroyed (event_device())
 };

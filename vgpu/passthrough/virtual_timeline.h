@@ -206,13 +206,15 @@ class VirtualTimeline {
   [[gnu::noinline]] void record_looked_up(const void* event, const StreamKey& key, StreamKind kind, int device,
                                           double issue);
 
-  std::function<void(const TimedOp&)> on_resolved_;
+  // What an event record's common case reads, on one cache line (a framework's own work between
+  // calls evicts them; three lines before, issue 21).
+  alignas(64) mutable FutexLock mu_;  // futex_lock.h: one atomic instruction uncontended
+  bool elide_records_ = true;  // also: append_unless_placed makes no op
   LastRecord last_record_;  // under mu_
 
-  mutable FutexLock mu_;  // futex_lock.h: one atomic instruction a side uncontended
+  std::function<void(const TimedOp&)> on_resolved_;
   timing::StreamOrder<StreamTail> streams_;  // each stream's kind and tail
   std::unordered_map<const void*, EventMark> events_;  // the program's events' last records
-  bool elide_records_ = true;  // also: append_unless_placed makes no op
   TimedOp placed_;  // what on_resolved is shown for an op placed without one (append_unless_placed)
   std::deque<OpRef> pending_;  // submission order
   int32_t next_lane_ = 0;
