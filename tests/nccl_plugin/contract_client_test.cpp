@@ -48,7 +48,7 @@ TEST(NcclContractClient, APluginOfAnotherVersionIsRefusedWithOneLineAndStaysRefu
 
 TEST(NcclContractClient, FindsThePluginNcclLoadedAndHandsItsSideOver) {
   ASSERT_NE(plugin().dl, nullptr);  // loaded RTLD_LOCAL, as NCCL loads it
-  NcclPluginClient client(vgpu_nccl_driver_side{0, 0, nullptr, nullptr, &device_seven});
+  NcclPluginClient client(vgpu_nccl_driver_side{0, 0, nullptr, nullptr, &device_seven, nullptr, nullptr, nullptr});
   const vgpu_nccl_plugin_side* p = client.plugin();
   ASSERT_NE(p, nullptr);
   EXPECT_EQ(client.plugin(), p);

@@ -16,7 +16,7 @@ vgpu_nccl_plugin_side empty_side() {
 
 TEST(NcclContract, AnotherVersionOrSizeIsRefusedWithOneLineAndNothingHandedOver) {
   ASSERT_NE(plugin().handshake, nullptr);
-  vgpu_nccl_driver_side driver{sizeof driver, VGPU_NCCL_CONTRACT_VERSION + 1, nullptr, nullptr, nullptr};
+  vgpu_nccl_driver_side driver{sizeof driver, VGPU_NCCL_CONTRACT_VERSION + 1, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
   vgpu_nccl_plugin_side out = empty_side();
   testing::internal::CaptureStderr();
   EXPECT_EQ(plugin().handshake(VGPU_NCCL_CONTRACT_VERSION + 1, &driver, &out), -1);
