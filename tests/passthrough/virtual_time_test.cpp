@@ -149,6 +149,29 @@ class VirtualTime : public ::testing::Test {
     return vgpu::build_launch_signature("axpy", shape, slots, packed, [&](uint64_t v) { return v == x || v == y; });
   }
 
+  // Two ranks' launches of the same axpy work over `n` elements whose exact signatures differ:
+  // each rank's float where the other had stack garbage (words of 2^24 or more). Not copyable:
+  // the parameter arrays point into it.
+  struct SameWork {
+    SameWork(CUdeviceptr* x, CUdeviceptr* y, float a, float b, int size)
+        : mine(a), theirs(b), n(size), params{&mine, x, y, &n}, their_params{&theirs, x, y, &n},
+          grid(static_cast<unsigned>(size / 256)) {}
+    SameWork(const SameWork&) = delete;
+    SameWork& operator=(const SameWork&) = delete;
+    float mine, theirs;
+    int n;
+    void* params[4];
+    void* their_params[4];
+    unsigned grid;
+  };
+  // The work key `w`'s two launches share although their exact signatures differ (checked
+  // here); 0 if not so.
+  uint64_t shared_work_key(SameWork& w) {
+    EXPECT_NE(axpy_signature(w.grid, w.params), axpy_signature(w.grid, w.their_params));
+    const uint64_t work = vgpu::signature_work_key(axpy_signature(w.grid, w.their_params));
+    return work == vgpu::signature_work_key(axpy_signature(w.grid, w.params)) ? work : 0;
+  }
+
   // Queues ~0.8 ms of kernels on the legacy stream, so that what is queued next starts when the
   // op before it ends, not at this thread's clock: the events between then measure the ops
   // alone, with none of this thread's own (load-dependent) CPU time in them.
@@ -629,14 +652,11 @@ TEST_F(VirtualTime, ASignatureAnotherRankSettledIsNotMeasuredAgain) {
 // virtual devices are on the sim's device 0: the GPU is shared.
 TEST_F(VirtualTime, ALaunchTakesTheLeastSampleAnyRankTookOfTheSameWork) {
   if (policy() == "none") GTEST_SKIP() << "nothing is measured under VGPU_LAUNCH_POLICY=none";
-  float mine = 13, theirs = 17;  // floats: words of 2^24 or more, as another process's garbage is
-  int n = 5 << 20;               // a size no other test launches
-  void* params[] = {&mine, &x_, &y_, &n};
-  void* their_params[] = {&theirs, &x_, &y_, &n};
-  const unsigned grid = static_cast<unsigned>(n / 256);
-  const uint64_t work = vgpu::signature_work_key(axpy_signature(grid, their_params));
-  ASSERT_NE(axpy_signature(grid, params), axpy_signature(grid, their_params));
-  ASSERT_EQ(work, vgpu::signature_work_key(axpy_signature(grid, params)));
+  SameWork w(&x_, &y_, 13, 17, 5 << 20);  // a size no other test launches
+  void** params = w.params;
+  const unsigned grid = w.grid;
+  const uint64_t work = shared_work_key(w);
+  ASSERT_NE(work, 0u);
   auto table = job_durations_table();
   ASSERT_NE(table, nullptr);
   table->offer(work, 2e-3);  // "another rank" measured that work at 2 ms (the sim's own: tens of us)
@@ -659,24 +679,19 @@ TEST_F(VirtualTime, ALaunchTakesTheLeastSampleAnyRankTookOfTheSameWork) {
 // same work (its work key) is taken without measuring, and what settles here is offered so.
 TEST_F(VirtualTime, WorkAnotherRankSettledIsNotMeasuredAgain) {
   if (policy() == "none") GTEST_SKIP() << "nothing is measured under VGPU_LAUNCH_POLICY=none";
-  float mine = 19, theirs = 23;  // floats: words of 2^24 or more, as another process's garbage is
-  int n = 6 << 20;               // a size no other test launches
-  void* params[] = {&mine, &x_, &y_, &n};
-  void* their_params[] = {&theirs, &x_, &y_, &n};
-  const unsigned grid = static_cast<unsigned>(n / 256);
-  ASSERT_NE(axpy_signature(grid, params), axpy_signature(grid, their_params));
-  const uint64_t work = vgpu::signature_work_key(axpy_signature(grid, params));
-  ASSERT_EQ(work, vgpu::signature_work_key(axpy_signature(grid, their_params)));
+  SameWork w(&x_, &y_, 19, 23, 6 << 20);  // a size no other test launches
+  const uint64_t work = shared_work_key(w);
+  ASSERT_NE(work, 0u);
   auto table = job_durations_table();
   ASSERT_NE(table, nullptr);
   // "Another rank" settled that work at 3 ms (the sim's own figure: tens of us): both launches
   // take it; measured, the first would read the sim's.
   table->offer(vgpu::pt::SharedDurations::settled_work_key(work), 3e-3);
-  EXPECT_NEAR(launches_ms(2, grid, params), 6.0f, kPriceToleranceMs);
+  EXPECT_NEAR(launches_ms(2, w.grid, w.params), 6.0f, kPriceToleranceMs);
 
   // This process settles other work and offers it under that work's settled key.
   int m = 7 << 20;
-  void* other[] = {&mine, &x_, &y_, &m};
+  void* other[] = {&w.mine, &x_, &y_, &m};
   const unsigned other_grid = static_cast<unsigned>(m / 256);
   const uint64_t other_work = vgpu::signature_work_key(axpy_signature(other_grid, other));
   EXPECT_FALSE(table->smallest(vgpu::pt::SharedDurations::settled_work_key(other_work)));
