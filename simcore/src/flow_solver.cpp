@@ -223,6 +223,8 @@ bool FlowSolver::unsolved_touched() const {
 
 void FlowSolver::seed_local() {
   comp_flows_.clear();
+  comp_links_.clear();  // add_bottlenecked() lists the links of every flow taken in
+  ++round_;
   for (LinkId id : touched_) {
     scanned_[id] = epoch_;  // what add_bottlenecked() would take in here, the loop below takes
     for (uint32_t slot : links_[id].flows) {
@@ -247,6 +249,11 @@ void FlowSolver::add_bottlenecked(size_t first) {
     const FlowState& s = flows_[comp_flows_[k]];
     for (int i = 0; i < s.count; ++i) {
       const LinkId id = s.links[i];
+      LinkState& l = links_[id];
+      if (l.round != round_) {  // the component's links, for prepare_local(), in flow order
+        l.round = round_;
+        comp_links_.push_back(id);
+      }
       if (scanned_[id] == epoch_) continue;
       if (bottlenecked_[id] <= (s.bottleneck == id ? 1u : 0u)) continue;  // nobody else froze here
       scanned_[id] = epoch_;
@@ -262,32 +269,29 @@ void FlowSolver::add_bottlenecked(size_t first) {
 }
 
 void FlowSolver::prepare_local() {
-  comp_links_.clear();
-  ++round_;
-  for (uint32_t slot : comp_flows_) {
-    const FlowState& f = flows_[slot];
-    for (int i = 0; i < f.count; ++i) {
-      LinkState& l = links_[f.links[i]];
-      if (l.round != round_) {
-        l.round = round_;
-        comp_links_.push_back(f.links[i]);
-      }
-    }
-  }
   for (LinkId id : comp_links_) {
     LinkState& l = links_[id];
     double remaining = l.capacity;
+    double kept_sum = 0, kept_top = 0, kept_least = std::numeric_limits<double>::infinity();
     uint32_t unfrozen = 0;
     for (uint32_t slot : l.flows) {
       FlowState& f = flows_[slot];
       f.frozen = f.seen != epoch_;
-      if (f.frozen)
+      if (f.frozen) {
         remaining -= f.rate;
-      else
+        kept_sum += f.rate;
+        kept_top = std::max(kept_top, f.rate);
+        if (f.bottleneck == id) kept_least = std::min(kept_least, f.rate);
+      } else {
         ++unfrozen;
+      }
     }
     l.remaining = std::max(0.0, remaining);
     l.unfrozen = unfrozen;
+    l.kept_sum = kept_sum;
+    l.kept_top = kept_top;
+    l.kept_least = kept_least;
+    l.moved_sum = l.moved_top = l.frozen_here = 0;
   }
 }
 
@@ -297,21 +301,12 @@ bool FlowSolver::widen_local() {
   const size_t before = comp_flows_.size();
   for (LinkId id : comp_links_) {
     const LinkState& l = links_[id];
-    double sum = 0, top = 0, moved_top = 0, others_top = 0;
-    double bottlenecked_least = std::numeric_limits<double>::infinity();  // others' here
-    for (uint32_t slot : l.flows) {
-      const FlowState& f = flows_[slot];
-      const bool moved = f.seen == epoch_;
-      const double r = moved ? f.next_rate : f.rate;
-      sum += r;
-      top = std::max(top, r);
-      if (moved) {
-        if (f.bottleneck == id) moved_top = std::max(moved_top, r);
-      } else {
-        others_top = std::max(others_top, r);
-        if (f.bottleneck == id) bottlenecked_least = std::min(bottlenecked_least, r);
-      }
-    }
+    // The filled flows bottlenecked here froze here, all at one share.
+    const double moved_top = l.frozen_here;
+    const double others_top = l.kept_top;
+    const double bottlenecked_least = l.kept_least;  // others' here
+    const double top = std::max(l.kept_top, l.moved_top);
+    const double sum = l.kept_sum + l.moved_sum;
     const bool full = sum >= l.capacity * (1 - kEps);
     // Mostly nothing to add: look for the flows only when the conditions below can hold.
     const bool outrun = moved_top > 0 && others_top > moved_top * (1 + kEps);
@@ -358,6 +353,9 @@ void FlowSolver::fill() {
     // Rounding can leave a share a hair below zero on a link that is exactly full; a flow must
     // never stall, so it keeps a sliver of the link.
     const double share = std::max(current, l.capacity * 1e-12);
+    l.moved_sum += share * l.unfrozen;
+    l.moved_top = std::max(l.moved_top, share);
+    l.frozen_here = share;
     for (uint32_t slot : l.flows) {
       FlowState& f = flows_[slot];
       if (f.frozen) continue;
@@ -370,6 +368,8 @@ void FlowSolver::fill() {
         LinkState& o = links_[other];
         o.remaining = std::max(0.0, o.remaining - share);
         --o.unfrozen;
+        o.moved_sum += share;
+        o.moved_top = std::max(o.moved_top, share);
       }
     }
     l.unfrozen = 0;

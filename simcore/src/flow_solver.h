@@ -106,10 +106,19 @@ class FlowSolver {
     // one more cache miss per link at every attach and detach on a large cluster.
     boost::container::small_vector<uint32_t, 2> flows;
     uint32_t seen = 0;            // epoch of the last solve() that solved it (alone, or full mode)
-    uint32_t round = 0;           // prepare_local(): round_ when it was listed
+    uint32_t round = 0;           // add_bottlenecked(): round_ when it was listed in comp_links_
     uint32_t touched = 0;         // touch(): epoch_ + 1 once listed in touched_ for the next solve()
     uint32_t unfrozen = 0;        // progressive filling: flows not yet given a rate
     double remaining = 0;         // progressive filling: capacity not yet handed out
+    // A local re-solve's check (widen_local()), gathered by prepare_local() over the flows that
+    // keep their rates and by fill() as it freezes the others, so that the check reads no
+    // flow of a link where nothing is to be added (most of them).
+    double kept_sum = 0;          // rates of the flows kept
+    double kept_top = 0;          // the fastest of them
+    double kept_least = 0;        // the slowest kept flow bottlenecked here (infinity: none)
+    double moved_sum = 0;         // new rates of the flows filled
+    double moved_top = 0;         // the fastest of them
+    double frozen_here = 0;       // the share at which flows froze on this link (0: none)
   };
   struct FlowState {
     std::array<LinkId, kMaxRouteLinks> links{};
