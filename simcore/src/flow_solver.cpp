@@ -341,7 +341,11 @@ void FlowSolver::fill() {
   // leaves (R - s) / (U - 1) >= R / U), so its heap key may lag behind: it is brought up to date
   // when it reaches the top, and pushed back if it is no longer the smallest. One push per link
   // that turns out stale, not one per flow that froze.
-  while (!heap_.empty()) {
+  // Every flow of the component is unfrozen here: once the last one froze, the links still
+  // queued have no flow to give a rate (on a dense fabric's large components about half of
+  // them), so the filling stops there.
+  size_t unfrozen_flows = comp_flows_.size();
+  while (unfrozen_flows != 0 && !heap_.empty()) {
     const HeapItem top = heap_.pop();
     LinkState& l = links_[top.link()];
     if (l.unfrozen == 0) continue;
@@ -360,6 +364,7 @@ void FlowSolver::fill() {
       FlowState& f = flows_[slot];
       if (f.frozen) continue;
       f.frozen = true;
+      --unfrozen_flows;
       f.next_rate = share;
       set_bottleneck(f, top.link());
       for (int i = 0; i < f.count; ++i) {
