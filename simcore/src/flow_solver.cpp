@@ -269,6 +269,7 @@ void FlowSolver::add_bottlenecked(size_t first) {
 }
 
 void FlowSolver::prepare_local() {
+  heap_.clear();
   for (LinkId id : comp_links_) {
     LinkState& l = links_[id];
     double remaining = l.capacity;
@@ -292,6 +293,7 @@ void FlowSolver::prepare_local() {
     l.kept_top = kept_top;
     l.kept_least = kept_least;
     l.moved_sum = l.moved_top = l.frozen_here = 0;
+    if (unfrozen > 0) heap_.append(HeapItem::of(l.remaining / unfrozen, id));  // fill()'s queue
   }
 }
 
@@ -330,12 +332,9 @@ bool FlowSolver::widen_local() {
 }
 
 void FlowSolver::fill() {
-  // The caller set every link's remaining capacity and unfrozen count, and every flow's frozen mark.
-  heap_.clear();
-  for (LinkId id : comp_links_) {
-    const LinkState& l = links_[id];
-    if (l.unfrozen > 0) heap_.append(HeapItem::of(l.remaining / l.unfrozen, id));
-  }
+  // The caller set every link's remaining capacity and unfrozen count, and every flow's frozen
+  // mark, and appended every link with an unfrozen flow to the queue (prepare_local() does it
+  // in the pass that counts them).
   heap_.order();
   // A link's share only grows as flows freeze elsewhere (a flow frozen at the smallest share s
   // leaves (R - s) / (U - 1) >= R / U), so its heap key may lag behind: it is brought up to date

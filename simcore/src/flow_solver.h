@@ -164,7 +164,7 @@ class FlowSolver {
   double batch_floor();                 // the floor of the changes since the last solve()
   void end_batch();                     // forgets the changes since the last solve()
   double arrival_rate(uint32_t slot);   // batch_floor(): a lone arrival's exact new rate
-  void fill();                          // progressive filling of comp_links_ / comp_flows_
+  void fill();                          // progressive filling of comp_flows_ (queue: heap_)
   template <class OnChange> void apply(OnChange& on_change);
 
   SolverMode mode_;
@@ -255,10 +255,12 @@ template <class OnChange> void FlowSolver::solve(OnChange&& on_change) {
     }
     if (comp_flows_.empty()) return;
     for (uint32_t slot : comp_flows_) flows_[slot].frozen = false;
+    heap_.clear();
     for (LinkId id : comp_links_) {
       LinkState& l = links_[id];
       l.remaining = l.capacity;
       l.unfrozen = static_cast<uint32_t>(l.flows.size());
+      heap_.append(HeapItem::of(l.remaining / l.unfrozen, id));  // every listed link has a flow
     }
     fill();
     apply(on_change);
