@@ -139,6 +139,7 @@ class FlowSolver {
 
   void touch(LinkId id);
   void set_bottleneck(FlowState& f, LinkId id) {  // f is attached
+    if (f.bottleneck == id) return;  // mostly: a re-filled flow froze where it did before
     if (f.bottleneck != kNoLink) --bottlenecked_[f.bottleneck];
     if (id != kNoLink) ++bottlenecked_[id];
     f.bottleneck = id;
