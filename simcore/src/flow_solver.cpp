@@ -8,6 +8,7 @@ namespace simcore::detail {
 FlowSolver::FlowSolver(const Topology& topology, SolverMode mode) : mode_(mode) {
   links_.resize(topology.links().size());
   for (size_t i = 0; i < links_.size(); ++i) links_[i].capacity = topology.links()[i].capacity;
+  checks_.resize(links_.size());
   load_.assign(links_.size(), 0);
   bottlenecked_.assign(links_.size(), 0);
   scanned_.assign(links_.size(), 0);
@@ -289,10 +290,7 @@ void FlowSolver::prepare_local() {
     }
     l.remaining = std::max(0.0, remaining);
     l.unfrozen = unfrozen;
-    l.kept_sum = kept_sum;
-    l.kept_top = kept_top;
-    l.kept_least = kept_least;
-    l.moved_sum = l.moved_top = l.frozen_here = 0;
+    checks_[id] = LinkCheck{kept_sum, kept_top, kept_least, 0, 0, 0};
     if (unfrozen > 0) heap_.append(HeapItem::of(l.remaining / unfrozen, id));  // fill()'s queue
   }
 }
@@ -303,12 +301,13 @@ bool FlowSolver::widen_local() {
   const size_t before = comp_flows_.size();
   for (LinkId id : comp_links_) {
     const LinkState& l = links_[id];
+    const LinkCheck& c = checks_[id];
     // The filled flows bottlenecked here froze here, all at one share.
-    const double moved_top = l.frozen_here;
-    const double others_top = l.kept_top;
-    const double bottlenecked_least = l.kept_least;  // others' here
-    const double top = std::max(l.kept_top, l.moved_top);
-    const double sum = l.kept_sum + l.moved_sum;
+    const double moved_top = c.frozen_here;
+    const double others_top = c.kept_top;
+    const double bottlenecked_least = c.kept_least;  // others' here
+    const double top = std::max(c.kept_top, c.moved_top);
+    const double sum = c.kept_sum + c.moved_sum;
     const bool full = sum >= l.capacity * (1 - kEps);
     // Mostly nothing to add: look for the flows only when the conditions below can hold.
     const bool outrun = moved_top > 0 && others_top > moved_top * (1 + kEps);
@@ -356,9 +355,10 @@ void FlowSolver::fill() {
     // Rounding can leave a share a hair below zero on a link that is exactly full; a flow must
     // never stall, so it keeps a sliver of the link.
     const double share = std::max(current, l.capacity * 1e-12);
-    l.moved_sum += share * l.unfrozen;
-    l.moved_top = std::max(l.moved_top, share);
-    l.frozen_here = share;
+    LinkCheck& c = checks_[top.link()];  // (full mode: written, never read)
+    c.moved_sum += share * l.unfrozen;
+    c.moved_top = std::max(c.moved_top, share);
+    c.frozen_here = share;
     for (uint32_t slot : l.flows) {
       FlowState& f = flows_[slot];
       if (f.frozen) continue;
@@ -372,8 +372,9 @@ void FlowSolver::fill() {
         LinkState& o = links_[other];
         o.remaining = std::max(0.0, o.remaining - share);
         --o.unfrozen;
-        o.moved_sum += share;
-        o.moved_top = std::max(o.moved_top, share);
+        LinkCheck& oc = checks_[other];
+        oc.moved_sum += share;
+        oc.moved_top = std::max(oc.moved_top, share);
       }
     }
     l.unfrozen = 0;
@@ -382,6 +383,7 @@ void FlowSolver::fill() {
 
 size_t FlowSolver::memory_bytes() const {
   size_t bytes = links_.capacity() * sizeof(LinkState) +
+                 checks_.capacity() * sizeof(LinkCheck) +
                  (load_.capacity() + bottlenecked_.capacity() + scanned_.capacity()) * sizeof(uint32_t) +
                  flows_.capacity() * sizeof(FlowState) +
                  all_.capacity() * sizeof(uint32_t) + heap_.capacity() * sizeof(HeapItem) +

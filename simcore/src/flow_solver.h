@@ -110,15 +110,19 @@ class FlowSolver {
     uint32_t touched = 0;         // touch(): epoch_ + 1 once listed in touched_ for the next solve()
     uint32_t unfrozen = 0;        // progressive filling: flows not yet given a rate
     double remaining = 0;         // progressive filling: capacity not yet handed out
-    // A local re-solve's check (widen_local()), gathered by prepare_local() over the flows that
-    // keep their rates and by fill() as it freezes the others, so that the check reads no
-    // flow of a link where nothing is to be added (most of them).
-    double kept_sum = 0;          // rates of the flows kept
-    double kept_top = 0;          // the fastest of them
-    double kept_least = 0;        // the slowest kept flow bottlenecked here (infinity: none)
-    double moved_sum = 0;         // new rates of the flows filled
-    double moved_top = 0;         // the fastest of them
-    double frozen_here = 0;       // the share at which flows froze on this link (0: none)
+  };
+  // By link, a local re-solve's check (widen_local()), gathered by prepare_local() over the flows
+  // that keep their rates and by fill() as it freezes the others, so that the check reads no
+  // flow of a link where nothing is to be added (most of them). An array of its own: in
+  // LinkState it made every link's state larger for the paths that never read it (a ring's
+  // attach, detach and lone solves).
+  struct LinkCheck {
+    double kept_sum = 0;     // rates of the flows kept
+    double kept_top = 0;     // the fastest of them
+    double kept_least = 0;   // the slowest kept flow bottlenecked here (infinity: none)
+    double moved_sum = 0;    // new rates of the flows filled
+    double moved_top = 0;    // the fastest of them
+    double frozen_here = 0;  // the share at which flows froze on this link (0: none)
   };
   struct FlowState {
     std::array<LinkId, kMaxRouteLinks> links{};
@@ -170,6 +174,7 @@ class FlowSolver {
 
   SolverMode mode_;
   std::vector<LinkState> links_;
+  std::vector<LinkCheck> checks_;  // by link
   std::vector<uint32_t> load_;  // links_[id].flows.size(), by link
   // By link: the attached flows whose bottleneck it is, so that others_bottlenecked() and
   // add_bottlenecked() skip a link nobody froze on without reading its flows' states.
