@@ -8,6 +8,7 @@ namespace simcore::detail {
 FlowSolver::FlowSolver(const Topology& topology, SolverMode mode) : mode_(mode) {
   links_.resize(topology.links().size());
   for (size_t i = 0; i < links_.size(); ++i) links_[i].capacity = topology.links()[i].capacity;
+  checks_.resize(links_.size());
   load_.assign(links_.size(), 0);
   bottlenecked_.assign(links_.size(), 0);
   scanned_.assign(links_.size(), 0);
@@ -223,6 +224,8 @@ bool FlowSolver::unsolved_touched() const {
 
 void FlowSolver::seed_local() {
   comp_flows_.clear();
+  comp_links_.clear();  // add_bottlenecked() lists the links of every flow taken in
+  ++round_;
   for (LinkId id : touched_) {
     scanned_[id] = epoch_;  // what add_bottlenecked() would take in here, the loop below takes
     for (uint32_t slot : links_[id].flows) {
@@ -247,6 +250,11 @@ void FlowSolver::add_bottlenecked(size_t first) {
     const FlowState& s = flows_[comp_flows_[k]];
     for (int i = 0; i < s.count; ++i) {
       const LinkId id = s.links[i];
+      LinkState& l = links_[id];
+      if (l.round != round_) {  // the component's links, for prepare_local(), in flow order
+        l.round = round_;
+        comp_links_.push_back(id);
+      }
       if (scanned_[id] == epoch_) continue;
       if (bottlenecked_[id] <= (s.bottleneck == id ? 1u : 0u)) continue;  // nobody else froze here
       scanned_[id] = epoch_;
@@ -262,32 +270,28 @@ void FlowSolver::add_bottlenecked(size_t first) {
 }
 
 void FlowSolver::prepare_local() {
-  comp_links_.clear();
-  ++round_;
-  for (uint32_t slot : comp_flows_) {
-    const FlowState& f = flows_[slot];
-    for (int i = 0; i < f.count; ++i) {
-      LinkState& l = links_[f.links[i]];
-      if (l.round != round_) {
-        l.round = round_;
-        comp_links_.push_back(f.links[i]);
-      }
-    }
-  }
+  heap_.clear();
   for (LinkId id : comp_links_) {
     LinkState& l = links_[id];
     double remaining = l.capacity;
+    double kept_sum = 0, kept_top = 0, kept_least = std::numeric_limits<double>::infinity();
     uint32_t unfrozen = 0;
     for (uint32_t slot : l.flows) {
       FlowState& f = flows_[slot];
       f.frozen = f.seen != epoch_;
-      if (f.frozen)
+      if (f.frozen) {
         remaining -= f.rate;
-      else
+        kept_sum += f.rate;
+        kept_top = std::max(kept_top, f.rate);
+        if (f.bottleneck == id) kept_least = std::min(kept_least, f.rate);
+      } else {
         ++unfrozen;
+      }
     }
     l.remaining = std::max(0.0, remaining);
     l.unfrozen = unfrozen;
+    checks_[id] = LinkCheck{kept_sum, kept_top, kept_least, 0, 0, 0};
+    if (unfrozen > 0) heap_.append(HeapItem::of(l.remaining / unfrozen, id));  // fill()'s queue
   }
 }
 
@@ -297,21 +301,13 @@ bool FlowSolver::widen_local() {
   const size_t before = comp_flows_.size();
   for (LinkId id : comp_links_) {
     const LinkState& l = links_[id];
-    double sum = 0, top = 0, moved_top = 0, others_top = 0;
-    double bottlenecked_least = std::numeric_limits<double>::infinity();  // others' here
-    for (uint32_t slot : l.flows) {
-      const FlowState& f = flows_[slot];
-      const bool moved = f.seen == epoch_;
-      const double r = moved ? f.next_rate : f.rate;
-      sum += r;
-      top = std::max(top, r);
-      if (moved) {
-        if (f.bottleneck == id) moved_top = std::max(moved_top, r);
-      } else {
-        others_top = std::max(others_top, r);
-        if (f.bottleneck == id) bottlenecked_least = std::min(bottlenecked_least, r);
-      }
-    }
+    const LinkCheck& c = checks_[id];
+    // The filled flows bottlenecked here froze here, all at one share.
+    const double moved_top = c.frozen_here;
+    const double others_top = c.kept_top;
+    const double bottlenecked_least = c.kept_least;  // others' here
+    const double top = std::max(c.kept_top, c.moved_top);
+    const double sum = c.kept_sum + c.moved_sum;
     const bool full = sum >= l.capacity * (1 - kEps);
     // Mostly nothing to add: look for the flows only when the conditions below can hold.
     const bool outrun = moved_top > 0 && others_top > moved_top * (1 + kEps);
@@ -335,18 +331,19 @@ bool FlowSolver::widen_local() {
 }
 
 void FlowSolver::fill() {
-  // The caller set every link's remaining capacity and unfrozen count, and every flow's frozen mark.
-  heap_.clear();
-  for (LinkId id : comp_links_) {
-    const LinkState& l = links_[id];
-    if (l.unfrozen > 0) heap_.append(HeapItem::of(l.remaining / l.unfrozen, id));
-  }
+  // The caller set every link's remaining capacity and unfrozen count, and every flow's frozen
+  // mark, and appended every link with an unfrozen flow to the queue (prepare_local() does it
+  // in the pass that counts them).
   heap_.order();
   // A link's share only grows as flows freeze elsewhere (a flow frozen at the smallest share s
   // leaves (R - s) / (U - 1) >= R / U), so its heap key may lag behind: it is brought up to date
   // when it reaches the top, and pushed back if it is no longer the smallest. One push per link
   // that turns out stale, not one per flow that froze.
-  while (!heap_.empty()) {
+  // Every flow of the component is unfrozen here: once the last one froze, the links still
+  // queued have no flow to give a rate (on a dense fabric's large components about half of
+  // them), so the filling stops there.
+  size_t unfrozen_flows = comp_flows_.size();
+  while (unfrozen_flows != 0 && !heap_.empty()) {
     const HeapItem top = heap_.pop();
     LinkState& l = links_[top.link()];
     if (l.unfrozen == 0) continue;
@@ -358,10 +355,15 @@ void FlowSolver::fill() {
     // Rounding can leave a share a hair below zero on a link that is exactly full; a flow must
     // never stall, so it keeps a sliver of the link.
     const double share = std::max(current, l.capacity * 1e-12);
+    LinkCheck& c = checks_[top.link()];  // (full mode: written, never read)
+    c.moved_sum += share * l.unfrozen;
+    c.moved_top = std::max(c.moved_top, share);
+    c.frozen_here = share;
     for (uint32_t slot : l.flows) {
       FlowState& f = flows_[slot];
       if (f.frozen) continue;
       f.frozen = true;
+      --unfrozen_flows;
       f.next_rate = share;
       set_bottleneck(f, top.link());
       for (int i = 0; i < f.count; ++i) {
@@ -370,6 +372,9 @@ void FlowSolver::fill() {
         LinkState& o = links_[other];
         o.remaining = std::max(0.0, o.remaining - share);
         --o.unfrozen;
+        LinkCheck& oc = checks_[other];
+        oc.moved_sum += share;
+        oc.moved_top = std::max(oc.moved_top, share);
       }
     }
     l.unfrozen = 0;
@@ -378,6 +383,7 @@ void FlowSolver::fill() {
 
 size_t FlowSolver::memory_bytes() const {
   size_t bytes = links_.capacity() * sizeof(LinkState) +
+                 checks_.capacity() * sizeof(LinkCheck) +
                  (load_.capacity() + bottlenecked_.capacity() + scanned_.capacity()) * sizeof(uint32_t) +
                  flows_.capacity() * sizeof(FlowState) +
                  all_.capacity() * sizeof(uint32_t) + heap_.capacity() * sizeof(HeapItem) +

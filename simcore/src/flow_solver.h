@@ -106,10 +106,23 @@ class FlowSolver {
     // one more cache miss per link at every attach and detach on a large cluster.
     boost::container::small_vector<uint32_t, 2> flows;
     uint32_t seen = 0;            // epoch of the last solve() that solved it (alone, or full mode)
-    uint32_t round = 0;           // prepare_local(): round_ when it was listed
+    uint32_t round = 0;           // add_bottlenecked(): round_ when it was listed in comp_links_
     uint32_t touched = 0;         // touch(): epoch_ + 1 once listed in touched_ for the next solve()
     uint32_t unfrozen = 0;        // progressive filling: flows not yet given a rate
     double remaining = 0;         // progressive filling: capacity not yet handed out
+  };
+  // By link, a local re-solve's check (widen_local()), gathered by prepare_local() over the flows
+  // that keep their rates and by fill() as it freezes the others, so that the check reads no
+  // flow of a link where nothing is to be added (most of them). An array of its own: in
+  // LinkState it made every link's state larger for the paths that never read it (a ring's
+  // attach, detach and lone solves).
+  struct LinkCheck {
+    double kept_sum = 0;     // rates of the flows kept
+    double kept_top = 0;     // the fastest of them
+    double kept_least = 0;   // the slowest kept flow bottlenecked here (infinity: none)
+    double moved_sum = 0;    // new rates of the flows filled
+    double moved_top = 0;    // the fastest of them
+    double frozen_here = 0;  // the share at which flows froze on this link (0: none)
   };
   struct FlowState {
     std::array<LinkId, kMaxRouteLinks> links{};
@@ -130,6 +143,7 @@ class FlowSolver {
 
   void touch(LinkId id);
   void set_bottleneck(FlowState& f, LinkId id) {  // f is attached
+    if (f.bottleneck == id) return;  // mostly: a re-filled flow froze where it did before
     if (f.bottleneck != kNoLink) --bottlenecked_[f.bottleneck];
     if (id != kNoLink) ++bottlenecked_[id];
     f.bottleneck = id;
@@ -155,11 +169,12 @@ class FlowSolver {
   double batch_floor();                 // the floor of the changes since the last solve()
   void end_batch();                     // forgets the changes since the last solve()
   double arrival_rate(uint32_t slot);   // batch_floor(): a lone arrival's exact new rate
-  void fill();                          // progressive filling of comp_links_ / comp_flows_
+  void fill();                          // progressive filling of comp_flows_ (queue: heap_)
   template <class OnChange> void apply(OnChange& on_change);
 
   SolverMode mode_;
   std::vector<LinkState> links_;
+  std::vector<LinkCheck> checks_;  // by link
   std::vector<uint32_t> load_;  // links_[id].flows.size(), by link
   // By link: the attached flows whose bottleneck it is, so that others_bottlenecked() and
   // add_bottlenecked() skip a link nobody froze on without reading its flows' states.
@@ -246,10 +261,12 @@ template <class OnChange> void FlowSolver::solve(OnChange&& on_change) {
     }
     if (comp_flows_.empty()) return;
     for (uint32_t slot : comp_flows_) flows_[slot].frozen = false;
+    heap_.clear();
     for (LinkId id : comp_links_) {
       LinkState& l = links_[id];
       l.remaining = l.capacity;
       l.unfrozen = static_cast<uint32_t>(l.flows.size());
+      heap_.append(HeapItem::of(l.remaining / l.unfrozen, id));  // every listed link has a flow
     }
     fill();
     apply(on_change);
