@@ -4,7 +4,6 @@
 
 #include "abi/profiler_v5.h"
 #include "adapters/common.h"
-#include "core/driver_link.h"
 #include "profiler/launch_tags.h"
 
 namespace vgpu::nccl::adapt {
@@ -22,7 +21,6 @@ template <class Descr> ncclResult_t start_event(void* context, void** handle, co
   if (handle == nullptr) return ncclInvalidArgument;
   *handle = nullptr;
   if (d == nullptr) return ncclSuccess;
-  const OwnWork own;  // vgpu's, not the program's: NCCL runs no profiler in the real job
   prof::Event e;
   e.type = d->type;
   e.parent = d->parentObj;

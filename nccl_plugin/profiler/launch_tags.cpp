@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "abi/profiler_v5.h"
+#include "core/driver_link.h"
 
 namespace vgpu::nccl::prof {
 namespace {
@@ -140,6 +141,10 @@ void* LaunchTags::start(void* context, const Event& e) {
     default:
       break;
   }
+  // The host threads' events (a lock, the tables): vgpu's own work, which the real job does not
+  // do, so bracketed for the driver and not charged to the thread's virtual clock. The proxy
+  // threads' step and op events above cost a few instructions: no bracket, which would cost more.
+  const OwnWork own;
   std::lock_guard l(mu_);
   switch (e.type) {
     case ncclProfileGroupApi: {
@@ -283,6 +288,8 @@ int LaunchTags::tasks(uint64_t tag, vgpu_nccl_task* out, int max, int* count) co
 
 void LaunchTags::stop(void* handle) {
   uint64_t v = 0;
+  if (decode(handle, step, &v) || decode(handle, op, &v)) return;  // the proxy threads' (see start)
+  const OwnWork own;
   if (decode(handle, launch, &v)) {
     t_current_launch = 0;
     return;
