@@ -57,6 +57,7 @@ enum class Id : int {
   sim_memory_report,
   clock_report,
   host_samples,
+  clock_trace,
   real_libcuda,
   physical_devices,
   launch_policy,
@@ -175,6 +176,11 @@ inline constexpr Spec kSpecs[] = {
      "append one JSON line per process to this file (`%p` = the process id): per thread, the libraries on its "
      "stacks and its most frequent stacks; where the program marks ranges (cudaProfilerStart/Stop), only "
      "inside them. Not for programs that use SIGPROF themselves",
+     "both drivers", 0, 0, {}, Reading::each_use},
+    {Id::clock_trace, "VGPU_CLOCK_TRACE", Type::path, "",
+     "a debugging aid: each host thread that keeps virtual time records its clock's last 131072 moves (each "
+     "call's CPU time charged, jumps to work it waited for, the calling library and offset) and at exit the "
+     "process appends one JSON line per thread to this file (`%p` = the process id)",
      "both drivers", 0, 0, {}, Reading::each_use},
     {Id::real_libcuda, "VGPU_REAL_LIBCUDA", Type::path, "",
      "the real driver (unset: versioned libcuda beside ours, then the usual system paths)", "passthrough"},

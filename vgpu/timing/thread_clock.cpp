@@ -13,6 +13,7 @@ ThreadClock& this_thread_clock() { return t_clock; }
 void ThreadClock::started_keeping_time() {
   keeps_time_ = true;
   clock_report::register_thread(*this);
+  trace_ = clock_trace::buffer_for_this_thread();
 }
 
 void ThreadClock::charge() {
@@ -30,12 +31,15 @@ void ThreadClock::enter_query() {
   tally_.add(polling_ ? ClockTally::dropped : ClockTally::cpu, outside);
   tally_.calls.store(tally_.calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
   blocking_ = false;
+  if (trace_ != nullptr && !polling_) trace_->add(clock_trace::Move::query, outside, now_, __builtin_return_address(0));
 }
 
 bool ThreadClock::advance_to(double t, ClockTally::Source why) {
   charge();
   if (!(t > now_)) return false;
   tally_.add(why, t - now_);
+  if (trace_ != nullptr)
+    trace_->add(why == ClockTally::horizon ? clock_trace::Move::horizon : clock_trace::Move::sync, t - now_, t, nullptr);
   now_ = t;
   return true;
 }
@@ -57,6 +61,7 @@ bool ThreadClock::polled_ready(const void* awaited, double finish) {
     if (awaiting_ == 0) polling_ = false;
     if (finish > now_) {
       tally_.add(ClockTally::poll, finish - now_);
+      if (trace_ != nullptr) trace_->add(clock_trace::Move::ready, finish - now_, finish, nullptr);
       now_ = finish;
     }
     return true;

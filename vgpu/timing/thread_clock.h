@@ -25,6 +25,7 @@
 #include <array>
 #include <atomic>
 
+#include "timing/clock_trace.h"
 #include "timing/outside_cpu_time.h"
 
 namespace vgpu::timing {
@@ -62,6 +63,8 @@ class alignas(64) ThreadClock {
     tally_.calls.store(tally_.calls.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     polling_ = false;  // any other call ends the polling
     blocking_ = blocking;
+    if (trace_ != nullptr) [[unlikely]]
+      trace_->add(clock_trace::Move::call, cpu, now_, __builtin_return_address(0), clock_trace::here());
   }
   // Entering a query (cuStreamQuery, cuEventQuery): while the thread polls, the time since its
   // last question was waiting and is dropped.
@@ -142,6 +145,7 @@ class alignas(64) ThreadClock {
   bool keeps_time_ = false;
   bool submits_ = false;
   bool polling_ = false;   // the last question was answered "not ready"
+  clock_trace::Buffer* trace_ = nullptr;  // VGPU_CLOCK_TRACE's, null when unset
   ClockTally tally_;
   std::array<const void*, 8> awaited_{};  // what the polling asked about
   int awaiting_ = 0;
