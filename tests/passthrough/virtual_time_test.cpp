@@ -56,6 +56,7 @@ const bool kDbSet = [] {
   std::filesystem::remove(db_path());
   ::setenv("VGPU_KERNEL_DB", db_path().c_str(), 1);
   ::setenv("VGPU_LAUNCH_STATS", stats_path(/*pattern=*/true).c_str(), 1);
+  std::atexit([] { std::filesystem::remove(stats_path()); });  // the driver writes it until exit
   return true;
 }();
 
@@ -589,7 +590,6 @@ TEST_F(VirtualTime, LaunchStatsCountMeasuredAndSettledLaunches) {
   EXPECT_LE(measured, 3);
   EXPECT_EQ(after["settled"] - before.at("settled"), 5 - measured);
   EXPECT_EQ(after["signatures"], before.at("signatures"));
-  std::filesystem::remove(stats_path());  // the driver keeps writing through its open descriptor
 }
 
 // The ranks of a job on one GPU share what they settled (passthrough/shared_durations.h): a launch
@@ -687,7 +687,14 @@ TEST_F(VirtualTime, WorkAnotherRankSettledIsNotMeasuredAgain) {
   // "Another rank" settled that work at 3 ms (the sim's own figure: tens of us): both launches
   // take it; measured, the first would read the sim's.
   table->offer(vgpu::pt::SharedDurations::settled_work_key(work), 3e-3);
+  const auto before = launch_stats();
   EXPECT_NEAR(launches_ms(2, w.grid, w.params), 6.0f, kPriceToleranceMs);
+  // VGPU_LAUNCH_STATS counts both as taken from the job, not as measured (train_step.py's
+  // "measured per step" read 50-100 launches a rank of 2-rank DDP that were not measured).
+  const auto after = launch_stats();
+  ASSERT_EQ(before.count("measured"), 1u) << "no VGPU_LAUNCH_STATS file";
+  EXPECT_EQ(after.at("from_database") - before.at("from_database"), 2);
+  EXPECT_EQ(after.at("measured"), before.at("measured"));
 
   // This process settles other work and offers it under that work's settled key.
   int m = 7 << 20;

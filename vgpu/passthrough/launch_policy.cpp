@@ -103,8 +103,21 @@ std::optional<double> KernelDurations::settled(const LaunchSignature& signature,
   ++counts_.launches;
   const std::optional<double> found = entries_.settled(signature, hash);
   if (found) ++counts_.settled;
-  publish(/*now=*/!found);  // a measured launch costs far more than the write
+  // Not found: the launch is measured (measuring() writes at once) or takes another rank's
+  // duration for its work (taken_from_job(): a settled launch's rate of writes).
+  publish(/*now=*/false);
   return found;
+}
+
+void KernelDurations::taken_from_job() {
+  std::lock_guard l(mu_);
+  ++counts_.from_database;
+  publish(/*now=*/false);
+}
+
+void KernelDurations::measuring() {
+  std::lock_guard l(mu_);
+  publish(/*now=*/true);  // a measured launch costs far more than the write
 }
 
 void KernelDurations::settle(const LaunchSignature& signature, double seconds) {

@@ -25,8 +25,8 @@
 // "signatures=N launches=N settled=N from_database=N measured=N" (fixed width, rewritten in
 // place), so that a script can read how many launches were measured between two points of a run
 // (tests/gpu/measured_per_step.py reads it after each step). It is rewritten after every launch
-// that is measured or takes the database's duration, after settled launches at most once a
-// millisecond (a write is a system call, and vgpu-run sets the variable for every passthrough
+// that is measured or takes the database's duration, after settled launches (and launches that
+// take another rank's duration for their work) at most once a millisecond (a write is a system call, and vgpu-run sets the variable for every passthrough
 // job), and by every synchronization (cuCtx/cuStream/cuEventSynchronize) and at exit when
 // launches went unwritten: what a script reads after synchronizing is exact. A "%p" in the path
 // becomes the process id (one file per rank of a multi-process job).
@@ -75,6 +75,12 @@ class KernelDurations {
                                    double* least = nullptr);
   // The signature's duration is known already (the kernel-time database): no measuring.
   void settle(const LaunchSignature& signature, double seconds);
+  // A launch that settled() did not answer takes a duration another process of the job settled
+  // for its work (launch_api.cpp's work key) without settling its signature here: counted as
+  // `from_database`, not as measured.
+  void taken_from_job();
+  // A launch that settled() did not answer is measured (VGPU_LAUNCH_STATS is written at once).
+  void measuring();
   // What the kernel-time database keeps of settling (kernel_recording.h): the settled group
   // covering this launch, and every group with a duration (at exit).
   std::optional<SettledGroup> settled_group(const LaunchSignature& signature);
@@ -83,7 +89,8 @@ class KernelDurations {
   // What the launches with a signature did so far (launches that cannot be described are
   // measured every time and not counted): `launches` asked settled() (one per launch under
   // the policies all and first), `settled` found a duration there, `from_database` took it from
-  // the kernel-time database or from another process of the job (shared_durations.h) instead;
+  // the kernel-time database or from another process of the job (shared_durations.h: for the
+  // signature, or for its work) instead;
   // the rest were measured. `signatures`: distinct durations
   // kept (settling groups, signature_settling.h).
   struct Counts {
