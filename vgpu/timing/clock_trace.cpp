@@ -42,6 +42,7 @@ const char* move_name(Move m) {
     case Move::ready: return "ready";
     case Move::sync: return "sync";
     case Move::horizon: return "horizon";
+    case Move::read: return "read";
   }
   return "?";
 }

@@ -27,6 +27,7 @@ enum class Move : std::uint8_t {
   ready,    // a query heard "ready" after polling: `charged` = the jump to the work's finish
   sync,     // a synchronization moved the clock: `charged` = the jump
   horizon,  // raised to a device's horizon: `charged` = the jump
+  read,     // the clock read outside a call (the program's clock, an issue time): `charged` as for a call
 };
 
 struct Record {

@@ -21,6 +21,7 @@ void ThreadClock::charge() {
   const double cpu = outside_.take();
   now_ += cpu;
   tally_.add(ClockTally::cpu, cpu);
+  if (trace_ != nullptr) trace_->add(clock_trace::Move::read, cpu, now_, __builtin_return_address(0));
 }
 
 void ThreadClock::enter_query() {
