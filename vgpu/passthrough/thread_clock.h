@@ -43,9 +43,9 @@ bool has_clock();
 // Whether the thread is inside a call vgpu times (a Pause is open).
 bool paused();
 
-// Polling (the rule: timing/thread_clock.h). A query about `awaited` (the work asked about)
-// answered "not ready" on the calling thread. Only a thread with a virtual clock (has_clock())
-// polls; others keep real time.
+// Polling (the rule: timing/thread_clock.h). A query about `awaited` (what was asked about: a
+// stream, an event) answered "not ready" on the calling thread. Only a thread with a virtual
+// clock (has_clock()) polls; others keep real time.
 void polled_not_ready(const void* awaited);
 // A query about `awaited` answered "ready": if the thread had heard "not ready" about it, its
 // clock moves to `finish` (the work's virtual finish, < 0: unknown); an answer about other work

@@ -118,26 +118,36 @@ CUresult graph_launch(CUstream s, bool per_thread, Call call) {
 
 // A query of a stream's or an event's work (thread_clock.h, "Polling"): "not ready" makes the
 // thread a poller, whose waiting is not charged; "ready" after polling moves its clock to the
-// virtual finish of the work, as the synchronization the polling loop stands for.
+// virtual finish of the work, as the synchronization the polling loop stands for. `awaited`
+// names what is asked about (the stream, the event): a "not ready" answer needs no more, so a
+// polling loop takes no lock of vgpu's (the timeline's, which a resolve may hold while it waits
+// for the GPU); the work's op is looked up once the answer is "ready".
 template <class Call>
-CUresult queried(const std::function<OpRef(VirtualTime&)>& awaited, Call call) {
+CUresult queried(const void* awaited, const std::function<OpRef(VirtualTime&)>& work, Call call) {
   thread_clock::Pause pause(thread_clock::Pause::Query{});
   const CUresult r = call();
   if (r != CUDA_ERROR_NOT_READY && (r != CUDA_SUCCESS || !thread_clock::polling())) return r;
-  VirtualTime* vt = VirtualTime::get();
-  const OpRef op = vt != nullptr ? awaited(*vt) : nullptr;
   if (r == CUDA_ERROR_NOT_READY) {
-    thread_clock::polled_not_ready(op.get());
+    thread_clock::polled_not_ready(awaited);
     return r;
   }
+  VirtualTime* vt = VirtualTime::get();
+  const OpRef op = vt != nullptr ? work(*vt) : nullptr;
   double finish = -1;
   if (op) {
     vt->resolve_for_poll(op);
     if (const std::optional<double> f = vt->timeline().finish(op)) finish = *f;
   }
-  if (thread_clock::polled_ready(op.get(), finish))
+  if (thread_clock::polled_ready(awaited, finish))
     vgpu::log::trace("vtime: a poller heard ready: the awaited work finishes at {:.9f}", finish);
   return r;
+}
+
+// What a stream query asks about: the stream, the per-thread default stream standing apart from
+// the legacy one (both may be passed as 0).
+const void* stream_asked(CUstream s, bool per_thread) {
+  if (per_thread && s == nullptr) return CU_STREAM_PER_THREAD;
+  return s;
 }
 
 OpRef stream_tail(VirtualTime& vt, CUstream s, bool per_thread) {
@@ -148,15 +158,15 @@ OpRef stream_tail(VirtualTime& vt, CUstream s, bool per_thread) {
 }  // namespace
 
 VGPU_EXPORT CUresult CUDAAPI cuStreamQuery(CUstream s) {
-  return queried([s](VirtualTime& vt) { return stream_tail(vt, s, false); },
+  return queried(stream_asked(s, false), [s](VirtualTime& vt) { return stream_tail(vt, s, false); },
                  [&] { return REAL(cuStreamQuery, CUstream)(s); });
 }
 VGPU_EXPORT CUresult CUDAAPI cuStreamQuery_ptsz(CUstream s) {
-  return queried([s](VirtualTime& vt) { return stream_tail(vt, s, true); },
+  return queried(stream_asked(s, true), [s](VirtualTime& vt) { return stream_tail(vt, s, true); },
                  [&] { return REAL(cuStreamQuery_ptsz, CUstream)(s); });
 }
 VGPU_EXPORT CUresult CUDAAPI cuEventQuery(CUevent e) {
-  return queried([e](VirtualTime& vt) { return vt.event_op(e); }, [&] { return REAL(cuEventQuery, CUevent)(e); });
+  return queried(e, [e](VirtualTime& vt) { return vt.event_op(e); }, [&] { return REAL(cuEventQuery, CUevent)(e); });
 }
 
 // ---- events ----
