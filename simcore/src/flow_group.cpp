@@ -54,7 +54,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
           continue;
         }
         const Record& d = records_[ds];
-        dep_seen_.push_back(DepSeen{dep, ds, d.group != kNoGroup, d.dirty ? d.lower_bound : d.finish});
+        dep_seen_.push_back(DepSeen{dep, ds, d.group, d.dirty ? d.lower_bound : d.finish});
         if (!d.dirty) {
           bound = std::max(bound, d.finish);
         } else if (d.estimate >= 0) {
@@ -127,6 +127,11 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
 }
 
 // A group's index: a freed one reused, else a new one at the end.
+// A freed entry was last written when its group retired (reclaim(), a step's worth of other
+// groups ago on a large ring) and submit_group() writes it and its member array at once: the
+// entries handed out next are fetched for writing in two stages a group or two ahead (the
+// entry, then, once it is in cache, the start of its member array), as allocate_slot() does
+// for records, so that their misses overlap the work on the groups before.
 uint32_t Simulator::allocate_group() {
   if (free_groups_.empty()) {
     groups_.emplace_back().use(&group_pool_);
@@ -134,6 +139,17 @@ uint32_t Simulator::allocate_group() {
   }
   const uint32_t gi = free_groups_.back();
   free_groups_.pop_back();
+  const size_t left = free_groups_.size();
+  if (left >= 2) {
+    const char* p = reinterpret_cast<const char*>(&groups_[free_groups_[left - 2]]);
+    for (size_t line = 0; line < sizeof(FlowGroup); line += 64) __builtin_prefetch(p + line, 1);
+  }
+  if (left >= 1) {
+    const FlowGroup& next = groups_[free_groups_[left - 1]];
+    const char* m = reinterpret_cast<const char*>(next.members.data());
+    const size_t bytes = std::min<size_t>(next.members.capacity() * sizeof(FlowGroup::Member), 4 * 64);
+    for (size_t line = 0; line < bytes; line += 64) __builtin_prefetch(m + line, 1);
+  }
   return gi;
 }
 
@@ -169,7 +185,7 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   Time lower_bound = std::numeric_limits<Time>::infinity();
   // The groups its members depend on, up to kMaxLinks, each told of them through one link;
   // each edge's link (FlowGroup::kEdge: to an ordinary record, or past kMaxLinks) by index.
-  std::array<uint32_t, FlowGroup::kMaxLinks> link_slots;
+  std::array<uint32_t, FlowGroup::kMaxLinks> link_slots, link_groups;
   int links = 0;
   dep_link_.clear();
   uint32_t stride = 0;  // every member's count of dependencies while they agree, else 0
@@ -199,10 +215,13 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
       if (std::find(g.deps.begin() + mb.dep_from, g.deps.end(), d.id) != g.deps.end()) continue;
       g.deps.push_back(d.id);
       uint8_t L = FlowGroup::kEdge;
-      if (d.group) {
+      if (d.group != kNoGroup) {
         int i = 0;
         while (i < links && link_slots[i] != d.slot) ++i;
-        if (i == links && links < FlowGroup::kMaxLinks) link_slots[links++] = d.slot;
+        if (i == links && links < FlowGroup::kMaxLinks) {
+          link_groups[links] = d.group;
+          link_slots[links++] = d.slot;
+        }
         if (i < links) L = static_cast<uint8_t>(i);
       }
       dep_link_.push_back(L);
@@ -222,7 +241,7 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   // members gives (as one edge at a time did).
   if (links != 0) {
     g.dep_link.assign(dep_link_.begin(), dep_link_.end());
-    for (int i = 0; i < links; ++i) link_group(slot, link_slots[i], static_cast<uint8_t>(i));
+    for (int i = 0; i < links; ++i) link_group(slot, link_groups[i], static_cast<uint8_t>(i));
   }
   for (const FlowGroup::Member& mb : g.members)
     for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d)
@@ -233,8 +252,8 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   fresh_.push_back(slot);
 }
 
-void Simulator::link_group(uint32_t slot, uint32_t ds, uint8_t L) {
-  FlowGroup& a = groups_[records_[ds].group];
+void Simulator::link_group(uint32_t slot, uint32_t dep_group, uint8_t L) {
+  FlowGroup& a = groups_[dep_group];
   // (No reserve: a group whose dependents are linked holds a link or two.)
   a.dependents.push_back(FlowGroup::Dependent{records_[slot].id, FlowGroup::kLinkBit | L});
   groups_[records_[slot].group].linked |= static_cast<uint8_t>(1u << L);
