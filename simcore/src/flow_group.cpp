@@ -36,6 +36,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
   flow_class_.assign(n, kAlone);
   flow_estimate_.assign(n, -1);
   dep_seen_.clear();
+  dep_groups_.clear();
   flow_deps_.resize(size_t{n} + 1);
   for (uint32_t k = 0; k < n; ++k) {
     const NewEvent& e = events[k];
@@ -55,6 +56,10 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
         }
         const Record& d = records_[ds];
         dep_seen_.push_back(DepSeen{dep, ds, d.group, d.dirty ? d.lower_bound : d.finish});
+        if (d.group != kNoGroup && (dep_groups_.empty() || dep_groups_.back() != d.group)) {
+          dep_groups_.push_back(d.group);
+          __builtin_prefetch(&groups_[d.group].dependents, 1);
+        }
         if (!d.dirty) {
           bound = std::max(bound, d.finish);
         } else if (d.estimate >= 0) {
@@ -96,6 +101,14 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
     c.deps += e.after ? static_cast<uint32_t>(e.after->size()) : 0;
   }
   flow_deps_[n] = static_cast<uint32_t>(dep_seen_.size());
+  // Where link_group() will append to each dependency group's list of dependents (its entry
+  // was fetched above, as the group was first seen): a step's groups of the step before were
+  // written a whole step of submissions and sweeps ago, and the list's end was a cold write
+  // per link.
+  for (const uint32_t gi : dep_groups_) {
+    const FlowGroup& a = groups_[gi];
+    __builtin_prefetch(a.dependents.data() + a.dependents.size(), 1);
+  }
   // Each class's members, in call order, side by side.
   uint32_t at = 0;
   for (GroupClass& c : classes_) {

@@ -520,6 +520,9 @@ class Simulator {
     Time bound;   // its finish if simulated, else its lower bound
   };
   std::vector<DepSeen> dep_seen_;
+  // The flow groups those dependencies lie in, as first seen (a run of flows naming the same
+  // group lists it once), whose lists of dependents submit_group() appends to.
+  std::vector<uint32_t> dep_groups_;
   std::vector<uint32_t> flow_deps_;
   uint32_t mark_stamp_ = 0;
 
