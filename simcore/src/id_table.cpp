@@ -85,10 +85,14 @@ uint32_t IdTable::open_handle(uint32_t slot, EventId first) {
     h = free_handles_.back();
     free_handles_.pop_back();
   }
-  handles_[h] = Handle{};
-  handles_[h].slot = slot;
-  handles_[h].refs = 1;
-  handles_[h].first_chunk = chunk_number(first);
+  // Field by field: `= Handle{}` built the entry on the stack and copied it over, two
+  // overlapping 16-byte moves whose load waited on the store before it.
+  Handle& e = handles_[h];
+  e.slot = slot;
+  e.refs = 1;
+  e.result = Interval{};
+  e.first_chunk = chunk_number(first);
+  for (uint32_t& n : e.count) n = 0;
   // The handle the next group takes (a freed one, last written when its chunk went long ago,
   // or a fresh one past the end), fetched for writing a group ahead: writing it cold was most
   // of this function on a 4096-GPU ring.
