@@ -143,7 +143,8 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
 // A freed entry was last written when its group retired (reclaim(), a step's worth of other
 // groups ago on a large ring) and submit_group() writes it and its member array at once: the
 // entries handed out next are fetched for writing in two stages a group or two ahead (the
-// entry, then, once it is in cache, the start of its member array), as allocate_slot() does
+// entry, then, once it is in cache, the start of its member and dependency arrays, where it
+// kept them), as allocate_slot() does
 // for records, so that their misses overlap the work on the groups before.
 uint32_t Simulator::allocate_group() {
   if (free_groups_.empty()) {
@@ -159,9 +160,12 @@ uint32_t Simulator::allocate_group() {
   }
   if (left >= 1) {
     const FlowGroup& next = groups_[free_groups_[left - 1]];
-    const char* m = reinterpret_cast<const char*>(next.members.data());
-    const size_t bytes = std::min<size_t>(next.members.capacity() * sizeof(FlowGroup::Member), 4 * 64);
-    for (size_t line = 0; line < bytes; line += 64) __builtin_prefetch(m + line, 1);
+    auto fetch = [](const void* data, size_t bytes) {
+      const char* p = static_cast<const char*>(data);
+      for (size_t line = 0; line < std::min<size_t>(bytes, 4 * 64); line += 64) __builtin_prefetch(p + line, 1);
+    };
+    fetch(next.members.data(), next.members.capacity() * sizeof(FlowGroup::Member));
+    fetch(next.deps.data(), next.deps.capacity() * sizeof(EventId));
   }
   return gi;
 }
