@@ -499,32 +499,18 @@ void Simulator::start_group(uint32_t slot, Time now) {
   FlowGroup& g = groups_[r.group];
   g.release_schedule();
   g.links_from = static_cast<uint32_t>(group_links_.size());
-  // Every member's route first, its links' state fetched as it goes: that state was last
-  // touched a step ago on these GPUs, and read member by member below (each read decides
-  // whether the group may go on), one link's miss at a time stalled the sweep; fetched all at
-  // once, the misses overlap. Nothing is changed in this pass.
-  if (start_routes_.size() < g.members.size()) start_routes_.resize(g.members.size());
-  size_t routes = 0;
-  for_each_member_route(r, [&](uint32_t, const Route& route) {
-    start_routes_[routes++] = route;
-    for (int i = 0; i < route.count; ++i) {
-      __builtin_prefetch(&links_[route.links[i]], 1);
-      solver_.prefetch_load(route.links[i]);
-    }
-  });
   bool alone = true;
-  for (size_t k = 0; k < routes; ++k) {
-    const Route& route = start_routes_[k];
-    if (!alone) break;
+  for_each_member_route(r, [&](uint32_t, const Route& route) {
+    if (!alone) return;
     for (int i = 0; i < route.count; ++i) {
       const LinkId id = route.links[i];
       if (solver_.load(id) != 0 || links_[id].claim != kNoGroup) alone = false;
     }
-    if (!alone) break;
+    if (!alone) return;
     note_presence(route, now);
     for (int i = 0; i < route.count; ++i) links_[route.links[i]].claim = slot;
     group_links_.insert(group_links_.end(), route.links.begin(), route.links.begin() + route.count);
-  }
+  });
   g.links_to = static_cast<uint32_t>(group_links_.size());
   if (!alone) {
     release_claims(slot);  // the links it claimed so far

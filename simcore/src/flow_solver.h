@@ -84,7 +84,6 @@ class FlowSolver {
   // How many flows are attached to a link (from an array of its own: the simulator asks it of
   // every link a flow group starts on, and a link's LinkState was a cache miss there).
   size_t load(LinkId id) const { return load_[id]; }
-  void prefetch_load(LinkId id) const { __builtin_prefetch(&load_[id]); }
 
   // Re-solves what changed. on_change(slot, new_rate) is called for every flow whose rate moved.
   template <class OnChange> void solve(OnChange&& on_change);

@@ -495,7 +495,6 @@ class Simulator {
   LazyStartIndex groups_by_start_;
   double group_max_duration_ = 0;
   std::vector<LinkId> group_links_;  // the links of the groups started in this sweep (flow_group.h)
-  std::vector<Route> start_routes_;  // start_group()'s scratch: its members' routes
   std::vector<uint32_t> free_groups_;
   std::vector<uint32_t> taken_mark_;  // take_dependents(): where each position goes
   std::vector<uint8_t> dep_link_;     // submit_group()'s scratch: FlowGroup::dep_link
