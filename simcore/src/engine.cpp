@@ -42,9 +42,13 @@ class LocalEngine final : public Engine {
     batch_at_.clear();
     for (size_t k = 0; k < n; ++k) {
       ids[k] = kNoEvent;
-      detail::NewEvent e;
-      if (!flow_event(flows[k], "add_flows", e)) continue;
-      batch_.push_back(e);
+      // Filled in place: made on the stack and copied in, the event's narrow fields were read
+      // back in 16-byte moves right after their stores, each waiting on them (a stall a flow).
+      detail::NewEvent& e = batch_.emplace_back();
+      if (!flow_event(flows[k], "add_flows", e)) {
+        batch_.pop_back();
+        continue;
+      }
       batch_at_.push_back(k);
     }
     batch_ids_.resize(batch_.size());

@@ -36,6 +36,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
   flow_class_.assign(n, kAlone);
   flow_estimate_.assign(n, -1);
   dep_seen_.clear();
+  dep_groups_.clear();
   flow_deps_.resize(size_t{n} + 1);
   for (uint32_t k = 0; k < n; ++k) {
     const NewEvent& e = events[k];
@@ -54,7 +55,11 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
           continue;
         }
         const Record& d = records_[ds];
-        dep_seen_.push_back(DepSeen{dep, ds, d.group != kNoGroup, d.dirty ? d.lower_bound : d.finish});
+        dep_seen_.push_back(DepSeen{dep, ds, d.group, d.dirty ? d.lower_bound : d.finish});
+        if (d.group != kNoGroup && (dep_groups_.empty() || dep_groups_.back() != d.group)) {
+          dep_groups_.push_back(d.group);
+          __builtin_prefetch(&groups_[d.group].dependents, 1);
+        }
         if (!d.dirty) {
           bound = std::max(bound, d.finish);
         } else if (d.estimate >= 0) {
@@ -96,6 +101,14 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
     c.deps += e.after ? static_cast<uint32_t>(e.after->size()) : 0;
   }
   flow_deps_[n] = static_cast<uint32_t>(dep_seen_.size());
+  // Where link_group() will append to each dependency group's list of dependents (its entry
+  // was fetched above, as the group was first seen): a step's groups of the step before were
+  // written a whole step of submissions and sweeps ago, and the list's end was a cold write
+  // per link.
+  for (const uint32_t gi : dep_groups_) {
+    const FlowGroup& a = groups_[gi];
+    __builtin_prefetch(a.dependents.data() + a.dependents.size(), 1);
+  }
   // Each class's members, in call order, side by side.
   uint32_t at = 0;
   for (GroupClass& c : classes_) {
@@ -127,6 +140,12 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
 }
 
 // A group's index: a freed one reused, else a new one at the end.
+// A freed entry was last written when its group retired (reclaim(), a step's worth of other
+// groups ago on a large ring) and submit_group() writes it and its member array at once: the
+// entries handed out next are fetched for writing in two stages a group or two ahead (the
+// entry, then, once it is in cache, the start of its member and dependency arrays, where it
+// kept them), as allocate_slot() does
+// for records, so that their misses overlap the work on the groups before.
 uint32_t Simulator::allocate_group() {
   if (free_groups_.empty()) {
     groups_.emplace_back().use(&group_pool_);
@@ -134,6 +153,20 @@ uint32_t Simulator::allocate_group() {
   }
   const uint32_t gi = free_groups_.back();
   free_groups_.pop_back();
+  const size_t left = free_groups_.size();
+  if (left >= 2) {
+    const char* p = reinterpret_cast<const char*>(&groups_[free_groups_[left - 2]]);
+    for (size_t line = 0; line < sizeof(FlowGroup); line += 64) __builtin_prefetch(p + line, 1);
+  }
+  if (left >= 1) {
+    const FlowGroup& next = groups_[free_groups_[left - 1]];
+    auto fetch = [](const void* data, size_t bytes) {
+      const char* p = static_cast<const char*>(data);
+      for (size_t line = 0; line < std::min<size_t>(bytes, 4 * 64); line += 64) __builtin_prefetch(p + line, 1);
+    };
+    fetch(next.members.data(), next.members.capacity() * sizeof(FlowGroup::Member));
+    fetch(next.deps.data(), next.deps.capacity() * sizeof(EventId));
+  }
   return gi;
 }
 
@@ -169,7 +202,7 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   Time lower_bound = std::numeric_limits<Time>::infinity();
   // The groups its members depend on, up to kMaxLinks, each told of them through one link;
   // each edge's link (FlowGroup::kEdge: to an ordinary record, or past kMaxLinks) by index.
-  std::array<uint32_t, FlowGroup::kMaxLinks> link_slots;
+  std::array<uint32_t, FlowGroup::kMaxLinks> link_slots, link_groups;
   int links = 0;
   dep_link_.clear();
   uint32_t stride = 0;  // every member's count of dependencies while they agree, else 0
@@ -199,10 +232,13 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
       if (std::find(g.deps.begin() + mb.dep_from, g.deps.end(), d.id) != g.deps.end()) continue;
       g.deps.push_back(d.id);
       uint8_t L = FlowGroup::kEdge;
-      if (d.group) {
+      if (d.group != kNoGroup) {
         int i = 0;
         while (i < links && link_slots[i] != d.slot) ++i;
-        if (i == links && links < FlowGroup::kMaxLinks) link_slots[links++] = d.slot;
+        if (i == links && links < FlowGroup::kMaxLinks) {
+          link_groups[links] = d.group;
+          link_slots[links++] = d.slot;
+        }
         if (i < links) L = static_cast<uint8_t>(i);
       }
       dep_link_.push_back(L);
@@ -222,7 +258,7 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   // members gives (as one edge at a time did).
   if (links != 0) {
     g.dep_link.assign(dep_link_.begin(), dep_link_.end());
-    for (int i = 0; i < links; ++i) link_group(slot, link_slots[i], static_cast<uint8_t>(i));
+    for (int i = 0; i < links; ++i) link_group(slot, link_groups[i], static_cast<uint8_t>(i));
   }
   for (const FlowGroup::Member& mb : g.members)
     for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d)
@@ -233,8 +269,8 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   fresh_.push_back(slot);
 }
 
-void Simulator::link_group(uint32_t slot, uint32_t ds, uint8_t L) {
-  FlowGroup& a = groups_[records_[ds].group];
+void Simulator::link_group(uint32_t slot, uint32_t dep_group, uint8_t L) {
+  FlowGroup& a = groups_[dep_group];
   // (No reserve: a group whose dependents are linked holds a link or two.)
   a.dependents.push_back(FlowGroup::Dependent{records_[slot].id, FlowGroup::kLinkBit | L});
   groups_[records_[slot].group].linked |= static_cast<uint8_t>(1u << L);

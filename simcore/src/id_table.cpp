@@ -5,7 +5,7 @@ namespace simcore::detail {
 EventId IdTable::add(uint32_t slot) {
   const EventId id = last_ + 1;
   if (index(id) == 0) {
-    chunks_.push_back(std::make_unique<Chunk>());
+    chunks_.push_back(Held{std::make_unique<Chunk>()});
     ++held_;
   }
   last_ = id;
@@ -29,7 +29,7 @@ void IdTable::retire(EventId id, const Interval& final_interval) {
   // Only a chunk whose count just reached full can be freed: testing the counters after every
   // increment read the two 4-byte counts as one 8-byte word right after the 4-byte store, a
   // store-forwarding stall per retired id (4% of a 4096-GPU ring).
-  if (++c->retired == kChunk) maybe_free(id);
+  if (++held_of(id).retired == kChunk) maybe_free(id);
 }
 
 void IdTable::retire_handle(uint32_t handle, const Interval& final_interval) {
@@ -39,9 +39,9 @@ void IdTable::retire_handle(uint32_t handle, const Interval& final_interval) {
   for (int k = 0; k < kHandleChunks; ++k) {
     if (h.count[k] == 0) continue;
     const EventId any = (h.first_chunk + static_cast<uint64_t>(k)) * kChunk + 1;
-    Chunk* c = chunk_of(any);  // held: it holds live ids until now
-    c->retired += h.count[k];
-    if (c->retired == kChunk) maybe_free(any);
+    Held& c = held_of(any);  // held: it holds live ids until now
+    c.retired += h.count[k];
+    if (c.retired == kChunk) maybe_free(any);
   }
 }
 
@@ -52,19 +52,21 @@ void IdTable::release(EventId id) {
   const uint64_t bit = uint64_t{1} << (index(id) % 64);
   if (word & bit) return;
   word |= bit;
-  if (++c->released == kChunk) maybe_free(id);
+  if (++held_of(id).released == kChunk) maybe_free(id);
 }
 
 void IdTable::maybe_free(EventId id) {
   Chunk* c = chunk_of(id);
   // Only a full chunk: ids still to come would land in a freed one.
-  if (c == nullptr || c->retired != kChunk || c->released != kChunk) return;
+  if (c == nullptr) return;
+  Held& held = held_of(id);
+  if (held.retired != kChunk || held.released != kChunk) return;
   // Its ids retired with their group let go of the group's handle.
   for (uint32_t k = 0; k < kChunk; ++k)
     if (is_handle(c->slot[k])) drop_ref(c->slot[k] & ~kHandleBit);
-  chunks_[front_ + static_cast<size_t>((id - first_) / kChunk)].reset();
+  held.chunk.reset();
   --held_;
-  while (front_ < chunks_.size() && chunks_[front_] == nullptr) {
+  while (front_ < chunks_.size() && chunks_[front_].chunk == nullptr) {
     ++front_;
     first_ += kChunk;
   }
@@ -83,10 +85,24 @@ uint32_t IdTable::open_handle(uint32_t slot, EventId first) {
     h = free_handles_.back();
     free_handles_.pop_back();
   }
-  handles_[h] = Handle{};
-  handles_[h].slot = slot;
-  handles_[h].refs = 1;
-  handles_[h].first_chunk = chunk_number(first);
+  // Field by field: `= Handle{}` built the entry on the stack and copied it over, two
+  // overlapping 16-byte moves whose load waited on the store before it.
+  Handle& e = handles_[h];
+  e.slot = slot;
+  e.refs = 1;
+  e.result = Interval{};
+  e.first_chunk = chunk_number(first);
+  for (uint32_t& n : e.count) n = 0;
+  // The handle the next group takes (a freed one, last written when its chunk went long ago,
+  // or a fresh one past the end), fetched for writing a group ahead: writing it cold was most
+  // of this function on a 4096-GPU ring.
+  const Handle* next = free_handles_.empty() ? handles_.data() + handles_.size()
+                                             : handles_.data() + free_handles_.back();
+  if (free_handles_.empty() && handles_.size() == handles_.capacity()) next = nullptr;
+  if (next != nullptr) {
+    __builtin_prefetch(next, 1);
+    __builtin_prefetch(reinterpret_cast<const char*>(next) + sizeof(Handle) - 1, 1);
+  }
   return h;
 }
 

@@ -339,7 +339,7 @@ class Simulator {
   // before group record `slot` comes apart, its links become their edges; expand_links():
   // before group `g` comes apart, every link in its list does (their positions are its
   // members').
-  void link_group(uint32_t slot, uint32_t ds, uint8_t L);
+  void link_group(uint32_t slot, uint32_t dep_group, uint8_t L);
   void expand_link(FlowGroup& g, size_t k);
   void unlink(uint32_t slot);
   void expand_links(FlowGroup& g);
@@ -514,10 +514,15 @@ class Simulator {
   struct DepSeen {
     EventId id;
     uint32_t slot;
-    bool group;   // its record holds a flow group
+    // The flow group its record holds (kNoGroup: none), for link_group(): read again there
+    // through the record, the record's line had left the cache at a few hundred groups a call.
+    uint32_t group;
     Time bound;   // its finish if simulated, else its lower bound
   };
   std::vector<DepSeen> dep_seen_;
+  // The flow groups those dependencies lie in, as first seen (a run of flows naming the same
+  // group lists it once), whose lists of dependents submit_group() appends to.
+  std::vector<uint32_t> dep_groups_;
   std::vector<uint32_t> flow_deps_;
   uint32_t mark_stamp_ = 0;
 
