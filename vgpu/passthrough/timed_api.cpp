@@ -18,6 +18,7 @@
 #include "passthrough/launch_policy.h"
 #include "passthrough/passthrough.h"
 #include "passthrough/passthrough_state.h"
+#include "passthrough/poll_answer.h"
 #include "passthrough/thread_clock.h"
 #include "passthrough/timeline_writer.h"
 #include "passthrough/virtual_time.h"
@@ -116,30 +117,29 @@ CUresult graph_launch(CUstream s, bool per_thread, Call call) {
 
 #define REAL(name, ...) VGPU_REAL(#name, CUresult (*)(__VA_ARGS__))
 
-// A query of a stream's or an event's work (thread_clock.h, "Polling"): "not ready" makes the
-// thread a poller, whose waiting is not charged; "ready" after polling moves its clock to the
-// virtual finish of the work, as the synchronization the polling loop stands for. `awaited`
-// names what is asked about (the stream, the event): a "not ready" answer needs no more, so a
-// polling loop takes no lock of vgpu's (the timeline's, which a resolve may hold while it waits
-// for the GPU); the work's op is looked up once the answer is "ready".
+// The calling thread's polling state, as take_answer() asks for it (poll_answer.h).
+struct ThreadPolls {
+  bool polling() const { return thread_clock::polling(); }
+  void polled_not_ready(const void* awaited) { thread_clock::polled_not_ready(awaited); }
+  bool polled_ready(const void* awaited, double finish) { return thread_clock::polled_ready(awaited, finish); }
+};
+
+// A query of a stream's or an event's work, taken as poll_answer.h says: `awaited` names what is
+// asked about (the stream, the event), `work` finds its op, asked only when "ready" ends polling.
 template <class Call>
 CUresult queried(const void* awaited, const std::function<OpRef(VirtualTime&)>& work, Call call) {
   thread_clock::Pause pause(thread_clock::Pause::Query{});
   const CUresult r = call();
-  if (r != CUDA_ERROR_NOT_READY && (r != CUDA_SUCCESS || !thread_clock::polling())) return r;
-  if (r == CUDA_ERROR_NOT_READY) {
-    thread_clock::polled_not_ready(awaited);
-    return r;
-  }
-  VirtualTime* vt = VirtualTime::get();
-  const OpRef op = vt != nullptr ? work(*vt) : nullptr;
-  double finish = -1;
-  if (op) {
+  ThreadPolls polls;
+  const bool moved = vgpu::pt::take_answer(r, awaited, polls, [&work] {
+    VirtualTime* vt = VirtualTime::get();
+    const OpRef op = vt != nullptr ? work(*vt) : nullptr;
+    if (!op) return -1.0;
     vt->resolve_for_poll(op);
-    if (const std::optional<double> f = vt->timeline().finish(op)) finish = *f;
-  }
-  if (thread_clock::polled_ready(awaited, finish))
-    vgpu::log::trace("vtime: a poller heard ready: the awaited work finishes at {:.9f}", finish);
+    const std::optional<double> f = vt->timeline().finish(op);
+    return f ? *f : -1.0;
+  });
+  if (moved) vgpu::log::trace("vtime: a poller heard ready and moved to the awaited work's finish");
   return r;
 }
 
