@@ -1,0 +1,70 @@
+"""vgpu-clock-trace (vgpu/tools/vgpu-clock-trace) on a made-up VGPU_CLOCK_TRACE file: the dearest
+stretch of CPU time comes first, named by the call that ended it and the one before, and stretches
+between the same two calls are grouped with their median and what their slow ones add."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+TOOL = os.path.join(os.environ["VGPU_SOURCE_ROOT"], "vgpu", "tools", "vgpu-clock-trace")
+
+
+def move(wall, kind, charged, now, caller="", entry=""):
+    return [wall, kind, charged, now, caller, entry]
+
+
+class ClockTraceTool(unittest.TestCase):
+    def run_tool(self, lines, *args):
+        with tempfile.NamedTemporaryFile("w", suffix=".jsonl", delete=False) as f:
+            for line in lines:
+                f.write(line + "\n")
+        try:
+            return subprocess.run([sys.executable, TOOL, *args, f.name], capture_output=True, text=True)
+        finally:
+            os.unlink(f.name)
+
+    def test_the_slow_stretch_and_its_calls_are_named(self):
+        moves = [move(0, "ready", 100.0, 100.0)]
+        # Ten iterations: a profiler callback (a query from the plugin) 2 us after the previous
+        # call, a launch 1 us after it; once, in the sixth, the callback comes 30 us late.
+        for i in range(10):
+            moves.append(move(10 + i * 10, "query", 30.0 if i == 5 else 2.0, 0, "libnccl-net-vgpu.so+0x10"))
+            moves.append(move(12 + i * 10, "call", 1.0, 0, "libnccl.so.2+0x20", "libcuda.so.1+0x30"))
+        t = {"pid": 7, "tid": 7, "name": "main", "dropped": 0, "moves": moves}
+        other = {"pid": 7, "tid": 8, "name": "proxy", "dropped": 0, "moves": []}
+        r = self.run_tool([json.dumps(t), json.dumps(other)], "--top", "3")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = r.stdout
+        self.assertIn("thread 7 (main) of process 7: 21 moves", out)
+        self.assertIn("thread 8 (proxy)", out)
+        dearest = out.split("dearest stretches")[1].splitlines()[1].split()
+        self.assertEqual(dearest[0], "#11")
+        self.assertEqual(dearest[2:5], ["30.00", "query", "libnccl-net-vgpu.so+0x10"])
+        self.assertEqual(dearest[5:], ["after", "libnccl.so.2+0x20", "->", "libcuda.so.1+0x30"])
+        # The launch-to-callback stretches (9 after a launch, the first follows the ready): median
+        # 2 us, max 30, 28 us above the median: listed first.
+        first_pair = out.split("by time above their median")[1].splitlines()[1].split()
+        self.assertEqual(first_pair[:4], ["9", "2.00", "30.00", "28.0"])
+        self.assertEqual(first_pair[4:7], ["libnccl.so.2+0x20", "->", "libcuda.so.1+0x30"])
+        self.assertIn("after (ready)", out)
+
+    def test_only_the_thread_asked_for(self):
+        t = {"pid": 1, "tid": 2, "name": "a", "moves": [move(0, "call", 1.0, 1.0)]}
+        u = {"pid": 1, "tid": 3, "name": "b", "moves": [move(0, "call", 1.0, 1.0)]}
+        r = self.run_tool([json.dumps(t), json.dumps(u)], "--tid", "3")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("thread 2", r.stdout)
+        self.assertIn("thread 3 (b)", r.stdout)
+
+    def test_a_malformed_trace_is_one_line_and_a_failure(self):
+        r = self.run_tool(["{not json"])
+        self.assertEqual(r.returncode, 1)
+        self.assertEqual(r.stdout, "")
+        self.assertEqual(len(r.stderr.strip().splitlines()), 1)
+        self.assertIn("cannot read the trace", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main()
