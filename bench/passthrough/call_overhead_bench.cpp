@@ -6,7 +6,10 @@
 //
 // Prints one table row per call: calls per second through each library, vgpu/real, and vgpu's
 // own time per call (the difference of the two libraries' time per call). Each library is
-// measured `rounds` times (default 2), alternating, and keeps its best run. Then the system calls
+// measured `rounds` times (default 2), alternating, and keeps its best run. Beside it, the
+// spread: each round's own ratio (its vgpu run over the real run just before it), as the median
+// and the least and greatest of the rounds (on an H200 host the best-run ratio of launches moved
+// 0.76-0.93x between runs minutes apart: one figure says little, the spread says how little). Then the system calls
 // the calling thread made per call through each library (the least of the rounds), counted by
 // the kernel where perf events can count them (syscall_counter.h); "n/a" where they cannot
 // (gVisor has no perf events).
@@ -239,6 +242,7 @@ int main(int argc, char** argv) {
     least(b.event_record, r.event_record);
     least(b.memcpy_async, r.memcpy_async);
   };
+  std::vector<Rates> ratios;  // each round's vgpu over real
   for (int round = 0; round < rounds; ++round) {
     const Run a = measure(argv[1], image, sys);
     best(real, a.rate);
@@ -246,9 +250,12 @@ int main(int argc, char** argv) {
     const Run b = measure(argv[2], image, sys);
     best(vgpu, b.rate);
     fewest(vgpu_sys, b.syscalls);
+    ratios.push_back({b.rate.launch / a.rate.launch, b.rate.launch_long / a.rate.launch_long,
+                      b.rate.launch_args / a.rate.launch_args, b.rate.alloc_free / a.rate.alloc_free,
+                      b.rate.event_record / a.rate.event_record, b.rate.memcpy_async / a.rate.memcpy_async});
   }
-  std::printf("%-34s %14s %14s %12s %14s %14s %14s\n", "call", "real calls/s", "vgpu calls/s", "vgpu/real",
-              "vgpu own ns", "real sys/call", "vgpu sys/call");
+  std::printf("%-34s %14s %14s %12s %14s %14s %14s  %s\n", "call", "real calls/s", "vgpu calls/s", "vgpu/real",
+              "vgpu own ns", "real sys/call", "vgpu sys/call", "rounds' vgpu/real: median (least-greatest)");
   auto count = [](double v) {
     char buf[32];
     if (v < 0)
@@ -257,19 +264,32 @@ int main(int argc, char** argv) {
       std::snprintf(buf, sizeof buf, "%.4f", v);
     return std::string(buf);
   };
-  auto row = [&count](const char* name, double a, double b, double sa, double sb) {
-    std::printf("%-34s %14.0f %14.0f %12.3f %14.1f %14s %14s\n", name, a, b, b / a, (1 / b - 1 / a) * 1e9,
-                count(sa).c_str(), count(sb).c_str());
+  // The rounds' ratios of one call (`of` picks it): "median (least-greatest)".
+  auto spread = [&ratios](double Rates::*of) {
+    std::vector<double> v;
+    for (const Rates& r : ratios) v.push_back(r.*of);
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    const double median = n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.3f (%.3f-%.3f)", median, v.front(), v.back());
+    return std::string(buf);
   };
-  row("cuLaunchKernel (empty, 1x1)", real.launch, vgpu.launch, real_sys.launch, vgpu_sys.launch);
+  auto row = [&count, &spread](const char* name, double a, double b, double sa, double sb, double Rates::*of) {
+    std::printf("%-34s %14.0f %14.0f %12.3f %14.1f %14s %14s  %s\n", name, a, b, b / a, (1 / b - 1 / a) * 1e9,
+                count(sa).c_str(), count(sb).c_str(), spread(of).c_str());
+  };
+  row("cuLaunchKernel (empty, 1x1)", real.launch, vgpu.launch, real_sys.launch, vgpu_sys.launch, &Rates::launch);
   row("cuLaunchKernel (249-byte name)", real.launch_long, vgpu.launch_long, real_sys.launch_long,
-      vgpu_sys.launch_long);
+      vgpu_sys.launch_long, &Rates::launch_long);
   row("cuLaunchKernel (PyTorch-like args)", real.launch_args, vgpu.launch_args, real_sys.launch_args,
-      vgpu_sys.launch_args);
-  row("cuMemAlloc+cuMemFree (2 MiB)", real.alloc_free, vgpu.alloc_free, real_sys.alloc_free, vgpu_sys.alloc_free);
-  row("cuEventRecord", real.event_record, vgpu.event_record, real_sys.event_record, vgpu_sys.event_record);
+      vgpu_sys.launch_args, &Rates::launch_args);
+  row("cuMemAlloc+cuMemFree (2 MiB)", real.alloc_free, vgpu.alloc_free, real_sys.alloc_free, vgpu_sys.alloc_free,
+      &Rates::alloc_free);
+  row("cuEventRecord", real.event_record, vgpu.event_record, real_sys.event_record, vgpu_sys.event_record,
+      &Rates::event_record);
   row("cuMemcpyHtoDAsync (4 KiB pinned)", real.memcpy_async, vgpu.memcpy_async, real_sys.memcpy_async,
-      vgpu_sys.memcpy_async);
+      vgpu_sys.memcpy_async, &Rates::memcpy_async);
   if (!sys.counting()) std::printf("(system calls not counted here: %s)\n", sys.why_not().c_str());
   std::printf("invariant TSC per CPUID: %s\n",
               invariant_tsc() ? "yes (vgpu's wall clock: the TSC)"
