@@ -41,6 +41,11 @@ TEST(ClockTrace, RecordsEachMoveOfAThreadInOrder) {
   EXPECT_LT(call, sync);
   // The jump, less the few microseconds of CPU time charged just before it.
   EXPECT_NEAR(std::strtod(text.c_str() + sync + 8, nullptr), 10000.0, 100.0) << text.substr(sync, 40);
+  // A jump carries the thread's context switches so far (a count, not -1); a call does not.
+  const size_t switches = text.find("\"\", \"\", ", sync);
+  ASSERT_NE(switches, std::string::npos) << text.substr(sync, 80);
+  EXPECT_GE(std::strtol(text.c_str() + switches + 8, nullptr, 10), 0) << text.substr(sync, 80);
+  EXPECT_NE(text.find(", -1, -1]", call), std::string::npos) << text.substr(call, 120);
   EXPECT_LT(query, ready);
 }
 

@@ -50,6 +50,18 @@ class ClockTraceTool(unittest.TestCase):
         self.assertEqual(first_pair[4:7], ["libnccl.so.2+0x20", "->", "libcuda.so.1+0x30"])
         self.assertIn("after (ready)", out)
 
+    def test_a_stretch_after_a_wait_says_how_the_thread_waited(self):
+        moves = [move(0, "sync", 50.0, 50.0) + [10, 3],
+                 move(5, "call", 1.0, 51.0, "a.so+0x1", "libcuda.so.1+0x2") + [-1, -1],
+                 move(900, "ready", 40.0, 91.0) + [14, 3],
+                 move(960, "call", 60.0, 151.0, "a.so+0x1", "libcuda.so.1+0x2") + [-1, -1]]
+        t = {"pid": 1, "tid": 1, "name": "m", "moves": moves}
+        r = self.run_tool([json.dumps(t)], "--top", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        dearest = r.stdout.split("dearest stretches")[1].splitlines()[1]
+        self.assertIn("60.00", dearest)
+        self.assertIn("after (ready) (slept 4, preempted 0 times since the jump before)", dearest)
+
     def test_only_the_thread_asked_for(self):
         t = {"pid": 1, "tid": 2, "name": "a", "moves": [move(0, "call", 1.0, 1.0)]}
         u = {"pid": 1, "tid": 3, "name": "b", "moves": [move(0, "call", 1.0, 1.0)]}

@@ -3,6 +3,7 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -85,7 +86,15 @@ std::string lines() {
 
 void Buffer::add(Move move, double charged, double now, const void* caller, const void* entry) {
   const std::uint64_t n = next_.load(std::memory_order_relaxed);
-  records_[n % kCapacity] = Record{OutsideCpuTime::wall_seconds(), charged, now, caller, entry, move};
+  Record r{OutsideCpuTime::wall_seconds(), charged, now, caller, entry, -1, -1, move};
+  if (move == Move::ready || move == Move::sync) {
+    rusage u{};
+    if (::getrusage(RUSAGE_THREAD, &u) == 0) {
+      r.slept = static_cast<std::int32_t>(u.ru_nvcsw);
+      r.preempted = static_cast<std::int32_t>(u.ru_nivcsw);
+    }
+  }
+  records_[n % kCapacity] = r;
   next_.store(n + 1, std::memory_order_release);
 }
 
@@ -104,7 +113,8 @@ void Buffer::append_json(std::string_view header, std::string& out) const {
     out += where(r.caller, seen);
     out += "\", \"";
     out += where(r.entry, seen);
-    out += "\"]";
+    std::snprintf(text, sizeof text, "\", %d, %d]", r.slept, r.preempted);
+    out += text;
   }
   out += "]}\n";
 }

@@ -7,8 +7,9 @@
 // real machine's ~20: which stretch of NCCL's host code, or vgpu's, is it?).
 //
 // Each thread's line: {"pid", "tid", "name", "dropped" (older moves not kept), "moves": [[wall_us,
-// move, charged_us, now_us, caller, entry], ...]}, caller and entry as "library+0xoffset" and the
-// nearest exported symbol ("" unknown).
+// move, charged_us, now_us, caller, entry, slept, preempted], ...]}, caller and entry as
+// "library+0xoffset" and the nearest exported symbol ("" unknown), slept and preempted the
+// thread's voluntary and involuntary context switches so far at a jump (-1 at other moves).
 //
 // Off (the setting absent), a thread clock holds a null buffer and every move costs one test of it.
 #pragma once
@@ -36,6 +37,10 @@ struct Record {
   double now;          // the thread's virtual clock after the move, seconds
   const void* caller;  // the return address into the driver's caller (null: unknown)
   const void* entry;   // an address inside the driver's entry point that moved it (null: unknown)
+  // At a jump (ready, sync): the thread's context switches so far, voluntary (it slept: a lock, a
+  // blocking wait) and involuntary (preempted), from getrusage; -1 at other moves. A stretch that
+  // ran cold after a wait shows which kind of wait it was.
+  std::int32_t slept = -1, preempted = -1;
   Move move;
 };
 
