@@ -26,9 +26,10 @@
 // place), so that a script can read how many launches were measured between two points of a run
 // (tests/gpu/measured_per_step.py reads it after each step). It is rewritten after every launch
 // that is measured or takes the database's duration, after settled launches (and launches that
-// take another rank's duration for their work) at most once a millisecond (a write is a system call, and vgpu-run sets the variable for every passthrough
-// job), and by every synchronization (cuCtx/cuStream/cuEventSynchronize) and at exit when
-// launches went unwritten: what a script reads after synchronizing is exact. A "%p" in the path
+// take another rank's duration for their work) at most once a millisecond (a write is a system
+// call, and vgpu-run sets the variable for every passthrough job), and by every synchronization
+// (cuCtx/cuStream/cuEventSynchronize) and at exit when launches went unwritten: what a script
+// reads after synchronizing is exact. A "%p" in the path
 // becomes the process id (one file per rank of a multi-process job).
 //
 // Under every policy NCCL's kernels run: ranks spin-wait on each other inside them, and the
