@@ -12,6 +12,7 @@ import stat
 import time
 
 from .errors import UsageError
+from .private_names import first_own
 
 
 def socket_dir(env):
@@ -21,19 +22,9 @@ def socket_dir(env):
         base = os.path.join(env["XDG_RUNTIME_DIR"], "vgpu")
     else:
         base = f"/tmp/vgpu-{os.getuid()}"
-    # As simcore/daemon/job_paths.cpp: a name someone else took first is skipped for "<base>.1"
-    # ... ".7", the first that is absent or a real directory of this user.
-    for k in range(8):
-        path = base if k == 0 else f"{base}.{k}"
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            return path
-        except OSError:
-            continue
-        if stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid():
-            return path
-    return base
+    # As simcore/daemon/job_paths.cpp: the first of "<base>", "<base>.1" ... ".7" that is absent
+    # or a real directory of this user.
+    return first_own(base, ".", lambda st: stat.S_ISDIR(st.st_mode) and st.st_uid == os.geteuid())
 
 
 def ensure_private_dir(path):

@@ -17,6 +17,8 @@ import subprocess
 import threading
 import time
 
+from .private_names import first_own
+
 QUERY = ("index", "name", "memory.used", "memory.total", "vgpu.utilization", "vgpu.clock",
          "vgpu.busy", "vgpu.kernels")
 _POLL_S = 0.02  # how often the region's name is looked for (a stat of a /dev/shm file)
@@ -26,18 +28,8 @@ def region_path(job):
     """The job's region as the driver names it (vgpu/status/status_region.cpp): the first of
     "vgpu-<uid>-<job>", "+1" .. "+7" that is absent or a private file of this user; a name
     someone else took (another user's file, a symlink, a file open to others) is skipped."""
-    base = f"/dev/shm/vgpu-{os.getuid()}-{job}"
-    for k in range(8):
-        path = base if k == 0 else f"{base}+{k}"
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            return path
-        except OSError:
-            continue
-        if stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077:
-            return path
-    return base
+    return first_own(f"/dev/shm/vgpu-{os.getuid()}-{job}", "+",
+                     lambda st: stat.S_ISREG(st.st_mode) and st.st_uid == os.getuid() and not st.st_mode & 0o077)
 
 
 def parse_query(text):
