@@ -42,14 +42,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const double min_s = (argc > 2 && std::strcmp(argv[2], "--quick") == 0) ? 0.05 : 0.5;
-  CHECK(cuInit(0));
-  CUcontext ctx;
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
-  CHECK(cuCtxSetCurrent(ctx));
-  CUmodule module;
-  CHECK(cuModuleLoad(&module, argv[1]));
-  CUfunction add;
-  CHECK(cuModuleGetFunction(&add, module, "add_inplace"));
+  const CUfunction add = start_with_add_inplace(argv[1]);
   CUstream stream;
   CHECK(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING));
   CUevent event;

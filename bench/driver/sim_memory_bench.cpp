@@ -34,14 +34,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const long first = argc > 2 ? std::atol(argv[2]) : 1000000;
-  CHECK(cuInit(0));
-  CUcontext ctx;
-  CHECK(cuDevicePrimaryCtxRetain(&ctx, 0));
-  CHECK(cuCtxSetCurrent(ctx));
-  CUmodule module;
-  CHECK(cuModuleLoad(&module, argv[1]));
-  CUfunction add;
-  CHECK(cuModuleGetFunction(&add, module, "add_inplace"));
+  const CUfunction add = start_with_add_inplace(argv[1]);
   CUdeviceptr a, b;
   CHECK(cuMemAlloc(&a, 4096));
   CHECK(cuMemAlloc(&b, 4096));
