@@ -79,23 +79,28 @@ void KernelDurations::publish(bool now) {
   }
   published_at_ = wall;
   pending_.store(false, std::memory_order_relaxed);
+  const Counts c = counts_locked();
   char line[160];
   const int n = std::snprintf(line, sizeof line,
                               "signatures=%012llu launches=%012llu settled=%012llu from_database=%012llu "
                               "measured=%012llu\n",
-                              static_cast<unsigned long long>(entries_.groups()), counts_.launches, counts_.settled,
-                              counts_.from_database, counts_.measured());
+                              c.signatures, c.launches, c.settled, c.from_database, c.measured());
   if (n > 0 && ::pwrite(stats_fd_, line, static_cast<size_t>(n), 0) < 0) {
     ::close(stats_fd_);  // a full disk or a closed file: stop trying
     stats_fd_ = -1;
   }
 }
 
-KernelDurations::Counts KernelDurations::counts() {
-  std::lock_guard l(mu_);
+KernelDurations::Counts KernelDurations::counts_locked() const {
   Counts c = counts_;
   c.signatures = entries_.groups();
+  c.from_database += from_job_.load(std::memory_order_relaxed);
   return c;
+}
+
+KernelDurations::Counts KernelDurations::counts() {
+  std::lock_guard l(mu_);
+  return counts_locked();
 }
 
 std::optional<double> KernelDurations::settled(const LaunchSignature& signature, uint64_t hash) {
@@ -110,9 +115,10 @@ std::optional<double> KernelDurations::settled(const LaunchSignature& signature,
 }
 
 void KernelDurations::taken_from_job() {
-  std::lock_guard l(mu_);
-  ++counts_.from_database;
-  publish(/*now=*/false);
+  // No lock (settled() took it for this launch already): a counter of its own, and the stats
+  // written at the next write or synchronization.
+  from_job_.fetch_add(1, std::memory_order_relaxed);
+  pending_.store(true, std::memory_order_relaxed);
 }
 
 void KernelDurations::measuring() {

@@ -107,8 +107,10 @@ class KernelDurations {
  private:
   static constexpr double kPublishEvery = 1e-3;  // seconds between writes for settled launches
   void publish(bool now);  // under mu_: VGPU_LAUNCH_STATS, now or when kPublishEvery has passed
+  Counts counts_locked() const;  // under mu_
 
   Counts counts_;
+  std::atomic<unsigned long long> from_job_{0};  // taken_from_job()'s, beside counts_.from_database
   int stats_fd_ = -1;
   double published_at_ = -1;           // wall seconds of the last write
   std::atomic<bool> pending_{false};  // launches counted since

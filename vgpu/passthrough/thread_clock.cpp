@@ -60,9 +60,6 @@ void advance_to(double t, int device) {
 
 void handoff(double t) { this_thread_clock().advance_to(t, timing::ClockTally::handoff); }
 
-void polled_not_ready(const void* awaited) { this_thread_clock().polled_not_ready(awaited); }
-bool polled_ready(const void* awaited, double finish) { return this_thread_clock().polled_ready(awaited, finish); }
-bool polling() { return this_thread_clock().polling(); }
 bool has_clock() { return this_thread_clock().keeps_time(); }
 void own_work_begin() { this_thread_clock().enter_neutral(); }
 void own_work_end() { this_thread_clock().leave(); }

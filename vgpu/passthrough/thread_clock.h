@@ -43,18 +43,8 @@ bool has_clock();
 // Whether the thread is inside a call vgpu times (a Pause is open).
 bool paused();
 
-// Polling (the rule: timing/thread_clock.h). A query about `awaited` (what was asked about: a
-// stream, an event) answered "not ready" on the calling thread. Only a thread with a virtual
-// clock (has_clock()) polls; others keep real time.
-void polled_not_ready(const void* awaited);
-// A query about `awaited` answered "ready": if the thread had heard "not ready" about it, its
-// clock moves to `finish` (the work's virtual finish, < 0: unknown); an answer about other work
-// moves nothing (PyTorch's allocator asks about several events in a row). The device's horizon
-// does not follow (unlike advance_to): pollers are often bystanders, such as NCCL's watchdog.
-// Returns whether the clock was moved.
-bool polled_ready(const void* awaited, double finish);
-// Whether the calling thread is polling now (the answer it last heard was "not ready").
-bool polling();
+// Polling (the rule: timing/thread_clock.h) is asked of the thread's clock itself, through the
+// query's Pause (timed_api.cpp, poll_answer.h).
 
 // What Pause reads inline (thread_clock.cpp has the rest).
 namespace detail {

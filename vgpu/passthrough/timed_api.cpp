@@ -117,21 +117,13 @@ CUresult graph_launch(CUstream s, bool per_thread, Call call) {
 
 #define REAL(name, ...) VGPU_REAL(#name, CUresult (*)(__VA_ARGS__))
 
-// The calling thread's polling state, as take_answer() asks for it (poll_answer.h).
-struct ThreadPolls {
-  bool polling() const { return thread_clock::polling(); }
-  void polled_not_ready(const void* awaited) { thread_clock::polled_not_ready(awaited); }
-  bool polled_ready(const void* awaited, double finish) { return thread_clock::polled_ready(awaited, finish); }
-};
-
 // A query of a stream's or an event's work, taken as poll_answer.h says: `awaited` names what is
 // asked about (the stream, the event), `work` finds its op, asked only when "ready" ends polling.
 template <class Call>
 CUresult queried(const void* awaited, const std::function<OpRef(VirtualTime&)>& work, Call call) {
   thread_clock::Pause pause(thread_clock::Pause::Query{});
   const CUresult r = call();
-  ThreadPolls polls;
-  const bool moved = vgpu::pt::take_answer(r, awaited, polls, [&work] {
+  const bool moved = vgpu::pt::take_answer(r, awaited, *pause.thread().clock, [&work] {
     VirtualTime* vt = VirtualTime::get();
     const OpRef op = vt != nullptr ? work(*vt) : nullptr;
     if (!op) return -1.0;

@@ -1,7 +1,6 @@
 // VGPU_CLOCK_TRACE (see clock_trace.h).
 #include "timing/clock_trace.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -15,6 +14,7 @@
 
 #include "common/exit_report.h"
 #include "common/settings.h"
+#include "timing/code_address.h"
 #include "timing/outside_cpu_time.h"
 
 namespace vgpu::timing::clock_trace {
@@ -54,19 +54,16 @@ std::string with_offset(const std::string& name, std::uintptr_t offset) {
   return name + text;
 }
 
-// "library+0xoffset symbol+0xoffset" of a code address (dladdr: the nearest exported symbol).
-std::string where(const void* address, std::map<const void*, std::string>& seen) {
+// "library+0xoffset symbol+0xoffset" of a code address (code_address.h), each looked up once;
+// `is_return`: a caller's return address, named by its call.
+std::string where(const void* address, bool is_return, std::map<const void*, std::string>& seen) {
   if (address == nullptr) return "";
   auto [it, fresh] = seen.try_emplace(address);
   if (!fresh) return it->second;
-  Dl_info info{};
-  if (::dladdr(address, &info) == 0 || info.dli_fname == nullptr) return it->second = "?";
-  std::string lib = info.dli_fname;
-  if (const size_t slash = lib.rfind('/'); slash != std::string::npos) lib = lib.substr(slash + 1);
-  const auto at = reinterpret_cast<std::uintptr_t>(address);
-  std::string text = with_offset(lib, at - reinterpret_cast<std::uintptr_t>(info.dli_fbase));
-  if (info.dli_sname != nullptr)
-    text += " " + with_offset(info.dli_sname, at - reinterpret_cast<std::uintptr_t>(info.dli_saddr));
+  const std::optional<CodeAddress> c = describe_code(address, is_return);
+  if (!c) return it->second = "?";
+  std::string text = with_offset(c->library, c->offset);
+  if (!c->symbol.empty()) text += " " + with_offset(c->symbol, c->symbol_offset);
   return it->second = json_safe(text);
 }
 
@@ -110,9 +107,9 @@ void Buffer::append_json(std::string_view header, std::string& out) const {
     std::snprintf(text, sizeof text, "%s[%.3f, \"%s\", %.3f, %.3f, \"", i == first ? "" : ", ", r.wall * 1e6,
                   move_name(r.move), r.charged * 1e6, r.now * 1e6);
     out += text;
-    out += where(r.caller, seen);
+    out += where(r.caller, /*is_return=*/true, seen);
     out += "\", \"";
-    out += where(r.entry, seen);
+    out += where(r.entry, /*is_return=*/false, seen);
     std::snprintf(text, sizeof text, "\", %d, %d]", r.slept, r.preempted);
     out += text;
   }

@@ -2,7 +2,6 @@
 #include "timing/host_samples.h"
 
 #include <dirent.h>
-#include <dlfcn.h>
 #include <execinfo.h>
 #include <signal.h>
 #include <sys/syscall.h>
@@ -25,6 +24,7 @@
 #include "common/exit_report.h"
 #include "common/log.h"
 #include "common/settings.h"
+#include "timing/code_address.h"
 
 namespace vgpu::timing::host_samples {
 namespace {
@@ -100,23 +100,15 @@ void snapshot_names(Sampler& s) {  // s.mu held
   ::closedir(dir);
 }
 
-// "library!symbol" of a code address (a return address is looked up one byte back: it may be
-// the first byte of the next function).
+// "library!symbol" of a code address (code_address.h), each looked up once.
 struct Symbols {
   std::unordered_map<void*, std::string> cache;
   const std::string& of(void* pc, bool is_return) {
     auto [it, fresh] = cache.try_emplace(pc);
     if (!fresh) return it->second;
-    Dl_info info{};
-    void* at = is_return ? static_cast<char*>(pc) - 1 : pc;
-    if (::dladdr(at, &info) == 0 || info.dli_fname == nullptr) {
-      it->second = "?";
-      return it->second;
-    }
-    const char* base = std::strrchr(info.dli_fname, '/');
-    std::string lib = base ? base + 1 : info.dli_fname;
-    if (lib.empty()) lib = "main";
-    it->second = lib + "!" + (info.dli_sname ? info.dli_sname : "?");
+    const std::optional<CodeAddress> c = describe_code(pc, is_return);
+    if (!c) return it->second = "?";
+    it->second = (c->library.empty() ? "main" : c->library) + "!" + (c->symbol.empty() ? "?" : c->symbol);
     return it->second;
   }
 };

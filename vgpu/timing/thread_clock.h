@@ -136,8 +136,9 @@ class alignas(64) ThreadClock {
   void started_keeping_time();  // once: registers the thread with VGPU_CLOCK_REPORT when set
 
   // What every bracketed call reads and writes (enter, leave, now) fills the clock's first cache
-  // line, the tally's call count and CPU seconds start the second: the call touches two lines of
-  // its clock, not four (a framework's own work between calls evicts them; issue 21).
+  // line, the trace's pointer (tested on every call), the tally's call count and CPU seconds start
+  // the second: the call touches two lines of its clock, not four (a framework's own work between
+  // calls evicts them; issue 21).
   double now_ = 0;
   OutsideCpuTime outside_;
   int depth_ = 0;
