@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <thread>
@@ -45,7 +46,13 @@ TEST(ClockTrace, RecordsEachMoveOfAThreadInOrder) {
   const size_t switches = text.find("\"\", \"\", ", sync);
   ASSERT_NE(switches, std::string::npos) << text.substr(sync, 80);
   EXPECT_GE(std::strtol(text.c_str() + switches + 8, nullptr, 10), 0) << text.substr(sync, 80);
-  EXPECT_NE(text.find(", -1, -1]", call), std::string::npos) << text.substr(call, 120);
+  // ... and its CPU time so far (microseconds, not -1); every move the core it ran on.
+  const char* after_switches = std::strchr(text.c_str() + switches + 8, ',');  // past slept
+  after_switches = std::strchr(after_switches + 1, ',');                       // past preempted
+  EXPECT_GE(std::strtod(after_switches + 1, nullptr), 0.0) << text.substr(sync, 100);
+  const size_t call_tail = text.find(", -1, -1, -1, ", call);
+  ASSERT_NE(call_tail, std::string::npos) << text.substr(call, 120);
+  EXPECT_GE(std::strtol(text.c_str() + call_tail + 14, nullptr, 10), 0) << text.substr(call, 120);
   EXPECT_LT(query, ready);
 }
 

@@ -62,6 +62,30 @@ class ClockTraceTool(unittest.TestCase):
         self.assertIn("60.00", dearest)
         self.assertIn("after (ready) (slept 4, preempted 0 times since the jump before)", dearest)
 
+    def test_core_changes_and_lock_waits_are_reported(self):
+        # [.., slept, preempted, cpu_us, core]: two cheap stretches on core 3, one dear one that
+        # began on core 3 and ended on core 9 (the thread migrated), and two waits for a lock.
+        moves = [move(0, "sync", 50.0, 50.0) + [10, 3, 100, 3],
+                 move(5, "call", 1.0, 51.0, "a.so+0x1", "libcuda.so.1+0x2") + [-1, -1, -1, 3],
+                 move(7, "call", 1.5, 52.5, "a.so+0x1", "libcuda.so.1+0x2") + [-1, -1, -1, 3],
+                 move(40, "call", 30.0, 82.5, "a.so+0x1", "libcuda.so.1+0x2") + [-1, -1, -1, 9],
+                 move(50, "wait", 300.0, 82.5, "libcuda.so.1+0x77") + [11, 3, 140, 9],
+                 move(900, "wait", 500.0, 82.5, "libcuda.so.1+0x77") + [12, 3, 150, 9],
+                 # 2,000 us of wall after the wait, 20 of them on the CPU: 1,980 off the core, asleep twice
+                 move(2900, "read", 20.0, 102.5, "libcuda.so.1+0x78") + [14, 3, 170, 9]]
+        t = {"pid": 1, "tid": 1, "name": "m", "moves": moves}
+        r = self.run_tool([json.dumps(t)], "--top", "1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        out = r.stdout
+        self.assertIn("ran on 2 cores; 1 stretches changed core: median 30.00 us charged against 1.50 for the 3 that "
+                      "did not", out)
+        self.assertIn("[core 3 -> 9]", out.split("dearest stretches")[1].splitlines()[1])
+        waits = out.split("waits for vgpu's locks")[1].splitlines()[1].split()
+        self.assertEqual(waits, ["2", "800.0", "500.0", "libcuda.so.1+0x77"])
+        self.assertIn("after 2 jumps and waits, off the core until the next move: median 1410.0 us, most 1980.0 us", out)
+        longest = out.split("the longest (us off")[1].splitlines()[1].split()
+        self.assertEqual(longest[:8], ["1980.0", "2000.0", "#6", "slept", "2,", "preempted", "0", "libcuda.so.1+0x78"])
+
     def test_only_the_thread_asked_for(self):
         t = {"pid": 1, "tid": 2, "name": "a", "moves": [move(0, "call", 1.0, 1.0)]}
         u = {"pid": 1, "tid": 3, "name": "b", "moves": [move(0, "call", 1.0, 1.0)]}

@@ -34,6 +34,9 @@
 #include <atomic>
 #include <cstdint>
 
+#include "timing/outside_cpu_time.h"
+#include "timing/thread_clock.h"
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -76,12 +79,16 @@ class FutexLock {
     // Sleep until woken with the state at "waited", so that whoever unlocks wakes the next one,
     // or for kSleepNs at most (a wake-up the unlock missed, see above). (errno kept: a driver
     // call must not change the program's; FUTEX_WAIT sets it when the state moved before the
-    // sleep or the sleep timed out.)
+    // sleep or the sleep timed out.) A traced thread (VGPU_CLOCK_TRACE) records how long it waited
+    // here, since the spinning: what a thread lost to another's hold on vgpu's state.
+    timing::ThreadClock& clock = timing::this_thread_clock();
+    const double since = clock.traced() ? OutsideCpuTime::wall_seconds() : 0;
     const int saved = errno;
     const timespec most{0, kSleepNs};
     while (state_.exchange(kWaited, std::memory_order_acquire) != kFree)
       syscall(SYS_futex, reinterpret_cast<uint32_t*>(&state_), FUTEX_WAIT_PRIVATE, kWaited, &most, nullptr, 0);
     errno = saved;
+    if (since > 0) clock.note_wait(OutsideCpuTime::wall_seconds() - since, __builtin_return_address(0));
   }
   __attribute__((noinline)) void wake_one() noexcept {
     const int saved = errno;

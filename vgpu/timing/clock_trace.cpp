@@ -2,6 +2,7 @@
 #include "timing/clock_trace.h"
 
 #include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -44,6 +45,7 @@ const char* move_name(Move m) {
     case Move::sync: return "sync";
     case Move::horizon: return "horizon";
     case Move::read: return "read";
+    case Move::wait: return "wait";
   }
   return "?";
 }
@@ -83,14 +85,20 @@ std::string lines() {
 
 void Buffer::add(Move move, double charged, double now, const void* caller, const void* entry) {
   const std::uint64_t n = next_.load(std::memory_order_relaxed);
-  Record r{OutsideCpuTime::wall_seconds(), charged, now, caller, entry, -1, -1, move};
-  if (move == Move::ready || move == Move::sync) {
+  Record r{OutsideCpuTime::wall_seconds(), charged, now, caller, entry, -1, -1, -1, ::sched_getcpu(), move};
+  // At a jump or a wait, and at the move right after one: what the thread did in between (the
+  // wall time since the jump less its CPU time is time off its core; the switches say how).
+  const bool waited = move == Move::ready || move == Move::sync || move == Move::wait;
+  if (waited || after_wait_) {
     rusage u{};
     if (::getrusage(RUSAGE_THREAD, &u) == 0) {
+      r.cpu = static_cast<double>(u.ru_utime.tv_sec + u.ru_stime.tv_sec) +
+              static_cast<double>(u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
       r.slept = static_cast<std::int32_t>(u.ru_nvcsw);
       r.preempted = static_cast<std::int32_t>(u.ru_nivcsw);
     }
   }
+  after_wait_ = waited;
   records_[n % kCapacity] = r;
   next_.store(n + 1, std::memory_order_release);
 }
@@ -110,7 +118,8 @@ void Buffer::append_json(std::string_view header, std::string& out) const {
     out += where(r.caller, /*is_return=*/true, seen);
     out += "\", \"";
     out += where(r.entry, /*is_return=*/false, seen);
-    std::snprintf(text, sizeof text, "\", %d, %d]", r.slept, r.preempted);
+    std::snprintf(text, sizeof text, "\", %d, %d, %.0f, %d]", r.slept, r.preempted, r.cpu < 0 ? -1.0 : r.cpu * 1e6,
+                  r.core);
     out += text;
   }
   out += "]}\n";

@@ -7,9 +7,13 @@
 // real machine's ~20: which stretch of NCCL's host code, or vgpu's, is it?).
 //
 // Each thread's line: {"pid", "tid", "name", "dropped" (older moves not kept), "moves": [[wall_us,
-// move, charged_us, now_us, caller, entry, slept, preempted], ...]}, caller and entry as
-// "library+0xoffset" and the nearest exported symbol ("" unknown), slept and preempted the
-// thread's voluntary and involuntary context switches so far at a jump (-1 at other moves).
+// move, charged_us, now_us, caller, entry, slept, preempted, cpu_us, core], ...]}, caller and entry
+// as "library+0xoffset" and the nearest exported symbol ("" unknown); at a jump or a wait and at
+// the move after it (-1 at other moves) slept and preempted, the thread's voluntary and involuntary
+// context switches so far, and cpu_us, its CPU time so far (getrusage); core, the processor the
+// move ran on (every move).
+// Between two jumps, wall minus CPU time is what the thread spent off its core; a change of core
+// before a slow stretch says its caches were another core's.
 //
 // Off (the setting absent), a thread clock holds a null buffer and every move costs one test of it.
 #pragma once
@@ -29,6 +33,7 @@ enum class Move : std::uint8_t {
   sync,     // a synchronization moved the clock: `charged` = the jump
   horizon,  // raised to a device's horizon: `charged` = the jump
   read,     // the clock read outside a call (the program's clock, an issue time): `charged` as for a call
+  wait,     // inside a call, a contended lock of vgpu's: `charged` = the wall time waited (not charged)
 };
 
 struct Record {
@@ -37,10 +42,13 @@ struct Record {
   double now;          // the thread's virtual clock after the move, seconds
   const void* caller;  // the return address into the driver's caller (null: unknown)
   const void* entry;   // an address inside the driver's entry point that moved it (null: unknown)
-  // At a jump (ready, sync): the thread's context switches so far, voluntary (it slept: a lock, a
-  // blocking wait) and involuntary (preempted), from getrusage; -1 at other moves. A stretch that
-  // ran cold after a wait shows which kind of wait it was.
+  // At a jump (ready, sync) or a wait: the thread's CPU time so far (seconds) and its context
+  // switches, voluntary (it slept: a lock, a blocking wait) and involuntary (preempted), from
+  // getrusage; -1 at other moves. A stretch that ran cold after a wait shows which kind of wait
+  // it was.
+  double cpu = -1;
   std::int32_t slept = -1, preempted = -1;
+  std::int32_t core = -1;  // sched_getcpu() at the move (-1: unknown)
   Move move;
 };
 
@@ -55,6 +63,7 @@ class Buffer {
  private:
   std::array<Record, kCapacity> records_{};
   std::atomic<std::uint64_t> next_{0};  // written by its thread only; read at exit
+  bool after_wait_ = false;  // the last move was a jump or a wait: the next one reads getrusage too
 };
 
 // An address inside the code it is inlined into (x86-64; null elsewhere): in the driver's entry

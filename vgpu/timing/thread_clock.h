@@ -23,6 +23,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <atomic>
 
 #include "timing/clock_trace.h"
@@ -36,13 +37,22 @@ namespace vgpu::timing {
 struct ClockTally {
   // `raised` is not part of the thread's own clock: how far this thread's synchronizations moved
   // its device's horizon ahead (the passthrough's thread_clock.h), i.e. what it pushed on others.
-  enum Source { cpu, driver, sync, poll, horizon, handoff, dropped, raised, kSources };
+  // `nccl`: NCCL's modeled host cost of its groups (NcclGroupCosts), charged in place of the CPU
+  // time NCCL spent inside them under vgpu (which is not counted in `cpu`).
+  enum Source { cpu, driver, sync, poll, horizon, handoff, dropped, raised, nccl, kSources };
   std::atomic<unsigned long> calls{0};  // first: on the line of seconds[cpu] (ThreadClock's layout)
   std::array<std::atomic<double>, kSources> seconds{};
   void add(Source s, double v) {
     std::atomic<double>& a = seconds[s];
     a.store(a.load(std::memory_order_relaxed) + v, std::memory_order_relaxed);
   }
+};
+
+// NCCL's host cost of one group of operations on the calling thread (simcore's NcclHostCosts,
+// cluster_spec.h, copied by each backend from its cluster configuration), seconds.
+struct NcclGroupCosts {
+  double group = 0, communicator = 0, all_reduce_communicator = 0, operation = 0;
+  bool enabled = false;  // false: no model; NCCL's host time is charged as measured
 };
 
 class alignas(64) ThreadClock {
@@ -128,6 +138,27 @@ class alignas(64) ThreadClock {
   bool polled_ready(const void* awaited, double finish);
   bool polling() const { return polling_; }
 
+  // VGPU_CLOCK_TRACE: whether this thread records its moves, and a wait inside a call for a
+  // contended lock of vgpu's (`seconds` of wall time at `site`; nothing is charged for it).
+  bool traced() const { return trace_ != nullptr; }
+  void note_wait(double seconds, const void* site) {
+    if (trace_ != nullptr) trace_->add(clock_trace::Move::wait, seconds, now_, site);
+  }
+
+  // A group of NCCL operations on this thread (the NCCL plugin's profiler sees ncclGroupStart and
+  // ncclGroupEnd, implicit around a single call, and each call in between: contracts/nccl_plugin.h)
+  // costs what NcclGroupCosts models, not the CPU time NCCL spends in it under vgpu, where it runs
+  // another transport (the net plugin) whose host path costs otherwise, and where the first group
+  // after a long wait ran 5-30x slower than the rest (issue 18). Inside a group the clock is paused
+  // as in a driver call (the CPU time before it is charged at its start); the model's cost is
+  // charged at its first kernel launch, where a real group launches after its host work, or at its
+  // end when it launched nothing. Groups nest; only the outermost counts. Without `costs.enabled`
+  // nothing is paused or charged: NCCL's CPU time counts as any other.
+  void nccl_group_begin(const NcclGroupCosts& costs);
+  void nccl_group_operation(std::uint64_t communicator, bool all_reduce);
+  void nccl_group_launch();
+  void nccl_group_end();
+
   // How many times the CPU clock itself was read (tests, benches).
   unsigned long exact_reads() const { return outside_.exact_reads(); }
 
@@ -150,6 +181,17 @@ class alignas(64) ThreadClock {
   ClockTally tally_;
   std::array<const void*, 8> awaited_{};  // what the polling asked about
   int awaiting_ = 0;
+  // The NCCL group under way on this thread (nccl_group_begin): its costs, nesting, whether its
+  // cost was charged, and what it holds so far (communicators beyond the array count as one each).
+  struct NcclGroup {
+    NcclGroupCosts costs;
+    int depth = 0;
+    bool charged = false;
+    int operations = 0, communicators = 0, all_reduce_communicators = 0;
+    std::array<std::uint64_t, 8> seen{};
+    double cost() const;
+  } nccl_;
+  void charge_nccl_group();
 };
 
 // The calling thread's clock.

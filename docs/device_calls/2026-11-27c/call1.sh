@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Planned for the next session (not run: this session's device time was spent), on the tree of
+# Twelfth session, call 1, on the tree of
 # e4e04a6 or later, after tests/gpu/stage: (a) the call-rate bench with 7 rounds (its per-round
 # median and range); (b) nccl-tests reduce_scatter 4-16 MiB -n 5 under vgpu with VGPU_CLOCK_TRACE,
 # summarised with vgpu-clock-trace: how the main thread waited (slept, preempted) before its cold
@@ -15,9 +15,10 @@ case "$gpu" in *H200*) model=H200-141GB ;; *) model=H100-SXM-80GB ;; esac
 vrun=(python3 vgpu/tools/vgpu-run --lib-dir .device/lib --bin-dir .device/bin --model $model --no-summary)
 nv=$(python3 -c "import nvidia.nccl as m; print(m.__path__[0])" 2>/dev/null)/lib
 a=(.gpu/nccl-tests/reduce_scatter_perf -g 2 -b 4M -e 16M -f 4 -n 5 -w 5 -c 0)
+timeout 40 "${a[@]}" > $O/nt/rs_real.log 2>&1
 VGPU_CLOCK_TRACE=$O/nt/trace_%p.jsonl VGPU_PHYSICAL_DEVICES=0 LD_LIBRARY_PATH=$nv:${LD_LIBRARY_PATH:-} timeout 40 "${vrun[@]}" --gpus 2 -- "${a[@]}" > $O/nt/rs_vgpu.log 2>&1
 for f in $O/nt/trace_*.jsonl; do p=$(basename $f .jsonl); p=${p#trace_}; python3 vgpu/tools/vgpu-clock-trace --top 12 --tid $p $f > $O/nt/summary.txt; done
-echo "nt t=$((SECONDS-T0))"; head -40 $O/nt/summary.txt
+echo "nt t=$((SECONDS-T0))"; head -40 $O/nt/summary.txt; grep -E "^ +[0-9]+ " $O/nt/rs_real.log $O/nt/rs_vgpu.log
 timeout 120 torchrun --standalone --nproc_per_node 2 tests/gpu/fidelity/train_step.py fsdp2 --steps 6 --warmup 3 > $O/f/real.log 2>&1
 VGPU_CLOCK_TRACE=$O/f/trace_%p.jsonl VGPU_PHYSICAL_DEVICES=0 timeout 150 "${vrun[@]}" --gpus 2 -- torchrun --standalone --nproc_per_node 2 tests/gpu/fidelity/train_step.py fsdp2 --steps 6 --warmup 3 > $O/f/vgpu.log 2>&1
 echo "f t=$((SECONDS-T0))"; grep -h '^RESULT' $O/f/real.log $O/f/vgpu.log | cut -c1-300
