@@ -26,6 +26,15 @@ class OwnWork {
   void (*end_)(void);
 };
 
+// NCCL's host cost model on the calling thread (contracts/nccl_plugin.h nccl_group_*): what the
+// profiler saw of a group of NCCL calls, told to the driver. Without the driver's hooks, nothing.
+namespace nccl_group {
+void begin();
+void operation(uint64_t rank_comm, bool all_reduce);  // rank_comm: the rank's ncclComm_t, as an id
+void launch();
+void end();
+}  // namespace nccl_group
+
 // The driver's hooks, null while none was handed over.
 using GpuClockFn = double (*)(int);
 using LaunchClockFn = double (*)(int, uint64_t);

@@ -150,10 +150,15 @@ void* LaunchTags::start(void* context, const Event& e) {
     case ncclProfileGroupApi: {
       const uint64_t id = fresh();
       nodes_[id].kind = group_api;
+      nccl_group::begin();  // the driver charges the group its modeled host cost (driver_link.h)
       return encode(id, group_api);
     }
     case ncclProfileCollApi:
     case ncclProfileP2pApi: {
+      // The rank's communicator (its profiler context: one per ncclComm_t; comm_id is the same
+      // on every rank, and one thread may drive several ranks of one communicator).
+      nccl_group::operation(reinterpret_cast<uintptr_t>(context),
+                            e.type == ncclProfileCollApi && e.func != nullptr && std::strcmp(e.func, "AllReduce") == 0);
       uint64_t group = 0;
       decode(e.parent, group_api, &group);
       if (e.type == ncclProfileCollApi && e.func != nullptr) {
@@ -172,6 +177,7 @@ void* LaunchTags::start(void* context, const Event& e) {
       return encode(id, plan);
     }
     case ncclProfileKernelLaunch: {
+      nccl_group::launch();  // before NCCL's cuLaunchKernel takes its issue time
       if (Node* g = group_of(e.parent)) {
         uint32_t index = 0;
         tag = slot_tag(*g, context, /*is_launch=*/true, &index);
@@ -295,6 +301,7 @@ void LaunchTags::stop(void* handle) {
     return;
   }
   if (decode(handle, group_api, &v) || decode(handle, api, &v) || decode(handle, plan, &v)) {
+    if (decode(handle, group_api, &v)) nccl_group::end();
     std::lock_guard l(mu_);
     // A plan's event ends after NCCL started every task of it (hostStreamPlanTask): its
     // launch's task list is complete.

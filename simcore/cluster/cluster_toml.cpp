@@ -140,6 +140,10 @@ class FileReader {
         fail(v.source(), expected("a table", v));
         return;
       }
+      if (key_ == "host") {
+        if (!read_host(*lt, d_.spec.collectives.host)) return;
+        continue;
+      }
       if (key_ == "nvlink" || key_ == "nic") {
         // General figures: the model fits of earlier documents give way to them.
         std::erase_if(d_.model_collectives, [&](const auto& m) { return m.second.document < document; });
@@ -148,7 +152,7 @@ class FileReader {
       }
       const GpuModel* model = find_gpu_model(k.str());
       if (model == nullptr) {
-        unknown(k, fmt::format("nvlink, nic, or a GPU model ({})", known_gpu_models()));
+        unknown(k, fmt::format("host, nvlink, nic, or a GPU model ({})", known_gpu_models()));
         return;
       }
       auto [it, added] = d_.model_collectives.try_emplace(model->id);
@@ -169,6 +173,29 @@ class FileReader {
         if (!read_link(lk, *link, fit.spec, where)) return;
       }
     }
+  }
+  // [collectives.host]: NCCL's host cost of a group (cluster_spec.h, NcclHostCosts).
+  bool read_host(const toml::table& t, NcclHostCosts& host) {
+    for (auto&& [k, v] : t) {
+      key_ = scratch_ = fmt::format("host.{}", k.str());
+      const std::string_view name = k.str();
+      bool ok = true;
+      if (name == "group") {
+        ok = latency(v, host.group_s);
+      } else if (name == "communicator") {
+        ok = latency(v, host.communicator_s);
+      } else if (name == "all_reduce_communicator") {
+        ok = latency(v, host.all_reduce_communicator_s);
+      } else if (name == "operation") {
+        ok = latency(v, host.operation_s);
+      } else if (name == "enabled") {
+        ok = boolean(v, host.enabled);
+      } else {
+        ok = unknown(k, "group, communicator, all_reduce_communicator, operation, enabled");
+      }
+      if (!ok) return false;
+    }
+    return true;
   }
   // One link class's figures (`key`: nvlink or nic) into `spec`; `where` names it in messages.
   bool read_link(const toml::key& key, const toml::table& lt, CollectiveSpec& spec, const std::string& where) {

@@ -457,10 +457,34 @@ TEST(ClusterConfig, CollectiveCostsAreReadAndChecked) {
   expect_error("[collectives.nvlink.ll]\nall_reduce = { link_share = 1.5 }\n", 2, 29,
                "collectives.nvlink.ll.all_reduce.link_share: expected a fraction from 0.001 to 1, e.g. 0.75, got 1.5");
   expect_error("[collectives.infiniband]\nll_max = \"1MiB\"\n", 1, 14,
-               "collectives.infiniband: unknown key; keys of [collectives]: nvlink, nic, or a GPU model "
+               "collectives.infiniband: unknown key; keys of [collectives]: host, nvlink, nic, or a GPU model "
                "(H100-SXM-80GB, H200-141GB, A100-SXM-80GB, B200)");
   expect_error("[collectives.H200-141GB.nvswitch]\nll_max = \"1MiB\"\n", 1, 25,
                "collectives.H200-141GB.nvswitch: unknown key; keys of [collectives]: nvlink, nic");
+}
+
+// [collectives.host]: NCCL's host cost of a group (cluster_spec.h, NcclHostCosts), read with its
+// units; the embedded default repeats the fitted struct defaults; bad keys and values are named.
+TEST(ClusterConfig, NcclHostCostsAreReadAndChecked) {
+  const ConfigResult d = parse("");
+  ASSERT_TRUE(d.cluster) << d.error.to_string();
+  const NcclHostCosts fitted;
+  EXPECT_DOUBLE_EQ(d.cluster->collectives.host.group_s, fitted.group_s);
+  EXPECT_DOUBLE_EQ(d.cluster->collectives.host.communicator_s, fitted.communicator_s);
+  EXPECT_DOUBLE_EQ(d.cluster->collectives.host.all_reduce_communicator_s, fitted.all_reduce_communicator_s);
+  EXPECT_DOUBLE_EQ(d.cluster->collectives.host.operation_s, fitted.operation_s);
+  EXPECT_TRUE(d.cluster->collectives.host.enabled);
+  const ConfigResult r = parse("[collectives.host]\ngroup = \"1us\"\ncommunicator = \"500ns\"\nenabled = false\n");
+  ASSERT_TRUE(r.cluster) << r.error.to_string();
+  EXPECT_NEAR(r.cluster->collectives.host.group_s, 1e-6, 1e-15);
+  EXPECT_NEAR(r.cluster->collectives.host.communicator_s, 0.5e-6, 1e-15);
+  EXPECT_DOUBLE_EQ(r.cluster->collectives.host.operation_s, fitted.operation_s);  // left out: the default
+  EXPECT_FALSE(r.cluster->collectives.host.enabled);
+  expect_error("[collectives.host]\nper_call = \"1us\"\n", 2, 1,
+               "collectives.host.per_call: unknown key; keys of [collectives]: group, communicator, "
+               "all_reduce_communicator, operation, enabled");
+  expect_error("[collectives.host]\ngroup = 3\n", 2, 9,
+               "collectives.host.group: expected a latency like \"1us\" or \"500ns\", got 3");
 }
 
 // [collectives.<GPU model>...]: the embedded default carries the H200's own fit, which a cluster

@@ -553,3 +553,47 @@ TEST_F(LaunchTags, EveryCallbackIsBracketedAsTheDriversOwnWork) {
     ASSERT_TRUE(hand_over_clocks());
   }
 }
+
+// NCCL's host cost model (contracts/nccl_plugin.h nccl_group_*, issue 18): the driver hears of
+// each group on the calling thread, each call in it with its rank's communicator and whether it
+// is an all-reduce, each kernel launch (before NCCL's cuLaunchKernel), and the group's end, in
+// that order; with only some of the four hooks handed over, none is called.
+namespace {
+std::vector<std::string> g_group_calls;
+void group_begin() { g_group_calls.push_back("begin"); }
+void group_operation(uint64_t comm, int all_reduce) {
+  g_group_calls.push_back("op " + std::to_string(comm) + " " + std::to_string(all_reduce));
+}
+void group_launch() { g_group_calls.push_back("launch"); }
+void group_end() { g_group_calls.push_back("end"); }
+}  // namespace
+
+TEST_F(LaunchTags, TheDriverHearsOfEachGroupItsCallsAndLaunches) {
+  for (bool v6 : {false, true}) {
+    Comm a(v6), b(v6);  // two ranks of one communicator, driven by one thread (nccl-tests -g 2)
+    const auto id = [](const Comm& c) { return std::to_string(reinterpret_cast<uintptr_t>(c.context())); };
+    g_group_calls.clear();
+    driver_clocks().group_begin = &group_begin;
+    driver_clocks().group_operation = &group_operation;
+    driver_clocks().group_launch = &group_launch;
+    driver_clocks().group_end = &group_end;
+    ASSERT_TRUE(hand_over_clocks());
+    void* group = a.start(ncclProfileGroupApi, nullptr);
+    Comm::stop(a.start(ncclProfileCollApi, group, nullptr, "AllReduce"));
+    Comm::stop(b.start(ncclProfileCollApi, group, nullptr, "AllGather"));
+    a.launch(group);
+    b.launch(group);
+    Comm::stop(group);
+    EXPECT_EQ(g_group_calls, (std::vector<std::string>{"begin", "op " + id(a) + " 1", "op " + id(b) + " 0", "launch",
+                                                       "launch", "end"}))
+        << "v6 " << v6;
+
+    g_group_calls.clear();
+    driver_clocks().group_end = nullptr;  // three of four: none is called
+    ASSERT_TRUE(hand_over_clocks());
+    one_launch(a);
+    EXPECT_TRUE(g_group_calls.empty());
+    driver_clocks() = DriverClocks{};
+    ASSERT_TRUE(hand_over_clocks());
+  }
+}

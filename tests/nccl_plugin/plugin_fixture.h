@@ -78,6 +78,11 @@ struct DriverClocks {
   int (*global_gpu)(int* gpu) = nullptr;  // the contract's current_global_gpu
   void (*own_work_begin)() = nullptr;     // the contract's own_work_begin / own_work_end
   void (*own_work_end)() = nullptr;
+  // The contract's nccl_group_begin / _operation / _launch / _end.
+  void (*group_begin)() = nullptr;
+  void (*group_operation)(uint64_t, int) = nullptr;
+  void (*group_launch)() = nullptr;
+  void (*group_end)() = nullptr;
 };
 inline DriverClocks& driver_clocks() {
   static DriverClocks c;
@@ -92,7 +97,11 @@ inline bool hand_over_clocks() {
                             nullptr,
                             driver_clocks().global_gpu,
                             driver_clocks().own_work_begin,
-                            driver_clocks().own_work_end};
+                            driver_clocks().own_work_end,
+                            driver_clocks().group_begin,
+                            driver_clocks().group_operation,
+                            driver_clocks().group_launch,
+                            driver_clocks().group_end};
   vgpu_nccl_plugin_side out{};
   out.size = sizeof out;
   out.version = VGPU_NCCL_CONTRACT_VERSION;

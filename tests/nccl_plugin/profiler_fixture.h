@@ -40,12 +40,13 @@ inline Profiler& profiler() {
 // One communicator's profiler context, and the events NCCL starts on it (through v5 or v6).
 class Comm {
  public:
-  template <class Descr> static Descr describe(uint64_t type, void* parent, void* plan) {
+  template <class Descr> static Descr describe(uint64_t type, void* parent, void* plan, const char* func = nullptr) {
     Descr d{};
     d.type = type;
     d.parentObj = parent;
     if (type == ncclProfileColl) d.coll.parentGroup = plan;
     if (type == ncclProfileP2p) d.p2p.parentGroup = plan;
+    if (type == ncclProfileCollApi) d.collApi.func = func;
     return d;
   }
   explicit Comm(bool v6 = false) : v6_(v6) {
@@ -60,13 +61,13 @@ class Comm {
   int mask() const { return mask_; }
   void* context() const { return ctx_; }
 
-  void* start(uint64_t type, void* parent, void* plan = nullptr) {
+  void* start(uint64_t type, void* parent, void* plan = nullptr, const char* func = nullptr) {
     void* h = nullptr;
     if (v6_) {
-      ncclProfilerEventDescr_v6_t d = describe<ncclProfilerEventDescr_v6_t>(type, parent, plan);
+      ncclProfilerEventDescr_v6_t d = describe<ncclProfilerEventDescr_v6_t>(type, parent, plan, func);
       EXPECT_EQ(profiler().v6->startEvent(ctx_, &h, &d), ncclSuccess);
     } else {
-      ncclProfilerEventDescr_v5_t d = describe<ncclProfilerEventDescr_v5_t>(type, parent, plan);
+      ncclProfilerEventDescr_v5_t d = describe<ncclProfilerEventDescr_v5_t>(type, parent, plan, func);
       EXPECT_EQ(profiler().v5->startEvent(ctx_, &h, &d), ncclSuccess);
     }
     return h;

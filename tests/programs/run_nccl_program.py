@@ -20,7 +20,11 @@ Checks:
   every process);
 - the data moved (issue 23): after the timed all-reduces, every process checks the values an
   all-reduce, all-gather, broadcast, reduce-scatter and a ring of send/recv of small buffers
-  leave in every rank's recv buffer ("ok   values after <Collective>").
+  leave in every rank's recv buffer ("ok   values after <Collective>");
+- NCCL's host cost model (issue 18, [collectives.host]): in every process the thread that calls
+  NCCL was charged at least the modeled cost of those five groups (VGPU_CLOCK_REPORT's nccl_s:
+  each group costs `group` plus `communicator` per rank the thread drives); without the model
+  it is 0.
 With several processes the collectives meet across processes (vgpud's rendezvous table), so the
 timeline checks hold for the ranks of every process together.
 """
@@ -58,6 +62,8 @@ def main():
         program = [sys.executable, env["LAUNCHER"], "--nproc-per-node", str(procs), "--timeout",
                    str(TIMEOUT_S - 20), "--", "sh", "-c",
                    f'VGPU_TIMELINE={work}/timeline.$RANK.json exec "$0" "$@"'] + program
+    clock_report = os.path.join(work, "clock_report.jsonl")
+    env["VGPU_CLOCK_REPORT"] = clock_report
     cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", *run_args, "--"] + program
     ran = run_job(cmd, env, TIMEOUT_S)
     if ran is None:
@@ -79,6 +85,20 @@ def main():
         check(len(good) == procs, f"{coll} left the right values in {len(good)} of {procs} process(es)")
     for line in re.findall(r"^(?:proc \d+ )?FAIL values.*$", out, re.M):
         print("  " + line)
+    # The default model's figures (simcore/cluster/default_cluster.toml, [collectives.host]).
+    group_us, communicator_us = 3.0, 4.5
+    nccl_s = {}
+    try:
+        with open(clock_report) as f:
+            for line in f:
+                t = json.loads(line)
+                nccl_s[t["pid"]] = max(nccl_s.get(t["pid"], 0.0), t.get("nccl_s", 0.0))
+    except (OSError, ValueError) as e:
+        check(False, f"clock report written: {e}")
+    least = 5 * (group_us + per_proc * communicator_us)
+    check(len(nccl_s) == procs and all(v * 1e6 >= least - 1e-3 for v in nccl_s.values()),
+          f"NCCL's groups charged their modeled host cost in every process: nccl_s "
+          f"{sorted(round(v * 1e6, 3) for v in nccl_s.values())} us, at least {least:.1f} expected")
     if check.failures:
         print(out[-4000:])
         return 1

@@ -22,6 +22,7 @@
 #include "passthrough/passthrough_state.h"
 #include "passthrough/thread_clock.h"
 #include "passthrough/virtual_time.h"
+#include "timing/nccl_group_hooks.h"
 
 namespace vgpu::pt::nccl_timing {
 namespace {
@@ -88,13 +89,24 @@ int current_device(int* device) {
   return 0;
 }
 
+// NCCL's host cost model's figures, the cluster configuration's [collectives.host] (read once).
+const timing::NcclGroupCosts& group_costs() {
+  static const timing::NcclGroupCosts costs = [] {
+    const PassState* s = PassState::get();
+    return s != nullptr ? timing::nccl_group_costs(s->cluster().collectives.host) : timing::NcclGroupCosts{};
+  }();
+  return costs;
+}
+using GroupHooks = timing::NcclGroupHooks<&group_costs>;
+
 using Plugin = vgpu_nccl_plugin_side;
 
 // The driver's half of the plugin contract, with the passthrough's clock hooks.
 contracts::NcclPluginClient& client() {
   static auto* c = new contracts::NcclPluginClient(  // used until exit
       vgpu_nccl_driver_side{0, 0, &clock_hook, &launch_clock_hook, &current_device, nullptr,
-                            &thread_clock::own_work_begin, &thread_clock::own_work_end});
+                            &thread_clock::own_work_begin, &thread_clock::own_work_end, &GroupHooks::begin,
+                            &GroupHooks::operation, &GroupHooks::launch, &GroupHooks::end});
   return *c;
 }
 

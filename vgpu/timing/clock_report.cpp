@@ -60,11 +60,11 @@ std::string format_line(long tid, std::string_view name, const Counts& c, bool r
   return fmt::format(
       "{{\"pid\": {}, \"tid\": {}, \"name\": \"{}\", \"calls\": {}, \"cpu_s\": {:.6f}, \"driver_s\": {:.6f}, "
       "\"sync_s\": {:.6f}, \"poll_s\": {:.6f}, \"horizon_s\": {:.6f}, \"handoff_s\": {:.6f}, \"dropped_s\": {:.6f}, "
-      "\"raised_s\": {:.6f}{}}}\n",
+      "\"raised_s\": {:.6f}, \"nccl_s\": {:.6f}{}}}\n",
       ::getpid(), tid, name, c.calls, c.seconds[ClockTally::cpu], c.seconds[ClockTally::driver],
       c.seconds[ClockTally::sync], c.seconds[ClockTally::poll], c.seconds[ClockTally::horizon],
       c.seconds[ClockTally::handoff], c.seconds[ClockTally::dropped], c.seconds[ClockTally::raised],
-      ranged ? ", \"range\": true" : "");
+      c.seconds[ClockTally::nccl], ranged ? ", \"range\": true" : "");
 }
 
 // The entry's tally now (registry lock held): the live clock's, else the copy kept at its end.

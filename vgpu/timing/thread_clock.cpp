@@ -70,4 +70,49 @@ bool ThreadClock::polled_ready(const void* awaited, double finish) {
   return false;
 }
 
+double ThreadClock::NcclGroup::cost() const {
+  const int others = communicators - all_reduce_communicators;
+  return costs.group + costs.communicator * others + costs.all_reduce_communicator * all_reduce_communicators +
+         costs.operation * (operations > communicators ? operations - communicators : 0);
+}
+
+void ThreadClock::nccl_group_begin(const NcclGroupCosts& costs) {
+  if (nccl_.depth++ > 0) return;
+  nccl_ = NcclGroup{};
+  nccl_.depth = 1;
+  nccl_.costs = costs;
+  if (costs.enabled) enter();  // the CPU time before the group is the program's; inside, nothing is charged
+}
+
+void ThreadClock::nccl_group_operation(std::uint64_t communicator, bool all_reduce) {
+  if (nccl_.depth == 0 || !nccl_.costs.enabled) return;
+  ++nccl_.operations;
+  const int known = nccl_.communicators < static_cast<int>(nccl_.seen.size()) ? nccl_.communicators
+                                                                                : static_cast<int>(nccl_.seen.size());
+  for (int i = 0; i < known; ++i)
+    if (nccl_.seen[i] == communicator) return;
+  if (known < static_cast<int>(nccl_.seen.size())) nccl_.seen[known] = communicator;
+  ++nccl_.communicators;
+  if (all_reduce) ++nccl_.all_reduce_communicators;  // its first operation on that communicator
+}
+
+void ThreadClock::charge_nccl_group() {
+  if (nccl_.charged) return;
+  nccl_.charged = true;
+  const double t = nccl_.cost();
+  now_ += t;
+  tally_.add(ClockTally::nccl, t);
+}
+
+void ThreadClock::nccl_group_launch() {
+  if (nccl_.depth > 0 && nccl_.costs.enabled) charge_nccl_group();
+}
+
+void ThreadClock::nccl_group_end() {
+  if (nccl_.depth == 0) return;  // unbalanced: nothing to end
+  if (--nccl_.depth > 0 || !nccl_.costs.enabled) return;
+  charge_nccl_group();
+  leave();
+}
+
 }  // namespace vgpu::timing

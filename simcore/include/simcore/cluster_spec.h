@@ -99,9 +99,27 @@ struct LinkCollectives {
   double step_latency_s = 1e-6;           // each ring step beyond the two of a 2-rank ring
   ProtocolCosts ll, simple;
 };
+// NCCL's host cost of one group of operations on the thread that calls it (ncclGroupStart to
+// ncclGroupEnd, or the implicit group of a single call): what a real job's thread spends in NCCL
+// there, charged to its virtual clock in place of what NCCL spends under vgpu (NCCL then runs
+// another transport, the net plugin, whose host path costs otherwise). For a group with work on
+// C communicators and N operations in all:
+//     T = group + sum over the communicators of communicator (all_reduce_communicator where its
+//         first operation is an all-reduce) + operation x (N - C)
+// Fitted to nccl-tests' host-bound loops on the H200 host of nvidia-h100-x2 (call 5 of
+// docs/device_calls/2026-11-27c: one thread driving one or two GPUs, every collective; default_cluster.toml
+// repeats these figures and says how well they fit).
+struct NcclHostCosts {
+  double group_s = 3.0e-6;
+  double communicator_s = 4.5e-6;
+  double all_reduce_communicator_s = 6.75e-6;
+  double operation_s = 0.3e-6;
+  bool enabled = true;  // false: NCCL's host time under vgpu is charged as measured
+};
 struct CollectiveSpec {
   LinkCollectives nvlink;  // every rank in one node
   LinkCollectives nic;     // ranks on several nodes (not measured yet: derived from the NIC)
+  NcclHostCosts host;
 };
 // The fitted defaults (default_cluster.toml holds the same; a test keeps them equal).
 CollectiveSpec default_collectives();

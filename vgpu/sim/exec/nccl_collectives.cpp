@@ -9,6 +9,7 @@
 #include "sim/exec/stream.h"
 #include "sim/core/context.h"
 #include "sim/core/virtual_clock.h"
+#include "timing/nccl_group_hooks.h"
 #include "simcore/engine.h"
 
 namespace vgpu {
@@ -48,10 +49,21 @@ int current_global_gpu(int* gpu) {
   return 0;
 }
 
+// NCCL's host cost model's figures, the cluster configuration's [collectives.host] (read once).
+const timing::NcclGroupCosts& group_costs() {
+  static const timing::NcclGroupCosts costs = [] {
+    const DriverState* s = DriverState::get();
+    return s != nullptr ? timing::nccl_group_costs(s->cluster().collectives.host) : timing::NcclGroupCosts{};
+  }();
+  return costs;
+}
+using GroupHooks = timing::NcclGroupHooks<&group_costs>;
+
 NcclCollectives::NcclCollectives(DriverState& driver)
     : driver_(driver),
       plugin_(vgpu_nccl_driver_side{0, 0, nullptr, nullptr, &current_device, &current_global_gpu,
-                                    &vclock::enter_neutral_call, &vclock::leave_call}),
+                                    &vclock::enter_neutral_call, &vclock::leave_call, &GroupHooks::begin,
+                                    &GroupHooks::operation, &GroupHooks::launch, &GroupHooks::end}),
       data_(driver.memory()) {}
 NcclCollectives::~NcclCollectives() = default;
 

@@ -1,0 +1,44 @@
+"""Writes the real nccl-tests curves of one device call as a data file for fit_collectives.py
+(tests/data/nccl_tests_*.txt): for each collective, the out-of-place time of two default-mode
+runs and of one CUDA-graph run (-G 20, the GPU's time alone) at every size.
+
+    python3 tests/gpu/fidelity/nccl_curves.py DIR "header line" ... > tests/data/nccl_tests_X.txt
+
+DIR holds <op>_a.log, <op>_b.log (default mode) and <op>_g.log (graph mode), as
+docs/device_calls/2026-11-27c/call3.sh writes them; each further argument is a comment line.
+"""
+import os
+import sys
+
+OPS = ("all_gather", "all_reduce", "alltoall", "broadcast", "reduce_scatter", "sendrecv")
+
+
+def times(path):
+    """size -> out-of-place time (us) of an nccl-tests log."""
+    out = {}
+    with open(path) as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) > 10 and fields[0].isdigit():
+                out[int(fields[0])] = float(fields[5])
+    return out
+
+
+def main(argv):
+    if len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    d = argv[1]
+    for comment in argv[2:]:
+        print(f"# {comment}")
+    print("# op size_bytes default_run1_us default_run2_us graph_us (-G 20: GPU time, no host)")
+    for op in OPS:
+        a, b, g = (times(os.path.join(d, f"{op}_{m}.log")) for m in "abg")
+        for size in sorted(a):
+            if size > 0 and size in b and size in g:
+                print(f"{op} {size} {a[size]} {b[size]} {g[size]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

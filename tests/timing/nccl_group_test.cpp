@@ -1,0 +1,120 @@
+// NCCL's host cost model on a thread's clock (ThreadClock::nccl_group_*, timing/thread_clock.h;
+// issue 18): a group of NCCL calls costs what NcclGroupCosts models, charged at its first kernel
+// launch, whatever CPU time NCCL spends inside it; the CPU time around it is charged as before.
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "timing/outside_cpu_time.h"
+#include "timing/thread_clock.h"
+
+namespace {
+
+using vgpu::timing::ClockTally;
+using vgpu::timing::NcclGroupCosts;
+using vgpu::timing::ThreadClock;
+
+constexpr double us = 1e-6;
+const NcclGroupCosts kCosts{3 * us, 4.5 * us, 6.75 * us, 0.3 * us, true};
+
+// Burns `seconds` of the calling thread's CPU time (NCCL's host work under vgpu, in the tests),
+// however long that takes on a loaded machine.
+void burn(double seconds) {
+  const double until = vgpu::OutsideCpuTime::thread_cpu_seconds() + seconds;
+  while (vgpu::OutsideCpuTime::thread_cpu_seconds() < until) {
+  }
+}
+
+// Runs `body` on a fresh thread (a fresh clock) and returns what it returns.
+template <class Body>
+auto on_a_thread(Body body) {
+  decltype(body(std::declval<ThreadClock&>())) out{};
+  std::thread([&] {
+    ThreadClock& c = vgpu::timing::this_thread_clock();
+    c.start_keeping_time();
+    out = body(c);
+  }).join();
+  return out;
+}
+
+// Two ranks' communicators (one thread driving two GPUs, as nccl-tests -g 2), three calls:
+// group + 2 x communicator + 1 further operation, at the first launch; 2 ms of NCCL's CPU time
+// inside counts nothing, and neither do the second launch and the end.
+TEST(NcclGroup, AGroupCostsItsModelAtItsFirstLaunch) {
+  struct Out {
+    double at_launch, at_second, at_end, nccl;
+  };
+  const Out o = on_a_thread([](ThreadClock& c) {
+    (void)c.now();
+    c.nccl_group_begin(kCosts);
+    const double start = c.reading();
+    c.nccl_group_operation(0xa, false);
+    burn(2e-3);
+    c.nccl_group_operation(0xb, false);
+    c.nccl_group_operation(0xa, false);
+    c.nccl_group_launch();
+    const double at_launch = c.now() - start;
+    c.nccl_group_launch();
+    const double at_second = c.now() - start;
+    c.nccl_group_end();
+    const double at_end = c.reading() - start;
+    return Out{at_launch, at_second, at_end, c.tally().seconds[ClockTally::nccl].load()};
+  });
+  const double want = 3 * us + 2 * 4.5 * us + 0.3 * us;
+  EXPECT_NEAR(o.at_launch, want, 1e-12);
+  EXPECT_NEAR(o.at_second, want, 1e-12);
+  EXPECT_NEAR(o.at_end, want, 1e-12);
+  EXPECT_NEAR(o.nccl, want, 1e-12);
+}
+
+// A communicator whose first call is an all-reduce costs all_reduce_communicator; a group that
+// launched nothing is charged at its end; an inner group adds nothing.
+TEST(NcclGroup, AllReduceCommunicatorsNestingAndGroupsWithoutALaunch) {
+  const double charged = on_a_thread([](ThreadClock& c) {
+    (void)c.now();
+    c.nccl_group_begin(kCosts);
+    const double start = c.reading();
+    c.nccl_group_begin(kCosts);  // nested: part of the outer group
+    c.nccl_group_operation(0xa, true);
+    c.nccl_group_end();
+    c.nccl_group_operation(0xb, false);
+    c.nccl_group_end();
+    return c.reading() - start;
+  });
+  EXPECT_NEAR(charged, 3 * us + 6.75 * us + 4.5 * us, 1e-12);
+}
+
+// The CPU time outside a group is the program's: charged as before, before and after it.
+TEST(NcclGroup, TheCpuTimeAroundAGroupIsStillCharged) {
+  const double charged = on_a_thread([](ThreadClock& c) {
+    const double start = c.now();
+    burn(3e-3);
+    c.nccl_group_begin(kCosts);
+    burn(3e-3);  // inside: not charged
+    c.nccl_group_end();
+    burn(3e-3);
+    return c.now() - start;
+  });
+  EXPECT_GT(charged, 5.9e-3);  // the 6 ms outside
+  EXPECT_LT(charged, 7.5e-3);  // not the 3 ms inside
+}
+
+// Without the model (enabled = false) a group changes nothing: NCCL's CPU time is charged.
+TEST(NcclGroup, WithoutTheModelNcclsCpuTimeIsCharged) {
+  struct Out {
+    double charged, nccl;
+  };
+  const Out o = on_a_thread([](ThreadClock& c) {
+    const double start = c.now();
+    c.nccl_group_begin(NcclGroupCosts{});
+    c.nccl_group_operation(0xa, false);
+    burn(3e-3);
+    c.nccl_group_launch();
+    c.nccl_group_end();
+    return Out{c.now() - start, c.tally().seconds[ClockTally::nccl].load()};
+  });
+  EXPECT_GT(o.charged, 2e-3);
+  EXPECT_EQ(o.nccl, 0.0);
+}
+
+}  // namespace
