@@ -86,7 +86,7 @@ def main():
     for line in re.findall(r"^(?:proc \d+ )?FAIL values.*$", out, re.M):
         print("  " + line)
     # The default model's figures (simcore/cluster/default_cluster.toml, [collectives.host]).
-    group_us, communicator_us = 3.0, 4.5
+    group_us, communicator_us = 0.5, 4.5
     nccl_s = {}
     try:
         with open(clock_report) as f:

@@ -84,6 +84,63 @@ TEST(NcclGroup, AllReduceCommunicatorsNestingAndGroupsWithoutALaunch) {
   EXPECT_NEAR(charged, 3 * us + 6.75 * us + 4.5 * us, 1e-12);
 }
 
+// NCCL may end a group before it launches its kernels (nccl-tests' groups): the model is charged
+// at the end, and NCCL's CPU time until the group's last launch (one per communicator) is not;
+// after it, the CPU time is the program's again.
+TEST(NcclGroup, AGroupThatEndsBeforeItsLaunchesCoversThemToo) {
+  struct Out {
+    double at_end, at_last_launch, after;
+  };
+  const Out o = on_a_thread([](ThreadClock& c) {
+    (void)c.now();
+    c.nccl_group_begin(kCosts);
+    const double start = c.reading();
+    c.nccl_group_operation(0xa, false);
+    c.nccl_group_operation(0xb, false);
+    c.nccl_group_end();
+    const double at_end = c.reading() - start;
+    burn(2e-3);  // NCCL's launch path
+    c.nccl_group_launch();
+    burn(2e-3);
+    c.nccl_group_launch();
+    const double at_last_launch = c.now() - start;
+    burn(3e-3);  // the program's
+    return Out{at_end, at_last_launch, c.now() - start};
+  });
+  const double want = 3 * us + 2 * 4.5 * us;
+  EXPECT_NEAR(o.at_end, want, 1e-12);
+  EXPECT_NEAR(o.at_last_launch, want, 1e-6);  // not the 4 ms burned since the end
+  EXPECT_GT(o.after - o.at_last_launch, 2.9e-3);
+}
+
+// A group that ended and never launched stops pausing the clock at the thread's next wait (here
+// a synchronization) or its next group.
+TEST(NcclGroup, AGroupAwaitingLaunchesEndsAtAWaitOrTheNextGroup) {
+  struct Out {
+    double after_sync, after_next_group;
+  };
+  const Out o = on_a_thread([](ThreadClock& c) {
+    (void)c.now();
+    c.nccl_group_begin(kCosts);
+    c.nccl_group_operation(0xa, false);
+    c.nccl_group_end();
+    c.advance_to(c.reading() + 1e-3);
+    const double t0 = c.now();
+    burn(3e-3);
+    const double after_sync = c.now() - t0;
+    c.nccl_group_begin(kCosts);
+    c.nccl_group_operation(0xa, false);
+    c.nccl_group_end();  // awaiting its launch
+    c.nccl_group_begin(kCosts);
+    c.nccl_group_end();  // no communicator: nothing to await
+    const double t1 = c.now();
+    burn(3e-3);
+    return Out{after_sync, c.now() - t1};
+  });
+  EXPECT_GT(o.after_sync, 2.9e-3);
+  EXPECT_GT(o.after_next_group, 2.9e-3);
+}
+
 // The CPU time outside a group is the program's: charged as before, before and after it.
 TEST(NcclGroup, TheCpuTimeAroundAGroupIsStillCharged) {
   const double charged = on_a_thread([](ThreadClock& c) {

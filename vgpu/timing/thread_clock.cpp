@@ -36,6 +36,7 @@ void ThreadClock::enter_query() {
 }
 
 bool ThreadClock::advance_to(double t, ClockTally::Source why) {
+  close_nccl_group();  // a group still awaiting its launches ends at a wait
   charge();
   if (!(t > now_)) return false;
   tally_.add(why, t - now_);
@@ -46,6 +47,7 @@ bool ThreadClock::advance_to(double t, ClockTally::Source why) {
 }
 
 void ThreadClock::polled_not_ready(const void* awaited) {
+  close_nccl_group();  // a group still awaiting its launches ends at a wait
   if (!keeps_time_) return;
   if (!polling_) awaiting_ = 0;  // a new polling
   polling_ = true;
@@ -77,6 +79,7 @@ double ThreadClock::NcclGroup::cost() const {
 }
 
 void ThreadClock::nccl_group_begin(const NcclGroupCosts& costs) {
+  if (nccl_.depth == 0) close_nccl_group();
   if (nccl_.depth++ > 0) return;
   nccl_ = NcclGroup{};
   nccl_.depth = 1;
@@ -105,14 +108,23 @@ void ThreadClock::charge_nccl_group() {
 }
 
 void ThreadClock::nccl_group_launch() {
-  if (nccl_.depth > 0 && nccl_.costs.enabled) charge_nccl_group();
+  if ((nccl_.depth == 0 && !nccl_.awaiting_launches) || !nccl_.costs.enabled) return;
+  charge_nccl_group();
+  if (++nccl_.launches >= nccl_.communicators) close_nccl_group();
 }
 
 void ThreadClock::nccl_group_end() {
   if (nccl_.depth == 0) return;  // unbalanced: nothing to end
   if (--nccl_.depth > 0 || !nccl_.costs.enabled) return;
   charge_nccl_group();
-  leave();
+  nccl_.awaiting_launches = true;
+  if (nccl_.launches >= nccl_.communicators) close_nccl_group();
+}
+
+void ThreadClock::close_nccl_group() {
+  if (!nccl_.awaiting_launches) return;
+  nccl_.awaiting_launches = false;
+  leave();  // the group's enter() (nccl_group_begin)
 }
 
 }  // namespace vgpu::timing

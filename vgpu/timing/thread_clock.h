@@ -152,8 +152,11 @@ class alignas(64) ThreadClock {
   // after a long wait ran 5-30x slower than the rest (issue 18). Inside a group the clock is paused
   // as in a driver call (the CPU time before it is charged at its start); the model's cost is
   // charged at its first kernel launch, where a real group launches after its host work, or at its
-  // end when it launched nothing. Groups nest; only the outermost counts. Without `costs.enabled`
-  // nothing is paused or charged: NCCL's CPU time counts as any other.
+  // end if that comes first. NCCL may end the group before it launches its kernels (nccl-tests'
+  // groups do): the clock then stays paused until the group's last launch (one per communicator
+  // it has work on), the thread's next group, or its next wait (a synchronization, a "not ready"
+  // answer), whichever comes first. Groups nest; only the outermost counts. Without
+  // `costs.enabled` nothing is paused or charged: NCCL's CPU time counts as any other.
   void nccl_group_begin(const NcclGroupCosts& costs);
   void nccl_group_operation(std::uint64_t communicator, bool all_reduce);
   void nccl_group_launch();
@@ -187,11 +190,13 @@ class alignas(64) ThreadClock {
     NcclGroupCosts costs;
     int depth = 0;
     bool charged = false;
-    int operations = 0, communicators = 0, all_reduce_communicators = 0;
+    bool awaiting_launches = false;  // ended before its launches: the clock still paused for them
+    int operations = 0, communicators = 0, all_reduce_communicators = 0, launches = 0;
     std::array<std::uint64_t, 8> seen{};
     double cost() const;
   } nccl_;
   void charge_nccl_group();
+  void close_nccl_group();  // a group that ended and awaited its launches stops waiting
 };
 
 // The calling thread's clock.
