@@ -19,14 +19,12 @@ std::atomic<int (*)(int*)> g_current_device{nullptr};
 std::atomic<int (*)(int*)> g_current_global_gpu{nullptr};
 std::atomic<void (*)(void)> g_own_work_begin{nullptr};
 std::atomic<void (*)(void)> g_own_work_end{nullptr};
-// NCCL's host cost hooks: all four or none (a begin without its end would leave the clock paused).
-struct GroupHooks {
-  void (*begin)(void);
-  void (*operation)(uint64_t, int);
-  void (*launch)(void);
-  void (*end)(void);
-};
-std::atomic<const GroupHooks*> g_group_hooks{nullptr};
+// NCCL's host cost hooks: all four or none (a begin without its end would leave the clock paused);
+// the begin is stored last and cleared first, as own_work's.
+std::atomic<void (*)(void)> g_group_begin{nullptr};
+std::atomic<void (*)(uint64_t, int)> g_group_operation{nullptr};
+std::atomic<void (*)(void)> g_group_launch{nullptr};
+std::atomic<void (*)(void)> g_group_end{nullptr};
 std::atomic<bool> g_installed{false};
 
 // cuda.h's cuGetExportTable, without cuda.h: the plugin does not depend on the driver.
@@ -71,26 +69,26 @@ void install_driver(const vgpu_nccl_driver_side* d) {
   g_own_work_begin.store(own ? d->own_work_begin : nullptr, std::memory_order_release);
   const bool group = d != nullptr && d->nccl_group_begin != nullptr && d->nccl_group_operation != nullptr &&
                      d->nccl_group_launch != nullptr && d->nccl_group_end != nullptr;
-  // Kept until exit: a thread may be inside a group while the table is replaced (tests do).
-  g_group_hooks.store(group ? new GroupHooks{d->nccl_group_begin, d->nccl_group_operation, d->nccl_group_launch,
-                                             d->nccl_group_end}
-                            : nullptr,
-                      std::memory_order_release);
+  g_group_begin.store(nullptr, std::memory_order_release);
+  g_group_operation.store(group ? d->nccl_group_operation : nullptr, std::memory_order_release);
+  g_group_launch.store(group ? d->nccl_group_launch : nullptr, std::memory_order_release);
+  g_group_end.store(group ? d->nccl_group_end : nullptr, std::memory_order_release);
+  g_group_begin.store(group ? d->nccl_group_begin : nullptr, std::memory_order_release);
   g_installed.store(d != nullptr, std::memory_order_release);
 }
 
 namespace nccl_group {
 void begin() {
-  if (const GroupHooks* h = g_group_hooks.load(std::memory_order_acquire)) h->begin();
+  if (auto f = g_group_begin.load(std::memory_order_acquire)) f();
 }
-void operation(uint64_t comm_id, bool all_reduce) {
-  if (const GroupHooks* h = g_group_hooks.load(std::memory_order_acquire)) h->operation(comm_id, all_reduce ? 1 : 0);
+void operation(uint64_t rank_comm, bool all_reduce) {
+  if (auto f = g_group_operation.load(std::memory_order_acquire)) f(rank_comm, all_reduce ? 1 : 0);
 }
 void launch() {
-  if (const GroupHooks* h = g_group_hooks.load(std::memory_order_acquire)) h->launch();
+  if (auto f = g_group_launch.load(std::memory_order_acquire)) f();
 }
 void end() {
-  if (const GroupHooks* h = g_group_hooks.load(std::memory_order_acquire)) h->end();
+  if (auto f = g_group_end.load(std::memory_order_acquire)) f();
 }
 }  // namespace nccl_group
 

@@ -89,15 +89,8 @@ int current_device(int* device) {
   return 0;
 }
 
-// NCCL's host cost model's figures, the cluster configuration's [collectives.host] (read once).
-const timing::NcclGroupCosts& group_costs() {
-  static const timing::NcclGroupCosts costs = [] {
-    const PassState* s = PassState::get();
-    return s != nullptr ? timing::nccl_group_costs(s->cluster().collectives.host) : timing::NcclGroupCosts{};
-  }();
-  return costs;
-}
-using GroupHooks = timing::NcclGroupHooks<&group_costs>;
+// NCCL's host cost model over this backend's cluster configuration ([collectives.host]).
+using GroupHooks = timing::NcclGroupHooks<&timing::nccl_group_costs_of<PassState>>;
 
 using Plugin = vgpu_nccl_plugin_side;
 

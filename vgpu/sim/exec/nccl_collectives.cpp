@@ -49,15 +49,8 @@ int current_global_gpu(int* gpu) {
   return 0;
 }
 
-// NCCL's host cost model's figures, the cluster configuration's [collectives.host] (read once).
-const timing::NcclGroupCosts& group_costs() {
-  static const timing::NcclGroupCosts costs = [] {
-    const DriverState* s = DriverState::get();
-    return s != nullptr ? timing::nccl_group_costs(s->cluster().collectives.host) : timing::NcclGroupCosts{};
-  }();
-  return costs;
-}
-using GroupHooks = timing::NcclGroupHooks<&group_costs>;
+// NCCL's host cost model over this backend's cluster configuration ([collectives.host]).
+using GroupHooks = timing::NcclGroupHooks<&timing::nccl_group_costs_of<DriverState>>;
 
 NcclCollectives::NcclCollectives(DriverState& driver)
     : driver_(driver),
