@@ -1,0 +1,115 @@
+"""Fits NCCL's host cost model ([collectives.host] of the cluster configuration,
+simcore/cluster_spec.h NcclHostCosts) to nccl-tests' host-bound loops measured on a host, and
+prints the TOML with each loop's error.
+
+    python3 tests/gpu/fidelity/fit_nccl_host.py DIR        # nccl-tests logs, as call5.sh writes them
+    python3 tests/gpu/fidelity/fit_nccl_host.py FILE.txt   # a table of loops (tests/data/nccl_host_*.txt)
+
+The loops (docs/device_calls/2026-11-27c/call5.sh): every collective at 1-64 KiB, `-n 200 -w 20
+-m 1 -c 0`, one thread driving both GPUs (`-g 2`: two rank communicators a group) and two threads
+with one GPU each (`-t 2 -g 1`: one), each twice. In DIR: <op>_g2_m1_<run>.log and <op>_t2_m1_<run>.log.
+An iteration is one group on the thread, so its time is the model's
+
+    T = group + communicator x C (all_reduce_communicator for an all-reduce) + operation x (N - C)
+
+for C rank communicators and N calls (send/recv: a send and a receive per communicator; alltoall:
+one of each per peer, 2 ranks), plus what the thread spends outside NCCL's groups (nccl-tests' loop,
+NCCL's work after its last launch), which vgpu charges as measured: `--outside` (default 2.5 us,
+what vgpu's sim backend measured) is taken off `group`. Grid search over the relative error.
+"""
+import argparse
+import os
+import statistics
+import sys
+
+OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "sendrecv", "alltoall")
+CALLS_PER_COMMUNICATOR = {"all_reduce": 1, "all_gather": 1, "reduce_scatter": 1, "broadcast": 1, "sendrecv": 2,
+                          "alltoall": 4}
+COMMUNICATORS = {"g2": 2, "t2": 1}
+
+
+def log_times(path):
+    """Every size's out-of-place and in-place time (us) of an nccl-tests log."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) > 10 and fields[0].isdigit():
+                out += [float(fields[5]), float(fields[9])]
+    return out
+
+
+def loops_from_dir(d):
+    loops = {}
+    for op in OPS:
+        for layout in COMMUNICATORS:
+            v = []
+            for run in (1, 2):
+                path = os.path.join(d, f"{op}_{layout}_m1_{run}.log")
+                if os.path.exists(path):
+                    v += log_times(path)
+            if v:
+                loops[(op, layout)] = statistics.median(v)
+    return loops
+
+
+def loops_from_table(path):
+    """Lines `op layout us [us ...]` (the loop's times), '#' comments."""
+    loops = {}
+    with open(path) as f:
+        for line in f:
+            fields = line.split("#")[0].split()
+            if len(fields) >= 3:
+                loops[(fields[0], fields[1])] = statistics.median(float(x) for x in fields[2:])
+    return loops
+
+
+def model(p, op, layout):
+    group, communicator, all_reduce_communicator, operation = p
+    c = COMMUNICATORS[layout]
+    n = CALLS_PER_COMMUNICATOR[op] * c
+    per = all_reduce_communicator if op == "all_reduce" else communicator
+    return group + per * c + operation * (n - c)
+
+
+def fit(loops):
+    best = None
+    steps = [x * 0.25 for x in range(0, 41)]
+    for group in steps[:25]:
+        for communicator in steps[8:]:
+            for all_reduce_communicator in steps[12:]:
+                for operation in (x * 0.1 for x in range(0, 16)):
+                    p = (group, communicator, all_reduce_communicator, operation)
+                    err = sum((model(p, op, lay) / t - 1) ** 2 for (op, lay), t in loops.items())
+                    if best is None or err < best[0]:
+                        best = (err, p)
+    return best[1]
+
+
+def main(argv=None):
+    a = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    a.add_argument("source", help="a folder of nccl-tests logs or a table of loops")
+    a.add_argument("--outside", type=float, default=2.5, help="us of an iteration outside NCCL's groups")
+    args = a.parse_args(argv)
+    loops = loops_from_dir(args.source) if os.path.isdir(args.source) else loops_from_table(args.source)
+    missing = [(op, lay) for op in OPS for lay in COMMUNICATORS if (op, lay) not in loops]
+    if missing:
+        print(f"fit_nccl_host: no loop for {', '.join(f'{o} {l}' for o, l in missing)}", file=sys.stderr)
+        return 1
+    p = fit(loops)
+    group = max(0.0, p[0] - args.outside)
+    print(f"# fitted by tests/gpu/fidelity/fit_nccl_host.py on {args.source} (--outside {args.outside} us)")
+    print("[collectives.host]")
+    print(f'group = "{group:g}us"\ncommunicator = "{p[1]:g}us"\nall_reduce_communicator = "{p[2]:g}us"\n'
+          f'operation = "{p[3]:g}us"')
+    within = 0
+    for (op, lay), t in sorted(loops.items()):
+        err = model(p, op, lay) / t - 1
+        within += abs(err) <= 0.10
+        print(f"# {op:15s} {lay}: measured {t:6.2f} us, model {model(p, op, lay):6.2f} us ({err * 100:+.1f}%)")
+    print(f"# {within} of {len(loops)} loops within 10%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
