@@ -141,6 +141,31 @@ TEST(NcclGroup, AGroupAwaitingLaunchesEndsAtAWaitOrTheNextGroup) {
   EXPECT_GT(o.after_next_group, 2.9e-3);
 }
 
+// A wait inside a group ends it (a communicator's set-up synchronizes inside its group): the
+// model is charged, the CPU time after the wait is the thread's, and the group's late end and
+// launch change nothing.
+TEST(NcclGroup, AWaitInsideAGroupEndsIt) {
+  struct Out {
+    double at_wait, after;
+  };
+  const Out o = on_a_thread([](ThreadClock& c) {
+    (void)c.now();
+    c.nccl_group_begin(kCosts);
+    const double start = c.reading();
+    c.nccl_group_operation(0xa, false);
+    burn(2e-3);  // not charged: inside the group
+    c.advance_to(start);  // a synchronization with work already done: no jump
+    const double at_wait = c.reading() - start;
+    burn(3e-3);  // the thread's
+    c.nccl_group_launch();
+    c.nccl_group_end();
+    return Out{at_wait, c.now() - start};
+  });
+  EXPECT_NEAR(o.at_wait, 3 * us + 4.5 * us, 1e-6);
+  EXPECT_GT(o.after - o.at_wait, 2.9e-3);
+  EXPECT_LT(o.after - o.at_wait, 4.9e-3);  // the 2 ms inside the group not among them
+}
+
 // The CPU time outside a group is the program's: charged as before, before and after it.
 TEST(NcclGroup, TheCpuTimeAroundAGroupIsStillCharged) {
   const double charged = on_a_thread([](ThreadClock& c) {

@@ -36,7 +36,7 @@ void ThreadClock::enter_query() {
 }
 
 bool ThreadClock::advance_to(double t, ClockTally::Source why) {
-  close_nccl_group();  // a group still awaiting its launches ends at a wait
+  end_nccl_group_at_wait();
   charge();
   if (!(t > now_)) return false;
   tally_.add(why, t - now_);
@@ -47,7 +47,7 @@ bool ThreadClock::advance_to(double t, ClockTally::Source why) {
 }
 
 void ThreadClock::polled_not_ready(const void* awaited) {
-  close_nccl_group();  // a group still awaiting its launches ends at a wait
+  end_nccl_group_at_wait();
   if (!keeps_time_) return;
   if (!polling_) awaiting_ = 0;  // a new polling
   polling_ = true;
@@ -125,6 +125,20 @@ void ThreadClock::close_nccl_group() {
   if (!nccl_.awaiting_launches) return;
   nccl_.awaiting_launches = false;
   leave();  // the group's enter() (nccl_group_begin)
+}
+
+void ThreadClock::end_nccl_group_at_wait() {
+  if (nccl_.depth > 0 && nccl_.costs.enabled) {
+    // Still open: a group that waits is not the steady path the model describes (a communicator's
+    // set-up inside a group synchronizes), or its end was lost; either way the CPU time from here
+    // is the thread's again, and a later end finds nothing to end.
+    charge_nccl_group();
+    nccl_.depth = 0;
+    leave();
+    return;
+  }
+  nccl_.depth = 0;
+  close_nccl_group();
 }
 
 }  // namespace vgpu::timing

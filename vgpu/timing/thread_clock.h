@@ -155,7 +155,9 @@ class alignas(64) ThreadClock {
   // end if that comes first. NCCL may end the group before it launches its kernels (nccl-tests'
   // groups do): the clock then stays paused until the group's last launch (one per communicator
   // it has work on), the thread's next group, or its next wait (a synchronization, a "not ready"
-  // answer), whichever comes first. Groups nest; only the outermost counts. Without
+  // answer), whichever comes first. A wait inside a group ends it too (a communicator's set-up in
+  // a group synchronizes: its CPU time is charged as measured from there; a lost end can hold the
+  // clock no longer than the next wait). Groups nest; only the outermost counts. Without
   // `costs.enabled` nothing is paused or charged: NCCL's CPU time counts as any other.
   void nccl_group_begin(const NcclGroupCosts& costs);
   void nccl_group_operation(std::uint64_t communicator, bool all_reduce);
@@ -197,6 +199,7 @@ class alignas(64) ThreadClock {
   } nccl_;
   void charge_nccl_group();
   void close_nccl_group();  // a group that ended and awaited its launches stops waiting
+  void end_nccl_group_at_wait();  // a wait ends any group: open or awaiting its launches
 };
 
 // The calling thread's clock.
