@@ -148,7 +148,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
 // for records, so that their misses overlap the work on the groups before.
 uint32_t Simulator::allocate_group() {
   if (free_groups_.empty()) {
-    groups_.emplace_back().use(&group_pool_);
+    groups_.emplace_back();
     return static_cast<uint32_t>(groups_.size() - 1);
   }
   const uint32_t gi = free_groups_.back();
@@ -178,9 +178,9 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   FlowGroup& g = groups_[gi];
   const uint32_t m = static_cast<uint32_t>(members.size());
   g.rate = rate;
-  g.members.resize(m);
+  g.members.resize(group_pool_, m);
   g.live = m;
-  g.deps.reserve(deps);  // (counted in submit_flows(): a pass over the members' events here
+  g.deps.reserve(group_pool_, deps);  // (counted in submit_flows(): a pass over the members' events here
                          // read every flow's list of dependencies once more, cold)
   const NewEvent& e0 = events[members[0]];
   Record& r = records_[slot];
@@ -230,7 +230,7 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
     for (uint32_t x = flow_deps_[k]; x < flow_deps_[k + 1]; ++x) {
       const DepSeen& d = dep_seen_[x];
       if (std::find(g.deps.begin() + mb.dep_from, g.deps.end(), d.id) != g.deps.end()) continue;
-      g.deps.push_back(d.id);
+      g.deps.push_back(group_pool_, d.id);
       uint8_t L = FlowGroup::kEdge;
       if (d.group != kNoGroup) {
         int i = 0;
@@ -249,7 +249,7 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
     if (j == 0) stride = count;
     else if (count != stride) stride = 0;
     lower_bound = std::min(lower_bound, bound);  // the group's: its earliest member's
-    if (record_timeline_) g.labels.push_back(e.label ? *e.label : std::string());
+    if (record_timeline_) side(gi).labels.push_back(e.label ? *e.label : std::string());
   }
   r.id = g.members[0].id;
   g.dep_stride = stride <= std::numeric_limits<uint8_t>::max() ? static_cast<uint8_t>(stride) : 0;
@@ -257,7 +257,7 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   // other edges into their dependencies' lists, each list in the order a pass over the
   // members gives (as one edge at a time did).
   if (links != 0) {
-    g.dep_link.assign(dep_link_.begin(), dep_link_.end());
+    g.dep_link.assign(group_pool_, dep_link_.data(), dep_link_.data() + dep_link_.size());
     for (int i = 0; i < links; ++i) link_group(slot, link_groups[i], static_cast<uint8_t>(i));
   }
   for (const FlowGroup::Member& mb : g.members)
@@ -272,7 +272,7 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
 void Simulator::link_group(uint32_t slot, uint32_t dep_group, uint8_t L) {
   FlowGroup& a = groups_[dep_group];
   // (No reserve: a group whose dependents are linked holds a link or two.)
-  a.dependents.push_back(FlowGroup::Dependent{records_[slot].id, FlowGroup::kLinkBit | L});
+  a.dependents.push_back(group_pool_, FlowGroup::Dependent{records_[slot].id, FlowGroup::kLinkBit | L});
   groups_[records_[slot].group].linked |= static_cast<uint8_t>(1u << L);
   ++links_made_;
 }
@@ -281,7 +281,7 @@ void Simulator::expand_link(FlowGroup& a, size_t k) {
   const EventId bid{a.dependents[k].id};
   const auto L = static_cast<uint8_t>(a.dependents[k].pos & ~FlowGroup::kLinkBit);
   const uint32_t bs = live_slot(bid);
-  a.dependents.erase(a.dependents.begin() + static_cast<std::ptrdiff_t>(k));
+  a.dependents.erase(k);
   if (bs == kRetired) return;  // retired: nothing will be told to it
   if (records_[bs].group == kNoGroup) {
     vgpu::log::once(vgpu::log::Level::error, "simcore-link-lost",
@@ -299,8 +299,7 @@ void Simulator::expand_link(FlowGroup& a, size_t k) {
     for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d)
       if (b.dep_link[d] == L) link_edges_.push_back(FlowGroup::Dependent{mb.id, ids_.member(b.deps[d])});
   }
-  a.dependents.insert(a.dependents.begin() + static_cast<std::ptrdiff_t>(k), link_edges_.begin(),
-                      link_edges_.end());
+  a.dependents.insert(group_pool_, k, link_edges_.data(), link_edges_.data() + link_edges_.size());
 }
 
 void Simulator::unlink(uint32_t slot) {
@@ -349,8 +348,8 @@ void Simulator::schedule_group(uint32_t slot, Time now) {
   r.ready = std::numeric_limits<Time>::infinity();
   Time first = std::numeric_limits<Time>::infinity();
   g.ready.clear();
-  g.ready.reserve(g.live);  // one allocation, not one per doubling as members get ready
-  g.sched.resize(g.members.size());
+  g.ready.reserve(group_pool_, g.live);  // one allocation, not one per doubling as members get ready
+  g.sched.resize(group_pool_, g.members.size());
   // The dependencies told through a standing link are members of one group record: whether
   // they hold a member back, and the finish they give it, are that record's, asked once per
   // link (at its first edge, where one edge at a time asked it first: the same side effects
@@ -387,7 +386,7 @@ void Simulator::schedule_group(uint32_t slot, Time now) {
     if (sc.waiting != 0) {
       ++r.waiting;
     } else {
-      g.ready.push_back(j);
+      g.ready.push_back(group_pool_, j);
       first = std::min(first, sc.ready);
     }
   }
@@ -403,7 +402,7 @@ void Simulator::member_dep_done(uint32_t slot, EventId member, Time now) {
   sc.ready = std::max(sc.ready, now);
   if (--sc.waiting == 0) {
     --r.waiting;
-    g.ready.push_back(j);
+    g.ready.push_back(group_pool_, j);
     member_ready(slot, sc.ready);
   }
 }
@@ -423,7 +422,7 @@ void Simulator::group_deps_done(uint32_t slot, uint8_t L, Time now) {
       sc.ready = std::max(sc.ready, now);
       if (--sc.waiting == 0) {
         --r.waiting;
-        g.ready.push_back(j);
+        g.ready.push_back(group_pool_, j);
         member_ready(slot, sc.ready);
       }
     }
@@ -440,7 +439,7 @@ void Simulator::group_deps_done(uint32_t slot, uint8_t L, Time now) {
       sc.ready = std::max(sc.ready, now);
       if (--sc.waiting == 0) {
         --r.waiting;
-        g.ready.push_back(j);
+        g.ready.push_back(group_pool_, j);
         member_ready(slot, sc.ready);
       }
     }
@@ -480,7 +479,7 @@ void Simulator::begin_group(uint32_t slot, Time now) {
         g.ready[keep++] = j;
       }
     }
-    g.ready.resize(keep);
+    g.ready.resize(group_pool_, keep);
   }
   if (later != std::numeric_limits<Time>::infinity()) member_ready(slot, later);
   if (now_ready.empty()) return;
@@ -497,7 +496,7 @@ void Simulator::begin_group(uint32_t slot, Time now) {
 void Simulator::start_group(uint32_t slot, Time now) {
   Record& r = records_[slot];
   FlowGroup& g = groups_[r.group];
-  g.release_schedule();
+  g.release_schedule(group_pool_);
   g.links_from = static_cast<uint32_t>(group_links_.size());
   bool alone = true;
   for_each_member_route(r, [&](uint32_t, const Route& route) {
@@ -590,7 +589,10 @@ uint32_t Simulator::member_record(uint32_t slot, uint32_t j) {
   for (const Segment& s : G.segments) M.segments.push_back(s);
   for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d) M.deps.push_back(g.deps[d]);
   // (Its dependents: the caller takes them from the group's list, take_dependents().)
-  if (record_timeline_ && j < g.labels.size()) labels_[ms] = std::move(g.labels[j]);
+  if (record_timeline_) {
+    GroupSide& gs = side(G.group);
+    if (j < gs.labels.size()) labels_[ms] = std::move(gs.labels[j]);
+  }
   ids_.rebind(mb.id, ms);
   return ms;
 }
@@ -617,23 +619,27 @@ uint32_t Simulator::extract(uint32_t slot, const std::vector<uint32_t>& position
     take_group_state(N, G);
     N.ready = std::numeric_limits<Time>::infinity();
     N.group = gi;
-    n.members.reserve(positions.size());
+    n.members.reserve(group_pool_, positions.size());
     for (uint32_t j : positions) {
       FlowGroup::Member& mb = g.members[j];
-      FlowGroup::Member& nm = n.members.emplace_back();
+      FlowGroup::Member& nm = n.members.emplace_back(group_pool_);
       nm.id = mb.id;
       nm.src = mb.src;
       nm.dst = mb.dst;
-      n.sched.push_back(FlowGroup::Schedule{g.sched[j].ready, 0});  // ready: waits on nothing
+      n.sched.push_back(group_pool_, FlowGroup::Schedule{g.sched[j].ready, 0});  // ready: waits on nothing
       nm.dep_from = static_cast<uint32_t>(n.deps.size());
-      n.deps.insert(n.deps.end(), g.deps.begin() + mb.dep_from, g.deps.begin() + mb.dep_to);
+      n.deps.insert(group_pool_, n.deps.size(), g.deps.data() + mb.dep_from, g.deps.data() + mb.dep_to);
       nm.dep_to = static_cast<uint32_t>(n.deps.size());
-      if (record_timeline_ && j < g.labels.size()) n.labels.push_back(std::move(g.labels[j]));
+      if (record_timeline_) {
+        GroupSide& ns = side(gi);  // (first: side() may grow the table once)
+        GroupSide& gs = side(G.group);
+        if (j < gs.labels.size()) ns.labels.push_back(std::move(gs.labels[j]));
+      }
       ids_.rebind(nm.id, out);
       ids_.set_member(nm.id, static_cast<uint32_t>(n.members.size() - 1));
     }
     take_dependents(g, positions, [&](uint32_t i, EventId dep) {
-      n.dependents.push_back(FlowGroup::Dependent{dep, i});  // n's members are in positions' order
+      n.dependents.push_back(group_pool_, FlowGroup::Dependent{dep, i});  // n's members are in positions' order
     });
     n.live = static_cast<uint32_t>(n.members.size());
     N.id = n.members[0].id;
@@ -721,7 +727,7 @@ void Simulator::split(uint32_t gslot, Time now) {
   G.group = kNoGroup;
   dead_slots_.push_back(gslot);
   if (groups_[gi].handle != FlowGroup::kNoHandle) ids_.close_handle(groups_[gi].handle);
-  groups_[gi].reset();
+  reset_group(gi);
   free_groups_.push_back(gi);
 
   if (!G.dirty) {
@@ -749,18 +755,20 @@ void Simulator::split(uint32_t gslot, Time now) {
   }
 }
 
-bool Simulator::group_holds(FlowGroup& g, LinkId link) const {
-  if (!g.links_sorted) {
-    g.links.clear();
+bool Simulator::group_holds(uint32_t gi, LinkId link) const {
+  const FlowGroup& g = groups_[gi];
+  GroupSide& gs = side(gi);
+  if (!gs.links_sorted) {
+    gs.links.clear();
     for (const FlowGroup::Member& mb : g.members) {
       if (mb.id == kNoEvent) continue;
       const Route route = topology_.sharing_links(mb.src, mb.dst);
-      g.links.insert(g.links.end(), route.links.begin(), route.links.begin() + route.count);
+      gs.links.insert(gs.links.end(), route.links.begin(), route.links.begin() + route.count);
     }
-    std::sort(g.links.begin(), g.links.end());
-    g.links_sorted = true;
+    std::sort(gs.links.begin(), gs.links.end());
+    gs.links_sorted = true;
   }
-  return std::binary_search(g.links.begin(), g.links.end(), link);
+  return std::binary_search(gs.links.begin(), gs.links.end(), link);
 }
 
 void Simulator::retire_group(uint32_t slot) {
@@ -780,7 +788,7 @@ void Simulator::retire_group(uint32_t slot) {
       if (mb.id != kNoEvent) ids_.retire(mb.id, final_interval);
   }
   live_ -= g.live;
-  g.reset();
+  reset_group(gi);
   free_groups_.push_back(gi);
   r.group = kNoGroup;
   r.id = kNoEvent;
@@ -789,10 +797,11 @@ void Simulator::retire_group(uint32_t slot) {
 
 void Simulator::append_member_entries(const Record& r, std::vector<TimelineEntry>& out) const {
   const FlowGroup& g = groups_[r.group];
+  const GroupSide& gs = side(r.group);
   static const std::string kNoLabel;
   for (uint32_t j = 0; j < g.members.size(); ++j) {
     if (g.members[j].id == kNoEvent) continue;
-    TimelineEntry e = timeline_entry(r, j < g.labels.size() ? g.labels[j] : kNoLabel);
+    TimelineEntry e = timeline_entry(r, j < gs.labels.size() ? gs.labels[j] : kNoLabel);
     e.gpu = g.members[j].src;
     e.dst = g.members[j].dst;
     out.push_back(std::move(e));

@@ -381,8 +381,8 @@ class Simulator {
     }
     FlowGroup& g = groups_[d.group];
     // Once, for two a member (a ring step's), not one allocation per doubling.
-    if (g.dependents.capacity() == 0) g.dependents.reserve(2 * g.members.size());
-    g.dependents.push_back(FlowGroup::Dependent{dependent, ids_.member(dep)});
+    if (g.dependents.capacity() == 0) g.dependents.reserve(group_pool_, 2 * g.members.size());
+    g.dependents.push_back(group_pool_, FlowGroup::Dependent{dependent, ids_.member(dep)});
   }
   // Moves the entries of group `g`'s members at `positions` out of its list: each to
   // sink(i, id) for the member at positions[i], in the list's order (each member's own order
@@ -420,7 +420,17 @@ class Simulator {
   // are in the link's index; true if any.
   bool split_groups_on(LinkId link, Time now, bool exactly_now);
   // Whether a member of the group moves on `link`.
-  bool group_holds(FlowGroup& g, LinkId link) const;
+  bool group_holds(uint32_t gi, LinkId link) const;
+  // Group gi's side state (flow_group.h), made when first asked for.
+  GroupSide& side(uint32_t gi) const {
+    if (gi >= group_side_.size()) group_side_.resize(groups_.size());
+    return group_side_[gi];
+  }
+  // Entry gi empty again, for the next group (its side state too, where it has one).
+  void reset_group(uint32_t gi) {
+    groups_[gi].reset(group_pool_);
+    if (gi < group_side_.size()) group_side_[gi].reset();
+  }
   // groups_by_start_: an entry is live while its slot holds a group that moved then.
   bool group_entry_live(const LazyStartIndex::Entry& e) const {
     const Record& r = records_[e.second];
@@ -494,6 +504,7 @@ class Simulator {
   // longest transfer of a clean one (bounds the backward scan).
   LazyStartIndex groups_by_start_;
   double group_max_duration_ = 0;
+  mutable std::vector<GroupSide> group_side_;  // by group index, as far as one was asked for
   std::vector<LinkId> group_links_;  // the links of the groups started in this sweep (flow_group.h)
   std::vector<uint32_t> free_groups_;
   std::vector<uint32_t> taken_mark_;  // take_dependents(): where each position goes
@@ -590,7 +601,7 @@ void Simulator::take_dependents(FlowGroup& g, const std::vector<uint32_t>& posit
     if (const uint32_t to = taken_mark_[d.pos]; to != 0) sink(to - 1, EventId{d.id});
     else g.dependents[keep++] = d;
   }
-  g.dependents.resize(keep);
+  g.dependents.resize(group_pool_, keep);
   for (uint32_t j : positions) taken_mark_[j] = 0;
 }
 
