@@ -40,6 +40,10 @@ class LocalEngine final : public Engine {
                                                 flows.size(), ids.size()));
     batch_.clear();
     batch_at_.clear();
+    // Where each accepted flow came from, listed only once one is refused: until then the
+    // k-th event is flows[k] and its id goes straight to ids[k] (two arrays of 8 bytes a flow
+    // less to write and read back: a 4096-GPU ring's step passes ~2 MB through the cache).
+    bool refused = false;
     for (size_t k = 0; k < n; ++k) {
       ids[k] = kNoEvent;
       // Filled in place: made on the stack and copied in, the event's narrow fields were read
@@ -47,14 +51,24 @@ class LocalEngine final : public Engine {
       detail::NewEvent& e = batch_.emplace_back();
       if (!flow_event(flows[k], "add_flows", e)) {
         batch_.pop_back();
+        if (!refused) {
+          for (size_t i = 0; i < k; ++i) batch_at_.push_back(i);
+          refused = true;
+        }
         continue;
       }
-      batch_at_.push_back(k);
+      if (refused) batch_at_.push_back(k);
+    }
+    if (batch_.empty()) return;
+    if (!refused) {
+      sim_.submit_flows(batch_, ids.first(n));
+      submitted(ids[0]);
+      return;
     }
     batch_ids_.resize(batch_.size());
     sim_.submit_flows(batch_, batch_ids_);
     for (size_t i = 0; i < batch_.size(); ++i) ids[batch_at_[i]] = batch_ids_[i];
-    if (!batch_.empty()) submitted(batch_ids_[0]);
+    submitted(batch_ids_[0]);
   }
 
   EventId add_task(const TaskSpec& t) override {
