@@ -38,6 +38,18 @@ class LocalEngine final : public Engine {
     if (flows.size() > ids.size())
       complain("simcore-flows-ids", fmt::format("add_flows: {} flows but room for {} ids (the rest ignored)",
                                                 flows.size(), ids.size()));
+    if (n == 0) return;
+    // Nothing to refuse or move (every flow checks, none starts before the floor): the
+    // simulator reads the caller's flows as they stand, no event built for each.
+    bool as_given = true;
+    const Time floor = engine_floor();
+    for (size_t k = 0; k < n && as_given; ++k)
+      as_given = flow_valid(flows[k]) && flows[k].not_before >= floor;
+    if (as_given) {
+      sim_.submit_flows(flows.first(n), ids.first(n));
+      submitted(ids[0]);
+      return;
+    }
     batch_.clear();
     batch_at_.clear();
     // Where each accepted flow came from, listed only once one is refused: until then the
@@ -61,12 +73,12 @@ class LocalEngine final : public Engine {
     }
     if (batch_.empty()) return;
     if (!refused) {
-      sim_.submit_flows(batch_, ids.first(n));
+      sim_.submit_flows<detail::NewEvent>(batch_, ids.first(n));
       submitted(ids[0]);
       return;
     }
     batch_ids_.resize(batch_.size());
-    sim_.submit_flows(batch_, batch_ids_);
+    sim_.submit_flows<detail::NewEvent>(batch_, batch_ids_);
     for (size_t i = 0; i < batch_.size(); ++i) ids[batch_at_[i]] = batch_ids_[i];
     submitted(batch_ids_[0]);
   }
@@ -213,6 +225,16 @@ class LocalEngine final : public Engine {
   };
 
   // A flow checked and turned into the simulator's form; false (logged) when refused.
+  // What flow_event() accepts without a word.
+  bool flow_valid(const FlowSpec& f) const {
+    const int gpus = sim_.topology().gpu_count();
+    if (f.src_gpu < 0 || f.src_gpu >= gpus || f.dst_gpu < 0 || f.dst_gpu >= gpus) return false;
+    if (!std::isfinite(f.not_before)) return false;
+    for (EventId dep : f.after)
+      if (!sim_.known(dep)) return false;
+    return true;
+  }
+
   bool flow_event(const FlowSpec& f, const char* what, detail::NewEvent& e) const {
     const int gpus = sim_.topology().gpu_count();
     if (f.src_gpu < 0 || f.src_gpu >= gpus || f.dst_gpu < 0 || f.dst_gpu >= gpus) {
@@ -248,9 +270,14 @@ class LocalEngine final : public Engine {
 
   // Where a submission may start at the earliest: not before reclaimed history, and, with
   // ranks, not before the floor they all promised (that would change final events).
-  Time earliest(Time not_before, const char* what) const {
+  // No submission starts before this (earliest() moves it there).
+  Time engine_floor() const {
     Time floor = sim_.floor();
     if (!ranks_.empty() && std::isfinite(threshold_)) floor = std::max(floor, threshold_);
+    return floor;
+  }
+  Time earliest(Time not_before, const char* what) const {
+    const Time floor = engine_floor();
     if (not_before >= floor) return not_before;
     complain("simcore-not-before-floor",
              fmt::format("{}: not_before {} lies before the floor {} that every rank promised; "

@@ -24,7 +24,8 @@ uint64_t hash_key(const GroupKey& k) {
 // leaves) times the instants its dependencies finished at (a 1024-GPU ring behind a query:
 // ~14): the classes are found through an open-addressing table, and their members laid out in
 // one array, all of it the Simulator's scratch (no allocation per call once warm).
-void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId> ids) {
+template <class Event>
+void Simulator::submit_flows(std::span<const Event> events, std::span<EventId> ids) {
   constexpr uint32_t kAlone = std::numeric_limits<uint32_t>::max();
   constexpr Time kUnknownBound = -1;  // some dependency's finish is not known
   if (link_mark_.size() != links_.size()) link_mark_.assign(links_.size(), 0);
@@ -39,16 +40,16 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
   dep_groups_.clear();
   flow_deps_.resize(size_t{n} + 1);
   for (uint32_t k = 0; k < n; ++k) {
-    const NewEvent& e = events[k];
+    const Event& e = events[k];
     flow_deps_[k] = static_cast<uint32_t>(dep_seen_.size());
-    if (e.kind != EventKind::flow || e.bytes == 0) continue;
+    if (!is_flow(e) || bytes_of(e) == 0) continue;
     GroupKey key;
-    key.bytes = e.bytes;
-    key.base = std::max(e.not_before, floor_);
+    key.bytes = bytes_of(e);
+    key.base = std::max(not_before_of(e), floor_);
     Time bound = 0;
     bool known = true;
-    if (e.after)
-      for (EventId dep : *e.after) {
+    if (after_of(e))
+      for (EventId dep : *after_of(e)) {
         const uint32_t ds = ids_.slot(dep);
         if (ds == IdTable::kRetired) {
           key.base = std::max(key.base, ids_.result(dep).finish);
@@ -73,7 +74,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
       }
     key.bound = known ? std::max(bound, key.base) : kUnknownBound;
     // route()'s latency, and the narrowest capacity of its sharing links.
-    const Route route = topology_.sharing_route(e.gpu, e.dst, key.rate);
+    const Route route = topology_.sharing_route(src_of(e), dst_of(e), key.rate);
     key.latency = route.latency;
     // Its finish if it starts at the bound and moves alone: what start_group() and
     // finish_after_tail() would compute, expression for expression, so that a group's
@@ -98,7 +99,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
     for (int i = 0; i < route.count; ++i) link_mark_[route.links[i]] = c.stamp;
     flow_class_[k] = ci;
     ++c.count;
-    c.deps += e.after ? static_cast<uint32_t>(e.after->size()) : 0;
+    c.deps += after_of(e) ? static_cast<uint32_t>(after_of(e)->size()) : 0;
   }
   flow_deps_[n] = static_cast<uint32_t>(dep_seen_.size());
   // Where link_group() will append to each dependency group's list of dependents (its entry
@@ -134,7 +135,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
   }
   for (uint32_t k = 0; k < n; ++k)
     if (flow_class_[k] == kAlone) {
-      submit(events[k], ids[k]);
+      submit(as_event(events[k]), ids[k]);
       records_[ids_.slot(ids[k])].estimate = flow_estimate_[k];
     }
 }
@@ -170,7 +171,8 @@ uint32_t Simulator::allocate_group() {
   return gi;
 }
 
-void Simulator::submit_group(std::span<const NewEvent> events, std::span<const uint32_t> members,
+template <class Event>
+void Simulator::submit_group(std::span<const Event> events, std::span<const uint32_t> members,
                              std::span<EventId> ids, double rate, Time tail, Time estimate,
                              uint32_t deps) {
   const uint32_t slot = allocate_slot();
@@ -182,21 +184,21 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   g.live = m;
   g.deps.reserve(group_pool_, deps);  // (counted in submit_flows(): a pass over the members' events here
                          // read every flow's list of dependencies once more, cold)
-  const NewEvent& e0 = events[members[0]];
+  const Event& e0 = events[members[0]];
   Record& r = records_[slot];
   r.kind = EventKind::flow;
   r.phase = Phase::pending;
   r.dirty = true;
-  r.gpu = e0.gpu;
-  r.dst = e0.dst;
-  r.bytes = e0.bytes;
+  r.gpu = src_of(e0);
+  r.dst = dst_of(e0);
+  r.bytes = bytes_of(e0);
   r.tail = tail;
   r.group = gi;
   r.estimate = estimate;
   // The same for every member (their key): not_before, the floor, retired dependencies.
-  r.base_ready = std::max(e0.not_before, floor_);
-  if (e0.after)
-    for (EventId dep : *e0.after)
+  r.base_ready = std::max(not_before_of(e0), floor_);
+  if (after_of(e0))
+    for (EventId dep : *after_of(e0))
       if (ids_.slot(dep) == IdTable::kRetired) r.base_ready = std::max(r.base_ready, ids_.result(dep).finish);
 
   Time lower_bound = std::numeric_limits<Time>::infinity();
@@ -213,7 +215,7 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
     g.handle = ids_.open_handle(slot, ids[members[0]]);
   for (uint32_t j = 0; j < m; ++j) {
     const uint32_t k = members[j];
-    const NewEvent& e = events[k];
+    const Event& e = events[k];
     const EventId id = ids[k];
     if (g.handle != FlowGroup::kNoHandle) {
       ids_.bind_handle(id, g.handle, j);
@@ -222,8 +224,8 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
     }
     FlowGroup::Member& mb = g.members[j];
     mb.id = id;
-    mb.src = e.gpu;
-    mb.dst = e.dst;
+    mb.src = src_of(e);
+    mb.dst = dst_of(e);
     mb.dep_from = static_cast<uint32_t>(g.deps.size());
     Time bound = r.base_ready;
     // Its live dependencies as submit_flows() saw them (retired ones are not there).
@@ -249,7 +251,7 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
     if (j == 0) stride = count;
     else if (count != stride) stride = 0;
     lower_bound = std::min(lower_bound, bound);  // the group's: its earliest member's
-    if (record_timeline_) side(gi).labels.push_back(e.label ? *e.label : std::string());
+    if (record_timeline_) side(gi).labels.push_back(label_of(e) ? *label_of(e) : std::string());
   }
   r.id = g.members[0].id;
   g.dep_stride = stride <= std::numeric_limits<uint8_t>::max() ? static_cast<uint8_t>(stride) : 0;
@@ -814,5 +816,8 @@ void Simulator::report_group_reached(const char* where) const {
                               "({}); its members keep their old times",
                               where));
 }
+
+template void Simulator::submit_flows<NewEvent>(std::span<const NewEvent>, std::span<EventId>);
+template void Simulator::submit_flows<FlowSpec>(std::span<const FlowSpec>, std::span<EventId>);
 
 }  // namespace simcore::detail
