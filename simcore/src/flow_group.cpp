@@ -53,10 +53,11 @@ void Simulator::submit_flows(std::span<const Event> events, std::span<EventId> i
         const uint32_t ds = ids_.slot(dep);
         if (ds == IdTable::kRetired) {
           key.base = std::max(key.base, ids_.result(dep).finish);
+          dep_seen_.push_back(DepSeen{0, kRetiredDep});
           continue;
         }
         const Record& d = records_[ds];
-        dep_seen_.push_back(DepSeen{dep, ds, d.group, d.dirty ? d.lower_bound : d.finish});
+        dep_seen_.push_back(DepSeen{d.dirty ? d.lower_bound : d.finish, d.group});
         if (d.group != kNoGroup && (dep_groups_.empty() || dep_groups_.back() != d.group)) {
           dep_groups_.push_back(d.group);
           __builtin_prefetch(&groups_[d.group].dependents, 1);
@@ -204,7 +205,7 @@ void Simulator::submit_group(std::span<const Event> events, std::span<const uint
   Time lower_bound = std::numeric_limits<Time>::infinity();
   // The groups its members depend on, up to kMaxLinks, each told of them through one link;
   // each edge's link (FlowGroup::kEdge: to an ordinary record, or past kMaxLinks) by index.
-  std::array<uint32_t, FlowGroup::kMaxLinks> link_slots, link_groups;
+  std::array<uint32_t, FlowGroup::kMaxLinks> link_groups;
   int links = 0;
   dep_link_.clear();
   uint32_t stride = 0;  // every member's count of dependencies while they agree, else 0
@@ -228,19 +229,18 @@ void Simulator::submit_group(std::span<const Event> events, std::span<const uint
     mb.dst = dst_of(e);
     mb.dep_from = static_cast<uint32_t>(g.deps.size());
     Time bound = r.base_ready;
-    // Its live dependencies as submit_flows() saw them (retired ones are not there).
+    // Its live dependencies as submit_flows() saw them (retired ones are marked).
     for (uint32_t x = flow_deps_[k]; x < flow_deps_[k + 1]; ++x) {
       const DepSeen& d = dep_seen_[x];
-      if (std::find(g.deps.begin() + mb.dep_from, g.deps.end(), d.id) != g.deps.end()) continue;
-      g.deps.push_back(group_pool_, d.id);
+      if (d.group == kRetiredDep) continue;
+      const EventId dep_id = (*after_of(e))[x - flow_deps_[k]];
+      if (std::find(g.deps.begin() + mb.dep_from, g.deps.end(), dep_id) != g.deps.end()) continue;
+      g.deps.push_back(group_pool_, dep_id);
       uint8_t L = FlowGroup::kEdge;
       if (d.group != kNoGroup) {
         int i = 0;
-        while (i < links && link_slots[i] != d.slot) ++i;
-        if (i == links && links < FlowGroup::kMaxLinks) {
-          link_groups[links] = d.group;
-          link_slots[links++] = d.slot;
-        }
+        while (i < links && link_groups[i] != d.group) ++i;
+        if (i == links && links < FlowGroup::kMaxLinks) link_groups[links++] = d.group;
         if (i < links) L = static_cast<uint8_t>(i);
       }
       dep_link_.push_back(L);

@@ -556,15 +556,18 @@ class Simulator {
   // flow group, the bound it gives), kept for submit_group(): nothing they hold changes in
   // between, and a second lookup of each through the id table and its record, by then out of
   // cache at a few thousand flows a call, was a fifth of submit_group() at 4096 GPUs.
-  // flow_deps_[k] .. flow_deps_[k + 1]: flow k's entries in dep_seen_, in its `after` order.
+  // flow_deps_[k] .. flow_deps_[k + 1]: flow k's entries in dep_seen_, one for each entry of
+  // its `after` (its id is there: 16 bytes an entry, not 24, of a scratch a 4096-GPU ring's
+  // step wrote 200 KB of).
   struct DepSeen {
-    EventId id;
-    uint32_t slot;
-    // The flow group its record holds (kNoGroup: none), for link_group(): read again there
-    // through the record, the record's line had left the cache at a few hundred groups a call.
-    uint32_t group;
     Time bound;   // its finish if simulated, else its lower bound
+    // The flow group its record holds (kNoGroup: none; kRetiredDep: retired, not a live
+    // dependency), for link_group(): read again there through the record, the record's line
+    // had left the cache at a few hundred groups a call. (A live group's index names its
+    // record as well as the slot does.)
+    uint32_t group;
   };
+  static constexpr uint32_t kRetiredDep = kNoGroup - 1;
   std::vector<DepSeen> dep_seen_;
   // The flow groups those dependencies lie in, as first seen (a run of flows naming the same
   // group lists it once), whose lists of dependents submit_group() appends to.
