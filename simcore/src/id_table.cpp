@@ -68,6 +68,7 @@ void IdTable::maybe_free(EventId id) {
   for (uint32_t k = 0; k < kChunk; ++k)
     if (is_handle(c->slot[k])) drop_ref(c->slot[k] & ~kHandleBit);
   if (c->result) --results_held_;
+  if (c->member) --members_held_;
   held.chunk.reset();
   --held_;
   while (front_ < chunks_.size() && chunks_[front_].chunk == nullptr) {
@@ -111,7 +112,8 @@ uint32_t IdTable::open_handle(uint32_t slot, EventId first) {
 }
 
 size_t IdTable::bytes() const {
-  return held_ * sizeof(Chunk) + results_held_ * kChunk * sizeof(Result) + chunks_.capacity() * sizeof(chunks_[0]) +
+  return held_ * sizeof(Chunk) + (results_held_ * sizeof(Result) + members_held_ * sizeof(uint32_t)) * kChunk +
+         chunks_.capacity() * sizeof(chunks_[0]) +
          handles_.capacity() * sizeof(Handle) + free_handles_.capacity() * sizeof(uint32_t);
 }
 

@@ -55,7 +55,7 @@ class IdTable {
   void prefetch(EventId id) const {
     if (const Chunk* c = chunk_of(id)) {
       __builtin_prefetch(&c->slot[index(id)], 1);
-      __builtin_prefetch(&c->member[index(id)], 1);
+      if (c->member) __builtin_prefetch(&c->member[index(id)], 1);
     }
   }
   void retire(EventId id, const Interval& final_interval);
@@ -82,7 +82,7 @@ class IdTable {
     s = kHandleBit | handle;
     ++h.refs;
     ++h.count[chunk_number(id) - h.first_chunk];
-    c->member[index(id)] = position;
+    members_of(c)[index(id)] = position;
   }
   // Every id still bound to `handle` is retired with `final_interval`: one write, and each of
   // its chunks counts its ids retired at once.
@@ -93,10 +93,10 @@ class IdTable {
   void bind_member(EventId id, uint32_t slot, uint32_t position) {
     Chunk* c = chunk_of(id);
     c->slot[index(id)] = slot;
-    c->member[index(id)] = position;
+    members_of(c)[index(id)] = position;
   }
   // A live id's position among its flow group's members (flow_group.h).
-  void set_member(EventId id, uint32_t position) { chunk_of(id)->member[index(id)] = position; }
+  void set_member(EventId id, uint32_t position) { members_of(chunk_of(id))[index(id)] = position; }
   uint32_t member(EventId id) const { return chunk_of(id)->member[index(id)]; }
 
   // The submitter will not name `id` again (a second release of an id is ignored).
@@ -137,17 +137,25 @@ class IdTable {
     double start, finish;
   };
   // Ids retired with their group's handle keep no interval of their own, and a live id needs
-  // only its slot and its position in its group: a chunk is 32 KB (its arrays left unwritten
-  // until their ids are), its results (64 KB) made only when one of its ids retires on its
-  // own. (Positions were kept where the interval goes: every chunk was 82 KB, zeroed at once,
-  // 20 bytes an id through the cache where a 4096-GPU ring's step has 2 MB to share, and kept
-  // for every id of a caller that never releases.)
+  // only its slot and, in a group, its position: a chunk's slots (16 KB, left unwritten until
+  // their ids are), its positions (16 KB) made when one of its ids joins a group and its
+  // results (64 KB) when one retires on its own, both unwritten until used. (Positions were
+  // kept where the interval goes: every chunk was 82 KB, zeroed at once, 20 bytes an id
+  // through the cache where a 4096-GPU ring's step has 2 MB to share, and kept for every id of
+  // a caller that never releases.)
   struct Chunk {
     uint32_t slot[kChunk];
-    uint32_t member[kChunk];  // a live member id's position in its group
+    std::unique_ptr<uint32_t[]> member;  // a live member id's position in its group
     std::unique_ptr<Result[]> result;
     uint64_t released_bits[kChunk / 64] = {};
   };
+  uint32_t* members_of(Chunk* c) {
+    if (!c->member) {
+      c->member = std::make_unique_for_overwrite<uint32_t[]>(kChunk);
+      ++members_held_;
+    }
+    return c->member.get();
+  }
   // A chunk and its counts of retired and released ids. The counts sit here, in the dense
   // table of chunks, not at the end of the chunk's 82 KB: a group retires ~180 steps after its
   // submission on a 4096-GPU ring, and its count written in its chunk was a cache miss per
@@ -171,6 +179,7 @@ class IdTable {
   EventId last_ = 0;
   size_t held_ = 0;                            // chunks not freed
   size_t results_held_ = 0;                    // of those, chunks with results
+  size_t members_held_ = 0;                    // of those, chunks with positions
   std::vector<Handle> handles_;
   std::vector<uint32_t> free_handles_;
 };
