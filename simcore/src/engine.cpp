@@ -224,8 +224,7 @@ class LocalEngine final : public Engine {
     EventId waiting_on = kNoEvent;  // blocked in wait_final_for_rank on this event
   };
 
-  // A flow checked and turned into the simulator's form; false (logged) when refused.
-  // What flow_event() accepts without a word.
+  // What flow_event() accepts without a word (add_flows() then passes the flows as they are).
   bool flow_valid(const FlowSpec& f) const {
     const int gpus = sim_.topology().gpu_count();
     if (f.src_gpu < 0 || f.src_gpu >= gpus || f.dst_gpu < 0 || f.dst_gpu >= gpus) return false;
@@ -235,6 +234,7 @@ class LocalEngine final : public Engine {
     return true;
   }
 
+  // A flow checked and turned into the simulator's form; false (logged) when refused.
   bool flow_event(const FlowSpec& f, const char* what, detail::NewEvent& e) const {
     const int gpus = sim_.topology().gpu_count();
     if (f.src_gpu < 0 || f.src_gpu >= gpus || f.dst_gpu < 0 || f.dst_gpu >= gpus) {
@@ -270,12 +270,12 @@ class LocalEngine final : public Engine {
 
   // Where a submission may start at the earliest: not before reclaimed history, and, with
   // ranks, not before the floor they all promised (that would change final events).
-  // No submission starts before this (earliest() moves it there).
   Time engine_floor() const {
     Time floor = sim_.floor();
     if (!ranks_.empty() && std::isfinite(threshold_)) floor = std::max(floor, threshold_);
     return floor;
   }
+  // not_before, or that floor when it lies before it (said once).
   Time earliest(Time not_before, const char* what) const {
     const Time floor = engine_floor();
     if (not_before >= floor) return not_before;

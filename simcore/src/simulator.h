@@ -552,8 +552,8 @@ class Simulator {
   std::vector<GroupClass> classes_;
   std::vector<uint32_t> class_table_, flow_class_, class_members_;
   std::vector<Time> flow_estimate_;  // each flow's Record::estimate
-  // What submit_flows() read of each flow's live dependencies (their slot, whether it holds a
-  // flow group, the bound it gives), kept for submit_group(): nothing they hold changes in
+  // What submit_flows() read of each flow's live dependencies (whether it holds a flow group,
+  // the bound it gives), kept for submit_group(): nothing they hold changes in
   // between, and a second lookup of each through the id table and its record, by then out of
   // cache at a few thousand flows a call, was a fifth of submit_group() at 4096 GPUs.
   // flow_deps_[k] .. flow_deps_[k + 1]: flow k's entries in dep_seen_, one for each entry of
