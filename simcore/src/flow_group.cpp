@@ -214,6 +214,7 @@ void Simulator::submit_group(std::span<const Event> events, std::span<const uint
   // submitted all at once, no floors: 6 more bytes per flow and a slower run).
   if (floor_ > 0 && IdTable::can_share(ids[members[0]], ids[members[m - 1]]))
     g.handle = ids_.open_handle(slot, ids[members[0]]);
+  const EventId first = ids[members[0]];  // the record's id
   for (uint32_t j = 0; j < m; ++j) {
     const uint32_t k = members[j];
     const Event& e = events[k];
@@ -224,7 +225,7 @@ void Simulator::submit_group(std::span<const Event> events, std::span<const uint
       ids_.bind_member(id, slot, j);  // (a fresh id: no handle to leave)
     }
     FlowGroup::Member& mb = g.members[j];
-    mb.id = id;
+    mb.off = FlowGroup::Member::offset(id, first);
     mb.src = src_of(e);
     mb.dst = dst_of(e);
     mb.dep_from = static_cast<uint32_t>(g.deps.size());
@@ -246,14 +247,13 @@ void Simulator::submit_group(std::span<const Event> events, std::span<const uint
       dep_link_.push_back(L);
       bound = std::max(bound, d.bound);
     }
-    mb.dep_to = static_cast<uint32_t>(g.deps.size());
-    const uint32_t count = mb.dep_to - mb.dep_from;
+    const uint32_t count = static_cast<uint32_t>(g.deps.size()) - mb.dep_from;
     if (j == 0) stride = count;
     else if (count != stride) stride = 0;
     lower_bound = std::min(lower_bound, bound);  // the group's: its earliest member's
     if (record_timeline_) side(gi).labels.push_back(label_of(e) ? *label_of(e) : std::string());
   }
-  r.id = g.members[0].id;
+  r.id = first;
   g.dep_stride = stride <= std::numeric_limits<uint8_t>::max() ? static_cast<uint8_t>(stride) : 0;
   // A link in each group it depends on (a ring's step: the few of the step before), and the
   // other edges into their dependencies' lists, each list in the order a pass over the
@@ -262,9 +262,9 @@ void Simulator::submit_group(std::span<const Event> events, std::span<const uint
     g.dep_link.assign(group_pool_, dep_link_.data(), dep_link_.data() + dep_link_.size());
     for (int i = 0; i < links; ++i) link_group(slot, link_groups[i], static_cast<uint8_t>(i));
   }
-  for (const FlowGroup::Member& mb : g.members)
-    for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d)
-      if (dep_link_[d] == FlowGroup::kEdge) add_dependent(ids_.slot(g.deps[d]), g.deps[d], mb.id);
+  for (uint32_t j = 0; j < m; ++j)
+    for (uint32_t d = g.members[j].dep_from; d < g.dep_end(j); ++d)
+      if (dep_link_[d] == FlowGroup::kEdge) add_dependent(ids_.slot(g.deps[d]), g.deps[d], g.members[j].id(first));
   r.lower_bound = lower_bound;
   rewind_to_ = std::min(rewind_to_, lower_bound);
   live_ += m;
@@ -296,10 +296,12 @@ void Simulator::expand_link(FlowGroup& a, size_t k) {
   // Its edges, as submit_group() would have added them: by member, each in its order (a
   // dependency's position here: the id table's).
   link_edges_.clear();
-  for (const FlowGroup::Member& mb : b.members) {
-    if (mb.id == kNoEvent) continue;
-    for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d)
-      if (b.dep_link[d] == L) link_edges_.push_back(FlowGroup::Dependent{mb.id, ids_.member(b.deps[d])});
+  const EventId b_first = records_[bs].id;
+  for (uint32_t j = 0; j < b.members.size(); ++j) {
+    const FlowGroup::Member& mb = b.members[j];
+    if (!mb.present()) continue;
+    for (uint32_t d = mb.dep_from; d < b.dep_end(j); ++d)
+      if (b.dep_link[d] == L) link_edges_.push_back(FlowGroup::Dependent{mb.id(b_first), ids_.member(b.deps[d])});
   }
   a.dependents.insert(group_pool_, k, link_edges_.data(), link_edges_.data() + link_edges_.size());
 }
@@ -365,9 +367,9 @@ void Simulator::schedule_group(uint32_t slot, Time now) {
     uint32_t dep_from = j * stride, dep_to = dep_from + stride;
     if (stride == 0) {
       const FlowGroup::Member& mb = g.members[j];
-      if (mb.id == kNoEvent) continue;
+      if (!mb.present()) continue;
       dep_from = mb.dep_from;
-      dep_to = mb.dep_to;
+      dep_to = g.dep_end(j);
     }
     FlowGroup::Schedule& sc = g.sched[j];
     sc.ready = r.base_ready;
@@ -432,11 +434,11 @@ void Simulator::group_deps_done(uint32_t slot, uint8_t L, Time now) {
   }
   for (uint32_t j = 0; j < g.members.size(); ++j) {
     const FlowGroup::Member& mb = g.members[j];
-    if (mb.id == kNoEvent) continue;
+    if (!mb.present()) continue;
     FlowGroup::Schedule& sc = g.sched[j];
     // member_dep_done() once per edge of the link (a member scheduled after this instant
     // counted its dependencies done: waiting is 0 and nothing happens).
-    for (uint32_t d = mb.dep_from; d < mb.dep_to && sc.waiting != 0; ++d) {
+    for (uint32_t d = mb.dep_from; d < g.dep_end(j) && sc.waiting != 0; ++d) {
       if (g.dep_link[d] != L) continue;
       sc.ready = std::max(sc.ready, now);
       if (--sc.waiting == 0) {
@@ -577,7 +579,8 @@ uint32_t Simulator::member_record(uint32_t slot, uint32_t j) {
   FlowGroup::Member& mb = g.members[j];
   Record& M = records_[ms];
   take_group_state(M, G);
-  M.id = mb.id;
+  const EventId id = mb.id(G.id);
+  M.id = id;
   M.gpu = mb.src;
   M.dst = mb.dst;
   M.start = G.start;
@@ -589,13 +592,13 @@ uint32_t Simulator::member_record(uint32_t slot, uint32_t j) {
   }
   M.trim_at = G.trim_at;
   for (const Segment& s : G.segments) M.segments.push_back(s);
-  for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d) M.deps.push_back(g.deps[d]);
+  for (uint32_t d = mb.dep_from; d < g.dep_end(j); ++d) M.deps.push_back(g.deps[d]);
   // (Its dependents: the caller takes them from the group's list, take_dependents().)
   if (record_timeline_) {
     GroupSide& gs = side(G.group);
     if (j < gs.labels.size()) labels_[ms] = std::move(gs.labels[j]);
   }
-  ids_.rebind(mb.id, ms);
+  ids_.rebind(id, ms);
   return ms;
 }
 
@@ -622,36 +625,37 @@ uint32_t Simulator::extract(uint32_t slot, const std::vector<uint32_t>& position
     N.ready = std::numeric_limits<Time>::infinity();
     N.group = gi;
     n.members.reserve(group_pool_, positions.size());
+    const EventId n_first = g.members[positions[0]].id(G.id);  // N's id
     for (uint32_t j : positions) {
       FlowGroup::Member& mb = g.members[j];
+      const EventId id = mb.id(G.id);
       FlowGroup::Member& nm = n.members.emplace_back(group_pool_);
-      nm.id = mb.id;
+      nm.off = FlowGroup::Member::offset(id, n_first);
       nm.src = mb.src;
       nm.dst = mb.dst;
       n.sched.push_back(group_pool_, FlowGroup::Schedule{g.sched[j].ready, 0});  // ready: waits on nothing
       nm.dep_from = static_cast<uint32_t>(n.deps.size());
-      n.deps.insert(group_pool_, n.deps.size(), g.deps.data() + mb.dep_from, g.deps.data() + mb.dep_to);
-      nm.dep_to = static_cast<uint32_t>(n.deps.size());
+      n.deps.insert(group_pool_, n.deps.size(), g.deps.data() + mb.dep_from, g.deps.data() + g.dep_end(j));
       if (record_timeline_) {
         GroupSide& ns = side(gi);  // (first: side() may grow the table once)
         GroupSide& gs = side(G.group);
         if (j < gs.labels.size()) ns.labels.push_back(std::move(gs.labels[j]));
       }
-      ids_.rebind(nm.id, out);
-      ids_.set_member(nm.id, static_cast<uint32_t>(n.members.size() - 1));
+      ids_.rebind(id, out);
+      ids_.set_member(id, static_cast<uint32_t>(n.members.size() - 1));
     }
     take_dependents(g, positions, [&](uint32_t i, EventId dep) {
       n.dependents.push_back(group_pool_, FlowGroup::Dependent{dep, i});  // n's members are in positions' order
     });
     n.live = static_cast<uint32_t>(n.members.size());
-    N.id = n.members[0].id;
+    N.id = n_first;
     N.gpu = n.members[0].src;
     N.dst = n.members[0].dst;
   }
   // The members taken out leave holes (the others keep their positions: no id is rebound).
   FlowGroup& g = groups_[records_[slot].group];
   g.live -= static_cast<uint32_t>(positions.size());
-  for (uint32_t j : positions) g.members[j].id = kNoEvent;  // (their dependents went along)
+  for (uint32_t j : positions) g.members[j].off = FlowGroup::Member::kTakenOut;  // (their dependents went along)
   return out;
 }
 
@@ -763,7 +767,7 @@ bool Simulator::group_holds(uint32_t gi, LinkId link) const {
   if (!gs.links_sorted) {
     gs.links.clear();
     for (const FlowGroup::Member& mb : g.members) {
-      if (mb.id == kNoEvent) continue;
+      if (!mb.present()) continue;
       const Route route = topology_.sharing_links(mb.src, mb.dst);
       gs.links.insert(gs.links.end(), route.links.begin(), route.links.begin() + route.count);
     }
@@ -787,7 +791,7 @@ void Simulator::retire_group(uint32_t slot) {
     ids_.close_handle(g.handle);
   } else {
     for (const FlowGroup::Member& mb : g.members)
-      if (mb.id != kNoEvent) ids_.retire(mb.id, final_interval);
+      if (mb.present()) ids_.retire(mb.id(r.id), final_interval);
   }
   live_ -= g.live;
   reset_group(gi);
@@ -802,7 +806,7 @@ void Simulator::append_member_entries(const Record& r, std::vector<TimelineEntry
   const GroupSide& gs = side(r.group);
   static const std::string kNoLabel;
   for (uint32_t j = 0; j < g.members.size(); ++j) {
-    if (g.members[j].id == kNoEvent) continue;
+    if (!g.members[j].present()) continue;
     TimelineEntry e = timeline_entry(r, j < gs.labels.size() ? gs.labels[j] : kNoLabel);
     e.gpu = g.members[j].src;
     e.dst = g.members[j].dst;

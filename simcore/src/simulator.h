@@ -585,7 +585,7 @@ template <class F> void Simulator::for_each_member_route(const Record& r, F&& f)
   const FlowGroup& g = groups_[r.group];
   for (uint32_t j = 0; j < g.members.size(); ++j) {
     const FlowGroup::Member& mb = g.members[j];
-    if (mb.id != kNoEvent) f(j, topology_.sharing_links(mb.src, mb.dst));
+    if (mb.present()) f(j, topology_.sharing_links(mb.src, mb.dst));
   }
 }
 

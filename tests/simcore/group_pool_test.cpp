@@ -131,11 +131,25 @@ TEST(PoolArray, HoldsWhatAVectorHoldsWithItsCapacities) {
 }
 
 // What a group entry is read and written as: two cache lines (its state beside, GroupSide,
-// only for rollbacks and timelines).
+// only for rollbacks and timelines), and 16 bytes a member.
 TEST(PoolArray, AGroupEntryIsTwoCacheLines) {
   EXPECT_EQ(sizeof(PoolArray<uint64_t>), 16u);
   EXPECT_EQ(sizeof(FlowGroup), 128u);
   EXPECT_EQ(alignof(FlowGroup), 64u);
+  EXPECT_EQ(sizeof(FlowGroup::Member), 16u);
+}
+
+// A member's id is kept as its distance from the group record's id, either way (a group made
+// of members taken out in the order they got ready starts with any of them).
+TEST(PoolArray, AMembersIdIsItsDistanceFromTheGroupsFirst) {
+  const EventId first = 5000000000ull;
+  for (EventId id : {first, first + 1, first + 8191, first - 1, first - 4096}) {
+    FlowGroup::Member mb;
+    EXPECT_FALSE(mb.present());
+    mb.off = FlowGroup::Member::offset(id, first);
+    EXPECT_TRUE(mb.present());
+    EXPECT_EQ(mb.id(first), id);
+  }
 }
 
 // A group that starts gives its scheduling arrays back (FlowGroup::release_schedule()): the
