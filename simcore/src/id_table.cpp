@@ -41,7 +41,7 @@ void IdTable::retire_handle(uint32_t handle, const Interval& final_interval) {
   h.result = final_interval;
   for (int k = 0; k < kHandleChunks; ++k) {
     if (h.count[k] == 0) continue;
-    const EventId any = (h.first_chunk + static_cast<uint64_t>(k)) * kChunk + 1;
+    const EventId any = (uint64_t{h.first_chunk} + static_cast<uint64_t>(k)) * kChunk + 1;
     Held& c = held_of(any);  // held: it holds live ids until now
     c.retired += h.count[k];
     if (c.retired == kChunk) maybe_free(any);
@@ -96,8 +96,8 @@ uint32_t IdTable::open_handle(uint32_t slot, EventId first) {
   e.slot = slot;
   e.refs = 1;
   e.result = Interval{};
-  e.first_chunk = chunk_number(first);
-  for (uint32_t& n : e.count) n = 0;
+  e.first_chunk = static_cast<uint32_t>(chunk_number(first));  // (can_share(): it fits)
+  for (uint16_t& n : e.count) n = 0;
   // The handle the next group takes (a freed one, last written when its chunk went long ago,
   // or a fresh one past the end), fetched for writing a group ahead: writing it cold was most
   // of this function on a 4096-GPU ring.

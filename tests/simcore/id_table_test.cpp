@@ -219,5 +219,15 @@ TEST(IdTable, IdsRetiredThroughTheirHandleKeepEightBytesEach) {
   EXPECT_EQ(t.result(1).start, 1);
 }
 
+// A caller that never releases keeps a handle for every group it made: 32 bytes each.
+TEST(IdTable, AGroupsHandleIsThirtyTwoBytes) {
+  IdTable t;
+  t.add(IdTable::kRetired);
+  const size_t before = t.bytes();
+  for (uint32_t g = 0; g < 1024; ++g) t.open_handle(g, 1);  // 1024: no slack past the last doubling
+  EXPECT_EQ(t.handles_held(), 1024u);
+  EXPECT_LE(t.bytes() - before, size_t{1024} * 32);
+}
+
 }  // namespace
 }  // namespace simcore::detail
