@@ -24,7 +24,8 @@ uint64_t hash_key(const GroupKey& k) {
 // leaves) times the instants its dependencies finished at (a 1024-GPU ring behind a query:
 // ~14): the classes are found through an open-addressing table, and their members laid out in
 // one array, all of it the Simulator's scratch (no allocation per call once warm).
-void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId> ids) {
+template <class Event>
+void Simulator::submit_flows(std::span<const Event> events, std::span<EventId> ids) {
   constexpr uint32_t kAlone = std::numeric_limits<uint32_t>::max();
   constexpr Time kUnknownBound = -1;  // some dependency's finish is not known
   if (link_mark_.size() != links_.size()) link_mark_.assign(links_.size(), 0);
@@ -39,23 +40,24 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
   dep_groups_.clear();
   flow_deps_.resize(size_t{n} + 1);
   for (uint32_t k = 0; k < n; ++k) {
-    const NewEvent& e = events[k];
+    const Event& e = events[k];
     flow_deps_[k] = static_cast<uint32_t>(dep_seen_.size());
-    if (e.kind != EventKind::flow || e.bytes == 0) continue;
+    if (!is_flow(e) || bytes_of(e) == 0) continue;
     GroupKey key;
-    key.bytes = e.bytes;
-    key.base = std::max(e.not_before, floor_);
+    key.bytes = bytes_of(e);
+    key.base = std::max(not_before_of(e), floor_);
     Time bound = 0;
     bool known = true;
-    if (e.after)
-      for (EventId dep : *e.after) {
+    if (after_of(e))
+      for (EventId dep : *after_of(e)) {
         const uint32_t ds = ids_.slot(dep);
         if (ds == IdTable::kRetired) {
           key.base = std::max(key.base, ids_.result(dep).finish);
+          dep_seen_.push_back(DepSeen{0, kRetiredDep});
           continue;
         }
         const Record& d = records_[ds];
-        dep_seen_.push_back(DepSeen{dep, ds, d.group, d.dirty ? d.lower_bound : d.finish});
+        dep_seen_.push_back(DepSeen{d.dirty ? d.lower_bound : d.finish, d.group});
         if (d.group != kNoGroup && (dep_groups_.empty() || dep_groups_.back() != d.group)) {
           dep_groups_.push_back(d.group);
           __builtin_prefetch(&groups_[d.group].dependents, 1);
@@ -73,7 +75,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
       }
     key.bound = known ? std::max(bound, key.base) : kUnknownBound;
     // route()'s latency, and the narrowest capacity of its sharing links.
-    const Route route = topology_.sharing_route(e.gpu, e.dst, key.rate);
+    const Route route = topology_.sharing_route(src_of(e), dst_of(e), key.rate);
     key.latency = route.latency;
     // Its finish if it starts at the bound and moves alone: what start_group() and
     // finish_after_tail() would compute, expression for expression, so that a group's
@@ -98,7 +100,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
     for (int i = 0; i < route.count; ++i) link_mark_[route.links[i]] = c.stamp;
     flow_class_[k] = ci;
     ++c.count;
-    c.deps += e.after ? static_cast<uint32_t>(e.after->size()) : 0;
+    c.deps += after_of(e) ? static_cast<uint32_t>(after_of(e)->size()) : 0;
   }
   flow_deps_[n] = static_cast<uint32_t>(dep_seen_.size());
   // Where link_group() will append to each dependency group's list of dependents (its entry
@@ -134,7 +136,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
   }
   for (uint32_t k = 0; k < n; ++k)
     if (flow_class_[k] == kAlone) {
-      submit(events[k], ids[k]);
+      submit(as_event(events[k]), ids[k]);
       records_[ids_.slot(ids[k])].estimate = flow_estimate_[k];
     }
 }
@@ -148,7 +150,7 @@ void Simulator::submit_flows(std::span<const NewEvent> events, std::span<EventId
 // for records, so that their misses overlap the work on the groups before.
 uint32_t Simulator::allocate_group() {
   if (free_groups_.empty()) {
-    groups_.emplace_back().use(&group_pool_);
+    groups_.emplace_back();
     return static_cast<uint32_t>(groups_.size() - 1);
   }
   const uint32_t gi = free_groups_.back();
@@ -170,7 +172,8 @@ uint32_t Simulator::allocate_group() {
   return gi;
 }
 
-void Simulator::submit_group(std::span<const NewEvent> events, std::span<const uint32_t> members,
+template <class Event>
+void Simulator::submit_group(std::span<const Event> events, std::span<const uint32_t> members,
                              std::span<EventId> ids, double rate, Time tail, Time estimate,
                              uint32_t deps) {
   const uint32_t slot = allocate_slot();
@@ -178,31 +181,31 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   FlowGroup& g = groups_[gi];
   const uint32_t m = static_cast<uint32_t>(members.size());
   g.rate = rate;
-  g.members.resize(m);
+  g.members.resize(group_pool_, m);
   g.live = m;
-  g.deps.reserve(deps);  // (counted in submit_flows(): a pass over the members' events here
+  g.deps.reserve(group_pool_, deps);  // (counted in submit_flows(): a pass over the members' events here
                          // read every flow's list of dependencies once more, cold)
-  const NewEvent& e0 = events[members[0]];
+  const Event& e0 = events[members[0]];
   Record& r = records_[slot];
   r.kind = EventKind::flow;
   r.phase = Phase::pending;
   r.dirty = true;
-  r.gpu = e0.gpu;
-  r.dst = e0.dst;
-  r.bytes = e0.bytes;
+  r.gpu = src_of(e0);
+  r.dst = dst_of(e0);
+  r.bytes = bytes_of(e0);
   r.tail = tail;
   r.group = gi;
   r.estimate = estimate;
   // The same for every member (their key): not_before, the floor, retired dependencies.
-  r.base_ready = std::max(e0.not_before, floor_);
-  if (e0.after)
-    for (EventId dep : *e0.after)
+  r.base_ready = std::max(not_before_of(e0), floor_);
+  if (after_of(e0))
+    for (EventId dep : *after_of(e0))
       if (ids_.slot(dep) == IdTable::kRetired) r.base_ready = std::max(r.base_ready, ids_.result(dep).finish);
 
   Time lower_bound = std::numeric_limits<Time>::infinity();
   // The groups its members depend on, up to kMaxLinks, each told of them through one link;
   // each edge's link (FlowGroup::kEdge: to an ordinary record, or past kMaxLinks) by index.
-  std::array<uint32_t, FlowGroup::kMaxLinks> link_slots, link_groups;
+  std::array<uint32_t, FlowGroup::kMaxLinks> link_groups;
   int links = 0;
   dep_link_.clear();
   uint32_t stride = 0;  // every member's count of dependencies while they agree, else 0
@@ -211,9 +214,10 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
   // submitted all at once, no floors: 6 more bytes per flow and a slower run).
   if (floor_ > 0 && IdTable::can_share(ids[members[0]], ids[members[m - 1]]))
     g.handle = ids_.open_handle(slot, ids[members[0]]);
+  const EventId first = ids[members[0]];  // the record's id
   for (uint32_t j = 0; j < m; ++j) {
     const uint32_t k = members[j];
-    const NewEvent& e = events[k];
+    const Event& e = events[k];
     const EventId id = ids[k];
     if (g.handle != FlowGroup::kNoHandle) {
       ids_.bind_handle(id, g.handle, j);
@@ -221,48 +225,46 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
       ids_.bind_member(id, slot, j);  // (a fresh id: no handle to leave)
     }
     FlowGroup::Member& mb = g.members[j];
-    mb.id = id;
-    mb.src = e.gpu;
-    mb.dst = e.dst;
+    mb.off = FlowGroup::Member::offset(id, first);
+    mb.src = src_of(e);
+    mb.dst = dst_of(e);
     mb.dep_from = static_cast<uint32_t>(g.deps.size());
     Time bound = r.base_ready;
-    // Its live dependencies as submit_flows() saw them (retired ones are not there).
+    // Its live dependencies as submit_flows() saw them (retired ones are marked).
     for (uint32_t x = flow_deps_[k]; x < flow_deps_[k + 1]; ++x) {
       const DepSeen& d = dep_seen_[x];
-      if (std::find(g.deps.begin() + mb.dep_from, g.deps.end(), d.id) != g.deps.end()) continue;
-      g.deps.push_back(d.id);
+      if (d.group == kRetiredDep) continue;
+      const EventId dep_id = (*after_of(e))[x - flow_deps_[k]];
+      if (std::find(g.deps.begin() + mb.dep_from, g.deps.end(), dep_id) != g.deps.end()) continue;
+      g.deps.push_back(group_pool_, dep_id);
       uint8_t L = FlowGroup::kEdge;
       if (d.group != kNoGroup) {
         int i = 0;
-        while (i < links && link_slots[i] != d.slot) ++i;
-        if (i == links && links < FlowGroup::kMaxLinks) {
-          link_groups[links] = d.group;
-          link_slots[links++] = d.slot;
-        }
+        while (i < links && link_groups[i] != d.group) ++i;
+        if (i == links && links < FlowGroup::kMaxLinks) link_groups[links++] = d.group;
         if (i < links) L = static_cast<uint8_t>(i);
       }
       dep_link_.push_back(L);
       bound = std::max(bound, d.bound);
     }
-    mb.dep_to = static_cast<uint32_t>(g.deps.size());
-    const uint32_t count = mb.dep_to - mb.dep_from;
+    const uint32_t count = static_cast<uint32_t>(g.deps.size()) - mb.dep_from;
     if (j == 0) stride = count;
     else if (count != stride) stride = 0;
     lower_bound = std::min(lower_bound, bound);  // the group's: its earliest member's
-    if (record_timeline_) g.labels.push_back(e.label ? *e.label : std::string());
+    if (record_timeline_) side(gi).labels.push_back(label_of(e) ? *label_of(e) : std::string());
   }
-  r.id = g.members[0].id;
+  r.id = first;
   g.dep_stride = stride <= std::numeric_limits<uint8_t>::max() ? static_cast<uint8_t>(stride) : 0;
   // A link in each group it depends on (a ring's step: the few of the step before), and the
   // other edges into their dependencies' lists, each list in the order a pass over the
   // members gives (as one edge at a time did).
   if (links != 0) {
-    g.dep_link.assign(dep_link_.begin(), dep_link_.end());
+    g.dep_link.assign(group_pool_, dep_link_.data(), dep_link_.data() + dep_link_.size());
     for (int i = 0; i < links; ++i) link_group(slot, link_groups[i], static_cast<uint8_t>(i));
   }
-  for (const FlowGroup::Member& mb : g.members)
-    for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d)
-      if (dep_link_[d] == FlowGroup::kEdge) add_dependent(ids_.slot(g.deps[d]), g.deps[d], mb.id);
+  for (uint32_t j = 0; j < m; ++j)
+    for (uint32_t d = g.members[j].dep_from; d < g.dep_end(j); ++d)
+      if (dep_link_[d] == FlowGroup::kEdge) add_dependent(ids_.slot(g.deps[d]), g.deps[d], g.members[j].id(first));
   r.lower_bound = lower_bound;
   rewind_to_ = std::min(rewind_to_, lower_bound);
   live_ += m;
@@ -272,7 +274,7 @@ void Simulator::submit_group(std::span<const NewEvent> events, std::span<const u
 void Simulator::link_group(uint32_t slot, uint32_t dep_group, uint8_t L) {
   FlowGroup& a = groups_[dep_group];
   // (No reserve: a group whose dependents are linked holds a link or two.)
-  a.dependents.push_back(FlowGroup::Dependent{records_[slot].id, FlowGroup::kLinkBit | L});
+  a.dependents.push_back(group_pool_, FlowGroup::Dependent{records_[slot].id, FlowGroup::kLinkBit | L});
   groups_[records_[slot].group].linked |= static_cast<uint8_t>(1u << L);
   ++links_made_;
 }
@@ -281,7 +283,7 @@ void Simulator::expand_link(FlowGroup& a, size_t k) {
   const EventId bid{a.dependents[k].id};
   const auto L = static_cast<uint8_t>(a.dependents[k].pos & ~FlowGroup::kLinkBit);
   const uint32_t bs = live_slot(bid);
-  a.dependents.erase(a.dependents.begin() + static_cast<std::ptrdiff_t>(k));
+  a.dependents.erase(k);
   if (bs == kRetired) return;  // retired: nothing will be told to it
   if (records_[bs].group == kNoGroup) {
     vgpu::log::once(vgpu::log::Level::error, "simcore-link-lost",
@@ -294,13 +296,14 @@ void Simulator::expand_link(FlowGroup& a, size_t k) {
   // Its edges, as submit_group() would have added them: by member, each in its order (a
   // dependency's position here: the id table's).
   link_edges_.clear();
-  for (const FlowGroup::Member& mb : b.members) {
-    if (mb.id == kNoEvent) continue;
-    for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d)
-      if (b.dep_link[d] == L) link_edges_.push_back(FlowGroup::Dependent{mb.id, ids_.member(b.deps[d])});
+  const EventId b_first = records_[bs].id;
+  for (uint32_t j = 0; j < b.members.size(); ++j) {
+    const FlowGroup::Member& mb = b.members[j];
+    if (!mb.present()) continue;
+    for (uint32_t d = mb.dep_from; d < b.dep_end(j); ++d)
+      if (b.dep_link[d] == L) link_edges_.push_back(FlowGroup::Dependent{mb.id(b_first), ids_.member(b.deps[d])});
   }
-  a.dependents.insert(a.dependents.begin() + static_cast<std::ptrdiff_t>(k), link_edges_.begin(),
-                      link_edges_.end());
+  a.dependents.insert(group_pool_, k, link_edges_.data(), link_edges_.data() + link_edges_.size());
 }
 
 void Simulator::unlink(uint32_t slot) {
@@ -349,8 +352,8 @@ void Simulator::schedule_group(uint32_t slot, Time now) {
   r.ready = std::numeric_limits<Time>::infinity();
   Time first = std::numeric_limits<Time>::infinity();
   g.ready.clear();
-  g.ready.reserve(g.live);  // one allocation, not one per doubling as members get ready
-  g.sched.resize(g.members.size());
+  g.ready.reserve(group_pool_, g.live);  // one allocation, not one per doubling as members get ready
+  g.sched.resize(group_pool_, g.members.size());
   // The dependencies told through a standing link are members of one group record: whether
   // they hold a member back, and the finish they give it, are that record's, asked once per
   // link (at its first edge, where one edge at a time asked it first: the same side effects
@@ -364,9 +367,9 @@ void Simulator::schedule_group(uint32_t slot, Time now) {
     uint32_t dep_from = j * stride, dep_to = dep_from + stride;
     if (stride == 0) {
       const FlowGroup::Member& mb = g.members[j];
-      if (mb.id == kNoEvent) continue;
+      if (!mb.present()) continue;
       dep_from = mb.dep_from;
-      dep_to = mb.dep_to;
+      dep_to = g.dep_end(j);
     }
     FlowGroup::Schedule& sc = g.sched[j];
     sc.ready = r.base_ready;
@@ -387,7 +390,7 @@ void Simulator::schedule_group(uint32_t slot, Time now) {
     if (sc.waiting != 0) {
       ++r.waiting;
     } else {
-      g.ready.push_back(j);
+      g.ready.push_back(group_pool_, j);
       first = std::min(first, sc.ready);
     }
   }
@@ -403,7 +406,7 @@ void Simulator::member_dep_done(uint32_t slot, EventId member, Time now) {
   sc.ready = std::max(sc.ready, now);
   if (--sc.waiting == 0) {
     --r.waiting;
-    g.ready.push_back(j);
+    g.ready.push_back(group_pool_, j);
     member_ready(slot, sc.ready);
   }
 }
@@ -423,7 +426,7 @@ void Simulator::group_deps_done(uint32_t slot, uint8_t L, Time now) {
       sc.ready = std::max(sc.ready, now);
       if (--sc.waiting == 0) {
         --r.waiting;
-        g.ready.push_back(j);
+        g.ready.push_back(group_pool_, j);
         member_ready(slot, sc.ready);
       }
     }
@@ -431,16 +434,16 @@ void Simulator::group_deps_done(uint32_t slot, uint8_t L, Time now) {
   }
   for (uint32_t j = 0; j < g.members.size(); ++j) {
     const FlowGroup::Member& mb = g.members[j];
-    if (mb.id == kNoEvent) continue;
+    if (!mb.present()) continue;
     FlowGroup::Schedule& sc = g.sched[j];
     // member_dep_done() once per edge of the link (a member scheduled after this instant
     // counted its dependencies done: waiting is 0 and nothing happens).
-    for (uint32_t d = mb.dep_from; d < mb.dep_to && sc.waiting != 0; ++d) {
+    for (uint32_t d = mb.dep_from; d < g.dep_end(j) && sc.waiting != 0; ++d) {
       if (g.dep_link[d] != L) continue;
       sc.ready = std::max(sc.ready, now);
       if (--sc.waiting == 0) {
         --r.waiting;
-        g.ready.push_back(j);
+        g.ready.push_back(group_pool_, j);
         member_ready(slot, sc.ready);
       }
     }
@@ -480,7 +483,7 @@ void Simulator::begin_group(uint32_t slot, Time now) {
         g.ready[keep++] = j;
       }
     }
-    g.ready.resize(keep);
+    g.ready.resize(group_pool_, keep);
   }
   if (later != std::numeric_limits<Time>::infinity()) member_ready(slot, later);
   if (now_ready.empty()) return;
@@ -497,7 +500,7 @@ void Simulator::begin_group(uint32_t slot, Time now) {
 void Simulator::start_group(uint32_t slot, Time now) {
   Record& r = records_[slot];
   FlowGroup& g = groups_[r.group];
-  g.release_schedule();
+  g.release_schedule(group_pool_);
   g.links_from = static_cast<uint32_t>(group_links_.size());
   bool alone = true;
   for_each_member_route(r, [&](uint32_t, const Route& route) {
@@ -576,7 +579,8 @@ uint32_t Simulator::member_record(uint32_t slot, uint32_t j) {
   FlowGroup::Member& mb = g.members[j];
   Record& M = records_[ms];
   take_group_state(M, G);
-  M.id = mb.id;
+  const EventId id = mb.id(G.id);
+  M.id = id;
   M.gpu = mb.src;
   M.dst = mb.dst;
   M.start = G.start;
@@ -588,10 +592,13 @@ uint32_t Simulator::member_record(uint32_t slot, uint32_t j) {
   }
   M.trim_at = G.trim_at;
   for (const Segment& s : G.segments) M.segments.push_back(s);
-  for (uint32_t d = mb.dep_from; d < mb.dep_to; ++d) M.deps.push_back(g.deps[d]);
+  for (uint32_t d = mb.dep_from; d < g.dep_end(j); ++d) M.deps.push_back(g.deps[d]);
   // (Its dependents: the caller takes them from the group's list, take_dependents().)
-  if (record_timeline_ && j < g.labels.size()) labels_[ms] = std::move(g.labels[j]);
-  ids_.rebind(mb.id, ms);
+  if (record_timeline_) {
+    GroupSide& gs = side(G.group);
+    if (j < gs.labels.size()) labels_[ms] = std::move(gs.labels[j]);
+  }
+  ids_.rebind(id, ms);
   return ms;
 }
 
@@ -617,33 +624,38 @@ uint32_t Simulator::extract(uint32_t slot, const std::vector<uint32_t>& position
     take_group_state(N, G);
     N.ready = std::numeric_limits<Time>::infinity();
     N.group = gi;
-    n.members.reserve(positions.size());
+    n.members.reserve(group_pool_, positions.size());
+    const EventId n_first = g.members[positions[0]].id(G.id);  // N's id
     for (uint32_t j : positions) {
       FlowGroup::Member& mb = g.members[j];
-      FlowGroup::Member& nm = n.members.emplace_back();
-      nm.id = mb.id;
+      const EventId id = mb.id(G.id);
+      FlowGroup::Member& nm = n.members.emplace_back(group_pool_);
+      nm.off = FlowGroup::Member::offset(id, n_first);
       nm.src = mb.src;
       nm.dst = mb.dst;
-      n.sched.push_back(FlowGroup::Schedule{g.sched[j].ready, 0});  // ready: waits on nothing
+      n.sched.push_back(group_pool_, FlowGroup::Schedule{g.sched[j].ready, 0});  // ready: waits on nothing
       nm.dep_from = static_cast<uint32_t>(n.deps.size());
-      n.deps.insert(n.deps.end(), g.deps.begin() + mb.dep_from, g.deps.begin() + mb.dep_to);
-      nm.dep_to = static_cast<uint32_t>(n.deps.size());
-      if (record_timeline_ && j < g.labels.size()) n.labels.push_back(std::move(g.labels[j]));
-      ids_.rebind(nm.id, out);
-      ids_.set_member(nm.id, static_cast<uint32_t>(n.members.size() - 1));
+      n.deps.insert(group_pool_, n.deps.size(), g.deps.data() + mb.dep_from, g.deps.data() + g.dep_end(j));
+      if (record_timeline_) {
+        GroupSide& ns = side(gi);  // (first: side() may grow the table once)
+        GroupSide& gs = side(G.group);
+        if (j < gs.labels.size()) ns.labels.push_back(std::move(gs.labels[j]));
+      }
+      ids_.rebind(id, out);
+      ids_.set_member(id, static_cast<uint32_t>(n.members.size() - 1));
     }
     take_dependents(g, positions, [&](uint32_t i, EventId dep) {
-      n.dependents.push_back(FlowGroup::Dependent{dep, i});  // n's members are in positions' order
+      n.dependents.push_back(group_pool_, FlowGroup::Dependent{dep, i});  // n's members are in positions' order
     });
     n.live = static_cast<uint32_t>(n.members.size());
-    N.id = n.members[0].id;
+    N.id = n_first;
     N.gpu = n.members[0].src;
     N.dst = n.members[0].dst;
   }
   // The members taken out leave holes (the others keep their positions: no id is rebound).
   FlowGroup& g = groups_[records_[slot].group];
   g.live -= static_cast<uint32_t>(positions.size());
-  for (uint32_t j : positions) g.members[j].id = kNoEvent;  // (their dependents went along)
+  for (uint32_t j : positions) g.members[j].off = FlowGroup::Member::kTakenOut;  // (their dependents went along)
   return out;
 }
 
@@ -721,7 +733,7 @@ void Simulator::split(uint32_t gslot, Time now) {
   G.group = kNoGroup;
   dead_slots_.push_back(gslot);
   if (groups_[gi].handle != FlowGroup::kNoHandle) ids_.close_handle(groups_[gi].handle);
-  groups_[gi].reset();
+  reset_group(gi);
   free_groups_.push_back(gi);
 
   if (!G.dirty) {
@@ -749,18 +761,20 @@ void Simulator::split(uint32_t gslot, Time now) {
   }
 }
 
-bool Simulator::group_holds(FlowGroup& g, LinkId link) const {
-  if (!g.links_sorted) {
-    g.links.clear();
+bool Simulator::group_holds(uint32_t gi, LinkId link) const {
+  const FlowGroup& g = groups_[gi];
+  GroupSide& gs = side(gi);
+  if (!gs.links_sorted) {
+    gs.links.clear();
     for (const FlowGroup::Member& mb : g.members) {
-      if (mb.id == kNoEvent) continue;
+      if (!mb.present()) continue;
       const Route route = topology_.sharing_links(mb.src, mb.dst);
-      g.links.insert(g.links.end(), route.links.begin(), route.links.begin() + route.count);
+      gs.links.insert(gs.links.end(), route.links.begin(), route.links.begin() + route.count);
     }
-    std::sort(g.links.begin(), g.links.end());
-    g.links_sorted = true;
+    std::sort(gs.links.begin(), gs.links.end());
+    gs.links_sorted = true;
   }
-  return std::binary_search(g.links.begin(), g.links.end(), link);
+  return std::binary_search(gs.links.begin(), gs.links.end(), link);
 }
 
 void Simulator::retire_group(uint32_t slot) {
@@ -777,10 +791,10 @@ void Simulator::retire_group(uint32_t slot) {
     ids_.close_handle(g.handle);
   } else {
     for (const FlowGroup::Member& mb : g.members)
-      if (mb.id != kNoEvent) ids_.retire(mb.id, final_interval);
+      if (mb.present()) ids_.retire(mb.id(r.id), final_interval);
   }
   live_ -= g.live;
-  g.reset();
+  reset_group(gi);
   free_groups_.push_back(gi);
   r.group = kNoGroup;
   r.id = kNoEvent;
@@ -789,10 +803,11 @@ void Simulator::retire_group(uint32_t slot) {
 
 void Simulator::append_member_entries(const Record& r, std::vector<TimelineEntry>& out) const {
   const FlowGroup& g = groups_[r.group];
+  const GroupSide& gs = side(r.group);
   static const std::string kNoLabel;
   for (uint32_t j = 0; j < g.members.size(); ++j) {
-    if (g.members[j].id == kNoEvent) continue;
-    TimelineEntry e = timeline_entry(r, j < g.labels.size() ? g.labels[j] : kNoLabel);
+    if (!g.members[j].present()) continue;
+    TimelineEntry e = timeline_entry(r, j < gs.labels.size() ? gs.labels[j] : kNoLabel);
     e.gpu = g.members[j].src;
     e.dst = g.members[j].dst;
     out.push_back(std::move(e));
@@ -805,5 +820,8 @@ void Simulator::report_group_reached(const char* where) const {
                               "({}); its members keep their old times",
                               where));
 }
+
+template void Simulator::submit_flows<NewEvent>(std::span<const NewEvent>, std::span<EventId>);
+template void Simulator::submit_flows<FlowSpec>(std::span<const FlowSpec>, std::span<EventId>);
 
 }  // namespace simcore::detail

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "group_pool.h"
+#include "pool_array.h"
 #include "simcore/engine.h"
 #include "simcore/topology.h"
 
@@ -71,14 +72,27 @@ struct GroupClass {
   uint32_t deps = 0;  // its members' dependencies, counted as they join (what submit_group() reserves)
 };
 
-struct FlowGroup {
+struct alignas(64) FlowGroup {
   // A member taken out (it started apart, extract()) leaves a hole: id kNoEvent, the rest
   // keep their positions.
+  // 16 bytes (it was 24, with its id whole and both ends of its dependencies: a 4096-GPU
+  // ring's step writes ~370 groups' member arrays, each last touched ~180 steps before).
   struct Member {
-    EventId id = kNoEvent;
-    int32_t src = 0, dst = 0;  // its route is worked out again when needed (24 bytes a member)
-    uint32_t dep_from = 0, dep_to = 0;  // its live dependencies: deps[dep_from .. dep_to)
+    static constexpr uint32_t kTakenOut = 0x80000000u;
+    // Its id less its group record's id (Simulator::Record::id, that of the group's first
+    // member), as a 32-bit two's complement (a call's ids lie within 2^31 of each other).
+    uint32_t off = kTakenOut;
+    int32_t src = 0, dst = 0;  // its route is worked out again when needed
+    // Its live dependencies: deps[dep_from .. dep_end()), the next member's dep_from (members'
+    // dependencies lie in deps in member order; a member taken out keeps its range).
+    uint32_t dep_from = 0;
+    bool present() const { return off != kTakenOut; }
+    EventId id(EventId first) const {
+      return first + static_cast<EventId>(static_cast<int64_t>(static_cast<int32_t>(off)));
+    }
+    static uint32_t offset(EventId id, EventId first) { return static_cast<uint32_t>(id - first); }
   };
+  static_assert(sizeof(Member) == 16);
   // An event that depends on member `pos` (12 bytes: an edge costs what an inline IdList
   // entry did). pos == kLinkBit | L: a link, every edge from the members of a dependent group
   // to members of this one at once (its record's id is `id`; L: the link's index there, the
@@ -103,41 +117,47 @@ struct FlowGroup {
     uint32_t waiting = 0;  // dependencies not finished yet
   };
 
+  // The entry is two cache lines (pool_array.h says why); what a rollback or a timeline
+  // needs besides (the sorted links, the labels) is in the Simulator's GroupSide, by index.
+  // Line 0: what submission, scheduling and the start read.
   double rate = 0;  // every member's narrowest link: its rate alone
-  // The arrays below (but labels and links) live in the Simulator's GroupPool (group_pool.h).
-  PoolVector<Member> members;
-  PoolVector<Schedule> sched;  // by member position, from Simulator::schedule_group() on
-  uint32_t live = 0;             // members not taken out
-  PoolVector<uint32_t> ready;   // positions of members ready to start, in the order they got so
-  PoolVector<EventId> deps;
+  // The arrays live in the Simulator's GroupPool (group_pool.h).
+  PoolArray<Member> members;
+  PoolArray<Schedule> sched;  // by member position, from Simulator::schedule_group() on
+  PoolArray<uint32_t> ready;  // positions of members ready to start, in the order they got so
+  uint32_t live = 0;          // members not taken out
+  // Its members' ids name it through this IdTable handle (kNoHandle: each its record slot, as
+  // in a group made by extract(), or from a call spanning more chunks than a handle counts):
+  // its retirement is then one write and a count per chunk (IdTable::retire_handle()).
+  static constexpr uint32_t kNoHandle = 0xFFFFFFFFu;
+  uint32_t handle = kNoHandle;
+  // Line 1.
+  PoolArray<EventId> deps;
   // By deps' index, only when it has links: the link an edge is told through (kEdge: none).
-  PoolVector<uint8_t> dep_link;
+  PoolArray<uint8_t> dep_link;
   // Every member's dependents, one list for the group, in the order they were added (each
   // member's in its own order): the next step of a ring appends here as it is submitted,
   // where a list in each member wrote into every member's line of the previous step, and a
   // finishing group tells its dependents from this list alone (no member read). A member taken
   // out takes its entries along (Simulator::extract(), split()).
-  PoolVector<Dependent> dependents;
-  std::vector<std::string> labels;  // by member position, only when the timeline is recorded
+  PoolArray<Dependent> dependents;
   // Every member's sharing links (members share none): while its sweep runs, at
   // Simulator::group_links_[links_from .. links_to) (written as it starts, read as its
   // transfer ends and as the sweep ends: a scratch that stays in cache, where an array per
-  // group was a cold write per member); `links`, sorted, only once a rollback asks whether the
-  // group holds a link (Simulator::group_holds(); most groups never are).
+  // group was a cold write per member); sorted in its GroupSide only once a rollback asks
+  // whether the group holds a link (Simulator::group_holds(); most groups never are).
   uint32_t links_from = 0, links_to = 0;
-  std::vector<LinkId> links;
-  bool links_sorted = false;
   // Bit L: its link L still stands (Dependent::kLinkBit) in its dependency group's list.
   uint8_t linked = 0;
   // Every member names this many dependencies (0: not all the same), so member j's are
   // deps[j * dep_stride ..): group_deps_done() then walks dep_link alone, not each member's
   // entry (cold since its submission: two thirds of that function's samples).
   uint8_t dep_stride = 0;
-  // Its members' ids name it through this IdTable handle (kNoHandle: each its record slot, as
-  // in a group made by extract(), or from a call spanning more chunks than a handle counts):
-  // its retirement is then one write and a count per chunk (IdTable::retire_handle()).
-  static constexpr uint32_t kNoHandle = 0xFFFFFFFFu;
-  uint32_t handle = kNoHandle;
+
+  // The end of member j's dependencies in deps (Member::dep_from).
+  uint32_t dep_end(uint32_t j) const {
+    return j + 1 < members.size() ? members[j + 1].dep_from : static_cast<uint32_t>(deps.size());
+  }
 
   // Empty again, for the next group to take this entry (Simulator::allocate_group()). A large
   // ring ends a group and makes one every dozen flows: its arrays' malloc and free were a
@@ -150,17 +170,16 @@ struct FlowGroup {
   // (schedule_group(), schedule_if_ready()). Its arrays go back to the pool as it starts, for
   // the groups scheduled next: a ring submitted all at once otherwise held 20 bytes per flow
   // to its end, every one a fresh page.
-  void release_schedule() {
-    sched = PoolVector<Schedule>(sched.get_allocator());
-    ready = PoolVector<uint32_t>(ready.get_allocator());
+  void release_schedule(GroupPool& pool) {
+    sched.release(pool);
+    ready.release(pool);
   }
 
-  void reset() {
+  void reset(GroupPool& pool) {
     static constexpr size_t kKeep = 32;
     rate = 0;
     live = 0;
     links_from = links_to = 0;
-    links_sorted = false;
     linked = 0;
     dep_stride = 0;
     handle = kNoHandle;
@@ -170,29 +189,31 @@ struct FlowGroup {
     deps.clear();
     dep_link.clear();
     dependents.clear();
+    if (members.capacity() > kKeep) members.release(pool);
+    if (sched.capacity() > kKeep) sched.release(pool);
+    if (ready.capacity() > kKeep) ready.release(pool);
+    if (deps.capacity() > 2 * kKeep) deps.release(pool);
+    if (dep_link.capacity() > 2 * kKeep) dep_link.release(pool);
+    if (dependents.capacity() > 2 * kKeep) dependents.release(pool);
+  }
+};
+static_assert(sizeof(FlowGroup) == 128);
+
+// What a flow group holds outside its entry, needed only by a rollback that asks whether the
+// group holds a link, or with a timeline (Simulator::group_side_, by group index).
+struct GroupSide {
+  std::vector<std::string> labels;  // by member position, only when the timeline is recorded
+  std::vector<LinkId> links;        // every member's sharing links, sorted once asked
+  bool links_sorted = false;
+
+  static constexpr size_t kKeep = 32;
+  void reset() {
     labels.clear();
     links.clear();
-    if (members.capacity() > kKeep) members = PoolVector<Member>(members.get_allocator());
-    if (sched.capacity() > kKeep) sched = PoolVector<Schedule>(sched.get_allocator());
-    if (ready.capacity() > kKeep) ready = PoolVector<uint32_t>(ready.get_allocator());
-    if (deps.capacity() > 2 * kKeep) deps = PoolVector<EventId>(deps.get_allocator());
-    if (dep_link.capacity() > 2 * kKeep) dep_link = PoolVector<uint8_t>(dep_link.get_allocator());
-    if (dependents.capacity() > 2 * kKeep) dependents = PoolVector<Dependent>(dependents.get_allocator());
+    links_sorted = false;
     if (labels.capacity() > kKeep) labels = std::vector<std::string>();
     if (links.capacity() > 4 * kKeep) links = std::vector<LinkId>();
   }
-
-  // A new entry's pooled arrays draw from `pool`.
-  void use(GroupPool* pool) {
-    members = PoolVector<Member>(PoolAllocator<Member>(pool));
-    sched = PoolVector<Schedule>(PoolAllocator<Schedule>(pool));
-    ready = PoolVector<uint32_t>(PoolAllocator<uint32_t>(pool));
-    deps = PoolVector<EventId>(PoolAllocator<EventId>(pool));
-    dep_link = PoolVector<uint8_t>(PoolAllocator<uint8_t>(pool));
-    dependents = PoolVector<Dependent>(PoolAllocator<Dependent>(pool));
-  }
-
-  // What it holds outside the pool (the pool's slabs count as a whole: GroupPool::bytes()).
   size_t memory_bytes() const {
     size_t b = links.capacity() * sizeof(LinkId);
     for (const std::string& l : labels) b += sizeof(std::string) + l.capacity();

@@ -9,7 +9,9 @@
 // malloc and free, and tearing the engine down freed each of them again, a cold chunk header
 // apiece (~50 ms of the ~0.5 s run). Here a block is a pointer bump or a free-list pop, and
 // closing the pool (Simulator's destructor) makes every later release a no-op: the slabs go
-// in one sweep. Larger arrays (groups of more than a few hundred members) go to operator new.
+// in one sweep. Larger arrays (groups of more than a few hundred members) go to operator new,
+// listed until released so that the pool frees what its owner still holds when it goes (the
+// arrays, pool_array.h, free nothing themselves).
 // The memory held is the peak of the groups' pooled arrays until the engine goes (an engine
 // whose floors keep a few steps live holds a few slabs: its groups reuse the same blocks).
 // Simulator::stats() counts the slabs whole.
@@ -19,7 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <new>
-#include <type_traits>
+#include <unordered_set>
 #include <vector>
 
 namespace simcore::detail {
@@ -31,11 +33,16 @@ class GroupPool {
   GroupPool& operator=(const GroupPool&) = delete;
   ~GroupPool() {
     for (std::byte* s : slabs_) ::operator delete(s, std::align_val_t{kAlign});
+    for (void* p : large_) ::operator delete(p, std::align_val_t{kAlign});
   }
 
   void* allocate(size_t bytes) {
     const int c = size_class(bytes);
-    if (c < 0) return ::operator new(bytes, std::align_val_t{kAlign});
+    if (c < 0) {
+      void* p = ::operator new(bytes, std::align_val_t{kAlign});
+      large_.insert(p);
+      return p;
+    }
     if (void* p = free_[c]) {
       free_[c] = *static_cast<void**>(p);
       return p;
@@ -50,6 +57,7 @@ class GroupPool {
   void deallocate(void* p, size_t bytes) {
     const int c = size_class(bytes);
     if (c < 0) {
+      large_.erase(p);
       ::operator delete(p, std::align_val_t{kAlign});
       return;
     }
@@ -84,38 +92,8 @@ class GroupPool {
   std::byte* bump_ = nullptr;
   size_t left_ = 0;
   std::vector<std::byte*> slabs_;
+  std::unordered_set<void*> large_;  // blocks from operator new, until released
   bool closing_ = false;
 };
-
-// A std::vector allocator drawing from a GroupPool (none: the default allocator; a group
-// entry gets its pool when the Simulator first hands it out).
-template <class T>
-struct PoolAllocator {
-  using value_type = T;
-  using propagate_on_container_move_assignment = std::true_type;
-  using propagate_on_container_copy_assignment = std::true_type;
-  using propagate_on_container_swap = std::true_type;
-  static_assert(alignof(T) <= 16);
-
-  GroupPool* pool = nullptr;
-
-  PoolAllocator() = default;
-  explicit PoolAllocator(GroupPool* p) : pool(p) {}
-  template <class U>
-  PoolAllocator(const PoolAllocator<U>& o) : pool(o.pool) {}
-
-  T* allocate(size_t n) {
-    return pool ? static_cast<T*>(pool->allocate(n * sizeof(T))) : std::allocator<T>().allocate(n);
-  }
-  void deallocate(T* p, size_t n) {
-    if (pool) pool->deallocate(p, n * sizeof(T));
-    else std::allocator<T>().deallocate(p, n);
-  }
-  template <class U>
-  bool operator==(const PoolAllocator<U>& o) const { return pool == o.pool; }
-};
-
-template <class T>
-using PoolVector = std::vector<T, PoolAllocator<T>>;
 
 }  // namespace simcore::detail

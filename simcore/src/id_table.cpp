@@ -5,13 +5,12 @@ namespace simcore::detail {
 EventId IdTable::add(uint32_t slot) {
   const EventId id = last_ + 1;
   if (index(id) == 0) {
-    chunks_.push_back(Held{std::make_unique<Chunk>()});
+    chunks_.push_back(Held{std::make_unique_for_overwrite<Chunk>()});
     ++held_;
   }
   last_ = id;
   Chunk* c = chunk_of(id);
   c->slot[index(id)] = slot;
-  c->result[index(id)] = Interval{};
   return id;
 }
 
@@ -25,7 +24,11 @@ void IdTable::retire(EventId id, const Interval& final_interval) {
     unbind(s, id);
   }
   s = kRetired;
-  c->result[index(id)] = final_interval;
+  if (!c->result) {
+    c->result = std::make_unique_for_overwrite<Result[]>(kChunk);
+    ++results_held_;
+  }
+  c->result[index(id)] = Result{final_interval.start, final_interval.finish};
   // Only a chunk whose count just reached full can be freed: testing the counters after every
   // increment read the two 4-byte counts as one 8-byte word right after the 4-byte store, a
   // store-forwarding stall per retired id (4% of a 4096-GPU ring).
@@ -38,7 +41,7 @@ void IdTable::retire_handle(uint32_t handle, const Interval& final_interval) {
   h.result = final_interval;
   for (int k = 0; k < kHandleChunks; ++k) {
     if (h.count[k] == 0) continue;
-    const EventId any = (h.first_chunk + static_cast<uint64_t>(k)) * kChunk + 1;
+    const EventId any = (uint64_t{h.first_chunk} + static_cast<uint64_t>(k)) * kChunk + 1;
     Held& c = held_of(any);  // held: it holds live ids until now
     c.retired += h.count[k];
     if (c.retired == kChunk) maybe_free(any);
@@ -64,6 +67,8 @@ void IdTable::maybe_free(EventId id) {
   // Its ids retired with their group let go of the group's handle.
   for (uint32_t k = 0; k < kChunk; ++k)
     if (is_handle(c->slot[k])) drop_ref(c->slot[k] & ~kHandleBit);
+  if (c->result) --results_held_;
+  if (c->member) --members_held_;
   held.chunk.reset();
   --held_;
   while (front_ < chunks_.size() && chunks_[front_].chunk == nullptr) {
@@ -91,8 +96,8 @@ uint32_t IdTable::open_handle(uint32_t slot, EventId first) {
   e.slot = slot;
   e.refs = 1;
   e.result = Interval{};
-  e.first_chunk = chunk_number(first);
-  for (uint32_t& n : e.count) n = 0;
+  e.first_chunk = static_cast<uint32_t>(chunk_number(first));  // (can_share(): it fits)
+  for (uint16_t& n : e.count) n = 0;
   // The handle the next group takes (a freed one, last written when its chunk went long ago,
   // or a fresh one past the end), fetched for writing a group ahead: writing it cold was most
   // of this function on a 4096-GPU ring.
@@ -107,7 +112,8 @@ uint32_t IdTable::open_handle(uint32_t slot, EventId first) {
 }
 
 size_t IdTable::bytes() const {
-  return held_ * sizeof(Chunk) + chunks_.capacity() * sizeof(chunks_[0]) +
+  return held_ * sizeof(Chunk) + (results_held_ * sizeof(Result) + members_held_ * sizeof(uint32_t)) * kChunk +
+         chunks_.capacity() * sizeof(chunks_[0]) +
          handles_.capacity() * sizeof(Handle) + free_handles_.capacity() * sizeof(uint32_t);
 }
 

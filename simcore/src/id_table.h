@@ -44,16 +44,18 @@ class IdTable {
     return c ? resolve(c->slot[index(id)]) : kRetired;
   }
   // Only for retired ids (slot() == kRetired).
-  const Interval& result(EventId id) const {
+  Interval result(EventId id) const {
     const Chunk* c = chunk_of(id);
     const uint32_t s = c->slot[index(id)];
-    return is_handle(s) ? handles_[s & ~kHandleBit].result : c->result[index(id)];
+    if (is_handle(s)) return handles_[s & ~kHandleBit].result;
+    const Result& r = c->result[index(id)];
+    return Interval{r.start, r.finish};
   }
   // Fetches an id's lines ahead of a retire() (any id: an unknown one fetches nothing).
   void prefetch(EventId id) const {
     if (const Chunk* c = chunk_of(id)) {
       __builtin_prefetch(&c->slot[index(id)], 1);
-      __builtin_prefetch(&c->result[index(id)], 1);
+      if (c->member) __builtin_prefetch(&c->member[index(id)], 1);
     }
   }
   void retire(EventId id, const Interval& final_interval);
@@ -64,9 +66,9 @@ class IdTable {
     s = slot;
   }
   // Ids first..last (one call's, a group's members) can share a handle: they lie in at most
-  // kHandleChunks chunks.
+  // kHandleChunks chunks, numbered below 2^32 (Handle).
   static bool can_share(EventId first, EventId last) {
-    return chunk_number(last) - chunk_number(first) < kHandleChunks;
+    return chunk_number(last) - chunk_number(first) < kHandleChunks && chunk_number(last) <= 0xFFFFFFFFu;
   }
   // A handle for a flow group in record `slot` whose members' ids lie from `first` on
   // (can_share()); the group holds one reference to it until close_handle().
@@ -80,7 +82,7 @@ class IdTable {
     s = kHandleBit | handle;
     ++h.refs;
     ++h.count[chunk_number(id) - h.first_chunk];
-    c->result[index(id)].start = static_cast<double>(position);
+    members_of(c)[index(id)] = position;
   }
   // Every id still bound to `handle` is retired with `final_interval`: one write, and each of
   // its chunks counts its ids retired at once.
@@ -91,14 +93,11 @@ class IdTable {
   void bind_member(EventId id, uint32_t slot, uint32_t position) {
     Chunk* c = chunk_of(id);
     c->slot[index(id)] = slot;
-    c->result[index(id)].start = static_cast<double>(position);
+    members_of(c)[index(id)] = position;
   }
-  // A live id's position among its flow group's members (flow_group.h). Kept where the final
-  // interval goes once the id retires, which a live id does not use.
-  void set_member(EventId id, uint32_t position) {
-    chunk_of(id)->result[index(id)].start = static_cast<double>(position);
-  }
-  uint32_t member(EventId id) const { return static_cast<uint32_t>(chunk_of(id)->result[index(id)].start); }
+  // A live id's position among its flow group's members (flow_group.h).
+  void set_member(EventId id, uint32_t position) { members_of(chunk_of(id))[index(id)] = position; }
+  uint32_t member(EventId id) const { return chunk_of(id)->member[index(id)]; }
 
   // The submitter will not name `id` again (a second release of an id is ignored).
   void release(EventId id);
@@ -112,13 +111,18 @@ class IdTable {
   // A group's entry: its record slot (kRetired once retired) and then its final interval;
   // refs counts the ids bound to it (until their chunk goes) and the group itself; count[k]
   // its live members' ids in chunk first_chunk + k (what each chunk counts retired at once).
+  // 32 bytes (16-bit counts: a handle's ids lie in kHandleChunks chunks of kChunk; a 32-bit
+  // chunk number: can_share() refuses ids past it): a caller that never releases keeps one a
+  // group, and at 48 bytes they were a tenth of a 2048-GPU ring's last-level misses.
   struct Handle {
-    uint32_t slot = kRetired;
-    uint32_t refs = 0;
     Interval result;
-    uint64_t first_chunk = 0;
-    uint32_t count[kHandleChunks] = {};
+    uint32_t slot = kRetired;
+    uint32_t first_chunk = 0;
+    uint16_t refs = 0;
+    uint16_t count[kHandleChunks] = {};
   };
+  static_assert(sizeof(Handle) == 32);
+  static_assert(kHandleChunks * kChunk + 1 <= 0xFFFF);
   static uint64_t chunk_number(EventId id) { return (id - 1) / kChunk; }
   // Handles are kHandleBit | h, below kRetired: one unsigned comparison.
   static bool is_handle(uint32_t s) { return s - kHandleBit < kRetired - kHandleBit; }
@@ -133,11 +137,30 @@ class IdTable {
     --h.count[chunk_number(id) - h.first_chunk];
     drop_ref(s & ~kHandleBit);
   }
+  // A final interval, left unwritten until an id retires on its own (Interval zeroes itself).
+  struct Result {
+    double start, finish;
+  };
+  // Ids retired with their group's handle keep no interval of their own, and a live id needs
+  // only its slot and, in a group, its position: a chunk's slots (16 KB, left unwritten until
+  // their ids are), its positions (16 KB) made when one of its ids joins a group and its
+  // results (64 KB) when one retires on its own, both unwritten until used. (Positions were
+  // kept where the interval goes: every chunk was 82 KB, zeroed at once, 20 bytes an id
+  // through the cache where a 4096-GPU ring's step has 2 MB to share, and kept for every id of
+  // a caller that never releases.)
   struct Chunk {
     uint32_t slot[kChunk];
-    Interval result[kChunk];
+    std::unique_ptr<uint32_t[]> member;  // a live member id's position in its group
+    std::unique_ptr<Result[]> result;
     uint64_t released_bits[kChunk / 64] = {};
   };
+  uint32_t* members_of(Chunk* c) {
+    if (!c->member) {
+      c->member = std::make_unique_for_overwrite<uint32_t[]>(kChunk);
+      ++members_held_;
+    }
+    return c->member.get();
+  }
   // A chunk and its counts of retired and released ids. The counts sit here, in the dense
   // table of chunks, not at the end of the chunk's 82 KB: a group retires ~180 steps after its
   // submission on a 4096-GPU ring, and its count written in its chunk was a cache miss per
@@ -160,6 +183,8 @@ class IdTable {
   EventId first_ = 1;                          // first id of chunks_[front_]
   EventId last_ = 0;
   size_t held_ = 0;                            // chunks not freed
+  size_t results_held_ = 0;                    // of those, chunks with results
+  size_t members_held_ = 0;                    // of those, chunks with positions
   std::vector<Handle> handles_;
   std::vector<uint32_t> free_handles_;
 };

@@ -613,7 +613,7 @@ void Simulator::collect_groups(LinkId link, Time now, bool exactly_now) {
     auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(now, uint32_t{0}));
     for (; it != v.end() && it->first == now; ++it) {
       const Record& c = records_[it->second];
-      if (!c.dirty && group_holds(groups_[c.group], link)) starting_.push_back(it->second);
+      if (!c.dirty && group_holds(c.group, link)) starting_.push_back(it->second);
     }
     return;
   }
@@ -622,7 +622,7 @@ void Simulator::collect_groups(LinkId link, Time now, bool exactly_now) {
     --it;
     if (it->first < oldest) break;
     const Record& c = records_[it->second];
-    if (!c.dirty && c.transfer_end > now && group_holds(groups_[c.group], link))
+    if (!c.dirty && c.transfer_end > now && group_holds(c.group, link))
       starting_.push_back(it->second);
   }
 }
@@ -633,7 +633,7 @@ Time Simulator::next_group_start(LinkId link, Time now) {
   auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(now, kRetired));
   for (; it != v.end() && it->first <= last; ++it) {
     const Record& c = records_[it->second];
-    if (!c.dirty && group_holds(groups_[c.group], link)) return it->first;
+    if (!c.dirty && group_holds(c.group, link)) return it->first;
   }
   return std::numeric_limits<Time>::infinity();
 }
@@ -840,7 +840,8 @@ Engine::Stats Simulator::stats() const {
   history += classes_.capacity() * sizeof(GroupClass) +
              (class_table_.capacity() + flow_class_.capacity() + class_members_.capacity()) * sizeof(uint32_t);
   history += flow_estimate_.capacity() * sizeof(Time);
-  for (size_t i = 0; i < groups_.size(); ++i) history += groups_[i].memory_bytes();
+  history += group_side_.capacity() * sizeof(GroupSide);
+  for (const GroupSide& side : group_side_) history += side.memory_bytes();
   history += group_pool_.bytes();
   uint64_t segments = 0;
   for (size_t slot = 0; slot < records_.size(); ++slot) {

@@ -73,6 +73,37 @@ struct NewEvent {
   const std::string* label = nullptr;
 };
 
+// What submit_flows() reads of a call's flows, alike from validated events and from the
+// caller's FlowSpecs as they stand (the engine passes those when it has nothing to refuse or
+// move: a 4096-GPU ring's step built a 56-byte event per flow, 230 KB through the cache, the
+// steps' state sharing 2 MB of it).
+inline bool is_flow(const NewEvent& e) { return e.kind == EventKind::flow; }
+inline bool is_flow(const FlowSpec&) { return true; }
+inline int src_of(const NewEvent& e) { return e.gpu; }
+inline int src_of(const FlowSpec& f) { return f.src_gpu; }
+inline int dst_of(const NewEvent& e) { return e.dst; }
+inline int dst_of(const FlowSpec& f) { return f.dst_gpu; }
+inline uint64_t bytes_of(const NewEvent& e) { return e.bytes; }
+inline uint64_t bytes_of(const FlowSpec& f) { return f.bytes; }
+inline Time not_before_of(const NewEvent& e) { return e.not_before; }
+inline Time not_before_of(const FlowSpec& f) { return f.not_before; }
+inline const std::vector<EventId>* after_of(const NewEvent& e) { return e.after; }
+inline const std::vector<EventId>* after_of(const FlowSpec& f) { return &f.after; }
+inline const std::string* label_of(const NewEvent& e) { return e.label; }
+inline const std::string* label_of(const FlowSpec& f) { return &f.label; }
+inline const NewEvent& as_event(const NewEvent& e) { return e; }
+inline NewEvent as_event(const FlowSpec& f) {
+  NewEvent e;
+  e.kind = EventKind::flow;
+  e.gpu = f.src_gpu;
+  e.dst = f.dst_gpu;
+  e.bytes = f.bytes;
+  e.not_before = f.not_before;
+  e.after = &f.after;
+  e.label = &f.label;
+  return e;
+}
+
 class Simulator {
  public:
   Simulator(const ClusterSpec& cluster, const EngineOptions& options);
@@ -93,7 +124,10 @@ class Simulator {
   EventId submit(const NewEvent& event, EventId id = kNoEvent);
   // Several flows (validated like submit()'s): like ones become flow groups (flow_group.h),
   // the others ordinary events. ids[k] receives events[k]'s id.
-  void submit_flows(std::span<const NewEvent> events, std::span<EventId> ids);
+  // Event: NewEvent, or FlowSpec (flows the engine validated, their not_before at or above the
+  // floor).
+  template <class Event>
+  void submit_flows(std::span<const Event> events, std::span<EventId> ids);
   // Simulates every submission to completion.
   void sync();
   // True when sync() cannot change this event's interval: it is simulated and finishes before
@@ -325,7 +359,8 @@ class Simulator {
   // Flow groups (flow_group.h).
   // `tail`: the members' route latency.
   // `estimate`: the members' Record::estimate; `deps`: how many dependencies they name.
-  void submit_group(std::span<const NewEvent> events, std::span<const uint32_t> members,
+  template <class Event>
+  void submit_group(std::span<const Event> events, std::span<const uint32_t> members,
                     std::span<EventId> ids, double rate, Time tail, Time estimate, uint32_t deps);
   template <class F> void for_each_member_route(const Record& r, F&& f) const;
   // Every dependent id of an event (a group's: every member's). A link in a group's list
@@ -381,8 +416,8 @@ class Simulator {
     }
     FlowGroup& g = groups_[d.group];
     // Once, for two a member (a ring step's), not one allocation per doubling.
-    if (g.dependents.capacity() == 0) g.dependents.reserve(2 * g.members.size());
-    g.dependents.push_back(FlowGroup::Dependent{dependent, ids_.member(dep)});
+    if (g.dependents.capacity() == 0) g.dependents.reserve(group_pool_, 2 * g.members.size());
+    g.dependents.push_back(group_pool_, FlowGroup::Dependent{dependent, ids_.member(dep)});
   }
   // Moves the entries of group `g`'s members at `positions` out of its list: each to
   // sink(i, id) for the member at positions[i], in the list's order (each member's own order
@@ -420,7 +455,17 @@ class Simulator {
   // are in the link's index; true if any.
   bool split_groups_on(LinkId link, Time now, bool exactly_now);
   // Whether a member of the group moves on `link`.
-  bool group_holds(FlowGroup& g, LinkId link) const;
+  bool group_holds(uint32_t gi, LinkId link) const;
+  // Group gi's side state (flow_group.h), made when first asked for.
+  GroupSide& side(uint32_t gi) const {
+    if (gi >= group_side_.size()) group_side_.resize(groups_.size());
+    return group_side_[gi];
+  }
+  // Entry gi empty again, for the next group (its side state too, where it has one).
+  void reset_group(uint32_t gi) {
+    groups_[gi].reset(group_pool_);
+    if (gi < group_side_.size()) group_side_[gi].reset();
+  }
   // groups_by_start_: an entry is live while its slot holds a group that moved then.
   bool group_entry_live(const LazyStartIndex::Entry& e) const {
     const Record& r = records_[e.second];
@@ -494,6 +539,7 @@ class Simulator {
   // longest transfer of a clean one (bounds the backward scan).
   LazyStartIndex groups_by_start_;
   double group_max_duration_ = 0;
+  mutable std::vector<GroupSide> group_side_;  // by group index, as far as one was asked for
   std::vector<LinkId> group_links_;  // the links of the groups started in this sweep (flow_group.h)
   std::vector<uint32_t> free_groups_;
   std::vector<uint32_t> taken_mark_;  // take_dependents(): where each position goes
@@ -506,19 +552,22 @@ class Simulator {
   std::vector<GroupClass> classes_;
   std::vector<uint32_t> class_table_, flow_class_, class_members_;
   std::vector<Time> flow_estimate_;  // each flow's Record::estimate
-  // What submit_flows() read of each flow's live dependencies (their slot, whether it holds a
-  // flow group, the bound it gives), kept for submit_group(): nothing they hold changes in
+  // What submit_flows() read of each flow's live dependencies (whether it holds a flow group,
+  // the bound it gives), kept for submit_group(): nothing they hold changes in
   // between, and a second lookup of each through the id table and its record, by then out of
   // cache at a few thousand flows a call, was a fifth of submit_group() at 4096 GPUs.
-  // flow_deps_[k] .. flow_deps_[k + 1]: flow k's entries in dep_seen_, in its `after` order.
+  // flow_deps_[k] .. flow_deps_[k + 1]: flow k's entries in dep_seen_, one for each entry of
+  // its `after` (its id is there: 16 bytes an entry, not 24, of a scratch a 4096-GPU ring's
+  // step wrote 200 KB of).
   struct DepSeen {
-    EventId id;
-    uint32_t slot;
-    // The flow group its record holds (kNoGroup: none), for link_group(): read again there
-    // through the record, the record's line had left the cache at a few hundred groups a call.
-    uint32_t group;
     Time bound;   // its finish if simulated, else its lower bound
+    // The flow group its record holds (kNoGroup: none; kRetiredDep: retired, not a live
+    // dependency), for link_group(): read again there through the record, the record's line
+    // had left the cache at a few hundred groups a call. (A live group's index names its
+    // record as well as the slot does.)
+    uint32_t group;
   };
+  static constexpr uint32_t kRetiredDep = kNoGroup - 1;
   std::vector<DepSeen> dep_seen_;
   // The flow groups those dependencies lie in, as first seen (a run of flows naming the same
   // group lists it once), whose lists of dependents submit_group() appends to.
@@ -536,7 +585,7 @@ template <class F> void Simulator::for_each_member_route(const Record& r, F&& f)
   const FlowGroup& g = groups_[r.group];
   for (uint32_t j = 0; j < g.members.size(); ++j) {
     const FlowGroup::Member& mb = g.members[j];
-    if (mb.id != kNoEvent) f(j, topology_.sharing_links(mb.src, mb.dst));
+    if (mb.present()) f(j, topology_.sharing_links(mb.src, mb.dst));
   }
 }
 
@@ -590,7 +639,7 @@ void Simulator::take_dependents(FlowGroup& g, const std::vector<uint32_t>& posit
     if (const uint32_t to = taken_mark_[d.pos]; to != 0) sink(to - 1, EventId{d.id});
     else g.dependents[keep++] = d;
   }
-  g.dependents.resize(keep);
+  g.dependents.resize(group_pool_, keep);
   for (uint32_t j : positions) taken_mark_[j] = 0;
 }
 

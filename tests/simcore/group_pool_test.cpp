@@ -1,4 +1,5 @@
-// GroupPool (simcore/src/group_pool.h): the blocks a flow group's arrays live in.
+// GroupPool (simcore/src/group_pool.h): the blocks a flow group's arrays live in; PoolArray
+// (pool_array.h): those arrays.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 
 #include "flow_group.h"
 #include "group_pool.h"
+#include "pool_array.h"
 
 namespace simcore::detail {
 namespace {
@@ -70,15 +72,84 @@ TEST(GroupPool, GrowsBySlabsAndOnlyForPooledSizes) {
   EXPECT_NE(pool.allocate(512), blocks[0]);
 }
 
-TEST(GroupPool, VectorsKeepTheirPoolThroughMovesAndGrowth) {
+// A group's arrays (pool_array.h) hold what a std::vector would after the same calls, with
+// the same capacities (so blocks and memory figures stay as they were), through pooled sizes
+// and past them.
+TEST(PoolArray, HoldsWhatAVectorHoldsWithItsCapacities) {
   GroupPool pool;
-  PoolVector<uint64_t> v{PoolAllocator<uint64_t>(&pool)};
-  for (uint64_t i = 0; i < 10000; ++i) v.push_back(i);  // past the pooled sizes and back
-  for (uint64_t i = 0; i < 10000; ++i) ASSERT_EQ(v[i], i);
-  v = PoolVector<uint64_t>(v.get_allocator());
-  EXPECT_EQ(v.get_allocator().pool, &pool);
-  v.push_back(7);
-  EXPECT_GT(pool.bytes(), 0u);  // a small array comes from a slab
+  PoolArray<uint64_t> a;
+  std::vector<uint64_t> v;
+  std::mt19937_64 rng(11);
+  std::vector<uint64_t> src(700);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = 1000000 + i;
+  for (int round = 0; round < 4000; ++round) {
+    const uint64_t x = rng();
+    switch (rng() % 8) {
+      case 0: case 1: case 2:
+        a.push_back(pool, x);
+        v.push_back(x);
+        break;
+      case 3: {
+        const size_t n = rng() % 600;
+        a.resize(pool, n);
+        v.resize(n);
+        break;
+      }
+      case 4: {
+        const size_t n = rng() % 900;
+        a.reserve(pool, n);
+        v.reserve(n);
+        break;
+      }
+      case 5: {
+        const size_t at = v.empty() ? 0 : rng() % (v.size() + 1), n = rng() % 40;
+        a.insert(pool, at, src.data(), src.data() + n);
+        v.insert(v.begin() + static_cast<std::ptrdiff_t>(at), src.begin(), src.begin() + static_cast<std::ptrdiff_t>(n));
+        break;
+      }
+      case 6:
+        if (!v.empty()) {
+          const size_t at = rng() % v.size();
+          a.erase(at);
+          v.erase(v.begin() + static_cast<std::ptrdiff_t>(at));
+        }
+        break;
+      default: {
+        const size_t n = rng() % 700;
+        a.assign(pool, src.data(), src.data() + n);
+        v.assign(src.begin(), src.begin() + static_cast<std::ptrdiff_t>(n));
+        break;
+      }
+    }
+    ASSERT_EQ(a.size(), v.size());
+    ASSERT_EQ(a.capacity(), v.capacity());
+    ASSERT_TRUE(std::equal(a.begin(), a.end(), v.begin()));
+  }
+  a.release(pool);
+  EXPECT_EQ(a.capacity(), 0u);
+  EXPECT_EQ(a.data(), nullptr);
+}
+
+// What a group entry is read and written as: two cache lines (its state beside, GroupSide,
+// only for rollbacks and timelines), and 16 bytes a member.
+TEST(PoolArray, AGroupEntryIsTwoCacheLines) {
+  EXPECT_EQ(sizeof(PoolArray<uint64_t>), 16u);
+  EXPECT_EQ(sizeof(FlowGroup), 128u);
+  EXPECT_EQ(alignof(FlowGroup), 64u);
+  EXPECT_EQ(sizeof(FlowGroup::Member), 16u);
+}
+
+// A member's id is kept as its distance from the group record's id, either way (a group made
+// of members taken out in the order they got ready starts with any of them).
+TEST(PoolArray, AMembersIdIsItsDistanceFromTheGroupsFirst) {
+  const EventId first = 5000000000ull;
+  for (EventId id : {first, first + 1, first + 8191, first - 1, first - 4096}) {
+    FlowGroup::Member mb;
+    EXPECT_FALSE(mb.present());
+    mb.off = FlowGroup::Member::offset(id, first);
+    EXPECT_TRUE(mb.present());
+    EXPECT_EQ(mb.id(first), id);
+  }
 }
 
 // A group that starts gives its scheduling arrays back (FlowGroup::release_schedule()): the
@@ -86,20 +157,17 @@ TEST(GroupPool, VectorsKeepTheirPoolThroughMovesAndGrowth) {
 TEST(GroupPool, AStartedGroupsScheduleGoesToTheNextGroup) {
   GroupPool pool;
   FlowGroup started, next;
-  started.use(&pool);
-  next.use(&pool);
-  started.members.resize(16);
-  started.sched.resize(16);
-  started.ready.reserve(16);
+  started.members.resize(pool, 16);
+  started.sched.resize(pool, 16);
+  started.ready.reserve(pool, 16);
   const void* sched = started.sched.data();
   const void* ready = started.ready.data();
-  started.release_schedule();
+  started.release_schedule(pool);
   EXPECT_EQ(started.sched.capacity(), 0u);
   EXPECT_EQ(started.ready.capacity(), 0u);
-  EXPECT_EQ(started.sched.get_allocator().pool, &pool);  // a rollback schedules it again from the pool
   EXPECT_EQ(started.members.size(), 16u);
-  next.sched.resize(16);
-  next.ready.reserve(16);
+  next.sched.resize(pool, 16);
+  next.ready.reserve(pool, 16);
   EXPECT_EQ(next.sched.data(), sched);
   EXPECT_EQ(next.ready.data(), ready);
 }

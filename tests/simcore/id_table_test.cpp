@@ -192,5 +192,42 @@ TEST(IdTable, GroupHandlesRetireTheirMembersAtOnceAndChunksStillGo) {
   EXPECT_EQ(t.handles_held(), 0u);
 }
 
+// A caller that never releases keeps every chunk: ids retired with their group's handle keep
+// no interval of their own, so a chunk of them holds 8 bytes an id (slot and position), and
+// ids retired on their own 20 (slot and interval, no position), each answering its interval.
+TEST(IdTable, IdsRetiredThroughTheirHandleKeepEightBytesEach) {
+  IdTable t;
+  const size_t empty = t.bytes();
+  const uint32_t slot = 5;
+  const uint32_t handle = t.open_handle(slot, 1);
+  for (uint32_t k = 0; k < IdTable::kChunk; ++k) t.bind_handle(t.add(IdTable::kRetired), handle, k);
+  EXPECT_EQ(t.member(77), 76u);
+  t.retire_handle(handle, Interval{1, 2});
+  t.close_handle(handle);
+  const size_t grouped = t.bytes() - empty;
+  EXPECT_LE(grouped, size_t{IdTable::kChunk} * 8 + 1024);
+  EXPECT_EQ(t.result(IdTable::kChunk).finish, 2);
+  // A second chunk whose ids retire one by one.
+  for (uint32_t k = 0; k < IdTable::kChunk; ++k) t.add(100 + k);
+  for (EventId id = IdTable::kChunk + 1; id <= 2 * EventId{IdTable::kChunk}; ++id)
+    t.retire(id, Interval{double(id), double(id) + 0.5});
+  const size_t alone = t.bytes() - empty - grouped;
+  EXPECT_GE(alone, size_t{IdTable::kChunk} * 20);
+  EXPECT_LE(alone, size_t{IdTable::kChunk} * 20 + 1024);
+  EXPECT_EQ(t.result(IdTable::kChunk + 9).start, double(IdTable::kChunk + 9));
+  EXPECT_EQ(t.result(IdTable::kChunk + 9).finish, double(IdTable::kChunk + 9) + 0.5);
+  EXPECT_EQ(t.result(1).start, 1);
+}
+
+// A caller that never releases keeps a handle for every group it made: 32 bytes each.
+TEST(IdTable, AGroupsHandleIsThirtyTwoBytes) {
+  IdTable t;
+  t.add(IdTable::kRetired);
+  const size_t before = t.bytes();
+  for (uint32_t g = 0; g < 1024; ++g) t.open_handle(g, 1);  // 1024: no slack past the last doubling
+  EXPECT_EQ(t.handles_held(), 1024u);
+  EXPECT_LE(t.bytes() - before, size_t{1024} * 32);
+}
+
 }  // namespace
 }  // namespace simcore::detail
