@@ -141,6 +141,23 @@ TEST(NcclGroup, AGroupAwaitingLaunchesEndsAtAWaitOrTheNextGroup) {
   EXPECT_GT(o.after_next_group, 2.9e-3);
 }
 
+// A raise to a device's horizon (what the passthrough does at a launch whose device another
+// thread synchronized ahead) is no wait: the group goes on, its CPU time still not charged.
+TEST(NcclGroup, ARaiseToAHorizonInsideAGroupIsNoWait) {
+  const double charged = on_a_thread([](ThreadClock& c) {
+    (void)c.now();
+    c.nccl_group_begin(kCosts);
+    const double start = c.reading();
+    c.nccl_group_operation(0xa, false);
+    c.advance_to(start + 1e-3, ClockTally::horizon);  // the launch's device is ahead: 1 ms
+    burn(3e-3);                                         // NCCL's, inside the group
+    c.nccl_group_launch();
+    c.nccl_group_end();
+    return c.reading() - start;
+  });
+  EXPECT_NEAR(charged, 1e-3 + 3 * us + 4.5 * us, 1e-6);
+}
+
 // A wait inside a group ends it (a communicator's set-up synchronizes inside its group): the
 // model is charged, the CPU time after the wait is the thread's, and the group's late end and
 // launch change nothing.

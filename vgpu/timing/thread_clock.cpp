@@ -36,7 +36,9 @@ void ThreadClock::enter_query() {
 }
 
 bool ThreadClock::advance_to(double t, ClockTally::Source why) {
-  end_nccl_group_at_wait();
+  // A synchronization or a hand-over ends an NCCL group; a raise to a device's horizon, which any
+  // launch of the group may meet, is no wait.
+  if (why != ClockTally::horizon) end_nccl_group_at_wait();
   charge();
   if (!(t > now_)) return false;
   tally_.add(why, t - now_);
