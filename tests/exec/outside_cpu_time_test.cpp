@@ -110,7 +110,11 @@ TEST(OutsideCpuTime, TheCpuClocksOwnReadingIsNotCharged) {
     t.leave(/*blocked=*/true);  // an exact reading on the way out
     leaving += OutsideCpuTime::wall_seconds() - w0;
   }
-  EXPECT_EQ(t.exact_reads(), static_cast<unsigned long>(kCalls) + 1);
+  // One reading a call, on the way out; an entry reads again only when its stretch outlasted
+  // kShortGap, which a thread preempted on a loaded machine may (the TSan phase of CI saw one in
+  // 2,000): a few such, never one an entry.
+  EXPECT_GE(t.exact_reads(), static_cast<unsigned long>(kCalls) + 1);
+  EXPECT_LE(t.exact_reads(), static_cast<unsigned long>(kCalls) + 1 + kCalls / 100);
   // Before, each stretch began before the reading, so it was charged at least the system call.
   EXPECT_LT(charged, 0.5 * leaving) << "leaving (with its reading) took " << leaving / kCalls * 1e6 << " us a call";
 }
