@@ -300,8 +300,9 @@ void LaunchTags::stop(void* handle) {
     t_current_launch = 0;
     return;
   }
-  if (decode(handle, group_api, &v) || decode(handle, api, &v) || decode(handle, plan, &v)) {
-    if (decode(handle, group_api, &v)) nccl_group::end();
+  const bool group = decode(handle, group_api, &v);
+  if (group || decode(handle, api, &v) || decode(handle, plan, &v)) {
+    if (group) nccl_group::end();
     std::lock_guard l(mu_);
     // A plan's event ends after NCCL started every task of it (hostStreamPlanTask): its
     // launch's task list is complete.

@@ -34,10 +34,25 @@ import re
 import subprocess
 import sys
 import tempfile
+import tomllib
 
 from job_check import Checks, run_job
 
 TIMEOUT_S = 180
+DEFAULT_CLUSTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "simcore", "cluster",
+                               "default_cluster.toml")
+
+
+def default_host_costs_us(*keys):
+    """NCCL's host cost model's figures in the embedded cluster configuration, microseconds."""
+    with open(DEFAULT_CLUSTER, "rb") as f:
+        host = tomllib.load(f)["collectives"]["host"]
+    scale = {"ns": 1e-3, "us": 1.0, "ms": 1e3}
+    out = []
+    for k in keys:
+        m = re.fullmatch(r"([\d.]+)\s*(ns|us|ms)", host[k])
+        out.append(float(m.group(1)) * scale[m.group(2)])
+    return out
 
 
 def main():
@@ -85,8 +100,7 @@ def main():
         check(len(good) == procs, f"{coll} left the right values in {len(good)} of {procs} process(es)")
     for line in re.findall(r"^(?:proc \d+ )?FAIL values.*$", out, re.M):
         print("  " + line)
-    # The default model's figures (simcore/cluster/default_cluster.toml, [collectives.host]).
-    group_us, communicator_us = 0.5, 4.5
+    group_us, communicator_us = default_host_costs_us("group", "communicator")
     nccl_s = {}
     try:
         with open(clock_report) as f:

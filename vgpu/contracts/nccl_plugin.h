@@ -117,10 +117,10 @@ typedef struct vgpu_nccl_driver_side {
   /* NCCL's host cost on the calling thread (the driver's model of it, [collectives.host]): the
    * plugin's profiler reports each group of NCCL calls (GroupApi: ncclGroupStart to ncclGroupEnd,
    * or the implicit group of a single call), each call in it (CollApi, P2pApi: an id of the
-   * calling rank's communicator, ncclComm_t, whether it is an all-reduce) and each kernel launch of it (KernelLaunch, just before the
-   * cuLaunchKernel), and the driver charges the thread the group's modeled cost in place of the
-   * CPU time NCCL spends in it. Groups nest; begin and end always in pairs. NULL: none (the
-   * plugin calls all four or none). */
+   * calling rank's communicator, ncclComm_t, and whether it is an all-reduce) and each kernel
+   * launch of it (KernelLaunch, just before the cuLaunchKernel), and the driver charges the
+   * thread the group's modeled cost in place of the CPU time NCCL spends in it. Groups nest;
+   * begin and end always in pairs. NULL: none (the plugin calls all four or none). */
   void (*nccl_group_begin)(void);
   void (*nccl_group_operation)(uint64_t rank_comm, int all_reduce);
   void (*nccl_group_launch)(void);

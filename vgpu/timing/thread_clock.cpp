@@ -132,6 +132,7 @@ void ThreadClock::close_nccl_group() {
 }
 
 void ThreadClock::end_nccl_group_at_wait() {
+  if (nccl_.depth == 0 && !nccl_.awaiting_launches) return;  // every poll and synchronization: no group
   if (nccl_.depth > 0 && nccl_.costs.enabled) {
     // Still open: a group that waits is not the steady path the model describes (a communicator's
     // set-up inside a group synchronizes), or its end was lost; either way the CPU time from here

@@ -22,6 +22,8 @@ import os
 import statistics
 import sys
 
+import nccl_tests_table
+
 OPS = ("all_reduce", "all_gather", "reduce_scatter", "broadcast", "sendrecv", "alltoall")
 CALLS_PER_COMMUNICATOR = {"all_reduce": 1, "all_gather": 1, "reduce_scatter": 1, "broadcast": 1, "sendrecv": 2,
                           "alltoall": 4}
@@ -30,13 +32,7 @@ COMMUNICATORS = {"g2": 2, "t2": 1}
 
 def log_times(path):
     """Every size's out-of-place and in-place time (us) of an nccl-tests log."""
-    out = []
-    with open(path) as f:
-        for line in f:
-            fields = line.split()
-            if len(fields) > 10 and fields[0].isdigit():
-                out += [float(fields[5]), float(fields[9])]
-    return out
+    return [t for pair in nccl_tests_table.times(path).values() for t in pair if t is not None]
 
 
 def loops_from_dir(d):

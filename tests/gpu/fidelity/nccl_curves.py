@@ -10,18 +10,9 @@ docs/device_calls/2026-11-27c/call3.sh writes them; each further argument is a c
 import os
 import sys
 
+from nccl_tests_table import times as log_times
+
 OPS = ("all_gather", "all_reduce", "alltoall", "broadcast", "reduce_scatter", "sendrecv")
-
-
-def times(path):
-    """size -> out-of-place time (us) of an nccl-tests log."""
-    out = {}
-    with open(path) as f:
-        for line in f:
-            fields = line.split()
-            if len(fields) > 10 and fields[0].isdigit():
-                out[int(fields[0])] = float(fields[5])
-    return out
 
 
 def main(argv):
@@ -33,7 +24,7 @@ def main(argv):
         print(f"# {comment}")
     print("# op size_bytes default_run1_us default_run2_us graph_us (-G 20: GPU time, no host)")
     for op in OPS:
-        a, b, g = (times(os.path.join(d, f"{op}_{m}.log")) for m in "abg")
+        a, b, g = ({size: t[0] for size, t in log_times(os.path.join(d, f"{op}_{m}.log")).items()} for m in "abg")
         for size in sorted(a):
             if size > 0 and size in b and size in g:
                 print(f"{op} {size} {a[size]} {b[size]} {g[size]}")

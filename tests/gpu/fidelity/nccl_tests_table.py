@@ -3,6 +3,8 @@ may print in the middle of a result row) removed first.
 
     python3 nccl_tests_table.py LOG [LOG...]      # prints: op size_bytes time_us busbw_GBps algo proto channels
 
+`times(path)` gives each size's out-of-place and in-place time (nccl_curves.py, fit_nccl_host.py).
+
 The time and bus bandwidth are the out-of-place columns. Lines NCCL printed with
 NCCL_DEBUG_SUBSYS=TUNING ("AllReduce: 1024 Bytes -> Algo RING proto LL channel{Lo..Hi}={0..1}")
 give the algorithm, protocol and channel count NCCL chose for each size (rank 0's choice).
@@ -12,7 +14,8 @@ import sys
 
 INFO = re.compile(r"[A-Za-z][\w.-]*:\d+:\d+ \[\d+\] NCCL INFO [^\n]*\n?")
 TUNING = re.compile(r"NCCL INFO (\w+): (\d+) Bytes -> Algo (\w+) proto (\w+) channel\{Lo\.\.Hi\}=\{(\d+)\.\.(\d+)\}")
-ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(-?\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)")
+ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\w+)\s+(\w+)\s+(-?\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+(\S+)"
+                 r"(?:\s+([\d.]+))?")  # the in-place time follows the out-of-place columns
 
 
 def parse(path):
@@ -29,6 +32,17 @@ def parse(path):
             size = int(m.group(1))
             rows.append((op, size, float(m.group(6)), float(m.group(8)), tuning))
     return rows
+
+
+def times(path):
+    """size -> (out-of-place time, in-place time) in us of one log (in-place None when absent)."""
+    text = open(path, errors="replace").read()
+    out = {}
+    for line in INFO.sub("", text).splitlines():
+        m = ROW.match(line)
+        if m:
+            out[int(m.group(1))] = (float(m.group(6)), float(m.group(10)) if m.group(10) else None)
+    return out
 
 
 def main():
