@@ -124,7 +124,7 @@ TEST(OutsideCpuTime, TheCpuClocksOwnReadingIsNotCharged) {
 // off (as before) charged a TSan run 1.66 ms for 3 ms of CPU time after a reading preempted
 // 2.7 ms; the loaded machine that preempts it cannot be arranged in a test, the rule can.
 TEST(OutsideCpuTime, APreemptedReadingLeavesOnlyAReadingsCostUncharged) {
-  EXPECT_DOUBLE_EQ(OutsideCpuTime::reading_half(1.0, 1.0 + 4e-6), 2e-6);  // an ordinary reading
+  EXPECT_NEAR(OutsideCpuTime::reading_half(1.0, 1.0 + 4e-6), 2e-6, 1e-12);  // an ordinary reading
   EXPECT_DOUBLE_EQ(OutsideCpuTime::reading_half(1.0, 1.0 + 2.7e-3), OutsideCpuTime::kMostReading / 2);
   EXPECT_LE(OutsideCpuTime::kMostReading, 50e-6);  // far below a time slice
   EXPECT_EQ(OutsideCpuTime::reading_half(1.0, 0.5), 0.0);  // a clock that stepped back
