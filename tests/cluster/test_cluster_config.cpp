@@ -491,7 +491,7 @@ TEST(ClusterConfig, NcclHostCostsAreReadAndChecked) {
 // of H200s takes and others do not; a file's own general figures replace it, and a file's own
 // model section applies to that model only.
 TEST(ClusterConfig, AGpuModelsOwnCollectiveFit) {
-  const double h200_fit = 14.03e-6;  // default_cluster.toml, [collectives.H200-141GB.nvlink.simple]
+  const double h200_fit = 13.78e-6;  // default_cluster.toml, [collectives.H200-141GB.nvlink.simple]
   const double general = default_collectives().nvlink.simple.op[0].latency_s;
   auto all_reduce_latency = [](const ConfigResult& r) { return r.cluster->collectives.nvlink.simple.op[0].latency_s; };
   const ConfigResult h100 = parse("[cluster]\ngpu_model = \"H100-SXM-80GB\"\n");

@@ -98,6 +98,38 @@ void expect_reproduces(const char* curves, const char* model) {
   EXPECT_GE(mid_close, mid * 9 / 10) << mid_close << " of " << mid << " within 15%";
 }
 
+// The H200's Simple figures were fitted to the median of real runs pooled over six device calls at
+// 4 and 16 MiB (tests/data/nccl_tests_h200x2_pooled_2026-11-27.txt; each call ran on the host the
+// kind lent it, and the same collective differs by a few percent between them): the model sits
+// within 5% of every such median (one machine's curve had put reduce-scatter at 16 MiB 7% above
+// it, all-to-all at 4 MiB 15% below).
+TEST(CollectiveModel, SitsAtTheMedianOfRealRunsPooledOverMachines) {
+  std::ifstream in(VGPU_NCCL_POOLED_H200);
+  std::map<std::pair<std::string, uint64_t>, std::vector<double>> runs;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream f(line);
+    Row r;
+    f >> r.op >> r.size >> r.d1;
+    runs[{r.op, r.size}].push_back(r.d1);
+  }
+  const ClusterSpec cluster = cluster_of("H200-141GB");
+  int checked = 0;
+  for (auto& [key, t] : runs) {
+    if (t.size() < 3) continue;
+    std::sort(t.begin(), t.end());
+    const size_t n = t.size();
+    const double median = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+    const Row r{key.first, key.second, median, median, median};
+    const double model = estimate_collective(cluster, call_for(r)).seconds * 1e6;
+    EXPECT_LT(std::abs(model / median - 1), 0.05)
+        << key.first << " " << key.second << " B: model " << model << " us, median of " << n << " runs " << median;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 12) << "six collectives at 4 and 16 MiB";
+}
+
 TEST(CollectiveModel, ReproducesRealNcclOnNvlinkH100) { expect_reproduces(VGPU_NCCL_CURVES_H100, "H100-SXM-80GB"); }
 TEST(CollectiveModel, ReproducesRealNcclOnNvlinkH200) { expect_reproduces(VGPU_NCCL_CURVES_H200, "H200-141GB"); }
 
@@ -108,7 +140,7 @@ TEST(CollectiveModel, AModelsOwnFitReplacesTheGeneralFigures) {
   const CollectiveCall call{CollectiveOp::all_reduce, 16u << 20, {0, 1}};
   EXPECT_LT(estimate_collective(h200, call).seconds, estimate_collective(h100, call).seconds * 0.98);
   EXPECT_DOUBLE_EQ(h100.collectives.nvlink.simple.op[0].latency_s, default_collectives().nvlink.simple.op[0].latency_s);
-  EXPECT_DOUBLE_EQ(h200.collectives.nvlink.simple.op[0].latency_s, 14.03e-6);
+  EXPECT_DOUBLE_EQ(h200.collectives.nvlink.simple.op[0].latency_s, 13.78e-6);
   // What the H200's fit leaves unset (the NIC's figures, the step latency) stays general.
   EXPECT_DOUBLE_EQ(h200.collectives.nic.simple.op[0].latency_s, h100.collectives.nic.simple.op[0].latency_s);
   EXPECT_DOUBLE_EQ(h200.collectives.nvlink.step_latency_s, h100.collectives.nvlink.step_latency_s);

@@ -4,9 +4,15 @@ configuration, with each curve's error.
 
     python3 tests/gpu/fidelity/fit_collectives.py tests/data/nccl_tests_h100x2_nvlink.txt
     python3 tests/gpu/fidelity/fit_collectives.py tests/data/nccl_tests_h200x2_nvlink.txt H200-141GB
+    python3 tests/gpu/fidelity/fit_collectives.py tests/data/nccl_tests_h200x2_nvlink_2026-11-27.txt H200-141GB \
+        --pooled tests/data/nccl_tests_h200x2_pooled_2026-11-27.txt
 
 With a GPU model's id as second argument the tables are printed as that model's own fit
 ([collectives.<model>.nvlink.*], laid over the general figures for a cluster of that model).
+With --pooled, a Simple-protocol size that has runs from at least three loops there (real runs of
+several device calls, pool_nccl_runs.py) is fitted to their median instead of the curve file's
+faster run: the machines a kind lends differ by a few percent (reduce-scatter at 16 MiB read
+50.1-53.1 us over one session's calls), and one machine's curve put the model at the slow end.
 
 The model of one collective on one link class and protocol, for W bytes that each rank puts on
 its busiest link (ring schedule: all-reduce 2(n-1)/n of the buffer, all-gather and
@@ -91,16 +97,44 @@ def fit(points):
     return q[0] * 1e-6, min(q[1], LINE_RATE / 1e9) * 1e9, max(q[2], 0.0) * 1024.0
 
 
+def load_pooled(path):
+    """(op, size) -> the real runs' times in us (pool_nccl_runs.py's rows)."""
+    pooled = {}
+    for line in open(path):
+        if line.startswith("#") or not line.strip():
+            continue
+        op, size, t = line.split()[:3]
+        pooled.setdefault((op, int(size)), []).append(float(t))
+    return pooled
+
+
+def simple_reference(op, size, d1, d2, pooled):
+    """The time a Simple-protocol size is fitted to, us: the pooled runs' median where there are
+    at least three, else the faster of the curve's two runs (noise on a shared machine only ever
+    adds time)."""
+    runs = sorted(pooled.get((op, size), []))
+    if len(runs) >= 3:
+        mid = len(runs) // 2
+        return runs[mid] if len(runs) % 2 else (runs[mid - 1] + runs[mid]) / 2
+    return min(d1, d2)
+
+
 def main():
-    rows = load(sys.argv[1])
+    args = sys.argv[1:]
+    pooled = {}
+    if "--pooled" in args:
+        i = args.index("--pooled")
+        pooled = load_pooled(args[i + 1])
+        del args[i:i + 2]
+    rows = load(args[0])
     params = {}
     for op in WIRE:
-        # The faster of the two runs: noise on a shared machine only ever adds time.
-        simple = [(s * WIRE[op], min(d1, d2) * 1e-6) for o, s, d1, d2, g in rows if o == op and s >= SIMPLE_FROM]
+        simple = [(s * WIRE[op], simple_reference(op, s, d1, d2, pooled) * 1e-6)
+                  for o, s, d1, d2, g in rows if o == op and s >= SIMPLE_FROM]
         ll = [(s * WIRE[op], g * 1e-6) for o, s, d1, d2, g in rows if o == op and LL_FROM <= s < SIMPLE_FROM]
         params[op] = {"Simple": fit(simple), "LL": fit(ll)}
-    print("# fitted by tests/gpu/fidelity/fit_collectives.py on " + sys.argv[1])
-    prefix = f"collectives.{sys.argv[2]}" if len(sys.argv) > 2 else "collectives"
+    print("# fitted by tests/gpu/fidelity/fit_collectives.py on " + " ".join(sys.argv[1:]))
+    prefix = f"collectives.{args[1]}" if len(args) > 1 else "collectives"
     for proto in ("LL", "Simple"):
         print(f"[{prefix}.nvlink.{proto.lower()}]")
         for op in WIRE:
@@ -108,7 +142,8 @@ def main():
             print(f'{CONFIG_NAME[op]} = {{ latency = "{lat * 1e6:.2f}us", link_share = {bw / LINE_RATE:.4f}, '
                   f'fill = "{fill / 1024:.0f}KiB" }}  # {bw / 1e9:.1f} GB/s')
     print(f'[collectives.nvlink]\nll_max = "{(SIMPLE_FROM * 3 // 4) >> 10}KiB"')
-    print("# error against the faster default-mode run (>= 4 MiB) / the graph-mode time (< 4 MiB):")
+    print("# error against the pooled runs' median or the faster default-mode run (>= 4 MiB) / the graph-mode "
+          "time (< 4 MiB):")
     for op in WIRE:
         errs = []
         for o, s, d1, d2, g in rows:
@@ -116,7 +151,7 @@ def main():
                 continue
             w = s * WIRE[op]
             t = model(params[op]["LL" if s < SIMPLE_FROM * 3 // 4 else "Simple"], w)
-            ref = min(d1, d2) * 1e-6 if s >= SIMPLE_FROM else g * 1e-6
+            ref = simple_reference(op, s, d1, d2, pooled) * 1e-6 if s >= SIMPLE_FROM else g * 1e-6
             errs.append(f"{s >> 20 if s >= 1 << 20 else str(s >> 10) + 'K'}:{(t / ref - 1) * 100:+.1f}")
         print("#", op, " ".join(errs))
 
