@@ -49,6 +49,11 @@ template <class Descr> ncclResult_t start_event(void* context, void** handle, co
     e.count = d->collApi.count;
     e.datatype = d->collApi.datatype;
   }
+  if (d->type == ncclProfileP2pApi) {  // no peer: NCCL names it only in the later P2p task
+    e.func = d->p2pApi.func;
+    e.count = d->p2pApi.count;
+    e.datatype = d->p2pApi.datatype;
+  }
   *handle = prof::LaunchTags::get().start(context, e);
   return ncclSuccess;
 }

@@ -161,9 +161,9 @@ void* LaunchTags::start(void* context, const Event& e) {
                             e.type == ncclProfileCollApi && e.func != nullptr && std::strcmp(e.func, "AllReduce") == 0);
       uint64_t group = 0;
       decode(e.parent, group_api, &group);
-      if (e.type == ncclProfileCollApi && e.func != nullptr) {
+      if (e.func != nullptr) {
         if (Node* g = node(group, group_api))
-          g->calls.push_back(Call{context, e.func, e.count, nccl_type_bytes(e.datatype)});
+          g->calls.push_back(Call{context, e.func, e.count, nccl_type_bytes(e.datatype), e.type == ncclProfileP2pApi});
       }
       const uint64_t id = fresh();
       Node& n = nodes_[id];
@@ -241,6 +241,7 @@ void LaunchTags::note_work(uint64_t tag, void* context, const Event& e) {
     if (!r.api_collectives) r.ops.push_back(Operation{func, e.bytes, 0, false, false, 0});
     return;
   }
+  if (r.api_p2p) return;  // the group's calls already stand for them
   Operation* op = nullptr;
   for (Operation& o : r.ops)
     if (o.p2p && o.func == func) op = &o;
@@ -321,13 +322,39 @@ void LaunchTags::record_launch(uint64_t tag, Node& group, void* context, bool fi
   // whatever of its Coll tasks came first; later Coll tasks add nothing).
   std::vector<Operation> calls;
   for (const Call& call : group.calls)
-    if (call.context == context)
+    if (call.context == context && !call.p2p)
       calls.push_back(Operation{call.func, call.count * static_cast<uint64_t>(std::max(1, call.type_bytes)), 0,
                                 false, false, 0});
-  if (calls.empty()) return;  // no CollApi seen (a send/recv group): its tasks tell
-  std::erase_if(r.ops, [](const Operation& o) { return !o.p2p; });
-  r.ops.insert(r.ops.begin(), calls.begin(), calls.end());
-  r.api_collectives = true;
+  if (!calls.empty()) {
+    std::erase_if(r.ops, [](const Operation& o) { return !o.p2p; });
+    r.ops.insert(r.ops.begin(), calls.begin(), calls.end());
+    r.api_collectives = true;
+  }
+  record_p2p_calls(r, group, context);
+}
+
+void LaunchTags::record_p2p_calls(LaunchRecord& r, const Node& group, void* context) {
+  std::vector<Operation> kinds;  // "Send", "Recv": bytes and calls so far
+  for (const Call& call : group.calls) {
+    if (call.context != context || !call.p2p) continue;
+    auto it = std::find_if(kinds.begin(), kinds.end(), [&](const Operation& o) { return o.func == call.func; });
+    if (it == kinds.end()) it = kinds.insert(kinds.end(), Operation{call.func, 0, 0, false, true, 0});
+    it->bytes += call.count * static_cast<uint64_t>(std::max(1, call.type_bytes));
+    ++it->peers;
+  }
+  if (kinds.empty()) return;  // no P2pApi seen: the kernel's P2p tasks tell
+  for (Operation& o : kinds) {
+    // One call to every rank, the rank's own share among them: an all-to-all (its calls name no
+    // peer, so a call per rank is the sign; the own share stays on the GPU).
+    if (r.nranks > 1 && o.peers == r.nranks) {
+      o.self = true;
+      o.bytes = o.bytes / static_cast<uint64_t>(r.nranks) * static_cast<uint64_t>(r.nranks - 1);
+      o.peers = r.nranks - 1;
+    }
+  }
+  std::erase_if(r.ops, [](const Operation& o) { return o.p2p; });
+  r.ops.insert(r.ops.end(), kinds.begin(), kinds.end());
+  r.api_p2p = true;
 }
 
 uint64_t LaunchTags::launch_of_transfer(const void* phandle) const {

@@ -38,10 +38,10 @@ struct Event {
   uint64_t type = 0;       // ncclProfile* bit
   void* parent = nullptr;  // parentObj
   void* plan = nullptr;    // Coll/P2p: the handle of the plan's Group event
-  const char* func = nullptr;  // Coll/P2p/CollApi: NCCL's name of the operation ("AllReduce", "Send", ...)
+  const char* func = nullptr;  // Coll/P2p/CollApi/P2pApi: NCCL's name of the operation ("AllReduce", "Send", ...)
   uint64_t bytes = 0;          // Coll/P2p: its count times the datatype's size
   int peer = -1;               // P2p: the peer rank
-  // CollApi, Coll, P2p: the count and datatype (NCCL's strings; copied).
+  // CollApi, P2pApi, Coll, P2p: the count and datatype (NCCL's strings; copied).
   uint64_t count = 0;
   const char* datatype = nullptr;
   // Coll: its buffers and root; P2p: its buffer (both pointers).
@@ -96,23 +96,29 @@ class LaunchTags {
     uint32_t launches = 0, plans = 0;
     std::vector<uint64_t> tags;
   };
-  struct Call {  // one CollApi of a GroupApi
+  struct Call {  // one CollApi or P2pApi of a GroupApi
     void* context = nullptr;
     std::string func;
     uint64_t count = 0;
     int type_bytes = 0;
+    bool p2p = false;  // a P2pApi ("Send", "Recv")
   };
   struct Node {
     Kind kind = none;
     uint64_t group = 0;  // api: its GroupApi's id
     uint64_t tag = 0;    // plan: its launch tag once known
     std::vector<Slots> slots;  // group_api
-    std::vector<Call> calls;   // group_api: its collective calls, every communicator's
+    std::vector<Call> calls;   // group_api: its collective and send/recv calls, every communicator's
   };
   // One launch, as describe() tells it: its communicator's shape and its operations.
   // Collectives: the group's calls on the communicator (CollApi) once the launch is known to be
   // the group's first on it (api_collectives), until then the kernel's own Coll tasks.
-  // Send/Recv: the kernel's P2p tasks, one operation per kind.
+  // Send/Recv: one operation per kind, from the group's calls on the communicator (P2pApi) once
+  // the launch is known to be the group's first on it (api_p2p): NCCL starts a send/recv
+  // kernel's P2p tasks only after its launch, and the sim backend times the kernel at the launch.
+  // The calls name no peer: a rank that sends to every rank of the communicator (an all-to-all,
+  // its own share included) is taken as one; other calls each as a peer. Without them, the
+  // kernel's P2p tasks (which name the peers).
   struct Operation {
     std::string func;
     uint64_t bytes = 0;
@@ -125,6 +131,7 @@ class LaunchTags {
     uint64_t comm_id = 0;
     int nranks = 0, nnodes = 0, rank = -1;
     bool api_collectives = false;
+    bool api_p2p = false;
     std::vector<Operation> ops;
     std::vector<vgpu_nccl_task> tasks;  // its Coll/P2p events, as started (at most VGPU_NCCL_MAX_TASKS)
     bool tasks_done = false;            // its plan's event ended: every task started
@@ -132,6 +139,7 @@ class LaunchTags {
   LaunchRecord& record(uint64_t tag, void* context);  // under mu_; created on first use
   static constexpr size_t kKeepLaunches = kKeepRetired;
   void record_launch(uint64_t tag, Node& group, void* context, bool first);  // under mu_
+  void record_p2p_calls(LaunchRecord& r, const Node& group, void* context);  // under mu_
   uint64_t fresh();
   // The live entry of kind `k` (by id, or by a handle of that kind), else nullptr; under mu_.
   Node* node(uint64_t id, Kind k);

@@ -427,6 +427,71 @@ TEST_F(LaunchTags, EachLaunchKnowsWhatItDoesForTheCollectiveModel) {
   EXPECT_EQ(describe(launch2 + 1000000, &w), -1);
 }
 
+// A send/recv group's calls (P2pApi events) describe its kernel from the launch on, as the
+// collectives' do: NCCL starts the kernel's P2p tasks only after the launch, where the sim
+// backend times it. The calls name no peer: one Send per rank of the communicator is an
+// all-to-all (the rank's own share among them, kept off the link); otherwise each call a peer.
+// The tasks that follow change nothing.
+TEST_F(LaunchTags, ASendRecvGroupsCallsDescribeItsKernelAtTheLaunch) {
+  const auto describe = plugin().side.describe_launch;
+  ASSERT_NE(describe, nullptr);
+  for (bool v6 : {false, true}) {
+    Comm c(v6);  // 2 ranks, this one rank 0
+    auto call = [&](void* group, const char* func, size_t count) {
+      void* h = nullptr;
+      if (v6) {
+        auto d = Comm::describe<ncclProfilerEventDescr_v6_t>(ncclProfileP2pApi, group, nullptr);
+        d.p2pApi.func = func, d.p2pApi.count = count, d.p2pApi.datatype = "ncclFloat32";
+        EXPECT_EQ(profiler().v6->startEvent(c.context(), &h, &d), ncclSuccess);
+      } else {
+        auto d = Comm::describe<ncclProfilerEventDescr_v5_t>(ncclProfileP2pApi, group, nullptr);
+        d.p2pApi.func = func, d.p2pApi.count = count, d.p2pApi.datatype = "ncclFloat32";
+        EXPECT_EQ(profiler().v5->startEvent(c.context(), &h, &d), ncclSuccess);
+      }
+      return h;
+    };
+    // A send to the next rank and a receive from the one before (a pipeline stage's exchange).
+    void* g1 = c.start(ncclProfileGroupApi, nullptr);
+    void* send = call(g1, "Send", 1000);
+    void* recv = call(g1, "Recv", 1000);
+    const uint64_t l1 = c.launch(g1);
+    vgpu_nccl_launch w{};
+    ASSERT_EQ(describe(l1, &w), 0);
+    ASSERT_EQ(w.count, 2);
+    EXPECT_STREQ(w.op[0].func, "Send");
+    EXPECT_EQ(w.op[0].bytes, 4000u);
+    EXPECT_EQ(w.op[0].peers, 1);
+    EXPECT_EQ(w.op[0].self, 0);
+    EXPECT_STREQ(w.op[1].func, "Recv");
+    EXPECT_EQ(w.op[1].bytes, 4000u);
+    void* plan1 = c.start(ncclProfileGroup, nullptr);
+    Comm::stop(operation(c, ncclProfileP2p, send, plan1, "Send", 1000, "ncclFloat32", /*peer=*/1));
+    Comm::stop(operation(c, ncclProfileP2p, recv, plan1, "Recv", 1000, "ncclFloat32", /*peer=*/1));
+    ASSERT_EQ(describe(l1, &w), 0);
+    ASSERT_EQ(w.count, 2);  // the tasks added nothing
+    EXPECT_EQ(w.op[0].bytes, 4000u);
+    for (void* h : {plan1, send, recv, g1}) Comm::stop(h);
+
+    // An all-to-all: a send to and a receive from every rank, its own included.
+    void* g2 = c.start(ncclProfileGroupApi, nullptr);
+    std::vector<void*> calls;
+    for (int peer = 0; peer < 2; ++peer) {
+      calls.push_back(call(g2, "Send", 128));
+      calls.push_back(call(g2, "Recv", 128));
+    }
+    const uint64_t l2 = c.launch(g2);
+    ASSERT_EQ(describe(l2, &w), 0);
+    ASSERT_EQ(w.count, 2);
+    EXPECT_STREQ(w.op[0].func, "Send");
+    EXPECT_EQ(w.op[0].bytes, 512u);  // to the other rank; the own share stays
+    EXPECT_EQ(w.op[0].peers, 1);
+    EXPECT_EQ(w.op[0].self, 1);
+    EXPECT_EQ(w.op[1].self, 1);
+    for (void* h : calls) Comm::stop(h);
+    Comm::stop(g2);
+  }
+}
+
 // The contract's launch_tasks: the buffers of each task of a launch as NCCL's Coll/P2p events
 // describe them (what the sim backend moves a collective's data by), complete once the plan's
 // event ended; through either descriptor version.

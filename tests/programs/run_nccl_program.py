@@ -18,6 +18,9 @@ Checks:
   collective's end;
 - the program's own CUDA-event timing of each all-reduce is never shorter than the model's (in
   every process);
+- the ring of sends and receives (each rank's kernel sends 4000 B to the next rank and receives
+  as much from the one before) lasts the model's send/recv time on every rank, not the fallback
+  duration of an unknown kernel (its group's calls describe it at the launch);
 - the data moved (issue 23): after the timed all-reduces, every process checks the values an
   all-reduce, all-gather, broadcast, reduce-scatter and a ring of send/recv of small buffers
   leave in every rank's recv buffer ("ok   values after <Collective>");
@@ -118,8 +121,9 @@ def main():
         return 1
     times = by_proc[0]
 
-    def expected_us(func, nbytes):
-        out = subprocess.run([env["COLLECTIVE_ESTIMATE"], func, str(nbytes), *map(str, range(ranks))],
+    def expected_us(func, nbytes, gpus=None):
+        gpus = range(ranks) if gpus is None else gpus
+        out = subprocess.run([env["COLLECTIVE_ESTIMATE"], func, str(nbytes), *map(str, gpus)],
                              capture_output=True, text=True, check=True).stdout
         return float(out)
 
@@ -138,10 +142,20 @@ def main():
             return 1
         events += data["traceEvents"] if isinstance(data, dict) else data
     per_gpu = {}
+    p2p = {}  # GPU -> durations of its send/recv kernels
     for e in events:
         name = e.get("name", "")
         if e.get("ph") == "X" and ("nccl" in name.lower()):
             per_gpu.setdefault(e["pid"], []).append(e)
+        if e.get("ph") == "X" and "[Send " in name:
+            p2p.setdefault(e["pid"], []).append(e["dur"])
+    # The values' ring (check_values in nccl_program.cu): 1000 floats each way; the model's
+    # send/recv between the communicator's first two GPUs (its peers are not known at the launch).
+    want_p2p = expected_us("Send", 4000, [0, 1])
+    check(sorted(p2p) == list(range(ranks)) and
+          all(abs(d - want_p2p) < 1e-3 for durs in p2p.values() for d in durs),
+          f"the send/recv ring's kernels last the model's {want_p2p:.3f} us on every GPU: "
+          f"{ {g: sorted(set(round(d, 3) for d in durs)) for g, durs in sorted(p2p.items())} }")
     check(sorted(per_gpu) == list(range(ranks)), f"NCCL work on GPUs {sorted(per_gpu)}")
     seqs = {}
     for gpu, evs in per_gpu.items():

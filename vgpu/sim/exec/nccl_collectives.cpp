@@ -21,6 +21,15 @@ constexpr size_t kMaxPending = 4096;   // collectives some rank of which has not
 // forever; long enough for 64 ranks sharing 2 cores.
 constexpr double kRendezvousTimeoutS = 600;
 
+// "AllReduce 1048576 B, ...": a launch's operations, for its kernel's timeline label and the log.
+std::string operations_text(const vgpu_nccl_launch& got) {
+  std::string what;
+  for (int i = 0; i < std::min(got.count, VGPU_NCCL_MAX_OPERATIONS); ++i)
+    what += fmt::format("{}{} {} B", what.empty() ? "" : ", ",
+                        std::string_view(got.op[i].func, strnlen(got.op[i].func, sizeof got.op[i].func)), got.op[i].bytes);
+  return what;
+}
+
 }  // namespace
 
 bool is_nccl_kernel_name(const std::string& name) {
@@ -107,8 +116,8 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   vgpu_nccl_launch got{};
   const int known = plugin->describe_launch(tag, &got);
   // Send/recv kernels are left out of the matching (only some ranks of the communicator take
-  // part, and the matching below waits for every rank): they keep the fallback duration and
-  // only move their messages' data (nccl_data.h).
+  // part, and the matching below waits for every rank): each lasts the model's time for its
+  // sends and receives from its own start, and moves their messages' data (nccl_data.h).
   const std::vector<simcore::CollectiveCall> any = contracts::collective_calls(got, {0}, false);
   CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
   StreamManager& streams = driver_.streams();
@@ -117,13 +126,30 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     return false;
   if (known != 0 || any.empty()) {
     log::debug("sim nccl: launch {} has no collective call on record ({}): fallback duration", tag, known);
-    if (known != 0) return false;  // (a send/recv launch's tasks start after it: count 0 now)
-    // Sends and receives: the fallback duration, as any kernel, and their messages' data.
+    if (known != 0) return false;
+    // Sends and receives (the group's calls on record: launch_tags.h): the model's time for
+    // them, a send/recv between the communicator's first two GPUs or an all-to-all (the peers
+    // are named only by the kernel's tasks, which NCCL starts after the launch); the fallback
+    // duration, as any kernel, when nothing is on record. Their messages' data moves either way.
+    std::vector<simcore::CollectiveCall> p2p;
+    if (got.nranks > 1 && got.rank >= 0 && got.rank < got.nranks) {
+      std::lock_guard l(mu_);
+      p2p = contracts::collective_calls(got, gpus_of(got.comm_id, got.nranks, got.rank,
+                                                     driver_.global_gpu(p.function->device)), true);
+    }
     auto mover = data_.p2p_mover(plugin, tag, got.comm_id, got.rank);
-    if (!mover) return false;
+    if (!mover && p2p.empty()) return false;
     Work k = p.to_work();
-    k.execute = std::move(mover);
-    k.blocking = true;
+    if (!p2p.empty()) {
+      k.duration_s = duration(driver_.cluster(), p2p);
+      k.label = fmt::format("{} [{}]", k.label, operations_text(got));
+      log::debug("sim nccl: rank {}/{} of comm {:x}: send/recv launch {} ({}) -> {:.3f} us", got.rank, got.nranks,
+                 got.comm_id, tag, operations_text(got), k.duration_s * 1e6);
+    }
+    if (mover) {
+      k.execute = std::move(mover);
+      k.blocking = true;
+    }
     *rc = streams.submit(stream, std::move(k), per_thread);
     return true;
   }
@@ -131,9 +157,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   const uint64_t comm = got.comm_id;
   const int nranks = got.nranks, rank = got.rank;
   if (nranks < 1 || rank < 0 || rank >= nranks) return false;
-  std::string what;
-  for (int i = 0; i < std::min(got.count, VGPU_NCCL_MAX_OPERATIONS); ++i)
-    what += fmt::format("{}{} {} B", what.empty() ? "" : ", ", std::string_view(got.op[i].func, strnlen(got.op[i].func, sizeof got.op[i].func)), got.op[i].bytes);
+  const std::string what = operations_text(got);
   const int gpu = driver_.global_gpu(p.function->device);  // the cluster's GPU (CUDA_VISIBLE_DEVICES)
 
   // Arrival: where this rank's kernel would start on its own.
