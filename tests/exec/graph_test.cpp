@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -219,3 +221,69 @@ TEST_F(Graphs, CaptureErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+// A user object's destructor: counts its runs and notes the thread it ran on.
+struct Destroyed {
+  std::atomic<int> runs{0};
+  std::atomic<std::thread::id> thread{};
+};
+void CUDA_CB note_destroyed(void* p) {
+  auto* d = static_cast<Destroyed*>(p);
+  d->thread = std::this_thread::get_id();
+  d->runs.fetch_add(1);
+}
+// Waits (up to 5 s of real time) for the driver's thread to run `n` destructors.
+bool ran(const Destroyed& d, int n) {
+  for (int i = 0; i < 5000 && d.runs.load() < n; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  return d.runs.load() == n;
+}
+
+}  // namespace
+
+// User objects (NCCL ties a captured collective's plan to its graph with one): the destructor
+// runs once, when the last reference goes, on a thread of the driver's, never on the caller's.
+TEST_F(Graphs, AUserObjectIsDestroyedOnceWithItsLastReference) {
+  Destroyed d;
+  CUuserObject o = nullptr;
+  EXPECT_EQ(cuUserObjectCreate(&o, &d, note_destroyed, 1, 0), CUDA_ERROR_INVALID_VALUE);  // the flag is required
+  EXPECT_EQ(cuUserObjectCreate(&o, &d, note_destroyed, 0, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuUserObjectCreate(nullptr, &d, note_destroyed, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC), CUDA_ERROR_INVALID_VALUE);
+  OK(cuUserObjectCreate(&o, &d, note_destroyed, 2, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+  OK(cuUserObjectRetain(o, 1));
+  EXPECT_EQ(cuUserObjectRetain(o, 0), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuUserObjectRelease(o, 4), CUDA_ERROR_INVALID_VALUE);  // more than it holds: nothing released
+  OK(cuUserObjectRelease(o, 2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(d.runs.load(), 0);
+  OK(cuUserObjectRelease(o, 1));
+  ASSERT_TRUE(ran(d, 1));
+  EXPECT_NE(d.thread.load(), std::this_thread::get_id());
+  EXPECT_EQ(cuUserObjectRelease(o, 1), CUDA_ERROR_INVALID_VALUE);  // gone
+  EXPECT_EQ(cuUserObjectRetain(reinterpret_cast<CUuserObject>(&d), 1), CUDA_ERROR_INVALID_VALUE);  // not a handle
+}
+
+// A graph's references go with the graph; an executable graph made from it holds its own until
+// it is destroyed, and so does a clone; CU_GRAPH_USER_OBJECT_MOVE hands the caller's over.
+TEST_F(Graphs, GraphsAndTheirExecutablesHoldUserObjectReferences) {
+  Destroyed d;
+  CUuserObject o = nullptr;
+  OK(cuUserObjectCreate(&o, &d, note_destroyed, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+  CUgraph g = nullptr, clone = nullptr;
+  OK(cuGraphCreate(&g, 0));
+  EXPECT_EQ(cuGraphRetainUserObject(g, o, 1, 0x8), CUDA_ERROR_INVALID_VALUE);  // an unknown flag
+  OK(cuGraphRetainUserObject(g, o, 1, CU_GRAPH_USER_OBJECT_MOVE));  // the caller's only reference
+  OK(cuGraphRetainUserObject(g, o, 2, 0));                           // two new ones
+  EXPECT_EQ(cuGraphReleaseUserObject(g, o, 4), CUDA_ERROR_INVALID_VALUE);  // it holds three
+  OK(cuGraphReleaseUserObject(g, o, 2));
+  CUgraphExec exec = nullptr;
+  OK(cuGraphInstantiateWithFlags(&exec, g, 0));
+  OK(cuGraphClone(&clone, g));
+  OK(cuGraphDestroy(g));
+  OK(cuGraphDestroy(clone));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(d.runs.load(), 0);  // the executable graph still holds it
+  OK(cuGraphExecDestroy(exec));
+  ASSERT_TRUE(ran(d, 1));
+}

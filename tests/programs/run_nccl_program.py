@@ -21,6 +21,9 @@ Checks:
 - the ring of sends and receives (each rank's kernel sends 4000 B to the next rank and receives
   as much from the one before) lasts the model's send/recv time on every rank, not the fallback
   duration of an unknown kernel (its group's calls describe it at the launch);
+- an all-reduce of 2 MiB captured into a CUDA graph on every rank and replayed three times: each
+  replay's kernel lasts the model's time on every GPU (NCCL ties the captured plan to the graph
+  with a user object, which the sim backend keeps);
 - the data moved (issue 23): after the timed all-reduces, every process checks the values an
   all-reduce, all-gather, broadcast, reduce-scatter and a ring of send/recv of small buffers
   leave in every rank's recv buffer ("ok   values after <Collective>");
@@ -42,6 +45,7 @@ import tomllib
 from job_check import Checks, run_job
 
 TIMEOUT_S = 180
+GRAPH_BYTES = 2 << 20  # nccl_program.cu's graph-captured all-reduce
 DEFAULT_CLUSTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "simcore", "cluster",
                                "default_cluster.toml")
 
@@ -143,12 +147,15 @@ def main():
         events += data["traceEvents"] if isinstance(data, dict) else data
     per_gpu = {}
     p2p = {}  # GPU -> durations of its send/recv kernels
+    replays = {}  # GPU -> durations of its graph's all-reduce kernels
     for e in events:
         name = e.get("name", "")
         if e.get("ph") == "X" and ("nccl" in name.lower()):
             per_gpu.setdefault(e["pid"], []).append(e)
         if e.get("ph") == "X" and "[Send " in name:
             p2p.setdefault(e["pid"], []).append(e["dur"])
+        if e.get("ph") == "X" and f"[AllReduce {GRAPH_BYTES} B]" in name:
+            replays.setdefault(e["pid"], []).append(e["dur"])
     # The values' ring (check_values in nccl_program.cu): 1000 floats each way; the model's
     # send/recv between the communicator's first two GPUs (its peers are not known at the launch).
     want_p2p = expected_us("Send", 4000, [0, 1])
@@ -156,6 +163,13 @@ def main():
           all(abs(d - want_p2p) < 1e-3 for durs in p2p.values() for d in durs),
           f"the send/recv ring's kernels last the model's {want_p2p:.3f} us on every GPU: "
           f"{ {g: sorted(set(round(d, 3) for d in durs)) for g, durs in sorted(p2p.items())} }")
+    graphs = re.findall(rf"^(?:proc \d+ )?ok   a graph of AllReduce {GRAPH_BYTES} B replayed 3 times$", out, re.M)
+    check(len(graphs) == procs, f"the CUDA graph of an all-reduce replayed in {len(graphs)} of {procs} process(es)")
+    want_graph = expected_us("AllReduce", GRAPH_BYTES)
+    check(sorted(replays) == list(range(ranks)) and all(len(v) == 3 for v in replays.values()) and
+          all(abs(d - want_graph) < 1e-3 for durs in replays.values() for d in durs),
+          f"the graph's all-reduce kernels: three replays lasting the model's {want_graph:.3f} us on every GPU: "
+          f"{ {g: [round(d, 3) for d in durs] for g, durs in sorted(replays.items())} }")
     check(sorted(per_gpu) == list(range(ranks)), f"NCCL work on GPUs {sorted(per_gpu)}")
     seqs = {}
     for gpu, evs in per_gpu.items():

@@ -48,6 +48,7 @@ CUresult GraphManager::destroy(CUgraph graph) {
     bodies.insert(bodies.end(), n->bodies.begin(), n->bodies.end());
   }
   g->nodes.clear();
+  user_objects_.release_all(g->user_objects);
   for (CUgraph b : bodies) destroy(b);  // a conditional node's body graphs are the node's
   // Allocation nodes' memory goes with the graph (unless the program freed it already).
   for (CUdeviceptr p : g->allocations) driver_.memory().free_device(p);
@@ -71,6 +72,7 @@ CUresult GraphManager::clone(CUgraph original, CUgraph* out) {
     if (auto c = graphs_.find(copy)) {
       std::lock_guard copy_lock(c->mu);
       c->conditionals = g->conditionals;  // the handles stay usable on the clone
+      c->user_objects = user_objects_.retain_all(g->user_objects);  // and it owns references too
     }
   }
   // Creation order puts every node after its dependencies only for graphs built by capture;
@@ -348,6 +350,10 @@ CUresult GraphManager::instantiate(CUgraph graph, CUgraphExec* out) {
   if (!g) return CUDA_ERROR_INVALID_VALUE;
   auto exec = std::make_shared<GraphExec>();
   if (CUresult r = append_items(*g, {}, *exec, nullptr, 0); r != CUDA_SUCCESS) return r;
+  {
+    std::lock_guard lock(g->mu);
+    exec->user_objects = user_objects_.retain_all(g->user_objects);
+  }
   exec->handle = mint_handle<CUgraphExec>(HandleKind::graph_exec);
   execs_.add(exec->handle, exec);
   *out = exec->handle;
@@ -406,11 +412,35 @@ CUresult GraphManager::add_conditional(CUgraph graph, const CUgraphNode* deps, s
 }
 
 CUresult GraphManager::destroy_exec(CUgraphExec exec) {
-  if (!execs_.remove(exec)) {
+  const std::shared_ptr<GraphExec> e = execs_.remove(exec);
+  if (!e) {
     log::warn("cuGraphExecDestroy: {} is not a live executable graph", static_cast<const void*>(exec));
     return CUDA_ERROR_INVALID_VALUE;
   }
+  std::lock_guard lock(e->mu);
+  user_objects_.release_all(e->user_objects);
   return CUDA_SUCCESS;
+}
+
+CUresult GraphManager::retain_user_object(CUgraph graph, CUuserObject object, unsigned count, unsigned flags) {
+  const std::shared_ptr<Graph> g = graphs_.find(graph);
+  if (!g || (flags & ~static_cast<unsigned>(CU_GRAPH_USER_OBJECT_MOVE)) != 0) {
+    log::warn("cuGraphRetainUserObject: {} is not a live graph, or flags {:#x} are not 0 or CU_GRAPH_USER_OBJECT_MOVE",
+              static_cast<const void*>(graph), flags);
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::lock_guard lock(g->mu);
+  return user_objects_.own(g->user_objects, object, count, (flags & CU_GRAPH_USER_OBJECT_MOVE) != 0);
+}
+
+CUresult GraphManager::release_user_object(CUgraph graph, CUuserObject object, unsigned count) {
+  const std::shared_ptr<Graph> g = graphs_.find(graph);
+  if (!g) {
+    log::warn("cuGraphReleaseUserObject: {} is not a live graph", static_cast<const void*>(graph));
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::lock_guard lock(g->mu);
+  return user_objects_.disown(g->user_objects, object, count);
 }
 
 CUresult GraphManager::launch(CUgraphExec exec, CUstream stream, bool per_thread) {

@@ -14,6 +14,7 @@
 
 #include "sim/core/handle_table.h"
 #include "sim/core/stream_work.h"
+#include "sim/exec/user_objects.h"
 #include "front/driver/cuda_api.h"
 
 namespace vgpu {
@@ -40,6 +41,7 @@ struct Graph {
   std::vector<std::shared_ptr<GraphNode>> nodes;  // in creation order
   std::vector<CUdeviceptr> allocations;            // by its memory allocation nodes
   std::unordered_map<CUgraphConditionalHandle, unsigned int> conditionals;  // handle -> launch value
+  UserObjects::References user_objects;  // cuGraphRetainUserObject's references
 };
 
 // One step of a launch, as StreamManager::submit_items() takes it.
@@ -56,6 +58,7 @@ struct GraphExec {
   mutable std::mutex mu;               // guards items' work against cuGraphExec*SetParams
   std::vector<LaunchItem> items;       // topologically sorted snapshot of the graph
   std::vector<CUgraphNode> nodes;      // the graph node each item was made from
+  UserObjects::References user_objects;  // the graph's references when it was instantiated
 };
 
 // Memory a graph's allocation node reserved (cuGraphAddMemAllocNode): freed with the graph
@@ -105,6 +108,12 @@ class GraphManager {
   CUresult launch(CUgraphExec exec, CUstream stream, bool per_thread);
   std::shared_ptr<GraphExec> find_exec(CUgraphExec exec) const { return execs_.find(exec); }
 
+  // User objects (user_objects.h); a graph's references go with it, and an executable graph
+  // holds its own copy of them from its instantiation to its destruction.
+  UserObjects& user_objects() { return user_objects_; }
+  CUresult retain_user_object(CUgraph graph, CUuserObject object, unsigned count, unsigned flags);
+  CUresult release_user_object(CUgraph graph, CUuserObject object, unsigned count);
+
   // The node type a captured or added Work stands for.
   static CUgraphNodeType node_type_of(const Work& work);
 
@@ -114,6 +123,7 @@ class GraphManager {
   CUgraph conditional_body(const GraphNode& node) const;
 
   DriverState& driver_;
+  UserObjects user_objects_;  // before the tables: the graphs' references are its
   HandleTable<Graph> graphs_;
   HandleTable<GraphNode> nodes_;
   HandleTable<GraphExec> execs_;

@@ -341,6 +341,35 @@ VGPU_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) { VGP
 VGPU_EXPORT CUresult CUDAAPI cuGraphUpload(CUgraphExec e, CUstream s) { VGPU_CALL_SCOPE(); return upload(e, s, false); }
 VGPU_EXPORT CUresult CUDAAPI cuGraphUpload_ptsz(CUgraphExec e, CUstream s) { VGPU_CALL_SCOPE(); return upload(e, s, true); }
 
+// ---- user objects (user_objects.h) ------------------------------------------------------------
+VGPU_EXPORT CUresult CUDAAPI cuUserObjectCreate(CUuserObject* out, void* ptr, CUhostFn destroy, unsigned int count,
+                                                unsigned int flags) {
+  VGPU_CALL_SCOPE();
+  VGPU_STATE(d);
+  return d->graphs().user_objects().create(out, ptr, destroy, count, flags);
+}
+VGPU_EXPORT CUresult CUDAAPI cuUserObjectRetain(CUuserObject object, unsigned int count) {
+  VGPU_CALL_SCOPE();
+  VGPU_STATE(d);
+  return d->graphs().user_objects().retain(object, count);
+}
+VGPU_EXPORT CUresult CUDAAPI cuUserObjectRelease(CUuserObject object, unsigned int count) {
+  VGPU_CALL_SCOPE();
+  VGPU_STATE(d);
+  return d->graphs().user_objects().release(object, count);
+}
+VGPU_EXPORT CUresult CUDAAPI cuGraphRetainUserObject(CUgraph g, CUuserObject object, unsigned int count,
+                                                     unsigned int flags) {
+  VGPU_CALL_SCOPE();
+  VGPU_STATE(d);
+  return d->graphs().retain_user_object(g, object, count, flags);
+}
+VGPU_EXPORT CUresult CUDAAPI cuGraphReleaseUserObject(CUgraph g, CUuserObject object, unsigned int count) {
+  VGPU_CALL_SCOPE();
+  VGPU_STATE(d);
+  return d->graphs().release_user_object(g, object, count);
+}
+
 // ---- cloning, updating an instantiated graph, memory nodes ----------------------------------
 
 VGPU_EXPORT CUresult CUDAAPI cuGraphClone(CUgraph* clone, CUgraph original) {

@@ -75,6 +75,12 @@ double NcclCollectives::duration(const simcore::ClusterSpec& cluster, const std:
   return total;
 }
 
+std::vector<simcore::CollectiveCall> NcclCollectives::modelled_calls(const vgpu_nccl_launch& got, int device) {
+  if (got.nranks < 1 || got.rank < 0 || got.rank >= got.nranks) return {};
+  std::lock_guard l(mu_);
+  return contracts::collective_calls(got, gpus_of(got.comm_id, got.nranks, got.rank, driver_.global_gpu(device)), true);
+}
+
 std::vector<int> NcclCollectives::gpus_of(uint64_t comm, int nranks, int rank, int gpu) {
   std::vector<int>& known = comm_gpus_[comm];
   if (static_cast<int>(known.size()) != nranks) known.assign(nranks, -1);
@@ -121,9 +127,23 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   const std::vector<simcore::CollectiveCall> any = contracts::collective_calls(got, {0}, false);
   CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
   StreamManager& streams = driver_.streams();
-  if (streams.capture_info(stream, per_thread, &capturing, nullptr, nullptr, nullptr, nullptr) != CUDA_SUCCESS ||
-      capturing != CU_STREAM_CAPTURE_STATUS_NONE)
+  if (streams.capture_info(stream, per_thread, &capturing, nullptr, nullptr, nullptr, nullptr) != CUDA_SUCCESS)
     return false;
+  if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) {
+    // Captured into a CUDA graph (CUDA-graph training steps, tensor-parallel layers under graphs):
+    // the kernel's node lasts the model's time for what the launch does, on every replay, from
+    // its own start; replays do not meet the other ranks' and move no data.
+    if (known != 0) return false;
+    const std::vector<simcore::CollectiveCall> calls = modelled_calls(got, p.function->device);
+    if (calls.empty()) return false;
+    Work k = p.to_work();
+    k.duration_s = duration(driver_.cluster(), calls);
+    k.label = fmt::format("{} [{}]", k.label, operations_text(got));
+    log::debug("sim nccl: rank {}/{} of comm {:x}: launch {} ({}) captured -> {:.3f} us", got.rank, got.nranks,
+               got.comm_id, tag, operations_text(got), k.duration_s * 1e6);
+    *rc = streams.submit(stream, std::move(k), per_thread);
+    return true;
+  }
   if (known != 0 || any.empty()) {
     log::debug("sim nccl: launch {} has no collective call on record ({}): fallback duration", tag, known);
     if (known != 0) return false;
@@ -131,12 +151,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     // them, a send/recv between the communicator's first two GPUs or an all-to-all (the peers
     // are named only by the kernel's tasks, which NCCL starts after the launch); the fallback
     // duration, as any kernel, when nothing is on record. Their messages' data moves either way.
-    std::vector<simcore::CollectiveCall> p2p;
-    if (got.nranks > 1 && got.rank >= 0 && got.rank < got.nranks) {
-      std::lock_guard l(mu_);
-      p2p = contracts::collective_calls(got, gpus_of(got.comm_id, got.nranks, got.rank,
-                                                     driver_.global_gpu(p.function->device)), true);
-    }
+    const std::vector<simcore::CollectiveCall> p2p = modelled_calls(got, p.function->device);
     auto mover = data_.p2p_mover(plugin, tag, got.comm_id, got.rank);
     if (!mover && p2p.empty()) return false;
     Work k = p.to_work();

@@ -96,6 +96,9 @@ class NcclCollectives {
   // The global GPU of every rank of a communicator as learnt so far; unknown ranks guessed as
   // consecutive GPUs around a known one.
   std::vector<int> gpus_of(uint64_t comm, int nranks, int rank, int gpu);  // under mu_
+  // The model's calls for everything launch `got` does on `device` (its sends and receives
+  // included) over the communicator's GPUs as known; empty when it does nothing the model times.
+  std::vector<simcore::CollectiveCall> modelled_calls(const vgpu_nccl_launch& got, int device);
 
   // True when this process has contexts on one GPU only, so that it holds at most one rank of
   // any communicator and may wait for the other processes' ranks without waiting for itself.
