@@ -286,6 +286,32 @@ TEST_F(LaunchTags, ManyThreadsLaunchingAtOnceGetDistinctTags) {
   EXPECT_EQ(all.size(), static_cast<size_t>(kThreads * kGroups));
 }
 
+namespace {
+
+// An API event of `group` (CollApi or P2pApi: one call's function, count and datatype) started
+// through the v6 or the v5 descriptor; its handle.
+void* api_event(Comm& c, bool v6, uint64_t type, void* group, const char* func, size_t count, const char* dtype) {
+  void* h = nullptr;
+  auto fill = [&](auto& d) {
+    if (type == ncclProfileCollApi)
+      d.collApi.func = func, d.collApi.count = count, d.collApi.datatype = dtype;
+    else
+      d.p2pApi.func = func, d.p2pApi.count = count, d.p2pApi.datatype = dtype;
+  };
+  if (v6) {
+    auto d = Comm::describe<ncclProfilerEventDescr_v6_t>(type, group, nullptr);
+    fill(d);
+    EXPECT_EQ(profiler().v6->startEvent(c.context(), &h, &d), ncclSuccess);
+  } else {
+    auto d = Comm::describe<ncclProfilerEventDescr_v5_t>(type, group, nullptr);
+    fill(d);
+    EXPECT_EQ(profiler().v5->startEvent(c.context(), &h, &d), ncclSuccess);
+  }
+  return h;
+}
+
+}  // namespace
+
 // The one description of a launch (the contract's describe_launch) both backends time an NCCL
 // kernel by: from inside the launch (the sim backend), the collective calls of its group on its
 // communicator (CollApi events), one operation per call, all given to the group's first kernel
@@ -297,17 +323,7 @@ TEST_F(LaunchTags, ALaunchKnowsItsGroupsCollectiveCallsOnItsCommunicator) {
     Comm a(v6), b(v6);
     void* group = a.start(ncclProfileGroupApi, nullptr);
     auto call = [&](Comm& c, const char* func, size_t count, const char* type) {
-      void* h = nullptr;
-      if (v6) {
-        auto d = Comm::describe<ncclProfilerEventDescr_v6_t>(ncclProfileCollApi, group, nullptr);
-        d.collApi.func = func, d.collApi.count = count, d.collApi.datatype = type;
-        EXPECT_EQ(profiler().v6->startEvent(c.context(), &h, &d), ncclSuccess);
-      } else {
-        auto d = Comm::describe<ncclProfilerEventDescr_v5_t>(ncclProfileCollApi, group, nullptr);
-        d.collApi.func = func, d.collApi.count = count, d.collApi.datatype = type;
-        EXPECT_EQ(profiler().v5->startEvent(c.context(), &h, &d), ncclSuccess);
-      }
-      Comm::stop(h);
+      Comm::stop(api_event(c, v6, ncclProfileCollApi, group, func, count, type));
     };
     call(a, "AllReduce", 1000, "ncclFloat32");
     call(b, "AllGather", 77, "ncclBfloat16");
@@ -438,17 +454,7 @@ TEST_F(LaunchTags, ASendRecvGroupsCallsDescribeItsKernelAtTheLaunch) {
   for (bool v6 : {false, true}) {
     Comm c(v6);  // 2 ranks, this one rank 0
     auto call = [&](void* group, const char* func, size_t count) {
-      void* h = nullptr;
-      if (v6) {
-        auto d = Comm::describe<ncclProfilerEventDescr_v6_t>(ncclProfileP2pApi, group, nullptr);
-        d.p2pApi.func = func, d.p2pApi.count = count, d.p2pApi.datatype = "ncclFloat32";
-        EXPECT_EQ(profiler().v6->startEvent(c.context(), &h, &d), ncclSuccess);
-      } else {
-        auto d = Comm::describe<ncclProfilerEventDescr_v5_t>(ncclProfileP2pApi, group, nullptr);
-        d.p2pApi.func = func, d.p2pApi.count = count, d.p2pApi.datatype = "ncclFloat32";
-        EXPECT_EQ(profiler().v5->startEvent(c.context(), &h, &d), ncclSuccess);
-      }
-      return h;
+      return api_event(c, v6, ncclProfileP2pApi, group, func, count, "ncclFloat32");
     };
     // A send to the next rank and a receive from the one before (a pipeline stage's exchange).
     void* g1 = c.start(ncclProfileGroupApi, nullptr);
