@@ -1,5 +1,5 @@
-// NCCL kernels on the sim backend, timed by the collective model (what nccl_collectives.h says:
-// the ranks of a collective meet, send/recv and graph-captured kernels do not).
+// NCCL kernels on the sim backend, timed by the collective model (nccl_collectives.h says how:
+// the ranks of a collective meet; send/recv and graph-captured kernels do not).
 #include "sim/exec/nccl_collectives.h"
 
 #include <algorithm>

@@ -6,8 +6,10 @@
 // each NCCL kernel launch and keeps the collective calls of its group (NCCL's CollApi events:
 // function, count, datatype, communicator id, size and rank); the driver reads the tag from
 // inside the launch and asks the launch's description (describe_launch of the plugin contract,
-// contracts/nccl_plugin.h). Without the profiler, for send/recv-only kernels and inside stream
-// capture, NCCL kernels keep the fallback duration.
+// contracts/nccl_plugin.h). Without the profiler NCCL kernels keep the fallback duration.
+// Send/recv kernels (their group's P2pApi calls) and kernels captured into a CUDA graph last the
+// model's time for what the launch does from their own start, meeting no other rank: a send/recv
+// names its peers only in tasks NCCL starts after the launch, and a replay has no rendezvous.
 //
 // Matching ranks: NCCL launches the kernels of one communicator in the same order on every
 // rank, so the k-th NCCL launch of each rank on communicator c is one collective. The ranks of
