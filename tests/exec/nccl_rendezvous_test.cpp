@@ -45,6 +45,31 @@ TEST(NcclRendezvous, EveryRankGetsTheLatestArrivalAndEveryGpu) {
     }
 }
 
+// A pipeline stage's send/recv communicator pairs GPU 3 of one node with GPU 11 of the next:
+// each rank's process posts its GPU at its send/recv launches (counting no collective), and
+// learns the other's once it has posted; a collective's arrival posts it too. GPU 0 is a GPU,
+// not "unknown".
+TEST(NcclRendezvous, TheRosterTellsEveryRanksGpuWithoutACollective) {
+  const std::string path = table_path("roster");
+  Cleanup c{path};
+  NcclRendezvous stage0(path), stage1(path);
+  EXPECT_EQ(stage0.roster(0x9a1, 2, 0, 3), (std::vector<int>{3, -1}));
+  EXPECT_EQ(stage1.roster(0x9a1, 2, 1, 11), (std::vector<int>{3, 11}));
+  EXPECT_EQ(stage0.roster(0x9a1, 2, 0, 3), (std::vector<int>{3, 11}));
+  EXPECT_EQ(stage0.roster(0x9a2, 2, 1, 0), (std::vector<int>{-1, 0}));  // another communicator
+  EXPECT_EQ(stage1.roster(0x9a2, 2, 0, 8), (std::vector<int>{8, 0}));
+  // No collective was counted: the first arrival of each rank still meets the other's first.
+  std::thread t([&] { EXPECT_TRUE(stage1.arrive(0x9a1, 2, 1, 11, 5.0, true, 60).complete); });
+  const auto a = stage0.arrive(0x9a1, 2, 0, 3, 2.0, true, 60);
+  t.join();
+  EXPECT_DOUBLE_EQ(a.latest, 5.0);
+  // A rank known only from its arrival is in the roster.
+  NcclRendezvous other(path);
+  (void)other.arrive(0x9a3, 3, 2, 20, 1.0, false, 60);
+  EXPECT_EQ(stage0.roster(0x9a3, 3, 0, 4), (std::vector<int>{4, -1, 20}));
+  EXPECT_EQ(stage0.roster(0x9a3, 3, 5, 4), (std::vector<int>(3, -1)));  // not a rank of it
+}
+
 TEST(NcclRendezvous, CommunicatorsAreSeparate) {
   const std::string path = table_path("comms");
   Cleanup c{path};

@@ -15,7 +15,9 @@
 // (filled per global rank), each followed by a check of every rank's result:
 // "ok   values after <Collective>" or "FAIL values after <Collective>: ..." (issue 23: the sim
 // backend moves the data of small collectives). Last, an all-reduce of 2 MiB captured into a
-// CUDA graph on every rank and replayed three times ("ok   a graph of AllReduce ... replayed").
+// CUDA graph on every rank and replayed three times ("ok   a graph of AllReduce ... replayed");
+// with four ranks or more, two-rank communicators split off the world exchange 3 MiB both ways
+// twice ("ok   pairs exchanged ...").
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -171,6 +173,46 @@ int replay_graph(const std::vector<ncclComm_t>& comms, const std::vector<cudaStr
   return 0;
 }
 
+// Pipeline stages' pairs: the world split into two-rank communicators {g, g + world/2} (ranks
+// of another node where nodes hold fewer GPUs than half the world), each pair exchanging 3 MiB
+// both ways twice, in a group of a send and a receive per rank.
+int exchange_pairs(const std::vector<ncclComm_t>& comms, const std::vector<cudaStream_t>& streams, int first,
+                   int world, const std::string& tag) {
+  const int n = static_cast<int>(streams.size());
+  const size_t count = (3u << 20) / sizeof(float);  // each way
+  std::vector<float*> buf(n);
+  for (int i = 0; i < n; ++i) {
+    CHECK_CUDA(cudaSetDevice(first + i));
+    CHECK_CUDA(cudaMalloc(&buf[i], 2 * count * sizeof(float)));
+  }
+  std::vector<ncclComm_t> pairs(n);
+  CHECK_NCCL(ncclGroupStart());
+  for (int i = 0; i < n; ++i) {
+    const int g = first + i;
+    CHECK_NCCL(ncclCommSplit(comms[i], g % (world / 2), g, &pairs[i], nullptr));
+  }
+  CHECK_NCCL(ncclGroupEnd());
+  for (int round = 0; round < 2; ++round) {
+    CHECK_NCCL(ncclGroupStart());
+    for (int i = 0; i < n; ++i) {
+      const int peer = (first + i) < world / 2 ? 1 : 0;  // the other rank of the pair
+      CHECK_NCCL(ncclSend(buf[i], count, ncclFloat, peer, pairs[i], streams[i]));
+      CHECK_NCCL(ncclRecv(buf[i] + count, count, ncclFloat, peer, pairs[i], streams[i]));
+    }
+    CHECK_NCCL(ncclGroupEnd());
+    for (int i = 0; i < n; ++i) {
+      CHECK_CUDA(cudaSetDevice(first + i));
+      CHECK_CUDA(cudaStreamSynchronize(streams[i]));
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    CHECK_NCCL(ncclCommDestroy(pairs[i]));
+    CHECK_CUDA(cudaFree(buf[i]));
+  }
+  std::printf("%sok   pairs exchanged %zu B twice\n", tag.c_str(), count * sizeof(float));
+  return 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);  // whole lines, between the driver's log lines on stderr
   int devices = 0;
@@ -244,6 +286,8 @@ int main(int argc, char** argv) {
 
   if (check_values(comms, streams, first, procs * n, tag) != 0) return 1;
   if (replay_graph(comms, streams, buf, first, tag) != 0) return 1;
+  if (procs * n >= 4 && (procs * n) % 2 == 0 && exchange_pairs(comms, streams, first, procs * n, tag) != 0)
+    return 1;
 
   for (int i = 0; i < n; ++i) CHECK_NCCL(ncclCommDestroy(comms[i]));
   std::printf("%sok   ncclCommDestroy of %d communicators\n", tag.c_str(), n);

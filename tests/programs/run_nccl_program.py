@@ -24,6 +24,10 @@ Checks:
 - an all-reduce of 2 MiB captured into a CUDA graph on every rank and replayed three times: each
   replay's kernel lasts the model's time on every GPU (NCCL ties the captured plan to the graph
   with a user object, which the sim backend keeps);
+- with four ranks or more: two-rank communicators {g, g + ranks/2} (split off the world) exchange
+  3 MiB both ways twice; the second exchange's kernels last the model's send/recv time between
+  the pair's own GPUs (on two nodes, across the NICs), which the job's roster tells each rank
+  once its partner has launched (the first exchange may not know it yet);
 - the data moved (issue 23): after the timed all-reduces, every process checks the values an
   all-reduce, all-gather, broadcast, reduce-scatter and a ring of send/recv of small buffers
   leave in every rank's recv buffer ("ok   values after <Collective>");
@@ -46,6 +50,8 @@ from job_check import Checks, run_job
 
 TIMEOUT_S = 180
 GRAPH_BYTES = 2 << 20  # nccl_program.cu's graph-captured all-reduce
+PAIR_BYTES = 3 << 20  # and its pairs' exchanges, each way
+RING_BYTES = 4000  # its values' ring of sends and receives (1000 floats)
 DEFAULT_CLUSTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "simcore", "cluster",
                                "default_cluster.toml")
 
@@ -148,23 +154,38 @@ def main():
     per_gpu = {}
     p2p = {}  # GPU -> durations of its send/recv kernels
     replays = {}  # GPU -> durations of its graph's all-reduce kernels
+    pairs = {}  # GPU -> (start, duration) of its pair exchanges' kernels
     for e in events:
         name = e.get("name", "")
         if e.get("ph") == "X" and ("nccl" in name.lower()):
             per_gpu.setdefault(e["pid"], []).append(e)
-        if e.get("ph") == "X" and "[Send " in name:
+        if e.get("ph") == "X" and f"[Send {RING_BYTES} B" in name:
             p2p.setdefault(e["pid"], []).append(e["dur"])
+        if e.get("ph") == "X" and f"[Send {PAIR_BYTES} B" in name:
+            pairs.setdefault(e["pid"], []).append((e["ts"], e["dur"]))
         if e.get("ph") == "X" and f"[AllReduce {GRAPH_BYTES} B]" in name:
             replays.setdefault(e["pid"], []).append(e["dur"])
     # The values' ring (check_values in nccl_program.cu): 1000 floats each way; the model's
     # send/recv between the communicator's first two GPUs (its peers are not known at the launch).
-    want_p2p = expected_us("Send", 4000, [0, 1])
+    want_p2p = expected_us("Send", RING_BYTES, [0, 1])
     check(sorted(p2p) == list(range(ranks)) and
           all(abs(d - want_p2p) < 1e-3 for durs in p2p.values() for d in durs),
           f"the send/recv ring's kernels last the model's {want_p2p:.3f} us on every GPU: "
           f"{ {g: sorted(set(round(d, 3) for d in durs)) for g, durs in sorted(p2p.items())} }")
     graphs = re.findall(rf"^(?:proc \d+ )?ok   a graph of AllReduce {GRAPH_BYTES} B replayed 3 times$", out, re.M)
     check(len(graphs) == procs, f"the CUDA graph of an all-reduce replayed in {len(graphs)} of {procs} process(es)")
+    if ranks >= 4:
+        said = re.findall(rf"^(?:proc \d+ )?ok   pairs exchanged {PAIR_BYTES} B twice$", out, re.M)
+        check(len(said) == procs, f"the pairs exchanged in {len(said)} of {procs} process(es)")
+        half = ranks // 2
+        wrong = {}
+        for g in range(ranks):
+            runs = sorted(pairs.get(g, []))
+            want = expected_us("Send", PAIR_BYTES, sorted([g, (g + half) % ranks]))
+            if len(runs) != 2 or abs(runs[-1][1] - want) >= 1e-3:
+                wrong[g] = ([round(d, 3) for _, d in runs], round(want, 3))
+        check(not wrong, f"every pair's second exchange lasts the model's send/recv between its GPUs: "
+              f"{wrong or 'yes'} (GPU: kernels, model)")
     want_graph = expected_us("AllReduce", GRAPH_BYTES)
     check(sorted(replays) == list(range(ranks)) and all(len(v) == 3 for v in replays.values()) and
           all(abs(d - want_graph) < 1e-3 for durs in replays.values() for d in durs),

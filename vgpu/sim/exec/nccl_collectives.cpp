@@ -79,8 +79,15 @@ double NcclCollectives::duration(const simcore::ClusterSpec& cluster, const std:
 
 std::vector<simcore::CollectiveCall> NcclCollectives::modelled_calls(const vgpu_nccl_launch& got, int device) {
   if (got.nranks < 1 || got.rank < 0 || got.rank >= got.nranks) return {};
+  const int gpu = driver_.global_gpu(device);
+  // The other ranks' GPUs as the job's roster knows them (these kernels meet no rank that would
+  // tell): a two-rank send/recv communicator may pair GPUs of two nodes.
+  const std::vector<int> roster = got.nranks > 1 ? rendezvous_.roster(got.comm_id, got.nranks, got.rank, gpu)
+                                                 : std::vector<int>{};
   std::lock_guard l(mu_);
-  return contracts::collective_calls(got, gpus_of(got.comm_id, got.nranks, got.rank, driver_.global_gpu(device)), true);
+  for (int r = 0; r < static_cast<int>(roster.size()); ++r)
+    if (r != got.rank && roster[r] >= 0) gpus_of(got.comm_id, got.nranks, r, roster[r]);
+  return contracts::collective_calls(got, gpus_of(got.comm_id, got.nranks, got.rank, gpu), true);
 }
 
 std::vector<int> NcclCollectives::gpus_of(uint64_t comm, int nranks, int rank, int gpu) {

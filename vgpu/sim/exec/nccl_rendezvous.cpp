@@ -25,6 +25,7 @@ struct NcclRendezvous::CommBlock {
     std::atomic<uint32_t> posted;  // collectives this rank posted; the futex word
     std::atomic<int32_t> gpu;
     std::atomic<uint64_t> arrival[kRing];  // bits of a double, index k % kRing
+    std::atomic<int32_t> roster;           // the rank's global GPU + 1 once posted; 0: not yet
   };
   std::atomic<uint64_t> comm;  // 0: free
   std::atomic<int32_t> nranks;
@@ -40,7 +41,7 @@ struct NcclRendezvous::Table {
 
 namespace {
 
-constexpr uint64_t kLayout = 0x76677075'6e63'0001ull;  // "vgpunc", version 1
+constexpr uint64_t kLayout = 0x76677075'6e63'0002ull;  // "vgpunc", version 2 (the roster)
 
 static_assert(std::atomic<uint32_t>::is_always_lock_free && std::atomic<uint64_t>::is_always_lock_free,
               "the table is shared between processes: its atomics must not be locks");
@@ -145,6 +146,7 @@ NcclRendezvous::Arrivals NcclRendezvous::arrive(uint64_t comm, int nranks, int r
   }
   auto& mine = b->slot[rank];
   mine.gpu.store(gpu, std::memory_order_relaxed);
+  mine.roster.store(gpu + 1, std::memory_order_relaxed);
   mine.arrival[k % kRing].store(std::bit_cast<uint64_t>(arrival), std::memory_order_relaxed);
   mine.posted.store(static_cast<uint32_t>(k + 1), std::memory_order_release);
   futex_wake_all(&mine.posted);
@@ -180,6 +182,23 @@ NcclRendezvous::Arrivals NcclRendezvous::arrive(uint64_t comm, int nranks, int r
   if (timed_out)
     log::warn("sim nccl: rank {}/{} of comm {:x}: {} rank(s) did not reach collective {} within {:.0f} s: its "
               "kernel is timed from the {} known", rank, nranks, comm, nranks - out.known, k, timeout_s, out.known);
+  return out;
+}
+
+std::vector<int> NcclRendezvous::roster(uint64_t comm, int nranks, int rank, int gpu) {
+  std::vector<int> out(std::max(nranks, 0), -1);
+  if (nranks < 1 || rank < 0 || rank >= nranks) return out;
+  out[rank] = gpu;
+  CommBlock* b = nullptr;
+  {
+    std::lock_guard l(mu_);
+    b = block(comm, nranks);
+  }
+  if (b == nullptr || gpu < 0) return out;
+  b->slot[rank].roster.store(gpu + 1, std::memory_order_relaxed);
+  for (int q = 0; q < nranks; ++q)
+    if (const int posted = b->slot[q].roster.load(std::memory_order_relaxed); posted > 0 && q != rank)
+      out[q] = posted - 1;
   return out;
 }
 

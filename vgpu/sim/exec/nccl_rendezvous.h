@@ -14,7 +14,7 @@
 // the arrivals already posted, and waits at its last rank only.)
 //
 // Table: per communicator (found by id, open addressing) one slot per rank: a counter of
-// collectives posted (futex word) and the last kRing arrivals. A rank waits at collective k for
+// collectives posted (futex word), the last kRing arrivals and the rank's GPU (roster()). A rank waits at collective k for
 // every other rank's k-th post, so no rank gets more than one collective ahead of a rank that
 // still reads; an arrival that was overwritten all the same (a process that did not wait) is
 // detected by the counter and counted as not known.
@@ -51,6 +51,13 @@ class NcclRendezvous {
   // be opened, or is full) only this rank is known.
   Arrivals arrive(uint64_t comm, int nranks, int rank, int gpu, double arrival, bool wait,
                   double timeout_s);
+
+  // The communicator's roster: posts rank `rank`'s global GPU `gpu` (counting no collective) and
+  // returns every rank's GPU posted so far, here or by arrive(), -1 where not yet. For kernels
+  // that meet no other rank (send/recv, graph replays): a pipeline stage's two-rank send/recv
+  // communicator spans whatever GPUs its ranks hold, which no guess from this rank's GPU tells.
+  // Without a table only this rank is known.
+  std::vector<int> roster(uint64_t comm, int nranks, int rank, int gpu);
 
   static std::string default_path();
   static constexpr int kMaxRanks = 4096;  // per communicator
