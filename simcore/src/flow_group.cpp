@@ -555,8 +555,7 @@ void Simulator::end_group_transfer(uint32_t slot) {
   for (uint32_t i = g.links_from; i < g.links_to; ++i) {
     LinkIndex& li = links_[group_links_[i]];
     if (li.claim == slot) li.claim = kNoGroup;
-    li.group_end_bound = std::max(li.group_end_bound, r.transfer_end);
-    li.group_start_bound = std::max(li.group_start_bound, r.start);
+    li.group_bound = std::max(li.group_bound, std::max(r.transfer_end, r.start));
   }
 }
 
