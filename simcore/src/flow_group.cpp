@@ -507,7 +507,7 @@ void Simulator::start_group(uint32_t slot, Time now) {
     if (!alone) return;
     for (int i = 0; i < route.count; ++i) {
       const LinkId id = route.links[i];
-      if (solver_.load(id) != 0 || links_[id].claim != kNoGroup) alone = false;
+      if (loaded(id) || links_[id].claim != kNoGroup) alone = false;
     }
     if (!alone) return;
     note_presence(route, now);

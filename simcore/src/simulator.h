@@ -364,8 +364,12 @@ class Simulator {
   // Link presence of dirty work (attached dirty flows + ghosts + a moving group) and the clean
   // flows it pulls in.
   bool present(LinkId id) const {
-    return solver_.load(id) != 0 || (links_[id].flags & kHasGhosts) || links_[id].claim != kNoGroup;
+    return loaded(id) || (links_[id].flags & kHasGhosts) || links_[id].claim != kNoGroup;
   }
+  // Whether dirty flows are attached to the link in the solver. A sweep of flow groups only
+  // (a ring's step) attaches none, and then no link's load need be read: 4 bytes a link, but
+  // two links a flow, from a step ago.
+  bool loaded(LinkId id) const { return solver_.attached_count() != 0 && solver_.load(id) != 0; }
   void note_presence(const Route& route, Time now);  // call before raising presence on `route`
   void attach_dirty(uint32_t slot, const Route& route, double rate, Time now);
   // begin() at the sweep's first instant: true when the flow went on as a known one.
