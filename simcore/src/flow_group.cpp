@@ -467,6 +467,11 @@ void Simulator::begin_group(uint32_t slot, Time now) {
   Time later = std::numeric_limits<Time>::infinity();
   {
     FlowGroup& g = groups_[r.group];
+    // Its members (start_group() reads each one's ends for its route), written when the group
+    // was submitted a step ago: fetched while its schedule is read below.
+    const char* mp = reinterpret_cast<const char*>(g.members.data());
+    const size_t mbytes = std::min<size_t>(g.members.size() * sizeof(FlowGroup::Member), 8 * 64);
+    for (size_t line = 0; line < mbytes; line += 64) __builtin_prefetch(mp + line);
     if (g.ready.size() == g.live &&
         std::all_of(g.ready.begin(), g.ready.end(), [&](uint32_t j) { return g.sched[j].ready <= now; })) {
       g.ready.clear();
