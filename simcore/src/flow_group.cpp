@@ -467,6 +467,11 @@ void Simulator::begin_group(uint32_t slot, Time now) {
   Time later = std::numeric_limits<Time>::infinity();
   {
     FlowGroup& g = groups_[r.group];
+    // Its members (start_group() reads each one's ends for its route), written when the group
+    // was submitted a step ago: fetched while its schedule is read below.
+    const char* mp = reinterpret_cast<const char*>(g.members.data());
+    const size_t mbytes = std::min<size_t>(g.members.size() * sizeof(FlowGroup::Member), 8 * 64);
+    for (size_t line = 0; line < mbytes; line += 64) __builtin_prefetch(mp + line);
     if (g.ready.size() == g.live &&
         std::all_of(g.ready.begin(), g.ready.end(), [&](uint32_t j) { return g.sched[j].ready <= now; })) {
       g.ready.clear();
@@ -507,7 +512,7 @@ void Simulator::start_group(uint32_t slot, Time now) {
     if (!alone) return;
     for (int i = 0; i < route.count; ++i) {
       const LinkId id = route.links[i];
-      if (solver_.load(id) != 0 || links_[id].claim != kNoGroup) alone = false;
+      if (loaded(id) || links_[id].claim != kNoGroup) alone = false;
     }
     if (!alone) return;
     note_presence(route, now);
@@ -555,8 +560,7 @@ void Simulator::end_group_transfer(uint32_t slot) {
   for (uint32_t i = g.links_from; i < g.links_to; ++i) {
     LinkIndex& li = links_[group_links_[i]];
     if (li.claim == slot) li.claim = kNoGroup;
-    li.group_end_bound = std::max(li.group_end_bound, r.transfer_end);
-    li.group_start_bound = std::max(li.group_start_bound, r.start);
+    li.group_bound = std::max(li.group_bound, std::max(r.transfer_end, r.start));
   }
 }
 

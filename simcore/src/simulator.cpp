@@ -203,8 +203,7 @@ void Simulator::handle(const QueueItem& item, Time now) {
     const Route route = route_of(r);
     if (item.kind == kGhostBegin) note_presence(route, now);
     for (int i = 0; i < route.count; ++i) {
-      if (item.kind == kGhostBegin) ++links_[route.links[i]].ghosts;
-      else --links_[route.links[i]].ghosts;
+      add_ghost(route.links[i], item.kind == kGhostBegin);
     }
     return;
   }
@@ -264,7 +263,7 @@ void Simulator::end_transfer(uint32_t slot, Time now) {
     r.ghost_deferred = false;
     if (r.transfer_end > now) {  // the old one: the sweep has not reached it yet
       const Route route = route_of(r);
-      for (int i = 0; i < route.count; ++i) ++links_[route.links[i]].ghosts;
+      for (int i = 0; i < route.count; ++i) add_ghost(route.links[i], true);
       push(r.transfer_end, slot, kGhostEnd);
     }
   }
@@ -431,7 +430,7 @@ void Simulator::mark_dirty(Record& r, uint32_t slot, Time now, const Route& rout
   ++replayed_;
   dirty_.push_back(slot);
   if (r.indexed)
-    for (int i = 0; i < route.count; ++i) --links_[route.links[i]].clean;
+    for (int i = 0; i < route.count; ++i) add_clean(route.links[i], false);
   // Clean dependents started at their old start on the strength of this event's old finish.
   for (EventId dep : r.dependents) {
     uint32_t ds = live_slot(dep);
@@ -500,10 +499,9 @@ void Simulator::dirty_pending(uint32_t slot, Time now) {
 void Simulator::note_presence(const Route& route, Time now) {
   for (int i = 0; i < route.count; ++i) {
     const LinkId id = route.links[i];
-    LinkIndex& li = links_[id];
-    if (presence(id) != 0) continue;
-    if (!may_hold_clean_flows(id, now) && !may_hold_clean_groups(li, now)) {
-      ++li.watch_stamp;  // no watch is needed
+    if (present(id)) continue;
+    if (!may_hold_clean_flows(id, now) && !may_hold_clean_groups(links_[id], now)) {
+      void_watch(id);  // no watch is needed
       continue;
     }
     presence_work_.push_back(id);
@@ -529,11 +527,11 @@ void Simulator::pull_in(Time now) {
   while (!presence_work_.empty()) {
     const LinkId id = presence_work_.back();
     presence_work_.pop_back();
-    LinkIndex& li = links_[id];
+    const LinkIndex& li = links_[id];
     if (!may_hold_clean_flows(id, now) && !may_hold_clean_groups(li, now)) {
       // No clean flow moves here now or starts later (a ring's usual case: the previous flows
       // on this link are done): nothing to pull in, nothing to watch, no index entry to read.
-      ++li.watch_stamp;
+      void_watch(id);
       continue;
     }
     // A simulated group moving here becomes its members first: they join as flows.
@@ -573,10 +571,10 @@ void Simulator::watch(LinkId id, Time now) {
 
 // The watch fires at the first start of a clean flow, or of a clean group holding the link.
 void Simulator::watch_from(LinkId id, const StartIndex::Entry* it, Time now) {
+  void_watch(id);
   LinkIndex& li = links_[id];
-  ++li.watch_stamp;
   Time at = std::numeric_limits<Time>::infinity();
-  if (li.clean != 0) {
+  if (li.flags & kHasClean) {
     for (; it != link_starts_[id].by_start.end(); ++it) {
       if (!records_[it->second].dirty) {
         at = it->first;
@@ -584,19 +582,21 @@ void Simulator::watch_from(LinkId id, const StartIndex::Entry* it, Time now) {
       }
     }
   }
-  if (li.group_start_bound > now) at = std::min(at, next_group_start(id, now));
-  if (at != std::numeric_limits<Time>::infinity()) push(at, id, kWatch, li.watch_stamp);
+  if (li.group_bound > now) at = std::min(at, next_group_start(id, now));
+  if (at != std::numeric_limits<Time>::infinity()) {
+    li.flags |= kWatchLive;
+    push(at, id, kWatch, link_starts_[id].watch_stamp);
+  }
 }
 
 void Simulator::watch_fired(LinkId id, uint32_t stamp, Time now) {
-  LinkIndex& li = links_[id];
-  if (stamp != li.watch_stamp) return;
-  if (presence(id) == 0) {
-    ++li.watch_stamp;  // nothing dirty here any more; the next presence starts a new watch
+  if (stamp != link_starts_[id].watch_stamp) return;
+  if (!present(id)) {
+    void_watch(id);  // nothing dirty here any more; the next presence starts a new watch
     return;
   }
   // A simulated group starting here now becomes its members first: they join as flows.
-  if (li.group_start_bound >= now) split_groups_on(id, now, /*exactly_now=*/true);
+  if (links_[id].group_bound >= now) split_groups_on(id, now, /*exactly_now=*/true);
   StartIndex& index = link_starts_[id].by_start;
   auto it = index.lower_bound(std::make_pair(now, uint32_t{0}));
   starting_.clear();
@@ -628,7 +628,7 @@ void Simulator::collect_groups(LinkId link, Time now, bool exactly_now) {
 }
 
 Time Simulator::next_group_start(LinkId link, Time now) {
-  const Time last = links_[link].group_start_bound;
+  const Time last = links_[link].group_bound;  // (a start comes before its transfer's end)
   const std::vector<LazyStartIndex::Entry>& v = sorted_groups();
   auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(now, kRetired));
   for (; it != v.end() && it->first <= last; ++it) {
@@ -657,18 +657,17 @@ void Simulator::index_insert(uint32_t slot, const Record& r, const Route& route)
 
 void Simulator::index_erase(uint32_t slot, const Record& r, const Route& route) {
   for (int i = 0; i < route.count; ++i) {
-    LinkIndex& li = links_[route.links[i]];
     auto& v = link_starts_[route.links[i]].by_start;
     const auto it = v.find(std::make_pair(r.start, slot));
     if (it != v.end()) v.erase(it);
-    if (!r.dirty) --li.clean;
+    if (!r.dirty) add_clean(route.links[i], false);
   }
   records_[slot].indexed = false;
 }
 
 void Simulator::count_clean(const Record& r, const Route& route) {
   for (int i = 0; i < route.count; ++i) {
-    ++links_[route.links[i]].clean;
+    add_clean(route.links[i], true);
     LinkStarts& ls = link_starts_[route.links[i]];
     ls.max_duration = std::max(ls.max_duration, r.transfer_end - r.start);
     ls.clean_end_bound = std::max(ls.clean_end_bound, r.transfer_end);

@@ -256,30 +256,58 @@ class Simulator {
     uint8_t kind = 0;
   };
 
-  // What the sweep reads of a link for nearly every flow (its presence, a group's claim, the
-  // bounds of clean groups there), in half a cache line; the index of its flows and their
-  // bounds are beside it (LinkStarts), read only when a clean flow is indexed here. (A ring's
-  // step touches two links per flow, every step: at 4096 GPUs, 64 bytes a link was half a
-  // megabyte per step and the largest miss of the run, the claim's read in start_group().)
-  struct alignas(32) LinkIndex {
-    // No member of a clean group moving here ends its transfer after group_end_bound or starts
-    // after group_start_bound (groups have no entry here and no count: only while these bounds
-    // reach `now` need groups_by_start_ be searched). Bounds never come down, so they stay
-    // true as entries go; a group raises them as its transfer ends in its sweep.
-    Time group_end_bound = 0, group_start_bound = 0;
-    uint32_t clean = 0;        // entries of clean flows (their bounds: LinkStarts)
-    uint32_t ghosts = 0;       // old transfers of dirty flows in progress now
-    uint32_t watch_stamp = 0;  // the live kWatch item's stamp
+  // What the sweep reads of a link for nearly every flow (a group's claim, whether anything
+  // else is there, the bound of clean groups), in a quarter of a cache line; its counts, its
+  // watch's stamp, the index of its flows and their bounds are beside it (LinkStarts), read
+  // only when something other than a lone group is there. (A ring's step touches two links per
+  // flow, every step: at 4096 GPUs the claim's read in start_group() was the largest miss of
+  // the run, 256 KB a step at 32 bytes a link; 128 KB at 16.)
+  struct alignas(16) LinkIndex {
+    // No member of a clean group moving here ends its transfer after group_bound, nor starts
+    // after it (a start comes before its transfer's end): groups have no entry here and no
+    // count, and only while the bound reaches `now` need groups_by_start_ be searched. It
+    // never comes down, so it stays true as entries go; a group raises it as its transfer
+    // ends in its sweep.
+    Time group_bound = 0;
     uint32_t claim = kNoGroup;  // the slot of the dirty flow group moving here (it is alone)
+    uint32_t flags = 0;         // kHasGhosts | kHasClean | kWatchLive
   };
-  static_assert(sizeof(LinkIndex) == 32);
+  static_assert(sizeof(LinkIndex) == 16);
+  static constexpr uint32_t kHasGhosts = 1;  // LinkStarts::ghosts != 0
+  static constexpr uint32_t kHasClean = 2;   // LinkStarts::clean != 0
+  // A kWatch item with the link's current stamp may be in the queue: only then does voiding
+  // the watch need its stamp raised (a stale item's stamp is below the current one).
+  static constexpr uint32_t kWatchLive = 4;
   struct LinkStarts {
     StartIndex by_start;       // (start, slot) of flows (not groups: groups_by_start_), sorted
     double max_duration = 0;   // longest transfer among them (bounds the backward scan)
     // No clean flow indexed here ends its transfer after clean_end_bound or starts after
-    // clean_start_bound (bounds, as the group ones).
+    // clean_start_bound (bounds, as the group one).
     Time clean_end_bound = 0, clean_start_bound = 0;
+    uint32_t clean = 0;        // entries of clean flows (their bounds above)
+    uint32_t ghosts = 0;       // old transfers of dirty flows in progress now
+    uint32_t watch_stamp = 0;  // the live kWatch item's stamp
   };
+  void add_ghost(LinkId id, bool up) {
+    uint32_t& n = link_starts_[id].ghosts;
+    n = up ? n + 1 : n - 1;
+    set_flag(links_[id], kHasGhosts, n != 0);
+  }
+  void add_clean(LinkId id, bool up) {
+    uint32_t& n = link_starts_[id].clean;
+    n = up ? n + 1 : n - 1;
+    set_flag(links_[id], kHasClean, n != 0);
+  }
+  static void set_flag(LinkIndex& li, uint32_t flag, bool on) {
+    li.flags = on ? (li.flags | flag) : (li.flags & ~flag);
+  }
+  // Any kWatch item of the link is void from now on.
+  void void_watch(LinkId id) {
+    LinkIndex& li = links_[id];
+    if (!(li.flags & kWatchLive)) return;
+    li.flags &= ~kWatchLive;
+    ++link_starts_[id].watch_stamp;
+  }
 
   static constexpr uint32_t kRetired = std::numeric_limits<uint32_t>::max();
 
@@ -328,17 +356,20 @@ class Simulator {
   // Whether a clean flow or a clean group's member may move on this link at `now` or start
   // later (false: nothing there for dirty work to pull in or watch).
   bool may_hold_clean_flows(LinkId id, Time now) const {
-    if (links_[id].clean == 0) return false;
+    if (!(links_[id].flags & kHasClean)) return false;
     const LinkStarts& ls = link_starts_[id];
     return !(ls.clean_end_bound <= now && ls.clean_start_bound <= now);
   }
-  static bool may_hold_clean_groups(const LinkIndex& li, Time now) {
-    return !(li.group_end_bound <= now && li.group_start_bound <= now);
+  static bool may_hold_clean_groups(const LinkIndex& li, Time now) { return li.group_bound > now; }
+  // Link presence of dirty work (attached dirty flows + ghosts + a moving group) and the clean
+  // flows it pulls in.
+  bool present(LinkId id) const {
+    return loaded(id) || (links_[id].flags & kHasGhosts) || links_[id].claim != kNoGroup;
   }
-  // Link presence of dirty work (attached dirty flows + ghosts) and the clean flows it pulls in.
-  size_t presence(LinkId id) const {
-    return solver_.load(id) + links_[id].ghosts + (links_[id].claim != kNoGroup);
-  }
+  // Whether dirty flows are attached to the link in the solver. A sweep of flow groups only
+  // (a ring's step) attaches none, and then no link's load need be read: 4 bytes a link, but
+  // two links a flow, from a step ago.
+  bool loaded(LinkId id) const { return solver_.attached_count() != 0 && solver_.load(id) != 0; }
   void note_presence(const Route& route, Time now);  // call before raising presence on `route`
   void attach_dirty(uint32_t slot, const Route& route, double rate, Time now);
   // begin() at the sweep's first instant: true when the flow went on as a known one.
