@@ -32,6 +32,11 @@ std::string operations_text(const vgpu_nccl_launch& got) {
   return what;
 }
 
+// The ranks of `got`'s communicator this process holds (its plugin's open contexts); 0: unknown.
+int local_ranks_of(const vgpu_nccl_plugin_side* plugin, const vgpu_nccl_launch& got) {
+  return plugin != nullptr && plugin->local_ranks != nullptr ? plugin->local_ranks(got.comm_id) : 0;
+}
+
 }  // namespace
 
 bool is_nccl_kernel_name(const std::string& name) {
@@ -77,13 +82,16 @@ double NcclCollectives::duration(const simcore::ClusterSpec& cluster, const std:
   return total;
 }
 
-std::vector<simcore::CollectiveCall> NcclCollectives::modelled_calls(const vgpu_nccl_launch& got, int device) {
+std::vector<simcore::CollectiveCall> NcclCollectives::modelled_calls(const vgpu_nccl_launch& got, int device,
+                                                                     int local_ranks) {
   if (got.nranks < 1 || got.rank < 0 || got.rank >= got.nranks) return {};
   const int gpu = driver_.global_gpu(device);
-  // The other ranks' GPUs as the job's roster knows them (these kernels meet no rank that would
-  // tell): a two-rank send/recv communicator may pair GPUs of two nodes.
-  const std::vector<int> roster = got.nranks > 1 ? rendezvous_.roster(got.comm_id, got.nranks, got.rank, gpu)
-                                                 : std::vector<int>{};
+  // The other processes' ranks' GPUs as the job's roster knows them (these kernels meet no rank
+  // that would tell): a two-rank send/recv communicator may pair GPUs of two nodes. A process
+  // holding every rank learns them from its own launches (gpus_of) and opens no table.
+  const std::vector<int> roster = got.nranks > 1 && local_ranks < got.nranks
+                                      ? rendezvous_.roster(got.comm_id, got.nranks, got.rank, gpu)
+                                      : std::vector<int>{};
   std::lock_guard l(mu_);
   for (int r = 0; r < static_cast<int>(roster.size()); ++r)
     if (r != got.rank && roster[r] >= 0) gpus_of(got.comm_id, got.nranks, r, roster[r]);
@@ -143,7 +151,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     // the kernel's node lasts the model's time for what the launch does, on every replay, from
     // its own start; replays do not meet the other ranks' and move no data.
     if (known != 0) return false;
-    const std::vector<simcore::CollectiveCall> calls = modelled_calls(got, p.function->device);
+    const std::vector<simcore::CollectiveCall> calls = modelled_calls(got, p.function->device, local_ranks_of(plugin, got));
     if (calls.empty()) return false;
     Work k = p.to_work();
     k.duration_s = duration(driver_.cluster(), calls);
@@ -160,7 +168,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     // them, a send/recv between the communicator's first two GPUs or an all-to-all (the peers
     // are named only by the kernel's tasks, which NCCL starts after the launch); the fallback
     // duration, as any kernel, when nothing is on record. Their messages' data moves either way.
-    const std::vector<simcore::CollectiveCall> p2p = modelled_calls(got, p.function->device);
+    const std::vector<simcore::CollectiveCall> p2p = modelled_calls(got, p.function->device, local_ranks_of(plugin, got));
     auto mover = data_.p2p_mover(plugin, tag, got.comm_id, got.rank);
     if (!mover && p2p.empty()) return false;
     Work k = p.to_work();

@@ -99,8 +99,10 @@ class NcclCollectives {
   // consecutive GPUs around a known one.
   std::vector<int> gpus_of(uint64_t comm, int nranks, int rank, int gpu);  // under mu_
   // The model's calls for everything launch `got` does on `device` (its sends and receives
-  // included) over the communicator's GPUs as known; empty when it does nothing the model times.
-  std::vector<simcore::CollectiveCall> modelled_calls(const vgpu_nccl_launch& got, int device);
+  // included) over the communicator's GPUs as known (from the job's roster where this process
+  // holds fewer than all `got.nranks` ranks: `local_ranks`); empty when it does nothing the
+  // model times.
+  std::vector<simcore::CollectiveCall> modelled_calls(const vgpu_nccl_launch& got, int device, int local_ranks);
 
   // True when this process has contexts on one GPU only, so that it holds at most one rank of
   // any communicator and may wait for the other processes' ranks without waiting for itself.
