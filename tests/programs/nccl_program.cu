@@ -17,7 +17,8 @@
 // backend moves the data of small collectives). Last, an all-reduce of 2 MiB captured into a
 // CUDA graph on every rank and replayed three times ("ok   a graph of AllReduce ... replayed");
 // with four ranks or more, two-rank communicators split off the world exchange 3 MiB both ways
-// twice ("ok   pairs exchanged ...").
+// twice ("ok   pairs exchanged ..."); then a ring of 20,000 bytes over the world, twice
+// ("ok   a ring of 20000 B sent twice").
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -213,6 +214,29 @@ int exchange_pairs(const std::vector<ncclComm_t>& comms, const std::vector<cudaS
   return 0;
 }
 
+// A ring of sends and receives over the whole communicator (each rank sends 20,000 bytes to the
+// next and receives as much from the one before), twice.
+int ring_twice(const std::vector<ncclComm_t>& comms, const std::vector<cudaStream_t>& streams,
+               const std::vector<float*>& buf, int first, int world, const std::string& tag) {
+  const int n = static_cast<int>(streams.size());
+  const size_t count = 5000;
+  for (int round = 0; round < 2; ++round) {
+    CHECK_NCCL(ncclGroupStart());
+    for (int i = 0; i < n; ++i) {
+      const int g = first + i;
+      CHECK_NCCL(ncclSend(buf[i], count, ncclFloat, (g + 1) % world, comms[i], streams[i]));
+      CHECK_NCCL(ncclRecv(buf[i] + count, count, ncclFloat, (g + world - 1) % world, comms[i], streams[i]));
+    }
+    CHECK_NCCL(ncclGroupEnd());
+    for (int i = 0; i < n; ++i) {
+      CHECK_CUDA(cudaSetDevice(first + i));
+      CHECK_CUDA(cudaStreamSynchronize(streams[i]));
+    }
+  }
+  std::printf("%sok   a ring of %zu B sent twice\n", tag.c_str(), count * sizeof(float));
+  return 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);  // whole lines, between the driver's log lines on stderr
   int devices = 0;
@@ -288,6 +312,7 @@ int main(int argc, char** argv) {
   if (replay_graph(comms, streams, buf, first, tag) != 0) return 1;
   if (procs * n >= 4 && (procs * n) % 2 == 0 && exchange_pairs(comms, streams, first, procs * n, tag) != 0)
     return 1;
+  if (ring_twice(comms, streams, buf, first, procs * n, tag) != 0) return 1;
 
   for (int i = 0; i < n; ++i) CHECK_NCCL(ncclCommDestroy(comms[i]));
   std::printf("%sok   ncclCommDestroy of %d communicators\n", tag.c_str(), n);

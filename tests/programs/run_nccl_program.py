@@ -28,6 +28,10 @@ Checks:
   3 MiB both ways twice; the second exchange's kernels last the model's send/recv time between
   the pair's own GPUs (on two nodes, across the NICs), which the job's roster tells each rank
   once its partner has launched (the first exchange may not know it yet);
+- a ring of 20,000-byte sends and receives over the whole communicator, twice: the second ring's
+  kernel on every GPU lasts the model's send/recv between its GPU and the slower of its two
+  neighbours' (learnt from the first ring's tasks: across the NICs where a neighbour is on
+  another node);
 - the data moved (issue 23): after the timed all-reduces, every process checks the values an
   all-reduce, all-gather, broadcast, reduce-scatter and a ring of send/recv of small buffers
   leave in every rank's recv buffer ("ok   values after <Collective>");
@@ -52,6 +56,7 @@ TIMEOUT_S = 180
 GRAPH_BYTES = 2 << 20  # nccl_program.cu's graph-captured all-reduce
 PAIR_BYTES = 3 << 20  # and its pairs' exchanges, each way
 RING_BYTES = 4000  # its values' ring of sends and receives (1000 floats)
+WORLD_RING_BYTES = 20000  # and the ring it sends twice
 DEFAULT_CLUSTER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "simcore", "cluster",
                                "default_cluster.toml")
 
@@ -155,12 +160,15 @@ def main():
     p2p = {}  # GPU -> durations of its send/recv kernels
     replays = {}  # GPU -> durations of its graph's all-reduce kernels
     pairs = {}  # GPU -> (start, duration) of its pair exchanges' kernels
+    world_ring = {}  # GPU -> (start, duration) of its world ring's kernels
     for e in events:
         name = e.get("name", "")
         if e.get("ph") == "X" and ("nccl" in name.lower()):
             per_gpu.setdefault(e["pid"], []).append(e)
         if e.get("ph") == "X" and f"[Send {RING_BYTES} B" in name:
             p2p.setdefault(e["pid"], []).append(e["dur"])
+        if e.get("ph") == "X" and f"[Send {WORLD_RING_BYTES} B" in name:
+            world_ring.setdefault(e["pid"], []).append((e["ts"], e["dur"]))
         if e.get("ph") == "X" and f"[Send {PAIR_BYTES} B" in name:
             pairs.setdefault(e["pid"], []).append((e["ts"], e["dur"]))
         if e.get("ph") == "X" and f"[AllReduce {GRAPH_BYTES} B]" in name:
@@ -186,6 +194,16 @@ def main():
                 wrong[g] = ([round(d, 3) for _, d in runs], round(want, 3))
         check(not wrong, f"every pair's second exchange lasts the model's send/recv between its GPUs: "
               f"{wrong or 'yes'} (GPU: kernels, model)")
+    said = re.findall(rf"^(?:proc \d+ )?ok   a ring of {WORLD_RING_BYTES} B sent twice$", out, re.M)
+    check(len(said) == procs, f"the world ring sent twice in {len(said)} of {procs} process(es)")
+    wrong = {}
+    for g in range(ranks):
+        runs = sorted(world_ring.get(g, []))
+        want = max(expected_us("Send", WORLD_RING_BYTES, sorted([g, (g + d) % ranks])) for d in (1, ranks - 1))
+        if len(runs) != 2 or abs(runs[-1][1] - want) >= 1e-3:
+            wrong[g] = ([round(d, 3) for _, d in runs], round(want, 3))
+    check(not wrong, f"the world ring's second kernel on every GPU lasts the model's send/recv to its slower "
+          f"neighbour: {wrong or 'yes'} (GPU: kernels, model)")
     want_graph = expected_us("AllReduce", GRAPH_BYTES)
     check(sorted(replays) == list(range(ranks)) and all(len(v) == 3 for v in replays.values()) and
           all(abs(d - want_graph) < 1e-3 for durs in replays.values() for d in durs),

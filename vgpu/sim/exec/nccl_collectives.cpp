@@ -3,6 +3,7 @@
 #include "sim/exec/nccl_collectives.h"
 
 #include <algorithm>
+#include <array>
 
 #include "common/log.h"
 #include "common/settings.h"
@@ -82,8 +83,30 @@ double NcclCollectives::duration(const simcore::ClusterSpec& cluster, const std:
   return total;
 }
 
+std::vector<int> NcclCollectives::peers_seen(const vgpu_nccl_plugin_side* plugin, const vgpu_nccl_launch& got,
+                                             uint64_t tag) {
+  uint64_t previous = 0;
+  {
+    std::lock_guard l(mu_);
+    uint64_t& last = last_p2p_[{got.comm_id, got.rank}];
+    previous = last;
+    last = tag;
+  }
+  std::vector<int> peers;
+  if (previous == 0 || plugin->launch_tasks == nullptr) return peers;
+  std::array<vgpu_nccl_task, VGPU_NCCL_MAX_TASKS> tasks{};
+  int count = 0;
+  if (plugin->launch_tasks(previous, tasks.data(), static_cast<int>(tasks.size()), &count) < 0) return peers;
+  for (int i = 0; i < std::min(count, static_cast<int>(tasks.size())); ++i) {
+    const int peer = tasks[i].peer;
+    if (peer >= 0 && peer < got.nranks && peer != got.rank && std::find(peers.begin(), peers.end(), peer) == peers.end())
+      peers.push_back(peer);
+  }
+  return peers;
+}
+
 std::vector<simcore::CollectiveCall> NcclCollectives::modelled_calls(const vgpu_nccl_launch& got, int device,
-                                                                     int local_ranks) {
+                                                                     int local_ranks, const std::vector<int>& peers) {
   if (got.nranks < 1 || got.rank < 0 || got.rank >= got.nranks) return {};
   const int gpu = driver_.global_gpu(device);
   // The other processes' ranks' GPUs as the job's roster knows them (these kernels meet no rank
@@ -95,7 +118,23 @@ std::vector<simcore::CollectiveCall> NcclCollectives::modelled_calls(const vgpu_
   std::lock_guard l(mu_);
   for (int r = 0; r < static_cast<int>(roster.size()); ++r)
     if (r != got.rank && roster[r] >= 0) gpus_of(got.comm_id, got.nranks, r, roster[r]);
-  return contracts::collective_calls(got, gpus_of(got.comm_id, got.nranks, got.rank, gpu), true);
+  const std::vector<int> gpus = gpus_of(got.comm_id, got.nranks, got.rank, gpu);
+  std::vector<simcore::CollectiveCall> calls = contracts::collective_calls(got, gpus, true);
+  const bool send_recv = !calls.empty() && calls.back().op == simcore::CollectiveOp::send_recv;
+  if (!send_recv || peers.empty()) return calls;
+  // A send/recv between this rank and each peer it exchanged with last time: the slowest pair
+  // (the kernel ends when its last transfer does).
+  std::vector<simcore::CollectiveCall> slowest;
+  double longest = -1;
+  for (int peer : peers) {
+    std::vector<simcore::CollectiveCall> pair = contracts::collective_calls(got, {gpu, gpus[peer]}, true);
+    const double t = duration(driver_.cluster(), pair);
+    if (t > longest) {
+      longest = t;
+      slowest = std::move(pair);
+    }
+  }
+  return slowest;
 }
 
 std::vector<int> NcclCollectives::gpus_of(uint64_t comm, int nranks, int rank, int gpu) {
@@ -165,10 +204,13 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     log::debug("sim nccl: launch {} has no collective call on record ({}): fallback duration", tag, known);
     if (known != 0) return false;
     // Sends and receives (the group's calls on record: launch_tags.h): the model's time for
-    // them, a send/recv between the communicator's first two GPUs or an all-to-all (the peers
-    // are named only by the kernel's tasks, which NCCL starts after the launch); the fallback
-    // duration, as any kernel, when nothing is on record. Their messages' data moves either way.
-    const std::vector<simcore::CollectiveCall> p2p = modelled_calls(got, p.function->device, local_ranks_of(plugin, got));
+    // them, an all-to-all, or a send/recv between this rank's GPU and those of the peers of its
+    // previous send/recv launch on the communicator (the peers are named only by the kernel's
+    // tasks, which NCCL starts after the launch), at the first one the communicator's first two
+    // GPUs; the fallback duration, as any kernel, when nothing is on record. Their messages'
+    // data moves either way.
+    const std::vector<simcore::CollectiveCall> p2p =
+        modelled_calls(got, p.function->device, local_ranks_of(plugin, got), peers_seen(plugin, got, tag));
     auto mover = data_.p2p_mover(plugin, tag, got.comm_id, got.rank);
     if (!mover && p2p.empty()) return false;
     Work k = p.to_work();

@@ -102,7 +102,15 @@ class NcclCollectives {
   // included) over the communicator's GPUs as known (from the job's roster where this process
   // holds fewer than all `got.nranks` ranks: `local_ranks`); empty when it does nothing the
   // model times.
-  std::vector<simcore::CollectiveCall> modelled_calls(const vgpu_nccl_launch& got, int device, int local_ranks);
+  // `peers` (ranks of the communicator, from the rank's previous send/recv launch on it: see
+  // peers_seen): a send/recv is timed between this rank's GPU and the slowest of theirs rather
+  // than between the communicator's first two GPUs.
+  std::vector<simcore::CollectiveCall> modelled_calls(const vgpu_nccl_launch& got, int device, int local_ranks,
+                                                      const std::vector<int>& peers = {});
+  // The other ranks this rank's previous send/recv launch on `got`'s communicator sent to or
+  // received from (its P2p tasks, which NCCL starts after each launch, name them), and `tag` noted
+  // as the latest: a pipeline stage exchanges with the same neighbours launch after launch.
+  std::vector<int> peers_seen(const vgpu_nccl_plugin_side* plugin, const vgpu_nccl_launch& got, uint64_t tag);
 
   // True when this process has contexts on one GPU only, so that it holds at most one rank of
   // any communicator and may wait for the other processes' ranks without waiting for itself.
@@ -121,6 +129,7 @@ class NcclCollectives {
   std::map<uint64_t, std::vector<int>> comm_gpus_;          // comm -> gpu of each rank (-1 unknown)
   std::map<std::pair<uint64_t, uint64_t>, Pending> pending_;  // (comm, k) -> the collective
   std::map<uint64_t, bool> one_thread_;  // comm -> its last complete collective came from one thread
+  std::map<std::pair<uint64_t, int>, uint64_t> last_p2p_;  // (comm, rank) -> its latest send/recv launch
 };
 
 }  // namespace vgpu
