@@ -136,6 +136,17 @@ def main():
         return 1
     times = by_proc[0]
 
+    def second_of_two_off(kernels, want_us):
+        """GPU -> (its kernels' durations, the model's) where a GPU has not exactly two such kernels
+        or the second does not last want_us(GPU); {} when every GPU's does."""
+        wrong = {}
+        for g in range(ranks):
+            runs = sorted(kernels.get(g, []))
+            want = want_us(g)
+            if len(runs) != 2 or abs(runs[-1][1] - want) >= 1e-3:
+                wrong[g] = ([round(d, 3) for _, d in runs], round(want, 3))
+        return wrong
+
     def expected_us(func, nbytes, gpus=None):
         gpus = range(ranks) if gpus is None else gpus
         out = subprocess.run([env["COLLECTIVE_ESTIMATE"], func, str(nbytes), *map(str, gpus)],
@@ -186,22 +197,13 @@ def main():
         said = re.findall(rf"^(?:proc \d+ )?ok   pairs exchanged {PAIR_BYTES} B twice$", out, re.M)
         check(len(said) == procs, f"the pairs exchanged in {len(said)} of {procs} process(es)")
         half = ranks // 2
-        wrong = {}
-        for g in range(ranks):
-            runs = sorted(pairs.get(g, []))
-            want = expected_us("Send", PAIR_BYTES, sorted([g, (g + half) % ranks]))
-            if len(runs) != 2 or abs(runs[-1][1] - want) >= 1e-3:
-                wrong[g] = ([round(d, 3) for _, d in runs], round(want, 3))
+        wrong = second_of_two_off(pairs, lambda g: expected_us("Send", PAIR_BYTES, sorted([g, (g + half) % ranks])))
         check(not wrong, f"every pair's second exchange lasts the model's send/recv between its GPUs: "
               f"{wrong or 'yes'} (GPU: kernels, model)")
     said = re.findall(rf"^(?:proc \d+ )?ok   a ring of {WORLD_RING_BYTES} B sent twice$", out, re.M)
     check(len(said) == procs, f"the world ring sent twice in {len(said)} of {procs} process(es)")
-    wrong = {}
-    for g in range(ranks):
-        runs = sorted(world_ring.get(g, []))
-        want = max(expected_us("Send", WORLD_RING_BYTES, sorted([g, (g + d) % ranks])) for d in (1, ranks - 1))
-        if len(runs) != 2 or abs(runs[-1][1] - want) >= 1e-3:
-            wrong[g] = ([round(d, 3) for _, d in runs], round(want, 3))
+    wrong = second_of_two_off(world_ring, lambda g: max(
+        expected_us("Send", WORLD_RING_BYTES, sorted([g, (g + d) % ranks])) for d in (1, ranks - 1)))
     check(not wrong, f"the world ring's second kernel on every GPU lasts the model's send/recv to its slower "
           f"neighbour: {wrong or 'yes'} (GPU: kernels, model)")
     want_graph = expected_us("AllReduce", GRAPH_BYTES)
