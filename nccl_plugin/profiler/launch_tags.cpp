@@ -241,7 +241,13 @@ void LaunchTags::note_work(uint64_t tag, void* context, const Event& e) {
     if (!r.api_collectives) r.ops.push_back(Operation{func, e.bytes, 0, false, false, 0});
     return;
   }
-  if (r.api_p2p) return;  // the group's calls already stand for them
+  if (r.api_p2p) {
+    // The group's calls stood for the kernel's sends and receives until its tasks, which name the
+    // peers (and the rank's own share), came: the tasks describe them from here on (the
+    // passthrough reads the description once the kernel completed, every task started).
+    std::erase_if(r.ops, [](const Operation& o) { return o.p2p; });
+    r.api_p2p = false;
+  }
   Operation* op = nullptr;
   for (Operation& o : r.ops)
     if (o.p2p && o.func == func) op = &o;
@@ -334,6 +340,8 @@ void LaunchTags::record_launch(uint64_t tag, Node& group, void* context, bool fi
 }
 
 void LaunchTags::record_p2p_calls(LaunchRecord& r, const Node& group, void* context) {
+  // Tasks already seen describe the kernel exactly: the calls stand in only until they come.
+  if (std::any_of(r.ops.begin(), r.ops.end(), [](const Operation& o) { return o.p2p; })) return;
   std::vector<Operation> kinds;  // "Send", "Recv": bytes and calls so far
   for (const Call& call : group.calls) {
     if (call.context != context || !call.p2p) continue;
@@ -352,7 +360,6 @@ void LaunchTags::record_p2p_calls(LaunchRecord& r, const Node& group, void* cont
       o.peers = r.nranks - 1;
     }
   }
-  std::erase_if(r.ops, [](const Operation& o) { return o.p2p; });
   r.ops.insert(r.ops.end(), kinds.begin(), kinds.end());
   r.api_p2p = true;
 }

@@ -117,8 +117,9 @@ class LaunchTags {
   // the launch is known to be the group's first on it (api_p2p): NCCL starts a send/recv
   // kernel's P2p tasks only after its launch, and the sim backend times the kernel at the launch.
   // The calls name no peer: a rank that sends to every rank of the communicator (an all-to-all,
-  // its own share included) is taken as one; other calls each as a peer. Without them, the
-  // kernel's P2p tasks (which name the peers).
+  // its own share included) is taken as one; other calls each as a peer. Once the kernel's P2p
+  // tasks come (they name the peers and the rank's own share), they describe it instead: what
+  // the passthrough reads after the kernel completed.
   struct Operation {
     std::string func;
     uint64_t bytes = 0;

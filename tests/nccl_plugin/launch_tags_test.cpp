@@ -447,7 +447,8 @@ TEST_F(LaunchTags, EachLaunchKnowsWhatItDoesForTheCollectiveModel) {
 // collectives' do: NCCL starts the kernel's P2p tasks only after the launch, where the sim
 // backend times it. The calls name no peer: one Send per rank of the communicator is an
 // all-to-all (the rank's own share among them, kept off the link); otherwise each call a peer.
-// The tasks that follow change nothing.
+// The tasks that follow (they name the peers) describe the kernel from then on, exactly: the
+// same here, where the calls told it right; an uneven all-to-all's true bytes below.
 TEST_F(LaunchTags, ASendRecvGroupsCallsDescribeItsKernelAtTheLaunch) {
   const auto describe = plugin().side.describe_launch;
   ASSERT_NE(describe, nullptr);
@@ -474,7 +475,7 @@ TEST_F(LaunchTags, ASendRecvGroupsCallsDescribeItsKernelAtTheLaunch) {
     Comm::stop(operation(c, ncclProfileP2p, send, plan1, "Send", 1000, "ncclFloat32", /*peer=*/1));
     Comm::stop(operation(c, ncclProfileP2p, recv, plan1, "Recv", 1000, "ncclFloat32", /*peer=*/1));
     ASSERT_EQ(describe(l1, &w), 0);
-    ASSERT_EQ(w.count, 2);  // the tasks added nothing
+    ASSERT_EQ(w.count, 2);  // the tasks told the same
     EXPECT_EQ(w.op[0].bytes, 4000u);
     for (void* h : {plan1, send, recv, g1}) Comm::stop(h);
 
@@ -493,6 +494,18 @@ TEST_F(LaunchTags, ASendRecvGroupsCallsDescribeItsKernelAtTheLaunch) {
     EXPECT_EQ(w.op[0].peers, 1);
     EXPECT_EQ(w.op[0].self, 1);
     EXPECT_EQ(w.op[1].self, 1);
+    // Its tasks: 100 floats to itself and 156 to the other rank (the calls' even split guessed
+    // 128 each): the other rank's 624 bytes stand from then on.
+    void* plan2 = c.start(ncclProfileGroup, nullptr);
+    Comm::stop(operation(c, ncclProfileP2p, calls[0], plan2, "Send", 100, "ncclFloat32", /*peer=*/0));
+    Comm::stop(operation(c, ncclProfileP2p, calls[2], plan2, "Send", 156, "ncclFloat32", /*peer=*/1));
+    ASSERT_EQ(describe(l2, &w), 0);
+    ASSERT_GE(w.count, 1);
+    EXPECT_STREQ(w.op[0].func, "Send");
+    EXPECT_EQ(w.op[0].bytes, 624u);
+    EXPECT_EQ(w.op[0].peers, 1);
+    EXPECT_EQ(w.op[0].self, 1);
+    Comm::stop(plan2);
     for (void* h : calls) Comm::stop(h);
     Comm::stop(g2);
   }

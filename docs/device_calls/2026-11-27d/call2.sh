@@ -10,10 +10,7 @@ export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVL
 T0=$SECONDS; O=$OUT/r; mkdir -p $O/small $O/slope
 nvidia-smi -L; lscpu | grep -E "Model name|MHz" | head -3
 printf '[collectives.host]\nenabled = false\n' > $O/measured.toml
-gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
-case "$gpu" in *H200*) model=H200-141GB ;; *) model=H100-SXM-80GB ;; esac
-vrun=(python3 vgpu/tools/vgpu-run --lib-dir .device/lib --bin-dir .device/bin --model $model --no-summary)
-nv=$(python3 -c "import nvidia.nccl as m; print(m.__path__[0])")/lib
+source tests/gpu/vgpu_env.sh  # gpu, model, vrun, nv
 export LD_LIBRARY_PATH=$nv:${LD_LIBRARY_PATH:-}
 for op in all_gather all_reduce; do
   for c in 0 1; do

@@ -93,7 +93,8 @@ std::vector<int> NcclCollectives::peers_seen(const vgpu_nccl_plugin_side* plugin
     last = tag;
   }
   std::vector<int> peers;
-  if (previous == 0 || plugin->launch_tasks == nullptr) return peers;
+  // Two ranks: the peer is the other one (modelled_calls' pair); more: read the tasks.
+  if (previous == 0 || got.nranks <= 2 || plugin->launch_tasks == nullptr) return peers;
   std::array<vgpu_nccl_task, VGPU_NCCL_MAX_TASKS> tasks{};
   int count = 0;
   if (plugin->launch_tasks(previous, tasks.data(), static_cast<int>(tasks.size()), &count) < 0) return peers;
@@ -185,41 +186,42 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   StreamManager& streams = driver_.streams();
   if (streams.capture_info(stream, per_thread, &capturing, nullptr, nullptr, nullptr, nullptr) != CUDA_SUCCESS)
     return false;
+  // Kernels that meet no other rank last the model's time for what the launch does from their own
+  // start: the whole launch's, over the GPUs the communicator's ranks are known on, and for a
+  // send/recv between this rank's GPU and the peers of its previous send/recv launch there (the
+  // peers are named only by the kernel's tasks, which NCCL starts after the launch; at the first
+  // one the communicator's first two GPUs). Without a call on record: not timed here.
+  auto timed_alone = [&](Work& k, const char* what) {
+    const std::vector<simcore::CollectiveCall> calls =
+        modelled_calls(got, p.function->device, local_ranks_of(plugin, got), peers_seen(plugin, got, tag));
+    if (calls.empty()) return false;
+    k.duration_s = duration(driver_.cluster(), calls);
+    const std::string ops = operations_text(got);
+    log::debug("sim nccl: rank {}/{} of comm {:x}: {} launch {} ({}) -> {:.3f} us", got.rank, got.nranks, got.comm_id,
+               what, tag, ops, k.duration_s * 1e6);
+    k.label = fmt::format("{} [{}]", k.label, ops);
+    return true;
+  };
   if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) {
     // Captured into a CUDA graph (CUDA-graph training steps, tensor-parallel layers under graphs):
-    // the kernel's node lasts the model's time for what the launch does, on every replay, from
-    // its own start; replays do not meet the other ranks' and move no data.
+    // the kernel's node lasts that time on every replay; replays do not meet the other ranks'
+    // and move no data.
     if (known != 0) return false;
-    const std::vector<simcore::CollectiveCall> calls = modelled_calls(got, p.function->device, local_ranks_of(plugin, got));
-    if (calls.empty()) return false;
     Work k = p.to_work();
-    k.duration_s = duration(driver_.cluster(), calls);
-    k.label = fmt::format("{} [{}]", k.label, operations_text(got));
-    log::debug("sim nccl: rank {}/{} of comm {:x}: launch {} ({}) captured -> {:.3f} us", got.rank, got.nranks,
-               got.comm_id, tag, operations_text(got), k.duration_s * 1e6);
+    if (!timed_alone(k, "captured")) return false;
     *rc = streams.submit(stream, std::move(k), per_thread);
     return true;
   }
   if (known != 0 || any.empty()) {
-    log::debug("sim nccl: launch {} has no collective call on record ({}): fallback duration", tag, known);
-    if (known != 0) return false;
-    // Sends and receives (the group's calls on record: launch_tags.h): the model's time for
-    // them, an all-to-all, or a send/recv between this rank's GPU and those of the peers of its
-    // previous send/recv launch on the communicator (the peers are named only by the kernel's
-    // tasks, which NCCL starts after the launch), at the first one the communicator's first two
-    // GPUs; the fallback duration, as any kernel, when nothing is on record. Their messages'
-    // data moves either way.
-    const std::vector<simcore::CollectiveCall> p2p =
-        modelled_calls(got, p.function->device, local_ranks_of(plugin, got), peers_seen(plugin, got, tag));
-    auto mover = data_.p2p_mover(plugin, tag, got.comm_id, got.rank);
-    if (!mover && p2p.empty()) return false;
-    Work k = p.to_work();
-    if (!p2p.empty()) {
-      k.duration_s = duration(driver_.cluster(), p2p);
-      k.label = fmt::format("{} [{}]", k.label, operations_text(got));
-      log::debug("sim nccl: rank {}/{} of comm {:x}: send/recv launch {} ({}) -> {:.3f} us", got.rank, got.nranks,
-                 got.comm_id, tag, operations_text(got), k.duration_s * 1e6);
+    if (known != 0) {
+      log::debug("sim nccl: launch {} has no collective call on record ({}): fallback duration", tag, known);
+      return false;
     }
+    // Sends and receives (the group's calls on record: launch_tags.h), timed alone; the fallback
+    // duration, as any kernel, when nothing is on record. Their messages' data moves either way.
+    auto mover = data_.p2p_mover(plugin, tag, got.comm_id, got.rank);
+    Work k = p.to_work();
+    if (!timed_alone(k, "send/recv") && !mover) return false;
     if (mover) {
       k.execute = std::move(mover);
       k.blocking = true;
