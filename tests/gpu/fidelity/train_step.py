@@ -18,8 +18,15 @@ Prints, on rank 0, one line: RESULT {json} with the median and every step time i
 import argparse
 import json
 import os
+import resource
 import sys
 import time
+
+
+def process_cpu_s():
+    """User and system CPU seconds of every thread of this process so far."""
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
 
 
 def pin_rank():
@@ -182,7 +189,7 @@ def main():
     if distributed:
         dist.barrier()
         torch.cuda.synchronize()
-    steps, phases, walls, hosts = [], [], [], []
+    steps, phases, walls, hosts, cpus = [], [], [], [], []
     # The timed steps as a profiling range (a no-op without a profiler): under vgpu,
     # VGPU_CLOCK_REPORT then counts these steps only, without the start-up.
     torch.cuda.profiler.start()
@@ -193,12 +200,17 @@ def main():
         # CLOCK_TAI is never virtual under vgpu-run (the clock shim leaves it real): the wall
         # time a simulated step costs, for the simulation-speed figures (issue 21).
         w0 = time.clock_gettime(time.CLOCK_TAI)
+        # The whole process's CPU time (every thread: Python, autograd, NCCL's proxy, the driver's),
+        # which getrusage reports real under vgpu: with the wall time, whether a simulated rank is
+        # CPU-bound or waits (issue 21's wall per step on many ranks).
+        c0 = process_cpu_s()
         loss = one_step(marks, host)
         torch.cuda.synchronize()
         host_mark(host)
         steps.append((time.perf_counter() - t0) * 1e3)
         note_counts()
         walls.append((time.clock_gettime(time.CLOCK_TAI) - w0) * 1e3)
+        cpus.append((process_cpu_s() - c0) * 1e3)
         phases.append([marks[i].elapsed_time(marks[i + 1]) for i in range(3)])
         # forward, backward, optimizer, the final synchronize: (step clock, thread CPU) ms each
         hosts.append([((host[i + 1][0] - host[i][0]) * 1e3, (host[i + 1][1] - host[i][1]) * 1e3) for i in range(4)])
@@ -227,6 +239,12 @@ def main():
         dist.all_gather_into_tensor(gathered, torch.tensor(fb, device=device))
         g = gathered.cpu().tolist()
         ranks_fb = [g[r * n:(r + 1) * n] for r in range(dist.get_world_size())]
+    cpu_med = sorted(cpus)[len(cpus) // 2]
+    ranks_cpu = [cpu_med]
+    if distributed:
+        gathered = torch.zeros(dist.get_world_size(), device=device)
+        dist.all_gather_into_tensor(gathered, torch.tensor([cpu_med], device=device))
+        ranks_cpu = gathered.cpu().tolist()
     if distributed:
         # The slowest rank's median, gathered and compared on the host: the sim backend runs no
         # kernel and its NCCL moves data for sums (not MAX), so nothing here may need either.
@@ -255,6 +273,8 @@ def main():
             "layers": args.layers, "batch": args.batch, "seq": args.seq,
             "step_ms": round(med, 3), "steps_ms": [round(s, 3) for s in steps],
             "wall_ms": round(sorted(walls)[len(walls) // 2], 3),
+            # per rank, the median step's CPU time of the whole process (all threads, real)
+            "ranks_process_cpu_ms": [round(v, 2) for v in ranks_cpu],
             "forward_ms": round(ph[0], 3), "backward_ms": round(ph[1], 3), "optimizer_ms": round(ph[2], 3),
             # rank 0's host side of forward, backward, optimizer and the final synchronize
             "host_ms": host_ms, "thread_cpu_ms": cpu_ms,

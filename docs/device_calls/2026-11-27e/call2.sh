@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Planned (moved from 2026-11-27c/call9.sh: run by neither the twelfth nor the thirteenth session, no device
+# Fourteenth session, call 2 (run on the warm host of call 1). Planned (moved from 2026-11-27c/call9.sh: run by neither the twelfth nor the thirteenth session, no device
 # time), for the next session's second call. Issue 18's open questions:
 # (a) why nccl-tests' 64 KiB-1 MiB loops take 12-18 us an iteration on some hosts lent and 20-27 on
 #     others: on one host, real, -c 0 and -c 1 (data checks), -n 20 and -n 200, all-gather and
