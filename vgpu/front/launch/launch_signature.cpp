@@ -1,5 +1,7 @@
 #include "front/launch/launch_signature.h"
 
+#include "front/launch/tensor_list_metadata.h"
+
 #include <algorithm>
 #include <cstring>
 #include <vector>
@@ -102,6 +104,10 @@ void build_launch_signature(std::string_view function_name, const LaunchShape& s
         if (value >= kLowestAddress && is_pointer(value)) std::memset(out.data() + at + w, 0, 8);
       }
     }
+    // PyTorch's multi-tensor-apply struct: the entries past the launch's tensors and blocks are
+    // stale or garbage, and the kernel reads none of them (tensor_list_metadata.h).
+    if (may_be_tensor_list(slot.size))
+      zero_unused_tensor_list_entries(function_name, shape.grid[0], out.data() + at, slot.size);
   }
 }
 

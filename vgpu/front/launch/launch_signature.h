@@ -13,6 +13,11 @@
 //     Host addresses matter for the second case: a struct the host filled only in part (PyTorch's
 //     OffsetCalculator beyond its dims) carries stack garbage, mostly frame, return and heap
 //     addresses, which made every launch a new signature.
+//   - the entries of PyTorch's multi-tensor-apply struct (the `_foreach_*` ops, foreach and
+//     fused optimizers) past the tensors and blocks the launch uses, which the host leaves stale
+//     or as stack garbage and the kernel never reads (tensor_list_metadata.h). Zeroed under the
+//     same magic: an exact row recorded before for such a launch held garbage that never
+//     repeated, so no row that could match changes.
 //   - the bytes between parameters (alignment padding): only each parameter's own bytes, at the
 //     offset and size of the cubin's EIATTR_KPARAM_INFO (the sim's parser, or the real driver's
 //     cuFuncGetParamInfo, which reports the same), enter the signature, so a launch packed
