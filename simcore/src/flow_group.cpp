@@ -162,12 +162,9 @@ uint32_t Simulator::allocate_group() {
   }
   if (left >= 1) {
     const FlowGroup& next = groups_[free_groups_[left - 1]];
-    auto fetch = [](const void* data, size_t bytes) {
-      const char* p = static_cast<const char*>(data);
-      for (size_t line = 0; line < std::min<size_t>(bytes, 4 * 64); line += 64) __builtin_prefetch(p + line, 1);
-    };
-    fetch(next.members.data(), next.members.capacity() * sizeof(FlowGroup::Member));
-    fetch(next.deps.data(), next.deps.capacity() * sizeof(EventId));
+    fetch_lines(next.members.data(), next.members.capacity() * sizeof(FlowGroup::Member));
+    fetch_lines(next.deps.data(), next.deps.capacity() * sizeof(EventId));
+    fetch_lines(next.dep_link.data(), next.dep_link.capacity());  // (dep_link.assign())
   }
   return gi;
 }

@@ -519,6 +519,11 @@ class Simulator {
   // for the later stages; count 0 when it is not indexed), then their first entries.
   void prefetch_links(uint32_t slot, Route& route) const;
   void prefetch_fronts(uint32_t slot, const Route& route) const;
+  // Fetches the first lines (up to four) of a block that is about to be written.
+  static void fetch_lines(const void* data, size_t bytes) {
+    const char* p = static_cast<const char*>(data);
+    for (size_t line = 0; line < std::min<size_t>(bytes, 4 * 64); line += 64) __builtin_prefetch(p + line, 1);
+  }
   void trim_segments(Record& r);
   TimelineEntry timeline_entry(const Record& r, const std::string& label) const;
 
