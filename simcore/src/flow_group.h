@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "group_pool.h"
+#include "log_pool.h"
 #include "pool_array.h"
 #include "simcore/engine.h"
 #include "simcore/topology.h"
@@ -121,7 +122,8 @@ struct alignas(64) FlowGroup {
   // needs besides (the sorted links, the labels) is in the Simulator's GroupSide, by index.
   // Line 0: what submission, scheduling and the start read.
   double rate = 0;  // every member's narrowest link: its rate alone
-  // The arrays live in the Simulator's GroupPool (group_pool.h).
+  // The arrays live in the Simulator's GroupPool (group_pool.h), but for members, deps and
+  // dep_link, written once at submission: in its LogPool (log_pool.h).
   PoolArray<Member> members;
   PoolArray<Schedule> sched;  // by member position, from Simulator::schedule_group() on
   PoolArray<uint32_t> ready;  // positions of members ready to start, in the order they got so
@@ -175,7 +177,9 @@ struct alignas(64) FlowGroup {
     ready.release(pool);
   }
 
-  void reset(GroupPool& pool) {
+  // Its members, dependencies and their links go back to `log` whatever their size: the next
+  // group writes its own in submission order (log_pool.h), not into this entry's old lines.
+  void reset(GroupPool& pool, LogPool& log) {
     static constexpr size_t kKeep = 32;
     rate = 0;
     live = 0;
@@ -189,11 +193,11 @@ struct alignas(64) FlowGroup {
     deps.clear();
     dep_link.clear();
     dependents.clear();
-    if (members.capacity() > kKeep) members.release(pool);
+    members.release(log);
+    deps.release(log);
+    dep_link.release(log);
     if (sched.capacity() > kKeep) sched.release(pool);
     if (ready.capacity() > kKeep) ready.release(pool);
-    if (deps.capacity() > 2 * kKeep) deps.release(pool);
-    if (dep_link.capacity() > 2 * kKeep) dep_link.release(pool);
     if (dependents.capacity() > 2 * kKeep) dependents.release(pool);
   }
 };

@@ -803,11 +803,9 @@ void Simulator::prefetch_fronts(uint32_t slot, const Route& route) const {
       ids_.prefetch_handle(g.handle);
     }
     // The entry goes to the free list and the next step's groups take it first (LIFO): the
-    // arrays it keeps, which retire_group() does not read, are written as soon as it is reused
-    // (its scheduling arrays went back to the pool as it started: it holds none).
-    fetch_lines(g.members.data(), g.members.capacity() * sizeof(FlowGroup::Member));
-    fetch_lines(g.deps.data(), g.deps.capacity() * sizeof(EventId));
-    fetch_lines(g.dep_link.data(), g.dep_link.capacity());
+    // list of dependents it keeps, which retire_group() does not read, is written as soon as
+    // it is reused (its scheduling arrays went back to the pool as it started, and its members
+    // and dependencies go back to the LogPool untouched).
     fetch_lines(g.dependents.data(), g.dependents.capacity() * sizeof(FlowGroup::Dependent));
     return;
   }
@@ -855,7 +853,7 @@ Engine::Stats Simulator::stats() const {
   history += flow_estimate_.capacity() * sizeof(Time);
   history += group_side_.capacity() * sizeof(GroupSide);
   for (const GroupSide& side : group_side_) history += side.memory_bytes();
-  history += group_pool_.bytes();
+  history += group_pool_.bytes() + log_pool_.bytes();
   uint64_t segments = 0;
   for (size_t slot = 0; slot < records_.size(); ++slot) {
     const Record& r = records_[slot];

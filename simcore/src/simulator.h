@@ -108,7 +108,10 @@ class Simulator {
  public:
   Simulator(const ClusterSpec& cluster, const EngineOptions& options);
   // The groups' pooled arrays are not released one by one: their slabs go as a whole.
-  ~Simulator() { group_pool_.close(); }
+  ~Simulator() {
+    group_pool_.close();
+    log_pool_.close();
+  }
   Simulator(const Simulator&) = delete;
   Simulator& operator=(const Simulator&) = delete;
 
@@ -494,7 +497,7 @@ class Simulator {
   }
   // Entry gi empty again, for the next group (its side state too, where it has one).
   void reset_group(uint32_t gi) {
-    groups_[gi].reset(group_pool_);
+    groups_[gi].reset(group_pool_, log_pool_);
     if (gi < group_side_.size()) group_side_[gi].reset();
   }
   // groups_by_start_: an entry is live while its slot holds a group that moved then.
@@ -570,6 +573,7 @@ class Simulator {
   uint64_t stamps_ = 0;
 
   GroupPool group_pool_;  // before groups_: destroyed after them
+  LogPool log_pool_;      // a group's members, deps and dep_link (flow_group.h)
   ChunkedStore<FlowGroup, 6> groups_;  // by index; an entry never moves
   // (start, slot) of every group that moved (dirty or clean), sorted when searched; and the
   // longest transfer of a clean one (bounds the backward scan).
