@@ -342,8 +342,8 @@ void Simulator::schedule_group(uint32_t slot, Time now) {
   r.ready = std::numeric_limits<Time>::infinity();
   Time first = std::numeric_limits<Time>::infinity();
   g.ready.clear();
-  g.ready.reserve(group_pool_, g.live);  // one allocation, not one per doubling as members get ready
-  g.sched.resize(group_pool_, g.members.size());
+  g.ready.reserve(sched_pool_, g.live);  // one allocation, not one per doubling as members get ready
+  g.sched.resize(sched_pool_, g.members.size());
   // The dependencies told through a standing link are members of one group record: whether
   // they hold a member back, and the finish they give it, are that record's, asked once per
   // link (at its first edge, where one edge at a time asked it first: the same side effects
@@ -380,7 +380,7 @@ void Simulator::schedule_group(uint32_t slot, Time now) {
     if (sc.waiting != 0) {
       ++r.waiting;
     } else {
-      g.ready.push_back(group_pool_, j);
+      g.ready.push_back(sched_pool_, j);
       first = std::min(first, sc.ready);
     }
   }
@@ -396,7 +396,7 @@ void Simulator::member_dep_done(uint32_t slot, EventId member, Time now) {
   sc.ready = std::max(sc.ready, now);
   if (--sc.waiting == 0) {
     --r.waiting;
-    g.ready.push_back(group_pool_, j);
+    g.ready.push_back(sched_pool_, j);
     member_ready(slot, sc.ready);
   }
 }
@@ -416,7 +416,7 @@ void Simulator::group_deps_done(uint32_t slot, uint8_t L, Time now) {
       sc.ready = std::max(sc.ready, now);
       if (--sc.waiting == 0) {
         --r.waiting;
-        g.ready.push_back(group_pool_, j);
+        g.ready.push_back(sched_pool_, j);
         member_ready(slot, sc.ready);
       }
     }
@@ -433,7 +433,7 @@ void Simulator::group_deps_done(uint32_t slot, uint8_t L, Time now) {
       sc.ready = std::max(sc.ready, now);
       if (--sc.waiting == 0) {
         --r.waiting;
-        g.ready.push_back(group_pool_, j);
+        g.ready.push_back(sched_pool_, j);
         member_ready(slot, sc.ready);
       }
     }
@@ -478,7 +478,7 @@ void Simulator::begin_group(uint32_t slot, Time now) {
         g.ready[keep++] = j;
       }
     }
-    g.ready.resize(group_pool_, keep);
+    g.ready.resize(sched_pool_, keep);
   }
   if (later != std::numeric_limits<Time>::infinity()) member_ready(slot, later);
   if (now_ready.empty()) return;
@@ -495,7 +495,7 @@ void Simulator::begin_group(uint32_t slot, Time now) {
 void Simulator::start_group(uint32_t slot, Time now) {
   Record& r = records_[slot];
   FlowGroup& g = groups_[r.group];
-  g.release_schedule(group_pool_);
+  g.release_schedule(sched_pool_);
   g.links_from = static_cast<uint32_t>(group_links_.size());
   bool alone = true;
   for_each_member_route(r, [&](uint32_t, const Route& route) {
@@ -627,7 +627,7 @@ uint32_t Simulator::extract(uint32_t slot, const std::vector<uint32_t>& position
       nm.off = FlowGroup::Member::offset(id, n_first);
       nm.src = mb.src;
       nm.dst = mb.dst;
-      n.sched.push_back(group_pool_, FlowGroup::Schedule{g.sched[j].ready, 0});  // ready: waits on nothing
+      n.sched.push_back(sched_pool_, FlowGroup::Schedule{g.sched[j].ready, 0});  // ready: waits on nothing
       nm.dep_from = static_cast<uint32_t>(n.deps.size());
       n.deps.insert(log_pool_, n.deps.size(), g.deps.data() + mb.dep_from, g.deps.data() + g.dep_end(j));
       if (record_timeline_) {

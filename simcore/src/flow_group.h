@@ -123,7 +123,10 @@ struct alignas(64) FlowGroup {
   // Line 0: what submission, scheduling and the start read.
   double rate = 0;  // every member's narrowest link: its rate alone
   // The arrays live in the Simulator's GroupPool (group_pool.h), but for members, deps and
-  // dep_link, written once at submission: in its LogPool (log_pool.h).
+  // dep_link, written once at submission: in its LogPool (log_pool.h); and sched and ready,
+  // written as it is scheduled and released as it starts: in a LogPool of their own (a free
+  // list's next block was a read of a line the sweep had since evicted, each waiting on the
+  // last).
   PoolArray<Member> members;
   PoolArray<Schedule> sched;  // by member position, from Simulator::schedule_group() on
   PoolArray<uint32_t> ready;  // positions of members ready to start, in the order they got so
@@ -172,14 +175,15 @@ struct alignas(64) FlowGroup {
   // (schedule_group(), schedule_if_ready()). Its arrays go back to the pool as it starts, for
   // the groups scheduled next: a ring submitted all at once otherwise held 20 bytes per flow
   // to its end, every one a fresh page.
-  void release_schedule(GroupPool& pool) {
+  void release_schedule(LogPool& pool) {
     sched.release(pool);
     ready.release(pool);
   }
 
   // Its members, dependencies and their links go back to `log` whatever their size: the next
-  // group writes its own in submission order (log_pool.h), not into this entry's old lines.
-  void reset(GroupPool& pool, LogPool& log) {
+  // group writes its own in submission order (log_pool.h), not into this entry's old lines;
+  // its scheduling arrays (if it never started) to `sched_log`.
+  void reset(GroupPool& pool, LogPool& log, LogPool& sched_log) {
     static constexpr size_t kKeep = 32;
     rate = 0;
     live = 0;
@@ -196,8 +200,8 @@ struct alignas(64) FlowGroup {
     members.release(log);
     deps.release(log);
     dep_link.release(log);
-    if (sched.capacity() > kKeep) sched.release(pool);
-    if (ready.capacity() > kKeep) ready.release(pool);
+    sched.release(sched_log);
+    ready.release(sched_log);
     if (dependents.capacity() > 2 * kKeep) dependents.release(pool);
   }
 };

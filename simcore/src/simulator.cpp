@@ -853,7 +853,7 @@ Engine::Stats Simulator::stats() const {
   history += flow_estimate_.capacity() * sizeof(Time);
   history += group_side_.capacity() * sizeof(GroupSide);
   for (const GroupSide& side : group_side_) history += side.memory_bytes();
-  history += group_pool_.bytes() + log_pool_.bytes();
+  history += group_pool_.bytes() + log_pool_.bytes() + sched_pool_.bytes();
   uint64_t segments = 0;
   for (size_t slot = 0; slot < records_.size(); ++slot) {
     const Record& r = records_[slot];

@@ -111,6 +111,7 @@ class Simulator {
   ~Simulator() {
     group_pool_.close();
     log_pool_.close();
+    sched_pool_.close();
   }
   Simulator(const Simulator&) = delete;
   Simulator& operator=(const Simulator&) = delete;
@@ -497,7 +498,7 @@ class Simulator {
   }
   // Entry gi empty again, for the next group (its side state too, where it has one).
   void reset_group(uint32_t gi) {
-    groups_[gi].reset(group_pool_, log_pool_);
+    groups_[gi].reset(group_pool_, log_pool_, sched_pool_);
     if (gi < group_side_.size()) group_side_[gi].reset();
   }
   // groups_by_start_: an entry is live while its slot holds a group that moved then.
@@ -574,6 +575,7 @@ class Simulator {
 
   GroupPool group_pool_;  // before groups_: destroyed after them
   LogPool log_pool_;      // a group's members, deps and dep_link (flow_group.h)
+  LogPool sched_pool_;    // a group's sched and ready (flow_group.h)
   ChunkedStore<FlowGroup, 6> groups_;  // by index; an entry never moves
   // (start, slot) of every group that moved (dirty or clean), sorted when searched; and the
   // longest transfer of a clean one (bounds the backward scan).
