@@ -176,7 +176,10 @@ class Simulator {
     Time start = 0, transfer_end = 0, finish = 0;
     int32_t gpu = 0, dst = 0;
     uint32_t version = 0;  // queue items carrying an older version are stale
-    uint32_t waiting = 0;  // scheduling: dependencies not finished yet
+    // A flow group's entry in groups_ (flow_group.h). In this line: a later step's submission
+    // reads it of each dependency (submit_flows()), whose finish the queries of its step just
+    // read here; in line 1 it was that submission's one cold line a group of a large ring.
+    uint32_t group = kNoGroup;
     EventKind kind = EventKind::task;
     Phase phase = Phase::pending;
     bool dirty = false;      // simulated by the current sync()
@@ -195,7 +198,7 @@ class Simulator {
     Time lower_bound = 0;  // fresh: no earlier start is possible (where the sweep begins)
     Time ready = 0;        // scheduling: the latest dependency finish seen so far
     Time tail = 0;         // a task's duration; a flow's route latency (after its last byte)
-    uint32_t group = kNoGroup;  // a flow group's entry in groups_ (flow_group.h)
+    uint32_t waiting = 0;  // scheduling: dependencies not finished yet
     // Submitted among others (submit_flows()): when it would finish if it started as soon as
     // its dependencies' finishes (their estimates, while not simulated) allow and ran alone
     // at its route's narrowest rate; -1: not known. Only which flows form a group depends on
