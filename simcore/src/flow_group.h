@@ -166,15 +166,15 @@ struct alignas(64) FlowGroup {
 
   // Empty again, for the next group to take this entry (Simulator::allocate_group()). A large
   // ring ends a group and makes one every dozen flows: its arrays' malloc and free were a
-  // sixth of a 2048-GPU ring. Arrays of up to kKeep members' worth keep their capacity; larger
-  // ones (a step that starts all at once makes groups of thousands) are freed. (With 256, every
-  // free entry kept what its largest group had held: vgpu-netsim's 1024-GPU ring ended with 22
-  // bytes of history per event against 4.6 with 32.)
+  // sixth of a 2048-GPU ring. Its list of dependents keeps its capacity up to kKeep members'
+  // worth (with 256, every free entry kept what its largest group had held: vgpu-netsim's
+  // 1024-GPU ring ended with 22 bytes of history per event against 4.6 with 32); its other
+  // arrays go back to their LogPools (reset()).
   // A started group's scheduling state is not read again: a member split out of it takes
   // none (member_record()), and a record set back to pending has its readiness counted anew
-  // (schedule_group(), schedule_if_ready()). Its arrays go back to the pool as it starts, for
-  // the groups scheduled next: a ring submitted all at once otherwise held 20 bytes per flow
-  // to its end, every one a fresh page.
+  // (schedule_group(), schedule_if_ready()). Its arrays go back to their pool as it starts,
+  // whose slabs the groups scheduled next take again: a ring submitted all at once otherwise
+  // held 20 bytes per flow to its end, every one a fresh page.
   void release_schedule(LogPool& pool) {
     sched.release(pool);
     ready.release(pool);
