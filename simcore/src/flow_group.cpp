@@ -143,11 +143,10 @@ void Simulator::submit_flows(std::span<const Event> events, std::span<EventId> i
 
 // A group's index: a freed one reused, else a new one at the end.
 // A freed entry was last written when its group retired (reclaim(), a step's worth of other
-// groups ago on a large ring) and submit_group() writes it and its member array at once: the
-// entries handed out next are fetched for writing in two stages a group or two ahead (the
-// entry, then, once it is in cache, the start of its member and dependency arrays, where it
-// kept them), as allocate_slot() does
-// for records, so that their misses overlap the work on the groups before.
+// groups ago on a large ring) and submit_group() writes it at once: the entries handed out next
+// are fetched for writing two groups ahead, as allocate_slot() does for records, so that their
+// misses overlap the work on the groups before. (Its members and dependencies are written in
+// the LogPool's order, not where the entry's last group had them: nothing to fetch there.)
 uint32_t Simulator::allocate_group() {
   if (free_groups_.empty()) {
     groups_.emplace_back();
@@ -159,15 +158,6 @@ uint32_t Simulator::allocate_group() {
   if (left >= 2) {
     const char* p = reinterpret_cast<const char*>(&groups_[free_groups_[left - 2]]);
     for (size_t line = 0; line < sizeof(FlowGroup); line += 64) __builtin_prefetch(p + line, 1);
-  }
-  if (left >= 1) {
-    const FlowGroup& next = groups_[free_groups_[left - 1]];
-    auto fetch = [](const void* data, size_t bytes) {
-      const char* p = static_cast<const char*>(data);
-      for (size_t line = 0; line < std::min<size_t>(bytes, 4 * 64); line += 64) __builtin_prefetch(p + line, 1);
-    };
-    fetch(next.members.data(), next.members.capacity() * sizeof(FlowGroup::Member));
-    fetch(next.deps.data(), next.deps.capacity() * sizeof(EventId));
   }
   return gi;
 }
@@ -181,9 +171,9 @@ void Simulator::submit_group(std::span<const Event> events, std::span<const uint
   FlowGroup& g = groups_[gi];
   const uint32_t m = static_cast<uint32_t>(members.size());
   g.rate = rate;
-  g.members.resize(group_pool_, m);
+  g.members.resize(log_pool_, m);
   g.live = m;
-  g.deps.reserve(group_pool_, deps);  // (counted in submit_flows(): a pass over the members' events here
+  g.deps.reserve(log_pool_, deps);  // (counted in submit_flows(): a pass over the members' events here
                          // read every flow's list of dependencies once more, cold)
   const Event& e0 = events[members[0]];
   Record& r = records_[slot];
@@ -236,7 +226,7 @@ void Simulator::submit_group(std::span<const Event> events, std::span<const uint
       if (d.group == kRetiredDep) continue;
       const EventId dep_id = (*after_of(e))[x - flow_deps_[k]];
       if (std::find(g.deps.begin() + mb.dep_from, g.deps.end(), dep_id) != g.deps.end()) continue;
-      g.deps.push_back(group_pool_, dep_id);
+      g.deps.push_back(log_pool_, dep_id);
       uint8_t L = FlowGroup::kEdge;
       if (d.group != kNoGroup) {
         int i = 0;
@@ -259,7 +249,7 @@ void Simulator::submit_group(std::span<const Event> events, std::span<const uint
   // other edges into their dependencies' lists, each list in the order a pass over the
   // members gives (as one edge at a time did).
   if (links != 0) {
-    g.dep_link.assign(group_pool_, dep_link_.data(), dep_link_.data() + dep_link_.size());
+    g.dep_link.assign(log_pool_, dep_link_.data(), dep_link_.data() + dep_link_.size());
     for (int i = 0; i < links; ++i) link_group(slot, link_groups[i], static_cast<uint8_t>(i));
   }
   for (uint32_t j = 0; j < m; ++j)
@@ -352,8 +342,8 @@ void Simulator::schedule_group(uint32_t slot, Time now) {
   r.ready = std::numeric_limits<Time>::infinity();
   Time first = std::numeric_limits<Time>::infinity();
   g.ready.clear();
-  g.ready.reserve(group_pool_, g.live);  // one allocation, not one per doubling as members get ready
-  g.sched.resize(group_pool_, g.members.size());
+  g.ready.reserve(sched_pool_, g.live);  // one allocation, not one per doubling as members get ready
+  g.sched.resize(sched_pool_, g.members.size());
   // The dependencies told through a standing link are members of one group record: whether
   // they hold a member back, and the finish they give it, are that record's, asked once per
   // link (at its first edge, where one edge at a time asked it first: the same side effects
@@ -390,7 +380,7 @@ void Simulator::schedule_group(uint32_t slot, Time now) {
     if (sc.waiting != 0) {
       ++r.waiting;
     } else {
-      g.ready.push_back(group_pool_, j);
+      g.ready.push_back(sched_pool_, j);
       first = std::min(first, sc.ready);
     }
   }
@@ -406,7 +396,7 @@ void Simulator::member_dep_done(uint32_t slot, EventId member, Time now) {
   sc.ready = std::max(sc.ready, now);
   if (--sc.waiting == 0) {
     --r.waiting;
-    g.ready.push_back(group_pool_, j);
+    g.ready.push_back(sched_pool_, j);
     member_ready(slot, sc.ready);
   }
 }
@@ -426,7 +416,7 @@ void Simulator::group_deps_done(uint32_t slot, uint8_t L, Time now) {
       sc.ready = std::max(sc.ready, now);
       if (--sc.waiting == 0) {
         --r.waiting;
-        g.ready.push_back(group_pool_, j);
+        g.ready.push_back(sched_pool_, j);
         member_ready(slot, sc.ready);
       }
     }
@@ -443,7 +433,7 @@ void Simulator::group_deps_done(uint32_t slot, uint8_t L, Time now) {
       sc.ready = std::max(sc.ready, now);
       if (--sc.waiting == 0) {
         --r.waiting;
-        g.ready.push_back(group_pool_, j);
+        g.ready.push_back(sched_pool_, j);
         member_ready(slot, sc.ready);
       }
     }
@@ -488,7 +478,7 @@ void Simulator::begin_group(uint32_t slot, Time now) {
         g.ready[keep++] = j;
       }
     }
-    g.ready.resize(group_pool_, keep);
+    g.ready.resize(sched_pool_, keep);
   }
   if (later != std::numeric_limits<Time>::infinity()) member_ready(slot, later);
   if (now_ready.empty()) return;
@@ -505,7 +495,7 @@ void Simulator::begin_group(uint32_t slot, Time now) {
 void Simulator::start_group(uint32_t slot, Time now) {
   Record& r = records_[slot];
   FlowGroup& g = groups_[r.group];
-  g.release_schedule(group_pool_);
+  g.release_schedule(sched_pool_);
   g.links_from = static_cast<uint32_t>(group_links_.size());
   bool alone = true;
   for_each_member_route(r, [&](uint32_t, const Route& route) {
@@ -628,18 +618,18 @@ uint32_t Simulator::extract(uint32_t slot, const std::vector<uint32_t>& position
     take_group_state(N, G);
     N.ready = std::numeric_limits<Time>::infinity();
     N.group = gi;
-    n.members.reserve(group_pool_, positions.size());
+    n.members.reserve(log_pool_, positions.size());
     const EventId n_first = g.members[positions[0]].id(G.id);  // N's id
     for (uint32_t j : positions) {
       FlowGroup::Member& mb = g.members[j];
       const EventId id = mb.id(G.id);
-      FlowGroup::Member& nm = n.members.emplace_back(group_pool_);
+      FlowGroup::Member& nm = n.members.emplace_back(log_pool_);
       nm.off = FlowGroup::Member::offset(id, n_first);
       nm.src = mb.src;
       nm.dst = mb.dst;
-      n.sched.push_back(group_pool_, FlowGroup::Schedule{g.sched[j].ready, 0});  // ready: waits on nothing
+      n.sched.push_back(sched_pool_, FlowGroup::Schedule{g.sched[j].ready, 0});  // ready: waits on nothing
       nm.dep_from = static_cast<uint32_t>(n.deps.size());
-      n.deps.insert(group_pool_, n.deps.size(), g.deps.data() + mb.dep_from, g.deps.data() + g.dep_end(j));
+      n.deps.insert(log_pool_, n.deps.size(), g.deps.data() + mb.dep_from, g.deps.data() + g.dep_end(j));
       if (record_timeline_) {
         GroupSide& ns = side(gi);  // (first: side() may grow the table once)
         GroupSide& gs = side(G.group);

@@ -40,6 +40,7 @@
 #include <vector>
 
 #include "group_pool.h"
+#include "log_pool.h"
 #include "pool_array.h"
 #include "simcore/engine.h"
 #include "simcore/topology.h"
@@ -121,7 +122,11 @@ struct alignas(64) FlowGroup {
   // needs besides (the sorted links, the labels) is in the Simulator's GroupSide, by index.
   // Line 0: what submission, scheduling and the start read.
   double rate = 0;  // every member's narrowest link: its rate alone
-  // The arrays live in the Simulator's GroupPool (group_pool.h).
+  // The arrays live in the Simulator's GroupPool (group_pool.h), but for members, deps and
+  // dep_link, written once at submission: in its LogPool (log_pool.h); and sched and ready,
+  // written as it is scheduled and released as it starts: in a LogPool of their own (a free
+  // list's next block was a read of a line the sweep had since evicted, each waiting on the
+  // last).
   PoolArray<Member> members;
   PoolArray<Schedule> sched;  // by member position, from Simulator::schedule_group() on
   PoolArray<uint32_t> ready;  // positions of members ready to start, in the order they got so
@@ -161,21 +166,24 @@ struct alignas(64) FlowGroup {
 
   // Empty again, for the next group to take this entry (Simulator::allocate_group()). A large
   // ring ends a group and makes one every dozen flows: its arrays' malloc and free were a
-  // sixth of a 2048-GPU ring. Arrays of up to kKeep members' worth keep their capacity; larger
-  // ones (a step that starts all at once makes groups of thousands) are freed. (With 256, every
-  // free entry kept what its largest group had held: vgpu-netsim's 1024-GPU ring ended with 22
-  // bytes of history per event against 4.6 with 32.)
+  // sixth of a 2048-GPU ring. Its list of dependents keeps its capacity up to kKeep members'
+  // worth (with 256, every free entry kept what its largest group had held: vgpu-netsim's
+  // 1024-GPU ring ended with 22 bytes of history per event against 4.6 with 32); its other
+  // arrays go back to their LogPools (reset()).
   // A started group's scheduling state is not read again: a member split out of it takes
   // none (member_record()), and a record set back to pending has its readiness counted anew
-  // (schedule_group(), schedule_if_ready()). Its arrays go back to the pool as it starts, for
-  // the groups scheduled next: a ring submitted all at once otherwise held 20 bytes per flow
-  // to its end, every one a fresh page.
-  void release_schedule(GroupPool& pool) {
+  // (schedule_group(), schedule_if_ready()). Its arrays go back to their pool as it starts,
+  // whose slabs the groups scheduled next take again: a ring submitted all at once otherwise
+  // held 20 bytes per flow to its end, every one a fresh page.
+  void release_schedule(LogPool& pool) {
     sched.release(pool);
     ready.release(pool);
   }
 
-  void reset(GroupPool& pool) {
+  // Its members, dependencies and their links go back to `log` whatever their size: the next
+  // group writes its own in submission order (log_pool.h), not into this entry's old lines;
+  // its scheduling arrays (if it never started) to `sched_log`.
+  void reset(GroupPool& pool, LogPool& log, LogPool& sched_log) {
     static constexpr size_t kKeep = 32;
     rate = 0;
     live = 0;
@@ -189,11 +197,11 @@ struct alignas(64) FlowGroup {
     deps.clear();
     dep_link.clear();
     dependents.clear();
-    if (members.capacity() > kKeep) members.release(pool);
-    if (sched.capacity() > kKeep) sched.release(pool);
-    if (ready.capacity() > kKeep) ready.release(pool);
-    if (deps.capacity() > 2 * kKeep) deps.release(pool);
-    if (dep_link.capacity() > 2 * kKeep) dep_link.release(pool);
+    members.release(log);
+    deps.release(log);
+    dep_link.release(log);
+    sched.release(sched_log);
+    ready.release(sched_log);
     if (dependents.capacity() > 2 * kKeep) dependents.release(pool);
   }
 };

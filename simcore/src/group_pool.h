@@ -1,6 +1,7 @@
-// Where a flow group's arrays live (flow_group.h: members, scheduling state, ready list,
-// dependencies, dependents): slabs owned by the Simulator, handed out in blocks of a multiple
-// of 16 bytes up to 4 KiB, a freed block kept on its size's free list for the next group.
+// Where a flow group's list of dependents lives (flow_group.h; its other arrays are in
+// LogPools, log_pool.h: written in submission order, not into a free list's cold blocks):
+// slabs owned by the Simulator, handed out in blocks of a multiple of 16 bytes up to 4 KiB, a
+// freed block kept on its size's free list for the next group.
 // (Power-of-two blocks cost the ring submitted at once a fifth more memory, and as much more
 // time in first-touch page faults as the pool saved.)
 //

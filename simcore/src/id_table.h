@@ -58,6 +58,8 @@ class IdTable {
       if (c->member) __builtin_prefetch(&c->member[index(id)], 1);
     }
   }
+  // Fetches a handle's entry ahead of its retire_handle() (written there).
+  void prefetch_handle(uint32_t handle) const { __builtin_prefetch(&handles_[handle], 1); }
   void retire(EventId id, const Interval& final_interval);
   // A live id's event moved to another slot (a flow group split into its members).
   void rebind(EventId id, uint32_t slot) {

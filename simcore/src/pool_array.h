@@ -1,5 +1,7 @@
 // A flow group's array (flow_group.h): a pointer and two 32-bit counts, 16 bytes, its blocks
-// drawn from the Simulator's GroupPool, which every call that may allocate or free is handed.
+// drawn from one of the Simulator's pools (GroupPool, or LogPool for the arrays written once at
+// submission), which every call that may allocate or free is handed: always the same one for
+// one array.
 //
 // Why: a group entry held six arrays as std::vector with a pool allocator, 32 bytes each (the
 // allocator's pool pointer and three pointers), and the entry was 272 bytes: five cache lines,
@@ -44,24 +46,29 @@ class PoolArray {
   T& back() { return data_[size_ - 1]; }
 
   void clear() { size_ = 0; }
-  void reserve(GroupPool& pool, size_t n) {
+  template <class Pool>
+  void reserve(Pool& pool, size_t n) {
     if (n > cap_) reallocate(pool, n);
   }
   // New elements are value-initialized (T{}), as std::vector::resize() makes them.
-  void resize(GroupPool& pool, size_t n) {
+  template <class Pool>
+  void resize(Pool& pool, size_t n) {
     if (n > cap_) reallocate(pool, std::max<size_t>(2 * size_, n));
     for (size_t i = size_; i < n; ++i) data_[i] = T{};
     size_ = static_cast<uint32_t>(n);
   }
-  void push_back(GroupPool& pool, const T& v) {
+  template <class Pool>
+  void push_back(Pool& pool, const T& v) {
     if (size_ == cap_) reallocate(pool, std::max<size_t>(2 * size_, 1));
     data_[size_++] = v;
   }
-  T& emplace_back(GroupPool& pool) {
+  template <class Pool>
+  T& emplace_back(Pool& pool) {
     push_back(pool, T{});
     return back();
   }
-  void assign(GroupPool& pool, const T* first, const T* last) {
+  template <class Pool>
+  void assign(Pool& pool, const T* first, const T* last) {
     const size_t n = static_cast<size_t>(last - first);
     if (n > cap_) {
       release(pool);
@@ -71,7 +78,8 @@ class PoolArray {
     size_ = static_cast<uint32_t>(n);
   }
   // [first, last) must not lie in this array.
-  void insert(GroupPool& pool, size_t at, const T* first, const T* last) {
+  template <class Pool>
+  void insert(Pool& pool, size_t at, const T* first, const T* last) {
     const size_t n = static_cast<size_t>(last - first);
     if (n == 0) return;
     if (size_ + n > cap_) reallocate(pool, size_ + std::max<size_t>(size_, n));
@@ -84,14 +92,16 @@ class PoolArray {
     --size_;
   }
   // Back to empty with no block.
-  void release(GroupPool& pool) {
+  template <class Pool>
+  void release(Pool& pool) {
     if (data_ != nullptr) pool.deallocate(data_, size_t{cap_} * sizeof(T));
     data_ = nullptr;
     size_ = cap_ = 0;
   }
 
  private:
-  void reallocate(GroupPool& pool, size_t cap) {
+  template <class Pool>
+  void reallocate(Pool& pool, size_t cap) {
     T* p = static_cast<T*>(pool.allocate(cap * sizeof(T)));
     if (size_ != 0) std::memcpy(p, data_, size_t{size_} * sizeof(T));
     if (data_ != nullptr) pool.deallocate(data_, size_t{cap_} * sizeof(T));

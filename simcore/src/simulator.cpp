@@ -747,7 +747,13 @@ void Simulator::reclaim(Time floor) {
   // The first events' routes, which no earlier iteration prepared.
   for (size_t i = 0; i < std::min(n, kLinksAhead); ++i) prefetch_links(retiring_[i].slot, route_at(i));
   for (size_t i = 0; i < n; ++i) {
-    if (i + kRecordAhead < n) __builtin_prefetch(&records_[retiring_[i + kRecordAhead].slot], 0, 0);
+    if (i + kRecordAhead < n) {
+      // Both lines retire() and prefetch_links() read (the group index is in line 1); kept in
+      // the caches: the slot goes to the free list, and the next submission writes it.
+      const char* p = reinterpret_cast<const char*>(&records_[retiring_[i + kRecordAhead].slot]);
+      __builtin_prefetch(p);
+      __builtin_prefetch(p + 64);
+    }
     if (i + kLinksAhead < n) prefetch_links(retiring_[i + kLinksAhead].slot, route_at(i + kLinksAhead));
     if (i + kFrontsAhead < n) prefetch_fronts(retiring_[i + kFrontsAhead].slot, route_at(i + kFrontsAhead));
     const FinishEntry& e = retiring_[i];
@@ -767,7 +773,11 @@ void Simulator::prefetch_links(uint32_t slot, Route& route) const {
   const Record& r = records_[slot];
   route.count = 0;
   if (r.group != kNoGroup) {
-    __builtin_prefetch(&groups_[r.group], 0, 0);
+    // Both lines of the entry: prefetch_fronts() reads its arrays (line 1), reset_group()
+    // writes both, and the next submission takes the entry first (LIFO).
+    const char* p = reinterpret_cast<const char*>(&groups_[r.group]);
+    __builtin_prefetch(p, 1);
+    __builtin_prefetch(p + 64, 1);
     return;
   }
   if (!r.indexed) return;
@@ -789,12 +799,14 @@ void Simulator::prefetch_fronts(uint32_t slot, const Route& route) const {
       const size_t bytes = std::min(g.members.size() * sizeof(FlowGroup::Member), kMostLines * 64);
       for (size_t line = 0; line < bytes; line += 64) __builtin_prefetch(p + line, 0, 0);
       ids_.prefetch(r.id);
+    } else {
+      ids_.prefetch_handle(g.handle);
     }
     // The entry goes to the free list and the next step's groups take it first (LIFO): the
-    // arrays it keeps, which retire_group() does not read, are written as soon as it is reused.
-    __builtin_prefetch(g.sched.data(), 1);
-    __builtin_prefetch(g.ready.data(), 1);
-    __builtin_prefetch(g.deps.data(), 1);
+    // list of dependents it keeps, which retire_group() does not read, is written as soon as
+    // it is reused (its scheduling arrays went back to the pool as it started, and its members
+    // and dependencies go back to the LogPool untouched).
+    fetch_lines(g.dependents.data(), g.dependents.capacity() * sizeof(FlowGroup::Dependent));
     return;
   }
   for (int i = 0; i < route.count; ++i) {
@@ -841,7 +853,7 @@ Engine::Stats Simulator::stats() const {
   history += flow_estimate_.capacity() * sizeof(Time);
   history += group_side_.capacity() * sizeof(GroupSide);
   for (const GroupSide& side : group_side_) history += side.memory_bytes();
-  history += group_pool_.bytes();
+  history += group_pool_.bytes() + log_pool_.bytes() + sched_pool_.bytes();
   uint64_t segments = 0;
   for (size_t slot = 0; slot < records_.size(); ++slot) {
     const Record& r = records_[slot];

@@ -108,7 +108,11 @@ class Simulator {
  public:
   Simulator(const ClusterSpec& cluster, const EngineOptions& options);
   // The groups' pooled arrays are not released one by one: their slabs go as a whole.
-  ~Simulator() { group_pool_.close(); }
+  ~Simulator() {
+    group_pool_.close();
+    log_pool_.close();
+    sched_pool_.close();
+  }
   Simulator(const Simulator&) = delete;
   Simulator& operator=(const Simulator&) = delete;
 
@@ -172,7 +176,10 @@ class Simulator {
     Time start = 0, transfer_end = 0, finish = 0;
     int32_t gpu = 0, dst = 0;
     uint32_t version = 0;  // queue items carrying an older version are stale
-    uint32_t waiting = 0;  // scheduling: dependencies not finished yet
+    // A flow group's entry in groups_ (flow_group.h). In this line: a later step's submission
+    // reads it of each dependency (submit_flows()), whose finish the queries of its step just
+    // read here; in line 1 it was that submission's one cold line a group of a large ring.
+    uint32_t group = kNoGroup;
     EventKind kind = EventKind::task;
     Phase phase = Phase::pending;
     bool dirty = false;      // simulated by the current sync()
@@ -191,7 +198,7 @@ class Simulator {
     Time lower_bound = 0;  // fresh: no earlier start is possible (where the sweep begins)
     Time ready = 0;        // scheduling: the latest dependency finish seen so far
     Time tail = 0;         // a task's duration; a flow's route latency (after its last byte)
-    uint32_t group = kNoGroup;  // a flow group's entry in groups_ (flow_group.h)
+    uint32_t waiting = 0;  // scheduling: dependencies not finished yet
     // Submitted among others (submit_flows()): when it would finish if it started as soon as
     // its dependencies' finishes (their estimates, while not simulated) allow and ran alone
     // at its route's narrowest rate; -1: not known. Only which flows form a group depends on
@@ -494,7 +501,7 @@ class Simulator {
   }
   // Entry gi empty again, for the next group (its side state too, where it has one).
   void reset_group(uint32_t gi) {
-    groups_[gi].reset(group_pool_);
+    groups_[gi].reset(group_pool_, log_pool_, sched_pool_);
     if (gi < group_side_.size()) group_side_[gi].reset();
   }
   // groups_by_start_: an entry is live while its slot holds a group that moved then.
@@ -519,6 +526,11 @@ class Simulator {
   // for the later stages; count 0 when it is not indexed), then their first entries.
   void prefetch_links(uint32_t slot, Route& route) const;
   void prefetch_fronts(uint32_t slot, const Route& route) const;
+  // Fetches the first lines (up to four) of a block that is about to be written.
+  static void fetch_lines(const void* data, size_t bytes) {
+    const char* p = static_cast<const char*>(data);
+    for (size_t line = 0; line < std::min<size_t>(bytes, 4 * 64); line += 64) __builtin_prefetch(p + line, 1);
+  }
   void trim_segments(Record& r);
   TimelineEntry timeline_entry(const Record& r, const std::string& label) const;
 
@@ -565,6 +577,8 @@ class Simulator {
   uint64_t stamps_ = 0;
 
   GroupPool group_pool_;  // before groups_: destroyed after them
+  LogPool log_pool_;      // a group's members, deps and dep_link (flow_group.h)
+  LogPool sched_pool_;    // a group's sched and ready (flow_group.h)
   ChunkedStore<FlowGroup, 6> groups_;  // by index; an entry never moves
   // (start, slot) of every group that moved (dirty or clean), sorted when searched; and the
   // longest transfer of a clean one (bounds the backward scan).

@@ -10,6 +10,7 @@
 
 #include "flow_group.h"
 #include "group_pool.h"
+#include "log_pool.h"
 #include "pool_array.h"
 
 namespace simcore::detail {
@@ -152,24 +153,34 @@ TEST(PoolArray, AMembersIdIsItsDistanceFromTheGroupsFirst) {
   }
 }
 
-// A group that starts gives its scheduling arrays back (FlowGroup::release_schedule()): the
-// group scheduled next takes the very blocks (warm), and its members stay.
-TEST(GroupPool, AStartedGroupsScheduleGoesToTheNextGroup) {
-  GroupPool pool;
+// A group that starts gives its scheduling arrays back (FlowGroup::release_schedule()) and its
+// members stay; the group scheduled next writes its own right after them (log_pool.h: in the
+// order asked for, where the hardware's prefetcher finds them). A retired group's entry keeps
+// no array for its next group (FlowGroup::reset()): its members, dependencies and their links
+// go back untouched, and the next group's are written where the pool's order puts them.
+TEST(FlowGroup, AStartedGroupsScheduleGoesBackAndTheNextFollows) {
+  GroupPool dependents_pool;
+  LogPool pool, sched_pool;
   FlowGroup started, next;
   started.members.resize(pool, 16);
-  started.sched.resize(pool, 16);
-  started.ready.reserve(pool, 16);
-  const void* sched = started.sched.data();
-  const void* ready = started.ready.data();
-  started.release_schedule(pool);
+  started.sched.resize(sched_pool, 16);
+  started.ready.reserve(sched_pool, 16);
+  const auto* ready = reinterpret_cast<const std::byte*>(started.ready.data());
+  started.release_schedule(sched_pool);
   EXPECT_EQ(started.sched.capacity(), 0u);
   EXPECT_EQ(started.ready.capacity(), 0u);
   EXPECT_EQ(started.members.size(), 16u);
-  next.sched.resize(pool, 16);
-  next.ready.reserve(pool, 16);
-  EXPECT_EQ(next.sched.data(), sched);
-  EXPECT_EQ(next.ready.data(), ready);
+  next.sched.resize(sched_pool, 16);
+  EXPECT_EQ(reinterpret_cast<const std::byte*>(next.sched.data()), ready + 16 * sizeof(uint32_t));
+
+  const auto* members = reinterpret_cast<const std::byte*>(started.members.data());
+  started.deps.reserve(pool, 32);
+  started.reset(dependents_pool, pool, sched_pool);
+  EXPECT_EQ(started.members.capacity(), 0u);
+  EXPECT_EQ(started.deps.capacity(), 0u);
+  started.members.resize(pool, 16);  // the entry's next group
+  EXPECT_EQ(reinterpret_cast<const std::byte*>(started.members.data()),
+            members + 16 * sizeof(FlowGroup::Member) + 32 * sizeof(EventId));
 }
 
 }  // namespace
