@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fourteenth session, call 9 (the last: the session's device time was nearly spent), the tree with
-# callcost11 and simcore19 merged and the multi-tensor-apply struct cleaned in signatures: the
+# Planned by the fourteenth session for the next session's first call (not run: its device time
+# was spent, 210 s left and no machine could be started). The tree with callcost11 and simcore19
+# merged and the multi-tensor-apply struct cleaned in signatures (678f7d1), none of it yet on a GPU: the
 # call-overhead bench (7 rounds, GPU 0), then launches measured per step (VGPU_LAUNCH_STATS) of the
 # 2-rank FSDP2 and DDP steps under vgpu (12 steps, 3 warm-up), the real FSDP2 step beside.
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 PYTHONUNBUFFERED=1
