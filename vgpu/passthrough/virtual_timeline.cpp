@@ -5,6 +5,8 @@
 #include <limits>
 #include <unordered_set>
 
+#include "passthrough/inline_constants.h"
+
 namespace vgpu::pt {
 
 namespace {
@@ -123,7 +125,7 @@ OpRef VirtualTimeline::append_unless_placed(const StreamKey& key, StreamKind kin
 [[gnu::always_inline]] inline void VirtualTimeline::record_on_tail(EventMark& m, timing::StreamOrder<StreamTail>::Entry& s,
                                                                    int device, double issue) {
   StreamTail& tail = s.last;
-  tail.not_before = std::max(tail.not_before, std::isfinite(issue) ? issue : 0.0);
+  tail.not_before = std::max(tail.not_before, finite_or_zero(issue));  // no constant from memory
   tail.device = device;
   // Re-recording an event on an unchanged stream changes no reference count.
   if (m.tail.op != tail.op) m.tail.op = tail.op;
