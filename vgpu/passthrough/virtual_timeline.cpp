@@ -84,7 +84,7 @@ OpRef VirtualTimeline::append_unless_placed(const StreamKey& key, StreamKind kin
   if (!elide_records_ || duration < 0)
     return append_locked(key, kind, device, issue, duration, {}, 0, kernel, std::move(label), false);
   // simcore's task rule over what the op would wait for (wait_for, rule_start), read in place.
-  double at = std::isfinite(issue) ? issue : 0.0;
+  double at = finite_or_zero(issue);  // no constant from memory (inline_constants.h)
   bool placed = true;
   auto read = [&at, &placed](const StreamTail& last, bool /*own stream*/) {
     for (const OpRef* d : {&last.op, &last.also}) {
@@ -110,7 +110,8 @@ OpRef VirtualTimeline::append_unless_placed(const StreamKey& key, StreamKind kin
   op.issue = issue;
   op.duration = duration;
   op.start = at;
-  op.finish = at + (std::isfinite(duration) && duration > 0 ? duration : 0);
+  const double lasts = finite_or_zero(duration);
+  op.finish = at + (lasts > 0 ? lasts : 0);
   op.resolved = op.started = true;
   op.device = device;
   op.kernel = kernel;
