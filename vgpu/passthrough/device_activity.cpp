@@ -33,7 +33,9 @@ void DeviceActivity::report(int device, double start, double finish, bool kernel
   if (kernel) ++c.kernels;
   // As Writer::add_work rounds each op; its constants as immediates (inline_constants.h: every
   // launch and copy reports here, and each .rodata constant was a cache line to fetch again).
-  c.busy_ns += static_cast<uint64_t>(std::max(0.0, finish - start) * immediate(1e9));
+  // Through int64_t: a conversion to uint64_t compares with 2^63, another .rodata constant (an
+  // op's nanoseconds are far below it).
+  c.busy_ns += static_cast<uint64_t>(static_cast<int64_t>(std::max(0.0, finish - start) * immediate(1e9)));
   c.clock = std::max(c.clock, finish);
   Stretch& s = stretches_[static_cast<size_t>(device)][kernel ? 1 : 0];
   if (s.open() && start >= s.start && start <= s.finish) {
