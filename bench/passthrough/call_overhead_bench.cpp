@@ -2,7 +2,7 @@
 // process and one run: the same calls through the real libcuda.so.1 and through vgpu's
 // passthrough libcuda.so.1 (which forwards to that same real driver), as a ratio.
 //
-//   passthrough_call_overhead <real libcuda> <vgpu passthrough libcuda> <empty_kernel.fatbin> [rounds] [evict KiB]
+//   passthrough_call_overhead <real libcuda> <vgpu passthrough libcuda> <empty_kernel.fatbin> [rounds] [evict KiB [stride]]
 //
 // Prints one table row per call: calls per second through each library, vgpu/real, and vgpu's
 // own time per call (the difference of the two libraries' time per call). Each library is
@@ -23,6 +23,11 @@
 // vgpu's data in the L1 cache; on a GPU host the real driver's own call and the framework's work
 // between calls evict it, and vgpu's own time there was 1.7-3.5x the stand-in's (issue 21). With
 // 64 (more than an L1 data cache) the stand-in's own-ns column counts those misses too.
+// [stride] (default 64): bytes between two bytes written. 4160 (a page and a line) touches one
+// line of each of evict KiB / 4160 pages, in every cache set: besides the lines, the TLB's
+// entries for vgpu's pages go, and over the stand-in on this KVM container the event record's own
+// time rose from ~40 to ~60 ns with 4160 KiB (a GPU host's was 67.5), where 64 KiB of lines left
+// it at ~36-42 (docs/results.md, callcost11).
 #include <cuda.h>
 #include <dlfcn.h>
 #if defined(__x86_64__)
@@ -89,10 +94,13 @@ struct Run {
   Rates syscalls{};
 };
 
-// Writes one byte of each cache line of `buffer` but its last byte (call_loop.cpp does the same);
-// nothing when it holds one byte (no eviction asked: the loops are as before).
+// Bytes between two bytes evict() writes ([stride], set once in main).
+size_t g_evict_stride = 64;
+
+// Writes one byte every g_evict_stride bytes of `buffer` but its last byte (call_loop.cpp does
+// the same); nothing when it holds one byte (no eviction asked: the loops are as before).
 inline void evict(std::vector<char>& buffer) {
-  for (size_t k = 0; k + 1 < buffer.size(); k += 64) buffer[k] = static_cast<char>(buffer[k] + 1);
+  for (size_t k = 0; k + 1 < buffer.size(); k += g_evict_stride) buffer[k] = static_cast<char>(buffer[k] + 1);
 }
 
 Run measure(const char* path, const std::vector<char>& image, const SyscallCounter& sys, std::vector<char>& lines) {
@@ -221,14 +229,15 @@ Run measure(const char* path, const std::vector<char>& image, const SyscallCount
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 4 || argc > 6) {
+  if (argc < 4 || argc > 7) {
     std::fprintf(stderr,
-                 "usage: %s <real libcuda> <vgpu passthrough libcuda> <empty_kernel.fatbin> [rounds] [evict KiB]\n",
+                 "usage: %s <real libcuda> <vgpu passthrough libcuda> <empty_kernel.fatbin> [rounds] [evict KiB [stride]]\n",
                  argv[0]);
     return 2;
   }
   const int rounds = argc >= 5 ? std::max(1, std::atoi(argv[4])) : 2;
-  const long evict_kib = argc == 6 ? std::max(0L, std::atol(argv[5])) : 0;
+  const long evict_kib = argc >= 6 ? std::max(0L, std::atol(argv[5])) : 0;
+  if (argc == 7) g_evict_stride = static_cast<size_t>(std::max(1L, std::atol(argv[6])));
   // One byte more than the lines written: evict() writes none when it is 0.
   std::vector<char> lines(static_cast<size_t>(evict_kib) * 1024 + 1);
   std::ifstream in(argv[3], std::ios::binary);
@@ -277,7 +286,9 @@ int main(int argc, char** argv) {
                       b.rate.launch_args / a.rate.launch_args, b.rate.alloc_free / a.rate.alloc_free,
                       b.rate.event_record / a.rate.event_record, b.rate.memcpy_async / a.rate.memcpy_async});
   }
-  if (evict_kib > 0) std::printf("(%ld KiB written between calls: compare the own-ns column)\n", evict_kib);
+  if (evict_kib > 0)
+    std::printf("(%ld KiB written between calls, a byte every %zu: compare the own-ns column)\n", evict_kib,
+                g_evict_stride);
   std::printf("%-34s %14s %14s %12s %14s %14s %14s  %s\n", "call", "real calls/s", "vgpu calls/s", "vgpu/real",
               "vgpu own ns", "real sys/call", "vgpu sys/call", "rounds' vgpu/real: median (least-greatest)");
   auto count = [](double v) {
