@@ -26,7 +26,7 @@
 // [stride] (default 64): bytes between two bytes written. 4160 (a page and a line) touches one
 // line of each of evict KiB / 4160 pages, in every cache set: besides the lines, the TLB's
 // entries for vgpu's pages go, and over the stand-in on this KVM container the event record's own
-// time rose from ~40 to ~60 ns with 4160 KiB (a GPU host's was 67.5), where 64 KiB of lines left
+// time rose from ~41 to ~50-56 ns with 4160 KiB (a GPU host's was 67.5), where 64 KiB of lines left
 // it at ~36-42 (docs/results.md, callcost11).
 #include <cuda.h>
 #include <dlfcn.h>
