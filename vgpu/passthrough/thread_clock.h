@@ -76,7 +76,16 @@ struct ThreadSlot {
 constexpr size_t kThreadSlotBits = 10;
 extern std::array<ThreadSlot, size_t{1} << kThreadSlotBits> g_thread_slots;
 // The calling thread's key and slot.
-inline uintptr_t thread_key() { return reinterpret_cast<uintptr_t>(__builtin_thread_pointer()) | 1; }
+inline uintptr_t thread_key() {
+#if defined(__x86_64__)
+  uintptr_t tp;
+  asm("mov %%fs:0, %0" : "=r"(tp));  // the TCB's pointer to itself: what __builtin_thread_pointer
+                                     // gives with GCC, which clang offers on x86 only lately
+  return tp | 1;
+#else
+  return reinterpret_cast<uintptr_t>(__builtin_thread_pointer()) | 1;
+#endif
+}
 inline ThreadSlot& thread_slot(uintptr_t key) {
   // Thread pointers lie a thread's stack apart (megabytes): a multiplicative hash of the page.
   return g_thread_slots[static_cast<size_t>(((key >> 12) * 0x9E3779B97F4A7C15ull) >> (64 - kThreadSlotBits))];
