@@ -1,11 +1,13 @@
 // One driver call in a loop, for profiling the passthrough's own work per call (issue 21):
 //
-//   passthrough_call_loop <libcuda> <empty_kernel.fatbin> <call> <n> [<touch KiB>]
+//   passthrough_call_loop <libcuda> <empty_kernel.fatbin> <call> <n> [<touch KiB> [<stride>]]
 //
 // <touch KiB>: between two calls the loop writes one byte of every cache line of a buffer that
 // large (its time is in the figure, the same for any library): a framework's own work between
 // its driver calls evicts vgpu's data from the caches, which the bare loop never does (on the
-// GPU the event record's own time is 2-3x this loop's, for the same instructions).
+// GPU the event record's own time is 2-3x this loop's, for the same instructions). <stride>
+// (default 64): bytes between two bytes written; 4160 touches one line of each page, which
+// evicts the TLB's entries too (passthrough_call_overhead's [stride] says why).
 //
 // <call>: launch (empty kernel, settled), launchlong (249-byte name), launchargs (PyTorch-like
 // arguments, as passthrough_call_overhead's row), record (one event on one non-blocking stream),
@@ -23,6 +25,7 @@
 // copies back to back there.
 #include <cuda.h>
 #include <dlfcn.h>
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -41,6 +44,7 @@ int main(int argc, char** argv) {
   std::vector<char> image((std::istreambuf_iterator<char>(in)), {});
   const char* what = argv[3]; long n = atol(argv[4]);
   const size_t touch = argc > 5 ? static_cast<size_t>(atol(argv[5])) << 10 : 0;
+  const size_t stride = argc > 6 ? std::max<size_t>(1, static_cast<size_t>(atol(argv[6]))) : 64;
   std::vector<char> evict(touch + 64);
   std::mutex mu; std::condition_variable cv; bool done = false;
   std::thread idle([&] { std::unique_lock l(mu); cv.wait(l, [&] { return done; }); });
@@ -86,7 +90,7 @@ int main(int argc, char** argv) {
   ElementwiseArgs moving = args;
   // warm up: 3000 of the call (settles launches)
   auto one = [&](long i) {
-    for (size_t k = 0; k < touch; k += 64) evict[k] = static_cast<char>(evict[k] + 1);
+    for (size_t k = 0; k < touch; k += stride) evict[k] = static_cast<char>(evict[k] + 1);
     if (!strcmp(what, "launch")) { CHECK(launch(f, 1,1,1,1,1,1,0,s,nullptr,nullptr)); if (i % 1000 == 999) CHECK(stream_sync(s)); }
     else if (!strcmp(what, "launchlong")) { CHECK(launch(f_long, 1,1,1,1,1,1,0,s,nullptr,nullptr)); if (i % 1000 == 999) CHECK(stream_sync(s)); }
     else if (!strcmp(what, "launchargs")) { CHECK(launch(f_args, 1,1,1,1,1,1,0,s,params,nullptr)); if (i % 1000 == 999) CHECK(stream_sync(s)); }

@@ -56,6 +56,12 @@ struct CallThread {
   // process): the out-of-line call and its static's guard were ~20 instructions of every timed
   // call (Pause::real). -1: not asked yet.
   int8_t charges_driver = -1;
+  // Whether the thread asked for its slot (thread_clock.h, ThreadSlot): once, on its first call.
+  bool slot_asked = false;
+  // Whether log lines at trace level are written (log::threshold(), fixed for the process),
+  // asked once a thread: VirtualTime::submit asked it on every launch and copy, a call and a
+  // static's guard on a cache line of its own (issue 21). -1: not asked yet.
+  int8_t traces = -1;
   // VirtualTime::get() once it is made (after cuInit; it is never destroyed): its lookup through
   // the backend's root (a static's guard, two acquire loads, two calls) on every timed call.
   VirtualTime* virtual_time = nullptr;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "passthrough/inline_constants.h"
 #include "status/status_region.h"
 
 namespace vgpu::pt {
@@ -30,12 +31,16 @@ void DeviceActivity::report(int device, double start, double finish, bool kernel
   std::lock_guard l(mu_);
   Counts& c = counts_[static_cast<size_t>(device)];
   if (kernel) ++c.kernels;
-  c.busy_ns += static_cast<uint64_t>(std::max(0.0, finish - start) * 1e9);  // as Writer::add_work rounds each op
+  // As Writer::add_work rounds each op; its constants as immediates (inline_constants.h: every
+  // launch and copy reports here, and each .rodata constant was a cache line to fetch again).
+  // Through int64_t: a conversion to uint64_t compares with 2^63, another .rodata constant (an
+  // op's nanoseconds are far below it).
+  c.busy_ns += static_cast<uint64_t>(static_cast<int64_t>(std::max(0.0, finish - start) * immediate(1e9)));
   c.clock = std::max(c.clock, finish);
   Stretch& s = stretches_[static_cast<size_t>(device)][kernel ? 1 : 0];
   if (s.open() && start >= s.start && start <= s.finish) {
     s.finish = std::max(s.finish, finish);
-    if (s.finish - s.start >= kMaxSpan) {
+    if (s.finish - s.start >= immediate(kMaxSpan)) {
       push(device);
       flush(device, kernel, s);
     }

@@ -97,6 +97,19 @@ struct LaunchThread {
     if (durations == nullptr) durations = &KernelDurations::get();
     return *durations;
   }
+  // Whether VGPU_TIMELINE is written (ops get labels) and VGPU_LAUNCH_POLICY, each fixed for the
+  // process and asked once a thread: each was a static's guard on every launch, on cache lines
+  // of their own that a framework's work evicts between launches (issue 21). -1: not asked yet.
+  int8_t labels = -1;
+  int8_t policy = -1;
+  bool timeline_labels() {
+    if (labels < 0) labels = TimelineWriter::get() != nullptr ? 1 : 0;
+    return labels > 0;
+  }
+  LaunchPolicy process_policy() {
+    if (policy < 0) policy = static_cast<int8_t>(launch_policy());
+    return static_cast<LaunchPolicy>(policy);
+  }
   KernelRecording* kernel_recording() {
     if (!recording_known) {
       recording = KernelRecording::get();
@@ -123,7 +136,7 @@ void plan_for(Plan& p, LaunchThread& thread, CUfunction f, const LaunchShape& sh
   p.first.reset();
   p.timing.kernel = true;
   const FunctionFacts& facts = function_facts(f, thread.scratch);
-  if (facts.ok && TimelineWriter::get() != nullptr) p.timing.label = facts.name;
+  if (facts.ok && thread.timeline_labels()) p.timing.label = facts.name;
   if (facts.ok && facts.nccl) {
     // Always run (peers spin-wait on it); timed by its transfers when the vgpu plugin moves them.
     if (nccl_timing::plugin_present()) {
@@ -136,7 +149,7 @@ void plan_for(Plan& p, LaunchThread& thread, CUfunction f, const LaunchShape& sh
   RecentSignatures::Derived* derived = nullptr;
   PassState* state = PassState::get();
   p.have_signature = launch_signature(state, f, facts, shape, params, extra, thread.scratch, &p.signature, &derived);
-  const LaunchPolicy policy = launch_policy();
+  const LaunchPolicy policy = thread.process_policy();
   if (policy == LaunchPolicy::none) {
     p.run = false;
     p.timing.source = Timing::Source::known;

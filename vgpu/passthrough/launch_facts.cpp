@@ -64,7 +64,8 @@ bool pack_params(const FunctionFacts& facts, void** params, void** extra, std::v
 }  // namespace
 
 const FunctionFacts& function_facts(CUfunction f, LaunchScratch& scratch) {
-  return Passthrough::get().function_facts().of(f, scratch.recent);
+  if (scratch.facts_cache == nullptr) scratch.facts_cache = &Passthrough::get().function_facts();
+  return scratch.facts_cache->of(f, scratch.recent);
 }
 
 const FunctionFacts& FunctionFactsCache::of(CUfunction f, RecentFacts& recent) {

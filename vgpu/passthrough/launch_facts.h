@@ -54,6 +54,10 @@ struct LaunchScratch {
   KnownAddresses known;        // known_addresses.h
   RecentSignatures signatures;  // recent_signatures.h
   std::vector<uint8_t> block;  // the packed parameter block, its buffer reused (no allocation per launch)
+  // The root's FunctionFactsCache once known (it is never destroyed): function_facts() looked it
+  // up through the backend's root on every launch, a static's guard on a cache line of its own
+  // (issue 21). Beside `block`, which every launch with parameters reads.
+  FunctionFactsCache* facts_cache = nullptr;
 };
 
 // The facts of `f` (a CUfunction, or a CUkernel as cudart passes them); cached per handle in

@@ -1,7 +1,10 @@
 #include "passthrough/thread_clock.h"
 
+#include <pthread.h>
+
 #include <array>
 #include <atomic>
+#include <cstdint>
 
 #include "common/settings.h"
 #include "passthrough/kept_address.h"
@@ -39,10 +42,54 @@ double raise_horizon(int device, double t) {
 namespace detail {
 std::array<Horizon, kMaxDevices> g_horizon{};
 constinit thread_local CallThread t_call_thread;
+std::array<ThreadSlot, size_t{1} << kThreadSlotBits> g_thread_slots{};
+
+namespace {
+
+// In a forked child only the forking thread lives on: the others' slots are freed (their
+// thread pointers may come back for new threads, whose thread-locals are not theirs).
+void free_others_slots_in_child() {
+  const uintptr_t key = thread_key();
+  for (ThreadSlot& s : g_thread_slots) {
+    if (s.key.load(std::memory_order_relaxed) == key) continue;
+    s.thread.store(nullptr, std::memory_order_relaxed);
+    s.key.store(0, std::memory_order_relaxed);
+  }
+}
+
+// Frees the thread's slot when the thread exits (its thread-locals' destructors run first: a
+// call from one made after this finds no slot and takes __tls_get_addr, to the same state).
+struct SlotRelease {
+  ThreadSlot* slot;
+  uintptr_t key;
+  ~SlotRelease() {
+    if (slot->key.load(std::memory_order_relaxed) != key) return;
+    slot->thread.store(nullptr, std::memory_order_relaxed);
+    slot->key.store(0, std::memory_order_release);
+  }
+};
+
+void claim_slot(CallThread& t) {
+  static const bool at_fork = pthread_atfork(nullptr, nullptr, &free_others_slots_in_child) == 0;
+  if (!at_fork) return;  // no fork handler: no slots (a child could find a dead thread's)
+  const uintptr_t key = thread_key();
+  ThreadSlot& s = thread_slot(key);
+  uintptr_t free = 0;
+  if (!s.key.compare_exchange_strong(free, key, std::memory_order_acq_rel, std::memory_order_relaxed)) return;
+  s.thread.store(&t, std::memory_order_relaxed);
+  thread_local SlotRelease release{&s, key};
+  (void)release;
+}
+
+}  // namespace
 
 CallThread& call_thread_first_use() {
   CallThread& t = kept_address(t_call_thread);
   if (t.clock == nullptr) t.clock = &this_thread_clock();
+  if (!t.slot_asked) {
+    t.slot_asked = true;
+    claim_slot(t);
+  }
   return t;
 }
 }  // namespace detail

@@ -16,6 +16,8 @@
 
 #include <array>
 #include <atomic>
+#include <cstddef>
+#include <cstdint>
 
 #include "passthrough/call_thread.h"
 #include "passthrough/kept_address.h"
@@ -51,12 +53,51 @@ namespace detail {
 // The calling thread's call state (call_thread.h): constant-initialized, so that a use needs no
 // guard and no wrapper call, only the thread-local's address.
 extern constinit thread_local CallThread t_call_thread;
-// The thread's call state with its clock set, on its first call (out of line).
+// The thread's call state with its clock set, reached through __tls_get_addr, and its slot
+// claimed (below) on its first call (out of line).
 CallThread& call_thread_first_use();
+
+// Where a thread finds its call state without __tls_get_addr: a slot of a process-wide table,
+// chosen by the thread pointer (%fs), holding the address of the thread's t_call_thread. Why: a
+// library loaded by dlopen, as libcuda is, reaches a thread-local through __tls_get_addr, which
+// reads six cache lines (the thread's DTV, its generation and ld.so's, the variable's GOT
+// entries) that a framework's work and the real driver's call evict between two driver calls:
+// a quarter of what an event record misses (issue 21). The initial-exec model would not do: its
+// static TLS block (this library's 400 KB of thread-locals) cannot be had after start-up, and
+// TLS descriptors take glibc's slower dynamic path there (docs/results.md, callcost6). The slot
+// costs the thread pointer's line and its own. A thread whose slot another thread holds keeps
+// __tls_get_addr (call_thread_first_use). The slot is given back when the thread exits (a
+// thread-local's destructor) and, in a forked child, for every thread but the forking one: a
+// later thread may get the same thread pointer, and must not find a dead thread's state.
+struct ThreadSlot {
+  std::atomic<uintptr_t> key{0};  // the owner's thread pointer | 1; 0: free
+  std::atomic<CallThread*> thread{nullptr};  // the owner's t_call_thread, its clock set
+};
+constexpr size_t kThreadSlotBits = 10;
+extern std::array<ThreadSlot, size_t{1} << kThreadSlotBits> g_thread_slots;
+// The calling thread's key and slot.
+inline uintptr_t thread_key() {
+#if defined(__x86_64__)
+  uintptr_t tp;
+  asm("mov %%fs:0, %0" : "=r"(tp));  // the TCB's pointer to itself: what __builtin_thread_pointer
+                                     // gives with GCC, which clang offers on x86 only lately
+  return tp | 1;
+#else
+  return reinterpret_cast<uintptr_t>(__builtin_thread_pointer()) | 1;
+#endif
+}
+inline ThreadSlot& thread_slot(uintptr_t key) {
+  // Thread pointers lie a thread's stack apart (megabytes): a multiplicative hash of the page.
+  return g_thread_slots[static_cast<size_t>(((key >> 12) * 0x9E3779B97F4A7C15ull) >> (64 - kThreadSlotBits))];
+}
 // The calling thread's, its clock set.
 inline CallThread& call_thread_with_clock() {
-  CallThread& t = kept_address(t_call_thread);  // one thread-local lookup (kept_address.h)
-  return t.clock != nullptr ? t : call_thread_first_use();
+  const uintptr_t key = thread_key();
+  ThreadSlot& s = thread_slot(key);
+  // Only the owner ever finds its key there, and only it writes `thread` (call_thread_first_use).
+  if (s.key.load(std::memory_order_relaxed) == key) [[likely]]
+    return *s.thread.load(std::memory_order_relaxed);
+  return call_thread_first_use();
 }
 // Each virtual device's horizon (see above), indexed by device, each on its own cache line: every
 // timed call reads its device's, and a synchronization on another device writes that one (eight

@@ -291,11 +291,13 @@ OpRef VirtualTime::submit(const StreamTarget& t, Timing&& timing, Bracket& b, bo
                  ? timeline_.append_unless_placed(t.key, t.kind, t.device, issue, duration, kernel, std::move(label))
                  : timeline_.append(t.key, t.kind, t.device, issue, duration, {}, id, kernel, std::move(label),
                                     /*start_first=*/nccl);
-  log::trace("vtime: op on device {} stream {} issue {:.9f} duration {:.9f}", t.device, t.key.stream, issue,
-             duration);
+  CallThread& thread = pause != nullptr ? pause->thread() : this_call_thread();
+  if (thread.traces < 0) thread.traces = log::enabled(log::Level::trace) ? 1 : 0;
+  if (thread.traces > 0)
+    log::trace("vtime: op on device {} stream {} issue {:.9f} duration {:.9f}", t.device, t.key.stream, issue,
+               duration);
   // Counted per thread (CallThread::submissions): a process-wide counter was a locked
   // instruction on every launch and copy, on a cache line every thread's calls read.
-  CallThread& thread = pause != nullptr ? pause->thread() : this_call_thread();
   const bool resolve_now = ++thread.submissions % kResolveEvery == 0;
   // Not under impl_->mu: the timeline's lock is taken first everywhere else (resolve -> measure).
   if (id != 0 && nccl) {

@@ -21,6 +21,7 @@
 
 #include "front/driver/cuda_api.h"
 #include "passthrough/gate_latency.h"
+#include "passthrough/inline_constants.h"
 #include "passthrough/nccl_timing.h"
 #include "passthrough/thread_clock.h"
 #include "passthrough/virtual_timeline.h"
@@ -155,7 +156,8 @@ class VirtualTime {
   // The earliest virtual start of an op the calling thread submits now to `device`; `pause`: the
   // scope the call is in, if the caller has it (its clock is looked up already).
   double issue_time(int device, const thread_clock::Pause* pause = nullptr) {
-    return (pause != nullptr ? pause->now(device) : thread_clock::now(device)) + vclock::kLaunchLatency;
+    // The latency as an immediate: not a .rodata line of its own to fetch again (inline_constants.h).
+    return (pause != nullptr ? pause->now(device) : thread_clock::now(device)) + immediate(vclock::kLaunchLatency);
   }
 
   // The virtual start of `op` once everything before it resolved; if not yet, resolves what

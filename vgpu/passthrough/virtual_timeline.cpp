@@ -5,6 +5,8 @@
 #include <limits>
 #include <unordered_set>
 
+#include "passthrough/inline_constants.h"
+
 namespace vgpu::pt {
 
 namespace {
@@ -82,7 +84,7 @@ OpRef VirtualTimeline::append_unless_placed(const StreamKey& key, StreamKind kin
   if (!elide_records_ || duration < 0)
     return append_locked(key, kind, device, issue, duration, {}, 0, kernel, std::move(label), false);
   // simcore's task rule over what the op would wait for (wait_for, rule_start), read in place.
-  double at = std::isfinite(issue) ? issue : 0.0;
+  double at = finite_or_zero(issue);  // no constant from memory (inline_constants.h)
   bool placed = true;
   auto read = [&at, &placed](const StreamTail& last, bool /*own stream*/) {
     for (const OpRef* d : {&last.op, &last.also}) {
@@ -108,7 +110,8 @@ OpRef VirtualTimeline::append_unless_placed(const StreamKey& key, StreamKind kin
   op.issue = issue;
   op.duration = duration;
   op.start = at;
-  op.finish = at + (std::isfinite(duration) && duration > 0 ? duration : 0);
+  const double lasts = finite_or_zero(duration);
+  op.finish = at + (lasts > 0 ? lasts : 0);
   op.resolved = op.started = true;
   op.device = device;
   op.kernel = kernel;
@@ -123,7 +126,7 @@ OpRef VirtualTimeline::append_unless_placed(const StreamKey& key, StreamKind kin
 [[gnu::always_inline]] inline void VirtualTimeline::record_on_tail(EventMark& m, timing::StreamOrder<StreamTail>::Entry& s,
                                                                    int device, double issue) {
   StreamTail& tail = s.last;
-  tail.not_before = std::max(tail.not_before, std::isfinite(issue) ? issue : 0.0);
+  tail.not_before = std::max(tail.not_before, finite_or_zero(issue));  // no constant from memory
   tail.device = device;
   // Re-recording an event on an unchanged stream changes no reference count.
   if (m.tail.op != tail.op) m.tail.op = tail.op;

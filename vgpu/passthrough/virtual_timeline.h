@@ -183,8 +183,10 @@ class VirtualTimeline {
   // made so only while none is written to VGPU_TIMELINE.)
   OpRef op_for(const StreamTail& tail);
 
-  // An event's last record: the stream tail it stands for until its op is made.
-  struct EventMark {
+  // An event's last record: the stream tail it stands for until its op is made. On a cache line
+  // of its own (it is 64 bytes): a record reads and writes all of it, and a map node at malloc's
+  // 16-byte alignment put it on two (issue 21).
+  struct alignas(64) EventMark {
     StreamTail tail;
     OpRef op;
   };
