@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fourteenth session (2026-11-27), call 1: the thirteenth session's planned 2026-11-27d/call1.sh
+# Fourteenth session (2026-11-27), call 1: the thirteenth session's planned 2026-11-27d/call1.sh (removed once this ran)
 # (the fidelity table of the tree with the H200's pooled Simple fit and the TSan-era clock fixes:
 # nccl-tests 64 KiB-16 MiB, DDP and FSDP2 two runs each, the host's CPU noted) plus, first, what
 # issue 21 needs to know of this host: its clock source (a clock read that leaves the vDSO costs a
