@@ -115,8 +115,11 @@ TEST(OutsideCpuTime, TheCpuClocksOwnReadingIsNotCharged) {
   // 2,000): a few such, never one an entry.
   EXPECT_GE(t.exact_reads(), static_cast<unsigned long>(kCalls) + 1);
   EXPECT_LE(t.exact_reads(), static_cast<unsigned long>(kCalls) + 1 + kCalls / 100);
-  // Before, each stretch began before the reading, so it was charged at least the system call.
-  EXPECT_LT(charged, 0.5 * leaving) << "leaving (with its reading) took " << leaving / kCalls * 1e6 << " us a call";
+  // Before, each stretch began before the reading, so it was charged at least the system call:
+  // charged >= leaving. Now it is charged the loop's own work between two calls, which under
+  // ThreadSanitizer on a loaded machine came to half of leaving (0.53 ms against 0.53 ms of
+  // 0.5 x leaving over 2,000 calls, one CI run in three): the bound sits between the two.
+  EXPECT_LT(charged, 0.8 * leaving) << "leaving (with its reading) took " << leaving / kCalls * 1e6 << " us a call";
 }
 
 // A reading preempted inside its system call spent that wall time off the CPU: only a reading's
