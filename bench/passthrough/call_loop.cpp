@@ -25,7 +25,7 @@
 // copies back to back there.
 #include <cuda.h>
 #include <dlfcn.h>
-#include <algorithm>
+#include "cache_eviction.h"
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -43,9 +43,8 @@ int main(int argc, char** argv) {
   std::ifstream in(argv[2], std::ios::binary);
   std::vector<char> image((std::istreambuf_iterator<char>(in)), {});
   const char* what = argv[3]; long n = atol(argv[4]);
-  const size_t touch = argc > 5 ? static_cast<size_t>(atol(argv[5])) << 10 : 0;
-  const size_t stride = argc > 6 ? std::max<size_t>(1, static_cast<size_t>(atol(argv[6]))) : 64;
-  std::vector<char> evict(touch + 64);
+  CacheEviction eviction(argc > 5 ? static_cast<size_t>(atol(argv[5])) << 10 : 0,
+                         argc > 6 ? static_cast<size_t>(atol(argv[6])) : 64);
   std::mutex mu; std::condition_variable cv; bool done = false;
   std::thread idle([&] { std::unique_lock l(mu); cv.wait(l, [&] { return done; }); });
   void* h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
@@ -90,7 +89,7 @@ int main(int argc, char** argv) {
   ElementwiseArgs moving = args;
   // warm up: 3000 of the call (settles launches)
   auto one = [&](long i) {
-    for (size_t k = 0; k < touch; k += stride) evict[k] = static_cast<char>(evict[k] + 1);
+    eviction.touch();
     if (!strcmp(what, "launch")) { CHECK(launch(f, 1,1,1,1,1,1,0,s,nullptr,nullptr)); if (i % 1000 == 999) CHECK(stream_sync(s)); }
     else if (!strcmp(what, "launchlong")) { CHECK(launch(f_long, 1,1,1,1,1,1,0,s,nullptr,nullptr)); if (i % 1000 == 999) CHECK(stream_sync(s)); }
     else if (!strcmp(what, "launchargs")) { CHECK(launch(f_args, 1,1,1,1,1,1,0,s,params,nullptr)); if (i % 1000 == 999) CHECK(stream_sync(s)); }

@@ -34,6 +34,7 @@
 #include <cpuid.h>
 #endif
 
+#include "cache_eviction.h"
 #include "syscall_counter.h"
 
 #include <algorithm>
@@ -94,16 +95,7 @@ struct Run {
   Rates syscalls{};
 };
 
-// Bytes between two bytes evict() writes ([stride], set once in main).
-size_t g_evict_stride = 64;
-
-// Writes one byte every g_evict_stride bytes of `buffer` but its last byte (call_loop.cpp does
-// the same); nothing when it holds one byte (no eviction asked: the loops are as before).
-inline void evict(std::vector<char>& buffer) {
-  for (size_t k = 0; k + 1 < buffer.size(); k += g_evict_stride) buffer[k] = static_cast<char>(buffer[k] + 1);
-}
-
-Run measure(const char* path, const std::vector<char>& image, const SyscallCounter& sys, std::vector<char>& lines) {
+Run measure(const char* path, const std::vector<char>& image, const SyscallCounter& sys, CacheEviction& eviction) {
   Driver d;
   d.h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!d.h) { std::fprintf(stderr, "dlopen %s: %s\n", path, dlerror()); std::exit(2); }
@@ -158,7 +150,7 @@ Run measure(const char* path, const std::vector<char>& image, const SyscallCount
     CHECK(stream_sync(s));
     const auto t0 = start(syscalls);
     for (int i = 0; i < kLaunches; ++i) {
-      evict(lines);
+      eviction.touch();
       CHECK(launch(fn, 1, 1, 1, 1, 1, 1, 0, s, params, nullptr));
       if (i % 1000 == 999) CHECK(stream_sync(s));  // keep the queue from filling
     }
@@ -193,7 +185,7 @@ Run measure(const char* path, const std::vector<char>& image, const SyscallCount
   auto t0 = start(&run.syscalls.alloc_free);
   for (int i = 0; i < kAllocs; ++i) {
     CUdeviceptr p;
-    evict(lines);
+    eviction.touch();
     CHECK(alloc(&p, 2u << 20));
     CHECK(mem_free(p));
   }
@@ -204,7 +196,7 @@ Run measure(const char* path, const std::vector<char>& image, const SyscallCount
   constexpr int kEvents = 200000;
   t0 = start(&run.syscalls.event_record);
   for (int i = 0; i < kEvents; ++i) {
-    evict(lines);
+    eviction.touch();
     CHECK(event_record(e, s));
   }
   CHECK(stream_sync(s));
@@ -217,7 +209,7 @@ Run measure(const char* path, const std::vector<char>& image, const SyscallCount
   constexpr int kCopies = 100000;
   t0 = start(&run.syscalls.memcpy_async);
   for (int i = 0; i < kCopies; ++i) {
-    evict(lines);
+    eviction.touch();
     CHECK(copy_async(dev, host, 4096, s));
     if (i % 1000 == 999) CHECK(stream_sync(s));
   }
@@ -237,9 +229,8 @@ int main(int argc, char** argv) {
   }
   const int rounds = argc >= 5 ? std::max(1, std::atoi(argv[4])) : 2;
   const long evict_kib = argc >= 6 ? std::max(0L, std::atol(argv[5])) : 0;
-  if (argc == 7) g_evict_stride = static_cast<size_t>(std::max(1L, std::atol(argv[6])));
-  // One byte more than the lines written: evict() writes none when it is 0.
-  std::vector<char> lines(static_cast<size_t>(evict_kib) * 1024 + 1);
+  CacheEviction eviction(static_cast<size_t>(evict_kib) * 1024,
+                         argc == 7 ? static_cast<size_t>(std::max(1L, std::atol(argv[6]))) : 64);
   std::ifstream in(argv[3], std::ios::binary);
   std::vector<char> image((std::istreambuf_iterator<char>(in)), {});
   if (image.empty()) { std::fprintf(stderr, "cannot read %s\n", argv[3]); return 2; }
@@ -276,10 +267,10 @@ int main(int argc, char** argv) {
   };
   std::vector<Rates> ratios;  // each round's vgpu over real
   for (int round = 0; round < rounds; ++round) {
-    const Run a = measure(argv[1], image, sys, lines);
+    const Run a = measure(argv[1], image, sys, eviction);
     best(real, a.rate);
     fewest(real_sys, a.syscalls);
-    const Run b = measure(argv[2], image, sys, lines);
+    const Run b = measure(argv[2], image, sys, eviction);
     best(vgpu, b.rate);
     fewest(vgpu_sys, b.syscalls);
     ratios.push_back({b.rate.launch / a.rate.launch, b.rate.launch_long / a.rate.launch_long,
@@ -288,7 +279,7 @@ int main(int argc, char** argv) {
   }
   if (evict_kib > 0)
     std::printf("(%ld KiB written between calls, a byte every %zu: compare the own-ns column)\n", evict_kib,
-                g_evict_stride);
+                eviction.stride);
   std::printf("%-34s %14s %14s %12s %14s %14s %14s  %s\n", "call", "real calls/s", "vgpu calls/s", "vgpu/real",
               "vgpu own ns", "real sys/call", "vgpu sys/call", "rounds' vgpu/real: median (least-greatest)");
   auto count = [](double v) {

@@ -310,6 +310,15 @@ void* api_event(Comm& c, bool v6, uint64_t type, void* group, const char* func, 
   return h;
 }
 
+// A send/recv entry of a launch's description: its function, bytes to other ranks, distinct
+// other ranks and whether the rank's own share is among them (vgpu_nccl_operation).
+void expect_p2p(const vgpu_nccl_operation& o, const char* func, uint64_t bytes, int peers, int self) {
+  EXPECT_STREQ(o.func, func);
+  EXPECT_EQ(o.bytes, bytes);
+  EXPECT_EQ(o.peers, peers);
+  EXPECT_EQ(o.self, self);
+}
+
 }  // namespace
 
 // The one description of a launch (the contract's describe_launch) both backends time an NCCL
@@ -430,10 +439,7 @@ TEST_F(LaunchTags, EachLaunchKnowsWhatItDoesForTheCollectiveModel) {
   Comm::stop(operation(c, ncclProfileP2p, p2p_api, plan2, "Recv", 256, "ncclUint8", /*peer=*/1));
   ASSERT_EQ(describe(launch2, &w), 0);
   ASSERT_EQ(w.count, 2);
-  EXPECT_STREQ(w.op[0].func, "Send");
-  EXPECT_EQ(w.op[0].bytes, 256u);
-  EXPECT_EQ(w.op[0].peers, 1);
-  EXPECT_EQ(w.op[0].self, 1);
+  expect_p2p(w.op[0], "Send", 256u, 1, 1);
   EXPECT_STREQ(w.op[1].func, "Recv");
   EXPECT_EQ(w.op[1].self, 0);
   Comm::stop(plan2);
@@ -465,10 +471,7 @@ TEST_F(LaunchTags, ASendRecvGroupsCallsDescribeItsKernelAtTheLaunch) {
     vgpu_nccl_launch w{};
     ASSERT_EQ(describe(l1, &w), 0);
     ASSERT_EQ(w.count, 2);
-    EXPECT_STREQ(w.op[0].func, "Send");
-    EXPECT_EQ(w.op[0].bytes, 4000u);
-    EXPECT_EQ(w.op[0].peers, 1);
-    EXPECT_EQ(w.op[0].self, 0);
+    expect_p2p(w.op[0], "Send", 4000u, 1, 0);
     EXPECT_STREQ(w.op[1].func, "Recv");
     EXPECT_EQ(w.op[1].bytes, 4000u);
     void* plan1 = c.start(ncclProfileGroup, nullptr);
@@ -489,10 +492,7 @@ TEST_F(LaunchTags, ASendRecvGroupsCallsDescribeItsKernelAtTheLaunch) {
     const uint64_t l2 = c.launch(g2);
     ASSERT_EQ(describe(l2, &w), 0);
     ASSERT_EQ(w.count, 2);
-    EXPECT_STREQ(w.op[0].func, "Send");
-    EXPECT_EQ(w.op[0].bytes, 512u);  // to the other rank; the own share stays
-    EXPECT_EQ(w.op[0].peers, 1);
-    EXPECT_EQ(w.op[0].self, 1);
+    expect_p2p(w.op[0], "Send", 512u, 1, 1);  // to the other rank; the own share stays
     EXPECT_EQ(w.op[1].self, 1);
     // Its tasks: 100 floats to itself and 156 to the other rank (the calls' even split guessed
     // 128 each): the other rank's 624 bytes stand from then on.
@@ -501,10 +501,7 @@ TEST_F(LaunchTags, ASendRecvGroupsCallsDescribeItsKernelAtTheLaunch) {
     Comm::stop(operation(c, ncclProfileP2p, calls[2], plan2, "Send", 156, "ncclFloat32", /*peer=*/1));
     ASSERT_EQ(describe(l2, &w), 0);
     ASSERT_GE(w.count, 1);
-    EXPECT_STREQ(w.op[0].func, "Send");
-    EXPECT_EQ(w.op[0].bytes, 624u);
-    EXPECT_EQ(w.op[0].peers, 1);
-    EXPECT_EQ(w.op[0].self, 1);
+    expect_p2p(w.op[0], "Send", 624u, 1, 1);
     Comm::stop(plan2);
     for (void* h : calls) Comm::stop(h);
     Comm::stop(g2);

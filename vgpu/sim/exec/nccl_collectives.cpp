@@ -112,8 +112,17 @@ std::vector<simcore::CollectiveCall> NcclCollectives::modelled_calls(const vgpu_
   const int gpu = driver_.global_gpu(device);
   // The other processes' ranks' GPUs as the job's roster knows them (these kernels meet no rank
   // that would tell): a two-rank send/recv communicator may pair GPUs of two nodes. A process
-  // holding every rank learns them from its own launches (gpus_of) and opens no table.
-  const std::vector<int> roster = got.nranks > 1 && local_ranks < got.nranks
+  // holding every rank learns them from its own launches (gpus_of) and opens no table; the table
+  // is read only until every rank's GPU is known here (this rank's was posted then: a rank's GPU
+  // does not change), not on every launch.
+  bool all_known = false;
+  {
+    std::lock_guard l(mu_);
+    const auto it = comm_gpus_.find(got.comm_id);
+    all_known = it != comm_gpus_.end() && static_cast<int>(it->second.size()) == got.nranks &&
+                std::none_of(it->second.begin(), it->second.end(), [](int g) { return g < 0; });
+  }
+  const std::vector<int> roster = !all_known && got.nranks > 1 && local_ranks < got.nranks
                                       ? rendezvous_.roster(got.comm_id, got.nranks, got.rank, gpu)
                                       : std::vector<int>{};
   std::lock_guard l(mu_);

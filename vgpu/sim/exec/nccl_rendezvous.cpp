@@ -23,9 +23,9 @@ namespace vgpu {
 struct NcclRendezvous::CommBlock {
   struct Slot {
     std::atomic<uint32_t> posted;  // collectives this rank posted; the futex word
-    std::atomic<int32_t> gpu;
     std::atomic<uint64_t> arrival[kRing];  // bits of a double, index k % kRing
-    std::atomic<int32_t> roster;           // the rank's global GPU + 1 once posted; 0: not yet
+    // The rank's global GPU + 1 once posted (by arrive() or roster()); 0: not yet.
+    std::atomic<int32_t> gpu;
   };
   std::atomic<uint64_t> comm;  // 0: free
   std::atomic<int32_t> nranks;
@@ -41,7 +41,7 @@ struct NcclRendezvous::Table {
 
 namespace {
 
-constexpr uint64_t kLayout = 0x76677075'6e63'0002ull;  // "vgpunc", version 2 (the roster)
+constexpr uint64_t kLayout = 0x76677075'6e63'0003ull;  // "vgpunc", version 3 (one GPU field, the roster's)
 
 static_assert(std::atomic<uint32_t>::is_always_lock_free && std::atomic<uint64_t>::is_always_lock_free,
               "the table is shared between processes: its atomics must not be locks");
@@ -145,8 +145,7 @@ NcclRendezvous::Arrivals NcclRendezvous::arrive(uint64_t comm, int nranks, int r
     k = posted_[{comm, rank}]++;
   }
   auto& mine = b->slot[rank];
-  mine.gpu.store(gpu, std::memory_order_relaxed);
-  mine.roster.store(gpu + 1, std::memory_order_relaxed);
+  mine.gpu.store(gpu + 1, std::memory_order_relaxed);
   mine.arrival[k % kRing].store(std::bit_cast<uint64_t>(arrival), std::memory_order_relaxed);
   mine.posted.store(static_cast<uint32_t>(k + 1), std::memory_order_release);
   futex_wake_all(&mine.posted);
@@ -160,7 +159,7 @@ NcclRendezvous::Arrivals NcclRendezvous::arrive(uint64_t comm, int nranks, int r
       const uint32_t p = s.posted.load(std::memory_order_acquire);
       if (p >= k + 1) {
         const double t = std::bit_cast<double>(s.arrival[k % kRing].load(std::memory_order_relaxed));
-        const int g = s.gpu.load(std::memory_order_relaxed);
+        const int g = s.gpu.load(std::memory_order_relaxed) - 1;  // posted with the arrival
         // Posted kRing collectives further meanwhile: the slot holds a later arrival.
         if (s.posted.load(std::memory_order_acquire) <= k + kRing) {
           out.latest = std::max(out.latest, t);
@@ -195,9 +194,9 @@ std::vector<int> NcclRendezvous::roster(uint64_t comm, int nranks, int rank, int
     b = block(comm, nranks);
   }
   if (b == nullptr || gpu < 0) return out;
-  b->slot[rank].roster.store(gpu + 1, std::memory_order_relaxed);
+  b->slot[rank].gpu.store(gpu + 1, std::memory_order_relaxed);
   for (int q = 0; q < nranks; ++q)
-    if (const int posted = b->slot[q].roster.load(std::memory_order_relaxed); posted > 0 && q != rank)
+    if (const int posted = b->slot[q].gpu.load(std::memory_order_relaxed); posted > 0 && q != rank)
       out[q] = posted - 1;
   return out;
 }
