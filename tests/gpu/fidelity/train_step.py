@@ -16,6 +16,7 @@ slower host from a longer wait.
 Prints, on rank 0, one line: RESULT {json} with the median and every step time in ms.
 """
 import argparse
+import gc
 import json
 import os
 import resource
@@ -27,6 +28,18 @@ def process_cpu_s():
     """User and system CPU seconds of every thread of this process so far."""
     r = resource.getrusage(resource.RUSAGE_SELF)
     return r.ru_utime + r.ru_stime
+
+
+def cpu_probe_ms():
+    """Thread CPU ms of a fixed pure-Python workload (~2 ms): how fast this host runs the
+    interpreter right now. Run between timed steps, outside their clocks, so that a step that reads
+    slow can be told apart from a host that ran slow (the GPU hosts' real steps moved 2x between
+    runs with identical work)."""
+    t0 = time.thread_time()
+    acc = 0
+    for i in range(40000):
+        acc += (i * i) % 7
+    return (time.thread_time() - t0) * 1e3
 
 
 def pin_rank():
@@ -72,6 +85,10 @@ def parse():
     p.add_argument("--steps", type=int, default=30)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--kernels", default=None)
+    # Python's cyclic collector off after warm-up (what was alive then frozen): a full collection
+    # over FSDP2's objects lands on some steps and not others, so the steps' spread falls when
+    # comparing runs; the job under vgpu and the real one are run alike.
+    p.add_argument("--gc-off", action="store_true")
     return p.parse_args()
 
 
@@ -186,14 +203,19 @@ def main():
             torch.cuda.synchronize()
             note_counts()
     torch.cuda.synchronize()
+    if args.gc_off:
+        gc.collect()
+        gc.freeze()
+        gc.disable()
     if distributed:
         dist.barrier()
         torch.cuda.synchronize()
-    steps, phases, walls, hosts, cpus = [], [], [], [], []
+    steps, phases, walls, hosts, cpus, probes = [], [], [], [], [], []
     # The timed steps as a profiling range (a no-op without a profiler): under vgpu,
     # VGPU_CLOCK_REPORT then counts these steps only, without the start-up.
     torch.cuda.profiler.start()
     for _ in range(args.steps):
+        probes.append(cpu_probe_ms())
         marks = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
         host = []
         t0 = time.perf_counter()
@@ -239,6 +261,13 @@ def main():
         dist.all_gather_into_tensor(gathered, torch.tensor(fb, device=device))
         g = gathered.cpu().tolist()
         ranks_fb = [g[r * n:(r + 1) * n] for r in range(dist.get_world_size())]
+    ranks_probe = [probes]
+    if distributed:
+        n = len(probes)
+        gathered = torch.zeros(dist.get_world_size() * n, device=device)
+        dist.all_gather_into_tensor(gathered, torch.tensor(probes, device=device))
+        g = gathered.cpu().tolist()
+        ranks_probe = [g[r * n:(r + 1) * n] for r in range(dist.get_world_size())]
     cpu_med = sorted(cpus)[len(cpus) // 2]
     ranks_cpu = [cpu_med]
     if distributed:
@@ -269,7 +298,7 @@ def main():
         cpu_ms = [round(v, 3) for v in mine[4:]]
         world = dist.get_world_size() if distributed else 1
         print("RESULT " + json.dumps({
-            "mode": args.mode + ("+compile" if args.compile else ""), "world": world,
+            "mode": args.mode + ("+compile" if args.compile else "") + ("+gc-off" if args.gc_off else ""), "world": world,
             "layers": args.layers, "batch": args.batch, "seq": args.seq,
             "step_ms": round(med, 3), "steps_ms": [round(s, 3) for s in steps],
             "wall_ms": round(sorted(walls)[len(walls) // 2], 3),
@@ -282,6 +311,8 @@ def main():
             "ranks_host_ms": [[round(v, 2) for v in r] for r in ranks_host],
             # per rank, per timed step: the host clock until backward() returned
             "ranks_steps_fb_ms": [[round(v, 2) for v in r] for r in ranks_fb],
+            # per rank, before each timed step: thread CPU ms of a fixed Python loop (cpu_probe_ms)
+            "ranks_probe_ms": [[round(v, 3) for v in r] for r in ranks_probe],
             # per rank, per step (warm-up steps first): launches measured on the GPU (under vgpu's
             # passthrough; [] elsewhere)
             "ranks_measured_per_step": ranks_measured if stats is not None else [],
