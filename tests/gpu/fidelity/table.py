@@ -67,12 +67,15 @@ def main():
     steps = defaultdict(lambda: defaultdict(list))
     backward = {}
     fb = defaultdict(lambda: defaultdict(list))  # per run: per rank, per step host ms until backward returned
+    probe = defaultdict(lambda: defaultdict(list))  # per run: the ranks' median cpu probe (ms)
     for r in rows:
         if r.get("kind") == "step":
             key = (r["mode"], r.get("world", 1), r.get("args", ""))
             steps[key][r["side"]].append(float(r["step_ms"]))
             if r.get("ranks_steps_fb_ms"):
                 fb[key][r["side"]].append(r["ranks_steps_fb_ms"])
+            if r.get("ranks_probe_ms"):
+                probe[key][r["side"]].append(max(sorted(p)[len(p) // 2] for p in r["ranks_probe_ms"]))
             if r["side"] == "vgpu":
                 backward[key] = float(r["backward_ms"])
     if steps:
@@ -87,6 +90,12 @@ def main():
             fmt = lambda xs: " / ".join(f"{x:.2f}" for x in xs) or "-"
             err = pct(sum(virt) / len(virt), sum(real) / len(real)) if real and virt else float("nan")
             print(f"{name:32s} {fmt(real):>24s} {fmt(virt):>24s} {err:+7.1f}%")
+            # How fast each run's host ran plain Python (train_step.py's cpu probe, the slowest
+            # rank's median): the GPU hosts switch between two speeds ~1.7x apart, and a host-bound
+            # step follows them.
+            pr = probe.get(key, {})
+            if pr:
+                print(f"{'  host probe ms (per run)':32s} {fmt(pr.get('real', [])):>24s} {fmt(pr.get('vgpu', [])):>24s}")
     eight = [k for k in steps if k[0] == "ddp" and k[1] == 8]
     single = [k for k in steps if k[0] == "single" and eight and k[2] == eight[0][2]]
     if eight and single and collective and os.path.exists(collective):
