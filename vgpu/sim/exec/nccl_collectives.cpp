@@ -69,12 +69,41 @@ int current_global_gpu(int* gpu) {
 // NCCL's host cost model over this backend's cluster configuration ([collectives.host]).
 using GroupHooks = timing::NcclGroupHooks<&timing::nccl_group_costs_of<DriverState>>;
 
+namespace {
+
+// The ranks (NCCL profiler contexts) named by the NCCL calls the calling thread made since its
+// previous kernel launches, learnt through the group hooks: the calls of the group whose kernels
+// it launches now. A thread naming several drives them all and must not wait at one for another
+// (nccl_p2p.h). (Not by the group events: NCCL may bracket each call of a user's group in its own.)
+struct ThreadGroup {
+  bool launched = false;  // a kernel was launched since the last call
+  std::vector<uint64_t> contexts;
+};
+thread_local ThreadGroup t_group;
+
+void group_operation(uint64_t context, int all_reduce) {
+  if (t_group.launched) t_group.contexts.clear();
+  t_group.launched = false;
+  if (std::find(t_group.contexts.begin(), t_group.contexts.end(), context) == t_group.contexts.end())
+    t_group.contexts.push_back(context);
+  GroupHooks::operation(context, all_reduce);
+}
+void group_launch() {
+  t_group.launched = true;
+  GroupHooks::launch();
+}
+// 0: not known (the plugin's hooks were not handed over yet when the calls were made).
+int thread_group_ranks() { return static_cast<int>(t_group.contexts.size()); }
+
+}  // namespace
+
 NcclCollectives::NcclCollectives(DriverState& driver)
     : driver_(driver),
       plugin_(vgpu_nccl_driver_side{0, 0, nullptr, nullptr, &current_device, &current_global_gpu,
                                     &vclock::enter_neutral_call, &vclock::leave_call, &GroupHooks::begin,
-                                    &GroupHooks::operation, &GroupHooks::launch, &GroupHooks::end}),
-      data_(driver.memory()) {}
+                                    &group_operation, &group_launch, &GroupHooks::end}),
+      data_(driver.memory()),
+      p2p_(driver) {}
 NcclCollectives::~NcclCollectives() = default;
 
 double NcclCollectives::duration(const simcore::ClusterSpec& cluster, const std::vector<simcore::CollectiveCall>& calls) {
@@ -234,6 +263,26 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     if (mover) {
       k.execute = std::move(mover);
       k.blocking = true;
+    }
+    // A two-rank communicator's send/recv meets its peer: a receive starts after the matching
+    // send's arrival (nccl_p2p.h).
+    NcclP2p::Launch l;
+    l.comm = got.comm_id;
+    l.nranks = got.nranks;
+    l.rank = got.rank;
+    l.gpu = driver_.global_gpu(p.function->device);
+    for (int i = 0; i < std::min(got.count, VGPU_NCCL_MAX_OPERATIONS); ++i) {
+      const std::string_view func(got.op[i].func, strnlen(got.op[i].func, sizeof got.op[i].func));
+      l.sends = l.sends || (func == "Send" && got.op[i].peers > 0);
+      l.receives = l.receives || (func == "Recv" && got.op[i].peers > 0);
+    }
+    const int local = local_ranks_of(plugin, got);
+    l.peer_here = local >= got.nranks;
+    l.thread_ranks = thread_group_ranks();
+    l.one_gpu = drives_one_gpu();
+    if (local > 0 && NcclP2p::matched(l)) {
+      *rc = p2p_.submit(stream, per_thread, l, std::move(k));
+      return true;
     }
     *rc = streams.submit(stream, std::move(k), per_thread);
     return true;

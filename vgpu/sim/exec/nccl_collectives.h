@@ -54,6 +54,7 @@
 #include "front/driver/cuda_api.h"
 #include "sim/core/stream_work.h"
 #include "sim/exec/nccl_data.h"
+#include "sim/exec/nccl_p2p.h"
 #include "sim/exec/nccl_rendezvous.h"
 #include "simcore/collective_model.h"
 
@@ -124,6 +125,7 @@ class NcclCollectives {
   contracts::NcclPluginClient plugin_;
   NcclData data_;  // the collectives' data
   NcclRendezvous rendezvous_;  // ranks in other processes of the job
+  NcclP2p p2p_;                // send/recv kernels meeting their peers
   std::mutex mu_;
   std::map<std::pair<uint64_t, int>, uint64_t> launches_;  // (comm, rank) -> NCCL launches so far
   std::map<uint64_t, std::vector<int>> comm_gpus_;          // comm -> gpu of each rank (-1 unknown)
