@@ -1,5 +1,6 @@
 // NCCL kernels on the sim backend, timed by the collective model (nccl_collectives.h says how:
-// the ranks of a collective meet; send/recv and graph-captured kernels do not).
+// the ranks of a collective meet; a two-rank send/recv meets its peer in nccl_p2p.h; other
+// send/recv and graph-captured kernels meet no other rank).
 #include "sim/exec/nccl_collectives.h"
 
 #include <algorithm>
@@ -255,7 +256,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
       log::debug("sim nccl: launch {} has no collective call on record ({}): fallback duration", tag, known);
       return false;
     }
-    // Sends and receives (the group's calls on record: launch_tags.h), timed alone; the fallback
+    // Sends and receives (the group's calls on record: launch_tags.h), timed as above; the fallback
     // duration, as any kernel, when nothing is on record. Their messages' data moves either way.
     auto mover = data_.p2p_mover(plugin, tag, got.comm_id, got.rank);
     Work k = p.to_work();

@@ -8,8 +8,10 @@
 // inside the launch and asks the launch's description (describe_launch of the plugin contract,
 // contracts/nccl_plugin.h). Without the profiler NCCL kernels keep the fallback duration.
 // Send/recv kernels (their group's P2pApi calls) and kernels captured into a CUDA graph last the
-// model's time for what the launch does from their own start, meeting no other rank: a send/recv
-// names its peers only in tasks NCCL starts after the launch, and a replay has no rendezvous.
+// model's time for what the launch does. A two-rank communicator's receive starts after its
+// matching send's arrival (nccl_p2p.h); other send/recv kernels and graph replays start on their
+// own, meeting no other rank: a larger communicator's send/recv names its peers only in tasks
+// NCCL starts after the launch, and a replay has no rendezvous.
 //
 // Matching ranks: NCCL launches the kernels of one communicator in the same order on every
 // rank, so the k-th NCCL launch of each rank on communicator c is one collective. The ranks of
