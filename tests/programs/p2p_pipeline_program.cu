@@ -9,8 +9,8 @@
 //   group:   one thread driving both ranks: the send and the receive in one ncclGroupStart/End
 //   procs:   this process is rank RANK of WORLD_SIZE=2 on device RANK (launch_ranks.py; the
 //            ncclUniqueId passes through NCCL_ID_FILE)
-// Prints "rank <r> busy <ms> ms" (stage 0's computation by CUDA events), "rank <r> p2p <ms> ms"
-// (from an event recorded right before the send/receive to one right after it), then
+// Prints "rank <r> busy <ms> ms" (the computing stage's computation by CUDA events), "rank <r> p2p
+// <ms> ms" (from an event recorded right before the send/receive to one right after it), then
 // "ok   pipeline" once every rank synchronized; exits non-zero on a failed call. The timing is
 // checked on the timeline by run_p2p_pipeline.py.
 #include <cuda_runtime.h>
@@ -43,7 +43,7 @@
 
 namespace {
 
-constexpr int kBusyLaunches = 100;  // stage 0's computation: long next to the transfer and the host's calls
+constexpr int kBusyLaunches = 1000;  // stage 0's computation: long next to the transfer and the host's calls
 
 __global__ void busy(float* x, size_t n) {
   for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += size_t{gridDim.x} * blockDim.x)
@@ -60,6 +60,7 @@ struct Rank {
 };
 
 size_t g_count = 0;  // floats sent (set once in main, before any thread starts)
+int g_busy = 0;      // the rank that computes before its part of the exchange (likewise)
 constexpr size_t kWork = size_t{1} << 28;  // floats stage 0 computes on (1 GiB, never touched on the host)
 
 int setup(Rank& r) {
@@ -73,7 +74,7 @@ int setup(Rank& r) {
   return 0;
 }
 
-// Stage 0's computation, on its own (before any NCCL call of the exchange).
+// The computing stage's work, on its own (before its NCCL call of the exchange).
 int compute(Rank& r) {
   CHECK_CUDA(cudaSetDevice(r.rank));
   CHECK_CUDA(cudaEventRecord(r.before, r.stream));
@@ -108,9 +109,9 @@ int report(Rank& r) {
   CHECK_CUDA(cudaSetDevice(r.rank));
   CHECK_CUDA(cudaStreamSynchronize(r.stream));
   float ms = 0;
-  if (r.rank == 0) {
+  if (r.rank == g_busy) {
     CHECK_CUDA(cudaEventElapsedTime(&ms, r.before, r.busy_done));
-    std::printf("rank 0 busy %.6f ms\n", ms);
+    std::printf("rank %d busy %.6f ms\n", r.rank, ms);
     CHECK_CUDA(cudaEventElapsedTime(&ms, r.busy_done, r.after));
   } else {
     CHECK_CUDA(cudaEventElapsedTime(&ms, r.before, r.after));
@@ -121,8 +122,8 @@ int report(Rank& r) {
 
 int run_rank(Rank& r) {
   if (setup(r) != 0 || warm_up(r) != 0) return 1;
-  if (r.rank == 0 && compute(r) != 0) return 1;
-  if (r.rank == 1 && mark(r, r.before) != 0) return 1;
+  if (r.rank == g_busy && compute(r) != 0) return 1;
+  if (r.rank != g_busy && mark(r, r.before) != 0) return 1;
   if (transfer(r) != 0 || mark(r, r.after) != 0) return 1;
   return report(r);
 }
@@ -133,6 +134,7 @@ int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   const std::string mode = argc > 1 ? argv[1] : "";
   g_count = (argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 4) * (1u << 20) / sizeof(float);
+  g_busy = argc > 3 && std::strcmp(argv[3], "late-receiver") == 0 ? 1 : 0;
   if (mode == "procs") {
     const char* id_file = std::getenv("NCCL_ID_FILE");
     const int rank = std::atoi(std::getenv("RANK") ? std::getenv("RANK") : "-1");
@@ -174,7 +176,7 @@ int main(int argc, char** argv) {
       if (transfer(r, 256) != 0) return 1;
     CHECK_NCCL(ncclGroupEnd());
     for (Rank& r : ranks) CHECK_CUDA(cudaStreamSynchronize(r.stream));
-    if (compute(ranks[0]) != 0 || mark(ranks[1], ranks[1].before) != 0) return 1;
+    if (compute(ranks[g_busy]) != 0 || mark(ranks[1 - g_busy], ranks[1 - g_busy].before) != 0) return 1;
     CHECK_NCCL(ncclGroupStart());
     for (Rank& r : ranks)
       if (transfer(r) != 0) return 1;

@@ -2,8 +2,9 @@
 to stage 1, which receives at once) through vgpu-run on the sim backend, and checks on the
 simulated timeline that the receive waited for the send (issue 23).
 
-Usage: run_p2p_pipeline.py MODE   (threads, group or procs: see the program; environment:
-VGPU_RUN, P2P_PROGRAM, COLLECTIVE_ESTIMATE, CUDA_LIB_DIR, and LAUNCHER, launch_ranks.py, for procs)
+Usage: run_p2p_pipeline.py MODE [late-receiver]   (threads, group or procs: see the program;
+environment: VGPU_RUN, P2P_PROGRAM, COLLECTIVE_ESTIMATE, CUDA_LIB_DIR, and LAUNCHER,
+launch_ranks.py, for procs)
 
 Checks:
 - the job ends with status 0 (a receive waiting for a send must not hang);
@@ -15,6 +16,10 @@ Checks:
 - both kernels last the model's send/recv time between GPUs 0 and 1;
 - the program's own CUDA-event timing of the receive (from an event recorded right before it)
   is at least the transfer time and reaches past stage 0's computation.
+With late-receiver, stage 1 computes before its receive and stage 0 sends 16 MiB at once (past
+NCCL's Simple buffer): the send kernel starts no earlier than stage 1's computation ended (the
+receive's arrival) and ends no earlier than that plus the transfer; stage 0's CUDA events time
+its send across most of stage 1's computation. Before, it ended after the transfer time alone.
 """
 import json
 import os
@@ -26,15 +31,19 @@ import tempfile
 from job_check import Checks, run_job
 
 TIMEOUT_S = 120
-BYTES = 4 << 20
+SMALL_BYTES = 4 << 20  # the pipeline's activations: within NCCL's Simple buffer
+LARGE_BYTES = 16 << 20  # the late receiver's: past it
 
 
 def main():
     mode = sys.argv[1]
+    late = len(sys.argv) > 2 and sys.argv[2] == "late-receiver"
+    BYTES = LARGE_BYTES if late else SMALL_BYTES
+    busy_gpu, other_gpu = (1, 0) if late else (0, 1)
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = env["CUDA_LIB_DIR"]  # libnccl.so.2, libcudart; vgpu-run puts vgpu's first
     work = tempfile.mkdtemp(prefix="vgpu-p2p-")
-    program = [env["P2P_PROGRAM"], mode, str(BYTES >> 20)]
+    program = [env["P2P_PROGRAM"], mode, str(BYTES >> 20)] + (["late-receiver"] if late else [])
     timeline = os.path.join(work, "timeline.json")
     timelines = [timeline]
     run_args = ["--timeline", timeline]
@@ -62,12 +71,12 @@ def main():
             data = json.load(f)
         events += data["traceEvents"] if isinstance(data, dict) else data
     kernels = [e for e in events if e.get("ph") == "X"]
-    busy_end = max((e["ts"] + e["dur"] for e in kernels if e["pid"] == 0 and "busy" in e.get("name", "")),
+    busy_end = max((e["ts"] + e["dur"] for e in kernels if e["pid"] == busy_gpu and "busy" in e.get("name", "")),
                    default=None)
     sends = [e for e in kernels if e["pid"] == 0 and f"[Send {BYTES} B" in e.get("name", "")]
     recvs = [e for e in kernels if e["pid"] == 1 and f"[Recv {BYTES} B" in e.get("name", "")]
     check(busy_end is not None and len(sends) == 1 and len(recvs) == 1,
-          f"stage 0's computation, one send kernel on GPU 0 and one receive kernel on GPU 1: "
+          f"GPU {busy_gpu}'s computation, one send kernel on GPU 0 and one receive kernel on GPU 1: "
           f"{busy_end}, {len(sends)}, {len(recvs)}")
     if check.failures:
         return 1
@@ -75,26 +84,30 @@ def main():
                                  text=True, check=True).stdout)
     send, recv = sends[0], recvs[0]
     eps = 1e-3  # us
-    print(f"     stage 0's computation ends at {busy_end:.3f} us; send {send['ts']:.3f} + {send['dur']:.3f} us, "
+    print(f"     GPU {busy_gpu}'s computation ends at {busy_end:.3f} us; send {send['ts']:.3f} + {send['dur']:.3f} us, "
           f"receive {recv['ts']:.3f} + {recv['dur']:.3f} us; the model's transfer {model:.3f} us")
     check(abs(send["dur"] - model) < eps and abs(recv["dur"] - model) < eps,
           f"the send and the receive last the model's {model:.3f} us: {send['dur']:.3f}, {recv['dur']:.3f}")
     check(recv["ts"] >= busy_end - eps,
-          f"the receive starts after stage 0's computation (the send's arrival): {recv['ts']:.3f} >= {busy_end:.3f} us")
+          f"the receive starts after GPU {busy_gpu}'s computation: {recv['ts']:.3f} >= {busy_end:.3f} us")
     check(recv["ts"] + recv["dur"] >= busy_end + model - eps,
           f"the receive ends no earlier than the computation plus the transfer: "
           f"{recv['ts'] + recv['dur']:.3f} >= {busy_end + model:.3f} us")
     check(send["ts"] + send["dur"] >= recv["ts"] - eps,
           f"the send does not end before the receive starts: {send['ts'] + send['dur']:.3f} >= {recv['ts']:.3f} us")
-    busy_ms = re.findall(r"^rank 0 busy ([0-9.]+) ms$", out, re.M)
-    p2p_ms = re.findall(r"^rank 1 p2p ([0-9.]+) ms$", out, re.M)
+    if late:
+        check(send["ts"] >= busy_end - eps,
+              f"the {BYTES} B send waits for its receiver's arrival: starts {send['ts']:.3f} >= {busy_end:.3f} us")
+    busy_ms = re.findall(rf"^rank {busy_gpu} busy ([0-9.]+) ms$", out, re.M)
+    p2p_ms = re.findall(rf"^rank {other_gpu} p2p ([0-9.]+) ms$", out, re.M)
     check(len(busy_ms) == 1 and len(p2p_ms) == 1, f"the program timed both stages: {busy_ms}, {p2p_ms}")
     if busy_ms and p2p_ms:
-        # Stage 1 recorded its event near the job's start: its receive's own timing spans stage 0's
-        # computation (less what stage 1's setup took before it) and the transfer.
+        # The other stage recorded its event near the job's start: its send/receive's own timing
+        # spans the computing stage's computation (less what its setup took before) and the transfer.
         check(float(p2p_ms[0]) * 1e3 >= model - eps and float(p2p_ms[0]) * 1e3 >= 0.5 * float(busy_ms[0]) * 1e3,
-              f"stage 1's CUDA events time its receive at {float(p2p_ms[0]) * 1e3:.3f} us: the transfer "
-              f"({model:.3f} us) and most of stage 0's computation ({float(busy_ms[0]) * 1e3:.3f} us)")
+              f"GPU {other_gpu}'s CUDA events time its {'send' if late else 'receive'} at "
+              f"{float(p2p_ms[0]) * 1e3:.3f} us: the transfer ({model:.3f} us) and most of GPU {busy_gpu}'s "
+              f"computation ({float(busy_ms[0]) * 1e3:.3f} us)")
     if check.failures:
         print("\n".join(l for l in out.splitlines() if "NCCL INFO" not in l)[-4000:])
     return 1 if check.failures else 0

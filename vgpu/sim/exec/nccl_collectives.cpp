@@ -274,8 +274,15 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     l.gpu = driver_.global_gpu(p.function->device);
     for (int i = 0; i < std::min(got.count, VGPU_NCCL_MAX_OPERATIONS); ++i) {
       const std::string_view func(got.op[i].func, strnlen(got.op[i].func, sizeof got.op[i].func));
-      l.sends = l.sends || (func == "Send" && got.op[i].peers > 0);
-      l.receives = l.receives || (func == "Recv" && got.op[i].peers > 0);
+      if (got.op[i].peers <= 0) continue;  // to itself only
+      if (func == "Send") {
+        l.sends = true;
+        l.send_bytes += got.op[i].bytes;
+      }
+      if (func == "Recv") {
+        l.receives = true;
+        l.receive_bytes += got.op[i].bytes;
+      }
     }
     const int local = local_ranks_of(plugin, got);
     l.peer_here = local >= got.nranks;

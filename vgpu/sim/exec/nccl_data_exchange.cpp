@@ -83,8 +83,8 @@ std::string NcclDataExchange::p2p_name(uint64_t comm, int src, int dst, uint64_t
   return fmt::format("{}/{:016x}-p2p-{}-{}-{}", dir_, comm, src, dst, k);
 }
 
-std::string NcclDataExchange::arrival_name(uint64_t comm, int src, int dst, uint64_t k) const {
-  return fmt::format("{}/{:016x}-arrival-{}-{}-{}", dir_, comm, src, dst, k);
+std::string NcclDataExchange::arrival_name(uint64_t comm, int src, int dst, uint64_t k, bool receive) const {
+  return fmt::format("{}/{:016x}-arrival-{}-{}-{}-{}", dir_, comm, receive ? "recv" : "send", src, dst, k);
 }
 
 std::string NcclDataExchange::abandoned_name(uint64_t comm, uint64_t seq, int rank) const {
@@ -149,23 +149,23 @@ bool NcclDataExchange::receive(uint64_t comm, int src, int dst, uint64_t k, doub
   return true;
 }
 
-bool NcclDataExchange::post_arrival(uint64_t comm, int src, int dst, uint64_t k, double arrival) {
+bool NcclDataExchange::post_arrival(uint64_t comm, int src, int dst, uint64_t k, bool receive, double arrival) {
   std::string path;
   {
     std::lock_guard l(mu_);
     if (!ready()) return false;
-    path = arrival_name(comm, src, dst, k);
+    path = arrival_name(comm, src, dst, k, receive);
   }
   return put(path, &arrival, sizeof arrival);
 }
 
-bool NcclDataExchange::take_arrival(uint64_t comm, int src, int dst, uint64_t k, double timeout_s,
+bool NcclDataExchange::take_arrival(uint64_t comm, int src, int dst, uint64_t k, bool receive, double timeout_s,
                                     double* arrival) {
   std::string path;
   {
     std::lock_guard l(mu_);
     if (!ready()) return false;
-    path = arrival_name(comm, src, dst, k);
+    path = arrival_name(comm, src, dst, k, receive);
   }
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   auto pause = std::chrono::microseconds(20);

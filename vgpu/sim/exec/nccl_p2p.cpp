@@ -1,8 +1,8 @@
 // Send/recv kernels meeting their peers on the sim backend (nccl_p2p.h says how and why).
 #include "sim/exec/nccl_p2p.h"
 
+#include <algorithm>
 #include <chrono>
-#include <vector>
 
 #include "common/log.h"
 #include "sim/core/driver_state.h"
@@ -10,6 +10,11 @@
 #include "simcore/engine.h"
 
 namespace vgpu {
+namespace {
+
+const char* side_name(bool receive) { return receive ? "receive" : "send"; }
+
+}  // namespace
 
 NcclP2p::NcclP2p(DriverState& driver, std::string dir) : driver_(driver), exchange_(std::move(dir)) {}
 
@@ -27,16 +32,28 @@ bool NcclP2p::may_wait_elsewhere(const Launch& l) {
   return l.thread_ranks == 1 || (l.thread_ranks == 0 && l.one_gpu);
 }
 
-void NcclP2p::place(Held h, uint64_t send_arrival) {
+void NcclP2p::post(const Key& key, uint64_t event, std::vector<std::shared_ptr<Held>>* ready) {
+  const auto it = held_.find(key);
+  if (it == held_.end()) {
+    arrivals_[key] = event;
+    while (arrivals_.size() > kMaxKept) arrivals_.erase(arrivals_.begin());
+    posted_.notify_all();
+    return;
+  }
+  std::shared_ptr<Held> h = it->second;  // one launch waits for any one arrival
+  held_.erase(it);
+  h->kernel.also_after.push_back(event);
+  if (--h->missing == 0) ready->push_back(std::move(h));
+}
+
+void NcclP2p::place(Held& h) {
   StreamManager& streams = driver_.streams();
-  h.kernel.also_after.push_back(h.arrival);
-  if (send_arrival != 0) h.kernel.also_after.push_back(send_arrival);
   // Right after its own arrival when nothing came behind it since (the group pattern: NCCL
   // launches every kernel of the group before it touches the streams again); else at the end.
   if (streams.append_after_last(h.arrival, h.kernel)) return;
-  log::debug("sim nccl: a held receive goes behind the work its stream got meanwhile");
+  log::debug("sim nccl: a held send/recv kernel goes behind the work its stream got meanwhile");
   if (streams.submit(h.stream, std::move(h.kernel), h.per_thread) != CUDA_SUCCESS)
-    log::debug("sim nccl: a held receive's stream is gone");
+    log::debug("sim nccl: a held send/recv kernel's stream is gone");
 }
 
 CUresult NcclP2p::submit(CUstream stream, bool per_thread, const Launch& l, Work k) {
@@ -51,108 +68,110 @@ CUresult NcclP2p::submit(CUstream stream, bool per_thread, const Launch& l, Work
   a.on_timeline = [&arrival](uint64_t e) { arrival = e; };
   if (CUresult r = streams.submit(stream, std::move(a), per_thread); r != CUDA_SUCCESS) return r;
   if (arrival == 0) return streams.submit(stream, std::move(k), per_thread);
+  k.also_after.push_back(arrival);
   simcore::Engine& engine = driver_.engine();
   double arrival_t = 0;
   if (!l.peer_here)
     if (auto at = engine.query(arrival)) arrival_t = at->start;
 
-  uint64_t send_k = 0, receive_k = 0;
-  std::vector<std::pair<Held, uint64_t>> to_place;  // receives held for this send
-  uint64_t send_arrival = 0;  // the matching send's arrival op (this process)
+  std::vector<Key> posts, needs;  // this launch's arrivals, and the peer's it waits for
+  std::vector<std::shared_ptr<Held>> ready;  // held kernels this launch's arrivals complete
+  std::vector<Key> missing;
+  std::vector<std::shared_ptr<Held>> spill;
   enum class Then { place, hold, wait_here, wait_elsewhere } then = Then::place;
-  log::debug("sim nccl: rank {}/2 of comm {:x}: p2p launch (sends {}, receives {}, peer here {}, thread's group "
-             "names {} rank(s))", l.rank, l.comm, l.sends, l.receives, l.peer_here, l.thread_ranks);
   {
     std::lock_guard lock(mu_);
     const bool same_thread = peer_on_this_thread(l);
     thread_of_[{l.comm, l.rank}] = std::this_thread::get_id();
     if (l.sends) {
-      send_k = sends_[{l.comm, l.rank, peer}]++;
-      const Key key{l.comm, l.rank, peer, send_k};
-      if (l.peer_here) {
-        if (auto it = held_.find(key); it != held_.end()) {
-          to_place.emplace_back(std::move(it->second), arrival);
-          held_.erase(it);
-        } else {
-          arrivals_[key] = arrival;
-          while (arrivals_.size() > kMaxKept) arrivals_.erase(arrivals_.begin());
-          posted_.notify_all();
-        }
-      }
+      const uint64_t n = sends_[{l.comm, l.rank, peer}]++;
+      posts.emplace_back(l.comm, l.rank, peer, n, false);
+      if (l.send_bytes > kCreditBytes) needs.emplace_back(l.comm, l.rank, peer, n, true);
     }
     if (l.receives) {
-      receive_k = receives_[{l.comm, peer, l.rank}]++;
-      const Key want{l.comm, peer, l.rank, receive_k};
-      if (!l.peer_here) {
-        then = Then::wait_elsewhere;
-      } else if (auto it = arrivals_.find(want); it != arrivals_.end()) {
-        send_arrival = it->second;
-        arrivals_.erase(it);
-      } else if (same_thread) {
-        then = Then::hold;
-      } else {
-        then = Then::wait_here;
+      const uint64_t n = receives_[{l.comm, peer, l.rank}]++;
+      needs.emplace_back(l.comm, peer, l.rank, n, false);
+      if (l.receive_bytes > kCreditBytes) posts.emplace_back(l.comm, peer, l.rank, n, true);
+    }
+    if (l.peer_here) {
+      for (const Key& key : posts) post(key, arrival, &ready);
+      for (const Key& key : needs) {
+        if (auto it = arrivals_.find(key); it != arrivals_.end()) {
+          k.also_after.push_back(it->second);
+          arrivals_.erase(it);
+        } else {
+          missing.push_back(key);
+        }
       }
+      if (!missing.empty()) then = same_thread ? Then::hold : Then::wait_here;
+      if (then == Then::hold) {
+        auto h = std::make_shared<Held>(Held{stream, per_thread, arrival, std::move(k), static_cast<int>(missing.size())});
+        for (const Key& key : missing) held_.emplace(key, h);
+        while (held_.size() > kMaxKept) {  // an arrival that never came: placed without it after all
+          std::shared_ptr<Held> old = held_.begin()->second;
+          held_.erase(held_.begin());
+          if (--old->missing == 0) spill.push_back(std::move(old));
+        }
+      }
+    } else if (!needs.empty()) {
+      then = Then::wait_elsewhere;
     }
   }
-  // Across processes the send posts its arrival's virtual time (its op lives in its own engine).
-  if (l.sends && !l.peer_here && !exchange_.post_arrival(l.comm, l.rank, peer, send_k, arrival_t))
-    log::once(log::Level::warn, "sim-nccl-p2p-post",
-              "sim nccl: a send's arrival could not be posted: its receive in another process starts on its own");
-  for (auto& [h, e] : to_place) place(std::move(h), e);
-
-  const Key want{l.comm, peer, l.rank, receive_k};
+  for (auto& h : ready) place(*h);
+  for (auto& h : spill) place(*h);
   if (then == Then::hold) {
-    std::vector<Held> spill;
-    {
-      std::lock_guard lock(mu_);
-      held_[want] = Held{stream, per_thread, arrival, std::move(k)};
-      while (held_.size() > kMaxKept) {  // a send that never came: placed on its own after all
-        spill.push_back(std::move(held_.begin()->second));
-        held_.erase(held_.begin());
-      }
-    }
-    for (Held& h : spill) place(std::move(h), 0);
-    log::debug("sim nccl: rank {}/2 of comm {:x}: receive {} held for the send this thread launches", l.rank,
-               l.comm, receive_k);
+    log::debug("sim nccl: rank {}/2 of comm {:x}: its send/recv kernel held for {} arrival(s) this thread posts later",
+               l.rank, l.comm, missing.size());
     return CUDA_SUCCESS;
   }
   if (then == Then::wait_here) {
-    // Another thread of this process drives the peer: wait for its send's launch.
+    // Another thread of this process drives the peer: wait for its launch.
     std::unique_lock lock(mu_);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kTimeoutS);
-    const bool came = posted_.wait_until(lock, deadline, [&] { return arrivals_.count(want) != 0; });
-    if (came) {
-      send_arrival = arrivals_[want];
-      arrivals_.erase(want);
-    } else {
-      log::warn("sim nccl: rank {}/2 of comm {:x}: no send for receive {} within {:.0f} s: it starts on its own",
-                l.rank, l.comm, receive_k, kTimeoutS);
-    }
-  }
-  if (then == Then::wait_elsewhere) {
-    // The peer is another process's: its send's arrival comes through the job's folder. A thread
-    // whose group drives several ranks only looks (see the header).
-    double t = 0;
-    const double wait_s = may_wait_elsewhere(l) ? kTimeoutS : 0;
-    if (exchange_.take_arrival(l.comm, peer, l.rank, receive_k, wait_s, &t)) {
-      if (t > arrival_t) {
-        simcore::TaskSpec gate;
-        gate.gpu = l.gpu;
-        gate.not_before = t;
-        gate.label = "nccl p2p: the send arrived";
-        send_arrival = engine.add_task(gate);
+    for (const Key& key : missing) {
+      if (posted_.wait_until(lock, deadline, [&] { return arrivals_.count(key) != 0; })) {
+        k.also_after.push_back(arrivals_[key]);
+        arrivals_.erase(key);
+      } else {
+        log::warn("sim nccl: rank {}/2 of comm {:x}: the peer's {} {} did not arrive within {:.0f} s: this "
+                  "kernel starts without it", l.rank, l.comm, side_name(std::get<4>(key)), std::get<3>(key),
+                  kTimeoutS);
       }
-    } else if (wait_s > 0) {
-      log::warn("sim nccl: rank {}/2 of comm {:x}: no send for receive {} within {:.0f} s: it starts on its own",
-                l.rank, l.comm, receive_k, kTimeoutS);
-    } else {
-      log::debug("sim nccl: rank {}/2 of comm {:x}: receive {}'s send not posted yet: it starts on its own", l.rank,
-                 l.comm, receive_k);
     }
   }
-  k.also_after.push_back(arrival);
-  if (send_arrival != 0) k.also_after.push_back(send_arrival);
+  if (!l.peer_here) {
+    // The peer is another process's: the arrivals' virtual times go through the job's folder
+    // (each op lives in its own process's engine). A thread whose group drives several ranks
+    // only looks (see the header).
+    for (const Key& key : posts) {
+      const auto& [comm, src, dst, n, receive] = key;
+      if (!exchange_.post_arrival(comm, src, dst, n, receive, arrival_t))
+        log::once(log::Level::warn, "sim-nccl-p2p-post",
+                  "sim nccl: a send/recv arrival could not be posted: its peer in another process starts on its own");
+    }
+    const double wait_s = may_wait_elsewhere(l) ? kTimeoutS : 0;
+    double latest = arrival_t;
+    for (const Key& key : needs) {
+      const auto& [comm, src, dst, n, receive] = key;
+      double t = 0;
+      if (exchange_.take_arrival(comm, src, dst, n, receive, wait_s, &t)) {
+        latest = std::max(latest, t);
+      } else if (wait_s > 0) {
+        log::warn("sim nccl: rank {}/2 of comm {:x}: the peer's {} {} did not arrive within {:.0f} s: this kernel "
+                  "starts without it", l.rank, l.comm, side_name(receive), n, kTimeoutS);
+      } else {
+        log::debug("sim nccl: rank {}/2 of comm {:x}: the peer's {} {} not posted yet: this kernel starts without it",
+                   l.rank, l.comm, side_name(receive), n);
+      }
+    }
+    if (latest > arrival_t) {
+      simcore::TaskSpec gate;
+      gate.gpu = l.gpu;
+      gate.not_before = latest;
+      gate.label = "nccl p2p: the peer arrived";
+      if (const simcore::EventId g = engine.add_task(gate); g != simcore::kNoEvent) k.also_after.push_back(g);
+    }
+  }
   return streams.submit(stream, std::move(k), per_thread);
 }
 
