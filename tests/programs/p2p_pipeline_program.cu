@@ -9,6 +9,11 @@
 //   group:   one thread driving both ranks: the send and the receive in one ncclGroupStart/End
 //   procs:   this process is rank RANK of WORLD_SIZE=2 on device RANK (launch_ranks.py; the
 //            ncclUniqueId passes through NCCL_ID_FILE)
+//   serial:  one thread driving both ranks without a group: the receive is launched first, then
+//            the send (NCCL connected the pair in the warm-up's group)
+//   crossed: two threads, each sending 1 MiB to the other and then receiving as much, each call
+//            alone: both send first, which real NCCL completes below its buffer size (no
+//            computation; prints "rank <r> crossed <ms> ms")
 // Prints "rank <r> busy <ms> ms" (the computing stage's computation by CUDA events), "rank <r> p2p
 // <ms> ms" (from an event recorded right before the send/receive to one right after it), then
 // "ok   pipeline" once every rank synchronized; exits non-zero on a failed call. The timing is
@@ -16,6 +21,7 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -120,6 +126,20 @@ int report(Rank& r) {
   return 0;
 }
 
+// Both ranks send first, then receive (threads).
+int crossed(Rank& r) {
+  constexpr size_t kCount = (1u << 20) / sizeof(float);
+  if (setup(r) != 0 || warm_up(r) != 0 || mark(r, r.before) != 0) return 1;
+  CHECK_NCCL(ncclSend(r.buf, kCount, ncclFloat, 1 - r.rank, r.comm, r.stream));
+  CHECK_NCCL(ncclRecv(r.buf + kCount, kCount, ncclFloat, 1 - r.rank, r.comm, r.stream));
+  if (mark(r, r.after) != 0) return 1;
+  CHECK_CUDA(cudaStreamSynchronize(r.stream));
+  float ms = 0;
+  CHECK_CUDA(cudaEventElapsedTime(&ms, r.before, r.after));
+  std::printf("rank %d crossed %.6f ms\n", r.rank, ms);
+  return 0;
+}
+
 int run_rank(Rank& r) {
   if (setup(r) != 0 || warm_up(r) != 0) return 1;
   if (r.rank == g_busy && compute(r) != 0) return 1;
@@ -161,14 +181,16 @@ int main(int argc, char** argv) {
     ranks[i].rank = i;
     ranks[i].comm = comms[i];
   }
-  if (mode == "threads") {
+  if (mode == "threads" || mode == "crossed") {
+    if (mode == "crossed") g_count = std::max<size_t>(g_count, 2 * (1u << 20) / sizeof(float));
+    int (*run)(Rank&) = mode == "crossed" ? &crossed : &run_rank;
     int rc[2] = {0, 0};
-    std::thread t0([&] { rc[0] = run_rank(ranks[0]); });
-    std::thread t1([&] { rc[1] = run_rank(ranks[1]); });
+    std::thread t0([&] { rc[0] = run(ranks[0]); });
+    std::thread t1([&] { rc[1] = run(ranks[1]); });
     t0.join();
     t1.join();
     if (rc[0] != 0 || rc[1] != 0) return 1;
-  } else if (mode == "group") {
+  } else if (mode == "group" || mode == "serial") {
     for (Rank& r : ranks)
       if (setup(r) != 0) return 1;
     CHECK_NCCL(ncclGroupStart());
@@ -177,16 +199,20 @@ int main(int argc, char** argv) {
     CHECK_NCCL(ncclGroupEnd());
     for (Rank& r : ranks) CHECK_CUDA(cudaStreamSynchronize(r.stream));
     if (compute(ranks[g_busy]) != 0 || mark(ranks[1 - g_busy], ranks[1 - g_busy].before) != 0) return 1;
-    CHECK_NCCL(ncclGroupStart());
-    for (Rank& r : ranks)
-      if (transfer(r) != 0) return 1;
-    CHECK_NCCL(ncclGroupEnd());
+    if (mode == "serial") {
+      if (transfer(ranks[1]) != 0 || transfer(ranks[0]) != 0) return 1;  // the receive first, each alone
+    } else {
+      CHECK_NCCL(ncclGroupStart());
+      for (Rank& r : ranks)
+        if (transfer(r) != 0) return 1;
+      CHECK_NCCL(ncclGroupEnd());
+    }
     for (Rank& r : ranks)
       if (mark(r, r.after) != 0) return 1;
     for (Rank& r : ranks)
       if (report(r) != 0) return 1;
   } else {
-    std::printf("FAIL unknown mode '%s' (threads, group or procs)\n", mode.c_str());
+    std::printf("FAIL unknown mode '%s' (threads, group, procs, serial or crossed)\n", mode.c_str());
     return 1;
   }
   for (ncclComm_t c : comms) CHECK_NCCL(ncclCommDestroy(c));

@@ -2,7 +2,7 @@
 to stage 1, which receives at once) through vgpu-run on the sim backend, and checks on the
 simulated timeline that the receive waited for the send (issue 23).
 
-Usage: run_p2p_pipeline.py MODE [late-receiver]   (threads, group or procs: see the program;
+Usage: run_p2p_pipeline.py MODE [late-receiver]   (threads, group, procs, serial or crossed: see the program;
 environment: VGPU_RUN, P2P_PROGRAM, COLLECTIVE_ESTIMATE, CUDA_LIB_DIR, and LAUNCHER,
 launch_ranks.py, for procs)
 
@@ -20,6 +20,9 @@ With late-receiver, stage 1 computes before its receive and stage 0 sends 16 MiB
 NCCL's Simple buffer): the send kernel starts no earlier than stage 1's computation ended (the
 receive's arrival) and ends no earlier than that plus the transfer; stage 0's CUDA events time
 its send across most of stage 1's computation. Before, it ended after the transfer time alone.
+With crossed (both ranks send 1 MiB first, then receive, each call alone: below NCCL's buffer a
+send must not wait for its receiver), the job must end well within the launch's wait limit, and
+each receive starts no earlier than the other rank's send.
 """
 import json
 import os
@@ -33,6 +36,28 @@ from job_check import Checks, run_job
 TIMEOUT_S = 120
 SMALL_BYTES = 4 << 20  # the pipeline's activations: within NCCL's Simple buffer
 LARGE_BYTES = 16 << 20  # the late receiver's: past it
+
+
+def check_crossed(check, timeline):
+    """Both ranks sent 1 MiB to each other first: each receive starts with or after the other's send."""
+    with open(timeline) as f:
+        data = json.load(f)
+    events = data["traceEvents"] if isinstance(data, dict) else data
+    kernels = [e for e in events if e.get("ph") == "X"]
+    nbytes = 1 << 20
+    sends = {e["pid"]: e for e in kernels if f"[Send {nbytes} B" in e.get("name", "")}
+    recvs = {e["pid"]: e for e in kernels if f"[Recv {nbytes} B" in e.get("name", "")}
+    check(sorted(sends) == [0, 1] and sorted(recvs) == [0, 1], f"a send and a receive on each GPU: {sorted(sends)}, "
+          f"{sorted(recvs)}")
+    if check.failures:
+        return 1
+    for g in (0, 1):
+        print(f"     GPU {g}: send {sends[g]['ts']:.3f} + {sends[g]['dur']:.3f} us, receive {recvs[g]['ts']:.3f} + "
+              f"{recvs[g]['dur']:.3f} us")
+        check(recvs[g]["ts"] >= sends[1 - g]["ts"] - 1e-3,
+              f"GPU {g}'s receive starts no earlier than GPU {1 - g}'s send: {recvs[g]['ts']:.3f} >= "
+              f"{sends[1 - g]['ts']:.3f} us")
+    return 1 if check.failures else 0
 
 
 def main():
@@ -65,6 +90,8 @@ def main():
     if check.failures:
         print(out[-4000:])
         return 1
+    if mode == "crossed":
+        return check_crossed(check, timeline)
     events = []
     for path in timelines:
         with open(path) as f:

@@ -34,7 +34,10 @@
 //   several pairs could wait on each other across processes) and takes an arrival only if it is
 //   already posted.
 // An arrival that never comes (a timeout, a peer that never launches) leaves the kernel at its
-// own arrival, as before, with one log line.
+// own arrival, as before, with one log line. The price of waiting in the launch, which the real
+// launch does not: a program whose sender waits on the host for the receiver after the receive
+// was launched (a host barrier between them) waits out kTimeoutS; a one-GPU process's collective
+// rendezvous (nccl_rendezvous.h) has the same limit.
 #pragma once
 
 #include <condition_variable>
