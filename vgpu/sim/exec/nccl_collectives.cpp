@@ -266,7 +266,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
       k.blocking = true;
     }
     // A two-rank communicator's send/recv meets its peer: a receive starts after the matching
-    // send's arrival (nccl_p2p.h).
+    // send's arrival, a send past NCCL's buffer after its receive's (nccl_p2p.h).
     NcclP2p::Launch l;
     l.comm = got.comm_id;
     l.nranks = got.nranks;
