@@ -203,6 +203,40 @@ void NcclCollectives::move_data(Work& k, const vgpu_nccl_plugin_side* plugin, ui
   k.blocking = true;  // it waits for the other ranks' parts: on a driver thread
 }
 
+bool NcclCollectives::p2p_peers(const vgpu_nccl_launch& got, NcclP2p::Launch* l) {
+  if (got.nranks < 2 || got.rank < 0 || got.rank >= got.nranks) return false;
+  const vgpu_nccl_operation* sends = nullptr;
+  const vgpu_nccl_operation* receives = nullptr;
+  for (int i = 0; i < std::min(got.count, VGPU_NCCL_MAX_OPERATIONS); ++i) {
+    const std::string_view func(got.op[i].func, strnlen(got.op[i].func, sizeof got.op[i].func));
+    if (got.op[i].peers <= 0) continue;  // to itself only
+    if (func == "Send") sends = &got.op[i];
+    if (func == "Recv") receives = &got.op[i];
+  }
+  if (sends == nullptr && receives == nullptr) return false;
+  std::vector<int> others;
+  for (int r = 0; r < got.nranks; ++r)
+    if (r != got.rank) others.push_back(r);
+  // Two ranks: the peer is the other one. More: only an all-to-all names its peers at the launch
+  // (a call to every rank, its own share included: every other rank, both ways).
+  const auto all_to_all = [&](const vgpu_nccl_operation* o) {
+    return o != nullptr && o->self != 0 && o->peers == got.nranks - 1;
+  };
+  if (got.nranks > 2 && !(all_to_all(sends) && all_to_all(receives))) return false;
+  l->comm = got.comm_id;
+  l->nranks = got.nranks;
+  l->rank = got.rank;
+  if (sends != nullptr) {
+    l->send_to = others;
+    l->send_bytes = sends->bytes / static_cast<uint64_t>(others.size());
+  }
+  if (receives != nullptr) {
+    l->receive_from = others;
+    l->receive_bytes = receives->bytes / static_cast<uint64_t>(others.size());
+  }
+  return true;
+}
+
 bool NcclCollectives::drives_one_gpu() const {
   int used = 0;
   for (int d = 0; d < driver_.device_count() && used < 2; ++d) used += driver_.contexts().live_contexts(d) > 0;
@@ -265,32 +299,21 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
       k.execute = std::move(mover);
       k.blocking = true;
     }
-    // A two-rank communicator's send/recv meets its peer: a receive starts after the matching
+    // A send/recv whose peers the launch names meets them: a receive starts after the matching
     // send's arrival, a send past NCCL's buffer after its receive's (nccl_p2p.h).
     NcclP2p::Launch l;
-    l.comm = got.comm_id;
-    l.nranks = got.nranks;
-    l.rank = got.rank;
-    l.gpu = driver_.global_gpu(p.function->device);
-    for (int i = 0; i < std::min(got.count, VGPU_NCCL_MAX_OPERATIONS); ++i) {
-      const std::string_view func(got.op[i].func, strnlen(got.op[i].func, sizeof got.op[i].func));
-      if (got.op[i].peers <= 0) continue;  // to itself only
-      if (func == "Send") {
-        l.sends = true;
-        l.send_bytes += got.op[i].bytes;
+    if (p2p_peers(got, &l)) {
+      l.gpu = driver_.global_gpu(p.function->device);
+      const int local = local_ranks_of(plugin, got);
+      l.peer_here = local >= got.nranks;
+      l.thread_ranks = thread_group_ranks();
+      l.one_gpu = drives_one_gpu();
+      // Peers both here and elsewhere (a process driving some ranks of an all-to-all's
+      // communicator): which are which is not known here; those kernels meet no other rank.
+      if ((l.peer_here || local == 1) && NcclP2p::matched(l)) {
+        *rc = p2p_.submit(stream, per_thread, l, std::move(k));
+        return true;
       }
-      if (func == "Recv") {
-        l.receives = true;
-        l.receive_bytes += got.op[i].bytes;
-      }
-    }
-    const int local = local_ranks_of(plugin, got);
-    l.peer_here = local >= got.nranks;
-    l.thread_ranks = thread_group_ranks();
-    l.one_gpu = drives_one_gpu();
-    if (local > 0 && NcclP2p::matched(l)) {
-      *rc = p2p_.submit(stream, per_thread, l, std::move(k));
-      return true;
     }
     *rc = streams.submit(stream, std::move(k), per_thread);
     return true;

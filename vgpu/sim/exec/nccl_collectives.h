@@ -115,6 +115,10 @@ class NcclCollectives {
   // as the latest: a pipeline stage exchanges with the same neighbours launch after launch.
   std::vector<int> peers_seen(const vgpu_nccl_plugin_side* plugin, const vgpu_nccl_launch& got, uint64_t tag);
 
+  // The peers launch `got` exchanges with, when the launch names them (nccl_p2p.h): the other
+  // rank of a two-rank communicator, or every other rank of an all-to-all. False otherwise.
+  static bool p2p_peers(const vgpu_nccl_launch& got, NcclP2p::Launch* l);
+
   // True when this process has contexts on one GPU only, so that it holds at most one rank of
   // any communicator and may wait for the other processes' ranks without waiting for itself.
   bool drives_one_gpu() const;

@@ -19,13 +19,21 @@ const char* side_name(bool receive) { return receive ? "receive" : "send"; }
 NcclP2p::NcclP2p(DriverState& driver, std::string dir) : driver_(driver), exchange_(std::move(dir)) {}
 
 bool NcclP2p::matched(const Launch& l) {
-  return l.nranks == 2 && l.rank >= 0 && l.rank < 2 && (l.sends || l.receives);
+  if (l.rank < 0 || l.rank >= l.nranks || (l.send_to.empty() && l.receive_from.empty())) return false;
+  const auto valid = [&](const std::vector<int>& peers) {
+    return std::all_of(peers.begin(), peers.end(), [&](int p) { return p >= 0 && p < l.nranks && p != l.rank; });
+  };
+  return valid(l.send_to) && valid(l.receive_from);
 }
 
 bool NcclP2p::peer_on_this_thread(const Launch& l) const {
   if (l.thread_ranks > 1 || (l.thread_ranks == 0 && !l.one_gpu)) return true;
-  const auto it = thread_of_.find({l.comm, 1 - l.rank});
-  return it != thread_of_.end() && it->second == std::this_thread::get_id();
+  const auto mine = [&](int peer) {
+    const auto it = thread_of_.find({l.comm, peer});
+    return it != thread_of_.end() && it->second == std::this_thread::get_id();
+  };
+  return std::any_of(l.send_to.begin(), l.send_to.end(), mine) ||
+         std::any_of(l.receive_from.begin(), l.receive_from.end(), mine);
 }
 
 bool NcclP2p::may_wait_elsewhere(const Launch& l) {
@@ -58,7 +66,6 @@ void NcclP2p::place(Held& h) {
 
 CUresult NcclP2p::submit(CUstream stream, bool per_thread, const Launch& l, Work k) {
   StreamManager& streams = driver_.streams();
-  const int peer = 1 - l.rank;
 
   // Arrival: where this rank's kernel would start on its own.
   uint64_t arrival = 0;
@@ -83,12 +90,12 @@ CUresult NcclP2p::submit(CUstream stream, bool per_thread, const Launch& l, Work
     std::lock_guard lock(mu_);
     const bool same_thread = peer_on_this_thread(l);
     thread_of_[{l.comm, l.rank}] = std::this_thread::get_id();
-    if (l.sends) {
+    for (int peer : l.send_to) {
       const uint64_t n = sends_[{l.comm, l.rank, peer}]++;
       posts.emplace_back(l.comm, l.rank, peer, n, false);
       if (l.send_bytes > kCreditBytes) needs.emplace_back(l.comm, l.rank, peer, n, true);
     }
-    if (l.receives) {
+    for (int peer : l.receive_from) {
       const uint64_t n = receives_[{l.comm, peer, l.rank}]++;
       needs.emplace_back(l.comm, peer, l.rank, n, false);
       if (l.receive_bytes > kCreditBytes) posts.emplace_back(l.comm, peer, l.rank, n, true);
@@ -120,8 +127,8 @@ CUresult NcclP2p::submit(CUstream stream, bool per_thread, const Launch& l, Work
   for (auto& h : ready) place(*h);
   for (auto& h : spill) place(*h);
   if (then == Then::hold) {
-    log::debug("sim nccl: rank {}/2 of comm {:x}: its send/recv kernel held for {} arrival(s) this thread posts later",
-               l.rank, l.comm, missing.size());
+    log::debug("sim nccl: rank {}/{} of comm {:x}: its send/recv kernel held for {} arrival(s) this thread posts "
+               "later", l.rank, l.nranks, l.comm, missing.size());
     return CUDA_SUCCESS;
   }
   if (then == Then::wait_here) {
@@ -133,9 +140,10 @@ CUresult NcclP2p::submit(CUstream stream, bool per_thread, const Launch& l, Work
         k.also_after.push_back(arrivals_[key]);
         arrivals_.erase(key);
       } else {
-        log::warn("sim nccl: rank {}/2 of comm {:x}: the peer's {} {} did not arrive within {:.0f} s: this "
-                  "kernel starts without it", l.rank, l.comm, side_name(std::get<4>(key)), std::get<3>(key),
-                  kTimeoutS);
+        log::warn("sim nccl: rank {}/{} of comm {:x}: rank {}'s {} {} did not arrive within {:.0f} s: this "
+                  "kernel starts without it", l.rank, l.nranks, l.comm,
+                  std::get<4>(key) ? std::get<2>(key) : std::get<1>(key), side_name(std::get<4>(key)),
+                  std::get<3>(key), kTimeoutS);
       }
     }
   }
@@ -157,11 +165,11 @@ CUresult NcclP2p::submit(CUstream stream, bool per_thread, const Launch& l, Work
       if (exchange_.take_arrival(comm, src, dst, n, receive, wait_s, &t)) {
         latest = std::max(latest, t);
       } else if (wait_s > 0) {
-        log::warn("sim nccl: rank {}/2 of comm {:x}: the peer's {} {} did not arrive within {:.0f} s: this kernel "
-                  "starts without it", l.rank, l.comm, side_name(receive), n, kTimeoutS);
+        log::warn("sim nccl: rank {}/{} of comm {:x}: rank {}'s {} {} did not arrive within {:.0f} s: this kernel "
+                  "starts without it", l.rank, l.nranks, l.comm, receive ? dst : src, side_name(receive), n, kTimeoutS);
       } else {
-        log::debug("sim nccl: rank {}/2 of comm {:x}: the peer's {} {} not posted yet: this kernel starts without it",
-                   l.rank, l.comm, side_name(receive), n);
+        log::debug("sim nccl: rank {}/{} of comm {:x}: rank {}'s {} {} not posted yet: this kernel starts without it",
+                   l.rank, l.nranks, l.comm, receive ? dst : src, side_name(receive), n);
       }
     }
     if (latest > arrival_t) {

@@ -64,11 +64,11 @@ class NcclP2p {
     uint64_t comm = 0;
     int nranks = 0, rank = -1;
     int gpu = 0;                 // the cluster's GPU of this rank
-    bool sends = false;          // it sends to its peer...
-    bool receives = false;       // ...receives from it
-    uint64_t send_bytes = 0;     // what it sends to its peer
-    uint64_t receive_bytes = 0;  // what it receives from it
-    bool peer_here = false;      // the peer rank lives in this process (false: in another one)
+    std::vector<int> send_to;       // the ranks it sends to...
+    std::vector<int> receive_from;  // ...receives from
+    uint64_t send_bytes = 0;        // what it sends to each
+    uint64_t receive_bytes = 0;     // what it receives from each
+    bool peer_here = false;         // its peers live in this process (false: each in another one)
     int thread_ranks = 1;        // the ranks the calling thread's NCCL group names (profiler contexts); 0: not known
     bool one_gpu = false;        // this process drives one GPU (one rank of any communicator)
   };
@@ -80,7 +80,7 @@ class NcclP2p {
   // `dir`: the exchange folder for arrivals across processes (empty: the job's).
   explicit NcclP2p(DriverState& driver, std::string dir = {});
 
-  // Whether launch `l` is one the matching handles (a two-rank communicator's send/recv).
+  // Whether launch `l` is one the matching handles: peers named, none of them itself.
   static bool matched(const Launch& l);
 
   // Submits kernel `k` (its duration already the model's) of launch `l` on `stream`: an arrival
