@@ -5,15 +5,11 @@
 // Matching: NCCL pairs the k-th send from rank A to rank B of a communicator with the k-th
 // receive on B from A. Here a launch is one unit per direction (a launch that sends to its peer
 // counts one send, whatever number of calls it holds; likewise receives), which matches as long
-// as both sides group their calls alike (the pipeline and ring patterns do). Only launches whose
-// peers are known at the launch are matched: a two-rank communicator's (the pipeline stages'
-// pairs, PyTorch's send/recv communicators: the peer is the other rank), and an all-to-all's (a
-// call to every rank, its own share included: PyTorch's all_to_all_single; every other rank both
-// ways, so each rank's kernel starts when the last rank's arrived, as a collective's). Other
-// launches on larger communicators name their peers only in the P2p tasks NCCL starts after the
-// launch returned, on the launching thread, when the kernel's virtual place is already taken, so
-// those kernels keep meeting no other rank; so do an all-to-all's whose peers are some in this
-// process and some in others (which are which is not known here).
+// as both sides group their calls alike (the pipeline and ring patterns do). Only two-rank
+// communicators are matched (the pipeline stages' pairs, PyTorch's send/recv communicators): the
+// peer is then the other rank, known at the launch; on larger communicators the peers are named
+// only by the P2p tasks NCCL starts after the launch returned, on the launching thread, when the
+// kernel's virtual place is already taken, so those kernels keep meeting no other rank.
 //
 // A send of more than kCreditBytes waits for its receiver as well (NCCL's Simple protocol: past
 // the receiver's buffer the sender needs the receiver's credits): it starts no earlier than the
