@@ -214,15 +214,10 @@ bool NcclCollectives::p2p_peers(const vgpu_nccl_launch& got, NcclP2p::Launch* l)
     if (func == "Recv") receives = &got.op[i];
   }
   if (sends == nullptr && receives == nullptr) return false;
-  std::vector<int> others;
-  for (int r = 0; r < got.nranks; ++r)
-    if (r != got.rank) others.push_back(r);
-  // Two ranks: the peer is the other one. More: only an all-to-all names its peers at the launch
-  // (a call to every rank, its own share included: every other rank, both ways).
-  const auto all_to_all = [&](const vgpu_nccl_operation* o) {
-    return o != nullptr && o->self != 0 && o->peers == got.nranks - 1;
-  };
-  if (got.nranks > 2 && !(all_to_all(sends) && all_to_all(receives))) return false;
+  // Two ranks: the peer is the other one. More: the calls name no peer (see nccl_p2p.h on why an
+  // all-to-all's are not taken as every other rank either).
+  if (got.nranks != 2) return false;
+  const std::vector<int> others{1 - got.rank};
   l->comm = got.comm_id;
   l->nranks = got.nranks;
   l->rank = got.rank;
@@ -308,9 +303,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
       l.peer_here = local >= got.nranks;
       l.thread_ranks = thread_group_ranks();
       l.one_gpu = drives_one_gpu();
-      // Peers both here and elsewhere (a process driving some ranks of an all-to-all's
-      // communicator): which are which is not known here; those kernels meet no other rank.
-      if ((l.peer_here || local == 1) && NcclP2p::matched(l)) {
+      if (local > 0 && NcclP2p::matched(l)) {
         *rc = p2p_.submit(stream, per_thread, l, std::move(k));
         return true;
       }

@@ -116,7 +116,7 @@ class NcclCollectives {
   std::vector<int> peers_seen(const vgpu_nccl_plugin_side* plugin, const vgpu_nccl_launch& got, uint64_t tag);
 
   // The peers launch `got` exchanges with, when the launch names them (nccl_p2p.h): the other
-  // rank of a two-rank communicator, or every other rank of an all-to-all. False otherwise.
+  // rank of a two-rank communicator. False otherwise.
   static bool p2p_peers(const vgpu_nccl_launch& got, NcclP2p::Launch* l);
 
   // True when this process has contexts on one GPU only, so that it holds at most one rank of

@@ -9,7 +9,13 @@
 // communicators are matched (the pipeline stages' pairs, PyTorch's send/recv communicators): the
 // peer is then the other rank, known at the launch; on larger communicators the peers are named
 // only by the P2p tasks NCCL starts after the launch returned, on the launching thread, when the
-// kernel's virtual place is already taken, so those kernels keep meeting no other rank.
+// kernel's virtual place is already taken, so those kernels keep meeting no other rank. Not even
+// an all-to-all's (a call to every rank, its own share included, would name every other rank):
+// PyTorch leaves out the calls of zero bytes of an uneven split, so ranks of one all-to-all would
+// tell it apart differently, and a rank that took it for one would wait for a send that its peer,
+// which did not, never posts. The same counting of calls reads a two-rank launch's call to the
+// rank itself as one to its peer: a rank exchanging with itself alone, its peer launching nothing,
+// waits out kTimeoutS (an all-to-all of two ranks where one has nothing to send to anyone).
 //
 // A send of more than kCreditBytes waits for its receiver as well (NCCL's Simple protocol: past
 // the receiver's buffer the sender needs the receiver's credits): it starts no earlier than the
