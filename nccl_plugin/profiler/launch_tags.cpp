@@ -65,6 +65,12 @@ void* LaunchTags::open_context(int* activation_mask, uint64_t comm_id, int nrank
     std::lock_guard l(mu_);
     ++open_contexts_[comm_id];
   }
+  // The driver's hooks from the communicator's first call on, not only from its first kernel or
+  // network connection (a vgpu driver that has met neither has not handed them over yet): the
+  // group hooks tell the sim backend which ranks a thread drives before it launches any of them
+  // (vgpu/sim/exec/nccl_p2p.h). Asking the current device knocks when none was handed over.
+  int device = 0;
+  driver_current_device(&device);
   return new Context{comm_id, nranks, nnodes, rank};
 }
 

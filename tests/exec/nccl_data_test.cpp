@@ -172,6 +172,36 @@ TEST(NcclDataExchange, ARankThatAbandonsReleasesTheOthersAtOnce) {
   EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));
 }
 
+// A send's virtual arrival reaches its receive in another "process" (nccl_p2p.h): by pair, side
+// and order, the receive waiting for a send posted later, each read once.
+TEST(NcclDataExchange, ASendsArrivalReachesItsReceiveInOrder) {
+  Folder dir;
+  NcclDataExchange sender(dir.path), receiver(dir.path);
+  ASSERT_TRUE(sender.post_arrival(0xabc, 0, 1, 0, false, 0.25));
+  std::thread later([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    sender.post_arrival(0xabc, 0, 1, 1, false, 1.5);
+  });
+  double t = -1;
+  EXPECT_TRUE(receiver.take_arrival(0xabc, 0, 1, 0, false, 10, &t));
+  EXPECT_EQ(t, 0.25);
+  EXPECT_TRUE(receiver.take_arrival(0xabc, 0, 1, 1, false, 10, &t));  // waits for it
+  EXPECT_EQ(t, 1.5);
+  later.join();
+  EXPECT_FALSE(receiver.take_arrival(0xabc, 0, 1, 0, false, 0, &t));  // taken: gone
+  EXPECT_FALSE(receiver.take_arrival(0xabc, 0, 1, 1, true, 0, &t));   // the receive's side: never posted
+  EXPECT_FALSE(receiver.take_arrival(0xabc, 1, 0, 0, false, 0, &t));  // the other direction: never sent
+}
+
+TEST(NcclDataExchange, AReceiveWhoseSendNeverComesTimesOut) {
+  Folder dir;
+  NcclDataExchange ex(dir.path);
+  double t = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  EXPECT_FALSE(ex.take_arrival(0xabc, 0, 1, 0, false, 0.2, &t));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(30));  // returned, did not hang
+}
+
 TEST(NcclDataExchange, AFolderThatCannotBeMadeRefusesPosts) {
   NcclDataExchange ex("/nonexistent-dir/vgpu-nccl-data");
   const char mine = 1;

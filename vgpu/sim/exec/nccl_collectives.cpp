@@ -1,5 +1,6 @@
 // NCCL kernels on the sim backend, timed by the collective model (nccl_collectives.h says how:
-// the ranks of a collective meet; send/recv and graph-captured kernels do not).
+// the ranks of a collective meet; a two-rank send/recv meets its peer in nccl_p2p.h; other
+// send/recv and graph-captured kernels meet no other rank).
 #include "sim/exec/nccl_collectives.h"
 
 #include <algorithm>
@@ -69,12 +70,41 @@ int current_global_gpu(int* gpu) {
 // NCCL's host cost model over this backend's cluster configuration ([collectives.host]).
 using GroupHooks = timing::NcclGroupHooks<&timing::nccl_group_costs_of<DriverState>>;
 
+namespace {
+
+// The ranks (NCCL profiler contexts) named by the NCCL calls the calling thread made since its
+// previous kernel launches, learnt through the group hooks: the calls of the group whose kernels
+// it launches now. A thread naming several drives them all and must not wait at one for another
+// (nccl_p2p.h). (Not by the group events: NCCL may bracket each call of a user's group in its own.)
+struct ThreadGroup {
+  bool launched = false;  // a kernel was launched since the last call
+  std::vector<uint64_t> contexts;
+};
+thread_local ThreadGroup t_group;
+
+void group_operation(uint64_t context, int all_reduce) {
+  if (t_group.launched) t_group.contexts.clear();
+  t_group.launched = false;
+  if (std::find(t_group.contexts.begin(), t_group.contexts.end(), context) == t_group.contexts.end())
+    t_group.contexts.push_back(context);
+  GroupHooks::operation(context, all_reduce);
+}
+void group_launch() {
+  t_group.launched = true;
+  GroupHooks::launch();
+}
+// 0: not known (the plugin's hooks were not handed over yet when the calls were made).
+int thread_group_ranks() { return static_cast<int>(t_group.contexts.size()); }
+
+}  // namespace
+
 NcclCollectives::NcclCollectives(DriverState& driver)
     : driver_(driver),
       plugin_(vgpu_nccl_driver_side{0, 0, nullptr, nullptr, &current_device, &current_global_gpu,
                                     &vclock::enter_neutral_call, &vclock::leave_call, &GroupHooks::begin,
-                                    &GroupHooks::operation, &GroupHooks::launch, &GroupHooks::end}),
-      data_(driver.memory()) {}
+                                    &group_operation, &group_launch, &GroupHooks::end}),
+      data_(driver.memory()),
+      p2p_(driver) {}
 NcclCollectives::~NcclCollectives() = default;
 
 double NcclCollectives::duration(const simcore::ClusterSpec& cluster, const std::vector<simcore::CollectiveCall>& calls) {
@@ -173,6 +203,35 @@ void NcclCollectives::move_data(Work& k, const vgpu_nccl_plugin_side* plugin, ui
   k.blocking = true;  // it waits for the other ranks' parts: on a driver thread
 }
 
+bool NcclCollectives::p2p_peers(const vgpu_nccl_launch& got, NcclP2p::Launch* l) {
+  if (got.nranks < 2 || got.rank < 0 || got.rank >= got.nranks) return false;
+  const vgpu_nccl_operation* sends = nullptr;
+  const vgpu_nccl_operation* receives = nullptr;
+  for (int i = 0; i < std::min(got.count, VGPU_NCCL_MAX_OPERATIONS); ++i) {
+    const std::string_view func(got.op[i].func, strnlen(got.op[i].func, sizeof got.op[i].func));
+    if (got.op[i].peers <= 0) continue;  // to itself only
+    if (func == "Send") sends = &got.op[i];
+    if (func == "Recv") receives = &got.op[i];
+  }
+  if (sends == nullptr && receives == nullptr) return false;
+  // Two ranks: the peer is the other one. More: the calls name no peer (see nccl_p2p.h on why an
+  // all-to-all's are not taken as every other rank either).
+  if (got.nranks != 2) return false;
+  const std::vector<int> others{1 - got.rank};
+  l->comm = got.comm_id;
+  l->nranks = got.nranks;
+  l->rank = got.rank;
+  if (sends != nullptr) {
+    l->send_to = others;
+    l->send_bytes = sends->bytes / static_cast<uint64_t>(others.size());
+  }
+  if (receives != nullptr) {
+    l->receive_from = others;
+    l->receive_bytes = receives->bytes / static_cast<uint64_t>(others.size());
+  }
+  return true;
+}
+
 bool NcclCollectives::drives_one_gpu() const {
   int used = 0;
   for (int d = 0; d < driver_.device_count() && used < 2; ++d) used += driver_.contexts().live_contexts(d) > 0;
@@ -226,7 +285,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
       log::debug("sim nccl: launch {} has no collective call on record ({}): fallback duration", tag, known);
       return false;
     }
-    // Sends and receives (the group's calls on record: launch_tags.h), timed alone; the fallback
+    // Sends and receives (the group's calls on record: launch_tags.h), timed as above; the fallback
     // duration, as any kernel, when nothing is on record. Their messages' data moves either way.
     auto mover = data_.p2p_mover(plugin, tag, got.comm_id, got.rank);
     Work k = p.to_work();
@@ -234,6 +293,20 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     if (mover) {
       k.execute = std::move(mover);
       k.blocking = true;
+    }
+    // A send/recv whose peers the launch names meets them: a receive starts after the matching
+    // send's arrival, a send past NCCL's buffer after its receive's (nccl_p2p.h).
+    NcclP2p::Launch l;
+    if (p2p_peers(got, &l)) {
+      l.gpu = driver_.global_gpu(p.function->device);
+      const int local = local_ranks_of(plugin, got);
+      l.peer_here = local >= got.nranks;
+      l.thread_ranks = thread_group_ranks();
+      l.one_gpu = drives_one_gpu();
+      if (local > 0 && NcclP2p::matched(l)) {
+        *rc = p2p_.submit(stream, per_thread, l, std::move(k));
+        return true;
+      }
     }
     *rc = streams.submit(stream, std::move(k), per_thread);
     return true;

@@ -8,8 +8,10 @@
 // inside the launch and asks the launch's description (describe_launch of the plugin contract,
 // contracts/nccl_plugin.h). Without the profiler NCCL kernels keep the fallback duration.
 // Send/recv kernels (their group's P2pApi calls) and kernels captured into a CUDA graph last the
-// model's time for what the launch does from their own start, meeting no other rank: a send/recv
-// names its peers only in tasks NCCL starts after the launch, and a replay has no rendezvous.
+// model's time for what the launch does. A two-rank communicator's receive starts after its
+// matching send's arrival (nccl_p2p.h); other send/recv kernels and graph replays start on their
+// own, meeting no other rank: a larger communicator's send/recv names its peers only in tasks
+// NCCL starts after the launch, and a replay has no rendezvous.
 //
 // Matching ranks: NCCL launches the kernels of one communicator in the same order on every
 // rank, so the k-th NCCL launch of each rank on communicator c is one collective. The ranks of
@@ -54,6 +56,7 @@
 #include "front/driver/cuda_api.h"
 #include "sim/core/stream_work.h"
 #include "sim/exec/nccl_data.h"
+#include "sim/exec/nccl_p2p.h"
 #include "sim/exec/nccl_rendezvous.h"
 #include "simcore/collective_model.h"
 
@@ -112,6 +115,10 @@ class NcclCollectives {
   // as the latest: a pipeline stage exchanges with the same neighbours launch after launch.
   std::vector<int> peers_seen(const vgpu_nccl_plugin_side* plugin, const vgpu_nccl_launch& got, uint64_t tag);
 
+  // The peers launch `got` exchanges with, when the launch names them (nccl_p2p.h): the other
+  // rank of a two-rank communicator. False otherwise.
+  static bool p2p_peers(const vgpu_nccl_launch& got, NcclP2p::Launch* l);
+
   // True when this process has contexts on one GPU only, so that it holds at most one rank of
   // any communicator and may wait for the other processes' ranks without waiting for itself.
   bool drives_one_gpu() const;
@@ -124,6 +131,7 @@ class NcclCollectives {
   contracts::NcclPluginClient plugin_;
   NcclData data_;  // the collectives' data
   NcclRendezvous rendezvous_;  // ranks in other processes of the job
+  NcclP2p p2p_;                // send/recv kernels meeting their peers
   std::mutex mu_;
   std::map<std::pair<uint64_t, int>, uint64_t> launches_;  // (comm, rank) -> NCCL launches so far
   std::map<uint64_t, std::vector<int>> comm_gpus_;          // comm -> gpu of each rank (-1 unknown)

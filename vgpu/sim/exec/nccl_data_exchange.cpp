@@ -83,6 +83,10 @@ std::string NcclDataExchange::p2p_name(uint64_t comm, int src, int dst, uint64_t
   return fmt::format("{}/{:016x}-p2p-{}-{}-{}", dir_, comm, src, dst, k);
 }
 
+std::string NcclDataExchange::arrival_name(uint64_t comm, int src, int dst, uint64_t k, bool receive) const {
+  return fmt::format("{}/{:016x}-arrival-{}-{}-{}-{}", dir_, comm, receive ? "recv" : "send", src, dst, k);
+}
+
 std::string NcclDataExchange::abandoned_name(uint64_t comm, uint64_t seq, int rank) const {
   return fmt::format("{}/{:016x}-{}-abandoned-{}", dir_, comm, seq, rank);
 }
@@ -141,6 +145,38 @@ bool NcclDataExchange::receive(uint64_t comm, int src, int dst, uint64_t k, doub
     std::this_thread::sleep_for(pause);
     pause = std::min(pause * 2, std::chrono::microseconds(2000));
   }
+  ::unlink(path.c_str());  // its only reader
+  return true;
+}
+
+bool NcclDataExchange::post_arrival(uint64_t comm, int src, int dst, uint64_t k, bool receive, double arrival) {
+  std::string path;
+  {
+    std::lock_guard l(mu_);
+    if (!ready()) return false;
+    path = arrival_name(comm, src, dst, k, receive);
+  }
+  return put(path, &arrival, sizeof arrival);
+}
+
+bool NcclDataExchange::take_arrival(uint64_t comm, int src, int dst, uint64_t k, bool receive, double timeout_s,
+                                    double* arrival) {
+  std::string path;
+  {
+    std::lock_guard l(mu_);
+    if (!ready()) return false;
+    path = arrival_name(comm, src, dst, k, receive);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  auto pause = std::chrono::microseconds(20);
+  std::vector<char> bytes;
+  // A process of the job is still on its way to its send: wait without burning a shared core.
+  while (!read_file(path, &bytes) || bytes.size() != sizeof *arrival) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
+  }
+  std::memcpy(arrival, bytes.data(), sizeof *arrival);
   ::unlink(path.c_str());  // its only reader
   return true;
 }

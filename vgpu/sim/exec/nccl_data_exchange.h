@@ -53,12 +53,21 @@ class NcclDataExchange {
   bool send(uint64_t comm, int src, int dst, uint64_t k, const void* data, size_t bytes);
   bool receive(uint64_t comm, int src, int dst, uint64_t k, double timeout_s, std::vector<char>* out);
 
+  // The virtual arrival (seconds) of the k-th send launch of rank `src` to rank `dst` on `comm`
+  // (`receive`: of the matching receive launch's), for the launch that waits for it in another
+  // process (nccl_p2p.h): posted at the launch; take_arrival() waits for it at most `timeout_s`
+  // (0: only looks), reads it and removes it. False when it did not come in time (no log line:
+  // the caller says what it does instead).
+  bool post_arrival(uint64_t comm, int src, int dst, uint64_t k, bool receive, double arrival);
+  bool take_arrival(uint64_t comm, int src, int dst, uint64_t k, bool receive, double timeout_s, double* arrival);
+
   const std::string& dir();
 
  private:
   std::string name(uint64_t comm, uint64_t seq, int task, int rank) const;  // under mu_ (dir_ ready)
   // A message of send/recv, and the mark of a rank that abandoned a collective (under mu_ too).
   std::string p2p_name(uint64_t comm, int src, int dst, uint64_t k) const;
+  std::string arrival_name(uint64_t comm, int src, int dst, uint64_t k, bool receive) const;
   std::string abandoned_name(uint64_t comm, uint64_t seq, int rank) const;
   bool ready();                                                            // under mu_
   static bool put(const std::string& path, const void* data, size_t bytes);  // written, then renamed in

@@ -1,0 +1,144 @@
+"""Runs tests/programs/p2p_pipeline_program (two pipeline stages: stage 0 computes, then sends 4 MiB
+to stage 1, which receives at once) through vgpu-run on the sim backend, and checks on the
+simulated timeline that the receive waited for the send (issue 23).
+
+Usage: run_p2p_pipeline.py MODE [late-receiver]   (threads, group, procs, serial or crossed: see the program;
+environment: VGPU_RUN, P2P_PROGRAM, COLLECTIVE_ESTIMATE, CUDA_LIB_DIR, and LAUNCHER,
+launch_ranks.py, for procs)
+
+Checks:
+- the job ends with status 0 (a receive waiting for a send must not hang);
+- stage 1's receive kernel (GPU 1) starts no earlier than stage 0's computation ended (its last
+  `busy` kernel on GPU 0: the send's arrival), and ends no earlier than that plus the model's
+  send/recv time (collective_estimate); before issue 23 it started at stage 1's own arrival,
+  near 0, and ended after the transfer time alone;
+- the send kernel (GPU 0) does not end before the receive's start;
+- both kernels last the model's send/recv time between GPUs 0 and 1;
+- the program's own CUDA-event timing of the receive (from an event recorded right before it)
+  is at least the transfer time and reaches past stage 0's computation.
+With late-receiver, stage 1 computes before its receive and stage 0 sends 16 MiB at once (past
+NCCL's Simple buffer): the send kernel starts no earlier than stage 1's computation ended (the
+receive's arrival) and ends no earlier than that plus the transfer; stage 0's CUDA events time
+its send across most of stage 1's computation. Before, it ended after the transfer time alone.
+With crossed (both ranks send 1 MiB first, then receive, each call alone: below NCCL's buffer a
+send must not wait for its receiver), the job must end well within the launch's wait limit, and
+each receive starts no earlier than the other rank's send.
+"""
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+from job_check import Checks, run_job
+
+TIMEOUT_S = 120
+SMALL_BYTES = 4 << 20  # the pipeline's activations: within NCCL's Simple buffer
+LARGE_BYTES = 16 << 20  # the late receiver's: past it
+
+
+def check_crossed(check, timeline):
+    """Both ranks sent 1 MiB to each other first: each receive starts with or after the other's send."""
+    with open(timeline) as f:
+        data = json.load(f)
+    events = data["traceEvents"] if isinstance(data, dict) else data
+    kernels = [e for e in events if e.get("ph") == "X"]
+    nbytes = 1 << 20
+    sends = {e["pid"]: e for e in kernels if f"[Send {nbytes} B" in e.get("name", "")}
+    recvs = {e["pid"]: e for e in kernels if f"[Recv {nbytes} B" in e.get("name", "")}
+    check(sorted(sends) == [0, 1] and sorted(recvs) == [0, 1], f"a send and a receive on each GPU: {sorted(sends)}, "
+          f"{sorted(recvs)}")
+    if check.failures:
+        return 1
+    for g in (0, 1):
+        print(f"     GPU {g}: send {sends[g]['ts']:.3f} + {sends[g]['dur']:.3f} us, receive {recvs[g]['ts']:.3f} + "
+              f"{recvs[g]['dur']:.3f} us")
+        check(recvs[g]["ts"] >= sends[1 - g]["ts"] - 1e-3,
+              f"GPU {g}'s receive starts no earlier than GPU {1 - g}'s send: {recvs[g]['ts']:.3f} >= "
+              f"{sends[1 - g]['ts']:.3f} us")
+    return 1 if check.failures else 0
+
+
+def main():
+    mode = sys.argv[1]
+    late = len(sys.argv) > 2 and sys.argv[2] == "late-receiver"
+    BYTES = LARGE_BYTES if late else SMALL_BYTES
+    busy_gpu, other_gpu = (1, 0) if late else (0, 1)
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = env["CUDA_LIB_DIR"]  # libnccl.so.2, libcudart; vgpu-run puts vgpu's first
+    work = tempfile.mkdtemp(prefix="vgpu-p2p-")
+    program = [env["P2P_PROGRAM"], mode, str(BYTES >> 20)] + (["late-receiver"] if late else [])
+    timeline = os.path.join(work, "timeline.json")
+    timelines = [timeline]
+    run_args = ["--timeline", timeline]
+    if mode == "procs":
+        env["NCCL_ID_FILE"] = os.path.join(work, "nccl_id")
+        timelines = [os.path.join(work, f"timeline.{p}.json") for p in range(2)]
+        run_args = []
+        program = [sys.executable, env["LAUNCHER"], "--nproc-per-node", "2", "--timeout", str(TIMEOUT_S - 20),
+                   "--", "sh", "-c", f'VGPU_TIMELINE={work}/timeline.$RANK.json exec "$0" "$@"'] + program
+    cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", *run_args, "--"] + program
+    ran = run_job(cmd, env, TIMEOUT_S)
+    if ran is None:
+        return 1
+    out, status = ran
+    check = Checks()
+    check(status == 0, f"exit status {status}")
+    oks = re.findall(r"^ok   pipeline$", out, re.M)
+    check(len(oks) == (2 if mode == "procs" else 1), f"every process ended its pipeline: {len(oks)}")
+    if check.failures:
+        print(out[-4000:])
+        return 1
+    if mode == "crossed":
+        return check_crossed(check, timeline)
+    events = []
+    for path in timelines:
+        with open(path) as f:
+            data = json.load(f)
+        events += data["traceEvents"] if isinstance(data, dict) else data
+    kernels = [e for e in events if e.get("ph") == "X"]
+    busy_end = max((e["ts"] + e["dur"] for e in kernels if e["pid"] == busy_gpu and "busy" in e.get("name", "")),
+                   default=None)
+    sends = [e for e in kernels if e["pid"] == 0 and f"[Send {BYTES} B" in e.get("name", "")]
+    recvs = [e for e in kernels if e["pid"] == 1 and f"[Recv {BYTES} B" in e.get("name", "")]
+    check(busy_end is not None and len(sends) == 1 and len(recvs) == 1,
+          f"GPU {busy_gpu}'s computation, one send kernel on GPU 0 and one receive kernel on GPU 1: "
+          f"{busy_end}, {len(sends)}, {len(recvs)}")
+    if check.failures:
+        return 1
+    model = float(subprocess.run([env["COLLECTIVE_ESTIMATE"], "Send", str(BYTES), "0", "1"], capture_output=True,
+                                 text=True, check=True).stdout)
+    send, recv = sends[0], recvs[0]
+    eps = 1e-3  # us
+    print(f"     GPU {busy_gpu}'s computation ends at {busy_end:.3f} us; send {send['ts']:.3f} + {send['dur']:.3f} us, "
+          f"receive {recv['ts']:.3f} + {recv['dur']:.3f} us; the model's transfer {model:.3f} us")
+    check(abs(send["dur"] - model) < eps and abs(recv["dur"] - model) < eps,
+          f"the send and the receive last the model's {model:.3f} us: {send['dur']:.3f}, {recv['dur']:.3f}")
+    check(recv["ts"] >= busy_end - eps,
+          f"the receive starts after GPU {busy_gpu}'s computation: {recv['ts']:.3f} >= {busy_end:.3f} us")
+    check(recv["ts"] + recv["dur"] >= busy_end + model - eps,
+          f"the receive ends no earlier than the computation plus the transfer: "
+          f"{recv['ts'] + recv['dur']:.3f} >= {busy_end + model:.3f} us")
+    check(send["ts"] + send["dur"] >= recv["ts"] - eps,
+          f"the send does not end before the receive starts: {send['ts'] + send['dur']:.3f} >= {recv['ts']:.3f} us")
+    if late:
+        check(send["ts"] >= busy_end - eps,
+              f"the {BYTES} B send waits for its receiver's arrival: starts {send['ts']:.3f} >= {busy_end:.3f} us")
+    busy_ms = re.findall(rf"^rank {busy_gpu} busy ([0-9.]+) ms$", out, re.M)
+    p2p_ms = re.findall(rf"^rank {other_gpu} p2p ([0-9.]+) ms$", out, re.M)
+    check(len(busy_ms) == 1 and len(p2p_ms) == 1, f"the program timed both stages: {busy_ms}, {p2p_ms}")
+    if busy_ms and p2p_ms:
+        # The other stage recorded its event near the job's start: its send/receive's own timing
+        # spans the computing stage's computation (less what its setup took before) and the transfer.
+        check(float(p2p_ms[0]) * 1e3 >= model - eps and float(p2p_ms[0]) * 1e3 >= 0.5 * float(busy_ms[0]) * 1e3,
+              f"GPU {other_gpu}'s CUDA events time its {'send' if late else 'receive'} at "
+              f"{float(p2p_ms[0]) * 1e3:.3f} us: the transfer ({model:.3f} us) and most of GPU {busy_gpu}'s "
+              f"computation ({float(busy_ms[0]) * 1e3:.3f} us)")
+    if check.failures:
+        print("\n".join(l for l in out.splitlines() if "NCCL INFO" not in l)[-4000:])
+    return 1 if check.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

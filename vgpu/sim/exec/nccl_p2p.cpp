@@ -1,0 +1,186 @@
+// Send/recv kernels meeting their peers on the sim backend (nccl_p2p.h says how and why).
+#include "sim/exec/nccl_p2p.h"
+
+#include <algorithm>
+#include <chrono>
+
+#include "common/log.h"
+#include "sim/core/driver_state.h"
+#include "sim/exec/stream.h"
+#include "simcore/engine.h"
+
+namespace vgpu {
+namespace {
+
+const char* side_name(bool receive) { return receive ? "receive" : "send"; }
+
+}  // namespace
+
+NcclP2p::NcclP2p(DriverState& driver, std::string dir) : driver_(driver), exchange_(std::move(dir)) {}
+
+bool NcclP2p::matched(const Launch& l) {
+  if (l.rank < 0 || l.rank >= l.nranks || (l.send_to.empty() && l.receive_from.empty())) return false;
+  const auto valid = [&](const std::vector<int>& peers) {
+    return std::all_of(peers.begin(), peers.end(), [&](int p) { return p >= 0 && p < l.nranks && p != l.rank; });
+  };
+  return valid(l.send_to) && valid(l.receive_from);
+}
+
+bool NcclP2p::peer_on_this_thread(const Launch& l) const {
+  if (l.thread_ranks > 1 || (l.thread_ranks == 0 && !l.one_gpu)) return true;
+  const auto mine = [&](int peer) {
+    const auto it = thread_of_.find({l.comm, peer});
+    return it != thread_of_.end() && it->second == std::this_thread::get_id();
+  };
+  return std::any_of(l.send_to.begin(), l.send_to.end(), mine) ||
+         std::any_of(l.receive_from.begin(), l.receive_from.end(), mine);
+}
+
+bool NcclP2p::may_wait_elsewhere(const Launch& l) {
+  return l.thread_ranks == 1 || (l.thread_ranks == 0 && l.one_gpu);
+}
+
+void NcclP2p::post(const Key& key, uint64_t event, std::vector<std::shared_ptr<Held>>* ready) {
+  const auto it = held_.find(key);
+  if (it == held_.end()) {
+    arrivals_[key] = event;
+    while (arrivals_.size() > kMaxKept) arrivals_.erase(arrivals_.begin());
+    posted_.notify_all();
+    return;
+  }
+  std::shared_ptr<Held> h = it->second;  // one launch waits for any one arrival
+  held_.erase(it);
+  h->kernel.also_after.push_back(event);
+  if (--h->missing == 0) ready->push_back(std::move(h));
+}
+
+void NcclP2p::place(Held& h) {
+  StreamManager& streams = driver_.streams();
+  // Right after its own arrival when nothing came behind it since (the group pattern: NCCL
+  // launches every kernel of the group before it touches the streams again); else at the end.
+  if (streams.append_after_last(h.arrival, h.kernel)) return;
+  log::debug("sim nccl: a held send/recv kernel goes behind the work its stream got meanwhile");
+  if (streams.submit(h.stream, std::move(h.kernel), h.per_thread) != CUDA_SUCCESS)
+    log::debug("sim nccl: a held send/recv kernel's stream is gone");
+}
+
+CUresult NcclP2p::submit(CUstream stream, bool per_thread, const Launch& l, Work k) {
+  StreamManager& streams = driver_.streams();
+
+  // Arrival: where this rank's kernel would start on its own.
+  uint64_t arrival = 0;
+  Work a;
+  a.kind = Work::Kind::other;
+  a.label = "nccl p2p arrival";
+  a.on_timeline = [&arrival](uint64_t e) { arrival = e; };
+  if (CUresult r = streams.submit(stream, std::move(a), per_thread); r != CUDA_SUCCESS) return r;
+  if (arrival == 0) return streams.submit(stream, std::move(k), per_thread);
+  k.also_after.push_back(arrival);
+  simcore::Engine& engine = driver_.engine();
+  double arrival_t = 0;
+  if (!l.peer_here)
+    if (auto at = engine.query(arrival)) arrival_t = at->start;
+
+  std::vector<Key> posts, needs;  // this launch's arrivals, and the peer's it waits for
+  std::vector<std::shared_ptr<Held>> ready;  // held kernels this launch's arrivals complete
+  std::vector<Key> missing;
+  std::vector<std::shared_ptr<Held>> spill;
+  enum class Then { place, hold, wait_here, wait_elsewhere } then = Then::place;
+  {
+    std::lock_guard lock(mu_);
+    const bool same_thread = peer_on_this_thread(l);
+    thread_of_[{l.comm, l.rank}] = std::this_thread::get_id();
+    for (int peer : l.send_to) {
+      const uint64_t n = sends_[{l.comm, l.rank, peer}]++;
+      posts.emplace_back(l.comm, l.rank, peer, n, false);
+      if (l.send_bytes > kCreditBytes) needs.emplace_back(l.comm, l.rank, peer, n, true);
+    }
+    for (int peer : l.receive_from) {
+      const uint64_t n = receives_[{l.comm, peer, l.rank}]++;
+      needs.emplace_back(l.comm, peer, l.rank, n, false);
+      if (l.receive_bytes > kCreditBytes) posts.emplace_back(l.comm, peer, l.rank, n, true);
+    }
+    if (l.peer_here) {
+      for (const Key& key : posts) post(key, arrival, &ready);
+      for (const Key& key : needs) {
+        if (auto it = arrivals_.find(key); it != arrivals_.end()) {
+          k.also_after.push_back(it->second);
+          arrivals_.erase(it);
+        } else {
+          missing.push_back(key);
+        }
+      }
+      if (!missing.empty()) then = same_thread ? Then::hold : Then::wait_here;
+      if (then == Then::hold) {
+        auto h = std::make_shared<Held>(Held{stream, per_thread, arrival, std::move(k), static_cast<int>(missing.size())});
+        for (const Key& key : missing) held_.emplace(key, h);
+        while (held_.size() > kMaxKept) {  // an arrival that never came: placed without it after all
+          std::shared_ptr<Held> old = held_.begin()->second;
+          held_.erase(held_.begin());
+          if (--old->missing == 0) spill.push_back(std::move(old));
+        }
+      }
+    } else if (!needs.empty()) {
+      then = Then::wait_elsewhere;
+    }
+  }
+  for (auto& h : ready) place(*h);
+  for (auto& h : spill) place(*h);
+  if (then == Then::hold) {
+    log::debug("sim nccl: rank {}/{} of comm {:x}: its send/recv kernel held for {} arrival(s) this thread posts "
+               "later", l.rank, l.nranks, l.comm, missing.size());
+    return CUDA_SUCCESS;
+  }
+  if (then == Then::wait_here) {
+    // Another thread of this process drives the peer: wait for its launch.
+    std::unique_lock lock(mu_);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kTimeoutS);
+    for (const Key& key : missing) {
+      if (posted_.wait_until(lock, deadline, [&] { return arrivals_.count(key) != 0; })) {
+        k.also_after.push_back(arrivals_[key]);
+        arrivals_.erase(key);
+      } else {
+        log::warn("sim nccl: rank {}/{} of comm {:x}: rank {}'s {} {} did not arrive within {:.0f} s: this "
+                  "kernel starts without it", l.rank, l.nranks, l.comm,
+                  std::get<4>(key) ? std::get<2>(key) : std::get<1>(key), side_name(std::get<4>(key)),
+                  std::get<3>(key), kTimeoutS);
+      }
+    }
+  }
+  if (!l.peer_here) {
+    // The peer is another process's: the arrivals' virtual times go through the job's folder
+    // (each op lives in its own process's engine). A thread whose group drives several ranks
+    // only looks (see the header).
+    for (const Key& key : posts) {
+      const auto& [comm, src, dst, n, receive] = key;
+      if (!exchange_.post_arrival(comm, src, dst, n, receive, arrival_t))
+        log::once(log::Level::warn, "sim-nccl-p2p-post",
+                  "sim nccl: a send/recv arrival could not be posted: its peer in another process starts on its own");
+    }
+    const double wait_s = may_wait_elsewhere(l) ? kTimeoutS : 0;
+    double latest = arrival_t;
+    for (const Key& key : needs) {
+      const auto& [comm, src, dst, n, receive] = key;
+      double t = 0;
+      if (exchange_.take_arrival(comm, src, dst, n, receive, wait_s, &t)) {
+        latest = std::max(latest, t);
+      } else if (wait_s > 0) {
+        log::warn("sim nccl: rank {}/{} of comm {:x}: rank {}'s {} {} did not arrive within {:.0f} s: this kernel "
+                  "starts without it", l.rank, l.nranks, l.comm, receive ? dst : src, side_name(receive), n, kTimeoutS);
+      } else {
+        log::debug("sim nccl: rank {}/{} of comm {:x}: rank {}'s {} {} not posted yet: this kernel starts without it",
+                   l.rank, l.nranks, l.comm, receive ? dst : src, side_name(receive), n);
+      }
+    }
+    if (latest > arrival_t) {
+      simcore::TaskSpec gate;
+      gate.gpu = l.gpu;
+      gate.not_before = latest;
+      gate.label = "nccl p2p: the peer arrived";
+      if (const simcore::EventId g = engine.add_task(gate); g != simcore::kNoEvent) k.also_after.push_back(g);
+    }
+  }
+  return streams.submit(stream, std::move(k), per_thread);
+}
+
+}  // namespace vgpu

@@ -1,0 +1,136 @@
+// Send/recv kernels on the sim backend meet their peers (issue 23): a receive starts no earlier
+// than the matching send's kernel arrived, as the real receive kernel waits for the data; each
+// kernel then lasts the model's time for its transfers (nccl_collectives.h, timed_alone).
+//
+// Matching: NCCL pairs the k-th send from rank A to rank B of a communicator with the k-th
+// receive on B from A. Here a launch is one unit per direction (a launch that sends to its peer
+// counts one send, whatever number of calls it holds; likewise receives), which matches as long
+// as both sides group their calls alike (the pipeline and ring patterns do). Only two-rank
+// communicators are matched (the pipeline stages' pairs, PyTorch's send/recv communicators): the
+// peer is then the other rank, known at the launch; on larger communicators the peers are named
+// only by the P2p tasks NCCL starts after the launch returned, on the launching thread, when the
+// kernel's virtual place is already taken, so those kernels keep meeting no other rank. Not even
+// an all-to-all's (a call to every rank, its own share included, would name every other rank):
+// PyTorch leaves out the calls of zero bytes of an uneven split, so ranks of one all-to-all would
+// tell it apart differently, and a rank that took it for one would wait for a send that its peer,
+// which did not, never posts. The same counting of calls reads a two-rank launch's call to the
+// rank itself as one to its peer: a rank exchanging with itself alone, its peer launching nothing,
+// waits out kTimeoutS (an all-to-all of two ranks where one has nothing to send to anyone).
+//
+// A send of more than kCreditBytes waits for its receiver as well (NCCL's Simple protocol: past
+// the receiver's buffer the sender needs the receiver's credits): it starts no earlier than the
+// matching receive's arrival. A smaller send does not (below the buffer a real send completes
+// into the receiver's buffers without it, and two ranks that both send first complete in real
+// NCCL; so must they here). Both sides decide alike: the receive knows the message's size too.
+//
+// Why at the launch: the sim backend places a kernel on its stream's timeline when it is
+// submitted, and the program may record an event or synchronize right after; a kernel placed
+// later (the data mover runs when the stream reaches it) would come after that work. So each
+// launch first posts its own arrival (an "arrival" op on its stream: the send's, and the
+// receive's when the message is large), then gets the arrivals it waits for before it returns:
+// - peer in this process, driven by another thread: it waits (real time, at most kTimeoutS) for
+//   the peer's launch to post them, and starts after those ops;
+// - peer in this process, driven by this thread (one thread driving both ranks in an NCCL group,
+//   which NCCL requires; or the peer's previous launch came from this thread): it must not wait
+//   for itself, so its kernel is held, as a collective's early ranks are, and the peer's launch
+//   places it right after its own arrival (or at its stream's end, if work came since);
+// - peer in another process (torchrun): the arrivals' virtual times go through the job's
+//   exchange folder (nccl_data_exchange.h), and the launch waits for them there (at most
+//   kTimeoutS); a thread whose NCCL group drives several ranks does not wait (its launches of
+//   several pairs could wait on each other across processes) and takes an arrival only if it is
+//   already posted.
+// An arrival that never comes (a timeout, a peer that never launches) leaves the kernel at its
+// own arrival, as before, with one log line. The price of waiting in the launch, which the real
+// launch does not: a program whose sender waits on the host for the receiver after the receive
+// was launched (a host barrier between them) waits out kTimeoutS; a one-GPU process's collective
+// rendezvous (nccl_rendezvous.h) has the same limit.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "front/driver/cuda_api.h"
+#include "sim/core/stream_work.h"
+#include "sim/exec/nccl_data_exchange.h"
+
+namespace vgpu {
+
+class DriverState;
+
+class NcclP2p {
+ public:
+  // What one send/recv launch does, as far as the matching goes.
+  struct Launch {
+    uint64_t comm = 0;
+    int nranks = 0, rank = -1;
+    int gpu = 0;                 // the cluster's GPU of this rank
+    std::vector<int> send_to;       // the ranks it sends to...
+    std::vector<int> receive_from;  // ...receives from
+    uint64_t send_bytes = 0;        // what it sends to each
+    uint64_t receive_bytes = 0;     // what it receives from each
+    bool peer_here = false;         // its peers live in this process (false: each in another one)
+    int thread_ranks = 1;        // the ranks the calling thread's NCCL group names (profiler contexts); 0: not known
+    bool one_gpu = false;        // this process drives one GPU (one rank of any communicator)
+  };
+
+  // Past this many bytes a send waits for its receiver (NCCL's default Simple-protocol buffer of
+  // one connection, NCCL_BUFFSIZE).
+  static constexpr uint64_t kCreditBytes = 4u << 20;
+
+  // `dir`: the exchange folder for arrivals across processes (empty: the job's).
+  explicit NcclP2p(DriverState& driver, std::string dir = {});
+
+  // Whether launch `l` is one the matching handles: peers named, none of them itself.
+  static bool matched(const Launch& l);
+
+  // Submits kernel `k` (its duration already the model's) of launch `l` on `stream`: an arrival
+  // op, then the kernel after it and after the arrivals it waits for (see the header).
+  // CUDA_SUCCESS also when the kernel is held for a launch this thread makes later.
+  CUresult submit(CUstream stream, bool per_thread, const Launch& l, Work k);
+
+  // How long (real time) a receive waits for its send's launch: as long as a collective's ranks
+  // wait for each other (nccl_collectives.cpp).
+  static constexpr double kTimeoutS = 600;
+  // Kernels held or arrivals kept unmatched beyond this: the oldest go (a peer that never came).
+  static constexpr size_t kMaxKept = 4096;
+
+ private:
+  // One side's arrival at a message: (communicator, sending rank, receiving rank, k-th launch
+  // of that direction, whether the receive's (else the send's)).
+  using Key = std::tuple<uint64_t, int, int, uint64_t, bool>;
+  struct Held {  // a kernel waiting for arrivals this thread posts later
+    CUstream stream = nullptr;
+    bool per_thread = false;
+    uint64_t arrival = 0;  // its own arrival op
+    Work kernel;
+    int missing = 0;  // arrivals not posted yet
+  };
+  // Places held kernel `h` (its awaited arrivals among its also_after) after its own arrival.
+  void place(Held& h);
+  // Posts arrival op `event` under `key` in this process: it goes to the held kernel waiting
+  // for it (into *ready once that has all it waits for) or stays for a later launch. Under mu_.
+  void post(const Key& key, uint64_t event, std::vector<std::shared_ptr<Held>>* ready);
+  // Whether the peer's kernels may come from the calling thread, which must then not wait for
+  // them: its group names several ranks, or the peer's previous launch came from it, or its group
+  // is not known in a process driving several GPUs. Under mu_.
+  bool peer_on_this_thread(const Launch& l) const;
+  // Whether the calling thread may wait for another process's arrivals (see the header).
+  static bool may_wait_elsewhere(const Launch& l);
+
+  DriverState& driver_;
+  NcclDataExchange exchange_;  // arrivals across processes
+  std::mutex mu_;
+  std::condition_variable posted_;  // an arrival was posted in this process
+  std::map<std::tuple<uint64_t, int, int>, uint64_t> sends_, receives_;  // (comm, src, dst) -> launches
+  std::map<Key, uint64_t> arrivals_;  // arrival ops not yet taken by the launch that waits for them
+  std::multimap<Key, std::shared_ptr<Held>> held_;  // by an arrival each waits for
+  std::map<std::pair<uint64_t, int>, std::thread::id> thread_of_;  // (comm, rank) -> its last launching thread
+};
+
+}  // namespace vgpu
