@@ -227,6 +227,8 @@ void Simulator::begin(uint32_t slot, Time now) {
     begin_group(slot, now);
     return;
   }
+  // Indexed already at this start: joined as it started (dirty_pending() kept its entries).
+  const bool kept = r.indexed && r.start == now;
   r.start = now;
   if (r.kind == EventKind::task || r.bytes == 0) {
     r.transfer_end = now;
@@ -235,7 +237,7 @@ void Simulator::begin(uint32_t slot, Time now) {
     r.phase = Phase::moving;
     r.end_queued = std::numeric_limits<Time>::infinity();
     const Route route = route_of(r);
-    index_insert(slot, r, route);
+    if (!kept) index_insert(slot, r, route);
     if (first_instant_ && restart_known(slot, route, now)) return;
     attach_dirty(slot, route, 0.0, now);
   }
@@ -479,7 +481,6 @@ void Simulator::dirty_pending(uint32_t slot, Time now) {
   if (r.group != kNoGroup) return report_group_reached("dirty_pending");
   const Route route = route_of(r);
   mark_dirty(r, slot, now, route);
-  if (r.indexed) index_erase(slot, r, route);
   // Its old transfer (start and transfer_end are still the old ones) is a ghost.
   const bool ghost = r.kind == EventKind::flow && r.bytes > 0 && r.transfer_end > r.start;
   if (first_instant_ && r.start == now && !r.segments.empty() && r.segments.front().t == now)
@@ -488,14 +489,18 @@ void Simulator::dirty_pending(uint32_t slot, Time now) {
   r.trim_at = 8;
   r.phase = Phase::pending;
   schedule_if_ready(slot, now);
-  if (!ghost) return;
   // Joined at its old start and starting again within this instant (a flow the watch caught as
-  // it starts, or one starting beside the late flow): from its start on, its own presence holds
-  // the links its ghost would, so the ghost is deferred as a moving flow's is (dirty_moving()).
-  // A start is handled before a ghost's begin at one instant, so presence is the same at every
-  // point of the sweep. (Nearly every pending join on the rollback benchmark: 97 of a rollback's
-  // ~830 queue items 10 events back were these ghosts' begins and ends.)
-  if (r.start == now && r.waiting == 0 && r.ready <= now) {
+  // it starts, or one starting beside the late flow): its link indexes keep its entry, which
+  // begin() would write again where it stands (every reader of an index skips dirty entries).
+  // And from its start on, its own presence holds the links its ghost would, so the ghost is
+  // deferred as a moving flow's is (dirty_moving()); a start is handled before a ghost's begin at
+  // one instant, so presence is the same at every point of the sweep. (Nearly every pending join
+  // on the rollback benchmark: 97 of a rollback's ~830 queue items 10 events back were these
+  // ghosts' begins and ends.)
+  const bool again_now = r.start == now && r.waiting == 0 && r.ready <= now;
+  if (r.indexed && !again_now) index_erase(slot, r, route);
+  if (!ghost) return;
+  if (again_now) {
     r.ghost_deferred = true;
     return;
   }
