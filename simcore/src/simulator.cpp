@@ -13,10 +13,16 @@ Simulator::Simulator(const ClusterSpec& cluster, const EngineOptions& options)
       link_starts_(topology_.links().size()) {
   if (topology_.gpu_count() <= kRouteMemoGpus) {
     memo_gpus_ = static_cast<size_t>(topology_.gpu_count());
-    Route unknown;
-    unknown.count = -1;
-    route_memo_.assign(memo_gpus_ * memo_gpus_, unknown);
+    route_memo_.resize(memo_gpus_);
   }
+}
+
+Route* Simulator::memo_row(int src) const {
+  auto row = std::make_unique<Route[]>(memo_gpus_);
+  for (size_t i = 0; i < memo_gpus_; ++i) row[i].count = -1;
+  ++memo_rows_;
+  route_memo_[static_cast<size_t>(src)] = std::move(row);
+  return route_memo_[static_cast<size_t>(src)].get();
 }
 
 uint32_t Simulator::allocate_slot() {
@@ -863,7 +869,8 @@ Engine::Stats Simulator::stats() const {
                    finish_order_.memory_bytes() + solver_.memory_bytes() +
                    queue_.memory_bytes() + fresh_.capacity() * sizeof(uint32_t) +
                    dirty_.capacity() * sizeof(uint32_t) + links_.capacity() * sizeof(LinkIndex);
-  history += link_starts_.capacity() * sizeof(LinkStarts) + route_memo_.capacity() * sizeof(Route);
+  history += link_starts_.capacity() * sizeof(LinkStarts) + route_memo_.capacity() * sizeof(route_memo_[0]) +
+             memo_rows_ * memo_gpus_ * sizeof(Route);
   for (const LinkStarts& ls : link_starts_) history += ls.by_start.memory_bytes();
   history += groups_by_start_.memory_bytes();
   history += group_links_.capacity() * sizeof(LinkId);
