@@ -593,6 +593,10 @@ class Simulator {
   double group_max_duration_ = 0;
   mutable std::vector<GroupSide> group_side_;  // by group index, as far as one was asked for
   std::vector<LinkId> group_links_;  // the links of the groups started in this sweep (flow_group.h)
+  // A flow group ever claimed a link (start_group()): until then split_claims() has nothing to
+  // look for (traffic without groups, as the rollback benchmark's, read a claim per link of
+  // every flow joining or starting in a sweep).
+  bool claimed_ = false;
   std::vector<uint32_t> free_groups_;
   std::vector<uint32_t> taken_mark_;  // take_dependents(): where each position goes
   std::vector<uint8_t> dep_link_;     // submit_group()'s scratch: FlowGroup::dep_link
