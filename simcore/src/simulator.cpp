@@ -207,7 +207,10 @@ void Simulator::handle(const QueueItem& item, Time now) {
   // Ghosts always run: they replay an old transfer, whatever became of its flow since.
   if (item.kind == kGhostBegin || item.kind == kGhostEnd) {
     const Route route = route_of(r);
-    if (item.kind == kGhostBegin) note_presence(route, now);
+    if (item.kind == kGhostBegin) {
+      note_presence(route, now);
+      ++ghosts_begun_;
+    }
     for (int i = 0; i < route.count; ++i) {
       add_ghost(route.links[i], item.kind == kGhostBegin);
     }
@@ -270,6 +273,7 @@ void Simulator::end_transfer(uint32_t slot, Time now) {
   if (r.ghost_deferred) {
     r.ghost_deferred = false;
     if (r.transfer_end > now) {  // the old one: the sweep has not reached it yet
+      ++ghosts_begun_;
       const Route route = route_of(r);
       for (int i = 0; i < route.count; ++i) add_ghost(route.links[i], true);
       push(r.transfer_end, slot, kGhostEnd);

@@ -148,6 +148,10 @@ class Simulator {
 
   Engine::Stats stats() const;
   std::string timeline_json() const;
+  // For tests: entries in the finish order (live and stale), and the ghosts (old transfers of
+  // re-simulated flows) begun so far.
+  size_t finish_entries() const { return finish_order_.size(); }
+  uint64_t ghosts_begun() const { return ghosts_begun_; }
 
  private:
   enum class Phase : uint8_t { pending, moving, tail, done };
@@ -633,7 +637,7 @@ class Simulator {
 
   Time floor_ = 0, frontier_ = 0;
   uint64_t live_ = 0, rollbacks_ = 0, replayed_ = 0, members_apart_ = 0;
-  uint64_t links_made_ = 0, links_expanded_ = 0, stale_dropped_ = 0;
+  uint64_t links_made_ = 0, links_expanded_ = 0, stale_dropped_ = 0, ghosts_begun_ = 0;
 };
 
 // Every member's sharing route, with the member's position.
