@@ -356,7 +356,9 @@ class Simulator {
   void complete(uint32_t slot, Time now);
   void clean_finished(uint32_t slot, Time now);
   void dep_check(uint32_t slot, Time now);
-  void on_rate(uint32_t slot, double rate, Time now);
+  // Inlined into the solve's callback in run(): a rollback applies ~730 rate changes, each a
+  // call whose saving and restoring of registers was ~20 of its ~110 instructions.
+  [[gnu::always_inline]] inline void on_rate(uint32_t slot, double rate, Time now);
   void queue_transfer_end(Record& r, uint32_t slot, Time due);
   void note_stale_end();  // a live transfer-end item just went stale
   void transfer_end_due(uint32_t slot, Time now);
