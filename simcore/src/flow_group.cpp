@@ -506,6 +506,7 @@ void Simulator::start_group(uint32_t slot, Time now) {
     }
     if (!alone) return;
     note_presence(route, now);
+    claimed_ = true;
     for (int i = 0; i < route.count; ++i) links_[route.links[i]].claim = slot;
     group_links_.insert(group_links_.end(), route.links.begin(), route.links.begin() + route.count);
   });
@@ -654,6 +655,7 @@ uint32_t Simulator::extract(uint32_t slot, const std::vector<uint32_t>& position
 }
 
 void Simulator::split_claims(const Route& route, Time now) {
+  if (!claimed_) return;
   for (int i = 0; i < route.count; ++i) {
     const uint32_t claim = links_[route.links[i]].claim;
     if (claim != kNoGroup) split(claim, now);

@@ -43,8 +43,11 @@ void FlowSolver::attach(uint32_t slot, const Route& route, double rate, bool tou
     ++load_[id];
     if (touch_links) touch(id);
   }
-  f.all_pos = static_cast<uint32_t>(all_.size());
-  all_.push_back(slot);
+  ++attached_;
+  if (mode_ == SolverMode::full_resolve) {
+    f.all_pos = static_cast<uint32_t>(all_.size());
+    all_.push_back(slot);
+  }
 }
 
 // Whether another flow froze on one of this flow's links in its last filling (a flow attached
@@ -85,10 +88,13 @@ void FlowSolver::detach(uint32_t slot, bool touch_links) {
     if (touch_links) touch(id);
   }
   if (f.bottleneck != kNoLink) --bottlenecked_[f.bottleneck];  // the field stays (attach() counts it again)
-  const uint32_t last = all_.back();
-  all_[f.all_pos] = last;
-  flows_[last].all_pos = f.all_pos;
-  all_.pop_back();
+  --attached_;
+  if (mode_ == SolverMode::full_resolve) {
+    const uint32_t last = all_.back();
+    all_[f.all_pos] = last;
+    flows_[last].all_pos = f.all_pos;
+    all_.pop_back();
+  }
   f.attached = false;
   f.rate = 0;
 }

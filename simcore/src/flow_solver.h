@@ -57,7 +57,7 @@ class FlowSolver {
   // the next solve(); a rewind restoring a known state does not touch.
   void attach(uint32_t slot, const Route& route, double rate, bool touch);
   void detach(uint32_t slot, bool touch);
-  size_t attached_count() const { return all_.size(); }
+  size_t attached_count() const { return attached_; }
 
   // A sweep's first instant (simulator.h) starts from the old history's allocation at that
   // instant: a clean flow moving then (or starting then again) goes on at the rate it had,
@@ -186,7 +186,10 @@ class FlowSolver {
   std::vector<uint32_t> scanned_;
   std::vector<FlowState> flows_;
   std::vector<LinkId> touched_;
-  std::vector<uint32_t> all_;  // every attached flow (full mode)
+  // Every attached flow, listed in full mode only: the incremental re-solve never reads the
+  // list, and keeping it wrote another flow's state at every detach (the one moved into the gap).
+  std::vector<uint32_t> all_;
+  size_t attached_ = 0;
   std::vector<LinkId> comp_links_;
   std::vector<uint32_t> comp_flows_;
   std::vector<uint32_t> fresh_;  // flows attached with touch since the last solve()

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "flow_solver.h"
+#include "simcore/engine.h"
 #include "simcore/topology.h"
 #include "test_clusters.h"
 
@@ -123,6 +124,31 @@ TEST(SharingRoute, NarrowestCapacityAndLatencyAreThoseOfItsOwnLinks) {
   }
   EXPECT_GT(pairs, 1000);
   EXPECT_GT(uneven, 0);  // a leaf unlike the first one was some route's narrowest link
+}
+
+// The simulator keeps the routes it asked for on clusters of up to 256 GPUs, a row per source GPU
+// made when first asked: an engine nobody gave a flow holds no table (the whole one was 2.6 MB
+// at 256 GPUs, written as the engine was made), and one flow makes one row. Same answer.
+TEST(SharingRoute, TheSimulatorsRouteTableGrowsARowPerSourceAsked) {
+  const ClusterSpec c = testing::small_cluster(32, 8);  // 256 GPUs
+  EngineOptions o;
+  o.record_timeline = false;
+  const auto e = make_engine(c, o);
+  const size_t table = 256 * 256 * sizeof(Route);
+  const size_t empty = e->stats().history_bytes;
+  EXPECT_LT(empty, table / 4);
+  FlowSpec f;
+  f.src_gpu = 3;
+  f.dst_gpu = 200;
+  f.bytes = 1 << 20;
+  const EventId id = e->add_flow(f);
+  const Topology t(c);
+  double narrowest = 0;
+  const Route r = t.sharing_route(3, 200, narrowest);
+  EXPECT_DOUBLE_EQ(e->query(id)->finish, (1 << 20) / narrowest + r.latency);  // alone: its narrowest link
+  const size_t one = e->stats().history_bytes;
+  EXPECT_GE(one, empty + 256 * sizeof(Route));
+  EXPECT_LT(one, empty + table / 4);
 }
 
 }  // namespace
