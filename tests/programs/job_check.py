@@ -1,4 +1,5 @@
-"""What the scripts that run a test program as a job (run_nccl_program.py, run_ddp_ranks.py) share:
+"""What the scripts that run a test program as a job (run_nccl_program.py, run_ddp_ranks.py,
+run_p2p_pipeline.py) share:
 running the job with a timeout that reads as a hang, and counting the checks that failed."""
 import subprocess
 
@@ -25,3 +26,15 @@ class Checks:
     def __call__(self, ok, what):
         print(("ok   " if ok else "FAIL ") + what)
         self.failures += not ok
+
+
+def run_checked(cmd, env, timeout_s):
+    """run_job, then the first check (the job's exit status): (output, checks), or None after a
+    hang."""
+    ran = run_job(cmd, env, timeout_s)
+    if ran is None:
+        return None
+    out, status = ran
+    check = Checks()
+    check(status == 0, f"exit status {status}")
+    return out, check

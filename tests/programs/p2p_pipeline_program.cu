@@ -28,24 +28,8 @@
 #include <string>
 #include <thread>
 
+#include "check_calls.h"
 #include "nccl_id_file.h"
-
-#define CHECK_CUDA(x)                                                                       \
-  do {                                                                                      \
-    cudaError_t e_ = (x);                                                                   \
-    if (e_ != cudaSuccess) {                                                                \
-      std::printf("FAIL %s -> %s\n", #x, cudaGetErrorName(e_));                             \
-      return 1;                                                                             \
-    }                                                                                       \
-  } while (0)
-#define CHECK_NCCL(x)                                                                       \
-  do {                                                                                      \
-    ncclResult_t r_ = (x);                                                                  \
-    if (r_ != ncclSuccess) {                                                                \
-      std::printf("FAIL %s -> %s\n", #x, ncclGetErrorString(r_));                           \
-      return 1;                                                                             \
-    }                                                                                       \
-  } while (0)
 
 namespace {
 

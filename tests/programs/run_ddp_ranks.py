@@ -28,7 +28,7 @@ import subprocess
 import sys
 import tempfile
 
-from job_check import Checks, run_job
+from job_check import run_checked
 
 TIMEOUT_S = 240
 SKEW = 6                 # extra GEMMs per rank index (about 55 us each)
@@ -62,12 +62,10 @@ def main():
     else:
         cmd = job + [sys.executable, env["LAUNCHER"], "--nproc-per-node", str(ranks), "--timeout",
                      str(TIMEOUT_S - 20), "--"] + program
-    ran = run_job(cmd, env, TIMEOUT_S)
+    ran = run_checked(cmd, env, TIMEOUT_S)
     if ran is None:
         return 1
-    out, status = ran
-    check = Checks()
-    check(status == 0, f"exit status {status}")
+    out, check = ran
     done = set(int(x) for x in re.findall(r"^rank (\d+) ok   done$", out, re.M))
     check(done == set(range(ranks)), f"every rank ended after ncclCommDestroy: {sorted(done)}")
 

@@ -50,7 +50,7 @@ import sys
 import tempfile
 import tomllib
 
-from job_check import Checks, run_job
+from job_check import run_checked
 
 TIMEOUT_S = 180
 GRAPH_BYTES = 2 << 20  # nccl_program.cu's graph-captured all-reduce
@@ -98,12 +98,10 @@ def main():
     clock_report = os.path.join(work, "clock_report.jsonl")
     env["VGPU_CLOCK_REPORT"] = clock_report
     cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", *run_args, "--"] + program
-    ran = run_job(cmd, env, TIMEOUT_S)
+    ran = run_checked(cmd, env, TIMEOUT_S)
     if ran is None:
         return 1
-    out, status = ran
-    check = Checks()
-    check(status == 0, f"exit status {status}")
+    out, check = ran
     destroyed = re.findall(rf"^(?:proc \d+ )?ok   ncclCommDestroy of {per_proc} communicators$", out, re.M)
     check(len(destroyed) == procs, f"ncclCommDestroy returned in {len(destroyed)} of {procs} process(es)")
     check(("via P2P" in out or "via SHM" in out) and "via NET" not in out,

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 
-from job_check import Checks, run_job
+from job_check import run_checked
 
 TIMEOUT_S = 120
 SMALL_BYTES = 4 << 20  # the pipeline's activations: within NCCL's Simple buffer
@@ -79,12 +79,10 @@ def main():
         program = [sys.executable, env["LAUNCHER"], "--nproc-per-node", "2", "--timeout", str(TIMEOUT_S - 20),
                    "--", "sh", "-c", f'VGPU_TIMELINE={work}/timeline.$RANK.json exec "$0" "$@"'] + program
     cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", *run_args, "--"] + program
-    ran = run_job(cmd, env, TIMEOUT_S)
+    ran = run_checked(cmd, env, TIMEOUT_S)
     if ran is None:
         return 1
-    out, status = ran
-    check = Checks()
-    check(status == 0, f"exit status {status}")
+    out, check = ran
     oks = re.findall(r"^ok   pipeline$", out, re.M)
     check(len(oks) == (2 if mode == "procs" else 1), f"every process ended its pipeline: {len(oks)}")
     if check.failures:
