@@ -368,6 +368,120 @@ TEST(VirtualTimeline, RepeatedRecordsArePlacedAsWithOne) {
   EXPECT_GT(placed_without_op, 500) << "settled launches must be placed without an op";
 }
 
+// A thread's memo of its last record (record_memo.h) stands for the record's lookups while the
+// timeline's record generation holds: records made through memos (two threads' worth, each
+// record on a non-blocking stream through its memo when it holds) are placed as records with an
+// op of their own, across events forgotten, streams destroyed, contexts forgotten and launches
+// in between; a memo never holds past any of those.
+TEST(VirtualTimeline, MemoizedRecordsArePlacedAsWithOne) {
+  int again = 0;
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    VirtualTimeline memoized, full;
+    full.set_elide_event_records(false);
+    std::mt19937 rng(seed);
+    int contexts[2] = {};
+    int handles[4] = {};
+    int events[2] = {};
+    const StreamKind kinds[4] = {StreamKind::legacy, StreamKind::non_blocking, StreamKind::non_blocking,
+                                 StreamKind::blocking};
+    vgpu::pt::RecordMemo memos[2];
+    std::vector<std::pair<OpRef, OpRef>> ops;
+    auto issue = [&rng] { return std::uniform_real_distribution<double>(0, 10)(rng); };
+    int s = 1;
+    const void* event = &events[0];
+    const void* context = &contexts[0];
+    for (int step = 0; step < 400; ++step) {
+      if (rng() % 3 == 0) {
+        s = static_cast<int>(rng() % 4);
+        event = &events[rng() % 2];
+        context = &contexts[rng() % 2];
+      }
+      const StreamKey key{context, s == 0 ? nullptr : &handles[s]};
+      vgpu::pt::RecordMemo& memo = memos[rng() % 2];
+      const bool destroys = step % 5 == 4;  // often: every kind of change meets live memos
+      bool changed = false;  // a mark or an entry may have gone: no memo may hold
+      switch (destroys ? 6 + rng() % 3 : rng() % 6) {
+        case 0: {
+          const double t = issue(), d = std::uniform_real_distribution<double>(0, 2)(rng);
+          if (rng() % 2 == 0) {
+            OpRef e = memoized.append_unless_placed(key, kinds[s], 0, t, d, true);
+            OpRef f = full.append_unless_placed(key, kinds[s], 0, t, d, true);
+            if (e) ops.emplace_back(std::move(e), std::move(f));
+          } else {
+            const auto us = static_cast<uint64_t>(d * 1e6);
+            ops.emplace_back(memoized.append(key, kinds[s], 0, t, -1, {}, us), full.append(key, kinds[s], 0, t, -1, {}, us));
+          }
+          break;
+        }
+        case 1:
+        case 2:
+        case 3:
+        case 4: {
+          const double t = issue();
+          full.record_event(event, key, kinds[s], 0, t);
+          // As timed_api.cpp: the memo when it holds (only ever for the pair it was made for;
+          // a handle here may stand in two contexts at once, which a driver's never does)...
+          if (memoized.memo_holds(memo, event, key.stream) && memo.context == context) {
+            ASSERT_EQ(kinds[s], StreamKind::non_blocking);
+            ASSERT_TRUE(memoized.record_again(memo, t));
+            ++again;
+            break;
+          }
+          // ...else looked up, the memo made when the record allows.
+          const uint64_t generation = memoized.record_generation();
+          memo.event = event;
+          memo.stream = key.stream;
+          memo.context = context;
+          memo.device = 0;
+          memoized.record_event(event, key, kinds[s], 0, t, memo, generation);
+          EXPECT_EQ(memo.owner != nullptr, kinds[s] == StreamKind::non_blocking);
+          break;
+        }
+        case 5: {
+          const OpRef we = memoized.event_op(event), wf = full.event_op(event);
+          ASSERT_EQ(we == nullptr, wf == nullptr);
+          if (!we) break;
+          ops.emplace_back(we, wf);
+          const double t = issue();
+          ops.emplace_back(memoized.append(key, kinds[s], 0, t, 0, {we}), full.append(key, kinds[s], 0, t, 0, {wf}));
+          break;
+        }
+        case 6:
+          memoized.forget_event(event);
+          full.forget_event(event);
+          changed = true;
+          break;
+        case 7:
+          if (s != 0) {
+            memoized.destroy_stream(key);
+            full.destroy_stream(key);
+            changed = true;
+          }
+          break;
+        default:
+          memoized.forget_context(context);
+          full.forget_context(context);
+          changed = true;
+          break;
+      }
+      if (changed)
+        for (const vgpu::pt::RecordMemo& m : memos) EXPECT_FALSE(memoized.memo_holds(m, m.event, m.stream));
+    }
+    expect_placed_alike(memoized, full, ops, events, seed);
+    for (const int& c : contexts)
+      for (int q = 0; q < 4; ++q) {
+        const StreamKey k{&c, q == 0 ? nullptr : &handles[q]};
+        const OpRef e = memoized.tail(k), f = full.tail(k);
+        ASSERT_EQ(e == nullptr, f == nullptr);
+        if (!e) continue;
+        memoized.resolve(measured_when_forced, e);
+        full.resolve(measured_when_forced, f);
+        EXPECT_EQ(memoized.finish(e), full.finish(f)) << "seed " << seed;
+      }
+  }
+  EXPECT_GT(again, 1000) << "records must be made through their memos";
+}
+
 TEST(VirtualTimeline, ThreadsSubmitAndResolveTogether) {
   VirtualTimeline tl;
   constexpr int kThreads = 4, kOps = 3000;
