@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
+#include <optional>
 #include <memory>
 #include <random>
 #include <thread>
@@ -480,6 +483,58 @@ TEST(VirtualTimeline, MemoizedRecordsArePlacedAsWithOne) {
       }
   }
   EXPECT_GT(again, 1000) << "records must be made through their memos";
+}
+
+// A memo's record made only when the timeline's lock is free at once (record_again_if_free):
+// while another thread holds it (a resolve waiting for a measurement) nothing is recorded and
+// nothing waits; once it is free the record is made where record_again makes it.
+TEST(VirtualTimeline, ARecordIfFreeNeverWaitsForTheLock) {
+  VirtualTimeline tl, reference;
+  reference.set_elide_event_records(false);
+  int context = 0, handle = 0, event = 0;
+  const StreamKey key{&context, &handle};
+  vgpu::pt::RecordMemo memo;
+  memo.event = &event;
+  memo.stream = &handle;
+  memo.context = &context;
+  memo.device = 0;
+  tl.record_event(&event, key, StreamKind::non_blocking, 0, 1.0, memo, tl.record_generation());
+  reference.record_event(&event, key, StreamKind::non_blocking, 0, 1.0);
+  ASSERT_TRUE(tl.memo_holds(memo, &event, &handle));
+  const OpRef pending = tl.append(key, StreamKind::non_blocking, 0, 2.0, -1, {}, 3'000'000);  // 3 s, measured
+  const OpRef pending_ref = reference.append(key, StreamKind::non_blocking, 0, 2.0, -1, {}, 3'000'000);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool holding = false, release = false;
+  std::thread resolver([&] {
+    tl.resolve([&](const TimedOp& op, std::optional<double>, bool) {
+      std::unique_lock l(mu);
+      holding = true;
+      cv.notify_all();
+      cv.wait(l, [&] { return release; });
+      return static_cast<double>(op.measurement) * 1e-6;
+    });
+  });
+  {
+    std::unique_lock l(mu);
+    cv.wait(l, [&] { return holding; });
+  }
+  EXPECT_FALSE(tl.record_again_if_free(memo, 4.0));  // the resolver holds the lock
+  {
+    std::lock_guard l(mu);
+    release = true;
+  }
+  cv.notify_all();
+  resolver.join();
+  EXPECT_TRUE(tl.record_again_if_free(memo, 4.0));
+  reference.record_event(&event, key, StreamKind::non_blocking, 0, 4.0);
+  reference.resolve(measured_when_forced, pending_ref);
+  const OpRef e = tl.event_op(&event), f = reference.event_op(&event);
+  ASSERT_TRUE(e && f);
+  tl.resolve(measured_when_forced, e);
+  reference.resolve(measured_when_forced, f);
+  EXPECT_EQ(tl.finish(e), reference.finish(f));
+  EXPECT_EQ(tl.finish(e), 5.0);  // after the op (2.0 + 3), past its issue (4.0)
 }
 
 TEST(VirtualTimeline, ThreadsSubmitAndResolveTogether) {

@@ -42,8 +42,21 @@ CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
   // The thread's last record again (record_memo.h): its target, capture and event device
   // answers stand, and the timeline's mark and entry are at hand.
   if (VirtualTime* vt = thread.virtual_time; vt != nullptr && vt->memo_holds(thread.record, e, s)) [[likely]] {
+    vgpu::pt::VirtualTimeline::prefetch_record(thread.record);  // fetched while the real driver runs
     const CUresult r = pause.real(vgpu::timing::DriverCall::event_record, call);
-    if (r == CUDA_SUCCESS) vt->event_recorded_again(thread.record, vt->issue_time(thread.record.device, &pause));
+    if (r == CUDA_SUCCESS) {
+      const double issue = vt->issue_time(thread.record.device, &pause);
+      // The scope closes before the timeline's lock is taken and the record's few stores are
+      // made: the clock's reading (a TSC read) overlaps them rather than waiting behind the
+      // lock's atomic instruction, ~18% of a record's own time over the stand-in
+      // (docs/results.md, callcost12). Those stores are the program's time then, as the entry
+      // point's own wrapper is. A lock another thread holds is waited for inside the scope.
+      pause.leave_now();
+      if (!vt->timeline().record_again_if_free(thread.record, issue)) {
+        pause.reopen();
+        vt->event_recorded_again(thread.record, issue);
+      }
+    }
     return r;
   }
   // Read before the answers below are looked up: a change among them leaves the memo stale.

@@ -144,6 +144,27 @@ class VirtualTimeline {
   // The record `memo` stands for, again, at `issue` (as record_event would make it); false, and
   // nothing recorded, when the memo went stale (its generation moved).
   bool record_again(const RecordMemo& memo, double issue);
+  // The same when the timeline's lock is free at once; false, nothing recorded, when another
+  // thread holds it or the memo went stale (the caller then waits with record_again). For a
+  // caller that reads its leaving time just before (timed_api.cpp), a wait for the lock must
+  // not come after that reading.
+  [[gnu::always_inline]] bool record_again_if_free(const RecordMemo& memo, double issue) {
+    if (!mu_.try_lock()) return false;
+    if (memo.generation != record_generation_.load(std::memory_order_relaxed)) {
+      mu_.unlock();
+      return false;
+    }
+    record_on_tail(*static_cast<EventMark*>(memo.mark),
+                   *static_cast<timing::StreamOrder<StreamTail>::Entry*>(memo.entry), memo.device, issue);
+    mu_.unlock();
+    return true;
+  }
+  // The lines a memo's record writes, asked for ahead (before the real driver's call, which then
+  // hides their fetch): the timeline's lock line is read by the memo's check already.
+  static void prefetch_record(const RecordMemo& memo) {
+    __builtin_prefetch(memo.mark, 1);
+    __builtin_prefetch(&static_cast<timing::StreamOrder<StreamTail>::Entry*>(memo.entry)->last, 1);
+  }
   // What a memo is valid under: moved by every change that could change a memo's answers (the
   // timeline's own below, and VirtualTime's: a capture opened or closed, an event created).
   uint64_t record_generation() const { return record_generation_.load(std::memory_order_acquire); }
