@@ -708,6 +708,84 @@ TEST_F(VirtualTime, WorkAnotherRankSettledIsNotMeasuredAgain) {
   EXPECT_LT(*settled, 1e-3);
 }
 
+// A thread that records the same event on the same non-blocking stream again takes the record
+// from its memo (passthrough/record_memo.h). What happens between two records must reach it: the
+// stream's work, another thread's records, a capture, the event destroyed and made again.
+TEST_F(VirtualTime, AnEventRecordedAgainStandsAfterTheWorkBetween) {
+  CUstream s;
+  ASSERT_EQ(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(a_, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(b_, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(b_, s), CUDA_SUCCESS);
+  for (int i = 0; i < 10; ++i) axpy(s);
+  ASSERT_EQ(cuEventRecord(b_, s), CUDA_SUCCESS);  // the memo's
+  ASSERT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
+  EXPECT_GT(virtual_ms(a_, b_), 0.5f);  // ten ~80 us kernels
+  ASSERT_EQ(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+TEST_F(VirtualTime, AnEventAnotherThreadRecordedIsWhereItsLastRecordStands) {
+  CUstream s;
+  ASSERT_EQ(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(a_, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(b_, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(b_, s), CUDA_SUCCESS);  // this thread's memo holds b on s
+  std::thread other([&] {
+    ASSERT_EQ(cuCtxSetCurrent(ctx_), CUDA_SUCCESS);
+    ASSERT_EQ(cuEventRecord(b_, s), CUDA_SUCCESS);  // its own memo...
+    for (int i = 0; i < 10; ++i) axpy(s);
+    ASSERT_EQ(cuEventRecord(b_, s), CUDA_SUCCESS);  // ...and b after the work
+  });
+  other.join();
+  ASSERT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
+  const float ten = virtual_ms(a_, b_);
+  EXPECT_GT(ten, 0.5f);
+  // This thread's record again, through its memo: b stands after the other thread's work still.
+  ASSERT_EQ(cuEventRecord(b_, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
+  EXPECT_GE(virtual_ms(a_, b_), ten);
+  ASSERT_EQ(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+TEST_F(VirtualTime, ARecordIntoACaptureLeavesTheEventWhereItWas) {
+  CUstream s;
+  ASSERT_EQ(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(a_, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(a_, s), CUDA_SUCCESS);  // the memo holds a on s
+  for (int i = 0; i < 10; ++i) axpy(s);
+  ASSERT_EQ(cuStreamSynchronize(s), CUDA_SUCCESS);  // the thread's clock past the work
+  ASSERT_EQ(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(a_, s), CUDA_SUCCESS);  // a node of the graph: it does not run now
+  CUgraph g;
+  ASSERT_EQ(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(b_, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventSynchronize(b_), CUDA_SUCCESS);
+  // a is still its record before the work (timed as a record now, it would be past it).
+  EXPECT_GT(virtual_ms(a_, b_), 0.5f);
+  cuGraphDestroy(g);
+  ASSERT_EQ(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
+TEST_F(VirtualTime, AnEventDestroyedAfterItsRecordsStartsFresh) {
+  CUstream s;
+  ASSERT_EQ(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  CUevent e;
+  ASSERT_EQ(cuEventCreate(&e, CU_EVENT_DEFAULT), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(e, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(e, s), CUDA_SUCCESS);  // the memo holds e on s
+  ASSERT_EQ(cuEventDestroy(e), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(a_, s), CUDA_SUCCESS);
+  for (int i = 0; i < 10; ++i) axpy(s);
+  CUevent again;  // often the same handle
+  ASSERT_EQ(cuEventCreate(&again, CU_EVENT_DEFAULT), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(again, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(again, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventSynchronize(again), CUDA_SUCCESS);
+  EXPECT_GT(virtual_ms(a_, again), 0.5f);
+  ASSERT_EQ(cuEventDestroy(again), CUDA_SUCCESS);
+  ASSERT_EQ(cuStreamDestroy(s), CUDA_SUCCESS);
+}
+
 TEST_F(VirtualTime, CapturedWorkIsTimedWhenTheGraphRuns) {
   CUstream s;
   ASSERT_EQ(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);

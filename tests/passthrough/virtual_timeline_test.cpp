@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
+#include <optional>
 #include <memory>
 #include <random>
 #include <thread>
@@ -366,6 +369,172 @@ TEST(VirtualTimeline, RepeatedRecordsArePlacedAsWithOne) {
       }
   }
   EXPECT_GT(placed_without_op, 500) << "settled launches must be placed without an op";
+}
+
+// A thread's memo of its last record (record_memo.h) stands for the record's lookups while the
+// timeline's record generation holds: records made through memos (two threads' worth, each
+// record on a non-blocking stream through its memo when it holds) are placed as records with an
+// op of their own, across events forgotten, streams destroyed, contexts forgotten and launches
+// in between; a memo never holds past any of those.
+TEST(VirtualTimeline, MemoizedRecordsArePlacedAsWithOne) {
+  int again = 0;
+  for (uint32_t seed = 1; seed <= 40; ++seed) {
+    VirtualTimeline memoized, full;
+    full.set_elide_event_records(false);
+    std::mt19937 rng(seed);
+    int contexts[2] = {};
+    int handles[4] = {};
+    int events[2] = {};
+    const StreamKind kinds[4] = {StreamKind::legacy, StreamKind::non_blocking, StreamKind::non_blocking,
+                                 StreamKind::blocking};
+    vgpu::pt::RecordMemo memos[2];
+    std::vector<std::pair<OpRef, OpRef>> ops;
+    auto issue = [&rng] { return std::uniform_real_distribution<double>(0, 10)(rng); };
+    int s = 1;
+    const void* event = &events[0];
+    const void* context = &contexts[0];
+    for (int step = 0; step < 400; ++step) {
+      if (rng() % 3 == 0) {
+        s = static_cast<int>(rng() % 4);
+        event = &events[rng() % 2];
+        context = &contexts[rng() % 2];
+      }
+      const StreamKey key{context, s == 0 ? nullptr : &handles[s]};
+      vgpu::pt::RecordMemo& memo = memos[rng() % 2];
+      const bool destroys = step % 5 == 4;  // often: every kind of change meets live memos
+      bool changed = false;  // a mark or an entry may have gone: no memo may hold
+      switch (destroys ? 6 + rng() % 3 : rng() % 6) {
+        case 0: {
+          const double t = issue(), d = std::uniform_real_distribution<double>(0, 2)(rng);
+          if (rng() % 2 == 0) {
+            OpRef e = memoized.append_unless_placed(key, kinds[s], 0, t, d, true);
+            OpRef f = full.append_unless_placed(key, kinds[s], 0, t, d, true);
+            if (e) ops.emplace_back(std::move(e), std::move(f));
+          } else {
+            const auto us = static_cast<uint64_t>(d * 1e6);
+            ops.emplace_back(memoized.append(key, kinds[s], 0, t, -1, {}, us), full.append(key, kinds[s], 0, t, -1, {}, us));
+          }
+          break;
+        }
+        case 1:
+        case 2:
+        case 3:
+        case 4: {
+          const double t = issue();
+          full.record_event(event, key, kinds[s], 0, t);
+          // As timed_api.cpp: the memo when it holds (only ever for the pair it was made for;
+          // a handle here may stand in two contexts at once, which a driver's never does)...
+          if (memoized.memo_holds(memo, event, key.stream) && memo.context == context) {
+            ASSERT_EQ(kinds[s], StreamKind::non_blocking);
+            ASSERT_TRUE(memoized.record_again(memo, t));
+            ++again;
+            break;
+          }
+          // ...else looked up, the memo made when the record allows.
+          const uint64_t generation = memoized.record_generation();
+          memo.event = event;
+          memo.stream = key.stream;
+          memo.context = context;
+          memo.device = 0;
+          memoized.record_event(event, key, kinds[s], 0, t, memo, generation);
+          EXPECT_EQ(memo.owner != nullptr, kinds[s] == StreamKind::non_blocking);
+          break;
+        }
+        case 5: {
+          const OpRef we = memoized.event_op(event), wf = full.event_op(event);
+          ASSERT_EQ(we == nullptr, wf == nullptr);
+          if (!we) break;
+          ops.emplace_back(we, wf);
+          const double t = issue();
+          ops.emplace_back(memoized.append(key, kinds[s], 0, t, 0, {we}), full.append(key, kinds[s], 0, t, 0, {wf}));
+          break;
+        }
+        case 6:
+          memoized.forget_event(event);
+          full.forget_event(event);
+          changed = true;
+          break;
+        case 7:
+          if (s != 0) {
+            memoized.destroy_stream(key);
+            full.destroy_stream(key);
+            changed = true;
+          }
+          break;
+        default:
+          memoized.forget_context(context);
+          full.forget_context(context);
+          changed = true;
+          break;
+      }
+      if (changed)
+        for (const vgpu::pt::RecordMemo& m : memos) EXPECT_FALSE(memoized.memo_holds(m, m.event, m.stream));
+    }
+    expect_placed_alike(memoized, full, ops, events, seed);
+    for (const int& c : contexts)
+      for (int q = 0; q < 4; ++q) {
+        const StreamKey k{&c, q == 0 ? nullptr : &handles[q]};
+        const OpRef e = memoized.tail(k), f = full.tail(k);
+        ASSERT_EQ(e == nullptr, f == nullptr);
+        if (!e) continue;
+        memoized.resolve(measured_when_forced, e);
+        full.resolve(measured_when_forced, f);
+        EXPECT_EQ(memoized.finish(e), full.finish(f)) << "seed " << seed;
+      }
+  }
+  EXPECT_GT(again, 1000) << "records must be made through their memos";
+}
+
+// A memo's record made only when the timeline's lock is free at once (record_again_if_free):
+// while another thread holds it (a resolve waiting for a measurement) nothing is recorded and
+// nothing waits; once it is free the record is made where record_again makes it.
+TEST(VirtualTimeline, ARecordIfFreeNeverWaitsForTheLock) {
+  VirtualTimeline tl, reference;
+  reference.set_elide_event_records(false);
+  int context = 0, handle = 0, event = 0;
+  const StreamKey key{&context, &handle};
+  vgpu::pt::RecordMemo memo;
+  memo.event = &event;
+  memo.stream = &handle;
+  memo.context = &context;
+  memo.device = 0;
+  tl.record_event(&event, key, StreamKind::non_blocking, 0, 1.0, memo, tl.record_generation());
+  reference.record_event(&event, key, StreamKind::non_blocking, 0, 1.0);
+  ASSERT_TRUE(tl.memo_holds(memo, &event, &handle));
+  const OpRef pending = tl.append(key, StreamKind::non_blocking, 0, 2.0, -1, {}, 3'000'000);  // 3 s, measured
+  const OpRef pending_ref = reference.append(key, StreamKind::non_blocking, 0, 2.0, -1, {}, 3'000'000);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool holding = false, release = false;
+  std::thread resolver([&] {
+    tl.resolve([&](const TimedOp& op, std::optional<double>, bool) {
+      std::unique_lock l(mu);
+      holding = true;
+      cv.notify_all();
+      cv.wait(l, [&] { return release; });
+      return static_cast<double>(op.measurement) * 1e-6;
+    });
+  });
+  {
+    std::unique_lock l(mu);
+    cv.wait(l, [&] { return holding; });
+  }
+  EXPECT_FALSE(tl.record_again_if_free(memo, 4.0));  // the resolver holds the lock
+  {
+    std::lock_guard l(mu);
+    release = true;
+  }
+  cv.notify_all();
+  resolver.join();
+  EXPECT_TRUE(tl.record_again_if_free(memo, 4.0));
+  reference.record_event(&event, key, StreamKind::non_blocking, 0, 4.0);
+  reference.resolve(measured_when_forced, pending_ref);
+  const OpRef e = tl.event_op(&event), f = reference.event_op(&event);
+  ASSERT_TRUE(e && f);
+  tl.resolve(measured_when_forced, e);
+  reference.resolve(measured_when_forced, f);
+  EXPECT_EQ(tl.finish(e), reference.finish(f));
+  EXPECT_EQ(tl.finish(e), 5.0);  // after the op (2.0 + 3), past its issue (4.0)
 }
 
 TEST(VirtualTimeline, ThreadsSubmitAndResolveTogether) {

@@ -13,6 +13,7 @@
 
 #include "front/driver/cuda_api.h"
 #include "passthrough/last_copy_path.h"
+#include "passthrough/record_memo.h"
 #include "timing/stream_order.h"
 
 namespace vgpu::timing {
@@ -50,21 +51,24 @@ struct EventDeviceCache {
 
 struct CallThread {
   timing::ThreadClock* clock = nullptr;  // timing::this_thread_clock(), once looked up
-  TargetCache target;
-  EventDeviceCache event_device;
+  // VirtualTime::get() once it is made (after cuInit; it is never destroyed): its lookup through
+  // the backend's root (a static's guard, two acquire loads, two calls) on every timed call.
+  // Beside the clock and the record memo: what a settled event record reads of the call state.
+  VirtualTime* virtual_time = nullptr;
   // timing::charge_driver_time(passthrough), asked once a thread (the setting is read once a
   // process): the out-of-line call and its static's guard were ~20 instructions of every timed
   // call (Pause::real). -1: not asked yet.
   int8_t charges_driver = -1;
+  // The thread's last settled event record (record_memo.h, VirtualTime::memo_holds).
+  RecordMemo record;
+  TargetCache target;
+  EventDeviceCache event_device;
   // Whether the thread asked for its slot (thread_clock.h, ThreadSlot): once, on its first call.
   bool slot_asked = false;
   // Whether log lines at trace level are written (log::threshold(), fixed for the process),
   // asked once a thread: VirtualTime::submit asked it on every launch and copy, a call and a
   // static's guard on a cache line of its own (issue 21). -1: not asked yet.
   int8_t traces = -1;
-  // VirtualTime::get() once it is made (after cuInit; it is never destroyed): its lookup through
-  // the backend's root (a static's guard, two acquire loads, two calls) on every timed call.
-  VirtualTime* virtual_time = nullptr;
   // The thread's submissions so far (VirtualTime::submit resolves every kResolveEvery of them).
   uint32_t submissions = 0;
   // The path of the thread's last copy between two addresses (timed_copy_api.cpp): a

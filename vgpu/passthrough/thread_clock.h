@@ -139,8 +139,21 @@ class Pause {
   struct Query {};
   explicit Pause(Query);
   [[gnu::always_inline]] ~Pause() {
+    if (!left_) leave_now();
+  }
+  // Closes the scope here rather than at its end: what the caller does after it is the
+  // program's time, as the code around every timed call is (its entry point's own wrapper, the
+  // return). For an event record's last few stores, which then overlap the clock's reading
+  // (timed_api.cpp). reopen() undoes it, for a caller that finds it must wait after all.
+  [[gnu::always_inline]] void leave_now() {
+    left_ = true;
     clock_->charge_driver(driver_seconds_);
+    driver_seconds_ = 0;
     clock_->leave();
+  }
+  void reopen() {
+    left_ = false;
+    clock_->enter();
   }
   // The scope turned out to wait after all (a launch measured alone).
   void mark_blocking() { clock_->mark_blocking(); }
@@ -166,6 +179,7 @@ class Pause {
 
  private:
   double driver_seconds_ = 0;  // charged when the scope closes (after the op took its issue time)
+  bool left_ = false;  // leave_now() closed it
   CallThread* thread_;           // the thread's, looked up once (a thread-local lookup per use)
   timing::ThreadClock* clock_;  // thread_->clock
 };

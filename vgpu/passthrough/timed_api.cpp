@@ -38,6 +38,29 @@ namespace {
 template <class Call>
 CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
   thread_clock::Pause pause;
+  vgpu::pt::CallThread& thread = pause.thread();
+  // The thread's last record again (record_memo.h): its target, capture and event device
+  // answers stand, and the timeline's mark and entry are at hand.
+  if (VirtualTime* vt = thread.virtual_time; vt != nullptr && vt->memo_holds(thread.record, e, s)) [[likely]] {
+    vgpu::pt::VirtualTimeline::prefetch_record(thread.record);  // fetched while the real driver runs
+    const CUresult r = pause.real(vgpu::timing::DriverCall::event_record, call);
+    if (r == CUDA_SUCCESS) {
+      const double issue = vt->issue_time(thread.record.device, &pause);
+      // The scope closes before the timeline's lock is taken and the record's few stores are
+      // made: the clock's reading (a TSC read) overlaps them rather than waiting behind the
+      // lock's atomic instruction, ~18% of a record's own time over the stand-in
+      // (docs/results.md, callcost12). Those stores are the program's time then, as the entry
+      // point's own wrapper is. A lock another thread holds is waited for inside the scope.
+      pause.leave_now();
+      if (!vt->timeline().record_again_if_free(thread.record, issue)) {
+        pause.reopen();
+        vt->event_recorded_again(thread.record, issue);
+      }
+    }
+    return r;
+  }
+  // Read before the answers below are looked up: a change among them leaves the memo stale.
+  const uint64_t generation = thread.virtual_time != nullptr ? thread.virtual_time->record_generation() : 0;
   StreamTarget t;
   VirtualTime* vt = VirtualTime::for_call(s, per_thread, &t, pause);
   // The real driver refuses an event of another device; two virtual devices on one real GPU are
@@ -51,7 +74,14 @@ CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
     }
   }
   const CUresult r = pause.real(vgpu::timing::DriverCall::event_record, call);
-  if (r == CUDA_SUCCESS && vt != nullptr) vt->event_recorded(e, t, &pause);
+  if (r == CUDA_SUCCESS && vt != nullptr) {
+    // Memoized only with the generation read before its answers, and a device known (an
+    // unknown one is asked again next time: VirtualTime::target).
+    if (generation != 0 && thread.target.device >= 0)
+      vt->event_recorded(e, t, pause, thread.record, generation);
+    else
+      vt->event_recorded(e, t, &pause);
+  }
   return r;
 }
 

@@ -199,12 +199,18 @@ bool VirtualTime::target_looked_up(CUstream stream, bool per_thread, StreamTarge
   return true;
 }
 
-void VirtualTime::capture_opened() { open_captures_.fetch_add(1, std::memory_order_acq_rel); }
+// Each moves the record memos' generation after the count: a thread that reads the generation
+// from before reads the count from before too, and its memo is stale once made.
+void VirtualTime::capture_opened() {
+  open_captures_.fetch_add(1, std::memory_order_acq_rel);
+  timeline_.invalidate_record_memos();
+}
 
 void VirtualTime::capture_closed() {
   int n = open_captures_.load(std::memory_order_acquire);
   while (n > 0 && !open_captures_.compare_exchange_weak(n, n - 1, std::memory_order_acq_rel)) {
   }
+  timeline_.invalidate_record_memos();
 }
 
 bool VirtualTime::capturing_now(const StreamTarget& t) {
@@ -403,6 +409,7 @@ void VirtualTime::event_created(CUevent event, int device) {
   std::lock_guard l(impl_->mu);
   impl_->event_devices[event] = device;
   event_generation_.fetch_add(1, std::memory_order_acq_rel);  // threads' cached event devices
+  timeline_.invalidate_record_memos();  // a memo of the same handle may hold another device's answer
 }
 
 int VirtualTime::event_device_looked_up(CUevent event, EventDeviceCache& cache) {
@@ -419,6 +426,7 @@ void VirtualTime::event_destroyed(CUevent event) {
   std::lock_guard l(impl_->mu);
   impl_->event_devices.erase(event);
   event_generation_.fetch_add(1, std::memory_order_acq_rel);  // threads' cached event devices
+  timeline_.invalidate_record_memos();  // after the erase, as above
 }
 
 OpRef VirtualTime::event_op(CUevent event) { return timeline_.event_op(event); }
@@ -461,6 +469,7 @@ void VirtualTime::stream_destroyed(CUstream stream) {
   }
   // After the erase: a thread's target() that misses its cache from here on finds it gone.
   generation_.fetch_add(1, std::memory_order_acq_rel);
+  timeline_.invalidate_record_memos();  // also for a stream the timeline never had
   if (ctx != nullptr) timeline_.destroy_stream({ctx, stream});
 }
 
@@ -473,6 +482,7 @@ void VirtualTime::context_destroyed(CUcontext context) {
     std::erase_if(impl_->measurements, [context](const auto& kv) { return kv.second.context == context; });
   }
   generation_.fetch_add(1, std::memory_order_acq_rel);  // threads' cached targets and devices (target())
+  timeline_.invalidate_record_memos();
 }
 
 }  // namespace vgpu::pt

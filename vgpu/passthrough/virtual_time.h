@@ -172,6 +172,31 @@ class VirtualTime {
   void event_recorded(CUevent event, const StreamTarget& t, const thread_clock::Pause* pause = nullptr) {
     timeline_.record_event(event, t.key, t.kind, t.device, issue_time(t.device, pause));
   }
+  // The same, memoizing the record in `memo` (the calling thread's, record_memo.h) when it can
+  // be: `generation` is record_generation() as read before the call's target, capture and event
+  // device were looked up.
+  void event_recorded(CUevent event, const StreamTarget& t, const thread_clock::Pause& pause, RecordMemo& memo,
+                      uint64_t generation) {
+    memo.event = event;
+    memo.stream = t.real;
+    memo.context = t.context;
+    memo.device = t.device;
+    timeline_.record_event(event, t.key, t.kind, t.device, issue_time(t.device, &pause), memo, generation);
+    if (event == nullptr || t.real != t.record_on) memo.owner = nullptr;  // handles only
+  }
+  uint64_t record_generation() const { return timeline_.record_generation(); }
+  // Whether the thread's memo stands for recording `event` on `stream` now: the same pair,
+  // nothing changed since (its target resolved, no capture open, the event's device agreeing).
+  bool memo_holds(const RecordMemo& memo, CUevent event, CUstream stream) const {
+    return timeline_.memo_holds(memo, event, stream);
+  }
+  // The memo's record again (after the real driver recorded it), at `issue` (issue_time's).
+  void event_recorded_again(const RecordMemo& memo, double issue) {
+    // Gone stale since memo_holds (another thread destroyed a stream or an event): looked up.
+    if (!timeline_.record_again(memo, issue))
+      timeline_.record_event(memo.event, StreamKey{memo.context, memo.stream}, StreamKind::non_blocking, memo.device,
+                             issue);
+  }
   void stream_waits(const StreamTarget& t, CUevent event);
   void event_destroyed(CUevent event);
   // The virtual device an event was created on (the program's cuEventCreate), -1 if unknown:

@@ -121,43 +121,56 @@ OpRef VirtualTimeline::append_unless_placed(const StreamKey& key, StreamKind kin
   return nullptr;
 }
 
-// Inline in record_event's common case (its call and saved registers were ~20 instructions of an
-// event record, issue 21).
-[[gnu::always_inline]] inline void VirtualTimeline::record_on_tail(EventMark& m, timing::StreamOrder<StreamTail>::Entry& s,
-                                                                   int device, double issue) {
-  StreamTail& tail = s.last;
-  tail.not_before = std::max(tail.not_before, finite_or_zero(issue));  // no constant from memory
-  tail.device = device;
-  // Re-recording an event on an unchanged stream changes no reference count.
-  if (m.tail.op != tail.op) m.tail.op = tail.op;
-  if (m.tail.also != tail.also) m.tail.also = tail.also;
-  m.tail.not_before = tail.not_before;
-  m.tail.device = device;
-  m.op.reset();
+VirtualTimeline::LastRecord VirtualTimeline::record_locked(const void* event, const StreamKey& key, StreamKind kind,
+                                                          int device, double issue) {
+  if (elide_records_ && kind == StreamKind::non_blocking && last_record_.mark != nullptr &&
+      last_record_.event == event && last_record_.key == key && last_record_.stream->kind == kind) {
+    record_on_tail(*last_record_.mark, *last_record_.stream, device, issue);
+    return last_record_;
+  }
+  return record_looked_up(event, key, kind, device, issue);
 }
 
 void VirtualTimeline::record_event(const void* event, const StreamKey& key, StreamKind kind, int device,
                                    double issue) {
   std::lock_guard l(mu_);
-  if (elide_records_ && kind == StreamKind::non_blocking && last_record_.mark != nullptr &&
-      last_record_.event == event && last_record_.key == key && last_record_.stream->kind == kind) {
-    record_on_tail(*last_record_.mark, *last_record_.stream, device, issue);
+  record_locked(event, key, kind, device, issue);
+}
+
+void VirtualTimeline::record_event(const void* event, const StreamKey& key, StreamKind kind, int device, double issue,
+                                   RecordMemo& memo, uint64_t generation) {
+  std::lock_guard l(mu_);
+  const LastRecord r = record_locked(event, key, kind, device, issue);
+  if (r.mark == nullptr) {
+    memo.owner = nullptr;
     return;
   }
-  record_looked_up(event, key, kind, device, issue);
+  memo.owner = this;
+  memo.generation = generation;
+  memo.mark = r.mark;
+  memo.entry = r.stream;
+}
+
+bool VirtualTimeline::record_again(const RecordMemo& memo, double issue) {
+  std::lock_guard l(mu_);
+  // Every erase of a mark or an entry moves the generation under this lock: equal, both live.
+  if (memo.generation != record_generation_.load(std::memory_order_relaxed)) return false;
+  record_on_tail(*static_cast<EventMark*>(memo.mark), *static_cast<timing::StreamOrder<StreamTail>::Entry*>(memo.entry),
+                 memo.device, issue);
+  return true;
 }
 
 // Out of line: its maps and op made a frame that every record paid for in saved registers and
 // spilled arguments, the common case above included (issue 21).
-void VirtualTimeline::record_looked_up(const void* event, const StreamKey& key, StreamKind kind, int device,
-                                       double issue) {
+VirtualTimeline::LastRecord VirtualTimeline::record_looked_up(const void* event, const StreamKey& key,
+                                                              StreamKind kind, int device, double issue) {
   EventMark& m = events_[event];
   // On the legacy stream a record waits for every blocking stream and they all wait for it: an
   // op, as any other (the legacy stream's tail is therefore always plain).
   if (!elide_records_ || kind == StreamKind::legacy) {
     m.op = append_locked(key, kind, device, issue, 0, {}, 0, false, {}, false);
     m.tail = StreamTail{};
-    return;
+    return LastRecord{};
   }
   // A created or per-thread stream: the only other stream its record waits for is the legacy one.
   const StreamTail* legacy = nullptr;
@@ -172,6 +185,7 @@ void VirtualTimeline::record_looked_up(const void* event, const StreamKey& key, 
   }
   record_on_tail(m, s, device, issue);
   last_record_ = kind == StreamKind::non_blocking ? LastRecord{event, key, &m, &s} : LastRecord{};
+  return last_record_;
 }
 
 OpRef VirtualTimeline::op_for(const StreamTail& tail) {
@@ -201,6 +215,7 @@ OpRef VirtualTimeline::event_op(const void* event) {
 void VirtualTimeline::forget_event(const void* event) {
   std::lock_guard l(mu_);
   last_record_ = LastRecord{};
+  invalidate_record_memos();  // threads' memos may hold its mark or entry
   events_.erase(event);
 }
 
@@ -301,12 +316,14 @@ size_t VirtualTimeline::pending() const {
 void VirtualTimeline::destroy_stream(const StreamKey& key) {
   std::lock_guard l(mu_);
   last_record_ = LastRecord{};
+  invalidate_record_memos();  // threads' memos may hold its mark or entry
   streams_.destroy_stream(key);
 }
 
 void VirtualTimeline::forget_context(const void* context) {
   std::lock_guard l(mu_);
   last_record_ = LastRecord{};
+  invalidate_record_memos();  // threads' memos may hold its mark or entry
   streams_.forget_context(context);
 }
 

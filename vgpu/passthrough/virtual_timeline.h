@@ -35,6 +35,8 @@
 // No driver calls, no clocks. One lock (a FutexLock); every method is thread-safe.
 #pragma once
 
+#include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -47,6 +49,8 @@
 #include <vector>
 
 #include "passthrough/futex_lock.h"
+#include "passthrough/inline_constants.h"
+#include "passthrough/record_memo.h"
 #include "timing/stream_order.h"
 
 namespace vgpu::pt {
@@ -131,12 +135,53 @@ class VirtualTimeline {
   // (as append with a duration of 0) only on the legacy stream or when ops are written out
   // (set_elide_event_records(false)).
   void record_event(const void* event, const StreamKey& stream, StreamKind kind, int device, double issue);
+  // The same, and when the record can be memoized (record_memo.h: a non-blocking stream, records
+  // elided) `memo`'s owner, generation, mark and entry are filled (its other fields are the
+  // caller's), `generation` being record_generation() as the caller read it before it looked
+  // its answers up; otherwise the memo is emptied.
+  void record_event(const void* event, const StreamKey& stream, StreamKind kind, int device, double issue,
+                    RecordMemo& memo, uint64_t generation);
+  // The record `memo` stands for, again, at `issue` (as record_event would make it); false, and
+  // nothing recorded, when the memo went stale (its generation moved).
+  bool record_again(const RecordMemo& memo, double issue);
+  // The same when the timeline's lock is free at once; false, nothing recorded, when another
+  // thread holds it or the memo went stale (the caller then waits with record_again). For a
+  // caller that reads its leaving time just before (timed_api.cpp), a wait for the lock must
+  // not come after that reading.
+  [[gnu::always_inline]] bool record_again_if_free(const RecordMemo& memo, double issue) {
+    if (!mu_.try_lock()) return false;
+    if (memo.generation != record_generation_.load(std::memory_order_relaxed)) {
+      mu_.unlock();
+      return false;
+    }
+    record_on_tail(*static_cast<EventMark*>(memo.mark),
+                   *static_cast<timing::StreamOrder<StreamTail>::Entry*>(memo.entry), memo.device, issue);
+    mu_.unlock();
+    return true;
+  }
+  // The lines a memo's record writes, asked for ahead (before the real driver's call, which then
+  // hides their fetch): the timeline's lock line is read by the memo's check already.
+  static void prefetch_record(const RecordMemo& memo) {
+    __builtin_prefetch(memo.mark, 1);
+    __builtin_prefetch(&static_cast<timing::StreamOrder<StreamTail>::Entry*>(memo.entry)->last, 1);
+  }
+  // What a memo is valid under: moved by every change that could change a memo's answers (the
+  // timeline's own below, and VirtualTime's: a capture opened or closed, an event created).
+  uint64_t record_generation() const { return record_generation_.load(std::memory_order_acquire); }
+  // Whether `memo` stands for recording `event` on the stream handle `stream` now.
+  bool memo_holds(const RecordMemo& memo, const void* event, const void* stream) const {
+    return memo.event == event && memo.stream == stream && memo.owner == this && memo.generation == record_generation();
+  }
+  void invalidate_record_memos() { record_generation_.fetch_add(1, std::memory_order_acq_rel); }
   // The op the event's last record stands for (made on first ask), or null if never recorded.
   OpRef event_op(const void* event);
   // The event is gone: a later event with the same handle starts fresh.
   void forget_event(const void* event);
   // Whether event records may go without an op (above); true unless told. Set before use.
-  void set_elide_event_records(bool elide) { elide_records_ = elide; }
+  void set_elide_event_records(bool elide) {
+    elide_records_ = elide;
+    invalidate_record_memos();
+  }
 
   // The last op of a stream (an op made for records since its last op), or null.
   OpRef tail(const StreamKey& stream);
@@ -203,16 +248,36 @@ class VirtualTimeline {
     timing::StreamOrder<StreamTail>::Entry* stream = nullptr;
   };
   // The record whose mark is `m` on the stream whose entry is `s` (record_event past its lookups).
-  void record_on_tail(EventMark& m, timing::StreamOrder<StreamTail>::Entry& s, int device, double issue);
+  // Inline in every form of the common case (its call and saved registers were ~20 instructions
+  // of an event record, issue 21).
+  [[gnu::always_inline]] static void record_on_tail(EventMark& m, timing::StreamOrder<StreamTail>::Entry& s,
+                                                    int device, double issue) {
+    StreamTail& tail = s.last;
+    tail.not_before = std::max(tail.not_before, finite_or_zero(issue));  // no constant from memory
+    tail.device = device;
+    // Re-recording an event on an unchanged stream changes no reference count.
+    if (m.tail.op != tail.op) m.tail.op = tail.op;
+    if (m.tail.also != tail.also) m.tail.also = tail.also;
+    m.tail.not_before = tail.not_before;
+    m.tail.device = device;
+    m.op.reset();
+  }
   // record_event past last_record_: its lookups, under the lock.
-  [[gnu::noinline]] void record_looked_up(const void* event, const StreamKey& key, StreamKind kind, int device,
-                                          double issue);
+  // Returns the mark and the entry when the record may be memoized (a non-blocking stream).
+  [[gnu::noinline]] LastRecord record_looked_up(const void* event, const StreamKey& key, StreamKind kind, int device,
+                                                double issue);
+  // record_event's both forms, under the lock: the last record's mark and entry when the record
+  // may be memoized (the memo's answers), else an empty LastRecord.
+  LastRecord record_locked(const void* event, const StreamKey& key, StreamKind kind, int device, double issue);
 
   // What an event record's common case reads, on one cache line (a framework's own work between
   // calls evicts them; three lines before, issue 21).
   alignas(64) mutable FutexLock mu_;  // futex_lock.h: one atomic instruction uncontended
   bool elide_records_ = true;  // also: append_unless_placed makes no op
   LastRecord last_record_;  // under mu_
+  // record_generation(); moved under mu_ wherever a mark or an entry may go (so a memo checked
+  // under mu_ points at live ones), and by VirtualTime outside it.
+  std::atomic<uint64_t> record_generation_{1};
 
   std::function<void(const TimedOp&)> on_resolved_;
   timing::StreamOrder<StreamTail> streams_;  // each stream's kind and tail
