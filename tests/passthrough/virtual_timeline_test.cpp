@@ -49,6 +49,22 @@ void expect_placed_alike(VirtualTimeline& elided, VirtualTimeline& full, std::ve
   }
 }
 
+// Every stream's tail (each of `contexts`' legacy stream and `handles` 1-3) finishes alike on the
+// two timelines.
+void expect_tails_alike(VirtualTimeline& a, VirtualTimeline& b, const int (&contexts)[2], int (&handles)[4],
+                        uint32_t seed) {
+  for (const int& c : contexts)
+    for (int q = 0; q < 4; ++q) {
+      const StreamKey k{&c, q == 0 ? nullptr : &handles[q]};
+      const OpRef e = a.tail(k), f = b.tail(k);
+      ASSERT_EQ(e == nullptr, f == nullptr);
+      if (!e) continue;
+      a.resolve(measured_when_forced, e);
+      b.resolve(measured_when_forced, f);
+      EXPECT_EQ(a.finish(e), b.finish(f)) << "seed " << seed;
+    }
+}
+
 TEST(VirtualTimeline, OpsStartAfterTheirStreamAndWhatTheyWaitFor) {
   VirtualTimeline tl;
   int s1 = 0, s2 = 0;
@@ -357,16 +373,7 @@ TEST(VirtualTimeline, RepeatedRecordsArePlacedAsWithOne) {
       }
     }
     expect_placed_alike(elided, full, ops, events, seed);
-    for (const int& c : contexts)
-      for (int q = 0; q < 4; ++q) {  // every stream's tail: the same finish
-        const StreamKey k{&c, q == 0 ? nullptr : &handles[q]};
-        const OpRef e = elided.tail(k), f = full.tail(k);
-        ASSERT_EQ(e == nullptr, f == nullptr);
-        if (!e) continue;
-        elided.resolve(measured_when_forced, e);
-        full.resolve(measured_when_forced, f);
-        EXPECT_EQ(elided.finish(e), full.finish(f)) << "seed " << seed;
-      }
+    expect_tails_alike(elided, full, contexts, handles, seed);
   }
   EXPECT_GT(placed_without_op, 500) << "settled launches must be placed without an op";
 }
@@ -471,16 +478,7 @@ TEST(VirtualTimeline, MemoizedRecordsArePlacedAsWithOne) {
         for (const vgpu::pt::RecordMemo& m : memos) EXPECT_FALSE(memoized.memo_holds(m, m.event, m.stream));
     }
     expect_placed_alike(memoized, full, ops, events, seed);
-    for (const int& c : contexts)
-      for (int q = 0; q < 4; ++q) {
-        const StreamKey k{&c, q == 0 ? nullptr : &handles[q]};
-        const OpRef e = memoized.tail(k), f = full.tail(k);
-        ASSERT_EQ(e == nullptr, f == nullptr);
-        if (!e) continue;
-        memoized.resolve(measured_when_forced, e);
-        full.resolve(measured_when_forced, f);
-        EXPECT_EQ(memoized.finish(e), full.finish(f)) << "seed " << seed;
-      }
+    expect_tails_alike(memoized, full, contexts, handles, seed);
   }
   EXPECT_GT(again, 1000) << "records must be made through their memos";
 }
