@@ -18,6 +18,8 @@
 //            of this process, or as four processes like procs with WORLD_SIZE=4): stage 0
 //            computes, then sends to stage 1; stage r receives from r-1, then sends to r+1, each
 //            call alone (the warm-up likewise, along the chain)
+//   chain-group: the four stages driven by one thread, every stage's calls in one
+//            ncclGroupStart/End (a stage's receive and send then run together, in one kernel)
 // Prints "rank <r> busy <ms> ms" (the computing stage's computation by CUDA events), "rank <r> p2p
 // <ms> ms" (from an event recorded right before the send/receive to one right after it), then
 // "ok   pipeline" once every rank synchronized; exits non-zero on a failed call. The timing is
@@ -162,7 +164,7 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   g_count = (argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 4) * (1u << 20) / sizeof(float);
   g_busy = argc > 3 && std::strcmp(argv[3], "late-receiver") == 0 ? 1 : 0;
-  const bool chain = mode == "chain-threads" || mode == "chain-procs";
+  const bool chain = mode == "chain-threads" || mode == "chain-procs" || mode == "chain-group";
   if (chain) g_stages = 4;
   if (mode == "procs" || mode == "chain-procs") {
     const char* id_file = std::getenv("NCCL_ID_FILE");
@@ -182,21 +184,43 @@ int main(int argc, char** argv) {
     std::printf("ok   pipeline\n");
     return 0;
   }
-  if (mode == "chain-threads") {
+  if (mode == "chain-threads" || mode == "chain-group") {
     Rank stages[4];
     ncclComm_t comms[4];
     const int devs[4] = {0, 1, 2, 3};
     CHECK_NCCL(ncclCommInitAll(comms, 4, devs));
-    int rc[4] = {0, 0, 0, 0};
-    std::thread threads[4];
     for (int i = 0; i < 4; ++i) {
       stages[i].rank = i;
       stages[i].comm = comms[i];
-      threads[i] = std::thread([&, i] { rc[i] = run_chain(stages[i]); });
     }
-    for (std::thread& t : threads) t.join();
-    for (int i = 0; i < 4; ++i)
-      if (rc[i] != 0) return 1;
+    if (mode == "chain-group") {
+      for (Rank& r : stages)
+        if (setup(r) != 0) return 1;
+      for (size_t count : {size_t{256}, g_count}) {
+        if (count == g_count) {
+          if (compute(stages[0]) != 0) return 1;
+          for (int i = 1; i < 4; ++i)
+            if (mark(stages[i], stages[i].before) != 0) return 1;
+        }
+        CHECK_NCCL(ncclGroupStart());
+        for (Rank& r : stages)
+          if (pass_on(r, count) != 0) return 1;
+        CHECK_NCCL(ncclGroupEnd());
+        if (count == 256)
+          for (Rank& r : stages) CHECK_CUDA(cudaStreamSynchronize(r.stream));
+      }
+      for (Rank& r : stages)
+        if (mark(r, r.after) != 0) return 1;
+      for (Rank& r : stages)
+        if (report(r) != 0) return 1;
+    } else {
+      int rc[4] = {0, 0, 0, 0};
+      std::thread threads[4];
+      for (int i = 0; i < 4; ++i) threads[i] = std::thread([&, i] { rc[i] = run_chain(stages[i]); });
+      for (std::thread& t : threads) t.join();
+      for (int i = 0; i < 4; ++i)
+        if (rc[i] != 0) return 1;
+    }
     for (ncclComm_t c : comms) CHECK_NCCL(ncclCommDestroy(c));
     std::printf("ok   pipeline\n");
     return 0;

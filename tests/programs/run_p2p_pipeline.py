@@ -2,8 +2,8 @@
 to stage 1, which receives at once) through vgpu-run on the sim backend, and checks on the
 simulated timeline that the receive waited for the send (issue 23).
 
-Usage: run_p2p_pipeline.py MODE [late-receiver]   (threads, group, procs, serial, crossed, chain-threads or
-chain-procs: see the program;
+Usage: run_p2p_pipeline.py MODE [late-receiver]   (threads, group, procs, serial, crossed, chain-threads,
+chain-procs or chain-group: see the program;
 environment: VGPU_RUN, P2P_PROGRAM, COLLECTIVE_ESTIMATE, CUDA_LIB_DIR, and LAUNCHER,
 launch_ranks.py, for procs)
 
@@ -27,6 +27,9 @@ r+1): stage r's receive starts no earlier than stage r-1's receive ended (stage 
 stage 1), so stage 3's ends no earlier than the computation plus three transfers; every send/recv
 kernel lasts the model's time between its two GPUs; stage 3's CUDA events time its receive across
 most of stage 0's computation. Before, stage 3's receive started at its own arrival, near 0.
+With chain-group (one thread, every stage's calls in one group: a stage's receive and send run in
+one kernel, together), stage 1's kernel starts no earlier than stage 0's computation ended, and
+the others do not wait for it.
 With crossed (both ranks send 1 MiB first, then receive, each call alone: below NCCL's buffer a
 send must not wait for its receiver), the job must end well within the launch's wait limit, and
 each receive starts no earlier than the other rank's send.
@@ -71,6 +74,38 @@ def estimate(env, nbytes, a, b):
     """The model's send/recv time between GPUs a and b, us (collective_estimate)."""
     return float(subprocess.run([env["COLLECTIVE_ESTIMATE"], "Send", str(nbytes), str(a), str(b)], capture_output=True,
                                 text=True, check=True).stdout)
+
+
+def check_chain_group(check, env, events, out, stages):
+    """One thread, every stage's calls in one group: each stage's kernel receives and sends at once,
+    so only stage 1's waits for stage 0's computation; the others meet their senders' arrivals."""
+    kernels = [e for e in events if e.get("ph") == "X"]
+    busy_end = max((e["ts"] + e["dur"] for e in kernels if e["pid"] == 0 and "busy" in e.get("name", "")),
+                   default=None)
+    recvs = {g: [e for e in kernels if e["pid"] == g and f"Recv {SMALL_BYTES} B" in e.get("name", "")]
+             for g in range(1, stages)}
+    check(busy_end is not None and all(len(r) == 1 for r in recvs.values()),
+          f"GPU 0's computation and one receiving kernel on each other GPU: {busy_end}, "
+          f"{[len(r) for r in recvs.values()]}")
+    if check.failures:
+        return 1
+    eps = 1e-3
+    model = estimate(env, SMALL_BYTES, 0, 1)
+    r1 = recvs[1][0]
+    print(f"     GPU 0's computation ends at {busy_end:.3f} us; GPU 1's kernel {r1['ts']:.3f} + {r1['dur']:.3f} us; "
+          + "; ".join(f"GPU {g}'s {recvs[g][0]['ts']:.3f} us" for g in range(2, stages)))
+    check(r1["ts"] >= busy_end - eps, f"GPU 1's receive starts after GPU 0's computation: {r1['ts']:.3f} >= "
+          f"{busy_end:.3f} us")
+    check(r1["ts"] + r1["dur"] >= busy_end + model - eps, f"and ends no earlier than it plus the transfer: "
+          f"{r1['ts'] + r1['dur']:.3f} >= {busy_end + model:.3f} us")
+    for g in range(2, stages):
+        check(recvs[g][0]["ts"] < busy_end, f"GPU {g}'s kernel, whose sender did not compute, does not wait for "
+              f"GPU 0: {recvs[g][0]['ts']:.3f} < {busy_end:.3f} us")
+    p2p_ms = re.findall(r"^rank 1 p2p ([0-9.]+) ms$", out, re.M)
+    busy_ms = re.findall(r"^rank 0 busy ([0-9.]+) ms$", out, re.M)
+    check(len(busy_ms) == 1 and len(p2p_ms) == 1 and float(p2p_ms[0]) >= 0.5 * float(busy_ms[0]),
+          f"GPU 1's CUDA events time its exchange across most of GPU 0's computation: {p2p_ms}, {busy_ms} ms")
+    return 1 if check.failures else 0
 
 
 def check_chain(check, env, events, out, stages):
@@ -156,6 +191,8 @@ def main():
         with open(path) as f:
             data = json.load(f)
         events += data["traceEvents"] if isinstance(data, dict) else data
+    if mode == "chain-group":
+        return check_chain_group(check, env, events, out, stages)
     if mode.startswith("chain"):
         return check_chain(check, env, events, out, stages)
     kernels = [e for e in events if e.get("ph") == "X"]
