@@ -21,12 +21,13 @@
 //   nccl_collectives.h). Held kernels are placed right after their own arrival: nothing of the
 //   thread can come between, because a held kernel is placed at the latest at the start of its
 //   thread's next driver call (vclock::before_next_call; an event recorded right after the
-//   launch comes after it). There, when the tasks did not come first (NCCL's host-stream path:
-//   graph-captured or persistent plans, CUDA_LAUNCH_BLOCKING), it is placed on its own, as before
-//   (one log line), with no wait. Another thread that synchronizes with the stream in between
-//   may see it before the kernel is placed. Not taken as every other rank either, at the launch:
-//   an all-to-all's calls (one to every rank, its own share included): PyTorch leaves out the
-//   calls of zero bytes of an uneven split, so ranks would tell it apart differently.
+//   launch comes after it). There, when the tasks did not come first (NCCL's host-stream path,
+//   or an NCCL that starts them later), it is placed on its own, as before (one log line), with
+//   no wait; every rank's NCCL takes the same path, so no peer waits for it. Another thread that
+//   synchronizes with the stream in between may see the stream without it. An all-to-all is
+//   matched too: its tasks name each peer with its bytes (PyTorch leaves out the calls of zero
+//   bytes of an uneven split on both sides alike). Its calls at the launch would not do: they
+//   name no peer, and ranks of one uneven all-to-all would tell it apart differently.
 //
 // A send of more than kCreditBytes waits for its receiver as well (NCCL's Simple protocol: past
 // the receiver's buffer the sender needs the receiver's credits): it starts no earlier than the
