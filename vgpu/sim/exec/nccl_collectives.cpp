@@ -303,7 +303,47 @@ std::optional<NcclCollectives::Deferred> NcclCollectives::take_deferred(uint64_t
 }
 
 void NcclCollectives::tasks_done(uint64_t tag) {
-  if (auto d = take_deferred(tag)) place_deferred(tag, std::move(*d), nullptr);
+  if (auto d = take_deferred(tag)) {
+    place_deferred(tag, std::move(*d), nullptr);
+    return;
+  }
+  // Placed on its own already (its thread called the driver first): its peers still get its
+  // arrivals, and the counts of each direction stay in step.
+  std::optional<Flushed> f;
+  {
+    std::lock_guard l(mu_);
+    if (auto it = flushed_.find(tag); it != flushed_.end()) {
+      f = std::move(it->second);
+      flushed_.erase(it);
+    }
+  }
+  if (f && peers_of(tag, &f->base)) p2p_.post_late(f->base, f->arrival);
+}
+
+bool NcclCollectives::peers_of(uint64_t tag, NcclP2p::Launch* l) {
+  const vgpu_nccl_plugin_side* plugin = plugin_.plugin();
+  std::array<vgpu_nccl_task, VGPU_NCCL_MAX_TASKS> tasks{};
+  int count = 0;
+  if (plugin == nullptr || plugin->launch_tasks(tag, tasks.data(), static_cast<int>(tasks.size()), &count) != 1)
+    return false;
+  // The peers its tasks name, with the bytes of each (the k-th launch of each direction
+  // matches, as for two ranks; a send past NCCL's buffer waits for its receiver).
+  for (int i = 0; i < std::min(count, static_cast<int>(tasks.size())); ++i) {
+    const vgpu_nccl_task& t = tasks[i];
+    const std::string_view func = nccl_data::field(t.func, sizeof t.func);
+    const bool send = func == "Send";
+    if ((!send && func != "Recv") || t.peer < 0 || t.peer >= l->nranks || t.peer == l->rank) continue;
+    std::vector<int>& peers = send ? l->send_to : l->receive_from;
+    std::vector<uint64_t>& sizes = send ? l->send_sizes : l->receive_sizes;
+    const auto at = std::find(peers.begin(), peers.end(), t.peer);
+    if (at == peers.end()) {
+      peers.push_back(t.peer);
+      sizes.push_back(task_bytes(t));
+    } else {
+      sizes[at - peers.begin()] += task_bytes(t);
+    }
+  }
+  return true;
 }
 
 void NcclCollectives::flush_thread() {
@@ -315,36 +355,26 @@ void NcclCollectives::flush_thread() {
 }
 
 void NcclCollectives::place_deferred(uint64_t tag, Deferred d, const char* why) {
-  const vgpu_nccl_plugin_side* plugin = plugin_.plugin();
-  std::array<vgpu_nccl_task, VGPU_NCCL_MAX_TASKS> tasks{};
-  int count = 0;
-  const int known =
-      plugin != nullptr ? plugin->launch_tasks(tag, tasks.data(), static_cast<int>(tasks.size()), &count) : -1;
   NcclP2p::Launch l = std::move(d.base);
-  if (known == 1) {
-    // The peers its tasks name, with the bytes of each (the k-th launch of each direction
-    // matches, as for two ranks; a send past NCCL's buffer waits for its receiver).
-    for (int i = 0; i < std::min(count, static_cast<int>(tasks.size())); ++i) {
-      const vgpu_nccl_task& t = tasks[i];
-      const std::string_view func = nccl_data::field(t.func, sizeof t.func);
-      const bool send = func == "Send";
-      if ((!send && func != "Recv") || t.peer < 0 || t.peer >= l.nranks || t.peer == l.rank) continue;
-      std::vector<int>& peers = send ? l.send_to : l.receive_from;
-      std::vector<uint64_t>& sizes = send ? l.send_sizes : l.receive_sizes;
-      const auto at = std::find(peers.begin(), peers.end(), t.peer);
-      if (at == peers.end()) {
-        peers.push_back(t.peer);
-        sizes.push_back(task_bytes(t));
-      } else {
-        sizes[at - peers.begin()] += task_bytes(t);
-      }
-    }
-  }
-  if (known != 1 || !NcclP2p::matched(l)) {
-    if (known != 1)
+  const bool known = peers_of(tag, &l);
+  if (!known || !NcclP2p::matched(l)) {
+    if (!known) {
       log::once(log::Level::warn, "sim-nccl-p2p-tasks",
                 fmt::format("sim nccl: a send/recv kernel of a communicator of more than two ranks meets no other "
                             "rank: {}", why != nullptr ? why : "its NCCL tasks are not known"));
+      {
+        std::lock_guard lock(mu_);
+        flushed_[tag] = Flushed{d.arrival, l};
+        while (flushed_.size() > NcclP2p::kMaxKept) flushed_.erase(flushed_.begin());  // tags only grow
+      }
+      p2p_.place_alone(d.stream, d.per_thread, d.arrival, std::move(d.kernel));
+      // The tasks may have come in between (from another thread), their call finding no record
+      // yet: whoever takes the record posts its arrivals.
+      const vgpu_nccl_plugin_side* plugin = plugin_.plugin();
+      int count = 0;
+      if (plugin != nullptr && plugin->launch_tasks(tag, nullptr, 0, &count) == 1) tasks_done(tag);
+      return;
+    }
     p2p_.place_alone(d.stream, d.per_thread, d.arrival, std::move(d.kernel));
     return;
   }

@@ -148,6 +148,13 @@ class NcclCollectives {
   // its own (`why`: the log's reason).
   void place_deferred(uint64_t tag, Deferred d, const char* why);
   std::optional<Deferred> take_deferred(uint64_t tag);
+  // The peers launch `tag`'s tasks name (into l's send_to / receive_from and sizes); false while
+  // its tasks are not all known.
+  bool peers_of(uint64_t tag, NcclP2p::Launch* l);
+  struct Flushed {  // a held kernel placed on its own before its tasks came
+    uint64_t arrival = 0;
+    NcclP2p::Launch base;
+  };
 
   // True when this process has contexts on one GPU only, so that it holds at most one rank of
   // any communicator and may wait for the other processes' ranks without waiting for itself.
@@ -169,6 +176,7 @@ class NcclCollectives {
   std::map<uint64_t, bool> one_thread_;  // comm -> its last complete collective came from one thread
   std::map<std::pair<uint64_t, int>, uint64_t> last_p2p_;  // (comm, rank) -> its latest send/recv launch
   std::map<uint64_t, Deferred> deferred_;  // by launch tag: send/recv kernels held for their tasks
+  std::map<uint64_t, Flushed> flushed_;    // by launch tag: placed before their tasks came (the latest)
 };
 
 }  // namespace vgpu

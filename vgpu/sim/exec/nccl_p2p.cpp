@@ -77,6 +77,42 @@ CUresult NcclP2p::arrive(CUstream stream, bool per_thread, uint64_t* arrival) {
   return driver_.streams().submit(stream, std::move(a), per_thread);
 }
 
+void NcclP2p::count(const Launch& l, std::vector<Key>* posts, std::vector<Key>* needs) {
+  for (size_t i = 0; i < l.send_to.size(); ++i) {
+    const int peer = l.send_to[i];
+    const uint64_t bytes = i < l.send_sizes.size() ? l.send_sizes[i] : l.send_bytes;
+    const uint64_t n = sends_[{l.comm, l.rank, peer}]++;
+    posts->emplace_back(l.comm, l.rank, peer, n, false);
+    if (bytes > kCreditBytes) needs->emplace_back(l.comm, l.rank, peer, n, true);
+  }
+  for (size_t i = 0; i < l.receive_from.size(); ++i) {
+    const int peer = l.receive_from[i];
+    const uint64_t bytes = i < l.receive_sizes.size() ? l.receive_sizes[i] : l.receive_bytes;
+    const uint64_t n = receives_[{l.comm, peer, l.rank}]++;
+    needs->emplace_back(l.comm, peer, l.rank, n, false);
+    if (bytes > kCreditBytes) posts->emplace_back(l.comm, peer, l.rank, n, true);
+  }
+}
+
+void NcclP2p::post_late(const Launch& l, uint64_t arrival) {
+  if (arrival == 0 || !matched(l)) return;
+  std::vector<Key> posts, needs;
+  std::vector<std::shared_ptr<Held>> ready;
+  {
+    std::lock_guard lock(mu_);
+    count(l, &posts, &needs);  // its needs go unmet: the kernel is placed already
+    if (l.peer_here)
+      for (const Key& key : posts) post(key, arrival, &ready);
+  }
+  for (auto& h : ready) place(*h);
+  if (l.peer_here) return;
+  const auto at = driver_.engine().query(arrival);
+  for (const Key& key : posts) {
+    const auto& [comm, src, dst, n, receive] = key;
+    exchange_.post_arrival(comm, src, dst, n, receive, at ? at->start : 0);
+  }
+}
+
 CUresult NcclP2p::submit(CUstream stream, bool per_thread, const Launch& l, Work k) {
   uint64_t arrival = 0;
   if (CUresult r = arrive(stream, per_thread, &arrival); r != CUDA_SUCCESS) return r;
@@ -105,20 +141,7 @@ CUresult NcclP2p::meet(CUstream stream, bool per_thread, const Launch& l, Work k
     std::lock_guard lock(mu_);
     const bool same_thread = peer_on_this_thread(l);
     thread_of_[{l.comm, l.rank}] = std::this_thread::get_id();
-    for (size_t i = 0; i < l.send_to.size(); ++i) {
-      const int peer = l.send_to[i];
-      const uint64_t bytes = i < l.send_sizes.size() ? l.send_sizes[i] : l.send_bytes;
-      const uint64_t n = sends_[{l.comm, l.rank, peer}]++;
-      posts.emplace_back(l.comm, l.rank, peer, n, false);
-      if (bytes > kCreditBytes) needs.emplace_back(l.comm, l.rank, peer, n, true);
-    }
-    for (size_t i = 0; i < l.receive_from.size(); ++i) {
-      const int peer = l.receive_from[i];
-      const uint64_t bytes = i < l.receive_sizes.size() ? l.receive_sizes[i] : l.receive_bytes;
-      const uint64_t n = receives_[{l.comm, peer, l.rank}]++;
-      needs.emplace_back(l.comm, peer, l.rank, n, false);
-      if (bytes > kCreditBytes) posts.emplace_back(l.comm, peer, l.rank, n, true);
-    }
+    count(l, &posts, &needs);
     if (l.peer_here) {
       for (const Key& key : posts) post(key, arrival, &ready);
       for (const Key& key : needs) {

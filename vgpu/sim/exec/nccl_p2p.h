@@ -22,8 +22,11 @@
 //   thread can come between, because a held kernel is placed at the latest at the start of its
 //   thread's next driver call (vclock::before_next_call; an event recorded right after the
 //   launch comes after it). There, when the tasks did not come first (NCCL's host-stream path,
-//   or an NCCL that starts them later), it is placed on its own, as before (one log line), with
-//   no wait; every rank's NCCL takes the same path, so no peer waits for it. Another thread that
+//   which it takes while a CUDA graph of the communicator's is running, or an NCCL that starts
+//   them later), it is placed on its own, as before (one log line), with no wait; when its tasks
+//   come after all (from the host stream), its arrivals are posted then (post_late), so that a
+//   peer that met them does not wait kTimeoutS for it nor match later launches with the wrong
+//   one (a peer that waits meanwhile waits in real time until then). Another thread that
 //   synchronizes with the stream in between may see the stream without it. An all-to-all is
 //   matched too: its tasks name each peer with its bytes (PyTorch leaves out the calls of zero
 //   bytes of an uneven split on both sides alike). Its calls at the launch would not do: they
@@ -118,6 +121,11 @@ class NcclP2p {
   // Places held kernel `k` right after its arrival op `arrival` (at its stream's end if work
   // came behind it meanwhile), meeting no other rank.
   void place_alone(CUstream stream, bool per_thread, uint64_t arrival, Work k);
+  // For a kernel placed on its own before its peers were known (its arrival op `arrival`), once
+  // they are (`l`): counts its sends and receives and posts its arrivals, as meet() would have,
+  // so that its peers, which may have met theirs, neither wait for it nor match it with the
+  // wrong launch; waits for nothing.
+  void post_late(const Launch& l, uint64_t arrival);
 
   // How long (real time) a receive waits for its send's launch: as long as a collective's ranks
   // wait for each other (nccl_collectives.cpp).
@@ -136,6 +144,9 @@ class NcclP2p {
     Work kernel;
     int missing = 0;  // arrivals not posted yet
   };
+  // Counts launch `l`'s sends and receives (the k-th of each direction) into the arrivals it
+  // posts and those it waits for. Under mu_.
+  void count(const Launch& l, std::vector<Key>* posts, std::vector<Key>* needs);
   // Places held kernel `h` (its awaited arrivals among its also_after) after its own arrival.
   void place(Held& h);
   // Posts arrival op `event` under `key` in this process: it goes to the held kernel waiting
