@@ -21,7 +21,10 @@
 //   nccl_collectives.h). Held kernels are placed right after their own arrival: nothing of the
 //   thread can come between, because a held kernel is placed at the latest at the start of its
 //   thread's next driver call (vclock::before_next_call; an event recorded right after the
-//   launch comes after it). There, when the tasks did not come first (NCCL's host-stream path,
+//   launch comes after it; "next" is outside NCCL's call, whose group the driver brackets as
+//   one call of the thread's clock: NCCL's own calls after its launches, such as its event
+//   record on the launch stream, would come before a kernel still held then, which only the
+//   host-stream path leaves so). There, when the tasks did not come first (NCCL's host-stream path,
 //   which it takes while a CUDA graph of the communicator's is running, or an NCCL that starts
 //   them later), it is placed on its own, as before (one log line), with no wait; when its tasks
 //   come after all (from the host stream), its arrivals are posted then (post_late), so that a
