@@ -25,6 +25,7 @@ std::atomic<void (*)(void)> g_group_begin{nullptr};
 std::atomic<void (*)(uint64_t, int)> g_group_operation{nullptr};
 std::atomic<void (*)(void)> g_group_launch{nullptr};
 std::atomic<void (*)(void)> g_group_end{nullptr};
+std::atomic<void (*)(uint64_t)> g_tasks_done{nullptr};
 std::atomic<bool> g_installed{false};
 
 // cuda.h's cuGetExportTable, without cuda.h: the plugin does not depend on the driver.
@@ -74,7 +75,12 @@ void install_driver(const vgpu_nccl_driver_side* d) {
   g_group_launch.store(group ? d->nccl_group_launch : nullptr, std::memory_order_release);
   g_group_end.store(group ? d->nccl_group_end : nullptr, std::memory_order_release);
   g_group_begin.store(group ? d->nccl_group_begin : nullptr, std::memory_order_release);
+  g_tasks_done.store(d ? d->launch_tasks_done : nullptr, std::memory_order_release);
   g_installed.store(d != nullptr, std::memory_order_release);
+}
+
+void launch_tasks_done(uint64_t launch) {
+  if (auto f = g_tasks_done.load(std::memory_order_acquire)) f(launch);
 }
 
 namespace nccl_group {

@@ -35,6 +35,10 @@ void launch();
 void end();
 }  // namespace nccl_group
 
+// Tells the driver that every task of launch `launch` was started (contracts/nccl_plugin.h
+// launch_tasks_done); call with no lock held. Without the driver's hook, nothing.
+void launch_tasks_done(uint64_t launch);
+
 // The driver's hooks, null while none was handed over.
 using GpuClockFn = double (*)(int);
 using LaunchClockFn = double (*)(int, uint64_t);

@@ -316,14 +316,23 @@ void LaunchTags::stop(void* handle) {
   const bool group = decode(handle, group_api, &v);
   if (group || decode(handle, api, &v) || decode(handle, plan, &v)) {
     if (group) nccl_group::end();
-    std::lock_guard l(mu_);
-    // A plan's event ends after NCCL started every task of it (hostStreamPlanTask): its
-    // launch's task list is complete.
-    if (Node* p = node(handle, plan); p != nullptr && p->tag != 0) {
-      auto it = launches_.find(p->tag);
-      if (it != launches_.end()) it->second.tasks_done = true;
+    uint64_t done = 0;  // the launch whose tasks are now all known
+    {
+      std::lock_guard l(mu_);
+      // A plan's event ends after NCCL started every task of it (hostStreamPlanTask): its
+      // launch's task list is complete.
+      if (Node* p = node(handle, plan); p != nullptr && p->tag != 0) {
+        auto it = launches_.find(p->tag);
+        if (it != launches_.end() && !it->second.tasks_done) {
+          it->second.tasks_done = true;
+          done = p->tag;
+        }
+      }
+      retire(v);
     }
-    retire(v);
+    // Outside the lock: the driver may place (and wait to match) a send/recv kernel held for
+    // these tasks, and the peers' threads need the table meanwhile.
+    if (done != 0) launch_tasks_done(done);
   }
 }
 

@@ -79,6 +79,8 @@ class LaunchTags {
   bool describe(uint64_t tag, vgpu_nccl_launch* out) const;
   // The tasks (Coll and P2p events) of launch `tag` (contracts/nccl_plugin.h, launch_tasks):
   // 1 once its plan's event ended (every task started), 0 while more may come, -1: not known.
+  // When the plan's event ends, stop() tells the driver once (launch_tasks_done, outside mu_):
+  // the sim backend holds a larger communicator's send/recv kernel until then.
   int tasks(uint64_t tag, vgpu_nccl_task* out, int max, int* count) const;
 
   // Entries kept after NCCL stopped them (their children may still start later: a plan's tasks

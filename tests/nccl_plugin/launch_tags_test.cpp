@@ -565,6 +565,46 @@ TEST_F(LaunchTags, ALaunchTellsItsTasksBuffersOnceItsPlanEnded) {
   }
 }
 
+// The contract's launch_tasks_done: the plan's end tells the driver, once, that the launch's
+// tasks are all known (the sim backend holds a send/recv kernel of a larger communicator until
+// then: only its tasks name its peers), with no lock of the plugin held: the driver reads the
+// tasks from inside the call.
+std::vector<uint64_t> g_done;
+int g_done_count = -2;
+void tasks_done(uint64_t launch) {
+  g_done.push_back(launch);
+  vgpu_nccl_task t[4]{};
+  int n = 0;
+  g_done_count = plugin().side.launch_tasks(launch, t, 4, &n) == 1 ? n : -1;
+}
+
+TEST_F(LaunchTags, ThePlansEndTellsTheDriverThatItsLaunchsTasksAreKnown) {
+  for (bool v6 : {false, true}) {
+    g_done.clear();
+    g_done_count = -2;
+    driver_clocks().tasks_done = &tasks_done;
+    ASSERT_TRUE(hand_over_clocks());
+    Comm c(v6);
+    void* group = c.start(ncclProfileGroupApi, nullptr);
+    void* api = c.start(ncclProfileCollApi, group);
+    const uint64_t launch = c.launch(group);
+    void* plan = c.start(ncclProfileGroup, nullptr);
+    char a[16], b[64];
+    void* h = v6 ? coll_task<ncclProfilerEventDescr_v6_t>(c, profiler().v5, profiler().v6, api, plan, "AllGather", a, b, 4, 0)
+                 : coll_task<ncclProfilerEventDescr_v5_t>(c, profiler().v5, profiler().v6, api, plan, "AllGather", a, b, 4, 0);
+    Comm::stop(h);
+    Comm::stop(api);
+    EXPECT_TRUE(g_done.empty()) << "the plan has not ended: more tasks may come";
+    Comm::stop(plan);
+    EXPECT_EQ(g_done, std::vector<uint64_t>{launch}) << "v6 " << v6;
+    EXPECT_EQ(g_done_count, 1) << "the tasks are readable from inside the call";
+    Comm::stop(group);
+    EXPECT_EQ(g_done.size(), 1u) << "once per launch";
+    driver_clocks() = DriverClocks{};
+    ASSERT_TRUE(hand_over_clocks());
+  }
+}
+
 }  // namespace
 
 // The contract's local_ranks: how many of a communicator's ranks this process holds, counted

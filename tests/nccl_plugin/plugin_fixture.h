@@ -83,6 +83,8 @@ struct DriverClocks {
   void (*group_operation)(uint64_t, int) = nullptr;
   void (*group_launch)() = nullptr;
   void (*group_end)() = nullptr;
+  // The contract's launch_tasks_done.
+  void (*tasks_done)(uint64_t) = nullptr;
 };
 inline DriverClocks& driver_clocks() {
   static DriverClocks c;
@@ -101,7 +103,8 @@ inline bool hand_over_clocks() {
                             driver_clocks().group_begin,
                             driver_clocks().group_operation,
                             driver_clocks().group_launch,
-                            driver_clocks().group_end};
+                            driver_clocks().group_end,
+                            driver_clocks().tasks_done};
   vgpu_nccl_plugin_side out{};
   out.size = sizeof out;
   out.version = VGPU_NCCL_CONTRACT_VERSION;

@@ -14,6 +14,12 @@
 //   crossed: two threads, each sending 1 MiB to the other and then receiving as much, each call
 //            alone: both send first, which real NCCL completes below its buffer size (no
 //            computation; prints "rank <r> crossed <ms> ms")
+//   chain-threads, chain-procs: four stages on ONE communicator of four ranks (as four threads
+//            of this process, or as four processes like procs with WORLD_SIZE=4): stage 0
+//            computes, then sends to stage 1; stage r receives from r-1, then sends to r+1, each
+//            call alone (the warm-up likewise, along the chain)
+//   chain-group: the four stages driven by one thread, every stage's calls in one
+//            ncclGroupStart/End (a stage's receive and send then run together, in one kernel)
 // Prints "rank <r> busy <ms> ms" (the computing stage's computation by CUDA events), "rank <r> p2p
 // <ms> ms" (from an event recorded right before the send/receive to one right after it), then
 // "ok   pipeline" once every rank synchronized; exits non-zero on a failed call. The timing is
@@ -51,6 +57,7 @@ struct Rank {
 
 size_t g_count = 0;  // floats sent (set once in main, before any thread starts)
 int g_busy = 0;      // the rank that computes before its part of the exchange (likewise)
+int g_stages = 2;    // ranks of the communicator (likewise): 4 in the chain modes
 constexpr size_t kWork = size_t{1} << 28;  // floats stage 0 computes on (1 GiB, never touched on the host)
 
 int setup(Rank& r) {
@@ -124,6 +131,24 @@ int crossed(Rank& r) {
   return 0;
 }
 
+// Stage r of the chain: receives from r-1 (but stage 0), then sends to r+1 (but the last stage),
+// each call alone.
+int pass_on(Rank& r, size_t count) {
+  CHECK_CUDA(cudaSetDevice(r.rank));
+  if (r.rank > 0) CHECK_NCCL(ncclRecv(r.buf, count, ncclFloat, r.rank - 1, r.comm, r.stream));
+  if (r.rank + 1 < g_stages) CHECK_NCCL(ncclSend(r.buf, count, ncclFloat, r.rank + 1, r.comm, r.stream));
+  return 0;
+}
+
+int run_chain(Rank& r) {
+  if (setup(r) != 0 || pass_on(r, 256) != 0) return 1;
+  CHECK_CUDA(cudaStreamSynchronize(r.stream));
+  if (r.rank == g_busy && compute(r) != 0) return 1;
+  if (r.rank != g_busy && mark(r, r.before) != 0) return 1;
+  if (pass_on(r, g_count) != 0 || mark(r, r.after) != 0) return 1;
+  return report(r);
+}
+
 int run_rank(Rank& r) {
   if (setup(r) != 0 || warm_up(r) != 0) return 1;
   if (r.rank == g_busy && compute(r) != 0) return 1;
@@ -139,11 +164,13 @@ int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   g_count = (argc > 2 ? std::strtoull(argv[2], nullptr, 10) : 4) * (1u << 20) / sizeof(float);
   g_busy = argc > 3 && std::strcmp(argv[3], "late-receiver") == 0 ? 1 : 0;
-  if (mode == "procs") {
+  const bool chain = mode == "chain-threads" || mode == "chain-procs" || mode == "chain-group";
+  if (chain) g_stages = 4;
+  if (mode == "procs" || mode == "chain-procs") {
     const char* id_file = std::getenv("NCCL_ID_FILE");
     const int rank = std::atoi(std::getenv("RANK") ? std::getenv("RANK") : "-1");
-    if (id_file == nullptr || rank < 0 || rank > 1) {
-      std::printf("FAIL procs mode needs NCCL_ID_FILE and RANK 0 or 1\n");
+    if (id_file == nullptr || rank < 0 || rank >= g_stages) {
+      std::printf("FAIL procs modes need NCCL_ID_FILE and RANK 0 to %d\n", g_stages - 1);
       return 1;
     }
     ncclUniqueId id;
@@ -151,9 +178,50 @@ int main(int argc, char** argv) {
     Rank r;
     r.rank = rank;
     CHECK_CUDA(cudaSetDevice(rank));
-    CHECK_NCCL(ncclCommInitRank(&r.comm, 2, id, rank));
-    if (run_rank(r) != 0) return 1;
+    CHECK_NCCL(ncclCommInitRank(&r.comm, g_stages, id, rank));
+    if ((chain ? run_chain(r) : run_rank(r)) != 0) return 1;
     CHECK_NCCL(ncclCommDestroy(r.comm));
+    std::printf("ok   pipeline\n");
+    return 0;
+  }
+  if (mode == "chain-threads" || mode == "chain-group") {
+    Rank stages[4];
+    ncclComm_t comms[4];
+    const int devs[4] = {0, 1, 2, 3};
+    CHECK_NCCL(ncclCommInitAll(comms, 4, devs));
+    for (int i = 0; i < 4; ++i) {
+      stages[i].rank = i;
+      stages[i].comm = comms[i];
+    }
+    if (mode == "chain-group") {
+      for (Rank& r : stages)
+        if (setup(r) != 0) return 1;
+      for (size_t count : {size_t{256}, g_count}) {
+        if (count == g_count) {
+          if (compute(stages[0]) != 0) return 1;
+          for (int i = 1; i < 4; ++i)
+            if (mark(stages[i], stages[i].before) != 0) return 1;
+        }
+        CHECK_NCCL(ncclGroupStart());
+        for (Rank& r : stages)
+          if (pass_on(r, count) != 0) return 1;
+        CHECK_NCCL(ncclGroupEnd());
+        if (count == 256)
+          for (Rank& r : stages) CHECK_CUDA(cudaStreamSynchronize(r.stream));
+      }
+      for (Rank& r : stages)
+        if (mark(r, r.after) != 0) return 1;
+      for (Rank& r : stages)
+        if (report(r) != 0) return 1;
+    } else {
+      int rc[4] = {0, 0, 0, 0};
+      std::thread threads[4];
+      for (int i = 0; i < 4; ++i) threads[i] = std::thread([&, i] { rc[i] = run_chain(stages[i]); });
+      for (std::thread& t : threads) t.join();
+      for (int i = 0; i < 4; ++i)
+        if (rc[i] != 0) return 1;
+    }
+    for (ncclComm_t c : comms) CHECK_NCCL(ncclCommDestroy(c));
     std::printf("ok   pipeline\n");
     return 0;
   }
@@ -196,7 +264,7 @@ int main(int argc, char** argv) {
     for (Rank& r : ranks)
       if (report(r) != 0) return 1;
   } else {
-    std::printf("FAIL unknown mode '%s' (threads, group, procs, serial or crossed)\n", mode.c_str());
+    std::printf("FAIL unknown mode '%s' (threads, group, procs, serial, crossed, chain-threads or chain-procs)\n", mode.c_str());
     return 1;
   }
   for (ncclComm_t c : comms) CHECK_NCCL(ncclCommDestroy(c));

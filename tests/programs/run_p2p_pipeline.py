@@ -2,7 +2,8 @@
 to stage 1, which receives at once) through vgpu-run on the sim backend, and checks on the
 simulated timeline that the receive waited for the send (issue 23).
 
-Usage: run_p2p_pipeline.py MODE [late-receiver]   (threads, group, procs, serial or crossed: see the program;
+Usage: run_p2p_pipeline.py MODE [late-receiver]   (threads, group, procs, serial, crossed, chain-threads,
+chain-procs or chain-group: see the program;
 environment: VGPU_RUN, P2P_PROGRAM, COLLECTIVE_ESTIMATE, CUDA_LIB_DIR, and LAUNCHER,
 launch_ranks.py, for procs)
 
@@ -20,6 +21,15 @@ With late-receiver, stage 1 computes before its receive and stage 0 sends 16 MiB
 NCCL's Simple buffer): the send kernel starts no earlier than stage 1's computation ended (the
 receive's arrival) and ends no earlier than that plus the transfer; stage 0's CUDA events time
 its send across most of stage 1's computation. Before, it ended after the transfer time alone.
+With chain-threads / chain-procs (four stages on one communicator of four ranks, as threads or as
+processes: stage 0 computes, then sends 4 MiB to stage 1; stage r receives from r-1, then sends to
+r+1): stage r's receive starts no earlier than stage r-1's receive ended (stage 0's computation for
+stage 1), so stage 3's ends no earlier than the computation plus three transfers; every send/recv
+kernel lasts the model's time between its two GPUs; stage 3's CUDA events time its receive across
+most of stage 0's computation. Before, stage 3's receive started at its own arrival, near 0.
+With chain-group (one thread, every stage's calls in one group: a stage's receive and send run in
+one kernel, together), stage 1's kernel starts no earlier than stage 0's computation ended, and
+the others do not wait for it.
 With crossed (both ranks send 1 MiB first, then receive, each call alone: below NCCL's buffer a
 send must not wait for its receiver), the job must end well within the launch's wait limit, and
 each receive starts no earlier than the other rank's send.
@@ -60,6 +70,91 @@ def check_crossed(check, timeline):
     return 1 if check.failures else 0
 
 
+def estimate(env, nbytes, a, b):
+    """The model's send/recv time between GPUs a and b, us (collective_estimate)."""
+    return float(subprocess.run([env["COLLECTIVE_ESTIMATE"], "Send", str(nbytes), str(a), str(b)], capture_output=True,
+                                text=True, check=True).stdout)
+
+
+def check_chain_group(check, env, events, out, stages):
+    """One thread, every stage's calls in one group: each stage's kernel receives and sends at once,
+    so only stage 1's waits for stage 0's computation; the others meet their senders' arrivals."""
+    kernels = [e for e in events if e.get("ph") == "X"]
+    busy_end = max((e["ts"] + e["dur"] for e in kernels if e["pid"] == 0 and "busy" in e.get("name", "")),
+                   default=None)
+    recvs = {g: [e for e in kernels if e["pid"] == g and f"Recv {SMALL_BYTES} B" in e.get("name", "")]
+             for g in range(1, stages)}
+    check(busy_end is not None and all(len(r) == 1 for r in recvs.values()),
+          f"GPU 0's computation and one receiving kernel on each other GPU: {busy_end}, "
+          f"{[len(r) for r in recvs.values()]}")
+    if check.failures:
+        return 1
+    eps = 1e-3
+    model = estimate(env, SMALL_BYTES, 0, 1)
+    r1 = recvs[1][0]
+    print(f"     GPU 0's computation ends at {busy_end:.3f} us; GPU 1's kernel {r1['ts']:.3f} + {r1['dur']:.3f} us; "
+          + "; ".join(f"GPU {g}'s {recvs[g][0]['ts']:.3f} us" for g in range(2, stages)))
+    check(r1["ts"] >= busy_end - eps, f"GPU 1's receive starts after GPU 0's computation: {r1['ts']:.3f} >= "
+          f"{busy_end:.3f} us")
+    check(r1["ts"] + r1["dur"] >= busy_end + model - eps, f"and ends no earlier than it plus the transfer: "
+          f"{r1['ts'] + r1['dur']:.3f} >= {busy_end + model:.3f} us")
+    for g in range(2, stages):
+        check(recvs[g][0]["ts"] < busy_end, f"GPU {g}'s kernel, whose sender did not compute, does not wait for "
+              f"GPU 0: {recvs[g][0]['ts']:.3f} < {busy_end:.3f} us")
+    p2p_ms = re.findall(r"^rank 1 p2p ([0-9.]+) ms$", out, re.M)
+    busy_ms = re.findall(r"^rank 0 busy ([0-9.]+) ms$", out, re.M)
+    check(len(busy_ms) == 1 and len(p2p_ms) == 1 and float(p2p_ms[0]) >= 0.5 * float(busy_ms[0]),
+          f"GPU 1's CUDA events time its exchange across most of GPU 0's computation: {p2p_ms}, {busy_ms} ms")
+    return 1 if check.failures else 0
+
+
+def check_chain(check, env, events, out, stages):
+    """Stage r's receive waited for stage r-1's (for stage 1: stage 0's computation)."""
+    kernels = [e for e in events if e.get("ph") == "X"]
+    busy_end = max((e["ts"] + e["dur"] for e in kernels if e["pid"] == 0 and "busy" in e.get("name", "")),
+                   default=None)
+    sends = {g: [e for e in kernels if e["pid"] == g and f"[Send {SMALL_BYTES} B" in e.get("name", "")]
+             for g in range(stages)}
+    recvs = {g: [e for e in kernels if e["pid"] == g and f"[Recv {SMALL_BYTES} B" in e.get("name", "")]
+             for g in range(stages)}
+    check(busy_end is not None, "GPU 0's computation is on the timeline")
+    for g in range(stages):
+        check(len(sends[g]) == (1 if g + 1 < stages else 0) and len(recvs[g]) == (1 if g > 0 else 0),
+              f"GPU {g}: {len(sends[g])} send and {len(recvs[g])} receive kernel(s) of {SMALL_BYTES} B")
+    if check.failures:
+        return 1
+    eps = 1e-3  # us
+    ready = busy_end  # when stage g's data could leave stage g-1
+    total = 0.0
+    print(f"     GPU 0's computation ends at {busy_end:.3f} us")
+    for g in range(1, stages):
+        model = estimate(env, SMALL_BYTES, g - 1, g)
+        total += model
+        send, recv = sends[g - 1][0], recvs[g][0]
+        print(f"     stage {g}: GPU {g - 1}'s send {send['ts']:.3f} + {send['dur']:.3f} us, GPU {g}'s receive "
+              f"{recv['ts']:.3f} + {recv['dur']:.3f} us; the model's transfer {model:.3f} us")
+        check(abs(send["dur"] - model) < eps and abs(recv["dur"] - model) < eps,
+              f"stage {g}'s send and receive last the model's {model:.3f} us: {send['dur']:.3f}, {recv['dur']:.3f}")
+        check(recv["ts"] >= ready - eps, f"GPU {g}'s receive starts after its sender had the data: "
+              f"{recv['ts']:.3f} >= {ready:.3f} us")
+        check(send["ts"] + send["dur"] >= recv["ts"] - eps,
+              f"GPU {g - 1}'s send does not end before GPU {g}'s receive starts: {send['ts'] + send['dur']:.3f} >= "
+              f"{recv['ts']:.3f} us")
+        ready = recv["ts"] + recv["dur"]
+    check(ready >= busy_end + total - eps, f"the last stage's receive ends no earlier than the computation plus "
+          f"{stages - 1} transfers: {ready:.3f} >= {busy_end + total:.3f} us")
+    busy_ms = re.findall(r"^rank 0 busy ([0-9.]+) ms$", out, re.M)
+    p2p_ms = re.findall(rf"^rank {stages - 1} p2p ([0-9.]+) ms$", out, re.M)
+    check(len(busy_ms) == 1 and len(p2p_ms) == 1, f"the program timed the first and last stages: {busy_ms}, {p2p_ms}")
+    if busy_ms and p2p_ms:
+        check(float(p2p_ms[0]) * 1e3 >= total - eps and float(p2p_ms[0]) >= 0.5 * float(busy_ms[0]),
+              f"GPU {stages - 1}'s CUDA events time its receive at {float(p2p_ms[0]) * 1e3:.3f} us: the transfers "
+              f"({total:.3f} us) and most of GPU 0's computation ({float(busy_ms[0]) * 1e3:.3f} us)")
+    if check.failures:
+        print("\n".join(l for l in out.splitlines() if "NCCL INFO" not in l)[-4000:])
+    return 1 if check.failures else 0
+
+
 def main():
     mode = sys.argv[1]
     late = len(sys.argv) > 2 and sys.argv[2] == "late-receiver"
@@ -72,11 +167,12 @@ def main():
     timeline = os.path.join(work, "timeline.json")
     timelines = [timeline]
     run_args = ["--timeline", timeline]
-    if mode == "procs":
+    stages = 4 if mode.startswith("chain") else 2
+    if mode in ("procs", "chain-procs"):
         env["NCCL_ID_FILE"] = os.path.join(work, "nccl_id")
-        timelines = [os.path.join(work, f"timeline.{p}.json") for p in range(2)]
+        timelines = [os.path.join(work, f"timeline.{p}.json") for p in range(stages)]
         run_args = []
-        program = [sys.executable, env["LAUNCHER"], "--nproc-per-node", "2", "--timeout", str(TIMEOUT_S - 20),
+        program = [sys.executable, env["LAUNCHER"], "--nproc-per-node", str(stages), "--timeout", str(TIMEOUT_S - 20),
                    "--", "sh", "-c", f'VGPU_TIMELINE={work}/timeline.$RANK.json exec "$0" "$@"'] + program
     cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", *run_args, "--"] + program
     ran = run_checked(cmd, env, TIMEOUT_S)
@@ -84,7 +180,7 @@ def main():
         return 1
     out, check = ran
     oks = re.findall(r"^ok   pipeline$", out, re.M)
-    check(len(oks) == (2 if mode == "procs" else 1), f"every process ended its pipeline: {len(oks)}")
+    check(len(oks) == (stages if "procs" in mode else 1), f"every process ended its pipeline: {len(oks)}")
     if check.failures:
         print(out[-4000:])
         return 1
@@ -95,6 +191,10 @@ def main():
         with open(path) as f:
             data = json.load(f)
         events += data["traceEvents"] if isinstance(data, dict) else data
+    if mode == "chain-group":
+        return check_chain_group(check, env, events, out, stages)
+    if mode.startswith("chain"):
+        return check_chain(check, env, events, out, stages)
     kernels = [e for e in events if e.get("ph") == "X"]
     busy_end = max((e["ts"] + e["dur"] for e in kernels if e["pid"] == busy_gpu and "busy" in e.get("name", "")),
                    default=None)
@@ -105,8 +205,7 @@ def main():
           f"{busy_end}, {len(sends)}, {len(recvs)}")
     if check.failures:
         return 1
-    model = float(subprocess.run([env["COLLECTIVE_ESTIMATE"], "Send", str(BYTES), "0", "1"], capture_output=True,
-                                 text=True, check=True).stdout)
+    model = estimate(env, BYTES, 0, 1)
     send, recv = sends[0], recvs[0]
     eps = 1e-3  # us
     print(f"     GPU {busy_gpu}'s computation ends at {busy_end:.3f} us; send {send['ts']:.3f} + {send['dur']:.3f} us, "

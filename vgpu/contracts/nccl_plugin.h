@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 /* This header's version; a new slot, a changed struct or a changed meaning bumps it. */
-#define VGPU_NCCL_CONTRACT_VERSION 6u
+#define VGPU_NCCL_CONTRACT_VERSION 7u
 
 /* ---- What both sides describe ---------------------------------------------------------- */
 
@@ -125,6 +125,14 @@ typedef struct vgpu_nccl_driver_side {
   void (*nccl_group_operation)(uint64_t rank_comm, int all_reduce);
   void (*nccl_group_launch)(void);
   void (*nccl_group_end)(void);
+  /* Every task of NCCL kernel launch `launch` was started (NCCL ended the event of the launch's
+   * plan: launch_tasks returns 1 from now on). NCCL starts a plan's tasks right after its kernel
+   * launch returned, on the launching thread, before that thread's next CUDA call (or from its
+   * host stream, for graph-captured and persistent plans). The sim backend holds a send/recv
+   * kernel of a communicator of more than two ranks from its launch until this call, as only
+   * the tasks name its peers (vgpu/sim/exec/nccl_p2p.h). Called outside the plugin's locks,
+   * inside own_work_begin/end; may block while the driver waits for a peer. NULL: none. */
+  void (*launch_tasks_done)(uint64_t launch);
 } vgpu_nccl_driver_side;
 
 /* ---- What the plugin offers the driver ------------------------------------------------- */

@@ -50,12 +50,32 @@ void write_timeline() {
   }
 }
 
+// before_next_call's function: one load and a test on every call while none is set.
+thread_local void (*t_before_next_call)() = nullptr;
+
+void run_before_next_call(bool outermost) {
+  if (!outermost || t_before_next_call == nullptr) return;
+  void (*fn)() = t_before_next_call;
+  t_before_next_call = nullptr;  // the work may make driver calls of its own
+  fn();
+}
+
 }  // namespace
 
 
-void enter_call() { this_thread_clock().enter(); }
+void enter_call() {
+  const bool outermost = !this_thread_clock().inside();
+  this_thread_clock().enter();
+  run_before_next_call(outermost);
+}
 void enter_neutral_call() { this_thread_clock().enter_neutral(); }
-void enter_query_call() { this_thread_clock().enter_query(); }
+void enter_query_call() {
+  const bool outermost = !this_thread_clock().inside();
+  this_thread_clock().enter_query();
+  run_before_next_call(outermost);
+}
+
+void before_next_call(void (*fn)()) { t_before_next_call = fn; }
 
 void leave_call() {
   // The clock will only creep from here until the thread's next call: a valid floor.

@@ -43,6 +43,15 @@ using CallScope = BasicCallScope<enter_call>;
 using NeutralCallScope = BasicCallScope<enter_neutral_call>;
 using QueryCallScope = BasicCallScope<enter_query_call>;
 
+// Work the calling thread must finish before its next driver call does anything (a send/recv
+// kernel held from its launch until NCCL names its peers, sim/exec/nccl_p2p.h): `fn` runs once,
+// inside the thread's next outermost enter_call or enter_query_call, before the call's own work.
+// Not at a neutral call: the NCCL profiler's callbacks, which bring what the work waits for,
+// bracket themselves as neutral calls. Outermost: outside NCCL's group too, which the host cost
+// model brackets as one call (timing/nccl_group_hooks.h). A thread holds one such function;
+// setting it again replaces it (callers keep their own list).
+void before_next_call(void (*fn)());
+
 // The calling thread's virtual clock, seconds.
 double now();
 // Whether the calling thread is inside a driver call (a CallScope is open).

@@ -1,15 +1,17 @@
 // NCCL kernels on the sim backend, timed by the collective model (nccl_collectives.h says how:
-// the ranks of a collective meet; a two-rank send/recv meets its peer in nccl_p2p.h; other
-// send/recv and graph-captured kernels meet no other rank).
+// the ranks of a collective meet; a send/recv meets its peers in nccl_p2p.h, on a communicator of
+// more than two ranks once its tasks named them; graph-captured kernels meet no other rank).
 #include "sim/exec/nccl_collectives.h"
 
 #include <algorithm>
 #include <array>
+#include <cstring>
 
 #include "common/log.h"
 #include "common/settings.h"
 #include "sim/core/driver_state.h"
 #include "sim/exec/module_registry.h"
+#include "sim/exec/nccl_reduce.h"
 #include "sim/exec/stream.h"
 #include "sim/core/context.h"
 #include "sim/core/virtual_clock.h"
@@ -33,6 +35,28 @@ std::string operations_text(const vgpu_nccl_launch& got) {
                         std::string_view(got.op[i].func, strnlen(got.op[i].func, sizeof got.op[i].func)), got.op[i].bytes);
   return what;
 }
+
+// Whether launch `got` sends to or receives from another rank (its Send/Recv operations).
+bool exchanges_with_others(const vgpu_nccl_launch& got) {
+  for (int i = 0; i < std::min(got.count, VGPU_NCCL_MAX_OPERATIONS); ++i) {
+    const std::string_view func = nccl_data::field(got.op[i].func, sizeof got.op[i].func);
+    if ((func == "Send" || func == "Recv") && got.op[i].peers > 0) return true;
+  }
+  return false;
+}
+
+// The bytes of a Send or Recv task (its count of its datatype); 0 when the datatype is not known.
+uint64_t task_bytes(const vgpu_nccl_task& t) {
+  vgpu_nccl_task as = t;  // sizes() knows a copy's size by its datatype: an all-gather of one rank
+  std::strncpy(as.func, "AllGather", sizeof as.func);
+  size_t post = 0, recv = 0;
+  return nccl_data::sizes(as, 1, 0, &post, &recv) ? post : 0;
+}
+
+// The send/recv kernels the calling thread launched that are held for their tasks (by launch
+// tag; some may have been placed by their tasks' arrival since): placed, whatever is known of
+// them, before the thread's next driver call (vclock::before_next_call).
+thread_local std::vector<uint64_t> t_deferred;
 
 // The ranks of `got`'s communicator this process holds (its plugin's open contexts); 0: unknown.
 int local_ranks_of(const vgpu_nccl_plugin_side* plugin, const vgpu_nccl_launch& got) {
@@ -96,13 +120,25 @@ void group_launch() {
 // 0: not known (the plugin's hooks were not handed over yet when the calls were made).
 int thread_group_ranks() { return static_cast<int>(t_group.contexts.size()); }
 
+// The backend's collectives, for the hooks below (null before the driver is initialised).
+NcclCollectives* backend_collectives() {
+  DriverState* d = DriverState::get();
+  return d == nullptr ? nullptr : &d->modules().nccl();
+}
+void launch_tasks_done(uint64_t tag) {
+  if (NcclCollectives* c = backend_collectives()) c->tasks_done(tag);
+}
+void flush_held_p2p() {
+  if (NcclCollectives* c = backend_collectives()) c->flush_thread();
+}
+
 }  // namespace
 
 NcclCollectives::NcclCollectives(DriverState& driver)
     : driver_(driver),
       plugin_(vgpu_nccl_driver_side{0, 0, nullptr, nullptr, &current_device, &current_global_gpu,
                                     &vclock::enter_neutral_call, &vclock::leave_call, &GroupHooks::begin,
-                                    &group_operation, &group_launch, &GroupHooks::end}),
+                                    &group_operation, &group_launch, &GroupHooks::end, &launch_tasks_done}),
       data_(driver.memory()),
       p2p_(driver) {}
 NcclCollectives::~NcclCollectives() = default;
@@ -232,6 +268,127 @@ bool NcclCollectives::p2p_peers(const vgpu_nccl_launch& got, NcclP2p::Launch* l)
   return true;
 }
 
+bool NcclCollectives::defer(CUstream stream, bool per_thread, uint64_t tag, const vgpu_nccl_launch& got, int device,
+                            int local, NcclP2p::Launch base, Work& k, CUresult* rc) {
+  const vgpu_nccl_plugin_side* plugin = plugin_.plugin();
+  if (plugin == nullptr || plugin->launch_tasks == nullptr || local <= 0) return false;
+  uint64_t arrival = 0;
+  if (CUresult r = p2p_.arrive(stream, per_thread, &arrival); r != CUDA_SUCCESS) {
+    *rc = r;
+    return true;
+  }
+  if (arrival == 0) return false;
+  {
+    std::lock_guard l(mu_);
+    deferred_[tag] = Deferred{stream, per_thread, arrival, std::move(k), got, device, local, std::move(base)};
+  }
+  t_deferred.push_back(tag);
+  vclock::before_next_call(&flush_held_p2p);
+  *rc = CUDA_SUCCESS;
+  // Its tasks may all be known already (a plan run before its launch returned): no call will
+  // tell of them again.
+  int count = 0;
+  if (plugin->launch_tasks(tag, nullptr, 0, &count) == 1)
+    if (auto d = take_deferred(tag)) place_deferred(tag, std::move(*d), nullptr);
+  return true;
+}
+
+std::optional<NcclCollectives::Deferred> NcclCollectives::take_deferred(uint64_t tag) {
+  std::lock_guard l(mu_);
+  auto it = deferred_.find(tag);
+  if (it == deferred_.end()) return std::nullopt;
+  Deferred d = std::move(it->second);
+  deferred_.erase(it);
+  return d;
+}
+
+void NcclCollectives::tasks_done(uint64_t tag) {
+  if (auto d = take_deferred(tag)) {
+    place_deferred(tag, std::move(*d), nullptr);
+    return;
+  }
+  // Placed on its own already (its thread called the driver first): its peers still get its
+  // arrivals, and the counts of each direction stay in step.
+  std::optional<Flushed> f;
+  {
+    std::lock_guard l(mu_);
+    if (auto it = flushed_.find(tag); it != flushed_.end()) {
+      f = std::move(it->second);
+      flushed_.erase(it);
+    }
+  }
+  if (f && peers_of(tag, &f->base)) p2p_.post_late(f->base, f->arrival);
+}
+
+bool NcclCollectives::peers_of(uint64_t tag, NcclP2p::Launch* l) {
+  const vgpu_nccl_plugin_side* plugin = plugin_.plugin();
+  std::array<vgpu_nccl_task, VGPU_NCCL_MAX_TASKS> tasks{};
+  int count = 0;
+  if (plugin == nullptr || plugin->launch_tasks(tag, tasks.data(), static_cast<int>(tasks.size()), &count) != 1)
+    return false;
+  // The peers its tasks name, with the bytes of each (the k-th launch of each direction
+  // matches, as for two ranks; a send past NCCL's buffer waits for its receiver).
+  for (int i = 0; i < std::min(count, static_cast<int>(tasks.size())); ++i) {
+    const vgpu_nccl_task& t = tasks[i];
+    const std::string_view func = nccl_data::field(t.func, sizeof t.func);
+    const bool send = func == "Send";
+    if ((!send && func != "Recv") || t.peer < 0 || t.peer >= l->nranks || t.peer == l->rank) continue;
+    std::vector<int>& peers = send ? l->send_to : l->receive_from;
+    std::vector<uint64_t>& sizes = send ? l->send_sizes : l->receive_sizes;
+    const auto at = std::find(peers.begin(), peers.end(), t.peer);
+    if (at == peers.end()) {
+      peers.push_back(t.peer);
+      sizes.push_back(task_bytes(t));
+    } else {
+      sizes[at - peers.begin()] += task_bytes(t);
+    }
+  }
+  return true;
+}
+
+void NcclCollectives::flush_thread() {
+  std::vector<uint64_t> tags;
+  tags.swap(t_deferred);
+  for (uint64_t tag : tags)
+    if (auto d = take_deferred(tag))
+      place_deferred(tag, std::move(*d), "its NCCL tasks were not all started before its thread's next driver call");
+}
+
+void NcclCollectives::place_deferred(uint64_t tag, Deferred d, const char* why) {
+  NcclP2p::Launch l = std::move(d.base);
+  const bool known = peers_of(tag, &l);
+  if (!known || !NcclP2p::matched(l)) {
+    if (!known) {
+      log::once(log::Level::warn, "sim-nccl-p2p-tasks",
+                fmt::format("sim nccl: a send/recv kernel of a communicator of more than two ranks meets no other "
+                            "rank: {}", why != nullptr ? why : "its NCCL tasks are not known"));
+      {
+        std::lock_guard lock(mu_);
+        flushed_[tag] = Flushed{d.arrival, l};
+        while (flushed_.size() > NcclP2p::kMaxKept) flushed_.erase(flushed_.begin());  // tags only grow
+      }
+      p2p_.place_alone(d.stream, d.per_thread, d.arrival, std::move(d.kernel));
+      // The tasks may have come in between (from another thread), their call finding no record
+      // yet: whoever takes the record posts its arrivals.
+      const vgpu_nccl_plugin_side* plugin = plugin_.plugin();
+      int count = 0;
+      if (plugin != nullptr && plugin->launch_tasks(tag, nullptr, 0, &count) == 1) tasks_done(tag);
+      return;
+    }
+    p2p_.place_alone(d.stream, d.per_thread, d.arrival, std::move(d.kernel));
+    return;
+  }
+  // Timed between this rank's GPU and the slowest of the GPUs its tasks name.
+  std::vector<int> peers = l.send_to;
+  for (int r : l.receive_from)
+    if (std::find(peers.begin(), peers.end(), r) == peers.end()) peers.push_back(r);
+  const std::vector<simcore::CollectiveCall> calls = modelled_calls(d.got, d.device, d.local_ranks, peers);
+  if (!calls.empty()) d.kernel.duration_s = duration(driver_.cluster(), calls);
+  log::debug("sim nccl: rank {}/{} of comm {:x}: send/recv launch {} meets {} sender(s) and {} receiver(s) ({:.3f} us)",
+             l.rank, l.nranks, l.comm, tag, l.receive_from.size(), l.send_to.size(), d.kernel.duration_s * 1e6);
+  p2p_.meet(d.stream, d.per_thread, l, std::move(d.kernel), d.arrival, true);
+}
+
 bool NcclCollectives::drives_one_gpu() const {
   int used = 0;
   for (int d = 0; d < driver_.device_count() && used < 2; ++d) used += driver_.contexts().live_contexts(d) > 0;
@@ -296,17 +453,24 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     }
     // A send/recv whose peers the launch names meets them: a receive starts after the matching
     // send's arrival, a send past NCCL's buffer after its receive's (nccl_p2p.h).
+    // A larger communicator's launch names no peer until its tasks come, right after the launch
+    // returns: the kernel is held until then (its arrival placed now).
     NcclP2p::Launch l;
-    if (p2p_peers(got, &l)) {
+    const bool two = p2p_peers(got, &l);
+    if (two || (got.nranks > 2 && got.rank >= 0 && got.rank < got.nranks && exchanges_with_others(got))) {
+      l.comm = got.comm_id;
+      l.nranks = got.nranks;
+      l.rank = got.rank;
       l.gpu = driver_.global_gpu(p.function->device);
       const int local = local_ranks_of(plugin, got);
       l.peer_here = local >= got.nranks;
       l.thread_ranks = thread_group_ranks();
       l.one_gpu = drives_one_gpu();
-      if (local > 0 && NcclP2p::matched(l)) {
+      if (two && local > 0 && NcclP2p::matched(l)) {
         *rc = p2p_.submit(stream, per_thread, l, std::move(k));
         return true;
       }
+      if (!two && defer(stream, per_thread, tag, got, p.function->device, local, std::move(l), k, rc)) return true;
     }
     *rc = streams.submit(stream, std::move(k), per_thread);
     return true;

@@ -8,10 +8,11 @@
 // inside the launch and asks the launch's description (describe_launch of the plugin contract,
 // contracts/nccl_plugin.h). Without the profiler NCCL kernels keep the fallback duration.
 // Send/recv kernels (their group's P2pApi calls) and kernels captured into a CUDA graph last the
-// model's time for what the launch does. A two-rank communicator's receive starts after its
-// matching send's arrival (nccl_p2p.h); other send/recv kernels and graph replays start on their
-// own, meeting no other rank: a larger communicator's send/recv names its peers only in tasks
-// NCCL starts after the launch, and a replay has no rendezvous.
+// model's time for what the launch does. A receive starts after its matching send's arrival
+// (nccl_p2p.h): on a two-rank communicator at the launch; on a larger one the kernel is held from
+// the launch until NCCL's tasks name its peers (the plugin's launch_tasks_done, right after the
+// launch; at the latest the thread's next driver call, when it meets no other rank). Graph
+// replays start on their own: a replay has no rendezvous.
 //
 // Matching ranks: NCCL launches the kernels of one communicator in the same order on every
 // rank, so the k-th NCCL launch of each rank on communicator c is one collective. The ranks of
@@ -80,6 +81,14 @@ class NcclCollectives {
   // The driver's half of the plugin contract (the sim backend's side: its current device).
   contracts::NcclPluginClient& plugin() { return plugin_; }
 
+  // The plugin's launch_tasks_done (contracts/nccl_plugin.h): every task of launch `tag` was
+  // started. A send/recv kernel held for them (a communicator of more than two ranks) meets the
+  // peers they name now.
+  void tasks_done(uint64_t tag);
+  // Places every send/recv kernel the calling thread launched and still holds for its tasks
+  // (they did not come before the thread's next driver call: vclock::before_next_call).
+  void flush_thread();
+
   // The model's duration of the calls of one launch.
   static double duration(const simcore::ClusterSpec& cluster, const std::vector<simcore::CollectiveCall>& calls);
 
@@ -119,6 +128,34 @@ class NcclCollectives {
   // rank of a two-rank communicator. False otherwise.
   static bool p2p_peers(const vgpu_nccl_launch& got, NcclP2p::Launch* l);
 
+  // A send/recv kernel of a communicator of more than two ranks, held from its launch (its
+  // arrival op placed) until its tasks name its peers (nccl_p2p.h).
+  struct Deferred {
+    CUstream stream = nullptr;
+    bool per_thread = false;
+    uint64_t arrival = 0;
+    Work kernel;
+    vgpu_nccl_launch got{};  // the launch as described at the launch
+    int device = 0;
+    int local_ranks = 0;
+    NcclP2p::Launch base;  // its communicator, rank and threads; no peers yet
+  };
+  // Holds kernel `k` of send/recv launch `tag` for its tasks; false when it cannot be (the plugin
+  // cannot tell them, or no arrival was placed): the caller submits it as before.
+  bool defer(CUstream stream, bool per_thread, uint64_t tag, const vgpu_nccl_launch& got, int device, int local,
+             NcclP2p::Launch base, Work& k, CUresult* rc);
+  // Places held launch `tag`: meeting the peers its tasks name once they are all known, else on
+  // its own (`why`: the log's reason).
+  void place_deferred(uint64_t tag, Deferred d, const char* why);
+  std::optional<Deferred> take_deferred(uint64_t tag);
+  // The peers launch `tag`'s tasks name (into l's send_to / receive_from and sizes); false while
+  // its tasks are not all known.
+  bool peers_of(uint64_t tag, NcclP2p::Launch* l);
+  struct Flushed {  // a held kernel placed on its own before its tasks came
+    uint64_t arrival = 0;
+    NcclP2p::Launch base;
+  };
+
   // True when this process has contexts on one GPU only, so that it holds at most one rank of
   // any communicator and may wait for the other processes' ranks without waiting for itself.
   bool drives_one_gpu() const;
@@ -138,6 +175,8 @@ class NcclCollectives {
   std::map<std::pair<uint64_t, uint64_t>, Pending> pending_;  // (comm, k) -> the collective
   std::map<uint64_t, bool> one_thread_;  // comm -> its last complete collective came from one thread
   std::map<std::pair<uint64_t, int>, uint64_t> last_p2p_;  // (comm, rank) -> its latest send/recv launch
+  std::map<uint64_t, Deferred> deferred_;  // by launch tag: send/recv kernels held for their tasks
+  std::map<uint64_t, Flushed> flushed_;    // by launch tag: placed before their tasks came (the latest)
 };
 
 }  // namespace vgpu

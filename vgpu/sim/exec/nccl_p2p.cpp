@@ -54,27 +54,78 @@ void NcclP2p::post(const Key& key, uint64_t event, std::vector<std::shared_ptr<H
   if (--h->missing == 0) ready->push_back(std::move(h));
 }
 
-void NcclP2p::place(Held& h) {
+void NcclP2p::place(Held& h) { place_alone(h.stream, h.per_thread, h.arrival, std::move(h.kernel)); }
+
+void NcclP2p::place_alone(CUstream stream, bool per_thread, uint64_t arrival, Work k) {
   StreamManager& streams = driver_.streams();
   // Right after its own arrival when nothing came behind it since (the group pattern: NCCL
-  // launches every kernel of the group before it touches the streams again); else at the end.
-  if (streams.append_after_last(h.arrival, h.kernel)) return;
+  // launches every kernel of the group before it touches the streams again; a kernel held for
+  // its tasks is placed before its thread's next driver call); else at the end.
+  if (arrival != 0 && streams.append_after_last(arrival, k)) return;
   log::debug("sim nccl: a held send/recv kernel goes behind the work its stream got meanwhile");
-  if (streams.submit(h.stream, std::move(h.kernel), h.per_thread) != CUDA_SUCCESS)
+  if (streams.submit(stream, std::move(k), per_thread) != CUDA_SUCCESS)
     log::debug("sim nccl: a held send/recv kernel's stream is gone");
 }
 
-CUresult NcclP2p::submit(CUstream stream, bool per_thread, const Launch& l, Work k) {
-  StreamManager& streams = driver_.streams();
-
-  // Arrival: where this rank's kernel would start on its own.
-  uint64_t arrival = 0;
+CUresult NcclP2p::arrive(CUstream stream, bool per_thread, uint64_t* arrival) {
+  // Where this rank's kernel would start on its own.
+  *arrival = 0;
   Work a;
   a.kind = Work::Kind::other;
   a.label = "nccl p2p arrival";
-  a.on_timeline = [&arrival](uint64_t e) { arrival = e; };
-  if (CUresult r = streams.submit(stream, std::move(a), per_thread); r != CUDA_SUCCESS) return r;
-  if (arrival == 0) return streams.submit(stream, std::move(k), per_thread);
+  a.on_timeline = [arrival](uint64_t e) { *arrival = e; };
+  return driver_.streams().submit(stream, std::move(a), per_thread);
+}
+
+void NcclP2p::count(const Launch& l, std::vector<Key>* posts, std::vector<Key>* needs) {
+  for (size_t i = 0; i < l.send_to.size(); ++i) {
+    const int peer = l.send_to[i];
+    const uint64_t bytes = i < l.send_sizes.size() ? l.send_sizes[i] : l.send_bytes;
+    const uint64_t n = sends_[{l.comm, l.rank, peer}]++;
+    posts->emplace_back(l.comm, l.rank, peer, n, false);
+    if (bytes > kCreditBytes) needs->emplace_back(l.comm, l.rank, peer, n, true);
+  }
+  for (size_t i = 0; i < l.receive_from.size(); ++i) {
+    const int peer = l.receive_from[i];
+    const uint64_t bytes = i < l.receive_sizes.size() ? l.receive_sizes[i] : l.receive_bytes;
+    const uint64_t n = receives_[{l.comm, peer, l.rank}]++;
+    needs->emplace_back(l.comm, peer, l.rank, n, false);
+    if (bytes > kCreditBytes) posts->emplace_back(l.comm, peer, l.rank, n, true);
+  }
+}
+
+void NcclP2p::post_late(const Launch& l, uint64_t arrival) {
+  if (arrival == 0 || !matched(l)) return;
+  std::vector<Key> posts, needs;
+  std::vector<std::shared_ptr<Held>> ready;
+  {
+    std::lock_guard lock(mu_);
+    count(l, &posts, &needs);  // its needs go unmet: the kernel is placed already
+    if (l.peer_here)
+      for (const Key& key : posts) post(key, arrival, &ready);
+  }
+  for (auto& h : ready) place(*h);
+  if (l.peer_here) return;
+  const auto at = driver_.engine().query(arrival);
+  for (const Key& key : posts) {
+    const auto& [comm, src, dst, n, receive] = key;
+    exchange_.post_arrival(comm, src, dst, n, receive, at ? at->start : 0);
+  }
+}
+
+CUresult NcclP2p::submit(CUstream stream, bool per_thread, const Launch& l, Work k) {
+  uint64_t arrival = 0;
+  if (CUresult r = arrive(stream, per_thread, &arrival); r != CUDA_SUCCESS) return r;
+  return meet(stream, per_thread, l, std::move(k), arrival, false);
+}
+
+CUresult NcclP2p::meet(CUstream stream, bool per_thread, const Launch& l, Work k, uint64_t arrival, bool held) {
+  StreamManager& streams = driver_.streams();
+  if (arrival == 0) {
+    if (!held) return streams.submit(stream, std::move(k), per_thread);
+    place_alone(stream, per_thread, arrival, std::move(k));
+    return CUDA_SUCCESS;
+  }
   k.also_after.push_back(arrival);
   simcore::Engine& engine = driver_.engine();
   double arrival_t = 0;
@@ -90,16 +141,7 @@ CUresult NcclP2p::submit(CUstream stream, bool per_thread, const Launch& l, Work
     std::lock_guard lock(mu_);
     const bool same_thread = peer_on_this_thread(l);
     thread_of_[{l.comm, l.rank}] = std::this_thread::get_id();
-    for (int peer : l.send_to) {
-      const uint64_t n = sends_[{l.comm, l.rank, peer}]++;
-      posts.emplace_back(l.comm, l.rank, peer, n, false);
-      if (l.send_bytes > kCreditBytes) needs.emplace_back(l.comm, l.rank, peer, n, true);
-    }
-    for (int peer : l.receive_from) {
-      const uint64_t n = receives_[{l.comm, peer, l.rank}]++;
-      needs.emplace_back(l.comm, peer, l.rank, n, false);
-      if (l.receive_bytes > kCreditBytes) posts.emplace_back(l.comm, peer, l.rank, n, true);
-    }
+    count(l, &posts, &needs);
     if (l.peer_here) {
       for (const Key& key : posts) post(key, arrival, &ready);
       for (const Key& key : needs) {
@@ -179,6 +221,10 @@ CUresult NcclP2p::submit(CUstream stream, bool per_thread, const Launch& l, Work
       gate.label = "nccl p2p: the peer arrived";
       if (const simcore::EventId g = engine.add_task(gate); g != simcore::kNoEvent) k.also_after.push_back(g);
     }
+  }
+  if (held) {
+    place_alone(stream, per_thread, arrival, std::move(k));
+    return CUDA_SUCCESS;
   }
   return streams.submit(stream, std::move(k), per_thread);
 }

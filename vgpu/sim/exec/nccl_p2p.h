@@ -3,19 +3,37 @@
 // kernel then lasts the model's time for its transfers (nccl_collectives.h, timed_alone).
 //
 // Matching: NCCL pairs the k-th send from rank A to rank B of a communicator with the k-th
-// receive on B from A. Here a launch is one unit per direction (a launch that sends to its peer
-// counts one send, whatever number of calls it holds; likewise receives), which matches as long
-// as both sides group their calls alike (the pipeline and ring patterns do). Only two-rank
-// communicators are matched (the pipeline stages' pairs, PyTorch's send/recv communicators): the
-// peer is then the other rank, known at the launch; on larger communicators the peers are named
-// only by the P2p tasks NCCL starts after the launch returned, on the launching thread, when the
-// kernel's virtual place is already taken, so those kernels keep meeting no other rank. Not even
-// an all-to-all's (a call to every rank, its own share included, would name every other rank):
-// PyTorch leaves out the calls of zero bytes of an uneven split, so ranks of one all-to-all would
-// tell it apart differently, and a rank that took it for one would wait for a send that its peer,
-// which did not, never posts. The same counting of calls reads a two-rank launch's call to the
-// rank itself as one to its peer: a rank exchanging with itself alone, its peer launching nothing,
-// waits out kTimeoutS (an all-to-all of two ranks where one has nothing to send to anyone).
+// receive on B from A. Here a launch is one unit per direction (a launch that sends to a peer
+// counts one send to it, whatever number of calls it holds; likewise receives), which matches as
+// long as both sides group their calls alike (the pipeline and ring patterns do).
+// Who the peers are:
+// - a two-rank communicator (the pipeline stages' pairs, PyTorch's send/recv communicators): the
+//   other rank, known at the launch, which is matched at once (submit). The same counting of
+//   calls reads a two-rank launch's call to the rank itself as one to its peer: a rank exchanging
+//   with itself alone, its peer launching nothing, waits out kTimeoutS (an all-to-all of two ranks
+//   where one has nothing to send to anyone).
+// - a larger communicator (torch.distributed.pipelining, Megatron's batch_isend_irecv on a PP
+//   group of 4 or 8): only the launch's P2p tasks name the peers, and NCCL starts them after the
+//   launch returned (hostStreamPlanTask, on the launching thread, before its next CUDA call).
+//   So the launch places only its arrival op (arrive), and the kernel is held until the plugin
+//   says the tasks are all known (contracts/nccl_plugin.h launch_tasks_done, when the plan's
+//   profiler event ends); it then meets the peers the tasks name, with each one's bytes (meet,
+//   nccl_collectives.h). Held kernels are placed right after their own arrival: nothing of the
+//   thread can come between, because a held kernel is placed at the latest at the start of its
+//   thread's next driver call (vclock::before_next_call; an event recorded right after the
+//   launch comes after it; "next" is outside NCCL's call, whose group the driver brackets as
+//   one call of the thread's clock: NCCL's own calls after its launches, such as its event
+//   record on the launch stream, would come before a kernel still held then, which only the
+//   host-stream path leaves so). There, when the tasks did not come first (NCCL's host-stream path,
+//   which it takes while a CUDA graph of the communicator's is running, or an NCCL that starts
+//   them later), it is placed on its own, as before (one log line), with no wait; when its tasks
+//   come after all (from the host stream), its arrivals are posted then (post_late), so that a
+//   peer that met them does not wait kTimeoutS for it nor match later launches with the wrong
+//   one (a peer that waits meanwhile waits in real time until then). Another thread that
+//   synchronizes with the stream in between may see the stream without it. An all-to-all is
+//   matched too: its tasks name each peer with its bytes (PyTorch leaves out the calls of zero
+//   bytes of an uneven split on both sides alike). Its calls at the launch would not do: they
+//   name no peer, and ranks of one uneven all-to-all would tell it apart differently.
 //
 // A send of more than kCreditBytes waits for its receiver as well (NCCL's Simple protocol: past
 // the receiver's buffer the sender needs the receiver's credits): it starts no earlier than the
@@ -23,11 +41,12 @@
 // into the receiver's buffers without it, and two ranks that both send first complete in real
 // NCCL; so must they here). Both sides decide alike: the receive knows the message's size too.
 //
-// Why at the launch: the sim backend places a kernel on its stream's timeline when it is
-// submitted, and the program may record an event or synchronize right after; a kernel placed
-// later (the data mover runs when the stream reaches it) would come after that work. So each
-// launch first posts its own arrival (an "arrival" op on its stream: the send's, and the
-// receive's when the message is large), then gets the arrivals it waits for before it returns:
+// Why at the launch (or, held, before the thread's next call): the sim backend places a kernel on
+// its stream's timeline when it is submitted, and the program may record an event or synchronize
+// right after; a kernel placed later (the data mover runs when the stream reaches it) would come
+// after that work. So each launch first posts its own arrival (an "arrival" op on its stream:
+// the send's, and the receive's when the message is large), then gets the arrivals it waits for
+// before it returns (a held kernel: before the plugin's call returns):
 // - peer in this process, driven by another thread: it waits (real time, at most kTimeoutS) for
 //   the peer's launch to post them, and starts after those ops;
 // - peer in this process, driven by this thread (one thread driving both ranks in an NCCL group,
@@ -74,6 +93,7 @@ class NcclP2p {
     std::vector<int> receive_from;  // ...receives from
     uint64_t send_bytes = 0;        // what it sends to each
     uint64_t receive_bytes = 0;     // what it receives from each
+    std::vector<uint64_t> send_sizes, receive_sizes;  // per peer of send_to / receive_from, when they differ
     bool peer_here = false;         // its peers live in this process (false: each in another one)
     int thread_ranks = 1;        // the ranks the calling thread's NCCL group names (profiler contexts); 0: not known
     bool one_gpu = false;        // this process drives one GPU (one rank of any communicator)
@@ -94,6 +114,22 @@ class NcclP2p {
   // CUDA_SUCCESS also when the kernel is held for a launch this thread makes later.
   CUresult submit(CUstream stream, bool per_thread, const Launch& l, Work k);
 
+  // submit() in two halves, for a kernel held from its launch until its peers are known (a
+  // communicator of more than two ranks, see the header): its arrival op on `stream` at the
+  // launch (*arrival: its simcore event, 0 when the stream placed none)...
+  CUresult arrive(CUstream stream, bool per_thread, uint64_t* arrival);
+  // ...and later the kernel right after that arrival (at the stream's end if work came behind
+  // it meanwhile), meeting the peers `l` names; `held`: placed after the launch returned.
+  CUresult meet(CUstream stream, bool per_thread, const Launch& l, Work k, uint64_t arrival, bool held);
+  // Places held kernel `k` right after its arrival op `arrival` (at its stream's end if work
+  // came behind it meanwhile), meeting no other rank.
+  void place_alone(CUstream stream, bool per_thread, uint64_t arrival, Work k);
+  // For a kernel placed on its own before its peers were known (its arrival op `arrival`), once
+  // they are (`l`): counts its sends and receives and posts its arrivals, as meet() would have,
+  // so that its peers, which may have met theirs, neither wait for it nor match it with the
+  // wrong launch; waits for nothing.
+  void post_late(const Launch& l, uint64_t arrival);
+
   // How long (real time) a receive waits for its send's launch: as long as a collective's ranks
   // wait for each other (nccl_collectives.cpp).
   static constexpr double kTimeoutS = 600;
@@ -111,6 +147,9 @@ class NcclP2p {
     Work kernel;
     int missing = 0;  // arrivals not posted yet
   };
+  // Counts launch `l`'s sends and receives (the k-th of each direction) into the arrivals it
+  // posts and those it waits for. Under mu_.
+  void count(const Launch& l, std::vector<Key>* posts, std::vector<Key>* needs);
   // Places held kernel `h` (its awaited arrivals among its also_after) after its own arrival.
   void place(Held& h);
   // Posts arrival op `event` under `key` in this process: it goes to the held kernel waiting
