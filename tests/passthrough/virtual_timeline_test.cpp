@@ -49,21 +49,86 @@ void expect_placed_alike(VirtualTimeline& elided, VirtualTimeline& full, std::ve
   }
 }
 
-// Every stream's tail (each of `contexts`' legacy stream and `handles` 1-3) finishes alike on the
-// two timelines.
-void expect_tails_alike(VirtualTimeline& a, VirtualTimeline& b, const int (&contexts)[2], int (&handles)[4],
-                        uint32_t seed) {
-  for (const int& c : contexts)
-    for (int q = 0; q < 4; ++q) {
-      const StreamKey k{&c, q == 0 ? nullptr : &handles[q]};
-      const OpRef e = a.tail(k), f = b.tail(k);
-      ASSERT_EQ(e == nullptr, f == nullptr);
-      if (!e) continue;
-      a.resolve(measured_when_forced, e);
-      b.resolve(measured_when_forced, f);
-      EXPECT_EQ(a.finish(e), b.finish(f)) << "seed " << seed;
+// Two timelines given the same random ops, `a` the way under test and `b` with every record an op
+// of its own (the randomized comparisons of repeated and memoized records below): the handles they
+// share, the stream, event and context each step picks, and the ops both tests make alike.
+struct TwinRun {
+  explicit TwinRun(uint32_t seed) : rng(seed) { b.set_elide_event_records(false); }
+  VirtualTimeline a, b;
+  std::mt19937 rng;
+  int contexts[2] = {};
+  int handles[4] = {};
+  int events[2] = {};
+  const StreamKind kinds[4] = {StreamKind::legacy, StreamKind::non_blocking, StreamKind::non_blocking,
+                               StreamKind::blocking};
+  std::vector<std::pair<OpRef, OpRef>> ops;
+  int s = 1;  // the step's stream: 0 the context's legacy stream, else handles[s]
+  const void* event = &events[0];
+  const void* context = &contexts[0];
+
+  double issue() { return std::uniform_real_distribution<double>(0, 10)(rng); }
+  // The step's stream: mostly the same stream, event and context as the last step's.
+  StreamKey pick() {
+    if (rng() % 3 == 0) {
+      s = static_cast<int>(rng() % 4);
+      event = &events[rng() % 2];
+      context = &contexts[rng() % 2];
     }
-}
+    return StreamKey{context, s == 0 ? nullptr : &handles[s]};
+  }
+  // A launch of `d` seconds on `key` at `t` on both: settled (placed at once, its op kept only if
+  // the timeline made one: false when it made none) or measured (its op kept, resolved later).
+  bool launch(const StreamKey& key, bool settled, double t, double d) {
+    if (!settled) {
+      const auto us = static_cast<uint64_t>(d * 1e6);
+      ops.emplace_back(a.append(key, kinds[s], 0, t, -1, {}, us), b.append(key, kinds[s], 0, t, -1, {}, us));
+      return true;
+    }
+    OpRef e = a.append_unless_placed(key, kinds[s], 0, t, d, true);
+    OpRef f = b.append_unless_placed(key, kinds[s], 0, t, d, true);
+    if (!e) return false;
+    ops.emplace_back(std::move(e), std::move(f));
+    return true;
+  }
+  // A launch on `key` after the event's op, when it has one (on both).
+  void wait_on_event(const StreamKey& key) {
+    const OpRef we = a.event_op(event), wf = b.event_op(event);
+    ASSERT_EQ(we == nullptr, wf == nullptr);
+    if (!we) return;
+    ops.emplace_back(we, wf);
+    const double t = issue();
+    ops.emplace_back(a.append(key, kinds[s], 0, t, 0, {we}), b.append(key, kinds[s], 0, t, 0, {wf}));
+  }
+  void forget_event() {
+    a.forget_event(event);
+    b.forget_event(event);
+  }
+  // False for the legacy stream, which is never destroyed.
+  bool destroy_stream(const StreamKey& key) {
+    if (s == 0) return false;
+    a.destroy_stream(key);
+    b.destroy_stream(key);
+    return true;
+  }
+  void forget_context() {
+    a.forget_context(context);
+    b.forget_context(context);
+  }
+  // Every op kept and every stream's tail placed alike on both.
+  void expect_alike(uint32_t seed) {
+    expect_placed_alike(a, b, ops, events, seed);
+    for (const int& c : contexts)
+      for (int q = 0; q < 4; ++q) {
+        const StreamKey k{&c, q == 0 ? nullptr : &handles[q]};
+        const OpRef e = a.tail(k), f = b.tail(k);
+        ASSERT_EQ(e == nullptr, f == nullptr);
+        if (!e) continue;
+        a.resolve(measured_when_forced, e);
+        b.resolve(measured_when_forced, f);
+        EXPECT_EQ(a.finish(e), b.finish(f)) << "seed " << seed;
+      }
+  }
+};
 
 TEST(VirtualTimeline, OpsStartAfterTheirStreamAndWhatTheyWaitFor) {
   VirtualTimeline tl;
@@ -301,79 +366,42 @@ TEST(VirtualTimeline, EventRecordsWithoutAnOpArePlacedAsWithOne) {
 TEST(VirtualTimeline, RepeatedRecordsArePlacedAsWithOne) {
   int placed_without_op = 0;
   for (uint32_t seed = 1; seed <= 40; ++seed) {
-    VirtualTimeline elided, full;
-    full.set_elide_event_records(false);
-    std::mt19937 rng(seed);
-    int contexts[2] = {};
-    int handles[4] = {};
-    int events[2] = {};
-    const StreamKind kinds[4] = {StreamKind::legacy, StreamKind::non_blocking, StreamKind::non_blocking,
-                                 StreamKind::blocking};
-    std::vector<std::pair<OpRef, OpRef>> ops;
-    auto issue = [&rng] { return std::uniform_real_distribution<double>(0, 10)(rng); };
-    int s = 1;
-    const void* event = &events[0];
-    const void* context = &contexts[0];
+    TwinRun r(seed);
+    VirtualTimeline &elided = r.a, &full = r.b;
     for (int step = 0; step < 400; ++step) {
-      if (rng() % 3 == 0) {  // mostly the same stream and event as the last step
-        s = static_cast<int>(rng() % 4);
-        event = &events[rng() % 2];
-        context = &contexts[rng() % 2];
-      }
-      const StreamKey key{context, s == 0 ? nullptr : &handles[s]};
-      switch (rng() % 9) {
+      const StreamKey key = r.pick();
+      const StreamKind kind = r.kinds[r.s];
+      switch (r.rng() % 9) {
         case 0: {
-          const bool measured = rng() % 4 == 0;
-          const double t = issue(), d = std::uniform_real_distribution<double>(0, 2)(rng);
-          const auto us = static_cast<uint64_t>(d * 1e6);
-          if (!measured) {  // a settled launch, whose op nobody keeps
-            OpRef e = elided.append_unless_placed(key, kinds[s], 0, t, d, true);
-            OpRef f = full.append_unless_placed(key, kinds[s], 0, t, d, true);
-            placed_without_op += e == nullptr;
-            if (e) ops.emplace_back(std::move(e), std::move(f));
-            break;
-          }
-          ops.emplace_back(elided.append(key, kinds[s], 0, t, -1, {}, us), full.append(key, kinds[s], 0, t, -1, {}, us));
+          const bool measured = r.rng() % 4 == 0;
+          const double t = r.issue(), d = std::uniform_real_distribution<double>(0, 2)(r.rng);
+          placed_without_op += !r.launch(key, !measured, t, d);  // a settled one's op nobody keeps
           break;
         }
         case 1:
         case 2:
         case 3:
         case 4: {
-          const double t = issue();
-          elided.record_event(event, key, kinds[s], 0, t);
-          full.record_event(event, key, kinds[s], 0, t);
+          const double t = r.issue();
+          elided.record_event(r.event, key, kind, 0, t);
+          full.record_event(r.event, key, kind, 0, t);
           break;
         }
-        case 5: {
-          const OpRef we = elided.event_op(event), wf = full.event_op(event);
-          ASSERT_EQ(we == nullptr, wf == nullptr);
-          if (!we) break;
-          ops.emplace_back(we, wf);
-          const double t = issue();
-          ops.emplace_back(elided.append(key, kinds[s], 0, t, 0, {we}), full.append(key, kinds[s], 0, t, 0, {wf}));
+        case 5:
+          r.wait_on_event(key);
           break;
-        }
         case 6:
-          elided.forget_event(event);
-          full.forget_event(event);
+          r.forget_event();
           break;
         case 7:
-          if (s != 0) {
-            elided.destroy_stream(key);
-            full.destroy_stream(key);
-          }
+          r.destroy_stream(key);
           break;
         default:
-          if (rng() % 8 == 0) {
-            elided.forget_context(context);
-            full.forget_context(context);
-          }
+          if (r.rng() % 8 == 0) r.forget_context();
           break;
       }
     }
-    expect_placed_alike(elided, full, ops, events, seed);
-    expect_tails_alike(elided, full, contexts, handles, seed);
+    r.expect_alike(seed);
   }
   EXPECT_GT(placed_without_op, 500) << "settled launches must be placed without an op";
 }
@@ -386,99 +414,65 @@ TEST(VirtualTimeline, RepeatedRecordsArePlacedAsWithOne) {
 TEST(VirtualTimeline, MemoizedRecordsArePlacedAsWithOne) {
   int again = 0;
   for (uint32_t seed = 1; seed <= 40; ++seed) {
-    VirtualTimeline memoized, full;
-    full.set_elide_event_records(false);
-    std::mt19937 rng(seed);
-    int contexts[2] = {};
-    int handles[4] = {};
-    int events[2] = {};
-    const StreamKind kinds[4] = {StreamKind::legacy, StreamKind::non_blocking, StreamKind::non_blocking,
-                                 StreamKind::blocking};
+    TwinRun r(seed);
+    VirtualTimeline &memoized = r.a, &full = r.b;
     vgpu::pt::RecordMemo memos[2];
-    std::vector<std::pair<OpRef, OpRef>> ops;
-    auto issue = [&rng] { return std::uniform_real_distribution<double>(0, 10)(rng); };
-    int s = 1;
-    const void* event = &events[0];
-    const void* context = &contexts[0];
     for (int step = 0; step < 400; ++step) {
-      if (rng() % 3 == 0) {
-        s = static_cast<int>(rng() % 4);
-        event = &events[rng() % 2];
-        context = &contexts[rng() % 2];
-      }
-      const StreamKey key{context, s == 0 ? nullptr : &handles[s]};
-      vgpu::pt::RecordMemo& memo = memos[rng() % 2];
+      const StreamKey key = r.pick();
+      const StreamKind kind = r.kinds[r.s];
+      vgpu::pt::RecordMemo& memo = memos[r.rng() % 2];
       const bool destroys = step % 5 == 4;  // often: every kind of change meets live memos
       bool changed = false;  // a mark or an entry may have gone: no memo may hold
-      switch (destroys ? 6 + rng() % 3 : rng() % 6) {
+      switch (destroys ? 6 + r.rng() % 3 : r.rng() % 6) {
         case 0: {
-          const double t = issue(), d = std::uniform_real_distribution<double>(0, 2)(rng);
-          if (rng() % 2 == 0) {
-            OpRef e = memoized.append_unless_placed(key, kinds[s], 0, t, d, true);
-            OpRef f = full.append_unless_placed(key, kinds[s], 0, t, d, true);
-            if (e) ops.emplace_back(std::move(e), std::move(f));
-          } else {
-            const auto us = static_cast<uint64_t>(d * 1e6);
-            ops.emplace_back(memoized.append(key, kinds[s], 0, t, -1, {}, us), full.append(key, kinds[s], 0, t, -1, {}, us));
-          }
+          const double t = r.issue(), d = std::uniform_real_distribution<double>(0, 2)(r.rng);
+          r.launch(key, r.rng() % 2 == 0, t, d);
           break;
         }
         case 1:
         case 2:
         case 3:
         case 4: {
-          const double t = issue();
-          full.record_event(event, key, kinds[s], 0, t);
+          const double t = r.issue();
+          full.record_event(r.event, key, kind, 0, t);
           // As timed_api.cpp: the memo when it holds (only ever for the pair it was made for;
           // a handle here may stand in two contexts at once, which a driver's never does)...
-          if (memoized.memo_holds(memo, event, key.stream) && memo.context == context) {
-            ASSERT_EQ(kinds[s], StreamKind::non_blocking);
+          if (memoized.memo_holds(memo, r.event, key.stream) && memo.context == r.context) {
+            ASSERT_EQ(kind, StreamKind::non_blocking);
             ASSERT_TRUE(memoized.record_again(memo, t));
             ++again;
             break;
           }
           // ...else looked up, the memo made when the record allows.
           const uint64_t generation = memoized.record_generation();
-          memo.event = event;
+          memo.event = r.event;
           memo.stream = key.stream;
-          memo.context = context;
+          memo.context = r.context;
           memo.device = 0;
-          memoized.record_event(event, key, kinds[s], 0, t, memo, generation);
-          EXPECT_EQ(memo.owner != nullptr, kinds[s] == StreamKind::non_blocking);
+          memoized.record_event(r.event, key, kind, 0, t, memo, generation);
+          EXPECT_EQ(memo.owner != nullptr, kind == StreamKind::non_blocking);
           break;
         }
-        case 5: {
-          const OpRef we = memoized.event_op(event), wf = full.event_op(event);
-          ASSERT_EQ(we == nullptr, wf == nullptr);
-          if (!we) break;
-          ops.emplace_back(we, wf);
-          const double t = issue();
-          ops.emplace_back(memoized.append(key, kinds[s], 0, t, 0, {we}), full.append(key, kinds[s], 0, t, 0, {wf}));
+        case 5:
+          r.wait_on_event(key);
           break;
-        }
         case 6:
-          memoized.forget_event(event);
-          full.forget_event(event);
+          r.forget_event();
           changed = true;
           break;
         case 7:
-          if (s != 0) {
-            memoized.destroy_stream(key);
-            full.destroy_stream(key);
-            changed = true;
-          }
+          changed = r.destroy_stream(key);
           break;
         default:
-          memoized.forget_context(context);
-          full.forget_context(context);
+          r.forget_context();
           changed = true;
           break;
       }
-      if (changed)
+      if (changed) {
         for (const vgpu::pt::RecordMemo& m : memos) EXPECT_FALSE(memoized.memo_holds(m, m.event, m.stream));
+      }
     }
-    expect_placed_alike(memoized, full, ops, events, seed);
-    expect_tails_alike(memoized, full, contexts, handles, seed);
+    r.expect_alike(seed);
   }
   EXPECT_GT(again, 1000) << "records must be made through their memos";
 }
