@@ -64,14 +64,16 @@ void run_before_next_call(bool outermost) {
 
 
 void enter_call() {
-  const bool outermost = !this_thread_clock().inside();
-  this_thread_clock().enter();
+  timing::ThreadClock& clock = this_thread_clock();  // one thread-local lookup for the call
+  const bool outermost = !clock.inside();
+  clock.enter();
   run_before_next_call(outermost);
 }
 void enter_neutral_call() { this_thread_clock().enter_neutral(); }
 void enter_query_call() {
-  const bool outermost = !this_thread_clock().inside();
-  this_thread_clock().enter_query();
+  timing::ThreadClock& clock = this_thread_clock();
+  const bool outermost = !clock.inside();
+  clock.enter_query();
   run_before_next_call(outermost);
 }
 
