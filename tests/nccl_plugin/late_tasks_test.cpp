@@ -132,6 +132,13 @@ TEST(LateTasks, AKernelPlacedBeforeItsTasksCameStillReleasesItsPeer) {
   }
 
   float busy_ms = -1, send_ms = -1, receive_ms = -1;
+  // The receive is timed from an event recorded before either thread starts: a thread's clock
+  // may be handed the other's on the way (a condition variable the other signalled), so an
+  // event the receiving thread recorded itself could already lie past the send's arrival.
+  CUevent receive_begin;
+  ASSERT_EQ(cuCtxSetCurrent(ranks[1].cu), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventCreate(&receive_begin, CU_EVENT_DEFAULT), CUDA_SUCCESS);
+  ASSERT_EQ(cuEventRecord(receive_begin, ranks[1].stream), CUDA_SUCCESS);
   std::thread sender([&] {
     Rank& r = ranks[0];
     ASSERT_EQ(cuCtxSetCurrent(r.cu), CUDA_SUCCESS);
@@ -154,19 +161,18 @@ TEST(LateTasks, AKernelPlacedBeforeItsTasksCameStillReleasesItsPeer) {
   std::thread receiver([&] {
     Rank& r = ranks[1];
     ASSERT_EQ(cuCtxSetCurrent(r.cu), CUDA_SUCCESS);
-    CUevent begin, after;
-    for (CUevent* e : {&begin, &after}) ASSERT_EQ(cuEventCreate(e, CU_EVENT_DEFAULT), CUDA_SUCCESS);
-    ASSERT_EQ(cuEventRecord(begin, r.stream), CUDA_SUCCESS);
+    CUevent after;
+    ASSERT_EQ(cuEventCreate(&after, CU_EVENT_DEFAULT), CUDA_SUCCESS);
     const Call c = launch(r, /*send=*/false);
     tasks(r, c, /*send=*/false, /*peer=*/0);  // in time: it meets the send, which it waits for
     end(c);
     ASSERT_EQ(cuEventRecord(after, r.stream), CUDA_SUCCESS);
     ASSERT_EQ(cuStreamSynchronize(r.stream), CUDA_SUCCESS);
-    receive_ms = elapsed_ms(begin, after);
+    receive_ms = elapsed_ms(receive_begin, after);
   });
   sender.join();
   receiver.join();
-  std::printf("sender's kernels %.3f ms, then its send %.6f ms; the receive, from its own start, %.3f ms\n", busy_ms,
+  std::printf("sender's kernels %.3f ms, then its send %.6f ms; the receive, from before both threads, %.3f ms\n", busy_ms,
               send_ms, receive_ms);
   // The send kernel lies between the events around its launch, not after them.
   EXPECT_GT(send_ms, 1e-3) << "the event recorded right after the launch came before the kernel";

@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <link.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -50,13 +51,21 @@ void write_timeline() {
   }
 }
 
-// before_next_call's function: one load and a test on every call while none is set.
+// before_next_call's function, per thread.
 thread_local void (*t_before_next_call)() = nullptr;
+// How many threads have one set: every driver call of every thread asks, and nearly always none
+// has (only a send/recv held for its NCCL tasks sets one), so a call reads this one shared line
+// and not its thread's slot (a thread-local of a shared library: a __tls_get_addr call). A
+// thread that sets its own counts itself first, so its own next call always looks; one that
+// exits with its function set leaves the count up, which only costs the look.
+std::atomic<int> g_threads_with_work{0};
 
 void run_before_next_call(bool outermost) {
-  if (!outermost || t_before_next_call == nullptr) return;
+  if (!outermost || g_threads_with_work.load(std::memory_order_relaxed) == 0) return;
   void (*fn)() = t_before_next_call;
+  if (fn == nullptr) return;
   t_before_next_call = nullptr;  // the work may make driver calls of its own
+  g_threads_with_work.fetch_sub(1, std::memory_order_relaxed);
   fn();
 }
 
@@ -77,7 +86,11 @@ void enter_query_call() {
   run_before_next_call(outermost);
 }
 
-void before_next_call(void (*fn)()) { t_before_next_call = fn; }
+void before_next_call(void (*fn)()) {
+  if ((t_before_next_call == nullptr) != (fn == nullptr))
+    g_threads_with_work.fetch_add(fn != nullptr ? 1 : -1, std::memory_order_relaxed);
+  t_before_next_call = fn;
+}
 
 void leave_call() {
   // The clock will only creep from here until the thread's next call: a valid floor.

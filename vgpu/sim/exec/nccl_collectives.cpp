@@ -36,21 +36,21 @@ std::string operations_text(const vgpu_nccl_launch& got) {
   return what;
 }
 
-// Whether launch `got` sends to or receives from another rank (its Send/Recv operations).
-bool exchanges_with_others(const vgpu_nccl_launch& got) {
+// The Send and Recv operations of a launch that name another rank (null where it has none).
+struct P2pOps {
+  const vgpu_nccl_operation* send = nullptr;
+  const vgpu_nccl_operation* receive = nullptr;
+  bool any() const { return send != nullptr || receive != nullptr; }
+};
+P2pOps p2p_ops(const vgpu_nccl_launch& got) {
+  P2pOps ops;
   for (int i = 0; i < std::min(got.count, VGPU_NCCL_MAX_OPERATIONS); ++i) {
+    if (got.op[i].peers <= 0) continue;  // to itself only
     const std::string_view func = nccl_data::field(got.op[i].func, sizeof got.op[i].func);
-    if ((func == "Send" || func == "Recv") && got.op[i].peers > 0) return true;
+    if (func == "Send") ops.send = &got.op[i];
+    if (func == "Recv") ops.receive = &got.op[i];
   }
-  return false;
-}
-
-// The bytes of a Send or Recv task (its count of its datatype); 0 when the datatype is not known.
-uint64_t task_bytes(const vgpu_nccl_task& t) {
-  vgpu_nccl_task as = t;  // sizes() knows a copy's size by its datatype: an all-gather of one rank
-  std::strncpy(as.func, "AllGather", sizeof as.func);
-  size_t post = 0, recv = 0;
-  return nccl_data::sizes(as, 1, 0, &post, &recv) ? post : 0;
+  return ops;
 }
 
 // The send/recv kernels the calling thread launched that are held for their tasks (by launch
@@ -239,35 +239,6 @@ void NcclCollectives::move_data(Work& k, const vgpu_nccl_plugin_side* plugin, ui
   k.blocking = true;  // it waits for the other ranks' parts: on a driver thread
 }
 
-bool NcclCollectives::p2p_peers(const vgpu_nccl_launch& got, NcclP2p::Launch* l) {
-  if (got.nranks < 2 || got.rank < 0 || got.rank >= got.nranks) return false;
-  const vgpu_nccl_operation* sends = nullptr;
-  const vgpu_nccl_operation* receives = nullptr;
-  for (int i = 0; i < std::min(got.count, VGPU_NCCL_MAX_OPERATIONS); ++i) {
-    const std::string_view func(got.op[i].func, strnlen(got.op[i].func, sizeof got.op[i].func));
-    if (got.op[i].peers <= 0) continue;  // to itself only
-    if (func == "Send") sends = &got.op[i];
-    if (func == "Recv") receives = &got.op[i];
-  }
-  if (sends == nullptr && receives == nullptr) return false;
-  // Two ranks: the peer is the other one. More: the calls name no peer (see nccl_p2p.h on why an
-  // all-to-all's are not taken as every other rank either).
-  if (got.nranks != 2) return false;
-  const std::vector<int> others{1 - got.rank};
-  l->comm = got.comm_id;
-  l->nranks = got.nranks;
-  l->rank = got.rank;
-  if (sends != nullptr) {
-    l->send_to = others;
-    l->send_bytes = sends->bytes / static_cast<uint64_t>(others.size());
-  }
-  if (receives != nullptr) {
-    l->receive_from = others;
-    l->receive_bytes = receives->bytes / static_cast<uint64_t>(others.size());
-  }
-  return true;
-}
-
 bool NcclCollectives::defer(CUstream stream, bool per_thread, uint64_t tag, const vgpu_nccl_launch& got, int device,
                             int local, NcclP2p::Launch base, Work& k, CUresult* rc) {
   const vgpu_nccl_plugin_side* plugin = plugin_.plugin();
@@ -338,9 +309,9 @@ bool NcclCollectives::peers_of(uint64_t tag, NcclP2p::Launch* l) {
     const auto at = std::find(peers.begin(), peers.end(), t.peer);
     if (at == peers.end()) {
       peers.push_back(t.peer);
-      sizes.push_back(task_bytes(t));
+      sizes.push_back(nccl_data::count_bytes(t));
     } else {
-      sizes[at - peers.begin()] += task_bytes(t);
+      sizes[at - peers.begin()] += nccl_data::count_bytes(t);
     }
   }
   return true;
@@ -455,9 +426,20 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     // send's arrival, a send past NCCL's buffer after its receive's (nccl_p2p.h).
     // A larger communicator's launch names no peer until its tasks come, right after the launch
     // returns: the kernel is held until then (its arrival placed now).
-    NcclP2p::Launch l;
-    const bool two = p2p_peers(got, &l);
-    if (two || (got.nranks > 2 && got.rank >= 0 && got.rank < got.nranks && exchanges_with_others(got))) {
+    const P2pOps ops = p2p_ops(got);
+    if (ops.any() && got.nranks >= 2 && got.rank >= 0 && got.rank < got.nranks) {
+      // Two ranks: the peer is the other one. More: the calls name no peer (see nccl_p2p.h on why
+      // an all-to-all's are not taken as every other rank either); the tasks will.
+      const bool two = got.nranks == 2;
+      NcclP2p::Launch l;
+      if (two && ops.send != nullptr) {
+        l.send_to = {1 - got.rank};
+        l.send_bytes = ops.send->bytes;
+      }
+      if (two && ops.receive != nullptr) {
+        l.receive_from = {1 - got.rank};
+        l.receive_bytes = ops.receive->bytes;
+      }
       l.comm = got.comm_id;
       l.nranks = got.nranks;
       l.rank = got.rank;
@@ -484,11 +466,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
 
   // Arrival: where this rank's kernel would start on its own.
   uint64_t arrival = 0;
-  Work a;
-  a.kind = Work::Kind::other;
-  a.label = "nccl arrival";
-  a.on_timeline = [&arrival](uint64_t e) { arrival = e; };
-  if (CUresult r = streams.submit(stream, std::move(a), per_thread); r != CUDA_SUCCESS) {
+  if (CUresult r = submit_arrival(streams, stream, per_thread, "nccl arrival", &arrival); r != CUDA_SUCCESS) {
     *rc = r;
     return true;
   }

@@ -124,9 +124,6 @@ class NcclCollectives {
   // as the latest: a pipeline stage exchanges with the same neighbours launch after launch.
   std::vector<int> peers_seen(const vgpu_nccl_plugin_side* plugin, const vgpu_nccl_launch& got, uint64_t tag);
 
-  // The peers launch `got` exchanges with, when the launch names them (nccl_p2p.h): the other
-  // rank of a two-rank communicator. False otherwise.
-  static bool p2p_peers(const vgpu_nccl_launch& got, NcclP2p::Launch* l);
 
   // A send/recv kernel of a communicator of more than two ranks, held from its launch (its
   // arrival op placed) until its tasks name its peers (nccl_p2p.h).

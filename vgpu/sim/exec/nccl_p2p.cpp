@@ -67,14 +67,18 @@ void NcclP2p::place_alone(CUstream stream, bool per_thread, uint64_t arrival, Wo
     log::debug("sim nccl: a held send/recv kernel's stream is gone");
 }
 
-CUresult NcclP2p::arrive(CUstream stream, bool per_thread, uint64_t* arrival) {
-  // Where this rank's kernel would start on its own.
+CUresult submit_arrival(StreamManager& streams, CUstream stream, bool per_thread, const char* label,
+                        uint64_t* arrival) {
   *arrival = 0;
   Work a;
   a.kind = Work::Kind::other;
-  a.label = "nccl p2p arrival";
+  a.label = label;
   a.on_timeline = [arrival](uint64_t e) { *arrival = e; };
-  return driver_.streams().submit(stream, std::move(a), per_thread);
+  return streams.submit(stream, std::move(a), per_thread);
+}
+
+CUresult NcclP2p::arrive(CUstream stream, bool per_thread, uint64_t* arrival) {
+  return submit_arrival(driver_.streams(), stream, per_thread, "nccl p2p arrival", arrival);
 }
 
 void NcclP2p::count(const Launch& l, std::vector<Key>* posts, std::vector<Key>* needs) {

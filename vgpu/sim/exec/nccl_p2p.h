@@ -81,6 +81,13 @@
 namespace vgpu {
 
 class DriverState;
+class StreamManager;
+
+// An NCCL kernel's "arrival" on `stream`: an op of no duration after the stream's previous work,
+// where the kernel would start on its own (a collective's rank and a send/recv alike wait for
+// their peers' arrivals); *arrival its simcore event once placed, 0 when none was.
+CUresult submit_arrival(StreamManager& streams, CUstream stream, bool per_thread, const char* label,
+                        uint64_t* arrival);
 
 class NcclP2p {
  public:

@@ -143,6 +143,10 @@ Op op_of_kernel(const std::string& name) {
   return Op::sum;  // _Sum_, _PreMulSum_, _SumPostDiv_, or the generic kernel
 }
 
+size_t count_bytes(const vgpu_nccl_task& task) {
+  return task.count * type_bytes(type_of(field(task.datatype, sizeof task.datatype)));
+}
+
 bool sizes(const vgpu_nccl_task& task, int nranks, int rank, size_t* post, size_t* recv) {
   const size_t ts = type_bytes(type_of(field(task.datatype, sizeof task.datatype)));
   if (ts == 0 || nranks < 1 || rank < 0 || rank >= nranks) return false;

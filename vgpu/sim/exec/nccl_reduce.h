@@ -24,6 +24,9 @@ Op op_of_kernel(const std::string& name);
 // A fixed-size text field of the contract (not always terminated).
 std::string_view field(const char* s, size_t n);
 
+// The bytes of `task`'s count of its datatype; 0 for a datatype not known.
+size_t count_bytes(const vgpu_nccl_task& task);
+
 // What rank `rank` posts of `task` and what its recv buffer receives, in bytes; false for a
 // function or datatype not handled (Send, Recv, an unknown datatype).
 bool sizes(const vgpu_nccl_task& task, int nranks, int rank, size_t* post, size_t* recv);
