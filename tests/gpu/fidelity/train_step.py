@@ -4,6 +4,7 @@
     python3 train_step.py single [--compile]             # one GPU
     torchrun --nproc_per_node N train_step.py ddp         # DistributedDataParallel
     torchrun --nproc_per_node N train_step.py fsdp2       # fully_shard per block (FSDP2)
+    torchrun --nproc_per_node N train_step.py pp          # N pipeline stages, GPipe (--micro M)
 
 Options: --layers L (12) --d D (768) --batch B (8 per rank) --seq S (1024) --steps N (30: the step moves
 by 10-40% from step to step on the device machines, real and virtual, so the median needs them)
@@ -23,6 +24,9 @@ import resource
 import sys
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cpu_speed  # noqa: E402
+
 
 def process_cpu_s():
     """User and system CPU seconds of every thread of this process so far."""
@@ -31,15 +35,11 @@ def process_cpu_s():
 
 
 def cpu_probe_ms():
-    """Thread CPU ms of a fixed pure-Python workload (~2 ms): how fast this host runs the
-    interpreter right now. Run between timed steps, outside their clocks, so that a step that reads
-    slow can be told apart from a host that ran slow (the GPU hosts' real steps moved 2x between
-    runs with identical work)."""
-    t0 = time.thread_time()
-    acc = 0
-    for i in range(40000):
-        acc += (i * i) % 7
-    return (time.thread_time() - t0) * 1e3
+    """Thread CPU ms of a fixed pure-Python workload (~2 ms; cpu_speed.probe_ms): how fast this
+    host runs the interpreter right now. Run between timed steps, outside their clocks, so that a
+    step that reads slow can be told apart from a host that ran slow (the GPU hosts' real steps
+    moved 2x between runs with identical work)."""
+    return cpu_speed.probe_ms()
 
 
 def pin_rank():
@@ -76,7 +76,9 @@ import gpt2_tiny  # noqa: E402
 
 def parse():
     p = argparse.ArgumentParser()
-    p.add_argument("mode", choices=["single", "ddp", "fsdp2"])
+    p.add_argument("mode", choices=["single", "ddp", "fsdp2", "pp"])
+    # pp: the batch in M micro-batches through the stages (GPipe: every forward, then every backward)
+    p.add_argument("--micro", type=int, default=4)
     p.add_argument("--compile", action="store_true")
     p.add_argument("--layers", type=int, default=12)
     p.add_argument("--d", type=int, default=768)
@@ -92,9 +94,38 @@ def parse():
     return p.parse_args()
 
 
+class Stage(torch.nn.Module):
+    """One pipeline stage of GPT-2: its share of the blocks, the embeddings on the first stage, the
+    final norm and the head on the last (its own weight: the tie to the embedding cannot cross
+    GPUs)."""
+
+    def __init__(self, full, stage, stages):
+        super().__init__()
+        per = len(full.blocks) // stages
+        lo, hi = stage * per, (len(full.blocks) if stage == stages - 1 else (stage + 1) * per)
+        self.first, self.last = stage == 0, stage == stages - 1
+        self.blocks = torch.nn.ModuleList(full.blocks[lo:hi])
+        if self.first:
+            self.wte, self.wpe = full.wte, full.wpe
+        if self.last:
+            self.ln, self.head = full.ln, full.head
+            if not self.first:
+                self.head.weight = torch.nn.Parameter(full.wte.weight.detach().clone())
+
+    def forward(self, x):
+        if self.first:
+            x = self.wte(x) + self.wpe(torch.arange(x.shape[1], device=x.device))
+        for blk in self.blocks:
+            x = blk(x)
+        return self.head(self.ln(x)) if self.last else x
+
+
 def build(args, device):
     torch.manual_seed(0)
-    model = gpt2_tiny.GPT2(layers=args.layers, d=args.d, heads=max(1, args.d // 64)).to(device)
+    model = gpt2_tiny.GPT2(layers=args.layers, d=args.d, heads=max(1, args.d // 64))
+    if args.mode == "pp":
+        model = Stage(model, dist.get_rank(), dist.get_world_size())
+    model = model.to(device)
     if args.mode == "ddp":
         from torch.nn.parallel import DistributedDataParallel as DDP
         model = DDP(model, device_ids=[device.index])
@@ -108,6 +139,49 @@ def build(args, device):
         model = torch.compile(model)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=args.mode != "fsdp2")
     return model, opt
+
+
+def pipeline_pass(model, idx, args, device, marks, host, host_mark):
+    """One GPipe step on this stage: every micro-batch's forward (receiving activations from the
+    stage before, sending to the one after), then every backward in reverse (receiving the output's
+    gradient from the stage after, sending the input's to the one before). Returns the loss on the
+    last stage, 0 elsewhere. marks/host: as one_step's, at forward end and backward end."""
+    rank, world = dist.get_rank(), dist.get_world_size()
+    first, last = rank == 0, rank == world - 1
+    micro = idx.chunk(args.micro)
+    inputs, outputs, total = [], [], torch.zeros((), device=device)
+    for m in micro:
+        if first:
+            x = m[:, :-1]
+        else:
+            x = torch.empty(m.shape[0], args.seq, args.d, device=device)
+            dist.recv(x, src=rank - 1)
+            x.requires_grad_()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            y = model(x)
+            if last:
+                y = F.cross_entropy(y.float().reshape(-1, y.shape[-1]), m[:, 1:].reshape(-1)) / args.micro
+                total = total + y.detach()
+        if not last:
+            dist.send(y.detach().float().contiguous(), dst=rank + 1)
+        inputs.append(x)
+        outputs.append(y)
+    if marks:
+        marks[1].record()
+    host_mark(host)
+    for x, y in zip(reversed(inputs), reversed(outputs)):
+        if last:
+            y.backward()
+        else:
+            g = torch.empty(y.shape, device=device, dtype=torch.float32)
+            dist.recv(g, src=rank + 1)
+            y.float().backward(g)
+        if not first:
+            dist.send(x.grad.contiguous(), dst=rank - 1)
+    if marks:
+        marks[2].record()
+    host_mark(host)
+    return total
 
 
 def profile_kernels(one_step, path):
@@ -159,7 +233,7 @@ def main():
     else:
         device, rank = torch.device("cuda", 0), 0
     model, opt = build(args, device)
-    gen = torch.Generator(device=device).manual_seed(1234 + rank)
+    gen = torch.Generator(device=device).manual_seed(1234 + (0 if args.mode == "pp" else rank))
     autocast = args.mode != "fsdp2"  # FSDP2 casts through its mixed-precision policy
 
     def host_mark(host):
@@ -173,6 +247,14 @@ def main():
         if marks:
             marks[0].record()
         host_mark(host)
+        if args.mode == "pp":
+            loss = pipeline_pass(model, idx, args, device, marks, host, host_mark)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            if marks:
+                marks[3].record()
+            host_mark(host)
+            return loss
         with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
             logits = model(idx[:, :-1])
             loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), idx[:, 1:].reshape(-1))
@@ -237,6 +319,8 @@ def main():
         # forward, backward, optimizer, the final synchronize: (step clock, thread CPU) ms each
         hosts.append([((host[i + 1][0] - host[i][0]) * 1e3, (host[i + 1][1] - host[i][1]) * 1e3) for i in range(4)])
     torch.cuda.profiler.stop()
+    if args.mode == "pp":  # the loss lives on the last stage; the others' is 0
+        dist.all_reduce(loss)
     final_loss = loss.item()
     if args.kernels:
         profile_kernels(one_step, args.kernels.replace("%r", str(rank)))
