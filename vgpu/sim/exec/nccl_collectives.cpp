@@ -14,6 +14,7 @@
 #include "sim/exec/nccl_reduce.h"
 #include "sim/exec/stream.h"
 #include "sim/core/context.h"
+#include "sim/core/thread_state.h"
 #include "sim/core/virtual_clock.h"
 #include "timing/nccl_group_hooks.h"
 #include "simcore/engine.h"
@@ -140,7 +141,8 @@ NcclCollectives::NcclCollectives(DriverState& driver)
                                     &vclock::enter_neutral_call, &vclock::leave_call, &GroupHooks::begin,
                                     &group_operation, &group_launch, &GroupHooks::end, &launch_tasks_done}),
       data_(driver.memory()),
-      p2p_(driver) {}
+      p2p_(driver),
+      links_(driver.cluster()) {}
 NcclCollectives::~NcclCollectives() = default;
 
 double NcclCollectives::duration(const simcore::ClusterSpec& cluster, const std::vector<simcore::CollectiveCall>& calls) {
@@ -360,6 +362,18 @@ void NcclCollectives::place_deferred(uint64_t tag, Deferred d, const char* why) 
   p2p_.meet(d.stream, d.per_thread, l, std::move(d.kernel), d.arrival, true);
 }
 
+std::vector<uint64_t> NcclCollectives::place_transfers(const std::vector<simcore::CollectiveCall>& calls,
+                                                       std::span<const int> ranks, std::vector<uint64_t> after,
+                                                       double start_at_most, int gpu) {
+  NcclLinkShare::Start start;
+  start.after = std::move(after);
+  // The thread's promise: at or above the engine's floor, and at or below its clock.
+  start.not_before = this_thread().promised;
+  start.start_at_most = start_at_most;
+  start.gpu = gpu;
+  return links_.place(driver_.engine(), calls, ranks, start);
+}
+
 bool NcclCollectives::drives_one_gpu() const {
   int used = 0;
   for (int d = 0; d < driver_.device_count() && used < 2; ++d) used += driver_.contexts().live_contexts(d) > 0;
@@ -464,7 +478,8 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   const std::string what = operations_text(got);
   const int gpu = driver_.global_gpu(p.function->device);  // the cluster's GPU (CUDA_VISIBLE_DEVICES)
 
-  // Arrival: where this rank's kernel would start on its own.
+  // Arrival: where this rank's kernel would start on its own (no earlier than the clock now).
+  const double own_clock = vclock::now();
   uint64_t arrival = 0;
   if (CUresult r = submit_arrival(streams, stream, per_thread, "nccl arrival", &arrival); r != CUDA_SUCCESS) {
     *rc = r;
@@ -511,13 +526,31 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
         if (gpus[r] >= 0) gpus_of(comm, nranks, r, gpus[r]);
       gpus = gpus_of(comm, nranks, rank, gpu);
     }
-    const double seconds = duration(driver_.cluster(), contracts::collective_calls(got, gpus, false));
+    const std::vector<simcore::CollectiveCall> calls = contracts::collective_calls(got, gpus, false);
+    const double seconds = duration(driver_.cluster(), calls);
     Work k = p.to_work();
     k.duration_s = seconds;
     k.label = fmt::format("{} [{}]", k.label, what);
     move_data(k, plugin, tag, got, p.function->desc().name());
     if (gate != 0) k.also_after.push_back(gate);
     *rc = streams.submit(stream, std::move(k), per_thread);
+    // This rank's transfer on the fabric (the other processes place theirs): the stream goes on
+    // once both the kernel and it are done.
+    std::vector<uint64_t> after;
+    if (arrival != 0) after.push_back(arrival);
+    if (gate != 0) after.push_back(gate);
+    const int mine[] = {rank};
+    if (*rc == CUDA_SUCCESS && !after.empty()) {
+      std::vector<uint64_t> transfers =
+          place_transfers(calls, mine, std::move(after), std::max(arrival_t, across.latest), gpu);
+      if (!transfers.empty()) {
+        Work end;
+        end.kind = Work::Kind::other;
+        end.label = "nccl collective end";
+        end.also_after = std::move(transfers);
+        *rc = streams.submit(stream, std::move(end), per_thread);
+      }
+    }
     log::debug("sim nccl: rank {}/{} of comm {:x} on GPU {} (ranks as processes): {} from {:.3f} us (own arrival "
                "{:.3f} us) -> {:.3f} us", rank, nranks, comm, gpu, what, std::max(arrival_t, across.latest) * 1e6,
                arrival_t * 1e6, seconds * 1e6);
@@ -541,6 +574,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     if (pend.arrivals.empty()) pend.thread = std::this_thread::get_id();
     pend.one_thread = pend.one_thread && pend.thread == std::this_thread::get_id();
     pend.nranks = meeting;
+    pend.ranks.push_back(rank);
     others = pend.arrivals;
     if (gate != 0) others.push_back(gate);
     if (arrival != 0) pend.arrivals.push_back(arrival);
@@ -618,27 +652,40 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     if (e != 0) placed.push_back(e);
   }
 
-  // The last rank's kernel: every rank's stream continues after the collective's end.
-  std::vector<uint64_t> kernels;
+  // The last rank's kernel: every rank's stream continues after the collective's end, which
+  // is also its transfers' on the fabric (nccl_link_share.h).
+  std::vector<uint64_t> kernels, arrivals;
+  std::vector<int> ranks;
+  std::vector<simcore::CollectiveCall> calls;
   {
     std::lock_guard l(mu_);
     auto it = pending_.find(key);
     if (it == pending_.end()) return true;
     if (kernel != 0) it->second.kernels.push_back(kernel);
     it->second.kernels.insert(it->second.kernels.end(), placed.begin(), placed.end());
+    if (gate != 0) it->second.gates.push_back(gate);
     if (static_cast<int>(it->second.arrivals.size()) >= meeting &&
         static_cast<int>(it->second.kernels.size()) >= meeting) {
       kernels = std::move(it->second.kernels);
+      arrivals = std::move(it->second.arrivals);
+      arrivals.insert(arrivals.end(), it->second.gates.begin(), it->second.gates.end());
+      ranks = std::move(it->second.ranks);
+      calls = contracts::collective_calls(got, gpus_of(comm, nranks, rank, gpu), false);
       one_thread_[comm] = it->second.one_thread;
       pending_.erase(it);
     }
     while (pending_.size() > kMaxPending) pending_.erase(pending_.begin());  // a rank never came
   }
+  std::vector<uint64_t> end_after = kernels;
+  if (!kernels.empty()) {
+    const std::vector<uint64_t> transfers = place_transfers(calls, ranks, std::move(arrivals), own_clock, gpu);
+    end_after.insert(end_after.end(), transfers.begin(), transfers.end());
+  }
   for (uint64_t k_event : kernels) {
     Work end;
     end.kind = Work::Kind::other;
     end.label = "nccl collective end";
-    end.also_after = kernels;
+    end.also_after = end_after;
     streams.append_after_last(k_event, std::move(end));
   }
   return true;

@@ -31,7 +31,14 @@
 // the other ranks already known, for the model's duration. The rank that arrives last has seen
 // every arrival, so its kernel ends where the collective ends; each rank's stream then gets a
 // "collective end" op after every rank's kernel, so later work on any rank starts after the
-// collective. That op is appended only while the kernel is still the last op of its stream:
+// collective. The collective's transfers are on the fabric too (nccl_link_share.h): once every
+// rank of this process arrived, the bandwidth part of the model's time becomes one flow per
+// rank to the next rank's GPU, sharing links by max-min with every other flow (other
+// collectives', peer copies); the "collective end" op also waits for them. Alone they end just
+// before the kernels, so the collective lasts exactly the model's time; on a shared link they
+// end later, and so does the collective (two all-reduces over one NIC: each about one bandwidth
+// part longer). A process driving one GPU places its own rank's flow, followed by the same op.
+// That op is appended only while the kernel is still the last op of its stream:
 // exact when one thread launches every rank (ncclGroupStart/End over several communicators)
 // or the ranks' threads do not run ahead; a rank that submitted more work before the last rank
 // arrived keeps that work where it was placed.
@@ -49,6 +56,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,6 +65,7 @@
 #include "front/driver/cuda_api.h"
 #include "sim/core/stream_work.h"
 #include "sim/exec/nccl_data.h"
+#include "sim/exec/nccl_link_share.h"
 #include "sim/exec/nccl_p2p.h"
 #include "sim/exec/nccl_rendezvous.h"
 #include "simcore/collective_model.h"
@@ -104,6 +113,8 @@ class NcclCollectives {
     std::vector<uint64_t> arrivals;  // simcore events
     std::vector<uint64_t> kernels;
     std::vector<Held> held;
+    std::vector<int> ranks;          // the ranks that arrived here, in arrival order
+    std::vector<uint64_t> gates;     // the other processes' latest arrivals (across processes)
     std::thread::id thread;          // the first rank's launching thread
     bool one_thread = true;          // every rank so far launched from it
   };
@@ -153,6 +164,12 @@ class NcclCollectives {
     NcclP2p::Launch base;
   };
 
+  // Places the transfers of `ranks` of collective `calls` on the fabric after `after` (every
+  // arrival), `start_at_most` no later than its start, the latency task on `gpu`; returns what
+  // the collective's end waits for besides its kernels (nccl_link_share.h).
+  std::vector<uint64_t> place_transfers(const std::vector<simcore::CollectiveCall>& calls, std::span<const int> ranks,
+                                        std::vector<uint64_t> after, double start_at_most, int gpu);
+
   // True when this process has contexts on one GPU only, so that it holds at most one rank of
   // any communicator and may wait for the other processes' ranks without waiting for itself.
   bool drives_one_gpu() const;
@@ -166,6 +183,7 @@ class NcclCollectives {
   NcclData data_;  // the collectives' data
   NcclRendezvous rendezvous_;  // ranks in other processes of the job
   NcclP2p p2p_;                // send/recv kernels meeting their peers
+  NcclLinkShare links_;        // collectives' transfers on the fabric's links
   std::mutex mu_;
   std::map<std::pair<uint64_t, int>, uint64_t> launches_;  // (comm, rank) -> NCCL launches so far
   std::map<uint64_t, std::vector<int>> comm_gpus_;          // comm -> gpu of each rank (-1 unknown)
