@@ -98,7 +98,17 @@ std::vector<uint64_t> NcclLinkShare::place(simcore::Engine& engine, const std::v
   std::vector<simcore::EventId> ids(flows.size(), simcore::kNoEvent);
   engine.add_flows(flows, ids);
   std::erase(ids, simcore::kNoEvent);
-  return {ids.begin(), ids.end()};
+  if (ids.size() <= 1) return {ids.begin(), ids.end()};
+  // One event for every rank's end op to wait on, not each flow: 64 ranks' ends would otherwise
+  // add 64 x 64 dependencies a collective.
+  simcore::TaskSpec done;
+  done.gpu = start.gpu;
+  done.lane = kLatencyLane;
+  done.after = std::move(ids);
+  done.label = "nccl transfers done";
+  const simcore::EventId join = engine.add_task(done);
+  if (join == simcore::kNoEvent) return {};
+  return {join};
 }
 
 }  // namespace vgpu

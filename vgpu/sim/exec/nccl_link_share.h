@@ -59,8 +59,9 @@ class NcclLinkShare {
   };
   // Places the flows of `ranks` (ranks of the calls' communicator whose transfers this process
   // submits: all of them when it holds every rank) for the collective `calls` (one launch's, of
-  // one communicator: the same GPUs). Returns the events the collective's end must wait for;
-  // empty when it places nothing (a bandwidth part too small, one rank).
+  // one communicator: the same GPUs). Returns the event the collective's end must wait for (the
+  // flows' join; the flow itself where there is one); empty when it places nothing (a bandwidth
+  // part too small, one rank).
   std::vector<uint64_t> place(simcore::Engine& engine, const std::vector<simcore::CollectiveCall>& calls,
                               std::span<const int> ranks, const Start& start);
 
