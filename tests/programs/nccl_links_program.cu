@@ -10,23 +10,32 @@
 //   alone     A all-reduces BYTES on its own
 //   shared    A and B all-reduce BYTES at once (one group): they cross the same NICs
 //   disjoint  A and C all-reduce BYTES at once: no link in common
-//   copy      GPU 0 copies BYTES to GPU 1 alone (cudaMemcpyPeerAsync with peer access, on a stream
-//             of its own), then again while D all-reduces BYTES (the copy issued just before the
-//             group): the copy crosses D's NVLinks in D's direction 0 -> 1
+//   copy      GPU 0 copies 4 x BYTES to GPU 1 alone (cudaMemcpyPeerAsync with peer access, on a
+//             stream of its own), then again while D all-reduces BYTES (the copy issued just
+//             before the group): the copy crosses D's NVLinks in D's direction 0 -> 1, and lasts
+//             long enough that D's transfers run beside it from start to end, however much host
+//             time lies between the copy's issue and D's start
 // Prints "<step> <comm> <ms> ms" per collective (CUDA events on its rank 0's stream) and
 // "copy alone <ms> ms", "copy beside D <ms> ms" for the copies; run_nccl_links.py reads the
 // collectives' exact times from the timeline. (A copy between GPUs of two nodes is staged
 // through the host, off the fabric: no peer access across nodes.)
 //
 // Usage: nccl_links_program [MiB]   (default 256)
+//
+// As torchrun's ranks instead (NCCL_ID_FILE set; RANK and WORLD_SIZE = 2 from launch_ranks.py; two
+// virtual nodes of one GPU): process r drives GPU r, and is rank r of A and of B (their
+// ncclUniqueIds through NCCL_ID_FILE.A and .B). After a small all-reduce on each, "alone" (A) and
+// "shared" (A and B at once, one group), each line prefixed "proc <r> ".
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "check_calls.h"
+#include "nccl_id_file.h"
 
 namespace {
 
@@ -87,9 +96,46 @@ int all_reduce(std::vector<Comm*> comms, size_t bytes, const char* step, Before 
 
 }  // namespace
 
+// One rank per process: communicators A and B over the job's two processes.
+int one_rank_per_process(const char* id_file, size_t bytes) {
+  const int rank = std::atoi(std::getenv("RANK") ? std::getenv("RANK") : "0");
+  const int world = std::atoi(std::getenv("WORLD_SIZE") ? std::getenv("WORLD_SIZE") : "1");
+  const std::string tag = "proc " + std::to_string(rank) + " ";
+  if (world != 2 || rank < 0 || rank > 1) {
+    std::printf("%sFAIL two processes needed, rank %d of %d\n", tag.c_str(), rank, world);
+    return 1;
+  }
+  CHECK_CUDA(cudaSetDevice(rank));
+  ncclComm_t comm[2];
+  cudaStream_t stream[2];
+  float* buf[2];
+  for (int c = 0; c < 2; ++c) {
+    ncclUniqueId id;
+    if (!share_nccl_id(std::string(id_file) + (c == 0 ? ".A" : ".B"), rank, &id)) return 1;
+    CHECK_NCCL(ncclCommInitRank(&comm[c], world, id, rank));
+    CHECK_CUDA(cudaStreamCreate(&stream[c]));
+    CHECK_CUDA(cudaMalloc(&buf[c], bytes));
+  }
+  auto all_reduce = [&](std::vector<int> which, size_t n) {
+    CHECK_NCCL(ncclGroupStart());
+    for (int c : which)
+      CHECK_NCCL(ncclAllReduce(buf[c], buf[c], n / sizeof(float), ncclFloat, ncclSum, comm[c], stream[c]));
+    CHECK_NCCL(ncclGroupEnd());
+    for (int c : which) CHECK_CUDA(cudaStreamSynchronize(stream[c]));
+    return 0;
+  };
+  for (int c = 0; c < 2; ++c)  // connection setup, one communicator at a time
+    if (all_reduce({c}, 1 << 20) != 0) return 1;
+  if (all_reduce({0}, bytes) != 0 || all_reduce({0, 1}, bytes) != 0) return 1;
+  for (int c = 0; c < 2; ++c) CHECK_NCCL(ncclCommDestroy(comm[c]));
+  std::printf("%sok   ncclCommDestroy\n", tag.c_str());
+  return 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   const size_t bytes = static_cast<size_t>(argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 256) << 20;
+  if (const char* id_file = std::getenv("NCCL_ID_FILE")) return one_rank_per_process(id_file, bytes);
   int devices = 0;
   CHECK_CUDA(cudaGetDeviceCount(&devices));
   if (devices < 4) {
@@ -114,21 +160,22 @@ int main(int argc, char** argv) {
   cudaStream_t copy_stream;
   cudaEvent_t copy_start, copy_stop;
   CHECK_CUDA(cudaSetDevice(1));
-  CHECK_CUDA(cudaMalloc(&to, bytes));
+  const size_t copy_bytes = 4 * bytes;
+  CHECK_CUDA(cudaMalloc(&to, copy_bytes));
   CHECK_CUDA(cudaSetDevice(0));
   if (cudaError_t e = cudaDeviceEnablePeerAccess(1, 0); e != cudaSuccess && e != cudaErrorPeerAccessAlreadyEnabled) {
     std::printf("FAIL cudaDeviceEnablePeerAccess(1) -> %s\n", cudaGetErrorName(e));
     return 1;
   }
   (void)cudaGetLastError();
-  CHECK_CUDA(cudaMalloc(&from, bytes));
+  CHECK_CUDA(cudaMalloc(&from, copy_bytes));
   CHECK_CUDA(cudaStreamCreate(&copy_stream));
   CHECK_CUDA(cudaEventCreate(&copy_start));
   CHECK_CUDA(cudaEventCreate(&copy_stop));
   auto copy = [&] {
     CHECK_CUDA(cudaSetDevice(0));
     CHECK_CUDA(cudaEventRecord(copy_start, copy_stream));
-    CHECK_CUDA(cudaMemcpyPeerAsync(to, 1, from, 0, bytes, copy_stream));
+    CHECK_CUDA(cudaMemcpyPeerAsync(to, 1, from, 0, copy_bytes, copy_stream));
     CHECK_CUDA(cudaEventRecord(copy_stop, copy_stream));
     return 0;
   };

@@ -2,8 +2,13 @@
 two virtual nodes of two) through vgpu-run on the sim backend, and checks from the timeline that
 collectives share the fabric's links (issue 23; vgpu/sim/exec/nccl_link_share.h).
 
-Usage: run_nccl_links.py   (environment: VGPU_RUN, LINKS_PROGRAM, COLLECTIVE_ESTIMATE, CUDA_LIB_DIR;
-VGPU_NODES=2 and VGPU_GPUS_PER_NODE=2)
+Usage: run_nccl_links.py [procs]   (environment: VGPU_RUN, LINKS_PROGRAM, COLLECTIVE_ESTIMATE,
+CUDA_LIB_DIR; VGPU_NODES=2 and VGPU_GPUS_PER_NODE=2, or 1 with procs; LAUNCHER with procs)
+
+procs: the ranks are two processes (launch_ranks.py, as torchrun), each driving one GPU of its own
+virtual node and holding a rank of A and of B, each process placing its own rank's transfers:
+A alone lasts T exactly, A and B at once each about T + B (within 2%); T and B over GPUs 0 and 1.
+Without procs, one process drives the four GPUs of two nodes of two:
 
 A collective's time is from the last of its ranks' arrivals to the latest "nccl collective end"
 of its ranks (where every rank's stream goes on). With T the model's time of an all-reduce of
@@ -12,12 +17,11 @@ BYTES over GPUs 0 and 2 and B its bandwidth part (collective_estimate [--bandwid
 - shared: A and B, over the same two NICs at once, each last about T + B (their transfers get half
   of each NIC), within 2%;
 - disjoint: A (GPUs 0, 2) and C (GPUs 1, 3) at once: each lasts T exactly;
-- copy: D (GPUs 0 and 1, NVLink; T_D its model's time) beside a copy of BYTES from GPU 0 to GPU 1
-  (c its time alone): the copy and D's transfer 0 -> 1 share GPU 0's NVLink to the switch and
-  GPU 1's from it, half each while both run, so each loses the same time m (the part of the
-  smaller one left when the other started: the copy starts first, by D's latency part and the
-  group's host time): D lasts T_D + m and the copy c + m, m the same within 2% of c and more
-  than half of c.
+- copy: D (GPUs 0 and 1, NVLink; T_D and B_D its model's time and bandwidth part) beside a copy
+  of 4 x BYTES from GPU 0 to GPU 1 (c its time alone, about 4 B_D): the copy and D's transfer
+  0 -> 1 share GPU 0's NVLink to the switch and GPU 1's from it, half each while both run, and
+  the copy outlasts D's transfer: D lasts about T_D + B_D (its transfer at half rate all along)
+  and the copy about c + B_D, each within 2% of B_D.
 """
 import json
 import os
@@ -34,17 +38,26 @@ BYTES = MIB << 20
 
 
 def main():
+    procs = len(sys.argv) > 1 and sys.argv[1] == "procs"
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = env["CUDA_LIB_DIR"]
     work = tempfile.mkdtemp(prefix="vgpu-nccl-links-")
-    timeline = os.path.join(work, "timeline.json")
-    cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--timeline", timeline, "--",
+    timelines = [os.path.join(work, "timeline.json")]
+    cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--timeline", timelines[0], "--",
            env["LINKS_PROGRAM"], str(MIB)]
+    if procs:
+        # One timeline per process (the sim backend does not merge a job's parts), read together.
+        env["NCCL_ID_FILE"] = os.path.join(work, "nccl_id")
+        timelines = [os.path.join(work, f"timeline.{p}.json") for p in range(2)]
+        cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--", sys.executable, env["LAUNCHER"],
+               "--nproc-per-node", "2", "--timeout", str(TIMEOUT_S - 20), "--", "sh", "-c",
+               f'VGPU_TIMELINE={work}/timeline.$RANK.json exec "$0" "$@"', env["LINKS_PROGRAM"], str(MIB)]
     ran = run_checked(cmd, env, TIMEOUT_S)
     if ran is None:
         return 1
     out, check = ran
-    check("ok   ncclCommDestroy" in out, "the program ran to the end")
+    ended = len(re.findall(r"^(?:proc \d+ )?ok   ncclCommDestroy$", out, re.M))
+    check(ended == (2 if procs else 1), f"the program ran to the end in {ended} process(es)")
     if check.failures:
         print(out[-4000:])
         return 1
@@ -53,16 +66,20 @@ def main():
         r = subprocess.run([env["COLLECTIVE_ESTIMATE"], *args], capture_output=True, text=True, check=True)
         return float(r.stdout)
 
-    t_us = estimate("AllReduce", str(BYTES), "0", "2")
-    b_us = estimate("--bandwidth", "AllReduce", str(BYTES), "0", "2")
+    pair = ["0", "1"] if procs else ["0", "2"]
+    t_us = estimate("AllReduce", str(BYTES), *pair)
+    b_us = estimate("--bandwidth", "AllReduce", str(BYTES), *pair)
     td_us = estimate("AllReduce", str(BYTES), "0", "1")
     bd_us = estimate("--bandwidth", "AllReduce", str(BYTES), "0", "1")
-    print(f"     the model: all-reduce of {BYTES} B over GPUs 0 and 2: {t_us:.3f} us, "
-          f"of which bandwidth {b_us:.3f} us; over GPUs 0 and 1: {td_us:.3f} us, bandwidth {bd_us:.3f} us")
+    print(f"     the model: all-reduce of {BYTES} B over GPUs {pair[0]} and {pair[1]}: {t_us:.3f} us, "
+          f"of which bandwidth {b_us:.3f} us" + ("" if procs else f"; over GPUs 0 and 1 (D): {td_us:.3f} us, "
+                                                 f"bandwidth {bd_us:.3f} us"))
 
-    with open(timeline) as f:
-        data = json.load(f)
-    events = data["traceEvents"] if isinstance(data, dict) else data
+    events = []
+    for path in timelines:
+        with open(path) as f:
+            data = json.load(f)
+        events += data["traceEvents"] if isinstance(data, dict) else data
     # Per (GPU, stream row): its NCCL collectives in order, each an arrival, a kernel, an end.
     rows = {}
     for e in events:
@@ -85,10 +102,11 @@ def main():
         seqs[key] = seq
     # Which communicator a row is, in the order of their first collectives (A, B, C, D): GPU 0
     # holds A's, B's and D's rows, GPU 1 C's and D's, GPU 2 A's and B's, GPU 3 C's.
-    comm_rows = {"A": [], "B": [], "C": [], "D": []}
-    for gpu in range(4):
+    # With procs, each GPU holds A's row and B's.
+    comm_rows = {"A": [], "B": []} if procs else {"A": [], "B": [], "C": [], "D": []}
+    layout = [["A", "B"], ["A", "B"]] if procs else [["A", "B", "D"], ["C", "D"], ["A", "B"], ["C"]]
+    for gpu, names in enumerate(layout):
         mine = sorted((k for k in seqs if k[0] == gpu), key=lambda k: seqs[k][0]["arrival"]["ts"])
-        names = [["A", "B", "D"], ["C", "D"], ["A", "B"], ["C"]][gpu]
         check(len(mine) == len(names), f"GPU {gpu}: {len(mine)} rows of NCCL collectives, {len(names)} expected")
         for name, key in zip(names, mine):
             comm_rows[name].append(key)
@@ -97,14 +115,17 @@ def main():
     # Each communicator's collectives in the program's order (the first: its connection setup).
     steps = {"A": ["setup", "alone", "shared", "disjoint"], "B": ["setup", "shared"],
              "C": ["setup", "disjoint"], "D": ["setup", "copy"]}
+    if procs:
+        steps = {"A": ["setup", "alone", "shared"], "B": ["setup", "shared"]}
 
     def span_us(comm, step):
         k = steps[comm].index(step)
         parts = [seqs[row][k] for row in comm_rows[comm]]
-        if not all("kernel" in p and "end" in p for p in parts):
+        if not all("kernel" in p for p in parts):
             return None
         start = max(p["arrival"]["ts"] for p in parts)
-        return max(p["end"]["ts"] for p in parts) - start
+        # A process of one GPU whose collective placed no transfers has no end op: its kernel's.
+        return max(p["end"]["ts"] if "end" in p else p["kernel"]["ts"] + p["kernel"]["dur"] for p in parts) - start
 
     for comm, names in steps.items():
         counts = [len(seqs[row]) for row in comm_rows[comm]]
@@ -113,30 +134,39 @@ def main():
     if check.failures:
         return 1
 
+    def us(t):
+        return "none" if t is None else f"{t:.3f}"
+
     def close(got, want, rel):
         return got is not None and abs(got - want) <= rel * want
 
     alone = span_us("A", "alone")
     check(alone is not None and abs(alone - t_us) < 1e-3,
-          f"alone: A lasts {alone:.3f} us, the model's {t_us:.3f} us")
+          f"alone: A lasts {us(alone)} us, the model's {t_us:.3f} us")
     shared = [span_us(c, "shared") for c in ("A", "B")]
     want = t_us + b_us
     check(all(close(s, want, 0.02) for s in shared),
-          f"shared: A and B last {shared[0]:.3f} and {shared[1]:.3f} us, about T + B = {want:.3f} us "
-          f"({(shared[0] - t_us) / b_us:.3f} and {(shared[1] - t_us) / b_us:.3f} B past T)")
+          f"shared: A and B last {us(shared[0])} and {us(shared[1])} us, about T + B = {want:.3f} us")
+    if procs:
+        if check.failures:
+            print("\n".join(l for l in out.splitlines() if "NCCL INFO" not in l)[-3000:])
+        return 1 if check.failures else 0
     disjoint = [span_us(c, "disjoint") for c in ("A", "C")]
     check(all(s is not None and abs(s - t_us) < 1e-3 for s in disjoint),
-          f"disjoint: A and C last {disjoint[0]:.3f} and {disjoint[1]:.3f} us, the model's {t_us:.3f} us")
+          f"disjoint: A and C last {us(disjoint[0])} and {us(disjoint[1])} us, the model's {t_us:.3f} us")
     copies = dict((k, float(v) * 1e3) for k, v in re.findall(r"^(copy alone|copy beside D) ([0-9.]+) ms$", out, re.M))
     check(len(copies) == 2, f"both copies timed: {copies}")
     if len(copies) == 2:
         beside = span_us("D", "copy")
+        if beside is None:
+            check(False, "copy: D's collective found on the timeline")
+            return 1
         c_alone = copies["copy alone"]
         lost_d = beside - td_us
         lost_copy = copies["copy beside D"] - c_alone
-        check(lost_d > 0.5 * c_alone and abs(lost_d - lost_copy) < 0.02 * c_alone,
+        check(abs(lost_d - bd_us) < 0.02 * bd_us and abs(lost_copy - bd_us) < 0.02 * bd_us,
               f"copy: D beside the copy lasts {beside:.3f} us (T_D {td_us:.3f} + {lost_d:.3f}), the copy "
-              f"{copies['copy beside D']:.3f} us (alone {c_alone:.3f} + {lost_copy:.3f})")
+              f"{copies['copy beside D']:.3f} us (alone {c_alone:.3f} + {lost_copy:.3f}); B_D {bd_us:.3f} us")
     if check.failures:
         print("\n".join(l for l in out.splitlines() if "NCCL INFO" not in l)[-3000:])
     return 1 if check.failures else 0
