@@ -16,8 +16,8 @@
 //             long enough that D's transfers run beside it from start to end, however much host
 //             time lies between the copy's issue and D's start
 // Prints "<step> <comm> <ms> ms" per collective (CUDA events on its rank 0's stream) and
-// "copy alone <ms> ms", "copy beside D <ms> ms" for the copies; run_nccl_links.py reads the
-// collectives' exact times from the timeline. (A copy between GPUs of two nodes is staged
+// "copy alone <ms> ms", "copy beside D <ms> ms" for the copies; run_nccl_links.py reads the exact
+// times, the copies' included, from the timeline. (A copy between GPUs of two nodes is staged
 // through the host, off the fabric: no peer access across nodes.)
 //
 // Usage: nccl_links_program [MiB]   (default 256)

@@ -367,8 +367,9 @@ std::vector<uint64_t> NcclCollectives::place_transfers(const std::vector<simcore
                                                        double start_at_most, int gpu) {
   NcclLinkShare::Start start;
   start.after = std::move(after);
-  // The thread's promise: at or above the engine's floor, and at or below its clock.
-  start.not_before = this_thread().promised;
+  // The engine's floor (the least promise of the ranks): no promise broken, and no later than the
+  // collective's start unless every rank promised past it (then the latency task is shortened).
+  start.not_before = driver_.ranks().lowest_floor(this_thread().promised);
   start.start_at_most = start_at_most;
   start.gpu = gpu;
   return links_.place(driver_.engine(), calls, ranks, start);
