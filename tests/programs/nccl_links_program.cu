@@ -15,6 +15,9 @@
 //             before the group): the copy crosses D's NVLinks in D's direction 0 -> 1, and lasts
 //             long enough that D's transfers run beside it from start to end, however much host
 //             time lies between the copy's issue and D's start
+//   p2p       A's rank 0 (GPU 0) sends BYTES to its rank 1 (GPU 2) alone (ncclSend / ncclRecv in one
+//             group), then again while B all-reduces BYTES (one group): the message crosses the
+//             NICs B's transfer 0 -> 2 crosses
 // Prints "<step> <comm> <ms> ms" per collective (CUDA events on its rank 0's stream) and
 // "copy alone <ms> ms", "copy beside D <ms> ms" for the copies; run_nccl_links.py reads the exact
 // times, the copies' included, from the timeline. (A copy between GPUs of two nodes is staged
@@ -189,6 +192,23 @@ int main(int argc, char** argv) {
   };
   if (copy() != 0 || copy_time("copy alone") != 0) return 1;
   if (all_reduce({&d}, bytes, "copy", copy) != 0 || copy_time("copy beside D") != 0) return 1;
+
+  // A message on A from GPU 0 to GPU 2, alone and beside B's all-reduce.
+  for (bool beside : {false, true}) {
+    CHECK_NCCL(ncclGroupStart());
+    CHECK_NCCL(ncclSend(a.buf[0], bytes / sizeof(float), ncclFloat, 1, a.comm[0], a.stream[0]));
+    CHECK_NCCL(ncclRecv(a.buf[1], bytes / sizeof(float), ncclFloat, 0, a.comm[1], a.stream[1]));
+    if (beside)
+      for (int i = 0; i < 2; ++i)
+        CHECK_NCCL(ncclAllReduce(b.buf[i], b.buf[i], bytes / sizeof(float), ncclFloat, ncclSum, b.comm[i], b.stream[i]));
+    CHECK_NCCL(ncclGroupEnd());
+    for (Comm* x : {&a, &b})
+      for (int i = 0; i < 2; ++i) {
+        CHECK_CUDA(cudaSetDevice(x->devices[i]));
+        CHECK_CUDA(cudaStreamSynchronize(x->stream[i]));
+      }
+    std::printf("ok   p2p %s\n", beside ? "beside B" : "alone");
+  }
 
   for (Comm* x : {&a, &b, &c, &d})
     for (int i = 0; i < 2; ++i) CHECK_NCCL(ncclCommDestroy(x->comm[i]));

@@ -12,6 +12,12 @@ one-nic: as without procs, on nodes whose two GPUs share one NIC (VGPU_CONFIG =
 data/one_nic_per_node.toml): A and C at once then cross the same NICs too, and each lasts about
 T + B (within 2%), as A and B do: what eight data-parallel groups of a node sharing its NIC read.
 Without procs, one process drives the four GPUs of two nodes of two:
+- p2p: a message of BYTES on A from GPU 0 to GPU 2 (T_P, B_P the model's send/recv time and
+  bandwidth part between them): alone its receive lasts T_P exactly (kernel to "nccl p2p end");
+  beside B's all-reduce (one group), whose transfer 0 -> 2 crosses the same NICs, both lose the
+  time their transfers share the NICs at half rate: min(B, B_P) less the difference d of their
+  latency parts (T_P - B_P against T - B: the later transfer starts d after the other), so the
+  receive lasts about T_P + min(B, B_P) - d and B about T + min(B, B_P) - d (within 2%);
 
 A collective's time is from the last of its ranks' arrivals to the latest "nccl collective end"
 of its ranks (where every rank's stream goes on). With T the model's time of an all-reduce of
@@ -121,6 +127,8 @@ def main():
              "C": ["setup", "disjoint"], "D": ["setup", "copy"]}
     if procs:
         steps = {"A": ["setup", "alone", "shared"], "B": ["setup", "shared"]}
+    else:
+        steps["B"].append("p2p")
 
     def span_us(comm, step):
         k = steps[comm].index(step)
@@ -180,6 +188,30 @@ def main():
         check(abs(lost_d - bd_us) < 0.02 * bd_us and abs(lost_copy - bd_us) < 0.02 * bd_us,
               f"copy: D beside the copy lasts {beside:.3f} us (T_D {td_us:.3f} + {lost_d:.3f}), the copy "
               f"{copies['copy beside D']:.3f} us (alone {c_alone:.3f} + {lost_copy:.3f}); B_D {bd_us:.3f} us")
+    # The message: its receive kernel on GPU 2 and the row's "nccl p2p end" after it.
+    tp_us = estimate("SendRecv", str(BYTES), "0", "2")
+    bp_us = estimate("--bandwidth", "SendRecv", str(BYTES), "0", "2")
+    p2p_rows = {}
+    for e in events:
+        if e.get("ph") == "X" and e["pid"] == 2 and (f"[Recv {BYTES} B" in e["name"] or e["name"] == "nccl p2p end"):
+            p2p_rows.setdefault(e["tid"], []).append(e)
+    spans = []
+    for evs in p2p_rows.values():
+        evs.sort(key=lambda e: e["ts"])
+        for i, e in enumerate(evs):
+            if f"[Recv {BYTES} B" in e["name"]:
+                ends = [x for x in evs[i + 1:] if x["name"] == "nccl p2p end"]
+                end = ends[0]["ts"] if ends and ends[0]["ts"] >= e["ts"] + e["dur"] - 1e-3 else e["ts"] + e["dur"]
+                spans.append(end - e["ts"])
+    check(len(spans) == 2, f"two receives of {BYTES} B on GPU 2: {len(spans)}")
+    if len(spans) == 2:
+        check(abs(spans[0] - tp_us) < 1e-3, f"p2p alone: the receive lasts {spans[0]:.3f} us, the model's send/recv "
+              f"{tp_us:.3f} us")
+        b_beside = span_us("B", "p2p")
+        lost = min(b_us, bp_us) - abs((tp_us - bp_us) - (t_us - b_us))
+        check(close(spans[1], tp_us + lost, 0.02) and close(b_beside, t_us + lost, 0.02),
+              f"p2p beside B: the receive lasts {spans[1]:.3f} us, about T_P + {lost:.3f} = {tp_us + lost:.3f} us; "
+              f"B {us(b_beside)} us, about T + {lost:.3f} = {t_us + lost:.3f} us")
     if check.failures:
         print("\n".join(l for l in out.splitlines() if "NCCL INFO" not in l)[-3000:])
     return 1 if check.failures else 0

@@ -141,8 +141,8 @@ NcclCollectives::NcclCollectives(DriverState& driver)
                                     &vclock::enter_neutral_call, &vclock::leave_call, &GroupHooks::begin,
                                     &group_operation, &group_launch, &GroupHooks::end, &launch_tasks_done}),
       data_(driver.memory()),
-      p2p_(driver),
-      links_(driver.cluster()) {}
+      links_(driver.cluster()),
+      p2p_(driver, &links_) {}
 NcclCollectives::~NcclCollectives() = default;
 
 double NcclCollectives::duration(const simcore::ClusterSpec& cluster, const std::vector<simcore::CollectiveCall>& calls) {
@@ -357,6 +357,7 @@ void NcclCollectives::place_deferred(uint64_t tag, Deferred d, const char* why) 
     if (std::find(peers.begin(), peers.end(), r) == peers.end()) peers.push_back(r);
   const std::vector<simcore::CollectiveCall> calls = modelled_calls(d.got, d.device, d.local_ranks, peers);
   if (!calls.empty()) d.kernel.duration_s = duration(driver_.cluster(), calls);
+  receive_gpus(l);
   log::debug("sim nccl: rank {}/{} of comm {:x}: send/recv launch {} meets {} sender(s) and {} receiver(s) ({:.3f} us)",
              l.rank, l.nranks, l.comm, tag, l.receive_from.size(), l.send_to.size(), d.kernel.duration_s * 1e6);
   p2p_.meet(d.stream, d.per_thread, l, std::move(d.kernel), d.arrival, true);
@@ -373,6 +374,21 @@ std::vector<uint64_t> NcclCollectives::place_transfers(const std::vector<simcore
   start.start_at_most = start_at_most;
   start.gpu = gpu;
   return links_.place(driver_.engine(), calls, ranks, start);
+}
+
+void NcclCollectives::receive_gpus(NcclP2p::Launch& l) {
+  l.receive_gpus.clear();
+  std::lock_guard lock(mu_);
+  const auto it = comm_gpus_.find(l.comm);
+  if (it == comm_gpus_.end() || static_cast<int>(it->second.size()) != l.nranks) return;
+  for (int peer : l.receive_from) {
+    const int g = peer >= 0 && peer < l.nranks ? it->second[peer] : -1;
+    if (g < 0) {  // not known yet (another process's rank before the roster told): no transfers
+      l.receive_gpus.clear();
+      return;
+    }
+    l.receive_gpus.push_back(g);
+  }
 }
 
 bool NcclCollectives::drives_one_gpu() const {
@@ -464,6 +480,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
       l.thread_ranks = thread_group_ranks();
       l.one_gpu = drives_one_gpu();
       if (two && local > 0 && NcclP2p::matched(l)) {
+        receive_gpus(l);
         *rc = p2p_.submit(stream, per_thread, l, std::move(k));
         return true;
       }

@@ -170,6 +170,10 @@ class NcclCollectives {
   std::vector<uint64_t> place_transfers(const std::vector<simcore::CollectiveCall>& calls, std::span<const int> ranks,
                                         std::vector<uint64_t> after, double start_at_most, int gpu);
 
+  // The cluster's GPU of each rank of `l.receive_from` as known (l.receive_gpus), for the
+  // transfers of the messages it receives.
+  void receive_gpus(NcclP2p::Launch& l);
+
   // True when this process has contexts on one GPU only, so that it holds at most one rank of
   // any communicator and may wait for the other processes' ranks without waiting for itself.
   bool drives_one_gpu() const;
@@ -182,8 +186,8 @@ class NcclCollectives {
   contracts::NcclPluginClient plugin_;
   NcclData data_;  // the collectives' data
   NcclRendezvous rendezvous_;  // ranks in other processes of the job
+  NcclLinkShare links_;        // collectives' and received messages' transfers on the fabric's links
   NcclP2p p2p_;                // send/recv kernels meeting their peers
-  NcclLinkShare links_;        // collectives' transfers on the fabric's links
   std::mutex mu_;
   std::map<std::pair<uint64_t, int>, uint64_t> launches_;  // (comm, rank) -> NCCL launches so far
   std::map<uint64_t, std::vector<int>> comm_gpus_;          // comm -> gpu of each rank (-1 unknown)
