@@ -8,7 +8,8 @@
 // inside the launch and asks the launch's description (describe_launch of the plugin contract,
 // contracts/nccl_plugin.h). Without the profiler NCCL kernels keep the fallback duration.
 // Send/recv kernels (their group's P2pApi calls) and kernels captured into a CUDA graph last the
-// model's time for what the launch does. A receive starts after its matching send's arrival
+// model's time for what the launch does, and the messages a launch receives cross the fabric's
+// links (nccl_p2p.h, nccl_link_share.h). A receive starts after its matching send's arrival
 // (nccl_p2p.h): on a two-rank communicator at the launch; on a larger one the kernel is held from
 // the launch until NCCL's tasks name its peers (the plugin's launch_tasks_done, right after the
 // launch; at the latest the thread's next driver call, when it meets no other rank). Graph
