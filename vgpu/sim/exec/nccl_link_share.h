@@ -19,6 +19,9 @@
 // flow is the collective's occupancy of its links, so a ring bound by the NIC keeps the NIC
 // busy for B and its NVLink hops for B times their share of the NIC's rate.
 //
+// A received message (send/recv, nccl_p2p.h) is placed the same way: a send/recv call over the
+// sender's and the receiver's GPUs, with the sender's flow only.
+//
 // Collectives whose bandwidth part is below kMinBandwidthS (past the routes' latency) get no
 // flows: they cannot move another transfer measurably, and a 64-rank job's small all-reduces
 // (barriers, loss reductions) then cost the engine nothing more.
