@@ -28,7 +28,8 @@
 // As torchrun's ranks instead (NCCL_ID_FILE set; RANK and WORLD_SIZE = 2 from launch_ranks.py; two
 // virtual nodes of one GPU): process r drives GPU r, and is rank r of A and of B (their
 // ncclUniqueIds through NCCL_ID_FILE.A and .B). After a small all-reduce on each, "alone" (A) and
-// "shared" (A and B at once, one group), each line prefixed "proc <r> ".
+// "shared" (A and B at once, one group), then "p2p": process 0 sends BYTES to process 1 on A,
+// alone and beside B's all-reduce (one group); each line prefixed "proc <r> ".
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -130,6 +131,16 @@ int one_rank_per_process(const char* id_file, size_t bytes) {
   for (int c = 0; c < 2; ++c)  // connection setup, one communicator at a time
     if (all_reduce({c}, 1 << 20) != 0) return 1;
   if (all_reduce({0}, bytes) != 0 || all_reduce({0, 1}, bytes) != 0) return 1;
+  for (bool beside : {false, true}) {
+    CHECK_NCCL(ncclGroupStart());
+    if (rank == 0)
+      CHECK_NCCL(ncclSend(buf[0], bytes / sizeof(float), ncclFloat, 1, comm[0], stream[0]));
+    else
+      CHECK_NCCL(ncclRecv(buf[0], bytes / sizeof(float), ncclFloat, 0, comm[0], stream[0]));
+    if (beside) CHECK_NCCL(ncclAllReduce(buf[1], buf[1], bytes / sizeof(float), ncclFloat, ncclSum, comm[1], stream[1]));
+    CHECK_NCCL(ncclGroupEnd());
+    for (int c = 0; c < 2; ++c) CHECK_CUDA(cudaStreamSynchronize(stream[c]));
+  }
   for (int c = 0; c < 2; ++c) CHECK_NCCL(ncclCommDestroy(comm[c]));
   std::printf("%sok   ncclCommDestroy\n", tag.c_str());
   return 0;

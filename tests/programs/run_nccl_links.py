@@ -6,8 +6,10 @@ Usage: run_nccl_links.py [procs]   (environment: VGPU_RUN, LINKS_PROGRAM, COLLEC
 CUDA_LIB_DIR; VGPU_NODES=2 and VGPU_GPUS_PER_NODE=2, or 1 with procs; LAUNCHER with procs)
 
 procs: the ranks are two processes (launch_ranks.py, as torchrun), each driving one GPU of its own
-virtual node and holding a rank of A and of B, each process placing its own rank's transfers:
-A alone lasts T exactly, A and B at once each about T + B (within 2%); T and B over GPUs 0 and 1.
+virtual node and holding a rank of A and of B, each process placing its own rank's transfers (to
+the next rank and from the previous one): A alone lasts T exactly, A and B at once each about
+T + B (within 2%); T and B over GPUs 0 and 1; and the p2p step below from GPU 0 to GPU 1 (the
+receiving process sees the message meet B's transfer into its GPU).
 one-nic: as without procs, on nodes whose two GPUs share one NIC (VGPU_CONFIG =
 data/one_nic_per_node.toml): A and C at once then cross the same NICs too, and each lasts about
 T + B (within 2%), as A and B do: what eight data-parallel groups of a node sharing its NIC read.
@@ -127,8 +129,7 @@ def main():
              "C": ["setup", "disjoint"], "D": ["setup", "copy"]}
     if procs:
         steps = {"A": ["setup", "alone", "shared"], "B": ["setup", "shared"]}
-    else:
-        steps["B"].append("p2p")
+    steps["B"].append("p2p")
 
     def span_us(comm, step):
         k = steps[comm].index(step)
@@ -160,6 +161,7 @@ def main():
     check(all(close(s, want, 0.02) for s in shared),
           f"shared: A and B last {us(shared[0])} and {us(shared[1])} us, about T + B = {want:.3f} us")
     if procs:
+        check_p2p(check, events, estimate, span_us, close, us, t_us, b_us, receiver=1)
         if check.failures:
             print("\n".join(l for l in out.splitlines() if "NCCL INFO" not in l)[-3000:])
         return 1 if check.failures else 0
@@ -188,22 +190,31 @@ def main():
         check(abs(lost_d - bd_us) < 0.02 * bd_us and abs(lost_copy - bd_us) < 0.02 * bd_us,
               f"copy: D beside the copy lasts {beside:.3f} us (T_D {td_us:.3f} + {lost_d:.3f}), the copy "
               f"{copies['copy beside D']:.3f} us (alone {c_alone:.3f} + {lost_copy:.3f}); B_D {bd_us:.3f} us")
-    # The message: its receive kernel on GPU 2 and the row's "nccl p2p end" after it.
-    tp_us = estimate("SendRecv", str(BYTES), "0", "2")
-    bp_us = estimate("--bandwidth", "SendRecv", str(BYTES), "0", "2")
+    check_p2p(check, events, estimate, span_us, close, us, t_us, b_us, receiver=2)
+    if check.failures:
+        print("\n".join(l for l in out.splitlines() if "NCCL INFO" not in l)[-3000:])
+    return 1 if check.failures else 0
+
+
+def check_p2p(check, events, estimate, span_us, close, us, t_us, b_us, receiver):
+    """The message from GPU 0 to GPU `receiver`: its receive kernel and the "nccl p2p end" after it
+    on its row, alone and beside B's all-reduce (the p2p step)."""
+    tp_us = estimate("SendRecv", str(BYTES), "0", str(receiver))
+    bp_us = estimate("--bandwidth", "SendRecv", str(BYTES), "0", str(receiver))
     p2p_rows = {}
     for e in events:
-        if e.get("ph") == "X" and e["pid"] == 2 and (f"[Recv {BYTES} B" in e["name"] or e["name"] == "nccl p2p end"):
+        if e.get("ph") == "X" and e["pid"] == receiver and (f"[Recv {BYTES} B" in e["name"] or e["name"] == "nccl p2p end"):
             p2p_rows.setdefault(e["tid"], []).append(e)
     spans = []
     for evs in p2p_rows.values():
         evs.sort(key=lambda e: e["ts"])
         for i, e in enumerate(evs):
             if f"[Recv {BYTES} B" in e["name"]:
-                ends = [x for x in evs[i + 1:] if x["name"] == "nccl p2p end"]
-                end = ends[0]["ts"] if ends and ends[0]["ts"] >= e["ts"] + e["dur"] - 1e-3 else e["ts"] + e["dur"]
+                # Its end op comes right after it on its stream's row (none: the kernel's end).
+                after = evs[i + 1] if i + 1 < len(evs) else None
+                end = after["ts"] if after is not None and after["name"] == "nccl p2p end" else e["ts"] + e["dur"]
                 spans.append(end - e["ts"])
-    check(len(spans) == 2, f"two receives of {BYTES} B on GPU 2: {len(spans)}")
+    check(len(spans) == 2, f"two receives of {BYTES} B on GPU {receiver}: {len(spans)}")
     if len(spans) == 2:
         check(abs(spans[0] - tp_us) < 1e-3, f"p2p alone: the receive lasts {spans[0]:.3f} us, the model's send/recv "
               f"{tp_us:.3f} us")
@@ -212,9 +223,6 @@ def main():
         check(close(spans[1], tp_us + lost, 0.02) and close(b_beside, t_us + lost, 0.02),
               f"p2p beside B: the receive lasts {spans[1]:.3f} us, about T_P + {lost:.3f} = {tp_us + lost:.3f} us; "
               f"B {us(b_beside)} us, about T + {lost:.3f} = {t_us + lost:.3f} us")
-    if check.failures:
-        print("\n".join(l for l in out.splitlines() if "NCCL INFO" not in l)[-3000:])
-    return 1 if check.failures else 0
 
 
 if __name__ == "__main__":

@@ -71,6 +71,22 @@ bool is_nccl_kernel_name(const std::string& name) {
          name.starts_with("_Z13ncclDevKernel") || name.find("ncclDevKernel_") != std::string::npos;
 }
 
+namespace {
+
+// `ranks` (this process's ranks of a collective over `nranks`) and the ring predecessor of each:
+// the transfers into this process's GPUs as well as out of them (every rank's once when it holds
+// them all).
+std::vector<int> with_incoming(std::vector<int> ranks, int nranks) {
+  const size_t own = ranks.size();
+  for (size_t i = 0; i < own; ++i) {
+    const int previous = (ranks[i] + nranks - 1) % nranks;
+    if (std::find(ranks.begin(), ranks.end(), previous) == ranks.end()) ranks.push_back(previous);
+  }
+  return ranks;
+}
+
+}  // namespace
+
 // The driver's side of the contract for the sim backend: no clock hooks (its transfers need no
 // virtual start: the collective model times the kernels), the current device for the plugin.
 int current_device(int* device) {
@@ -552,15 +568,16 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     move_data(k, plugin, tag, got, p.function->desc().name());
     if (gate != 0) k.also_after.push_back(gate);
     *rc = streams.submit(stream, std::move(k), per_thread);
-    // This rank's transfer on the fabric (the other processes place theirs): the stream goes on
-    // once both the kernel and it are done.
+    // This rank's transfers on the fabric, to the next rank and from the previous one (the
+    // other processes place theirs too: each process sees both of its GPU's directions, so that a
+    // message it receives meets the ring's transfer into its GPU): the stream goes on once both
+    // the kernel and they are done.
     std::vector<uint64_t> after;
     if (arrival != 0) after.push_back(arrival);
     if (gate != 0) after.push_back(gate);
-    const int mine[] = {rank};
     if (*rc == CUDA_SUCCESS && !after.empty()) {
-      std::vector<uint64_t> transfers =
-          place_transfers(calls, mine, std::move(after), std::max(arrival_t, across.latest), gpu);
+      std::vector<uint64_t> transfers = place_transfers(calls, with_incoming({rank}, nranks), std::move(after),
+                                                        std::max(arrival_t, across.latest), gpu);
       if (!transfers.empty()) {
         Work end;
         end.kind = Work::Kind::other;
@@ -696,7 +713,8 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   }
   std::vector<uint64_t> end_after = kernels;
   if (!kernels.empty()) {
-    const std::vector<uint64_t> transfers = place_transfers(calls, ranks, std::move(arrivals), own_clock, gpu);
+    const std::vector<uint64_t> transfers =
+        place_transfers(calls, with_incoming(std::move(ranks), nranks), std::move(arrivals), own_clock, gpu);
     end_after.insert(end_after.end(), transfers.begin(), transfers.end());
   }
   for (uint64_t k_event : kernels) {
