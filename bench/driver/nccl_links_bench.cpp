@@ -3,7 +3,8 @@
 // one after another, as a step's buckets), submitted as the sim backend does (per rank an arrival,
 // a kernel after every arrival, an end op after every kernel), without and then with the latency
 // task and the ring's flows. Two shapes: one process driving all 64 ranks (64 flows a
-// collective), and a process of one rank (torchrun: its own flow and end op). Both rows must end
+// collective), and a process of one rank (torchrun: the flows into and out of its GPU, and an end
+// op). Both rows must end
 // at the same virtual time (the collective alone keeps the model's time; checked, exit 1 if
 // not). Prints microseconds of wall time per collective, the events, and the ratio.
 //
@@ -41,8 +42,11 @@ Row run(const ClusterSpec& cluster, int collectives, int local, bool with_flows)
   for (int i = 0; i < n; ++i) call.gpus.push_back(i);
   const double seconds = estimate_collective(cluster, call).seconds;
   const std::vector<CollectiveCall> calls{call};
+  // Its ranks' ring transfers, and the one into its first rank's GPU (a process of one rank
+  // places both of its GPU's: nccl_collectives.cpp).
   std::vector<int> ranks;
   for (int i = 0; i < local; ++i) ranks.push_back(i);
+  if (local < n) ranks.push_back(n - 1);
   std::vector<EventId> last(local, kNoEvent);
   const auto t0 = std::chrono::steady_clock::now();
   for (int c = 0; c < collectives; ++c) {
