@@ -34,8 +34,9 @@
 // "collective end" op after every rank's kernel, so later work on any rank starts after the
 // collective. The collective's transfers are on the fabric too (nccl_link_share.h): once every
 // rank of this process arrived, the bandwidth part of the model's time becomes one flow per
-// rank to the next rank's GPU (this process's ranks' and the ones into their GPUs), sharing links by max-min with every other flow (other
-// collectives', peer copies); the "collective end" op also waits for them. Alone they end just
+// rank to the next rank's GPU (this process's ranks' and the ones into their GPUs), sharing
+// links by max-min with every other flow (other collectives', peer copies); the "collective end"
+// op also waits for them. Alone they end just
 // before the kernels, so the collective lasts exactly the model's time; on a shared link they
 // end later, and so does the collective (two all-reduces over one NIC: each about one bandwidth
 // part longer). A process driving one GPU places its own GPU's flows (to the next rank and from
