@@ -104,6 +104,7 @@ CollectiveEstimate estimate_collective(const ClusterSpec& cluster, const Collect
                (wire + 2.0 * std::sqrt(wire * std::max(0.0, cost.fill_bytes))) / bandwidth;
   e.steps = steps;
   e.wire_bytes = wire;
+  e.bandwidth_seconds = wire / bandwidth;
   return e;
 }
 

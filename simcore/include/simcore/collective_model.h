@@ -40,6 +40,10 @@ struct CollectiveEstimate {
   const char* protocol = "";  // the protocol the model chose ("LL", "LL128", "Simple")
   int steps = 0;              // communication steps on the critical path
   double wire_bytes = 0;      // bytes each rank sends on its busiest link
+  // The part of `seconds` during which that link carries the collective's bytes (wire_bytes at
+  // the protocol's share of it); the rest is latency (launch, steps, pipeline fill). The sim
+  // backend places this part on the fabric as flows, so that it contends with other transfers.
+  double bandwidth_seconds = 0;
 };
 
 // Never fails: a call with fewer than 2 ranks or no bytes costs the launch alone.

@@ -55,6 +55,14 @@ void ThreadRanks::promise(int rank, double t) {
   engine_.set_rank_floor(rank, t);
 }
 
+double ThreadRanks::lowest_floor(double otherwise) {
+  std::lock_guard lock(mu_);
+  if (floors_.empty()) return otherwise;
+  double low = floors_.begin()->second;
+  for (const auto& [r, f] : floors_) low = std::min(low, f);
+  return low;
+}
+
 void ThreadRanks::leave(int rank) {
   std::lock_guard lock(mu_);
   if (floors_.erase(rank) == 0) return;

@@ -58,6 +58,9 @@ class ThreadRanks {
   // promise.
   void promise(int rank, double t);
   void leave(int rank);
+  // The least floor a registered rank promised: the engine's floor, where a submission may start
+  // without breaking a promise (`otherwise` while no rank is registered).
+  double lowest_floor(double otherwise);
 
  private:
   simcore::Engine& engine_;

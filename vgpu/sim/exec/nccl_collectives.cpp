@@ -14,6 +14,7 @@
 #include "sim/exec/nccl_reduce.h"
 #include "sim/exec/stream.h"
 #include "sim/core/context.h"
+#include "sim/core/thread_state.h"
 #include "sim/core/virtual_clock.h"
 #include "timing/nccl_group_hooks.h"
 #include "simcore/engine.h"
@@ -69,6 +70,22 @@ bool is_nccl_kernel_name(const std::string& name) {
   return name.starts_with("ncclDevKernel") || name.starts_with("ncclKernel") ||
          name.starts_with("_Z13ncclDevKernel") || name.find("ncclDevKernel_") != std::string::npos;
 }
+
+namespace {
+
+// `ranks` (this process's ranks of a collective over `nranks`) and the ring predecessor of each:
+// the transfers into this process's GPUs as well as out of them (every rank's once when it holds
+// them all).
+std::vector<int> with_incoming(std::vector<int> ranks, int nranks) {
+  const size_t own = ranks.size();
+  for (size_t i = 0; i < own; ++i) {
+    const int previous = (ranks[i] + nranks - 1) % nranks;
+    if (std::find(ranks.begin(), ranks.end(), previous) == ranks.end()) ranks.push_back(previous);
+  }
+  return ranks;
+}
+
+}  // namespace
 
 // The driver's side of the contract for the sim backend: no clock hooks (its transfers need no
 // virtual start: the collective model times the kernels), the current device for the plugin.
@@ -140,7 +157,8 @@ NcclCollectives::NcclCollectives(DriverState& driver)
                                     &vclock::enter_neutral_call, &vclock::leave_call, &GroupHooks::begin,
                                     &group_operation, &group_launch, &GroupHooks::end, &launch_tasks_done}),
       data_(driver.memory()),
-      p2p_(driver) {}
+      links_(driver.cluster()),
+      p2p_(driver, &links_) {}
 NcclCollectives::~NcclCollectives() = default;
 
 double NcclCollectives::duration(const simcore::ClusterSpec& cluster, const std::vector<simcore::CollectiveCall>& calls) {
@@ -355,9 +373,38 @@ void NcclCollectives::place_deferred(uint64_t tag, Deferred d, const char* why) 
     if (std::find(peers.begin(), peers.end(), r) == peers.end()) peers.push_back(r);
   const std::vector<simcore::CollectiveCall> calls = modelled_calls(d.got, d.device, d.local_ranks, peers);
   if (!calls.empty()) d.kernel.duration_s = duration(driver_.cluster(), calls);
+  receive_gpus(l);
   log::debug("sim nccl: rank {}/{} of comm {:x}: send/recv launch {} meets {} sender(s) and {} receiver(s) ({:.3f} us)",
              l.rank, l.nranks, l.comm, tag, l.receive_from.size(), l.send_to.size(), d.kernel.duration_s * 1e6);
   p2p_.meet(d.stream, d.per_thread, l, std::move(d.kernel), d.arrival, true);
+}
+
+std::vector<uint64_t> NcclCollectives::place_transfers(const std::vector<simcore::CollectiveCall>& calls,
+                                                       std::span<const int> ranks, std::vector<uint64_t> after,
+                                                       double start_at_most, int gpu) {
+  NcclLinkShare::Start start;
+  start.after = std::move(after);
+  // The engine's floor (the least promise of the ranks): no promise broken, and no later than the
+  // collective's start unless every rank promised past it (then the latency task is shortened).
+  start.not_before = driver_.ranks().lowest_floor(this_thread().promised);
+  start.start_at_most = start_at_most;
+  start.gpu = gpu;
+  return links_.place(driver_.engine(), calls, ranks, start);
+}
+
+void NcclCollectives::receive_gpus(NcclP2p::Launch& l) {
+  l.receive_gpus.clear();
+  std::lock_guard lock(mu_);
+  const auto it = comm_gpus_.find(l.comm);
+  if (it == comm_gpus_.end() || static_cast<int>(it->second.size()) != l.nranks) return;
+  for (int peer : l.receive_from) {
+    const int g = peer >= 0 && peer < l.nranks ? it->second[peer] : -1;
+    if (g < 0) {  // not known yet (another process's rank before the roster told): no transfers
+      l.receive_gpus.clear();
+      return;
+    }
+    l.receive_gpus.push_back(g);
+  }
 }
 
 bool NcclCollectives::drives_one_gpu() const {
@@ -449,6 +496,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
       l.thread_ranks = thread_group_ranks();
       l.one_gpu = drives_one_gpu();
       if (two && local > 0 && NcclP2p::matched(l)) {
+        receive_gpus(l);
         *rc = p2p_.submit(stream, per_thread, l, std::move(k));
         return true;
       }
@@ -464,7 +512,8 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   const std::string what = operations_text(got);
   const int gpu = driver_.global_gpu(p.function->device);  // the cluster's GPU (CUDA_VISIBLE_DEVICES)
 
-  // Arrival: where this rank's kernel would start on its own.
+  // Arrival: where this rank's kernel would start on its own (no earlier than the clock now).
+  const double own_clock = vclock::now();
   uint64_t arrival = 0;
   if (CUresult r = submit_arrival(streams, stream, per_thread, "nccl arrival", &arrival); r != CUDA_SUCCESS) {
     *rc = r;
@@ -511,13 +560,32 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
         if (gpus[r] >= 0) gpus_of(comm, nranks, r, gpus[r]);
       gpus = gpus_of(comm, nranks, rank, gpu);
     }
-    const double seconds = duration(driver_.cluster(), contracts::collective_calls(got, gpus, false));
+    const std::vector<simcore::CollectiveCall> calls = contracts::collective_calls(got, gpus, false);
+    const double seconds = duration(driver_.cluster(), calls);
     Work k = p.to_work();
     k.duration_s = seconds;
     k.label = fmt::format("{} [{}]", k.label, what);
     move_data(k, plugin, tag, got, p.function->desc().name());
     if (gate != 0) k.also_after.push_back(gate);
     *rc = streams.submit(stream, std::move(k), per_thread);
+    // This rank's transfers on the fabric, to the next rank and from the previous one (the
+    // other processes place theirs too: each process sees both of its GPU's directions, so that a
+    // message it receives meets the ring's transfer into its GPU): the stream goes on once both
+    // the kernel and they are done.
+    std::vector<uint64_t> after;
+    if (arrival != 0) after.push_back(arrival);
+    if (gate != 0) after.push_back(gate);
+    if (*rc == CUDA_SUCCESS && !after.empty()) {
+      std::vector<uint64_t> transfers = place_transfers(calls, with_incoming({rank}, nranks), std::move(after),
+                                                        std::max(arrival_t, across.latest), gpu);
+      if (!transfers.empty()) {
+        Work end;
+        end.kind = Work::Kind::other;
+        end.label = "nccl collective end";
+        end.also_after = std::move(transfers);
+        *rc = streams.submit(stream, std::move(end), per_thread);
+      }
+    }
     log::debug("sim nccl: rank {}/{} of comm {:x} on GPU {} (ranks as processes): {} from {:.3f} us (own arrival "
                "{:.3f} us) -> {:.3f} us", rank, nranks, comm, gpu, what, std::max(arrival_t, across.latest) * 1e6,
                arrival_t * 1e6, seconds * 1e6);
@@ -541,6 +609,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     if (pend.arrivals.empty()) pend.thread = std::this_thread::get_id();
     pend.one_thread = pend.one_thread && pend.thread == std::this_thread::get_id();
     pend.nranks = meeting;
+    pend.ranks.push_back(rank);
     others = pend.arrivals;
     if (gate != 0) others.push_back(gate);
     if (arrival != 0) pend.arrivals.push_back(arrival);
@@ -618,27 +687,41 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     if (e != 0) placed.push_back(e);
   }
 
-  // The last rank's kernel: every rank's stream continues after the collective's end.
-  std::vector<uint64_t> kernels;
+  // The last rank's kernel: every rank's stream continues after the collective's end, which
+  // is also its transfers' on the fabric (nccl_link_share.h).
+  std::vector<uint64_t> kernels, arrivals;
+  std::vector<int> ranks;
+  std::vector<simcore::CollectiveCall> calls;
   {
     std::lock_guard l(mu_);
     auto it = pending_.find(key);
     if (it == pending_.end()) return true;
     if (kernel != 0) it->second.kernels.push_back(kernel);
     it->second.kernels.insert(it->second.kernels.end(), placed.begin(), placed.end());
+    if (gate != 0) it->second.gates.push_back(gate);
     if (static_cast<int>(it->second.arrivals.size()) >= meeting &&
         static_cast<int>(it->second.kernels.size()) >= meeting) {
       kernels = std::move(it->second.kernels);
+      arrivals = std::move(it->second.arrivals);
+      arrivals.insert(arrivals.end(), it->second.gates.begin(), it->second.gates.end());
+      ranks = std::move(it->second.ranks);
+      calls = contracts::collective_calls(got, gpus_of(comm, nranks, rank, gpu), false);
       one_thread_[comm] = it->second.one_thread;
       pending_.erase(it);
     }
     while (pending_.size() > kMaxPending) pending_.erase(pending_.begin());  // a rank never came
   }
+  std::vector<uint64_t> end_after = kernels;
+  if (!kernels.empty()) {
+    const std::vector<uint64_t> transfers =
+        place_transfers(calls, with_incoming(std::move(ranks), nranks), std::move(arrivals), own_clock, gpu);
+    end_after.insert(end_after.end(), transfers.begin(), transfers.end());
+  }
   for (uint64_t k_event : kernels) {
     Work end;
     end.kind = Work::Kind::other;
     end.label = "nccl collective end";
-    end.also_after = kernels;
+    end.also_after = end_after;
     streams.append_after_last(k_event, std::move(end));
   }
   return true;

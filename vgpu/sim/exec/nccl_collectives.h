@@ -8,7 +8,8 @@
 // inside the launch and asks the launch's description (describe_launch of the plugin contract,
 // contracts/nccl_plugin.h). Without the profiler NCCL kernels keep the fallback duration.
 // Send/recv kernels (their group's P2pApi calls) and kernels captured into a CUDA graph last the
-// model's time for what the launch does. A receive starts after its matching send's arrival
+// model's time for what the launch does, and the messages a launch receives cross the fabric's
+// links (nccl_p2p.h, nccl_link_share.h). A receive starts after its matching send's arrival
 // (nccl_p2p.h): on a two-rank communicator at the launch; on a larger one the kernel is held from
 // the launch until NCCL's tasks name its peers (the plugin's launch_tasks_done, right after the
 // launch; at the latest the thread's next driver call, when it meets no other rank). Graph
@@ -31,7 +32,16 @@
 // the other ranks already known, for the model's duration. The rank that arrives last has seen
 // every arrival, so its kernel ends where the collective ends; each rank's stream then gets a
 // "collective end" op after every rank's kernel, so later work on any rank starts after the
-// collective. That op is appended only while the kernel is still the last op of its stream:
+// collective. The collective's transfers are on the fabric too (nccl_link_share.h): once every
+// rank of this process arrived, the bandwidth part of the model's time becomes one flow per
+// rank to the next rank's GPU (this process's ranks' and the ones into their GPUs), sharing
+// links by max-min with every other flow (other collectives', peer copies); the "collective end"
+// op also waits for them. Alone they end just
+// before the kernels, so the collective lasts exactly the model's time; on a shared link they
+// end later, and so does the collective (two all-reduces over one NIC: each about one bandwidth
+// part longer). A process driving one GPU places its own GPU's flows (to the next rank and from
+// the previous one: a message it receives then meets the incoming one), followed by the same op.
+// That op is appended only while the kernel is still the last op of its stream:
 // exact when one thread launches every rank (ncclGroupStart/End over several communicators)
 // or the ranks' threads do not run ahead; a rank that submitted more work before the last rank
 // arrived keeps that work where it was placed.
@@ -49,6 +59,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,6 +68,7 @@
 #include "front/driver/cuda_api.h"
 #include "sim/core/stream_work.h"
 #include "sim/exec/nccl_data.h"
+#include "sim/exec/nccl_link_share.h"
 #include "sim/exec/nccl_p2p.h"
 #include "sim/exec/nccl_rendezvous.h"
 #include "simcore/collective_model.h"
@@ -104,6 +116,8 @@ class NcclCollectives {
     std::vector<uint64_t> arrivals;  // simcore events
     std::vector<uint64_t> kernels;
     std::vector<Held> held;
+    std::vector<int> ranks;          // the ranks that arrived here, in arrival order
+    std::vector<uint64_t> gates;     // the other processes' latest arrivals (across processes)
     std::thread::id thread;          // the first rank's launching thread
     bool one_thread = true;          // every rank so far launched from it
   };
@@ -153,6 +167,16 @@ class NcclCollectives {
     NcclP2p::Launch base;
   };
 
+  // Places the transfers of `ranks` of collective `calls` on the fabric after `after` (every
+  // arrival), `start_at_most` no later than its start, the latency task on `gpu`; returns what
+  // the collective's end waits for besides its kernels (nccl_link_share.h).
+  std::vector<uint64_t> place_transfers(const std::vector<simcore::CollectiveCall>& calls, std::span<const int> ranks,
+                                        std::vector<uint64_t> after, double start_at_most, int gpu);
+
+  // The cluster's GPU of each rank of `l.receive_from` as known (l.receive_gpus), for the
+  // transfers of the messages it receives.
+  void receive_gpus(NcclP2p::Launch& l);
+
   // True when this process has contexts on one GPU only, so that it holds at most one rank of
   // any communicator and may wait for the other processes' ranks without waiting for itself.
   bool drives_one_gpu() const;
@@ -165,6 +189,7 @@ class NcclCollectives {
   contracts::NcclPluginClient plugin_;
   NcclData data_;  // the collectives' data
   NcclRendezvous rendezvous_;  // ranks in other processes of the job
+  NcclLinkShare links_;        // collectives' and received messages' transfers on the fabric's links
   NcclP2p p2p_;                // send/recv kernels meeting their peers
   std::mutex mu_;
   std::map<std::pair<uint64_t, int>, uint64_t> launches_;  // (comm, rank) -> NCCL launches so far

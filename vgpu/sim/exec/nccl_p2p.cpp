@@ -6,6 +6,8 @@
 
 #include "common/log.h"
 #include "sim/core/driver_state.h"
+#include "sim/core/thread_state.h"
+#include "sim/core/virtual_clock.h"
 #include "sim/exec/stream.h"
 #include "simcore/engine.h"
 
@@ -16,7 +18,8 @@ const char* side_name(bool receive) { return receive ? "receive" : "send"; }
 
 }  // namespace
 
-NcclP2p::NcclP2p(DriverState& driver, std::string dir) : driver_(driver), exchange_(std::move(dir)) {}
+NcclP2p::NcclP2p(DriverState& driver, NcclLinkShare* links, std::string dir)
+    : driver_(driver), links_(links), exchange_(std::move(dir)) {}
 
 bool NcclP2p::matched(const Launch& l) {
   if (l.rank < 0 || l.rank >= l.nranks || (l.send_to.empty() && l.receive_from.empty())) return false;
@@ -54,7 +57,55 @@ void NcclP2p::post(const Key& key, uint64_t event, std::vector<std::shared_ptr<H
   if (--h->missing == 0) ready->push_back(std::move(h));
 }
 
-void NcclP2p::place(Held& h) { place_alone(h.stream, h.per_thread, h.arrival, std::move(h.kernel)); }
+void NcclP2p::place(Held& h) { place_kernel(h.stream, h.per_thread, h.arrival, true, std::move(h.kernel), h.launch); }
+
+CUresult NcclP2p::place_kernel(CUstream stream, bool per_thread, uint64_t arrival, bool held, Work k, const Launch& l) {
+  const bool transfers = links_ != nullptr && arrival != 0 && !l.receive_from.empty() &&
+                         l.receive_gpus.size() == l.receive_from.size();
+  const std::vector<uint64_t> after = transfers ? k.also_after : std::vector<uint64_t>{};
+  const double seconds = k.duration_s;
+  uint64_t kernel = 0;
+  if (transfers) {
+    k.on_timeline = [&kernel, then = std::move(k.on_timeline)](uint64_t e) {
+      kernel = e;
+      if (then) then(e);
+    };
+  }
+  StreamManager& streams = driver_.streams();
+  CUresult rc = CUDA_SUCCESS;
+  if (held)
+    place_alone(stream, per_thread, arrival, std::move(k));
+  else
+    rc = streams.submit(stream, std::move(k), per_thread);
+  if (!transfers || kernel == 0) return rc;
+  // Each received message from its sender's GPU, after what the kernel waits for.
+  NcclLinkShare::Start start;
+  start.after = after;
+  start.not_before = driver_.ranks().lowest_floor(vclock::now());
+  start.start_at_most = start.not_before;
+  start.gpu = l.gpu;
+  const int from[] = {0};
+  std::vector<uint64_t> end_after{kernel};
+  for (size_t i = 0; i < l.receive_from.size(); ++i) {
+    simcore::CollectiveCall call;
+    call.op = simcore::CollectiveOp::send_recv;
+    call.bytes = i < l.receive_sizes.size() ? l.receive_sizes[i] : l.receive_bytes;
+    call.gpus = {l.receive_gpus[i], l.gpu};
+    if (call.gpus[0] < 0 || call.gpus[0] == l.gpu ||
+        simcore::estimate_collective(driver_.cluster(), call).seconds > seconds)
+      continue;  // the kernel is not timed for this pair: its transfer could only lengthen it
+    const std::vector<uint64_t> joined = links_->place(driver_.engine(), {call}, from, start);
+    end_after.insert(end_after.end(), joined.begin(), joined.end());
+  }
+  if (end_after.size() > 1) {
+    Work end;
+    end.kind = Work::Kind::other;
+    end.label = "nccl p2p end";
+    end.also_after = std::move(end_after);
+    streams.append_after_last(kernel, std::move(end));
+  }
+  return rc;
+}
 
 void NcclP2p::place_alone(CUstream stream, bool per_thread, uint64_t arrival, Work k) {
   StreamManager& streams = driver_.streams();
@@ -158,7 +209,7 @@ CUresult NcclP2p::meet(CUstream stream, bool per_thread, const Launch& l, Work k
       }
       if (!missing.empty()) then = same_thread ? Then::hold : Then::wait_here;
       if (then == Then::hold) {
-        auto h = std::make_shared<Held>(Held{stream, per_thread, arrival, std::move(k), static_cast<int>(missing.size())});
+        auto h = std::make_shared<Held>(Held{stream, per_thread, arrival, std::move(k), static_cast<int>(missing.size()), l});
         for (const Key& key : missing) held_.emplace(key, h);
         while (held_.size() > kMaxKept) {  // an arrival that never came: placed without it after all
           std::shared_ptr<Held> old = held_.begin()->second;
@@ -226,11 +277,7 @@ CUresult NcclP2p::meet(CUstream stream, bool per_thread, const Launch& l, Work k
       if (const simcore::EventId g = engine.add_task(gate); g != simcore::kNoEvent) k.also_after.push_back(g);
     }
   }
-  if (held) {
-    place_alone(stream, per_thread, arrival, std::move(k));
-    return CUDA_SUCCESS;
-  }
-  return streams.submit(stream, std::move(k), per_thread);
+  return place_kernel(stream, per_thread, arrival, held, std::move(k), l);
 }
 
 }  // namespace vgpu

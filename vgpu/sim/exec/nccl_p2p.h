@@ -58,6 +58,14 @@
 //   kTimeoutS); a thread whose NCCL group drives several ranks does not wait (its launches of
 //   several pairs could wait on each other across processes) and takes an arrival only if it is
 //   already posted.
+// The messages a launch receives cross the fabric too (nccl_link_share.h): once its kernel is
+// placed, a flow from each sender's GPU to its own, after what the kernel waits for and the
+// model's latency part, sized so that alone it ends by the model's send/recv time for that pair;
+// an "nccl p2p end" op after the kernel waits for them, so that a receive sharing a link with a
+// collective or a copy ends later, and one alone exactly when its kernel does. The receiving side
+// places them, once per message, in its own process (a sender in another process adds nothing to
+// this process's links); the send kernels place none. A pair whose model time exceeds the kernel's
+// (the kernel timed before its peers were known) gets no flow.
 // An arrival that never comes (a timeout, a peer that never launches) leaves the kernel at its
 // own arrival, as before, with one log line. The price of waiting in the launch, which the real
 // launch does not: a program whose sender waits on the host for the receiver after the receive
@@ -77,6 +85,7 @@
 #include "front/driver/cuda_api.h"
 #include "sim/core/stream_work.h"
 #include "sim/exec/nccl_data_exchange.h"
+#include "sim/exec/nccl_link_share.h"
 
 namespace vgpu {
 
@@ -101,6 +110,7 @@ class NcclP2p {
     uint64_t send_bytes = 0;        // what it sends to each
     uint64_t receive_bytes = 0;     // what it receives from each
     std::vector<uint64_t> send_sizes, receive_sizes;  // per peer of send_to / receive_from, when they differ
+    std::vector<int> receive_gpus;  // the cluster's GPU of each of receive_from (empty: unknown, no transfers)
     bool peer_here = false;         // its peers live in this process (false: each in another one)
     int thread_ranks = 1;        // the ranks the calling thread's NCCL group names (profiler contexts); 0: not known
     bool one_gpu = false;        // this process drives one GPU (one rank of any communicator)
@@ -111,7 +121,8 @@ class NcclP2p {
   static constexpr uint64_t kCreditBytes = 4u << 20;
 
   // `dir`: the exchange folder for arrivals across processes (empty: the job's).
-  explicit NcclP2p(DriverState& driver, std::string dir = {});
+  // `links`: where received messages cross the fabric (null: nowhere).
+  explicit NcclP2p(DriverState& driver, NcclLinkShare* links = nullptr, std::string dir = {});
 
   // Whether launch `l` is one the matching handles: peers named, none of them itself.
   static bool matched(const Launch& l);
@@ -153,12 +164,17 @@ class NcclP2p {
     uint64_t arrival = 0;  // its own arrival op
     Work kernel;
     int missing = 0;  // arrivals not posted yet
+    Launch launch;    // for its received messages' transfers
   };
   // Counts launch `l`'s sends and receives (the k-th of each direction) into the arrivals it
   // posts and those it waits for. Under mu_.
   void count(const Launch& l, std::vector<Key>* posts, std::vector<Key>* needs);
   // Places held kernel `h` (its awaited arrivals among its also_after) after its own arrival.
   void place(Held& h);
+  // Places kernel `k` of launch `l` (its also_after final): right after its arrival op `arrival`
+  // when `held` (else at its stream's end), then the transfers of the messages it receives and
+  // an end op after both (see the header).
+  CUresult place_kernel(CUstream stream, bool per_thread, uint64_t arrival, bool held, Work k, const Launch& l);
   // Posts arrival op `event` under `key` in this process: it goes to the held kernel waiting
   // for it (into *ready once that has all it waits for) or stays for a later launch. Under mu_.
   void post(const Key& key, uint64_t event, std::vector<std::shared_ptr<Held>>* ready);
@@ -170,6 +186,7 @@ class NcclP2p {
   static bool may_wait_elsewhere(const Launch& l);
 
   DriverState& driver_;
+  NcclLinkShare* links_;
   NcclDataExchange exchange_;  // arrivals across processes
   std::mutex mu_;
   std::condition_variable posted_;  // an arrival was posted in this process

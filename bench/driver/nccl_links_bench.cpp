@@ -1,0 +1,125 @@
+// What placing a collective's transfers on the fabric (vgpu/sim/exec/nccl_link_share.h) costs the
+// engine, against a baseline in the same run: DDP's 25 MiB all-reduces over 64 GPUs (8 nodes of 8,
+// one after another, as a step's buckets), submitted as the sim backend does (per rank an arrival,
+// a kernel after every arrival, an end op after every kernel), without and then with the latency
+// task and the ring's flows. Two shapes: one process driving all 64 ranks (64 flows a
+// collective), and a process of one rank (torchrun: the flows into and out of its GPU, and an end
+// op). Both rows must end
+// at the same virtual time (the collective alone keeps the model's time; checked, exit 1 if
+// not). Prints microseconds of wall time per collective, the events, and the ratio.
+//
+//   build/bench/driver/nccl_links_bench [collectives]      (default 2000; --quick: 200)
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "sim/exec/nccl_link_share.h"
+#include "simcore/cluster_config.h"
+#include "simcore/engine.h"
+
+using namespace simcore;
+
+namespace {
+
+struct Row {
+  double us_per_collective = 0;
+  double end = 0;
+  uint64_t events = 0;
+};
+
+// `collectives` all-reduces of which this process drives ranks 0 .. local-1 of 64.
+Row run(const ClusterSpec& cluster, int collectives, int local, bool with_flows) {
+  EngineOptions o;
+  o.record_timeline = false;
+  auto engine = make_engine(cluster, o);
+  vgpu::NcclLinkShare links(cluster);
+  const int n = 64;
+  CollectiveCall call;
+  call.op = CollectiveOp::all_reduce;
+  call.bytes = 25u << 20;
+  for (int i = 0; i < n; ++i) call.gpus.push_back(i);
+  const double seconds = estimate_collective(cluster, call).seconds;
+  const std::vector<CollectiveCall> calls{call};
+  // Its ranks' ring transfers, and the one into its first rank's GPU (a process of one rank
+  // places both of its GPU's: nccl_collectives.cpp).
+  std::vector<int> ranks;
+  for (int i = 0; i < local; ++i) ranks.push_back(i);
+  if (local < n) ranks.push_back(n - 1);
+  std::vector<EventId> last(local, kNoEvent);
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int c = 0; c < collectives; ++c) {
+    std::vector<EventId> arrivals(local), kernels(local);
+    for (int r = 0; r < local; ++r) {
+      TaskSpec a;
+      a.gpu = r;
+      if (last[r] != kNoEvent) a.after = {last[r]};
+      arrivals[r] = engine->add_task(a);
+    }
+    for (int r = 0; r < local; ++r) {
+      TaskSpec k;
+      k.gpu = r;
+      k.duration = seconds;
+      k.after = arrivals;
+      kernels[r] = engine->add_task(k);
+    }
+    std::vector<EventId> after(kernels);
+    if (with_flows) {
+      vgpu::NcclLinkShare::Start s;
+      s.after.assign(arrivals.begin(), arrivals.end());
+      const std::vector<uint64_t> flows = links.place(*engine, calls, ranks, s);
+      after.insert(after.end(), flows.begin(), flows.end());
+    } else if (local == 1) {
+      last[0] = kernels[0];  // a process of one GPU had no end op
+      continue;
+    }
+    for (int r = 0; r < local; ++r) {
+      TaskSpec e;
+      e.gpu = r;
+      e.after = after;
+      last[r] = engine->add_task(e);
+    }
+  }
+  Row row;
+  row.end = engine->query(last[0])->finish;  // simulates what is left
+  row.us_per_collective =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / collectives;
+  row.events = engine->stats().events_submitted;
+  return row;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int collectives = 2000;
+  if (argc > 1) collectives = std::strcmp(argv[1], "--quick") == 0 ? 200 : std::atoi(argv[1]);
+  setenv("VGPU_NODES", "8", 1);
+  setenv("VGPU_GPUS_PER_NODE", "8", 1);
+  ConfigResult config = load_cluster_config();
+  if (!config.ok()) {
+    std::fprintf(stderr, "cluster configuration rejected\n");
+    return 2;
+  }
+  int status = 0;
+  std::printf("%-22s %14s %14s %10s %12s %12s\n", "ranks in the process", "without us", "with flows us", "ratio",
+              "events w/o", "events with");
+  for (int local : {64, 1}) {
+    // Alternated, the better of two of each, so that a slow moment of a shared machine does not
+    // land on one side only.
+    Row without = run(*config.cluster, collectives, local, false);
+    Row with = run(*config.cluster, collectives, local, true);
+    const Row without2 = run(*config.cluster, collectives, local, false);
+    const Row with2 = run(*config.cluster, collectives, local, true);
+    if (without2.us_per_collective < without.us_per_collective) without = without2;
+    if (with2.us_per_collective < with.us_per_collective) with = with2;
+    std::printf("%-22d %14.2f %14.2f %10.2f %12llu %12llu\n", local, without.us_per_collective,
+                with.us_per_collective, with.us_per_collective / without.us_per_collective,
+                static_cast<unsigned long long>(without.events), static_cast<unsigned long long>(with.events));
+    if (without.end != with.end) {
+      std::printf("FAIL alone, the collectives end at %.9f s with flows, %.9f s without\n", with.end, without.end);
+      status = 1;
+    }
+  }
+  return status;
+}
