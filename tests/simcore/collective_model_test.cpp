@@ -171,6 +171,31 @@ TEST(CollectiveModel, ScalesWithRanksAndLinks) {
   EXPECT_EQ(estimate_collective(one, alone).wire_bytes, 0);
 }
 
+// The bandwidth part (what the sim backend places on the fabric as flows, sim/exec/nccl_link_share.h)
+// is the busiest link's bytes at the protocol's share of its line rate; the rest of the time is
+// latency, fill and steps, which no other transfer slows.
+TEST(CollectiveModel, BandwidthPartIsTheWireAtTheProtocolsShare) {
+  ClusterSpec two_nodes = default_cluster();
+  two_nodes.nodes = 2;
+  const CollectiveCall across{CollectiveOp::all_reduce, 256u << 20, {0, 8}};
+  const CollectiveEstimate e = estimate_collective(two_nodes, across);
+  ASSERT_STREQ(e.protocol, "Simple");
+  const double line = two_nodes.nic.bw * two_nodes.nic.efficiency;
+  const double share = two_nodes.collectives.nic.simple.op[0].link_share;
+  EXPECT_DOUBLE_EQ(e.bandwidth_seconds, e.wire_bytes / (line * share));
+  EXPECT_GT(e.bandwidth_seconds, 0.8 * e.seconds);  // 256 MiB across a NIC: mostly bandwidth
+  EXPECT_LT(e.bandwidth_seconds, e.seconds);
+  // On NVLink the line is the GPU's NVLink bandwidth, and an LL collective's share is LL's.
+  const ClusterSpec one = default_cluster();
+  const CollectiveEstimate small = estimate_collective(one, {CollectiveOp::all_gather, 64u << 10, {0, 1}});
+  ASSERT_STREQ(small.protocol, "LL");
+  const double ll_share = one.collectives.nvlink.ll.op[static_cast<int>(CollectiveOp::all_gather)].link_share;
+  EXPECT_DOUBLE_EQ(small.bandwidth_seconds, small.wire_bytes / (one.nvlink.bw_per_gpu * ll_share));
+  EXPECT_LT(small.bandwidth_seconds, 0.2 * small.seconds);  // 64 KiB: mostly latency
+  // Nothing to send, no bandwidth part.
+  EXPECT_EQ(estimate_collective(one, {CollectiveOp::all_reduce, 1u << 30, {3}}).bandwidth_seconds, 0);
+}
+
 TEST(CollectiveModel, NcclNames) {
   EXPECT_EQ(collective_from_nccl_name("AllReduce"), CollectiveOp::all_reduce);
   EXPECT_EQ(collective_from_nccl_name("ReduceScatter"), CollectiveOp::reduce_scatter);
