@@ -141,11 +141,12 @@ def build(args, device):
     return model, opt
 
 
-def pipeline_pass(model, idx, args, device, marks, host, host_mark):
+def pipeline_pass(model, idx, args, device, forward_done, backward_done):
     """One GPipe step on this stage: every micro-batch's forward (receiving activations from the
     stage before, sending to the one after), then every backward in reverse (receiving the output's
     gradient from the stage after, sending the input's to the one before). Returns the loss on the
-    last stage, 0 elsewhere. marks/host: as one_step's, at forward end and backward end."""
+    last stage, 0 elsewhere. forward_done / backward_done: called as each phase ends (one_step's
+    phase marks)."""
     rank, world = dist.get_rank(), dist.get_world_size()
     first, last = rank == 0, rank == world - 1
     micro = idx.chunk(args.micro)
@@ -166,9 +167,7 @@ def pipeline_pass(model, idx, args, device, marks, host, host_mark):
             dist.send(y.detach().float().contiguous(), dst=rank + 1)
         inputs.append(x)
         outputs.append(y)
-    if marks:
-        marks[1].record()
-    host_mark(host)
+    forward_done()
     for x, y in zip(reversed(inputs), reversed(outputs)):
         if last:
             y.backward()
@@ -178,9 +177,7 @@ def pipeline_pass(model, idx, args, device, marks, host, host_mark):
             y.float().backward(g)
         if not first:
             dist.send(x.grad.contiguous(), dst=rank - 1)
-    if marks:
-        marks[2].record()
-    host_mark(host)
+    backward_done()
     return total
 
 
@@ -244,32 +241,25 @@ def main():
 
     def one_step(marks=None, host=None):
         idx = torch.randint(0, 50257, (args.batch, args.seq + 1), device=device, generator=gen)
-        if marks:
-            marks[0].record()
-        host_mark(host)
-        if args.mode == "pp":
-            loss = pipeline_pass(model, idx, args, device, marks, host, host_mark)
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+
+        def phase_end(i):  # CUDA event i (0: start; 1, 2, 3: forward, backward, optimizer end)
             if marks:
-                marks[3].record()
+                marks[i].record()
             host_mark(host)
-            return loss
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
-            logits = model(idx[:, :-1])
-            loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), idx[:, 1:].reshape(-1))
-        if marks:
-            marks[1].record()
-        host_mark(host)
-        loss.backward()
-        if marks:
-            marks[2].record()
-        host_mark(host)
+
+        phase_end(0)
+        if args.mode == "pp":
+            loss = pipeline_pass(model, idx, args, device, lambda: phase_end(1), lambda: phase_end(2))
+        else:
+            with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+                logits = model(idx[:, :-1])
+                loss = F.cross_entropy(logits.float().reshape(-1, logits.shape[-1]), idx[:, 1:].reshape(-1))
+            phase_end(1)
+            loss.backward()
+            phase_end(2)
         opt.step()
         opt.zero_grad(set_to_none=True)
-        if marks:
-            marks[3].record()
-        host_mark(host)
+        phase_end(3)
         return loss
 
     stats = launch_stats()
