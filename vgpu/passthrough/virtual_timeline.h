@@ -253,14 +253,15 @@ class VirtualTimeline {
   [[gnu::always_inline]] static void record_on_tail(EventMark& m, timing::StreamOrder<StreamTail>::Entry& s,
                                                     int device, double issue) {
     StreamTail& tail = s.last;
-    tail.not_before = std::max(tail.not_before, finite_or_zero(issue));  // no constant from memory
+    const double not_before = std::max(tail.not_before, finite_or_zero(issue));  // no constant from memory
+    tail.not_before = not_before;
     tail.device = device;
     // Re-recording an event on an unchanged stream changes no reference count.
     if (m.tail.op != tail.op) m.tail.op = tail.op;
     if (m.tail.also != tail.also) m.tail.also = tail.also;
-    m.tail.not_before = tail.not_before;
+    m.tail.not_before = not_before;  // (not read back after the stores above)
     m.tail.device = device;
-    m.op.reset();
+    if (m.op) m.op.reset();  // mostly null already: no store then
   }
   // record_event past last_record_: its lookups, under the lock.
   // Returns the mark and the entry when the record may be memoized (a non-blocking stream).

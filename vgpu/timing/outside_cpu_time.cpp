@@ -86,7 +86,7 @@ OutsideCpuTime::Exact OutsideCpuTime::read_cpu(double wall) {
   const double cpu = thread_cpu_seconds();
   const double after = wall_now();
   const double half = reading_half(wall, after);
-  exact_at_ = after;
+  exact_at_ = exact_ ? kNever : after;
   mark_ = after;
   return {cpu - half, cpu + half};
 }

@@ -26,6 +26,8 @@
 // this very clock for the thread's virtual time.
 #pragma once
 
+#include <limits>
+
 #if defined(__x86_64__)
 #include "timing/tsc_clock.h"
 #endif
@@ -43,13 +45,12 @@ class OutsideCpuTime {
   // on every timed driver call, issue 21; the exact readings are out of line.)
   double take() {
     const double wall = wall_now();
-    if (cpu_ >= 0) {
-      const double gap = wall > mark_ ? wall - mark_ : 0;
-      if (!exact_ && gap < kShortGap && wall - exact_at_ < kRefresh) {
-        mark_ = wall;
-        cpu_ += gap;
-        return gap;
-      }
+    const double gap = wall > mark_ ? wall - mark_ : 0;
+    // Not started and VGPU_CPU_CLOCK=exact fail the second test too (exact_at_, below).
+    if (gap < kShortGap && wall - exact_at_ < kRefresh) [[likely]] {
+      mark_ = wall;
+      cpu_ += gap;
+      return gap;
     }
     return take_exact(wall);
   }
@@ -61,18 +62,21 @@ class OutsideCpuTime {
     const double wall = wall_now();
     const double inside = wall > mark_ ? wall - mark_ : 0;
     mark_ = wall;
-    if (cpu_ < 0) return;
-    if (exact_ || blocked || inside >= kShortCall || wall - exact_at_ >= kRefresh) {
+    if (blocked || inside >= kShortCall || !(wall - exact_at_ < kRefresh)) [[unlikely]] {
       // The call's own CPU time is unknown, so what the estimates owed is settled here: exact
-      // from this point on.
-      cpu_ = read_cpu(wall).after;
+      // from this point on (once the count started).
+      if (cpu_ >= 0) cpu_ = read_cpu(wall).after;
       return;
     }
     cpu_ += inside;
   }
 
   // Every entry and exit reads the CPU clock (VGPU_CPU_CLOCK=exact; tests may set it directly).
-  void set_exact(bool exact) { exact_ = exact; }
+  // (Back to estimates, the next take() reads the CPU clock once more: exact_at_ says when.)
+  void set_exact(bool exact) {
+    exact_ = exact;
+    if (exact) exact_at_ = kNever;
+  }
 
   // How many times the CPU clock itself was read (for tests and benches).
   unsigned long exact_reads() const { return exact_reads_; }
@@ -108,7 +112,12 @@ class OutsideCpuTime {
 
   double cpu_ = -1;         // the thread's CPU time at mark_ (exact or estimated); < 0: not started
   double mark_ = 0;         // wall time of the last take() or leave()
-  double exact_at_ = 0;     // wall time of the last exact reading
+  // Wall time of the last exact reading, or kNever before the first one and while every
+  // reading is exact (exact_): then `wall - exact_at_ < kRefresh` fails and take() and leave()
+  // read the CPU clock. One test on their common path where three were (the count started, not
+  // exact, the refresh due: issue 21).
+  static constexpr double kNever = -std::numeric_limits<double>::infinity();
+  double exact_at_ = kNever;
   unsigned long exact_reads_ = 0;
   bool exact_ = false;  // or the setting's, from the first take()
 #if defined(__x86_64__)
