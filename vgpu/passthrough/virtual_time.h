@@ -21,7 +21,7 @@
 
 #include "front/driver/cuda_api.h"
 #include "passthrough/gate_latency.h"
-#include "passthrough/inline_constants.h"
+#include "timing/inline_constants.h"
 #include "passthrough/nccl_timing.h"
 #include "passthrough/thread_clock.h"
 #include "passthrough/virtual_timeline.h"

@@ -49,7 +49,7 @@
 #include <vector>
 
 #include "passthrough/futex_lock.h"
-#include "passthrough/inline_constants.h"
+#include "timing/inline_constants.h"
 #include "passthrough/record_memo.h"
 #include "timing/stream_order.h"
 

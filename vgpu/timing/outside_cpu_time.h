@@ -28,6 +28,8 @@
 
 #include <limits>
 
+#include "timing/inline_constants.h"
+
 #if defined(__x86_64__)
 #include "timing/tsc_clock.h"
 #endif
@@ -47,7 +49,8 @@ class OutsideCpuTime {
     const double wall = wall_now();
     const double gap = wall > mark_ ? wall - mark_ : 0;
     // Not started and VGPU_CPU_CLOCK=exact fail the second test too (exact_at_, below).
-    if (gap < kShortGap && wall - exact_at_ < kRefresh) [[likely]] {
+    // (Constants as immediates, inline_constants.h: two .rodata lines fewer on every call.)
+    if (gap < immediate(kShortGap) && wall - exact_at_ < immediate(kRefresh)) [[likely]] {
       mark_ = wall;
       cpu_ += gap;
       return gap;
@@ -62,7 +65,7 @@ class OutsideCpuTime {
     const double wall = wall_now();
     const double inside = wall > mark_ ? wall - mark_ : 0;
     mark_ = wall;
-    if (blocked || inside >= kShortCall || !(wall - exact_at_ < kRefresh)) [[unlikely]] {
+    if (blocked || inside >= immediate(kShortCall) || !(wall - exact_at_ < immediate(kRefresh))) [[unlikely]] {
       // The call's own CPU time is unknown, so what the estimates owed is settled here: exact
       // from this point on (once the count started).
       if (cpu_ >= 0) cpu_ = read_cpu(wall).after;
@@ -98,7 +101,7 @@ class OutsideCpuTime {
   // out-of-line call and its guard were two thirds of a reading, twice a call (issue 21).
   double wall_now() {
 #if defined(__x86_64__)
-    if (tsc_ != nullptr) return tsc_->seconds();
+    if (tsc_ != nullptr) [[likely]] return tsc_->calibrated_seconds();
 #endif
     return wall_seconds();
   }
@@ -121,7 +124,9 @@ class OutsideCpuTime {
   unsigned long exact_reads_ = 0;
   bool exact_ = false;  // or the setting's, from the first take()
 #if defined(__x86_64__)
-  TscClock* tsc_ = nullptr;  // the process's wall clock (wall_seconds()), from the first take()
+  // The process's wall clock (wall_seconds()) once this thread saw it read the TSC (an exact
+  // reading, at least every kRefresh, looks): read inline from then on.
+  TscClock* tsc_ = nullptr;
 #endif
 
   static bool exact_by_setting();  // VGPU_CPU_CLOCK, read once per process
