@@ -62,9 +62,10 @@ template <class Call>
     // unknown one is asked again next time: VirtualTime::target) that indexes the horizons
     // (the memo's issue time reads its horizon unchecked: VirtualTime::issue_again).
     if (generation != 0 && thread.target.device >= 0 && t.device >= 0 &&
-        t.device < thread_clock::detail::kMaxDevices)
+        t.device < thread_clock::detail::kMaxDevices) {
       vt->event_recorded(e, t, pause, thread.record, generation);
-    else
+      thread.record.charges_driver = thread.charges_driver;  // asked by pause.real above
+    } else
       vt->event_recorded(e, t, &pause);
   }
   return r;
@@ -81,15 +82,17 @@ CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
   vgpu::pt::CallThread& thread = thread_clock::detail::call_thread_with_clock();
   vgpu::timing::ThreadClock& clock = *thread.clock;
   clock.enter();
-  VirtualTime* vt = thread.virtual_time;
-  if (vt == nullptr || !vt->memo_holds(thread.record, e, s)) [[unlikely]]
+  // The thread's memos come from the process's VirtualTime only (recorded_event_looked_up).
+  const vgpu::pt::RecordMemo& memo = thread.record;
+  vgpu::pt::VirtualTimeline* timeline = vgpu::pt::VirtualTimeline::memo_for(memo, e, s);
+  if (timeline == nullptr) [[unlikely]]
     return recorded_event_looked_up(thread, e, s, per_thread, call);
-  vgpu::pt::VirtualTimeline::prefetch_record(thread.record);  // fetched while the real driver runs
+  vgpu::pt::VirtualTimeline::prefetch_record(memo);  // fetched while the real driver runs
   const CUresult r = call();
   double issue = 0;
   if (r == CUDA_SUCCESS) [[likely]]
-    issue = vt->issue_again(thread.record, clock);
-  if (thread.charges_driver > 0) [[unlikely]]  // asked by the memo's first record (Pause::real)
+    issue = VirtualTime::issue_again(memo, clock);
+  if (memo.charges_driver > 0) [[unlikely]]
     clock.charge_driver(vgpu::timing::real_driver_seconds(vgpu::timing::DriverCall::event_record,
                                                           vgpu::timing::Backend::passthrough));
   // The scope closes before the timeline's lock is taken and the record's few stores are made:
@@ -98,9 +101,9 @@ CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
   // Those stores are the program's time then, as the entry point's own wrapper is. A lock
   // another thread holds is waited for inside the scope.
   clock.leave();
-  if (r == CUDA_SUCCESS && !vt->timeline().record_again_if_free(thread.record, issue)) [[unlikely]] {
+  if (r == CUDA_SUCCESS && !timeline->record_again_if_free(memo, issue)) [[unlikely]] {
     clock.enter();
-    vt->event_recorded_again(thread.record, issue);
+    thread.virtual_time->event_recorded_again(memo, issue);  // the memo's maker: set
     clock.leave();
   }
   return r;

@@ -156,7 +156,7 @@ class VirtualTime {
   // issue_time(memo.device) for the thread whose memo `memo` is (record_memo.h), inside its call
   // (`clock` entered): the memo was made by an issue time on that device, so the thread keeps
   // time and submits to it already (thread_clock::detail::now_inside).
-  double issue_again(const RecordMemo& memo, timing::ThreadClock& clock) {
+  static double issue_again(const RecordMemo& memo, timing::ThreadClock& clock) {
     return thread_clock::detail::now_inside(clock, memo.device) + immediate(vclock::kLaunchLatency);
   }
   // The earliest virtual start of an op the calling thread submits now to `device`; `pause`: the

@@ -172,6 +172,14 @@ class VirtualTimeline {
   bool memo_holds(const RecordMemo& memo, const void* event, const void* stream) const {
     return memo.event == event && memo.stream == stream && memo.owner == this && memo.generation == record_generation();
   }
+  // The timeline `memo` stands for recording `event` on `stream` in now, or null: memo_holds
+  // for a caller whose memos only ever come from one timeline (the calling thread's, made by
+  // the process's VirtualTime), which need not be looked up first (timed_api.cpp).
+  static VirtualTimeline* memo_for(const RecordMemo& memo, const void* event, const void* stream) {
+    auto* owner = static_cast<VirtualTimeline*>(memo.owner);
+    if (memo.event != event || memo.stream != stream || owner == nullptr) return nullptr;
+    return memo.generation == owner->record_generation() ? owner : nullptr;
+  }
   void invalidate_record_memos() { record_generation_.fetch_add(1, std::memory_order_acq_rel); }
   // The op the event's last record stands for (made on first ask), or null if never recorded.
   OpRef event_op(const void* event);
