@@ -119,7 +119,7 @@ inline double now_of(timing::ThreadClock& c, int device) {
 }
 // now_of(c, device) inside a call, for a thread known to keep time and to have submitted to
 // `device` before (a valid index): a settled event record's memo says so (record_memo.h), and
-// the tests now_of repeats are ~10 instructions of a ~130-instruction record (issue 21).
+// the tests now_of repeats were ~10 of the record's instructions (issue 21).
 inline double now_inside(timing::ThreadClock& c, int device) {
   const double n = c.reading();  // inside a call now() charges nothing
   const double h = g_horizon[static_cast<size_t>(device)].t.load(std::memory_order_relaxed);
