@@ -49,18 +49,19 @@ struct EventDeviceCache {
   int device = -1;
 };
 
-struct CallThread {
+// On cache lines of its own: a settled event record reads the first only, the clock pointer and
+// the record memo (it was at a 16-byte offset, two lines; issue 21).
+struct alignas(64) CallThread {
   timing::ThreadClock* clock = nullptr;  // timing::this_thread_clock(), once looked up
+  // The thread's last settled event record (record_memo.h, VirtualTimeline::memo_for).
+  RecordMemo record;
   // VirtualTime::get() once it is made (after cuInit; it is never destroyed): its lookup through
   // the backend's root (a static's guard, two acquire loads, two calls) on every timed call.
-  // Beside the clock and the record memo: what a settled event record reads of the call state.
   VirtualTime* virtual_time = nullptr;
   // timing::charge_driver_time(passthrough), asked once a thread (the setting is read once a
   // process): the out-of-line call and its static's guard were ~20 instructions of every timed
   // call (Pause::real). -1: not asked yet.
   int8_t charges_driver = -1;
-  // The thread's last settled event record (record_memo.h, VirtualTime::memo_holds).
-  RecordMemo record;
   TargetCache target;
   EventDeviceCache event_device;
   // Whether the thread asked for its slot (thread_clock.h, ThreadSlot): once, on its first call.

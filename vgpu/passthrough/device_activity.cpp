@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <mutex>
 
-#include "passthrough/inline_constants.h"
+#include "timing/inline_constants.h"
 #include "status/status_region.h"
 
 namespace vgpu::pt {

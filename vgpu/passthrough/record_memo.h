@@ -22,15 +22,21 @@
 
 namespace vgpu::pt {
 
+// What a settled record reads comes first, 61 bytes: with the thread's clock pointer before it
+// (call_thread.h) one cache line, which a framework's work evicts between two driver calls
+// (issue 21). The context, read only when the memo went stale, comes last.
 struct RecordMemo {
-  const void* owner = nullptr;  // the VirtualTimeline whose mark and entry these are; null: empty
+  void* owner = nullptr;        // the VirtualTimeline whose mark and entry these are; null: empty
   uint64_t generation = 0;      // its record generation when the answers were looked up
   const void* event = nullptr;
   const void* stream = nullptr;   // a stream handle (never the legacy or per-thread default)
-  const void* context = nullptr;  // the stream's context (its key in the timeline)
   void* mark = nullptr;           // the timeline's mark for the event (VirtualTimeline::EventMark)
   void* entry = nullptr;          // the timeline's entry for the stream (StreamOrder's Entry)
   int device = -1;                // the stream's virtual device
+  // The thread's clock charges the real driver's cost of a record (Pause::real's answer, fixed
+  // for the process): the caller's answer when it made the memo.
+  int8_t charges_driver = 0;
+  const void* context = nullptr;  // the stream's context (its key in the timeline)
 };
 
 }  // namespace vgpu::pt

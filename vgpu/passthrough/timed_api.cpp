@@ -35,30 +35,13 @@ namespace thread_clock = vgpu::pt::thread_clock;
 
 namespace {
 
+// An event record that the thread's memo does not stand for (record_memo.h): its stream, capture
+// and event device looked up. `thread`'s clock is entered (recorded_event). Out of line: its
+// maps and calls made the settled record's frame larger (issue 21).
 template <class Call>
-CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
-  thread_clock::Pause pause;
-  vgpu::pt::CallThread& thread = pause.thread();
-  // The thread's last record again (record_memo.h): its target, capture and event device
-  // answers stand, and the timeline's mark and entry are at hand.
-  if (VirtualTime* vt = thread.virtual_time; vt != nullptr && vt->memo_holds(thread.record, e, s)) [[likely]] {
-    vgpu::pt::VirtualTimeline::prefetch_record(thread.record);  // fetched while the real driver runs
-    const CUresult r = pause.real(vgpu::timing::DriverCall::event_record, call);
-    if (r == CUDA_SUCCESS) {
-      const double issue = vt->issue_time(thread.record.device, &pause);
-      // The scope closes before the timeline's lock is taken and the record's few stores are
-      // made: the clock's reading (a TSC read) overlaps them rather than waiting behind the
-      // lock's atomic instruction, ~18% of a record's own time over the stand-in
-      // (docs/results.md, callcost12). Those stores are the program's time then, as the entry
-      // point's own wrapper is. A lock another thread holds is waited for inside the scope.
-      pause.leave_now();
-      if (!vt->timeline().record_again_if_free(thread.record, issue)) {
-        pause.reopen();
-        vt->event_recorded_again(thread.record, issue);
-      }
-    }
-    return r;
-  }
+[[gnu::noinline]] CUresult recorded_event_looked_up(vgpu::pt::CallThread& thread, CUevent e, CUstream s,
+                                                    bool per_thread, Call call) {
+  thread_clock::Pause pause(thread, thread_clock::Pause::Entered{});
   // Read before the answers below are looked up: a change among them leaves the memo stale.
   const uint64_t generation = thread.virtual_time != nullptr ? thread.virtual_time->record_generation() : 0;
   StreamTarget t;
@@ -66,7 +49,7 @@ CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
   // The real driver refuses an event of another device; two virtual devices on one real GPU are
   // one device to it, so vgpu refuses as it would.
   if (vt != nullptr && e != nullptr) {
-    const int event_device = vt->event_device(e, pause.thread().event_device);
+    const int event_device = vt->event_device(e, thread.event_device);
     if (event_device >= 0 && event_device != t.device) {
       vgpu::log::warn("cuEventRecord: the event belongs to virtual device {}, the stream to {}", event_device,
                       t.device);
@@ -76,11 +59,52 @@ CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
   const CUresult r = pause.real(vgpu::timing::DriverCall::event_record, call);
   if (r == CUDA_SUCCESS && vt != nullptr) {
     // Memoized only with the generation read before its answers, and a device known (an
-    // unknown one is asked again next time: VirtualTime::target).
-    if (generation != 0 && thread.target.device >= 0)
+    // unknown one is asked again next time: VirtualTime::target) that indexes the horizons
+    // (the memo's issue time reads its horizon unchecked: VirtualTime::issue_again).
+    if (generation != 0 && thread.target.device >= 0 && t.device >= 0 &&
+        t.device < thread_clock::detail::kMaxDevices) {
       vt->event_recorded(e, t, pause, thread.record, generation);
-    else
+      thread.record.charges_driver = thread.charges_driver;  // asked by pause.real above
+    } else
       vt->event_recorded(e, t, &pause);
+  }
+  return r;
+}
+
+// The thread's last record again (record_memo.h): its target, capture and event device answers
+// stand, and the timeline's mark and entry are at hand. What Pause does for other calls is done
+// here on the clock itself, with only what this path needs (~40 of its ~265 instructions were
+// the scope's and the issue time's general tests: issue 21). The clock's charges are Pause's:
+// entered first, the driver's cost (if charged) after the issue time, left before the timeline's
+// lock (below).
+template <class Call>
+CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
+  vgpu::pt::CallThread& thread = thread_clock::detail::call_thread_with_clock();
+  vgpu::timing::ThreadClock& clock = *thread.clock;
+  clock.enter();
+  // The thread's memos come from the process's VirtualTime only (recorded_event_looked_up).
+  const vgpu::pt::RecordMemo& memo = thread.record;
+  vgpu::pt::VirtualTimeline* timeline = vgpu::pt::VirtualTimeline::memo_for(memo, e, s);
+  if (timeline == nullptr) [[unlikely]]
+    return recorded_event_looked_up(thread, e, s, per_thread, call);
+  vgpu::pt::VirtualTimeline::prefetch_record(memo);  // fetched while the real driver runs
+  const CUresult r = call();
+  double issue = 0;
+  if (r == CUDA_SUCCESS) [[likely]]
+    issue = VirtualTime::issue_again(memo, clock);
+  if (memo.charges_driver > 0) [[unlikely]]
+    clock.charge_driver(vgpu::timing::real_driver_seconds(vgpu::timing::DriverCall::event_record,
+                                                          vgpu::timing::Backend::passthrough));
+  // The scope closes before the timeline's lock is taken and the record's few stores are made:
+  // the clock's reading (a TSC read) overlaps them rather than waiting behind the lock's atomic
+  // instruction, ~18% of a record's own time over the stand-in (docs/results.md, callcost12).
+  // Those stores are the program's time then, as the entry point's own wrapper is. A lock
+  // another thread holds is waited for inside the scope.
+  clock.leave();
+  if (r == CUDA_SUCCESS && !timeline->record_again_if_free(memo, issue)) [[unlikely]] {
+    clock.enter();
+    thread.virtual_time->event_recorded_again(memo, issue);  // the memo's maker: set
+    clock.leave();
   }
   return r;
 }
@@ -192,19 +216,22 @@ VGPU_EXPORT CUresult CUDAAPI cuEventQuery(CUevent e) {
 }
 
 // ---- events ----
+// (The calls capture their arguments by value: by reference they were stored to the stack and
+// their addresses passed to recorded_event_looked_up on every record, ~8 instructions.)
 VGPU_EXPORT CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
-  return recorded_event(e, s, false, [&] { return REAL(cuEventRecord, CUevent, CUstream)(e, s); });
+  return recorded_event(e, s, false, [e, s] { return REAL(cuEventRecord, CUevent, CUstream)(e, s); });
 }
 VGPU_EXPORT CUresult CUDAAPI cuEventRecord_ptsz(CUevent e, CUstream s) {
-  return recorded_event(e, s, true, [&] { return REAL(cuEventRecord_ptsz, CUevent, CUstream)(e, s); });
+  return recorded_event(e, s, true, [e, s] { return REAL(cuEventRecord_ptsz, CUevent, CUstream)(e, s); });
 }
 VGPU_EXPORT CUresult CUDAAPI cuEventRecordWithFlags(CUevent e, CUstream s, unsigned flags) {
   return recorded_event(e, s, false,
-                        [&] { return REAL(cuEventRecordWithFlags, CUevent, CUstream, unsigned)(e, s, flags); });
+                        [e, s, flags] { return REAL(cuEventRecordWithFlags, CUevent, CUstream, unsigned)(e, s, flags); });
 }
 VGPU_EXPORT CUresult CUDAAPI cuEventRecordWithFlags_ptsz(CUevent e, CUstream s, unsigned flags) {
-  return recorded_event(e, s, true,
-                        [&] { return REAL(cuEventRecordWithFlags_ptsz, CUevent, CUstream, unsigned)(e, s, flags); });
+  return recorded_event(e, s, true, [e, s, flags] {
+    return REAL(cuEventRecordWithFlags_ptsz, CUevent, CUstream, unsigned)(e, s, flags);
+  });
 }
 
 VGPU_EXPORT CUresult CUDAAPI cuEventSynchronize(CUevent e) {

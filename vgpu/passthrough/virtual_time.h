@@ -21,7 +21,7 @@
 
 #include "front/driver/cuda_api.h"
 #include "passthrough/gate_latency.h"
-#include "passthrough/inline_constants.h"
+#include "timing/inline_constants.h"
 #include "passthrough/nccl_timing.h"
 #include "passthrough/thread_clock.h"
 #include "passthrough/virtual_timeline.h"
@@ -153,6 +153,12 @@ class VirtualTime {
   // Waits (for real, at most `timeout_s`) until the measured op has run: measure_lock.h.
   void wait_measured(const OpRef& op, double timeout_s);
 
+  // issue_time(memo.device) for the thread whose memo `memo` is (record_memo.h), inside its call
+  // (`clock` entered): the memo was made by an issue time on that device, so the thread keeps
+  // time and submits to it already (thread_clock::detail::now_inside).
+  static double issue_again(const RecordMemo& memo, timing::ThreadClock& clock) {
+    return thread_clock::detail::now_inside(clock, memo.device) + immediate(vclock::kLaunchLatency);
+  }
   // The earliest virtual start of an op the calling thread submits now to `device`; `pause`: the
   // scope the call is in, if the caller has it (its clock is looked up already).
   double issue_time(int device, const thread_clock::Pause* pause = nullptr) {

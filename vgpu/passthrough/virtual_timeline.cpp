@@ -5,7 +5,7 @@
 #include <limits>
 #include <unordered_set>
 
-#include "passthrough/inline_constants.h"
+#include "timing/inline_constants.h"
 
 namespace vgpu::pt {
 

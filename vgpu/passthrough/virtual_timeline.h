@@ -49,7 +49,7 @@
 #include <vector>
 
 #include "passthrough/futex_lock.h"
-#include "passthrough/inline_constants.h"
+#include "timing/inline_constants.h"
 #include "passthrough/record_memo.h"
 #include "timing/stream_order.h"
 
@@ -172,6 +172,14 @@ class VirtualTimeline {
   bool memo_holds(const RecordMemo& memo, const void* event, const void* stream) const {
     return memo.event == event && memo.stream == stream && memo.owner == this && memo.generation == record_generation();
   }
+  // The timeline `memo` stands for recording `event` on `stream` in now, or null: memo_holds
+  // for a caller whose memos only ever come from one timeline (the calling thread's, made by
+  // the process's VirtualTime), which need not be looked up first (timed_api.cpp).
+  static VirtualTimeline* memo_for(const RecordMemo& memo, const void* event, const void* stream) {
+    auto* owner = static_cast<VirtualTimeline*>(memo.owner);
+    if (memo.event != event || memo.stream != stream || owner == nullptr) return nullptr;
+    return memo.generation == owner->record_generation() ? owner : nullptr;
+  }
   void invalidate_record_memos() { record_generation_.fetch_add(1, std::memory_order_acq_rel); }
   // The op the event's last record stands for (made on first ask), or null if never recorded.
   OpRef event_op(const void* event);
@@ -253,14 +261,15 @@ class VirtualTimeline {
   [[gnu::always_inline]] static void record_on_tail(EventMark& m, timing::StreamOrder<StreamTail>::Entry& s,
                                                     int device, double issue) {
     StreamTail& tail = s.last;
-    tail.not_before = std::max(tail.not_before, finite_or_zero(issue));  // no constant from memory
+    const double not_before = std::max(tail.not_before, finite_or_zero(issue));  // no constant from memory
+    tail.not_before = not_before;
     tail.device = device;
     // Re-recording an event on an unchanged stream changes no reference count.
     if (m.tail.op != tail.op) m.tail.op = tail.op;
     if (m.tail.also != tail.also) m.tail.also = tail.also;
-    m.tail.not_before = tail.not_before;
+    m.tail.not_before = not_before;  // (not read back after the stores above)
     m.tail.device = device;
-    m.op.reset();
+    if (m.op) m.op.reset();  // mostly null already: no store then
   }
   // record_event past last_record_: its lookups, under the lock.
   // Returns the mark and the entry when the record may be memoized (a non-blocking stream).

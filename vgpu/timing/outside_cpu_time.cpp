@@ -86,17 +86,18 @@ OutsideCpuTime::Exact OutsideCpuTime::read_cpu(double wall) {
   const double cpu = thread_cpu_seconds();
   const double after = wall_now();
   const double half = reading_half(wall, after);
-  exact_at_ = after;
+  exact_at_ = exact_ ? kNever : after;
   mark_ = after;
+#if defined(__x86_64__)
+  // Calibrated (50-100 ms after the process's first reading): readings inline from here on.
+  if (tsc_ == nullptr && process_tsc().on_tsc()) tsc_ = &process_tsc();
+#endif
   return {cpu - half, cpu + half};
 }
 
 double OutsideCpuTime::take_exact(double wall) {
   mark_ = wall;
   if (cpu_ < 0) {
-#if defined(__x86_64__)
-    tsc_ = &process_tsc();  // later readings inline (wall_now())
-#endif
     exact_ = exact_ || exact_by_setting();
     cpu_ = read_cpu(wall).after;
     return 0;

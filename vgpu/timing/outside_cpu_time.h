@@ -26,6 +26,10 @@
 // this very clock for the thread's virtual time.
 #pragma once
 
+#include <limits>
+
+#include "timing/inline_constants.h"
+
 #if defined(__x86_64__)
 #include "timing/tsc_clock.h"
 #endif
@@ -43,13 +47,13 @@ class OutsideCpuTime {
   // on every timed driver call, issue 21; the exact readings are out of line.)
   double take() {
     const double wall = wall_now();
-    if (cpu_ >= 0) {
-      const double gap = wall > mark_ ? wall - mark_ : 0;
-      if (!exact_ && gap < kShortGap && wall - exact_at_ < kRefresh) {
-        mark_ = wall;
-        cpu_ += gap;
-        return gap;
-      }
+    const double gap = wall > mark_ ? wall - mark_ : 0;
+    // Not started and VGPU_CPU_CLOCK=exact fail the second test too (exact_at_, below).
+    // (Constants as immediates, inline_constants.h: two .rodata lines fewer on every call.)
+    if (gap < immediate(kShortGap) && wall - exact_at_ < immediate(kRefresh)) [[likely]] {
+      mark_ = wall;
+      cpu_ += gap;
+      return gap;
     }
     return take_exact(wall);
   }
@@ -61,18 +65,21 @@ class OutsideCpuTime {
     const double wall = wall_now();
     const double inside = wall > mark_ ? wall - mark_ : 0;
     mark_ = wall;
-    if (cpu_ < 0) return;
-    if (exact_ || blocked || inside >= kShortCall || wall - exact_at_ >= kRefresh) {
+    if (blocked || inside >= immediate(kShortCall) || !(wall - exact_at_ < immediate(kRefresh))) [[unlikely]] {
       // The call's own CPU time is unknown, so what the estimates owed is settled here: exact
-      // from this point on.
-      cpu_ = read_cpu(wall).after;
+      // from this point on (once the count started).
+      if (cpu_ >= 0) cpu_ = read_cpu(wall).after;
       return;
     }
     cpu_ += inside;
   }
 
   // Every entry and exit reads the CPU clock (VGPU_CPU_CLOCK=exact; tests may set it directly).
-  void set_exact(bool exact) { exact_ = exact; }
+  // (Back to estimates, the next take() reads the CPU clock once more: exact_at_ says when.)
+  void set_exact(bool exact) {
+    exact_ = exact;
+    if (exact) exact_at_ = kNever;
+  }
 
   // How many times the CPU clock itself was read (for tests and benches).
   unsigned long exact_reads() const { return exact_reads_; }
@@ -94,7 +101,7 @@ class OutsideCpuTime {
   // out-of-line call and its guard were two thirds of a reading, twice a call (issue 21).
   double wall_now() {
 #if defined(__x86_64__)
-    if (tsc_ != nullptr) return tsc_->seconds();
+    if (tsc_ != nullptr) [[likely]] return tsc_->calibrated_seconds();
 #endif
     return wall_seconds();
   }
@@ -108,11 +115,18 @@ class OutsideCpuTime {
 
   double cpu_ = -1;         // the thread's CPU time at mark_ (exact or estimated); < 0: not started
   double mark_ = 0;         // wall time of the last take() or leave()
-  double exact_at_ = 0;     // wall time of the last exact reading
+  // Wall time of the last exact reading, or kNever before the first one and while every
+  // reading is exact (exact_): then `wall - exact_at_ < kRefresh` fails and take() and leave()
+  // read the CPU clock. One test on their common path where three were (the count started, not
+  // exact, the refresh due: issue 21).
+  static constexpr double kNever = -std::numeric_limits<double>::infinity();
+  double exact_at_ = kNever;
   unsigned long exact_reads_ = 0;
   bool exact_ = false;  // or the setting's, from the first take()
 #if defined(__x86_64__)
-  TscClock* tsc_ = nullptr;  // the process's wall clock (wall_seconds()), from the first take()
+  // The process's wall clock (wall_seconds()) once this thread saw it read the TSC (an exact
+  // reading, at least every kRefresh, looks): read inline from then on.
+  TscClock* tsc_ = nullptr;
 #endif
 
   static bool exact_by_setting();  // VGPU_CPU_CLOCK, read once per process

@@ -80,7 +80,10 @@ class StreamOrder {
     const void* stream = nullptr;  // any value unique within the context (a handle, a thread's id)
     bool operator==(const Key&) const = default;
   };
-  struct Entry {
+  // On cache lines of its own: the passthrough's settled event record writes its `last` (64
+  // bytes with its kind and lane), which a map node at malloc's 16-byte alignment put on two
+  // (issue 21).
+  struct alignas(64) Entry {
     StreamKind kind = StreamKind::blocking;
     Last last{};
     int32_t lane = -1;  // free for the owner (the passthrough numbers its timeline's lanes)

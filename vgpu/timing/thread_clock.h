@@ -179,9 +179,10 @@ class alignas(64) ThreadClock {
   OutsideCpuTime outside_;
   int depth_ = 0;
   bool blocking_ = false;  // the outermost call waits
+  bool polling_ = false;   // the last question was answered "not ready" (beside blocking_: enter()
+                           // clears both, one store)
   bool keeps_time_ = false;
   bool submits_ = false;
-  bool polling_ = false;   // the last question was answered "not ready"
   clock_trace::Buffer* trace_ = nullptr;  // VGPU_CLOCK_TRACE's, null when unset
   ClockTally tally_;
   std::array<const void*, 8> awaited_{};  // what the polling asked about

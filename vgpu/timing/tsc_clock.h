@@ -28,7 +28,10 @@
 
 namespace vgpu {
 
-class TscClock {
+// On a cache line of its own, whose first 32 bytes are all a reading reads (the scale, its
+// pointer, the next check's tick): they lay on two lines, the 0x78 and 0x80 of the object,
+// which a framework's work evicts between two driver calls (issue 21).
+class alignas(64) TscClock {
  public:
   static constexpr double kCalibrationSeconds = 0.05;
   static constexpr double kAgree = 1e-4;
@@ -56,6 +59,19 @@ class TscClock {
 #endif
     return uncalibrated();
   }
+  // seconds() for a caller that saw on_tsc() true before, on its own thread (the scale is then
+  // published for good): the scale's pointer is not read again (outside_cpu_time.h reads the
+  // clock twice a call, issue 21). A later check that finds the rate moved still sends the
+  // readings to CLOCK_MONOTONIC (checked()).
+  double calibrated_seconds() {
+#if defined(__x86_64__)
+    const uint64_t tick = __rdtsc();
+    if (tick < check_at_.load(std::memory_order_relaxed)) [[likely]] return published_.at(tick);
+    return checked(published_, tick);
+#else
+    return seconds();
+#endif
+  }
   // Whether readings come from the TSC now (tests, benches).
   bool on_tsc() const;
 
@@ -70,6 +86,11 @@ class TscClock {
     uint64_t tick = 0;
     double mono = 0;
   };
+  // What seconds() reads, first (see above).
+  Scale published_;                             // the scale, written once before scale_ points to it
+  std::atomic<const Scale*> scale_{nullptr};    // set once
+  std::atomic<uint64_t> check_at_{UINT64_MAX};  // the tick of the next check against CLOCK_MONOTONIC
+
   double uncalibrated();  // seconds() before the scale is published, or without a TSC
   Sample sample() const;
   static Scale fit(const Sample& a, const Sample& b);
@@ -84,9 +105,6 @@ class TscClock {
   Sample first_;   // the end of the first window (CPUID did not vouch)
   bool have_first_ = false;
   double calibrated_at_ = 0;  // CLOCK_MONOTONIC seconds of the calibration's end (set before the scale)
-  Scale published_;                             // the scale, written once before scale_ points to it
-  std::atomic<const Scale*> scale_{nullptr};    // set once
-  std::atomic<uint64_t> check_at_{UINT64_MAX};  // the tick of the next check against CLOCK_MONOTONIC
   std::atomic<bool> unusable_{false};           // the TSC's rate moved: CLOCK_MONOTONIC from here on
 };
 

@@ -3,7 +3,8 @@
 // Why: GCC reads a double constant (an addition's 4 us, std::isfinite's bounds) from .rodata,
 // where each one can sit on a cache line of its own; between two driver calls a framework's work
 // and the real driver's call evict those lines, and every timed call read one to three of them
-// again (an event record missed ~27 lines, issue 21). Here the constant's bits are an immediate
+// again (an event record missed ~27 lines, issue 21). Used by the thread clock's common path
+// (outside_cpu_time.h) and the passthrough's. Here the constant's bits are an immediate
 // operand moved into a register (two instructions, no load), and the finiteness test works on
 // the bits.
 #pragma once
@@ -11,7 +12,7 @@
 #include <bit>
 #include <cstdint>
 
-namespace vgpu::pt {
+namespace vgpu {
 
 // `v`, built from an immediate: the empty asm hides the value from the optimizer, which would
 // otherwise fold it back into a .rodata load.
@@ -27,4 +28,4 @@ namespace vgpu::pt {
   return (std::bit_cast<uint64_t>(v) & kExponent) != kExponent ? v : 0.0;
 }
 
-}  // namespace vgpu::pt
+}  // namespace vgpu
