@@ -1,4 +1,4 @@
-"""What the scripts that run a test program as a job (run_nccl_program.py, run_ddp_ranks.py,
+"""What the scripts that run a test program as a job (run_nccl_program.py, run_ddp_ranks.py, run_nccl_links.py,
 run_p2p_pipeline.py) share:
 running the job with a timeout that reads as a hang, and counting the checks that failed."""
 import subprocess
@@ -26,6 +26,14 @@ class Checks:
     def __call__(self, ok, what):
         print(("ok   " if ok else "FAIL ") + what)
         self.failures += not ok
+
+    def verdict(self, out):
+        """The script's exit status: 0, or 1 after printing the end of the job's output (NCCL's
+        INFO lines left out) to show what failed."""
+        if not self.failures:
+            return 0
+        print("\n".join(line for line in out.splitlines() if "NCCL INFO" not in line)[-4000:])
+        return 1
 
 
 def run_checked(cmd, env, timeout_s):

@@ -114,9 +114,7 @@ def main():
           f"{min(ends.values()):.1f}-{max(ends.values()):.1f} us")
     for rk, hwm in re.findall(r"^rank (\d+) memory VmHWM (\d+) kB", out, re.M):
         check(int(hwm) < 2 << 20, f"rank {rk} host memory peak {int(hwm) / 1024:.0f} MiB (VmHWM)")
-    if check.failures:
-        print(out[-4000:])
-    return 1 if check.failures else 0
+    return check.verdict(out)
 
 
 if __name__ == "__main__":

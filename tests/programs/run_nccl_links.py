@@ -162,9 +162,7 @@ def main():
           f"shared: A and B last {us(shared[0])} and {us(shared[1])} us, about T + B = {want:.3f} us")
     if procs:
         check_p2p(check, events, estimate, span_us, close, us, t_us, b_us, receiver=1)
-        if check.failures:
-            print("\n".join(l for l in out.splitlines() if "NCCL INFO" not in l)[-3000:])
-        return 1 if check.failures else 0
+        return check.verdict(out)
     disjoint = [span_us(c, "disjoint") for c in ("A", "C")]
     if one_nic:
         check(all(close(s, want, 0.02) for s in disjoint),
@@ -191,9 +189,7 @@ def main():
               f"copy: D beside the copy lasts {beside:.3f} us (T_D {td_us:.3f} + {lost_d:.3f}), the copy "
               f"{copies['copy beside D']:.3f} us (alone {c_alone:.3f} + {lost_copy:.3f}); B_D {bd_us:.3f} us")
     check_p2p(check, events, estimate, span_us, close, us, t_us, b_us, receiver=2)
-    if check.failures:
-        print("\n".join(l for l in out.splitlines() if "NCCL INFO" not in l)[-3000:])
-    return 1 if check.failures else 0
+    return check.verdict(out)
 
 
 def check_p2p(check, events, estimate, span_us, close, us, t_us, b_us, receiver):

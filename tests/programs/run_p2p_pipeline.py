@@ -150,9 +150,7 @@ def check_chain(check, env, events, out, stages):
         check(float(p2p_ms[0]) * 1e3 >= total - eps and float(p2p_ms[0]) >= 0.5 * float(busy_ms[0]),
               f"GPU {stages - 1}'s CUDA events time its receive at {float(p2p_ms[0]) * 1e3:.3f} us: the transfers "
               f"({total:.3f} us) and most of GPU 0's computation ({float(busy_ms[0]) * 1e3:.3f} us)")
-    if check.failures:
-        print("\n".join(l for l in out.splitlines() if "NCCL INFO" not in l)[-4000:])
-    return 1 if check.failures else 0
+    return check.verdict(out)
 
 
 def main():
@@ -232,9 +230,7 @@ def main():
               f"GPU {other_gpu}'s CUDA events time its {'send' if late else 'receive'} at "
               f"{float(p2p_ms[0]) * 1e3:.3f} us: the transfer ({model:.3f} us) and most of GPU {busy_gpu}'s "
               f"computation ({float(busy_ms[0]) * 1e3:.3f} us)")
-    if check.failures:
-        print("\n".join(l for l in out.splitlines() if "NCCL INFO" not in l)[-4000:])
-    return 1 if check.failures else 0
+    return check.verdict(out)
 
 
 if __name__ == "__main__":

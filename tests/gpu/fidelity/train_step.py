@@ -174,7 +174,7 @@ def pipeline_pass(model, idx, args, device, forward_done, backward_done):
         else:
             g = torch.empty(y.shape, device=device, dtype=torch.float32)
             dist.recv(g, src=rank + 1)
-            y.float().backward(g)
+            y.backward(g)  # y is fp32: the residual stream's sum under autocast
         if not first:
             dist.send(x.grad.contiguous(), dst=rank - 1)
     backward_done()
