@@ -174,7 +174,7 @@ def pipeline_pass(model, idx, args, device, forward_done, backward_done):
         else:
             g = torch.empty(y.shape, device=device, dtype=torch.float32)
             dist.recv(g, src=rank + 1)
-            y.backward(g)  # y is fp32: the residual stream's sum under autocast
+            y.float().backward(g)  # g is fp32 as sent; y is too (the residual sum), .float() a no-op then
         if not first:
             dist.send(x.grad.contiguous(), dst=rank - 1)
     backward_done()
