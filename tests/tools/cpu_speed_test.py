@@ -24,6 +24,7 @@ def check(name, cmd):
 
 
 check("cpu_speed.c", [speed_c, "2"])
+check("cpu_speed.c interp", [speed_c, "2", "interp"])
 check("cpu_speed.py", [sys.executable, os.path.join(root, "tests", "gpu", "fidelity", "cpu_speed.py"), "2"])
 # The Python probe restores the caller's affinity when imported and used (train_step.py imports it).
 sys.path.insert(0, os.path.join(root, "tests", "gpu", "fidelity"))

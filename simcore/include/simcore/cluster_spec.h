@@ -110,10 +110,10 @@ struct LinkCollectives {
 // docs/device_calls/2026-11-27c: one thread driving one or two GPUs, every collective; default_cluster.toml
 // repeats these figures and says how well they fit).
 struct NcclHostCosts {
-  double group_s = 0.5e-6;
-  double communicator_s = 4.5e-6;
-  double all_reduce_communicator_s = 6.75e-6;
-  double operation_s = 0.3e-6;
+  double group_s = 0.75e-6;
+  double communicator_s = 6.5e-6;
+  double all_reduce_communicator_s = 7.75e-6;
+  double operation_s = 0;
   bool enabled = true;  // false: NCCL's host time under vgpu is charged as measured
 };
 struct CollectiveSpec {
