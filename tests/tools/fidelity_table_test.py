@@ -1,5 +1,6 @@
-"""tests/gpu/fidelity/table.py's 8-GPU predictions on made-up results (no GPU): the order
-statistics of the ranks' host times, and the prediction line built from them.
+"""tests/gpu/fidelity/table.py on made-up results (no GPU): the 8-GPU predictions (the order
+statistics of the ranks' host times, and the prediction line built from them), and the
+nccl-tests rows over several rounds (medians, the real rounds' range).
 
 Environment: VGPU_SOURCE_ROOT (the source tree)."""
 import json
@@ -32,6 +33,46 @@ class ExpectedMax(unittest.TestCase):
 
     def test_mean_step_max_takes_each_steps_slowest_rank(self):
         self.assertAlmostEqual(table.mean_step_max([[1.0, 5.0], [3.0, 2.0]]), 4.0)
+
+
+def run_table(rows):
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "results.jsonl")
+        with open(path, "w") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+        out = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "gpu", "fidelity", "table.py"), path,
+                              "H200-141GB"], capture_output=True, text=True)
+    return out.returncode, out.stdout
+
+
+def nccl_row(side, size, busbw, run):
+    return {"kind": "nccl", "op": "all_reduce", "side": side, "size": str(size), "busbw": str(busbw),
+            "time_us": "1", "run": str(run)}
+
+
+class NcclRounds(unittest.TestCase):
+    def test_one_round_compares_the_two_figures(self):
+        rc, out = run_table([nccl_row("real", 65536, 4.0, 1), nccl_row("vgpu", 65536, 4.4, 1)])
+        self.assertEqual(rc, 0, out)
+        self.assertRegex(out, r"all_reduce +64K +4\.00 +4\.40 +\+10\.0%  ok \(±15%\)\n")
+        self.assertIn("nccl-tests: 1 of 1 sizes within target\n", out)
+        self.assertNotIn("range", out)
+
+    def test_rounds_compare_medians_and_show_the_real_range(self):
+        # Real 2.0 / 4.0 / 3.0 (median 3.0), vgpu 3.9 / 3.3 / 9.0 (median 3.9: +30%, inside 2.0-4.0);
+        # 256K: real 10 / 11 / 12, vgpu 20 / 20 / 20: outside.
+        rows = []
+        for run, (r, v) in enumerate(((2.0, 3.9), (4.0, 3.3), (3.0, 9.0)), 1):
+            rows += [nccl_row("real", 65536, r, run), nccl_row("vgpu", 65536, v, run)]
+        for run, r in enumerate((10.0, 11.0, 12.0), 1):
+            rows += [nccl_row("real", 262144, r, run), nccl_row("vgpu", 262144, 20.0, run)]
+        rc, out = run_table(rows)
+        self.assertEqual(rc, 0, out)
+        self.assertIn("medians of 3 rounds", out)
+        self.assertRegex(out, r"all_reduce +64K +3\.00 +3\.90 +\+30\.0%  MISSED \(±15%\)  2\.00-4\.00 \(100%\) inside\n")
+        self.assertRegex(out, r"all_reduce +256K +11\.00 +20\.00 .* 10\.00-12\.00 \(20%\) outside\n")
+        self.assertIn("nccl-tests: 0 of 2 sizes within target; vgpu inside the real rounds' range in 1\n", out)
 
 
 class EightGpuRow(unittest.TestCase):
