@@ -173,6 +173,11 @@ class NcclCollectives {
   std::vector<uint64_t> place_transfers(const std::vector<simcore::CollectiveCall>& calls, std::span<const int> ranks,
                                         std::vector<uint64_t> after, double start_at_most, int gpu);
 
+  // What the node of a collective captured into a graph (launch `got` on `device`, of which this
+  // process holds `local_ranks` ranks) places on the fabric on each replay: Work::on_replay
+  // (nccl_graph_replay.cpp); empty when it places nothing.
+  decltype(Work::on_replay) replay_transfers(const vgpu_nccl_launch& got, int device, int local_ranks);
+
   // The cluster's GPU of each rank of `l.receive_from` as known (l.receive_gpus), for the
   // transfers of the messages it receives.
   void receive_gpus(NcclP2p::Launch& l);
