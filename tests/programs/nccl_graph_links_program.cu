@@ -20,14 +20,21 @@
 // run_nccl_graph_links.py reads the times from the timeline.
 //
 // Usage: nccl_graph_links_program [MiB]   (default 256)
+//
+// As torchrun's ranks instead (NCCL_ID_FILE set; RANK and WORLD_SIZE = 2 from launch_ranks.py; two
+// virtual nodes of one GPU): process r drives GPU r and is rank r of A and of B (their
+// ncclUniqueIds through NCCL_ID_FILE.A and .B), its gate a memset on a second stream of its GPU;
+// the four all-reduce steps above (no p2p), each line prefixed "proc <r> ".
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <vector>
 
 #include "check_calls.h"
+#include "nccl_id_file.h"
 
 namespace {
 
@@ -122,9 +129,85 @@ int replay(const std::vector<Comm*>& comms) {
 
 }  // namespace
 
+// One rank per process: communicators A and B over the job's two processes.
+int one_rank_per_process(const char* id_file, size_t bytes) {
+  const int rank = std::atoi(std::getenv("RANK") ? std::getenv("RANK") : "0");
+  const int world = std::atoi(std::getenv("WORLD_SIZE") ? std::getenv("WORLD_SIZE") : "1");
+  const std::string tag = "proc " + std::to_string(rank) + " ";
+  if (world != 2 || rank < 0 || rank > 1) {
+    std::printf("%sFAIL two processes needed, rank %d of %d\n", tag.c_str(), rank, world);
+    return 1;
+  }
+  CHECK_CUDA(cudaSetDevice(rank));
+  ncclComm_t comm[2];
+  cudaStream_t stream[2];
+  float* buf[2];
+  cudaGraphExec_t exec[2] = {nullptr, nullptr};
+  for (int c = 0; c < 2; ++c) {
+    ncclUniqueId id;
+    if (!share_nccl_id(std::string(id_file) + (c == 0 ? ".A" : ".B"), rank, &id)) return 1;
+    CHECK_NCCL(ncclCommInitRank(&comm[c], world, id, rank));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&stream[c], cudaStreamNonBlocking));
+    CHECK_CUDA(cudaMalloc(&buf[c], bytes));
+  }
+  cudaStream_t gate;
+  cudaEvent_t open;
+  void* scratch = nullptr;
+  const size_t gate_bytes = size_t{1} << 30;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&gate, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaEventCreateWithFlags(&open, cudaEventDisableTiming));
+  CHECK_CUDA(cudaMalloc(&scratch, gate_bytes));
+  auto open_gate = [&](std::vector<int> which) {
+    CHECK_CUDA(cudaMemsetAsync(scratch, 0, gate_bytes, gate));
+    CHECK_CUDA(cudaEventRecord(open, gate));
+    for (int c : which) CHECK_CUDA(cudaStreamWaitEvent(stream[c], open, 0));
+    return 0;
+  };
+  auto launch = [&](std::vector<int> which, size_t n) {
+    CHECK_NCCL(ncclGroupStart());
+    for (int c : which)
+      CHECK_NCCL(ncclAllReduce(buf[c], buf[c], n / sizeof(float), ncclFloat, ncclSum, comm[c], stream[c]));
+    CHECK_NCCL(ncclGroupEnd());
+    return 0;
+  };
+  auto sync = [&](std::vector<int> which) {
+    for (int c : which) CHECK_CUDA(cudaStreamSynchronize(stream[c]));
+    return 0;
+  };
+  for (int c = 0; c < 2; ++c)  // connection setup, one communicator at a time
+    if (launch({c}, 1 << 20) != 0 || sync({c}) != 0) return 1;
+  if (open_gate({0}) != 0 || launch({0}, bytes) != 0 || sync({0}) != 0) return 1;
+  std::printf("%sok   direct alone\n", tag.c_str());
+  if (open_gate({0, 1}) != 0 || launch({0, 1}, bytes) != 0 || sync({0, 1}) != 0) return 1;
+  std::printf("%sok   direct shared\n", tag.c_str());
+  for (int c = 0; c < 2; ++c) {
+    cudaGraph_t graph;
+    CHECK_CUDA(cudaStreamBeginCapture(stream[c], cudaStreamCaptureModeThreadLocal));
+    if (launch({c}, bytes) != 0) return 1;
+    CHECK_CUDA(cudaStreamEndCapture(stream[c], &graph));
+    CHECK_CUDA(cudaGraphInstantiate(&exec[c], graph, 0));
+    CHECK_CUDA(cudaGraphDestroy(graph));
+  }
+  auto replay = [&](std::vector<int> which) {
+    for (int c : which) CHECK_CUDA(cudaGraphLaunch(exec[c], stream[c]));
+    return 0;
+  };
+  if (open_gate({0}) != 0 || replay({0}) != 0 || sync({0}) != 0) return 1;
+  std::printf("%sok   graph alone\n", tag.c_str());
+  if (open_gate({0, 1}) != 0 || replay({0, 1}) != 0 || sync({0, 1}) != 0) return 1;
+  std::printf("%sok   graph shared\n", tag.c_str());
+  for (int c = 0; c < 2; ++c) {
+    CHECK_CUDA(cudaGraphExecDestroy(exec[c]));
+    CHECK_NCCL(ncclCommDestroy(comm[c]));
+  }
+  std::printf("%sok   ncclCommDestroy\n", tag.c_str());
+  return 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   const size_t bytes = static_cast<size_t>(argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 256) << 20;
+  if (const char* id_file = std::getenv("NCCL_ID_FILE")) return one_rank_per_process(id_file, bytes);
   int devices = 0;
   CHECK_CUDA(cudaGetDeviceCount(&devices));
   if (devices < 4) {

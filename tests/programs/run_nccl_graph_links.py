@@ -3,8 +3,12 @@ GPUs of two virtual nodes of two) through vgpu-run on the sim backend, and check
 that collectives captured into CUDA graphs share the fabric's links on every replay as directly
 launched ones do (issue 23; vgpu/sim/exec/nccl_graph_replay.cpp).
 
-Usage: run_nccl_graph_links.py   (environment: VGPU_RUN, GRAPH_LINKS_PROGRAM, COLLECTIVE_ESTIMATE,
-CUDA_LIB_DIR; VGPU_NODES=2 and VGPU_GPUS_PER_NODE=2)
+Usage: run_nccl_graph_links.py [procs]   (environment: VGPU_RUN, GRAPH_LINKS_PROGRAM, COLLECTIVE_ESTIMATE,
+CUDA_LIB_DIR; VGPU_NODES=2 and VGPU_GPUS_PER_NODE=2, or 1 with procs; LAUNCHER with procs)
+
+procs: the ranks are two processes (launch_ranks.py, as torchrun), each driving one GPU of its own
+virtual node (GPUs 0 and 1) and holding a rank of A and of B; each process's replays place its own
+rank's transfers and the one into its GPU (the other rank is another process's); no p2p steps.
 
 A collective's time: from the latest start of its ranks' all-reduce kernels (every rank's starts at
 the program's gate) to the latest end of its ranks (the "nccl collective end" right after a kernel
@@ -36,19 +40,32 @@ STEPS = {"A": ["direct alone", "direct shared", "graph alone", "graph shared"],
 
 
 def main():
+    procs = len(sys.argv) > 1 and sys.argv[1] == "procs"
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = env["CUDA_LIB_DIR"]
     work = tempfile.mkdtemp(prefix="vgpu-nccl-graph-links-")
-    timeline = os.path.join(work, "timeline.json")
-    cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--timeline", timeline, "--",
+    timelines = [os.path.join(work, "timeline.json")]
+    cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--timeline", timelines[0], "--",
            env["GRAPH_LINKS_PROGRAM"], str(MIB)]
+    gpus = [0, 2]
+    steps = STEPS
+    if procs:
+        # One timeline per process, read together.
+        env["NCCL_ID_FILE"] = os.path.join(work, "nccl_id")
+        timelines = [os.path.join(work, f"timeline.{p}.json") for p in range(2)]
+        cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--", sys.executable, env["LAUNCHER"],
+               "--nproc-per-node", "2", "--timeout", str(TIMEOUT_S - 20), "--", "sh", "-c",
+               f'VGPU_TIMELINE={work}/timeline.$RANK.json exec "$0" "$@"', env["GRAPH_LINKS_PROGRAM"], str(MIB)]
+        gpus = [0, 1]
+        steps = {"A": STEPS["A"], "B": ["direct shared", "graph shared"]}
     ran = run_checked(cmd, env, TIMEOUT_S)
     if ran is None:
         return 1
     out, check = ran
-    for step in ("direct alone", "direct shared", "graph alone", "graph shared", "direct p2p", "graph p2p",
-                 "ncclCommDestroy"):
-        check(re.search(rf"^ok   {step}$", out, re.M) is not None, f"the program reached '{step}'")
+    for step in [s for s in ("direct alone", "direct shared", "graph alone", "graph shared", "direct p2p",
+                             "graph p2p", "ncclCommDestroy") if not procs or "p2p" not in s]:
+        found = len(re.findall(rf"^(?:proc \d+ )?ok   {step}$", out, re.M))
+        check(found == (2 if procs else 1), f"the program reached '{step}' in {found} process(es)")
     if check.failures:
         return check.verdict(out)
 
@@ -56,13 +73,17 @@ def main():
         r = subprocess.run([env["COLLECTIVE_ESTIMATE"], *args], capture_output=True, text=True, check=True)
         return float(r.stdout)
 
-    t_us = estimate("AllReduce", str(BYTES), "0", "2")
-    b_us = estimate("--bandwidth", "AllReduce", str(BYTES), "0", "2")
-    print(f"     the model: all-reduce of {BYTES} B over GPUs 0 and 2: {t_us:.3f} us, of which bandwidth {b_us:.3f} us")
+    pair = [str(g) for g in gpus]
+    t_us = estimate("AllReduce", str(BYTES), *pair)
+    b_us = estimate("--bandwidth", "AllReduce", str(BYTES), *pair)
+    print(f"     the model: all-reduce of {BYTES} B over GPUs {pair[0]} and {pair[1]}: {t_us:.3f} us, "
+          f"of which bandwidth {b_us:.3f} us")
 
-    with open(timeline) as f:
-        data = json.load(f)
-    events = [e for e in (data["traceEvents"] if isinstance(data, dict) else data) if e.get("ph") == "X"]
+    events = []
+    for path in timelines:
+        with open(path) as f:
+            data = json.load(f)
+        events += [e for e in (data["traceEvents"] if isinstance(data, dict) else data) if e.get("ph") == "X"]
     # Per (GPU, stream row): its all-reduce kernels of BYTES, each (start, end) with the end op
     # that follows it on the row.
     rows = {}
@@ -85,27 +106,26 @@ def main():
     # A's rows (GPUs 0 and 2) and B's hold four all-reduces of BYTES each: told apart by the steps
     # (B's first is A's second, both at the same gate).
     comm_rows = {"A": [], "B": []}
-    for gpu in (0, 2):
-        mine = [k for k in spans if k[0] == gpu]
-        # A's third all-reduce (graph alone) comes before B's third (direct p2p).
-        mine.sort(key=lambda k: spans[k][2][0] if len(spans[k]) > 2 else 0)
+    for gpu in gpus:
+        # A's first all-reduce of BYTES (direct alone) comes before B's first.
+        mine = sorted((k for k in spans if k[0] == gpu), key=lambda k: spans[k][0][0])
         if len(mine) == 2:
             comm_rows["A"].append(mine[0])
             comm_rows["B"].append(mine[1])
     for c, keys in comm_rows.items():
         counts = [len(spans[k]) for k in keys]
-        check(sorted(k[0] for k in keys) == [0, 2] and counts == [len(STEPS[c])] * 2,
+        check(sorted(k[0] for k in keys) == gpus and counts == [len(steps[c])] * 2,
               f"communicator {c}: rows on GPUs {[k[0] for k in keys]} with {counts} all-reduces of {BYTES} B, "
-              f"GPUs [0, 2] with {len(STEPS[c])} each expected")
+              f"GPUs {gpus} with {len(steps[c])} each expected")
     if check.failures:
         return check.verdict(out)
 
     def span_us(comm, step):
-        k = STEPS[comm].index(step)
+        k = steps[comm].index(step)
         parts = [spans[row][k] for row in comm_rows[comm]]
         return max(p[1] for p in parts) - max(p[0] for p in parts)
 
-    times = {(c, s): span_us(c, s) for c, steps in STEPS.items() for s in steps}
+    times = {(c, s): span_us(c, s) for c, names in steps.items() for s in names}
     for (c, s), t in times.items():
         print(f"     {s}: {c} {t:.3f} us")
     for step in ("direct alone", "graph alone"):
@@ -116,6 +136,8 @@ def main():
               f"({direct:.3f} us)")
         check(graph > t_us + b_us / 2, f"shared: {c}'s replay lasts {graph:.3f} us, past T + B/2 = "
               f"{t_us + b_us / 2:.3f} us (its transfers shared the NICs)")
+    if procs:
+        return check.verdict(out)
 
     # The receives of BYTES on GPU 2 (direct, then replayed), each to the p2p end op after it.
     tp_us = estimate("SendRecv", str(BYTES), "0", "2")
