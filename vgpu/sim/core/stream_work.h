@@ -42,6 +42,22 @@ struct Work {
   // recorded into a stream capture).
   std::vector<uint64_t> also_after;
   std::function<void(uint64_t event)> on_timeline;
+
+  // Work recorded into a CUDA graph that places more on the engine each time a launch of the
+  // graph replays it (a captured NCCL collective's transfers: sim/exec/nccl_graph_replay.cpp).
+  // Called by the replay (StreamManager::submit_items, under the streams' lock: it may add to the
+  // engine only) with what the node starts after and its earliest start; returns the events
+  // the node's end also waits for (none: the node is this work alone), which an op labelled
+  // `label` after this work's own joins. Empty for every other work.
+  struct ReplayStart {
+    std::vector<uint64_t> after;
+    double not_before = 0;
+  };
+  struct ReplayEnd {
+    std::vector<uint64_t> after;
+    std::string label;
+  };
+  std::function<ReplayEnd(const ReplayStart& start)> on_replay;
 };
 
 }  // namespace vgpu

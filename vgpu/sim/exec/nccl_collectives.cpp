@@ -448,10 +448,12 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) {
     // Captured into a CUDA graph (CUDA-graph training steps, tensor-parallel layers under graphs):
     // the kernel's node lasts that time on every replay; replays do not meet the other ranks'
-    // and move no data.
+    // and move no data. Each replay places the collective's transfers from the node's start
+    // (nccl_graph_replay.cpp).
     if (known != 0) return false;
     Work k = p.to_work();
     if (!timed_alone(k, "captured")) return false;
+    k.on_replay = replay_transfers(got, p.function->device, local_ranks_of(plugin, got));
     *rc = streams.submit(stream, std::move(k), per_thread);
     return true;
   }

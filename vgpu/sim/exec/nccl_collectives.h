@@ -13,7 +13,8 @@
 // (nccl_p2p.h): on a two-rank communicator at the launch; on a larger one the kernel is held from
 // the launch until NCCL's tasks name its peers (the plugin's launch_tasks_done, right after the
 // launch; at the latest the thread's next driver call, when it meets no other rank). Graph
-// replays start on their own: a replay has no rendezvous.
+// replays start on their own: a replay has no rendezvous; each places its transfers from its
+// node's start (nccl_graph_replay.cpp).
 //
 // Matching ranks: NCCL launches the kernels of one communicator in the same order on every
 // rank, so the k-th NCCL launch of each rank on communicator c is one collective. The ranks of
@@ -172,6 +173,11 @@ class NcclCollectives {
   // the collective's end waits for besides its kernels (nccl_link_share.h).
   std::vector<uint64_t> place_transfers(const std::vector<simcore::CollectiveCall>& calls, std::span<const int> ranks,
                                         std::vector<uint64_t> after, double start_at_most, int gpu);
+
+  // What the node of a collective captured into a graph (launch `got` on `device`, of which this
+  // process holds `local_ranks` ranks) places on the fabric on each replay: Work::on_replay
+  // (nccl_graph_replay.cpp); empty when it places nothing.
+  decltype(Work::on_replay) replay_transfers(const vgpu_nccl_launch& got, int device, int local_ranks);
 
   // The cluster's GPU of each rank of `l.receive_from` as known (l.receive_gpus), for the
   // transfers of the messages it receives.

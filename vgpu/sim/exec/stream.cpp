@@ -967,9 +967,26 @@ CUresult StreamManager::submit_items(CUstream stream, std::vector<LaunchItem> it
       w.kind = it.kind == LaunchItem::Kind::event_record ? Work::Kind::other : Work::Kind::wait;
       w.label = it.kind == LaunchItem::Kind::event_record ? "event record" : "wait event";
     }
+    // A node that places more on each replay (a captured NCCL collective's transfers) starts
+    // what it places with its own start; its end is an op after both.
+    auto on_replay = std::move(w.on_replay);
+    Work::ReplayStart start;
+    if (on_replay) start = {after, not_before};
     op = impl_->append(s, std::move(w), std::move(waits), std::move(after), not_before, nullptr,
                        &run_inline);
     vids[i] = op->vid;
+    if (on_replay && op->vid != simcore::kNoEvent) {
+      Work::ReplayEnd placed = on_replay(start);
+      if (!placed.after.empty()) {
+        if (run_inline) first_inline = op;  // the end op below is never inline
+        placed.after.push_back(op->vid);
+        Work end;
+        end.kind = Work::Kind::other;
+        end.label = std::move(placed.label);
+        op = impl_->append(s, std::move(end), {}, std::move(placed.after), not_before, nullptr, &run_inline);
+        vids[i] = op->vid;
+      }
+    }
     if (it.kind == LaunchItem::Kind::event_record) {
       evs[i]->op = op;
       evs[i]->vid = op->vid;

@@ -1,0 +1,264 @@
+// Graph-captured collectives that share the fabric's links, on the sim backend (issue 23): NCCL
+// from the toolkit, one process driving the four GPUs of two virtual nodes of two (one NIC per
+// GPU), as nccl_links_program does.
+//
+// Two communicators A and B, both over GPUs 0 and 2 (one on each node: their ring crosses both
+// GPUs' NICs), each rank with a stream of its own. After a small all-reduce on each (connection
+// setup), every step all-reduces BYTES, its streams synchronized before the next step:
+//   direct alone    A, launched directly
+//   direct shared   A and B at once (one group): their transfers cross the same NICs
+//   graph alone     A's all-reduce captured into a graph on each of its streams, replayed
+//   graph shared    A's graphs and B's (captured the same way) replayed at once
+//   direct p2p      A's rank 0 (GPU 0) sends BYTES to its rank 1 (GPU 2) while B all-reduces (one
+//                   group): the message crosses the NICs B's transfer 0 -> 2 crosses
+//   graph p2p       the same send and receive captured into a graph on each of A's streams,
+//                   replayed with B's graphs
+// Every step starts at one gate: each stream waits for an event recorded after a memset on a
+// stream of its own on GPU 1 (long enough that every launch of the step is issued before it
+// ends), so the ranks of every collective start together, launched directly or replayed, and a
+// step's times do not depend on the host time between its launches.
+// run_nccl_graph_links.py reads the times from the timeline.
+//
+// Usage: nccl_graph_links_program [MiB]   (default 256)
+//
+// As torchrun's ranks instead (NCCL_ID_FILE set; RANK and WORLD_SIZE = 2 from launch_ranks.py; two
+// virtual nodes of one GPU): process r drives GPU r and is rank r of A and of B (their
+// ncclUniqueIds through NCCL_ID_FILE.A and .B), its gate a memset on a second stream of its GPU;
+// the four all-reduce steps above (no p2p), each line prefixed "proc <r> ".
+#include <cuda_runtime.h>
+#include <nccl.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "check_calls.h"
+#include "nccl_id_file.h"
+
+namespace {
+
+constexpr int kGpus[2] = {0, 2};
+
+struct Comm {
+  ncclComm_t comm[2];
+  cudaStream_t stream[2];
+  float* buf[2];
+  cudaGraphExec_t exec[2] = {nullptr, nullptr};  // its all-reduce's graphs, or A's send/recv's
+};
+
+struct Gate {
+  cudaStream_t stream;
+  cudaEvent_t done;
+  void* scratch;
+  size_t bytes;
+};
+
+// The gate's memset, then every stream of `comms` waits for it.
+int open_gate(Gate& g, const std::vector<Comm*>& comms) {
+  CHECK_CUDA(cudaSetDevice(1));
+  CHECK_CUDA(cudaMemsetAsync(g.scratch, 0, g.bytes, g.stream));
+  CHECK_CUDA(cudaEventRecord(g.done, g.stream));
+  for (Comm* c : comms)
+    for (int i = 0; i < 2; ++i) {
+      CHECK_CUDA(cudaSetDevice(kGpus[i]));
+      CHECK_CUDA(cudaStreamWaitEvent(c->stream[i], g.done, 0));
+    }
+  return 0;
+}
+
+int synchronize(const std::vector<Comm*>& comms) {
+  for (Comm* c : comms)
+    for (int i = 0; i < 2; ++i) {
+      CHECK_CUDA(cudaSetDevice(kGpus[i]));
+      CHECK_CUDA(cudaStreamSynchronize(c->stream[i]));
+    }
+  return 0;
+}
+
+int all_reduce(const std::vector<Comm*>& comms, size_t bytes) {
+  CHECK_NCCL(ncclGroupStart());
+  for (Comm* c : comms)
+    for (int i = 0; i < 2; ++i)
+      CHECK_NCCL(ncclAllReduce(c->buf[i], c->buf[i], bytes / sizeof(float), ncclFloat, ncclSum, c->comm[i],
+                               c->stream[i]));
+  CHECK_NCCL(ncclGroupEnd());
+  return 0;
+}
+
+// Rank 0 of `c` sends `bytes` to rank 1 in one group, with `beside`'s all-reduce of as much.
+int send_beside(Comm& c, Comm* beside, size_t bytes) {
+  CHECK_NCCL(ncclGroupStart());
+  CHECK_NCCL(ncclSend(c.buf[0], bytes / sizeof(float), ncclFloat, 1, c.comm[0], c.stream[0]));
+  CHECK_NCCL(ncclRecv(c.buf[1], bytes / sizeof(float), ncclFloat, 0, c.comm[1], c.stream[1]));
+  if (beside != nullptr)
+    for (int i = 0; i < 2; ++i)
+      CHECK_NCCL(ncclAllReduce(beside->buf[i], beside->buf[i], bytes / sizeof(float), ncclFloat, ncclSum,
+                               beside->comm[i], beside->stream[i]));
+  CHECK_NCCL(ncclGroupEnd());
+  return 0;
+}
+
+// One graph a rank of `c` (replacing its graphs): what `launch` launches on its stream, captured.
+template <class Launch>
+int capture(Comm& c, Launch launch) {
+  for (int i = 0; i < 2; ++i) {
+    CHECK_CUDA(cudaSetDevice(kGpus[i]));
+    if (c.exec[i] != nullptr) CHECK_CUDA(cudaGraphExecDestroy(c.exec[i]));
+    CHECK_CUDA(cudaStreamBeginCapture(c.stream[i], cudaStreamCaptureModeThreadLocal));
+  }
+  if (launch() != 0) return 1;
+  for (int i = 0; i < 2; ++i) {
+    cudaGraph_t graph;
+    CHECK_CUDA(cudaSetDevice(kGpus[i]));
+    CHECK_CUDA(cudaStreamEndCapture(c.stream[i], &graph));
+    CHECK_CUDA(cudaGraphInstantiate(&c.exec[i], graph, 0));
+    CHECK_CUDA(cudaGraphDestroy(graph));
+  }
+  return 0;
+}
+
+int replay(const std::vector<Comm*>& comms) {
+  for (Comm* c : comms)
+    for (int i = 0; i < 2; ++i) {
+      CHECK_CUDA(cudaSetDevice(kGpus[i]));
+      CHECK_CUDA(cudaGraphLaunch(c->exec[i], c->stream[i]));
+    }
+  return 0;
+}
+
+}  // namespace
+
+// One rank per process: communicators A and B over the job's two processes.
+int one_rank_per_process(const char* id_file, size_t bytes) {
+  const int rank = std::atoi(std::getenv("RANK") ? std::getenv("RANK") : "0");
+  const int world = std::atoi(std::getenv("WORLD_SIZE") ? std::getenv("WORLD_SIZE") : "1");
+  const std::string tag = "proc " + std::to_string(rank) + " ";
+  if (world != 2 || rank < 0 || rank > 1) {
+    std::printf("%sFAIL two processes needed, rank %d of %d\n", tag.c_str(), rank, world);
+    return 1;
+  }
+  CHECK_CUDA(cudaSetDevice(rank));
+  ncclComm_t comm[2];
+  cudaStream_t stream[2];
+  float* buf[2];
+  cudaGraphExec_t exec[2] = {nullptr, nullptr};
+  for (int c = 0; c < 2; ++c) {
+    ncclUniqueId id;
+    if (!share_nccl_id(std::string(id_file) + (c == 0 ? ".A" : ".B"), rank, &id)) return 1;
+    CHECK_NCCL(ncclCommInitRank(&comm[c], world, id, rank));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&stream[c], cudaStreamNonBlocking));
+    CHECK_CUDA(cudaMalloc(&buf[c], bytes));
+  }
+  cudaStream_t gate;
+  cudaEvent_t open;
+  void* scratch = nullptr;
+  const size_t gate_bytes = size_t{1} << 30;
+  CHECK_CUDA(cudaStreamCreateWithFlags(&gate, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaEventCreateWithFlags(&open, cudaEventDisableTiming));
+  CHECK_CUDA(cudaMalloc(&scratch, gate_bytes));
+  auto open_gate = [&](std::vector<int> which) {
+    CHECK_CUDA(cudaMemsetAsync(scratch, 0, gate_bytes, gate));
+    CHECK_CUDA(cudaEventRecord(open, gate));
+    for (int c : which) CHECK_CUDA(cudaStreamWaitEvent(stream[c], open, 0));
+    return 0;
+  };
+  auto launch = [&](std::vector<int> which, size_t n) {
+    CHECK_NCCL(ncclGroupStart());
+    for (int c : which)
+      CHECK_NCCL(ncclAllReduce(buf[c], buf[c], n / sizeof(float), ncclFloat, ncclSum, comm[c], stream[c]));
+    CHECK_NCCL(ncclGroupEnd());
+    return 0;
+  };
+  auto sync = [&](std::vector<int> which) {
+    for (int c : which) CHECK_CUDA(cudaStreamSynchronize(stream[c]));
+    return 0;
+  };
+  for (int c = 0; c < 2; ++c)  // connection setup, one communicator at a time
+    if (launch({c}, 1 << 20) != 0 || sync({c}) != 0) return 1;
+  if (open_gate({0}) != 0 || launch({0}, bytes) != 0 || sync({0}) != 0) return 1;
+  std::printf("%sok   direct alone\n", tag.c_str());
+  if (open_gate({0, 1}) != 0 || launch({0, 1}, bytes) != 0 || sync({0, 1}) != 0) return 1;
+  std::printf("%sok   direct shared\n", tag.c_str());
+  for (int c = 0; c < 2; ++c) {
+    cudaGraph_t graph;
+    CHECK_CUDA(cudaStreamBeginCapture(stream[c], cudaStreamCaptureModeThreadLocal));
+    if (launch({c}, bytes) != 0) return 1;
+    CHECK_CUDA(cudaStreamEndCapture(stream[c], &graph));
+    CHECK_CUDA(cudaGraphInstantiate(&exec[c], graph, 0));
+    CHECK_CUDA(cudaGraphDestroy(graph));
+  }
+  auto replay = [&](std::vector<int> which) {
+    for (int c : which) CHECK_CUDA(cudaGraphLaunch(exec[c], stream[c]));
+    return 0;
+  };
+  if (open_gate({0}) != 0 || replay({0}) != 0 || sync({0}) != 0) return 1;
+  std::printf("%sok   graph alone\n", tag.c_str());
+  if (open_gate({0, 1}) != 0 || replay({0, 1}) != 0 || sync({0, 1}) != 0) return 1;
+  std::printf("%sok   graph shared\n", tag.c_str());
+  for (int c = 0; c < 2; ++c) {
+    CHECK_CUDA(cudaGraphExecDestroy(exec[c]));
+    CHECK_NCCL(ncclCommDestroy(comm[c]));
+  }
+  std::printf("%sok   ncclCommDestroy\n", tag.c_str());
+  return 0;
+}
+
+int main(int argc, char** argv) {
+  setvbuf(stdout, nullptr, _IOLBF, 0);
+  const size_t bytes = static_cast<size_t>(argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 256) << 20;
+  if (const char* id_file = std::getenv("NCCL_ID_FILE")) return one_rank_per_process(id_file, bytes);
+  int devices = 0;
+  CHECK_CUDA(cudaGetDeviceCount(&devices));
+  if (devices < 4) {
+    std::printf("FAIL 4 devices needed, %d seen\n", devices);
+    return 1;
+  }
+  Comm a, b;
+  for (Comm* c : {&a, &b}) {
+    CHECK_NCCL(ncclCommInitAll(c->comm, 2, kGpus));
+    for (int i = 0; i < 2; ++i) {
+      CHECK_CUDA(cudaSetDevice(kGpus[i]));
+      CHECK_CUDA(cudaStreamCreateWithFlags(&c->stream[i], cudaStreamNonBlocking));
+      CHECK_CUDA(cudaMalloc(&c->buf[i], bytes));
+    }
+  }
+  Gate gate{};
+  gate.bytes = size_t{1} << 30;
+  CHECK_CUDA(cudaSetDevice(1));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&gate.stream, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaEventCreateWithFlags(&gate.done, cudaEventDisableTiming));
+  CHECK_CUDA(cudaMalloc(&gate.scratch, gate.bytes));
+
+  for (Comm* c : {&a, &b})  // connection setup, one communicator at a time
+    if (all_reduce({c}, 1 << 20) != 0 || synchronize({c}) != 0) return 1;
+
+  if (open_gate(gate, {&a}) != 0 || all_reduce({&a}, bytes) != 0 || synchronize({&a}) != 0) return 1;
+  std::printf("ok   direct alone\n");
+  if (open_gate(gate, {&a, &b}) != 0 || all_reduce({&a, &b}, bytes) != 0 || synchronize({&a, &b}) != 0) return 1;
+  std::printf("ok   direct shared\n");
+
+  if (capture(a, [&] { return all_reduce({&a}, bytes); }) != 0 || capture(b, [&] { return all_reduce({&b}, bytes); }) != 0)
+    return 1;
+  if (open_gate(gate, {&a}) != 0 || replay({&a}) != 0 || synchronize({&a}) != 0) return 1;
+  std::printf("ok   graph alone\n");
+  if (open_gate(gate, {&a, &b}) != 0 || replay({&a, &b}) != 0 || synchronize({&a, &b}) != 0) return 1;
+  std::printf("ok   graph shared\n");
+
+  // A first message alone (NCCL connects the pair's send/recv channels at its first exchange).
+  if (send_beside(a, nullptr, 1 << 20) != 0 || synchronize({&a}) != 0) return 1;
+  if (open_gate(gate, {&a, &b}) != 0 || send_beside(a, &b, bytes) != 0 || synchronize({&a, &b}) != 0) return 1;
+  std::printf("ok   direct p2p\n");
+  if (capture(a, [&] { return send_beside(a, nullptr, bytes); }) != 0) return 1;
+  if (open_gate(gate, {&a, &b}) != 0 || replay({&a, &b}) != 0 || synchronize({&a, &b}) != 0) return 1;
+  std::printf("ok   graph p2p\n");
+
+  for (Comm* c : {&a, &b})
+    for (int i = 0; i < 2; ++i) {
+      CHECK_CUDA(cudaSetDevice(kGpus[i]));
+      CHECK_CUDA(cudaGraphExecDestroy(c->exec[i]));
+      CHECK_NCCL(ncclCommDestroy(c->comm[i]));
+    }
+  std::printf("ok   ncclCommDestroy\n");
+  return 0;
+}
