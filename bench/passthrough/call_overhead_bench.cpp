@@ -39,6 +39,7 @@
 #endif
 
 #include "cache_eviction.h"
+#include "host_primitives.h"
 #include "hw_counters.h"
 #include "syscall_counter.h"
 
@@ -386,6 +387,15 @@ int main(int argc, char** argv) {
         if (!hw.counting(e) && hw.why_not(e) == why) names += std::string(names.empty() ? "" : ", ") + HwCounters::kList[e].name;
       std::printf("hw (not counted here: %s: perf_event_open: %s)\n", names.c_str(), why.c_str());
     }
+  }
+  {
+    // Where no PMU counts cycles: the host's cost of the operations a settled call is made of
+    // (host_primitives.h), to read the own-ns column in cycles, TSC reads and locked pairs.
+    const HostPrimitives p = HostPrimitives::measure();
+    std::printf("hw host: TSC read %.2f ns, locked compare-exchange + release %.2f ns, one cycle %.3f ns (%.2f GHz); "
+                "cuEventRecord own ~%.0f cycles\n",
+                p.tsc_read_ns, p.locked_pair_ns, p.cycle_ns, 1 / p.cycle_ns,
+                (1 / vgpu.event_record - 1 / real.event_record) * 1e9 / p.cycle_ns);
   }
   if (!sys.counting()) std::printf("(system calls not counted here: %s)\n", sys.why_not().c_str());
   std::printf("invariant TSC per CPUID: %s\n",
