@@ -90,30 +90,3 @@ TEST(TscClock, CpuidVouchingIsNotChecked) {
 }
 
 }  // namespace
-
-namespace {
-
-// A thread's copy of the scale (outside_cpu_time.h reads the TSC through it, without the clock's
-// own line): only where the scale can never change, i.e. CPUID vouched and it is published; a
-// clock checked against CLOCK_MONOTONIC may leave the TSC later, which a copy would not see.
-TEST(TscClock, AFixedScaleOnlyWhereCpuidVouches) {
-  double per_tick = 0, offset = 0;
-  TscClock vouched(true, real_monotonic);
-  EXPECT_FALSE(vouched.fixed_scale(&per_tick, &offset)) << "not calibrated yet";
-  read_for(vouched, 2 * TscClock::kCalibrationSeconds, real_monotonic);
-  ASSERT_TRUE(vouched.on_tsc());
-  ASSERT_TRUE(vouched.fixed_scale(&per_tick, &offset));
-  // The copy converts a tick as the clock's own readings do.
-  const double before = vouched.seconds();
-  const double copied = offset + static_cast<double>(static_cast<int64_t>(__rdtsc())) * per_tick;
-  const double after = vouched.seconds();
-  EXPECT_GE(copied, before);
-  EXPECT_LE(copied, after);
-
-  TscClock checked(false, real_monotonic);
-  read_for(checked, 3 * TscClock::kCalibrationSeconds, real_monotonic);
-  ASSERT_TRUE(checked.on_tsc());
-  EXPECT_FALSE(checked.fixed_scale(&per_tick, &offset)) << "its readings are checked: no copy may skip them";
-}
-
-}  // namespace

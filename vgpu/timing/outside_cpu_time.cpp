@@ -90,10 +90,7 @@ OutsideCpuTime::Exact OutsideCpuTime::read_cpu(double wall) {
   mark_ = after;
 #if defined(__x86_64__)
   // Calibrated (50-100 ms after the process's first reading): readings inline from here on.
-  if (tsc_ == nullptr && process_tsc().on_tsc()) {
-    tsc_ = &process_tsc();
-    if (!tsc_->fixed_scale(&tick_seconds_, &tick_offset_)) tick_seconds_ = 0;
-  }
+  if (tsc_ == nullptr && process_tsc().on_tsc()) tsc_ = &process_tsc();
 #endif
   return {cpu - half, cpu + half};
 }

@@ -101,9 +101,7 @@ class OutsideCpuTime {
   // out-of-line call and its guard were two thirds of a reading, twice a call (issue 21).
   double wall_now() {
 #if defined(__x86_64__)
-    if (tick_seconds_ != 0) [[likely]]
-      return tick_offset_ + static_cast<double>(static_cast<int64_t>(__rdtsc())) * tick_seconds_;
-    if (tsc_ != nullptr) return tsc_->calibrated_seconds();
+    if (tsc_ != nullptr) [[likely]] return tsc_->calibrated_seconds();
 #endif
     return wall_seconds();
   }
@@ -115,8 +113,6 @@ class OutsideCpuTime {
   Exact read_cpu(double wall);
   double take_exact(double wall);  // take() past its estimate: the first reading, or an exact one
 
-  // What take() and leave() read and write comes first: with the ThreadClock fields before it,
-  // one cache line (thread_clock.h).
   double cpu_ = -1;         // the thread's CPU time at mark_ (exact or estimated); < 0: not started
   double mark_ = 0;         // wall time of the last take() or leave()
   // Wall time of the last exact reading, or kNever before the first one and while every
@@ -125,19 +121,13 @@ class OutsideCpuTime {
   // exact, the refresh due: issue 21).
   static constexpr double kNever = -std::numeric_limits<double>::infinity();
   double exact_at_ = kNever;
+  unsigned long exact_reads_ = 0;
+  bool exact_ = false;  // or the setting's, from the first take()
 #if defined(__x86_64__)
-  // The process's TSC scale, this thread's copy, where it never changes (TscClock::fixed_scale:
-  // CPUID vouched for the TSC, as on the GPU hosts): a reading then touches no line beyond this
-  // one, where reading through tsc_ loaded TscClock's line and compared the next check's tick
-  // (issue 21). 0: not copied (not calibrated yet, or checked readings: through tsc_).
-  double tick_seconds_ = 0;
-  double tick_offset_ = 0;
   // The process's wall clock (wall_seconds()) once this thread saw it read the TSC (an exact
   // reading, at least every kRefresh, looks): read inline from then on.
   TscClock* tsc_ = nullptr;
 #endif
-  unsigned long exact_reads_ = 0;
-  bool exact_ = false;  // or the setting's, from the first take()
 
   static bool exact_by_setting();  // VGPU_CPU_CLOCK, read once per process
 };

@@ -172,18 +172,17 @@ class alignas(64) ThreadClock {
   void started_keeping_time();  // once: registers the thread with VGPU_CLOCK_REPORT when set
 
   // What every bracketed call reads and writes (enter, leave, now) fills the clock's first cache
-  // line (with OutsideCpuTime's first 48 bytes: its count, mark and refresh time, the TSC's scale
-  // and the clock's pointer), the trace's pointer (tested on every call), the tally's call count
-  // and CPU seconds start the second: the call touches two lines of its clock, not four (a
-  // framework's own work between calls evicts them; issue 21).
+  // line, the trace's pointer (tested on every call), the tally's call count and CPU seconds start
+  // the second: the call touches two lines of its clock, not four (a framework's own work between
+  // calls evicts them; issue 21).
   double now_ = 0;
+  OutsideCpuTime outside_;
   int depth_ = 0;
   bool blocking_ = false;  // the outermost call waits
   bool polling_ = false;   // the last question was answered "not ready" (beside blocking_: enter()
                            // clears both, one store)
   bool keeps_time_ = false;
   bool submits_ = false;
-  OutsideCpuTime outside_;
   clock_trace::Buffer* trace_ = nullptr;  // VGPU_CLOCK_TRACE's, null when unset
   ClockTally tally_;
   std::array<const void*, 8> awaited_{};  // what the polling asked about

@@ -74,22 +74,6 @@ class alignas(64) TscClock {
   }
   // Whether readings come from the TSC now (tests, benches).
   bool on_tsc() const;
-  // The scale a reading converts ticks with, for a caller to keep a copy of: only where it never
-  // changes and no reading is ever checked against CLOCK_MONOTONIC (CPUID vouched for the TSC
-  // and the scale is published); false otherwise. A thread then reads the TSC without this
-  // object's line (outside_cpu_time.h: a line fewer a reading, twice a call, issue 21).
-  bool fixed_scale(double* seconds_per_tick, double* offset) const {
-#if defined(__x86_64__)
-    if (!invariant_ || scale_.load(std::memory_order_acquire) == nullptr ||
-        check_at_.load(std::memory_order_relaxed) != UINT64_MAX)
-      return false;
-    *seconds_per_tick = published_.seconds_per_tick;
-    *offset = published_.offset;
-    return true;
-#else
-    return false;
-#endif
-  }
 
  private:
   struct Scale {
