@@ -12,7 +12,11 @@
 // 0.76-0.93x between runs minutes apart: one figure says little, the spread says how little). Then the system calls
 // the calling thread made per call through each library (the least of the rounds), counted by
 // the kernel where perf events can count them (syscall_counter.h); "n/a" where they cannot
-// (gVisor has no perf events).
+// (gVisor has no perf events). Then the CPU's counters per call for each call mode, the calling
+// thread's user space only (hw_counters.h: cycles, instructions, L1d/L1i read misses, LLC
+// misses, dTLB/iTLB read misses, branch misses, and the software task clock), through each
+// library and their difference, vgpu's own count per call: where vgpu's own time goes on a host
+// ("hw" lines; "n/a" for what the host's PMU does not count, e.g. a KVM guest without one).
 //
 // Without a GPU, the "real" library can be bench/passthrough's free_calls_driver (its hot calls
 // cost next to nothing, free_calls_overrides.cpp): the last column is then vgpu's own cost.
@@ -35,9 +39,12 @@
 #endif
 
 #include "cache_eviction.h"
+#include "host_primitives.h"
+#include "hw_counters.h"
 #include "syscall_counter.h"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -89,13 +96,19 @@ struct ElementwiseArgs {
   unsigned long long strides[24];
 };
 
-// One measurement's calls per second and the thread's system calls per call (< 0: not counted).
+// The calls measured, in Rates' order: the index of a call's hardware counts.
+enum Call { kLaunch, kLaunchLong, kLaunchArgs, kAllocFree, kEventRecord, kMemcpyAsync, kCalls };
+
+// One measurement's calls per second, the thread's system calls per call (< 0: not counted) and
+// its hardware counts per call.
 struct Run {
   Rates rate{};
   Rates syscalls{};
+  std::array<HwCounters::PerCall, kCalls> hw{};
 };
 
-Run measure(const char* path, const std::vector<char>& image, const SyscallCounter& sys, CacheEviction& eviction) {
+Run measure(const char* path, const std::vector<char>& image, const SyscallCounter& sys, const HwCounters& hw,
+            CacheEviction& eviction) {
   Driver d;
   d.h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
   if (!d.h) { std::fprintf(stderr, "dlopen %s: %s\n", path, dlerror()); std::exit(2); }
@@ -128,27 +141,35 @@ Run measure(const char* path, const std::vector<char>& image, const SyscallCount
   CUstream s;
   CHECK(stream_create(&s, CU_STREAM_NON_BLOCKING));
   using clock = std::chrono::steady_clock;
-  // Read at the start of each timed loop (t0) and at its end (rate()): the loop's system calls.
+  // Read at the start of each timed loop (t0) and at its end (rate()): the loop's system calls
+  // and hardware counts. The counters are read outside the system call count's two reads, so
+  // their reads' system calls are not counted, and outside the clock's.
   long long sys_at_start = 0;
   double* syscalls_of = nullptr;
+  HwCounters::Reading hw_at_start;
+  HwCounters::PerCall* hw_of = nullptr;
   auto rate = [&](int n, clock::time_point t0) {
     const double seconds = std::chrono::duration<double>(clock::now() - t0).count();
     const long long s = sys.read();
+    const HwCounters::Reading hw_at_end = hw.read();
     *syscalls_of = s < 0 ? -1.0 : static_cast<double>(s - sys_at_start - 1) / n;  // -1: this read's own
+    *hw_of = HwCounters::per_call(hw_at_start, hw_at_end, n);
     return n / seconds;
   };
-  auto start = [&](double* syscalls) {
+  Run run{};
+  auto start = [&](Call call, double* syscalls) {
     syscalls_of = syscalls;
+    hw_of = &run.hw[call];
+    hw_at_start = hw.read();
     sys_at_start = sys.read();
     return clock::now();
   };
-  Run run{};
   Rates& r = run.rate;
   constexpr int kLaunches = 200000;
-  auto launches = [&](CUfunction fn, double* syscalls, void** params = nullptr) {
+  auto launches = [&](Call call, CUfunction fn, double* syscalls, void** params = nullptr) {
     for (int i = 0; i < 2000; ++i) CHECK(launch(fn, 1, 1, 1, 1, 1, 1, 0, s, params, nullptr));  // warm up
     CHECK(stream_sync(s));
-    const auto t0 = start(syscalls);
+    const auto t0 = start(call, syscalls);
     for (int i = 0; i < kLaunches; ++i) {
       eviction.touch();
       CHECK(launch(fn, 1, 1, 1, 1, 1, 1, 0, s, params, nullptr));
@@ -157,8 +178,8 @@ Run measure(const char* path, const std::vector<char>& image, const SyscallCount
     CHECK(stream_sync(s));
     return rate(kLaunches, t0);
   };
-  r.launch = launches(f, &run.syscalls.launch);
-  r.launch_long = launches(f_long, &run.syscalls.launch_long);
+  r.launch = launches(kLaunch, f, &run.syscalls.launch);
+  r.launch_long = launches(kLaunchLong, f_long, &run.syscalls.launch_long);
   {
     // Its arguments: two allocations, a count, and the struct: one dimension filled, the rest
     // host addresses (of this frame and the heap: a stack holds frame pointers and pointers).
@@ -176,13 +197,13 @@ Run measure(const char* path, const std::vector<char>& image, const SyscallCount
       args.strides[i] = i % 2 ? reinterpret_cast<uintptr_t>(&args) + 8 * i : reinterpret_cast<uintptr_t>(heap.data()) + 64 * i;
     }
     void* params[] = {&out_buf, &in_buf, &n, &args};
-    r.launch_args = launches(f_args, &run.syscalls.launch_args, params);
+    r.launch_args = launches(kLaunchArgs, f_args, &run.syscalls.launch_args, params);
     CHECK(mem_free(out_buf));
     CHECK(mem_free(in_buf));
   }
 
   constexpr int kAllocs = 20000;
-  auto t0 = start(&run.syscalls.alloc_free);
+  auto t0 = start(kAllocFree, &run.syscalls.alloc_free);
   for (int i = 0; i < kAllocs; ++i) {
     CUdeviceptr p;
     eviction.touch();
@@ -194,7 +215,7 @@ Run measure(const char* path, const std::vector<char>& image, const SyscallCount
   CUevent e;
   CHECK(event_create(&e, CU_EVENT_DISABLE_TIMING));
   constexpr int kEvents = 200000;
-  t0 = start(&run.syscalls.event_record);
+  t0 = start(kEventRecord, &run.syscalls.event_record);
   for (int i = 0; i < kEvents; ++i) {
     eviction.touch();
     CHECK(event_record(e, s));
@@ -207,7 +228,7 @@ Run measure(const char* path, const std::vector<char>& image, const SyscallCount
   CUdeviceptr dev;
   CHECK(alloc(&dev, 4096));
   constexpr int kCopies = 100000;
-  t0 = start(&run.syscalls.memcpy_async);
+  t0 = start(kMemcpyAsync, &run.syscalls.memcpy_async);
   for (int i = 0; i < kCopies; ++i) {
     eviction.touch();
     CHECK(copy_async(dev, host, 4096, s));
@@ -249,6 +270,7 @@ int main(int argc, char** argv) {
   });
   // Alternating and keeping each library's best run evens out warm-up and clock drift.
   const SyscallCounter sys;
+  const HwCounters hw;
   Rates real{}, vgpu{};
   Rates real_sys{-1, -1, -1, -1, -1, -1}, vgpu_sys{-1, -1, -1, -1, -1, -1};
   auto best = [](Rates& b, const Rates& r) {
@@ -266,13 +288,25 @@ int main(int argc, char** argv) {
     least(b.memcpy_async, r.memcpy_async);
   };
   std::vector<Rates> ratios;  // each round's vgpu over real
+  // Each call's and counter's least count per call over the rounds (< 0: not counted), as the
+  // system calls: the round least disturbed by the rest of the host.
+  std::array<HwCounters::PerCall, kCalls> real_hw, vgpu_hw;
+  for (auto* t : {&real_hw, &vgpu_hw})
+    for (auto& c : *t) c.fill(-1);
+  auto least_hw = [](std::array<HwCounters::PerCall, kCalls>& b, const std::array<HwCounters::PerCall, kCalls>& r) {
+    for (size_t c = 0; c < kCalls; ++c)
+      for (size_t e = 0; e < HwCounters::kEvents; ++e)
+        if (r[c][e] >= 0) b[c][e] = b[c][e] < 0 ? r[c][e] : std::min(b[c][e], r[c][e]);
+  };
   for (int round = 0; round < rounds; ++round) {
-    const Run a = measure(argv[1], image, sys, eviction);
+    const Run a = measure(argv[1], image, sys, hw, eviction);
     best(real, a.rate);
     fewest(real_sys, a.syscalls);
-    const Run b = measure(argv[2], image, sys, eviction);
+    least_hw(real_hw, a.hw);
+    const Run b = measure(argv[2], image, sys, hw, eviction);
     best(vgpu, b.rate);
     fewest(vgpu_sys, b.syscalls);
+    least_hw(vgpu_hw, b.hw);
     ratios.push_back({b.rate.launch / a.rate.launch, b.rate.launch_long / a.rate.launch_long,
                       b.rate.launch_args / a.rate.launch_args, b.rate.alloc_free / a.rate.alloc_free,
                       b.rate.event_record / a.rate.event_record, b.rate.memcpy_async / a.rate.memcpy_async});
@@ -316,6 +350,53 @@ int main(int argc, char** argv) {
       &Rates::event_record);
   row("cuMemcpyHtoDAsync (4 KiB pinned)", real.memcpy_async, vgpu.memcpy_async, real_sys.memcpy_async,
       vgpu_sys.memcpy_async, &Rates::memcpy_async);
+  // The hardware counts: per call, through each library and vgpu's own (vgpu - real), a line each,
+  // every line starting "hw " (the table above stays as scripts parse it).
+  {
+    std::printf("hw %-40s", "per call, user space, least of rounds");
+    for (const auto& e : HwCounters::kList) std::printf(" %16s", e.name);
+    std::printf("\n");
+    const char* names[kCalls] = {"cuLaunchKernel (empty, 1x1)", "cuLaunchKernel (249-byte name)",
+                                 "cuLaunchKernel (PyTorch-like args)", "cuMemAlloc+cuMemFree (2 MiB)",
+                                 "cuEventRecord", "cuMemcpyHtoDAsync (4 KiB pinned)"};
+    auto cell = [](double v) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.2f", v);
+      return std::string(buf);
+    };
+    for (size_t c = 0; c < kCalls; ++c) {
+      for (int which = 0; which < 3; ++which) {
+        std::printf("hw %-34s %-5s", names[c], which == 0 ? "real" : which == 1 ? "vgpu" : "own");
+        for (size_t e = 0; e < HwCounters::kEvents; ++e) {
+          const double a = real_hw[c][e], b = vgpu_hw[c][e];
+          const bool ok = which == 0 ? a >= 0 : which == 1 ? b >= 0 : a >= 0 && b >= 0;
+          std::printf(" %16s", ok ? cell(which == 0 ? a : which == 1 ? b : b - a).c_str() : "n/a");
+        }
+        std::printf("\n");
+      }
+    }
+    // What the host refused, one line per reason (a KVM guest without a PMU refuses every
+    // hardware event alike).
+    std::vector<std::string> reasons;
+    for (size_t e = 0; e < HwCounters::kEvents; ++e)
+      if (!hw.counting(e) && std::find(reasons.begin(), reasons.end(), hw.why_not(e)) == reasons.end())
+        reasons.push_back(hw.why_not(e));
+    for (const std::string& why : reasons) {
+      std::string names;
+      for (size_t e = 0; e < HwCounters::kEvents; ++e)
+        if (!hw.counting(e) && hw.why_not(e) == why) names += std::string(names.empty() ? "" : ", ") + HwCounters::kList[e].name;
+      std::printf("hw (not counted here: %s: perf_event_open: %s)\n", names.c_str(), why.c_str());
+    }
+  }
+  {
+    // Where no PMU counts cycles: the host's cost of the operations a settled call is made of
+    // (host_primitives.h), to read the own-ns column in cycles, TSC reads and locked pairs.
+    const HostPrimitives p = HostPrimitives::measure();
+    std::printf("hw host: TSC read %.2f ns, locked compare-exchange + release %.2f ns, one cycle %.3f ns (%.2f GHz); "
+                "cuEventRecord own ~%.0f cycles\n",
+                p.tsc_read_ns, p.locked_pair_ns, p.cycle_ns, 1 / p.cycle_ns,
+                (1 / vgpu.event_record - 1 / real.event_record) * 1e9 / p.cycle_ns);
+  }
   if (!sys.counting()) std::printf("(system calls not counted here: %s)\n", sys.why_not().c_str());
   std::printf("invariant TSC per CPUID: %s\n",
               invariant_tsc() ? "yes (vgpu's wall clock: the TSC)"
