@@ -10,7 +10,7 @@ namespace simcore::detail {
 Simulator::Simulator(const ClusterSpec& cluster, const EngineOptions& options)
     : topology_(cluster), solver_(topology_, options.solver),
       record_timeline_(options.record_timeline), links_(topology_.links().size()),
-      link_starts_(topology_.links().size()) {
+      link_starts_(topology_.links().size()), pin_ok_(options.solver == SolverMode::incremental) {
   if (topology_.gpu_count() <= kRouteMemoGpus) {
     memo_gpus_ = static_cast<size_t>(topology_.gpu_count());
     route_memo_.resize(memo_gpus_);
@@ -120,7 +120,7 @@ void Simulator::push_start(Time t, uint32_t slot) {
 void Simulator::sync() {
   if (fresh_.empty()) return;
   const Time start = rewind_to_;
-  const uint64_t replayed_before = replayed_;
+  const uint64_t replayed_before = replayed_, pins_before = pins_;
   queue_.restart();
   stale_ends_ = 0;
   first_instant_ = solver_.attached_count() == 0;
@@ -131,7 +131,7 @@ void Simulator::sync() {
   run();
   first_instant_ = false;  // (a sweep with nothing to run never reached adopt_first_instant())
   rewind_to_ = std::numeric_limits<Time>::infinity();
-  if (replayed_ > replayed_before) ++rollbacks_;
+  if (replayed_ > replayed_before || pins_ > pins_before) ++rollbacks_;
   finalize();
 }
 
@@ -194,7 +194,20 @@ void Simulator::run() {
       if (!presence_work_.empty()) pull_in(now);
     }
     if (first_instant_) adopt_first_instant();
-    solver_.solve([&](uint32_t slot, double rate) { on_rate(slot, rate, now); });
+    const auto on_change = [&](uint32_t slot, double rate) { on_rate(slot, rate, now); };
+    struct Pins {
+      Simulator* s;
+      Time now;
+      void unpin(uint32_t slot) { s->unpin(slot, now); }
+      bool present(LinkId id) const { return s->present(id); }
+    } pins{this, now};
+    solver_.solve(on_change, pins);
+    // An unpinned flow is dirty work on its links from now: their clean flows join (pinned), and
+    // the instant is solved again with them.
+    while (!presence_work_.empty() || solver_.pending()) {
+      if (!presence_work_.empty()) pull_in(now);
+      solver_.solve(on_change, pins);
+    }
   }
 }
 
@@ -223,6 +236,7 @@ void Simulator::handle(const QueueItem& item, Time now) {
   switch (item.kind) {
     case kStart: begin(item.target, now); break;
     case kTransferEnd: transfer_end_due(item.target, now); break;
+    case kPin: pin_step(item.target, now); break;
     case kFinish: complete(item.target, now); break;
     case kCleanFinish: clean_finished(item.target, now); break;
     case kDepCheck: dep_check(item.target, now); break;
@@ -489,6 +503,11 @@ void Simulator::dirty_moving(uint32_t slot, Time now) {
 void Simulator::dirty_pending(uint32_t slot, Time now) {
   Record& r = records_[slot];
   if (r.group != kNoGroup) return report_group_reached("dirty_pending");
+  // (A pinned flow started before `now` on dependencies final then: none is expected here.)
+  if (solver_.pinned(slot)) {
+    solver_.detach(slot, /*touch=*/true);
+    solver_.set_chained(slot, false);  // (mark_dirty() below makes its item stale)
+  }
   const Route route = route_of(r);
   mark_dirty(r, slot, now, route);
   // Its old transfer (start and transfer_end are still the old ones) is a ghost.
@@ -584,10 +603,67 @@ void Simulator::pull_in(Time now) {
 // dependencies that were final then; one starting right now goes back through its dependencies,
 // since one of them may be late.
 void Simulator::join(uint32_t slot, Time now) {
-  if (records_[slot].dirty) return;
+  if (records_[slot].dirty || solver_.pinned(slot)) return;
   const Record& r = records_[slot];
-  if (r.start < now && !r.segments.empty()) dirty_moving(slot, now);
-  else dirty_pending(slot, now);
+  if (r.start < now && !r.segments.empty()) {
+    if (pin_ok_ && r.group == kNoGroup) pin(slot, now);
+    else dirty_moving(slot, now);
+  } else {
+    dirty_pending(slot, now);
+  }
+}
+
+// Its rate at `now` in the old history: the segment in force then (from now on).
+void Simulator::pin(uint32_t slot, Time now) {
+  const Record& r = records_[slot];
+  const Route route = route_of(r);
+  size_t k = r.segments.size() - 1;
+  while (k > 0 && r.segments[k].t > now) --k;
+  split_claims(route, now);
+  solver_.attach_pinned(slot, route, r.segments[k].rate);
+  ++pins_;
+  // Pinned before and released since: its chain of items still runs, at its next boundary.
+  if (!solver_.chained(slot)) push_pin_step(r, slot, now);
+}
+
+void Simulator::push_pin_step(const Record& r, uint32_t slot, Time now) {
+  Time next = r.transfer_end;
+  for (const Segment& s : r.segments)
+    if (s.t > now) {
+      next = std::min(next, s.t);
+      break;
+    }
+  solver_.set_chained(slot, true);
+  push(next, slot, kPin);
+}
+
+void Simulator::pin_step(uint32_t slot, Time now) {
+  const Record& r = records_[slot];
+  solver_.set_chained(slot, false);
+  if (!solver_.pinned(slot)) return;  // unpinned (the version moved on) or released
+  if (now >= r.transfer_end) {
+    solver_.detach(slot, /*touch=*/true);  // its old transfer end
+    return;
+  }
+  size_t k = r.segments.size() - 1;
+  while (k > 0 && r.segments[k].t > now) --k;
+  solver_.set_pinned_rate(slot, r.segments[k].rate);
+  push_pin_step(r, slot, now);
+}
+
+// As dirty_moving(), for a flow already attached (at the rate its old history has from now on,
+// which the next solve() fills again: it is an arrival there).
+void Simulator::unpin(uint32_t slot, Time now) {
+  Record& r = records_[slot];
+  const Route route = route_of(r);
+  mark_dirty(r, slot, now, route);  // (its kPin item goes stale with the version)
+  solver_.set_chained(slot, false);
+  note_presence(route, now);
+  r.ghost_deferred = true;
+  while (r.segments.size() > 1 && r.segments.back().t > now) r.segments.pop_back();
+  r.phase = Phase::moving;
+  const Segment s = r.segments.back();
+  queue_transfer_end(r, slot, std::max(now, s.t + s.remaining / s.rate));
 }
 
 void Simulator::watch(LinkId id, Time now) {
