@@ -112,14 +112,17 @@ class FlowSolver {
   // does not hold (a ghost) is on a link; a pinned flow none of whose links has dirty work is
   // as in the old history on all of them, and leaves the solver quietly (released).
   template <class OnChange, class Pins> void solve(OnChange&& on_change, Pins&& pins);
+  // pins.old_bottleneck(link, slot, rate): a link without dirty work, where every flow moves as
+  // in the old history; whether it is full there with no flow faster than `rate`.
   struct NoPins {
     void unpin(uint32_t) {}
     bool present(LinkId) const { return false; }
+    bool old_bottleneck(LinkId, uint32_t, double) const { return false; }
   };
   template <class OnChange> void solve(OnChange&& on_change) { solve(on_change, NoPins{}); }
-  // The simulator's mark: a kPin item of this flow is queued.
-  bool chained(uint32_t slot) const { return slot < flows_.size() && flows_[slot].chained; }
-  void set_chained(uint32_t slot, bool on) { flows_[slot].chained = on; }
+  // A pinned flow to check after the next solve() (the old history changed on the link it was
+  // vouched for by).
+  void verify(uint32_t slot) { verify_.push_back(slot); }
   uint64_t released() const { return released_; }
 
   uint64_t solves() const { return solves_; }
@@ -167,7 +170,6 @@ class FlowSolver {
     bool fresh : 1 = false;    // attached with touch since the last solve(): its rate is not a max-min one
     bool pinned : 1 = false;   // at its old rate (top of this file)
     bool doomed : 1 = false;   // pinned, listed in unpinned_
-    bool chained : 1 = false;  // set_chained()
     uint32_t seen = 0;     // epoch_ of the last solve() that gave it a rate (or may still)
     uint32_t all_pos = 0;  // index in all_ (full mode)
     LinkId bottleneck = kNoLink;  // where it froze in the last filling that gave it its rate
@@ -306,6 +308,7 @@ template <class Pins> LinkId FlowSolver::pinned_bottleneck(uint32_t slot, Pins& 
     const LinkId id = f.links[i];
     if (dirty_load_[id] == 0) {  // not seen whole: as in the old history, unless a ghost is there
       if (pins.present(id)) dirty_work = true;
+      else if (found == kNoLink && pins.old_bottleneck(id, slot, f.rate)) found = id;
       continue;
     }
     dirty_work = true;

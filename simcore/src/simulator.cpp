@@ -121,6 +121,7 @@ void Simulator::sync() {
   if (fresh_.empty()) return;
   const Time start = rewind_to_;
   const uint64_t replayed_before = replayed_, pins_before = pins_;
+  sweep_pins_ = sweep_unpins_ = 0;
   queue_.restart();
   stale_ends_ = 0;
   first_instant_ = solver_.attached_count() == 0;
@@ -200,6 +201,7 @@ void Simulator::run() {
       Time now;
       void unpin(uint32_t slot) { s->unpin(slot, now); }
       bool present(LinkId id) const { return s->present(id); }
+      bool old_bottleneck(LinkId id, uint32_t slot, double rate) const { return s->old_bottleneck(id, slot, rate, now); }
     } pins{this, now};
     solver_.solve(on_change, pins);
     // An unpinned flow is dirty work on its links from now: their clean flows join (pinned), and
@@ -214,6 +216,10 @@ void Simulator::run() {
 void Simulator::handle(const QueueItem& item, Time now) {
   if (item.kind == kWatch) {
     watch_fired(item.target, item.version, now);
+    return;
+  }
+  if (item.kind == kPin) {
+    if (item.version == pin_stamp_[item.target]) pin_step(item.target, now);
     return;
   }
   Record& r = records_[item.target];
@@ -236,7 +242,6 @@ void Simulator::handle(const QueueItem& item, Time now) {
   switch (item.kind) {
     case kStart: begin(item.target, now); break;
     case kTransferEnd: transfer_end_due(item.target, now); break;
-    case kPin: pin_step(item.target, now); break;
     case kFinish: complete(item.target, now); break;
     case kCleanFinish: clean_finished(item.target, now); break;
     case kDepCheck: dep_check(item.target, now); break;
@@ -506,7 +511,7 @@ void Simulator::dirty_pending(uint32_t slot, Time now) {
   // (A pinned flow started before `now` on dependencies final then: none is expected here.)
   if (solver_.pinned(slot)) {
     solver_.detach(slot, /*touch=*/true);
-    solver_.set_chained(slot, false);  // (mark_dirty() below makes its item stale)
+    ++pin_stamp_[slot];  // its kPin item is void
   }
   const Route route = route_of(r);
   mark_dirty(r, slot, now, route);
@@ -606,7 +611,7 @@ void Simulator::join(uint32_t slot, Time now) {
   if (records_[slot].dirty || solver_.pinned(slot)) return;
   const Record& r = records_[slot];
   if (r.start < now && !r.segments.empty()) {
-    if (pin_ok_ && r.group == kNoGroup) pin(slot, now);
+    if (pinning() && r.group == kNoGroup) pin(slot, now);
     else dirty_moving(slot, now);
   } else {
     dirty_pending(slot, now);
@@ -622,25 +627,30 @@ void Simulator::pin(uint32_t slot, Time now) {
   split_claims(route, now);
   solver_.attach_pinned(slot, route, r.segments[k].rate);
   ++pins_;
-  // Pinned before and released since: its chain of items still runs, at its next boundary.
-  if (!solver_.chained(slot)) push_pin_step(r, slot, now);
+  ++sweep_pins_;
+  push_pin_step(r, slot, now);
 }
 
-void Simulator::push_pin_step(const Record& r, uint32_t slot, Time now) {
-  Time next = r.transfer_end;
+void Simulator::push_pin_step(const Record& r, uint32_t slot, Time now, Time recheck) {
+  Time next = std::min(r.transfer_end, recheck);
   for (const Segment& s : r.segments)
     if (s.t > now) {
       next = std::min(next, s.t);
       break;
     }
-  solver_.set_chained(slot, true);
-  push(next, slot, kPin);
+  if (pin_stamp_.size() <= slot) {
+    pin_stamp_.resize(records_.size(), 0);
+    pin_next_.resize(records_.size(), 0);
+  }
+  pin_next_[slot] = next;
+  push(next, slot, kPin, ++pin_stamp_[slot]);
 }
 
+// At a boundary of its old history, at its old transfer end, or where the link that vouched for
+// it changes in the old history: it moves on, or leaves, and is checked again.
 void Simulator::pin_step(uint32_t slot, Time now) {
   const Record& r = records_[slot];
-  solver_.set_chained(slot, false);
-  if (!solver_.pinned(slot)) return;  // unpinned (the version moved on) or released
+  if (!solver_.pinned(slot)) return;  // released
   if (now >= r.transfer_end) {
     solver_.detach(slot, /*touch=*/true);  // its old transfer end
     return;
@@ -648,7 +658,44 @@ void Simulator::pin_step(uint32_t slot, Time now) {
   size_t k = r.segments.size() - 1;
   while (k > 0 && r.segments[k].t > now) --k;
   solver_.set_pinned_rate(slot, r.segments[k].rate);
+  solver_.verify(slot);
   push_pin_step(r, slot, now);
+}
+
+bool Simulator::old_bottleneck(LinkId id, uint32_t slot, double rate, Time now) {
+  constexpr double kEps = 1e-12;  // rounding, as the solver's checks
+  constexpr size_t kMostRead = 32;  // index entries; past them the link is not vouched for
+  // A dirty group holds its links without the solver (its claim): where groups ever claimed
+  // one, no link is vouched for this way.
+  if (claimed_ || may_hold_clean_groups(links_[id], now)) return false;
+  LinkStarts& ls = link_starts_[id];
+  const Time oldest = now - ls.max_duration;
+  StartIndex& v = ls.by_start;
+  double sum = 0, top = 0;
+  bool self = false;
+  auto* const after = v.upper_bound(std::make_pair(now, kRetired));
+  // Until the old history changes here (a flow starts, moves to its next segment, or ends).
+  Time until = after != v.end() ? after->first : std::numeric_limits<Time>::infinity();
+  size_t read = 0;
+  for (auto* it = after; it != v.begin();) {
+    --it;
+    if (it->first < oldest) break;
+    if (++read > kMostRead) return false;
+    const Record& c = records_[it->second];
+    if (c.dirty || c.transfer_end <= now || c.segments.empty()) continue;
+    size_t k = c.segments.size() - 1;
+    while (k > 0 && c.segments[k].t > now) --k;
+    const double r = c.segments[k].rate;
+    sum += r;
+    top = std::max(top, r);
+    self |= it->second == slot;
+    until = std::min(until, k + 1 < c.segments.size() ? c.segments[k + 1].t : c.transfer_end);
+  }
+  const double capacity = topology_.links()[id].capacity;
+  if (!(self && sum >= capacity * (1 - kEps) && rate >= top * (1 - kEps))) return false;
+  // Vouched for until then: checked again there.
+  if (until < pin_next_[slot]) push_pin_step(records_[slot], slot, now, until);
+  return true;
 }
 
 // As dirty_moving(), for a flow already attached (at the rate its old history has from now on,
@@ -656,8 +703,9 @@ void Simulator::pin_step(uint32_t slot, Time now) {
 void Simulator::unpin(uint32_t slot, Time now) {
   Record& r = records_[slot];
   const Route route = route_of(r);
-  mark_dirty(r, slot, now, route);  // (its kPin item goes stale with the version)
-  solver_.set_chained(slot, false);
+  mark_dirty(r, slot, now, route);
+  ++pin_stamp_[slot];  // its kPin item is void
+  ++sweep_unpins_;
   note_presence(route, now);
   r.ghost_deferred = true;
   while (r.segments.size() > 1 && r.segments.back().t > now) r.segments.pop_back();

@@ -375,9 +375,15 @@ class Simulator {
   // record untouched and no presence of its own. pin_step() handles the item; unpin() makes it a
   // dirty moving flow when the solver cannot keep it.
   void pin(uint32_t slot, Time now);
-  void push_pin_step(const Record& r, uint32_t slot, Time now);  // its next boundary after now
+  // Its next item: at its next boundary after `now`, or `recheck` if earlier. Each item pushed
+  // voids the ones before it (pin_stamp_).
+  void push_pin_step(const Record& r, uint32_t slot, Time now, Time recheck = std::numeric_limits<Time>::infinity());
   void pin_step(uint32_t slot, Time now);
   void unpin(uint32_t slot, Time now);
+  // A link without dirty work (so every flow moving there is clean and at its old rate): whether
+  // it is full at `now` with flow `slot` on it and no flow faster than `rate`, read from its
+  // index (false where a clean flow group may be there: groups are not in it).
+  bool old_bottleneck(LinkId id, uint32_t slot, double rate, Time now);
 
   // Whether a clean flow or a clean group's member may move on this link at `now` or start
   // later (false: nothing there for dirty work to pull in or watch).
@@ -593,6 +599,12 @@ class Simulator {
   // benchmark): re-solved from scratch, every one of them was filled again.
   bool first_instant_ = false, first_usable_ = true;
   bool pin_ok_ = false;  // incremental solver (full mode fills every flow at every instant)
+  // Pins and unpins in the sweep under way. Where the late work reaches most of what it touches
+  // (dense traffic of large flows: nearly every pinned flow unpinned again, 1.8x the rollback's
+  // time of joining them dirty), the rest of the sweep joins flows dirty.
+  uint32_t sweep_pins_ = 0, sweep_unpins_ = 0;
+  bool pinning() const { return pin_ok_ && (sweep_pins_ < kPinTrial || 2 * sweep_unpins_ < sweep_pins_); }
+  static constexpr uint32_t kPinTrial = 32;
   std::vector<std::pair<uint32_t, double>> restarts_;
   RadixQueue<QueueItem, kItemKinds> queue_;
   size_t stale_ends_ = 0;  // stale kTransferEnd items in queue_, about (note_stale_end())
@@ -651,7 +663,10 @@ class Simulator {
 
   Time floor_ = 0, frontier_ = 0;
   uint64_t live_ = 0, rollbacks_ = 0, replayed_ = 0, members_apart_ = 0;
-  uint64_t pins_ = 0;  // clean flows pinned (flow_solver.h): a rollback that pins only is one too
+  uint64_t pins_ = 0;
+  // By slot: the stamp of a pinned flow's live kPin item (QueueItem::version), and its time.
+  std::vector<uint32_t> pin_stamp_;
+  std::vector<Time> pin_next_;  // clean flows pinned (flow_solver.h): a rollback that pins only is one too
   uint64_t links_made_ = 0, links_expanded_ = 0, stale_dropped_ = 0, ghosts_begun_ = 0;
 };
 
