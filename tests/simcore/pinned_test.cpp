@@ -65,6 +65,35 @@ TEST(Pinned, APinnedFlowIsUnpinnedWhenAnotherTakesItsBottleneck) {
   expect_interval(*e, p, 0, 6 * kMs, "P");
 }
 
+// A pinned flow vouched for by a link without dirty work holds only while the old history
+// there stays as it was. P (2->0) shares GPU 0's down link with U (3->0) and GPU 2's up link with
+// V (2->5), all at B/2; U ends at 2 ms, and P stays at B/2 (GPU 2's up link). Late, at 1 ms, X1
+// (6->5) and X2 (7->5) join V on GPU 5's down link: V drops to B/3 and P, pinned, is vouched for
+// by GPU 0's down link (full with U, no dirty work there). At 2 ms U's end changes that link:
+// P must be checked again and speed up to the 2B/3 V leaves it on GPU 2's up link, as the same
+// flows in virtual-time order give.
+TEST(Pinned, AFlowVouchedForByAnOldLinkIsCheckedWhenThatLinkChanges) {
+  const ClusterSpec c = testing::small_cluster(1, 8);
+  const std::vector<FlowSpec> flows = {flow(2, 0, 4 * kMsAtB, 0), flow(3, 0, 1 * kMsAtB, 0),
+                                       flow(2, 5, 4 * kMsAtB, 0), flow(6, 5, 1 * kMsAtB, 1 * kMs),
+                                       flow(7, 5, 1 * kMsAtB, 1 * kMs)};
+  auto e = make_engine(c);
+  std::vector<EventId> ids;
+  for (int k = 0; k < 3; ++k) ids.push_back(e->add_flow(flows[k]));
+  EXPECT_TRUE(same_time(e->query(ids[1])->finish, 2 * kMs));  // U, at B/2 beside P
+  for (int k = 3; k < 5; ++k) ids.push_back(e->add_flow(flows[k]));
+  auto ref = make_engine(c);
+  std::vector<EventId> ref_ids;
+  for (const FlowSpec& f : flows) ref_ids.push_back(ref->add_flow(f));
+  // By hand: P moves 1 by 2 ms, 4/3 at 2B/3 until X1 and X2 end at 4 ms, its last 5/3 at B/2.
+  expect_interval(*e, ids[0], 0, 22 * kMs / 3, "P");
+  const char* names[] = {"P", "U", "V", "X1", "X2"};
+  for (size_t k = 0; k < flows.size(); ++k) {
+    const Interval want = *ref->query(ref_ids[k]);
+    expect_interval(*e, ids[k], want.start, want.finish, names[k]);
+  }
+}
+
 // The same traffic in every arrival order of the four flows gives the same intervals.
 TEST(Pinned, AnyArrivalOrderOfThoseFlowsAgrees) {
   const std::vector<FlowSpec> flows = {flow(2, 0, 4 * kMsAtB, 0), flow(2, 1, 2 * kMsAtB, 0),
