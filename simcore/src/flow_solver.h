@@ -28,13 +28,16 @@
 // Pinned flows (a rollback's sweep, simulator.h): a clean flow moving beside dirty work may be
 // attached at the rate its old history gives it, which the simulator changes at its old segment
 // boundaries. The filling never gives it a rate (its rate is subtracted from its links like a
-// kept flow's); it stays only while the result is max-min with it: it has a bottleneck on a
-// link the solver sees whole (one where a dirty flow is attached: the simulator attaches every
-// clean flow moving there), full and with no flow faster, and none of those links is over its
-// capacity; and it does not outrun a filled flow on that one's bottleneck. On its other links
-// every flow is clean and at its old rate, as in the old history, which was max-min. A pinned
-// flow failing the check is unpinned: solve() hands it to on_unpin (the simulator makes it
-// dirty, and pulls in its links' clean flows) and it joins the next solve() as an arrival.
+// kept flow's); it stays only while the result is max-min with it: none of its links where a
+// dirty flow is attached (seen whole: the simulator attaches every clean flow moving there) is
+// over its capacity, it does not outrun a filled flow on that one's bottleneck, and it has a
+// bottleneck: full, no flow faster, either such a link, or a link without dirty work (every
+// flow there clean at its old rate: the simulator reads them from its index, and checks the flow
+// again where the old history changes there). A link without dirty work is as in the old
+// history, which was max-min, so the allocation is max-min (unique: the full re-solve's up to
+// rounding). A pinned flow failing the check is unpinned: solve() hands it to pins.unpin() (the
+// simulator makes it dirty and pulls in its links' clean flows) and it joins the next solve() as
+// an arrival, with no floor.
 // Full mode (benchmark baseline): every flow in flight is re-solved at every solve().
 //
 // Both run the same progressive filling: the link with the smallest fair share (remaining
@@ -296,9 +299,8 @@ template <class OnChange> bool FlowSolver::solve_alone(uint32_t slot, OnChange& 
   return true;
 }
 
-// A link it crosses where a dirty flow is attached (so every flow moving there is attached),
-// full, with no flow faster than it; kNoLink if there is none, or if one of those links is over
-// its capacity. Rates are the ones just applied.
+// Its bottleneck (top of this file), with the rates just applied; kNoLink if it has none, or if
+// one of its links where a dirty flow is attached is over its capacity.
 template <class Pins> LinkId FlowSolver::pinned_bottleneck(uint32_t slot, Pins& pins) const {
   constexpr double kEps = 1e-12;  // rounding, as widen_local()'s
   const FlowState& f = flows_[slot];
