@@ -9,8 +9,7 @@ FlowSolver::FlowSolver(const Topology& topology, SolverMode mode) : mode_(mode) 
   links_.resize(topology.links().size());
   for (size_t i = 0; i < links_.size(); ++i) links_[i].capacity = topology.links()[i].capacity;
   checks_.resize(links_.size());
-  load_.assign(links_.size(), 0);
-  dirty_load_.assign(links_.size(), 0);
+  load_.assign(links_.size(), LinkLoad{});
   bottlenecked_.assign(links_.size(), 0);
   scanned_.assign(links_.size(), 0);
 }
@@ -41,8 +40,8 @@ void FlowSolver::attach(uint32_t slot, const Route& route, double rate, bool tou
     f.links[i] = id;
     f.pos[i] = static_cast<uint32_t>(links_[id].flows.size());
     links_[id].flows.push_back(slot);
-    ++load_[id];
-    ++dirty_load_[id];
+    ++load_[id].all;
+    ++load_[id].dirty;
     if (touch_links) touch(id);
   }
   ++attached_;
@@ -73,13 +72,13 @@ void FlowSolver::detach(uint32_t slot, bool touch_links) {
   if (touch_links && !f.fresh) departed_floor_ = std::min(departed_floor_, f.rate);
   for (int i = 0; i < f.count; ++i) {
     const LinkId id = f.links[i];
-    if (!f.pinned) --dirty_load_[id];
+    if (!f.pinned) --load_[id].dirty;
     auto& v = links_[id].flows;
     // Swap-remove, then tell the moved flow where it now sits in this link's vector.
     const uint32_t moved = v.back();
     v[f.pos[i]] = moved;
     v.pop_back();
-    --load_[id];
+    --load_[id].all;
     if (moved != slot) {
       FlowState& m = flows_[moved];
       for (int k = 0; k < m.count; ++k)
@@ -121,7 +120,7 @@ void FlowSolver::attach_pinned(uint32_t slot, const Route& route, double rate) {
     f.links[i] = id;
     f.pos[i] = static_cast<uint32_t>(links_[id].flows.size());
     links_[id].flows.push_back(slot);
-    ++load_[id];
+    ++load_[id].all;
   }
   ++attached_;
   verify_.push_back(slot);
@@ -453,7 +452,7 @@ void FlowSolver::fill() {
 size_t FlowSolver::memory_bytes() const {
   size_t bytes = links_.capacity() * sizeof(LinkState) +
                  checks_.capacity() * sizeof(LinkCheck) +
-                 (load_.capacity() + dirty_load_.capacity() + bottlenecked_.capacity() + scanned_.capacity() +
+                 (2 * load_.capacity() + bottlenecked_.capacity() + scanned_.capacity() +
                   verify_.capacity() + unpinned_.capacity()) * sizeof(uint32_t) +
                  flows_.capacity() * sizeof(FlowState) +
                  all_.capacity() * sizeof(uint32_t) + heap_.capacity() * sizeof(HeapItem) +

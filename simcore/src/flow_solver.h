@@ -78,7 +78,7 @@ class FlowSolver {
   void set_pinned_rate(uint32_t slot, double rate);
   bool pinned(uint32_t slot) const { return slot < flows_.size() && flows_[slot].pinned; }
   // Dirty (not pinned) flows attached to a link: the simulator's presence of dirty work.
-  uint32_t dirty_load(LinkId id) const { return dirty_load_[id]; }
+  uint32_t dirty_load(LinkId id) const { return load_[id].dirty; }
   // Something for solve() to do (touched links, or pinned flows to check).
   bool pending() const { return !touched_.empty() || !verify_.empty(); }
   uint64_t unpins() const { return unpins_; }
@@ -107,7 +107,7 @@ class FlowSolver {
   double rate(uint32_t slot) const { return flows_[slot].rate; }
   // How many flows are attached to a link (from an array of its own: the simulator asks it of
   // every link a flow group starts on, and a link's LinkState was a cache miss there).
-  size_t load(LinkId id) const { return load_[id]; }
+  size_t load(LinkId id) const { return load_[id].all; }
 
   // Re-solves what changed. on_change(slot, new_rate) is called for every flow whose rate moved;
   // pins.unpin(slot) for every pinned flow the result cannot keep (it is attached as an arrival
@@ -226,8 +226,12 @@ class FlowSolver {
   SolverMode mode_;
   std::vector<LinkState> links_;
   std::vector<LinkCheck> checks_;  // by link
-  std::vector<uint32_t> load_;  // links_[id].flows.size(), by link
-  std::vector<uint32_t> dirty_load_;  // attached flows not pinned, by link
+  // By link: links_[id].flows.size(), and how many of them are not pinned (side by side: a
+  // second array was a second cache miss per link at every attach and detach of a large ring).
+  struct LinkLoad {
+    uint32_t all = 0, dirty = 0;
+  };
+  std::vector<LinkLoad> load_;
   std::vector<uint32_t> verify_;      // pinned flows to check after this solve
   std::vector<uint32_t> unpinned_;    // pinned flows doomed by it
   uint64_t unpins_ = 0, released_ = 0;
@@ -308,7 +312,7 @@ template <class Pins> LinkId FlowSolver::pinned_bottleneck(uint32_t slot, Pins& 
   bool dirty_work = false;
   for (int i = 0; i < f.count; ++i) {
     const LinkId id = f.links[i];
-    if (dirty_load_[id] == 0) {  // not seen whole: as in the old history, unless a ghost is there
+    if (load_[id].dirty == 0) {  // not seen whole: as in the old history, unless a ghost is there
       if (pins.present(id)) dirty_work = true;
       else if (found == kNoLink && pins.old_bottleneck(id, slot, f.rate)) found = id;
       continue;
@@ -356,7 +360,7 @@ template <class Pins> void FlowSolver::unpin_doomed(Pins& pins) {
     // Told first: the simulator notes the presence it brings where there was none.
     pins.unpin(slot);
     f.pinned = false;
-    for (int i = 0; i < f.count; ++i) ++dirty_load_[f.links[i]];
+    for (int i = 0; i < f.count; ++i) ++load_[f.links[i]].dirty;
     ++unpins_;
     make_fresh(slot);
   }
