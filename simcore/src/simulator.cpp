@@ -1006,6 +1006,7 @@ Engine::Stats Simulator::stats() const {
   history += classes_.capacity() * sizeof(GroupClass) +
              (class_table_.capacity() + flow_class_.capacity() + class_members_.capacity()) * sizeof(uint32_t);
   history += flow_estimate_.capacity() * sizeof(Time);
+  history += pin_stamp_.capacity() * sizeof(uint32_t) + pin_next_.capacity() * sizeof(Time);
   history += group_side_.capacity() * sizeof(GroupSide);
   for (const GroupSide& side : group_side_) history += side.memory_bytes();
   history += group_pool_.bytes() + log_pool_.bytes() + sched_pool_.bytes();
