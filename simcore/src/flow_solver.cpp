@@ -9,7 +9,7 @@ FlowSolver::FlowSolver(const Topology& topology, SolverMode mode) : mode_(mode) 
   links_.resize(topology.links().size());
   for (size_t i = 0; i < links_.size(); ++i) links_[i].capacity = topology.links()[i].capacity;
   checks_.resize(links_.size());
-  load_.assign(links_.size(), 0);
+  load_.assign(links_.size(), LinkLoad{});
   bottlenecked_.assign(links_.size(), 0);
   scanned_.assign(links_.size(), 0);
 }
@@ -40,7 +40,8 @@ void FlowSolver::attach(uint32_t slot, const Route& route, double rate, bool tou
     f.links[i] = id;
     f.pos[i] = static_cast<uint32_t>(links_[id].flows.size());
     links_[id].flows.push_back(slot);
-    ++load_[id];
+    ++load_[id].all;
+    ++load_[id].dirty;
     if (touch_links) touch(id);
   }
   ++attached_;
@@ -71,12 +72,13 @@ void FlowSolver::detach(uint32_t slot, bool touch_links) {
   if (touch_links && !f.fresh) departed_floor_ = std::min(departed_floor_, f.rate);
   for (int i = 0; i < f.count; ++i) {
     const LinkId id = f.links[i];
+    if (!f.pinned) --load_[id].dirty;
     auto& v = links_[id].flows;
     // Swap-remove, then tell the moved flow where it now sits in this link's vector.
     const uint32_t moved = v.back();
     v[f.pos[i]] = moved;
     v.pop_back();
-    --load_[id];
+    --load_[id].all;
     if (moved != slot) {
       FlowState& m = flows_[moved];
       for (int k = 0; k < m.count; ++k)
@@ -96,7 +98,51 @@ void FlowSolver::detach(uint32_t slot, bool touch_links) {
     all_.pop_back();
   }
   f.attached = false;
+  f.pinned = false;  // (a doomed one stays listed: unpin_doomed() skips it)
   f.rate = 0;
+}
+
+void FlowSolver::attach_pinned(uint32_t slot, const Route& route, double rate) {
+  if (slot >= flows_.size()) flows_.resize(std::max<size_t>(slot + 1, flows_.size() * 2));
+  FlowState& f = flows_[slot];
+  // Its bottleneck is what verify_pinned() finds, not the one of its last filling.
+  if (f.attached) return;
+  f.bottleneck = kNoLink;
+  f.pinned = true;
+  f.doomed = false;
+  f.fresh = false;
+  f.count = static_cast<uint8_t>(route.count);
+  f.attached = true;
+  f.rate = rate;
+  f.next_rate = rate;
+  for (int i = 0; i < route.count; ++i) {
+    const LinkId id = route.links[i];
+    f.links[i] = id;
+    f.pos[i] = static_cast<uint32_t>(links_[id].flows.size());
+    links_[id].flows.push_back(slot);
+    ++load_[id].all;
+  }
+  ++attached_;
+  verify_.push_back(slot);
+}
+
+void FlowSolver::set_pinned_rate(uint32_t slot, double rate) {
+  FlowState& f = flows_[slot];
+  if (f.rate == rate) return;
+  f.rate = rate;
+  f.next_rate = rate;
+  // Its links gain or lose what it moved: the flows filled there are filled again, from no
+  // floor (the floor's rules are about flows of a max-min allocation leaving or arriving).
+  departed_floor_ = 0;
+  for (int i = 0; i < f.count; ++i) touch(f.links[i]);
+  verify_.push_back(slot);
+}
+
+void FlowSolver::doom(uint32_t slot) {
+  FlowState& f = flows_[slot];
+  if (f.doomed) return;
+  f.doomed = true;
+  unpinned_.push_back(slot);
 }
 
 void FlowSolver::make_fresh(uint32_t slot) {
@@ -237,6 +283,10 @@ void FlowSolver::seed_local() {
     for (uint32_t slot : links_[id].flows) {
       FlowState& f = flows_[slot];
       if (f.seen == epoch_) continue;  // solved alone, or already in
+      if (f.pinned) {  // never filled; checked again if it froze here
+        if (f.bottleneck == id) verify_.push_back(slot);
+        continue;
+      }
       if (f.fresh || (f.bottleneck == id && f.rate >= floor_)) {
         f.seen = epoch_;
         comp_flows_.push_back(slot);
@@ -268,6 +318,9 @@ void FlowSolver::add_bottlenecked(size_t first) {
       for (uint32_t slot : links_[id].flows) {
         FlowState& f = flows_[slot];
         if (f.seen == epoch_ || f.bottleneck != id || f.rate < floor_) continue;
+        if (f.pinned) {  // widen_local() checks this link (it is in comp_links_)
+          continue;
+        }
         f.seen = epoch_;
         comp_flows_.push_back(slot);
       }
@@ -319,10 +372,19 @@ bool FlowSolver::widen_local() {
     const bool outrun = moved_top > 0 && others_top > moved_top * (1 + kEps);
     const bool lost = bottlenecked_least != std::numeric_limits<double>::infinity() &&
                       (!full || bottlenecked_least < top * (1 - kEps));
-    if (!outrun && !lost) continue;
+    // Kept and pinned flows alone over the capacity: a pinned one cannot stay.
+    const bool over = c.kept_sum > l.capacity * (1 + kEps);
+    if (!outrun && !lost && !over) continue;
     for (uint32_t slot : l.flows) {
       FlowState& f = flows_[slot];
-      if (f.seen == epoch_ || f.rate < floor_) continue;  // below the floor nothing moves
+      if (f.seen == epoch_) continue;
+      if (f.pinned) {
+        if (f.doomed) continue;
+        if (over || (moved_top > 0 && f.rate > moved_top * (1 + kEps))) doom(slot);
+        else if (f.bottleneck == id && (!full || f.rate < top * (1 - kEps))) verify_.push_back(slot);
+        continue;
+      }
+      if (f.rate < floor_) continue;  // below the floor nothing moves
       // A flow filled here is slower than it (so this is no bottleneck of theirs), or this was
       // its bottleneck and is no longer full or no longer has it the fastest.
       const bool outruns = moved_top > 0 && f.rate > moved_top * (1 + kEps);
@@ -390,7 +452,8 @@ void FlowSolver::fill() {
 size_t FlowSolver::memory_bytes() const {
   size_t bytes = links_.capacity() * sizeof(LinkState) +
                  checks_.capacity() * sizeof(LinkCheck) +
-                 (load_.capacity() + bottlenecked_.capacity() + scanned_.capacity()) * sizeof(uint32_t) +
+                 (2 * load_.capacity() + bottlenecked_.capacity() + scanned_.capacity() +
+                  verify_.capacity() + unpinned_.capacity()) * sizeof(uint32_t) +
                  flows_.capacity() * sizeof(FlowState) +
                  all_.capacity() * sizeof(uint32_t) + heap_.capacity() * sizeof(HeapItem) +
                  (link_sum_.capacity() + link_top_.capacity()) * sizeof(double);

@@ -25,6 +25,19 @@
 // first, then arrivals: the allocation is unique, so the order is free). On the rollback
 // benchmark's dense traffic a re-solve after a departure fills ~10 flows instead of the
 // component's ~100.
+// Pinned flows (a rollback's sweep, simulator.h): a clean flow moving beside dirty work may be
+// attached at the rate its old history gives it, which the simulator changes at its old segment
+// boundaries. The filling never gives it a rate (its rate is subtracted from its links like a
+// kept flow's); it stays only while the result is max-min with it: none of its links where a
+// dirty flow is attached (seen whole: the simulator attaches every clean flow moving there) is
+// over its capacity, it does not outrun a filled flow on that one's bottleneck, and it has a
+// bottleneck: full, no flow faster, either such a link, or a link without dirty work (every
+// flow there clean at its old rate: the simulator reads them from its index, and checks the flow
+// again where the old history changes there). A link without dirty work is as in the old
+// history, which was max-min, so the allocation is max-min (unique: the full re-solve's up to
+// rounding). A pinned flow failing the check is unpinned: solve() hands it to pins.unpin() (the
+// simulator makes it dirty and pulls in its links' clean flows) and it joins the next solve() as
+// an arrival, with no floor.
 // Full mode (benchmark baseline): every flow in flight is re-solved at every solve().
 //
 // Both run the same progressive filling: the link with the smallest fair share (remaining
@@ -59,6 +72,17 @@ class FlowSolver {
   void detach(uint32_t slot, bool touch);
   size_t attached_count() const { return attached_; }
 
+  // A pinned flow (top of this file): attached at `rate`, touching nothing; solve() checks it.
+  void attach_pinned(uint32_t slot, const Route& route, double rate);
+  // Its old history's next segment: its links are touched, and it is checked again.
+  void set_pinned_rate(uint32_t slot, double rate);
+  bool pinned(uint32_t slot) const { return slot < flows_.size() && flows_[slot].pinned; }
+  // Dirty (not pinned) flows attached to a link: the simulator's presence of dirty work.
+  uint32_t dirty_load(LinkId id) const { return load_[id].dirty; }
+  // Something for solve() to do (touched links, or pinned flows to check).
+  bool pending() const { return !touched_.empty() || !verify_.empty(); }
+  uint64_t unpins() const { return unpins_; }
+
   // A sweep's first instant (simulator.h) starts from the old history's allocation at that
   // instant: a clean flow moving then (or starting then again) goes on at the rate it had,
   // which was max-min among the flows moving then. attach_known() attaches it untouched;
@@ -83,10 +107,26 @@ class FlowSolver {
   double rate(uint32_t slot) const { return flows_[slot].rate; }
   // How many flows are attached to a link (from an array of its own: the simulator asks it of
   // every link a flow group starts on, and a link's LinkState was a cache miss there).
-  size_t load(LinkId id) const { return load_[id]; }
+  size_t load(LinkId id) const { return load_[id].all; }
 
-  // Re-solves what changed. on_change(slot, new_rate) is called for every flow whose rate moved.
-  template <class OnChange> void solve(OnChange&& on_change);
+  // Re-solves what changed. on_change(slot, new_rate) is called for every flow whose rate moved;
+  // pins.unpin(slot) for every pinned flow the result cannot keep (it is attached as an arrival
+  // for the next solve(), at the rate it had). pins.present(link): whether dirty work the solver
+  // does not hold (a ghost) is on a link; a pinned flow none of whose links has dirty work is
+  // as in the old history on all of them, and leaves the solver quietly (released).
+  template <class OnChange, class Pins> void solve(OnChange&& on_change, Pins&& pins);
+  // pins.old_bottleneck(link, slot, rate): a link without dirty work, where every flow moves as
+  // in the old history; whether it is full there with no flow faster than `rate`.
+  struct NoPins {
+    void unpin(uint32_t) {}
+    bool present(LinkId) const { return false; }
+    bool old_bottleneck(LinkId, uint32_t, double) const { return false; }
+  };
+  template <class OnChange> void solve(OnChange&& on_change) { solve(on_change, NoPins{}); }
+  // A pinned flow to check after the next solve() (the old history changed on the link it was
+  // vouched for by).
+  void verify(uint32_t slot) { verify_.push_back(slot); }
+  uint64_t released() const { return released_; }
 
   uint64_t solves() const { return solves_; }
   uint64_t solved_flows() const { return solved_flows_; }
@@ -129,8 +169,10 @@ class FlowSolver {
     std::array<uint32_t, kMaxRouteLinks> pos{};  // index of this flow in each link's vector
     uint8_t count = 0;
     bool attached = false;
-    bool frozen = false;   // the filling under way gave it its rate (or it lies below the floor)
-    bool fresh = false;    // attached with touch since the last solve(): its rate is not a max-min one
+    bool frozen : 1 = false;   // the filling under way gave it its rate (or it lies below the floor)
+    bool fresh : 1 = false;    // attached with touch since the last solve(): its rate is not a max-min one
+    bool pinned : 1 = false;   // at its old rate (top of this file)
+    bool doomed : 1 = false;   // pinned, listed in unpinned_
     uint32_t seen = 0;     // epoch_ of the last solve() that gave it a rate (or may still)
     uint32_t all_pos = 0;  // index in all_ (full mode)
     LinkId bottleneck = kNoLink;  // where it froze in the last filling that gave it its rate
@@ -171,11 +213,28 @@ class FlowSolver {
   double arrival_rate(uint32_t slot);   // batch_floor(): a lone arrival's exact new rate
   void fill();                          // progressive filling of comp_flows_ (queue: heap_)
   template <class OnChange> void apply(OnChange& on_change);
+  // The pinned flows' checks (top of this file) after a solve: the listed ones (verify_) need
+  // a bottleneck; widen_local() dooms one that outruns a filled flow.
+  void doom(uint32_t slot);
+  template <class Pins> void verify_pinned(Pins& pins);
+  // Whether pinned flow `slot` keeps its rate: its bottleneck (kNoLink: it does not; kRelease:
+  // no link of its route has dirty work).
+  static constexpr LinkId kRelease = kNoLink - 1;
+  template <class Pins> LinkId pinned_bottleneck(uint32_t slot, Pins& pins) const;
+  template <class Pins> void unpin_doomed(Pins& pins);
 
   SolverMode mode_;
   std::vector<LinkState> links_;
   std::vector<LinkCheck> checks_;  // by link
-  std::vector<uint32_t> load_;  // links_[id].flows.size(), by link
+  // By link: links_[id].flows.size(), and how many of them are not pinned (side by side: a
+  // second array was a second cache miss per link at every attach and detach of a large ring).
+  struct LinkLoad {
+    uint32_t all = 0, dirty = 0;
+  };
+  std::vector<LinkLoad> load_;
+  std::vector<uint32_t> verify_;      // pinned flows to check after this solve
+  std::vector<uint32_t> unpinned_;    // pinned flows doomed by it
+  uint64_t unpins_ = 0, released_ = 0;
   // By link: the attached flows whose bottleneck it is, so that others_bottlenecked() and
   // add_bottlenecked() skip a link nobody froze on without reading its flows' states.
   std::vector<uint32_t> bottlenecked_;
@@ -244,8 +303,78 @@ template <class OnChange> bool FlowSolver::solve_alone(uint32_t slot, OnChange& 
   return true;
 }
 
-template <class OnChange> void FlowSolver::solve(OnChange&& on_change) {
-  if (touched_.empty()) return;
+// Its bottleneck (top of this file), with the rates just applied; kNoLink if it has none, or if
+// one of its links where a dirty flow is attached is over its capacity.
+template <class Pins> LinkId FlowSolver::pinned_bottleneck(uint32_t slot, Pins& pins) const {
+  constexpr double kEps = 1e-12;  // rounding, as widen_local()'s
+  const FlowState& f = flows_[slot];
+  LinkId found = kNoLink;
+  bool dirty_work = false;
+  for (int i = 0; i < f.count; ++i) {
+    const LinkId id = f.links[i];
+    if (load_[id].dirty == 0) {  // not seen whole: as in the old history, unless a ghost is there
+      if (pins.present(id)) dirty_work = true;
+      else if (found == kNoLink && pins.old_bottleneck(id, slot, f.rate)) found = id;
+      continue;
+    }
+    dirty_work = true;
+    const LinkState& l = links_[id];
+    double sum = 0, top = 0;
+    for (uint32_t other : l.flows) {
+      const double r = flows_[other].rate;
+      sum += r;
+      top = std::max(top, r);
+    }
+    if (sum > l.capacity * (1 + kEps)) return kNoLink;
+    if (found == kNoLink && sum >= l.capacity * (1 - kEps) && f.rate >= top * (1 - kEps)) found = id;
+  }
+  return dirty_work ? found : kRelease;
+}
+
+template <class Pins> void FlowSolver::verify_pinned(Pins& pins) {
+  for (uint32_t slot : verify_) {
+    FlowState& f = flows_[slot];
+    if (!f.attached || !f.pinned || f.doomed) continue;
+    const LinkId b = pinned_bottleneck(slot, pins);
+    if (b == kNoLink) {
+      doom(slot);
+    } else if (b == kRelease) {
+      detach(slot, /*touch=*/false);  // (its links hold no flow it could check against)
+      ++released_;
+    } else {
+      set_bottleneck(f, b);
+    }
+  }
+  verify_.clear();
+}
+
+template <class Pins> void FlowSolver::unpin_doomed(Pins& pins) {
+  if (unpinned_.empty()) return;
+  // Every unpinned flow is an arrival of the next solve(); no floor: the rates around it were
+  // max-min with a rate it could not keep.
+  departed_floor_ = 0;
+  for (uint32_t slot : unpinned_) {
+    FlowState& f = flows_[slot];
+    f.doomed = false;
+    if (!f.attached || !f.pinned) continue;
+    // Told first: the simulator notes the presence it brings where there was none.
+    pins.unpin(slot);
+    f.pinned = false;
+    for (int i = 0; i < f.count; ++i) ++load_[f.links[i]].dirty;
+    ++unpins_;
+    make_fresh(slot);
+  }
+  unpinned_.clear();
+}
+
+template <class OnChange, class Pins>
+void FlowSolver::solve(OnChange&& on_change, Pins&& pins) {
+  if (touched_.empty()) {
+    if (verify_.empty()) return;
+    verify_pinned(pins);
+    unpin_doomed(pins);
+    return;
+  }
   ++epoch_;
   if (mode_ == SolverMode::full_resolve) {
     touched_.clear();
@@ -277,7 +406,7 @@ template <class OnChange> void FlowSolver::solve(OnChange&& on_change) {
   }
   for (LinkId id : touched_) {
     const LinkState& l = links_[id];
-    if (l.seen != epoch_ && l.flows.size() == 1) solve_alone(l.flows[0], on_change);
+    if (l.seen != epoch_ && l.flows.size() == 1 && !flows_[l.flows[0]].pinned) solve_alone(l.flows[0], on_change);
   }
   // The floor and the local re-solve only where a touched link still has a flow that was not
   // solved alone (a ring's flows never share a link: batch_floor() and seed_local() over every
@@ -303,6 +432,8 @@ template <class OnChange> void FlowSolver::solve(OnChange&& on_change) {
   }
   touched_.clear();
   end_batch();
+  verify_pinned(pins);
+  unpin_doomed(pins);
 }
 
 }  // namespace simcore::detail

@@ -10,7 +10,7 @@ namespace simcore::detail {
 Simulator::Simulator(const ClusterSpec& cluster, const EngineOptions& options)
     : topology_(cluster), solver_(topology_, options.solver),
       record_timeline_(options.record_timeline), links_(topology_.links().size()),
-      link_starts_(topology_.links().size()) {
+      link_starts_(topology_.links().size()), pin_ok_(options.solver == SolverMode::incremental) {
   if (topology_.gpu_count() <= kRouteMemoGpus) {
     memo_gpus_ = static_cast<size_t>(topology_.gpu_count());
     route_memo_.resize(memo_gpus_);
@@ -120,7 +120,8 @@ void Simulator::push_start(Time t, uint32_t slot) {
 void Simulator::sync() {
   if (fresh_.empty()) return;
   const Time start = rewind_to_;
-  const uint64_t replayed_before = replayed_;
+  const uint64_t replayed_before = replayed_, pins_before = pins_;
+  sweep_pins_ = sweep_unpins_ = 0;
   queue_.restart();
   stale_ends_ = 0;
   first_instant_ = solver_.attached_count() == 0;
@@ -131,7 +132,7 @@ void Simulator::sync() {
   run();
   first_instant_ = false;  // (a sweep with nothing to run never reached adopt_first_instant())
   rewind_to_ = std::numeric_limits<Time>::infinity();
-  if (replayed_ > replayed_before) ++rollbacks_;
+  if (replayed_ > replayed_before || pins_ > pins_before) ++rollbacks_;
   finalize();
 }
 
@@ -194,13 +195,31 @@ void Simulator::run() {
       if (!presence_work_.empty()) pull_in(now);
     }
     if (first_instant_) adopt_first_instant();
-    solver_.solve([&](uint32_t slot, double rate) { on_rate(slot, rate, now); });
+    const auto on_change = [&](uint32_t slot, double rate) { on_rate(slot, rate, now); };
+    struct Pins {
+      Simulator* s;
+      Time now;
+      void unpin(uint32_t slot) { s->unpin(slot, now); }
+      bool present(LinkId id) const { return s->present(id); }
+      bool old_bottleneck(LinkId id, uint32_t slot, double rate) const { return s->old_bottleneck(id, slot, rate, now); }
+    } pins{this, now};
+    solver_.solve(on_change, pins);
+    // An unpinned flow is dirty work on its links from now: their clean flows join (pinned), and
+    // the instant is solved again with them.
+    while (!presence_work_.empty() || solver_.pending()) {
+      if (!presence_work_.empty()) pull_in(now);
+      solver_.solve(on_change, pins);
+    }
   }
 }
 
 void Simulator::handle(const QueueItem& item, Time now) {
   if (item.kind == kWatch) {
     watch_fired(item.target, item.version, now);
+    return;
+  }
+  if (item.kind == kPin) {
+    if (item.version == pin_stamp_[item.target]) pin_step(item.target, now);
     return;
   }
   Record& r = records_[item.target];
@@ -489,6 +508,11 @@ void Simulator::dirty_moving(uint32_t slot, Time now) {
 void Simulator::dirty_pending(uint32_t slot, Time now) {
   Record& r = records_[slot];
   if (r.group != kNoGroup) return report_group_reached("dirty_pending");
+  // (A pinned flow started before `now` on dependencies final then: none is expected here.)
+  if (solver_.pinned(slot)) {
+    solver_.detach(slot, /*touch=*/true);
+    ++pin_stamp_[slot];  // its kPin item is void
+  }
   const Route route = route_of(r);
   mark_dirty(r, slot, now, route);
   // Its old transfer (start and transfer_end are still the old ones) is a ghost.
@@ -584,10 +608,110 @@ void Simulator::pull_in(Time now) {
 // dependencies that were final then; one starting right now goes back through its dependencies,
 // since one of them may be late.
 void Simulator::join(uint32_t slot, Time now) {
-  if (records_[slot].dirty) return;
+  if (records_[slot].dirty || solver_.pinned(slot)) return;
   const Record& r = records_[slot];
-  if (r.start < now && !r.segments.empty()) dirty_moving(slot, now);
-  else dirty_pending(slot, now);
+  if (r.start < now && !r.segments.empty()) {
+    if (pinning() && r.group == kNoGroup) pin(slot, now);
+    else dirty_moving(slot, now);
+  } else {
+    dirty_pending(slot, now);
+  }
+}
+
+// Its rate at `now` in the old history: the segment in force then (from now on).
+void Simulator::pin(uint32_t slot, Time now) {
+  const Record& r = records_[slot];
+  const Route route = route_of(r);
+  size_t k = r.segments.size() - 1;
+  while (k > 0 && r.segments[k].t > now) --k;
+  split_claims(route, now);
+  solver_.attach_pinned(slot, route, r.segments[k].rate);
+  ++pins_;
+  ++sweep_pins_;
+  push_pin_step(r, slot, now);
+}
+
+void Simulator::push_pin_step(const Record& r, uint32_t slot, Time now, Time recheck) {
+  Time next = std::min(r.transfer_end, recheck);
+  for (const Segment& s : r.segments)
+    if (s.t > now) {
+      next = std::min(next, s.t);
+      break;
+    }
+  if (pin_stamp_.size() <= slot) {
+    pin_stamp_.resize(records_.size(), 0);
+    pin_next_.resize(records_.size(), 0);
+  }
+  pin_next_[slot] = next;
+  push(next, slot, kPin, ++pin_stamp_[slot]);
+}
+
+// At a boundary of its old history, at its old transfer end, or where the link that vouched for
+// it changes in the old history: it moves on, or leaves, and is checked again.
+void Simulator::pin_step(uint32_t slot, Time now) {
+  const Record& r = records_[slot];
+  if (!solver_.pinned(slot)) return;  // released
+  if (now >= r.transfer_end) {
+    solver_.detach(slot, /*touch=*/true);  // its old transfer end
+    return;
+  }
+  size_t k = r.segments.size() - 1;
+  while (k > 0 && r.segments[k].t > now) --k;
+  solver_.set_pinned_rate(slot, r.segments[k].rate);
+  solver_.verify(slot);
+  push_pin_step(r, slot, now);
+}
+
+bool Simulator::old_bottleneck(LinkId id, uint32_t slot, double rate, Time now) {
+  constexpr double kEps = 1e-12;  // rounding, as the solver's checks
+  constexpr size_t kMostRead = 32;  // index entries; past them the link is not vouched for
+  // A dirty group holds its links without the solver (its claim): where groups ever claimed
+  // one, no link is vouched for this way.
+  if (claimed_ || may_hold_clean_groups(links_[id], now)) return false;
+  LinkStarts& ls = link_starts_[id];
+  const Time oldest = now - ls.max_duration;
+  StartIndex& v = ls.by_start;
+  double sum = 0, top = 0;
+  bool self = false;
+  auto* const after = v.upper_bound(std::make_pair(now, kRetired));
+  // Until the old history changes here (a flow starts, moves to its next segment, or ends).
+  Time until = after != v.end() ? after->first : std::numeric_limits<Time>::infinity();
+  size_t read = 0;
+  for (auto* it = after; it != v.begin();) {
+    --it;
+    if (it->first < oldest) break;
+    if (++read > kMostRead) return false;
+    const Record& c = records_[it->second];
+    if (c.dirty || c.transfer_end <= now || c.segments.empty()) continue;
+    size_t k = c.segments.size() - 1;
+    while (k > 0 && c.segments[k].t > now) --k;
+    const double r = c.segments[k].rate;
+    sum += r;
+    top = std::max(top, r);
+    self |= it->second == slot;
+    until = std::min(until, k + 1 < c.segments.size() ? c.segments[k + 1].t : c.transfer_end);
+  }
+  const double capacity = topology_.links()[id].capacity;
+  if (!(self && sum >= capacity * (1 - kEps) && rate >= top * (1 - kEps))) return false;
+  // Vouched for until then: checked again there.
+  if (until < pin_next_[slot]) push_pin_step(records_[slot], slot, now, until);
+  return true;
+}
+
+// As dirty_moving(), for a flow already attached (at the rate its old history has from now on,
+// which the next solve() fills again: it is an arrival there).
+void Simulator::unpin(uint32_t slot, Time now) {
+  Record& r = records_[slot];
+  const Route route = route_of(r);
+  mark_dirty(r, slot, now, route);
+  ++pin_stamp_[slot];  // its kPin item is void
+  ++sweep_unpins_;
+  note_presence(route, now);
+  r.ghost_deferred = true;
+  while (r.segments.size() > 1 && r.segments.back().t > now) r.segments.pop_back();
+  r.phase = Phase::moving;
+  const Segment s = r.segments.back();
+  queue_transfer_end(r, slot, std::max(now, s.t + s.remaining / s.rate));
 }
 
 void Simulator::watch(LinkId id, Time now) {
@@ -882,6 +1006,7 @@ Engine::Stats Simulator::stats() const {
   history += classes_.capacity() * sizeof(GroupClass) +
              (class_table_.capacity() + flow_class_.capacity() + class_members_.capacity()) * sizeof(uint32_t);
   history += flow_estimate_.capacity() * sizeof(Time);
+  history += pin_stamp_.capacity() * sizeof(uint32_t) + pin_next_.capacity() * sizeof(Time);
   history += group_side_.capacity() * sizeof(GroupSide);
   for (const GroupSide& side : group_side_) history += side.memory_bytes();
   history += group_pool_.bytes() + log_pool_.bytes() + sched_pool_.bytes();

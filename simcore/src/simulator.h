@@ -9,7 +9,10 @@
 // - through a link: a clean flow becomes dirty at the first instant it moves bytes on a link
 //   that carries a dirty flow, or that carried one in the old history (a "ghost": the old
 //   transfer of a dirty flow, which had shaped the rates of the flows beside it). A moving flow
-//   keeps its rate history before that instant and continues from the bytes left then.
+//   keeps its rate history before that instant and continues from the bytes left then. It is
+//   first pinned (flow_solver.h): attached at its old rates, still clean, no presence of its
+//   own, and made dirty only when the solver cannot keep its old rate (a rollback 10 events
+//   back on the rollback benchmark re-simulates 39 flows, against 108 joined dirty).
 // - through a dependency: a clean event whose dependency's finish moved becomes dirty and waits
 //   again; one whose dependency is still unfinished (dirty) at its old start becomes dirty then.
 // Everything else keeps its recorded outcome, untouched. Max-min rates depend only on the flows
@@ -158,7 +161,7 @@ class Simulator {
   // Order within one instant: finishes first (they release starts); a clean event's finish is
   // announced last, once everything else at that instant had its chance to make it dirty.
   enum ItemKind : uint8_t {
-    kFinish, kTransferEnd, kGhostEnd, kStart, kGhostBegin, kWatch, kDepCheck, kCleanFinish,
+    kFinish, kTransferEnd, kPin, kGhostEnd, kStart, kGhostBegin, kWatch, kDepCheck, kCleanFinish,
   };
 
   static constexpr uint32_t kNoGroup = std::numeric_limits<uint32_t>::max();
@@ -369,6 +372,21 @@ class Simulator {
   void join(uint32_t slot, Time now);
   void dirty_moving(uint32_t slot, Time now);
   void dirty_pending(uint32_t slot, Time now);
+  // Pinned flows (flow_solver.h): a clean flow moving at `now` beside dirty work goes on along
+  // its old history, attached to the solver at its old rates (a kPin item at each of its old
+  // segment boundaries, the last one its old transfer end, where it leaves the solver), its
+  // record untouched and no presence of its own. pin_step() handles the item; unpin() makes it a
+  // dirty moving flow when the solver cannot keep it.
+  void pin(uint32_t slot, Time now);
+  // Its next item: at its next boundary after `now`, or `recheck` if earlier. Each item pushed
+  // voids the ones before it (pin_stamp_).
+  void push_pin_step(const Record& r, uint32_t slot, Time now, Time recheck = std::numeric_limits<Time>::infinity());
+  void pin_step(uint32_t slot, Time now);
+  void unpin(uint32_t slot, Time now);
+  // A link without dirty work (so every flow moving there is clean and at its old rate): whether
+  // it is full at `now` with flow `slot` on it and no flow faster than `rate`, read from its
+  // index (false where a clean flow group may be there: groups are not in it).
+  bool old_bottleneck(LinkId id, uint32_t slot, double rate, Time now);
 
   // Whether a clean flow or a clean group's member may move on this link at `now` or start
   // later (false: nothing there for dirty work to pull in or watch).
@@ -380,9 +398,11 @@ class Simulator {
   static bool may_hold_clean_groups(const LinkIndex& li, Time now) { return li.group_bound > now; }
   // Link presence of dirty work (attached dirty flows + ghosts + a moving group) and the clean
   // flows it pulls in.
+  // (Pinned flows are clean: they are no presence.)
   bool present(LinkId id) const {
-    return loaded(id) || (links_[id].flags & kHasGhosts) || links_[id].claim != kNoGroup;
+    return dirty_loaded(id) || (links_[id].flags & kHasGhosts) || links_[id].claim != kNoGroup;
   }
+  bool dirty_loaded(LinkId id) const { return solver_.attached_count() != 0 && solver_.dirty_load(id) != 0; }
   // Whether dirty flows are attached to the link in the solver. A sweep of flow groups only
   // (a ring's step) attaches none, and then no link's load need be read: 4 bytes a link, but
   // two links a flow, from a step ago.
@@ -581,6 +601,13 @@ class Simulator {
   // pulls in the whole component in flight beside the late flow (~120 flows on the rollback
   // benchmark): re-solved from scratch, every one of them was filled again.
   bool first_instant_ = false, first_usable_ = true;
+  bool pin_ok_ = false;  // incremental solver (full mode fills every flow at every instant)
+  // Pins and unpins in the sweep under way. Where the late work reaches most of what it touches
+  // (dense traffic of large flows: nearly every pinned flow unpinned again, 1.8x the rollback's
+  // time of joining them dirty), the rest of the sweep joins flows dirty.
+  uint32_t sweep_pins_ = 0, sweep_unpins_ = 0;
+  bool pinning() const { return pin_ok_ && (sweep_pins_ < kPinTrial || 2 * sweep_unpins_ < sweep_pins_); }
+  static constexpr uint32_t kPinTrial = 32;
   std::vector<std::pair<uint32_t, double>> restarts_;
   RadixQueue<QueueItem, kItemKinds> queue_;
   size_t stale_ends_ = 0;  // stale kTransferEnd items in queue_, about (note_stale_end())
@@ -639,6 +666,10 @@ class Simulator {
 
   Time floor_ = 0, frontier_ = 0;
   uint64_t live_ = 0, rollbacks_ = 0, replayed_ = 0, members_apart_ = 0;
+  uint64_t pins_ = 0;
+  // By slot: the stamp of a pinned flow's live kPin item (QueueItem::version), and its time.
+  std::vector<uint32_t> pin_stamp_;
+  std::vector<Time> pin_next_;  // clean flows pinned (flow_solver.h): a rollback that pins only is one too
   uint64_t links_made_ = 0, links_expanded_ = 0, stale_dropped_ = 0, ghosts_begun_ = 0;
 };
 

@@ -147,7 +147,11 @@ TEST(Rollback, LateArrivalMovesFinishedWorkAndItsDependents) {
 // again. B = 400 GB/s. Seven flows g->0 share GPU 0's down link at B/7; at 1 ms, W (7->5) starts
 // beside 7->0 on GPU 7's up link at 6B/7. The late flow L (1->2, from 1 ms) joins 1->0 on GPU 1's
 // up link: it gets 6B/7 and no other rate moves, yet every flow in flight (eight, W starting
-// again among them) joins the sweep. Re-solved from scratch, the first instant filled all nine.
+// again among them) joined the sweep; re-solved from scratch, the first instant filled all nine.
+// With pinned flows (flow_solver.h) 1->0 is pinned first, then re-filled (its bottleneck, GPU 0's
+// down link, is not one the solver sees whole), and the other six g->0 are pinned there; W never
+// joins. (Those six may still be unpinned at their common transfer end, where 1->0, re-filled,
+// ends within rounding of them: an ulp of its old transfer as a ghost.)
 TEST(Rollback, TheFirstInstantReSolvesOnlyWhatTheLateFlowReaches) {
   const ClusterSpec c = testing::small_cluster(1, 8);
   auto flow = [](int s, int d, uint64_t bytes, Time nb) {
@@ -169,8 +173,7 @@ TEST(Rollback, TheFirstInstantReSolvesOnlyWhatTheLateFlowReaches) {
   const Interval l = *e->query(ids.back());
   const Engine::Stats after = e->stats();
   EXPECT_EQ(after.rollbacks - before.rollbacks, 1u);
-  EXPECT_EQ(after.replayed_events - before.replayed_events, 8u);
-  EXPECT_EQ(after.solved_flows - before.solved_flows, 1u);
+  EXPECT_LE(after.replayed_events - before.replayed_events, 7u);
   EXPECT_NEAR(l.finish, 1e-3 + 1e6 / (6 * testing::kNvlinkBw / 7), 1e-15);
 
   // The same flows in virtual-time order give the same intervals.
@@ -209,7 +212,9 @@ TEST(Rollback, FlowsThatKeepTheirFinishLeaveNoSecondEntryAndNoGhost) {
   const uint64_t replayed = sim.stats().replayed_events;
   const EventId il = sim.submit(late);
   sim.sync();
-  EXPECT_EQ(sim.stats().replayed_events - replayed, 2u);  // Z and Y joined the sweep
+  // Y joined the sweep; Z too, or it went on pinned at its old rate (flow_solver.h).
+  EXPECT_LE(sim.stats().replayed_events - replayed, 2u);
+  EXPECT_GE(sim.stats().replayed_events - replayed, 1u);
   EXPECT_EQ(sim.interval(iz).finish, z0.finish);
   EXPECT_EQ(sim.interval(iy).finish, y0.finish);
   EXPECT_EQ(sim.finish_entries(), 3u);  // Z, Y (their own) and the late flow
@@ -259,7 +264,8 @@ TEST(Rollback, StaleTransferEndsAreDroppedWithTheAnswersKept) {
   e->query(ids.back());
   const Engine::Stats after = e->stats();
   EXPECT_GT(before.stale_items_dropped, 0u);
-  EXPECT_GT(after.stale_items_dropped, before.stale_items_dropped) << "the late flow's rollback dropped none";
+  // (The late flow's own rollback re-simulates few flows since flows beside it are pinned
+  // (flow_solver.h), and may drop none.)
   EXPECT_EQ(after.rollbacks - before.rollbacks, 1u);
   for (size_t i = 0; i < ids.size(); ++i) {
     const Interval want = *ref->query(ref_ids[i]), got = *e->query(ids[i]);
@@ -307,7 +313,9 @@ void expect_one_sweeps_answers(int gpus) {
     e->query(ids.back());
   }
   EXPECT_GE(e->stats().rollbacks - before.rollbacks, 5u);
-  EXPECT_GT(e->stats().replayed_events - before.replayed_events, 500u);
+  // (Most flows beside a late one go on pinned at their old rates, not re-simulated: at 256
+  // GPUs 62 of these flows are.)
+  EXPECT_GT(e->stats().replayed_events - before.replayed_events, 20u);
   // In order: every flow, late ones at their place by start, submitted before anything is
   // simulated.
   std::vector<size_t> order(flows.size());
