@@ -23,6 +23,18 @@ void FlowSolver::touch(LinkId id) {
   touched_.push_back(id);
 }
 
+inline void FlowSolver::list_on_links(FlowState& f, uint32_t slot, const Route& route, bool dirty, bool touch_links) {
+  for (int i = 0; i < route.count; ++i) {
+    const LinkId id = route.links[i];
+    f.links[i] = id;
+    f.pos[i] = static_cast<uint32_t>(links_[id].flows.size());
+    links_[id].flows.push_back(slot);
+    ++load_[id].all;
+    if (dirty) ++load_[id].dirty;
+    if (touch_links) touch(id);
+  }
+}
+
 void FlowSolver::attach(uint32_t slot, const Route& route, double rate, bool touch_links) {
   if (slot >= flows_.size()) flows_.resize(std::max<size_t>(slot + 1, flows_.size() * 2));
   FlowState& f = flows_[slot];
@@ -35,15 +47,7 @@ void FlowSolver::attach(uint32_t slot, const Route& route, double rate, bool tou
   f.rate = rate;
   f.next_rate = rate;
   if (f.bottleneck != kNoLink) ++bottlenecked_[f.bottleneck];  // a rewound flow's, or a stale one
-  for (int i = 0; i < route.count; ++i) {
-    const LinkId id = route.links[i];
-    f.links[i] = id;
-    f.pos[i] = static_cast<uint32_t>(links_[id].flows.size());
-    links_[id].flows.push_back(slot);
-    ++load_[id].all;
-    ++load_[id].dirty;
-    if (touch_links) touch(id);
-  }
+  list_on_links(f, slot, route, true, touch_links);
   ++attached_;
   if (mode_ == SolverMode::full_resolve) {
     f.all_pos = static_cast<uint32_t>(all_.size());
@@ -115,13 +119,7 @@ void FlowSolver::attach_pinned(uint32_t slot, const Route& route, double rate) {
   f.attached = true;
   f.rate = rate;
   f.next_rate = rate;
-  for (int i = 0; i < route.count; ++i) {
-    const LinkId id = route.links[i];
-    f.links[i] = id;
-    f.pos[i] = static_cast<uint32_t>(links_[id].flows.size());
-    links_[id].flows.push_back(slot);
-    ++load_[id].all;
-  }
+  list_on_links(f, slot, route, false, false);
   ++attached_;
   verify_.push_back(slot);
 }

@@ -184,6 +184,10 @@ class FlowSolver {
   using HeapItem = ShareKey;  // share_key.h
 
   void touch(LinkId id);
+  // Lists the flow in `slot` on its route's links and counts it in their load (`dirty`: also in
+  // their dirty load; `touch_links`: the links join this batch): what attach() and
+  // attach_pinned() share.
+  void list_on_links(FlowState& f, uint32_t slot, const Route& route, bool dirty, bool touch_links);
   void set_bottleneck(FlowState& f, LinkId id) {  // f is attached
     if (f.bottleneck == id) return;  // mostly: a re-filled flow froze where it did before
     if (f.bottleneck != kNoLink) --bottlenecked_[f.bottleneck];

@@ -131,13 +131,10 @@ int replay(const std::vector<Comm*>& comms) {
 
 // One rank per process: communicators A and B over the job's two processes.
 int one_rank_per_process(const char* id_file, size_t bytes) {
-  const int rank = std::atoi(std::getenv("RANK") ? std::getenv("RANK") : "0");
-  const int world = std::atoi(std::getenv("WORLD_SIZE") ? std::getenv("WORLD_SIZE") : "1");
-  const std::string tag = "proc " + std::to_string(rank) + " ";
-  if (world != 2 || rank < 0 || rank > 1) {
-    std::printf("%sFAIL two processes needed, rank %d of %d\n", tag.c_str(), rank, world);
-    return 1;
-  }
+  int rank = 0;
+  std::string tag;
+  if (!rank_of_two_processes(&rank, &tag)) return 1;
+  const int world = 2;
   CHECK_CUDA(cudaSetDevice(rank));
   ncclComm_t comm[2];
   cudaStream_t stream[2];

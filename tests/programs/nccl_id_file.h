@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 // False (after a "FAIL" line) when the id could not be made, written or read.
@@ -38,4 +39,18 @@ inline bool share_nccl_id(const std::string& path, int rank, ncclUniqueId* id) {
   }
   std::printf("FAIL rank %d: no id in %s\n", rank, path.c_str());
   return false;
+}
+
+// This process's rank of a two-process job (RANK and WORLD_SIZE, as torchrun and launch_ranks.py
+// export them) and the tag its output lines start with ("proc <rank> "); false (after a "FAIL"
+// line) when the job is not two processes.
+inline bool rank_of_two_processes(int* rank, std::string* tag) {
+  *rank = std::atoi(std::getenv("RANK") ? std::getenv("RANK") : "0");
+  const int world = std::atoi(std::getenv("WORLD_SIZE") ? std::getenv("WORLD_SIZE") : "1");
+  *tag = "proc " + std::to_string(*rank) + " ";
+  if (world != 2 || *rank < 0 || *rank > 1) {
+    std::printf("%sFAIL two processes needed, rank %d of %d\n", tag->c_str(), *rank, world);
+    return false;
+  }
+  return true;
 }
