@@ -59,6 +59,20 @@ P2pOps p2p_ops(const vgpu_nccl_launch& got) {
 // them, before the thread's next driver call (vclock::before_next_call).
 thread_local std::vector<uint64_t> t_deferred;
 
+// The calling thread's collectives whose transfers are in the job's shared engine and whose
+// "collective end" waits for the shared answer (nccl_shared_fabric.h): read once the thread's
+// NCCL group is over (flush_shared_ends).
+thread_local std::vector<NcclCollectives::SharedEnd> t_shared_ends;
+// How deep the calling thread is in NCCL groups (the plugin's group hooks): a group's kernels
+// are all launched before its end, so that the shared answer of one counts the others' flows.
+thread_local int t_group_depth = 0;
+
+// The rendezvous table's communicator for "every rank placed its shared flows" of `comm`.
+constexpr uint64_t kPlacedSalt = 0x9e3779b97f4a7c15ull;
+// How long (real time) a process waits for the other processes' flows of a collective before it
+// reads the shared answer without them (they place them right after the same arrivals).
+constexpr double kPlacedTimeoutS = 60;
+
 // The ranks of `got`'s communicator this process holds (its plugin's open contexts); 0: unknown.
 int local_ranks_of(const vgpu_nccl_plugin_side* plugin, const vgpu_nccl_launch& got) {
   return plugin != nullptr && plugin->local_ranks != nullptr ? plugin->local_ranks(got.comm_id) : 0;
@@ -123,6 +137,11 @@ struct ThreadGroup {
 };
 thread_local ThreadGroup t_group;
 
+void group_begin() {
+  ++t_group_depth;
+  GroupHooks::begin();
+}
+void group_end();  // below: flushes the group's shared answers
 void group_operation(uint64_t context, int all_reduce) {
   if (t_group.launched) t_group.contexts.clear();
   t_group.launched = false;
@@ -146,7 +165,16 @@ void launch_tasks_done(uint64_t tag) {
   if (NcclCollectives* c = backend_collectives()) c->tasks_done(tag);
 }
 void flush_held_p2p() {
-  if (NcclCollectives* c = backend_collectives()) c->flush_thread();
+  if (NcclCollectives* c = backend_collectives()) {
+    c->flush_thread();
+    c->flush_shared_ends();
+  }
+}
+void group_end() {
+  GroupHooks::end();
+  t_group_depth = std::max(0, t_group_depth - 1);
+  if (t_group_depth == 0 && !t_shared_ends.empty())
+    if (NcclCollectives* c = backend_collectives()) c->flush_shared_ends();
 }
 
 }  // namespace
@@ -154,8 +182,8 @@ void flush_held_p2p() {
 NcclCollectives::NcclCollectives(DriverState& driver)
     : driver_(driver),
       plugin_(vgpu_nccl_driver_side{0, 0, nullptr, nullptr, &current_device, &current_global_gpu,
-                                    &vclock::enter_neutral_call, &vclock::leave_call, &GroupHooks::begin,
-                                    &group_operation, &group_launch, &GroupHooks::end, &launch_tasks_done}),
+                                    &vclock::enter_neutral_call, &vclock::leave_call, &group_begin,
+                                    &group_operation, &group_launch, &group_end, &launch_tasks_done}),
       data_(driver.memory()),
       links_(driver.cluster()),
       p2p_(driver, &links_) {}
@@ -341,6 +369,48 @@ void NcclCollectives::flush_thread() {
   for (uint64_t tag : tags)
     if (auto d = take_deferred(tag))
       place_deferred(tag, std::move(*d), "its NCCL tasks were not all started before its thread's next driver call");
+}
+
+void NcclCollectives::flush_shared_ends() {
+  if (t_shared_ends.empty()) return;
+  if (t_group_depth > 0) {  // a driver call inside NCCL's group: its other kernels may follow
+    vclock::before_next_call(&flush_held_p2p);
+    return;
+  }
+  std::vector<SharedEnd> ends;
+  ends.swap(t_shared_ends);
+  // Every end's "placed" first, then the waits: another process may read its collectives in
+  // another order (a wait between two posts could wait for a rank that waits for the second).
+  std::vector<uint64_t> posted;
+  for (const SharedEnd& e : ends) posted.push_back(rendezvous_.post(e.comm ^ kPlacedSalt, e.nranks, e.rank, e.gpu, 0));
+  simcore::Engine& engine = driver_.engine();
+  StreamManager& streams = driver_.streams();
+  for (size_t i = 0; i < ends.size(); ++i) {
+    SharedEnd& e = ends[i];
+    const NcclRendezvous::Arrivals placed =
+        rendezvous_.collect(e.comm ^ kPlacedSalt, e.nranks, e.rank, e.gpu, 0, posted[i], true, kPlacedTimeoutS);
+    Work end;
+    end.kind = Work::Kind::other;
+    end.label = "nccl collective end";
+    end.also_after = std::move(e.transfers);
+    // The shared answer as a task of this process's engine: no earlier than the flows' finish
+    // there (alone: the model's time, as the local flows; beside another process's flows on a
+    // link: later).
+    if (const std::optional<double> finish = shared_.finish(e.shared)) {
+      simcore::TaskSpec t;
+      t.gpu = e.gpu;
+      t.not_before = *finish;
+      t.after = e.after;
+      t.label = "nccl transfers on the job's fabric";
+      if (const simcore::EventId g = engine.add_task(t); g != simcore::kNoEvent) end.also_after.push_back(g);
+      log::debug("sim nccl: rank {}/{} of comm {:x}: shared transfers end at {:.3f} us ({} of {} ranks placed)",
+                 e.rank, e.nranks, e.comm, *finish * 1e6, placed.known, e.nranks);
+    }
+    if (!streams.append_after_last(e.kernel, end)) {
+      log::debug("sim nccl: the end of a collective of comm {:x} goes behind later work", e.comm);
+      (void)streams.submit(e.stream, std::move(end), e.per_thread);
+    }
+  }
 }
 
 void NcclCollectives::place_deferred(uint64_t tag, Deferred d, const char* why) {
@@ -567,6 +637,8 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     k.label = fmt::format("{} [{}]", k.label, what);
     move_data(k, plugin, tag, got, p.function->desc().name());
     if (gate != 0) k.also_after.push_back(gate);
+    uint64_t kernel = 0;
+    k.on_timeline = [&kernel](uint64_t e) { kernel = e; };
     *rc = streams.submit(stream, std::move(k), per_thread);
     // This rank's transfers on the fabric, to the next rank and from the previous one (the
     // other processes place theirs too: each process sees both of its GPU's directions, so that a
@@ -576,9 +648,28 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     if (arrival != 0) after.push_back(arrival);
     if (gate != 0) after.push_back(gate);
     if (*rc == CUDA_SUCCESS && !after.empty()) {
-      std::vector<uint64_t> transfers = place_transfers(calls, with_incoming({rank}, nranks), std::move(after),
-                                                        std::max(arrival_t, across.latest), gpu);
-      if (!transfers.empty()) {
+      const double start = std::max(arrival_t, across.latest);
+      std::vector<uint64_t> transfers =
+          place_transfers(calls, with_incoming({rank}, nranks), after, start, gpu);
+      // The same flow of this rank in the job's shared engine, where the other processes place
+      // theirs: the end then also waits for what that engine says (read after the thread's NCCL
+      // group: flush_shared_ends).
+      std::vector<uint64_t> shared;
+      if (!transfers.empty() && kernel != 0 && shared_.wanted()) {
+        const int own[] = {rank};
+        if (simcore::Engine* e = shared_.engine()) shared = links_.place_shared(*e, calls, own, start);
+        if (shared.empty()) {
+          shared_.alive();
+          // No vgpud here (or lost): "placed" all the same, so that the other processes do not
+          // wait for this one's flows.
+          rendezvous_.post(comm ^ kPlacedSalt, nranks, rank, gpu, 0);
+        }
+      }
+      if (!shared.empty()) {
+        t_shared_ends.push_back(SharedEnd{comm, nranks, rank, gpu, stream, per_thread, kernel, std::move(after),
+                                          std::move(transfers), std::move(shared)});
+        vclock::before_next_call(&flush_held_p2p);
+      } else if (!transfers.empty()) {
         Work end;
         end.kind = Work::Kind::other;
         end.label = "nccl collective end";

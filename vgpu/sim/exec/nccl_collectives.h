@@ -71,6 +71,7 @@
 #include "sim/exec/nccl_link_share.h"
 #include "sim/exec/nccl_p2p.h"
 #include "sim/exec/nccl_rendezvous.h"
+#include "sim/exec/nccl_shared_fabric.h"
 #include "simcore/collective_model.h"
 
 namespace vgpu {
@@ -100,6 +101,23 @@ class NcclCollectives {
   // Places every send/recv kernel the calling thread launched and still holds for its tasks
   // (they did not come before the thread's next driver call: vclock::before_next_call).
   void flush_thread();
+
+  // A collective of a process of one GPU whose transfers are also in the job's shared engine
+  // (nccl_shared_fabric.h): its "collective end" op, held until the thread's NCCL group is over.
+  struct SharedEnd {
+    uint64_t comm = 0;
+    int nranks = 0, rank = 0, gpu = 0;
+    CUstream stream = nullptr;
+    bool per_thread = false;
+    uint64_t kernel = 0;                // the rank's kernel (the end goes right after it)
+    std::vector<uint64_t> after;        // its arrivals
+    std::vector<uint64_t> transfers;    // this process's own placement of them
+    std::vector<uint64_t> shared;       // the rank's flows in the shared engine
+  };
+  // Reads the shared answers of the calling thread's collectives and submits their ends: once
+  // every rank of each placed its flows (a bounded wait), after the thread's NCCL group (its
+  // other collectives' flows are placed then too) or at its next driver call outside one.
+  void flush_shared_ends();
 
   // The model's duration of the calls of one launch.
   static double duration(const simcore::ClusterSpec& cluster, const std::vector<simcore::CollectiveCall>& calls);
@@ -191,6 +209,7 @@ class NcclCollectives {
   NcclRendezvous rendezvous_;  // ranks in other processes of the job
   NcclLinkShare links_;        // collectives' and received messages' transfers on the fabric's links
   NcclP2p p2p_;                // send/recv kernels meeting their peers
+  NcclSharedFabric shared_;    // the job's engine, where rank processes place their flows too
   std::mutex mu_;
   std::map<std::pair<uint64_t, int>, uint64_t> launches_;  // (comm, rank) -> NCCL launches so far
   std::map<uint64_t, std::vector<int>> comm_gpus_;          // comm -> gpu of each rank (-1 unknown)
