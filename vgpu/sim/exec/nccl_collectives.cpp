@@ -382,17 +382,22 @@ void NcclCollectives::flush_shared_ends() {
   // Every end's "placed" first, then the waits: another process may read its collectives in
   // another order (a wait between two posts could wait for a rank that waits for the second).
   std::vector<uint64_t> posted;
-  for (const SharedEnd& e : ends) posted.push_back(rendezvous_.post(e.comm ^ kPlacedSalt, e.nranks, e.rank, e.gpu, 0));
+  for (const SharedEnd& e : ends) {
+    uint64_t k = 0;
+    for (int r : e.ranks) k = rendezvous_.post(e.comm ^ kPlacedSalt, e.nranks, r, e.gpu, 0);
+    posted.push_back(k);
+  }
   simcore::Engine& engine = driver_.engine();
   StreamManager& streams = driver_.streams();
   for (size_t i = 0; i < ends.size(); ++i) {
     SharedEnd& e = ends[i];
-    const NcclRendezvous::Arrivals placed =
-        rendezvous_.collect(e.comm ^ kPlacedSalt, e.nranks, e.rank, e.gpu, 0, posted[i], true, kPlacedTimeoutS);
+    if (e.ranks.empty()) continue;
+    const NcclRendezvous::Arrivals placed = rendezvous_.collect(e.comm ^ kPlacedSalt, e.nranks, e.ranks.back(), e.gpu,
+                                                                0, posted[i], true, kPlacedTimeoutS);
     Work end;
     end.kind = Work::Kind::other;
     end.label = "nccl collective end";
-    end.also_after = std::move(e.transfers);
+    end.also_after = std::move(e.end_after);
     // The shared answer as a task of this process's engine: no earlier than the flows' finish
     // there (alone: the model's time, as the local flows; beside another process's flows on a
     // link: later).
@@ -404,11 +409,12 @@ void NcclCollectives::flush_shared_ends() {
       t.label = "nccl transfers on the job's fabric";
       if (const simcore::EventId g = engine.add_task(t); g != simcore::kNoEvent) end.also_after.push_back(g);
       log::debug("sim nccl: rank {}/{} of comm {:x}: shared transfers end at {:.3f} us ({} of {} ranks placed)",
-                 e.rank, e.nranks, e.comm, *finish * 1e6, placed.known, e.nranks);
+                 e.ranks.back(), e.nranks, e.comm, *finish * 1e6, placed.known, e.nranks);
     }
-    if (!streams.append_after_last(e.kernel, end)) {
+    for (size_t j = 0; j < e.kernels.size(); ++j) {
+      if (streams.append_after_last(e.kernels[j], end) || j >= e.streams.size()) continue;
       log::debug("sim nccl: the end of a collective of comm {:x} goes behind later work", e.comm);
-      (void)streams.submit(e.stream, std::move(end), e.per_thread);
+      (void)streams.submit(e.streams[j].first, end, e.streams[j].second);
     }
   }
 }
@@ -666,8 +672,8 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
         }
       }
       if (!shared.empty()) {
-        t_shared_ends.push_back(SharedEnd{comm, nranks, rank, gpu, stream, per_thread, kernel, std::move(after),
-                                          std::move(transfers), std::move(shared)});
+        t_shared_ends.push_back(SharedEnd{comm, nranks, gpu, {rank}, {{stream, per_thread}}, {kernel},
+                                          std::move(after), std::move(transfers), std::move(shared)});
         vclock::before_next_call(&flush_held_p2p);
       } else if (!transfers.empty()) {
         Work end;
@@ -763,6 +769,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     }
   }
   std::vector<uint64_t> placed;
+  std::vector<std::pair<CUstream, bool>> placed_streams;
   if (gate != 0) all_arrivals.push_back(gate);
   for (Held& h : held) {
     uint64_t e = 0;
@@ -775,27 +782,39 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
       h.kernel.on_timeline = [&e](uint64_t v) { e = v; };
       if (streams.submit(h.stream, std::move(h.kernel), h.per_thread) != CUDA_SUCCESS) continue;
     }
-    if (e != 0) placed.push_back(e);
+    if (e != 0) {
+      placed.push_back(e);
+      placed_streams.emplace_back(h.stream, h.per_thread);
+    }
   }
 
   // The last rank's kernel: every rank's stream continues after the collective's end, which
   // is also its transfers' on the fabric (nccl_link_share.h).
   std::vector<uint64_t> kernels, arrivals;
+  std::vector<std::pair<CUstream, bool>> kernel_streams;
   std::vector<int> ranks;
   std::vector<simcore::CollectiveCall> calls;
+  double across_start = -1;
   {
     std::lock_guard l(mu_);
     auto it = pending_.find(key);
     if (it == pending_.end()) return true;
-    if (kernel != 0) it->second.kernels.push_back(kernel);
+    if (kernel != 0) {
+      it->second.kernels.push_back(kernel);
+      it->second.streams.emplace_back(stream, per_thread);
+    }
     it->second.kernels.insert(it->second.kernels.end(), placed.begin(), placed.end());
+    it->second.streams.insert(it->second.streams.end(), placed_streams.begin(), placed_streams.end());
     if (gate != 0) it->second.gates.push_back(gate);
+    if (last && across_processes && across.complete) it->second.across_start = std::max(arrival_t, across.latest);
     if (static_cast<int>(it->second.arrivals.size()) >= meeting &&
         static_cast<int>(it->second.kernels.size()) >= meeting) {
       kernels = std::move(it->second.kernels);
+      kernel_streams = std::move(it->second.streams);
       arrivals = std::move(it->second.arrivals);
       arrivals.insert(arrivals.end(), it->second.gates.begin(), it->second.gates.end());
       ranks = std::move(it->second.ranks);
+      across_start = it->second.across_start;
       calls = contracts::collective_calls(got, gpus_of(comm, nranks, rank, gpu), false);
       one_thread_[comm] = it->second.one_thread;
       pending_.erase(it);
@@ -803,10 +822,27 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     while (pending_.size() > kMaxPending) pending_.erase(pending_.begin());  // a rank never came
   }
   std::vector<uint64_t> end_after = kernels;
+  std::vector<uint64_t> shared;
   if (!kernels.empty()) {
     const std::vector<uint64_t> transfers =
-        place_transfers(calls, with_incoming(std::move(ranks), nranks), std::move(arrivals), own_clock, gpu);
+        place_transfers(calls, with_incoming(ranks, nranks), arrivals, own_clock, gpu);
     end_after.insert(end_after.end(), transfers.begin(), transfers.end());
+    // Ranks in other processes too: this process's ranks' flows in the job's shared engine as
+    // well (as for a process of one GPU above), the ends held for its answer.
+    if (!transfers.empty() && across_start >= 0 && shared_.wanted()) {
+      if (simcore::Engine* e = shared_.engine()) shared = links_.place_shared(*e, calls, ranks, across_start);
+      if (shared.empty()) {
+        shared_.alive();
+        for (int r : ranks) rendezvous_.post(comm ^ kPlacedSalt, nranks, r, gpu, 0);
+      }
+    }
+  }
+  if (!shared.empty()) {
+    t_shared_ends.push_back(SharedEnd{comm, nranks, gpu, std::move(ranks), std::move(kernel_streams),
+                                      std::move(kernels), std::move(arrivals), std::move(end_after),
+                                      std::move(shared)});
+    vclock::before_next_call(&flush_held_p2p);
+    return true;
   }
   for (uint64_t k_event : kernels) {
     Work end;

@@ -106,13 +106,15 @@ class NcclCollectives {
   // (nccl_shared_fabric.h): its "collective end" op, held until the thread's NCCL group is over.
   struct SharedEnd {
     uint64_t comm = 0;
-    int nranks = 0, rank = 0, gpu = 0;
-    CUstream stream = nullptr;
-    bool per_thread = false;
-    uint64_t kernel = 0;                // the rank's kernel (the end goes right after it)
+    int nranks = 0, gpu = 0;
+    std::vector<int> ranks;             // this process's ranks of it (their flows are placed)
+    // Each kernel's stream (and per-thread flag): where its end goes when work came behind the
+    // kernel meanwhile (NCCL's own stream joins, inside its group).
+    std::vector<std::pair<CUstream, bool>> streams;
+    std::vector<uint64_t> kernels;      // this process's ranks' kernels (an end right after each)
     std::vector<uint64_t> after;        // its arrivals
-    std::vector<uint64_t> transfers;    // this process's own placement of them
-    std::vector<uint64_t> shared;       // the rank's flows in the shared engine
+    std::vector<uint64_t> end_after;    // what the ends wait for besides the shared answer
+    std::vector<uint64_t> shared;       // the ranks' flows in the shared engine
   };
   // Reads the shared answers of the calling thread's collectives and submits their ends: once
   // every rank of each placed its flows (a bounded wait), after the thread's NCCL group (its
@@ -133,9 +135,11 @@ class NcclCollectives {
     int nranks = 0;
     std::vector<uint64_t> arrivals;  // simcore events
     std::vector<uint64_t> kernels;
+    std::vector<std::pair<CUstream, bool>> streams;  // each kernel's
     std::vector<Held> held;
     std::vector<int> ranks;          // the ranks that arrived here, in arrival order
     std::vector<uint64_t> gates;     // the other processes' latest arrivals (across processes)
+    double across_start = -1;        // across processes: the job's latest arrival, once known
     std::thread::id thread;          // the first rank's launching thread
     bool one_thread = true;          // every rank so far launched from it
   };
