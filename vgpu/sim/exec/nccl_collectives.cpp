@@ -186,8 +186,41 @@ NcclCollectives::NcclCollectives(DriverState& driver)
                                     &group_operation, &group_launch, &group_end, &launch_tasks_done}),
       data_(driver.memory()),
       links_(driver.cluster()),
-      p2p_(driver, &links_) {}
+      p2p_(driver, &links_) {
+  p2p_.set_share([this](const std::vector<simcore::CollectiveCall>& messages, const NcclP2p::Launch& l,
+                        uint64_t kernel, CUstream stream, bool per_thread, uint64_t arrival,
+                        std::vector<uint64_t> end_after) {
+    return share_messages(messages, l, kernel, stream, per_thread, arrival, std::move(end_after));
+  });
+}
 NcclCollectives::~NcclCollectives() = default;
+
+bool NcclCollectives::share_messages(const std::vector<simcore::CollectiveCall>& messages, const NcclP2p::Launch& l,
+                                     uint64_t kernel, CUstream stream, bool per_thread, uint64_t arrival,
+                                     std::vector<uint64_t> end_after) {
+  if (messages.empty() || kernel == 0 || !shared_.wanted()) return false;
+  simcore::Engine* e = shared_.engine();
+  if (e == nullptr) return false;
+  // Each message from its sender's GPU (the receiver places it, as in its own engine), from the
+  // kernel's start.
+  const int from[] = {0};
+  std::vector<uint64_t> ids;
+  for (const simcore::CollectiveCall& m : messages) {
+    const std::vector<uint64_t> got = links_.place_shared(*e, {m}, from, l.start);
+    ids.insert(ids.end(), got.begin(), got.end());
+  }
+  if (ids.empty()) {
+    shared_.alive();
+    return false;
+  }
+  std::vector<uint64_t> after;
+  if (arrival != 0) after.push_back(arrival);
+  // No "placed" wait of its own (ranks empty): the receiver alone places a message.
+  t_shared_ends.push_back(SharedEnd{l.comm, l.nranks, l.gpu, {}, {{stream, per_thread}}, {kernel}, std::move(after),
+                                    std::move(end_after), std::move(ids), "nccl p2p end"});
+  vclock::before_next_call(&flush_held_p2p);
+  return true;
+}
 
 double NcclCollectives::duration(const simcore::ClusterSpec& cluster, const std::vector<simcore::CollectiveCall>& calls) {
   double total = 0;
@@ -387,16 +420,20 @@ void NcclCollectives::flush_shared_ends() {
     for (int r : e.ranks) k = rendezvous_.post(e.comm ^ kPlacedSalt, e.nranks, r, e.gpu, 0);
     posted.push_back(k);
   }
+  // Every wait before any answer is read: a message's answer counts the flows of the group's
+  // collectives that other processes place.
+  std::vector<int> placed(ends.size(), 0);
+  for (size_t i = 0; i < ends.size(); ++i)
+    if (!ends[i].ranks.empty())
+      placed[i] = rendezvous_.collect(ends[i].comm ^ kPlacedSalt, ends[i].nranks, ends[i].ranks.back(), ends[i].gpu,
+                                      0, posted[i], true, kPlacedTimeoutS).known;
   simcore::Engine& engine = driver_.engine();
   StreamManager& streams = driver_.streams();
   for (size_t i = 0; i < ends.size(); ++i) {
     SharedEnd& e = ends[i];
-    if (e.ranks.empty()) continue;
-    const NcclRendezvous::Arrivals placed = rendezvous_.collect(e.comm ^ kPlacedSalt, e.nranks, e.ranks.back(), e.gpu,
-                                                                0, posted[i], true, kPlacedTimeoutS);
     Work end;
     end.kind = Work::Kind::other;
-    end.label = "nccl collective end";
+    end.label = e.label;
     end.also_after = std::move(e.end_after);
     // The shared answer as a task of this process's engine: no earlier than the flows' finish
     // there (alone: the model's time, as the local flows; beside another process's flows on a
@@ -408,8 +445,8 @@ void NcclCollectives::flush_shared_ends() {
       t.after = e.after;
       t.label = "nccl transfers on the job's fabric";
       if (const simcore::EventId g = engine.add_task(t); g != simcore::kNoEvent) end.also_after.push_back(g);
-      log::debug("sim nccl: rank {}/{} of comm {:x}: shared transfers end at {:.3f} us ({} of {} ranks placed)",
-                 e.ranks.back(), e.nranks, e.comm, *finish * 1e6, placed.known, e.nranks);
+      log::debug("sim nccl: comm {:x} on GPU {}: shared transfers end at {:.3f} us ({} of {} ranks placed)", e.comm,
+                 e.gpu, *finish * 1e6, placed[i], e.nranks);
     }
     for (size_t j = 0; j < e.kernels.size(); ++j) {
       if (streams.append_after_last(e.kernels[j], end) || j >= e.streams.size()) continue;

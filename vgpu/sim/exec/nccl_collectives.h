@@ -115,6 +115,7 @@ class NcclCollectives {
     std::vector<uint64_t> after;        // its arrivals
     std::vector<uint64_t> end_after;    // what the ends wait for besides the shared answer
     std::vector<uint64_t> shared;       // the ranks' flows in the shared engine
+    const char* label = "nccl collective end";
   };
   // Reads the shared answers of the calling thread's collectives and submits their ends: once
   // every rank of each placed its flows (a bounded wait), after the thread's NCCL group (its
@@ -202,6 +203,11 @@ class NcclCollectives {
   // True when this process has contexts on one GPU only, so that it holds at most one rank of
   // any communicator and may wait for the other processes' ranks without waiting for itself.
   bool drives_one_gpu() const;
+
+  // NcclP2p's Share: a received message's flows in the shared engine too, its end held.
+  bool share_messages(const std::vector<simcore::CollectiveCall>& messages, const NcclP2p::Launch& l,
+                      uint64_t kernel, CUstream stream, bool per_thread, uint64_t arrival,
+                      std::vector<uint64_t> end_after);
 
   // Gives kernel `k` of launch `tag` its real effect: the collective's data (nccl_data.h).
   void move_data(Work& k, const vgpu_nccl_plugin_side* plugin, uint64_t tag, const vgpu_nccl_launch& got,
