@@ -13,15 +13,21 @@ goes on):
   each within 0.2% of the one process's (whose engine holds every flow). Without the job's shared
   engine, each process saw only its own rank's transfers on node 0's NIC.
 
-Usage: run_nccl_links_cross.py   (environment: VGPU_RUN, LINKS_PROGRAM, LAUNCHER, COLLECTIVE_ESTIMATE,
+lost: the job as processes only, its vgpud killed once the first shared answer was read: the job
+must run to the end (exit status 0, every process past ncclCommDestroy), every process that
+noticed saying so in one warning of its own.
+
+Usage: run_nccl_links_cross.py [lost]   (environment: VGPU_RUN, LINKS_PROGRAM, LAUNCHER, COLLECTIVE_ESTIMATE,
 CUDA_LIB_DIR, VGPU_NODES=2, VGPU_GPUS_PER_NODE=2, VGPU_CONFIG)
 """
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 
 from job_check import Checks, run_checked
 
@@ -102,9 +108,59 @@ def run(env, procs):
     return (got if not check.failures else None), (check, out)
 
 
+def vgpud_pid(job):
+    """The pid of the vgpud of job `job` (its command line names it: --job JOB), or None."""
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                args = f.read().split(b"\0")
+        except OSError:
+            continue
+        if args and args[0].endswith(b"vgpud") and b"--job" in args and job.encode() in args:
+            return int(entry)
+    return None
+
+
+def lost(env):
+    """The processes' job, its vgpud killed at the first shared answer."""
+    work = tempfile.mkdtemp(prefix="vgpu-nccl-cross-lost-")
+    job = f"sim26-lost-{os.getpid()}"
+    env = dict(env, NCCL_ID_FILE=os.path.join(work, "nccl_id"), VGPU_JOB_ID=job, VGPU_LOG_LEVEL="debug")
+    cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--", sys.executable, env["LAUNCHER"],
+           "--nproc-per-node", "4", "--timeout", str(TIMEOUT_S - 20), "--", env["LINKS_PROGRAM"], str(MIB), "cross"]
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    timer = threading.Timer(TIMEOUT_S, p.kill)
+    timer.start()
+    lines, killed = [], None
+    for line in p.stdout:
+        if "NCCL INFO" in line or (" debug] " in line and "shared transfers end at" not in line):
+            continue
+        lines.append(line)
+        if killed is None and "shared transfers end at" in line:
+            killed = vgpud_pid(job)
+            if killed is not None:
+                os.kill(killed, signal.SIGKILL)
+    status = p.wait()
+    timer.cancel()
+    out = "".join(lines)
+    check = Checks()
+    check(killed is not None, f"the job's vgpud killed at the first shared answer (pid {killed})")
+    check(status == 0, f"exit status {status}")
+    ended = len(re.findall(r"^proc \d+ ok   ncclCommDestroy$", out, re.M))
+    check(ended == 4, f"the program ran to the end in {ended} of 4 processes")
+    warned = re.findall(r"\[vgpu (\d+):\d+ warning\] sim nccl: the job's vgpud was lost", out)
+    check(len(warned) >= 1 and len(warned) == len(set(warned)),
+          f"one warning of the collectives' own in each of {len(set(warned))} process(es) that noticed: {len(warned)}")
+    return check.verdict(out)
+
+
 def main():
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = env["CUDA_LIB_DIR"]
+    if len(sys.argv) > 1 and sys.argv[1] == "lost":
+        return lost(env)
 
     def estimate(*args):
         r = subprocess.run([env["COLLECTIVE_ESTIMATE"], *args], capture_output=True, text=True, check=True)
