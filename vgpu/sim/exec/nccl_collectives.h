@@ -45,6 +45,17 @@
 // exact when one thread launches every rank (ncclGroupStart/End over several communicators)
 // or the ranks' threads do not run ahead; a rank that submitted more work before the last rank
 // arrived keeps that work where it was placed.
+// Ranks in other processes under vgpu-run (VGPU_SIMCORE=daemon): each process also places its own
+// ranks' flows (and the messages it receives from another process) in the job's vgpud
+// (nccl_shared_fabric.h), where flows of different processes on one link contend. The "collective
+// end" op then waits until the launching thread's NCCL group is over (the plugin's group end hook,
+// else its next driver call outside a group): every rank of each of its collectives posts
+// "placed" in the rendezvous table, the process waits (bounded) for the others' posts, reads the
+// flows' latest finish from vgpud and ends the collective no earlier. A tentative answer: it
+// counts the group's collectives and messages and whatever was placed before in real time, not a
+// collective another process launches later in real time that overlaps in virtual time. Not a
+// wait for finality: that needs every process's floor past the flows, and a process blocked in
+// another collective's rendezvous, or issuing asynchronously, does not move its floor.
 // Data: each collective kernel, when it runs on its stream, moves the collective's data between
 // the ranks' buffers (nccl_data.h), up to VGPU_SIM_NCCL_DATA_BYTES per rank.
 //
