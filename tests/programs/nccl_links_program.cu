@@ -28,7 +28,9 @@
 // cross (issue 23, sharing across rank processes; two virtual nodes of two GPUs, one NIC a node):
 // communicators A over GPUs 0, 1, 2, 3 and B over GPUs 0, 2, 1, 3 in rank order, so that B's
 // ranks on GPUs 0 and 1 both send across node 0's NIC, beside A's rank on GPU 1. After a small
-// all-reduce on each, "alone" A, "alone" B, then "shared" (A and B at once, one group). As one
+// all-reduce on each, "alone" A, "alone" B, then "shared" (A and B at once, one group), then a
+// message of BYTES on A from GPU 1 to GPU 3 alone and beside B's all-reduce (one group: the
+// message, B's 1 -> 3 and B's 0 -> 2 of another process all cross node 0's NIC). As one
 // process driving the four GPUs (NCCL_ID_FILE unset), or as torchrun's ranks (NCCL_ID_FILE set,
 // RANK and WORLD_SIZE = 4: process r drives GPU r, rank r of A, rank 0, 2, 1, 3 -> 0, 1, 2, 3 of
 // B): the two runs must read the same times (run_nccl_links_cross.py).
@@ -161,9 +163,14 @@ constexpr int kCrossB[4] = {0, 2, 1, 3};
 // The steps of the cross layout over `n` ranks of A and of B held here (streams and buffers per
 // rank), each step's streams synchronized before the next.
 int cross_steps(int n, ncclComm_t* a, ncclComm_t* b, cudaStream_t* sa, cudaStream_t* sb, float** ba, float** bb,
-                const int* dev_a, const int* dev_b, size_t bytes) {
-  auto step = [&](bool with_a, bool with_b, size_t count_bytes) {
+                const int* dev_a, const int* dev_b, const int* rank_a, size_t bytes) {
+  // `message`: A's rank 1 (GPU 1) sends BYTES to its rank 3 (GPU 3), across node 0's NIC.
+  auto step = [&](bool with_a, bool with_b, size_t count_bytes, bool message = false) {
     CHECK_NCCL(ncclGroupStart());
+    for (int i = 0; i < n && message; ++i) {
+      if (rank_a[i] == 1) CHECK_NCCL(ncclSend(ba[i], bytes / sizeof(float), ncclFloat, 3, a[i], sa[i]));
+      if (rank_a[i] == 3) CHECK_NCCL(ncclRecv(ba[i], bytes / sizeof(float), ncclFloat, 1, a[i], sa[i]));
+    }
     for (int i = 0; i < n && with_a; ++i)
       CHECK_NCCL(ncclAllReduce(ba[i], ba[i], count_bytes / sizeof(float), ncclFloat, ncclSum, a[i], sa[i]));
     for (int i = 0; i < n && with_b; ++i)
@@ -177,9 +184,11 @@ int cross_steps(int n, ncclComm_t* a, ncclComm_t* b, cudaStream_t* sa, cudaStrea
     }
     return 0;
   };
-  // Connection setup, one communicator at a time; then alone, alone, shared.
+  // Connection setup, one communicator at a time; then alone, alone, shared; the message alone,
+  // then beside B's all-reduce (one group).
   if (step(true, false, 1 << 20) != 0 || step(false, true, 1 << 20) != 0) return 1;
   if (step(true, false, bytes) != 0 || step(false, true, bytes) != 0 || step(true, true, bytes) != 0) return 1;
+  if (step(false, false, bytes, true) != 0 || step(false, true, bytes, true) != 0) return 1;
   for (int i = 0; i < n; ++i) {
     CHECK_NCCL(ncclCommDestroy(a[i]));
     CHECK_NCCL(ncclCommDestroy(b[i]));
@@ -203,7 +212,7 @@ int cross(size_t bytes) {
       CHECK_CUDA(cudaStreamCreate(&sb[i]));
       CHECK_CUDA(cudaMalloc(&bb[i], bytes));
     }
-    if (cross_steps(4, a, b, sa, sb, ba, bb, kCrossA, kCrossB, bytes) != 0) return 1;
+    if (cross_steps(4, a, b, sa, sb, ba, bb, kCrossA, kCrossB, kCrossA, bytes) != 0) return 1;
     std::printf("ok   ncclCommDestroy\n");
     return 0;
   }
@@ -229,7 +238,7 @@ int cross(size_t bytes) {
   CHECK_CUDA(cudaStreamCreate(&sb));
   CHECK_CUDA(cudaMalloc(&ba, bytes));
   CHECK_CUDA(cudaMalloc(&bb, bytes));
-  if (cross_steps(1, &a, &b, &sa, &sb, &ba, &bb, &rank, &rank, bytes) != 0) return 1;
+  if (cross_steps(1, &a, &b, &sa, &sb, &ba, &bb, &rank, &rank, &rank, bytes) != 0) return 1;
   std::printf("%sok   ncclCommDestroy\n", tag.c_str());
   return 0;
 }

@@ -12,6 +12,9 @@ goes on):
 - shared: A and B at once (one group) each last longer than alone, and the processes' run reads
   each within 0.2% of the one process's (whose engine holds every flow). Without the job's shared
   engine, each process saw only its own rank's transfers on node 0's NIC.
+- p2p: a message on A from GPU 1 to GPU 3: alone its receive lasts the model's send/recv time (to
+  1 ns); beside B's all-reduce (one group; the message, B's 1 -> 3 and B's 0 -> 2 of another
+  process cross node 0's NIC) the receive and B last longer, and the same within 0.2% in both runs.
 
 lost: the job as processes only, its vgpud killed once the first shared answer was read: the job
 must run to the end (exit status 0, every process past ncclCommDestroy), every process that
@@ -34,7 +37,7 @@ from job_check import Checks, run_checked
 TIMEOUT_S = 240
 MIB = 256
 BYTES = MIB << 20
-STEPS = {"A": ["setup", "alone", "shared"], "B": ["setup", "alone", "shared"]}
+STEPS = {"A": ["setup", "alone", "shared"], "B": ["setup", "alone", "shared", "p2p"]}
 
 
 def spans(timelines):
@@ -69,7 +72,16 @@ def spans(timelines):
             return None
         comm_rows["A"].append(mine[0])
         comm_rows["B"].append(mine[1])
-    out = {}
+    # The receives of the message on GPU 3: kernel to its "nccl p2p end" (none: the kernel's end).
+    receives = []
+    p2p = sorted((e for e in events if e.get("ph") == "X" and e["pid"] == 3 and
+                  (f"[Recv {BYTES} B" in e["name"] or e["name"] == "nccl p2p end")), key=lambda e: (e["tid"], e["ts"]))
+    for i, e in enumerate(p2p):
+        if f"[Recv {BYTES} B" in e["name"]:
+            after = p2p[i + 1] if i + 1 < len(p2p) and p2p[i + 1]["tid"] == e["tid"] else None
+            end = after["ts"] if after is not None and after["name"] == "nccl p2p end" else e["ts"] + e["dur"]
+            receives.append(end - e["ts"])
+    out = {"receives": receives}
     for comm, names in STEPS.items():
         out[comm] = {}
         for k, step in enumerate(names):
@@ -167,7 +179,8 @@ def main():
         return float(r.stdout)
 
     model = {"A": estimate("AllReduce", str(BYTES), "0", "1", "2", "3"),
-             "B": estimate("AllReduce", str(BYTES), "0", "2", "1", "3")}
+             "B": estimate("AllReduce", str(BYTES), "0", "2", "1", "3"),
+             "P": estimate("SendRecv", str(BYTES), "1", "3")}
     print(f"     the model: all-reduce of {BYTES} B over GPUs 0, 1, 2, 3 (A) {model['A']:.3f} us, over GPUs 0, 2, 1, 3 "
           f"(B) {model['B']:.3f} us")
     threads, t_run = run(env, False)
@@ -186,11 +199,17 @@ def main():
             shared = got[comm]["shared"]
             check(shared is not None and shared > model[comm] * 1.01,
                   f"{name}: {comm} beside the other lasts {shared} us, longer than alone")
+        recv = got["receives"]
+        check(len(recv) == 2 and abs(recv[0] - model["P"]) < 1e-3 and recv[1] > model["P"] * 1.01,
+              f"{name}: the message's receive lasts {recv} us: the model's {model['P']:.3f} alone, longer beside B")
     if threads is not None and procs is not None:
-        for comm in ("A", "B"):
-            t, p = threads[comm]["shared"], procs[comm]["shared"]
+        for comm, step in (("A", "shared"), ("B", "shared"), ("B", "p2p")):
+            t, p = threads[comm][step], procs[comm][step]
             check(t is not None and p is not None and abs(p - t) <= 0.002 * t,
-                  f"shared: {comm} lasts {p} us as processes, {t} us as one process (within 0.2%)")
+                  f"{step}: {comm} lasts {p} us as processes, {t} us as one process (within 0.2%)")
+        t, p = threads["receives"][1:], procs["receives"][1:]
+        check(len(t) == 1 and len(p) == 1 and abs(p[0] - t[0]) <= 0.002 * t[0],
+              f"p2p: the receive beside B lasts {p} us as processes, {t} us as one process (within 0.2%)")
     return 1 if check.failures else 0
 
 
