@@ -701,10 +701,10 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
       // theirs: the end then also waits for what that engine says (read after the thread's NCCL
       // group: flush_shared_ends).
       std::vector<uint64_t> shared;
-      if (!transfers.empty() && kernel != 0 && shared_.wanted()) {
+      if (!transfers.empty() && kernel != 0) {
         const int own[] = {rank};
         if (simcore::Engine* e = shared_.engine()) shared = links_.place_shared(*e, calls, own, start);
-        if (shared.empty()) {
+        if (shared.empty() && shared_.wanted()) {
           shared_.alive();
           // No vgpud here (or lost): "placed" all the same, so that the other processes do not
           // wait for this one's flows.
@@ -869,9 +869,9 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     end_after.insert(end_after.end(), transfers.begin(), transfers.end());
     // Ranks in other processes too: this process's ranks' flows in the job's shared engine as
     // well (as for a process of one GPU above), the ends held for its answer.
-    if (!transfers.empty() && across_start >= 0 && shared_.wanted()) {
+    if (!transfers.empty() && across_start >= 0) {
       if (simcore::Engine* e = shared_.engine()) shared = links_.place_shared(*e, calls, ranks, across_start);
-      if (shared.empty()) {
+      if (shared.empty() && shared_.wanted()) {
         shared_.alive();
         for (int r : ranks) rendezvous_.post(comm ^ kPlacedSalt, nranks, r, gpu, 0);
       }

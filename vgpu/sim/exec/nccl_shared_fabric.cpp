@@ -16,9 +16,11 @@ NcclSharedFabric::~NcclSharedFabric() = default;
 
 simcore::Engine* NcclSharedFabric::engine() {
   if (simcore::Engine* e = ready_.load(std::memory_order_acquire)) return e;
+  if (gave_up_.load(std::memory_order_acquire)) return nullptr;
   std::lock_guard l(mu_);
   if (tried_) return ready_.load(std::memory_order_acquire);
   tried_ = true;
+  gave_up_.store(true, std::memory_order_release);  // until connected below
   const std::string mode = settings::text(settings::Id::simcore);
   if (mode != "daemon") {
     log::info("sim nccl: VGPU_SIMCORE={}: collectives of rank processes share links only with their own "
@@ -33,6 +35,7 @@ simcore::Engine* NcclSharedFabric::engine() {
     return nullptr;
   }
   ready_.store(engine_.get(), std::memory_order_release);
+  gave_up_.store(false, std::memory_order_release);
   return engine_.get();
 }
 
@@ -42,6 +45,7 @@ bool NcclSharedFabric::alive() {
   const std::string why = e->lost();
   if (why.empty()) return true;
   // The engine object stays (another thread may be in a call on it; its calls return at once).
+  gave_up_.store(true, std::memory_order_release);
   if (ready_.exchange(nullptr, std::memory_order_acq_rel) != nullptr)
     log::warn("sim nccl: the job's vgpud was lost ({}): collectives go on with their own process's placement "
               "of their transfers", why);

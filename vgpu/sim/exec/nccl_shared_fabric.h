@@ -36,7 +36,8 @@ class NcclSharedFabric {
 
   // VGPU_SIMCORE=daemon: the job has (or should have) a vgpud.
   bool wanted() const { return wanted_; }
-  // The job's engine; null when not used (setting, no vgpud, lost).
+  // The job's engine; null when not used (setting, no vgpud, lost). The first call of a process
+  // that needs it connects, or says in one info line why not.
   simcore::Engine* engine();
   // The latest finish of `ids` in the shared engine as known now; nullopt when the engine was
   // lost (warned once, not used again) or an id is unknown there.
@@ -50,6 +51,7 @@ class NcclSharedFabric {
   bool tried_ = false;
   std::unique_ptr<simcore::Engine> engine_;
   std::atomic<simcore::Engine*> ready_{nullptr};  // engine_ while usable
+  std::atomic<bool> gave_up_{false};               // not used again (setting, no vgpud, lost)
 };
 
 }  // namespace vgpu
