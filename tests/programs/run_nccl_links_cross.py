@@ -9,8 +9,8 @@ processes) and A's 1 -> 2 all cross node 0's NIC. Per collective, its time is fr
 its ranks' arrivals to the latest "nccl collective end" of its ranks (where every rank's stream
 goes on):
 - alone: A and B each last the model's time (to 1 ns) in both runs;
-- shared: A and B at once (one group) each last longer than alone, and the processes' run reads
-  each within 0.2% of the one process's (whose engine holds every flow). Without the job's shared
+- shared: A and B at once (one group) each last longer than alone, every rank's end (where its
+  stream goes on) at the same time, and the processes' run reads each within 0.2% of the one process's (whose engine holds every flow). Without the job's shared
   engine, each process saw only its own rank's transfers on node 0's NIC.
 - p2p: a message on A from GPU 1 to GPU 3: alone its receive lasts the model's send/recv time (to
   1 ns); beside B's all-reduce (one group; the message, B's 1 -> 3 and B's 0 -> 2 of another
@@ -90,8 +90,9 @@ def spans(timelines):
                 out[comm][step] = None
                 continue
             start = max(p["arrival"]["ts"] for p in parts)
-            out[comm][step] = max(p["end"]["ts"] if "end" in p else p["kernel"]["ts"] + p["kernel"]["dur"]
-                                  for p in parts) - start
+            ends = [p["end"]["ts"] if "end" in p else p["kernel"]["ts"] + p["kernel"]["dur"] for p in parts]
+            out[comm][step] = max(ends) - start
+            out[comm][step + " ranks"] = max(ends) - min(ends)
     return out
 
 
@@ -199,6 +200,10 @@ def main():
             shared = got[comm]["shared"]
             check(shared is not None and shared > model[comm] * 1.01,
                   f"{name}: {comm} beside the other lasts {shared} us, longer than alone")
+            # Every rank's stream goes on at the collective's end, as on real GPUs.
+            apart = got[comm].get("shared ranks")
+            check(apart is not None and apart < 1e-3,
+                  f"{name}: every rank of {comm} beside the other ends together ({apart} us apart)")
         recv = got["receives"]
         check(len(recv) == 2 and abs(recv[0] - model["P"]) < 1e-3 and recv[1] > model["P"] * 1.01,
               f"{name}: the message's receive lasts {recv} us: the model's {model['P']:.3f} alone, longer beside B")

@@ -67,8 +67,11 @@ thread_local std::vector<NcclCollectives::SharedEnd> t_shared_ends;
 // are all launched before its end, so that the shared answer of one counts the others' flows.
 thread_local int t_group_depth = 0;
 
-// The rendezvous table's communicator for "every rank placed its shared flows" of `comm`.
+// The rendezvous table's communicators for "every rank placed its shared flows" of `comm`, and
+// for each rank's flows' finish there (a process knows the ids of its own flows only; the
+// collective ends with the last of every rank's).
 constexpr uint64_t kPlacedSalt = 0x9e3779b97f4a7c15ull;
+constexpr uint64_t kFinishSalt = 0xc2b2ae3d27d4eb4full;
 // How long (real time) a process waits for the other processes' flows of a collective before it
 // reads the shared answer without them (they place them right after the same arrivals).
 constexpr double kPlacedTimeoutS = 60;
@@ -430,6 +433,22 @@ void NcclCollectives::flush_shared_ends() {
     if (!ends[i].ranks.empty())
       placed[i] = rendezvous_.collect(ends[i].comm ^ kPlacedSalt, ends[i].nranks, ends[i].ranks.back(), ends[i].gpu,
                                       0, posted[i], true, kPlacedTimeoutS).known;
+  // This process's flows' finish, then (a collective) every rank's, posted and collected as
+  // above: every rank's end waits for the last flow of the collective, as in one process.
+  std::vector<std::optional<double>> finishes(ends.size());
+  std::vector<uint64_t> finish_posted(ends.size(), 0);
+  for (size_t i = 0; i < ends.size(); ++i) {
+    finishes[i] = shared_.finish(ends[i].shared);
+    for (int r : ends[i].ranks)
+      finish_posted[i] = rendezvous_.post(ends[i].comm ^ kFinishSalt, ends[i].nranks, r, ends[i].gpu,
+                                          finishes[i].value_or(0));
+  }
+  for (size_t i = 0; i < ends.size(); ++i)
+    if (!ends[i].ranks.empty() && finishes[i])
+      finishes[i] = std::max(*finishes[i],
+                             rendezvous_.collect(ends[i].comm ^ kFinishSalt, ends[i].nranks, ends[i].ranks.back(),
+                                                 ends[i].gpu, *finishes[i], finish_posted[i], true, kPlacedTimeoutS)
+                                 .latest);
   simcore::Engine& engine = driver_.engine();
   StreamManager& streams = driver_.streams();
   for (size_t i = 0; i < ends.size(); ++i) {
@@ -441,7 +460,7 @@ void NcclCollectives::flush_shared_ends() {
     // The shared answer as a task of this process's engine: no earlier than the flows' finish
     // there (alone: the model's time, as the local flows; beside another process's flows on a
     // link: later).
-    if (const std::optional<double> finish = shared_.finish(e.shared)) {
+    if (const std::optional<double> finish = finishes[i]) {
       simcore::TaskSpec t;
       t.gpu = e.gpu;
       t.not_before = *finish;
@@ -706,9 +725,10 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
         if (simcore::Engine* e = shared_.engine()) shared = links_.place_shared(*e, calls, own, start);
         if (shared.empty() && shared_.wanted()) {
           shared_.alive();
-          // No vgpud here (or lost): "placed" all the same, so that the other processes do not
-          // wait for this one's flows.
+          // No vgpud here (or lost): "placed" and a finish all the same, so that the other
+          // processes do not wait for this one's.
           rendezvous_.post(comm ^ kPlacedSalt, nranks, rank, gpu, 0);
+          rendezvous_.post(comm ^ kFinishSalt, nranks, rank, gpu, 0);
         }
       }
       if (!shared.empty()) {
@@ -873,7 +893,10 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
       if (simcore::Engine* e = shared_.engine()) shared = links_.place_shared(*e, calls, ranks, across_start);
       if (shared.empty() && shared_.wanted()) {
         shared_.alive();
-        for (int r : ranks) rendezvous_.post(comm ^ kPlacedSalt, nranks, r, gpu, 0);
+        for (int r : ranks) {
+          rendezvous_.post(comm ^ kPlacedSalt, nranks, r, gpu, 0);
+          rendezvous_.post(comm ^ kFinishSalt, nranks, r, gpu, 0);
+        }
       }
     }
   }
