@@ -12,7 +12,7 @@
 //
 // Each process places its own ranks' flows only (every rank's process places its own), and
 // reads how long they take from the shared engine: a tentative answer (nccl_collectives.h says
-// when it is read and what it can miss). No rank is registered there: no floor, every answer
+// when it is read, how the ranks agree on it and what it can miss). No rank is registered there: no floor, every answer
 // counts the flows placed so far, in any order (simcore rolls back).
 #pragma once
 
