@@ -7,17 +7,25 @@
 // op). Both rows must end
 // at the same virtual time (the collective alone keeps the model's time; checked, exit 1 if
 // not). Prints microseconds of wall time per collective, the events, and the ratio.
+// A third row (sim26): the process of one rank also places its flow in the job's vgpud (a daemon
+// started for the run, over its Unix socket) and reads its finish there (nccl_shared_fabric.h: an
+// add_flows and a query, two round trips a collective), and its end waits for a task at that
+// time; ratio against the same process's row without flows, measured in the same run.
 //
 //   build/bench/driver/nccl_links_bench [collectives]      (default 2000; --quick: 200)
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "sim/exec/nccl_link_share.h"
 #include "simcore/cluster_config.h"
 #include "simcore/engine.h"
+#include "simcore/remote_engine.h"
 
 using namespace simcore;
 
@@ -30,7 +38,7 @@ struct Row {
 };
 
 // `collectives` all-reduces of which this process drives ranks 0 .. local-1 of 64.
-Row run(const ClusterSpec& cluster, int collectives, int local, bool with_flows) {
+Row run(const ClusterSpec& cluster, int collectives, int local, bool with_flows, Engine* shared = nullptr) {
   EngineOptions o;
   o.record_timeline = false;
   auto engine = make_engine(cluster, o);
@@ -70,6 +78,20 @@ Row run(const ClusterSpec& cluster, int collectives, int local, bool with_flows)
       s.after.assign(arrivals.begin(), arrivals.end());
       const std::vector<uint64_t> flows = links.place(*engine, calls, ranks, s);
       after.insert(after.end(), flows.begin(), flows.end());
+      if (shared != nullptr) {
+        // As nccl_collectives.cpp: the rank's own flow there from the collective's start (here
+        // the c-th model time: the collectives run back to back), its finish as a local task.
+        const int own[] = {0};
+        const std::vector<uint64_t> ids = links.place_shared(*shared, calls, own, c * seconds);
+        if (!ids.empty())
+          if (const auto at = shared->query(ids.back())) {
+            TaskSpec t;
+            t.gpu = 0;
+            t.not_before = at->finish;
+            t.after = arrivals;
+            after.push_back(engine->add_task(t));
+          }
+      }
     } else if (local == 1) {
       last[0] = kernels[0];  // a process of one GPU had no end op
       continue;
@@ -120,6 +142,24 @@ int main(int argc, char** argv) {
       std::printf("FAIL alone, the collectives end at %.9f s with flows, %.9f s without\n", with.end, without.end);
       status = 1;
     }
+    if (local != 1) continue;
+    RemoteOptions ro;
+    ro.job_id = "nccl-links-bench-" + std::to_string(getpid());
+    ro.socket_dir = "/tmp/vgpu-bench-" + std::to_string(getpid());
+    ro.vgpud_path = VGPUD_PATH;
+    std::string error;
+    auto daemon = connect_engine(ro, &error);
+    if (daemon == nullptr) {
+      std::printf("FAIL no vgpud for the shared row: %s\n", error.c_str());
+      return 1;
+    }
+    const Row base = run(*config.cluster, collectives, local, false);
+    const Row shared = run(*config.cluster, collectives, local, true, daemon.get());
+    std::printf("%-22s %14.2f %14.2f %10.2f %12llu %12llu\n", "1 + vgpud", base.us_per_collective,
+                shared.us_per_collective, shared.us_per_collective / base.us_per_collective,
+                static_cast<unsigned long long>(base.events), static_cast<unsigned long long>(shared.events));
+    daemon.reset();
+    shutdown_daemon(ro);
   }
   return status;
 }

@@ -4,6 +4,7 @@
 // time after every arrival, and an end after every kernel and the transfers' join.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <vector>
@@ -160,6 +161,61 @@ TEST(NcclLinkShare, SmallCollectivesPlaceNothing) {
   const Placed p = submit(*engine, links, cluster, all_reduce(4096, {0, 1, 2, 3, 4, 5, 6, 7}), 0);
   EXPECT_FALSE(p.flows);
   EXPECT_EQ(finish(*engine, p.end), p.model);
+}
+
+// The job's shared engine (place_shared, sim26): each rank process places its own rank's flow
+// there; alone they end by the collective's start plus the model's time, and two communicators
+// whose rings cross one NIC from GPUs of different processes get the same finishes as when one
+// process places every rank's flows.
+double latest_finish(Engine& engine, const std::vector<uint64_t>& ids) {
+  double t = 0;
+  for (uint64_t id : ids) t = std::max(t, finish(engine, id));
+  return t;
+}
+
+TEST(NcclLinkShare, SharedFlowsAloneEndByTheModelsTime) {
+  const ClusterSpec cluster = cluster_of(2, 2, 1);
+  auto shared = make_engine(cluster);
+  vgpu::NcclLinkShare links(cluster);
+  const CollectiveCall call = all_reduce(256u << 20, {0, 2, 1, 3});
+  const double start = 0.25, model = estimate_collective(cluster, call).seconds;
+  std::vector<uint64_t> ids;
+  for (int r = 0; r < 4; ++r) {  // one process per rank
+    const int own[] = {r};
+    const std::vector<uint64_t> got = links.place_shared(*shared, {call}, own, start);
+    ASSERT_EQ(got.size(), 1u);
+    ids.push_back(got[0]);
+  }
+  const double end = latest_finish(*shared, ids);
+  EXPECT_LE(end, start + model);
+  EXPECT_GT(end, start + model - 1e-5);
+}
+
+TEST(NcclLinkShare, SharedFlowsOfProcessesReadAsOneProcesss) {
+  const ClusterSpec cluster = cluster_of(2, 2, 1);
+  vgpu::NcclLinkShare links(cluster);
+  const CollectiveCall a = all_reduce(256u << 20, {0, 1, 2, 3}), b = all_reduce(256u << 20, {0, 2, 1, 3});
+  // One process: every rank's flows of A, then of B.
+  auto one = make_engine(cluster);
+  const int all[] = {0, 1, 2, 3};
+  const std::vector<uint64_t> one_a = links.place_shared(*one, {a}, all, 0);
+  const std::vector<uint64_t> one_b = links.place_shared(*one, {b}, all, 0);
+  // Four processes, each its own rank's (in real time rank by rank, B before A on some).
+  auto many = make_engine(cluster);
+  std::vector<uint64_t> many_a, many_b;
+  for (int r : {3, 1, 0, 2}) {
+    const int own[] = {r};
+    for (bool first_b : {r % 2 == 1, r % 2 == 0}) {
+      const std::vector<uint64_t> got = links.place_shared(*many, {first_b ? b : a}, own, 0);
+      (first_b ? many_b : many_a).insert((first_b ? many_b : many_a).end(), got.begin(), got.end());
+    }
+  }
+  ASSERT_EQ(many_a.size(), 4u);
+  ASSERT_EQ(many_b.size(), 4u);
+  EXPECT_NEAR(latest_finish(*many, many_a), latest_finish(*one, one_a), 1e-9);
+  EXPECT_NEAR(latest_finish(*many, many_b), latest_finish(*one, one_b), 1e-9);
+  // And they do share node 0's NIC: later than alone.
+  EXPECT_GT(latest_finish(*one, one_a), 1.2 * estimate_collective(cluster, a).seconds);
 }
 
 }  // namespace

@@ -23,7 +23,17 @@
 // times, the copies' included, from the timeline. (A copy between GPUs of two nodes is staged
 // through the host, off the fabric: no peer access across nodes.)
 //
-// Usage: nccl_links_program [MiB]   (default 256)
+// Usage: nccl_links_program [MiB [cross]]   (default 256)
+//
+// cross (issue 23, sharing across rank processes; two virtual nodes of two GPUs, one NIC a node):
+// communicators A over GPUs 0, 1, 2, 3 and B over GPUs 0, 2, 1, 3 in rank order, so that B's
+// ranks on GPUs 0 and 1 both send across node 0's NIC, beside A's rank on GPU 1. After a small
+// all-reduce on each, "alone" A, "alone" B, then "shared" (A and B at once, one group), then a
+// message of BYTES on A from GPU 1 to GPU 3 alone and beside B's all-reduce (one group: the
+// message, B's 1 -> 3 and B's 0 -> 2 of another process all cross node 0's NIC). As one
+// process driving the four GPUs (NCCL_ID_FILE unset), or as torchrun's ranks (NCCL_ID_FILE set,
+// RANK and WORLD_SIZE = 4: process r drives GPU r, rank r of A, rank 0, 2, 1, 3 -> 0, 1, 2, 3 of
+// B): the two runs must read the same times (run_nccl_links_cross.py).
 //
 // As torchrun's ranks instead (NCCL_ID_FILE set; RANK and WORLD_SIZE = 2 from launch_ranks.py; two
 // virtual nodes of one GPU): process r drives GPU r, and is rank r of A and of B (their
@@ -143,9 +153,97 @@ int one_rank_per_process(const char* id_file, size_t bytes) {
   return 0;
 }
 
+// The cross layout (see the header): A over GPUs 0..3, B over GPUs 0, 2, 1, 3.
+constexpr int kCrossA[4] = {0, 1, 2, 3};
+constexpr int kCrossB[4] = {0, 2, 1, 3};
+
+// The steps of the cross layout over `n` ranks of A and of B held here (streams and buffers per
+// rank), each step's streams synchronized before the next.
+int cross_steps(int n, ncclComm_t* a, ncclComm_t* b, cudaStream_t* sa, cudaStream_t* sb, float** ba, float** bb,
+                const int* dev_a, const int* dev_b, const int* rank_a, size_t bytes) {
+  // `message`: A's rank 1 (GPU 1) sends BYTES to its rank 3 (GPU 3), across node 0's NIC.
+  auto step = [&](bool with_a, bool with_b, size_t count_bytes, bool message = false) {
+    CHECK_NCCL(ncclGroupStart());
+    for (int i = 0; i < n && message; ++i) {
+      if (rank_a[i] == 1) CHECK_NCCL(ncclSend(ba[i], bytes / sizeof(float), ncclFloat, 3, a[i], sa[i]));
+      if (rank_a[i] == 3) CHECK_NCCL(ncclRecv(ba[i], bytes / sizeof(float), ncclFloat, 1, a[i], sa[i]));
+    }
+    for (int i = 0; i < n && with_a; ++i)
+      CHECK_NCCL(ncclAllReduce(ba[i], ba[i], count_bytes / sizeof(float), ncclFloat, ncclSum, a[i], sa[i]));
+    for (int i = 0; i < n && with_b; ++i)
+      CHECK_NCCL(ncclAllReduce(bb[i], bb[i], count_bytes / sizeof(float), ncclFloat, ncclSum, b[i], sb[i]));
+    CHECK_NCCL(ncclGroupEnd());
+    for (int i = 0; i < n; ++i) {
+      CHECK_CUDA(cudaSetDevice(dev_a[i]));
+      CHECK_CUDA(cudaStreamSynchronize(sa[i]));
+      CHECK_CUDA(cudaSetDevice(dev_b[i]));
+      CHECK_CUDA(cudaStreamSynchronize(sb[i]));
+    }
+    return 0;
+  };
+  // Connection setup, one communicator at a time; then alone, alone, shared; the message alone,
+  // then beside B's all-reduce (one group).
+  if (step(true, false, 1 << 20) != 0 || step(false, true, 1 << 20) != 0) return 1;
+  if (step(true, false, bytes) != 0 || step(false, true, bytes) != 0 || step(true, true, bytes) != 0) return 1;
+  if (step(false, false, bytes, true) != 0 || step(false, true, bytes, true) != 0) return 1;
+  for (int i = 0; i < n; ++i) {
+    CHECK_NCCL(ncclCommDestroy(a[i]));
+    CHECK_NCCL(ncclCommDestroy(b[i]));
+  }
+  return 0;
+}
+
+int cross(size_t bytes) {
+  const char* id_file = std::getenv("NCCL_ID_FILE");
+  if (id_file == nullptr) {  // one process, four GPUs
+    ncclComm_t a[4], b[4];
+    cudaStream_t sa[4], sb[4];
+    float *ba[4], *bb[4];
+    CHECK_NCCL(ncclCommInitAll(a, 4, kCrossA));
+    CHECK_NCCL(ncclCommInitAll(b, 4, kCrossB));
+    for (int i = 0; i < 4; ++i) {
+      CHECK_CUDA(cudaSetDevice(kCrossA[i]));
+      CHECK_CUDA(cudaStreamCreate(&sa[i]));
+      CHECK_CUDA(cudaMalloc(&ba[i], bytes));
+      CHECK_CUDA(cudaSetDevice(kCrossB[i]));
+      CHECK_CUDA(cudaStreamCreate(&sb[i]));
+      CHECK_CUDA(cudaMalloc(&bb[i], bytes));
+    }
+    if (cross_steps(4, a, b, sa, sb, ba, bb, kCrossA, kCrossB, kCrossA, bytes) != 0) return 1;
+    std::printf("ok   ncclCommDestroy\n");
+    return 0;
+  }
+  const int rank = std::atoi(std::getenv("RANK") ? std::getenv("RANK") : "0");
+  const int world = std::atoi(std::getenv("WORLD_SIZE") ? std::getenv("WORLD_SIZE") : "1");
+  const std::string tag = "proc " + std::to_string(rank) + " ";
+  if (world != 4 || rank < 0 || rank > 3) {
+    std::printf("%sFAIL four processes needed, rank %d of %d\n", tag.c_str(), rank, world);
+    return 1;
+  }
+  int rank_b = 0;
+  while (kCrossB[rank_b] != rank) ++rank_b;
+  CHECK_CUDA(cudaSetDevice(rank));
+  ncclComm_t a, b;
+  ncclUniqueId id;
+  if (!share_nccl_id(std::string(id_file) + ".A", rank, &id)) return 1;
+  CHECK_NCCL(ncclCommInitRank(&a, 4, id, rank));
+  if (!share_nccl_id(std::string(id_file) + ".B", rank, &id)) return 1;
+  CHECK_NCCL(ncclCommInitRank(&b, 4, id, rank_b));
+  cudaStream_t sa, sb;
+  float *ba, *bb;
+  CHECK_CUDA(cudaStreamCreate(&sa));
+  CHECK_CUDA(cudaStreamCreate(&sb));
+  CHECK_CUDA(cudaMalloc(&ba, bytes));
+  CHECK_CUDA(cudaMalloc(&bb, bytes));
+  if (cross_steps(1, &a, &b, &sa, &sb, &ba, &bb, &rank, &rank, &rank, bytes) != 0) return 1;
+  std::printf("%sok   ncclCommDestroy\n", tag.c_str());
+  return 0;
+}
+
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   const size_t bytes = static_cast<size_t>(argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 256) << 20;
+  if (argc > 2 && std::string(argv[2]) == "cross") return cross(bytes);
   if (const char* id_file = std::getenv("NCCL_ID_FILE")) return one_rank_per_process(id_file, bytes);
   int devices = 0;
   CHECK_CUDA(cudaGetDeviceCount(&devices));

@@ -54,7 +54,8 @@ void write_timeline() {
 // before_next_call's function, per thread.
 thread_local void (*t_before_next_call)() = nullptr;
 // How many threads have one set: every driver call of every thread asks, and nearly always none
-// has (only a send/recv held for its NCCL tasks sets one), so a call reads this one shared line
+// has (a send/recv held for its NCCL tasks, or a collective of rank processes awaiting its shared
+// answer: nccl_collectives.cpp), so a call reads this one shared line
 // and not its thread's slot (a thread-local of a shared library: a __tls_get_addr call). A
 // thread that sets its own counts itself first, so its own next call always looks; one that
 // exits with its function set leaves the count up, which only costs the look.

@@ -59,6 +59,23 @@ P2pOps p2p_ops(const vgpu_nccl_launch& got) {
 // them, before the thread's next driver call (vclock::before_next_call).
 thread_local std::vector<uint64_t> t_deferred;
 
+// The calling thread's collectives whose transfers are in the job's shared engine and whose
+// "collective end" waits for the shared answer (nccl_shared_fabric.h): read once the thread's
+// NCCL group is over (flush_shared_ends).
+thread_local std::vector<NcclCollectives::SharedEnd> t_shared_ends;
+// How deep the calling thread is in NCCL groups (the plugin's group hooks): a group's kernels
+// are all launched before its end, so that the shared answer of one counts the others' flows.
+thread_local int t_group_depth = 0;
+
+// The rendezvous table's communicators for "every rank placed its shared flows" of `comm`, and
+// for each rank's flows' finish there (a process knows the ids of its own flows only; the
+// collective ends with the last of every rank's).
+constexpr uint64_t kPlacedSalt = 0x9e3779b97f4a7c15ull;
+constexpr uint64_t kFinishSalt = 0xc2b2ae3d27d4eb4full;
+// How long (real time) a process waits for the other processes' flows of a collective before it
+// reads the shared answer without them (they place them right after the same arrivals).
+constexpr double kPlacedTimeoutS = 60;
+
 // The ranks of `got`'s communicator this process holds (its plugin's open contexts); 0: unknown.
 int local_ranks_of(const vgpu_nccl_plugin_side* plugin, const vgpu_nccl_launch& got) {
   return plugin != nullptr && plugin->local_ranks != nullptr ? plugin->local_ranks(got.comm_id) : 0;
@@ -123,6 +140,11 @@ struct ThreadGroup {
 };
 thread_local ThreadGroup t_group;
 
+void group_begin() {
+  ++t_group_depth;
+  GroupHooks::begin();
+}
+void group_end();  // below: flushes the group's shared answers
 void group_operation(uint64_t context, int all_reduce) {
   if (t_group.launched) t_group.contexts.clear();
   t_group.launched = false;
@@ -146,7 +168,19 @@ void launch_tasks_done(uint64_t tag) {
   if (NcclCollectives* c = backend_collectives()) c->tasks_done(tag);
 }
 void flush_held_p2p() {
-  if (NcclCollectives* c = backend_collectives()) c->flush_thread();
+  if (NcclCollectives* c = backend_collectives()) {
+    c->flush_thread();
+    c->flush_shared_ends();
+  }
+}
+void group_end() {
+  t_group_depth = std::max(0, t_group_depth - 1);
+  // Before the group's end: the host time of the shared answer (vgpud round trips, the wait for
+  // the other processes) falls inside the group, whose CPU time the model's cost replaces, not
+  // on the program's clock after it.
+  if (t_group_depth == 0 && !t_shared_ends.empty())
+    if (NcclCollectives* c = backend_collectives()) c->flush_shared_ends();
+  GroupHooks::end();
 }
 
 }  // namespace
@@ -154,12 +188,45 @@ void flush_held_p2p() {
 NcclCollectives::NcclCollectives(DriverState& driver)
     : driver_(driver),
       plugin_(vgpu_nccl_driver_side{0, 0, nullptr, nullptr, &current_device, &current_global_gpu,
-                                    &vclock::enter_neutral_call, &vclock::leave_call, &GroupHooks::begin,
-                                    &group_operation, &group_launch, &GroupHooks::end, &launch_tasks_done}),
+                                    &vclock::enter_neutral_call, &vclock::leave_call, &group_begin,
+                                    &group_operation, &group_launch, &group_end, &launch_tasks_done}),
       data_(driver.memory()),
       links_(driver.cluster()),
-      p2p_(driver, &links_) {}
+      p2p_(driver, &links_) {
+  p2p_.set_share([this](const std::vector<simcore::CollectiveCall>& messages, const NcclP2p::Launch& l,
+                        uint64_t kernel, CUstream stream, bool per_thread, uint64_t arrival,
+                        std::vector<uint64_t> end_after) {
+    return share_messages(messages, l, kernel, stream, per_thread, arrival, std::move(end_after));
+  });
+}
 NcclCollectives::~NcclCollectives() = default;
+
+bool NcclCollectives::share_messages(const std::vector<simcore::CollectiveCall>& messages, const NcclP2p::Launch& l,
+                                     uint64_t kernel, CUstream stream, bool per_thread, uint64_t arrival,
+                                     std::vector<uint64_t> end_after) {
+  if (messages.empty() || kernel == 0 || !shared_.wanted()) return false;
+  simcore::Engine* e = shared_.engine();
+  if (e == nullptr) return false;
+  // Each message from its sender's GPU (the receiver places it, as in its own engine), from the
+  // kernel's start.
+  const int from[] = {0};
+  std::vector<uint64_t> ids;
+  for (const simcore::CollectiveCall& m : messages) {
+    const std::vector<uint64_t> got = links_.place_shared(*e, {m}, from, l.start);
+    ids.insert(ids.end(), got.begin(), got.end());
+  }
+  if (ids.empty()) {
+    shared_.alive();
+    return false;
+  }
+  std::vector<uint64_t> after;
+  if (arrival != 0) after.push_back(arrival);
+  // No "placed" wait of its own (ranks empty): the receiver alone places a message.
+  t_shared_ends.push_back(SharedEnd{l.comm, l.nranks, l.gpu, {}, {{stream, per_thread}}, {kernel}, std::move(after),
+                                    std::move(end_after), std::move(ids), "nccl p2p end"});
+  vclock::before_next_call(&flush_held_p2p);
+  return true;
+}
 
 double NcclCollectives::duration(const simcore::ClusterSpec& cluster, const std::vector<simcore::CollectiveCall>& calls) {
   double total = 0;
@@ -341,6 +408,74 @@ void NcclCollectives::flush_thread() {
   for (uint64_t tag : tags)
     if (auto d = take_deferred(tag))
       place_deferred(tag, std::move(*d), "its NCCL tasks were not all started before its thread's next driver call");
+}
+
+void NcclCollectives::flush_shared_ends() {
+  if (t_shared_ends.empty()) return;
+  if (t_group_depth > 0) {  // a driver call inside NCCL's group: its other kernels may follow
+    vclock::before_next_call(&flush_held_p2p);
+    return;
+  }
+  std::vector<SharedEnd> ends;
+  ends.swap(t_shared_ends);
+  // Every end's "placed" first, then the waits: another process may read its collectives in
+  // another order (a wait between two posts could wait for a rank that waits for the second).
+  std::vector<uint64_t> posted;
+  for (const SharedEnd& e : ends) {
+    uint64_t k = 0;
+    for (int r : e.ranks) k = rendezvous_.post(e.comm ^ kPlacedSalt, e.nranks, r, e.gpu, 0);
+    posted.push_back(k);
+  }
+  // Every wait before any answer is read: a message's answer counts the flows of the group's
+  // collectives that other processes place.
+  std::vector<int> placed(ends.size(), 0);
+  for (size_t i = 0; i < ends.size(); ++i)
+    if (!ends[i].ranks.empty())
+      placed[i] = rendezvous_.collect(ends[i].comm ^ kPlacedSalt, ends[i].nranks, ends[i].ranks.back(), ends[i].gpu,
+                                      0, posted[i], true, kPlacedTimeoutS).known;
+  // This process's flows' finish, then (a collective) every rank's, posted and collected as
+  // above: every rank's end waits for the last flow of the collective, as in one process.
+  std::vector<std::optional<double>> finishes(ends.size());
+  std::vector<uint64_t> finish_posted(ends.size(), 0);
+  for (size_t i = 0; i < ends.size(); ++i) {
+    finishes[i] = shared_.finish(ends[i].shared);
+    for (int r : ends[i].ranks)
+      finish_posted[i] = rendezvous_.post(ends[i].comm ^ kFinishSalt, ends[i].nranks, r, ends[i].gpu,
+                                          finishes[i].value_or(0));
+  }
+  for (size_t i = 0; i < ends.size(); ++i)
+    if (!ends[i].ranks.empty() && finishes[i])
+      finishes[i] = std::max(*finishes[i],
+                             rendezvous_.collect(ends[i].comm ^ kFinishSalt, ends[i].nranks, ends[i].ranks.back(),
+                                                 ends[i].gpu, *finishes[i], finish_posted[i], true, kPlacedTimeoutS)
+                                 .latest);
+  simcore::Engine& engine = driver_.engine();
+  StreamManager& streams = driver_.streams();
+  for (size_t i = 0; i < ends.size(); ++i) {
+    SharedEnd& e = ends[i];
+    Work end;
+    end.kind = Work::Kind::other;
+    end.label = e.label;
+    end.also_after = std::move(e.end_after);
+    // The shared answer as a task of this process's engine: no earlier than the flows' finish
+    // there (alone: the model's time, as the local flows; beside another process's flows on a
+    // link: later).
+    if (const std::optional<double> finish = finishes[i]) {
+      simcore::TaskSpec t;
+      t.gpu = e.gpu;
+      t.not_before = *finish;
+      t.after = e.after;
+      t.label = "nccl transfers on the job's fabric";
+      if (const simcore::EventId g = engine.add_task(t); g != simcore::kNoEvent) end.also_after.push_back(g);
+      log::debug("sim nccl: comm {:x} on GPU {}: shared transfers end at {:.3f} us ({} of {} ranks placed)", e.comm,
+                 e.gpu, *finish * 1e6, placed[i], e.nranks);
+    }
+    for (size_t j = 0; j < e.kernels.size(); ++j) {
+      if (streams.append_after_last(e.kernels[j], end) || j >= e.streams.size()) continue;
+      log::debug("sim nccl: the end of a collective of comm {:x} goes behind later work", e.comm);
+      (void)streams.submit(e.streams[j].first, end, e.streams[j].second);
+    }
+  }
 }
 
 void NcclCollectives::place_deferred(uint64_t tag, Deferred d, const char* why) {
@@ -569,6 +704,8 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     k.label = fmt::format("{} [{}]", k.label, what);
     move_data(k, plugin, tag, got, p.function->desc().name());
     if (gate != 0) k.also_after.push_back(gate);
+    uint64_t kernel = 0;
+    k.on_timeline = [&kernel](uint64_t e) { kernel = e; };
     *rc = streams.submit(stream, std::move(k), per_thread);
     // This rank's transfers on the fabric, to the next rank and from the previous one (the
     // other processes place theirs too: each process sees both of its GPU's directions, so that a
@@ -578,9 +715,29 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     if (arrival != 0) after.push_back(arrival);
     if (gate != 0) after.push_back(gate);
     if (*rc == CUDA_SUCCESS && !after.empty()) {
-      std::vector<uint64_t> transfers = place_transfers(calls, with_incoming({rank}, nranks), std::move(after),
-                                                        std::max(arrival_t, across.latest), gpu);
-      if (!transfers.empty()) {
+      const double start = std::max(arrival_t, across.latest);
+      std::vector<uint64_t> transfers =
+          place_transfers(calls, with_incoming({rank}, nranks), after, start, gpu);
+      // The same flow of this rank in the job's shared engine, where the other processes place
+      // theirs: the end then also waits for what that engine says (read after the thread's NCCL
+      // group: flush_shared_ends).
+      std::vector<uint64_t> shared;
+      if (!transfers.empty() && kernel != 0) {
+        const int own[] = {rank};
+        if (simcore::Engine* e = shared_.engine()) shared = links_.place_shared(*e, calls, own, start);
+        if (shared.empty() && shared_.wanted()) {
+          shared_.alive();
+          // No vgpud here (or lost): "placed" and a finish all the same, so that the other
+          // processes do not wait for this one's.
+          rendezvous_.post(comm ^ kPlacedSalt, nranks, rank, gpu, 0);
+          rendezvous_.post(comm ^ kFinishSalt, nranks, rank, gpu, 0);
+        }
+      }
+      if (!shared.empty()) {
+        t_shared_ends.push_back(SharedEnd{comm, nranks, gpu, {rank}, {{stream, per_thread}}, {kernel},
+                                          std::move(after), std::move(transfers), std::move(shared)});
+        vclock::before_next_call(&flush_held_p2p);
+      } else if (!transfers.empty()) {
         Work end;
         end.kind = Work::Kind::other;
         end.label = "nccl collective end";
@@ -674,6 +831,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     }
   }
   std::vector<uint64_t> placed;
+  std::vector<std::pair<CUstream, bool>> placed_streams;
   if (gate != 0) all_arrivals.push_back(gate);
   for (Held& h : held) {
     uint64_t e = 0;
@@ -686,27 +844,39 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
       h.kernel.on_timeline = [&e](uint64_t v) { e = v; };
       if (streams.submit(h.stream, std::move(h.kernel), h.per_thread) != CUDA_SUCCESS) continue;
     }
-    if (e != 0) placed.push_back(e);
+    if (e != 0) {
+      placed.push_back(e);
+      placed_streams.emplace_back(h.stream, h.per_thread);
+    }
   }
 
   // The last rank's kernel: every rank's stream continues after the collective's end, which
   // is also its transfers' on the fabric (nccl_link_share.h).
   std::vector<uint64_t> kernels, arrivals;
+  std::vector<std::pair<CUstream, bool>> kernel_streams;
   std::vector<int> ranks;
   std::vector<simcore::CollectiveCall> calls;
+  double across_start = -1;
   {
     std::lock_guard l(mu_);
     auto it = pending_.find(key);
     if (it == pending_.end()) return true;
-    if (kernel != 0) it->second.kernels.push_back(kernel);
+    if (kernel != 0) {
+      it->second.kernels.push_back(kernel);
+      it->second.streams.emplace_back(stream, per_thread);
+    }
     it->second.kernels.insert(it->second.kernels.end(), placed.begin(), placed.end());
+    it->second.streams.insert(it->second.streams.end(), placed_streams.begin(), placed_streams.end());
     if (gate != 0) it->second.gates.push_back(gate);
+    if (last && across_processes && across.complete) it->second.across_start = std::max(arrival_t, across.latest);
     if (static_cast<int>(it->second.arrivals.size()) >= meeting &&
         static_cast<int>(it->second.kernels.size()) >= meeting) {
       kernels = std::move(it->second.kernels);
+      kernel_streams = std::move(it->second.streams);
       arrivals = std::move(it->second.arrivals);
       arrivals.insert(arrivals.end(), it->second.gates.begin(), it->second.gates.end());
       ranks = std::move(it->second.ranks);
+      across_start = it->second.across_start;
       calls = contracts::collective_calls(got, gpus_of(comm, nranks, rank, gpu), false);
       one_thread_[comm] = it->second.one_thread;
       pending_.erase(it);
@@ -714,10 +884,30 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     while (pending_.size() > kMaxPending) pending_.erase(pending_.begin());  // a rank never came
   }
   std::vector<uint64_t> end_after = kernels;
+  std::vector<uint64_t> shared;
   if (!kernels.empty()) {
     const std::vector<uint64_t> transfers =
-        place_transfers(calls, with_incoming(std::move(ranks), nranks), std::move(arrivals), own_clock, gpu);
+        place_transfers(calls, with_incoming(ranks, nranks), arrivals, own_clock, gpu);
     end_after.insert(end_after.end(), transfers.begin(), transfers.end());
+    // Ranks in other processes too: this process's ranks' flows in the job's shared engine as
+    // well (as for a process of one GPU above), the ends held for its answer.
+    if (!transfers.empty() && across_start >= 0) {
+      if (simcore::Engine* e = shared_.engine()) shared = links_.place_shared(*e, calls, ranks, across_start);
+      if (shared.empty() && shared_.wanted()) {
+        shared_.alive();
+        for (int r : ranks) {
+          rendezvous_.post(comm ^ kPlacedSalt, nranks, r, gpu, 0);
+          rendezvous_.post(comm ^ kFinishSalt, nranks, r, gpu, 0);
+        }
+      }
+    }
+  }
+  if (!shared.empty()) {
+    t_shared_ends.push_back(SharedEnd{comm, nranks, gpu, std::move(ranks), std::move(kernel_streams),
+                                      std::move(kernels), std::move(arrivals), std::move(end_after),
+                                      std::move(shared)});
+    vclock::before_next_call(&flush_held_p2p);
+    return true;
   }
   for (uint64_t k_event : kernels) {
     Work end;

@@ -46,6 +46,18 @@
 // exact when one thread launches every rank (ncclGroupStart/End over several communicators)
 // or the ranks' threads do not run ahead; a rank that submitted more work before the last rank
 // arrived keeps that work where it was placed.
+// Ranks in other processes under vgpu-run (VGPU_SIMCORE=daemon): each process also places its own
+// ranks' flows (and the messages it receives from another process) in the job's vgpud
+// (nccl_shared_fabric.h), where flows of different processes on one link contend. The "collective
+// end" op then waits until the launching thread's NCCL group is over (the plugin's group end hook,
+// else its next driver call outside a group): every rank of each of its collectives posts
+// "placed" in the rendezvous table, the process waits (bounded) for the others' posts, reads its
+// own flows' latest finish from vgpud, posts it and takes the latest of every rank's (it knows
+// only its own flows' ids), and every rank ends the collective no earlier. A tentative answer: it
+// counts the group's collectives and messages and whatever was placed before in real time, not a
+// collective another process launches later in real time that overlaps in virtual time. Not a
+// wait for finality: that needs every process's floor past the flows, and a process blocked in
+// another collective's rendezvous, or issuing asynchronously, does not move its floor.
 // Data: each collective kernel, when it runs on its stream, moves the collective's data between
 // the ranks' buffers (nccl_data.h), up to VGPU_SIM_NCCL_DATA_BYTES per rank.
 //
@@ -72,6 +84,7 @@
 #include "sim/exec/nccl_link_share.h"
 #include "sim/exec/nccl_p2p.h"
 #include "sim/exec/nccl_rendezvous.h"
+#include "sim/exec/nccl_shared_fabric.h"
 #include "simcore/collective_model.h"
 
 namespace vgpu {
@@ -102,6 +115,26 @@ class NcclCollectives {
   // (they did not come before the thread's next driver call: vclock::before_next_call).
   void flush_thread();
 
+  // A collective of a process of one GPU whose transfers are also in the job's shared engine
+  // (nccl_shared_fabric.h): its "collective end" op, held until the thread's NCCL group is over.
+  struct SharedEnd {
+    uint64_t comm = 0;
+    int nranks = 0, gpu = 0;
+    std::vector<int> ranks;             // this process's ranks of it (their flows are placed)
+    // Each kernel's stream (and per-thread flag): where its end goes when work came behind the
+    // kernel meanwhile (NCCL's own stream joins, inside its group).
+    std::vector<std::pair<CUstream, bool>> streams;
+    std::vector<uint64_t> kernels;      // this process's ranks' kernels (an end right after each)
+    std::vector<uint64_t> after;        // its arrivals
+    std::vector<uint64_t> end_after;    // what the ends wait for besides the shared answer
+    std::vector<uint64_t> shared;       // the ranks' flows in the shared engine
+    const char* label = "nccl collective end";
+  };
+  // Reads the shared answers of the calling thread's collectives and submits their ends: once
+  // every rank of each placed its flows (a bounded wait), after the thread's NCCL group (its
+  // other collectives' flows are placed then too) or at its next driver call outside one.
+  void flush_shared_ends();
+
   // The model's duration of the calls of one launch.
   static double duration(const simcore::ClusterSpec& cluster, const std::vector<simcore::CollectiveCall>& calls);
 
@@ -116,9 +149,11 @@ class NcclCollectives {
     int nranks = 0;
     std::vector<uint64_t> arrivals;  // simcore events
     std::vector<uint64_t> kernels;
+    std::vector<std::pair<CUstream, bool>> streams;  // each kernel's
     std::vector<Held> held;
     std::vector<int> ranks;          // the ranks that arrived here, in arrival order
     std::vector<uint64_t> gates;     // the other processes' latest arrivals (across processes)
+    double across_start = -1;        // across processes: the job's latest arrival, once known
     std::thread::id thread;          // the first rank's launching thread
     bool one_thread = true;          // every rank so far launched from it
   };
@@ -187,6 +222,11 @@ class NcclCollectives {
   // any communicator and may wait for the other processes' ranks without waiting for itself.
   bool drives_one_gpu() const;
 
+  // NcclP2p's Share: a received message's flows in the shared engine too, its end held.
+  bool share_messages(const std::vector<simcore::CollectiveCall>& messages, const NcclP2p::Launch& l,
+                      uint64_t kernel, CUstream stream, bool per_thread, uint64_t arrival,
+                      std::vector<uint64_t> end_after);
+
   // Gives kernel `k` of launch `tag` its real effect: the collective's data (nccl_data.h).
   void move_data(Work& k, const vgpu_nccl_plugin_side* plugin, uint64_t tag, const vgpu_nccl_launch& got,
                  const std::string& kernel_name);
@@ -197,6 +237,7 @@ class NcclCollectives {
   NcclRendezvous rendezvous_;  // ranks in other processes of the job
   NcclLinkShare links_;        // collectives' and received messages' transfers on the fabric's links
   NcclP2p p2p_;                // send/recv kernels meeting their peers
+  NcclSharedFabric shared_;    // the job's engine, where rank processes place their flows too
   std::mutex mu_;
   std::map<std::pair<uint64_t, int>, uint64_t> launches_;  // (comm, rank) -> NCCL launches so far
   std::map<uint64_t, std::vector<int>> comm_gpus_;          // comm -> gpu of each rank (-1 unknown)

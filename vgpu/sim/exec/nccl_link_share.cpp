@@ -47,40 +47,32 @@ NcclLinkShare::Ring NcclLinkShare::ring_of(const std::vector<int>& gpus) {
   return rings_[gpus] = ring;
 }
 
-std::vector<uint64_t> NcclLinkShare::place(simcore::Engine& engine, const std::vector<simcore::CollectiveCall>& calls,
-                                           std::span<const int> ranks, const Start& start) {
-  if (calls.empty() || ranks.empty()) return {};
-  const std::vector<int>& gpus = calls.front().gpus;
-  const int n = static_cast<int>(gpus.size());
-  if (n < 2) return {};
-  double seconds = 0, bandwidth = 0;
+NcclLinkShare::Plan NcclLinkShare::plan(const std::vector<simcore::CollectiveCall>& calls) {
+  Plan p;
+  if (calls.empty() || calls.front().gpus.size() < 2) return p;
+  double bandwidth = 0;
   for (const simcore::CollectiveCall& call : calls) {
     const simcore::CollectiveEstimate e = simcore::estimate_collective(cluster_, call);
-    seconds += e.seconds;
+    p.seconds += e.seconds;
     bandwidth += e.bandwidth_seconds;
   }
+  p.latency_part = p.seconds - bandwidth;
   Ring ring;
   {
     std::lock_guard l(mu_);
-    ring = ring_of(gpus);
+    ring = ring_of(calls.front().gpus);
   }
   // The flows' own latency is a fixed tail after their last byte: it comes out of the part the
   // bytes occupy the links for.
   const double occupied = bandwidth - ring.latency;
-  if (!(ring.rate > 0) || !std::isfinite(ring.rate) || occupied < kMinBandwidthS) return {};
-  const auto bytes = static_cast<uint64_t>(occupied * (1 - kEarly) * ring.rate);
-  if (bytes == 0) return {};
+  if (!(ring.rate > 0) || !std::isfinite(ring.rate) || occupied < kMinBandwidthS) return p;
+  p.bytes = static_cast<uint64_t>(occupied * (1 - kEarly) * ring.rate);
+  return p;
+}
 
-  simcore::TaskSpec latency;
-  latency.gpu = start.gpu;
-  latency.lane = kLatencyLane;
-  latency.duration = std::max(0.0, seconds - bandwidth - std::max(0.0, start.not_before - start.start_at_most));
-  latency.not_before = start.not_before;
-  latency.after = start.after;
-  latency.label = "nccl latency before the transfers";
-  const simcore::EventId before = engine.add_task(latency);
-  if (before == simcore::kNoEvent) return {};
-
+std::vector<simcore::FlowSpec> NcclLinkShare::ring_flows(const std::vector<int>& gpus, std::span<const int> ranks,
+                                                         uint64_t bytes, double not_before) {
+  const int n = static_cast<int>(gpus.size());
   std::vector<simcore::FlowSpec> flows;
   flows.reserve(ranks.size());
   for (int r : ranks) {
@@ -90,11 +82,46 @@ std::vector<uint64_t> NcclLinkShare::place(simcore::Engine& engine, const std::v
     f.dst_gpu = gpus[(r + 1) % n];
     if (f.src_gpu == f.dst_gpu) continue;
     f.bytes = bytes;
-    f.not_before = start.not_before;
-    f.after = {before};
+    f.not_before = not_before;
     f.label = "nccl transfer to the next rank";
     flows.push_back(std::move(f));
   }
+  return flows;
+}
+
+std::vector<uint64_t> NcclLinkShare::place_shared(simcore::Engine& shared,
+                                                  const std::vector<simcore::CollectiveCall>& calls,
+                                                  std::span<const int> ranks, double start) {
+  if (ranks.empty()) return {};
+  const Plan p = plan(calls);
+  if (p.bytes == 0) return {};
+  std::vector<simcore::FlowSpec> flows =
+      ring_flows(calls.front().gpus, ranks, p.bytes, start + std::max(0.0, p.latency_part));
+  std::vector<simcore::EventId> ids(flows.size(), simcore::kNoEvent);
+  shared.add_flows(flows, ids);
+  std::erase(ids, simcore::kNoEvent);
+  return {ids.begin(), ids.end()};
+}
+
+std::vector<uint64_t> NcclLinkShare::place(simcore::Engine& engine, const std::vector<simcore::CollectiveCall>& calls,
+                                           std::span<const int> ranks, const Start& start) {
+  if (ranks.empty()) return {};
+  const Plan p = plan(calls);
+  if (p.bytes == 0) return {};
+  const std::vector<int>& gpus = calls.front().gpus;
+
+  simcore::TaskSpec latency;
+  latency.gpu = start.gpu;
+  latency.lane = kLatencyLane;
+  latency.duration = std::max(0.0, p.latency_part - std::max(0.0, start.not_before - start.start_at_most));
+  latency.not_before = start.not_before;
+  latency.after = start.after;
+  latency.label = "nccl latency before the transfers";
+  const simcore::EventId before = engine.add_task(latency);
+  if (before == simcore::kNoEvent) return {};
+
+  std::vector<simcore::FlowSpec> flows = ring_flows(gpus, ranks, p.bytes, start.not_before);
+  for (simcore::FlowSpec& f : flows) f.after = {before};
   std::vector<simcore::EventId> ids(flows.size(), simcore::kNoEvent);
   engine.add_flows(flows, ids);
   std::erase(ids, simcore::kNoEvent);

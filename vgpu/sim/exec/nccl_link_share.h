@@ -22,6 +22,10 @@
 // A received message (send/recv, nccl_p2p.h) is placed the same way: a send/recv call over the
 // sender's and the receiver's GPUs, with the sender's flow only.
 //
+// Ranks as processes (torchrun): each process also places its own ranks' flows of the same
+// collective in the job's shared engine (place_shared, nccl_shared_fabric.h), so that flows of
+// different processes on one link contend there as they do in one process's engine.
+//
 // Collectives whose bandwidth part is below kMinBandwidthS (past the routes' latency) get no
 // flows: they cannot move another transfer measurably, and a 64-rank job's small all-reduces
 // (barriers, loss reductions) then cost the engine nothing more.
@@ -36,11 +40,8 @@
 
 #include "simcore/cluster_spec.h"
 #include "simcore/collective_model.h"
+#include "simcore/engine.h"
 #include "simcore/topology.h"
-
-namespace simcore {
-class Engine;
-}
 
 namespace vgpu {
 
@@ -68,6 +69,14 @@ class NcclLinkShare {
   std::vector<uint64_t> place(simcore::Engine& engine, const std::vector<simcore::CollectiveCall>& calls,
                               std::span<const int> ranks, const Start& start);
 
+  // The same flows of `ranks` (this process's own ranks only: every process places its own) in
+  // the job's shared engine, each no earlier than the collective's start `start` (the same on
+  // every rank: the latest arrival of the job) plus the model's latency part, with no task (the
+  // other processes' flows are there, not their streams). Returns the flows' ids; empty when the
+  // collective places nothing (as place() decides, alike on every rank).
+  std::vector<uint64_t> place_shared(simcore::Engine& shared, const std::vector<simcore::CollectiveCall>& calls,
+                                     std::span<const int> ranks, double start);
+
  private:
   // A ring over one set of GPUs: the least rate max-min can give any of its flows when alone,
   // and the longest route latency.
@@ -76,6 +85,17 @@ class NcclLinkShare {
     double latency = 0;
   };
   Ring ring_of(const std::vector<int>& gpus);  // under mu_
+  // What one rank's flow of collective `calls` carries: the model's time and latency part, and
+  // the bytes (0: no flows, the bandwidth part too small or no ring).
+  struct Plan {
+    double seconds = 0;
+    double latency_part = 0;  // the model's time less its bandwidth part
+    uint64_t bytes = 0;
+  };
+  Plan plan(const std::vector<simcore::CollectiveCall>& calls);
+  // Each of `ranks`' flow to the next rank's GPU, `bytes` each.
+  static std::vector<simcore::FlowSpec> ring_flows(const std::vector<int>& gpus, std::span<const int> ranks,
+                                                   uint64_t bytes, double not_before);
 
   const simcore::ClusterSpec& cluster_;
   std::mutex mu_;

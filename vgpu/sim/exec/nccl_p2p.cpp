@@ -86,6 +86,7 @@ CUresult NcclP2p::place_kernel(CUstream stream, bool per_thread, uint64_t arriva
   start.gpu = l.gpu;
   const int from[] = {0};
   std::vector<uint64_t> end_after{kernel};
+  std::vector<simcore::CollectiveCall> messages;  // those placed here, for the shared engine
   for (size_t i = 0; i < l.receive_from.size(); ++i) {
     simcore::CollectiveCall call;
     call.op = simcore::CollectiveOp::send_recv;
@@ -96,7 +97,11 @@ CUresult NcclP2p::place_kernel(CUstream stream, bool per_thread, uint64_t arriva
       continue;  // the kernel is not timed for this pair: its transfer could only lengthen it
     const std::vector<uint64_t> joined = links_->place(driver_.engine(), {call}, from, start);
     end_after.insert(end_after.end(), joined.begin(), joined.end());
+    if (!joined.empty()) messages.push_back(std::move(call));
   }
+  if (end_after.size() > 1 && !l.peer_here && l.start >= 0 && share_ &&
+      share_(messages, l, kernel, stream, per_thread, arrival, end_after))
+    return rc;
   if (end_after.size() > 1) {
     Work end;
     end.kind = Work::Kind::other;
@@ -244,6 +249,7 @@ CUresult NcclP2p::meet(CUstream stream, bool per_thread, const Launch& l, Work k
       }
     }
   }
+  double l_start = -1;  // the kernel's start as the arrivals say (peers in other processes)
   if (!l.peer_here) {
     // The peer is another process's: the arrivals' virtual times go through the job's folder
     // (each op lives in its own process's engine). A thread whose group drives several ranks
@@ -269,6 +275,7 @@ CUresult NcclP2p::meet(CUstream stream, bool per_thread, const Launch& l, Work k
                    l.rank, l.nranks, l.comm, receive ? dst : src, side_name(receive), n);
       }
     }
+    l_start = latest;
     if (latest > arrival_t) {
       simcore::TaskSpec gate;
       gate.gpu = l.gpu;
@@ -277,7 +284,10 @@ CUresult NcclP2p::meet(CUstream stream, bool per_thread, const Launch& l, Work k
       if (const simcore::EventId g = engine.add_task(gate); g != simcore::kNoEvent) k.also_after.push_back(g);
     }
   }
-  return place_kernel(stream, per_thread, arrival, held, std::move(k), l);
+  if (l_start < 0) return place_kernel(stream, per_thread, arrival, held, std::move(k), l);
+  Launch timed = l;
+  timed.start = l_start;
+  return place_kernel(stream, per_thread, arrival, held, std::move(k), timed);
 }
 
 }  // namespace vgpu

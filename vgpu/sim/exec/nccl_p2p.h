@@ -75,6 +75,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -114,7 +115,18 @@ class NcclP2p {
     bool peer_here = false;         // its peers live in this process (false: each in another one)
     int thread_ranks = 1;        // the ranks the calling thread's NCCL group names (profiler contexts); 0: not known
     bool one_gpu = false;        // this process drives one GPU (one rank of any communicator)
+    double start = -1;           // peers in other processes: the kernel's start as the arrivals say
   };
+
+  // Where a process whose peer lives in another one also places the messages it receives: the
+  // job's shared engine (nccl_shared_fabric.h). Given the messages (each a send/recv call from
+  // its sender's GPU to this rank's), the kernel's start, the kernel, its stream and arrival,
+  // and what the "nccl p2p end" op waits for here; true when it took the end op over (held
+  // until the shared answer is read), false when the caller appends it as before.
+  using Share = std::function<bool(const std::vector<simcore::CollectiveCall>& messages, const Launch& l,
+                                   uint64_t kernel, CUstream stream, bool per_thread, uint64_t arrival,
+                                   std::vector<uint64_t> end_after)>;
+  void set_share(Share share) { share_ = std::move(share); }
 
   // Past this many bytes a send waits for its receiver (NCCL's default Simple-protocol buffer of
   // one connection, NCCL_BUFFSIZE).
@@ -187,6 +199,7 @@ class NcclP2p {
 
   DriverState& driver_;
   NcclLinkShare* links_;
+  Share share_;
   NcclDataExchange exchange_;  // arrivals across processes
   std::mutex mu_;
   std::condition_variable posted_;  // an arrival was posted in this process

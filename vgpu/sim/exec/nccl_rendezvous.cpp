@@ -129,19 +129,17 @@ NcclRendezvous::CommBlock* NcclRendezvous::block(uint64_t comm, int nranks) {
 
 NcclRendezvous::Arrivals NcclRendezvous::arrive(uint64_t comm, int nranks, int rank, int gpu, double arrival,
                                                 bool wait, double timeout_s) {
-  Arrivals out;
-  out.latest = arrival;
-  out.known = 1;
-  out.gpus.assign(std::max(nranks, 1), -1);
-  if (rank >= 0 && rank < nranks) out.gpus[rank] = gpu;
-  out.complete = nranks == 1;
-  if (nranks < 1 || rank < 0 || rank >= nranks) return out;
+  return collect(comm, nranks, rank, gpu, arrival, post(comm, nranks, rank, gpu, arrival), wait, timeout_s);
+}
+
+uint64_t NcclRendezvous::post(uint64_t comm, int nranks, int rank, int gpu, double arrival) {
+  if (nranks < 1 || rank < 0 || rank >= nranks) return 0;
   CommBlock* b = nullptr;
   uint64_t k = 0;
   {
     std::lock_guard l(mu_);
     b = block(comm, nranks);
-    if (b == nullptr) return out;
+    if (b == nullptr) return 0;
     k = posted_[{comm, rank}]++;
   }
   auto& mine = b->slot[rank];
@@ -149,6 +147,25 @@ NcclRendezvous::Arrivals NcclRendezvous::arrive(uint64_t comm, int nranks, int r
   mine.arrival[k % kRing].store(std::bit_cast<uint64_t>(arrival), std::memory_order_relaxed);
   mine.posted.store(static_cast<uint32_t>(k + 1), std::memory_order_release);
   futex_wake_all(&mine.posted);
+  return k + 1;
+}
+
+NcclRendezvous::Arrivals NcclRendezvous::collect(uint64_t comm, int nranks, int rank, int gpu, double arrival,
+                                                 uint64_t posted, bool wait, double timeout_s) {
+  Arrivals out;
+  out.latest = arrival;
+  out.known = 1;
+  out.gpus.assign(std::max(nranks, 1), -1);
+  if (rank >= 0 && rank < nranks) out.gpus[rank] = gpu;
+  out.complete = nranks == 1;
+  if (nranks < 1 || rank < 0 || rank >= nranks || posted == 0) return out;
+  CommBlock* b = nullptr;
+  {
+    std::lock_guard l(mu_);
+    b = block(comm, nranks);
+    if (b == nullptr) return out;
+  }
+  const uint64_t k = posted - 1;
 
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
   bool timed_out = false;
