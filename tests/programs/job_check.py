@@ -1,6 +1,8 @@
 """What the scripts that run a test program as a job (run_nccl_program.py, run_ddp_ranks.py, run_nccl_links.py,
-run_p2p_pipeline.py) share:
-running the job with a timeout that reads as a hang, and counting the checks that failed."""
+run_nccl_links_cross.py, run_p2p_pipeline.py) share:
+running the job with a timeout that reads as a hang, counting the checks that failed, and reading
+the NCCL collectives of the job's timelines."""
+import json
 import subprocess
 
 
@@ -46,3 +48,32 @@ def run_checked(cmd, env, timeout_s):
     check = Checks()
     check(status == 0, f"exit status {status}")
     return out, check
+
+
+def nccl_sequences(timelines):
+    """{(pid, tid): [{"arrival": e, "kernel": e, "end": e}, ...]}: each timeline row's NCCL
+    all-reduces in order (the sim backend writes an arrival, the kernel and the collective's end),
+    read from the given Chrome-trace files together."""
+    events = []
+    for path in timelines:
+        with open(path) as f:
+            data = json.load(f)
+        events += data["traceEvents"] if isinstance(data, dict) else data
+    rows = {}
+    for e in events:
+        name = e.get("name", "")
+        if e.get("ph") == "X" and (name in ("nccl arrival", "nccl collective end") or "[AllReduce " in name):
+            rows.setdefault((e["pid"], e["tid"]), []).append(e)
+    seqs = {}
+    for key, evs in rows.items():
+        evs.sort(key=lambda e: (e["ts"], e["name"] != "nccl arrival"))
+        seq = []
+        for e in evs:
+            if e["name"] == "nccl arrival":
+                seq.append({"arrival": e})
+            elif seq and e["name"] == "nccl collective end":
+                seq[-1]["end"] = e
+            elif seq:
+                seq[-1]["kernel"] = e
+        seqs[key] = seq
+    return seqs, events

@@ -34,14 +34,13 @@ BYTES over GPUs 0 and 2 and B its bandwidth part (collective_estimate [--bandwid
   the copy outlasts D's transfer: D lasts about T_D + B_D (its transfer at half rate all along)
   and the copy about c + B_D, each within 2% of B_D (the copy's flow on the timeline).
 """
-import json
 import os
 import re
 import subprocess
 import sys
 import tempfile
 
-from job_check import run_checked
+from job_check import nccl_sequences, run_checked
 
 TIMEOUT_S = 180
 MIB = 256
@@ -87,31 +86,8 @@ def main():
           f"of which bandwidth {b_us:.3f} us" + ("" if procs else f"; over GPUs 0 and 1 (D): {td_us:.3f} us, "
                                                  f"bandwidth {bd_us:.3f} us"))
 
-    events = []
-    for path in timelines:
-        with open(path) as f:
-            data = json.load(f)
-        events += data["traceEvents"] if isinstance(data, dict) else data
     # Per (GPU, stream row): its NCCL collectives in order, each an arrival, a kernel, an end.
-    rows = {}
-    for e in events:
-        if e.get("ph") != "X":
-            continue
-        name = e.get("name", "")
-        if name == "nccl arrival" or name == "nccl collective end" or "[AllReduce " in name:
-            rows.setdefault((e["pid"], e["tid"]), []).append(e)
-    seqs = {}
-    for key, evs in rows.items():
-        evs.sort(key=lambda e: (e["ts"], e["name"] != "nccl arrival"))
-        seq = []
-        for e in evs:
-            if e["name"] == "nccl arrival":
-                seq.append({"arrival": e})
-            elif seq and e["name"] == "nccl collective end":
-                seq[-1]["end"] = e
-            elif seq:
-                seq[-1]["kernel"] = e
-        seqs[key] = seq
+    seqs, events = nccl_sequences(timelines)
     # Which communicator a row is, in the order of their first collectives (A, B, C, D): GPU 0
     # holds A's, B's and D's rows, GPU 1 C's and D's, GPU 2 A's and B's, GPU 3 C's.
     # With procs, each GPU holds A's row and B's.

@@ -23,7 +23,6 @@ noticed saying so in one warning of its own.
 Usage: run_nccl_links_cross.py [lost]   (environment: VGPU_RUN, LINKS_PROGRAM, LAUNCHER, COLLECTIVE_ESTIMATE,
 CUDA_LIB_DIR, VGPU_NODES=2, VGPU_GPUS_PER_NODE=2, VGPU_CONFIG)
 """
-import json
 import os
 import re
 import signal
@@ -32,7 +31,7 @@ import sys
 import tempfile
 import threading
 
-from job_check import Checks, run_checked
+from job_check import Checks, nccl_sequences, run_checked
 
 TIMEOUT_S = 240
 MIB = 256
@@ -42,28 +41,7 @@ STEPS = {"A": ["setup", "alone", "shared"], "B": ["setup", "alone", "shared", "p
 
 def spans(timelines):
     """{comm: {step: span in us}} from the timelines' NCCL rows (None where incomplete)."""
-    events = []
-    for path in timelines:
-        with open(path) as f:
-            data = json.load(f)
-        events += data["traceEvents"] if isinstance(data, dict) else data
-    rows = {}
-    for e in events:
-        name = e.get("name", "")
-        if e.get("ph") == "X" and (name in ("nccl arrival", "nccl collective end") or "[AllReduce " in name):
-            rows.setdefault((e["pid"], e["tid"]), []).append(e)
-    seqs = {}
-    for key, evs in rows.items():
-        evs.sort(key=lambda e: (e["ts"], e["name"] != "nccl arrival"))
-        seq = []
-        for e in evs:
-            if e["name"] == "nccl arrival":
-                seq.append({"arrival": e})
-            elif seq and e["name"] == "nccl collective end":
-                seq[-1]["end"] = e
-            elif seq:
-                seq[-1]["kernel"] = e
-        seqs[key] = seq
+    seqs, events = nccl_sequences(timelines)
     # Each GPU holds a row of A and one of B; A's first collective comes first.
     comm_rows = {"A": [], "B": []}
     for gpu in range(4):
