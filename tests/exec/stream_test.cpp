@@ -591,10 +591,10 @@ TEST_F(Exec, ThreadsWithFarApartClocksKeepTheirOwnTimes) {
     check(cuEventSynchronize(b0));
     advance(-1);
     wait_for(10);  // in real time, only once the other thread is far ahead
-    // Four copies (about 0.6 ms) queued first, so that this thread's CPU time for the record
+    // Twelve copies (about 1.9 ms) queued first, so that this thread's CPU time for the record
     // and the next copy stays hidden behind them even under TSan on a loaded machine (one copy
-    // of 0.155 ms did not: b1..b2 read 0.165 ms).
-    for (int i = 0; i < 4; ++i) check(cuMemcpyHtoDAsync(d, host.data(), small, s));
+    // of 0.155 ms did not: b1..b2 read 0.165 ms; four did not in a TSan CI run: 0.261 ms).
+    for (int i = 0; i < 12; ++i) check(cuMemcpyHtoDAsync(d, host.data(), small, s));
     check(cuEventRecord(b1, s));  // in stream order, as a0 and a1
     check(cuMemcpyHtoDAsync(d, host.data(), small, s));
     check(cuEventRecord(b2, s));
