@@ -40,20 +40,6 @@ def log_times(path):
     return [t for pair in nccl_tests_table.times(path).values() for t in pair if t is not None]
 
 
-def loops_from_dir(d):
-    loops = {}
-    for op in OPS:
-        for layout in COMMUNICATORS:
-            v = []
-            for run in (1, 2):
-                path = os.path.join(d, f"{op}_{layout}_m1_{run}.log")
-                if os.path.exists(path):
-                    v += log_times(path)
-            if v:
-                loops[(op, layout)] = statistics.median(v)
-    return loops
-
-
 def raw_from_dir(d):
     """(op, layout) -> every time of the loop's logs in DIR."""
     raw = {}
@@ -64,6 +50,11 @@ def raw_from_dir(d):
                 if os.path.exists(path):
                     raw.setdefault((op, layout), []).extend(log_times(path))
     return raw
+
+
+def loops_from_dir(d):
+    """(op, layout) -> the median of the loop's times in DIR."""
+    return {k: statistics.median(v) for k, v in raw_from_dir(d).items() if v}
 
 
 def loops_from_table(path):
