@@ -45,7 +45,9 @@ class NetsimCli : public ::testing::Test {
   void SetUp() override {
     dir_ = ::testing::TempDir() + "netsim_" + std::to_string(::getpid()) + "_" +
            ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    std::string mk = "mkdir -p '" + dir_ + "'";
+    // Emptied first: a folder of an earlier run whose process had the same pid keeps its files
+    // (a named pipe left there failed mkfifo in a CI run).
+    std::string mk = "rm -rf '" + dir_ + "' && mkdir -p '" + dir_ + "'";
     ASSERT_EQ(std::system(mk.c_str()), 0);
     write("cluster.toml", kConfig);
   }
