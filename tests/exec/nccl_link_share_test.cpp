@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "common/log.h"
 #include "sim/exec/nccl_link_share.h"
 #include "simcore/cluster_config.h"
 #include "simcore/engine.h"
@@ -216,6 +218,40 @@ TEST(NcclLinkShare, SharedFlowsOfProcessesReadAsOneProcesss) {
   EXPECT_NEAR(latest_finish(*many, many_b), latest_finish(*one, one_b), 1e-9);
   // And they do share node 0's NIC: later than alone.
   EXPECT_GT(latest_finish(*one, one_a), 1.2 * estimate_collective(cluster, a).seconds);
+}
+
+// Places an 8-GPU all-reduce's transfers for a caller that promised the engine a floor at the
+// collective's start, as the sim backend's threads do; exits 0 when they were placed and nothing
+// was logged at warn or above (VGPU_LOG_LEVEL=warn).
+[[noreturn]] void place_at_a_promised_floor() {
+  setenv("VGPU_LOG_LEVEL", "warn", 1);
+  const ClusterSpec cluster = cluster_of(1, 8);
+  auto engine = make_engine(cluster);
+  vgpu::NcclLinkShare links(cluster);
+  const CollectiveCall call = all_reduce(256u << 20, {0, 1, 2, 3, 4, 5, 6, 7});
+  const double start = 8.5;
+  engine->register_rank(0);
+  engine->set_rank_floor(0, start);
+  vgpu::NcclLinkShare::Start s;
+  for (int gpu : call.gpus) {
+    TaskSpec a;
+    a.gpu = gpu;
+    a.not_before = start;
+    s.after.push_back(engine->add_task(a));
+  }
+  s.not_before = start;
+  s.start_at_most = start;
+  const int ranks[] = {0, 1, 2, 3, 4, 5, 6, 7};
+  const bool placed = !links.place(*engine, {call}, ranks, s).empty();
+  std::exit(placed && vgpu::log::lines_written_here() == 0 ? 0 : 1);
+}
+
+TEST(NcclLinkShareDeathTest, NothingIsPlacedBelowTheFloorTheCallerPromised) {
+  // A task placed below the floor (one left at not_before 0) is moved up by the engine with a
+  // warning, once a process (job logs showed one a rank): checked in a fresh child process,
+  // where that warning has not been said yet.
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(place_at_a_promised_floor(), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace

@@ -131,6 +131,7 @@ std::vector<uint64_t> NcclLinkShare::place(simcore::Engine& engine, const std::v
   simcore::TaskSpec done;
   done.gpu = start.gpu;
   done.lane = kLatencyLane;
+  done.not_before = start.not_before;  // the caller's promise: an unset 0 lies below a rank's floor
   done.after = std::move(ids);
   done.label = "nccl transfers done";
   const simcore::EventId join = engine.add_task(done);
