@@ -125,6 +125,26 @@ TEST(NcclRendezvous, ARankThatNeverComesIsWaitedForOnlyUntilTheTimeout) {
   EXPECT_DOUBLE_EQ(got.latest, 1.5);
 }
 
+// A job of many process groups (3D parallelism on 64 ranks: 8 tensor-parallel groups, 16 data-
+// parallel ones, 32 pipeline pairs, each collective-placing communicator taking three entries:
+// arrivals, "placed" and finish): every one of 400 communicators still meets its other rank,
+// from two "processes" whose tables are mapped apart. The table held 64 entries, about 21 such
+// communicators: later ones were timed from their own process's ranks.
+TEST(NcclRendezvous, FourHundredCommunicatorsAllMeet) {
+  const std::string path = table_path("many");
+  Cleanup c{path};
+  NcclRendezvous a(path), b(path);
+  constexpr int kComms = 400;
+  int complete = 0;
+  for (int i = 0; i < kComms; ++i) {
+    const uint64_t comm = 0x5eed0000ull + 7919ull * i;
+    a.arrive(comm, 2, 0, 0, 1.0, false, 60);
+    const NcclRendezvous::Arrivals got = b.arrive(comm, 2, 1, 1, 2.0, false, 60);
+    complete += got.complete && got.latest == 2.0;
+  }
+  EXPECT_EQ(complete, kComms);
+}
+
 TEST(NcclRendezvous, NoTableMeansOnlyThisRank) {
   NcclRendezvous a("/nonexistent-dir/vgpu-nccl-table");
   auto got = a.arrive(7, 2, 1, 5, 4.0, true, 60);

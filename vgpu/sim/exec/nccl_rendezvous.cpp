@@ -41,7 +41,7 @@ struct NcclRendezvous::Table {
 
 namespace {
 
-constexpr uint64_t kLayout = 0x76677075'6e63'0003ull;  // "vgpunc", version 3 (one GPU field, the roster's)
+constexpr uint64_t kLayout = 0x76677075'6e63'0004ull;  // "vgpunc", version 4 (1024 communicators; 3: 64)
 
 static_assert(std::atomic<uint32_t>::is_always_lock_free && std::atomic<uint64_t>::is_always_lock_free,
               "the table is shared between processes: its atomics must not be locks");

@@ -13,7 +13,7 @@
 // would wait for itself; nccl_collectives.h posts its early ranks with `wait` false, which takes
 // the arrivals already posted, and waits at its last rank only.)
 //
-// Table: per communicator (found by id, open addressing) one slot per rank: a counter of
+// Table: per communicator (found by id, open addressing; kMaxComms) one slot per rank: a counter of
 // collectives posted (futex word), the last kRing arrivals and the rank's GPU (roster()). A rank waits at collective k for
 // every other rank's k-th post, so no rank gets more than one collective ahead of a rank that
 // still reads; an arrival that was overwritten all the same (a process that did not wait) is
@@ -68,7 +68,11 @@ class NcclRendezvous {
 
   static std::string default_path();
   static constexpr int kMaxRanks = 4096;  // per communicator
-  static constexpr int kMaxComms = 64;    // per job
+  // Per job: entries of communicators (one whose collectives place flows takes three: arrivals,
+  // "placed", finish; nccl_collectives.cpp). 64 ranks as tensor 8 x pipeline 2 x data 4 have
+  // 8 + 32 + 16 = 56 communicators. The table is a sparse file: an entry's pages exist once a rank wrote there
+  // (a page or two for a communicator of up to ~80 ranks), however many entries it could hold.
+  static constexpr int kMaxComms = 1024;
   static constexpr int kRing = 4;         // arrivals kept per rank
 
  private:
