@@ -19,7 +19,11 @@
 // step's times do not depend on the host time between its launches.
 // run_nccl_graph_links.py reads the times from the timeline.
 //
-// Usage: nccl_graph_links_program [MiB [wide]]   (default 256)
+// Usage: nccl_graph_links_program [MiB [wide|update]]   (default 256)
+//
+// update: every graph is cloned, the clone instantiated, and its kernel nodes' parameters read
+// back (cuGraphKernelNodeGetParams) and set again on the instantiated graph
+// (cuGraphExecKernelNodeSetParams) before it is replayed.
 //
 // wide: the two p2p steps' send and receive are ranks 0 and 1 (GPUs 0 and 2) of communicator W of
 // four ranks over GPUs 0, 2, 1 and 3 instead of A's (a larger communicator's send/recv names its
@@ -30,6 +34,7 @@
 // virtual nodes of one GPU): process r drives GPU r and is rank r of A and of B (their
 // ncclUniqueIds through NCCL_ID_FILE.A and .B), its gate a memset on a second stream of its GPU;
 // the four all-reduce steps above (no p2p), each line prefixed "proc <r> ".
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -104,9 +109,66 @@ int send_beside(Comm& c, Comm* beside, size_t bytes) {
   return 0;
 }
 
+// The driver's entry points for a kernel node's parameters (the runtime's own would map the
+// function to a host stub of this program's, which NCCL's kernels have none of).
+using GetParams = CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*);
+using ExecSetParams = CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*);
+
+// Instantiates `graph` into *exec; with `update`, a clone of it instead, whose kernel node's
+// parameters, read back, are then set again on the instantiated graph (an update that changes
+// nothing the collective is, as a framework refreshing its nodes' arguments does).
+int instantiate(cudaGraph_t graph, cudaGraphExec_t* exec, bool update) {
+  if (!update) {
+    CHECK_CUDA(cudaGraphInstantiate(exec, graph, 0));
+    return 0;
+  }
+  static GetParams get = nullptr;
+  static ExecSetParams set = nullptr;
+  cudaDriverEntryPointQueryResult found;
+  if (get == nullptr)
+    CHECK_CUDA(cudaGetDriverEntryPoint("cuGraphKernelNodeGetParams", reinterpret_cast<void**>(&get),
+                                       cudaEnableDefault, &found));
+  if (set == nullptr)
+    CHECK_CUDA(cudaGetDriverEntryPoint("cuGraphExecKernelNodeSetParams", reinterpret_cast<void**>(&set),
+                                       cudaEnableDefault, &found));
+  if (get == nullptr || set == nullptr) {
+    std::printf("FAIL the driver's kernel node entry points are not there\n");
+    return 1;
+  }
+  cudaGraph_t clone;
+  CHECK_CUDA(cudaGraphClone(&clone, graph));
+  CHECK_CUDA(cudaGraphInstantiate(exec, clone, 0));
+  size_t count = 0;
+  CHECK_CUDA(cudaGraphGetNodes(clone, nullptr, &count));
+  std::vector<cudaGraphNode_t> nodes(count);
+  CHECK_CUDA(cudaGraphGetNodes(clone, nodes.data(), &count));
+  int kernels = 0;
+  for (cudaGraphNode_t n : nodes) {
+    cudaGraphNodeType type;
+    CHECK_CUDA(cudaGraphNodeGetType(n, &type));
+    if (type != cudaGraphNodeTypeKernel) continue;
+    CUDA_KERNEL_NODE_PARAMS params{};
+    if (CUresult r = get(n, &params); r != CUDA_SUCCESS) {
+      std::printf("FAIL cuGraphKernelNodeGetParams: %d\n", static_cast<int>(r));
+      return 1;
+    }
+    if (CUresult r = set(*exec, n, &params); r != CUDA_SUCCESS) {
+      std::printf("FAIL cuGraphExecKernelNodeSetParams: %d\n", static_cast<int>(r));
+      return 1;
+    }
+    ++kernels;
+  }
+  CHECK_CUDA(cudaGraphDestroy(clone));
+  if (kernels == 0) {
+    std::printf("FAIL no kernel node in the captured graph\n");
+    return 1;
+  }
+  return 0;
+}
+
 // One graph a rank of `c` (replacing its graphs): what `launch` launches on its stream, captured.
 template <class Launch>
-int capture(Comm& c, Launch launch) {
+int capture(Comm& c, Launch launch, bool update = false) {
   for (int i = 0; i < 2; ++i) {
     CHECK_CUDA(cudaSetDevice(kGpus[i]));
     if (c.exec[i] != nullptr) CHECK_CUDA(cudaGraphExecDestroy(c.exec[i]));
@@ -117,7 +179,7 @@ int capture(Comm& c, Launch launch) {
     cudaGraph_t graph;
     CHECK_CUDA(cudaSetDevice(kGpus[i]));
     CHECK_CUDA(cudaStreamEndCapture(c.stream[i], &graph));
-    CHECK_CUDA(cudaGraphInstantiate(&c.exec[i], graph, 0));
+    if (instantiate(graph, &c.exec[i], update) != 0) return 1;
     CHECK_CUDA(cudaGraphDestroy(graph));
   }
   return 0;
@@ -242,7 +304,9 @@ int main(int argc, char** argv) {
   if (open_gate(gate, {&a, &b}) != 0 || all_reduce({&a, &b}, bytes) != 0 || synchronize({&a, &b}) != 0) return 1;
   std::printf("ok   direct shared\n");
 
-  if (capture(a, [&] { return all_reduce({&a}, bytes); }) != 0 || capture(b, [&] { return all_reduce({&b}, bytes); }) != 0)
+  const bool update = mode == "update";
+  if (capture(a, [&] { return all_reduce({&a}, bytes); }, update) != 0 ||
+      capture(b, [&] { return all_reduce({&b}, bytes); }, update) != 0)
     return 1;
   if (open_gate(gate, {&a}) != 0 || replay({&a}) != 0 || synchronize({&a}) != 0) return 1;
   std::printf("ok   graph alone\n");
@@ -290,7 +354,7 @@ int main(int argc, char** argv) {
   if (send_beside(p, nullptr, 1 << 20) != 0 || synchronize({&p}) != 0) return 1;
   if (open_gate(gate, {&p, &b}) != 0 || send_beside(p, &b, bytes) != 0 || synchronize({&p, &b}) != 0) return 1;
   std::printf("ok   direct p2p\n");
-  if (capture(p, [&] { return send_beside(p, nullptr, bytes); }) != 0) return 1;
+  if (capture(p, [&] { return send_beside(p, nullptr, bytes); }, update) != 0) return 1;
   if (open_gate(gate, {&p, &b}) != 0 || replay({&p, &b}) != 0 || synchronize({&p, &b}) != 0) return 1;
   std::printf("ok   graph p2p\n");
   if (wide) {

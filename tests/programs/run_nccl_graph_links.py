@@ -42,12 +42,13 @@ STEPS = {"A": ["direct alone", "direct shared", "graph alone", "graph shared"],
 def main():
     procs = len(sys.argv) > 1 and sys.argv[1] == "procs"
     wide = len(sys.argv) > 1 and sys.argv[1] == "wide"
+    update = len(sys.argv) > 1 and sys.argv[1] == "update"
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = env["CUDA_LIB_DIR"]
     work = tempfile.mkdtemp(prefix="vgpu-nccl-graph-links-")
     timelines = [os.path.join(work, "timeline.json")]
     cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--timeline", timelines[0], "--",
-           env["GRAPH_LINKS_PROGRAM"], str(MIB)] + (["wide"] if wide else [])
+           env["GRAPH_LINKS_PROGRAM"], str(MIB)] + (["wide"] if wide else ["update"] if update else [])
     gpus = [0, 2]
     steps = STEPS
     if procs:

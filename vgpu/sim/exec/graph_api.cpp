@@ -378,6 +378,29 @@ VGPU_EXPORT CUresult CUDAAPI cuGraphClone(CUgraph* clone, CUgraph original) {
   return d->graphs().clone(original, clone);
 }
 
+// A kernel node's launch: its function, shape and arguments (the driver's copy), as recorded when
+// the node was made (stream capture, cuGraphAddKernelNode); CUkernel and context left null.
+VGPU_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS* p) {
+  VGPU_CALL_SCOPE();
+  VGPU_STATE(d);
+  return d->graphs().kernel_params(node, p);
+}
+VGPU_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS_v1* p) {
+  VGPU_CALL_SCOPE();
+  VGPU_STATE(d);
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUDA_KERNEL_NODE_PARAMS v2{};
+  if (CUresult r = d->graphs().kernel_params(node, &v2); r != CUDA_SUCCESS) return r;
+  *p = CUDA_KERNEL_NODE_PARAMS_v1{};
+  p->func = v2.func;
+  p->gridDimX = v2.gridDimX; p->gridDimY = v2.gridDimY; p->gridDimZ = v2.gridDimZ;
+  p->blockDimX = v2.blockDimX; p->blockDimY = v2.blockDimY; p->blockDimZ = v2.blockDimZ;
+  p->sharedMemBytes = v2.sharedMemBytes;
+  p->kernelParams = v2.kernelParams;
+  p->extra = v2.extra;
+  return CUDA_SUCCESS;
+}
+
 // The new parameters are turned into a kernel node's Work the way cuGraphAddKernelNode does (a
 // launch captured into a scratch graph, validated like any launch), then replace what the
 // instantiated graph runs for `node`; the graph it was instantiated from is left as it was.
