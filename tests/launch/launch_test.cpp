@@ -483,6 +483,50 @@ TEST_F(Launch, GraphKernelNodeParamsReadBack) {
   cuStreamDestroy_v2(s);
 }
 
+// cuGraphExecUpdate: an instantiated graph takes the nodes of a graph of the same topology (its
+// kernel, captured with other arguments, then takes the time recorded for those), and refuses one
+// whose topology or node types differ, changing nothing.
+TEST_F(Launch, GraphExecUpdateTakesTheNewNodes) {
+  AxpyArgs other = args_;
+  args_.n = 4545;
+  other.n = 4646;
+  record_axpy(args_, 44444);
+  record_axpy(other, 88888);
+  CUstream s = nullptr;
+  ASSERT_EQ(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  auto capture = [&](auto launches) {
+    CUgraph g = nullptr;
+    EXPECT_EQ(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    launches();
+    EXPECT_EQ(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+    return g;
+  };
+  CUgraph first = capture([&] { EXPECT_EQ(launch_axpy(args_, 64, 256, s), CUDA_SUCCESS); });
+  CUgraph second = capture([&] { EXPECT_EQ(launch_axpy(other, 64, 256, s), CUDA_SUCCESS); });
+  CUgraph two = capture([&] {
+    EXPECT_EQ(launch_axpy(other, 64, 256, s), CUDA_SUCCESS);
+    EXPECT_EQ(launch_axpy(other, 64, 256, s), CUDA_SUCCESS);
+  });
+  CUgraph memset = capture([&] { EXPECT_EQ(cuMemsetD8Async(args_.x, 0, 16, s), CUDA_SUCCESS); });
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(cuGraphInstantiateWithFlags(&exec, first, 0), CUDA_SUCCESS);
+  EXPECT_NEAR(measure_op_ms(s, [&] { return cuGraphLaunch(exec, s); }), 0.044444, 1e-5);
+  CUgraphExecUpdateResultInfo info{};
+  EXPECT_EQ(cuGraphExecUpdate_v2(exec, two, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+  EXPECT_EQ(cuGraphExecUpdate_v2(exec, memset, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED);
+  EXPECT_NE(info.errorNode, nullptr);
+  EXPECT_NEAR(measure_op_ms(s, [&] { return cuGraphLaunch(exec, s); }), 0.044444, 1e-5);  // unchanged
+  EXPECT_EQ(cuGraphExecUpdate_v2(exec, second, &info), CUDA_SUCCESS);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+  EXPECT_NEAR(measure_op_ms(s, [&] { return cuGraphLaunch(exec, s); }), 0.088888, 1e-5);
+  EXPECT_EQ(cuStreamSynchronize(s), CUDA_SUCCESS);
+  EXPECT_EQ(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+  for (CUgraph g : {first, second, two, memset}) EXPECT_EQ(cuGraphDestroy(g), CUDA_SUCCESS);
+  cuStreamDestroy_v2(s);
+}
+
 double thread_cpu_s() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);

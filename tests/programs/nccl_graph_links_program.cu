@@ -23,7 +23,8 @@
 //
 // update: every graph is cloned, the clone instantiated, and its kernel nodes' parameters read
 // back (cuGraphKernelNodeGetParams) and set again on the instantiated graph
-// (cuGraphExecKernelNodeSetParams) before it is replayed.
+// (cuGraphExecKernelNodeSetParams) after the instantiated graph was updated from the captured one
+// (cuGraphExecUpdate), before it is replayed.
 //
 // wide: the two p2p steps' send and receive are ranks 0 and 1 (GPUs 0 and 2) of communicator W of
 // four ranks over GPUs 0, 2, 1 and 3 instead of A's (a larger communicator's send/recv names its
@@ -138,6 +139,10 @@ int instantiate(cudaGraph_t graph, cudaGraphExec_t* exec, bool update) {
   cudaGraph_t clone;
   CHECK_CUDA(cudaGraphClone(&clone, graph));
   CHECK_CUDA(cudaGraphInstantiate(exec, clone, 0));
+  // The captured graph's own nodes (cuGraphExecUpdate: a graph of the same topology), then the
+  // clone's kernel nodes' parameters.
+  cudaGraphExecUpdateResultInfo info{};
+  CHECK_CUDA(cudaGraphExecUpdate(*exec, graph, &info));
   size_t count = 0;
   CHECK_CUDA(cudaGraphGetNodes(clone, nullptr, &count));
   std::vector<cudaGraphNode_t> nodes(count);

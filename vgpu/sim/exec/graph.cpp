@@ -147,6 +147,17 @@ CUresult GraphManager::clone(CUgraph original, CUgraph* out) {
   return CUDA_SUCCESS;
 }
 
+namespace {
+// Whether a node's work `old`, a captured NCCL kernel timed as its collective (its label names the
+// operations: "kernel [AllReduce ... B]"), stays when given `work`, an NCCL kernel of parameters
+// alone (not launched inside NCCL, so not timed: its label is the kernel's name).
+bool keeps_collective(const Work& old, const Work& work) {
+  return old.kind == Work::Kind::kernel && work.kind == Work::Kind::kernel && is_nccl_kernel_name(old.label) &&
+         is_nccl_kernel_name(work.label) && old.label.find(" [") != std::string::npos &&
+         work.label.find(" [") == std::string::npos;
+}
+}  // namespace
+
 CUresult GraphManager::set_exec_work(CUgraphExec exec, CUgraphNode node, Work work) {
   auto e = execs_.find(exec);
   if (!e) return CUDA_ERROR_INVALID_VALUE;
@@ -160,13 +171,49 @@ CUresult GraphManager::set_exec_work(CUgraphExec exec, CUgraphNode node, Work wo
       // arguments are NCCL's device-side work, which tells nothing here (and outside NCCL's
       // launch the plugin names no collective), so the node keeps its collective's timing and
       // transfers; a grid or block change does not alter what the collective model says.
-      const bool collective = work.kind == Work::Kind::kernel && old.label != work.label &&
-                              is_nccl_kernel_name(old.label) && is_nccl_kernel_name(work.label);
-      if (!collective) old = std::move(work);
+      if (!keeps_collective(old, work)) old = std::move(work);
       return CUDA_SUCCESS;
     }
   log::warn("cuGraphExec*SetParams: the node is not part of the instantiated graph");
   return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult GraphManager::update_exec(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResult* result,
+                                   CUgraphNode* error_node) {
+  *result = CU_GRAPH_EXEC_UPDATE_ERROR;
+  *error_node = nullptr;
+  auto e = execs_.find(exec);
+  auto g = graphs_.find(graph);
+  if (!e || !g) return CUDA_ERROR_INVALID_VALUE;
+  GraphExec fresh;  // what instantiating `graph` would run
+  if (CUresult r = append_items(*g, {}, fresh, nullptr, 0); r != CUDA_SUCCESS) return r;
+  std::lock_guard lock(e->mu);
+  if (fresh.items.size() != e->items.size()) {
+    *result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+    return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+  }
+  for (size_t i = 0; i < fresh.items.size(); ++i) {
+    const LaunchItem& now = e->items[i];
+    const LaunchItem& next = fresh.items[i];
+    if (now.kind != next.kind || node_type_of(now.work) != node_type_of(next.work)) {
+      *result = CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
+      *error_node = fresh.nodes[i];
+      return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+    }
+    if (now.deps != next.deps) {
+      *result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+      *error_node = fresh.nodes[i];
+      return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+    }
+  }
+  // Every node checked: replace all (the nodes the executable graph answers to stay its own).
+  for (size_t i = 0; i < fresh.items.size(); ++i) {
+    LaunchItem& now = e->items[i];
+    now.event = fresh.items[i].event;
+    if (!keeps_collective(now.work, fresh.items[i].work)) now.work = std::move(fresh.items[i].work);
+  }
+  *result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+  return CUDA_SUCCESS;
 }
 
 CUresult GraphManager::kernel_params(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS* out) const {

@@ -132,6 +132,11 @@ class GraphManager {
   // A captured NCCL kernel's node given the parameters of an NCCL kernel again keeps its
   // collective's timing and transfers (nccl_collectives.h): the new arguments cannot tell them.
   CUresult set_exec_work(CUgraphExec exec, CUgraphNode node, Work work);
+  // cuGraphExecUpdate: `exec` runs `graph`'s nodes' work from now on, where `graph` has the same
+  // nodes as the graph `exec` was instantiated from (taken in the same topological order: the same
+  // count, node types and edges; else CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE with *result, and
+  // *error_node where a node tells). Each node's work is replaced as set_exec_work does.
+  CUresult update_exec(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResult* result, CUgraphNode* error_node);
   // cuGraphKernelNodeGetParams: CUDA_ERROR_INVALID_VALUE for a node that is not a kernel's, or
   // one whose launch was not recorded (a kernel node inlined from a graph launched into a capture).
   CUresult kernel_params(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS* out) const;

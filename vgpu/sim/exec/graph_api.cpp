@@ -378,6 +378,23 @@ VGPU_EXPORT CUresult CUDAAPI cuGraphClone(CUgraph* clone, CUgraph original) {
   return d->graphs().clone(original, clone);
 }
 
+// The nodes of `graph` replace those `exec` was instantiated from, where both have the same
+// topology (graph.h, update_exec).
+VGPU_EXPORT CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo* info) {
+  VGPU_CALL_SCOPE();
+  VGPU_STATE(d);
+  if (info == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *info = CUgraphExecUpdateResultInfo{};
+  return d->graphs().update_exec(exec, graph, &info->result, &info->errorNode);
+}
+VGPU_EXPORT CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphNode* error_node,
+                                               CUgraphExecUpdateResult* result) {
+  VGPU_CALL_SCOPE();
+  VGPU_STATE(d);
+  if (error_node == nullptr || result == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return d->graphs().update_exec(exec, graph, result, error_node);
+}
+
 // A kernel node's launch: its function, shape and arguments (the driver's copy), as recorded when
 // the node was made (stream capture, cuGraphAddKernelNode); CUkernel and context left null.
 VGPU_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS* p) {
