@@ -35,7 +35,6 @@ KernelLaunchScope::KernelLaunchScope(const KernelLaunchView* launch) : previous_
   t_kernel_launch = launch;
 }
 KernelLaunchScope::~KernelLaunchScope() { t_kernel_launch = previous_; }
-const KernelLaunchView* KernelLaunchScope::current() { return t_kernel_launch; }
 
 GraphManager::GraphManager(DriverState& driver) : driver_(driver) {}
 GraphManager::~GraphManager() = default;

@@ -49,7 +49,6 @@ class KernelLaunchScope {
   ~KernelLaunchScope();
   KernelLaunchScope(const KernelLaunchScope&) = delete;
   KernelLaunchScope& operator=(const KernelLaunchScope&) = delete;
-  static const KernelLaunchView* current();
 
  private:
   const KernelLaunchView* previous_;

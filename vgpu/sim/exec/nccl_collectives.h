@@ -221,7 +221,6 @@ class NcclCollectives {
   // node: clones, instantiations) and the resolution.
   struct CapturedMessages {
     std::mutex mu;
-    bool known = false;
     std::vector<simcore::CollectiveCall> messages;  // each from its sender's GPU to this rank's
   };
   struct Captured {

@@ -168,7 +168,6 @@ bool NcclCollectives::resolve_captured(uint64_t tag) {
              l.rank, l.nranks, l.comm, tag, messages.size());
   std::lock_guard lock(c.out->mu);
   c.out->messages = std::move(messages);
-  c.out->known = true;
   return true;
 }
 
