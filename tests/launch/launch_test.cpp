@@ -416,6 +416,117 @@ TEST_F(Launch, GraphKernelNodesTakeTheKernelsDuration) {
   cuStreamDestroy_v2(s);
 }
 
+// A kernel node's launch read back (cuGraphKernelNodeGetParams): the function, shape and a copy of
+// the arguments it was captured or added with, on the graph's node and its clone's alike; set again
+// on an instantiated graph (cuGraphExecKernelNodeSetParams), the node takes the kernel's time as
+// before. Other nodes have no kernel parameters.
+TEST_F(Launch, GraphKernelNodeParamsReadBack) {
+  args_.n = 4343;
+  record_axpy(args_, 66666);
+  const double want_ms = 0.066666;
+  CUstream s = nullptr;
+  ASSERT_EQ(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  CUgraph captured = nullptr;
+  ASSERT_EQ(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+  ASSERT_EQ(launch_axpy(args_, 64, 256, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuMemsetD8Async(args_.x, 0, 16, s), CUDA_SUCCESS);
+  ASSERT_EQ(cuStreamEndCapture(s, &captured), CUDA_SUCCESS);
+  CUgraph clone = nullptr;
+  ASSERT_EQ(cuGraphClone(&clone, captured), CUDA_SUCCESS);
+  for (CUgraph g : {captured, clone}) {
+    size_t count = 2;
+    CUgraphNode nodes[2] = {};
+    ASSERT_EQ(cuGraphGetNodes(g, nodes, &count), CUDA_SUCCESS);
+    ASSERT_EQ(count, 2u);
+    CUDA_KERNEL_NODE_PARAMS p = {};
+    ASSERT_EQ(cuGraphKernelNodeGetParams_v2(nodes[0], &p), CUDA_SUCCESS);
+    EXPECT_EQ(p.func, axpy_);
+    EXPECT_EQ(p.gridDimX, 64u);
+    EXPECT_EQ(p.gridDimY, 1u);
+    EXPECT_EQ(p.blockDimX, 256u);
+    EXPECT_EQ(p.sharedMemBytes, 0u);
+    ASSERT_NE(p.kernelParams, nullptr);
+    EXPECT_EQ(*static_cast<float*>(p.kernelParams[0]), args_.a);
+    EXPECT_EQ(*static_cast<CUdeviceptr*>(p.kernelParams[1]), args_.x);
+    EXPECT_EQ(*static_cast<CUdeviceptr*>(p.kernelParams[2]), args_.y);
+    EXPECT_EQ(*static_cast<int*>(p.kernelParams[3]), 4343);
+    EXPECT_EQ(cuGraphKernelNodeGetParams_v2(nodes[1], &p), CUDA_ERROR_INVALID_VALUE);  // the memset
+    // The parameters read back, set again: the same kernel, for the same time.
+    CUgraphExec exec = nullptr;
+    ASSERT_EQ(cuGraphInstantiateWithFlags(&exec, g, 0), CUDA_SUCCESS);
+    ASSERT_EQ(cuGraphKernelNodeGetParams_v2(nodes[0], &p), CUDA_SUCCESS);
+    ASSERT_EQ(cuGraphExecKernelNodeSetParams_v2(exec, nodes[0], &p), CUDA_SUCCESS);
+    EXPECT_NEAR(measure_op_ms(s, [&] { return cuGraphLaunch(exec, s); }),
+                want_ms + measure_op_ms(s, [&] { return cuMemsetD8Async(args_.x, 0, 16, s); }), 1e-5);
+    EXPECT_EQ(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+  }
+  // A node added by hand reads back what it was given.
+  CUgraph built = nullptr;
+  ASSERT_EQ(cuGraphCreate(&built, 0), CUDA_SUCCESS);
+  CUDA_KERNEL_NODE_PARAMS given = {};
+  given.func = axpy_;
+  given.gridDimX = 32, given.gridDimY = 2, given.gridDimZ = 1;
+  given.blockDimX = 128, given.blockDimY = 1, given.blockDimZ = 1;
+  given.kernelParams = args_.params;
+  CUgraphNode added = nullptr;
+  ASSERT_EQ(cuGraphAddKernelNode_v2(&added, built, nullptr, 0, &given), CUDA_SUCCESS);
+  CUDA_KERNEL_NODE_PARAMS got = {};
+  ASSERT_EQ(cuGraphKernelNodeGetParams_v2(added, &got), CUDA_SUCCESS);
+  EXPECT_EQ(got.gridDimX, 32u);
+  EXPECT_EQ(got.gridDimY, 2u);
+  EXPECT_EQ(got.blockDimX, 128u);
+  EXPECT_EQ(*static_cast<int*>(got.kernelParams[3]), 4343);
+  EXPECT_NE(got.kernelParams, given.kernelParams);  // the driver's copy
+  EXPECT_EQ(cuGraphKernelNodeGetParams_v2(added, nullptr), CUDA_ERROR_INVALID_VALUE);
+  EXPECT_EQ(cuStreamSynchronize(s), CUDA_SUCCESS);
+  for (CUgraph g : {captured, clone, built}) EXPECT_EQ(cuGraphDestroy(g), CUDA_SUCCESS);
+  cuStreamDestroy_v2(s);
+}
+
+// cuGraphExecUpdate: an instantiated graph takes the nodes of a graph of the same topology (its
+// kernel, captured with other arguments, then takes the time recorded for those), and refuses one
+// whose topology or node types differ, changing nothing.
+TEST_F(Launch, GraphExecUpdateTakesTheNewNodes) {
+  AxpyArgs other = args_;
+  args_.n = 4545;
+  other.n = 4646;
+  record_axpy(args_, 44444);
+  record_axpy(other, 88888);
+  CUstream s = nullptr;
+  ASSERT_EQ(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  auto capture = [&](auto launches) {
+    CUgraph g = nullptr;
+    EXPECT_EQ(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS);
+    launches();
+    EXPECT_EQ(cuStreamEndCapture(s, &g), CUDA_SUCCESS);
+    return g;
+  };
+  CUgraph first = capture([&] { EXPECT_EQ(launch_axpy(args_, 64, 256, s), CUDA_SUCCESS); });
+  CUgraph second = capture([&] { EXPECT_EQ(launch_axpy(other, 64, 256, s), CUDA_SUCCESS); });
+  CUgraph two = capture([&] {
+    EXPECT_EQ(launch_axpy(other, 64, 256, s), CUDA_SUCCESS);
+    EXPECT_EQ(launch_axpy(other, 64, 256, s), CUDA_SUCCESS);
+  });
+  CUgraph memset = capture([&] { EXPECT_EQ(cuMemsetD8Async(args_.x, 0, 16, s), CUDA_SUCCESS); });
+  CUgraphExec exec = nullptr;
+  ASSERT_EQ(cuGraphInstantiateWithFlags(&exec, first, 0), CUDA_SUCCESS);
+  EXPECT_NEAR(measure_op_ms(s, [&] { return cuGraphLaunch(exec, s); }), 0.044444, 1e-5);
+  CUgraphExecUpdateResultInfo info{};
+  EXPECT_EQ(cuGraphExecUpdate_v2(exec, two, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED);
+  EXPECT_EQ(cuGraphExecUpdate_v2(exec, memset, &info), CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED);
+  EXPECT_NE(info.errorNode, nullptr);
+  EXPECT_NEAR(measure_op_ms(s, [&] { return cuGraphLaunch(exec, s); }), 0.044444, 1e-5);  // unchanged
+  EXPECT_EQ(cuGraphExecUpdate_v2(exec, second, &info), CUDA_SUCCESS);
+  EXPECT_EQ(info.result, CU_GRAPH_EXEC_UPDATE_SUCCESS);
+  EXPECT_NEAR(measure_op_ms(s, [&] { return cuGraphLaunch(exec, s); }), 0.088888, 1e-5);
+  EXPECT_EQ(cuStreamSynchronize(s), CUDA_SUCCESS);
+  EXPECT_EQ(cuGraphExecDestroy(exec), CUDA_SUCCESS);
+  for (CUgraph g : {first, second, two, memset}) EXPECT_EQ(cuGraphDestroy(g), CUDA_SUCCESS);
+  cuStreamDestroy_v2(s);
+}
+
 double thread_cpu_s() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);

@@ -19,12 +19,23 @@
 // step's times do not depend on the host time between its launches.
 // run_nccl_graph_links.py reads the times from the timeline.
 //
-// Usage: nccl_graph_links_program [MiB]   (default 256)
+// Usage: nccl_graph_links_program [MiB [wide|update]]   (default 256)
+//
+// update: every graph is cloned, the clone instantiated, and its kernel nodes' parameters read
+// back (cuGraphKernelNodeGetParams) and set again on the instantiated graph
+// (cuGraphExecKernelNodeSetParams) after the instantiated graph was updated from the captured one
+// (cuGraphExecUpdate), before it is replayed.
+//
+// wide: the two p2p steps' send and receive are ranks 0 and 1 (GPUs 0 and 2) of communicator W of
+// four ranks over GPUs 0, 2, 1 and 3 instead of A's (a larger communicator's send/recv names its
+// peers only in its tasks, which NCCL starts after the launch), then W's graphs replayed alone
+// ("graph p2p alone").
 //
 // As torchrun's ranks instead (NCCL_ID_FILE set; RANK and WORLD_SIZE = 2 from launch_ranks.py; two
 // virtual nodes of one GPU): process r drives GPU r and is rank r of A and of B (their
 // ncclUniqueIds through NCCL_ID_FILE.A and .B), its gate a memset on a second stream of its GPU;
 // the four all-reduce steps above (no p2p), each line prefixed "proc <r> ".
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -99,9 +110,70 @@ int send_beside(Comm& c, Comm* beside, size_t bytes) {
   return 0;
 }
 
+// The driver's entry points for a kernel node's parameters (the runtime's own would map the
+// function to a host stub of this program's, which NCCL's kernels have none of).
+using GetParams = CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*);
+using ExecSetParams = CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*);
+
+// Instantiates `graph` into *exec; with `update`, a clone of it instead, whose kernel node's
+// parameters, read back, are then set again on the instantiated graph (an update that changes
+// nothing the collective is, as a framework refreshing its nodes' arguments does).
+int instantiate(cudaGraph_t graph, cudaGraphExec_t* exec, bool update) {
+  if (!update) {
+    CHECK_CUDA(cudaGraphInstantiate(exec, graph, 0));
+    return 0;
+  }
+  static GetParams get = nullptr;
+  static ExecSetParams set = nullptr;
+  cudaDriverEntryPointQueryResult found;
+  if (get == nullptr)
+    CHECK_CUDA(cudaGetDriverEntryPoint("cuGraphKernelNodeGetParams", reinterpret_cast<void**>(&get),
+                                       cudaEnableDefault, &found));
+  if (set == nullptr)
+    CHECK_CUDA(cudaGetDriverEntryPoint("cuGraphExecKernelNodeSetParams", reinterpret_cast<void**>(&set),
+                                       cudaEnableDefault, &found));
+  if (get == nullptr || set == nullptr) {
+    std::printf("FAIL the driver's kernel node entry points are not there\n");
+    return 1;
+  }
+  cudaGraph_t clone;
+  CHECK_CUDA(cudaGraphClone(&clone, graph));
+  CHECK_CUDA(cudaGraphInstantiate(exec, clone, 0));
+  // The captured graph's own nodes (cuGraphExecUpdate: a graph of the same topology), then the
+  // clone's kernel nodes' parameters.
+  cudaGraphExecUpdateResultInfo info{};
+  CHECK_CUDA(cudaGraphExecUpdate(*exec, graph, &info));
+  size_t count = 0;
+  CHECK_CUDA(cudaGraphGetNodes(clone, nullptr, &count));
+  std::vector<cudaGraphNode_t> nodes(count);
+  CHECK_CUDA(cudaGraphGetNodes(clone, nodes.data(), &count));
+  int kernels = 0;
+  for (cudaGraphNode_t n : nodes) {
+    cudaGraphNodeType type;
+    CHECK_CUDA(cudaGraphNodeGetType(n, &type));
+    if (type != cudaGraphNodeTypeKernel) continue;
+    CUDA_KERNEL_NODE_PARAMS params{};
+    if (CUresult r = get(n, &params); r != CUDA_SUCCESS) {
+      std::printf("FAIL cuGraphKernelNodeGetParams: %d\n", static_cast<int>(r));
+      return 1;
+    }
+    if (CUresult r = set(*exec, n, &params); r != CUDA_SUCCESS) {
+      std::printf("FAIL cuGraphExecKernelNodeSetParams: %d\n", static_cast<int>(r));
+      return 1;
+    }
+    ++kernels;
+  }
+  CHECK_CUDA(cudaGraphDestroy(clone));
+  if (kernels == 0) {
+    std::printf("FAIL no kernel node in the captured graph\n");
+    return 1;
+  }
+  return 0;
+}
+
 // One graph a rank of `c` (replacing its graphs): what `launch` launches on its stream, captured.
 template <class Launch>
-int capture(Comm& c, Launch launch) {
+int capture(Comm& c, Launch launch, bool update = false) {
   for (int i = 0; i < 2; ++i) {
     CHECK_CUDA(cudaSetDevice(kGpus[i]));
     if (c.exec[i] != nullptr) CHECK_CUDA(cudaGraphExecDestroy(c.exec[i]));
@@ -112,7 +184,7 @@ int capture(Comm& c, Launch launch) {
     cudaGraph_t graph;
     CHECK_CUDA(cudaSetDevice(kGpus[i]));
     CHECK_CUDA(cudaStreamEndCapture(c.stream[i], &graph));
-    CHECK_CUDA(cudaGraphInstantiate(&c.exec[i], graph, 0));
+    if (instantiate(graph, &c.exec[i], update) != 0) return 1;
     CHECK_CUDA(cudaGraphDestroy(graph));
   }
   return 0;
@@ -204,6 +276,8 @@ int one_rank_per_process(const char* id_file, size_t bytes) {
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   const size_t bytes = static_cast<size_t>(argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 256) << 20;
+  const std::string mode = argc > 2 ? argv[2] : "";
+  const bool wide = mode == "wide";
   if (const char* id_file = std::getenv("NCCL_ID_FILE")) return one_rank_per_process(id_file, bytes);
   int devices = 0;
   CHECK_CUDA(cudaGetDeviceCount(&devices));
@@ -235,25 +309,75 @@ int main(int argc, char** argv) {
   if (open_gate(gate, {&a, &b}) != 0 || all_reduce({&a, &b}, bytes) != 0 || synchronize({&a, &b}) != 0) return 1;
   std::printf("ok   direct shared\n");
 
-  if (capture(a, [&] { return all_reduce({&a}, bytes); }) != 0 || capture(b, [&] { return all_reduce({&b}, bytes); }) != 0)
+  const bool update = mode == "update";
+  if (capture(a, [&] { return all_reduce({&a}, bytes); }, update) != 0 ||
+      capture(b, [&] { return all_reduce({&b}, bytes); }, update) != 0)
     return 1;
   if (open_gate(gate, {&a}) != 0 || replay({&a}) != 0 || synchronize({&a}) != 0) return 1;
   std::printf("ok   graph alone\n");
   if (open_gate(gate, {&a, &b}) != 0 || replay({&a, &b}) != 0 || synchronize({&a, &b}) != 0) return 1;
   std::printf("ok   graph shared\n");
 
+  // The p2p steps' sender and receiver: A's two ranks, or with "wide" ranks 0 and 1 (GPUs 0 and 2)
+  // of communicator W of four ranks over GPUs 0, 2, 1 and 3 (its ranks 2 and 3 only join its
+  // first all-reduce, which connects it and tells every rank's GPU).
+  Comm w;
+  ncclComm_t w_rest[2];
+  cudaStream_t w_rest_stream[2];
+  float* w_rest_buf[2];
+  if (wide) {
+    const int order[4] = {0, 2, 1, 3};
+    ncclComm_t all[4];
+    CHECK_NCCL(ncclCommInitAll(all, 4, order));
+    for (int i = 0; i < 4; ++i) {
+      CHECK_CUDA(cudaSetDevice(order[i]));
+      cudaStream_t s;
+      float* buf;
+      CHECK_CUDA(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+      CHECK_CUDA(cudaMalloc(&buf, bytes));
+      if (i < 2) {
+        w.comm[i] = all[i];
+        w.stream[i] = s;
+        w.buf[i] = buf;
+      } else {
+        w_rest[i - 2] = all[i];
+        w_rest_stream[i - 2] = s;
+        w_rest_buf[i - 2] = buf;
+      }
+    }
+    CHECK_NCCL(ncclGroupStart());
+    for (int i = 0; i < 4; ++i)
+      CHECK_NCCL(ncclAllReduce(i < 2 ? w.buf[i] : w_rest_buf[i - 2], i < 2 ? w.buf[i] : w_rest_buf[i - 2],
+                               (1 << 20) / sizeof(float), ncclFloat, ncclSum, i < 2 ? w.comm[i] : w_rest[i - 2],
+                               i < 2 ? w.stream[i] : w_rest_stream[i - 2]));
+    CHECK_NCCL(ncclGroupEnd());
+    for (int i = 0; i < 2; ++i) CHECK_CUDA(cudaStreamSynchronize(w_rest_stream[i]));
+    if (synchronize({&w}) != 0) return 1;
+  }
+  Comm& p = wide ? w : a;
   // A first message alone (NCCL connects the pair's send/recv channels at its first exchange).
-  if (send_beside(a, nullptr, 1 << 20) != 0 || synchronize({&a}) != 0) return 1;
-  if (open_gate(gate, {&a, &b}) != 0 || send_beside(a, &b, bytes) != 0 || synchronize({&a, &b}) != 0) return 1;
+  if (send_beside(p, nullptr, 1 << 20) != 0 || synchronize({&p}) != 0) return 1;
+  if (open_gate(gate, {&p, &b}) != 0 || send_beside(p, &b, bytes) != 0 || synchronize({&p, &b}) != 0) return 1;
   std::printf("ok   direct p2p\n");
-  if (capture(a, [&] { return send_beside(a, nullptr, bytes); }) != 0) return 1;
-  if (open_gate(gate, {&a, &b}) != 0 || replay({&a, &b}) != 0 || synchronize({&a, &b}) != 0) return 1;
+  if (capture(p, [&] { return send_beside(p, nullptr, bytes); }, update) != 0) return 1;
+  if (open_gate(gate, {&p, &b}) != 0 || replay({&p, &b}) != 0 || synchronize({&p, &b}) != 0) return 1;
   std::printf("ok   graph p2p\n");
+  if (wide) {
+    // Replayed alone: the model's send/recv time.
+    if (open_gate(gate, {&p}) != 0 || replay({&p}) != 0 || synchronize({&p}) != 0) return 1;
+    std::printf("ok   graph p2p alone\n");
+    for (int i = 0; i < 2; ++i) {
+      CHECK_CUDA(cudaSetDevice(kGpus[i]));
+      CHECK_CUDA(cudaGraphExecDestroy(w.exec[i]));
+      CHECK_NCCL(ncclCommDestroy(w.comm[i]));
+      CHECK_NCCL(ncclCommDestroy(w_rest[i]));
+    }
+  }
 
   for (Comm* c : {&a, &b})
     for (int i = 0; i < 2; ++i) {
       CHECK_CUDA(cudaSetDevice(kGpus[i]));
-      CHECK_CUDA(cudaGraphExecDestroy(c->exec[i]));
+      if (c->exec[i] != nullptr) CHECK_CUDA(cudaGraphExecDestroy(c->exec[i]));
       CHECK_NCCL(ncclCommDestroy(c->comm[i]));
     }
   std::printf("ok   ncclCommDestroy\n");

@@ -41,12 +41,14 @@ STEPS = {"A": ["direct alone", "direct shared", "graph alone", "graph shared"],
 
 def main():
     procs = len(sys.argv) > 1 and sys.argv[1] == "procs"
+    wide = len(sys.argv) > 1 and sys.argv[1] == "wide"
+    update = len(sys.argv) > 1 and sys.argv[1] == "update"
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = env["CUDA_LIB_DIR"]
     work = tempfile.mkdtemp(prefix="vgpu-nccl-graph-links-")
     timelines = [os.path.join(work, "timeline.json")]
     cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--timeline", timelines[0], "--",
-           env["GRAPH_LINKS_PROGRAM"], str(MIB)]
+           env["GRAPH_LINKS_PROGRAM"], str(MIB)] + (["wide"] if wide else ["update"] if update else [])
     gpus = [0, 2]
     steps = STEPS
     if procs:
@@ -63,7 +65,8 @@ def main():
         return 1
     out, check = ran
     for step in [s for s in ("direct alone", "direct shared", "graph alone", "graph shared", "direct p2p",
-                             "graph p2p", "ncclCommDestroy") if not procs or "p2p" not in s]:
+                             "graph p2p", "graph p2p alone", "ncclCommDestroy")
+                 if (not procs or "p2p" not in s) and (wide or s != "graph p2p alone")]:
         found = len(re.findall(rf"^(?:proc \d+ )?ok   {step}$", out, re.M))
         check(found == (2 if procs else 1), f"the program reached '{step}' in {found} process(es)")
     if check.failures:
@@ -139,10 +142,11 @@ def main():
     if procs:
         return check.verdict(out)
 
-    # The receives of BYTES on GPU 2 (direct, then replayed), each to the p2p end op after it.
+    # The receives of BYTES on GPU 2 (direct, then replayed; with wide, then replayed alone), each to
+    # the p2p end op after it (on any of GPU 2's rows: wide's receiver has a stream of its own).
     tp_us = estimate("SendRecv", str(BYTES), "0", "2")
     receives = []
-    for key in {k for k in rows if k[0] == 2}:
+    for key in {(e["pid"], e["tid"]) for e in events if e["pid"] == 2}:
         evs = sorted((e for e in events if (e["pid"], e["tid"]) == key and
                       (f"[Recv {BYTES} B" in e["name"] or e["name"] == "nccl p2p end")), key=lambda e: e["ts"])
         for i, e in enumerate(evs):
@@ -151,8 +155,14 @@ def main():
                 end = after["ts"] if after is not None and after["name"] == "nccl p2p end" else e["ts"] + e["dur"]
                 receives.append((e["ts"], end - e["ts"]))
     receives.sort()
-    check(len(receives) == 2, f"two receives of {BYTES} B on GPU 2: {len(receives)}")
-    if len(receives) == 2:
+    expected = 3 if wide else 2
+    check(len(receives) == expected, f"{expected} receives of {BYTES} B on GPU 2: {len(receives)}")
+    if wide and len(receives) == 3:
+        alone = receives[2][1]
+        print(f"     p2p: the receive replayed alone lasts {alone:.3f} us")
+        check(abs(alone - tp_us) < 1e-3, f"p2p: the receive replayed alone lasts {alone:.3f} us, the model's "
+              f"send/recv {tp_us:.3f} us")
+    if len(receives) == expected:
         direct, graph = receives[0][1], receives[1][1]
         print(f"     p2p: the receive lasts {direct:.3f} us directly, {graph:.3f} us replayed; T_P {tp_us:.3f} us")
         check(abs(graph - direct) < 1e-3 and direct > tp_us + 1e-3,

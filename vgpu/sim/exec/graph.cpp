@@ -4,12 +4,37 @@
 
 #include "common/log.h"
 #include "sim/core/driver_state.h"
+#include "sim/exec/nccl_collectives.h"
 #include "sim/exec/stream.h"
 #include "sim/memory/memory.h"
 
 #include <unordered_map>
 
 namespace vgpu {
+
+namespace {
+thread_local const KernelLaunchView* t_kernel_launch = nullptr;
+
+// The parameters of the launch being submitted, for a kernel node recorded from it (null: none).
+std::shared_ptr<const KernelNodeParams> params_of_current_launch() {
+  const KernelLaunchView* v = t_kernel_launch;
+  if (v == nullptr || v->shape == nullptr) return nullptr;
+  auto p = std::make_shared<KernelNodeParams>();
+  p->func = v->func;
+  p->grid = {v->shape->grid[0], v->shape->grid[1], v->shape->grid[2]};
+  p->block = {v->shape->block[0], v->shape->block[1], v->shape->block[2]};
+  p->shared = v->shape->dynamic_shared;
+  p->bytes.assign(v->params.begin(), v->params.end());
+  for (const ParamSlot& slot : v->slots)
+    p->pointers.push_back(slot.offset < p->bytes.size() ? p->bytes.data() + slot.offset : nullptr);
+  return p;
+}
+}  // namespace
+
+KernelLaunchScope::KernelLaunchScope(const KernelLaunchView* launch) : previous_(t_kernel_launch) {
+  t_kernel_launch = launch;
+}
+KernelLaunchScope::~KernelLaunchScope() { t_kernel_launch = previous_; }
 
 GraphManager::GraphManager(DriverState& driver) : driver_(driver) {}
 GraphManager::~GraphManager() = default;
@@ -85,6 +110,8 @@ CUresult GraphManager::clone(CUgraph original, CUgraph* out) {
       return r;
     }
     made[n->handle] = h;
+    if (n->kernel_params)
+      if (auto m = nodes_.find(h)) m->kernel_params = n->kernel_params;  // immutable: shared
     if (n->type == CU_GRAPH_NODE_TYPE_CONDITIONAL) {  // its bodies are cloned with it
       auto m = nodes_.find(h);
       m->cond_type = n->cond_type;
@@ -119,18 +146,97 @@ CUresult GraphManager::clone(CUgraph original, CUgraph* out) {
   return CUDA_SUCCESS;
 }
 
+namespace {
+// Whether a node's work `old`, a captured NCCL kernel timed as its collective (its label names the
+// operations: "kernel [AllReduce ... B]"), stays when given `work`, an NCCL kernel of parameters
+// alone (not launched inside NCCL, so not timed: its label is the kernel's name).
+bool keeps_collective(const Work& old, const Work& work) {
+  return old.kind == Work::Kind::kernel && work.kind == Work::Kind::kernel && is_nccl_kernel_name(old.label) &&
+         is_nccl_kernel_name(work.label) && old.label.find(" [") != std::string::npos &&
+         work.label.find(" [") == std::string::npos;
+}
+}  // namespace
+
 CUresult GraphManager::set_exec_work(CUgraphExec exec, CUgraphNode node, Work work) {
   auto e = execs_.find(exec);
   if (!e) return CUDA_ERROR_INVALID_VALUE;
   std::lock_guard lock(e->mu);
   for (size_t i = 0; i < e->nodes.size(); ++i)
     if (e->nodes[i] == node) {
-      if (node_type_of(e->items[i].work) != node_type_of(work)) return CUDA_ERROR_INVALID_VALUE;
-      e->items[i].work = std::move(work);
+      Work& old = e->items[i].work;
+      if (node_type_of(old) != node_type_of(work)) return CUDA_ERROR_INVALID_VALUE;
+      // A captured NCCL kernel (timed as its collective, labelled with its operations, its
+      // transfers placed on each replay) given an NCCL kernel's parameters again: the new
+      // arguments are NCCL's device-side work, which tells nothing here (and outside NCCL's
+      // launch the plugin names no collective), so the node keeps its collective's timing and
+      // transfers; a grid or block change does not alter what the collective model says.
+      if (!keeps_collective(old, work)) old = std::move(work);
       return CUDA_SUCCESS;
     }
   log::warn("cuGraphExec*SetParams: the node is not part of the instantiated graph");
   return CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult GraphManager::update_exec(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResult* result,
+                                   CUgraphNode* error_node) {
+  *result = CU_GRAPH_EXEC_UPDATE_ERROR;
+  *error_node = nullptr;
+  auto e = execs_.find(exec);
+  auto g = graphs_.find(graph);
+  if (!e || !g) return CUDA_ERROR_INVALID_VALUE;
+  GraphExec fresh;  // what instantiating `graph` would run
+  if (CUresult r = append_items(*g, {}, fresh, nullptr, 0); r != CUDA_SUCCESS) return r;
+  std::lock_guard lock(e->mu);
+  if (fresh.items.size() != e->items.size()) {
+    *result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+    return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+  }
+  for (size_t i = 0; i < fresh.items.size(); ++i) {
+    const LaunchItem& now = e->items[i];
+    const LaunchItem& next = fresh.items[i];
+    if (now.kind != next.kind || node_type_of(now.work) != node_type_of(next.work)) {
+      *result = CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
+      *error_node = fresh.nodes[i];
+      return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+    }
+    if (now.deps != next.deps) {
+      *result = CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED;
+      *error_node = fresh.nodes[i];
+      return CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
+    }
+  }
+  // Every node checked: replace all (the nodes the executable graph answers to stay its own).
+  for (size_t i = 0; i < fresh.items.size(); ++i) {
+    LaunchItem& now = e->items[i];
+    now.event = fresh.items[i].event;
+    if (!keeps_collective(now.work, fresh.items[i].work)) now.work = std::move(fresh.items[i].work);
+  }
+  *result = CU_GRAPH_EXEC_UPDATE_SUCCESS;
+  return CUDA_SUCCESS;
+}
+
+CUresult GraphManager::kernel_params(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS* out) const {
+  auto n = nodes_.find(node);
+  if (out == nullptr || !n || n->type != CU_GRAPH_NODE_TYPE_KERNEL) return CUDA_ERROR_INVALID_VALUE;
+  const std::shared_ptr<const KernelNodeParams> p = n->kernel_params;
+  if (!p) {
+    log::warn("cuGraphKernelNodeGetParams: this kernel node's launch was not recorded (a node inlined from a graph "
+              "launched into a capture)");
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  *out = CUDA_KERNEL_NODE_PARAMS{};
+  out->func = p->func;
+  out->gridDimX = p->grid[0];
+  out->gridDimY = p->grid[1];
+  out->gridDimZ = p->grid[2];
+  out->blockDimX = p->block[0];
+  out->blockDimY = p->block[1];
+  out->blockDimZ = p->block[2];
+  out->sharedMemBytes = p->shared;
+  // The driver's own copy, as the real one hands out (the caller reads, never writes, it).
+  out->kernelParams = const_cast<void**>(p->pointers.data());
+  out->extra = nullptr;
+  return CUDA_SUCCESS;
 }
 
 CUresult GraphManager::own_allocation(CUgraph graph, CUdeviceptr ptr) {
@@ -164,6 +270,7 @@ CUresult GraphManager::add_node(CUgraph graph, CUgraphNodeType type, Work work, 
   n->handle = mint_handle<CUgraphNode>(HandleKind::graph_node);
   n->graph = graph;
   n->type = type;
+  if (type == CU_GRAPH_NODE_TYPE_KERNEL) n->kernel_params = params_of_current_launch();
   n->work = std::move(work);
   n->event = event;
   {

@@ -7,19 +7,52 @@
 // after its own dependencies only, so independent branches overlap as they would on a GPU.
 #pragma once
 
+#include <array>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <unordered_map>
 #include <vector>
 
 #include "sim/core/handle_table.h"
 #include "sim/core/stream_work.h"
 #include "sim/exec/user_objects.h"
+#include "front/launch/launch_signature.h"
 #include "front/driver/cuda_api.h"
 
 namespace vgpu {
 
 class DriverState;
+
+// A kernel node's launch as cuGraphKernelNodeGetParams reports it: its function, shape and a copy
+// of its arguments (kernelParams points into it, valid while the node lives).
+struct KernelNodeParams {
+  CUfunction func = nullptr;
+  std::array<unsigned, 3> grid{1, 1, 1}, block{1, 1, 1};
+  unsigned shared = 0;
+  std::vector<uint8_t> bytes;   // the packed parameter block
+  std::vector<void*> pointers;  // one per parameter, into bytes
+};
+
+// The kernel launch the calling thread is submitting (ModuleManager::launch holds one around its
+// submit): a kernel node a stream capture records from it keeps its parameters. A thread-local
+// pointer, set and cleared once a launch.
+struct KernelLaunchView {
+  CUfunction func = nullptr;
+  const LaunchShape* shape = nullptr;
+  std::span<const uint8_t> params;
+  std::span<const ParamSlot> slots;
+};
+class KernelLaunchScope {
+ public:
+  explicit KernelLaunchScope(const KernelLaunchView* launch);
+  ~KernelLaunchScope();
+  KernelLaunchScope(const KernelLaunchScope&) = delete;
+  KernelLaunchScope& operator=(const KernelLaunchScope&) = delete;
+
+ private:
+  const KernelLaunchView* previous_;
+};
 
 struct GraphNode {
   CUgraphNode handle = nullptr;
@@ -33,6 +66,8 @@ struct GraphNode {
   std::vector<CUgraph> bodies;
   CUgraphConditionalNodeType cond_type = CU_GRAPH_COND_TYPE_IF;
   unsigned int cond_value = 0;
+  // Kernel nodes recorded from a launch (stream capture, cuGraphAddKernelNode): what it launches.
+  std::shared_ptr<const KernelNodeParams> kernel_params;
 };
 
 struct Graph {
@@ -93,7 +128,17 @@ class GraphManager {
   // cuGraphClone: the same nodes and edges under new handles.
   CUresult clone(CUgraph original, CUgraph* out);
   // cuGraphExec*SetParams: the item made from `node` runs `work` from now on (same node type).
+  // A captured NCCL kernel's node given the parameters of an NCCL kernel again keeps its
+  // collective's timing and transfers (nccl_collectives.h): the new arguments cannot tell them.
   CUresult set_exec_work(CUgraphExec exec, CUgraphNode node, Work work);
+  // cuGraphExecUpdate: `exec` runs `graph`'s nodes' work from now on, where `graph` has the same
+  // nodes as the graph `exec` was instantiated from (taken in the same topological order: the same
+  // count, node types and edges; else CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE with *result, and
+  // *error_node where a node tells). Each node's work is replaced as set_exec_work does.
+  CUresult update_exec(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResult* result, CUgraphNode* error_node);
+  // cuGraphKernelNodeGetParams: CUDA_ERROR_INVALID_VALUE for a node that is not a kernel's, or
+  // one whose launch was not recorded (a kernel node inlined from a graph launched into a capture).
+  CUresult kernel_params(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS* out) const;
   // Memory of an allocation node, freed with the graph.
   CUresult own_allocation(CUgraph graph, CUdeviceptr ptr);
 

@@ -378,6 +378,46 @@ VGPU_EXPORT CUresult CUDAAPI cuGraphClone(CUgraph* clone, CUgraph original) {
   return d->graphs().clone(original, clone);
 }
 
+// The nodes of `graph` replace those `exec` was instantiated from, where both have the same
+// topology (graph.h, update_exec).
+VGPU_EXPORT CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec exec, CUgraph graph, CUgraphExecUpdateResultInfo* info) {
+  VGPU_CALL_SCOPE();
+  VGPU_STATE(d);
+  if (info == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  *info = CUgraphExecUpdateResultInfo{};
+  return d->graphs().update_exec(exec, graph, &info->result, &info->errorNode);
+}
+VGPU_EXPORT CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec exec, CUgraph graph, CUgraphNode* error_node,
+                                               CUgraphExecUpdateResult* result) {
+  VGPU_CALL_SCOPE();
+  VGPU_STATE(d);
+  if (error_node == nullptr || result == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  return d->graphs().update_exec(exec, graph, result, error_node);
+}
+
+// A kernel node's launch: its function, shape and arguments (the driver's copy), as recorded when
+// the node was made (stream capture, cuGraphAddKernelNode); CUkernel and context left null.
+VGPU_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS* p) {
+  VGPU_CALL_SCOPE();
+  VGPU_STATE(d);
+  return d->graphs().kernel_params(node, p);
+}
+VGPU_EXPORT CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS_v1* p) {
+  VGPU_CALL_SCOPE();
+  VGPU_STATE(d);
+  if (p == nullptr) return CUDA_ERROR_INVALID_VALUE;
+  CUDA_KERNEL_NODE_PARAMS v2{};
+  if (CUresult r = d->graphs().kernel_params(node, &v2); r != CUDA_SUCCESS) return r;
+  *p = CUDA_KERNEL_NODE_PARAMS_v1{};
+  p->func = v2.func;
+  p->gridDimX = v2.gridDimX; p->gridDimY = v2.gridDimY; p->gridDimZ = v2.gridDimZ;
+  p->blockDimX = v2.blockDimX; p->blockDimY = v2.blockDimY; p->blockDimZ = v2.blockDimZ;
+  p->sharedMemBytes = v2.sharedMemBytes;
+  p->kernelParams = v2.kernelParams;
+  p->extra = v2.extra;
+  return CUDA_SUCCESS;
+}
+
 // The new parameters are turned into a kernel node's Work the way cuGraphAddKernelNode does (a
 // launch captured into a scratch graph, validated like any launch), then replace what the
 // instantiated graph runs for `node`; the graph it was instantiated from is left as it was.

@@ -8,6 +8,7 @@
 #include "front/launch/kernel_db_misses.h"
 #include "front/launch/kernel_time_model.h"
 #include "sim/exec/module_registry.h"
+#include "sim/exec/graph.h"
 #include "sim/exec/module_resources.h"
 #include "sim/exec/nccl_collectives.h"
 #include "sim/exec/stream.h"
@@ -237,6 +238,9 @@ CUresult ModuleManager::prepare_launch(const LaunchRequest& r, bool per_thread, 
 CUresult ModuleManager::launch(const LaunchRequest& request, bool per_thread) {
   PreparedLaunch p;
   if (CUresult rc = prepare_launch(request, per_thread, &p); rc != CUDA_SUCCESS) return rc;
+  // What a kernel node recorded from this launch by a stream capture keeps (cuGraphKernelNodeGetParams).
+  const KernelLaunchView view{request.function, &request.shape, p.params, p.function->desc().params};
+  const KernelLaunchScope scope(&view);
   CUresult rc = CUDA_SUCCESS;
   if (nccl_ && nccl_->submit(request.stream, per_thread, p, &rc)) return rc;
   return driver_.streams().submit(request.stream, p.to_work(), per_thread);

@@ -363,6 +363,7 @@ void NcclCollectives::tasks_done(uint64_t tag) {
     place_deferred(tag, std::move(*d), nullptr);
     return;
   }
+  if (resolve_captured(tag)) return;
   // Placed on its own already (its thread called the driver first): its peers still get its
   // arrivals, and the counts of each direction stay in step.
   std::optional<Flushed> f;
@@ -402,12 +403,19 @@ bool NcclCollectives::peers_of(uint64_t tag, NcclP2p::Launch* l) {
   return true;
 }
 
+void NcclCollectives::look_again_before_next_call(uint64_t tag) {
+  t_deferred.push_back(tag);
+  vclock::before_next_call(&flush_held_p2p);
+}
+
 void NcclCollectives::flush_thread() {
   std::vector<uint64_t> tags;
   tags.swap(t_deferred);
   for (uint64_t tag : tags)
     if (auto d = take_deferred(tag))
       place_deferred(tag, std::move(*d), "its NCCL tasks were not all started before its thread's next driver call");
+    else
+      resolve_captured(tag);  // a captured send/recv's tasks: kept for their tasks_done when not all known yet
 }
 
 void NcclCollectives::flush_shared_ends() {
@@ -588,7 +596,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     if (known != 0) return false;
     Work k = p.to_work();
     if (!timed_alone(k, "captured")) return false;
-    k.on_replay = replay_transfers(got, p.function->device, local_ranks_of(plugin, got));
+    k.on_replay = replay_transfers(got, tag, p.function->device, local_ranks_of(plugin, got), k.duration_s);
     *rc = streams.submit(stream, std::move(k), per_thread);
     return true;
   }

@@ -209,10 +209,31 @@ class NcclCollectives {
   std::vector<uint64_t> place_transfers(const std::vector<simcore::CollectiveCall>& calls, std::span<const int> ranks,
                                         std::vector<uint64_t> after, double start_at_most, int gpu);
 
-  // What the node of a collective captured into a graph (launch `got` on `device`, of which this
-  // process holds `local_ranks` ranks) places on the fabric on each replay: Work::on_replay
-  // (nccl_graph_replay.cpp); empty when it places nothing.
-  decltype(Work::on_replay) replay_transfers(const vgpu_nccl_launch& got, int device, int local_ranks);
+  // What the node of a collective captured into a graph (launch `got`, tag `tag`, on `device`, of
+  // which this process holds `local_ranks` ranks; its kernel lasts `seconds`) places on the fabric
+  // on each replay: Work::on_replay (nccl_graph_replay.cpp); empty when it places nothing.
+  decltype(Work::on_replay) replay_transfers(const vgpu_nccl_launch& got, uint64_t tag, int device, int local_ranks,
+                                             double seconds);
+
+  // A captured send/recv of a communicator of more than two ranks: the messages its node places
+  // on each replay, known once the launch's tasks name its peers (right after the launch, as for
+  // a directly launched one: resolve_captured). Shared by the node's replays (every copy of the
+  // node: clones, instantiations) and the resolution.
+  struct CapturedMessages {
+    std::mutex mu;
+    std::vector<simcore::CollectiveCall> messages;  // each from its sender's GPU to this rank's
+  };
+  struct Captured {
+    std::shared_ptr<CapturedMessages> out;
+    vgpu_nccl_launch got{};
+    int gpu = 0;
+    double seconds = 0;  // the kernel's duration: a message the kernel is not timed for adds nothing
+  };
+  // Fills captured launch `tag`'s messages once its tasks are all known; false (kept) while not.
+  bool resolve_captured(uint64_t tag);
+  // Has launch `tag` looked at again before the calling thread's next driver call (flush_thread),
+  // in case its tasks_done came first or never comes.
+  void look_again_before_next_call(uint64_t tag);
 
   // The cluster's GPU of each rank of `l.receive_from` as known (l.receive_gpus), for the
   // transfers of the messages it receives.
@@ -246,6 +267,7 @@ class NcclCollectives {
   std::map<std::pair<uint64_t, int>, uint64_t> last_p2p_;  // (comm, rank) -> its latest send/recv launch
   std::map<uint64_t, Deferred> deferred_;  // by launch tag: send/recv kernels held for their tasks
   std::map<uint64_t, Flushed> flushed_;    // by launch tag: placed before their tasks came (the latest)
+  std::map<uint64_t, Captured> captured_;  // by launch tag: captured send/recv nodes waiting for their tasks
 };
 
 }  // namespace vgpu
