@@ -58,6 +58,8 @@ def run(env, steps, work):
     if m is None or served is None:
         print(log[-3000:])
         return None, check
+    moved = re.findall(r".*lies before the floor.*", log)
+    check(not moved, f"{steps} steps: no placement moved up to vgpud's floor: {moved[:1]}")
     got = dict(zip(["submitted", "live", "segments", "history", "results"], map(int, m.groups())))
     got["served"] = {k: int(v) for k, v in re.findall(r"(\w+) (\d+)", served.group(1))}
     print(f"     {steps} steps: vgpud kept {got['live']} live events, {got['segments']} flow segments, "
