@@ -175,8 +175,7 @@ int main(int argc, char** argv) {
     std::string error;
     auto daemon = connect_engine(ro, &error);
     if (daemon == nullptr) {
-      std::printf("FAIL no vgpud for the shared rows: %s
-", error.c_str());
+      std::printf("FAIL no vgpud for the shared rows: %s\n", error.c_str());
       return std::nullopt;
     }
     if (read == Read::release) daemon->register_rank(kBenchRank);
