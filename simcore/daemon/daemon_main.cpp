@@ -163,6 +163,11 @@ int vgpud_main(int argc, char** argv, const EngineFactory& make_engine) {
   const ServerExit why = server->run();
   g_signal_target.store(nullptr);
   server.reset();
+  // What the job left in the engine (tests read it: bounded memory over a long job).
+  const Engine::Stats st = engine->stats();
+  vgpu::log::info("vgpud: engine at exit: {} events submitted, {} live, {} flow segments, {} B history, {} B results, "
+                  "{} B timeline, floor {:.6f} s", st.events_submitted, st.events_live, st.flow_segments,
+                  st.history_bytes, st.result_bytes, st.timeline_bytes, st.floor);
   engine.reset();
   vgpu::log::info("vgpud: exiting ({})", to_string(why));
   return 0;

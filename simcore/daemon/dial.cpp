@@ -35,8 +35,10 @@ Greeting greet(int fd, const ClientConfig& c, double timeout_s, HelloReply* hell
                std::string* error) {
   Frame reply;
   Hello h{c.job, c.rank, c.tcp.empty() ? std::string() : c.token};
-  if (!exchange_once(fd, Frame{1, std::move(h)}, &reply, timeout_s, error))
-    return Greeting::kRetry;  // e.g. a daemon on its way out closed us: try again
+  bool other_version = false;
+  if (!exchange_once(fd, Frame{1, std::move(h)}, &reply, timeout_s, error, &other_version))
+    // e.g. a daemon on its way out closed us: try again; not a daemon of another version.
+    return other_version ? Greeting::kRefused : Greeting::kRetry;
   if (auto* r = std::get_if<HelloReply>(&reply.body)) {
     *hello = std::move(*r);
     return Greeting::kOk;
@@ -78,7 +80,7 @@ std::vector<std::string> daemon_args(const ClientConfig& c) {
 }  // namespace
 
 bool exchange_once(int fd, const Frame& request, Frame* reply, double timeout_s,
-                   std::string* error) {
+                   std::string* error, bool* other_version) {
   std::vector<uint8_t> out;
   if (!append_frame(out, request)) {
     *error = "request could not be encoded";
@@ -105,7 +107,14 @@ bool exchange_once(int fd, const Frame& request, Frame* reply, double timeout_s,
     if (n > 0) {
       Decoded d = decode_frame(std::span<const uint8_t>(in).first(n));
       if (!d.frame) {
-        *error = fmt::format("bad reply: {}", to_string(d.error));
+        if (d.error == DecodeError::kBadVersion) {
+          *error = fmt::format("the job's vgpud speaks protocol version {}, this client {} (a vgpud of another vgpu "
+                               "build: stop it, or run the job's processes with the same build)",
+                               d.version, kVersion);
+          if (other_version != nullptr) *other_version = true;
+        } else {
+          *error = fmt::format("bad reply: {}", to_string(d.error));
+        }
         return false;
       }
       *reply = std::move(*d.frame);

@@ -23,8 +23,10 @@ namespace simcore::daemon {
 UniqueFd dial(const ClientConfig& config, wire::HelloReply* hello, std::string* error);
 
 // One request and its reply on a socket nobody else reads (the Hello, or a lone Shutdown),
-// waiting at most `timeout_s`. False on a dropped connection or timeout.
+// waiting at most `timeout_s`. False on a dropped connection or timeout. *other_version (when
+// given) is set when the reply came in another protocol version (a vgpud of another build: no
+// retry will change that; *error names both versions).
 bool exchange_once(int fd, const wire::Frame& request, wire::Frame* reply, double timeout_s,
-                   std::string* error);
+                   std::string* error, bool* other_version = nullptr);
 
 }  // namespace simcore::daemon

@@ -79,6 +79,68 @@ void get(ByteReader& r, AddFlows& m) {
 void put(ByteWriter& w, const EventsReply& m) { w.u64_list(m.ids, kMaxFlowsPerCall); }
 void get(ByteReader& r, EventsReply& m) { m.ids = r.u64_list(kMaxFlowsPerCall); }
 
+void put(ByteWriter& w, const FinishRelease& m) {
+  uint64_t total = 0;
+  for (uint32_t n : m.groups) total += n;
+  if (m.groups.size() > kMaxFlowsPerCall || total != m.ids.size()) {
+    w.fail();
+    return;
+  }
+  w.i32(m.rank);
+  w.u8(m.floor ? 1 : 0);
+  put_time(w, m.floor.value_or(0));
+  w.u32(static_cast<uint32_t>(m.groups.size()));
+  for (uint32_t n : m.groups) w.u32(n);
+  w.u64_list(m.ids, kMaxFlowsPerCall);
+}
+void get(ByteReader& r, FinishRelease& m) {
+  m.rank = r.i32();
+  const bool has_floor = r.flag();
+  const Time floor = get_time(r);
+  if (has_floor) m.floor = floor;
+  const uint32_t n = r.u32();
+  if (!r.ok()) return;
+  if (n > kMaxFlowsPerCall || static_cast<uint64_t>(n) * 4 > r.remaining()) {
+    r.fail(DecodeError::kBadCount);
+    return;
+  }
+  m.groups.resize(n);
+  uint64_t total = 0;
+  for (uint32_t& g : m.groups) total += g = r.u32();
+  m.ids = r.u64_list(kMaxFlowsPerCall);
+  if (r.ok() && total != m.ids.size()) r.fail(DecodeError::kBadValue);
+}
+
+// One finish a group: u8 has, f64 finish (the engine's value as-is, like IntervalReply).
+constexpr size_t kFinishBytes = 1 + 8;
+void put(ByteWriter& w, const FinishesReply& m) {
+  if (m.finishes.size() > kMaxFlowsPerCall) {
+    w.fail();
+    return;
+  }
+  w.u32(m.registered);
+  w.u32(static_cast<uint32_t>(m.finishes.size()));
+  for (const std::optional<Time>& f : m.finishes) {
+    w.u8(f ? 1 : 0);
+    w.f64(f.value_or(0));
+  }
+}
+void get(ByteReader& r, FinishesReply& m) {
+  m.registered = r.u32();
+  const uint32_t n = r.u32();
+  if (!r.ok()) return;
+  if (n > kMaxFlowsPerCall || static_cast<uint64_t>(n) * kFinishBytes > r.remaining()) {
+    r.fail(DecodeError::kBadCount);
+    return;
+  }
+  m.finishes.resize(n);
+  for (std::optional<Time>& f : m.finishes) {
+    const bool has = r.flag();
+    const Time t = r.f64();
+    if (has) f = t;
+  }
+}
+
 void put(ByteWriter& w, const AddTask& m) {
   w.i32(m.task.gpu);
   w.i32(m.task.lane);
@@ -242,9 +304,40 @@ MsgType type_of(const Body& body) {
   return std::visit([](const auto& m) { return std::decay_t<decltype(m)>::kType; }, body);
 }
 
+const char* name_of(MsgType t) {
+  switch (t) {
+    case MsgType::kHello: return "Hello";
+    case MsgType::kAddFlow: return "AddFlow";
+    case MsgType::kAddTask: return "AddTask";
+    case MsgType::kQuery: return "Query";
+    case MsgType::kIsFinal: return "IsFinal";
+    case MsgType::kRegisterRank: return "RegisterRank";
+    case MsgType::kSetRankFloor: return "SetRankFloor";
+    case MsgType::kUnregisterRank: return "UnregisterRank";
+    case MsgType::kWaitFinal: return "WaitFinal";
+    case MsgType::kTimeline: return "Timeline";
+    case MsgType::kShutdown: return "Shutdown";
+    case MsgType::kWaitFinalForRank: return "WaitFinalForRank";
+    case MsgType::kStats: return "Stats";
+    case MsgType::kAddFlows: return "AddFlows";
+    case MsgType::kFinishRelease: return "FinishRelease";
+    case MsgType::kHelloReply: return "HelloReply";
+    case MsgType::kEventReply: return "EventReply";
+    case MsgType::kIntervalReply: return "IntervalReply";
+    case MsgType::kBoolReply: return "BoolReply";
+    case MsgType::kAck: return "Ack";
+    case MsgType::kTimelineReply: return "TimelineReply";
+    case MsgType::kStatsReply: return "StatsReply";
+    case MsgType::kEventsReply: return "EventsReply";
+    case MsgType::kFinishesReply: return "FinishesReply";
+    case MsgType::kError: return "Error";
+  }
+  return "unknown";
+}
+
 bool is_request(MsgType t) {
   return static_cast<uint16_t>(t) >= static_cast<uint16_t>(MsgType::kHello) &&
-         static_cast<uint16_t>(t) <= static_cast<uint16_t>(MsgType::kAddFlows);
+         static_cast<uint16_t>(t) <= static_cast<uint16_t>(MsgType::kFinishRelease);
 }
 
 bool append_frame(std::vector<uint8_t>& out, const Frame& frame) {

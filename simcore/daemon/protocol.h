@@ -38,6 +38,16 @@
 //   Stats          (empty)                 StatsReply     13 × u64 (Engine::Stats counters in
 //                                                         declaration order), f64 floor
 //   Shutdown       (empty)                 Ack, then the daemon stops
+//   FinishRelease  i32 rank, u8 has_floor, FinishesReply  u32 registered, u32 count, then count ×
+//                  f64 floor, u32 groups,                 (u8 has, f64 finish): one per group,
+//                  groups × u32 size, ids                 in order
+//                  (one round trip for a collective's answer: each group's latest finish as
+//                  known now, has=0 when one of its ids is unknown; then every id is released,
+//                  Engine::release; then, with has_floor, `rank` (one this connection
+//                  registered; ignored otherwise) promises no submission before `floor`,
+//                  Engine::set_rank_floor. `registered`: the ranks all connections have
+//                  registered now. The sizes must add up to the ids' count; groups <=
+//                  kMaxFlowsPerCall, ids <= kMaxFlowsPerCall.)
 //   any request that fails                 Error          u16 code, str message
 //
 // Timeline JSON can exceed one frame: offset 0 takes a fresh snapshot (kept per connection),
@@ -66,8 +76,10 @@ namespace simcore::wire {
 
 inline constexpr uint32_t kMagic = 0x44504756;   // 'V' 'G' 'P' 'D' in wire (little-endian) order
 // 2: StatsReply carries group_members_apart; 3: AddFlows / EventsReply; 4: StatsReply carries
-// group_links and group_links_expanded; 5: StatsReply carries stale_items_dropped.
-inline constexpr uint16_t kVersion = 5;
+// group_links and group_links_expanded; 5: StatsReply carries stale_items_dropped; 6:
+// FinishRelease / FinishesReply (a rank process's collective answers, its ids released and its
+// floor moved, in one round trip: vgpu/sim/exec/nccl_shared_fabric.h).
+inline constexpr uint16_t kVersion = 6;
 inline constexpr size_t kLengthBytes = 4;        // the u32 length prefix
 inline constexpr size_t kHeaderBytes = 16;       // magic + version + type + request id
 
@@ -96,6 +108,7 @@ enum class MsgType : uint16_t {
   kWaitFinalForRank = 12,
   kStats = 13,
   kAddFlows = 14,
+  kFinishRelease = 15,
   kHelloReply = 0x101,
   kEventReply = 0x102,
   kIntervalReply = 0x103,
@@ -104,6 +117,7 @@ enum class MsgType : uint16_t {
   kTimelineReply = 0x106,
   kStatsReply = 0x107,
   kEventsReply = 0x108,
+  kFinishesReply = 0x109,
   kError = 0x1ff,
 };
 
@@ -152,13 +166,19 @@ struct TimelineReply { static constexpr MsgType kType = MsgType::kTimelineReply;
   uint64_t total = 0; uint64_t offset = 0; std::string chunk; };
 struct StatsReply { static constexpr MsgType kType = MsgType::kStatsReply; Engine::Stats stats; };
 struct EventsReply { static constexpr MsgType kType = MsgType::kEventsReply; std::vector<EventId> ids; };
+// The latest finish of each group of ids, the ids released, the caller's floor moved.
+struct FinishRelease { static constexpr MsgType kType = MsgType::kFinishRelease;
+  int32_t rank = 0; std::optional<Time> floor; std::vector<uint32_t> groups; std::vector<EventId> ids; };
+struct FinishesReply { static constexpr MsgType kType = MsgType::kFinishesReply;
+  uint32_t registered = 0; std::vector<std::optional<Time>> finishes; };
 struct ErrorReply { static constexpr MsgType kType = MsgType::kError;
   ErrorCode code = ErrorCode::kBadFrame; std::string message; };
 
 using Body = std::variant<Hello, AddFlow, AddTask, Query, IsFinal, RegisterRank, SetRankFloor,
                           UnregisterRank, WaitFinal, TimelineRequest, Shutdown, WaitFinalForRank,
                           StatsRequest, HelloReply, EventReply, IntervalReply, BoolReply, Ack,
-                          TimelineReply, StatsReply, ErrorReply, AddFlows, EventsReply>;
+                          TimelineReply, StatsReply, ErrorReply, AddFlows, EventsReply,
+                          FinishRelease, FinishesReply>;
 
 struct Frame {
   uint64_t request_id = 0;
@@ -167,6 +187,8 @@ struct Frame {
 
 MsgType type_of(const Body& body);
 bool is_request(MsgType t);
+// The message's name as protocol.h writes it ("AddFlows"), for logs.
+const char* name_of(MsgType t);
 
 // --- encoding -------------------------------------------------------------------------------------
 // Appends one whole frame (length prefix included) to `out`. Returns false, leaving `out` as it

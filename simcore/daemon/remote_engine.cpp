@@ -86,6 +86,14 @@ class RemoteEngine final : public Engine {
     return r ? r->stats : Stats{};
   }
 
+  // One FinishRelease (finish_and_release in remote_engine.h); nullopt when the call failed.
+  std::optional<FinishesReply> finish_release(FinishRelease request) {
+    const size_t groups = request.groups.size();
+    auto r = expect<FinishesReply>(std::move(request), "finish_and_release");
+    if (r && r->finishes.size() != groups) return std::nullopt;
+    return r;
+  }
+
   std::string timeline_json() const override {
     std::string out;
     uint64_t total = 0;
@@ -201,6 +209,41 @@ bool shutdown_daemon(const RemoteOptions& options, std::string* error) {
     set_error(error, e.what());
     return false;
   }
+}
+
+std::vector<std::optional<Time>> finish_and_release(Engine& engine, std::span<const uint32_t> groups,
+                                                    std::span<const EventId> ids, int rank,
+                                                    std::optional<Time> floor, uint32_t* registered) {
+  if (registered != nullptr) *registered = 0;
+  if (auto* remote = dynamic_cast<RemoteEngine*>(&engine)) {
+    FinishRelease call;
+    call.rank = rank;
+    call.floor = floor;
+    call.groups.assign(groups.begin(), groups.end());
+    call.ids.assign(ids.begin(), ids.end());
+    std::optional<FinishesReply> r = remote->finish_release(std::move(call));
+    if (!r) return std::vector<std::optional<Time>>(groups.size());
+    if (registered != nullptr) *registered = r->registered;
+    return std::move(r->finishes);
+  }
+  // In process: the daemon's own steps (session.cpp), in the same order.
+  std::vector<std::optional<Time>> out;
+  out.reserve(groups.size());
+  size_t at = 0;
+  for (uint32_t n : groups) {
+    std::optional<Time> latest;
+    bool known = n > 0;
+    for (size_t k = at; k < at + n && k < ids.size(); ++k) {
+      const std::optional<Interval> iv = engine.query(ids[k]);
+      if (!iv) known = false;
+      else latest = std::max(latest.value_or(iv->finish), iv->finish);
+    }
+    out.push_back(known ? latest : std::nullopt);
+    at += n;
+  }
+  engine.release(ids);
+  if (floor) engine.set_rank_floor(rank, *floor);
+  return out;
 }
 
 std::string daemon_socket_path(const RemoteOptions& options) {

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <unordered_map>
 #include <vector>
 
@@ -121,6 +122,9 @@ class EpollServer final : public Server {
   std::unordered_map<uint64_t, std::unique_ptr<Client>> clients_;
   std::unique_ptr<WaitPool> waits_;
   uint64_t next_tag_ = kFirstClientTag;  // never reused: a late answer cannot reach a newcomer
+  uint32_t registered_ = 0;  // ranks registered by all sessions (SessionPolicy::registered)
+  // Requests served, by message type (logged at exit: round trips a job made, by kind).
+  std::map<MsgType, uint64_t> served_;
   bool shutdown_requested_ = false;
   bool accepted_ = false;     // a client arrived this round
   Clock::time_point accept_paused_until_{};
@@ -192,7 +196,7 @@ void EpollServer::accept_all(int listen_fd, uint64_t tag) {
     }
     accepted_ = true;
     const bool is_tcp = tag == kTcpTag;
-    SessionPolicy policy{opt_.job, opt_.token, is_tcp, static_cast<uint32_t>(::getpid())};
+    SessionPolicy policy{opt_.job, opt_.token, is_tcp, static_cast<uint32_t>(::getpid()), &registered_};
     const uint64_t ctag = next_tag_++;
     auto client = std::make_unique<Client>(ctag, std::move(fd), is_tcp,
                                            Session(engine_, std::move(policy)));
@@ -264,6 +268,7 @@ void EpollServer::process_frames(Client& c) {
       c.closing = true;
       break;
     }
+    ++served_[type_of(d.frame->body)];
     Session::Outcome o = c.session.handle(*d.frame);
     switch (o.next) {
       case Session::Next::kReply:
@@ -409,6 +414,9 @@ ServerExit EpollServer::finish(ServerExit why) {
   deliver_waits();
   drain_before_exit();
   clients_.clear();
+  std::string served;
+  for (const auto& [type, n] : served_) served += fmt::format("{}{} {}", served.empty() ? "" : ", ", name_of(type), n);
+  vgpu::log::info("vgpud: requests served: {}", served.empty() ? "none" : served);
   vgpu::log::info("vgpud: job '{}' done ({})", opt_.job, to_string(why));
   return why;
 }

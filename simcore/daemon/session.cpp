@@ -59,6 +59,34 @@ TimelineReply Session::timeline_page(const TimelineRequest& m, bool* ok) {
   return r;
 }
 
+void Session::count_rank(int32_t rank, bool registered) {
+  const bool changed = registered ? ranks_.insert(rank).second : ranks_.erase(rank) > 0;
+  if (changed && policy_.registered != nullptr) *policy_.registered += registered ? 1 : -1;
+}
+
+FinishesReply Session::finish_release(const FinishRelease& m) {
+  FinishesReply reply;
+  reply.finishes.reserve(m.groups.size());
+  size_t at = 0;
+  for (uint32_t n : m.groups) {
+    std::optional<Time> latest;
+    bool known = n > 0;
+    for (size_t k = at; k < at + n && k < m.ids.size(); ++k) {
+      const std::optional<Interval> iv = engine_.query(m.ids[k]);
+      if (!iv) known = false;
+      else latest = std::max(latest.value_or(iv->finish), iv->finish);
+    }
+    reply.finishes.push_back(known ? latest : std::nullopt);
+    at += n;
+  }
+  // Read, then forgotten (once final and reclaimed): the caller never names them again.
+  engine_.release(m.ids);
+  // Then the promise: the answers above are what was placed so far, the floor only finalizes.
+  if (m.floor && ranks_.contains(m.rank)) engine_.set_rank_floor(m.rank, *m.floor);
+  reply.registered = policy_.registered != nullptr ? *policy_.registered : 0;
+  return reply;
+}
+
 Session::Outcome Session::dispatch(const Body& body) {
   if (const auto* h = std::get_if<Hello>(&body)) return hello(*h);
   if (!greeted_)
@@ -83,14 +111,14 @@ Session::Outcome Session::dispatch(const Body& body) {
           return {Next::kReply, BoolReply{engine_.is_final(m.id)}, kNoEvent};
         } else if constexpr (std::is_same_v<M, RegisterRank>) {
           engine_.register_rank(m.rank);
-          ranks_.insert(m.rank);
+          count_rank(m.rank, true);
           return {};
         } else if constexpr (std::is_same_v<M, SetRankFloor>) {
           engine_.set_rank_floor(m.rank, m.t);
           return {};
         } else if constexpr (std::is_same_v<M, UnregisterRank>) {
           engine_.unregister_rank(m.rank);
-          ranks_.erase(m.rank);
+          count_rank(m.rank, false);
           return {};
         } else if constexpr (std::is_same_v<M, WaitFinal>) {
           // Unknown ids and events final already are answered now; the rest wait off the loop.
@@ -103,6 +131,8 @@ Session::Outcome Session::dispatch(const Body& body) {
           if (engine_.is_final(m.id))
             return {Next::kReply, IntervalReply{engine_.wait_final_for_rank(m.id, m.rank)}, kNoEvent};
           return {Next::kWait, Ack{}, m.id, m.rank, true};
+        } else if constexpr (std::is_same_v<M, FinishRelease>) {
+          return {Next::kReply, finish_release(m), kNoEvent};
         } else if constexpr (std::is_same_v<M, StatsRequest>) {
           return {Next::kReply, StatsReply{engine_.stats()}, kNoEvent};
         } else if constexpr (std::is_same_v<M, TimelineRequest>) {
@@ -135,6 +165,7 @@ void Session::end() {
   }
   if (!ranks_.empty())
     vgpu::log::info("vgpud: client (rank {}) left; unregistered {} rank(s)", rank_, ranks_.size());
+  if (policy_.registered != nullptr) *policy_.registered -= static_cast<uint32_t>(ranks_.size());
   ranks_.clear();
 }
 

@@ -17,6 +17,10 @@ struct SessionPolicy {
   std::string token;          // required in Hello when require_token
   bool require_token = false; // TCP connections
   uint32_t pid = 0;           // reported in HelloReply
+  // The ranks every connection of the daemon has registered and not unregistered (FinishesReply
+  // tells it: a rank process holds its floor back until every process of its job registered).
+  // Owned by the server, which outlives its sessions; null: not counted (0 reported).
+  uint32_t* registered = nullptr;
 };
 
 class Session {
@@ -52,6 +56,8 @@ class Session {
   Outcome dispatch(const wire::Body& body);
   Outcome hello(const wire::Hello& m);
   wire::TimelineReply timeline_page(const wire::TimelineRequest& m, bool* ok);
+  wire::FinishesReply finish_release(const wire::FinishRelease& m);
+  void count_rank(int32_t rank, bool registered);
 
   Engine& engine_;
   SessionPolicy policy_;

@@ -2,6 +2,7 @@
 // cluster comes from the daemon's environment, which it inherits from the rank that started it:
 // VGPU_CONFIG, VGPU_NODES, ...).
 #include "daemon_main.h"
+#include "common/settings.h"
 #include "simcore/cluster_config.h"
 
 int main(int argc, char** argv) {
@@ -12,6 +13,9 @@ int main(int argc, char** argv) {
           *error = config.error.to_string();
           return nullptr;
         }
-        return simcore::make_engine(*config.cluster);
+        // Timeline entries of reclaimed events only when asked: a long job's vgpud stays bounded.
+        simcore::EngineOptions options;
+        options.record_timeline = vgpu::settings::flag(vgpu::settings::Id::daemon_timeline);
+        return simcore::make_engine(*config.cluster, options);
       });
 }

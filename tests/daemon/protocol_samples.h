@@ -87,6 +87,10 @@ inline std::vector<wire::Frame> sample_frames() {
       {33, AddFlows{}},
       {34, EventsReply{{1, 0, ~0ull}}},
       {35, EventsReply{}},
+      {36, FinishRelease{(1 << 20) + 3, 0.25, {2, 0, 1}, {7, 8, ~0ull}}},
+      {37, FinishRelease{-1, std::nullopt, {}, {}}},
+      {38, FinishesReply{4, {2.5e-3, std::nullopt, inf}}},
+      {39, FinishesReply{}},
   };
   return f;
 }

@@ -71,6 +71,30 @@ TEST(Protocol, FieldValuesSurvive) {
   EXPECT_FALSE(std::get<IntervalReply>(d.frame->body).interval);
 }
 
+TEST(Protocol, FinishReleaseFieldsSurvive) {
+  Decoded d = decode_frame(encode({5, FinishRelease{(1 << 20) + 7, 0.5, {2, 1}, {11, 12, 13}}}));
+  ASSERT_TRUE(d.frame) << to_string(d.error);
+  const auto& m = std::get<FinishRelease>(d.frame->body);
+  EXPECT_EQ(m.rank, (1 << 20) + 7);
+  ASSERT_TRUE(m.floor);
+  EXPECT_EQ(*m.floor, 0.5);
+  EXPECT_EQ(m.groups, (std::vector<uint32_t>{2, 1}));
+  EXPECT_EQ(m.ids, (std::vector<EventId>{11, 12, 13}));
+  EXPECT_TRUE(is_request(MsgType::kFinishRelease));
+  EXPECT_FALSE(is_request(MsgType::kFinishesReply));
+  d = decode_frame(encode({5, FinishRelease{3, std::nullopt, {1}, {4}}}));
+  ASSERT_TRUE(d.frame);
+  EXPECT_FALSE(std::get<FinishRelease>(d.frame->body).floor);
+
+  d = decode_frame(encode({6, FinishesReply{9, {1.25, std::nullopt}}}));
+  ASSERT_TRUE(d.frame);
+  const auto& r = std::get<FinishesReply>(d.frame->body);
+  EXPECT_EQ(r.registered, 9u);
+  ASSERT_EQ(r.finishes.size(), 2u);
+  EXPECT_EQ(r.finishes[0], 1.25);
+  EXPECT_FALSE(r.finishes[1]);
+}
+
 TEST(Protocol, WireLayoutIsLittleEndianAsDocumented) {
   const std::vector<uint8_t> b = encode({0x0102030405060708ull, Query{0x1122334455667788ull}});
   ASSERT_EQ(b.size(), 4u + 16 + 8);
@@ -174,6 +198,29 @@ TEST(Protocol, RefusesLyingCountsWithoutAllocating) {
   put_u32(many, 4 + 16, 1);  // one flow and another's bytes left over
   EXPECT_EQ(decode_error(many), DecodeError::kTrailing);
 
+  // FinishRelease: a group count over its cap or the bytes left, group sizes that do not add up
+  // to the ids it carries, and an id count over the bytes left. Its fields: rank, has_floor,
+  // floor, then the group count at 4 + 16 + 13.
+  std::vector<uint8_t> fr = encode({1, FinishRelease{5, 1.0, {1, 2}, {10, 11, 12}}});
+  const size_t groups_at = 4 + 16 + 4 + 1 + 8;
+  std::vector<uint8_t> bad = fr;
+  put_u32(bad, groups_at, kMaxFlowsPerCall + 1);
+  EXPECT_EQ(decode_error(bad), DecodeError::kBadCount);
+  put_u32(bad, groups_at, 0xffffffffu);
+  EXPECT_EQ(decode_error(bad), DecodeError::kBadCount);
+  bad = fr;
+  put_u32(bad, groups_at + 4, 2);  // sizes 2 + 2 for 3 ids
+  EXPECT_EQ(decode_error(bad), DecodeError::kBadValue);
+  bad = fr;
+  put_u32(bad, groups_at + 12, 4);  // claims 4 ids, carries 3
+  EXPECT_EQ(decode_error(bad), DecodeError::kBadCount);
+  // FinishesReply: a finish count over the bytes left.
+  std::vector<uint8_t> fin = encode({1, FinishesReply{2, {1.0, 2.0}}});
+  put_u32(fin, 4 + 16 + 4, 3);
+  EXPECT_EQ(decode_error(fin), DecodeError::kBadCount);
+  put_u32(fin, 4 + 16 + 4, kMaxFlowsPerCall + 1);
+  EXPECT_EQ(decode_error(fin), DecodeError::kBadCount);
+
   // A string length over its cap, and one past the bytes left.
   std::vector<uint8_t> h = encode({1, Hello{"j", 0, ""}});
   put_u32(h, 4 + 16, kMaxJobBytes + 1);
@@ -188,6 +235,17 @@ TEST(Protocol, RefusesValuesOutOfDomain) {
   const uint64_t nan = std::bit_cast<uint64_t>(std::nan(""));
   for (int i = 0; i < 8; ++i) b[4 + 16 + 4 + i] = static_cast<uint8_t>(nan >> (8 * i));
   EXPECT_EQ(decode_error(b), DecodeError::kBadValue);
+  // FinishRelease's floor is a time (no NaN) and its flag 0 or 1; so is each finish's flag.
+  b = encode({1, FinishRelease{1, 2.0, {1}, {3}}});
+  std::vector<uint8_t> c = b;
+  for (int i = 0; i < 8; ++i) c[4 + 16 + 4 + 1 + i] = static_cast<uint8_t>(nan >> (8 * i));
+  EXPECT_EQ(decode_error(c), DecodeError::kBadValue);
+  c = b;
+  c[4 + 16 + 4] = 2;
+  EXPECT_EQ(decode_error(c), DecodeError::kBadValue);
+  c = encode({1, FinishesReply{1, {1.0}}});
+  c[4 + 16 + 8] = 3;
+  EXPECT_EQ(decode_error(c), DecodeError::kBadValue);
   // Flags are 0 or 1.
   b = encode({1, BoolReply{true}});
   b.back() = 2;
@@ -215,6 +273,9 @@ TEST(Protocol, EncoderRefusesWhatTheDecoderWould) {
   EXPECT_FALSE(append_frame(out, {1, Hello{std::string(kMaxJobBytes + 1, 'j'), 0, ""}}));
   EXPECT_FALSE(append_frame(out, {1, TimelineReply{1, 0, "ab"}}));
   EXPECT_FALSE(append_frame(out, {1, AddFlows{std::vector<FlowSpec>(kMaxFlowsPerCall + 1)}}));
+  EXPECT_FALSE(append_frame(out, {1, FinishRelease{0, std::nullopt, {2}, {1}}}));  // sizes != ids
+  EXPECT_FALSE(append_frame(out, {1, FinishRelease{0, std::nan(""), {1}, {1}}}));
+  EXPECT_FALSE(append_frame(out, {1, FinishesReply{0, std::vector<std::optional<Time>>(kMaxFlowsPerCall + 1)}}));
   EXPECT_EQ(out, (std::vector<uint8_t>{9, 9}));  // untouched
   // The largest legal label still goes.
   flow.label.assign(kMaxLabelBytes, 'x');

@@ -70,7 +70,10 @@ TEST_F(RealDaemon, AnswersExactlyAsTheInProcessEngine) {
   ASSERT_TRUE(config.ok()) << config.error.to_string();
   auto local = make_engine(*config.cluster);
   std::string err;
+  // Its timeline is compared with the in-process engine's, which keeps reclaimed events too.
+  ::setenv("VGPU_DAEMON_TIMELINE", "1", 1);
   auto remote = connect_engine(options(0), &err);
+  ::unsetenv("VGPU_DAEMON_TIMELINE");
   ASSERT_TRUE(remote) << err;
 
   const auto lids = submit_scenario(*local);
@@ -151,6 +154,74 @@ TEST_F(RealDaemon, ConsecutiveFlowsGoThroughAddFlowsWithTheSameAnswers) {
   EXPECT_EQ(rs.events_submitted, ls.events_submitted);
   EXPECT_GT(ls.solved_flows, 0u);
   EXPECT_LT(rs.solved_flows, ls.solved_flows / 2) << "the daemon took the flows one at a time";
+}
+
+// FinishRelease (protocol 6), as a rank process reads its collectives' answers: each round's
+// latest finish comes back in one call, bit-equal to the in-process engine's; the ids are
+// released and the rank's floor moves in the same call, so the daemon's engine keeps what a
+// few rounds need, not every round's history and results (without the floor and the release it
+// keeps them all: that is what the last check tells apart).
+TEST_F(RealDaemon, FinishAndReleaseAnswersInOneCallAndKeepsTheEngineBounded) {
+  ConfigResult config = load_cluster_config();
+  ASSERT_TRUE(config.ok()) << config.error.to_string();
+  const int n = config.cluster->total_gpus();
+  ASSERT_GE(n, 2);
+  EngineOptions quiet;
+  quiet.record_timeline = false;
+  auto local = make_engine(*config.cluster, quiet);
+  auto kept = make_engine(*config.cluster, quiet);  // the same rounds, read by Query alone
+  std::string err;
+  auto remote = connect_engine(options(0), &err);
+  ASSERT_TRUE(remote) << err;
+  constexpr int kRank = (1 << 20) + 3;
+  local->register_rank(kRank);
+  remote->register_rank(kRank);
+  constexpr double kPeriod = 1e-3;
+  auto rounds = [&](int from, int to) {
+    for (int k = from; k < to; ++k) {
+      std::vector<FlowSpec> ring;
+      for (int i = 0; i < n; ++i) ring.push_back(FlowSpec{i, (i + 1) % n, 1ull << 24, k * kPeriod, {}, ""});
+      std::vector<EventId> lids(n), rids(n), kids(n);
+      local->add_flows(ring, lids);
+      remote->add_flows(ring, rids);
+      kept->add_flows(ring, kids);
+      // Two groups: the first half of the ring, the rest (the answers of two collectives).
+      const uint32_t half = static_cast<uint32_t>(n / 2);
+      const std::vector<uint32_t> groups = {half, static_cast<uint32_t>(n) - half};
+      uint32_t lreg = 99, rreg = 0;
+      // Nothing this rank submits later starts before this round's start.
+      const auto l = finish_and_release(*local, groups, lids, kRank, k * kPeriod, &lreg);
+      const auto r = finish_and_release(*remote, groups, rids, kRank, k * kPeriod, &rreg);
+      ASSERT_EQ(l.size(), 2u);
+      ASSERT_EQ(r.size(), 2u);
+      for (size_t g = 0; g < 2; ++g) {
+        ASSERT_TRUE(l[g] && r[g]) << "round " << k;
+        EXPECT_EQ(*l[g], *r[g]) << "round " << k;  // bit-exact
+        EXPECT_GT(*r[g], k * kPeriod);
+      }
+      EXPECT_EQ(lreg, 0u);  // in process: not known
+      EXPECT_EQ(rreg, 1u);  // this client's one rank
+      double latest = 0;
+      for (EventId id : kids) latest = std::max(latest, kept->query(id)->finish);
+      EXPECT_EQ(latest, std::max(*r[0], *r[1])) << "round " << k;
+    }
+  };
+  constexpr int kRounds = 800;  // past the engine's first growth of its containers
+  rounds(0, kRounds);
+  const Engine::Stats once = remote->stats();
+  rounds(kRounds, 4 * kRounds);
+  const Engine::Stats four = remote->stats();
+  EXPECT_EQ(four.events_submitted, 4 * once.events_submitted);
+  // Bounded: what the engine keeps after 4N rounds is what it kept after N (a margin for where
+  // the reclaiming stands), while the rounds kept by Query alone grow with them.
+  EXPECT_LE(four.events_live, once.events_live + 2 * static_cast<uint64_t>(n));
+  EXPECT_LE(four.result_bytes, once.result_bytes + once.result_bytes / 4 + 4096 * 20);
+  EXPECT_LE(four.history_bytes, once.history_bytes + once.history_bytes / 4 + 4096);
+  EXPECT_LE(four.flow_segments, once.flow_segments + 2 * static_cast<uint64_t>(n));
+  EXPECT_LE(four.timeline_bytes, once.timeline_bytes + once.timeline_bytes / 4 + 4096);  // VGPU_DAEMON_TIMELINE=0
+  const Engine::Stats all = kept->stats();
+  EXPECT_EQ(all.events_submitted, four.events_submitted);
+  EXPECT_GT(all.result_bytes + all.history_bytes, 3 * (four.result_bytes + four.history_bytes));
 }
 
 TEST_F(RealDaemon, RanksInSeparateProcessesShareOneSimulation) {

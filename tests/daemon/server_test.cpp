@@ -1,11 +1,13 @@
 // vgpud's server and client library in one process: a Server over a FakeEngine on a thread,
 // clients on other threads, over a real Unix socket (and TCP) in a private temp directory.
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <pwd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <atomic>
+#include <set>
 #include <future>
 #include <random>
 #include <thread>
@@ -536,6 +538,85 @@ TEST(JobPaths, TheSocketDirectoryMustBeOursAndPrivate) {
     EXPECT_FALSE(daemon::ensure_private_dir(planted, &err));
     EXPECT_NE(err.find("belongs to uid 65534"), std::string::npos) << err;
   }
+}
+
+// FinishRelease through the server: each group's latest finish (has=0 where an id is unknown),
+// the floor applied only to a rank this connection registered, and `registered` counting every
+// connection's ranks (a rank process holds its floor back until its whole job is registered).
+TEST(Daemon, FinishReleaseAnswersGroupsAndCountsTheJobsRanks) {
+  InProcessDaemon d;
+  auto a = d.connect(0);
+  auto b = d.connect(1);
+  ASSERT_TRUE(a && b);
+  FlowSpec f;
+  f.src_gpu = 0;
+  f.dst_gpu = 1;
+  f.bytes = 2000;
+  f.not_before = 1.0;
+  const EventId x = a->add_flow(f);
+  f.bytes = 5000;
+  const EventId y = a->add_flow(f);
+  ASSERT_NE(x, kNoEvent);
+  ASSERT_NE(y, kNoEvent);
+  a->register_rank(7);
+  uint32_t registered = 99;
+  const uint32_t groups[] = {2, 1, 0};
+  const EventId ids[] = {x, y, 424242};
+  auto got = finish_and_release(*a, groups, ids, 7, 0.5, &registered);
+  ASSERT_EQ(got.size(), 3u);
+  ASSERT_TRUE(got[0]);
+  EXPECT_EQ(*got[0], 1.0 + FakeEngine::flow_duration(5000));
+  EXPECT_FALSE(got[1]);  // unknown id
+  EXPECT_FALSE(got[2]);  // an empty group knows nothing
+  EXPECT_EQ(registered, 1u);
+  b->register_rank(8);
+  b->register_rank(8);  // twice: still one rank
+  got = finish_and_release(*a, groups, ids, 8, 3.0, &registered);  // rank 8 is b's: no floor moved
+  EXPECT_EQ(registered, 2u);
+  b.reset();  // b leaves: its rank goes
+  EXPECT_TRUE(eventually([&] {
+    finish_and_release(*a, groups, ids, 7, 0.5, &registered);
+    return registered == 1u;
+  }));
+  EXPECT_EQ(d.engine().registered_ranks(), (std::set<int>{7}));
+}
+
+// A vgpud of another protocol version (another build) answers Hello in its version: the client
+// gives up at once with one line naming both versions, rather than retrying to its timeout.
+TEST(Daemon, AVgpudOfAnotherVersionIsRefusedAtOnceWithBothVersions) {
+  TempDir tmp;
+  const std::string job = unique_job("oldver");
+  daemon::JobPaths paths;
+  std::string err;
+  ASSERT_TRUE(daemon::job_paths(tmp.path(), job, &paths, &err)) << err;
+  UniqueFd listener = daemon::listen_unix(paths.socket, &err);
+  ASSERT_TRUE(listener) << err;
+  std::thread old([&] {
+    pollfd p{listener.get(), POLLIN, 0};
+    if (::poll(&p, 1, 20000) != 1) return;
+    UniqueFd c(::accept(listener.get(), nullptr, nullptr));  // blocking: the listener's flag is not inherited
+    if (!c) return;
+    std::vector<uint8_t> frame;
+    wire::append_frame(frame, wire::Frame{1, wire::ErrorReply{wire::ErrorCode::kBadVersion, "old"}});
+    frame[8] = static_cast<uint8_t>(wire::kVersion - 1);  // the version field, as an older vgpud writes it
+    ::send(c.get(), frame.data(), frame.size(), MSG_NOSIGNAL);
+    char sink[256];
+    while (::recv(c.get(), sink, sizeof(sink), 0) > 0) {
+    }
+  });
+  RemoteOptions o;
+  o.job_id = job;
+  o.socket_dir = tmp.path();
+  o.start_daemon = false;
+  o.connect_timeout_s = 30;
+  auto e = connect_engine(o, &err);
+  EXPECT_FALSE(e);
+  EXPECT_NE(err.find("protocol version " + std::to_string(wire::kVersion - 1)), std::string::npos) << err;
+  EXPECT_NE(err.find("this client " + std::to_string(wire::kVersion)), std::string::npos) << err;
+  EXPECT_EQ(err.find("no vgpud answered"), std::string::npos) << "retried to its timeout: " << err;
+  e.reset();
+  ::shutdown(listener.get(), SHUT_RDWR);
+  old.join();
 }
 
 }  // namespace

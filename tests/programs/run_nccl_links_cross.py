@@ -79,7 +79,9 @@ def run(env, procs):
     work = tempfile.mkdtemp(prefix="vgpu-nccl-cross-")
     program = [env["LINKS_PROGRAM"], str(MIB), "cross"]
     if procs:
-        env = dict(env, NCCL_ID_FILE=os.path.join(work, "nccl_id"))
+        # vgpud's log kept in `work` (sim28: its floors must never move a placement).
+        env = dict(env, NCCL_ID_FILE=os.path.join(work, "nccl_id"), VGPU_DAEMON_DIR=work, VGPU_JOB_ID=f"cross{os.getpid()}",
+                   VGPU_LOG_LEVEL="info")
         timelines = [os.path.join(work, f"timeline.{p}.json") for p in range(4)]
         cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--", sys.executable, env["LAUNCHER"],
                "--nproc-per-node", "4", "--timeout", str(TIMEOUT_S - 20), "--", "sh", "-c",
@@ -94,9 +96,26 @@ def run(env, procs):
     ended = len(re.findall(r"^(?:proc \d+ )?ok   ncclCommDestroy$", out, re.M))
     check(ended == (4 if procs else 1), f"{'processes' if procs else 'one process'}: the program ran to the end "
           f"in {ended} process(es)")
+    if procs:
+        floors_ok(os.path.join(work, f"cross{os.getpid()}.log"), check)
     got = None if check.failures else spans(timelines)
     check(got is not None, "two rows of NCCL collectives on each GPU's timeline")
     return (got if not check.failures else None), (check, out)
+
+
+def floors_ok(log_path, check):
+    """The job's vgpud moved its floor (the processes registered their ranks and promised, sim28) and never
+    moved a placement up to it (simcore's "lies before the floor" warning): the floors cost no answer."""
+    try:
+        with open(log_path) as f:
+            log = f.read()
+    except OSError as e:
+        check(False, f"processes: vgpud's log read ({e})")
+        return
+    m = re.search(r"vgpud: engine at exit: .* floor ([0-9.]+) s", log)
+    check(m is not None and float(m.group(1)) > 0, f"processes: vgpud's floor moved: {m.group(1) if m else None} s")
+    moved = re.findall(r".*lies before the floor.*", log)
+    check(not moved, f"processes: no placement moved up to vgpud's floor: {moved[:1]}")
 
 
 def vgpud_pid(job):

@@ -85,6 +85,7 @@ enum class Id : int {
   daemon_token_file,
   daemon_timeout_s,
   daemon_idle_s,
+  daemon_timeline,
   vgpud,
   test_sanitizers,
   tsan_gate,
@@ -273,6 +274,9 @@ inline constexpr Spec kSpecs[] = {
     {Id::daemon_idle_s, "VGPU_DAEMON_IDLE_S", Type::real, "30",
      "seconds a vgpud without clients waits before it exits", "vgpud and its clients", 0, 1e9, {},
      Reading::each_use},
+    {Id::daemon_timeline, "VGPU_DAEMON_TIMELINE", Type::flag, "0",
+     "`1`: vgpud keeps every event for its timeline after reclaiming it (its memory then grows with the job); "
+     "`0`: its timeline shows the events not yet reclaimed", "vgpud"},
     {Id::vgpud, "VGPU_VGPUD", Type::path, "",
      "the vgpud binary to start (unset: beside the library, then `PATH`)", "vgpud clients", 0, 0, {},
      Reading::each_use},

@@ -30,8 +30,12 @@
 //   VGPU_DAEMON_TIMEOUT_S  call timeout
 #pragma once
 
+#include <cstdint>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "simcore/engine.h"
 
@@ -62,6 +66,18 @@ bool shutdown_daemon(const RemoteOptions& options, std::string* error = nullptr)
 // Starts the job's daemon if none answers, without keeping a connection (vgpu-run does this
 // before it launches the ranks). True when a daemon now answers.
 bool ensure_daemon(const RemoteOptions& options, std::string* error = nullptr);
+
+// Answers a rank process's collectives in one round trip to the daemon (protocol 6,
+// FinishRelease): for each group of `ids` (`groups` gives their sizes, in order) the latest
+// finish of its ids as known now, nullopt when one is unknown there (or the daemon is lost:
+// `engine.lost()` says so); then every id is released (the caller never names them again); then,
+// when `floor` is given, rank `rank` (which the caller registered) promises that no submission of
+// its own starts before it. *registered (may be null): the ranks every client of the job has
+// registered now. On an in-process engine the same through query, release and set_rank_floor
+// (*registered then 0: not known).
+std::vector<std::optional<Time>> finish_and_release(Engine& engine, std::span<const uint32_t> groups,
+                                                    std::span<const EventId> ids, int rank,
+                                                    std::optional<Time> floor, uint32_t* registered);
 
 // The Unix socket path the job's daemon listens on (for messages and vgpu-run).
 std::string daemon_socket_path(const RemoteOptions& options);

@@ -443,10 +443,16 @@ void NcclCollectives::flush_shared_ends() {
                                       0, posted[i], true, kPlacedTimeoutS).known;
   // This process's flows' finish, then (a collective) every rank's, posted and collected as
   // above: every rank's end waits for the last flow of the collective, as in one process.
-  std::vector<std::optional<double>> finishes(ends.size());
+  // One vgpud round trip for them all (their flows released there, this process's floor moved).
+  std::vector<std::vector<uint64_t>> groups;
+  groups.reserve(ends.size());
+  for (SharedEnd& e : ends) groups.push_back(std::move(e.shared));
+  const uint64_t calls_before = shared_.answer_calls();
+  std::vector<std::optional<double>> finishes = shared_.finish(groups, driver_.ranks().lowest_floor(vclock::now()));
+  log::debug("sim nccl: the shared answers of {} collective end(s) read in {} vgpud round trip(s)", ends.size(),
+             shared_.answer_calls() - calls_before);
   std::vector<uint64_t> finish_posted(ends.size(), 0);
   for (size_t i = 0; i < ends.size(); ++i) {
-    finishes[i] = shared_.finish(ends[i].shared);
     for (int r : ends[i].ranks)
       finish_posted[i] = rendezvous_.post(ends[i].comm ^ kFinishSalt, ends[i].nranks, r, ends[i].gpu,
                                           finishes[i].value_or(0));

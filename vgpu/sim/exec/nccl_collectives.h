@@ -52,7 +52,8 @@
 // end" op then waits until the launching thread's NCCL group is over (the plugin's group end hook,
 // else its next driver call outside a group): every rank of each of its collectives posts
 // "placed" in the rendezvous table, the process waits (bounded) for the others' posts, reads its
-// own flows' latest finish from vgpud, posts it and takes the latest of every rank's (it knows
+// own flows' latest finish from vgpud (every collective of the group in one round trip, which also
+// releases those flows there and moves the process's floor: nccl_shared_fabric.h), posts it and takes the latest of every rank's (it knows
 // only its own flows' ids), and every rank ends the collective no earlier. A tentative answer: it
 // counts the group's collectives and messages and whatever was placed before in real time, not a
 // collective another process launches later in real time that overlaps in virtual time. Not a

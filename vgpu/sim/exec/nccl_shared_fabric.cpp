@@ -1,7 +1,10 @@
 // The job's shared engine for collectives of rank processes (nccl_shared_fabric.h says why).
 #include "sim/exec/nccl_shared_fabric.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "common/log.h"
@@ -34,6 +37,20 @@ simcore::Engine* NcclSharedFabric::engine() {
               "process's transfers", error);
     return nullptr;
   }
+  // One rank of this process in vgpud (nccl_shared_fabric.h): its floor lets vgpud reclaim.
+  const char* job_rank = std::getenv("RANK");
+  const char* world = std::getenv("WORLD_SIZE");
+  char* end = nullptr;
+  const long r = job_rank != nullptr ? std::strtol(job_rank, &end, 10) : -1;
+  const bool by_rank = job_rank != nullptr && end != job_rank && *end == '\0' && r >= 0 && r < kPidBase - kRankBase;
+  rank_ = by_rank ? kRankBase + static_cast<int>(r) : kPidBase + static_cast<int>(::getpid() % kPidBase);
+  const long w = world != nullptr ? std::strtol(world, nullptr, 10) : 0;
+  expected_ = by_rank && w > 0 && w < kPidBase ? static_cast<uint32_t>(w) : 0;
+  engine_->register_rank(rank_);
+  registered_ = engine_->lost().empty();
+  if (expected_ == 0)
+    log::info("sim nccl: no RANK and WORLD_SIZE: the job's vgpud keeps every collective's transfers (its memory grows "
+              "with the job)");
   ready_.store(engine_.get(), std::memory_order_release);
   gave_up_.store(false, std::memory_order_release);
   return engine_.get();
@@ -52,19 +69,31 @@ bool NcclSharedFabric::alive() {
   return false;
 }
 
-std::optional<double> NcclSharedFabric::finish(std::span<const uint64_t> ids) {
+std::vector<std::optional<double>> NcclSharedFabric::finish(std::span<const std::vector<uint64_t>> groups,
+                                                            double own_floor) {
+  std::vector<std::optional<double>> out(groups.size());
   simcore::Engine* e = ready_.load(std::memory_order_acquire);
-  if (e == nullptr || ids.empty()) return std::nullopt;
-  double latest = 0;
-  for (uint64_t id : ids) {
-    const std::optional<simcore::Interval> at = e->query(id);
-    if (!at) {
-      alive();
-      return std::nullopt;
-    }
-    latest = std::max(latest, at->finish);
+  if (e == nullptr || groups.empty()) return out;
+  std::vector<uint32_t> sizes;
+  std::vector<uint64_t> ids;
+  sizes.reserve(groups.size());
+  for (const std::vector<uint64_t>& g : groups) {
+    sizes.push_back(static_cast<uint32_t>(g.size()));
+    ids.insert(ids.end(), g.begin(), g.end());
   }
-  return latest;
+  std::lock_guard l(floor_mu_);
+  // The promise (nccl_shared_fabric.h): below every flow this process places from now on, and
+  // only once every process of the job is registered in vgpud.
+  std::optional<double> floor;
+  const double promise = own_floor - kFloorLag;
+  if (registered_ && everyone_seen_ && promise > 0 && promise >= floor_sent_ + kFloorStep) floor = promise;
+  uint32_t registered = 0;
+  out = simcore::finish_and_release(*e, sizes, ids, rank_, floor, &registered);
+  answer_calls_.fetch_add(1, std::memory_order_relaxed);
+  if (!alive()) return std::vector<std::optional<double>>(groups.size());
+  if (floor) floor_sent_ = *floor;
+  if (expected_ > 0 && registered >= expected_) everyone_seen_ = true;
+  return out;
 }
 
 }  // namespace vgpu

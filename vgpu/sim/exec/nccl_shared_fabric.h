@@ -12,8 +12,34 @@
 //
 // Each process places its own ranks' flows only (every rank's process places its own), and
 // reads how long they take from the shared engine: a tentative answer (nccl_collectives.h says
-// when it is read, how the ranks agree on it and what it can miss). No rank is registered there: no floor, every answer
-// counts the flows placed so far, in any order (simcore rolls back).
+// when it is read, how the ranks agree on it and what it can miss). Reading the answers of a
+// thread's collectives is one round trip (vgpud protocol 6, simcore::finish_and_release): their
+// flows' latest finish, the flows released there, and this process's floor moved.
+//
+// Bounded memory in vgpud: each process registers one rank there (its job rank, RANK as torchrun
+// sets it, offset by kRankBase; without RANK its pid, offset by kPidBase: ids of two processes
+// never collide) and moves that rank's floor as its own engine's floor moves, so that vgpud
+// finalizes and reclaims the flows of past collectives, and forgets their ids once released. The
+// floor goes with the answers' call (no round trip of its own), only once it moved kFloorStep
+// past the last one sent. Why no later placement of any process is refused by it:
+// - This process: every flow it places in vgpud starts at or after an arrival op its own engine
+//   placed in the same launch call (the job's latest arrival, plus the model's latency part),
+//   and an arrival starts at or after its thread's clock, which is at or above every promise the
+//   thread made. The one placement after its launch call (a received message of a send/recv
+//   held for its NCCL tasks: placed at the latest at the thread's next driver call) starts at
+//   its launch's arrival, before which the thread promised at most that call's leave: the
+//   launch call's own host time (microseconds) later. The floor sent is this process's lowest
+//   thread floor less kFloorLag (1 ms, far above a launch call's host time): below every flow it
+//   places later.
+// - The other processes: vgpud's floor is the least of the registered ranks' floors, so a
+//   registered process holds it back by its own floor (above). A process that has not
+//   registered yet holds nothing back: vgpud starts it at the others' floor, and its first flows
+//   could land below it. So no process moves its floor before vgpud has seen every process of
+//   the job registered at once (WORLD_SIZE, as torchrun sets it; each answer's reply says how
+//   many are registered); without WORLD_SIZE none moves it, and vgpud keeps everything as before.
+// A process that exits (or dies) closes its connection, and vgpud unregisters its rank. One that
+// hangs, alive, holds vgpud's floor where it stopped: memory grows again as it did without
+// floors, and nothing waits for it (no caller here waits for finality in vgpud).
 #pragma once
 
 #include <atomic>
@@ -22,6 +48,7 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <vector>
 
 namespace simcore {
 class Engine;
@@ -39,9 +66,18 @@ class NcclSharedFabric {
   // The job's engine; null when not used (setting, no vgpud, lost). The first call of a process
   // that needs it connects, or says in one info line why not.
   simcore::Engine* engine();
-  // The latest finish of `ids` in the shared engine as known now; nullopt when the engine was
-  // lost (warned once, not used again) or an id is unknown there.
-  std::optional<double> finish(std::span<const uint64_t> ids);
+  // One round trip: the latest finish of each group of ids in the shared engine as known now
+  // (nullopt for a group with an id unknown there, or every group when the engine was lost:
+  // warned once, not used again); the ids are released there, and this process's floor in vgpud
+  // moves to `own_floor` (its engine's lowest thread floor) less kFloorLag when allowed (above).
+  std::vector<std::optional<double>> finish(std::span<const std::vector<uint64_t>> groups, double own_floor);
+  // Calls made to read answers so far (one per finish()), for the debug log and tests.
+  uint64_t answer_calls() const { return answer_calls_.load(std::memory_order_relaxed); }
+
+  static constexpr int kRankBase = 1 << 20;   // + RANK
+  static constexpr int kPidBase = 1 << 30;    // + pid, without RANK
+  static constexpr double kFloorLag = 1e-3;   // seconds below this process's floor
+  static constexpr double kFloorStep = 1e-3;  // seconds the floor must move before it is sent
   // After a call that may have failed: false (and one warning) when the engine is lost.
   bool alive();
 
@@ -52,6 +88,14 @@ class NcclSharedFabric {
   std::unique_ptr<simcore::Engine> engine_;
   std::atomic<simcore::Engine*> ready_{nullptr};  // engine_ while usable
   std::atomic<bool> gave_up_{false};               // not used again (setting, no vgpud, lost)
+  std::atomic<uint64_t> answer_calls_{0};
+  // This process's rank in vgpud and the job's process count (0: unknown), set at connect.
+  int rank_ = 0;
+  bool registered_ = false;
+  uint32_t expected_ = 0;
+  std::mutex floor_mu_;            // held across an answer's call: floors go out in order
+  bool everyone_seen_ = false;     // vgpud once had every process of the job registered
+  double floor_sent_ = -1;         // the last floor sent (-1: none)
 };
 
 }  // namespace vgpu
