@@ -31,10 +31,12 @@ void Simulator::submit_flows(std::span<const Event> events, std::span<EventId> i
   if (link_mark_.size() != links_.size()) link_mark_.assign(links_.size(), 0);
   const uint32_t n = static_cast<uint32_t>(events.size());
   // The table is kept at most half full of classes, sized from the last call's count (a
-  // ring's steps have about as many classes each) and doubled when it fills. Sized from the
-  // call's flows (twice their count), a 4096-GPU ring's step zeroed and probed 32 KB for the
+  // ring's steps have about as many classes each; never more than twice this call's flows, so
+  // that a small call after a large one zeroes no more than it did) and doubled when it fills.
+  // Sized from the call's flows alone, a 4096-GPU ring's step zeroed and probed 32 KB for the
   // ~230 groups it makes, lines the rest of the step had evicted from the first-level cache.
-  size_t table_size = std::bit_ceil(std::max<size_t>(16, 4 * size_t{class_hint_}));
+  size_t table_size =
+      std::bit_ceil(std::max<size_t>(16, std::min(2 * size_t{n}, 4 * size_t{class_hint_})));
   size_t mask = table_size - 1;
   class_table_.assign(table_size, 0);  // a class's index + 1; 0: empty
   classes_.clear();
