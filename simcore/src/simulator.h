@@ -640,6 +640,7 @@ class Simulator {
   // alone) and the classes' members side by side.
   std::vector<GroupClass> classes_;
   std::vector<uint32_t> class_table_, flow_class_, class_members_;
+  uint32_t class_hint_ = 0;  // the last call's count of classes: what sizes its table
   std::vector<Time> flow_estimate_;  // each flow's Record::estimate
   // What submit_flows() read of each flow's live dependencies (whether it holds a flow group,
   // the bound it gives), kept for submit_group(): nothing they hold changes in

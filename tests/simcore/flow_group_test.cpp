@@ -218,6 +218,39 @@ TEST(FlowGroup, ARingStepByStepEqualsItsFlowsOneByOneExactly) {
   EXPECT_EQ(grouped.group_links_expanded, 0u);
 }
 
+// A call with more classes than its class table first holds (submit_flows() sizes the table
+// from the last call's count of classes and doubles it as it fills): every class keeps its
+// members together across the table's growth, and the answers are the flows' one by one.
+TEST(FlowGroup, ACallWithManyClassesKeepsEachClassWholeAsItsTableGrows) {
+  ClusterSpec c = group_cluster();
+  c.nodes = 8;  // 64 GPUs
+  CalledTrace t;
+  for (int call = 0; call < 3; ++call) {
+    t.calls.emplace_back();
+    const int classes = call == 2 ? 8 : 32;  // the second call starts from the first's count
+    for (int i = 0; i < 64; ++i) {
+      TraceEvent e;
+      e.src = i;
+      e.dst = (i + 1) % 64;  // each GPU sends once and receives once: members share no link
+      e.bytes = static_cast<uint64_t>(1 + i % classes) << 20;
+      e.not_before = call;  // calls a second apart: nothing of one meets the next
+      t.calls.back().push_back(static_cast<int>(t.trace.events.size()));
+      t.trace.events.push_back(e);
+    }
+  }
+  std::mt19937_64 rng(5);
+  Engine::Stats grouped;
+  const auto want = one_by_one(c, t.trace);
+  const auto got = by_calls(c, t, in_order(t), 0.0, rng, &grouped);
+  for (size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(got[i].start, want[i].start) << "flow " << i;
+    ASSERT_EQ(got[i].finish, want[i].finish) << "flow " << i;
+  }
+  // Every class has at least two members, alone on their links: all grouped, none solved (a
+  // class lost in the table's growth would leave its members alone, each through the solver).
+  EXPECT_EQ(grouped.solved_flows, 0u);
+}
+
 // A member that names one dependency twice (a program may pass the same event twice) waits for it
 // once: the ring's answers are those of the ring that names each once, grouped and one by one.
 TEST(FlowGroup, AMemberNamingADependencyTwiceWaitsForItOnce) {
