@@ -30,7 +30,7 @@ ncclResult_t Core::listen(int dev, void* handle, void** listen_comm) {
   }
   auto l = std::make_shared<ListenComm>();
   std::string name = make_segment_name('L');
-  error = l->seg.create(name, sizeof(ListenSegment));
+  error = l->seg.create_own(name, sizeof(ListenSegment));
   if (!error.empty()) {
     vgpu::log::warn("nccl listen: {}", error);
     return ncclSystemError;
@@ -102,7 +102,7 @@ ncclResult_t Core::connect(int dev, const void* handle, void** send_comm) {
   auto c = std::make_shared<SendComm>();
   std::string name = make_segment_name('C');
   c->seg = std::make_shared<ShmMapping>();
-  error = c->seg->create(name, ConnSegment::total_bytes(ring_bytes_));
+  error = c->seg->create_own(name, ConnSegment::total_bytes(ring_bytes_));
   if (!error.empty()) {
     vgpu::log::warn("nccl connect: {}", error);
     return ncclSystemError;

@@ -33,6 +33,11 @@ void ShmMapping::unlink() {
   }
 }
 
+std::string ShmMapping::create_own(const std::string& name, size_t bytes) {
+  shm_unlink(name.c_str());  // a leftover of an exited process with this pid (ENOENT otherwise)
+  return create(name, bytes);
+}
+
 std::string ShmMapping::create(const std::string& name, size_t bytes) {
   int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
   if (fd < 0) return fmt::format("shm_open({}) failed: {}", name, std::strerror(errno));

@@ -19,6 +19,12 @@ class ShmMapping {
   // Creates `name` exclusively (mode 0600), sized `bytes`, zero-filled. Empty string on success,
   // else what failed.
   std::string create(const std::string& name, size_t bytes);
+  // create() of a name make_segment_name() gave this process: the name holds this process's pid
+  // and a count of its own, so a segment already there was left by an exited process that had
+  // the same pid (killed before it unlinked; the pid reused since): it is removed first. Without
+  // that, every name such a leftover holds fails create() until reap_stale_segments() runs in
+  // another process (this pid is alive, so it never reaps them).
+  std::string create_own(const std::string& name, size_t bytes);
   // Maps an existing segment of this user's plugin (is_segment_name), a regular file owned by
   // this user with no access for others; its size must be at least `min_bytes`.
   std::string open(const std::string& name, size_t min_bytes);

@@ -1,6 +1,8 @@
 // Ranks as separate processes (fork): the handle crosses the process boundary through a pipe,
 // the bytes through the plugin's shared memory. And a peer that dies mid-transfer gives an error
 // on the survivor, never a hang.
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -84,6 +86,37 @@ TEST(NcclProcesses, SendBetweenTwoProcesses) {
   n.deregMr(rc, mr);
   n.closeRecv(rc);
   n.closeListen(lc);
+}
+
+// Segment names carry their creator's pid and a count of its own: a rank whose pid once belonged
+// to a process killed before it unlinked its segments (a crashed job on a long-lived machine)
+// finds those names taken. The child stands such leftovers on every name its next listen could
+// take (its count goes on from the parent's, below 1000 here), then listens.
+TEST(NcclProcesses, SegmentsLeftByAnExitedProcessOfTheSamePidAreReplaced) {
+  const auto& n = net();
+  ASSERT_NE(plugin().ctx, nullptr);
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    std::vector<std::string> left;
+    for (int k = 0; k < 1000; ++k) {
+      const std::string name = "/vgpu-nccl." + std::to_string(getuid()) + ".nccl-plugin-tests.L." +
+                               std::to_string(getpid()) + "." + std::to_string(k);
+      const int fd = shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+      if (fd < 0) continue;
+      close(fd);
+      left.push_back(name);
+    }
+    char handle[NCCL_NET_HANDLE_MAXSIZE];
+    void* lc = nullptr;
+    const bool listened = n.listen(plugin().ctx, 0, handle, &lc) == ncclSuccess && lc != nullptr;
+    if (lc != nullptr) n.closeListen(lc);
+    for (const std::string& name : left) shm_unlink(name.c_str());
+    _exit(left.size() == 1000 && listened ? 0 : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child status " << status;
 }
 
 TEST(NcclProcesses, DeadSenderIsAnErrorNotAHang) {
