@@ -128,7 +128,8 @@ class NcclCollectives {
     std::vector<uint64_t> kernels;      // this process's ranks' kernels (an end right after each)
     std::vector<uint64_t> after;        // its arrivals
     std::vector<uint64_t> end_after;    // what the ends wait for besides the shared answer
-    std::vector<uint64_t> shared;       // the ranks' flows in the shared engine
+    std::vector<simcore::FlowSpec> flows;  // the ranks' flows for the shared engine, sent at the group's end
+    uint64_t seq = 0;                   // the communicator's count of shared collectives: the key in vgpud
     const char* label = "nccl collective end";
   };
   // Reads the shared answers of the calling thread's collectives and submits their ends: once
@@ -269,6 +270,12 @@ class NcclCollectives {
   std::map<uint64_t, Deferred> deferred_;  // by launch tag: send/recv kernels held for their tasks
   std::map<uint64_t, Flushed> flushed_;    // by launch tag: placed before their tasks came (the latest)
   std::map<uint64_t, Captured> captured_;  // by launch tag: captured send/recv nodes waiting for their tasks
+  std::map<uint64_t, uint64_t> shared_seq_;  // comm -> collectives whose flows go to the job's vgpud
+  // The next key of `comm`'s collectives in vgpud (counted alike in every process of the job).
+  uint64_t next_shared(uint64_t comm) {
+    std::lock_guard l(mu_);
+    return shared_seq_[comm]++;
+  }
 };
 
 }  // namespace vgpu
