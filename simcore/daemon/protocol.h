@@ -49,7 +49,7 @@
 //                  until every item's key (comm, seq) is covered: its ranks over all connections'
 //                  items of that key make 0..nranks-1 (an item with nranks 0 waits for nobody).
 //                  Each answer: the latest finish of every flow of its key, all connections'
-//                  (has=0 when none was placed), and how many ranks covered it. A key not covered
+//                  (has=0 when none was placed), and how many of its ranks placed theirs. A key not covered
 //                  within kShareTimeoutS (real time) is answered from what was placed then, with a
 //                  line in vgpud's log; the ranks that never came are not waited for again on
 //                  that comm. A key's flows are released once its answers went out. Caps: items
@@ -188,7 +188,7 @@ struct ShareCollectives { static constexpr MsgType kType = MsgType::kShareCollec
   int32_t rank = 0; std::optional<Time> floor; std::vector<SharedItem> items; };
 struct SharedAnswer {
   std::optional<Time> finish;  // the latest of every connection's flows of the key
-  uint32_t covered = 0;        // the key's ranks placed when it was answered
+  uint32_t covered = 0;        // the key's ranks that placed flows when it was answered
 };
 struct SharedFinishes { static constexpr MsgType kType = MsgType::kSharedFinishes;
   uint32_t registered = 0; std::vector<SharedAnswer> answers; };

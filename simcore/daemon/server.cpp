@@ -124,7 +124,7 @@ class EpollServer final : public Server {
   std::unique_ptr<WaitPool> waits_;
   uint64_t next_tag_ = kFirstClientTag;  // never reused: a late answer cannot reach a newcomer
   uint32_t registered_ = 0;  // ranks registered by all sessions (SessionPolicy::registered)
-  ShareBarrier shares_{engine_, &registered_};  // held ShareCollectives requests
+  ShareBarrier shares_{engine_, &registered_, opt_.share_timeout_s};  // held ShareCollectives requests
   // Requests served, by message type (logged at exit: round trips a job made, by kind).
   std::map<MsgType, uint64_t> served_;
   bool shutdown_requested_ = false;

@@ -100,7 +100,7 @@ void ShareBarrier::close_key(const Key& key, bool timed_out) {
       }
     vgpu::log::warn("vgpud: collective {} of comm {:x}: {} of {} ranks placed their flows within {} s; answered "
                     "from those (missing ranks {}; not waited for again on this comm)",
-                    key.second, key.first, k.count, k.nranks, timeout_s_, missing);
+                    key.second, key.first, k.placed, k.nranks, timeout_s_, missing);
   }
   auto& [seqs, order] = done_[key.first];
   if (seqs.insert(key.second).second) order.push_back(key.second);
@@ -114,7 +114,7 @@ void ShareBarrier::close_key(const Key& key, bool timed_out) {
     for (Slot& s : h->second.slots)
       if (!s.answered && s.key == key) {
         s.finish = finish;
-        s.covered = k.count;
+        s.covered = k.placed;
         s.answered = true;
         if (--h->second.open == 0) ready_.push_back(handle);
       }

@@ -60,7 +60,7 @@ class ShareBarrier {
     uint32_t nranks = 0;
     std::vector<bool> covered;
     uint32_t count = 0;  // covered ranks (placed, or not waited for)
-    uint32_t placed = 0; // ranks that placed flows
+    uint32_t placed = 0; // ranks that placed flows (the answer's `covered`)
     std::vector<EventId> ids;
     Clock::time_point deadline;
     std::vector<uint64_t> waiters;  // held requests
