@@ -166,7 +166,7 @@ void flush_held_p2p() {
 }
 void group_end() {
   t_group_depth = std::max(0, t_group_depth - 1);
-  // Before the group's end: the host time of the shared answer (vgpud round trips, the wait for
+  // Before the group's end: the host time of the shared answer (the vgpud request, the wait for
   // the other processes) falls inside the group, whose CPU time the model's cost replaces, not
   // on the program's clock after it.
   if (t_group_depth == 0 && !t_shared_ends.empty())

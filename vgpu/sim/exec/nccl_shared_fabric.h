@@ -23,7 +23,7 @@
 // sets it, offset by kRankBase; without RANK its pid, offset by kPidBase: ids of two processes
 // never collide) and moves that rank's floor as its own engine's floor moves, so that vgpud
 // finalizes and reclaims the flows of past collectives, and forgets their ids once released. The
-// floor goes with the answers' call (no round trip of its own), only once it moved kFloorStep
+// floor goes with the group's request (no round trip of its own), only once it moved kFloorStep
 // past the last one sent. Why no later placement of any process is refused by it:
 // - This process: every flow it places in vgpud starts at or after an arrival op its own engine
 //   placed in its launch call (the job's latest arrival, plus the model's latency part), and an
