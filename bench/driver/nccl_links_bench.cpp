@@ -11,10 +11,12 @@
 // started for each row, over its Unix socket) and reads their finish there, its end waiting for a
 // task at that time (nccl_shared_fabric.h), for a process of 1 rank and one of 8: "query" reads it
 // as sim26 did (an add_flows, then a Query per own flow: 1 + ranks round trips a collective, and
-// vgpud keeps everything), "release" as sim28 does (an add_flows, then one FinishRelease that also
-// releases the ids and moves the process's floor there: 2 round trips, and vgpud reclaims). Each
-// alternated twice, the better of two; ratio against the same process's row without flows, and
-// what vgpud keeps at the end (live events, result bytes).
+// vgpud keeps everything), "share" as sim30 does (one ShareCollectives a collective: the flows
+// placed, the answer read, the ids released and the process's floor moved in one request, and
+// vgpud reclaims; here the process holds the communicator's only covering rank, so vgpud answers
+// at once: the request's own cost, not the wait for other processes). Each alternated twice, the
+// better of two; ratio against the same process's row without flows, and what vgpud keeps at the
+// end (live events, result bytes).
 //
 //   build/bench/driver/nccl_links_bench [collectives]      (default 2000; --quick: 200)
 #include <chrono>
@@ -45,7 +47,7 @@ struct Row {
 };
 
 // How the shared rows read their answers.
-enum class Read { query, release };
+enum class Read { query, share };
 constexpr int kBenchRank = (1 << 20) + 0;
 
 // `collectives` all-reduces of which this process drives ranks 0 .. local-1 of 64.
@@ -94,16 +96,19 @@ Row run(const ClusterSpec& cluster, int collectives, int local, bool with_flows,
         // As nccl_collectives.cpp: the rank's own flow there from the collective's start (here
         // the c-th model time: the collectives run back to back), its finish as a local task.
         const std::vector<int> own(ranks.begin(), ranks.begin() + local);
-        const std::vector<uint64_t> ids = links.place_shared(*shared, calls, own, c * seconds);
+        std::vector<FlowSpec> flows = links.shared_flows(calls, own, c * seconds);
         std::optional<double> finish;
-        if (ids.empty()) {
+        if (flows.empty()) {
         } else if (read == Read::query) {
-          for (uint64_t id : ids)
+          std::vector<EventId> ids(flows.size(), kNoEvent);
+          shared->add_flows(flows, ids);
+          for (EventId id : ids)
             if (const auto at = shared->query(id)) finish = std::max(finish.value_or(0), at->finish);
         } else {
-          // Nothing this process places later starts before this collective's start.
-          const uint32_t groups[] = {static_cast<uint32_t>(ids.size())};
-          finish = finish_and_release(*shared, groups, ids, kBenchRank, c * seconds, nullptr).front();
+          // Nothing this process places later starts before this collective's start. The key
+          // covered by this process alone (one rank of a one-rank key): answered at once.
+          const SharedCollective one{1, static_cast<uint64_t>(c), 1, {0}, std::move(flows)};
+          finish = share_collectives(*shared, {&one, 1}, kBenchRank, c * seconds, nullptr).front().finish;
         }
         if (finish) {
           TaskSpec t;
@@ -178,7 +183,7 @@ int main(int argc, char** argv) {
       std::printf("FAIL no vgpud for the shared rows: %s\n", error.c_str());
       return std::nullopt;
     }
-    if (read == Read::release) daemon->register_rank(kBenchRank);
+    if (read == Read::share) daemon->register_rank(kBenchRank);
     Row r = run(*config.cluster, collectives, local, true, daemon.get(), read);
     daemon.reset();
     shutdown_daemon(ro);
@@ -190,7 +195,7 @@ int main(int argc, char** argv) {
     std::optional<Row> best[2];
     Row base = run(*config.cluster, collectives, local, false);
     for (int pass = 0; pass < 2; ++pass)
-      for (Read read : {Read::query, Read::release}) {
+      for (Read read : {Read::query, Read::share}) {
         const std::optional<Row> r = shared_row(local, read);
         if (!r) return 1;
         std::optional<Row>& b = best[static_cast<int>(read)];
@@ -198,16 +203,16 @@ int main(int argc, char** argv) {
       }
     const Row base2 = run(*config.cluster, collectives, local, false);
     if (base2.us_per_collective < base.us_per_collective) base = base2;
-    for (Read read : {Read::query, Read::release}) {
+    for (Read read : {Read::query, Read::share}) {
       const Row& r = *best[static_cast<int>(read)];
-      const std::string name = std::to_string(local) + " + vgpud " + (read == Read::query ? "query" : "release");
+      const std::string name = std::to_string(local) + " + vgpud " + (read == Read::query ? "query" : "share");
       std::printf("%-22s %14.2f %14.2f %10.2f %12llu %12llu\n", name.c_str(), base.us_per_collective,
                   r.us_per_collective, r.us_per_collective / base.us_per_collective,
                   static_cast<unsigned long long>(r.kept.events_live),
                   static_cast<unsigned long long>(r.kept.result_bytes));
     }
     if (best[0]->end != best[1]->end) {
-      std::printf("FAIL %d ranks: the shared rows end at %.9f s (query) and %.9f s (release)\n", local,
+      std::printf("FAIL %d ranks: the shared rows end at %.9f s (query) and %.9f s (share)\n", local,
                   best[0]->end, best[1]->end);
       status = 1;
     }

@@ -79,65 +79,109 @@ void get(ByteReader& r, AddFlows& m) {
 void put(ByteWriter& w, const EventsReply& m) { w.u64_list(m.ids, kMaxFlowsPerCall); }
 void get(ByteReader& r, EventsReply& m) { m.ids = r.u64_list(kMaxFlowsPerCall); }
 
-void put(ByteWriter& w, const FinishRelease& m) {
-  uint64_t total = 0;
-  for (uint32_t n : m.groups) total += n;
-  if (m.groups.size() > kMaxFlowsPerCall || total != m.ids.size()) {
+void put(ByteWriter& w, const ShareCollectives& m) {
+  uint64_t flows = 0;
+  for (const SharedItem& it : m.items) flows += it.flows.size();
+  if (m.items.size() > kMaxFlowsPerCall || flows > kMaxFlowsPerCall) {
     w.fail();
     return;
   }
   w.i32(m.rank);
   w.u8(m.floor ? 1 : 0);
   put_time(w, m.floor.value_or(0));
-  w.u32(static_cast<uint32_t>(m.groups.size()));
-  for (uint32_t n : m.groups) w.u32(n);
-  w.u64_list(m.ids, kMaxFlowsPerCall);
+  w.u32(static_cast<uint32_t>(m.items.size()));
+  for (const SharedItem& it : m.items) {
+    if (it.nranks > kMaxShareRanks || it.ranks.size() > it.nranks) {
+      w.fail();
+      return;
+    }
+    w.u64(it.comm);
+    w.u64(it.seq);
+    w.u32(it.nranks);
+    w.u32(static_cast<uint32_t>(it.ranks.size()));
+    for (int32_t r : it.ranks) {
+      if (r < 0 || static_cast<uint32_t>(r) >= it.nranks) w.fail();
+      w.i32(r);
+    }
+    w.u32(static_cast<uint32_t>(it.flows.size()));
+    for (const FlowSpec& f : it.flows) put_flow(w, f);
+  }
 }
-void get(ByteReader& r, FinishRelease& m) {
+// The fewest bytes one item takes on the wire (no ranks, no flows).
+constexpr size_t kMinItemBytes = 8 + 8 + 4 + 4 + 4;
+void get(ByteReader& r, ShareCollectives& m) {
   m.rank = r.i32();
   const bool has_floor = r.flag();
   const Time floor = get_time(r);
   if (has_floor) m.floor = floor;
   const uint32_t n = r.u32();
   if (!r.ok()) return;
-  if (n > kMaxFlowsPerCall || static_cast<uint64_t>(n) * 4 > r.remaining()) {
+  // Lying counts are refused before anything is allocated for them.
+  if (n > kMaxFlowsPerCall || static_cast<uint64_t>(n) * kMinItemBytes > r.remaining()) {
     r.fail(DecodeError::kBadCount);
     return;
   }
-  m.groups.resize(n);
-  uint64_t total = 0;
-  for (uint32_t& g : m.groups) total += g = r.u32();
-  m.ids = r.u64_list(kMaxFlowsPerCall);
-  if (r.ok() && total != m.ids.size()) r.fail(DecodeError::kBadValue);
+  m.items.resize(n);
+  uint64_t flows = 0;
+  for (SharedItem& it : m.items) {
+    it.comm = r.u64();
+    it.seq = r.u64();
+    it.nranks = r.u32();
+    const uint32_t ranks = r.u32();
+    if (!r.ok()) return;
+    if (it.nranks > kMaxShareRanks || ranks > it.nranks || static_cast<uint64_t>(ranks) * 4 > r.remaining()) {
+      r.fail(DecodeError::kBadCount);
+      return;
+    }
+    it.ranks.resize(ranks);
+    for (int32_t& k : it.ranks) {
+      k = r.i32();
+      if (r.ok() && (k < 0 || static_cast<uint32_t>(k) >= it.nranks)) r.fail(DecodeError::kBadValue);
+    }
+    const uint32_t count = r.u32();
+    if (!r.ok()) return;
+    flows += count;
+    if (flows > kMaxFlowsPerCall || static_cast<uint64_t>(count) * kMinFlowBytes > r.remaining()) {
+      r.fail(DecodeError::kBadCount);
+      return;
+    }
+    it.flows.resize(count);
+    for (FlowSpec& f : it.flows) {
+      get_flow(r, f);
+      if (!r.ok()) return;
+    }
+  }
 }
 
-// One finish a group: u8 has, f64 finish (the engine's value as-is, like IntervalReply).
-constexpr size_t kFinishBytes = 1 + 8;
-void put(ByteWriter& w, const FinishesReply& m) {
-  if (m.finishes.size() > kMaxFlowsPerCall) {
+// One answer an item: u8 has, f64 finish (the engine's value as-is, like IntervalReply), u32 covered.
+constexpr size_t kAnswerBytes = 1 + 8 + 4;
+void put(ByteWriter& w, const SharedFinishes& m) {
+  if (m.answers.size() > kMaxFlowsPerCall) {
     w.fail();
     return;
   }
   w.u32(m.registered);
-  w.u32(static_cast<uint32_t>(m.finishes.size()));
-  for (const std::optional<Time>& f : m.finishes) {
-    w.u8(f ? 1 : 0);
-    w.f64(f.value_or(0));
+  w.u32(static_cast<uint32_t>(m.answers.size()));
+  for (const SharedAnswer& a : m.answers) {
+    w.u8(a.finish ? 1 : 0);
+    w.f64(a.finish.value_or(0));
+    w.u32(a.covered);
   }
 }
-void get(ByteReader& r, FinishesReply& m) {
+void get(ByteReader& r, SharedFinishes& m) {
   m.registered = r.u32();
   const uint32_t n = r.u32();
   if (!r.ok()) return;
-  if (n > kMaxFlowsPerCall || static_cast<uint64_t>(n) * kFinishBytes > r.remaining()) {
+  if (n > kMaxFlowsPerCall || static_cast<uint64_t>(n) * kAnswerBytes > r.remaining()) {
     r.fail(DecodeError::kBadCount);
     return;
   }
-  m.finishes.resize(n);
-  for (std::optional<Time>& f : m.finishes) {
+  m.answers.resize(n);
+  for (SharedAnswer& a : m.answers) {
     const bool has = r.flag();
     const Time t = r.f64();
-    if (has) f = t;
+    if (has) a.finish = t;
+    a.covered = r.u32();
   }
 }
 
@@ -320,7 +364,7 @@ const char* name_of(MsgType t) {
     case MsgType::kWaitFinalForRank: return "WaitFinalForRank";
     case MsgType::kStats: return "Stats";
     case MsgType::kAddFlows: return "AddFlows";
-    case MsgType::kFinishRelease: return "FinishRelease";
+    case MsgType::kShareCollectives: return "ShareCollectives";
     case MsgType::kHelloReply: return "HelloReply";
     case MsgType::kEventReply: return "EventReply";
     case MsgType::kIntervalReply: return "IntervalReply";
@@ -329,7 +373,7 @@ const char* name_of(MsgType t) {
     case MsgType::kTimelineReply: return "TimelineReply";
     case MsgType::kStatsReply: return "StatsReply";
     case MsgType::kEventsReply: return "EventsReply";
-    case MsgType::kFinishesReply: return "FinishesReply";
+    case MsgType::kSharedFinishes: return "SharedFinishes";
     case MsgType::kError: return "Error";
   }
   return "unknown";
@@ -337,7 +381,7 @@ const char* name_of(MsgType t) {
 
 bool is_request(MsgType t) {
   return static_cast<uint16_t>(t) >= static_cast<uint16_t>(MsgType::kHello) &&
-         static_cast<uint16_t>(t) <= static_cast<uint16_t>(MsgType::kFinishRelease);
+         static_cast<uint16_t>(t) <= static_cast<uint16_t>(MsgType::kShareCollectives);
 }
 
 bool append_frame(std::vector<uint8_t>& out, const Frame& frame) {

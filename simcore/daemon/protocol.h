@@ -38,16 +38,23 @@
 //   Stats          (empty)                 StatsReply     13 × u64 (Engine::Stats counters in
 //                                                         declaration order), f64 floor
 //   Shutdown       (empty)                 Ack, then the daemon stops
-//   FinishRelease  i32 rank, u8 has_floor, FinishesReply  u32 registered, u32 count, then count ×
-//                  f64 floor, u32 groups,                 (u8 has, f64 finish): one per group,
-//                  groups × u32 size, ids                 in order
-//                  (one round trip for a collective's answer: each group's latest finish as
-//                  known now, has=0 when one of its ids is unknown; then every id is released,
-//                  Engine::release; then, with has_floor, `rank` (one this connection
-//                  registered; ignored otherwise) promises no submission before `floor`,
-//                  Engine::set_rank_floor. `registered`: the ranks all connections have
-//                  registered now. The sizes must add up to the ids' count; groups <=
-//                  kMaxFlowsPerCall, ids <= kMaxFlowsPerCall.)
+//   ShareCollectives i32 rank,         SharedFinishes  u32 registered, u32 count, then count ×
+//                  u8 has_floor, f64 floor,              (u8 has, f64 finish, u32 covered): one per
+//                  u32 count, then count × item:         item, in order
+//                  u64 comm, u64 seq, u32 nranks, u32 ranks, ranks × i32, u32 flows, flows ×
+//                  AddFlow's fields
+//                  (a rank process's collectives of one NCCL group, one request: each item's flows
+//                  are placed, as AddFlows; `rank`'s floor moves (with has_floor, a rank this
+//                  connection registered; Engine::set_rank_floor) after them; the reply is held
+//                  until every item's key (comm, seq) is covered: its ranks over all connections'
+//                  items of that key make 0..nranks-1 (an item with nranks 0 waits for nobody).
+//                  Each answer: the latest finish of every flow of its key, all connections'
+//                  (has=0 when none was placed), and how many of its ranks placed theirs. A key not covered
+//                  within kShareTimeoutS (real time) is answered from what was placed then, with a
+//                  line in vgpud's log; the ranks that never came are not waited for again on
+//                  that comm. A key's flows are released once its answers went out. Caps: items
+//                  and all items' flows <= kMaxFlowsPerCall, nranks <= kMaxShareRanks, each rank
+//                  in 0..nranks-1.)
 //   any request that fails                 Error          u16 code, str message
 //
 // Timeline JSON can exceed one frame: offset 0 takes a fresh snapshot (kept per connection),
@@ -77,9 +84,10 @@ namespace simcore::wire {
 inline constexpr uint32_t kMagic = 0x44504756;   // 'V' 'G' 'P' 'D' in wire (little-endian) order
 // 2: StatsReply carries group_members_apart; 3: AddFlows / EventsReply; 4: StatsReply carries
 // group_links and group_links_expanded; 5: StatsReply carries stale_items_dropped; 6:
-// FinishRelease / FinishesReply (a rank process's collective answers, its ids released and its
-// floor moved, in one round trip: vgpu/sim/exec/nccl_shared_fabric.h).
-inline constexpr uint16_t kVersion = 6;
+// FinishRelease / FinishesReply; 7: ShareCollectives / SharedFinishes replace them (a rank
+// process's collectives placed, held until every rank of each placed its flows, answered, its
+// floor moved, in one request: vgpu/sim/exec/nccl_shared_fabric.h).
+inline constexpr uint16_t kVersion = 7;
 inline constexpr size_t kLengthBytes = 4;        // the u32 length prefix
 inline constexpr size_t kHeaderBytes = 16;       // magic + version + type + request id
 
@@ -92,6 +100,8 @@ inline constexpr uint32_t kMaxJobBytes = 256;
 inline constexpr uint32_t kMaxTokenBytes = 1024;
 inline constexpr uint32_t kMaxMessageBytes = 4096;      // error text
 inline constexpr uint32_t kMaxChunkBytes = 8u << 20;    // timeline page
+inline constexpr uint32_t kMaxShareRanks = 1u << 16;    // ranks of one ShareCollectives key
+inline constexpr double kShareTimeoutS = 60;            // a key's wait for its other ranks
 
 enum class MsgType : uint16_t {
   kHello = 1,
@@ -108,7 +118,7 @@ enum class MsgType : uint16_t {
   kWaitFinalForRank = 12,
   kStats = 13,
   kAddFlows = 14,
-  kFinishRelease = 15,
+  kShareCollectives = 15,
   kHelloReply = 0x101,
   kEventReply = 0x102,
   kIntervalReply = 0x103,
@@ -117,7 +127,7 @@ enum class MsgType : uint16_t {
   kTimelineReply = 0x106,
   kStatsReply = 0x107,
   kEventsReply = 0x108,
-  kFinishesReply = 0x109,
+  kSharedFinishes = 0x109,
   kError = 0x1ff,
 };
 
@@ -166,11 +176,22 @@ struct TimelineReply { static constexpr MsgType kType = MsgType::kTimelineReply;
   uint64_t total = 0; uint64_t offset = 0; std::string chunk; };
 struct StatsReply { static constexpr MsgType kType = MsgType::kStatsReply; Engine::Stats stats; };
 struct EventsReply { static constexpr MsgType kType = MsgType::kEventsReply; std::vector<EventId> ids; };
-// The latest finish of each group of ids, the ids released, the caller's floor moved.
-struct FinishRelease { static constexpr MsgType kType = MsgType::kFinishRelease;
-  int32_t rank = 0; std::optional<Time> floor; std::vector<uint32_t> groups; std::vector<EventId> ids; };
-struct FinishesReply { static constexpr MsgType kType = MsgType::kFinishesReply;
-  uint32_t registered = 0; std::vector<std::optional<Time>> finishes; };
+// One collective's part of a ShareCollectives: its key, the ranks this connection places, their flows.
+struct SharedItem {
+  uint64_t comm = 0;
+  uint64_t seq = 0;
+  uint32_t nranks = 0;
+  std::vector<int32_t> ranks;
+  std::vector<FlowSpec> flows;
+};
+struct ShareCollectives { static constexpr MsgType kType = MsgType::kShareCollectives;
+  int32_t rank = 0; std::optional<Time> floor; std::vector<SharedItem> items; };
+struct SharedAnswer {
+  std::optional<Time> finish;  // the latest of every connection's flows of the key
+  uint32_t covered = 0;        // the key's ranks that placed flows when it was answered
+};
+struct SharedFinishes { static constexpr MsgType kType = MsgType::kSharedFinishes;
+  uint32_t registered = 0; std::vector<SharedAnswer> answers; };
 struct ErrorReply { static constexpr MsgType kType = MsgType::kError;
   ErrorCode code = ErrorCode::kBadFrame; std::string message; };
 
@@ -178,7 +199,7 @@ using Body = std::variant<Hello, AddFlow, AddTask, Query, IsFinal, RegisterRank,
                           UnregisterRank, WaitFinal, TimelineRequest, Shutdown, WaitFinalForRank,
                           StatsRequest, HelloReply, EventReply, IntervalReply, BoolReply, Ack,
                           TimelineReply, StatsReply, ErrorReply, AddFlows, EventsReply,
-                          FinishRelease, FinishesReply>;
+                          ShareCollectives, SharedFinishes>;
 
 struct Frame {
   uint64_t request_id = 0;

@@ -86,11 +86,12 @@ class RemoteEngine final : public Engine {
     return r ? r->stats : Stats{};
   }
 
-  // One FinishRelease (finish_and_release in remote_engine.h); nullopt when the call failed.
-  std::optional<FinishesReply> finish_release(FinishRelease request) {
-    const size_t groups = request.groups.size();
-    auto r = expect<FinishesReply>(std::move(request), "finish_and_release");
-    if (r && r->finishes.size() != groups) return std::nullopt;
+  // One ShareCollectives (share_collectives in remote_engine.h), held by the daemon until
+  // every rank of its keys is there (bounded there); nullopt when the call failed.
+  std::optional<SharedFinishes> share(ShareCollectives request) {
+    const size_t items = request.items.size();
+    auto r = expect<SharedFinishes>(std::move(request), "share_collectives", /*wait_forever=*/true);
+    if (r && r->answers.size() != items) return std::nullopt;
     return r;
   }
 
@@ -211,37 +212,34 @@ bool shutdown_daemon(const RemoteOptions& options, std::string* error) {
   }
 }
 
-std::vector<std::optional<Time>> finish_and_release(Engine& engine, std::span<const uint32_t> groups,
-                                                    std::span<const EventId> ids, int rank,
-                                                    std::optional<Time> floor, uint32_t* registered) {
+std::vector<SharedResult> share_collectives(Engine& engine, std::span<const SharedCollective> collectives, int rank,
+                                            std::optional<Time> floor, uint32_t* registered) {
   if (registered != nullptr) *registered = 0;
+  std::vector<SharedResult> out(collectives.size());
   if (auto* remote = dynamic_cast<RemoteEngine*>(&engine)) {
-    FinishRelease call;
+    ShareCollectives call;
     call.rank = rank;
     call.floor = floor;
-    call.groups.assign(groups.begin(), groups.end());
-    call.ids.assign(ids.begin(), ids.end());
-    std::optional<FinishesReply> r = remote->finish_release(std::move(call));
-    if (!r) return std::vector<std::optional<Time>>(groups.size());
+    call.items.reserve(collectives.size());
+    for (const SharedCollective& c : collectives)
+      call.items.push_back(SharedItem{c.comm, c.seq, c.nranks, c.ranks, c.flows});
+    std::optional<SharedFinishes> r = remote->share(std::move(call));
+    if (!r) return out;
     if (registered != nullptr) *registered = r->registered;
-    return std::move(r->finishes);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = SharedResult{r->answers[i].finish, r->answers[i].covered};
+    return out;
   }
-  // In process: the daemon's own steps (session.cpp), in the same order.
-  std::vector<std::optional<Time>> out;
-  out.reserve(groups.size());
-  size_t at = 0;
-  for (uint32_t n : groups) {
-    std::optional<Time> latest;
-    bool known = n > 0;
-    for (size_t k = at; k < at + n && k < ids.size(); ++k) {
-      const std::optional<Interval> iv = engine.query(ids[k]);
-      if (!iv) known = false;
-      else latest = std::max(latest.value_or(iv->finish), iv->finish);
-    }
-    out.push_back(known ? latest : std::nullopt);
-    at += n;
+  // In process: nobody else places flows here; each collective's answer is its own flows'.
+  for (size_t i = 0; i < collectives.size(); ++i) {
+    std::vector<EventId> ids(collectives[i].flows.size(), kNoEvent);
+    engine.add_flows(collectives[i].flows, ids);
+    std::erase(ids, kNoEvent);
+    for (EventId id : ids)
+      if (const std::optional<Interval> iv = engine.query(id))
+        out[i].finish = std::max(out[i].finish.value_or(iv->finish), iv->finish);
+    out[i].covered = static_cast<uint32_t>(collectives[i].ranks.size());
+    engine.release(ids);
   }
-  engine.release(ids);
   if (floor) engine.set_rank_floor(rank, *floor);
   return out;
 }

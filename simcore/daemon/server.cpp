@@ -105,6 +105,7 @@ class EpollServer final : public Server {
   void drop(Client& c);
   void park_wait(Client& c, uint64_t request_id, const Session::Outcome& o);
   void deliver_waits();
+  void deliver_shares();
   void drain_before_exit();
   void remove_socket_file();
   ServerExit finish(ServerExit why);
@@ -123,6 +124,7 @@ class EpollServer final : public Server {
   std::unique_ptr<WaitPool> waits_;
   uint64_t next_tag_ = kFirstClientTag;  // never reused: a late answer cannot reach a newcomer
   uint32_t registered_ = 0;  // ranks registered by all sessions (SessionPolicy::registered)
+  ShareBarrier shares_{engine_, &registered_, opt_.share_timeout_s};  // held ShareCollectives requests
   // Requests served, by message type (logged at exit: round trips a job made, by kind).
   std::map<MsgType, uint64_t> served_;
   bool shutdown_requested_ = false;
@@ -196,8 +198,8 @@ void EpollServer::accept_all(int listen_fd, uint64_t tag) {
     }
     accepted_ = true;
     const bool is_tcp = tag == kTcpTag;
-    SessionPolicy policy{opt_.job, opt_.token, is_tcp, static_cast<uint32_t>(::getpid()), &registered_};
     const uint64_t ctag = next_tag_++;
+    SessionPolicy policy{opt_.job, opt_.token, is_tcp, static_cast<uint32_t>(::getpid()), &registered_, &shares_, ctag};
     auto client = std::make_unique<Client>(ctag, std::move(fd), is_tcp,
                                            Session(engine_, std::move(policy)));
     Client& c = *client;
@@ -281,6 +283,8 @@ void EpollServer::process_frames(Client& c) {
         queue(c, d.request_id, std::move(o.reply));
         c.closing = true;
         break;
+      case Session::Next::kHeld:
+        break;  // deliver_shares() answers it, maybe below
       case Session::Next::kReplyAndStop:
         queue(c, d.request_id, std::move(o.reply));
         shutdown_requested_ = true;
@@ -297,6 +301,7 @@ void EpollServer::process_frames(Client& c) {
   }
   if (c.closing) c.in.clear();
   flush(c);
+  deliver_shares();  // a request of this client may have covered others' keys
 }
 
 void EpollServer::queue(Client& c, uint64_t request_id, Body body) {
@@ -387,6 +392,19 @@ void EpollServer::deliver_waits() {
     if (Client* c = find(tag)) flush(*c);
 }
 
+// The held ShareCollectives answers that are ready now (keys covered, or timed out).
+void EpollServer::deliver_shares() {
+  std::vector<uint64_t> touched;
+  for (ShareBarrier::Ready& r : shares_.take(Clock::now())) {
+    Client* c = find(r.client);
+    if (!c || c->dead) continue;  // it left: nobody to tell
+    queue(*c, r.request, std::move(r.reply));
+    touched.push_back(r.client);
+  }
+  for (uint64_t tag : touched)
+    if (Client* c = find(tag)) flush(*c);
+}
+
 // Gives clients a moment to receive their last replies (the answers to parked waits, the Ack
 // of a Shutdown) before their sockets close.
 void EpollServer::drain_before_exit() {
@@ -436,6 +454,8 @@ ServerExit EpollServer::run() {
       timeout_ms = timeout_ms < 0 ? ms : std::min(timeout_ms, ms);
     };
     if (accept_paused_) shorten(0.1);
+    if (const auto due = shares_.next_deadline())
+      shorten(std::max(0.0, std::chrono::duration<double>(*due - Clock::now()).count()));
 
     const int n = ::epoll_wait(ep_.get(), events.data(), static_cast<int>(events.size()),
                                timeout_ms);
@@ -457,6 +477,8 @@ ServerExit EpollServer::run() {
       if (ev & (EPOLLIN | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) read_from(*c);
       if ((ev & EPOLLOUT) && !c->dead) flush(*c);
     }
+    // Held keys past their deadline: answered from what was placed (share_barrier.h).
+    if (const auto due = shares_.next_deadline(); due && *due <= Clock::now()) deliver_shares();
     // Drop the clients that left or misbehaved, unregistering their ranks.
     std::vector<uint64_t> gone;
     for (auto& [tag, c] : clients_)

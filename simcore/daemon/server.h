@@ -32,6 +32,7 @@ struct ServerOptions {
   size_t max_output_bytes = 256u << 20;   // replies a client leaves unread before it is dropped
   size_t max_waits_per_client = 1024;    // pending wait_final calls of one connection
   size_t max_wait_threads = 4096;         // pending wait_final calls in all
+  double share_timeout_s = 60;            // a ShareCollectives key's wait (wire::kShareTimeoutS)
 };
 
 enum class ServerExit { kIdle, kShutdownRequest, kStopped };

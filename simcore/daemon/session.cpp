@@ -20,6 +20,13 @@ Session::Outcome error_outcome(ErrorCode code, std::string message, Session::Nex
 
 Session::Outcome Session::handle(const Frame& request) {
   try {
+    // Held, not answered now: the barrier needs the request's id to answer it later.
+    if (const auto* m = std::get_if<ShareCollectives>(&request.body); m != nullptr && greeted_ && policy_.share) {
+      // The floor only for a rank this connection registered (as SetRankFloor's callers do).
+      policy_.share->submit(policy_.client, request.request_id, *m, ranks_.contains(m->rank),
+                            ShareBarrier::Clock::now());
+      return {Next::kHeld, Ack{}, kNoEvent};
+    }
     return dispatch(request.body);
   } catch (const std::exception& e) {
     vgpu::log::error("vgpud: engine failed on a request from rank {}: {}", rank_, e.what());
@@ -62,29 +69,6 @@ TimelineReply Session::timeline_page(const TimelineRequest& m, bool* ok) {
 void Session::count_rank(int32_t rank, bool registered) {
   const bool changed = registered ? ranks_.insert(rank).second : ranks_.erase(rank) > 0;
   if (changed && policy_.registered != nullptr) *policy_.registered += registered ? 1 : -1;
-}
-
-FinishesReply Session::finish_release(const FinishRelease& m) {
-  FinishesReply reply;
-  reply.finishes.reserve(m.groups.size());
-  size_t at = 0;
-  for (uint32_t n : m.groups) {
-    std::optional<Time> latest;
-    bool known = n > 0;
-    for (size_t k = at; k < at + n && k < m.ids.size(); ++k) {
-      const std::optional<Interval> iv = engine_.query(m.ids[k]);
-      if (!iv) known = false;
-      else latest = std::max(latest.value_or(iv->finish), iv->finish);
-    }
-    reply.finishes.push_back(known ? latest : std::nullopt);
-    at += n;
-  }
-  // Read, then forgotten (once final and reclaimed): the caller never names them again.
-  engine_.release(m.ids);
-  // Then the promise: the answers above are what was placed so far, the floor only finalizes.
-  if (m.floor && ranks_.contains(m.rank)) engine_.set_rank_floor(m.rank, *m.floor);
-  reply.registered = policy_.registered != nullptr ? *policy_.registered : 0;
-  return reply;
 }
 
 Session::Outcome Session::dispatch(const Body& body) {
@@ -131,8 +115,8 @@ Session::Outcome Session::dispatch(const Body& body) {
           if (engine_.is_final(m.id))
             return {Next::kReply, IntervalReply{engine_.wait_final_for_rank(m.id, m.rank)}, kNoEvent};
           return {Next::kWait, Ack{}, m.id, m.rank, true};
-        } else if constexpr (std::is_same_v<M, FinishRelease>) {
-          return {Next::kReply, finish_release(m), kNoEvent};
+        } else if constexpr (std::is_same_v<M, ShareCollectives>) {
+          return error_outcome(ErrorCode::kBadRequest, "ShareCollectives is not served here");
         } else if constexpr (std::is_same_v<M, StatsRequest>) {
           return {Next::kReply, StatsReply{engine_.stats()}, kNoEvent};
         } else if constexpr (std::is_same_v<M, TimelineRequest>) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "protocol.h"
+#include "share_barrier.h"
 #include "simcore/engine.h"
 
 namespace simcore::daemon {
@@ -21,6 +22,10 @@ struct SessionPolicy {
   // tells it: a rank process holds its floor back until every process of its job registered).
   // Owned by the server, which outlives its sessions; null: not counted (0 reported).
   uint32_t* registered = nullptr;
+  // Where ShareCollectives requests are held until their keys are covered (share_barrier.h),
+  // and this connection's tag there. Owned by the server; null: such requests are refused.
+  ShareBarrier* share = nullptr;
+  uint64_t client = 0;
 };
 
 class Session {
@@ -33,6 +38,7 @@ class Session {
                      // not final yet: run it off the loop, answer when it returns
     kReplyAndClose,  // send `reply` (an error), then drop the connection
     kReplyAndStop,   // send `reply`, then shut the daemon down
+    kHeld,           // nothing now: the share barrier answers once the request's keys are covered
   };
   struct Outcome {
     Next next = Next::kReply;
@@ -56,7 +62,6 @@ class Session {
   Outcome dispatch(const wire::Body& body);
   Outcome hello(const wire::Hello& m);
   wire::TimelineReply timeline_page(const wire::TimelineRequest& m, bool* ok);
-  wire::FinishesReply finish_release(const wire::FinishRelease& m);
   void count_rank(int32_t rank, bool registered);
 
   Engine& engine_;

@@ -87,10 +87,13 @@ inline std::vector<wire::Frame> sample_frames() {
       {33, AddFlows{}},
       {34, EventsReply{{1, 0, ~0ull}}},
       {35, EventsReply{}},
-      {36, FinishRelease{(1 << 20) + 3, 0.25, {2, 0, 1}, {7, 8, ~0ull}}},
-      {37, FinishRelease{-1, std::nullopt, {}, {}}},
-      {38, FinishesReply{4, {2.5e-3, std::nullopt, inf}}},
-      {39, FinishesReply{}},
+      {36, ShareCollectives{(1 << 20) + 3, 0.25,
+                            {SharedItem{0xfeedull, 0, 8, {3}, {flow, empty_flow}},
+                             SharedItem{~0ull, ~0ull, kMaxShareRanks, {0, static_cast<int32_t>(kMaxShareRanks - 1)}, {}},
+                             SharedItem{7, 1, 0, {}, {odd_flow}}}}},  // a message: waits for nobody
+      {37, ShareCollectives{-1, std::nullopt, {}}},
+      {38, SharedFinishes{4, {{2.5e-3, 2}, {std::nullopt, 0}, {inf, ~0u}}}},
+      {39, SharedFinishes{}},
   };
   return f;
 }

@@ -71,28 +71,46 @@ TEST(Protocol, FieldValuesSurvive) {
   EXPECT_FALSE(std::get<IntervalReply>(d.frame->body).interval);
 }
 
-TEST(Protocol, FinishReleaseFieldsSurvive) {
-  Decoded d = decode_frame(encode({5, FinishRelease{(1 << 20) + 7, 0.5, {2, 1}, {11, 12, 13}}}));
+TEST(Protocol, ShareCollectivesFieldsSurvive) {
+  FlowSpec flow;
+  flow.src_gpu = 1;
+  flow.dst_gpu = 2;
+  flow.bytes = 4096;
+  flow.not_before = 0.125;
+  Decoded d = decode_frame(encode({5, ShareCollectives{(1 << 20) + 7, 0.5,
+                                                       {SharedItem{0xabcull, 41, 8, {2, 5}, {flow, flow}},
+                                                        SharedItem{0xdefull, 3, 0, {}, {flow}}}}}));
   ASSERT_TRUE(d.frame) << to_string(d.error);
-  const auto& m = std::get<FinishRelease>(d.frame->body);
+  const auto& m = std::get<ShareCollectives>(d.frame->body);
   EXPECT_EQ(m.rank, (1 << 20) + 7);
   ASSERT_TRUE(m.floor);
   EXPECT_EQ(*m.floor, 0.5);
-  EXPECT_EQ(m.groups, (std::vector<uint32_t>{2, 1}));
-  EXPECT_EQ(m.ids, (std::vector<EventId>{11, 12, 13}));
-  EXPECT_TRUE(is_request(MsgType::kFinishRelease));
-  EXPECT_FALSE(is_request(MsgType::kFinishesReply));
-  d = decode_frame(encode({5, FinishRelease{3, std::nullopt, {1}, {4}}}));
+  ASSERT_EQ(m.items.size(), 2u);
+  EXPECT_EQ(m.items[0].comm, 0xabcull);
+  EXPECT_EQ(m.items[0].seq, 41u);
+  EXPECT_EQ(m.items[0].nranks, 8u);
+  EXPECT_EQ(m.items[0].ranks, (std::vector<int32_t>{2, 5}));
+  ASSERT_EQ(m.items[0].flows.size(), 2u);
+  EXPECT_EQ(m.items[0].flows[1].bytes, 4096u);
+  EXPECT_EQ(m.items[0].flows[1].not_before, 0.125);
+  EXPECT_EQ(m.items[1].nranks, 0u);
+  EXPECT_TRUE(m.items[1].ranks.empty());
+  EXPECT_EQ(m.items[1].flows.size(), 1u);
+  EXPECT_TRUE(is_request(MsgType::kShareCollectives));
+  EXPECT_FALSE(is_request(MsgType::kSharedFinishes));
+  d = decode_frame(encode({5, ShareCollectives{3, std::nullopt, {SharedItem{1, 0, 2, {1}, {}}}}}));
   ASSERT_TRUE(d.frame);
-  EXPECT_FALSE(std::get<FinishRelease>(d.frame->body).floor);
+  EXPECT_FALSE(std::get<ShareCollectives>(d.frame->body).floor);
 
-  d = decode_frame(encode({6, FinishesReply{9, {1.25, std::nullopt}}}));
+  d = decode_frame(encode({6, SharedFinishes{9, {{1.25, 8}, {std::nullopt, 3}}}}));
   ASSERT_TRUE(d.frame);
-  const auto& r = std::get<FinishesReply>(d.frame->body);
+  const auto& r = std::get<SharedFinishes>(d.frame->body);
   EXPECT_EQ(r.registered, 9u);
-  ASSERT_EQ(r.finishes.size(), 2u);
-  EXPECT_EQ(r.finishes[0], 1.25);
-  EXPECT_FALSE(r.finishes[1]);
+  ASSERT_EQ(r.answers.size(), 2u);
+  EXPECT_EQ(r.answers[0].finish, 1.25);
+  EXPECT_EQ(r.answers[0].covered, 8u);
+  EXPECT_FALSE(r.answers[1].finish);
+  EXPECT_EQ(r.answers[1].covered, 3u);
 }
 
 TEST(Protocol, WireLayoutIsLittleEndianAsDocumented) {
@@ -198,24 +216,45 @@ TEST(Protocol, RefusesLyingCountsWithoutAllocating) {
   put_u32(many, 4 + 16, 1);  // one flow and another's bytes left over
   EXPECT_EQ(decode_error(many), DecodeError::kTrailing);
 
-  // FinishRelease: a group count over its cap or the bytes left, group sizes that do not add up
-  // to the ids it carries, and an id count over the bytes left. Its fields: rank, has_floor,
-  // floor, then the group count at 4 + 16 + 13.
-  std::vector<uint8_t> fr = encode({1, FinishRelease{5, 1.0, {1, 2}, {10, 11, 12}}});
-  const size_t groups_at = 4 + 16 + 4 + 1 + 8;
-  std::vector<uint8_t> bad = fr;
-  put_u32(bad, groups_at, kMaxFlowsPerCall + 1);
+  // ShareCollectives: an item count over its cap or the bytes left; an item's nranks over its
+  // cap, a rank count over nranks or the bytes left, a rank outside 0..nranks-1; a flow count
+  // over the bytes left. Its fields: rank, has_floor, floor, then the item count at 4 + 16 + 13;
+  // the first item's comm, seq, nranks, rank count, ranks, flow count after it.
+  std::vector<uint8_t> sc = encode({1, ShareCollectives{5, 1.0, {SharedItem{9, 2, 4, {1, 3}, {flow}}}}});
+  const size_t items_at = 4 + 16 + 4 + 1 + 8;
+  const size_t nranks_at = items_at + 4 + 8 + 8, ranks_at = nranks_at + 4, flows_at = ranks_at + 4 + 8;
+  std::vector<uint8_t> bad = sc;
+  put_u32(bad, items_at, kMaxFlowsPerCall + 1);
   EXPECT_EQ(decode_error(bad), DecodeError::kBadCount);
-  put_u32(bad, groups_at, 0xffffffffu);
+  put_u32(bad, items_at, 0xffffffffu);
   EXPECT_EQ(decode_error(bad), DecodeError::kBadCount);
-  bad = fr;
-  put_u32(bad, groups_at + 4, 2);  // sizes 2 + 2 for 3 ids
+  bad = sc;
+  put_u32(bad, items_at, 2);  // claims a second item the bytes cannot hold
+  EXPECT_EQ(decode_error(bad), DecodeError::kTruncated);
+  bad = sc;
+  put_u32(bad, nranks_at, kMaxShareRanks + 1);
+  EXPECT_EQ(decode_error(bad), DecodeError::kBadCount);
+  bad = sc;
+  put_u32(bad, nranks_at, 1);  // two ranks of a one-rank collective
+  EXPECT_EQ(decode_error(bad), DecodeError::kBadCount);
+  bad = sc;
+  put_u32(bad, ranks_at, 0x7fffffffu);  // more ranks than bytes
+  put_u32(bad, nranks_at, kMaxShareRanks);
+  EXPECT_EQ(decode_error(bad), DecodeError::kBadCount);
+  bad = sc;
+  put_u32(bad, ranks_at + 8, 4);  // rank 4 of 4
   EXPECT_EQ(decode_error(bad), DecodeError::kBadValue);
-  bad = fr;
-  put_u32(bad, groups_at + 12, 4);  // claims 4 ids, carries 3
+  bad = sc;
+  put_u32(bad, ranks_at + 4, 0xffffffffu);  // rank -1
+  EXPECT_EQ(decode_error(bad), DecodeError::kBadValue);
+  bad = sc;
+  put_u32(bad, flows_at, 2);  // claims 2 flows, carries 1
   EXPECT_EQ(decode_error(bad), DecodeError::kBadCount);
-  // FinishesReply: a finish count over the bytes left.
-  std::vector<uint8_t> fin = encode({1, FinishesReply{2, {1.0, 2.0}}});
+  bad = sc;
+  put_u32(bad, flows_at, kMaxFlowsPerCall + 1);
+  EXPECT_EQ(decode_error(bad), DecodeError::kBadCount);
+  // SharedFinishes: an answer count over the bytes left or its cap.
+  std::vector<uint8_t> fin = encode({1, SharedFinishes{2, {{1.0, 1}, {2.0, 2}}}});
   put_u32(fin, 4 + 16 + 4, 3);
   EXPECT_EQ(decode_error(fin), DecodeError::kBadCount);
   put_u32(fin, 4 + 16 + 4, kMaxFlowsPerCall + 1);
@@ -235,15 +274,15 @@ TEST(Protocol, RefusesValuesOutOfDomain) {
   const uint64_t nan = std::bit_cast<uint64_t>(std::nan(""));
   for (int i = 0; i < 8; ++i) b[4 + 16 + 4 + i] = static_cast<uint8_t>(nan >> (8 * i));
   EXPECT_EQ(decode_error(b), DecodeError::kBadValue);
-  // FinishRelease's floor is a time (no NaN) and its flag 0 or 1; so is each finish's flag.
-  b = encode({1, FinishRelease{1, 2.0, {1}, {3}}});
+  // ShareCollectives' floor is a time (no NaN) and its flag 0 or 1; so is each answer's flag.
+  b = encode({1, ShareCollectives{1, 2.0, {SharedItem{1, 0, 2, {0}, {}}}}});
   std::vector<uint8_t> c = b;
   for (int i = 0; i < 8; ++i) c[4 + 16 + 4 + 1 + i] = static_cast<uint8_t>(nan >> (8 * i));
   EXPECT_EQ(decode_error(c), DecodeError::kBadValue);
   c = b;
   c[4 + 16 + 4] = 2;
   EXPECT_EQ(decode_error(c), DecodeError::kBadValue);
-  c = encode({1, FinishesReply{1, {1.0}}});
+  c = encode({1, SharedFinishes{1, {{1.0, 1}}}});
   c[4 + 16 + 8] = 3;
   EXPECT_EQ(decode_error(c), DecodeError::kBadValue);
   // Flags are 0 or 1.
@@ -273,9 +312,14 @@ TEST(Protocol, EncoderRefusesWhatTheDecoderWould) {
   EXPECT_FALSE(append_frame(out, {1, Hello{std::string(kMaxJobBytes + 1, 'j'), 0, ""}}));
   EXPECT_FALSE(append_frame(out, {1, TimelineReply{1, 0, "ab"}}));
   EXPECT_FALSE(append_frame(out, {1, AddFlows{std::vector<FlowSpec>(kMaxFlowsPerCall + 1)}}));
-  EXPECT_FALSE(append_frame(out, {1, FinishRelease{0, std::nullopt, {2}, {1}}}));  // sizes != ids
-  EXPECT_FALSE(append_frame(out, {1, FinishRelease{0, std::nan(""), {1}, {1}}}));
-  EXPECT_FALSE(append_frame(out, {1, FinishesReply{0, std::vector<std::optional<Time>>(kMaxFlowsPerCall + 1)}}));
+  EXPECT_FALSE(append_frame(out, {1, ShareCollectives{0, std::nullopt, {SharedItem{1, 0, 2, {2}, {}}}}}));  // rank 2 of 2
+  EXPECT_FALSE(append_frame(out, {1, ShareCollectives{0, std::nullopt, {SharedItem{1, 0, 1, {0, 0}, {}}}}}));  // 2 of 1
+  EXPECT_FALSE(append_frame(out, {1, ShareCollectives{0, std::nullopt, {SharedItem{1, 0, kMaxShareRanks + 1, {}, {}}}}}));
+  EXPECT_FALSE(append_frame(out, {1, ShareCollectives{0, std::nan(""), {}}}));
+  EXPECT_FALSE(append_frame(out, {1, ShareCollectives{0, std::nullopt,
+                                                      {SharedItem{1, 0, 0, {}, std::vector<FlowSpec>(kMaxFlowsPerCall)},
+                                                       SharedItem{1, 1, 0, {}, {FlowSpec{}}}}}}));  // flows over the cap
+  EXPECT_FALSE(append_frame(out, {1, SharedFinishes{0, std::vector<SharedAnswer>(kMaxFlowsPerCall + 1)}}));
   EXPECT_EQ(out, (std::vector<uint8_t>{9, 9}));  // untouched
   // The largest legal label still goes.
   flow.label.assign(kMaxLabelBytes, 'x');

@@ -156,12 +156,13 @@ TEST_F(RealDaemon, ConsecutiveFlowsGoThroughAddFlowsWithTheSameAnswers) {
   EXPECT_LT(rs.solved_flows, ls.solved_flows / 2) << "the daemon took the flows one at a time";
 }
 
-// FinishRelease (protocol 6), as a rank process reads its collectives' answers: each round's
-// latest finish comes back in one call, bit-equal to the in-process engine's; the ids are
-// released and the rank's floor moves in the same call, so the daemon's engine keeps what a
-// few rounds need, not every round's history and results (without the floor and the release it
-// keeps them all: that is what the last check tells apart).
-TEST_F(RealDaemon, FinishAndReleaseAnswersInOneCallAndKeepsTheEngineBounded) {
+// ShareCollectives (protocol 7), as a rank process places its collectives' flows and reads their
+// answers: each round's two collectives go in one request and their latest finishes come back,
+// bit-equal to the in-process engine's; the flows are released and the rank's floor moves in the
+// same request, so the daemon's engine keeps what a few rounds need, not every round's history
+// and results (without the floor and the release it keeps them all: that is what the last check
+// tells apart).
+TEST_F(RealDaemon, ShareCollectivesAnswersInOneRequestAndKeepsTheEngineBounded) {
   ConfigResult config = load_cluster_config();
   ASSERT_TRUE(config.ok()) << config.error.to_string();
   const int n = config.cluster->total_gpus();
@@ -181,29 +182,31 @@ TEST_F(RealDaemon, FinishAndReleaseAnswersInOneCallAndKeepsTheEngineBounded) {
     for (int k = from; k < to; ++k) {
       std::vector<FlowSpec> ring;
       for (int i = 0; i < n; ++i) ring.push_back(FlowSpec{i, (i + 1) % n, 1ull << 24, k * kPeriod, {}, ""});
-      std::vector<EventId> lids(n), rids(n), kids(n);
-      local->add_flows(ring, lids);
-      remote->add_flows(ring, rids);
+      std::vector<EventId> kids(n);
       kept->add_flows(ring, kids);
-      // Two groups: the first half of the ring, the rest (the answers of two collectives).
-      const uint32_t half = static_cast<uint32_t>(n / 2);
-      const std::vector<uint32_t> groups = {half, static_cast<uint32_t>(n) - half};
+      // Two collectives of one rank each: the first half of the ring, the rest.
+      const size_t half = static_cast<size_t>(n / 2);
+      const std::vector<SharedCollective> both = {
+          SharedCollective{1, static_cast<uint64_t>(k), 1, {0}, {ring.begin(), ring.begin() + half}},
+          SharedCollective{2, static_cast<uint64_t>(k), 1, {0}, {ring.begin() + half, ring.end()}},
+      };
       uint32_t lreg = 99, rreg = 0;
       // Nothing this rank submits later starts before this round's start.
-      const auto l = finish_and_release(*local, groups, lids, kRank, k * kPeriod, &lreg);
-      const auto r = finish_and_release(*remote, groups, rids, kRank, k * kPeriod, &rreg);
+      const auto l = share_collectives(*local, both, kRank, k * kPeriod, &lreg);
+      const auto r = share_collectives(*remote, both, kRank, k * kPeriod, &rreg);
       ASSERT_EQ(l.size(), 2u);
       ASSERT_EQ(r.size(), 2u);
       for (size_t g = 0; g < 2; ++g) {
-        ASSERT_TRUE(l[g] && r[g]) << "round " << k;
-        EXPECT_EQ(*l[g], *r[g]) << "round " << k;  // bit-exact
-        EXPECT_GT(*r[g], k * kPeriod);
+        ASSERT_TRUE(l[g].finish && r[g].finish) << "round " << k;
+        EXPECT_EQ(*l[g].finish, *r[g].finish) << "round " << k;  // bit-exact
+        EXPECT_GT(*r[g].finish, k * kPeriod);
+        EXPECT_EQ(r[g].covered, 1u);
       }
       EXPECT_EQ(lreg, 0u);  // in process: not known
       EXPECT_EQ(rreg, 1u);  // this client's one rank
       double latest = 0;
       for (EventId id : kids) latest = std::max(latest, kept->query(id)->finish);
-      EXPECT_EQ(latest, std::max(*r[0], *r[1])) << "round " << k;
+      EXPECT_EQ(latest, std::max(*r[0].finish, *r[1].finish)) << "round " << k;
     }
   };
   constexpr int kRounds = 800;  // past the engine's first growth of its containers

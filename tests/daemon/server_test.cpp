@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <map>
 #include <set>
 #include <future>
 #include <random>
@@ -16,6 +17,7 @@
 #include "daemon_fixture.h"
 #include "job_paths.h"
 #include "raw_client.h"
+#include "share_barrier.h"
 #include "socket_io.h"
 
 namespace simcore::testing {
@@ -328,13 +330,13 @@ TEST(Daemon, AnotherProtocolVersionIsToldWhichOneTheDaemonSpeaks) {
   UniqueFd fd = raw_connect(d);
   std::vector<uint8_t> b;
   ASSERT_TRUE(wire::append_frame(b, wire::Frame{9, wire::Hello{d.job(), 0, ""}}));
-  b[8] = 7;  // version 7
+  b[8] = wire::kVersion + 1;  // a newer client's version
   ASSERT_TRUE(raw_send(fd.get(), b));
   RawReplies r = raw_read(fd.get(), 1);
   ASSERT_EQ(r.frames.size(), 1u);
   ASSERT_TRUE(as_error(r.frames[0]));
   EXPECT_EQ(as_error(r.frames[0])->code, wire::ErrorCode::kBadVersion);
-  EXPECT_NE(as_error(r.frames[0])->message.find("version 7"), std::string::npos);
+  EXPECT_NE(as_error(r.frames[0])->message.find("version " + std::to_string(wire::kVersion + 1)), std::string::npos);
   EXPECT_EQ(r.frames[0].request_id, 9u);
 }
 
@@ -540,45 +542,196 @@ TEST(JobPaths, TheSocketDirectoryMustBeOursAndPrivate) {
   }
 }
 
-// FinishRelease through the server: each group's latest finish (has=0 where an id is unknown),
-// the floor applied only to a rank this connection registered, and `registered` counting every
-// connection's ranks (a rank process holds its floor back until its whole job is registered).
-TEST(Daemon, FinishReleaseAnswersGroupsAndCountsTheJobsRanks) {
+// ShareCollectives through the client API: a collective of one rank is answered at once with
+// its flows' latest finish, a message (nranks 0) waits for nobody, a collective with no flow has
+// no finish; `registered` counts every connection's ranks (a rank process holds its floor back
+// until its whole job is registered).
+TEST(Daemon, ShareCollectivesAnswersAndCountsTheJobsRanks) {
   InProcessDaemon d;
   auto a = d.connect(0);
   auto b = d.connect(1);
   ASSERT_TRUE(a && b);
-  FlowSpec f;
-  f.src_gpu = 0;
-  f.dst_gpu = 1;
-  f.bytes = 2000;
-  f.not_before = 1.0;
-  const EventId x = a->add_flow(f);
-  f.bytes = 5000;
-  const EventId y = a->add_flow(f);
-  ASSERT_NE(x, kNoEvent);
-  ASSERT_NE(y, kNoEvent);
+  auto flow = [](uint64_t bytes, double start) { return FlowSpec{0, 1, bytes, start, {}, ""}; };
   a->register_rank(7);
   uint32_t registered = 99;
-  const uint32_t groups[] = {2, 1, 0};
-  const EventId ids[] = {x, y, 424242};
-  auto got = finish_and_release(*a, groups, ids, 7, 0.5, &registered);
+  uint64_t seq = 0;
+  auto round = [&](int rank, double floor) {
+    const std::vector<SharedCollective> c = {
+        SharedCollective{1, seq, 1, {0}, {flow(2000, 1.0), flow(5000, 1.0)}},
+        SharedCollective{2, seq, 0, {}, {flow(1000, 2.0)}},
+        SharedCollective{3, seq, 1, {0}, {}},
+    };
+    ++seq;
+    return share_collectives(*a, c, rank, floor, &registered);
+  };
+  auto got = round(7, 0.5);
   ASSERT_EQ(got.size(), 3u);
-  ASSERT_TRUE(got[0]);
-  EXPECT_EQ(*got[0], 1.0 + FakeEngine::flow_duration(5000));
-  EXPECT_FALSE(got[1]);  // unknown id
-  EXPECT_FALSE(got[2]);  // an empty group knows nothing
+  ASSERT_TRUE(got[0].finish);
+  EXPECT_EQ(*got[0].finish, 1.0 + FakeEngine::flow_duration(5000));
+  EXPECT_EQ(got[0].covered, 1u);
+  ASSERT_TRUE(got[1].finish);
+  EXPECT_EQ(*got[1].finish, 2.0 + FakeEngine::flow_duration(1000));
+  EXPECT_FALSE(got[2].finish);  // nothing placed
   EXPECT_EQ(registered, 1u);
   b->register_rank(8);
   b->register_rank(8);  // twice: still one rank
-  got = finish_and_release(*a, groups, ids, 8, 3.0, &registered);  // rank 8 is b's: no floor moved
+  got = round(8, 3.0);  // rank 8 is b's: no floor moved
   EXPECT_EQ(registered, 2u);
   b.reset();  // b leaves: its rank goes
   EXPECT_TRUE(eventually([&] {
-    finish_and_release(*a, groups, ids, 7, 0.5, &registered);
+    round(7, 0.5);
     return registered == 1u;
   }));
   EXPECT_EQ(d.engine().registered_ranks(), (std::set<int>{7}));
+}
+
+wire::SharedItem share_item(uint64_t comm, uint64_t seq, uint32_t nranks, std::vector<int32_t> ranks, uint64_t bytes,
+                            double start) {
+  return wire::SharedItem{comm, seq, nranks, std::move(ranks), {FlowSpec{0, 1, bytes, start, {}, ""}}};
+}
+
+const wire::SharedFinishes* as_finishes(const RawReplies& r, size_t i = 0) {
+  return r.frames.size() > i ? std::get_if<wire::SharedFinishes>(&r.frames[i].body) : nullptr;
+}
+
+// A collective's request is held until every rank of its key placed its flows, whichever
+// connection they come from; the connection answers its other requests meanwhile; every rank
+// then gets the latest finish of all the key's flows (the others' included).
+TEST(Daemon, ShareCollectivesIsHeldUntilEveryRankOfItsKeyPlacedItsFlows) {
+  InProcessDaemon d;
+  UniqueFd a = raw_connect(d), b = raw_connect(d), c = raw_connect(d);
+  raw_hello(a.get(), d.job());
+  raw_hello(b.get(), d.job());
+  raw_hello(c.get(), d.job());
+  ASSERT_TRUE(raw_send(a.get(), wire::Frame{10, wire::ShareCollectives{0, std::nullopt, {share_item(7, 0, 3, {0}, 2000, 1.0)}}}));
+  ASSERT_TRUE(raw_send(b.get(), wire::Frame{11, wire::ShareCollectives{0, std::nullopt, {share_item(7, 0, 3, {1}, 5000, 1.0)}}}));
+  // Two of three ranks: neither is answered, and a's later request is.
+  ASSERT_TRUE(raw_send(a.get(), wire::Frame{12, wire::Query{1}}));
+  RawReplies ra = raw_read(a.get(), 1);
+  ASSERT_EQ(ra.frames.size(), 1u);
+  EXPECT_EQ(ra.frames[0].request_id, 12u);
+  EXPECT_TRUE(std::holds_alternative<wire::IntervalReply>(ra.frames[0].body));
+  EXPECT_TRUE(raw_read(a.get(), 1, 0.3).frames.empty());
+  EXPECT_TRUE(raw_read(b.get(), 1, 0.3).frames.empty());
+  // The third rank: every one answered, with the latest of the three flows.
+  ASSERT_TRUE(raw_send(c.get(), wire::Frame{13, wire::ShareCollectives{0, std::nullopt, {share_item(7, 0, 3, {2}, 1000, 1.0)}}}));
+  const uint64_t ids[] = {10, 11, 13};
+  const int fds[] = {a.get(), b.get(), c.get()};
+  for (int i = 0; i < 3; ++i) {
+    RawReplies r = raw_read(fds[i], 1);
+    const wire::SharedFinishes* f = as_finishes(r);
+    ASSERT_TRUE(f) << "rank " << i;
+    EXPECT_EQ(r.frames[0].request_id, ids[i]);
+    ASSERT_EQ(f->answers.size(), 1u);
+    ASSERT_TRUE(f->answers[0].finish);
+    EXPECT_EQ(*f->answers[0].finish, 1.0 + FakeEngine::flow_duration(5000));
+    EXPECT_EQ(f->answers[0].covered, 3u);
+  }
+}
+
+// Two processes take two collectives in opposite orders, each sending both requests before
+// reading a reply: vgpud holds neither connection's later request behind its held one, so all
+// four are answered (a barrier taken one collective at a time would wait for ever here).
+TEST(Daemon, TwoKeysSentInOppositeOrdersByTwoConnectionsAreBothAnswered) {
+  InProcessDaemon d;
+  UniqueFd a = raw_connect(d), b = raw_connect(d);
+  raw_hello(a.get(), d.job());
+  raw_hello(b.get(), d.job());
+  ASSERT_TRUE(raw_send(a.get(), wire::Frame{20, wire::ShareCollectives{0, std::nullopt, {share_item(1, 0, 2, {0}, 1000, 0)}}}));
+  ASSERT_TRUE(raw_send(a.get(), wire::Frame{21, wire::ShareCollectives{0, std::nullopt, {share_item(2, 0, 2, {0}, 3000, 0)}}}));
+  ASSERT_TRUE(raw_send(b.get(), wire::Frame{30, wire::ShareCollectives{0, std::nullopt, {share_item(2, 0, 2, {1}, 4000, 0)}}}));
+  ASSERT_TRUE(raw_send(b.get(), wire::Frame{31, wire::ShareCollectives{0, std::nullopt, {share_item(1, 0, 2, {1}, 2000, 0)}}}));
+  std::map<uint64_t, double> got;
+  for (int fd : {a.get(), b.get()}) {
+    RawReplies r = raw_read(fd, 2);
+    ASSERT_EQ(r.frames.size(), 2u);
+    for (size_t i = 0; i < 2; ++i) {
+      const wire::SharedFinishes* f = as_finishes(r, i);
+      ASSERT_TRUE(f && f->answers.size() == 1 && f->answers[0].finish);
+      got[r.frames[i].request_id] = *f->answers[0].finish;
+    }
+  }
+  EXPECT_EQ(got[20], FakeEngine::flow_duration(2000));  // comm 1: the later of 1000 and 2000 B
+  EXPECT_EQ(got[31], FakeEngine::flow_duration(2000));
+  EXPECT_EQ(got[21], FakeEngine::flow_duration(4000));  // comm 2
+  EXPECT_EQ(got[30], FakeEngine::flow_duration(4000));
+}
+
+// A rank that never places its flows (died, or has no vgpud) holds a key no longer than the
+// share timeout: it is answered from the flows placed so far, counting the ranks that placed.
+TEST(Daemon, AKeyNotCoveredInTimeIsAnsweredFromTheFlowsPlaced) {
+  ServerOptions o;
+  o.share_timeout_s = 0.2;
+  InProcessDaemon d(o);
+  UniqueFd a = raw_connect(d), b = raw_connect(d);
+  raw_hello(a.get(), d.job());
+  raw_hello(b.get(), d.job());
+  ASSERT_TRUE(raw_send(a.get(), wire::Frame{40, wire::ShareCollectives{0, std::nullopt, {share_item(5, 0, 3, {0}, 1000, 1.0)}}}));
+  ASSERT_TRUE(raw_send(b.get(), wire::Frame{41, wire::ShareCollectives{0, std::nullopt, {share_item(5, 0, 3, {1}, 6000, 1.0)}}}));
+  for (int fd : {a.get(), b.get()}) {
+    RawReplies r = raw_read(fd, 1);
+    const wire::SharedFinishes* f = as_finishes(r);
+    ASSERT_TRUE(f && f->answers.size() == 1 && f->answers[0].finish);
+    EXPECT_EQ(*f->answers[0].finish, 1.0 + FakeEngine::flow_duration(6000));
+    EXPECT_EQ(f->answers[0].covered, 2u);  // rank 2 never came
+  }
+  // The next collective of that communicator does not wait for the missing rank again.
+  ASSERT_TRUE(raw_send(a.get(), wire::Frame{42, wire::ShareCollectives{0, std::nullopt, {share_item(5, 1, 3, {0}, 1000, 2.0)}}}));
+  ASSERT_TRUE(raw_send(b.get(), wire::Frame{43, wire::ShareCollectives{0, std::nullopt, {share_item(5, 1, 3, {1}, 1000, 2.0)}}}));
+  for (int fd : {a.get(), b.get()}) {
+    RawReplies r = raw_read(fd, 1);
+    const wire::SharedFinishes* f = as_finishes(r);
+    ASSERT_TRUE(f && f->answers.size() == 1);
+    EXPECT_EQ(f->answers[0].covered, 2u);
+  }
+}
+
+// The barrier on its own clock: a key past its deadline is answered from what was placed, with
+// the ranks that placed; the communicator's next key then does not wait for the missing rank
+// (answered as soon as the others placed, long before its own deadline); the rank placing again
+// is waited for again; a rank late for a key already answered is answered at once, from its own
+// flows.
+TEST(ShareBarrier, TimesOutOncePerCommunicatorAndForgetsNoKeyItAnswered) {
+  FakeEngine engine;
+  daemon::ShareBarrier barrier(engine, nullptr, 60);
+  using Clock = daemon::ShareBarrier::Clock;
+  const Clock::time_point t0{};
+  const auto at = [&](double s) { return t0 + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(s)); };
+  auto send = [&](uint64_t client, uint64_t seq, int32_t rank, uint64_t bytes, double when) {
+    barrier.submit(client, seq * 10 + client, wire::ShareCollectives{0, std::nullopt, {share_item(9, seq, 3, {rank}, bytes, 0)}},
+                   false, at(when));
+  };
+  send(1, 0, 0, 1000, 0);
+  send(2, 0, 1, 3000, 0);
+  EXPECT_TRUE(barrier.take(at(59)).empty());
+  ASSERT_TRUE(barrier.next_deadline());
+  EXPECT_EQ(*barrier.next_deadline(), at(60));
+  auto late = barrier.take(at(60));
+  ASSERT_EQ(late.size(), 2u);
+  for (const auto& r : late) {
+    ASSERT_EQ(r.reply.answers.size(), 1u);
+    EXPECT_EQ(r.reply.answers[0].finish, FakeEngine::flow_duration(3000));
+    EXPECT_EQ(r.reply.answers[0].covered, 2u);
+  }
+  EXPECT_EQ(barrier.open_keys(), 0u);
+  // Rank 2 missed key 0: key 1 is answered once ranks 0 and 1 placed, not at its deadline.
+  send(1, 1, 0, 1000, 61);
+  EXPECT_TRUE(barrier.take(at(61)).empty());
+  send(2, 1, 1, 1000, 61);
+  EXPECT_EQ(barrier.take(at(61)).size(), 2u);
+  // Rank 2, late for key 0 (answered already): answered at once from its own flow.
+  send(3, 0, 2, 7000, 62);
+  auto own = barrier.take(at(62));
+  ASSERT_EQ(own.size(), 1u);
+  EXPECT_EQ(own[0].reply.answers[0].finish, FakeEngine::flow_duration(7000));
+  EXPECT_EQ(own[0].reply.answers[0].covered, 1u);
+  // Rank 2 is back on comm 9: key 2 waits for it again.
+  send(3, 2, 2, 1000, 63);
+  send(1, 2, 0, 1000, 63);
+  EXPECT_TRUE(barrier.take(at(63)).empty());
+  send(2, 2, 1, 1000, 63);
+  EXPECT_EQ(barrier.take(at(63)).size(), 3u);
+  EXPECT_EQ(barrier.held_requests(), 0u);
 }
 
 // A vgpud of another protocol version (another build) answers Hello in its version: the client

@@ -165,10 +165,19 @@ TEST(NcclLinkShare, SmallCollectivesPlaceNothing) {
   EXPECT_EQ(finish(*engine, p.end), p.model);
 }
 
-// The job's shared engine (place_shared, sim26): each rank process places its own rank's flow
-// there; alone they end by the collective's start plus the model's time, and two communicators
-// whose rings cross one NIC from GPUs of different processes get the same finishes as when one
-// process places every rank's flows.
+// The job's shared engine (shared_flows, sim26/sim30): each rank process places its own rank's
+// flow there; alone they end by the collective's start plus the model's time, and two
+// communicators whose rings cross one NIC from GPUs of different processes get the same finishes
+// as when one process places every rank's flows.
+std::vector<uint64_t> place_shared(vgpu::NcclLinkShare& links, Engine& engine, const std::vector<CollectiveCall>& calls,
+                                   std::span<const int> ranks, double start) {
+  const std::vector<FlowSpec> flows = links.shared_flows(calls, ranks, start);
+  std::vector<EventId> ids(flows.size(), kNoEvent);
+  engine.add_flows(flows, ids);
+  std::erase(ids, kNoEvent);
+  return {ids.begin(), ids.end()};
+}
+
 double latest_finish(Engine& engine, const std::vector<uint64_t>& ids) {
   double t = 0;
   for (uint64_t id : ids) t = std::max(t, finish(engine, id));
@@ -184,7 +193,7 @@ TEST(NcclLinkShare, SharedFlowsAloneEndByTheModelsTime) {
   std::vector<uint64_t> ids;
   for (int r = 0; r < 4; ++r) {  // one process per rank
     const int own[] = {r};
-    const std::vector<uint64_t> got = links.place_shared(*shared, {call}, own, start);
+    const std::vector<uint64_t> got = place_shared(links, *shared, {call}, own, start);
     ASSERT_EQ(got.size(), 1u);
     ids.push_back(got[0]);
   }
@@ -200,15 +209,15 @@ TEST(NcclLinkShare, SharedFlowsOfProcessesReadAsOneProcesss) {
   // One process: every rank's flows of A, then of B.
   auto one = make_engine(cluster);
   const int all[] = {0, 1, 2, 3};
-  const std::vector<uint64_t> one_a = links.place_shared(*one, {a}, all, 0);
-  const std::vector<uint64_t> one_b = links.place_shared(*one, {b}, all, 0);
+  const std::vector<uint64_t> one_a = place_shared(links, *one, {a}, all, 0);
+  const std::vector<uint64_t> one_b = place_shared(links, *one, {b}, all, 0);
   // Four processes, each its own rank's (in real time rank by rank, B before A on some).
   auto many = make_engine(cluster);
   std::vector<uint64_t> many_a, many_b;
   for (int r : {3, 1, 0, 2}) {
     const int own[] = {r};
     for (bool first_b : {r % 2 == 1, r % 2 == 0}) {
-      const std::vector<uint64_t> got = links.place_shared(*many, {first_b ? b : a}, own, 0);
+      const std::vector<uint64_t> got = place_shared(links, *many, {first_b ? b : a}, own, 0);
       (first_b ? many_b : many_a).insert((first_b ? many_b : many_a).end(), got.begin(), got.end());
     }
   }

@@ -95,8 +95,9 @@ TEST(NcclRendezvous, WithoutWaitingOnlyThePostedArrivalsCount) {
   EXPECT_EQ(second.gpus, (std::vector<int>{0, 3}));
 }
 
-// Posts of two collectives before either wait (nccl_collectives.cpp's "placed" posts after a
-// group): two "processes" taking them in opposite orders both complete, neither waiting forever.
+// Posts of two collectives before either wait (arrive() in two halves; sim28's "placed" posts
+// after a group used them so): two "processes" taking them in opposite orders both complete,
+// neither waiting forever.
 TEST(NcclRendezvous, PostsBeforeWaitsCompleteInAnyOrder) {
   const std::string path = table_path("postwait");
   Cleanup c{path};
@@ -126,8 +127,8 @@ TEST(NcclRendezvous, ARankThatNeverComesIsWaitedForOnlyUntilTheTimeout) {
 }
 
 // A job of many process groups (3D parallelism on 64 ranks: 8 tensor-parallel groups, 16 data-
-// parallel ones, 32 pipeline pairs, each collective-placing communicator taking three entries:
-// arrivals, "placed" and finish): every one of 400 communicators still meets its other rank,
+// parallel ones, 32 pipeline pairs; before sim30 each collective-placing communicator took three
+// entries): every one of 400 communicators still meets its other rank,
 // from two "processes" whose tables are mapped apart. The table held 64 entries, about 21 such
 // communicators: later ones were timed from their own process's ranks.
 TEST(NcclRendezvous, FourHundredCommunicatorsAllMeet) {

@@ -8,8 +8,11 @@ and reads what the job's vgpud says at its exit (its log: VGPU_DAEMON_DIR/<job>.
   process registers a rank in vgpud and moves its floor there, and releases its flows' ids once it
   has read their finish (vgpu/sim/exec/nccl_shared_fabric.h). Without: everything stays, and the
   kept counts grow four times;
-- one round trip to read a collective's answer: no Query request at all, and at most one
-  FinishRelease a placement (AddFlows) (before: one Query per own flow of each collective).
+- one request a collective a process (protocol 7, sim30): each process's flows of a collective,
+  its answer and its floor in one ShareCollectives, and nothing else of the kind: no AddFlows, no
+  Query (before: an AddFlows at the launch and a FinishRelease at the group's end, plus two
+  barriers in the rendezvous table; before sim28, one Query per own flow of each collective).
+  Each process's requests are at most one per all-reduce: 3 a step.
 
 Usage: run_shared_bounded.py   (environment: VGPU_RUN, DDP_PROGRAM, LAUNCHER, CUDA_LIB_DIR)
 """
@@ -86,10 +89,13 @@ def main():
               f"vgpud's {key} after {4 * STEPS} steps: {many[key]}, after {STEPS}: {few[key]} (bounded)")
     for got, steps in ((few, STEPS), (many, 4 * STEPS)):
         s = got["served"]
-        placed, read = s.get("AddFlows", 0), s.get("FinishRelease", 0)
-        check(s.get("Query", 0) == 0 and 0 < read <= placed,
-              f"{steps} steps: each collective's answer read in one round trip: {read} FinishRelease for {placed} "
-              f"placements (AddFlows), {s.get('Query', 0)} Query")
+        shared = s.get("ShareCollectives", 0)
+        # Two processes, three all-reduces a step (and NCCL's own setup collectives, a few).
+        collectives = 2 * 3 * steps
+        check(s.get("Query", 0) == 0 and s.get("AddFlows", 0) == 0 and collectives <= shared <= collectives + 2 * 8,
+              f"{steps} steps: one request a collective a process: {shared} ShareCollectives for about "
+              f"{collectives} (2 processes x 3 all-reduces x {steps} steps), {s.get('AddFlows', 0)} AddFlows, "
+              f"{s.get('Query', 0)} Query")
     return 1 if check.failures else 0
 
 

@@ -67,17 +67,31 @@ bool shutdown_daemon(const RemoteOptions& options, std::string* error = nullptr)
 // before it launches the ranks). True when a daemon now answers.
 bool ensure_daemon(const RemoteOptions& options, std::string* error = nullptr);
 
-// Answers a rank process's collectives in one round trip to the daemon (protocol 6,
-// FinishRelease): for each group of `ids` (`groups` gives their sizes, in order) the latest
-// finish of its ids as known now, nullopt when one is unknown there (or the daemon is lost:
-// `engine.lost()` says so); then every id is released (the caller never names them again); then,
-// when `floor` is given, rank `rank` (which the caller registered) promises that no submission of
-// its own starts before it. *registered (may be null): the ranks every client of the job has
-// registered now. On an in-process engine the same through query, release and set_rank_floor
+// One collective of a rank process for share_collectives: its key (communicator and its count
+// of shared collectives, the same on every rank), the communicator's size, the ranks this
+// process places, and their flows.
+struct SharedCollective {
+  uint64_t comm = 0;
+  uint64_t seq = 0;
+  uint32_t nranks = 0;  // 0: wait for nobody (a message only its receiver places)
+  std::vector<int32_t> ranks;
+  std::vector<FlowSpec> flows;
+};
+struct SharedResult {
+  std::optional<Time> finish;  // the latest finish of every process's flows of the key
+  uint32_t covered = 0;        // the key's ranks that had placed theirs (nranks: all)
+};
+// A rank process's collectives of one NCCL group in one request to the daemon (protocol 7,
+// ShareCollectives): the flows are placed, then, when `floor` is given, rank `rank` (which the
+// caller registered) promises that no submission of its own starts before it; the reply comes
+// once every rank of each collective's key placed its flows (any process's request; at most
+// wire::kShareTimeoutS, then from the flows placed so far), one result per collective, in order;
+// each key's flows are released there. Empty results (no finish) when the daemon is lost
+// (`engine.lost()` says so). *registered (may be null): the ranks every client of the job has
+// registered. On an in-process engine: placed and answered at once from these flows alone
 // (*registered then 0: not known).
-std::vector<std::optional<Time>> finish_and_release(Engine& engine, std::span<const uint32_t> groups,
-                                                    std::span<const EventId> ids, int rank,
-                                                    std::optional<Time> floor, uint32_t* registered);
+std::vector<SharedResult> share_collectives(Engine& engine, std::span<const SharedCollective> collectives, int rank,
+                                            std::optional<Time> floor, uint32_t* registered);
 
 // The Unix socket path the job's daemon listens on (for messages and vgpu-run).
 std::string daemon_socket_path(const RemoteOptions& options);

@@ -67,15 +67,6 @@ thread_local std::vector<NcclCollectives::SharedEnd> t_shared_ends;
 // are all launched before its end, so that the shared answer of one counts the others' flows.
 thread_local int t_group_depth = 0;
 
-// The rendezvous table's communicators for "every rank placed its shared flows" of `comm`, and
-// for each rank's flows' finish there (a process knows the ids of its own flows only; the
-// collective ends with the last of every rank's).
-constexpr uint64_t kPlacedSalt = 0x9e3779b97f4a7c15ull;
-constexpr uint64_t kFinishSalt = 0xc2b2ae3d27d4eb4full;
-// How long (real time) a process waits for the other processes' flows of a collective before it
-// reads the shared answer without them (they place them right after the same arrivals).
-constexpr double kPlacedTimeoutS = 60;
-
 // The ranks of `got`'s communicator this process holds (its plugin's open contexts); 0: unknown.
 int local_ranks_of(const vgpu_nccl_plugin_side* plugin, const vgpu_nccl_launch& got) {
   return plugin != nullptr && plugin->local_ranks != nullptr ? plugin->local_ranks(got.comm_id) : 0;
@@ -175,7 +166,7 @@ void flush_held_p2p() {
 }
 void group_end() {
   t_group_depth = std::max(0, t_group_depth - 1);
-  // Before the group's end: the host time of the shared answer (vgpud round trips, the wait for
+  // Before the group's end: the host time of the shared answer (the vgpud request, the wait for
   // the other processes) falls inside the group, whose CPU time the model's cost replaces, not
   // on the program's clock after it.
   if (t_group_depth == 0 && !t_shared_ends.empty())
@@ -205,25 +196,21 @@ bool NcclCollectives::share_messages(const std::vector<simcore::CollectiveCall>&
                                      uint64_t kernel, CUstream stream, bool per_thread, uint64_t arrival,
                                      std::vector<uint64_t> end_after) {
   if (messages.empty() || kernel == 0 || !shared_.wanted()) return false;
-  simcore::Engine* e = shared_.engine();
-  if (e == nullptr) return false;
+  if (shared_.engine() == nullptr) return false;
   // Each message from its sender's GPU (the receiver places it, as in its own engine), from the
   // kernel's start.
   const int from[] = {0};
-  std::vector<uint64_t> ids;
+  std::vector<simcore::FlowSpec> flows;
   for (const simcore::CollectiveCall& m : messages) {
-    const std::vector<uint64_t> got = links_.place_shared(*e, {m}, from, l.start);
-    ids.insert(ids.end(), got.begin(), got.end());
+    std::vector<simcore::FlowSpec> got = links_.shared_flows({m}, from, l.start);
+    flows.insert(flows.end(), std::make_move_iterator(got.begin()), std::make_move_iterator(got.end()));
   }
-  if (ids.empty()) {
-    shared_.alive();
-    return false;
-  }
+  if (flows.empty()) return false;
   std::vector<uint64_t> after;
   if (arrival != 0) after.push_back(arrival);
-  // No "placed" wait of its own (ranks empty): the receiver alone places a message.
+  // No ranks: the receiver alone places a message, and vgpud waits for nobody else's.
   t_shared_ends.push_back(SharedEnd{l.comm, l.nranks, l.gpu, {}, {{stream, per_thread}}, {kernel}, std::move(after),
-                                    std::move(end_after), std::move(ids), "nccl p2p end"});
+                                    std::move(end_after), std::move(flows), 0, "nccl p2p end"});
   vclock::before_next_call(&flush_held_p2p);
   return true;
 }
@@ -426,43 +413,30 @@ void NcclCollectives::flush_shared_ends() {
   }
   std::vector<SharedEnd> ends;
   ends.swap(t_shared_ends);
-  // Every end's "placed" first, then the waits: another process may read its collectives in
-  // another order (a wait between two posts could wait for a rank that waits for the second).
-  std::vector<uint64_t> posted;
-  for (const SharedEnd& e : ends) {
-    uint64_t k = 0;
-    for (int r : e.ranks) k = rendezvous_.post(e.comm ^ kPlacedSalt, e.nranks, r, e.gpu, 0);
-    posted.push_back(k);
+  // Every collective and message of the group in one request: vgpud places their flows, holds
+  // the reply until every rank of each collective placed its own (any process's request), and
+  // answers each one's latest finish over all of them (nccl_shared_fabric.h). One request, so
+  // another process taking the same collectives in another order waits for nothing of ours.
+  std::vector<simcore::SharedCollective> collectives;
+  collectives.reserve(ends.size());
+  for (SharedEnd& e : ends) {
+    simcore::SharedCollective c;
+    c.comm = e.comm;
+    c.seq = e.seq;
+    c.nranks = e.ranks.empty() ? 0 : static_cast<uint32_t>(e.nranks);  // a message: nobody to wait for
+    c.ranks.assign(e.ranks.begin(), e.ranks.end());
+    c.flows = std::move(e.flows);
+    collectives.push_back(std::move(c));
   }
-  // Every wait before any answer is read: a message's answer counts the flows of the group's
-  // collectives that other processes place.
-  std::vector<int> placed(ends.size(), 0);
-  for (size_t i = 0; i < ends.size(); ++i)
-    if (!ends[i].ranks.empty())
-      placed[i] = rendezvous_.collect(ends[i].comm ^ kPlacedSalt, ends[i].nranks, ends[i].ranks.back(), ends[i].gpu,
-                                      0, posted[i], true, kPlacedTimeoutS).known;
-  // This process's flows' finish, then (a collective) every rank's, posted and collected as
-  // above: every rank's end waits for the last flow of the collective, as in one process.
-  // One vgpud round trip for them all (their flows released there, this process's floor moved).
-  std::vector<std::vector<uint64_t>> groups;
-  groups.reserve(ends.size());
-  for (SharedEnd& e : ends) groups.push_back(std::move(e.shared));
-  const uint64_t calls_before = shared_.answer_calls();
-  std::vector<std::optional<double>> finishes = shared_.finish(groups, driver_.ranks().lowest_floor(vclock::now()));
-  log::debug("sim nccl: the shared answers of {} collective end(s) read in {} vgpud round trip(s)", ends.size(),
-             shared_.answer_calls() - calls_before);
-  std::vector<uint64_t> finish_posted(ends.size(), 0);
-  for (size_t i = 0; i < ends.size(); ++i) {
-    for (int r : ends[i].ranks)
-      finish_posted[i] = rendezvous_.post(ends[i].comm ^ kFinishSalt, ends[i].nranks, r, ends[i].gpu,
-                                          finishes[i].value_or(0));
+  const std::vector<simcore::SharedResult> results =
+      shared_.share(collectives, driver_.ranks().lowest_floor(vclock::now()));
+  log::debug("sim nccl: the shared answers of {} collective end(s) in one vgpud request", ends.size());
+  std::vector<std::optional<double>> finishes(ends.size());
+  std::vector<uint32_t> placed(ends.size(), 0);
+  for (size_t i = 0; i < ends.size() && i < results.size(); ++i) {
+    finishes[i] = results[i].finish;
+    placed[i] = results[i].covered;
   }
-  for (size_t i = 0; i < ends.size(); ++i)
-    if (!ends[i].ranks.empty() && finishes[i])
-      finishes[i] = std::max(*finishes[i],
-                             rendezvous_.collect(ends[i].comm ^ kFinishSalt, ends[i].nranks, ends[i].ranks.back(),
-                                                 ends[i].gpu, *finishes[i], finish_posted[i], true, kPlacedTimeoutS)
-                                 .latest);
   simcore::Engine& engine = driver_.engine();
   StreamManager& streams = driver_.streams();
   for (size_t i = 0; i < ends.size(); ++i) {
@@ -735,21 +709,17 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
       // The same flow of this rank in the job's shared engine, where the other processes place
       // theirs: the end then also waits for what that engine says (read after the thread's NCCL
       // group: flush_shared_ends).
-      std::vector<uint64_t> shared;
-      if (!transfers.empty() && kernel != 0) {
+      std::vector<simcore::FlowSpec> shared;
+      uint64_t seq = 0;
+      if (!transfers.empty() && kernel != 0 && shared_.wanted()) {
+        // Counted on every rank alike, with vgpud or not: the collective's key there.
+        seq = next_shared(comm);
         const int own[] = {rank};
-        if (simcore::Engine* e = shared_.engine()) shared = links_.place_shared(*e, calls, own, start);
-        if (shared.empty() && shared_.wanted()) {
-          shared_.alive();
-          // No vgpud here (or lost): "placed" and a finish all the same, so that the other
-          // processes do not wait for this one's.
-          rendezvous_.post(comm ^ kPlacedSalt, nranks, rank, gpu, 0);
-          rendezvous_.post(comm ^ kFinishSalt, nranks, rank, gpu, 0);
-        }
+        if (shared_.engine() != nullptr) shared = links_.shared_flows(calls, own, start);
       }
       if (!shared.empty()) {
         t_shared_ends.push_back(SharedEnd{comm, nranks, gpu, {rank}, {{stream, per_thread}}, {kernel},
-                                          std::move(after), std::move(transfers), std::move(shared)});
+                                          std::move(after), std::move(transfers), std::move(shared), seq});
         vclock::before_next_call(&flush_held_p2p);
       } else if (!transfers.empty()) {
         Work end;
@@ -898,28 +868,23 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
     while (pending_.size() > kMaxPending) pending_.erase(pending_.begin());  // a rank never came
   }
   std::vector<uint64_t> end_after = kernels;
-  std::vector<uint64_t> shared;
+  std::vector<simcore::FlowSpec> shared;
+  uint64_t seq = 0;
   if (!kernels.empty()) {
     const std::vector<uint64_t> transfers =
         place_transfers(calls, with_incoming(ranks, nranks), arrivals, own_clock, gpu);
     end_after.insert(end_after.end(), transfers.begin(), transfers.end());
     // Ranks in other processes too: this process's ranks' flows in the job's shared engine as
     // well (as for a process of one GPU above), the ends held for its answer.
-    if (!transfers.empty() && across_start >= 0) {
-      if (simcore::Engine* e = shared_.engine()) shared = links_.place_shared(*e, calls, ranks, across_start);
-      if (shared.empty() && shared_.wanted()) {
-        shared_.alive();
-        for (int r : ranks) {
-          rendezvous_.post(comm ^ kPlacedSalt, nranks, r, gpu, 0);
-          rendezvous_.post(comm ^ kFinishSalt, nranks, r, gpu, 0);
-        }
-      }
+    if (!transfers.empty() && across_start >= 0 && shared_.wanted()) {
+      seq = next_shared(comm);
+      if (shared_.engine() != nullptr) shared = links_.shared_flows(calls, ranks, across_start);
     }
   }
   if (!shared.empty()) {
     t_shared_ends.push_back(SharedEnd{comm, nranks, gpu, std::move(ranks), std::move(kernel_streams),
                                       std::move(kernels), std::move(arrivals), std::move(end_after),
-                                      std::move(shared)});
+                                      std::move(shared), seq});
     vclock::before_next_call(&flush_held_p2p);
     return true;
   }

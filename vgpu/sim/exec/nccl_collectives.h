@@ -46,19 +46,27 @@
 // exact when one thread launches every rank (ncclGroupStart/End over several communicators)
 // or the ranks' threads do not run ahead; a rank that submitted more work before the last rank
 // arrived keeps that work where it was placed.
-// Ranks in other processes under vgpu-run (VGPU_SIMCORE=daemon): each process also places its own
-// ranks' flows (and the messages it receives from another process) in the job's vgpud
+// Ranks in other processes under vgpu-run (VGPU_SIMCORE=daemon): each process also keeps its own
+// ranks' flows (and the messages it receives from another process) for the job's vgpud
 // (nccl_shared_fabric.h), where flows of different processes on one link contend. The "collective
 // end" op then waits until the launching thread's NCCL group is over (the plugin's group end hook,
-// else its next driver call outside a group): every rank of each of its collectives posts
-// "placed" in the rendezvous table, the process waits (bounded) for the others' posts, reads its
-// own flows' latest finish from vgpud (every collective of the group in one round trip, which also
-// releases those flows there and moves the process's floor: nccl_shared_fabric.h), posts it and takes the latest of every rank's (it knows
-// only its own flows' ids), and every rank ends the collective no earlier. A tentative answer: it
-// counts the group's collectives and messages and whatever was placed before in real time, not a
-// collective another process launches later in real time that overlaps in virtual time. Not a
-// wait for finality: that needs every process's floor past the flows, and a process blocked in
-// another collective's rendezvous, or issuing asynchronously, does not move its floor.
+// else its next driver call outside a group): then every collective and message of the group goes
+// to vgpud in one request (protocol 7, ShareCollectives), each collective under its key, the
+// communicator and its count of shared collectives (counted alike in every process, with vgpud or
+// not). vgpud places the flows, moves the process's floor, and holds the reply until every rank of
+// each key placed its flows (any process's request; a message waits for nobody), then answers each
+// key's latest finish over every rank's flows, the same value to every rank, and releases them;
+// every rank ends the collective no earlier. No barrier in the rendezvous table: one request a
+// group, whose keys another process may send in another order (vgpud holds no later request behind
+// a held one). Bounded: a key not covered within 60 s (a rank dead, hung, or without vgpud) is
+// answered from the flows placed, with a line in vgpud's log, and the missing ranks are not waited
+// for again on that communicator (one 60 s wait a communicator, not a collective) until they place
+// flows there again. A process without vgpud (none at its start, or lost mid-job: one warning)
+// sends nothing and keeps its own placement. A tentative answer: it counts the flows of the
+// collective and whatever was placed before in real time, not a collective another process
+// launches later in real time that overlaps in virtual time. Not a wait for finality: that needs
+// every process's floor past the flows, and a process blocked in another collective's
+// rendezvous, or issuing asynchronously, does not move its floor.
 // Data: each collective kernel, when it runs on its stream, moves the collective's data between
 // the ranks' buffers (nccl_data.h), up to VGPU_SIM_NCCL_DATA_BYTES per rank.
 //
@@ -128,12 +136,13 @@ class NcclCollectives {
     std::vector<uint64_t> kernels;      // this process's ranks' kernels (an end right after each)
     std::vector<uint64_t> after;        // its arrivals
     std::vector<uint64_t> end_after;    // what the ends wait for besides the shared answer
-    std::vector<uint64_t> shared;       // the ranks' flows in the shared engine
+    std::vector<simcore::FlowSpec> flows;  // the ranks' flows for the shared engine, sent at the group's end
+    uint64_t seq = 0;                   // the communicator's count of shared collectives: the key in vgpud
     const char* label = "nccl collective end";
   };
-  // Reads the shared answers of the calling thread's collectives and submits their ends: once
-  // every rank of each placed its flows (a bounded wait), after the thread's NCCL group (its
-  // other collectives' flows are placed then too) or at its next driver call outside one.
+  // Sends the calling thread's collectives' flows to vgpud in one request, after the thread's NCCL
+  // group (or at its next driver call outside one), and submits their ends at the answers (once
+  // every rank of each placed its flows: vgpud's bounded wait).
   void flush_shared_ends();
 
   // The model's duration of the calls of one launch.
@@ -269,6 +278,12 @@ class NcclCollectives {
   std::map<uint64_t, Deferred> deferred_;  // by launch tag: send/recv kernels held for their tasks
   std::map<uint64_t, Flushed> flushed_;    // by launch tag: placed before their tasks came (the latest)
   std::map<uint64_t, Captured> captured_;  // by launch tag: captured send/recv nodes waiting for their tasks
+  std::map<uint64_t, uint64_t> shared_seq_;  // comm -> collectives whose flows go to the job's vgpud
+  // The next key of `comm`'s collectives in vgpud (counted alike in every process of the job).
+  uint64_t next_shared(uint64_t comm) {
+    std::lock_guard l(mu_);
+    return shared_seq_[comm]++;
+  }
 };
 
 }  // namespace vgpu

@@ -89,18 +89,12 @@ std::vector<simcore::FlowSpec> NcclLinkShare::ring_flows(const std::vector<int>&
   return flows;
 }
 
-std::vector<uint64_t> NcclLinkShare::place_shared(simcore::Engine& shared,
-                                                  const std::vector<simcore::CollectiveCall>& calls,
-                                                  std::span<const int> ranks, double start) {
+std::vector<simcore::FlowSpec> NcclLinkShare::shared_flows(const std::vector<simcore::CollectiveCall>& calls,
+                                                           std::span<const int> ranks, double start) {
   if (ranks.empty()) return {};
   const Plan p = plan(calls);
   if (p.bytes == 0) return {};
-  std::vector<simcore::FlowSpec> flows =
-      ring_flows(calls.front().gpus, ranks, p.bytes, start + std::max(0.0, p.latency_part));
-  std::vector<simcore::EventId> ids(flows.size(), simcore::kNoEvent);
-  shared.add_flows(flows, ids);
-  std::erase(ids, simcore::kNoEvent);
-  return {ids.begin(), ids.end()};
+  return ring_flows(calls.front().gpus, ranks, p.bytes, start + std::max(0.0, p.latency_part));
 }
 
 std::vector<uint64_t> NcclLinkShare::place(simcore::Engine& engine, const std::vector<simcore::CollectiveCall>& calls,

@@ -23,7 +23,7 @@
 // sender's and the receiver's GPUs, with the sender's flow only.
 //
 // Ranks as processes (torchrun): each process also places its own ranks' flows of the same
-// collective in the job's shared engine (place_shared, nccl_shared_fabric.h), so that flows of
+// collective in the job's shared engine (shared_flows, nccl_shared_fabric.h), so that flows of
 // different processes on one link contend there as they do in one process's engine.
 //
 // Collectives whose bandwidth part is below kMinBandwidthS (past the routes' latency) get no
@@ -69,13 +69,14 @@ class NcclLinkShare {
   std::vector<uint64_t> place(simcore::Engine& engine, const std::vector<simcore::CollectiveCall>& calls,
                               std::span<const int> ranks, const Start& start);
 
-  // The same flows of `ranks` (this process's own ranks only: every process places its own) in
+  // The same flows of `ranks` (this process's own ranks only: every process places its own) for
   // the job's shared engine, each no earlier than the collective's start `start` (the same on
   // every rank: the latest arrival of the job) plus the model's latency part, with no task (the
-  // other processes' flows are there, not their streams). Returns the flows' ids; empty when the
+  // other processes' flows are there, not their streams). Kept by the caller until its thread's
+  // NCCL group ends, then placed in one request (nccl_shared_fabric.h); empty when the
   // collective places nothing (as place() decides, alike on every rank).
-  std::vector<uint64_t> place_shared(simcore::Engine& shared, const std::vector<simcore::CollectiveCall>& calls,
-                                     std::span<const int> ranks, double start);
+  std::vector<simcore::FlowSpec> shared_flows(const std::vector<simcore::CollectiveCall>& calls,
+                                              std::span<const int> ranks, double start);
 
  private:
   // A ring over one set of GPUs: the least rate max-min can give any of its flows when alone,

@@ -68,8 +68,8 @@ class NcclRendezvous {
 
   static std::string default_path();
   static constexpr int kMaxRanks = 4096;  // per communicator
-  // Per job: entries of communicators (one whose collectives place flows takes three: arrivals,
-  // "placed", finish; nccl_collectives.cpp). 64 ranks as tensor 8 x pipeline 2 x data 4 have
+  // Per job: entries of communicators (one each: its arrivals; the shared flows' answers are
+  // vgpud's, nccl_shared_fabric.h). 64 ranks as tensor 8 x pipeline 2 x data 4 have
   // 8 + 32 + 16 = 56 communicators. The table is a sparse file: an entry's pages exist once a rank wrote there
   // (a page or two for a communicator of up to ~80 ranks), however many entries it could hold.
   static constexpr int kMaxComms = 1024;

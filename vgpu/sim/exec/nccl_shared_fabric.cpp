@@ -10,7 +10,6 @@
 #include "common/log.h"
 #include "common/settings.h"
 #include "simcore/engine.h"
-#include "simcore/remote_engine.h"
 
 namespace vgpu {
 
@@ -69,28 +68,26 @@ bool NcclSharedFabric::alive() {
   return false;
 }
 
-std::vector<std::optional<double>> NcclSharedFabric::finish(std::span<const std::vector<uint64_t>> groups,
-                                                            double own_floor) {
-  std::vector<std::optional<double>> out(groups.size());
+std::vector<simcore::SharedResult> NcclSharedFabric::share(std::span<const simcore::SharedCollective> collectives,
+                                                           double own_floor) {
   simcore::Engine* e = ready_.load(std::memory_order_acquire);
-  if (e == nullptr || groups.empty()) return out;
-  std::vector<uint32_t> sizes;
-  std::vector<uint64_t> ids;
-  sizes.reserve(groups.size());
-  for (const std::vector<uint64_t>& g : groups) {
-    sizes.push_back(static_cast<uint32_t>(g.size()));
-    ids.insert(ids.end(), g.begin(), g.end());
-  }
-  std::lock_guard l(floor_mu_);
+  if (e == nullptr || collectives.empty()) return std::vector<simcore::SharedResult>(collectives.size());
+  // One thread's request at a time carries a floor (floors go out in order); the lock is held
+  // across the reply, which vgpud holds until the other processes' ranks came, so another
+  // thread meanwhile sends its flows without a floor rather than wait behind it (its own
+  // collectives may be what a third process's ranks need first).
+  std::unique_lock l(floor_mu_, std::try_to_lock);
   // The promise (nccl_shared_fabric.h): below every flow this process places from now on, and
   // only once every process of the job is registered in vgpud.
   std::optional<double> floor;
   const double promise = own_floor - kFloorLag;
-  if (registered_ && everyone_seen_ && promise > 0 && promise >= floor_sent_ + kFloorStep) floor = promise;
+  if (l.owns_lock() && registered_ && everyone_seen_ && promise > 0 && promise >= floor_sent_ + kFloorStep)
+    floor = promise;
   uint32_t registered = 0;
-  out = simcore::finish_and_release(*e, sizes, ids, rank_, floor, &registered);
+  std::vector<simcore::SharedResult> out = simcore::share_collectives(*e, collectives, rank_, floor, &registered);
   answer_calls_.fetch_add(1, std::memory_order_relaxed);
-  if (!alive()) return std::vector<std::optional<double>>(groups.size());
+  if (!alive()) return std::vector<simcore::SharedResult>(collectives.size());
+  if (!l.owns_lock()) return out;
   if (floor) floor_sent_ = *floor;
   if (expected_ > 0 && registered >= expected_) everyone_seen_ = true;
   return out;

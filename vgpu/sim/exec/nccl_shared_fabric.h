@@ -11,26 +11,30 @@
 // calls fail): one warning, and the same from then on.
 //
 // Each process places its own ranks' flows only (every rank's process places its own), and
-// reads how long they take from the shared engine: a tentative answer (nccl_collectives.h says
-// when it is read, how the ranks agree on it and what it can miss). Reading the answers of a
-// thread's collectives is one round trip (vgpud protocol 6, simcore::finish_and_release): their
-// flows' latest finish, the flows released there, and this process's floor moved.
+// reads how long every rank's flows take from the shared engine: a tentative answer
+// (nccl_collectives.h says when it is read and what it can miss). The flows of a thread's NCCL
+// group go in one request at the group's end (vgpud protocol 7, simcore::share_collectives): each
+// collective names its key (communicator, count of its shared collectives: alike on every rank)
+// and this process's ranks of it; vgpud places the flows, moves this process's floor, holds the
+// reply until every rank of each key placed its flows (any process's request) and answers the
+// latest finish of all of them; it releases the flows then. No barrier of the processes' own.
 //
 // Bounded memory in vgpud: each process registers one rank there (its job rank, RANK as torchrun
 // sets it, offset by kRankBase; without RANK its pid, offset by kPidBase: ids of two processes
 // never collide) and moves that rank's floor as its own engine's floor moves, so that vgpud
 // finalizes and reclaims the flows of past collectives, and forgets their ids once released. The
-// floor goes with the answers' call (no round trip of its own), only once it moved kFloorStep
+// floor goes with the group's request (no round trip of its own), only once it moved kFloorStep
 // past the last one sent. Why no later placement of any process is refused by it:
 // - This process: every flow it places in vgpud starts at or after an arrival op its own engine
-//   placed in the same launch call (the job's latest arrival, plus the model's latency part),
-//   and an arrival starts at or after its thread's clock, which is at or above every promise the
-//   thread made. The one placement after its launch call (a received message of a send/recv
-//   held for its NCCL tasks: placed at the latest at the thread's next driver call) starts at
-//   its launch's arrival, before which the thread promised at most that call's leave: the
-//   launch call's own host time (microseconds) later. The floor sent is this process's lowest
-//   thread floor less kFloorLag (1 ms, far above a launch call's host time): below every flow it
-//   places later.
+//   placed in its launch call (the job's latest arrival, plus the model's latency part), and an
+//   arrival starts at or after its thread's clock, which is at or above every promise the thread
+//   made. The flows go to vgpud at the end of the thread's NCCL group (at the latest its next
+//   driver call), in the request that also carries the floor, placed before the floor moves:
+//   since the launch the thread's clock moved by the group's own host time (its launch calls,
+//   microseconds), so its promises stay within that of the arrival. Another thread's flows still
+//   held (its group not over) are as close to its own arrival. The floor sent is this process's
+//   lowest thread floor less kFloorLag (1 ms, far above a group's host time): below every flow
+//   it places later.
 // - The other processes: vgpud's floor is the least of the registered ranks' floors, so a
 //   registered process holds it back by its own floor (above). A process that has not
 //   registered yet holds nothing back: vgpud starts it at the others' floor, and its first flows
@@ -50,9 +54,7 @@
 #include <span>
 #include <vector>
 
-namespace simcore {
-class Engine;
-}
+#include "simcore/remote_engine.h"
 
 namespace vgpu {
 
@@ -66,12 +68,13 @@ class NcclSharedFabric {
   // The job's engine; null when not used (setting, no vgpud, lost). The first call of a process
   // that needs it connects, or says in one info line why not.
   simcore::Engine* engine();
-  // One round trip: the latest finish of each group of ids in the shared engine as known now
-  // (nullopt for a group with an id unknown there, or every group when the engine was lost:
-  // warned once, not used again); the ids are released there, and this process's floor in vgpud
-  // moves to `own_floor` (its engine's lowest thread floor) less kFloorLag when allowed (above).
-  std::vector<std::optional<double>> finish(std::span<const std::vector<uint64_t>> groups, double own_floor);
-  // Calls made to read answers so far (one per finish()), for the debug log and tests.
+  // One request: `collectives`' flows placed, this process's floor in vgpud moved to `own_floor`
+  // (its engine's lowest thread floor) less kFloorLag when allowed (above), and once every rank
+  // of each collective placed its flows (vgpud's bounded wait), each one's latest finish of all
+  // of them (no finish when none, or every one when the engine was lost: warned once, not used
+  // again).
+  std::vector<simcore::SharedResult> share(std::span<const simcore::SharedCollective> collectives, double own_floor);
+  // Requests made so far (one per share()), for the debug log and tests.
   uint64_t answer_calls() const { return answer_calls_.load(std::memory_order_relaxed); }
 
   static constexpr int kRankBase = 1 << 20;   // + RANK
@@ -93,7 +96,7 @@ class NcclSharedFabric {
   int rank_ = 0;
   bool registered_ = false;
   uint32_t expected_ = 0;
-  std::mutex floor_mu_;            // held across an answer's call: floors go out in order
+  std::mutex floor_mu_;            // held across a request that carries a floor: in order
   bool everyone_seen_ = false;     // vgpud once had every process of the job registered
   double floor_sent_ = -1;         // the last floor sent (-1: none)
 };
