@@ -39,6 +39,14 @@ void put_flow(ByteWriter& w, const FlowSpec& f) {
   w.u64_list(f.after, kMaxAfter);
   w.str(f.label, kMaxLabelBytes);
 }
+// Whether `n` items of at least `min_bytes` each, at most `cap`, can be what is left of the frame:
+// a lying count is refused (kBadCount) before anything is allocated for it.
+bool count_fits(ByteReader& r, uint64_t n, uint64_t cap, size_t min_bytes) {
+  if (n <= cap && n * min_bytes <= r.remaining()) return true;
+  r.fail(DecodeError::kBadCount);
+  return false;
+}
+
 void get_flow(ByteReader& r, FlowSpec& f) {
   f.src_gpu = r.i32();
   f.dst_gpu = r.i32();
@@ -64,11 +72,7 @@ void put(ByteWriter& w, const AddFlows& m) {
 void get(ByteReader& r, AddFlows& m) {
   const uint32_t n = r.u32();
   if (!r.ok()) return;
-  // A lying count is refused before anything is allocated for it.
-  if (n > kMaxFlowsPerCall || static_cast<uint64_t>(n) * kMinFlowBytes > r.remaining()) {
-    r.fail(DecodeError::kBadCount);
-    return;
-  }
+  if (!count_fits(r, n, kMaxFlowsPerCall, kMinFlowBytes)) return;
   m.flows.resize(n);
   for (FlowSpec& f : m.flows) {
     get_flow(r, f);
@@ -116,11 +120,7 @@ void get(ByteReader& r, ShareCollectives& m) {
   if (has_floor) m.floor = floor;
   const uint32_t n = r.u32();
   if (!r.ok()) return;
-  // Lying counts are refused before anything is allocated for them.
-  if (n > kMaxFlowsPerCall || static_cast<uint64_t>(n) * kMinItemBytes > r.remaining()) {
-    r.fail(DecodeError::kBadCount);
-    return;
-  }
+  if (!count_fits(r, n, kMaxFlowsPerCall, kMinItemBytes)) return;
   m.items.resize(n);
   uint64_t flows = 0;
   for (SharedItem& it : m.items) {
@@ -129,10 +129,7 @@ void get(ByteReader& r, ShareCollectives& m) {
     it.nranks = r.u32();
     const uint32_t ranks = r.u32();
     if (!r.ok()) return;
-    if (it.nranks > kMaxShareRanks || ranks > it.nranks || static_cast<uint64_t>(ranks) * 4 > r.remaining()) {
-      r.fail(DecodeError::kBadCount);
-      return;
-    }
+    if (!count_fits(r, it.nranks, kMaxShareRanks, 0) || !count_fits(r, ranks, it.nranks, 4)) return;
     it.ranks.resize(ranks);
     for (int32_t& k : it.ranks) {
       k = r.i32();
@@ -140,11 +137,8 @@ void get(ByteReader& r, ShareCollectives& m) {
     }
     const uint32_t count = r.u32();
     if (!r.ok()) return;
-    flows += count;
-    if (flows > kMaxFlowsPerCall || static_cast<uint64_t>(count) * kMinFlowBytes > r.remaining()) {
-      r.fail(DecodeError::kBadCount);
-      return;
-    }
+    flows += count;  // the request's flows together, against one AddFlows's cap
+    if (!count_fits(r, flows, kMaxFlowsPerCall, 0) || !count_fits(r, count, kMaxFlowsPerCall, kMinFlowBytes)) return;
     it.flows.resize(count);
     for (FlowSpec& f : it.flows) {
       get_flow(r, f);
@@ -172,10 +166,7 @@ void get(ByteReader& r, SharedFinishes& m) {
   m.registered = r.u32();
   const uint32_t n = r.u32();
   if (!r.ok()) return;
-  if (n > kMaxFlowsPerCall || static_cast<uint64_t>(n) * kAnswerBytes > r.remaining()) {
-    r.fail(DecodeError::kBadCount);
-    return;
-  }
+  if (!count_fits(r, n, kMaxFlowsPerCall, kAnswerBytes)) return;
   m.answers.resize(n);
   for (SharedAnswer& a : m.answers) {
     const bool has = r.flag();
