@@ -95,27 +95,6 @@ TEST(NcclRendezvous, WithoutWaitingOnlyThePostedArrivalsCount) {
   EXPECT_EQ(second.gpus, (std::vector<int>{0, 3}));
 }
 
-// Posts of two collectives before either wait (arrive() in two halves; sim28's "placed" posts
-// after a group used them so): two "processes" taking them in opposite orders both complete,
-// neither waiting forever.
-TEST(NcclRendezvous, PostsBeforeWaitsCompleteInAnyOrder) {
-  const std::string path = table_path("postwait");
-  Cleanup c{path};
-  NcclRendezvous a(path), b(path);
-  const uint64_t a1 = a.post(7, 2, 0, 0, 1.0), a2 = a.post(8, 2, 0, 0, 2.0);
-  std::thread other([&] {
-    const uint64_t b2 = b.post(8, 2, 1, 1, 4.0), b1 = b.post(7, 2, 1, 1, 3.0);
-    EXPECT_TRUE(b.collect(8, 2, 1, 1, 4.0, b2, true, 60).complete);
-    EXPECT_TRUE(b.collect(7, 2, 1, 1, 3.0, b1, true, 60).complete);
-  });
-  const auto got1 = a.collect(7, 2, 0, 0, 1.0, a1, true, 60);
-  const auto got2 = a.collect(8, 2, 0, 0, 2.0, a2, true, 60);
-  other.join();
-  EXPECT_TRUE(got1.complete);
-  EXPECT_DOUBLE_EQ(got1.latest, 3.0);
-  EXPECT_DOUBLE_EQ(got2.latest, 4.0);
-}
-
 TEST(NcclRendezvous, ARankThatNeverComesIsWaitedForOnlyUntilTheTimeout) {
   const std::string path = table_path("timeout");
   Cleanup c{path};

@@ -52,13 +52,6 @@ class NcclRendezvous {
   Arrivals arrive(uint64_t comm, int nranks, int rank, int gpu, double arrival, bool wait,
                   double timeout_s);
 
-  // arrive() in two halves, for a process that posts several collectives before it waits for any
-  // (a wait between two posts could wait for a rank that waits for the second): post() returns
-  // the collective's number + 1 (0: no table), collect() the arrivals at it.
-  uint64_t post(uint64_t comm, int nranks, int rank, int gpu, double arrival);
-  Arrivals collect(uint64_t comm, int nranks, int rank, int gpu, double arrival, uint64_t posted, bool wait,
-                   double timeout_s);
-
   // The communicator's roster: posts rank `rank`'s global GPU `gpu` (counting no collective) and
   // returns every rank's GPU posted so far, here or by arrive(), -1 where not yet. For kernels
   // that meet no other rank (send/recv, graph replays): a pipeline stage's two-rank send/recv
@@ -76,6 +69,12 @@ class NcclRendezvous {
   static constexpr int kRing = 4;         // arrivals kept per rank
 
  private:
+  // arrive()'s two halves: post() returns the collective's number + 1 (0: no table), collect()
+  // the arrivals at it.
+  uint64_t post(uint64_t comm, int nranks, int rank, int gpu, double arrival);
+  Arrivals collect(uint64_t comm, int nranks, int rank, int gpu, double arrival, uint64_t posted, bool wait,
+                   double timeout_s);
+
   struct Table;
   struct CommBlock;
   CommBlock* block(uint64_t comm, int nranks);  // under mu_; nullptr when unavailable
