@@ -47,7 +47,8 @@
 //                  are placed, as AddFlows; `rank`'s floor moves (with has_floor, a rank this
 //                  connection registered; Engine::set_rank_floor) after them; the reply is held
 //                  until every item's key (comm, seq) is covered: its ranks over all connections'
-//                  items of that key make 0..nranks-1 (an item with nranks 0 waits for nobody).
+//                  items of that key make 0..nranks-1 (an item with nranks 0 waits for no rank;
+//                  it is answered with its request's keyed items: share_barrier.h).
 //                  Each answer: the latest finish of every flow of its key, all connections'
 //                  (has=0 when none was placed), and how many of its ranks placed theirs. A key not covered
 //                  within kShareTimeoutS (real time) is answered from what was placed then, with a

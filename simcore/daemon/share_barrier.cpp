@@ -40,11 +40,10 @@ void ShareBarrier::submit(uint64_t client, uint64_t request, const ShareCollecti
     std::erase(ids, kNoEvent);
     const Key key{it.comm, it.seq};
     if (it.nranks == 0 || is_done(key)) {
-      // Nobody else to wait for (a received message), or the other ranks were answered already.
-      s.finish = latest(ids);
-      engine_.release(ids);
+      // Nobody else to wait for (a received message), or the other ranks were answered already:
+      // answered from its own flows once the request's keys are (complete()).
+      s.ids = std::move(ids);
       s.covered = static_cast<uint32_t>(it.ranks.size());
-      s.answered = true;
       continue;
     }
     auto [at, fresh] = keys_.try_emplace(key);
@@ -77,8 +76,8 @@ void ShareBarrier::submit(uint64_t client, uint64_t request, const ShareCollecti
   }
   // The promise after the placements: they are this process's, at or above it (nccl_shared_fabric.h).
   if (may_floor && m.floor) engine_.set_rank_floor(m.rank, *m.floor);
-  held_.emplace(handle, std::move(h));
-  if (held_.at(handle).open == 0) ready_.push_back(handle);
+  auto [held, added] = held_.emplace(handle, std::move(h));
+  if (held->second.open == 0) complete(handle, held->second);
   for (const Key& key : covered_now)
     if (keys_.contains(key)) close_key(key, false);
 }
@@ -116,9 +115,20 @@ void ShareBarrier::close_key(const Key& key, bool timed_out) {
         s.finish = finish;
         s.covered = k.placed;
         s.answered = true;
-        if (--h->second.open == 0) ready_.push_back(handle);
+        if (--h->second.open == 0) complete(handle, h->second);
       }
   }
+}
+
+void ShareBarrier::complete(uint64_t handle, Held& h) {
+  for (Slot& s : h.slots)
+    if (!s.answered) {
+      s.finish = latest(s.ids);
+      engine_.release(s.ids);
+      s.ids.clear();
+      s.answered = true;
+    }
+  ready_.push_back(handle);
 }
 
 std::vector<ShareBarrier::Ready> ShareBarrier::take(Clock::time_point now) {

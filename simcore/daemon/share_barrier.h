@@ -15,6 +15,12 @@
 // per collective), until one of them places flows there again. A key answered keeps only its
 // number (the last kDoneKept per communicator), so a rank arriving late is answered at once
 // from its own flows rather than waiting for ranks that already left.
+//
+// An item without a key (a received message: it waits for nobody) is answered with the rest of
+// its request, read when the request's keys are covered: a message sent in one NCCL group with a
+// collective then counts every process's flows of that collective, placed by then (answered at
+// once, it missed those another process had not sent yet: nccl_links_cross read the receive
+// beside B as if alone once in a CI run). A request of such items only is answered at once.
 #pragma once
 
 #include <chrono>
@@ -81,6 +87,9 @@ class ShareBarrier {
 
   std::optional<Time> latest(const std::vector<EventId>& ids) const;
   void close_key(const Key& key, bool timed_out);  // answers its waiters' slots, releases its flows
+  // A request whose keys are all answered: its slots without a key answered now, from their own
+  // flows, then queued to go out.
+  void complete(uint64_t handle, Held& h);
   bool is_done(const Key& key) const;
 
   Engine& engine_;

@@ -7,6 +7,7 @@
 
 #include "child_process.h"
 #include "daemon_fixture.h"
+#include "share_barrier.h"
 #include "simcore/cluster_config.h"
 #include "simcore/remote_engine.h"
 
@@ -253,6 +254,38 @@ TEST_F(RealDaemon, ABadClusterConfigIsReportedToTheRank) {
   EXPECT_FALSE(rank.succeeds());
   EXPECT_NE(out.find("exited at startup"), std::string::npos) << out;
   EXPECT_NE(out.find("VGPU_NODES"), std::string::npos) << out;
+}
+
+// A received message (no key: it waits for nobody) sent in one request with a collective is
+// answered with that collective, so it counts the flows another process sends for it later:
+// here three flows out of GPU 0 (its NVLink port), the message and rank 0's from one request,
+// rank 1's from another; the message's answer is what one engine gives with all three placed.
+TEST(ShareBarrierRealEngine, AMessageSentWithACollectiveCountsTheOtherProcessesFlows) {
+  ConfigResult config = load_cluster_config();
+  ASSERT_TRUE(config.ok());
+  auto engine = make_engine(*config.cluster);
+  daemon::ShareBarrier barrier(*engine, nullptr, 60);
+  const daemon::ShareBarrier::Clock::time_point now{};
+  constexpr uint64_t kBytes = 256ull << 20;
+  const FlowSpec to1{0, 1, kBytes, 0, {}, "rank 0"}, to2{0, 2, kBytes, 0, {}, "message"},
+      to3{0, 3, kBytes, 0, {}, "rank 1"};
+  barrier.submit(1, 10, wire::ShareCollectives{0, std::nullopt, {wire::SharedItem{5, 0, 2, {0}, {to1}},
+                                                                 wire::SharedItem{6, 0, 0, {1}, {to2}}}},
+                 false, now);
+  EXPECT_TRUE(barrier.take(now).empty());  // rank 1 of the collective has not sent its flows
+  barrier.submit(2, 20, wire::ShareCollectives{0, std::nullopt, {wire::SharedItem{5, 0, 2, {1}, {to3}}}}, false, now);
+  const auto ready = barrier.take(now);
+  ASSERT_EQ(ready.size(), 2u);
+  const auto& first = ready[0].client == 1 ? ready[0] : ready[1];
+  ASSERT_EQ(first.reply.answers.size(), 2u);
+  ASSERT_TRUE(first.reply.answers[1].finish);
+  // One engine, all three flows: the message's finish; and with the first request's two only.
+  auto all = make_engine(*config.cluster), two = make_engine(*config.cluster);
+  const EventId message = (all->add_flow(to1), all->add_flow(to2));
+  all->add_flow(to3);
+  const EventId message_of_two = (two->add_flow(to1), two->add_flow(to2));
+  EXPECT_DOUBLE_EQ(*first.reply.answers[1].finish, all->query(message)->finish);
+  EXPECT_GT(*first.reply.answers[1].finish, 1.2 * two->query(message_of_two)->finish);
 }
 
 }  // namespace

@@ -54,7 +54,7 @@
 // to vgpud in one request (protocol 7, ShareCollectives), each collective under its key, the
 // communicator and its count of shared collectives (counted alike in every process, with vgpud or
 // not). vgpud places the flows, moves the process's floor, and holds the reply until every rank of
-// each key placed its flows (any process's request; a message waits for nobody), then answers each
+// each key placed its flows (any process's request; a received message waits for no rank and is answered with its request's collectives), then answers each
 // key's latest finish over every rank's flows, the same value to every rank, and releases them;
 // every rank ends the collective no earlier. No barrier in the rendezvous table: one request a
 // group, whose keys another process may send in another order (vgpud holds no later request behind
