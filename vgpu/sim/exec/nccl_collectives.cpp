@@ -431,12 +431,6 @@ void NcclCollectives::flush_shared_ends() {
   const std::vector<simcore::SharedResult> results =
       shared_.share(collectives, driver_.ranks().lowest_floor(vclock::now()));
   log::debug("sim nccl: the shared answers of {} collective end(s) in one vgpud request", ends.size());
-  std::vector<std::optional<double>> finishes(ends.size());
-  std::vector<uint32_t> placed(ends.size(), 0);
-  for (size_t i = 0; i < ends.size() && i < results.size(); ++i) {
-    finishes[i] = results[i].finish;
-    placed[i] = results[i].covered;
-  }
   simcore::Engine& engine = driver_.engine();
   StreamManager& streams = driver_.streams();
   for (size_t i = 0; i < ends.size(); ++i) {
@@ -448,7 +442,8 @@ void NcclCollectives::flush_shared_ends() {
     // The shared answer as a task of this process's engine: no earlier than the flows' finish
     // there (alone: the model's time, as the local flows; beside another process's flows on a
     // link: later).
-    if (const std::optional<double> finish = finishes[i]) {
+    // results: one a collective on every path (nullopt finishes when vgpud is lost).
+    if (const std::optional<double> finish = results[i].finish) {
       simcore::TaskSpec t;
       t.gpu = e.gpu;
       t.not_before = *finish;
@@ -456,7 +451,7 @@ void NcclCollectives::flush_shared_ends() {
       t.label = "nccl transfers on the job's fabric";
       if (const simcore::EventId g = engine.add_task(t); g != simcore::kNoEvent) end.also_after.push_back(g);
       log::debug("sim nccl: comm {:x} on GPU {}: shared transfers end at {:.3f} us ({} of {} ranks placed)", e.comm,
-                 e.gpu, *finish * 1e6, placed[i], e.nranks);
+                 e.gpu, *finish * 1e6, results[i].covered, e.nranks);
     }
     for (size_t j = 0; j < e.kernels.size(); ++j) {
       if (streams.append_after_last(e.kernels[j], end) || j >= e.streams.size()) continue;
