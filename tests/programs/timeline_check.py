@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""VGPU_TIMELINE on the passthrough backend (over the sim backend as its real driver): an
-unmodified cudart program's kernels, copies and memsets appear in the trace with their virtual
-times, and the processes of one job (VGPU_JOB_ID) leave one merged trace.
+"""VGPU_TIMELINE on either backend (the passthrough over the sim backend as its real driver, or the
+sim backend itself): an unmodified cudart program's kernels, copies and memsets appear in the trace
+with their virtual times, and the processes of one job (VGPU_JOB_ID: torchrun's ranks under vgpu-run)
+leave one merged trace, not the last process's alone.
 
-usage: timeline_check.py PROGRAM   (the environment selects the passthrough library)"""
+usage: timeline_check.py PROGRAM   (VGPU_TEST_LIBRARY_PATH selects the backend's library)"""
 import json
 import os
 import subprocess
@@ -36,7 +37,8 @@ def main():
         run(program, env)
         one = events(single)
         kernels = [e for e in one if "scale" in e["name"]]
-        copies = [e for e in one if e["name"].startswith("copy host<->device")]
+        # The passthrough labels a copy "copy host<->device ...", the sim backend "memcpy HtoD/DtoH ...".
+        copies = [e for e in one if e["name"].startswith(("copy host<->device", "memcpy HtoD", "memcpy DtoH"))]
         print(f"one process: {len(one)} ops, {len(kernels)} launches of scale, {len(copies)} host copies")
         if len(kernels) < 20:  # the program launches `scale` 27 times
             failures.append(f"expected the program's launches of scale in the trace, found {len(kernels)}")

@@ -3,10 +3,8 @@
 // trace format the sim backend writes (simcore/chrome_trace.h), one trace process per global GPU
 // and one lane per stream.
 //
-// A job of several processes (vgpu-run sets VGPU_JOB_ID) writes one part per process into
-// `<file>.parts.<job>/` and each exiting process merges every part present into `<file>` under a
-// file lock, so the last one to exit leaves the whole job's trace; vgpu-run removes the parts.
-// Without VGPU_JOB_ID the process writes `<file>` itself.
+// A job of several processes (vgpu-run sets VGPU_JOB_ID) leaves one merged trace
+// (common/job_trace.h, as the sim backend's processes do).
 //
 // Only when VGPU_TIMELINE names a file: otherwise nothing is recorded and get() is null. The
 // trace keeps every op, so its memory grows with the run (as the sim backend's does).
@@ -31,14 +29,12 @@ class TimelineWriter {
   // Writes the trace (and merges the job's parts). Called once at exit; tests may call it.
   void write();
 
-  // Where the parts of a job go, and whether this process writes a part (see above).
   const std::string& path() const { return path_; }
-  const std::string& parts_dir() const { return parts_dir_; }
 
  private:
   TimelineWriter(std::string path, std::string job);
 
-  std::string path_, parts_dir_;
+  std::string path_, job_;  // job_: VGPU_JOB_ID, empty outside vgpu-run
   std::mutex mu_;
   std::vector<simcore::TimelineEntry> entries_;
 };

@@ -9,11 +9,13 @@
 #include <mutex>
 #include <string>
 
+#include "common/job_trace.h"
 #include "common/log.h"
 #include "common/settings.h"
 #include "sim/core/driver_state.h"
 #include "sim/core/thread_state.h"
 #include "timing/thread_clock.h"
+#include "simcore/chrome_trace.h"
 #include "simcore/engine.h"
 
 namespace vgpu::vclock {
@@ -38,14 +40,10 @@ void write_timeline() {
   if (path == nullptr || d == nullptr) return;
   try {
     // The engine is never destroyed (DriverState lives to the end of the process) and is
-    // thread-safe, so reading it here is safe even while other threads still submit.
-    const std::string json = d->engine().timeline_json();
-    if (FILE* f = std::fopen(path, "w")) {
-      std::fwrite(json.data(), 1, json.size(), f);
-      std::fclose(f);
-    } else {
-      log::warn("VGPU_TIMELINE: cannot write {}", path);
-    }
+    // thread-safe, so reading it here is safe even while other threads still submit. A job's
+    // processes (torchrun's ranks) each leave a part and the last merges them.
+    job_trace::write(path, settings::text(settings::Id::job_id), d->engine().timeline_json(),
+                     simcore::merge_chrome_traces);
   } catch (...) {
     // Never let an exit handler throw out of the host process.
   }
