@@ -315,6 +315,9 @@ struct KernelTimeDb::Impl {
   // The median of every duration recorded under each family read (exact rows and groups),
   // computed once when the family is read: the family level.
   std::unordered_map<std::string, uint64_t> family_median;
+  // Exact rows of the families read, keyed by their signature with one-byte parameters zeroed
+  // (without_flag_bytes): lookup_flags_aside's answers.
+  std::unordered_map<std::string, std::vector<uint64_t>> flags_aside;
 
   // The least duration under each work key of this model (groups_mu), read from the file at the
   // first launch that needs it, then updated by this handle's own records.
@@ -456,6 +459,9 @@ struct KernelTimeDb::Impl {
       std::nth_element(durations.begin(), mid, durations.end());
       family_median[family] = *mid;
     }
+    for (const auto& [sig, ns] : rows)
+      if (const std::optional<LaunchSignature> key = without_flag_bytes(LaunchSignature{sig}))
+        flags_aside[key->bytes].push_back(ns);
     std::unique_lock lock(cache_mu);
     for (const auto& [sig, ns] : rows) {
       auto [it, inserted] = cache.try_emplace(sig, ns);
@@ -484,6 +490,7 @@ struct KernelTimeDb::Impl {
     if (now == data_version) return false;
     families_read.clear();  // also those read before the file existed
     family_median.clear();
+    flags_aside.clear();
     groups = SettlingSignatures(1);
     work_keys_read = false;
     work_keys.clear();
@@ -704,6 +711,23 @@ std::optional<uint64_t> KernelTimeDb::lookup_family(const LaunchSignature& signa
   return it->second;
 }
 
+std::optional<uint64_t> KernelTimeDb::lookup_flags_aside(const LaunchSignature& signature) {
+  if (impl_->file.empty()) return std::nullopt;
+  std::string family;
+  if (!SettlingSignatures::family_of(signature, &family)) return std::nullopt;
+  const std::optional<LaunchSignature> key = without_flag_bytes(signature);
+  if (!key) return std::nullopt;
+  std::lock_guard lock(impl_->groups_mu);
+  impl_->read_family_once(family);
+  const auto it = impl_->flags_aside.find(key->bytes);
+  if (it == impl_->flags_aside.end()) return std::nullopt;
+  // Rows that differ in a flag whose value changed the work: the upper median of them.
+  std::vector<uint64_t> d = it->second;
+  const auto mid = d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2);
+  std::nth_element(d.begin(), mid, d.end());
+  return *mid;
+}
+
 SettlingSignatures::Uncovered KernelTimeDb::explain_miss(const LaunchSignature& signature, LaunchSignature* keyed,
                                                          std::string* detail) {
   if (detail != nullptr) detail->clear();
@@ -836,6 +860,12 @@ double recorded_or_estimated(KernelTimeDb& db, const GpuFigures& gpu, const Laun
   const std::optional<uint64_t> ns = db.lookup(signature, level);
   if (from_database) *from_database = ns.has_value();
   if (ns) return static_cast<double>(*ns) * 1e-9;
+  // The same launch recorded with other one-byte parameters (an empty functor's stack byte, a
+  // flag): what the GPU measured for this kernel, shape and every size says more than the model.
+  if (const std::optional<uint64_t> aside = db.lookup_flags_aside(signature)) {
+    if (level) *level = KernelDbLevel::family;
+    return static_cast<double>(*aside) * 1e-9;
+  }
   const double model = KernelTimeModel::estimate(gpu, signature, hints);
   // Where the model inferred no work (its answer is the launch floor: a persistent kernel's 132
   // blocks, or buffers it cannot see inside a struct of pointers; cuDNN's attention and the fused

@@ -100,9 +100,10 @@
 namespace vgpu {
 
 // Which level of the database answered a lookup (the list of misses counts launches by it).
-// family: none of those, but the kernel with this grid, block and parameter layout was recorded
-// (other keyed words) and the fallback model infers no work (its launch floor):
-// recorded_or_estimated() takes the family's median duration.
+// family: none of those, but the kernel with this grid, block and parameter layout was recorded:
+// with other one-byte parameters only (lookup_flags_aside), or with other keyed words where the
+// fallback model infers no work (its launch floor): recorded_or_estimated() takes that row, or
+// the family's median duration.
 enum class KernelDbLevel : uint8_t { exact, group, work_key, family, none };
 // "exact", "group", "work-key", "family", "fallback"
 const char* kernel_db_level_name(KernelDbLevel level);
@@ -139,6 +140,10 @@ class KernelTimeDb {
   // The median of every duration recorded for the signature's family (its kernel, grid, block and
   // parameter layout; exact rows and groups), whatever its words: the family level.
   std::optional<uint64_t> lookup_family(const LaunchSignature& signature);
+  // An exact row of the signature's family that differs from it only in one-byte parameters
+  // (without_flag_bytes: flags, empty functors' stack bytes), or the upper median of several;
+  // nullopt when none. Counted at the family level (recorded_or_estimated).
+  std::optional<uint64_t> lookup_flags_aside(const LaunchSignature& signature);
 
   // Why lookup() found nothing for `signature` (SettlingSignatures::uncovered: its family's
   // groups, none for a family the database lacks), and in *keyed the signature with the words

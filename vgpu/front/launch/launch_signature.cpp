@@ -204,4 +204,22 @@ bool decode_signature_header(const LaunchSignature& signature, std::string* name
   return true;
 }
 
+std::optional<LaunchSignature> without_flag_bytes(const LaunchSignature& signature) {
+  if (!decode_signature_header(signature, nullptr, nullptr)) return std::nullopt;
+  LaunchSignature out = signature;
+  std::string& s = out.bytes;
+  size_t at = s.find('\0', kMagic.size()) + 1 + 7 * 4;
+  while (at < s.size()) {
+    const char tag = s[at++];
+    if (tag == 'p') continue;
+    if (tag != 'v' || s.size() - at < 4) return std::nullopt;
+    const uint32_t size = get_u32(s, at);
+    at += 4;
+    if (size > s.size() - at) return std::nullopt;
+    if (size == 1) s[at] = 0;
+    at += size;
+  }
+  return out;
+}
+
 }  // namespace vgpu

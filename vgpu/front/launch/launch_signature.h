@@ -37,6 +37,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -101,5 +102,13 @@ uint64_t signature_work_key(const LaunchSignature& signature);
 
 // The function name and shape a signature was built from; false for bytes that are not one.
 bool decode_signature_header(const LaunchSignature& signature, std::string* name, LaunchShape* shape);
+
+// The signature with the byte of every one-byte by-value parameter zeroed: a flag, or an empty
+// functor (PyTorch's elementwise kernels take their lambda by value; its one byte is whatever the
+// host's stack held, and the passthrough and the sim backend leave different values there, so a
+// replay never met the recording's row: 287 launches of GeluBackward a 2-rank DDP job, 2026-11-28).
+// Sizes are never one byte. What the sim's lookup tries before its fallback model
+// (KernelTimeDb::lookup_flags_aside). nullopt for bytes that are not a signature.
+std::optional<LaunchSignature> without_flag_bytes(const LaunchSignature& signature);
 
 }  // namespace vgpu
