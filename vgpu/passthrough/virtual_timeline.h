@@ -298,16 +298,26 @@ class VirtualTimeline {
     explicit TimelineLock(VirtualTimeline& timeline) : timeline_(timeline) {}
     void lock() {
       lock_.lock();
-      timeline_.fold_slots();
+      folded();
     }
     bool try_lock() {
       if (!lock_.try_lock()) return false;
-      timeline_.fold_slots();
+      folded();
       return true;
     }
     void unlock() noexcept { lock_.unlock(); }
 
    private:
+    // A fold that throws (a lookup's allocation) leaves the lock free, as a method that throws
+    // under its std::lock_guard does.
+    void folded() {
+      try {
+        timeline_.fold_slots();
+      } catch (...) {
+        lock_.unlock();
+        throw;
+      }
+    }
     FutexLock lock_;
     VirtualTimeline& timeline_;
   };
