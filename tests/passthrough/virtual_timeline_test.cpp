@@ -608,6 +608,33 @@ TEST(VirtualTimeline, ASlotRecordTakesNoLockAndIsSeenByTheNextHolder) {
   tl.resolve(measured_when_forced, pending);
 }
 
+// A thread's slot records racing with another thread's locked work on the same stream (TSan: no
+// race on the slot or on what it stands for); once the recording thread is joined, everything it
+// recorded is seen: an op issued at 0 starts at its last record's issue.
+TEST(VirtualTimeline, SlotRecordsRaceWithAnotherThreadsOps) {
+  VirtualTimeline tl;
+  int context = 0, handle = 0, event = 0;
+  const StreamKey key{&context, &handle};
+  constexpr int kRecords = 20000;
+  std::thread recorder([&] {
+    vgpu::pt::RecordMemo memo;
+    memo.event = &event;
+    memo.stream = &handle;
+    memo.context = &context;
+    memo.device = 0;
+    tl.record_event(&event, key, StreamKind::non_blocking, 0, 0.0, memo, tl.record_generation());
+    ASSERT_NE(memo.slot, nullptr);
+    for (int i = 1; i <= kRecords; ++i) memo.slot->publish(static_cast<double>(i));
+  });
+  for (int i = 0; i < kRecords / 10; ++i) {
+    tl.append(key, StreamKind::non_blocking, 0, 0.0, 0.0);
+    tl.event_op(&event);
+  }
+  recorder.join();
+  const OpRef op = tl.append(key, StreamKind::non_blocking, 0, 0.0, 1.0);
+  EXPECT_EQ(tl.finish(op), kRecords + 1.0);
+}
+
 // Threads beyond the timeline's slots record under the lock (their memos have none), as before.
 TEST(VirtualTimeline, ThreadsBeyondTheSlotsRecordUnderTheLock) {
   VirtualTimeline tl;
