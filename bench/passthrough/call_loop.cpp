@@ -12,7 +12,7 @@
 // <call>: launch (empty kernel, settled), launchlong (249-byte name), launchargs (PyTorch-like
 // arguments, as passthrough_call_overhead's row), record (one event on one non-blocking stream),
 // copy (cuMemcpyHtoDAsync 4 KiB), copybig (4 MiB), alloc (cuMemAlloc + cuMemFree 2 MiB),
-// launchmany (launchargs' kernel on 64 pairs of buffers in turn), launchmoving (launchargs with
+// launchmany (launchargs' kernel on 64 pairs of buffers in turn), launchrecord (launch, then record, on one stream), launchmoving (launchargs with
 // one masked word that differs from launch to launch: raw parameters that rarely repeat). Prints the
 // loop's CPU time per call. Over the stand-in driver (VGPU_REAL_LIBCUDA=libvgpu_free_calls_driver.so,
 // VGPU_SIM_LIBCUDA, VGPU_PHYSICAL_DEVICES=0, as passthrough_call_cost), the instructions a call
@@ -94,6 +94,12 @@ int main(int argc, char** argv) {
     else if (!strcmp(what, "launchlong")) { CHECK(launch(f_long, 1,1,1,1,1,1,0,s,nullptr,nullptr)); if (i % 1000 == 999) CHECK(stream_sync(s)); }
     else if (!strcmp(what, "launchargs")) { CHECK(launch(f_args, 1,1,1,1,1,1,0,s,params,nullptr)); if (i % 1000 == 999) CHECK(stream_sync(s)); }
     else if (!strcmp(what, "record")) CHECK(event_record(e, s));
+    // A launch and a record on the same stream (a step's marker after its kernel): the launch's
+    // lock makes the record the thread's slot holds (virtual_timeline.h), so its cost is counted.
+    else if (!strcmp(what, "launchrecord")) {
+      CHECK(launch(f, 1,1,1,1,1,1,0,s,nullptr,nullptr)); CHECK(event_record(e, s));
+      if (i % 1000 == 999) CHECK(stream_sync(s));
+    }
     else if (!strcmp(what, "copy")) { CHECK(copy_async(dev, host, 4096, s)); if (i % 1000 == 999) CHECK(stream_sync(s)); }
     else if (!strcmp(what, "copybig")) { CHECK(copy_async(dev, host, 4u << 20, s)); if (i % 1000 == 999) CHECK(stream_sync(s)); }
     else if (!strcmp(what, "alloc")) { CUdeviceptr p; CHECK(alloc(&p, 2u<<20)); CHECK(mem_free(p)); }

@@ -529,6 +529,138 @@ TEST(VirtualTimeline, ARecordIfFreeNeverWaitsForTheLock) {
   EXPECT_EQ(tl.finish(e), 5.0);  // after the op (2.0 + 3), past its issue (4.0)
 }
 
+// A thread's settled records go to its slot without the timeline's lock (record_memo.h's
+// RecordSlot): made while another thread holds the lock, and seen by whatever is done under the
+// lock next, from any thread, where a record under the lock would have been (the reference
+// timeline records every one under its lock). Also after the generation moved in between (an
+// event made elsewhere): the record is then looked up. Without the fold as the lock is taken, the
+// other thread's op started at its own issue (2.0), before the record's (6.0).
+TEST(VirtualTimeline, ASlotRecordTakesNoLockAndIsSeenByTheNextHolder) {
+  VirtualTimeline tl, reference;
+  int context = 0, handle = 0, event = 0;
+  const StreamKey key{&context, &handle};
+  vgpu::pt::RecordMemo memo;
+  memo.event = &event;
+  memo.stream = &handle;
+  memo.context = &context;
+  memo.device = 0;
+  tl.record_event(&event, key, StreamKind::non_blocking, 0, 1.0, memo, tl.record_generation());
+  reference.record_event(&event, key, StreamKind::non_blocking, 0, 1.0);
+  ASSERT_TRUE(tl.memo_holds(memo, &event, &handle));
+  ASSERT_NE(memo.slot, nullptr);
+  // Another thread holds the lock (a resolve waiting for a measurement) while the slot's record
+  // is made: it does not wait for it.
+  int other_handle = 0;
+  const StreamKey other{&context, &other_handle};
+  const OpRef pending = tl.append(other, StreamKind::non_blocking, 0, 0.0, -1, {}, 1'000'000);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool holding = false, release = false;
+  std::thread resolver([&] {
+    tl.resolve([&](const TimedOp& op, std::optional<double>, bool) {
+      std::unique_lock l(mu);
+      holding = true;
+      cv.notify_all();
+      cv.wait(l, [&] { return release; });
+      return static_cast<double>(op.measurement) * 1e-6;
+    });
+  });
+  {
+    std::unique_lock l(mu);
+    cv.wait(l, [&] { return holding; });
+  }
+  memo.slot->publish(3.0);
+  memo.slot->publish(6.0);  // records folded together: the latest (and greatest) issue
+  reference.record_event(&event, key, StreamKind::non_blocking, 0, 3.0);
+  reference.record_event(&event, key, StreamKind::non_blocking, 0, 6.0);
+  {
+    std::lock_guard l(mu);
+    release = true;
+  }
+  cv.notify_all();
+  resolver.join();
+  // An op of another thread on the same stream, issued earlier by its own clock, starts after
+  // the record.
+  OpRef op, op_ref;
+  std::thread launcher([&] {
+    op = tl.append(key, StreamKind::non_blocking, 0, 2.0, 1.0);
+    op_ref = reference.append(key, StreamKind::non_blocking, 0, 2.0, 1.0);
+  });
+  launcher.join();
+  EXPECT_EQ(tl.finish(op), reference.finish(op_ref));
+  EXPECT_EQ(tl.finish(op), 7.0);  // from the record's 6.0
+  const OpRef e = tl.event_op(&event), f = reference.event_op(&event);
+  ASSERT_TRUE(e && f);
+  EXPECT_EQ(tl.finish(e), reference.finish(f));
+  EXPECT_EQ(tl.finish(e), 6.0);  // before the op
+  // Re-recorded after the op, with the generation moved since the memo was checked (as an event
+  // made by another thread moves it): looked up, and placed after the op.
+  ASSERT_TRUE(tl.memo_holds(memo, &event, &handle));
+  tl.invalidate_record_memos();
+  memo.slot->publish(6.5);
+  reference.record_event(&event, key, StreamKind::non_blocking, 0, 6.5);
+  const OpRef g = tl.event_op(&event), h = reference.event_op(&event);
+  ASSERT_TRUE(g && h);
+  tl.resolve(measured_when_forced, g);
+  reference.resolve(measured_when_forced, h);
+  EXPECT_EQ(tl.finish(g), reference.finish(h));
+  EXPECT_EQ(tl.finish(g), 7.0);
+  tl.resolve(measured_when_forced, pending);
+}
+
+// A thread's slot records racing with another thread's locked work on the same stream (TSan: no
+// race on the slot or on what it stands for); once the recording thread is joined, everything it
+// recorded is seen: an op issued at 0 starts at its last record's issue.
+TEST(VirtualTimeline, SlotRecordsRaceWithAnotherThreadsOps) {
+  VirtualTimeline tl;
+  int context = 0, handle = 0, event = 0;
+  const StreamKey key{&context, &handle};
+  constexpr int kRecords = 20000;
+  std::thread recorder([&] {
+    vgpu::pt::RecordMemo memo;
+    memo.event = &event;
+    memo.stream = &handle;
+    memo.context = &context;
+    memo.device = 0;
+    tl.record_event(&event, key, StreamKind::non_blocking, 0, 0.0, memo, tl.record_generation());
+    ASSERT_NE(memo.slot, nullptr);
+    for (int i = 1; i <= kRecords; ++i) memo.slot->publish(static_cast<double>(i));
+  });
+  for (int i = 0; i < kRecords / 10; ++i) {
+    tl.append(key, StreamKind::non_blocking, 0, 0.0, 0.0);
+    tl.event_op(&event);
+  }
+  recorder.join();
+  const OpRef op = tl.append(key, StreamKind::non_blocking, 0, 0.0, 1.0);
+  EXPECT_EQ(tl.finish(op), kRecords + 1.0);
+}
+
+// Threads beyond the timeline's slots record under the lock (their memos have none), as before.
+TEST(VirtualTimeline, ThreadsBeyondTheSlotsRecordUnderTheLock) {
+  VirtualTimeline tl;
+  int context = 0, event = 0;
+  std::vector<int> handles(VirtualTimeline::kSlots + 1);
+  std::vector<vgpu::pt::RecordMemo> memos(handles.size());
+  for (size_t i = 0; i < handles.size(); ++i) {
+    vgpu::pt::RecordMemo& m = memos[i];
+    m.event = &event;
+    m.stream = &handles[i];
+    m.context = &context;
+    m.device = 0;
+    tl.record_event(&event, StreamKey{&context, &handles[i]}, StreamKind::non_blocking, 0, 1.0, m,
+                    tl.record_generation());
+    ASSERT_TRUE(tl.memo_holds(m, &event, &handles[i]));
+    EXPECT_EQ(m.slot == nullptr, i == VirtualTimeline::kSlots) << i;
+  }
+  // A memo made again keeps its slot.
+  tl.record_event(&event, StreamKey{&context, &handles[0]}, StreamKind::non_blocking, 0, 2.0, memos[0],
+                  tl.record_generation());
+  EXPECT_EQ(memos[0].slot, memos[1].slot - 1);
+  EXPECT_TRUE(tl.record_again_if_free(memos.back(), 3.0));
+  const OpRef op = tl.append(StreamKey{&context, &handles.back()}, StreamKind::non_blocking, 0, 0.0, 1.0);
+  EXPECT_EQ(tl.finish(op), 4.0);
+}
+
 TEST(VirtualTimeline, ThreadsSubmitAndResolveTogether) {
   VirtualTimeline tl;
   constexpr int kThreads = 4, kOps = 3000;

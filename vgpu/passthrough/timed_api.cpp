@@ -75,8 +75,9 @@ template <class Call>
 // stand, and the timeline's mark and entry are at hand. What Pause does for other calls is done
 // here on the clock itself, with only what this path needs (~40 of its ~265 instructions were
 // the scope's and the issue time's general tests: issue 21). The clock's charges are Pause's:
-// entered first, the driver's cost (if charged) after the issue time, left before the timeline's
-// lock (below).
+// entered first, the driver's cost (if charged) after the issue time, left before the record is
+// made (below). The record itself goes to the thread's slot, without the timeline's lock
+// (record_memo.h's RecordSlot), unless the thread has none.
 template <class Call>
 CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
   vgpu::pt::CallThread& thread = thread_clock::detail::call_thread_with_clock();
@@ -87,7 +88,9 @@ CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
   vgpu::pt::VirtualTimeline* timeline = vgpu::pt::VirtualTimeline::memo_for(memo, e, s);
   if (timeline == nullptr) [[unlikely]]
     return recorded_event_looked_up(thread, e, s, per_thread, call);
-  vgpu::pt::VirtualTimeline::prefetch_record(memo);  // fetched while the real driver runs
+  vgpu::pt::RecordSlot* slot = memo.slot;
+  if (slot == nullptr) [[unlikely]]
+    vgpu::pt::VirtualTimeline::prefetch_record(memo);  // fetched while the real driver runs
   const CUresult r = call();
   double issue = 0;
   if (r == CUDA_SUCCESS) [[likely]]
@@ -95,13 +98,19 @@ CUresult recorded_event(CUevent e, CUstream s, bool per_thread, Call call) {
   if (memo.charges_driver > 0) [[unlikely]]
     clock.charge_driver(vgpu::timing::real_driver_seconds(vgpu::timing::DriverCall::event_record,
                                                           vgpu::timing::Backend::passthrough));
-  // The scope closes before the timeline's lock is taken and the record's few stores are made:
-  // the clock's reading (a TSC read) overlaps them rather than waiting behind the lock's atomic
-  // instruction, ~18% of a record's own time over the stand-in (docs/results.md, callcost12).
-  // Those stores are the program's time then, as the entry point's own wrapper is. A lock
-  // another thread holds is waited for inside the scope.
+  // The scope closes before the record's few stores are made: the clock's reading (a TSC read)
+  // overlaps them (without a slot, rather than waiting behind the lock's atomic instruction, ~18%
+  // of a record's own time over the stand-in: docs/results.md, callcost12). Those stores are the
+  // program's time then, as the entry point's own wrapper is. A lock another thread holds is
+  // waited for inside the scope.
   clock.leave();
-  if (r == CUDA_SUCCESS && !timeline->record_again_if_free(memo, issue)) [[unlikely]] {
+  if (r != CUDA_SUCCESS) [[unlikely]]
+    return r;
+  if (slot != nullptr) [[likely]] {
+    slot->publish(issue);
+    return r;
+  }
+  if (!timeline->record_again_if_free(memo, issue)) {
     clock.enter();
     thread.virtual_time->event_recorded_again(memo, issue);  // the memo's maker: set
     clock.leave();

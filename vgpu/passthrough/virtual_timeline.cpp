@@ -149,6 +149,42 @@ void VirtualTimeline::record_event(const void* event, const StreamKey& key, Stre
   memo.generation = generation;
   memo.mark = r.mark;
   memo.entry = r.stream;
+  // The calling thread's slot now stands for this memo: its earlier records were folded as the
+  // lock was taken (the thread itself is their only writer, and it is here).
+  memo.slot = slot_for(memo);
+  if (RecordSlot* s = memo.slot) {
+    s->folded = s->seq.load(std::memory_order_relaxed);
+    s->issue.store(-std::numeric_limits<double>::infinity(), std::memory_order_relaxed);
+    s->generation = generation;
+    s->mark = r.mark;
+    s->entry = r.stream;
+    s->event = event;
+    s->stream = key.stream;
+    s->context = key.context;
+    s->device = device;
+  }
+}
+
+RecordSlot* VirtualTimeline::slot_for(const RecordMemo& memo) {
+  const auto at = reinterpret_cast<uintptr_t>(memo.slot);
+  if (at >= reinterpret_cast<uintptr_t>(slots_.data()) && at < reinterpret_cast<uintptr_t>(slots_.data() + kSlots))
+    return memo.slot;
+  return claimed_ < kSlots ? &slots_[claimed_++] : nullptr;
+}
+
+void VirtualTimeline::fold(RecordSlot& s, uint32_t seq) {
+  s.folded = seq;
+  // Read after `seq` (acquire): at least the issue of the record that moved it.
+  const double issue = s.issue.load(std::memory_order_relaxed);
+  // Every erase of a mark or an entry moves the generation under this lock: equal, both live.
+  if (s.generation == record_generation_.load(std::memory_order_relaxed)) {
+    record_on_tail(*static_cast<EventMark*>(s.mark), *static_cast<timing::StreamOrder<StreamTail>::Entry*>(s.entry),
+                   s.device, issue);
+    return;
+  }
+  // Stale since the record's memo check (another thread destroyed a stream or an event, or made
+  // one): looked up, as VirtualTime::event_recorded_again does for a record under the lock.
+  record_locked(s.event, StreamKey{s.context, s.stream}, StreamKind::non_blocking, s.device, issue);
 }
 
 bool VirtualTimeline::record_again(const RecordMemo& memo, double issue) {

@@ -32,10 +32,15 @@
 // that same tail; an op is made for the event only when someone asks for it (event_op), placed
 // exactly where the record's own op would have been (StreamTail below says why).
 //
+// A thread's settled records (record_memo.h) take no lock: each is two stores to the thread's slot
+// here, made on the timeline by whoever takes the lock next, before anything else under it
+// (RecordSlot says why nothing that reads the timeline can tell).
+//
 // No driver calls, no clocks. One lock (a FutexLock); every method is thread-safe.
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <deque>
@@ -159,8 +164,9 @@ class VirtualTimeline {
     mu_.unlock();
     return true;
   }
-  // The lines a memo's record writes, asked for ahead (before the real driver's call, which then
-  // hides their fetch): the timeline's lock line is read by the memo's check already.
+  // The lines a memo's record writes under the lock (a thread without a slot), asked for ahead
+  // (before the real driver's call, which then hides their fetch): the timeline's lock line is
+  // read by the memo's check already.
   static void prefetch_record(const RecordMemo& memo) {
     __builtin_prefetch(memo.mark, 1);
     __builtin_prefetch(&static_cast<timing::StreamOrder<StreamTail>::Entry*>(memo.entry)->last, 1);
@@ -181,6 +187,10 @@ class VirtualTimeline {
     return memo.generation == owner->record_generation() ? owner : nullptr;
   }
   void invalidate_record_memos() { record_generation_.fetch_add(1, std::memory_order_acq_rel); }
+  // The most threads whose records take no lock (RecordSlot): a thread's slot is its own for the
+  // timeline's life (CallThread has no destructor to give it back); threads beyond them record
+  // under the lock, as before slots.
+  static constexpr uint32_t kSlots = 16;
   // The op the event's last record stands for (made on first ask), or null if never recorded.
   OpRef event_op(const void* event);
   // The event is gone: a later event with the same handle starts fresh.
@@ -279,14 +289,62 @@ class VirtualTimeline {
   // may be memoized (the memo's answers), else an empty LastRecord.
   LastRecord record_locked(const void* event, const StreamKey& key, StreamKind kind, int device, double issue);
 
-  // What an event record's common case reads, on one cache line (a framework's own work between
-  // calls evicts them; three lines before, issue 21).
-  alignas(64) mutable FutexLock mu_;  // futex_lock.h: one atomic instruction uncontended
+  // The timeline's lock: a FutexLock (futex_lock.h: one atomic instruction uncontended) that
+  // folds the threads' slots into the timeline as it is taken, so that every method's work under
+  // it comes after the records made before (RecordSlot). Every `std::lock_guard l(mu_)` below is
+  // one of these.
+  class TimelineLock {
+   public:
+    explicit TimelineLock(VirtualTimeline& timeline) : timeline_(timeline) {}
+    void lock() {
+      lock_.lock();
+      folded();
+    }
+    bool try_lock() {
+      if (!lock_.try_lock()) return false;
+      folded();
+      return true;
+    }
+    void unlock() noexcept { lock_.unlock(); }
+
+   private:
+    // A fold that throws (a lookup's allocation) leaves the lock free, as a method that throws
+    // under its std::lock_guard does.
+    void folded() {
+      try {
+        timeline_.fold_slots();
+      } catch (...) {
+        lock_.unlock();
+        throw;
+      }
+    }
+    FutexLock lock_;
+    VirtualTimeline& timeline_;
+  };
+  // Under the lock: the records each claimed slot holds since its last fold, made (inline: a
+  // load and a compare a claimed slot, the common case none moved).
+  void fold_slots() {
+    for (uint32_t i = 0; i < claimed_; ++i) {
+      RecordSlot& s = slots_[i];
+      const uint32_t seq = s.seq.load(std::memory_order_acquire);
+      if (seq != s.folded) [[unlikely]]
+        fold(s, seq);
+    }
+  }
+  void fold(RecordSlot& s, uint32_t seq);
+  // `memo`'s slot if it is one of this timeline's, else a new one while any is left (null after).
+  RecordSlot* slot_for(const RecordMemo& memo);
+
+  // What a settled record reads (record_generation_) and what every method's lock reads, on one
+  // cache line (a framework's own work between calls evicts them; three lines before, issue 21).
+  alignas(64) mutable TimelineLock mu_{*this};
+  uint32_t claimed_ = 0;  // slots_ handed out (under mu_)
   bool elide_records_ = true;  // also: append_unless_placed makes no op
-  LastRecord last_record_;  // under mu_
   // record_generation(); moved under mu_ wherever a mark or an entry may go (so a memo checked
   // under mu_ points at live ones), and by VirtualTime outside it.
   std::atomic<uint64_t> record_generation_{1};
+  LastRecord last_record_;  // under mu_
+  std::array<RecordSlot, kSlots> slots_;  // the threads' (RecordSlot), each on a line of its own
 
   std::function<void(const TimedOp&)> on_resolved_;
   timing::StreamOrder<StreamTail> streams_;  // each stream's kind and tail
