@@ -56,7 +56,7 @@ ncclResult_t Core::isend(void* send_comm, void* data, size_t size, int tag, void
     return ncclInternalError;
   }
   if (ncclResult_t rc = check_region(mhandle, data, size, "isend"); rc != ncclSuccess) return rc;
-  vtime_->join(c->gpu);
+  vtime_->use_gpu(c->gpu);
   std::lock_guard lock(c->mu);
   ConnHeader& h = c->conn->header;
   if (int32_t e = h.error.load(std::memory_order_acquire); e != 0) {
@@ -188,7 +188,6 @@ ncclResult_t Core::irecv(void* recv_comm, int n, void** data, const size_t* size
       return rc;
     }
   }
-  vtime_->join(c->gpu);
   std::lock_guard lock(c->mu);
   ConnHeader& h = c->conn->header;
   if (int32_t e = h.error.load(std::memory_order_acquire); e != 0) {

@@ -298,9 +298,8 @@ bool VirtualTime::last_on_thread(vgpu_nccl_completion* out) {
   return true;
 }
 
-void VirtualTime::join(int gpu) {
-  if (mode_ != EngineMode::daemon) return;
-  if (!engine_tried_.load(std::memory_order_acquire)) (void)engine();
+void VirtualTime::use_gpu(int gpu) {
+  if (!pinning_) return;
   std::lock_guard l(holds_mu_);
   note_gpu(gpu);
 }
@@ -364,6 +363,8 @@ double VirtualTime::own_floor() {
 void VirtualTime::settle() {
   if (!pinning_) return;
   simcore::Engine* e = engine_ptr_.load(std::memory_order_acquire);
+  // A process that only sends connects (and registers) at its first completed transfer.
+  if (e == nullptr && !engine_tried_.load(std::memory_order_acquire)) e = engine();
   if (e == nullptr || lost()) return;
   const double floor = own_floor();
   const bool due = rank_floor_.floor_due(floor);

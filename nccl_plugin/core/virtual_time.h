@@ -82,8 +82,10 @@ class VirtualTime {
   static bool last_on_thread(vgpu_nccl_completion* out);
 
   // --- Bounded memory in the job's vgpud (daemon mode; every call a no-op otherwise) ---------
-  // This process registers one rank in vgpud (simcore/job_rank_floor.h: RANK, WORLD_SIZE), at
-  // its first send or receive (join()), releases the ids of the flows it placed once no later
+  // This process registers one rank in vgpud (simcore/job_rank_floor.h: RANK, WORLD_SIZE) when it
+  // connects: at its first flow placed or transfer completed (not at a receive merely posted: on
+  // the sim backend, whose own collectives register the process's rank, the plugin's receives
+  // never complete, and a rank of its own would count twice and hold vgpud's floor), releases the ids of the flows it placed once no later
   // flow can name them (flow_pins.h; pin/unpin), and moves its floor there (settle(), after each
   // completed transfer, with the ids: one request when either is due). Every process moves one,
   // one that only sends too (vgpud's floor is the least of the registered ranks'). Why no later
@@ -94,7 +96,7 @@ class VirtualTime {
   // - A receive already posted holds the floor at or below its not_before until its last flow
   //   was placed (hold/unhold, around the placement).
   // - A receive posted later takes now() of its GPU then, which is at or above what this
-  //   process's rule for that GPU gives now, for each GPU it sent or received on: with the
+  //   process's rule for that GPU gives now, for each GPU it sent or received on (use_gpu, hold): with the
   //   driver's gpu_floor, the driver's promise for both of its clocks (contracts/nccl_plugin.h;
   //   the passthrough: a device's horizon and the start of every NCCL kernel not yet timed);
   //   without any driver clock, the GPU's latest completion (now()'s own rule: it only grows).
@@ -103,7 +105,7 @@ class VirtualTime {
   //   good (one line): its receives may lie below.
   // - The floor sent is that less JobRankFloor::kFloorLag, and only once every process of the
   //   job registered; other processes' placements are theirs to keep above their own floors.
-  void join(int gpu);
+  void use_gpu(int gpu);  // a send's GPU (a receive's: hold())
   bool hold(int gpu, double not_before);  // false: not held (no daemon)
   void unhold(double not_before);
   void pin(uint64_t flow) {
@@ -126,7 +128,7 @@ class VirtualTime {
   const simcore::ClusterSpec& cluster_;
   const EngineMode mode_;
   std::mutex engine_mu_;  // guards the first open only
-  std::atomic<bool> engine_tried_{false};  // set under engine_mu_; read alone by join()
+  std::atomic<bool> engine_tried_{false};  // set under engine_mu_; read alone by settle()
   std::unique_ptr<simcore::Engine> engine_;
   std::atomic<simcore::Engine*> engine_ptr_{nullptr};  // set once opened: the lock-free path
 
