@@ -6,14 +6,13 @@
 // held results stay where they were (each process registered its rank, the receiver moved its
 // floor and released its flows' ids once no later flow names them), while vgpud kept every one
 // of them before.
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
-#include <filesystem>
 #include <string>
 
+#include "own_daemon.h"
 #include "plugin_fixture.h"
 #include "simcore/remote_engine.h"
 
@@ -143,24 +142,12 @@ TEST(NcclDaemonBounded, TwoRankProcessesKeepVgpudBounded) {
   EXPECT_GT(late.floor, early.floor);
 }
 
-// A daemon of our own (socket in a fresh directory, unique job), shut down at the end.
+// A daemon of our own, shut down at the end (own_daemon.h).
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "--sender") return run_sender(3);
   if (argc >= 2 && std::string(argv[1]) == "--receiver") return run_receiver(3, 4);
-  char tmpl[] = "/tmp/vgpu-nccl-bounded-XXXXXX";
-  if (mkdtemp(tmpl) == nullptr) return 2;
-  const std::string dir = tmpl;
-  setenv("VGPU_DAEMON_DIR", dir.c_str(), 1);
-  setenv("VGPU_JOB_ID", ("nccl-bounded-" + std::to_string(getpid())).c_str(), 1);
-  prctl(PR_SET_CHILD_SUBREAPER, 1);  // the daemon started on demand stays our child
+  OwnDaemon daemon("nccl-bounded-");
+  if (!daemon.ok()) return 2;
   ::testing::InitGoogleTest(&argc, argv);
-  const int rc = RUN_ALL_TESTS();
-  simcore::RemoteOptions o;
-  o.socket_dir = dir;
-  simcore::shutdown_daemon(o);
-  while (waitpid(-1, nullptr, WNOHANG) > 0) {
-  }
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
-  return rc;
+  return RUN_ALL_TESTS();
 }
