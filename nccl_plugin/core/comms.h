@@ -180,7 +180,7 @@ struct Request : Object {
   uint64_t received[kMaxRecvs] = {};
   int filled = 0;
   double not_before = 0;
-  // A receive: VirtualTime::hold() at held_at (its not_before when posted) until done.
+  // A receive: VirtualTime::hold() at held_at (at or below its not_before) until done.
   bool holds_floor = false;
   double held_at = 0;
   // A receive, once matched: when both ends' kernels had begun (the later of the two), which is

@@ -207,9 +207,8 @@ ncclResult_t Core::irecv(void* recv_comm, int n, void** data, const size_t* size
   r->peer_gpu = h.src_gpu;
   r->peer_same_engine = true;  // the receiver reports the flows to its own engine
   r->launch = launch;
+  r->holds_floor = vtime_->hold(c->gpu, &r->held_at);  // before now(): its flows start no earlier
   r->not_before = vtime_->now(c->gpu, launch);
-  r->held_at = r->not_before;
-  r->holds_floor = vtime_->hold(c->gpu, r->held_at);  // its flows start no earlier
   c->posted.push_back(r.get());
   *request = registry_.add(std::move(r));
   (void)progress_recv(*c);  // a failure is recorded on the requests: test() reports it

@@ -314,41 +314,56 @@ void VirtualTime::note_gpu(int gpu) {
   }
 }
 
-bool VirtualTime::hold(int gpu, double not_before) {
+VirtualTime::FloorRule VirtualTime::floor_rule() const {
+  if (driver_gpu_floor() != nullptr) return FloorRule::driver;
+  return driver_gpu_clock() != nullptr || driver_launch_clock() != nullptr ? FloorRule::none : FloorRule::completions;
+}
+
+double VirtualTime::rule_bound(FloorRule rule, int gpu) const {
+  if (rule == FloorRule::driver) {
+    const GpuClockFn promise = driver_gpu_floor();
+    return promise != nullptr ? promise(gpu) : -1;
+  }
+  if (rule == FloorRule::completions && gpu >= 0 && gpu < gpus_)
+    return std::max(0.0, latest_[gpu].load(std::memory_order_acquire));
+  return -1;
+}
+
+bool VirtualTime::hold(int gpu, double* held_at) {
   if (!pinning_) return false;
+  // The rule's bound before the receive takes now() (virtual_time.h: an own_floor() that misses
+  // this hold read the rule before it, so at or below what now() answers after it).
+  const double b = rule_bound(floor_rule(), gpu);
+  *held_at = std::isfinite(b) && b > 0 ? b : 0;
   std::lock_guard l(holds_mu_);
-  holds_.insert(not_before);
+  holds_.insert(*held_at);
   note_gpu(gpu);
   return true;
 }
 
-void VirtualTime::unhold(double not_before) {
+void VirtualTime::unhold(double held_at) {
   std::lock_guard l(holds_mu_);
-  if (auto it = holds_.find(not_before); it != holds_.end()) holds_.erase(it);
+  if (auto it = holds_.find(held_at); it != holds_.end()) holds_.erase(it);
 }
 
 double VirtualTime::own_floor() {
   std::vector<int> gpus;
-  double floor = std::numeric_limits<double>::infinity();
   {
     std::lock_guard l(holds_mu_);
     if (floor_stopped_ || gpus_used_.empty()) return -1;
     gpus = gpus_used_;
-    if (!holds_.empty()) floor = *holds_.begin();
   }
-  // The rule for receives posted from now on (virtual_time.h).
-  const GpuClockFn promise = driver_gpu_floor();
-  const bool clocks = driver_gpu_clock() != nullptr || driver_launch_clock() != nullptr;
-  const FloorRule rule = promise != nullptr ? FloorRule::driver : clocks ? FloorRule::none : FloorRule::completions;
+  // The rule for receives posted from now on, read before the holds (hold() reads it after
+  // inserting: one of the two sees the other).
+  const FloorRule rule = floor_rule();
+  double floor = std::numeric_limits<double>::infinity();
   for (int g : gpus) {
-    double b = -1;
-    if (rule == FloorRule::driver) b = promise(g);
-    else if (rule == FloorRule::completions && g >= 0 && g < gpus_)
-      b = std::max(0.0, latest_[g].load(std::memory_order_acquire));
+    const double b = rule_bound(rule, g);
     if (!(b >= 0)) return -1;
     floor = std::min(floor, b);
   }
   std::lock_guard l(holds_mu_);
+  if (!holds_.empty()) floor = std::min(floor, *holds_.begin());
   if (rule_ != rule && rank_floor_.floor_sent()) {
     if (!floor_stopped_)
       vgpu::log::info("nccl plugin: the driver's clocks changed after this process moved its floor in vgpud: the "

@@ -93,8 +93,10 @@ class VirtualTime {
   // - Only the receiving end places a flow, at not_before = max(the sender's clock, the
   //   receive's): at or above the receive's not_before, taken when it was posted (now()) and
   //   only raised at its match.
-  // - A receive already posted holds the floor at or below its not_before until its last flow
-  //   was placed (hold/unhold, around the placement).
+  // - A receive holds the floor from before it takes now() until its last flow was placed
+  //   (hold/unhold) at the rule's bound for its GPU then (below), which its now() is at or above.
+  //   own_floor() reads the rule before the holds: a hold it misses was made after that read, so
+  //   its receive's now() came later still and is at or above the bound own_floor() read.
   // - A receive posted later takes now() of its GPU then, which is at or above what this
   //   process's rule for that GPU gives now, for each GPU it sent or received on (use_gpu, hold): with the
   //   driver's gpu_floor, the driver's promise for both of its clocks (contracts/nccl_plugin.h;
@@ -106,8 +108,8 @@ class VirtualTime {
   // - The floor sent is that less JobRankFloor::kFloorLag, and only once every process of the
   //   job registered; other processes' placements are theirs to keep above their own floors.
   void use_gpu(int gpu);  // a send's GPU (a receive's: hold())
-  bool hold(int gpu, double not_before);  // false: not held (no daemon)
-  void unhold(double not_before);
+  bool hold(int gpu, double* held_at);  // false: not held (no daemon)
+  void unhold(double held_at);
   void pin(uint64_t flow) {
     if (pinning_) pins_.pin(flow);
   }
@@ -160,6 +162,8 @@ class VirtualTime {
   std::vector<int> gpus_used_;      // GPUs this process sent or received on
   void note_gpu(int gpu);           // under holds_mu_
   enum class FloorRule { none, driver, completions };
+  FloorRule floor_rule() const;
+  double rule_bound(FloorRule rule, int gpu) const;  // < 0: no promise
   FloorRule rule_ = FloorRule::none;  // the rule of the floors sent so far
   bool floor_stopped_ = false;
 };
