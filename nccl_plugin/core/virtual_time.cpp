@@ -353,8 +353,8 @@ double VirtualTime::own_floor() {
     if (floor_stopped_ || gpus_used_.empty()) return -1;
     gpus = gpus_used_;
   }
-  // The rule for receives posted from now on, read before the holds (hold() reads it after
-  // inserting: one of the two sees the other).
+  // The rule for receives posted from now on, read before the holds: a receive's hold goes in
+  // before its now(), so one this read misses takes its now() after the rule was read here.
   const FloorRule rule = floor_rule();
   double floor = std::numeric_limits<double>::infinity();
   for (int g : gpus) {
