@@ -12,6 +12,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <unordered_map>
+#include <utility>
 
 #include "abi/nccl_types.h"
 #include "shm_layout.h"
@@ -67,7 +68,9 @@ struct Request;
 // it is submitted "after" that flow: a connection's transfers pipeline as deep as NCCL's window
 // instead of all starting at their kernel's start (which also spares simcore re-solving every
 // chunk of a large collective at every new one). The last kSlots addresses are kept: NCCL's
-// staging slots (NCCL_STEPS per protocol) fit many times over.
+// staging slots (NCCL_STEPS per protocol) fit many times over. The receiving end, which places
+// the flow, keeps the table of both ends' buffers (the sender's by the address its descriptor
+// publishes), so that it knows every flow a later one may name (flow_pins.h).
 class SlotFlows {
  public:
   uint64_t flow_of(const void* addr) const {  // 0 when unknown
@@ -78,17 +81,15 @@ class SlotFlows {
     }
     return 0;
   }
-  void record(const void* addr, uint64_t flow) {
+  // Returns the flow the entry held before (replaced, or pushed out with its address), 0 when
+  // none: it is named no more through this table (flow_pins.h).
+  uint64_t record(const void* addr, uint64_t flow) {
     const auto a = reinterpret_cast<uintptr_t>(addr);
-    if (a == 0 || flow == 0) return;
+    if (a == 0 || flow == 0) return 0;
     for (auto& e : entries_) {
-      if (e.addr == a) {
-        e.flow = flow;
-        return;
-      }
+      if (e.addr == a) return std::exchange(e.flow, flow);
     }
-    entries_[next_] = Entry{a, flow};
-    next_ = (next_ + 1) % kSlots;
+    return std::exchange(entries_[next_++ % kSlots], Entry{a, flow}).flow;
   }
 
  private:
@@ -98,7 +99,7 @@ class SlotFlows {
     uint64_t flow = 0;
   };
   std::array<Entry, kSlots> entries_{};
-  int next_ = 0;
+  uint32_t next_ = 0;
 };
 
 struct ListenComm : Object {
@@ -132,7 +133,6 @@ struct SendComm : Object {
   uint64_t copy_off = 0;
   uint64_t head = 0;
   std::deque<PendingSend> queue;  // index i holds message retired + i
-  SlotFlows slots;
   PeerWatch watch;
 };
 
@@ -152,7 +152,8 @@ struct RecvComm : Object {
   uint64_t cur_off = 0;
   uint64_t cur_flow = 0;
   std::deque<Request*> posted;  // incomplete receives, oldest first
-  SlotFlows slots;
+  SlotFlows slots;         // this end's buffers
+  SlotFlows sender_slots;  // the sender's buffers, by the address its descriptors publish
   PeerWatch watch;
 };
 
@@ -176,10 +177,12 @@ struct Request : Object {
   size_t sizes[kMaxRecvs] = {};
   int tags[kMaxRecvs] = {};
   bool matched[kMaxRecvs] = {};
-  uint64_t slot_flow[kMaxRecvs] = {};  // the previous transfer into each buffer (SlotFlows)
   uint64_t received[kMaxRecvs] = {};
   int filled = 0;
   double not_before = 0;
+  // A receive: VirtualTime::hold() at held_at (at or below its not_before) until done.
+  bool holds_floor = false;
+  double held_at = 0;
   // A receive, once matched: when both ends' kernels had begun (the later of the two), which is
   // when the collective could start moving these bytes. NaN: not known (sends, no launch clock).
   double ready = std::numeric_limits<double>::quiet_NaN();

@@ -15,6 +15,7 @@ namespace {
 // transfer without a lock.
 std::atomic<GpuClockFn> g_gpu_clock{nullptr};
 std::atomic<LaunchClockFn> g_launch_clock{nullptr};
+std::atomic<GpuClockFn> g_gpu_floor{nullptr};
 std::atomic<int (*)(int*)> g_current_device{nullptr};
 std::atomic<int (*)(int*)> g_current_global_gpu{nullptr};
 std::atomic<void (*)(void)> g_own_work_begin{nullptr};
@@ -62,6 +63,7 @@ void knock() {
 void install_driver(const vgpu_nccl_driver_side* d) {
   g_gpu_clock.store(d ? d->gpu_clock : nullptr, std::memory_order_release);
   g_launch_clock.store(d ? d->launch_clock : nullptr, std::memory_order_release);
+  g_gpu_floor.store(d ? d->gpu_floor : nullptr, std::memory_order_release);
   g_current_device.store(d ? d->current_device : nullptr, std::memory_order_release);
   g_current_global_gpu.store(d ? d->current_global_gpu : nullptr, std::memory_order_release);
   // Both or neither: a begin without its end would leave the thread's clock paused.
@@ -111,6 +113,7 @@ OwnWork::~OwnWork() {
 
 GpuClockFn driver_gpu_clock() { return g_gpu_clock.load(std::memory_order_acquire); }
 LaunchClockFn driver_launch_clock() { return g_launch_clock.load(std::memory_order_acquire); }
+GpuClockFn driver_gpu_floor() { return g_gpu_floor.load(std::memory_order_acquire); }
 
 bool driver_current_device(int* device) {
   if (!g_installed.load(std::memory_order_acquire)) knock();  // at connection setup only

@@ -44,6 +44,8 @@ using GpuClockFn = double (*)(int);
 using LaunchClockFn = double (*)(int, uint64_t);
 GpuClockFn driver_gpu_clock();
 LaunchClockFn driver_launch_clock();
+// The driver's promise for a GPU (contracts/nccl_plugin.h gpu_floor); null without one.
+GpuClockFn driver_gpu_floor();
 
 // The calling thread's current device, from the driver's table; without one, the loaded driver
 // is first asked to hand it over (the knock). False when no driver answers.

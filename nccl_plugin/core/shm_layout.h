@@ -21,7 +21,7 @@ namespace vgpu::nccl {
 inline constexpr uint32_t kListenMagic = 0x4c4e4756;  // "VGNL"
 inline constexpr uint32_t kConnMagic = 0x434e4756;    // "VGNC"
 inline constexpr uint32_t kHandleMagic = 0x484e4756;  // "VGNH"
-inline constexpr uint32_t kLayoutVersion = 3;
+inline constexpr uint32_t kLayoutVersion = 4;
 
 inline constexpr int kListenSlots = 64;      // connects one listener accepts
 inline constexpr int kSegmentNameMax = 96;   // bytes, NUL included
@@ -66,9 +66,9 @@ struct MessageDesc {
   uint64_t size;
   int32_t tag;
   uint32_t direct;                    // 1: the payload is at src_addr in the sender (same process)
-  uint64_t src_addr;                  // the sender's buffer (only meaningful when direct)
+  uint64_t src_addr;                  // the sender's buffer (the payload when direct; else the
+                                      // receiver's key for the buffer's previous transfer)
   double not_before;                  // sender's virtual clock at isend
-  uint64_t after_flow;                // the previous transfer out of the same sender buffer
   // When every rank the sender heard from in this launch had begun its kernel (the latest
   // `ready` of the sender's completed receives of the launch; < 0: none). A ring forwards what
   // it received, so passing this on makes each rank's `ready` the latest start of ALL ranks

@@ -56,6 +56,7 @@ ncclResult_t Core::isend(void* send_comm, void* data, size_t size, int tag, void
     return ncclInternalError;
   }
   if (ncclResult_t rc = check_region(mhandle, data, size, "isend"); rc != ncclSuccess) return rc;
+  vtime_->use_gpu(c->gpu);
   std::lock_guard lock(c->mu);
   ConnHeader& h = c->conn->header;
   if (int32_t e = h.error.load(std::memory_order_acquire); e != 0) {
@@ -88,7 +89,6 @@ ncclResult_t Core::isend(void* send_comm, void* data, size_t size, int tag, void
   d.direct = direct ? 1 : 0;
   d.src_addr = reinterpret_cast<uintptr_t>(data);
   d.not_before = r->not_before;
-  d.after_flow = c->slots.flow_of(data);
   d.ready_hint = vtime_->launch_ready(launch);
   d.flow_id = 0;
   d.v_start = 0;
@@ -142,7 +142,6 @@ ncclResult_t Core::progress_send(SendComm& c) {
     r->v_start = d.v_start;
     r->v_finish = d.v_finish;
     r->has_vtime = d.flow_id != 0;
-    c.slots.record(c.queue.front().data, d.flow_id);
     r->peer_gpu = h.dst_gpu.load(std::memory_order_relaxed);
     r->peer_same_engine = vtime_->shared_engine() ||
                           h.receiver_pid.load(std::memory_order_relaxed) == h.sender_pid;
@@ -150,6 +149,7 @@ ncclResult_t Core::progress_send(SendComm& c) {
     c.queue.pop_front();
     c.retired++;
     moved = true;
+    vtime_->settle();  // a process that only sends moves its floor too
   }
   if (moved || c.retired == c.posted) return ncclSuccess;
   if (h.receiver_closed.load(std::memory_order_acquire) != 0) {
@@ -207,8 +207,8 @@ ncclResult_t Core::irecv(void* recv_comm, int n, void** data, const size_t* size
   r->peer_gpu = h.src_gpu;
   r->peer_same_engine = true;  // the receiver reports the flows to its own engine
   r->launch = launch;
+  r->holds_floor = vtime_->hold(c->gpu, &r->held_at);  // before now(): its flows start no earlier
   r->not_before = vtime_->now(c->gpu, launch);
-  for (int i = 0; i < n; ++i) r->slot_flow[i] = c->slots.flow_of(data[i]);
   c->posted.push_back(r.get());
   *request = registry_.add(std::move(r));
   (void)progress_recv(*c);  // a failure is recorded on the requests: test() reports it
@@ -240,7 +240,10 @@ ncclResult_t Core::progress_recv(RecvComm& c) {
   ConnHeader& h = c.conn->header;
   auto poison = [&](ncclResult_t code) {
     ncclResult_t e = fail(h, code);
-    for (Request* q : c.posted) q->error = e;
+    for (Request* q : c.posted) {
+      q->error = e;
+      if (std::exchange(q->holds_floor, false)) vtime_->unhold(q->held_at);
+    }
     return e;
   };
   if (int32_t e = h.error.load(std::memory_order_acquire); e != 0) {
@@ -279,8 +282,10 @@ ncclResult_t Core::progress_recv(RecvComm& c) {
       // start may have become known since.
       if (r->launch != 0) r->not_before = std::max(r->not_before, vtime_->now(c.gpu, r->launch));
       r->ready = std::max({d.not_before, r->not_before, d.ready_hint});
+      // After the previous transfers out of the sender's buffer and into this one (SlotFlows).
       c.cur_flow = vtime_->add_flow(h.src_gpu, c.gpu, d.size, std::max(d.not_before, r->not_before),
-                                    d.after_flow, r->slot_flow[entry]);
+                                    c.sender_slots.flow_of(reinterpret_cast<const void*>(d.src_addr)),
+                                    c.slots.flow_of(r->data[entry]));
       if (vtime_->lost()) return poison(ncclSystemError);
       vgpu::log::debug("nccl plugin: flow {} matched: sender ready at {:.9f}, receiver (launch {}) at {:.9f}",
                        c.cur_flow, d.not_before, r->launch, r->not_before);
@@ -317,7 +322,12 @@ ncclResult_t Core::progress_recv(RecvComm& c) {
     moved = true;
 
     r->received[c.cur_entry] = d.size;
-    c.slots.record(r->data[c.cur_entry], c.cur_flow);
+    // The buffers now name this flow, no more the one before (flow_pins.h); its placement lets go.
+    vtime_->pin(c.cur_flow);
+    vtime_->unpin(c.slots.record(r->data[c.cur_entry], c.cur_flow));
+    vtime_->pin(c.cur_flow);
+    vtime_->unpin(c.sender_slots.record(reinterpret_cast<const void*>(d.src_addr), c.cur_flow));
+    vtime_->unpin(c.cur_flow);
     if (timed) {
       if (!r->has_vtime || s < r->v_start) r->v_start = s;
       if (!r->has_vtime || f > r->v_finish) r->v_finish = f;
@@ -329,7 +339,9 @@ ncclResult_t Core::progress_recv(RecvComm& c) {
     if (++r->filled == r->n) {
       r->done = true;
       c.posted.pop_front();
+      if (std::exchange(r->holds_floor, false)) vtime_->unhold(r->held_at);
     }
+    vtime_->settle();
   }
   if (moved || c.posted.empty()) return ncclSuccess;
   // A closed sender publishes nothing more: once its last bytes are taken, what is still

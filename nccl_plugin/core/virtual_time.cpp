@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 #include "common/log.h"
 #include "common/settings.h"
@@ -82,7 +83,10 @@ int VirtualTime::rank_gpu(std::string* error) const {
 }
 
 VirtualTime::VirtualTime(const simcore::ClusterSpec& cluster)
-    : cluster_(cluster), mode_(engine_mode_from_env()), gpus_(std::max(0, cluster.total_gpus())) {
+    : cluster_(cluster),
+      mode_(engine_mode_from_env()),
+      gpus_(std::max(0, cluster.total_gpus())),
+      pinning_(mode_ == EngineMode::daemon) {
   latest_ = std::make_unique<std::atomic<double>[]>(static_cast<size_t>(gpus_));
   for (int i = 0; i < gpus_; ++i) latest_[i].store(-1, std::memory_order_relaxed);
 }
@@ -105,13 +109,20 @@ double VirtualTime::now(int gpu, uint64_t launch) const {
 simcore::Engine* VirtualTime::engine() {
   if (simcore::Engine* e = engine_ptr_.load(std::memory_order_acquire)) return e;
   std::lock_guard lock(engine_mu_);
-  if (!engine_tried_) {
-    engine_tried_ = true;
+  if (!engine_tried_.load(std::memory_order_relaxed)) {
+    engine_tried_.store(true, std::memory_order_release);
     std::string error;
     std::string rank_error;
     int rank = rank_gpu(&rank_error);
     engine_ = open_engine(mode_, cluster_, rank, &error);
     if (engine_ != nullptr) {
+      if (mode_ == EngineMode::daemon) {
+        // One rank of this process in vgpud (virtual_time.h): its floor lets vgpud reclaim.
+        rank_floor_.register_in(*engine_);
+        if (rank_floor_.expected() == 0)
+          vgpu::log::info("nccl plugin: no RANK and WORLD_SIZE: the job's vgpud keeps every transfer (its memory "
+                          "grows with the job)");
+      }
       engine_ptr_.store(engine_.get(), std::memory_order_release);
     } else if (mode_ == EngineMode::off) {
       vgpu::log::info("nccl plugin: VGPU_SIMCORE=off: transfers carry no virtual time");
@@ -139,6 +150,7 @@ uint64_t VirtualTime::add_flow(int src_gpu, int dst_gpu, uint64_t bytes, double 
   simcore::EventId id = e->add_flow(f);
   vgpu::log::debug("nccl plugin: flow {} gpu {}->{} {} B not before {:.9f} after {},{}", id, src_gpu, dst_gpu,
                    bytes, not_before, after_a, after_b);
+  if (pinning_) pins_.own(id);  // held by its placement until its transfer completed
   if (id == simcore::kNoEvent) check_lost(*e);
   if (id == simcore::kNoEvent && !lost()) {
     vgpu::log::once(vgpu::log::Level::warn, "nccl-flow-rejected",
@@ -182,7 +194,10 @@ void VirtualTime::record(vgpu_nccl_completion c) {
       if (added) {
         launch_order_.push_back(c.launch);
         while (launch_order_.size() > kLaunchRecords) {
-          launches_.erase(launch_order_.front());
+          if (auto old = launches_.find(launch_order_.front()); old != launches_.end()) {
+            for (uint64_t f : old->second.flows) unpin(f);
+            launches_.erase(old);
+          }
           launch_order_.pop_front();
         }
       }
@@ -192,7 +207,11 @@ void VirtualTime::record(vgpu_nccl_completion c) {
       if (std::isfinite(c.ready)) l.ready = std::max(l.ready, c.ready);
       if (c.flow_id != 0) {
         l.flows.push_back(c.flow_id);
-        if (l.flows.size() > kRequeryFlows) l.flows.pop_front();
+        pin(c.flow_id);  // asked again while the record keeps it
+        if (l.flows.size() > kRequeryFlows) {
+          unpin(l.flows.front());
+          l.flows.pop_front();
+        }
       }
     }
   }
@@ -267,13 +286,107 @@ bool VirtualTime::launch_transfers(uint64_t launch, double* finish, uint64_t* co
 
 void VirtualTime::forget_launch(uint64_t launch) {
   std::lock_guard lock(log_mu_);
-  launches_.erase(launch);  // its place in launch_order_ ages out with the rest
+  auto it = launches_.find(launch);
+  if (it == launches_.end()) return;
+  for (uint64_t f : it->second.flows) unpin(f);
+  launches_.erase(it);  // its place in launch_order_ ages out with the rest
 }
 
 bool VirtualTime::last_on_thread(vgpu_nccl_completion* out) {
   if (!t_has_last) return false;
   *out = t_last;
   return true;
+}
+
+void VirtualTime::use_gpu(int gpu) {
+  if (!pinning_) return;
+  std::lock_guard l(holds_mu_);
+  note_gpu(gpu);
+}
+
+void VirtualTime::note_gpu(int gpu) {
+  if (std::find(gpus_used_.begin(), gpus_used_.end(), gpu) != gpus_used_.end()) return;
+  gpus_used_.push_back(gpu);
+  if (rank_floor_.floor_sent() && !floor_stopped_) {
+    floor_stopped_ = true;
+    vgpu::log::info("nccl plugin: GPU {} first transfers after this process moved its floor in vgpud: the floor "
+                    "moves no more (vgpud keeps the job's transfers from here)", gpu);
+  }
+}
+
+VirtualTime::FloorRule VirtualTime::floor_rule() const {
+  if (driver_gpu_floor() != nullptr) return FloorRule::driver;
+  return driver_gpu_clock() != nullptr || driver_launch_clock() != nullptr ? FloorRule::none : FloorRule::completions;
+}
+
+double VirtualTime::rule_bound(FloorRule rule, int gpu) const {
+  if (rule == FloorRule::driver) {
+    const GpuClockFn promise = driver_gpu_floor();
+    return promise != nullptr ? promise(gpu) : -1;
+  }
+  if (rule == FloorRule::completions && gpu >= 0 && gpu < gpus_)
+    return std::max(0.0, latest_[gpu].load(std::memory_order_acquire));
+  return -1;
+}
+
+bool VirtualTime::hold(int gpu, double* held_at) {
+  if (!pinning_) return false;
+  // The rule's bound before the receive takes now() (virtual_time.h: an own_floor() that misses
+  // this hold read the rule before it, so at or below what now() answers after it).
+  const double b = rule_bound(floor_rule(), gpu);
+  *held_at = std::isfinite(b) && b > 0 ? b : 0;
+  std::lock_guard l(holds_mu_);
+  holds_.insert(*held_at);
+  note_gpu(gpu);
+  return true;
+}
+
+void VirtualTime::unhold(double held_at) {
+  std::lock_guard l(holds_mu_);
+  if (auto it = holds_.find(held_at); it != holds_.end()) holds_.erase(it);
+}
+
+double VirtualTime::own_floor() {
+  std::vector<int> gpus;
+  {
+    std::lock_guard l(holds_mu_);
+    if (floor_stopped_ || gpus_used_.empty()) return -1;
+    gpus = gpus_used_;
+  }
+  // The rule for receives posted from now on, read before the holds: a receive's hold goes in
+  // before its now(), so one this read misses takes its now() after the rule was read here.
+  const FloorRule rule = floor_rule();
+  double floor = std::numeric_limits<double>::infinity();
+  for (int g : gpus) {
+    const double b = rule_bound(rule, g);
+    if (!(b >= 0)) return -1;
+    floor = std::min(floor, b);
+  }
+  std::lock_guard l(holds_mu_);
+  if (!holds_.empty()) floor = std::min(floor, *holds_.begin());
+  if (rule_ != rule && rank_floor_.floor_sent()) {
+    if (!floor_stopped_)
+      vgpu::log::info("nccl plugin: the driver's clocks changed after this process moved its floor in vgpud: the "
+                      "floor moves no more (vgpud keeps the job's transfers from here)");
+    floor_stopped_ = true;
+    return -1;
+  }
+  rule_ = rule;
+  return std::isfinite(floor) ? floor : -1;
+}
+
+void VirtualTime::settle() {
+  if (!pinning_) return;
+  simcore::Engine* e = engine_ptr_.load(std::memory_order_acquire);
+  // A process that only sends connects (and registers) at its first completed transfer.
+  if (e == nullptr && !engine_tried_.load(std::memory_order_acquire)) e = engine();
+  if (e == nullptr || lost()) return;
+  const double floor = own_floor();
+  const bool due = rank_floor_.floor_due(floor);
+  const std::vector<uint64_t> ids = pins_.take(due ? 0 : kReleaseBatch);
+  if (ids.empty() && !due) return;
+  (void)rank_floor_.share(*e, {}, floor, ids);
+  check_lost(*e);
 }
 
 void set_thread_gpu(int gpu) { t_gpu_override = gpu < 0 ? -1 : gpu; }

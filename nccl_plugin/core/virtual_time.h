@@ -9,12 +9,16 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
+#include "contracts/nccl_plugin.h"
+#include "flow_pins.h"
 #include "simcore/cluster_spec.h"
 #include "simcore/engine.h"
-#include "contracts/nccl_plugin.h"
+#include "simcore/job_rank_floor.h"
 
 namespace vgpu::nccl {
 
@@ -77,6 +81,47 @@ class VirtualTime {
   int completions(uint64_t after_seq, vgpu_nccl_completion* out, int max);
   static bool last_on_thread(vgpu_nccl_completion* out);
 
+  // --- Bounded memory in the job's vgpud (daemon mode; every call a no-op otherwise) ---------
+  // This process registers one rank in vgpud (simcore/job_rank_floor.h: RANK, WORLD_SIZE) when it
+  // connects: at its first flow placed or transfer completed (not at a receive merely posted: on
+  // the sim backend, whose own collectives register the process's rank, the plugin's receives
+  // never complete, and a rank of its own would count twice and hold vgpud's floor), releases the ids of the flows it placed once no later
+  // flow can name them (flow_pins.h; pin/unpin), and moves its floor there (settle(), after each
+  // completed transfer, with the ids: one request when either is due). Every process moves one,
+  // one that only sends too (vgpud's floor is the least of the registered ranks'). Why no later
+  // flow of this process starts below the floor it sends (own_floor()):
+  // - Only the receiving end places a flow, at not_before = max(the sender's clock, the
+  //   receive's): at or above the receive's not_before, taken when it was posted (now()) and
+  //   only raised at its match.
+  // - A receive holds the floor from before it takes now() until its last flow was placed
+  //   (hold/unhold) at the rule's bound for its GPU then (below), which its now() is at or above.
+  //   own_floor() reads the rule before the holds: a hold it misses was made after that read, so
+  //   its receive's now() came later still and is at or above the bound own_floor() read.
+  // - A receive posted later takes now() of its GPU then, which is at or above what this
+  //   process's rule for that GPU gives now, for each GPU it sent or received on (use_gpu, hold): with the
+  //   driver's gpu_floor, the driver's promise for both of its clocks (contracts/nccl_plugin.h;
+  //   the passthrough: a device's horizon and the start of every NCCL kernel not yet timed);
+  //   without any driver clock, the GPU's latest completion (now()'s own rule: it only grows).
+  //   With the driver's clocks but no gpu_floor, nothing is promised. A GPU first used after a
+  //   floor was sent, or a rule that changes (a driver installed late), stops the floors for
+  //   good (one line): its receives may lie below.
+  // - The floor sent is that less JobRankFloor::kFloorLag, and only once every process of the
+  //   job registered; other processes' placements are theirs to keep above their own floors.
+  void use_gpu(int gpu);  // a send's GPU (a receive's: hold())
+  bool hold(int gpu, double* held_at);  // false: not held (no daemon)
+  void unhold(double held_at);
+  void pin(uint64_t flow) {
+    if (pinning_) pins_.pin(flow);
+  }
+  void unpin(uint64_t flow) {
+    if (pinning_) pins_.unpin(flow);
+  }
+  void settle();
+  // The floor this process may promise now (above); < 0: none.
+  double own_floor();
+  // Ids released per request once that many wait (the floor, when due, takes what waits).
+  static constexpr size_t kReleaseBatch = 256;
+
  private:
   simcore::Engine* engine();
   void check_lost(const simcore::Engine& e);
@@ -85,7 +130,7 @@ class VirtualTime {
   const simcore::ClusterSpec& cluster_;
   const EngineMode mode_;
   std::mutex engine_mu_;  // guards the first open only
-  bool engine_tried_ = false;
+  std::atomic<bool> engine_tried_{false};  // set under engine_mu_; read alone by settle()
   std::unique_ptr<simcore::Engine> engine_;
   std::atomic<simcore::Engine*> engine_ptr_{nullptr};  // set once opened: the lock-free path
 
@@ -107,6 +152,20 @@ class VirtualTime {
   // every isend/irecv).
   std::unique_ptr<std::atomic<double>[]> latest_;
   int gpus_ = 0;
+
+  // Daemon mode: the ids this process placed and who still names them; its rank and floor.
+  const bool pinning_;
+  FlowPins pins_;
+  simcore::JobRankFloor rank_floor_{simcore::JobRankFloor::User::nccl_plugin};
+  std::mutex holds_mu_;
+  std::multiset<double> holds_;     // not_before of receives posted, not all placed
+  std::vector<int> gpus_used_;      // GPUs this process sent or received on
+  void note_gpu(int gpu);           // under holds_mu_
+  enum class FloorRule { none, driver, completions };
+  FloorRule floor_rule() const;
+  double rule_bound(FloorRule rule, int gpu) const;  // < 0: no promise
+  FloorRule rule_ = FloorRule::none;  // the rule of the floors sent so far
+  bool floor_stopped_ = false;
 };
 
 }  // namespace vgpu::nccl

@@ -110,6 +110,7 @@ void put(ByteWriter& w, const ShareCollectives& m) {
     w.u32(static_cast<uint32_t>(it.flows.size()));
     for (const FlowSpec& f : it.flows) put_flow(w, f);
   }
+  w.u64_list(m.released, kMaxFlowsPerCall);
 }
 // The fewest bytes one item takes on the wire (no ranks, no flows).
 constexpr size_t kMinItemBytes = 8 + 8 + 4 + 4 + 4;
@@ -145,6 +146,7 @@ void get(ByteReader& r, ShareCollectives& m) {
       if (!r.ok()) return;
     }
   }
+  m.released = r.u64_list(kMaxFlowsPerCall);
 }
 
 // One answer an item: u8 has, f64 finish (the engine's value as-is, like IntervalReply), u32 covered.

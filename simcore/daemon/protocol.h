@@ -42,7 +42,8 @@
 //                  u8 has_floor, f64 floor,              (u8 has, f64 finish, u32 covered): one per
 //                  u32 count, then count × item:         item, in order
 //                  u64 comm, u64 seq, u32 nranks, u32 ranks, ranks × i32, u32 flows, flows ×
-//                  AddFlow's fields
+//                  AddFlow's fields, then u32 released,
+//                  released × u64 id
 //                  (a rank process's collectives of one NCCL group, one request: each item's flows
 //                  are placed, as AddFlows; `rank`'s floor moves (with has_floor, a rank this
 //                  connection registered; Engine::set_rank_floor) after them; the reply is held
@@ -55,7 +56,9 @@
 //                  line in vgpud's log; the ranks that never came are not waited for again on
 //                  that comm. A key's flows are released once its answers went out. Caps: items
 //                  and all items' flows <= kMaxFlowsPerCall, nranks <= kMaxShareRanks, each rank
-//                  in 0..nranks-1.)
+//                  in 0..nranks-1. `released`: ids this connection will never name again
+//                  (Engine::release), released after the items' flows are placed; at most
+//                  kMaxFlowsPerCall.)
 //   any request that fails                 Error          u16 code, str message
 //
 // Timeline JSON can exceed one frame: offset 0 takes a fresh snapshot (kept per connection),
@@ -87,8 +90,10 @@ inline constexpr uint32_t kMagic = 0x44504756;   // 'V' 'G' 'P' 'D' in wire (lit
 // group_links and group_links_expanded; 5: StatsReply carries stale_items_dropped; 6:
 // FinishRelease / FinishesReply; 7: ShareCollectives / SharedFinishes replace them (a rank
 // process's collectives placed, held until every rank of each placed its flows, answered, its
-// floor moved, in one request: vgpu/sim/exec/nccl_shared_fabric.h).
-inline constexpr uint16_t kVersion = 7;
+// floor moved, in one request: vgpu/sim/exec/nccl_shared_fabric.h); 8: ShareCollectives carries
+// ids released (the NCCL plugin's transfers, read by Query, released once no later flow names
+// them: nccl_plugin/core/flow_pins.h).
+inline constexpr uint16_t kVersion = 8;
 inline constexpr size_t kLengthBytes = 4;        // the u32 length prefix
 inline constexpr size_t kHeaderBytes = 16;       // magic + version + type + request id
 
@@ -186,7 +191,7 @@ struct SharedItem {
   std::vector<FlowSpec> flows;
 };
 struct ShareCollectives { static constexpr MsgType kType = MsgType::kShareCollectives;
-  int32_t rank = 0; std::optional<Time> floor; std::vector<SharedItem> items; };
+  int32_t rank = 0; std::optional<Time> floor; std::vector<SharedItem> items; std::vector<EventId> released; };
 struct SharedAnswer {
   std::optional<Time> finish;  // the latest of every connection's flows of the key
   uint32_t covered = 0;        // the key's ranks that placed flows when it was answered

@@ -213,7 +213,8 @@ bool shutdown_daemon(const RemoteOptions& options, std::string* error) {
 }
 
 std::vector<SharedResult> share_collectives(Engine& engine, std::span<const SharedCollective> collectives, int rank,
-                                            std::optional<Time> floor, uint32_t* registered) {
+                                            std::optional<Time> floor, uint32_t* registered,
+                                            std::span<const EventId> released) {
   if (registered != nullptr) *registered = 0;
   std::vector<SharedResult> out(collectives.size());
   if (auto* remote = dynamic_cast<RemoteEngine*>(&engine)) {
@@ -223,6 +224,7 @@ std::vector<SharedResult> share_collectives(Engine& engine, std::span<const Shar
     call.items.reserve(collectives.size());
     for (const SharedCollective& c : collectives)
       call.items.push_back(SharedItem{c.comm, c.seq, c.nranks, c.ranks, c.flows});
+    call.released.assign(released.begin(), released.end());
     std::optional<SharedFinishes> r = remote->share(std::move(call));
     if (!r) return out;
     if (registered != nullptr) *registered = r->registered;
@@ -240,6 +242,7 @@ std::vector<SharedResult> share_collectives(Engine& engine, std::span<const Shar
     out[i].covered = static_cast<uint32_t>(collectives[i].ranks.size());
     engine.release(ids);
   }
+  if (!released.empty()) engine.release(released);
   if (floor) engine.set_rank_floor(rank, *floor);
   return out;
 }

@@ -74,6 +74,8 @@ void ShareBarrier::submit(uint64_t client, uint64_t request, const ShareCollecti
     ++h.open;
     if (k.count >= k.nranks) covered_now.push_back(key);
   }
+  // Ids the connection will not name again (the NCCL plugin's transfers, read already).
+  if (!m.released.empty()) engine_.release(m.released);
   // The promise after the placements: they are this process's, at or above it (nccl_shared_fabric.h).
   if (may_floor && m.floor) engine_.set_rank_floor(m.rank, *m.floor);
   auto [held, added] = held_.emplace(handle, std::move(h));

@@ -92,6 +92,7 @@ inline std::vector<wire::Frame> sample_frames() {
                              SharedItem{~0ull, ~0ull, kMaxShareRanks, {0, static_cast<int32_t>(kMaxShareRanks - 1)}, {}},
                              SharedItem{7, 1, 0, {}, {odd_flow}}}}},  // a message: waits for nobody
       {37, ShareCollectives{-1, std::nullopt, {}}},
+      {40, ShareCollectives{(2 << 20) + 1, 1.5, {}, {1, 2, ~0ull}}},  // the NCCL plugin's: ids released only
       {38, SharedFinishes{4, {{2.5e-3, 2}, {std::nullopt, 0}, {inf, ~0u}}}},
       {39, SharedFinishes{}},
   };

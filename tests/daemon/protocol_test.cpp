@@ -101,6 +101,11 @@ TEST(Protocol, ShareCollectivesFieldsSurvive) {
   d = decode_frame(encode({5, ShareCollectives{3, std::nullopt, {SharedItem{1, 0, 2, {1}, {}}}}}));
   ASSERT_TRUE(d.frame);
   EXPECT_FALSE(std::get<ShareCollectives>(d.frame->body).floor);
+  EXPECT_TRUE(m.released.empty());
+  // Ids released (protocol 8: the NCCL plugin's flows no buffer names any more).
+  d = decode_frame(encode({7, ShareCollectives{(2 << 20) + 1, 1.5, {}, {4, 9, ~0ull}}}));
+  ASSERT_TRUE(d.frame) << to_string(d.error);
+  EXPECT_EQ(std::get<ShareCollectives>(d.frame->body).released, (std::vector<EventId>{4, 9, ~0ull}));
 
   d = decode_frame(encode({6, SharedFinishes{9, {{1.25, 8}, {std::nullopt, 3}}}}));
   ASSERT_TRUE(d.frame);

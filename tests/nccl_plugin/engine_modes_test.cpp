@@ -16,9 +16,11 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 
+#include "own_daemon.h"
 #include "plugin_fixture.h"
 #include "simcore/remote_engine.h"
 
@@ -318,25 +320,9 @@ TEST(NcclEngineModes, AStoppedDaemonFailsTheTransferInsteadOfStallingIt) {
 // down at the end. The child rank re-executes this binary with --child-send.
 int main(int argc, char** argv) {
   if (argc >= 2 && std::string(argv[1]) == "--child-send") return child_send(3, 4);
-  std::string dir;
-  if (mode() == Mode::daemon && std::getenv("VGPU_DAEMON_DIR") == nullptr) {
-    char tmpl[] = "/tmp/vgpu-nccl-test-XXXXXX";
-    if (mkdtemp(tmpl) == nullptr) return 2;
-    dir = tmpl;
-    setenv("VGPU_DAEMON_DIR", dir.c_str(), 1);
-    setenv("VGPU_JOB_ID", ("nccl-modes-" + std::to_string(getpid())).c_str(), 1);
-    prctl(PR_SET_CHILD_SUBREAPER, 1);  // the daemon started on demand stays our child
-  }
+  std::optional<OwnDaemon> daemon;
+  if (mode() == Mode::daemon && std::getenv("VGPU_DAEMON_DIR") == nullptr && !daemon.emplace("nccl-modes-").ok())
+    return 2;
   ::testing::InitGoogleTest(&argc, argv);
-  int rc = RUN_ALL_TESTS();
-  if (!dir.empty()) {
-    simcore::RemoteOptions o;
-    o.socket_dir = dir;
-    simcore::shutdown_daemon(o);
-    while (waitpid(-1, nullptr, WNOHANG) > 0) {
-    }
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);
-  }
-  return rc;
+  return RUN_ALL_TESTS();
 }

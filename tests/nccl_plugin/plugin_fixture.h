@@ -85,6 +85,8 @@ struct DriverClocks {
   void (*group_end)() = nullptr;
   // The contract's launch_tasks_done.
   void (*tasks_done)(uint64_t) = nullptr;
+  // The contract's gpu_floor.
+  double (*floor)(int gpu) = nullptr;
 };
 inline DriverClocks& driver_clocks() {
   static DriverClocks c;
@@ -104,7 +106,8 @@ inline bool hand_over_clocks() {
                             driver_clocks().group_operation,
                             driver_clocks().group_launch,
                             driver_clocks().group_end,
-                            driver_clocks().tasks_done};
+                            driver_clocks().tasks_done,
+                            driver_clocks().floor};
   vgpu_nccl_plugin_side out{};
   out.size = sizeof out;
   out.version = VGPU_NCCL_CONTRACT_VERSION;

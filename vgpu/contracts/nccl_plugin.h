@@ -28,7 +28,7 @@ extern "C" {
 #endif
 
 /* This header's version; a new slot, a changed struct or a changed meaning bumps it. */
-#define VGPU_NCCL_CONTRACT_VERSION 7u
+#define VGPU_NCCL_CONTRACT_VERSION 8u
 
 /* ---- What both sides describe ---------------------------------------------------------- */
 
@@ -133,6 +133,12 @@ typedef struct vgpu_nccl_driver_side {
    * the tasks name its peers (vgpu/sim/exec/nccl_p2p.h). Called outside the plugin's locks,
    * inside own_work_begin/end; may block while the driver waits for a peer. NULL: none. */
   void (*launch_tasks_done)(uint64_t launch);
+  /* The driver's promise for `global_gpu` of this process (the plugin's floor in the job's vgpud,
+   * nccl_plugin/core/virtual_time.h): no value that gpu_clock or launch_clock answers for that GPU
+   * from this call on, for a launch made later or one whose transfers are not all done, lies
+   * below the returned time. Negative: no promise now. NULL: none (the plugin then moves no floor
+   * while the driver's clocks are installed). */
+  double (*gpu_floor)(int global_gpu);
 } vgpu_nccl_driver_side;
 
 /* ---- What the plugin offers the driver ------------------------------------------------- */

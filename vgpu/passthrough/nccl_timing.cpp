@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <deque>
 #include <cstring>
+#include <cmath>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -81,6 +83,65 @@ double launch_clock_hook(int gpu, uint64_t launch) {
   return op->issue;
 }
 
+// The NCCL kernels of each GPU whose transfers may still ask launch_clock_hook: from their
+// attribution (inside the launch call, before its issue time is taken) to their finish() (their
+// real execution complete, so are their transfers), each with a time its launch clock cannot go
+// below: the device's horizon at the attribution (the issue time, taken after, is at or above
+// it), then its issue (its start is at or above it). Few at once: a scan answers least().
+class OpenLaunches {
+ public:
+  void open(uint64_t tag, int gpu, double bound) {
+    std::lock_guard l(mu_);
+    open_[tag] = {gpu, bound};
+  }
+  void issued(uint64_t tag, double issue) {
+    std::lock_guard l(mu_);
+    if (auto it = open_.find(tag); it != open_.end()) it->second.second = std::max(it->second.second, issue);
+  }
+  void close(uint64_t tag) {
+    std::lock_guard l(mu_);
+    open_.erase(tag);
+  }
+  double least(int gpu) {
+    std::lock_guard l(mu_);
+    double t = std::numeric_limits<double>::infinity();
+    for (const auto& [tag, e] : open_)
+      if (e.first == gpu) t = std::min(t, e.second);
+    return t;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_map<uint64_t, std::pair<int, double>> open_;
+};
+
+OpenLaunches& open_launches() {
+  static OpenLaunches* o = new OpenLaunches;  // used until exit
+  return *o;
+}
+
+// The least horizon of this process's virtual devices that are cluster GPU `gpu`
+// (thread_clock.h: a thread that submits to a device is raised to its horizon first); +inf when
+// none is.
+double horizon_of(int gpu) {
+  PassState* s = PassState::get();
+  double t = std::numeric_limits<double>::infinity();
+  if (s == nullptr) return t;
+  for (int v = 0; v < s->device_count() && v < thread_clock::detail::kMaxDevices; ++v)
+    if (global_gpu(v) == gpu)
+      t = std::min(t, thread_clock::detail::g_horizon[static_cast<size_t>(v)].t.load(std::memory_order_acquire));
+  return t;
+}
+
+// The contract's gpu_floor: no launch clock or GPU clock this backend answers for `gpu` from now
+// on, for a kernel launched later (issued at or above its device's horizon) or one still open
+// (above), lies below it; clock_hook only grows. -1 when no device of this process is that GPU.
+double gpu_floor_hook(int gpu) {
+  const double h = horizon_of(gpu);
+  if (!std::isfinite(h)) return -1;
+  return std::min({h, open_launches().least(gpu), clock_hook(gpu)});
+}
+
 // The passthrough's side of the contract: the rank's current device, as cuCtxGetDevice says.
 int current_device(int* device) {
   CUdevice d = 0;
@@ -100,7 +161,8 @@ contracts::NcclPluginClient& client() {
       vgpu_nccl_driver_side{0, 0, &clock_hook, &launch_clock_hook, &current_device, nullptr,
                             &thread_clock::own_work_begin, &thread_clock::own_work_end, &GroupHooks::begin,
                             &GroupHooks::operation, &GroupHooks::launch, &GroupHooks::end,
-                            nullptr});  // launch_tasks_done: the real kernels meet their peers themselves
+                            nullptr,  // launch_tasks_done: the real kernels meet their peers themselves
+                            &gpu_floor_hook});
   return *c;
 }
 
@@ -238,7 +300,10 @@ int local_ranks(uint64_t comm) {
 Attribution attribute(int gpu) {
   Attribution a;
   if (const Plugin* p = plugin()) a.launch = p->current_launch();
-  if (a.launch != 0) return a;
+  if (a.launch != 0) {
+    open_launches().open(a.launch, gpu, std::min(horizon_of(gpu), clock_hook(gpu)));
+    return a;
+  }
   static std::mutex mu;
   static auto* open = new std::unordered_map<int, std::shared_ptr<std::atomic<uint64_t>>>;
   a.since = completion_log().position();
@@ -251,11 +316,15 @@ Attribution attribute(int gpu) {
 }
 
 void launched(const Attribution& a, const OpRef& op) {
-  if (a.launch != 0 && op) launches().add(a.launch, op);
+  if (a.launch != 0 && op) {
+    launches().add(a.launch, op);
+    open_launches().issued(a.launch, op->issue);
+  }
 }
 
 double finish(int gpu, const Attribution& a, double start) {
   const double floor = start + kMinSeconds;
+  if (a.launch != 0) open_launches().close(a.launch);  // its transfers are done (real execution complete)
   if (a.launch == 0) {
     const uint64_t until = a.until ? a.until->load(std::memory_order_acquire) : 0;
     return completion_log().latest_between(gpu, a.since, until, floor);

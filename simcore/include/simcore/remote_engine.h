@@ -88,10 +88,12 @@ struct SharedResult {
 // wire::kShareTimeoutS, then from the flows placed so far), one result per collective, in order;
 // each key's flows are released there. Empty results (no finish) when the daemon is lost
 // (`engine.lost()` says so). *registered (may be null): the ranks every client of the job has
-// registered. On an in-process engine: placed and answered at once from these flows alone
-// (*registered then 0: not known).
+// registered. `released`: ids the caller will never name again (Engine::release), released after
+// the flows are placed (protocol 8). On an in-process engine: placed and answered at once from
+// these flows alone (*registered then 0: not known).
 std::vector<SharedResult> share_collectives(Engine& engine, std::span<const SharedCollective> collectives, int rank,
-                                            std::optional<Time> floor, uint32_t* registered);
+                                            std::optional<Time> floor, uint32_t* registered,
+                                            std::span<const EventId> released = {});
 
 // The Unix socket path the job's daemon listens on (for messages and vgpu-run).
 std::string daemon_socket_path(const RemoteOptions& options);

@@ -1,8 +1,6 @@
 // The job's shared engine for collectives of rank processes (nccl_shared_fabric.h says why).
 #include "sim/exec/nccl_shared_fabric.h"
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <string>
@@ -37,17 +35,8 @@ simcore::Engine* NcclSharedFabric::engine() {
     return nullptr;
   }
   // One rank of this process in vgpud (nccl_shared_fabric.h): its floor lets vgpud reclaim.
-  const char* job_rank = std::getenv("RANK");
-  const char* world = std::getenv("WORLD_SIZE");
-  char* end = nullptr;
-  const long r = job_rank != nullptr ? std::strtol(job_rank, &end, 10) : -1;
-  const bool by_rank = job_rank != nullptr && end != job_rank && *end == '\0' && r >= 0 && r < kPidBase - kRankBase;
-  rank_ = by_rank ? kRankBase + static_cast<int>(r) : kPidBase + static_cast<int>(::getpid() % kPidBase);
-  const long w = world != nullptr ? std::strtol(world, nullptr, 10) : 0;
-  expected_ = by_rank && w > 0 && w < kPidBase ? static_cast<uint32_t>(w) : 0;
-  engine_->register_rank(rank_);
-  registered_ = engine_->lost().empty();
-  if (expected_ == 0)
+  floor_.register_in(*engine_);
+  if (floor_.expected() == 0)
     log::info("sim nccl: no RANK and WORLD_SIZE: the job's vgpud keeps every collective's transfers (its memory grows "
               "with the job)");
   ready_.store(engine_.get(), std::memory_order_release);
@@ -72,24 +61,9 @@ std::vector<simcore::SharedResult> NcclSharedFabric::share(std::span<const simco
                                                            double own_floor) {
   simcore::Engine* e = ready_.load(std::memory_order_acquire);
   if (e == nullptr || collectives.empty()) return std::vector<simcore::SharedResult>(collectives.size());
-  // One thread's request at a time carries a floor (floors go out in order); the lock is held
-  // across the reply, which vgpud holds until the other processes' ranks came, so another
-  // thread meanwhile sends its flows without a floor rather than wait behind it (its own
-  // collectives may be what a third process's ranks need first).
-  std::unique_lock l(floor_mu_, std::try_to_lock);
-  // The promise (nccl_shared_fabric.h): below every flow this process places from now on, and
-  // only once every process of the job is registered in vgpud.
-  std::optional<double> floor;
-  const double promise = own_floor - kFloorLag;
-  if (l.owns_lock() && registered_ && everyone_seen_ && promise > 0 && promise >= floor_sent_ + kFloorStep)
-    floor = promise;
-  uint32_t registered = 0;
-  std::vector<simcore::SharedResult> out = simcore::share_collectives(*e, collectives, rank_, floor, &registered);
+  std::vector<simcore::SharedResult> out = floor_.share(*e, collectives, own_floor);
   answer_calls_.fetch_add(1, std::memory_order_relaxed);
   if (!alive()) return std::vector<simcore::SharedResult>(collectives.size());
-  if (!l.owns_lock()) return out;
-  if (floor) floor_sent_ = *floor;
-  if (expected_ > 0 && registered >= expected_) everyone_seen_ = true;
   return out;
 }
 

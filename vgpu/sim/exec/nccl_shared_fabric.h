@@ -19,12 +19,12 @@
 // reply until every rank of each key placed its flows (any process's request) and answers the
 // latest finish of all of them; it releases the flows then. No barrier of the processes' own.
 //
-// Bounded memory in vgpud: each process registers one rank there (its job rank, RANK as torchrun
-// sets it, offset by kRankBase; without RANK its pid, offset by kPidBase: ids of two processes
-// never collide) and moves that rank's floor as its own engine's floor moves, so that vgpud
-// finalizes and reclaims the flows of past collectives, and forgets their ids once released. The
-// floor goes with the group's request (no round trip of its own), only once it moved kFloorStep
-// past the last one sent. Why no later placement of any process is refused by it:
+// Bounded memory in vgpud: each process registers one rank there and moves that rank's floor as
+// its own engine's floor moves, so that vgpud finalizes and reclaims the flows of past
+// collectives, and forgets their ids once released: the rank, when a floor may move and how it
+// goes out are simcore/job_rank_floor.h's (shared with the NCCL plugin). The floor this process
+// promises is its engine's lowest thread floor. Why no later placement of any process is refused
+// by it:
 // - This process: every flow it places in vgpud starts at or after an arrival op its own engine
 //   placed in its launch call (the job's latest arrival, plus the model's latency part), and an
 //   arrival starts at or after its thread's clock, which is at or above every promise the thread
@@ -36,14 +36,11 @@
 //   lowest thread floor less kFloorLag (1 ms, far above a group's host time): below every flow
 //   it places later.
 // - The other processes: vgpud's floor is the least of the registered ranks' floors, so a
-//   registered process holds it back by its own floor (above). A process that has not
-//   registered yet holds nothing back: vgpud starts it at the others' floor, and its first flows
-//   could land below it. So no process moves its floor before vgpud has seen every process of
-//   the job registered at once (WORLD_SIZE, as torchrun sets it; each answer's reply says how
-//   many are registered); without WORLD_SIZE none moves it, and vgpud keeps everything as before.
-// A process that exits (or dies) closes its connection, and vgpud unregisters its rank. One that
-// hangs, alive, holds vgpud's floor where it stopped: memory grows again as it did without
-// floors, and nothing waits for it (no caller here waits for finality in vgpud).
+//   registered process holds it back by its own floor (above); one not registered yet holds
+//   nothing back, hence no floor moves before vgpud has seen every process registered
+//   (job_rank_floor.h).
+// A process that hangs, alive, holds vgpud's floor where it stopped: memory grows again as it did
+// without floors, and nothing waits for it (no caller here waits for finality in vgpud).
 #pragma once
 
 #include <atomic>
@@ -54,6 +51,7 @@
 #include <span>
 #include <vector>
 
+#include "simcore/job_rank_floor.h"
 #include "simcore/remote_engine.h"
 
 namespace vgpu {
@@ -69,7 +67,7 @@ class NcclSharedFabric {
   // that needs it connects, or says in one info line why not.
   simcore::Engine* engine();
   // One request: `collectives`' flows placed, this process's floor in vgpud moved to `own_floor`
-  // (its engine's lowest thread floor) less kFloorLag when allowed (above), and once every rank
+  // (its engine's lowest thread floor) less JobRankFloor::kFloorLag when allowed, and once every rank
   // of each collective placed its flows (vgpud's bounded wait), each one's latest finish of all
   // of them (no finish when none, or every one when the engine was lost: warned once, not used
   // again).
@@ -77,10 +75,6 @@ class NcclSharedFabric {
   // Requests made so far (one per share()), for the debug log and tests.
   uint64_t answer_calls() const { return answer_calls_.load(std::memory_order_relaxed); }
 
-  static constexpr int kRankBase = 1 << 20;   // + RANK
-  static constexpr int kPidBase = 1 << 30;    // + pid, without RANK
-  static constexpr double kFloorLag = 1e-3;   // seconds below this process's floor
-  static constexpr double kFloorStep = 1e-3;  // seconds the floor must move before it is sent
   // After a call that may have failed: false (and one warning) when the engine is lost.
   bool alive();
 
@@ -92,13 +86,7 @@ class NcclSharedFabric {
   std::atomic<simcore::Engine*> ready_{nullptr};  // engine_ while usable
   std::atomic<bool> gave_up_{false};               // not used again (setting, no vgpud, lost)
   std::atomic<uint64_t> answer_calls_{0};
-  // This process's rank in vgpud and the job's process count (0: unknown), set at connect.
-  int rank_ = 0;
-  bool registered_ = false;
-  uint32_t expected_ = 0;
-  std::mutex floor_mu_;            // held across a request that carries a floor: in order
-  bool everyone_seen_ = false;     // vgpud once had every process of the job registered
-  double floor_sent_ = -1;         // the last floor sent (-1: none)
+  simcore::JobRankFloor floor_{simcore::JobRankFloor::User::sim_collectives};
 };
 
 }  // namespace vgpu
