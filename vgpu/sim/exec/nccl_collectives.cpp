@@ -569,10 +569,10 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   };
   if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) {
     // Captured into a CUDA graph (CUDA-graph training steps, tensor-parallel layers under graphs):
-    // the kernel's node lasts that time on every replay; replays do not meet the other ranks'
-    // and move no data. Each replay places the collective's transfers from the node's start
-    // (nccl_graph_replay.cpp), after this process's other ranks' replays of it arrived
-    // (nccl_graph_meet.h).
+    // the kernel's node lasts that time on every replay and moves no data. A collective's replay
+    // starts once this process's other ranks' replays of it arrived (nccl_graph_meet.h; other
+    // processes' ranks are not met), and places its transfers from the node's start
+    // (nccl_graph_replay.cpp).
     if (known != 0) return false;
     Work k = p.to_work();
     if (!timed_alone(k, "captured")) return false;

@@ -12,9 +12,10 @@
 // links (nccl_p2p.h, nccl_link_share.h). A receive starts after its matching send's arrival
 // (nccl_p2p.h): on a two-rank communicator at the launch; on a larger one the kernel is held from
 // the launch until NCCL's tasks name its peers (the plugin's launch_tasks_done, right after the
-// launch; at the latest the thread's next driver call, when it meets no other rank). Graph
-// replays start on their own: a replay has no rendezvous; each places its transfers from its
-// node's start (nccl_graph_replay.cpp).
+// launch; at the latest the thread's next driver call, when it meets no other rank). A graph
+// replay of a captured collective meets this process's other ranks' replays of it (the k-th
+// replay of the node on every rank is one collective: nccl_graph_meet.h), not other processes'
+// ranks; each places its transfers from its node's start (nccl_graph_replay.cpp).
 //
 // Matching ranks: NCCL launches the kernels of one communicator in the same order on every
 // rank, so the k-th NCCL launch of each rank on communicator c is one collective. The ranks of
