@@ -58,6 +58,23 @@ struct Work {
     std::string label;
   };
   std::function<ReplayEnd(const ReplayStart& start)> on_replay;
+
+  // Work recorded into a CUDA graph whose replay meets the other ranks' replays of it (a captured
+  // NCCL collective: the k-th replay of its node on every rank is one collective,
+  // sim/exec/nccl_graph_meet.h). Called by the replay (StreamManager::submit_items, under the
+  // streams' lock) with the node's arrival (an op on the stream after what the node starts after),
+  // the launch's stream argument and `rest`, which places the node and the graph's items after it once called with every
+  // rank's arrival (under the streams' lock too). An early rank's answer is `held`: it keeps
+  // `rest`, and the replay stops at the node (the stream's last op is the arrival); the last
+  // rank's answer gives every arrival, which its node starts after, and the held ranks' rests to
+  // call with them. Empty for every other work.
+  using PlaceRest = std::function<void(const std::vector<uint64_t>& arrivals)>;
+  struct Meeting {
+    bool held = false;
+    std::vector<uint64_t> arrivals;  // every rank's arrival, this one's included (not held)
+    std::vector<PlaceRest> release;  // the earlier ranks' rests (not held)
+  };
+  std::function<Meeting(uint64_t arrival, CUstream stream, PlaceRest rest)> on_meet;
 };
 
 }  // namespace vgpu

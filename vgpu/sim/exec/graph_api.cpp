@@ -2,6 +2,7 @@
 #include "common/log.h"
 #include "sim/core/driver_state.h"
 #include "sim/exec/graph.h"
+#include "sim/exec/nccl_graph_meet.h"
 #include "sim/exec/stream.h"
 #include "sim/core/virtual_clock.h"
 #include "sim/memory/copy.h"
@@ -336,8 +337,18 @@ VGPU_EXPORT CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec e) {
   VGPU_STATE(d);
   return d->graphs().destroy_exec(e);
 }
-VGPU_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec e, CUstream s) { VGPU_CALL_SCOPE(); return launch(e, s, false); }
-VGPU_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) { VGPU_CALL_SCOPE(); return launch(e, s, true); }
+// The mark before the call's scope: work the thread's previous calls left for this one (a replay
+// held for its other ranks', nccl_graph_meet.h) knows it is a graph launch, and onto which stream.
+VGPU_EXPORT CUresult CUDAAPI cuGraphLaunch(CUgraphExec e, CUstream s) {
+  vgpu::NcclGraphMeetings::GraphLaunchMark mark(s);
+  VGPU_CALL_SCOPE();
+  return launch(e, s, false);
+}
+VGPU_EXPORT CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec e, CUstream s) {
+  vgpu::NcclGraphMeetings::GraphLaunchMark mark(s);
+  VGPU_CALL_SCOPE();
+  return launch(e, s, true);
+}
 VGPU_EXPORT CUresult CUDAAPI cuGraphUpload(CUgraphExec e, CUstream s) { VGPU_CALL_SCOPE(); return upload(e, s, false); }
 VGPU_EXPORT CUresult CUDAAPI cuGraphUpload_ptsz(CUgraphExec e, CUstream s) { VGPU_CALL_SCOPE(); return upload(e, s, true); }
 

@@ -161,6 +161,7 @@ void launch_tasks_done(uint64_t tag) {
 void flush_held_p2p() {
   if (NcclCollectives* c = backend_collectives()) {
     c->flush_thread();
+    c->flush_graph_meetings();
     c->flush_shared_ends();
   }
 }
@@ -183,7 +184,8 @@ NcclCollectives::NcclCollectives(DriverState& driver)
                                     &group_operation, &group_launch, &group_end, &launch_tasks_done}),
       data_(driver.memory()),
       links_(driver.cluster()),
-      p2p_(driver, &links_) {
+      p2p_(driver, &links_),
+      meetings_([] { vclock::before_next_call(&flush_held_p2p); }) {
   p2p_.set_share([this](const std::vector<simcore::CollectiveCall>& messages, const NcclP2p::Launch& l,
                         uint64_t kernel, CUstream stream, bool per_thread, uint64_t arrival,
                         std::vector<uint64_t> end_after) {
@@ -405,6 +407,8 @@ void NcclCollectives::flush_thread() {
       resolve_captured(tag);  // a captured send/recv's tasks: kept for their tasks_done when not all known yet
 }
 
+void NcclCollectives::flush_graph_meetings() { meetings_.flush_thread(driver_.streams()); }
+
 void NcclCollectives::flush_shared_ends() {
   if (t_shared_ends.empty()) return;
   if (t_group_depth > 0) {  // a driver call inside NCCL's group: its other kernels may follow
@@ -565,13 +569,21 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   };
   if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) {
     // Captured into a CUDA graph (CUDA-graph training steps, tensor-parallel layers under graphs):
-    // the kernel's node lasts that time on every replay; replays do not meet the other ranks'
-    // and move no data. Each replay places the collective's transfers from the node's start
+    // the kernel's node lasts that time on every replay and moves no data. A collective's replay
+    // starts once this process's other ranks' replays of it arrived (nccl_graph_meet.h; other
+    // processes' ranks are not met), and places its transfers from the node's start
     // (nccl_graph_replay.cpp).
     if (known != 0) return false;
     Work k = p.to_work();
     if (!timed_alone(k, "captured")) return false;
-    k.on_replay = replay_transfers(got, tag, p.function->device, local_ranks_of(plugin, got), k.duration_s);
+    const int local = local_ranks_of(plugin, got);
+    k.on_replay = replay_transfers(got, tag, p.function->device, local, k.duration_s);
+    // A collective's replays meet this process's other ranks' replays (nccl_graph_meet.h).
+    if (std::none_of(any.begin(), any.end(), [](const simcore::CollectiveCall& c) {
+          return c.op == simcore::CollectiveOp::send_recv || c.op == simcore::CollectiveOp::all_to_all;
+        }) && !any.empty() && got.nranks > 1 && got.rank >= 0 && got.rank < got.nranks)
+      k.on_meet = meetings_.hook({got.comm_id, meetings_.next_index(got.comm_id, got.rank), got.rank,
+                                  std::min(local, got.nranks)});
     *rc = streams.submit(stream, std::move(k), per_thread);
     return true;
   }

@@ -12,9 +12,10 @@
 // links (nccl_p2p.h, nccl_link_share.h). A receive starts after its matching send's arrival
 // (nccl_p2p.h): on a two-rank communicator at the launch; on a larger one the kernel is held from
 // the launch until NCCL's tasks name its peers (the plugin's launch_tasks_done, right after the
-// launch; at the latest the thread's next driver call, when it meets no other rank). Graph
-// replays start on their own: a replay has no rendezvous; each places its transfers from its
-// node's start (nccl_graph_replay.cpp).
+// launch; at the latest the thread's next driver call, when it meets no other rank). A graph
+// replay of a captured collective meets this process's other ranks' replays of it (the k-th
+// replay of the node on every rank is one collective: nccl_graph_meet.h), not other processes'
+// ranks; each places its transfers from its node's start (nccl_graph_replay.cpp).
 //
 // Matching ranks: NCCL launches the kernels of one communicator in the same order on every
 // rank, so the k-th NCCL launch of each rank on communicator c is one collective. The ranks of
@@ -90,6 +91,7 @@
 #include "front/driver/cuda_api.h"
 #include "sim/core/stream_work.h"
 #include "sim/exec/nccl_data.h"
+#include "sim/exec/nccl_graph_meet.h"
 #include "sim/exec/nccl_link_share.h"
 #include "sim/exec/nccl_p2p.h"
 #include "sim/exec/nccl_rendezvous.h"
@@ -123,6 +125,8 @@ class NcclCollectives {
   // Places every send/recv kernel the calling thread launched and still holds for its tasks
   // (they did not come before the thread's next driver call: vclock::before_next_call).
   void flush_thread();
+  // Places the calling thread's graph replays held for their other ranks' (nccl_graph_meet.h).
+  void flush_graph_meetings();
 
   // A collective of a process of one GPU whose transfers are also in the job's shared engine
   // (nccl_shared_fabric.h): its "collective end" op, held until the thread's NCCL group is over.
@@ -269,6 +273,7 @@ class NcclCollectives {
   NcclLinkShare links_;        // collectives' and received messages' transfers on the fabric's links
   NcclP2p p2p_;                // send/recv kernels meeting their peers
   NcclSharedFabric shared_;    // the job's engine, where rank processes place their flows too
+  NcclGraphMeetings meetings_;  // graph replays of captured collectives meeting this process's other ranks'
   std::mutex mu_;
   std::map<std::pair<uint64_t, int>, uint64_t> launches_;  // (comm, rank) -> NCCL launches so far
   std::map<uint64_t, std::vector<int>> comm_gpus_;          // comm -> gpu of each rank (-1 unknown)

@@ -1,7 +1,8 @@
 // A graph-captured NCCL collective's transfers, placed again on each replay of its node.
 //
-// A captured kernel lasts the model's time from its node's start on every replay (it meets no
-// other rank: nccl_collectives.h). Its bandwidth part also becomes flows on the fabric each time,
+// A captured kernel lasts the model's time from its node's start on every replay: after every
+// rank's arrival where this process holds several ranks of it (nccl_graph_meet.h), else from its
+// own replay. Its bandwidth part also becomes flows on the fabric each time,
 // as a directly launched collective's does (nccl_link_share.h): from the node's own start, so a
 // replay alone keeps exactly the model's time and one whose transfers meet others' on a link (a
 // graph of another communicator replayed at once, a peer copy) gets its max-min share and ends
@@ -13,10 +14,10 @@
 // starts right after the captured launch (resolve_captured keeps them for every replay; until
 // they come, a replay places none).
 //
-// What a replay leaves out, having no rendezvous: a rank's transfer starts with its own node, not
-// with the collective's last rank, so ranks replayed at different times overlap less than their
-// collective's would; and a process holding some of the ranks sees the other processes' transfers
-// only as the ones into its own GPUs.
+// What a replay leaves out, meeting no other process's ranks: a rank process's transfer starts with
+// its own node, not with the collective's last rank, so ranks replayed at different times overlap
+// less than their collective's would; and a process holding some of the ranks sees the other
+// processes' transfers only as the ones into its own GPUs.
 #include <algorithm>
 
 #include "common/log.h"

@@ -232,8 +232,9 @@ struct StreamManager::Impl {
     order.stream(s->order_key(), s->kind()).last = {op, op->vid};
     s->queue.push_back(op);
     const bool idle = s->queue.size() == 1 && !s->running;
-    const bool inline_ok = idle && op->waits.empty() && !op->on_worker && !op->ready;
-    *run_inline = inline_ok;
+    // No slot for the answer (a graph's items placed by another thread's call): never inline.
+    const bool inline_ok = run_inline != nullptr && idle && op->waits.empty() && !op->on_worker && !op->ready;
+    if (run_inline != nullptr) *run_inline = inline_ok;
     if (inline_ok) {
       s->running = true;
     } else {
@@ -241,6 +242,152 @@ struct StreamManager::Impl {
       schedule(s);
     }
     return op;
+  }
+
+  // ---- graph launches (submit_items) ------------------------------------------------------
+
+  // A graph launch's items being placed, in order; kept while a captured NCCL node waits for the
+  // other ranks' replays of it (Work::on_meet), and placed on from that node once they came.
+  struct GraphPlacement {
+    std::shared_ptr<Stream> s;
+    CUstream stream = nullptr;  // the launch's stream argument
+    std::vector<LaunchItem> items;
+    std::vector<std::shared_ptr<Event>> evs;
+    std::vector<std::shared_ptr<Op>> root_waits;  // what a root item waits for (the stream's previous work)
+    std::vector<simcore::EventId> root_after;
+    std::vector<simcore::EventId> vids;  // each placed item's event
+    std::vector<bool> has_succ;
+    double not_before = 0;
+    size_t next = 0;       // the next item to place
+    uint64_t arrival = 0;  // held: the node's arrival op, the stream's last op when it was held
+    std::shared_ptr<Op> op, first_inline;  // the last op placed; the one the caller runs inline
+  };
+
+  // Places g's items from g.next on (under mu); stops at a node that meets the other ranks'
+  // replays and is not the last to arrive (g kept by that node's meeting), else joins the graph's
+  // sinks into the stream's last op. `arrivals`: every rank's, for the node g was held at.
+  void place_graph(const std::shared_ptr<GraphPlacement>& gp, const std::vector<uint64_t>* arrivals = nullptr) {
+    GraphPlacement& g = *gp;
+    Stream& s = *g.s;
+    // Resumed (another thread's replay, or the flush of a rank whose peers never came): nothing
+    // is run inline; behind work the stream got meanwhile when its last op is no longer the arrival.
+    const bool resumed = arrivals != nullptr;
+    std::vector<std::shared_ptr<Op>> behind_waits;
+    std::vector<simcore::EventId> behind_after;
+    if (resumed && last_of(s).vid != g.arrival) {
+      log::debug("graph launch: a node held for the other ranks' replays goes behind later work on its stream");
+      stream_deps(s, behind_waits, behind_after);
+    }
+    bool* inline_slot = nullptr;
+    bool run_inline = false;
+    for (; g.next < g.items.size(); ++g.next) {
+      const size_t i = g.next;
+      LaunchItem& it = g.items[i];
+      std::vector<std::shared_ptr<Op>> waits = behind_waits;
+      std::vector<simcore::EventId> after = behind_after;
+      if (it.deps.empty()) {
+        waits.insert(waits.end(), g.root_waits.begin(), g.root_waits.end());
+        after.insert(after.end(), g.root_after.begin(), g.root_after.end());
+      }
+      for (int d : it.deps) {
+        if (d < 0 || static_cast<size_t>(d) >= i) continue;  // instantiate sorted them
+        g.has_succ[d] = true;
+        if (g.vids[d] != simcore::kNoEvent) after.push_back(g.vids[d]);
+      }
+      if (it.kind == LaunchItem::Kind::event_wait && g.evs[i]->recorded)
+        add_dep(g.evs[i]->op, g.evs[i]->vid, waits, after);
+      Work w = std::move(it.work);
+      if (it.kind != LaunchItem::Kind::work) {
+        w = Work{};
+        w.kind = it.kind == LaunchItem::Kind::event_record ? Work::Kind::other : Work::Kind::wait;
+        w.label = it.kind == LaunchItem::Kind::event_record ? "event record" : "wait event";
+      }
+      inline_slot = resumed ? nullptr : &run_inline;
+      if (w.on_meet) {
+        if (arrivals != nullptr) {
+          // The node this placement was held at: after its own arrival and every other rank's
+          // (and behind the stream's later work, if it got some).
+          after = behind_after;
+          after.insert(after.end(), arrivals->begin(), arrivals->end());
+          waits = behind_waits;
+          arrivals = nullptr;
+        } else {
+          // Its arrival: an op after what the node starts after (the graph's items placed so far
+          // too: a captured collective is a stream's chain), then the meeting.
+          for (size_t d = 0; d < i; ++d)
+            if (g.vids[d] != simcore::kNoEvent) after.push_back(g.vids[d]);
+          Work a;
+          a.kind = Work::Kind::other;
+          a.label = "nccl arrival";
+          g.op = append(g.s, std::move(a), std::move(waits), std::move(after), g.not_before, nullptr, inline_slot);
+          if (run_inline) g.first_inline = g.op;
+          run_inline = false;
+          g.arrival = g.op->vid;
+          it.work = std::move(w);  // kept for the rest's placement
+          auto on_meet = it.work.on_meet;
+          Work::Meeting m = on_meet(g.arrival, g.stream, [this, gp](const std::vector<uint64_t>& all) { place_graph(gp, &all); });
+          if (m.held) return;  // the stream ends with the arrival until the last rank's replay
+          for (const Work::PlaceRest& rest : m.release) rest(m.arrivals);
+          w = std::move(it.work);
+          after = std::move(m.arrivals);
+          waits.clear();
+          behind_waits.clear();
+          behind_after.clear();
+          inline_slot = nullptr;  // an arrival op precedes it on the stream
+        }
+      }
+      // A node that places more on each replay (a captured NCCL collective's transfers) starts
+      // what it places with its own start; its end is an op after both.
+      auto on_replay = std::move(w.on_replay);
+      Work::ReplayStart start;
+      if (on_replay) start = {after, g.not_before};
+      g.op = append(g.s, std::move(w), std::move(waits), std::move(after), g.not_before, nullptr, inline_slot);
+      g.vids[i] = g.op->vid;
+      if (on_replay && g.op->vid != simcore::kNoEvent) {
+        Work::ReplayEnd placed = on_replay(start);
+        if (!placed.after.empty()) {
+          if (run_inline) g.first_inline = g.op;  // the end op below is never inline
+          run_inline = false;
+          placed.after.push_back(g.op->vid);
+          Work end;
+          end.kind = Work::Kind::other;
+          end.label = std::move(placed.label);
+          g.op = append(g.s, std::move(end), {}, std::move(placed.after), g.not_before, nullptr, nullptr);
+          g.vids[i] = g.op->vid;
+        }
+      }
+      if (it.kind == LaunchItem::Kind::event_record) {
+        g.evs[i]->op = g.op;
+        g.evs[i]->vid = g.op->vid;
+        g.evs[i]->recorded = true;
+        g.evs[i]->capture.reset();
+        g.evs[i]->capture_nodes.clear();
+      }
+      // Only the first op can be inline (the stream stays marked running until it is done), so
+      // it runs after the placement: another thread's work cannot slip between the items.
+      if (run_inline) g.first_inline = g.op;
+      run_inline = false;
+    }
+    if (g.items.size() > 1) {
+      // The stream's next work follows the whole graph: join the sinks into one point.
+      std::vector<simcore::EventId> sinks;
+      for (size_t i = 0; i < g.items.size(); ++i)
+        if (!g.has_succ[i] && g.vids[i] != simcore::kNoEvent) sinks.push_back(g.vids[i]);
+      simcore::TaskSpec join;
+      join.gpu = driver.global_gpu(s.device);
+      join.lane = s.lane;
+      join.not_before = g.not_before;
+      join.after = std::move(sinks);
+      join.label = "graph end";
+      if (auto id = engine().add_task(join); id != simcore::kNoEvent) {
+        order.stream(s.order_key(), s.kind()).last.vid = id;
+        if (g.op) {  // the last real op stands for the graph's end, and keeps its own event
+          if (g.op->own_vid == simcore::kNoEvent) g.op->own_vid = g.op->vid;
+          g.op->vid = id;
+          g.op->engine = &engine();
+        }
+      }
+    }
   }
 
   // A batch of activity is due (noted under mu): report it now that mu is released.
@@ -939,85 +1086,17 @@ CUresult StreamManager::submit_items(CUstream stream, std::vector<LaunchItem> it
     return CUDA_SUCCESS;
   }
 
-  std::vector<std::shared_ptr<Op>> root_waits;
-  std::vector<simcore::EventId> root_after;
-  impl_->stream_deps(*s, root_waits, root_after);
-  std::vector<simcore::EventId> vids(items.size(), simcore::kNoEvent);
-  std::vector<bool> has_succ(items.size(), false);
-  std::shared_ptr<Op> op, first_inline;
-  bool run_inline = false;
-  for (size_t i = 0; i < items.size(); ++i) {
-    LaunchItem& it = items[i];
-    std::vector<std::shared_ptr<Op>> waits;
-    std::vector<simcore::EventId> after;
-    if (it.deps.empty()) {
-      waits = root_waits;
-      after = root_after;
-    }
-    for (int d : it.deps) {
-      if (d < 0 || static_cast<size_t>(d) >= i) continue;  // instantiate sorted them
-      has_succ[d] = true;
-      if (vids[d] != simcore::kNoEvent) after.push_back(vids[d]);
-    }
-    if (it.kind == LaunchItem::Kind::event_wait && evs[i]->recorded)
-      Impl::add_dep(evs[i]->op, evs[i]->vid, waits, after);
-    Work w = std::move(it.work);
-    if (it.kind != LaunchItem::Kind::work) {
-      w = Work{};
-      w.kind = it.kind == LaunchItem::Kind::event_record ? Work::Kind::other : Work::Kind::wait;
-      w.label = it.kind == LaunchItem::Kind::event_record ? "event record" : "wait event";
-    }
-    // A node that places more on each replay (a captured NCCL collective's transfers) starts
-    // what it places with its own start; its end is an op after both.
-    auto on_replay = std::move(w.on_replay);
-    Work::ReplayStart start;
-    if (on_replay) start = {after, not_before};
-    op = impl_->append(s, std::move(w), std::move(waits), std::move(after), not_before, nullptr,
-                       &run_inline);
-    vids[i] = op->vid;
-    if (on_replay && op->vid != simcore::kNoEvent) {
-      Work::ReplayEnd placed = on_replay(start);
-      if (!placed.after.empty()) {
-        if (run_inline) first_inline = op;  // the end op below is never inline
-        placed.after.push_back(op->vid);
-        Work end;
-        end.kind = Work::Kind::other;
-        end.label = std::move(placed.label);
-        op = impl_->append(s, std::move(end), {}, std::move(placed.after), not_before, nullptr, &run_inline);
-        vids[i] = op->vid;
-      }
-    }
-    if (it.kind == LaunchItem::Kind::event_record) {
-      evs[i]->op = op;
-      evs[i]->vid = op->vid;
-      evs[i]->recorded = true;
-      evs[i]->capture.reset();
-      evs[i]->capture_nodes.clear();
-    }
-    // Only the first op can be inline (the stream stays marked running until it is done), so
-    // it runs after the loop: another thread's work cannot slip between the items.
-    if (run_inline) first_inline = op;
-  }
-  if (items.size() > 1) {
-    // The stream's next work follows the whole graph: join the sinks into one point.
-    std::vector<simcore::EventId> sinks;
-    for (size_t i = 0; i < items.size(); ++i)
-      if (!has_succ[i] && vids[i] != simcore::kNoEvent) sinks.push_back(vids[i]);
-    simcore::TaskSpec join;
-    join.gpu = impl_->driver.global_gpu(s->device);
-    join.lane = s->lane;
-    join.not_before = not_before;
-    join.after = std::move(sinks);
-    join.label = "graph end";
-    if (auto id = impl_->engine().add_task(join); id != simcore::kNoEvent) {
-      impl_->order.stream(s->order_key(), s->kind()).last.vid = id;
-      if (op) {  // the last real op stands for the graph's end, and keeps its own event
-        if (op->own_vid == simcore::kNoEvent) op->own_vid = op->vid;
-        op->vid = id;
-        op->engine = &impl_->engine();
-      }
-    }
-  }
+  auto g = std::make_shared<Impl::GraphPlacement>();
+  g->s = s;
+  g->stream = stream;
+  g->items = std::move(items);
+  g->evs = std::move(evs);
+  g->not_before = not_before;
+  impl_->stream_deps(*s, g->root_waits, g->root_after);
+  g->vids.assign(g->items.size(), simcore::kNoEvent);
+  g->has_succ.assign(g->items.size(), false);
+  impl_->place_graph(g);
+  std::shared_ptr<Op> first_inline = std::move(g->first_inline);
   lock.unlock();
   if (first_inline) {
     Impl::run(*first_inline);
@@ -1025,6 +1104,15 @@ CUresult StreamManager::submit_items(CUstream stream, std::vector<LaunchItem> it
   }
   impl_->report_activity();
   return CUDA_SUCCESS;
+}
+
+void StreamManager::place_rest(const Work::PlaceRest& rest, const std::vector<uint64_t>& arrivals) {
+  if (!rest) return;
+  {
+    std::lock_guard lock(impl_->mu);
+    rest(arrivals);
+  }
+  impl_->report_activity();
 }
 
 // ---- capture -----------------------------------------------------------------------------

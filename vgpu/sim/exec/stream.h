@@ -82,6 +82,10 @@ class StreamManager final : public StreamQueue {
   // time each item waits only for its own deps (roots: the stream's previous work). While the
   // stream is captured, the items become nodes of the capture instead.
   CUresult submit_items(CUstream stream, std::vector<LaunchItem> items, bool per_thread);
+  // Places the rest of a graph launch held at a node that meets the other ranks' replays
+  // (Work::on_meet), after `arrivals`, outside a graph launch: a held rank whose peers did not
+  // come before its thread's next driver call (sim/exec/nccl_graph_meet.h).
+  void place_rest(const Work::PlaceRest& rest, const std::vector<uint64_t>& arrivals);
 
   // Reports the work submitted so far to the job's status region (sim/exec/activity_report.h);
   // also done by itself at synchronizations and in batches. At exit, before the region is left.
