@@ -383,7 +383,10 @@ vgpu_nccl_plugin_contract_fn g_handshake = nullptr;
 
 void hand_over_clock(double (*clock)(int gpu)) {
   static vgpu_nccl_driver_side d;  // one driver: the plugin knows its driver by this address
-  d = vgpu_nccl_driver_side{sizeof d, VGPU_NCCL_CONTRACT_VERSION, clock, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr};
+  d = vgpu_nccl_driver_side{};  // every slot the benchmark does not play stays null
+  d.size = sizeof d;
+  d.version = VGPU_NCCL_CONTRACT_VERSION;
+  d.gpu_clock = clock;
   vgpu_nccl_plugin_side out{};
   out.size = sizeof out;
   out.version = VGPU_NCCL_CONTRACT_VERSION;
