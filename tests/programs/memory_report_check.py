@@ -17,6 +17,33 @@ import sys
 import tempfile
 
 
+def reads_map_the_zero_page():
+    """Whether this kernel maps a page only read to its shared zero page (pagemap: present, not
+    exclusive); some (a 6.18 microVM guest, 2026-11-28) give a read fault a page of its own, and
+    then pages only read are the process's own whatever the driver does."""
+    import ctypes
+    import mmap
+    page = mmap.PAGESIZE
+    m = mmap.mmap(-1, 8 * page, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)
+    try:
+        for i in range(0, 8 * page, page):
+            m[i]
+        address = ctypes.addressof(ctypes.c_char.from_buffer(m))
+        with open("/proc/self/pagemap", "rb") as f:
+            f.seek(address // page * 8)
+            raw = f.read(64)
+        del address
+        entries = [int.from_bytes(raw[i:i + 8], "little") for i in range(0, len(raw), 8)]
+        return not any((e >> 63) & 1 and (e >> 56) & 1 for e in entries)
+    except (OSError, ValueError, BufferError):
+        return True
+    finally:
+        try:
+            m.close()
+        except BufferError:
+            pass
+
+
 def zero_pages(program):
     """zero_pages_program --mib 96: a memset of 0 of 96 MiB and a copy of 32 MiB from
     never-written memory, and smaller ones on pool, VMM and exported memory; then 16 MiB read
@@ -40,9 +67,14 @@ def zero_pages(program):
         ("nothing left undone", r["device_timed_only_mib"] == 0),
         # 16 MiB read back, never written, left allocated: mapped to the zero page only.
         ("pages only read: resident by mincore", r["device_memory_resident_mib"] >= 16),
-        ("pages only read: the zero page by pagemap", r["device_memory_zero_page_mib"] >= 16),
-        ("pages only read: none of their own", r["device_memory_private_mib"] < 1),
     ]
+    if reads_map_the_zero_page():
+        checks += [
+            ("pages only read: the zero page by pagemap", r["device_memory_zero_page_mib"] >= 16),
+            ("pages only read: none of their own", r["device_memory_private_mib"] < 1),
+        ]
+    else:
+        print("skip pages only read: this kernel gives a read fault a page of its own (no shared zero page)")
     failures = 0
     for what, ok in checks:
         if not ok:
