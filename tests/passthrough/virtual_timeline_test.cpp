@@ -477,6 +477,54 @@ TEST(VirtualTimeline, MemoizedRecordsArePlacedAsWithOne) {
   EXPECT_GT(again, 1000) << "records must be made through their memos";
 }
 
+// `event` recorded on `key`'s stream at `issue` on both timelines, on `tl` through a memo that
+// later records of the same event on the same stream can take.
+vgpu::pt::RecordMemo recorded_through_memo(VirtualTimeline& tl, VirtualTimeline& reference, const StreamKey& key,
+                                           int* event, double issue) {
+  vgpu::pt::RecordMemo memo;
+  memo.event = event;
+  memo.stream = key.stream;
+  memo.context = key.context;
+  memo.device = 0;
+  tl.record_event(event, key, StreamKind::non_blocking, 0, issue, memo, tl.record_generation());
+  reference.record_event(event, key, StreamKind::non_blocking, 0, issue);
+  return memo;
+}
+
+// Another thread inside tl.resolve(), which holds the timeline's lock while it waits for a
+// measurement, until release(): what a slow measurement does to the other threads' calls.
+class LockHeldByResolver {
+ public:
+  explicit LockHeldByResolver(VirtualTimeline& tl)
+      : thread_([this, &tl] {
+          tl.resolve([this](const TimedOp& op, std::optional<double>, bool) {
+            std::unique_lock l(mu_);
+            holding_ = true;
+            cv_.notify_all();
+            cv_.wait(l, [this] { return released_; });
+            return static_cast<double>(op.measurement) * 1e-6;
+          });
+        }) {
+    std::unique_lock l(mu_);
+    cv_.wait(l, [this] { return holding_; });
+  }
+  ~LockHeldByResolver() { release(); }
+  void release() {
+    {
+      std::lock_guard l(mu_);
+      released_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool holding_ = false, released_ = false;
+  std::thread thread_;  // last: it starts once the members it uses exist
+};
+
 // A memo's record made only when the timeline's lock is free at once (record_again_if_free):
 // while another thread holds it (a resolve waiting for a measurement) nothing is recorded and
 // nothing waits; once it is free the record is made where record_again makes it.
@@ -485,39 +533,13 @@ TEST(VirtualTimeline, ARecordIfFreeNeverWaitsForTheLock) {
   reference.set_elide_event_records(false);
   int context = 0, handle = 0, event = 0;
   const StreamKey key{&context, &handle};
-  vgpu::pt::RecordMemo memo;
-  memo.event = &event;
-  memo.stream = &handle;
-  memo.context = &context;
-  memo.device = 0;
-  tl.record_event(&event, key, StreamKind::non_blocking, 0, 1.0, memo, tl.record_generation());
-  reference.record_event(&event, key, StreamKind::non_blocking, 0, 1.0);
+  vgpu::pt::RecordMemo memo = recorded_through_memo(tl, reference, key, &event, 1.0);
   ASSERT_TRUE(tl.memo_holds(memo, &event, &handle));
   const OpRef pending = tl.append(key, StreamKind::non_blocking, 0, 2.0, -1, {}, 3'000'000);  // 3 s, measured
   const OpRef pending_ref = reference.append(key, StreamKind::non_blocking, 0, 2.0, -1, {}, 3'000'000);
-  std::mutex mu;
-  std::condition_variable cv;
-  bool holding = false, release = false;
-  std::thread resolver([&] {
-    tl.resolve([&](const TimedOp& op, std::optional<double>, bool) {
-      std::unique_lock l(mu);
-      holding = true;
-      cv.notify_all();
-      cv.wait(l, [&] { return release; });
-      return static_cast<double>(op.measurement) * 1e-6;
-    });
-  });
-  {
-    std::unique_lock l(mu);
-    cv.wait(l, [&] { return holding; });
-  }
+  LockHeldByResolver resolver(tl);
   EXPECT_FALSE(tl.record_again_if_free(memo, 4.0));  // the resolver holds the lock
-  {
-    std::lock_guard l(mu);
-    release = true;
-  }
-  cv.notify_all();
-  resolver.join();
+  resolver.release();
   EXPECT_TRUE(tl.record_again_if_free(memo, 4.0));
   reference.record_event(&event, key, StreamKind::non_blocking, 0, 4.0);
   reference.resolve(measured_when_forced, pending_ref);
@@ -539,13 +561,7 @@ TEST(VirtualTimeline, ASlotRecordTakesNoLockAndIsSeenByTheNextHolder) {
   VirtualTimeline tl, reference;
   int context = 0, handle = 0, event = 0;
   const StreamKey key{&context, &handle};
-  vgpu::pt::RecordMemo memo;
-  memo.event = &event;
-  memo.stream = &handle;
-  memo.context = &context;
-  memo.device = 0;
-  tl.record_event(&event, key, StreamKind::non_blocking, 0, 1.0, memo, tl.record_generation());
-  reference.record_event(&event, key, StreamKind::non_blocking, 0, 1.0);
+  vgpu::pt::RecordMemo memo = recorded_through_memo(tl, reference, key, &event, 1.0);
   ASSERT_TRUE(tl.memo_holds(memo, &event, &handle));
   ASSERT_NE(memo.slot, nullptr);
   // Another thread holds the lock (a resolve waiting for a measurement) while the slot's record
@@ -553,32 +569,12 @@ TEST(VirtualTimeline, ASlotRecordTakesNoLockAndIsSeenByTheNextHolder) {
   int other_handle = 0;
   const StreamKey other{&context, &other_handle};
   const OpRef pending = tl.append(other, StreamKind::non_blocking, 0, 0.0, -1, {}, 1'000'000);
-  std::mutex mu;
-  std::condition_variable cv;
-  bool holding = false, release = false;
-  std::thread resolver([&] {
-    tl.resolve([&](const TimedOp& op, std::optional<double>, bool) {
-      std::unique_lock l(mu);
-      holding = true;
-      cv.notify_all();
-      cv.wait(l, [&] { return release; });
-      return static_cast<double>(op.measurement) * 1e-6;
-    });
-  });
-  {
-    std::unique_lock l(mu);
-    cv.wait(l, [&] { return holding; });
-  }
+  LockHeldByResolver resolver(tl);
   memo.slot->publish(3.0);
   memo.slot->publish(6.0);  // records folded together: the latest (and greatest) issue
   reference.record_event(&event, key, StreamKind::non_blocking, 0, 3.0);
   reference.record_event(&event, key, StreamKind::non_blocking, 0, 6.0);
-  {
-    std::lock_guard l(mu);
-    release = true;
-  }
-  cv.notify_all();
-  resolver.join();
+  resolver.release();
   // An op of another thread on the same stream, issued earlier by its own clock, starts after
   // the record.
   OpRef op, op_ref;
