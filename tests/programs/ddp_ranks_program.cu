@@ -10,7 +10,10 @@
 // different virtual times (tests: the early ranks must wait for the last).
 // Prints per rank (first line of each rank tagged "rank R/W gpu G"):
 //   "bucket <i> <bytes> B <us> us"           each all-reduce of the last step (CUDA events)
-//   "step <i> virtual <ms> ms compute <ms> ms allreduce <ms> ms cpu <ms> ms wall <ms> ms"
+//   "step <i> virtual <ms> ms compute <ms> ms allreduce <ms> ms cpu <ms> ms wall <ms> ms after <ms> ms"
+//   after: from the previous step's last all-reduce's end (an instant every rank shares) to this
+//   step's start (each rank's host takes its own time to come back from its synchronization);
+//   0 in the first step
 //   "memory VmHWM <kB> kB VmRSS <kB> kB RssAnon <kB> kB RssFile <kB> kB RssShmem <kB> kB threads <n>"
 // and "ok   done" at the end; a failed call prints "FAIL ..." and exits 1.
 #include <cuda_bf16.h>
@@ -143,6 +146,8 @@ int main(int argc, char** argv) {
   for (size_t off = 0; off < grad_bytes; off += bucket_bytes) buckets.push_back(std::min(bucket_bytes, grad_bytes - off));
   std::vector<cudaEvent_t> marks(buckets.size() + 3);
   for (auto& e : marks) CHECK_CUDA(cudaEventCreate(&e));
+  cudaEvent_t step_end[2];  // each step's last all-reduce's end, kept for the next step
+  for (auto& e : step_end) CHECK_CUDA(cudaEventCreate(&e));
 
   for (int step = 0; step < steps; ++step) {
     const double cpu0 = process_cpu_s(), wall0 = real_now_s();
@@ -159,20 +164,23 @@ int main(int argc, char** argv) {
       CHECK_CUDA(cudaEventRecord(marks[2 + b], stream));
       off += buckets[b];
     }
+    CHECK_CUDA(cudaEventRecord(step_end[step % 2], stream));
     CHECK_CUDA(cudaStreamSynchronize(stream));
     const double cpu = process_cpu_s() - cpu0, wall = real_now_s() - wall0;
     float total = 0, compute = 0, reduce = 0;
     CHECK_CUDA(cudaEventElapsedTime(&total, marks[0], marks[1 + buckets.size()]));
     CHECK_CUDA(cudaEventElapsedTime(&compute, marks[0], marks[1]));
     CHECK_CUDA(cudaEventElapsedTime(&reduce, marks[1], marks[1 + buckets.size()]));
+    float after = 0;
+    if (step > 0) CHECK_CUDA(cudaEventElapsedTime(&after, step_end[(step - 1) % 2], marks[0]));
     if (step == steps - 1)
       for (size_t b = 0; b < buckets.size(); ++b) {
         float ms = 0;
         CHECK_CUDA(cudaEventElapsedTime(&ms, marks[1 + b], marks[2 + b]));
         std::printf("rank %d bucket %zu %zu B %.3f us\n", g_rank, b, buckets[b], ms * 1e3);
       }
-    std::printf("rank %d step %d virtual %.4f ms compute %.4f ms allreduce %.4f ms cpu %.1f ms wall %.1f ms\n",
-                g_rank, step, total, compute, reduce, cpu * 1e3, wall * 1e3);
+    std::printf("rank %d step %d virtual %.4f ms compute %.4f ms allreduce %.4f ms cpu %.1f ms wall %.1f ms after %.4f ms\n",
+                g_rank, step, total, compute, reduce, cpu * 1e3, wall * 1e3, after);
   }
   CHECK_NCCL(ncclCommDestroy(comm));
   // RssFile is mostly libnccl.so's fat binary (218 MB, read once by the driver's module

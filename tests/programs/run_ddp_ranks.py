@@ -15,10 +15,12 @@ Checks:
 - every all-reduce kernel lasts the collective model's time for the job's ranks on their GPUs
   (collective_estimate on the same cluster), from the last rank's arrival across processes:
   in the last step, each bucket after the first takes exactly the model's time on every rank
-  (TOLERANCE), the first bucket is never shorter, and compute + first bucket (the time from
-  the step's start to the first all-reduce's end) is the same on every rank within
-  SKEW_TOLERANCE_US: the early ranks waited for the last one. Without the meeting across
-  processes, an early rank's first bucket would end SKEW GEMMs (hundreds of us) earlier;
+  (TOLERANCE), the first bucket is never shorter, and the first all-reduce ends at the same
+  instant on every rank within MEET_TOLERANCE_US: the early ranks waited for the last one. That
+  instant is measured from the previous step's last all-reduce's end, which every rank shares:
+  after (that end to the step's start: each rank's host comes back from its synchronization in
+  its own time) + compute + first bucket. Without the meeting across processes, an early rank's
+  first bucket would end SKEW GEMMs (hundreds of us) earlier;
 - each rank's host memory (VmHWM) is printed and below 2 GB (the issue's target).
 """
 import os
@@ -33,7 +35,8 @@ from job_check import run_checked
 TIMEOUT_S = 240
 SKEW = 6                 # extra GEMMs per rank index (about 55 us each)
 TOLERANCE = 0.005        # relative, on a kernel's modelled duration
-SKEW_TOLERANCE_US = 150  # host time between a step's synchronization and its first launch differs per rank
+MEET_TOLERANCE_US = 1.0  # the printed events' rounding (0.1 us); the loaded runs that failed at 150 us
+                         # before `after` was counted read 0.1 us
 GRAD_BYTES = 60 << 20    # three buckets: 25, 25 and 10 MiB
 BUCKET_BYTES = 25 << 20
 
@@ -86,11 +89,12 @@ def main():
     buckets = {}  # rank -> [(bytes, us)] of the last step
     for rk, b, nbytes, us in re.findall(r"^rank (\d+) bucket (\d+) (\d+) B ([0-9.]+) us$", out, re.M):
         buckets.setdefault(int(rk), []).append((int(nbytes), float(us)))
-    compute = {int(rk): float(ms) for rk, step, ms in
-               re.findall(r"^rank (\d+) step (\d+) virtual [0-9.]+ ms compute ([0-9.]+) ms", out, re.M)
-               if int(step) == 1}
+    steps = re.findall(r"^rank (\d+) step (\d+) virtual [0-9.]+ ms compute ([0-9.]+) ms .* after ([0-9.]+) ms$", out, re.M)
+    compute = {int(rk): float(ms) for rk, step, ms, _ in steps if int(step) == 1}
+    after = {int(rk): float(ms) for rk, step, _, ms in steps if int(step) == 1}
     check(sorted(buckets) == list(range(ranks)) and all(len(v) == 3 for v in buckets.values()),
           f"three buckets timed on every rank")
+    check(sorted(compute) == list(range(ranks)), f"the last step timed on every rank: {sorted(compute)}")
     if check.failures:
         print(out[-4000:])
         return 1
@@ -106,12 +110,13 @@ def main():
                 else:
                     check(abs(us - want) <= want * TOLERANCE, f"rank {rk} bucket {i} ({b} B): {us:.3f} us, "
                           f"the model says {want:.3f} us")
-    ends = {rk: compute[rk] * 1e3 + buckets[rk][0][1] for rk in range(ranks)}
+    ends = {rk: (after[rk] + compute[rk]) * 1e3 + buckets[rk][0][1] for rk in range(ranks)}
     spread = max(ends.values()) - min(ends.values())
     skewed = (max(compute.values()) - min(compute.values())) * 1e3
-    check(skewed > 4 * SKEW_TOLERANCE_US, f"the ranks reached the all-reduce {skewed:.1f} us apart")
-    check(spread <= SKEW_TOLERANCE_US, f"every rank's first all-reduce ends together: step start to its end "
-          f"{min(ends.values()):.1f}-{max(ends.values()):.1f} us")
+    check(skewed > SKEW * 30, f"the ranks reached the all-reduce {skewed:.1f} us apart")
+    check(spread <= MEET_TOLERANCE_US, f"every rank's first all-reduce ends together: the previous step's end "
+          f"to its end {min(ends.values()):.1f}-{max(ends.values()):.1f} us (the ranks' steps started "
+          f"{min(after.values()) * 1e3:.1f}-{max(after.values()) * 1e3:.1f} us after it)")
     for rk, hwm in re.findall(r"^rank (\d+) memory VmHWM (\d+) kB", out, re.M):
         check(int(hwm) < 2 << 20, f"rank {rk} host memory peak {int(hwm) / 1024:.0f} MiB (VmHWM)")
     return check.verdict(out)
