@@ -17,15 +17,26 @@
 // for L = 1 (the rank launched second is late) and L = 0 (the one launched first is).
 // Prints each time and "ok   <step>"; "FAIL ..." when a replay differs from the direct launch.
 //
+// With --procs, the ranks are processes as torchrun starts them (RANK, WORLD_SIZE, LOCAL_RANK;
+// the ncclUniqueId through ID_FILE), each on its GPU: there is no gate to share, so each step
+// starts at the end of an all-reduce launched directly (every rank's ends at the same virtual
+// time), its start event recorded right behind it; then as above, rank L's delay memset and the
+// all-reduce, launched directly or replayed. Each rank's time is its start event to its stop
+// event; the direct launch's must also be the same on both ranks (the step's premise).
+//
 // Usage: nccl_graph_meet_program [MiB]   (default 64)
+//        nccl_graph_meet_program --procs ID_FILE [MiB]
 #include <cuda_runtime.h>
 #include <nccl.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 
 #include "check_calls.h"
+#include "nccl_id_file.h"
 
 namespace {
 
@@ -85,10 +96,101 @@ int finish(Job& j, float* ms) {
 
 bool same(float a, float b) { return std::fabs(a - b) <= 1e-5f * std::fabs(b) + 1e-6f; }
 
+int env_int(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? std::atoi(v) : -1;
+}
+
+// One rank of the job as a process (--procs): see the top of the file.
+struct Rank {
+  int rank = 0;
+  ncclComm_t comm;
+  cudaStream_t stream;
+  float* buf;
+  float* align;
+  void* delay;
+  cudaEvent_t start, stop;
+  cudaGraphExec_t exec;
+  size_t bytes;
+};
+
+constexpr size_t kAlignBytes = size_t{256} << 20;  // its collective outlasts the host's record behind it
+
+// The step: the aligning all-reduce, the start event, rank `late`'s delay, then the all-reduce
+// (replayed when `graph`), the stop event; *ms: start to stop.
+int process_step(Rank& k, int late, bool graph, float* ms) {
+  CHECK_NCCL(ncclAllReduce(k.align, k.align, kAlignBytes / sizeof(float), ncclFloat, ncclSum, k.comm, k.stream));
+  CHECK_CUDA(cudaEventRecord(k.start, k.stream));
+  if (k.rank == late) CHECK_CUDA(cudaMemsetAsync(k.delay, 0, kDelayBytes, k.stream));
+  if (graph)
+    CHECK_CUDA(cudaGraphLaunch(k.exec, k.stream));
+  else
+    CHECK_NCCL(ncclAllReduce(k.buf, k.buf, k.bytes / sizeof(float), ncclFloat, ncclSum, k.comm, k.stream));
+  CHECK_CUDA(cudaEventRecord(k.stop, k.stream));
+  CHECK_CUDA(cudaStreamSynchronize(k.stream));
+  CHECK_CUDA(cudaEventElapsedTime(ms, k.start, k.stop));
+  return 0;
+}
+
+int run_as_process(const std::string& id_file, size_t mib) {
+  Rank k{};
+  k.rank = env_int("RANK");
+  const int world = env_int("WORLD_SIZE"), local = env_int("LOCAL_RANK");
+  if (world != kRanks || k.rank < 0 || k.rank >= world || local < 0) {
+    std::printf("FAIL RANK, WORLD_SIZE (%d wanted) and LOCAL_RANK must be set\n", kRanks);
+    return 1;
+  }
+  k.bytes = mib << 20;
+  CHECK_CUDA(cudaSetDevice(local));
+  CHECK_CUDA(cudaFree(nullptr));
+  ncclUniqueId id;
+  if (!share_nccl_id(id_file, k.rank, &id)) return 1;
+  CHECK_NCCL(ncclCommInitRank(&k.comm, world, id, k.rank));
+  CHECK_CUDA(cudaStreamCreateWithFlags(&k.stream, cudaStreamNonBlocking));
+  CHECK_CUDA(cudaMalloc(&k.buf, k.bytes));
+  CHECK_CUDA(cudaMalloc(&k.align, kAlignBytes));
+  CHECK_CUDA(cudaMalloc(&k.delay, kDelayBytes));
+  CHECK_CUDA(cudaEventCreate(&k.start));
+  CHECK_CUDA(cudaEventCreate(&k.stop));
+  // Connection setup, then the all-reduce captured.
+  float ms = 0;
+  if (process_step(k, -1, false, &ms) != 0) return 1;
+  cudaGraph_t g;
+  CHECK_CUDA(cudaStreamBeginCapture(k.stream, cudaStreamCaptureModeThreadLocal));
+  CHECK_NCCL(ncclAllReduce(k.buf, k.buf, k.bytes / sizeof(float), ncclFloat, ncclSum, k.comm, k.stream));
+  CHECK_CUDA(cudaStreamEndCapture(k.stream, &g));
+  CHECK_CUDA(cudaGraphInstantiate(&k.exec, g, 0));
+  CHECK_CUDA(cudaGraphDestroy(g));
+
+  int failures = 0;
+  for (int late = 1; late >= 0; --late) {
+    float direct = 0;
+    if (process_step(k, late, false, &direct) != 0) return 1;
+    std::printf("rank %d late rank %d: direct %.6f ms\n", k.rank, late, direct);
+    for (int replay = 0; replay < 2; ++replay) {
+      float graph = 0;
+      if (process_step(k, late, true, &graph) != 0) return 1;
+      std::printf("rank %d late rank %d: graph replay %d %.6f ms\n", k.rank, late, replay, graph);
+      if (!same(graph, direct)) {
+        std::printf("FAIL rank %d, late rank %d, replay %d: the replay ends %.6f ms after the step's start, the "
+                    "direct launch %.6f ms\n", k.rank, late, replay, graph, direct);
+        ++failures;
+      }
+    }
+    if (failures == 0) std::printf("ok   rank %d late rank %d\n", k.rank, late);
+  }
+  CHECK_CUDA(cudaGraphExecDestroy(k.exec));
+  CHECK_NCCL(ncclCommDestroy(k.comm));
+  std::printf("ok   rank %d ncclCommDestroy\n", k.rank);
+  return failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
+  if (argc > 2 && std::strcmp(argv[1], "--procs") == 0)
+    return run_as_process(argv[2], argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 64);
   Job j{};
   j.bytes = static_cast<size_t>(argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 64) << 20;
   int devices = 0;

@@ -4,10 +4,17 @@ memset on its stream) ends on both ranks where the same all-reduce launched dire
 late rank launched second or first, on two replays in a row (issue 23;
 vgpu/sim/exec/nccl_graph_meet.h). The program compares the times itself (its "ok"/"FAIL" lines).
 
-Environment: VGPU_RUN, GRAPH_MEET_PROGRAM, CUDA_LIB_DIR."""
+With `procs`, the two ranks are processes (launch_ranks.py, as torchrun starts them): each
+replay must meet the other process's rank as the direct launch does (each rank's replay reads
+as its direct launch), and the direct launch must end at the same time on both ranks (the
+step's premise: every step starts at the end of an all-reduce shared by both ranks).
+
+Usage: run_nccl_graph_meet.py [procs]
+Environment: VGPU_RUN, GRAPH_MEET_PROGRAM, CUDA_LIB_DIR, and LAUNCHER for procs."""
 import os
 import re
 import sys
+import tempfile
 
 from job_check import run_checked
 
@@ -17,15 +24,32 @@ TIMEOUT_S = 180
 def main():
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = env["CUDA_LIB_DIR"]
-    cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--", env["GRAPH_MEET_PROGRAM"], "64"]
+    procs = len(sys.argv) > 1 and sys.argv[1] == "procs"
+    cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--"]
+    if procs:
+        id_file = os.path.join(tempfile.mkdtemp(prefix="vgpu-graph-meet-"), "nccl_id")
+        cmd += [sys.executable, env["LAUNCHER"], "--nproc-per-node", "2", "--timeout", str(TIMEOUT_S - 20), "--",
+                env["GRAPH_MEET_PROGRAM"], "--procs", id_file, "64"]
+    else:
+        cmd += [env["GRAPH_MEET_PROGRAM"], "64"]
     ran = run_checked(cmd, env, TIMEOUT_S)
     if ran is None:
         return 1
     out, check = ran
     for line in out.splitlines():
-        if line.startswith("late rank"):
+        if re.match(r"^(rank \d+ )?late rank", line):
             print(line)
-    for step in ("late rank 1", "late rank 0", "ncclCommDestroy"):
+    if procs:
+        steps = [f"rank {r} late rank {late}" for r in (0, 1) for late in (1, 0)]
+        steps += [f"rank {r} ncclCommDestroy" for r in (0, 1)]
+        for late in (1, 0):
+            direct = {int(r): float(ms) for r, ms in
+                      re.findall(rf"^rank (\d+) late rank {late}: direct ([0-9.]+) ms$", out, re.M)}
+            check(sorted(direct) == [0, 1] and abs(direct[0] - direct[1]) <= 1e-5 * direct[0] + 1e-6,
+                  f"late rank {late}: the direct all-reduce ends together on both ranks: {direct}")
+    else:
+        steps = ["late rank 1", "late rank 0", "ncclCommDestroy"]
+    for step in steps:
         check(re.search(rf"^ok   {step}$", out, re.M) is not None, f"the program printed 'ok   {step}'")
     check(re.search(r"^FAIL ", out, re.M) is None, "no replay differs from its direct launch")
     return check.verdict(out)

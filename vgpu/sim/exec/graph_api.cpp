@@ -2,6 +2,8 @@
 #include "common/log.h"
 #include "sim/core/driver_state.h"
 #include "sim/exec/graph.h"
+#include "sim/exec/module_registry.h"
+#include "sim/exec/nccl_collectives.h"
 #include "sim/exec/nccl_graph_meet.h"
 #include "sim/exec/stream.h"
 #include "sim/core/virtual_clock.h"
@@ -55,7 +57,11 @@ CUresult update_deps(CUstream s, CUgraphNode* deps, const CUgraphEdgeData*, size
 }
 CUresult launch(CUgraphExec e, CUstream s, bool pt) {
   VGPU_STATE(d);
-  return d->graphs().launch(e, s, pt);
+  const CUresult rc = d->graphs().launch(e, s, pt);
+  // A replayed collective whose other ranks are in other processes meets them now, with the
+  // streams' lock released (nccl_graph_meet.h).
+  d->modules().nccl().meet_graph_replays_across();
+  return rc;
 }
 CUresult upload(CUgraphExec e, CUstream s, bool pt) {
   VGPU_STATE(d);

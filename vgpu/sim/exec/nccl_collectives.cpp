@@ -162,6 +162,7 @@ void flush_held_p2p() {
   if (NcclCollectives* c = backend_collectives()) {
     c->flush_thread();
     c->flush_graph_meetings();
+    c->meet_graph_replays_across();
     c->flush_shared_ends();
   }
 }
@@ -409,6 +410,36 @@ void NcclCollectives::flush_thread() {
 
 void NcclCollectives::flush_graph_meetings() { meetings_.flush_thread(driver_.streams()); }
 
+void NcclCollectives::meet_graph_replays_across() {
+  simcore::Engine& engine = driver_.engine();
+  // Placing a rest may reach the graph's next collective, met across processes in turn.
+  for (auto todo = meetings_.take_across(); !todo.empty(); todo = meetings_.take_across())
+    for (NcclGraphMeetings::Across& a : todo) {
+      // Each local rank's arrival posted in the job's table, the last one waiting for every rank's.
+      NcclRendezvous::Arrivals across;
+      double latest_here = 0;
+      for (size_t i = 0; i < a.members.size(); ++i) {
+        double t = 0;
+        if (auto at = engine.query(a.arrivals[i])) t = at->start;
+        latest_here = std::max(latest_here, t);
+        across = rendezvous_.arrive(a.comm, a.nranks, a.members[i].first, a.members[i].second, t,
+                                    i + 1 == a.members.size(), kRendezvousTimeoutS);
+      }
+      std::vector<uint64_t> after = a.arrivals;
+      if (across.latest > latest_here && !a.members.empty()) {
+        simcore::TaskSpec gate;
+        gate.gpu = a.members.back().second;
+        gate.not_before = across.latest;
+        gate.label = "nccl: every rank arrived";
+        if (const uint64_t g = engine.add_task(gate); g != 0) after.push_back(g);
+      }
+      log::debug("sim nccl: comm {:x}: a graph replay's collective meets the other processes' ranks: {} of {} "
+                 "known, from {:.3f} us (this process's latest arrival {:.3f} us)", a.comm, across.known, a.nranks,
+                 std::max(across.latest, latest_here) * 1e6, latest_here * 1e6);
+      for (const Work::PlaceRest& rest : a.rests) driver_.streams().place_rest(rest, after);
+    }
+}
+
 void NcclCollectives::flush_shared_ends() {
   if (t_shared_ends.empty()) return;
   if (t_group_depth > 0) {  // a driver call inside NCCL's group: its other kernels may follow
@@ -570,20 +601,30 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) {
     // Captured into a CUDA graph (CUDA-graph training steps, tensor-parallel layers under graphs):
     // the kernel's node lasts that time on every replay and moves no data. A collective's replay
-    // starts once this process's other ranks' replays of it arrived (nccl_graph_meet.h; other
-    // processes' ranks are not met), and places its transfers from the node's start
+    // starts once every rank's replay of it arrived, this process's and the others'
+    // (nccl_graph_meet.h), and places its transfers from the node's start
     // (nccl_graph_replay.cpp).
     if (known != 0) return false;
     Work k = p.to_work();
     if (!timed_alone(k, "captured")) return false;
     const int local = local_ranks_of(plugin, got);
     k.on_replay = replay_transfers(got, tag, p.function->device, local, k.duration_s);
-    // A collective's replays meet this process's other ranks' replays (nccl_graph_meet.h).
+    // A collective's replays meet the other ranks' replays: this process's, then other processes'
+    // (nccl_graph_meet.h), as a direct launch's kernel meets them (below).
     if (std::none_of(any.begin(), any.end(), [](const simcore::CollectiveCall& c) {
           return c.op == simcore::CollectiveOp::send_recv || c.op == simcore::CollectiveOp::all_to_all;
-        }) && !any.empty() && got.nranks > 1 && got.rank >= 0 && got.rank < got.nranks)
-      k.on_meet = meetings_.hook({got.comm_id, meetings_.next_index(got.comm_id, got.rank), got.rank,
-                                  std::min(local, got.nranks)});
+        }) && !any.empty() && got.nranks > 1 && got.rank >= 0 && got.rank < got.nranks) {
+      const bool one_gpu = drives_one_gpu();
+      NcclGraphMeetings::Node node;
+      node.comm = got.comm_id;
+      node.index = meetings_.next_index(got.comm_id, got.rank);
+      node.rank = got.rank;
+      node.meeting = one_gpu ? 1 : std::min(local, got.nranks);
+      node.nranks = got.nranks;
+      node.gpu = driver_.global_gpu(p.function->device);
+      node.across = one_gpu || (local > 0 && local < got.nranks);
+      k.on_meet = meetings_.hook(node);
+    }
     *rc = streams.submit(stream, std::move(k), per_thread);
     return true;
   }

@@ -127,6 +127,10 @@ class NcclCollectives {
   void flush_thread();
   // Places the calling thread's graph replays held for their other ranks' (nccl_graph_meet.h).
   void flush_graph_meetings();
+  // Meets the other processes' ranks for the calling thread's graph replays whose process's ranks
+  // all arrived (nccl_graph_meet.h, "Ranks in other processes"): posts and waits in the job's table,
+  // then places them after the last arrival. Called with no lock held.
+  void meet_graph_replays_across();
 
   // A collective of a process of one GPU whose transfers are also in the job's shared engine
   // (nccl_shared_fabric.h): its "collective end" op, held until the thread's NCCL group is over.

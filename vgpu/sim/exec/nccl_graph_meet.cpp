@@ -16,6 +16,7 @@ constexpr size_t kMaxPending = 4096;
 
 // The calling thread's held ranks (their meetings' keys) and the graph launch it is in, if any.
 thread_local std::vector<std::tuple<uint64_t, uint64_t, uint64_t>> t_held;
+thread_local std::vector<NcclGraphMeetings::Across> t_across;  // met here, to meet other processes
 thread_local bool t_launching = false;
 thread_local CUstream t_launch_stream = nullptr;
 
@@ -33,7 +34,7 @@ uint64_t NcclGraphMeetings::next_index(uint64_t comm, int rank) {
 }
 
 decltype(Work::on_meet) NcclGraphMeetings::hook(const Node& node) {
-  if (node.meeting < 2) return {};
+  if (node.meeting < 2 && !node.across) return {};
   return [this, node](uint64_t arrival, CUstream stream, Work::PlaceRest rest) {
     return arrive(node, arrival, stream, std::move(rest));
   };
@@ -46,12 +47,25 @@ Work::Meeting NcclGraphMeetings::arrive(const Node& node, uint64_t arrival, CUst
     const Key key{node.comm, node.index, replays_[{node.comm, node.index, node.rank}]++};
     Pending& p = pending_[key];
     p.arrivals.push_back(arrival);
+    p.members.emplace_back(node.rank, node.gpu);
     if (static_cast<int>(p.arrivals.size()) < node.meeting) {
       p.held.push_back(Held{node.rank, stream, std::this_thread::get_id(), std::move(rest)});
       t_held.push_back(key);
       m.held = true;
       log::debug("sim nccl: rank {} of comm {:x}: replay {} of captured collective {} held until its other ranks' "
                  "replays", node.rank, node.comm, std::get<2>(key), node.index);
+    } else if (node.across) {
+      // Every local rank arrived; the other processes' ranks are met outside the streams' lock.
+      Across a;
+      a.comm = node.comm;
+      a.nranks = node.nranks;
+      for (Held& h : p.held) a.rests.push_back(std::move(h.rest));
+      a.rests.push_back(std::move(rest));
+      a.members = std::move(p.members);
+      a.arrivals = std::move(p.arrivals);
+      pending_.erase(key);
+      t_across.push_back(std::move(a));
+      m.held = true;
     } else {
       m.arrivals = std::move(p.arrivals);
       for (Held& h : p.held) m.release.push_back(std::move(h.rest));
@@ -62,6 +76,12 @@ Work::Meeting NcclGraphMeetings::arrive(const Node& node, uint64_t arrival, CUst
   }
   if (m.held) arm_();
   return m;
+}
+
+std::vector<NcclGraphMeetings::Across> NcclGraphMeetings::take_across() {
+  std::vector<Across> out;
+  out.swap(t_across);
+  return out;
 }
 
 void NcclGraphMeetings::flush_thread(StreamManager& streams) {

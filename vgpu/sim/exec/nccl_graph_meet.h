@@ -16,8 +16,16 @@
 // A held rank whose peers have not replayed by its thread's next driver call (other than a graph
 // launch on another stream: one thread launching each rank's graph in turn) is placed there on
 // its own, after the arrivals known, as before this meeting existed: a thread that synchronizes
-// its stream never waits for a replay that its own later call would make. Ranks of other
-// processes are not met here (the meeting counts this process's ranks of the communicator only).
+// its stream never waits for a replay that its own later call would make.
+//
+// Ranks in other processes (torchrun: one process a rank; or 2 processes x 4 GPUs): once this
+// process's ranks of the node have arrived (at once, for a process of one rank), the meeting is
+// not released here but handed to the thread (take_across): the streams' lock is held while a
+// graph is placed, and the other processes' arrivals are waited for in real time. The caller,
+// after the placement (cuGraphLaunch, or the thread's next driver call), posts each local rank's
+// arrival in the job's table and waits for the others' (NcclCollectives::meet_graph_replays_across,
+// as a direct launch does: nccl_rendezvous.h), then places the held ranks' rests after every
+// arrival: each rank's kernel starts at the job's last arrival.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +33,7 @@
 #include <mutex>
 #include <thread>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "front/driver/cuda_api.h"
@@ -41,11 +50,25 @@ class NcclGraphMeetings {
   explicit NcclGraphMeetings(void (*arm)()) : arm_(arm) {}
   // A captured collective's node: communicator, its index among the rank's captured collectives
   // on it (next_index at capture), the rank, and how many ranks of it this process holds.
+  // `nranks`, `gpu` (the rank's global GPU) and `across` (ranks of the communicator live in other
+  // processes too) are for the meeting across processes.
   struct Node {
     uint64_t comm = 0;
     uint64_t index = 0;
     int rank = 0;
     int meeting = 0;
+    int nranks = 0;
+    int gpu = -1;
+    bool across = false;
+  };
+  // A replay whose process's ranks all arrived, to meet the other processes' ranks (see above).
+  struct Across {
+    uint64_t comm = 0;
+    int nranks = 0;
+    std::vector<std::pair<int, int>> members;  // each local rank and its global GPU, as they arrived
+    std::vector<uint64_t> arrivals;            // each one's arrival op, in the same order
+    std::vector<Work::PlaceRest> rests;        // the graphs still held at the node, from it on (a rank
+                                               // placed alone meanwhile has none, but is posted)
   };
   // The index the next collective `rank` captures on `comm` takes.
   uint64_t next_index(uint64_t comm, int rank);
@@ -54,6 +77,8 @@ class NcclGraphMeetings {
   // Places the calling thread's held ranks on their own, unless the thread is launching a graph
   // on another stream than theirs (GraphLaunchMark): those stay held, flush_thread armed again.
   void flush_thread(StreamManager& streams);
+  // The calling thread's meetings to finish across processes, taken (empty: none).
+  std::vector<Across> take_across();
 
   // Set by cuGraphLaunch around its call: the stream it launches onto (a held rank on another
   // stream keeps waiting for this replay), else none.
@@ -72,6 +97,7 @@ class NcclGraphMeetings {
   };
   struct Pending {
     std::vector<uint64_t> arrivals;
+    std::vector<std::pair<int, int>> members;  // each arrival's rank and global GPU
     std::vector<Held> held;
   };
   Work::Meeting arrive(const Node& node, uint64_t arrival, CUstream stream, Work::PlaceRest rest);

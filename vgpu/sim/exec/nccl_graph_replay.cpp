@@ -1,8 +1,8 @@
 // A graph-captured NCCL collective's transfers, placed again on each replay of its node.
 //
 // A captured kernel lasts the model's time from its node's start on every replay: after every
-// rank's arrival where this process holds several ranks of it (nccl_graph_meet.h), else from its
-// own replay. Its bandwidth part also becomes flows on the fabric each time,
+// rank's arrival, this process's and the other processes' (nccl_graph_meet.h). Its bandwidth
+// part also becomes flows on the fabric each time,
 // as a directly launched collective's does (nccl_link_share.h): from the node's own start, so a
 // replay alone keeps exactly the model's time and one whose transfers meet others' on a link (a
 // graph of another communicator replayed at once, a peer copy) gets its max-min share and ends
@@ -14,10 +14,9 @@
 // starts right after the captured launch (resolve_captured keeps them for every replay; until
 // they come, a replay places none).
 //
-// What a replay leaves out, meeting no other process's ranks: a rank process's transfer starts with
-// its own node, not with the collective's last rank, so ranks replayed at different times overlap
-// less than their collective's would; and a process holding some of the ranks sees the other
-// processes' transfers only as the ones into its own GPUs.
+// What a replay leaves out: a process holding some of the ranks sees the other processes'
+// transfers only as the ones into its own GPUs (a rank process's transfers start, as its kernel,
+// at the collective's last arrival in the job: nccl_graph_meet.h).
 #include <algorithm>
 
 #include "common/log.h"
