@@ -60,11 +60,17 @@ def main():
         merged = os.path.join(tmp, "job.json")
         env["VGPU_TIMELINE"] = merged
         env["VGPU_JOB_ID"] = "timeline-check-" + str(os.getpid())
-        procs = [subprocess.Popen([program], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        # Each process's output kept: a process that failed says why (seen once under ASan in a
+        # loaded CI run, 2026-11-28, with its output thrown away).
+        procs = [subprocess.Popen([program], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
                  for _ in range(2)]
-        codes = [p.wait(timeout=240) for p in procs]
+        outputs = [p.communicate(timeout=240)[0] for p in procs]
+        codes = [p.returncode for p in procs]
         if any(codes):
             failures.append(f"the job's processes exited {codes}")
+            for i, (code, out) in enumerate(zip(codes, outputs)):
+                if code != 0:
+                    print(f"process {i} (exit {code}), its last output:\n{out[-3000:]}")
         both = events(merged)
         print(f"two processes of one job: {len(both)} ops in the merged trace")
         if len(both) != 2 * len(one):
