@@ -410,6 +410,14 @@ void NcclCollectives::flush_thread() {
 
 void NcclCollectives::flush_graph_meetings() { meetings_.flush_thread(driver_.streams()); }
 
+uint64_t NcclCollectives::every_rank_arrived(int gpu, double latest) {
+  simcore::TaskSpec t;
+  t.gpu = gpu;
+  t.not_before = latest;
+  t.label = "nccl: every rank arrived";
+  return driver_.engine().add_task(t);
+}
+
 void NcclCollectives::meet_graph_replays_across() {
   simcore::Engine& engine = driver_.engine();
   // Placing a rest may reach the graph's next collective, met across processes in turn.
@@ -426,13 +434,8 @@ void NcclCollectives::meet_graph_replays_across() {
                                     i + 1 == a.members.size(), kRendezvousTimeoutS);
       }
       std::vector<uint64_t> after = a.arrivals;
-      if (across.latest > latest_here && !a.members.empty()) {
-        simcore::TaskSpec gate;
-        gate.gpu = a.members.back().second;
-        gate.not_before = across.latest;
-        gate.label = "nccl: every rank arrived";
-        if (const uint64_t g = engine.add_task(gate); g != 0) after.push_back(g);
-      }
+      if (across.latest > latest_here && !a.members.empty())
+        if (const uint64_t g = every_rank_arrived(a.members.back().second, across.latest); g != 0) after.push_back(g);
       log::debug("sim nccl: comm {:x}: a graph replay's collective meets the other processes' ranks: {} of {} "
                  "known, from {:.3f} us (this process's latest arrival {:.3f} us)", a.comm, across.known, a.nranks,
                  std::max(across.latest, latest_here) * 1e6, latest_here * 1e6);
@@ -714,12 +717,7 @@ bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLau
   // a rank elsewhere arrived later, makes the task this rank's kernel must start after.
   auto meet_the_job = [&](bool wait) {
     across = rendezvous_.arrive(comm, nranks, rank, gpu, arrival_t, wait, kRendezvousTimeoutS);
-    if (across.latest <= arrival_t) return;
-    simcore::TaskSpec t;
-    t.gpu = gpu;
-    t.not_before = across.latest;
-    t.label = "nccl: every rank arrived";
-    gate = engine.add_task(t);
+    if (across.latest > arrival_t) gate = every_rank_arrived(gpu, across.latest);
   };
   if (one_gpu) meet_the_job(true);
   if (one_gpu && across.complete) {

@@ -131,6 +131,9 @@ class NcclCollectives {
   // all arrived (nccl_graph_meet.h, "Ranks in other processes"): posts and waits in the job's table,
   // then places them after the last arrival. Called with no lock held.
   void meet_graph_replays_across();
+  // The task a collective's kernel starts after when a rank of another process arrived later
+  // (`latest`, virtual seconds) than this process's: direct launches and graph replays alike.
+  uint64_t every_rank_arrived(int gpu, double latest);
 
   // A collective of a process of one GPU whose transfers are also in the job's shared engine
   // (nccl_shared_fabric.h): its "collective end" op, held until the thread's NCCL group is over.

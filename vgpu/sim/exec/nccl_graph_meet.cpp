@@ -47,7 +47,7 @@ Work::Meeting NcclGraphMeetings::arrive(const Node& node, uint64_t arrival, CUst
     const Key key{node.comm, node.index, replays_[{node.comm, node.index, node.rank}]++};
     Pending& p = pending_[key];
     p.arrivals.push_back(arrival);
-    p.members.emplace_back(node.rank, node.gpu);
+    if (node.across) p.members.emplace_back(node.rank, node.gpu);  // posted across processes
     if (static_cast<int>(p.arrivals.size()) < node.meeting) {
       p.held.push_back(Held{node.rank, stream, std::this_thread::get_id(), std::move(rest)});
       t_held.push_back(key);
