@@ -24,8 +24,12 @@
 // all-reduce, launched directly or replayed. Each rank's time is its start event to its stop
 // event; the direct launch's must also be the same on both ranks (the step's premise).
 //
+// With --procs and PER above 1, each process holds PER ranks (its GPUs LOCAL_RANK * PER onward,
+// one thread driving them through NCCL groups, as ncclCommInitAll's job does): a replay must
+// meet the process's own ranks and the other processes' at once. Every rank is late in turn.
+//
 // Usage: nccl_graph_meet_program [MiB]   (default 64)
-//        nccl_graph_meet_program --procs ID_FILE [MiB]
+//        nccl_graph_meet_program --procs ID_FILE [MiB [PER]]   (PER: ranks a process, default 1)
 #include <cuda_runtime.h>
 #include <nccl.h>
 
@@ -34,6 +38,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "check_calls.h"
 #include "nccl_id_file.h"
@@ -101,9 +106,11 @@ int env_int(const char* name) {
   return v != nullptr && *v != '\0' ? std::atoi(v) : -1;
 }
 
-// One rank of the job as a process (--procs): see the top of the file.
+// One process of the job (--procs): see the top of the file. It holds `per` ranks, its local
+// ranks' GPUs LOCAL_RANK * per onward; rank = RANK * per + local index.
 struct Rank {
   int rank = 0;
+  int gpu = 0;
   ncclComm_t comm;
   cudaStream_t stream;
   float* buf;
@@ -116,72 +123,133 @@ struct Rank {
 
 constexpr size_t kAlignBytes = size_t{256} << 20;  // its collective outlasts the host's record behind it
 
-// The step: the aligning all-reduce, the start event, rank `late`'s delay, then the all-reduce
-// (replayed when `graph`), the stop event; *ms: start to stop.
-int process_step(Rank& k, int late, bool graph, float* ms) {
-  CHECK_NCCL(ncclAllReduce(k.align, k.align, kAlignBytes / sizeof(float), ncclFloat, ncclSum, k.comm, k.stream));
-  CHECK_CUDA(cudaEventRecord(k.start, k.stream));
-  if (k.rank == late) CHECK_CUDA(cudaMemsetAsync(k.delay, 0, kDelayBytes, k.stream));
-  if (graph)
-    CHECK_CUDA(cudaGraphLaunch(k.exec, k.stream));
-  else
-    CHECK_NCCL(ncclAllReduce(k.buf, k.buf, k.bytes / sizeof(float), ncclFloat, ncclSum, k.comm, k.stream));
-  CHECK_CUDA(cudaEventRecord(k.stop, k.stream));
-  CHECK_CUDA(cudaStreamSynchronize(k.stream));
-  CHECK_CUDA(cudaEventElapsedTime(ms, k.start, k.stop));
+// One collective on every rank of the process, as one NCCL group.
+template <typename Fn>
+int grouped(std::vector<Rank>& ks, Fn fn) {
+  CHECK_NCCL(ncclGroupStart());
+  for (Rank& k : ks) {
+    CHECK_CUDA(cudaSetDevice(k.gpu));
+    CHECK_NCCL(fn(k));
+  }
+  CHECK_NCCL(ncclGroupEnd());
   return 0;
 }
 
-int run_as_process(const std::string& id_file, size_t mib) {
-  Rank k{};
-  k.rank = env_int("RANK");
-  const int world = env_int("WORLD_SIZE"), local = env_int("LOCAL_RANK");
-  if (world != kRanks || k.rank < 0 || k.rank >= world || local < 0) {
-    std::printf("FAIL RANK, WORLD_SIZE (%d wanted) and LOCAL_RANK must be set\n", kRanks);
+int reduce_buf(std::vector<Rank>& ks) {
+  return grouped(ks, [](Rank& k) {
+    return ncclAllReduce(k.buf, k.buf, k.bytes / sizeof(float), ncclFloat, ncclSum, k.comm, k.stream);
+  });
+}
+
+// The step: the aligning all-reduce, the start events, rank `late`'s delay, then the all-reduce
+// (replayed when `graph`), the stop events; ms[i]: local rank i's start to stop.
+int process_step(std::vector<Rank>& ks, int late, bool graph, std::vector<float>& ms) {
+  if (grouped(ks, [](Rank& k) {
+        return ncclAllReduce(k.align, k.align, kAlignBytes / sizeof(float), ncclFloat, ncclSum, k.comm, k.stream);
+      }) != 0)
+    return 1;
+  for (Rank& k : ks) {
+    CHECK_CUDA(cudaSetDevice(k.gpu));
+    CHECK_CUDA(cudaEventRecord(k.start, k.stream));
+    if (k.rank == late) CHECK_CUDA(cudaMemsetAsync(k.delay, 0, kDelayBytes, k.stream));
+  }
+  if (graph) {
+    for (Rank& k : ks) {
+      CHECK_CUDA(cudaSetDevice(k.gpu));
+      CHECK_CUDA(cudaGraphLaunch(k.exec, k.stream));
+    }
+  } else if (reduce_buf(ks) != 0) {
     return 1;
   }
-  k.bytes = mib << 20;
-  CHECK_CUDA(cudaSetDevice(local));
-  CHECK_CUDA(cudaFree(nullptr));
-  ncclUniqueId id;
-  if (!share_nccl_id(id_file, k.rank, &id)) return 1;
-  CHECK_NCCL(ncclCommInitRank(&k.comm, world, id, k.rank));
-  CHECK_CUDA(cudaStreamCreateWithFlags(&k.stream, cudaStreamNonBlocking));
-  CHECK_CUDA(cudaMalloc(&k.buf, k.bytes));
-  CHECK_CUDA(cudaMalloc(&k.align, kAlignBytes));
-  CHECK_CUDA(cudaMalloc(&k.delay, kDelayBytes));
-  CHECK_CUDA(cudaEventCreate(&k.start));
-  CHECK_CUDA(cudaEventCreate(&k.stop));
-  // Connection setup, then the all-reduce captured.
-  float ms = 0;
-  if (process_step(k, -1, false, &ms) != 0) return 1;
-  cudaGraph_t g;
-  CHECK_CUDA(cudaStreamBeginCapture(k.stream, cudaStreamCaptureModeThreadLocal));
-  CHECK_NCCL(ncclAllReduce(k.buf, k.buf, k.bytes / sizeof(float), ncclFloat, ncclSum, k.comm, k.stream));
-  CHECK_CUDA(cudaStreamEndCapture(k.stream, &g));
-  CHECK_CUDA(cudaGraphInstantiate(&k.exec, g, 0));
-  CHECK_CUDA(cudaGraphDestroy(g));
+  for (Rank& k : ks) {
+    CHECK_CUDA(cudaSetDevice(k.gpu));
+    CHECK_CUDA(cudaEventRecord(k.stop, k.stream));
+  }
+  ms.assign(ks.size(), 0.f);
+  for (size_t i = 0; i < ks.size(); ++i) {
+    CHECK_CUDA(cudaSetDevice(ks[i].gpu));
+    CHECK_CUDA(cudaStreamSynchronize(ks[i].stream));
+    CHECK_CUDA(cudaEventElapsedTime(&ms[i], ks[i].start, ks[i].stop));
+  }
+  return 0;
+}
 
+int run_as_process(const std::string& id_file, size_t mib, int per) {
+  const int proc = env_int("RANK"), procs = env_int("WORLD_SIZE"), local = env_int("LOCAL_RANK");
+  if (procs * per < 2 || proc < 0 || proc >= procs || local < 0 || per < 1) {
+    std::printf("FAIL RANK, WORLD_SIZE and LOCAL_RANK must be set, and the job have two ranks or more\n");
+    return 1;
+  }
+  const int world = procs * per;
+  std::vector<Rank> ks(per);
+  for (int i = 0; i < per; ++i) {
+    ks[i].rank = proc * per + i;
+    ks[i].gpu = local * per + i;
+    ks[i].bytes = mib << 20;
+    CHECK_CUDA(cudaSetDevice(ks[i].gpu));
+    CHECK_CUDA(cudaFree(nullptr));
+  }
+  ncclUniqueId id;
+  if (!share_nccl_id(id_file, proc, &id)) return 1;
+  CHECK_NCCL(ncclGroupStart());
+  for (Rank& k : ks) {
+    CHECK_CUDA(cudaSetDevice(k.gpu));
+    CHECK_NCCL(ncclCommInitRank(&k.comm, world, id, k.rank));
+  }
+  CHECK_NCCL(ncclGroupEnd());
+  for (Rank& k : ks) {
+    CHECK_CUDA(cudaSetDevice(k.gpu));
+    CHECK_CUDA(cudaStreamCreateWithFlags(&k.stream, cudaStreamNonBlocking));
+    CHECK_CUDA(cudaMalloc(&k.buf, k.bytes));
+    CHECK_CUDA(cudaMalloc(&k.align, kAlignBytes));
+    CHECK_CUDA(cudaMalloc(&k.delay, kDelayBytes));
+    CHECK_CUDA(cudaEventCreate(&k.start));
+    CHECK_CUDA(cudaEventCreate(&k.stop));
+  }
+  // Connection setup, then each rank's all-reduce captured into a graph of its stream.
+  std::vector<float> ms;
+  if (process_step(ks, -1, false, ms) != 0) return 1;
+  for (Rank& k : ks) {
+    CHECK_CUDA(cudaSetDevice(k.gpu));
+    CHECK_CUDA(cudaStreamBeginCapture(k.stream, cudaStreamCaptureModeThreadLocal));
+  }
+  if (reduce_buf(ks) != 0) return 1;
+  for (Rank& k : ks) {
+    cudaGraph_t g;
+    CHECK_CUDA(cudaSetDevice(k.gpu));
+    CHECK_CUDA(cudaStreamEndCapture(k.stream, &g));
+    CHECK_CUDA(cudaGraphInstantiate(&k.exec, g, 0));
+    CHECK_CUDA(cudaGraphDestroy(g));
+  }
+
+  // Every rank late in turn, the last first (a rank of another process, launched last).
   int failures = 0;
-  for (int late = 1; late >= 0; --late) {
-    float direct = 0;
-    if (process_step(k, late, false, &direct) != 0) return 1;
-    std::printf("rank %d late rank %d: direct %.6f ms\n", k.rank, late, direct);
+  for (int late = world - 1; late >= 0; --late) {
+    std::vector<float> direct;
+    if (process_step(ks, late, false, direct) != 0) return 1;
+    for (size_t i = 0; i < ks.size(); ++i)
+      std::printf("rank %d late rank %d: direct %.6f ms\n", ks[i].rank, late, direct[i]);
     for (int replay = 0; replay < 2; ++replay) {
-      float graph = 0;
-      if (process_step(k, late, true, &graph) != 0) return 1;
-      std::printf("rank %d late rank %d: graph replay %d %.6f ms\n", k.rank, late, replay, graph);
-      if (!same(graph, direct)) {
-        std::printf("FAIL rank %d, late rank %d, replay %d: the replay ends %.6f ms after the step's start, the "
-                    "direct launch %.6f ms\n", k.rank, late, replay, graph, direct);
-        ++failures;
+      std::vector<float> graph;
+      if (process_step(ks, late, true, graph) != 0) return 1;
+      for (size_t i = 0; i < ks.size(); ++i) {
+        std::printf("rank %d late rank %d: graph replay %d %.6f ms\n", ks[i].rank, late, replay, graph[i]);
+        if (!same(graph[i], direct[i])) {
+          std::printf("FAIL rank %d, late rank %d, replay %d: the replay ends %.6f ms after the step's start, the "
+                      "direct launch %.6f ms\n", ks[i].rank, late, replay, graph[i], direct[i]);
+          ++failures;
+        }
       }
     }
-    if (failures == 0) std::printf("ok   rank %d late rank %d\n", k.rank, late);
+    if (failures == 0)
+      for (const Rank& k : ks) std::printf("ok   rank %d late rank %d\n", k.rank, late);
   }
-  CHECK_CUDA(cudaGraphExecDestroy(k.exec));
-  CHECK_NCCL(ncclCommDestroy(k.comm));
-  std::printf("ok   rank %d ncclCommDestroy\n", k.rank);
+  for (Rank& k : ks) {
+    CHECK_CUDA(cudaSetDevice(k.gpu));
+    CHECK_CUDA(cudaGraphExecDestroy(k.exec));
+    CHECK_NCCL(ncclCommDestroy(k.comm));
+    std::printf("ok   rank %d ncclCommDestroy\n", k.rank);
+  }
   return failures == 0 ? 0 : 1;
 }
 
@@ -190,7 +258,7 @@ int run_as_process(const std::string& id_file, size_t mib) {
 int main(int argc, char** argv) {
   setvbuf(stdout, nullptr, _IOLBF, 0);
   if (argc > 2 && std::strcmp(argv[1], "--procs") == 0)
-    return run_as_process(argv[2], argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 64);
+    return run_as_process(argv[2], argc > 3 ? std::strtoull(argv[3], nullptr, 10) : 64, argc > 4 ? std::atoi(argv[4]) : 1);
   Job j{};
   j.bytes = static_cast<size_t>(argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 64) << 20;
   int devices = 0;

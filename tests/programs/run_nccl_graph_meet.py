@@ -8,8 +8,11 @@ With `procs`, the two ranks are processes (launch_ranks.py, as torchrun starts t
 replay must meet the other process's rank as the direct launch does (each rank's replay reads
 as its direct launch), and the direct launch must end at the same time on both ranks (the
 step's premise: every step starts at the end of an all-reduce shared by both ranks).
+With `procs2`, each of the two processes holds two ranks (four GPUs, one thread a process driving
+its two through NCCL groups): a replay meets its own process's other rank and the other
+process's two at once; every rank is late in turn.
 
-Usage: run_nccl_graph_meet.py [procs]
+Usage: run_nccl_graph_meet.py [procs | procs2]
 Environment: VGPU_RUN, GRAPH_MEET_PROGRAM, CUDA_LIB_DIR, and LAUNCHER for procs."""
 import os
 import re
@@ -24,12 +27,15 @@ TIMEOUT_S = 180
 def main():
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = env["CUDA_LIB_DIR"]
-    procs = len(sys.argv) > 1 and sys.argv[1] == "procs"
+    mode = sys.argv[1] if len(sys.argv) > 1 else ""
+    procs = mode in ("procs", "procs2")
+    per = 2 if mode == "procs2" else 1
+    ranks = list(range(2 * per)) if procs else [0, 1]
     cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--"]
     if procs:
         id_file = os.path.join(tempfile.mkdtemp(prefix="vgpu-graph-meet-"), "nccl_id")
         cmd += [sys.executable, env["LAUNCHER"], "--nproc-per-node", "2", "--timeout", str(TIMEOUT_S - 20), "--",
-                env["GRAPH_MEET_PROGRAM"], "--procs", id_file, "64"]
+                env["GRAPH_MEET_PROGRAM"], "--procs", id_file, "64", str(per)]
     else:
         cmd += [env["GRAPH_MEET_PROGRAM"], "64"]
     ran = run_checked(cmd, env, TIMEOUT_S)
@@ -40,13 +46,14 @@ def main():
         if re.match(r"^(rank \d+ )?late rank", line):
             print(line)
     if procs:
-        steps = [f"rank {r} late rank {late}" for r in (0, 1) for late in (1, 0)]
-        steps += [f"rank {r} ncclCommDestroy" for r in (0, 1)]
-        for late in (1, 0):
+        steps = [f"rank {r} late rank {late}" for r in ranks for late in ranks]
+        steps += [f"rank {r} ncclCommDestroy" for r in ranks]
+        for late in ranks:
             direct = {int(r): float(ms) for r, ms in
                       re.findall(rf"^rank (\d+) late rank {late}: direct ([0-9.]+) ms$", out, re.M)}
-            check(sorted(direct) == [0, 1] and abs(direct[0] - direct[1]) <= 1e-5 * direct[0] + 1e-6,
-                  f"late rank {late}: the direct all-reduce ends together on both ranks: {direct}")
+            check(sorted(direct) == ranks and
+                  max(direct.values()) - min(direct.values()) <= 1e-5 * direct[0] + 1e-6,
+                  f"late rank {late}: the direct all-reduce ends together on every rank: {direct}")
     else:
         steps = ["late rank 1", "late rank 0", "ncclCommDestroy"]
     for step in steps:
