@@ -261,12 +261,11 @@ int main(int argc, char** argv) {
       std::memcpy(p, text.data(), text.size());
       p += text.size();
     };
-    put("{\"id\":");
     if (binary) {
+      put("{\"id\":");
       p = std::to_chars(p, p + 24, i).ptr;  // a binary trace's ids are its indices
     } else {
-      out.append(line_buf, p);
-      p = line_buf;
+      out.append(std::string_view("{\"id\":"));
       append_json_string(out, reader.ids().id(i));
     }
     put(",\"start_us\":");

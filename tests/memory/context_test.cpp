@@ -228,6 +228,9 @@ TEST_F(Contexts, PeerAccess) {
   EXPECT_EQ(cuCtxDestroy(b), CUDA_SUCCESS);
 }
 
+// cuCtxAttach and cuCtxDetach are deprecated, and still part of the driver's ABI.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 TEST_F(Contexts, AttachDetach) {
   CUcontext a, att;
   ASSERT_EQ(cuCtxCreate(&a, nullptr, 0, 2), CUDA_SUCCESS);
@@ -239,5 +242,6 @@ TEST_F(Contexts, AttachDetach) {
   EXPECT_EQ(cuCtxDetach(a), CUDA_SUCCESS);  // 1 -> 0: destroyed
   EXPECT_EQ(cuCtxGetDevice_v2(&d, a), CUDA_ERROR_INVALID_CONTEXT);
 }
+#pragma GCC diagnostic pop
 
 }  // namespace

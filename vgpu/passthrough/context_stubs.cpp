@@ -24,7 +24,7 @@ void create(int devices) {
   if (block == nullptr) return;
   for (int v = 0; v < devices; ++v) {
     std::memset(&block[v], 0, sizeof(Stub));
-    std::strncpy(block[v].what, "vgpu: a virtual primary context, no real one yet", sizeof(block[v].what) - 1);
+    std::strncpy(block[v].what, "vgpu: virtual primary context, no real one yet", sizeof(block[v].what) - 1);
     block[v].device = v;
   }
   __atomic_store_n(&vgpu_trampoline_watch_base, reinterpret_cast<uintptr_t>(block), __ATOMIC_RELAXED);

@@ -257,7 +257,8 @@ void* real_symbol(const char* name);
 CUresult CUDAAPI missing_real_entry();
 template <class F> F real_fn(const char* name) {
   void* p = real_symbol(name);
-  return p != nullptr ? reinterpret_cast<F>(p) : reinterpret_cast<F>(&missing_real_entry);
+  // (Through void*: a function pointer cast to another type is what -Wcast-function-type flags.)
+  return reinterpret_cast<F>(p != nullptr ? p : reinterpret_cast<void*>(&missing_real_entry));
 }
 
 }  // namespace vgpu::pt

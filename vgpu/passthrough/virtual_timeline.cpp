@@ -73,7 +73,7 @@ OpRef VirtualTimeline::append_locked(const StreamKey& key, StreamKind kind, int 
     if (w) op->deps.push_back(w);
   if (s.lane < 0) s.lane = next_lane_++;
   op->lane = s.lane;
-  s.last = StreamTail{op};
+  s.last = StreamTail::of(op);
   if (!try_resolve(*op)) pending_.push_back(op);
   return op;
 }
@@ -294,7 +294,7 @@ OpRef VirtualTimeline::tail(const StreamKey& key) {
   auto* s = streams_.find(key);
   if (s == nullptr) return nullptr;
   // Records since its last op: the op they stand for becomes the tail (the same placement).
-  if (!s->last.plain()) s->last = StreamTail{op_for(s->last)};
+  if (!s->last.plain()) s->last = StreamTail::of(op_for(s->last));
   return s->last.op;
 }
 

@@ -97,6 +97,11 @@ struct StreamTail {
   OpRef also;
   int device = -1;  // the latest record's virtual device (for an op made for it)
   bool plain() const { return !also && not_before == -std::numeric_limits<double>::infinity(); }
+  static StreamTail of(OpRef op) {  // a stream whose last op is `op`, and nothing recorded since
+    StreamTail t;
+    t.op = std::move(op);
+    return t;
+  }
 };
 using StreamKey = timing::StreamOrder<StreamTail>::Key;
 
