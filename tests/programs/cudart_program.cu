@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 #include <string>
@@ -128,7 +129,14 @@ void launches_and_events() {
   std::snprintf(buf, sizeof buf, "20 launches take %.6f ms, %.2f x 5 launches", ms20, ms20 / ms5);
   // Host time between launches is virtual host time too; it hides behind the busy stream, and
   // the bounds leave room for the host time at the edges (event records, the first launch).
-  check(ms20 > 3.2f * ms5 && ms20 < 4.8f * ms5, buf);
+  // CUDART_PROGRAM_NO_LAUNCH_RATIO (timeline_check.py's two processes of one job): not checked.
+  // Under the passthrough over the sim backend as the "real" driver, a launch's measured duration
+  // includes that driver's host time, which the other process of the job lengthens on a loaded
+  // machine (a TSan CI run: 6.22 x); the single process's run checks it.
+  if (std::getenv("CUDART_PROGRAM_NO_LAUNCH_RATIO") != nullptr)
+    std::printf("skip %s (CUDART_PROGRAM_NO_LAUNCH_RATIO)\n", buf);
+  else
+    check(ms20 > 3.2f * ms5 && ms20 < 4.8f * ms5, buf);
   check_call(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   check_call(cudaEventDestroy(start), "cudaEventDestroy");
   check_call(cudaEventDestroy(stop), "cudaEventDestroy");

@@ -64,6 +64,9 @@ def main():
         merged = os.path.join(tmp, "job.json")
         env["VGPU_TIMELINE"] = merged
         env["VGPU_JOB_ID"] = "timeline-check-" + str(os.getpid())
+        # The program's own launch-timing check ran in the single process above; here the two
+        # processes' measurements share one "real" driver's host time (cudart_program.cu).
+        env["CUDART_PROGRAM_NO_LAUNCH_RATIO"] = "1"
         # Each process's output kept: a process that failed says why (seen once under ASan in a
         # loaded CI run, 2026-11-28, with its output thrown away).
         procs = [subprocess.Popen([program], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
