@@ -315,6 +315,60 @@ TEST(KernelDbWorkKeys, AReplayTakesTheRowThatDiffersOnlyInOneByteParameters) {
   remove_db(path);
 }
 
+// The same functor byte beside a struct whose stack garbage differs at every launch (PyTorch's
+// dtype-casting copy of the logits, 411.7 M elements: each rank of a 2-rank DDP replay fell to the
+// fallback model's 1,372 us once a step, 2026-11-28, "keyed-words w1=0x1f/0x4d"): the recording
+// kept no exact row a replay can match, only its settled group, where the functor's word stayed
+// keyed. The replay takes the group with the one-byte parameter's word not compared.
+LaunchSignature cast_copy(uint32_t n, uint8_t functor_byte, std::mt19937& garbage) {
+  std::vector<uint8_t> params(48, 0);
+  std::memcpy(params.data(), &n, 4);
+  params[4] = functor_byte;
+  for (size_t at = 8; at < params.size(); at += 4) {
+    const uint32_t w = static_cast<uint32_t>(garbage()) | 0x80000000u;
+    std::memcpy(params.data() + at, &w, 4);
+  }
+  const ParamSlot slots[] = {{0, 4}, {4, 1}, {8, 40}};
+  const LaunchShape shape{{804112, 1, 1}, {128, 1, 1}, 0};
+  return build_launch_signature("unrolled_elementwise_kernel_direct_copy", shape, slots, params,
+                                [](uint64_t) { return false; });
+}
+
+TEST(KernelDbWorkKeys, AReplayTakesTheGroupThatDiffersOnlyInOneByteParameters) {
+  const std::string path = temp_db("flag_groups");
+  std::mt19937 recording_stack(7);
+  {
+    KernelTimeDb db(path, kModel);
+    SettlingSignatures table(3);
+    for (int i = 0; i < 8; ++i) {
+      const LaunchSignature s = cast_copy(411705344, 0x4d, recording_stack);
+      const std::optional<double> settled = table.add_sample(s, 620e-6 + (i == 0 ? 20e-6 : 0));
+      if (!settled) continue;
+      ASSERT_TRUE(db.record(s, static_cast<uint64_t>(*settled * 1e9 + 0.5), KernelTimeDb::Merge::least));
+      const std::optional<SettledGroup> g = table.settled_group(s);
+      ASSERT_TRUE(g.has_value());
+      ASSERT_TRUE(db.record_groups({&*g, 1}));
+    }
+    ASSERT_EQ(db.group_count(), 1);
+  }
+  KernelTimeDb replay(path, kModel);
+  std::mt19937 replay_stack(99);
+  const LaunchSignature recorded_byte = cast_copy(411705344, 0x4d, replay_stack);
+  const LaunchSignature s = cast_copy(411705344, 0x1f, replay_stack);
+  KernelDbLevel level = KernelDbLevel::exact;
+  EXPECT_EQ(replay.lookup(recorded_byte, &level), 620000u) << "the group covers the recorded functor byte";
+  EXPECT_EQ(level, KernelDbLevel::group);
+  EXPECT_FALSE(replay.lookup(s, &level).has_value()) << "the functor's word stayed keyed";
+  EXPECT_EQ(replay.lookup_flags_aside(s), 620000u);
+  EXPECT_FALSE(replay.lookup_flags_aside(cast_copy(205852672, 0x1f, replay_stack)).has_value()) << "another size";
+  const GpuFigures gpu{4.8e12, 67e12, 495e12, 989e12};
+  bool from_db = true;
+  EXPECT_DOUBLE_EQ(recorded_or_estimated(replay, gpu, s, &from_db, {}, &level), 620e-6);
+  EXPECT_EQ(level, KernelDbLevel::family);
+  EXPECT_FALSE(from_db);
+  remove_db(path);
+}
+
 TEST(KernelDbWorkKeys, LevelNames) {
   EXPECT_STREQ(kernel_db_level_name(KernelDbLevel::exact), "exact");
   EXPECT_STREQ(kernel_db_level_name(KernelDbLevel::group), "group");

@@ -720,7 +720,13 @@ std::optional<uint64_t> KernelTimeDb::lookup_flags_aside(const LaunchSignature& 
   std::lock_guard lock(impl_->groups_mu);
   impl_->read_family_once(family);
   const auto it = impl_->flags_aside.find(key->bytes);
-  if (it == impl_->flags_aside.end()) return std::nullopt;
+  if (it == impl_->flags_aside.end()) {
+    // No exact row: a group whose other words cover the launch (a struct of stack garbage beside
+    // the functor makes every launch's bytes differ, so only groups were recorded for it).
+    const std::optional<double> s = impl_->groups.settled_flags_aside(signature);
+    if (!s) return std::nullopt;
+    return static_cast<uint64_t>(std::llround(*s * 1e9));
+  }
   // Rows that differ in a flag whose value changed the work: the upper median of them.
   std::vector<uint64_t> d = it->second;
   const auto mid = d.begin() + static_cast<std::ptrdiff_t>(d.size() / 2);

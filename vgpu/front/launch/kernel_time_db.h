@@ -142,7 +142,9 @@ class KernelTimeDb {
   std::optional<uint64_t> lookup_family(const LaunchSignature& signature);
   // An exact row of the signature's family that differs from it only in one-byte parameters
   // (without_flag_bytes: flags, empty functors' stack bytes), or the upper median of several;
-  // nullopt when none. Counted at the family level (recorded_or_estimated).
+  // else the settled groups that cover it with those parameters' words not compared
+  // (SettlingSignatures::settled_flags_aside); nullopt when none. Counted at the family level
+  // (recorded_or_estimated).
   std::optional<uint64_t> lookup_flags_aside(const LaunchSignature& signature);
 
   // Why lookup() found nothing for `signature` (SettlingSignatures::uncovered: its family's

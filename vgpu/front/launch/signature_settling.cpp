@@ -146,6 +146,49 @@ std::optional<double> SettlingSignatures::settled(const LaunchSignature& signatu
   return m.answer;
 }
 
+std::vector<uint8_t> SettlingSignatures::one_byte_words(const LaunchSignature& signature) {
+  std::vector<uint8_t> out;
+  const std::string_view s = signature.bytes;
+  size_t at = s.find('\0', 10);
+  if (at == std::string_view::npos) return out;
+  at += 1 + 7 * 4;
+  while (at < s.size()) {
+    const char tag = s[at++];
+    if (tag != 'v' || at + 4 > s.size()) continue;
+    uint32_t size = 0;
+    std::memcpy(&size, s.data() + at, 4);
+    at += 4;
+    if (size > s.size() - at) break;
+    out.insert(out.end(), (size + 3) / 4, static_cast<uint8_t>(size == 1));
+    at += size;
+  }
+  return out;
+}
+
+std::optional<double> SettlingSignatures::settled_flags_aside(const LaunchSignature& signature) const {
+  Parsed p;
+  if (!parse(signature, &p)) return std::nullopt;
+  const auto it = families_.find(p.family);
+  if (it == families_.end()) return std::nullopt;
+  const Family& f = it->second;
+  const std::vector<uint8_t> flag = one_byte_words(signature);
+  if (flag.size() != p.words.size()) return std::nullopt;
+  std::vector<double> found;
+  for (const Group& g : f.groups) {
+    if (g.seconds < 0 || g.words.size() != p.words.size()) continue;
+    bool covered = true;
+    for (size_t i = 0; i < p.words.size() && covered; ++i) {
+      if (flag[i]) continue;
+      covered = f.free[i] ? covers_word(g, i, p.words[i]) : g.words[i] == p.words[i];
+    }
+    if (covered) found.push_back(g.seconds);
+  }
+  if (found.empty()) return std::nullopt;
+  const auto mid = found.begin() + static_cast<std::ptrdiff_t>(found.size() / 2);
+  std::nth_element(found.begin(), mid, found.end());
+  return *mid;
+}
+
 bool SettlingSignatures::seen(const LaunchSignature& signature) const {
   Parsed p;
   if (!parse(signature, &p)) return false;

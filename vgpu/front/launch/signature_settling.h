@@ -108,6 +108,12 @@ class SettlingSignatures {
   // per hash slot until anything is learnt, settled or adopted (the generation below), and is
   // given only for the very same bytes.
   std::optional<double> settled(const LaunchSignature& signature, uint64_t hash) const;
+  // The settled groups of this launch's family that cover it when the words of its one-byte
+  // parameters are not compared: an empty functor's byte is whatever the host's stack held there,
+  // one value in the process that recorded (kept keyed: it never varied there) and another in the
+  // process that replays. The upper median of their durations (a one-byte flag that changed the
+  // work gives several); nullopt when none covers it.
+  std::optional<double> settled_flags_aside(const LaunchSignature& signature) const;
   // Whether some group (settled or still being measured) covers this launch.
   bool seen(const LaunchSignature& signature) const;
   // A measurement of this launch. Returns the group's duration when this sample settled it.
@@ -178,6 +184,8 @@ class SettlingSignatures {
   };
 
   static bool parse(const LaunchSignature& signature, Parsed* out);
+  // Per by-value word of a parsed signature: 1 where the word is a one-byte parameter's own.
+  static std::vector<uint8_t> one_byte_words(const LaunchSignature& signature);
   static std::string bucket_key(const Family& f, const std::vector<uint32_t>& words);
   static void bucket_key(const Family& f, const std::vector<uint32_t>& words, std::string* key);
   static bool covers(const Family& f, const Group& g, const std::vector<uint32_t>& words);
