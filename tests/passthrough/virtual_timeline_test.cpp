@@ -167,6 +167,41 @@ TEST(VirtualTimeline, MarkersArePlacedByTheRule) {
   EXPECT_EQ(tl.pending(), 0u);
 }
 
+// Kernels beside a collective's kernel (appended start_first, as NCCL's) on the same GPU progress
+// at half their rate (timing/collective_overlap.h): a kernel placed before the collective's
+// window is known leaves its lost work to the next kernel; one placed after it is slowed inside
+// it; another GPU's kernels are not; with the rule off, the plain rule.
+TEST(VirtualTimeline, KernelsBesideACollectivesKernelSlowDown) {
+  for (const double share : {0.5, 1.0}) {
+    VirtualTimeline tl;
+    tl.set_compute_beside_collective(share, share);
+    int nccl_stream = 0, compute = 0, other = 0;
+    const StreamKey n{nullptr, &nccl_stream}, c{nullptr, &compute}, g1{nullptr, &other};
+    const OpRef all_reduce = tl.append(n, StreamKind::non_blocking, 0, 1.0, -1, {}, /*measurement=*/200,
+                                       /*kernel=*/true, {}, /*start_first=*/true);
+    const OpRef k1 = tl.append(c, StreamKind::non_blocking, 0, 1.0, 100e-6, {}, 0, /*kernel=*/true);
+    const OpRef elsewhere = tl.append(g1, StreamKind::non_blocking, 1, 1.0, 100e-6, {}, 0, /*kernel=*/true);
+    EXPECT_EQ(tl.finish(k1), 1.0 + 100e-6) << "the window is not known yet";
+    tl.resolve(measured_when_forced, all_reduce);  // [1.0, 1.0002]
+    ASSERT_EQ(tl.finish(all_reduce), 1.0 + 200e-6);
+    const OpRef k2 = tl.append(c, StreamKind::non_blocking, 0, 1.0, 100e-6, {}, 0, /*kernel=*/true);
+    const OpRef marker = tl.append(c, StreamKind::non_blocking, 0, 1.0, 0);  // not a kernel: no slowdown
+    const OpRef k3 = tl.append(c, StreamKind::non_blocking, 0, 1.0, 100e-6, {}, 0, /*kernel=*/true);
+    if (share == 0.5) {
+      // k1 did 50 us of its work in the window's first 100 us: k2 carries the other 50, and its
+      // own 100, at half rate to the window's end (50 us of work) and alone after: as if k1 had run
+      // [1.0, 1.0002] at half rate and k2 [1.0002, 1.0003].
+      EXPECT_NEAR(*tl.finish(k2), 1.0 + 300e-6, 1e-12);
+    } else {
+      EXPECT_EQ(tl.finish(k2), 1.0 + 200e-6);
+    }
+    EXPECT_EQ(tl.finish(marker), tl.finish(k2));
+    EXPECT_NEAR(*tl.finish(k3), *tl.finish(k2) + 100e-6, 1e-12) << "after the window: alone";
+    EXPECT_EQ(tl.finish(elsewhere), 1.0 + 100e-6) << "another GPU";
+    EXPECT_EQ(tl.pending(), 0u);
+  }
+}
+
 TEST(VirtualTimeline, AnOpWaitsForItsDurationAndItsStartCanBeAskedFirst) {
   VirtualTimeline tl;
   int s = 0;
@@ -190,6 +225,7 @@ TEST(VirtualTimeline, AnOpWaitsForItsDurationAndItsStartCanBeAskedFirst) {
 // what the rule gives, computed here on its own.
 TEST(VirtualTimeline, PlacesEveryOpByTheRule) {
   VirtualTimeline tl;
+  tl.set_compute_beside_collective(1.0, 1.0);  // the plain rule (the slowdown beside collectives: below)
   constexpr int kStreams = 6;
   constexpr int kOps = 6144;
   int handles[kStreams] = {};

@@ -79,6 +79,8 @@ enum class Id : int {
   shared_gpu_blocking,
   lazy_contexts,
   horizon,
+  compute_beside_collective,
+  compute_beside_waiting_collective,
   daemon_dir,
   daemon_tcp,
   daemon_token,
@@ -258,6 +260,15 @@ inline constexpr Spec kSpecs[] = {
      "issued work to some device themselves; bystanders such as watchdogs do not). Experimental: "
      "`submitters` brought nothing on 8 ranks of DDP and read DDP on 2 ranks 9.9% fast (2026-11-26)",
      "passthrough", 0, 0, "all|submitters"},
+    {Id::compute_beside_collective, "VGPU_COMPUTE_BESIDE_COLLECTIVE", Type::real, "0.5",
+     "the rate at which a GPU's other kernels progress while a collective's (NCCL's) kernel there moves "
+     "data, against their rate alone (DDP steps of GPT-2 on 2 H200s measured 0.48-0.52, 2026-11-28; "
+     "timing/collective_overlap.h); `1`: no slowdown",
+     "passthrough", 0, 1},
+    {Id::compute_beside_waiting_collective, "VGPU_COMPUTE_BESIDE_WAITING_COLLECTIVE", Type::real, "0.75",
+     "the same while the collective's kernel waits for its peers (it holds its SMs: about 0.7 measured, "
+     "2026-11-28); `1`: no slowdown",
+     "passthrough", 0, 1},
     {Id::daemon_dir, "VGPU_DAEMON_DIR", Type::path, "",
      "vgpud's socket folder (unset: `$XDG_RUNTIME_DIR/vgpu`, else `/tmp/vgpu-<uid>`)", "vgpud and its clients", 0,
      0, {}, Reading::each_use},

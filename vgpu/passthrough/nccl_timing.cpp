@@ -322,7 +322,7 @@ void launched(const Attribution& a, const OpRef& op) {
   }
 }
 
-double finish(int gpu, const Attribution& a, double start) {
+double finish(int gpu, const Attribution& a, double start, double* sync) {
   const double floor = start + kMinSeconds;
   if (a.launch != 0) open_launches().close(a.launch);  // its transfers are done (real execution complete)
   if (a.launch == 0) {
@@ -340,8 +340,9 @@ double finish(int gpu, const Attribution& a, double start) {
   // buffers at the network model's rates, is not the collective's time).
   if (const std::optional<double> modelled = modelled_seconds(gpu, a.launch)) {
     double ready = -1, last = -1;
-    const double sync = p->launch_window(a.launch, &ready, &last, nullptr) == 0 ? std::max(start, ready) : start;
-    f = sync + *modelled;
+    const double from = p->launch_window(a.launch, &ready, &last, nullptr) == 0 ? std::max(start, ready) : start;
+    f = from + *modelled;
+    if (sync != nullptr) *sync = from;
   } else if (p->launch_transfers(a.launch, &f, nullptr) != 0) {
     f = floor;
   }

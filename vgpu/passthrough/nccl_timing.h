@@ -61,7 +61,7 @@ void launched(const Attribution& a, const OpRef& op);
 
 // The virtual finish of the NCCL kernel of `gpu` with attribution `a`, started at `start`. Call
 // once its real execution is complete, and once only.
-double finish(int gpu, const Attribution& a, double start);
+double finish(int gpu, const Attribution& a, double start, double* sync = nullptr);
 
 // The virtual start of the NCCL kernel now running on `gpu` (the GPU clock the plugin uses for
 // transfers whose launch is unknown): set by the launch path once known.

@@ -338,7 +338,7 @@ void VirtualTime::wait_measured(const OpRef& op, double timeout_s) {
   }
 }
 
-double VirtualTime::measure(const TimedOp& op, std::optional<double> start_if_needed, bool force) {
+double VirtualTime::measure(TimedOp& op, std::optional<double> start_if_needed, bool force) {
   Impl::Measurement m;
   {
     std::lock_guard l(impl_->mu);
@@ -364,7 +364,7 @@ double VirtualTime::measure(const TimedOp& op, std::optional<double> start_if_ne
   }
   if (m.timing.source == Timing::Source::nccl) {
     const double start = start_if_needed.value_or(op.issue);  // given: appended start_first
-    seconds = nccl_timing::finish(m.timing.nccl_gpu, m.timing.nccl, start) - start;
+    seconds = nccl_timing::finish(m.timing.nccl_gpu, m.timing.nccl, start, &op.moving_from) - start;
     log::debug("vtime: NCCL kernel on gpu {} (launch {}, log window from {}) {:.9f} .. {:.9f}, real {:.9f} s",
                m.timing.nccl_gpu, m.timing.nccl.launch, m.timing.nccl.since, start, start + seconds,
                static_cast<double>(ms) * 1e-3);
@@ -395,7 +395,7 @@ std::optional<double> VirtualTime::start_of(const OpRef& op) {
 
 void VirtualTime::resolve(const OpRef& target, bool wait) {
   timeline_.resolve(
-      [this](const TimedOp& op, std::optional<double> start, bool force) { return measure(op, start, force); },
+      [this](TimedOp& op, std::optional<double> start, bool force) { return measure(op, start, force); },
       target, wait);
 }
 

@@ -239,7 +239,7 @@ class VirtualTime {
   static VirtualTime* make();  // the root's, on first use
   struct Impl;
   // `start_if_needed`: an NCCL kernel's start (appended start_first), nullopt for other ops.
-  double measure(const TimedOp& op, std::optional<double> start_if_needed, bool force);
+  double measure(TimedOp& op, std::optional<double> start_if_needed, bool force);
   static void open_gate(Bracket& b);
   // target(), event_device() and capturing() past their common cases (out of line).
   bool target_looked_up(CUstream stream, bool per_thread, StreamTarget* out, TargetCache& cache);

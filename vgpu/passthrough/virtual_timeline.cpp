@@ -111,7 +111,7 @@ OpRef VirtualTimeline::append_unless_placed(const StreamKey& key, StreamKind kin
   op.duration = duration;
   op.start = at;
   const double lasts = finite_or_zero(duration);
-  op.finish = at + (lasts > 0 ? lasts : 0);
+  op.finish = kernel ? overlap_.kernel_finish(device, at, lasts) : at + (lasts > 0 ? lasts : 0);
   op.resolved = op.started = true;
   op.device = device;
   op.kernel = kernel;
@@ -261,7 +261,14 @@ bool VirtualTimeline::try_resolve(TimedOp& op) {
   // Its start may be placed already (asked first); a duration that is not finite and positive
   // lasts nothing, as in the engine.
   if (!op.started) op.start = rule_start(op);
-  op.finish = op.start + (std::isfinite(op.duration) && op.duration > 0 ? op.duration : 0);
+  const double lasts = std::isfinite(op.duration) && op.duration > 0 ? op.duration : 0;
+  // A collective's kernel and the kernels beside it on its GPU (timing/collective_overlap.h).
+  if (op.start_first) {
+    op.finish = op.start + lasts;
+    overlap_.collective(op.device, op.start, op.moving_from < 0 ? op.start : op.moving_from, op.finish);
+  } else {
+    op.finish = op.kernel ? overlap_.kernel_finish(op.device, op.start, lasts) : op.start + lasts;
+  }
   op.resolved = op.started = true;
   op.deps.clear();
   if (spare_deps_.capacity() == 0)

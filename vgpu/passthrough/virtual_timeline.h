@@ -56,6 +56,8 @@
 #include "passthrough/futex_lock.h"
 #include "timing/inline_constants.h"
 #include "passthrough/record_memo.h"
+#include "common/settings.h"
+#include "timing/collective_overlap.h"
 #include "timing/stream_order.h"
 
 namespace vgpu::pt {
@@ -69,6 +71,9 @@ struct TimedOp {
   int device = -1;       // the virtual device it runs on
   bool kernel = false;   // a kernel launch (for the per-device statistics)
   bool start_first = false;  // its duration depends on its start (an NCCL kernel)
+  // An NCCL kernel: when its collective's transfers began (every rank had arrived); before, it
+  // waits for its peers. Set by the measurement (-1: unknown, the whole kernel counts as moving).
+  double moving_from = -1;
   int32_t lane = 0;      // its stream's number within the process (the timeline's lanes)
   std::string label;     // what it is, for VGPU_TIMELINE (empty unless one is written)
   // What set_duration needs to find it again (the measurement's owner keeps its own state).
@@ -218,7 +223,7 @@ class VirtualTimeline {
   // `force` is true for `target` and every op it depends on: the caller synchronized with
   // `target` for real, so their measurements are complete and must be read now.
   // `wait` false: does nothing when another thread holds the timeline (as start_if_ready).
-  using Measure = std::function<double(const TimedOp& op, std::optional<double> start, bool force)>;
+  using Measure = std::function<double(TimedOp& op, std::optional<double> start, bool force)>;
   void resolve(const Measure& measure, const OpRef& target = nullptr, bool wait = true);
 
   // The finish of `op` when resolved.
@@ -226,6 +231,13 @@ class VirtualTimeline {
 
   // Ops waiting for a duration or a dependency (tests, logs).
   size_t pending() const;
+
+  // The rate of kernels beside a collective's kernel on their GPU (timing/collective_overlap.h;
+  // VGPU_COMPUTE_BESIDE_COLLECTIVE and VGPU_COMPUTE_BESIDE_WAITING_COLLECTIVE unless told; 1 and
+  // 1: the rule off). Set before use.
+  void set_compute_beside_collective(double moving, double waiting) {
+    overlap_ = timing::CollectiveOverlap(moving, waiting);
+  }
 
   // Called (under the timeline's lock: keep it short) for every op as it resolves.
   void set_on_resolved(std::function<void(const TimedOp&)> f) { on_resolved_ = std::move(f); }
@@ -358,6 +370,9 @@ class VirtualTimeline {
   std::deque<OpRef> pending_;  // submission order
   int32_t next_lane_ = 0;
   std::vector<OpRef> spare_deps_;  // empty; a resolved op's buffer, for the next op's deps
+  // Kernels beside collectives' kernels on one GPU progress slower (timing/collective_overlap.h).
+  timing::CollectiveOverlap overlap_{settings::real(settings::Id::compute_beside_collective),
+                                     settings::real(settings::Id::compute_beside_waiting_collective)};
 };
 
 }  // namespace vgpu::pt

@@ -1,0 +1,93 @@
+// Kernels beside a collective's kernel on the same GPU (issue 18): one rule for the backends.
+//
+// NCCL's kernels hold SMs (a block per channel: 24 of an H200's 132 between two NVLink GPUs) for
+// as long as they are resident, waiting for their peers included, and memory bandwidth while they
+// move data; the kernels beside them on the same GPU slow down. Measured in real DDP steps of
+// GPT-2 small on 2 x H200 (2026-11-28, torch.profiler on both ranks, each launch matched to the
+// same launch of the one-GPU step; docs/results.md, twenty-second session): kernels that
+// overlapped an all-reduce kernel while it moved data progressed at 0.48-0.52 of their rate alone
+// (858 / 929 / 731 us more over 1,700 / 1,951 / 1,570 us of overlap), and at about 0.7 while it
+// waited for a late peer (a rank whose all-reduce kernels spent 11.7 of their 13.9 ms waiting:
+// 3.2 ms more over 11.7 ms of overlap, with 0.5 for the moving part); kernels that overlapped none
+// took what they took alone (within 0.2%). Every duration vgpu measures or looks up is the
+// kernel's alone, so the slowdown is applied where kernels are placed in virtual time:
+//
+//   - while a collective's kernel is resident on a GPU, every other kernel there progresses at
+//     `moving` of its own rate from when the collective's transfers began (all of its ranks had
+//     arrived) to its end (VGPU_COMPUTE_BESIDE_COLLECTIVE, 0.5), at `waiting` before that
+//     (VGPU_COMPUTE_BESIDE_WAITING_COLLECTIVE, 0.75);
+//   - ops are placed in submission order, not in time order, so whichever of the two is placed
+//     second accounts for their overlap: a kernel placed after a collective's window is known
+//     ends where its work at those rates takes it (kernel_finish); a window placed after kernels
+//     that ran inside it leaves the work they could not have done there, (1 - rate) x their busy
+//     time inside it, as a debt that the device's next kernel carries (a DDP step's all-reduce
+//     resolves when its peers arrive, after the host launched more of the backward pass: the step
+//     ends later by the debt, as the real one does).
+//
+// Approximations, kept because they are small where it matters: a collective's own slowdown
+// beside the kernels is not modelled (its duration is the collective model's from the moment its
+// ranks arrived: the real all-reduce kernels of that step moved for 140-210 us against ~110
+// alone, hidden but for the last); windows that ended more than kKeepBehindS before a kernel's
+// start are forgotten (kernels of one GPU are placed close to time order); where windows overlap
+// each other a kernel takes them one after the other; kernels running side by side on two streams
+// both pay for the same window.
+//
+// Not thread-safe: its owner's lock covers it (the passthrough's timeline).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+namespace vgpu::timing {
+
+class CollectiveOverlap {
+ public:
+  static constexpr double kDefaultMoving = 0.5;
+  static constexpr double kDefaultWaiting = 0.75;
+  static constexpr double kKeepBehindS = 1e-3;     // windows kept this long behind a kernel's start
+  static constexpr size_t kKernelsKept = 512;      // kernel intervals kept per device (debts)
+  static constexpr size_t kWindowsKept = 128;      // parts of windows, at most, per device
+  static constexpr int kMaxDevices = 4096;
+
+  // The rates in [0, 1] of the other kernels while a collective's kernel moves data and while it
+  // waits for its peers (1 and 1: no slowdown, the rule off; below 0.01 taken as 0.01).
+  explicit CollectiveOverlap(double moving = kDefaultMoving, double waiting = kDefaultWaiting);
+
+  bool enabled() const { return moving_ < 1.0 || waiting_ < 1.0; }
+
+  // A kernel (not a collective's) of `seconds` alone, starting at `start` on `device`: where it
+  // finishes beside the collective windows known there, with the device's debt added to its work
+  // (the debt is then paid). Records its interval for windows placed later.
+  double kernel_finish(int device, double start, double seconds);
+  // A collective's kernel resident on `device` over [start, finish], waiting for its peers until
+  // `moving_from` (clamped into the window; `start`: it moved data throughout).
+  void collective(int device, double start, double moving_from, double finish);
+
+  // The work (seconds at full rate) the device's next kernel carries (tests).
+  double debt(int device) const;
+
+ private:
+  struct Interval {
+    double start, finish;
+  };
+  struct Window {
+    double start, finish, rate;  // the other kernels' rate inside it
+  };
+  struct Device {
+    std::deque<Window> windows;       // the parts of collectives' windows, by start
+    std::vector<Interval> kernels;    // a ring of the last kKernelsKept kernels' intervals
+    size_t next_kernel = 0;
+    double debt = 0;
+  };
+  Device* device(int d);
+  static void remember(Device& dev, Interval kernel);  // into the ring of kernels
+  // One part of a window at `rate`: the debt of the kernels inside it, then kept.
+  void part(Device& dev, double start, double finish, double rate);
+
+  double moving_, waiting_;
+  std::vector<Device> devices_;
+};
+
+}  // namespace vgpu::timing
