@@ -10,7 +10,7 @@ Options: --layers L (12) --d D (768) --batch B (8 per rank) --seq S (1024) --ste
 by 10-40% from step to step on the device machines, real and virtual, so the median needs them)
 --warmup W (5) --kernels FILE (after the timed steps, one more step under torch.profiler: each
 kernel's count and total GPU time on this rank go to FILE, "%r" replaced by the rank, for
-kernel_compare.py to set beside vgpu's timeline of the same step). Besides the step, CUDA events split it into forward, backward and optimizer
+kernel_compare.py to set beside vgpu's timeline of the same step; the step's trace to FILE.trace.json). Besides the step, CUDA events split it into forward, backward and optimizer
 phases (what each phase costs tells where a simulated step differs from the real one), and rank
 0's host side of each (its step clock and its thread's CPU time: host_ms, thread_cpu_ms) tells a
 slower host from a longer wait.
@@ -197,6 +197,8 @@ def profile_kernels(one_step, path):
             k[1] += e.device_time
     with open(path, "w") as f:
         json.dump({n: {"count": c, "us": round(t, 3)} for n, (c, t) in kernels.items()}, f)
+    # The step's kernels in time (which ran beside which: NCCL's beside the backward's GEMMs).
+    prof.export_chrome_trace(path + ".trace.json")
 
 
 def launch_stats():
