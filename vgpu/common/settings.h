@@ -262,11 +262,11 @@ inline constexpr Spec kSpecs[] = {
      "passthrough", 0, 0, "all|submitters"},
     {Id::compute_beside_collective, "VGPU_COMPUTE_BESIDE_COLLECTIVE", Type::real, "0.5",
      "the rate at which a GPU's other kernels progress while a collective's (NCCL's) kernel there moves "
-     "data, against their rate alone (DDP steps of GPT-2 on 2 H200s measured 0.48-0.52, 2026-11-28; "
+     "data, against their rate alone (DDP steps of GPT-2 on 2 H200s measured 0.49-0.54, 2026-11-28; "
      "timing/collective_overlap.h); `1`: no slowdown",
      "passthrough", 0, 1},
-    {Id::compute_beside_waiting_collective, "VGPU_COMPUTE_BESIDE_WAITING_COLLECTIVE", Type::real, "0.8",
-     "the same while the collective's kernel waits for its peers (it holds its SMs: 0.76-0.83 measured, "
+    {Id::compute_beside_waiting_collective, "VGPU_COMPUTE_BESIDE_WAITING_COLLECTIVE", Type::real, "0.75",
+     "the same while the collective's kernel waits for its peers (it holds its SMs: 0.68-0.76 measured, "
      "2026-11-28); `1`: no slowdown",
      "passthrough", 0, 1},
     {Id::daemon_dir, "VGPU_DAEMON_DIR", Type::path, "",
