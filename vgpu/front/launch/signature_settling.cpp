@@ -21,7 +21,7 @@ bool durations_differ(double a, double b) {
          d >= SettlingSignatures::kDifferRelative * std::max(std::fabs(a), std::fabs(b));
 }
 
-bool SettlingSignatures::parse(const LaunchSignature& signature, Parsed* out) {
+bool SettlingSignatures::parse(const LaunchSignature& signature, Parsed* out, std::vector<uint8_t>* one_byte) {
   // The header is checked, not copied: a kernel's name (often hundreds of bytes, PyTorch's
   // templates) would be an allocation per launch.
   if (!decode_signature_header(signature, nullptr, nullptr)) return false;
@@ -33,6 +33,7 @@ bool SettlingSignatures::parse(const LaunchSignature& signature, Parsed* out) {
   out->family.assign(s.substr(0, at));
   out->words.clear();
   out->words.reserve((s.size() - at) / 4 + 1);
+  if (one_byte != nullptr) one_byte->clear();
   while (at < s.size()) {
     const char tag = s[at++];
     out->family.push_back(tag);
@@ -45,6 +46,7 @@ bool SettlingSignatures::parse(const LaunchSignature& signature, Parsed* out) {
     if (size > s.size() - at) return false;
     const size_t whole = size / 4, first = out->words.size();
     out->words.resize(first + whole + (size % 4 != 0));
+    if (one_byte != nullptr) one_byte->resize(out->words.size(), static_cast<uint8_t>(size == 1));
     std::memcpy(out->words.data() + first, s.data() + at, size);  // the tail word zero-filled
     at += size;
   }
@@ -146,33 +148,13 @@ std::optional<double> SettlingSignatures::settled(const LaunchSignature& signatu
   return m.answer;
 }
 
-std::vector<uint8_t> SettlingSignatures::one_byte_words(const LaunchSignature& signature) {
-  std::vector<uint8_t> out;
-  const std::string_view s = signature.bytes;
-  size_t at = s.find('\0', 10);
-  if (at == std::string_view::npos) return out;
-  at += 1 + 7 * 4;
-  while (at < s.size()) {
-    const char tag = s[at++];
-    if (tag != 'v' || at + 4 > s.size()) continue;
-    uint32_t size = 0;
-    std::memcpy(&size, s.data() + at, 4);
-    at += 4;
-    if (size > s.size() - at) break;
-    out.insert(out.end(), (size + 3) / 4, static_cast<uint8_t>(size == 1));
-    at += size;
-  }
-  return out;
-}
-
 std::optional<double> SettlingSignatures::settled_flags_aside(const LaunchSignature& signature) const {
   Parsed p;
-  if (!parse(signature, &p)) return std::nullopt;
+  std::vector<uint8_t> flag;
+  if (!parse(signature, &p, &flag)) return std::nullopt;
   const auto it = families_.find(p.family);
   if (it == families_.end()) return std::nullopt;
   const Family& f = it->second;
-  const std::vector<uint8_t> flag = one_byte_words(signature);
-  if (flag.size() != p.words.size()) return std::nullopt;
   std::vector<double> found;
   for (const Group& g : f.groups) {
     if (g.seconds < 0 || g.words.size() != p.words.size()) continue;

@@ -183,9 +183,8 @@ class SettlingSignatures {
     std::string name;  // the function's (logs)
   };
 
-  static bool parse(const LaunchSignature& signature, Parsed* out);
-  // Per by-value word of a parsed signature: 1 where the word is a one-byte parameter's own.
-  static std::vector<uint8_t> one_byte_words(const LaunchSignature& signature);
+  // `one_byte` (optional, off the launch path): per word, 1 where it is a one-byte parameter's own.
+  static bool parse(const LaunchSignature& signature, Parsed* out, std::vector<uint8_t>* one_byte = nullptr);
   static std::string bucket_key(const Family& f, const std::vector<uint32_t>& words);
   static void bucket_key(const Family& f, const std::vector<uint32_t>& words, std::string* key);
   static bool covers(const Family& f, const Group& g, const std::vector<uint32_t>& words);
