@@ -233,18 +233,23 @@ TEST(TimingReset, ClearsEveryField) {
 TEST_F(VirtualTime, EventsReportTheVirtualTimelineOfKernels) {
   // Warm up so that the signature is settled under every policy.
   for (int i = 0; i < 5; ++i) axpy(nullptr);
-  ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
-  ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
-  axpy(nullptr);
-  ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
-  for (int i = 0; i < 19; ++i) axpy(nullptr);
-  ASSERT_EQ(cuEventRecord(c_, nullptr), CUDA_SUCCESS);
-  ASSERT_EQ(cuEventSynchronize(c_), CUDA_SUCCESS);
-  // Back to back on a busy stream, each kernel adds its own duration: b..c is 19 of them.
-  const float first = virtual_ms(a_, b_), per = virtual_ms(b_, c_) / 19, twenty = virtual_ms(a_, c_);
+  // The first one starts on an idle stream: after this thread's own time since event a (a few
+  // us; tens under a loaded CI machine, which the bound allows). A thread preempted there is
+  // charged the wall time it lost (a loaded TSan run, 2026-11-28): the least of three tries.
+  float first = 0, per = 0, twenty = 0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+    ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
+    axpy(nullptr);
+    ASSERT_EQ(cuEventRecord(b_, nullptr), CUDA_SUCCESS);
+    for (int i = 0; i < 19; ++i) axpy(nullptr);
+    ASSERT_EQ(cuEventRecord(c_, nullptr), CUDA_SUCCESS);
+    ASSERT_EQ(cuEventSynchronize(c_), CUDA_SUCCESS);
+    // Back to back on a busy stream, each kernel adds its own duration: b..c is 19 of them.
+    first = virtual_ms(a_, b_), per = virtual_ms(b_, c_) / 19, twenty = virtual_ms(a_, c_);
+    if (first < per + 3 * kHostSlackMs) break;
+  }
   ASSERT_GT(per, 0.05f);  // ~80 us by the model: not the real driver's idle gaps
-  // The first one started on an idle stream: after this thread's own time since event a (a few
-  // us; tens under a loaded CI machine, which the bound allows).
   EXPECT_GE(first, 0.99f * per);
   EXPECT_LT(first, per + 3 * kHostSlackMs);
   const float real_twenty = real_ms(a_, c_);
@@ -297,7 +302,8 @@ TEST_F(VirtualTime, SynchronizationMovesTheThreadsClock) {
   ASSERT_EQ(cuEventRecord(c_, idle), CUDA_SUCCESS);
   ASSERT_EQ(cuEventSynchronize(c_), CUDA_SUCCESS);
   EXPECT_GE(virtual_ms(a_, c_), ten);
-  EXPECT_LT(virtual_ms(a_, c_), ten + 1.0f);
+  // Plus this thread's time since (a preempted sanitized thread's: milliseconds).
+  EXPECT_LT(virtual_ms(a_, c_), ten + (kSanitized ? 5.0f : 1.0f));
   ASSERT_EQ(cuStreamDestroy(idle), CUDA_SUCCESS);
 }
 
@@ -557,9 +563,9 @@ TEST_F(VirtualTime, SettledDurationsGoToTheDatabase) {
   launch();
   EXPECT_FALSE(vgpu::KernelTimeDb(db_path(), name).lookup(sig)) << "two samples of three: not settled yet";
   // Settled at the third sample when its two smallest agree; a loaded machine (the sim's kernel
-  // times include its host's) may need a few more.
+  // times include its host's) may need a few more, a sanitized one more still.
   std::optional<uint64_t> recorded;
-  for (int samples = 3; samples <= 8 && !recorded; ++samples) {
+  for (int samples = 3; samples <= (kSanitized ? 20 : 8) && !recorded; ++samples) {
     launch();
     recorded = vgpu::KernelTimeDb(db_path(), name).lookup(sig);
   }

@@ -2,11 +2,11 @@
 // and finds each kernel through the tools' module table (6e163fbe slot 7), which the sim
 // backend must serve. For each transform below the program plans, executes once, captures one
 // execution into a graph (its kernel nodes are the kernels cuFFT launches), replays the graph,
-// and times one direct execution with CUDA events. Every call must succeed, every execution
-// must launch at least one kernel, and its virtual time must be of a kernel's order, less than
-// a millisecond, and never faster than reading its input and writing its output once at the
-// H100's 3.35 TB/s (within 1%: the fallback model counts n/2 complex values a row of a real
-// transform, which has n/2+1).
+// and times direct executions with CUDA events (the least of five). Every call must succeed,
+// every execution must launch at least one kernel, and its virtual time must be of a kernel's
+// order, less than a millisecond, and never faster than reading its input and writing its
+// output once at the H100's 3.35 TB/s (within 1%: the fallback model counts n/2 complex values
+// a row of a real transform, which has n/2+1).
 #include <cuda_runtime.h>
 #include <cufft.h>
 
@@ -62,12 +62,20 @@ void transform(const char* name, size_t bytes, double traffic, const std::functi
   cudaEvent_t e0, e1;
   CUDA(cudaEventCreate(&e0));
   CUDA(cudaEventCreate(&e1));
-  CUDA(cudaEventRecord(e0, s));
-  CUFFT(exec(h, buf));
-  CUDA(cudaEventRecord(e1, s));
-  CUDA(cudaEventSynchronize(e1));
+  // The stream is idle at e0, so an execution's time includes cuFFT's host work before its
+  // first launch, which the sim charges as the thread's CPU time. On a loaded 2-core machine under
+  // TSan a descheduled thread once made that 3.3 ms (R2C, CI 2026-11-28): the least of five
+  // executions is the transform's time.
   float ms = -1;
-  CUDA(cudaEventElapsedTime(&ms, e0, e1));
+  for (int i = 0; i < 5; ++i) {
+    CUDA(cudaEventRecord(e0, s));
+    CUFFT(exec(h, buf));
+    CUDA(cudaEventRecord(e1, s));
+    CUDA(cudaEventSynchronize(e1));
+    float once = -1;
+    CUDA(cudaEventElapsedTime(&once, e0, e1));
+    if (ms < 0 || once < ms) ms = once;
+  }
   const double floor_ms = traffic / 3.35e12 * 1e3;
   const bool good = kernels >= 1 && ms >= 0.99 * floor_ms && ms < 1.0;
   std::printf("%s %s: %d kernel(s), %.4f ms virtual (moving its data takes %.4f ms)\n", good ? "ok  " : "FAIL",

@@ -34,6 +34,36 @@ TEST(CollectiveOverlap, AWindowPlacedAfterKernelsLeavesTheirLostWorkToTheNextKer
   EXPECT_DOUBLE_EQ(o.kernel_finish(0, 30, 1), 31);
 }
 
+// The sim backend's half (sim/exec/compute_beside_collectives.h): it asks where a kernel starts
+// only when a window or a debt can touch it, and hands over the kernels it did not ask about
+// once a window comes.
+TEST(CollectiveOverlap, QuietAfterSaysWhenNoWindowOrDebtCanTouchAKernel) {
+  CollectiveOverlap o(0.5);
+  EXPECT_TRUE(o.quiet_after(0, 0));
+  o.collective(0, 10, 10, 20);
+  EXPECT_FALSE(o.quiet_after(0, 5));
+  EXPECT_FALSE(o.quiet_after(0, 19.5));
+  EXPECT_TRUE(o.quiet_after(0, 20));
+  EXPECT_TRUE(o.quiet_after(1, 5));  // another GPU
+  o.kernel_ran(1, 0, 4);
+  o.collective(1, 2, 2, 6);  // a debt of 1 s: its next kernel is touched wherever it starts
+  EXPECT_FALSE(o.quiet_after(1, 100));
+  EXPECT_DOUBLE_EQ(o.kernel_finish(1, 100, 1), 102);
+  EXPECT_TRUE(o.quiet_after(1, 100));
+  CollectiveOverlap off(1, 1);
+  off.collective(0, 10, 10, 20);
+  EXPECT_TRUE(off.quiet_after(0, 5));
+}
+
+TEST(CollectiveOverlap, KernelsThatRanUntimedCountForALaterWindow) {
+  CollectiveOverlap o(0.5);
+  o.kernel_ran(0, 0, 5);
+  o.kernel_ran(0, 6, 9);
+  o.kernel_ran(0, 3, std::numeric_limits<double>::quiet_NaN());  // ignored
+  o.collective(0, 4, 4, 8);  // as kernel_finish's intervals: [4, 5] and [6, 8] inside
+  EXPECT_DOUBLE_EQ(o.debt(0), 1.5);
+}
+
 TEST(CollectiveOverlap, KernelsSideBySideCountTheirUnionOnce) {
   CollectiveOverlap o(0.5);
   o.kernel_finish(0, 0, 10);

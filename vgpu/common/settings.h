@@ -264,11 +264,11 @@ inline constexpr Spec kSpecs[] = {
      "the rate at which a GPU's other kernels progress while a collective's (NCCL's) kernel there moves "
      "data, against their rate alone (DDP steps of GPT-2 on 2 H200s measured 0.49-0.54, 2026-11-28; "
      "timing/collective_overlap.h); `1`: no slowdown",
-     "passthrough", 0, 1},
+     "both", 0, 1},
     {Id::compute_beside_waiting_collective, "VGPU_COMPUTE_BESIDE_WAITING_COLLECTIVE", Type::real, "0.75",
      "the same while the collective's kernel waits for its peers (it holds its SMs: 0.68-0.76 measured, "
      "2026-11-28); `1`: no slowdown",
-     "passthrough", 0, 1},
+     "both", 0, 1},
     {Id::daemon_dir, "VGPU_DAEMON_DIR", Type::path, "",
      "vgpud's socket folder (unset: `$XDG_RUNTIME_DIR/vgpu`, else `/tmp/vgpu-<uid>`)", "vgpud and its clients", 0,
      0, {}, Reading::each_use},

@@ -22,6 +22,20 @@ double CollectiveOverlap::debt(int d) const {
   return d >= 0 && static_cast<size_t>(d) < devices_.size() ? devices_[static_cast<size_t>(d)].debt : 0;
 }
 
+bool CollectiveOverlap::quiet_after(int d, double start) const {
+  if (!enabled() || d < 0 || static_cast<size_t>(d) >= devices_.size()) return true;
+  const Device& dev = devices_[static_cast<size_t>(d)];
+  if (dev.debt > 0) return false;
+  for (const Window& w : dev.windows)
+    if (w.finish > start) return false;
+  return true;
+}
+
+void CollectiveOverlap::kernel_ran(int d, double start, double finish) {
+  Device* dev = enabled() && std::isfinite(start) && std::isfinite(finish) && finish >= start ? device(d) : nullptr;
+  if (dev != nullptr) remember(*dev, {start, finish});
+}
+
 void CollectiveOverlap::remember(Device& dev, Interval kernel) {
   if (dev.kernels.size() < kKernelsKept)
     dev.kernels.push_back(kernel);

@@ -34,7 +34,8 @@
 // each other a kernel takes them one after the other; kernels running side by side on two streams
 // both pay for the same window.
 //
-// Not thread-safe: its owner's lock covers it (the passthrough's timeline).
+// Not thread-safe: its owner's lock covers it (the passthrough's timeline; on the sim backend the
+// streams' lock: sim/exec/compute_beside_collectives.h).
 #pragma once
 
 #include <cstddef>
@@ -66,6 +67,13 @@ class CollectiveOverlap {
   // A collective's kernel resident on `device` over [start, finish], waiting for its peers until
   // `moving_from` (clamped into the window; `start`: it moved data throughout).
   void collective(int device, double start, double moving_from, double finish);
+
+  // Whether a kernel starting at `start` or later on `device` is sure to be unaffected: no debt,
+  // and every window known there ends by `start` (the sim backend then needs no start time).
+  bool quiet_after(int device, double start) const;
+  // A kernel placed without kernel_finish (quiet then) that ran over [start, finish]: remembered,
+  // unstretched, for the windows placed later.
+  void kernel_ran(int device, double start, double finish);
 
   // The work (seconds at full rate) the device's next kernel carries (tests).
   double debt(int device) const;

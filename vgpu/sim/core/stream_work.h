@@ -29,6 +29,9 @@ struct Work {
 
   // The virtual cost: either a fixed duration on the stream's device...
   double duration_s = 0;
+  // An NCCL kernel: it is a collective's, and the GPU's other kernels slow down beside it
+  // (sim/exec/compute_beside_collectives.h) rather than it slowing itself.
+  bool collective = false;
   // ...or a transfer that shares the simulated network (peer copies between virtual devices).
   struct Transfer {
     int src_gpu, dst_gpu;

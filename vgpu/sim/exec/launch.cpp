@@ -84,6 +84,7 @@ Work PreparedLaunch::to_work() const {
   w.kind = Work::Kind::kernel;
   w.label = function ? function->desc().name() : std::string("kernel");
   w.duration_s = duration_s;  // nothing executes in the sim backend
+  w.collective = is_nccl_kernel_name(w.label);
   return w;
 }
 

@@ -28,10 +28,12 @@
 #include <unordered_map>
 
 #include "common/log.h"
+#include "common/settings.h"
 #include "sim/core/context.h"
 #include "sim/core/driver_state.h"
 #include "sim/core/handle_table.h"
 #include "sim/exec/activity_report.h"
+#include "sim/exec/compute_beside_collectives.h"
 #include "sim/exec/graph.h"
 #include "sim/exec/stream_objects.h"
 #include "sim/core/virtual_clock.h"
@@ -84,6 +86,8 @@ struct StreamManager::Impl {
   std::atomic<unsigned long long> next_id{16};
   std::atomic<uint64_t> next_capture_id{1};
   ActivityReport activity{driver.engine(), driver.status()};  // the status region's view
+  ComputeBesideCollectives beside{driver.engine(), settings::real(settings::Id::compute_beside_collective),
+                                  settings::real(settings::Id::compute_beside_waiting_collective)};  // under mu
   std::atomic<bool> activity_due{false};  // a batch is due: flushed once mu is released
   WorkerPool pool;  // last: destroyed (joined) first
 
@@ -171,6 +175,19 @@ struct StreamManager::Impl {
   simcore::EventId add_virtual(const Stream& s, const Work& w, std::vector<simcore::EventId> after,
                                double not_before) {
     std::string label = w.label.empty() ? kind_name(w.kind) : w.label;
+    const int gpu = driver.global_gpu(s.device);  // the engine places work by the cluster's GPU
+    const bool kernel = w.kind == Work::Kind::kernel && !w.transfer;
+    // Kernels beside a collective's kernel slow down (compute_beside_collectives.h). A
+    // collective's window starts where its stream's previous op ends (it is resident from then).
+    double duration = std::max(0.0, w.duration_s), resident = not_before;
+    bool remembered = true;
+    if (kernel && beside.enabled()) {
+      if (!w.collective) {
+        duration = beside.kernel(gpu, after, not_before, duration, &remembered);
+      } else if (const simcore::EventId prev = last_of(s).vid; prev != simcore::kNoEvent) {
+        if (auto iv = engine().query(prev)) resident = std::max(resident, iv->finish);
+      }
+    }
     simcore::EventId id;
     if (w.transfer) {
       simcore::FlowSpec f;
@@ -183,15 +200,21 @@ struct StreamManager::Impl {
       id = engine().add_flow(f);
     } else {
       simcore::TaskSpec t;
-      t.gpu = driver.global_gpu(s.device);  // the engine places work by the cluster's GPU
+      t.gpu = gpu;
       t.lane = s.lane;
-      t.duration = std::max(0.0, w.duration_s);
+      t.duration = duration;
       t.not_before = not_before;
       t.after = std::move(after);
       t.label = std::move(label);
       id = engine().add_task(t);
     }
     if (id == simcore::kNoEvent) log::warn("stream op '{}': simulator refused it", w.label);
+    if (kernel && beside.enabled() && id != simcore::kNoEvent) {
+      if (w.collective)
+        beside.collective_placed(gpu, id, resident);
+      else if (!remembered)
+        beside.kernel_placed(gpu, id);
+    }
     if (w.kind == Work::Kind::kernel || w.kind == Work::Kind::copy || w.kind == Work::Kind::memset)
       if (activity.note(driver.global_gpu(s.device), id, w.kind == Work::Kind::kernel))
         activity_due.store(true, std::memory_order_relaxed);
