@@ -1,5 +1,6 @@
 #include "front/launch/launch_signature.h"
 
+#include "front/launch/cat_array_metadata.h"
 #include "front/launch/tensor_list_metadata.h"
 
 #include <algorithm>
@@ -72,6 +73,8 @@ void build_launch_signature(std::string_view function_name, const LaunchShape& s
   for (int i = 0; i < 3; ++i) pack_u32(words + 12 + 4 * i, shape.block[static_cast<size_t>(i)]);
   pack_u32(words + 24, shape.dynamic_shared);
   out.append(words, sizeof words);
+  CatKernel cat;                 // a torch.cat kernel's arguments, once its inputs' struct is seen
+  bool cat_output_next = false;  // the next by-value parameter is its output's sizes and strides
   for (const ParamSlot& slot : slots) {
     const bool inside = slot.offset <= params.size() && slot.size <= params.size() - slot.offset;
     if (!inside) {  // defensive: the caller validated; record the slot's size only
@@ -108,6 +111,15 @@ void build_launch_signature(std::string_view function_name, const LaunchShape& s
     // stale or garbage, and the kernel reads none of them (tensor_list_metadata.h).
     if (may_be_tensor_list(slot.size))
       zero_unused_tensor_list_entries(function_name, shape.grid[0], out.data() + at, slot.size);
+    // torch.cat's batch of inputs: the entries past the batch's (grid.y) are stack garbage, and
+    // so are the output's sizes and strides past its dimensions, in the parameter after it
+    // (cat_array_metadata.h).
+    if (cat_output_next) {
+      zero_unused_cat_output_dims(cat, out.data() + at, slot.size);
+      cat_output_next = false;
+    } else if (may_be_cat_metadata(slot.size) && cat_kernel_of(function_name, &cat)) {
+      cat_output_next = zero_unused_cat_entries(cat, shape.grid[1], out.data() + at, slot.size);
+    }
   }
 }
 
