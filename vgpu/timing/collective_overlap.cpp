@@ -25,10 +25,9 @@ double CollectiveOverlap::debt(int d) const {
 bool CollectiveOverlap::quiet_after(int d, double start) const {
   if (!enabled() || d < 0 || static_cast<size_t>(d) >= devices_.size()) return true;
   const Device& dev = devices_[static_cast<size_t>(d)];
-  if (dev.debt > 0) return false;
-  for (const Window& w : dev.windows)
-    if (w.finish > start) return false;
-  return true;
+  // A window forgotten since finished before its kernels anyway: the latest finish ever placed
+  // answers as the windows kept would, or more cautiously (kernel_finish then changes nothing).
+  return dev.debt <= 0 && dev.latest_finish <= start;
 }
 
 void CollectiveOverlap::kernel_ran(int d, double start, double finish) {
@@ -107,6 +106,7 @@ void CollectiveOverlap::part(Device& dev, double start, double finish, double ra
   auto at = std::upper_bound(dev.windows.begin(), dev.windows.end(), start,
                              [](double s, const Window& w) { return s < w.start; });
   dev.windows.insert(at, {start, finish, rate});
+  dev.latest_finish = std::max(dev.latest_finish, finish);
   if (dev.windows.size() > kWindowsKept) dev.windows.pop_front();
 }
 

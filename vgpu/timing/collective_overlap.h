@@ -90,6 +90,7 @@ class CollectiveOverlap {
     std::vector<Interval> kernels;    // a ring of the last kKernelsKept kernels' intervals
     size_t next_kernel = 0;
     double debt = 0;
+    double latest_finish = -1;  // of every window ever placed (quiet_after: no scan per launch)
   };
   Device* device(int d);
   static void remember(Device& dev, Interval kernel);  // into the ring of kernels

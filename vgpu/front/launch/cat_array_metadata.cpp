@@ -32,7 +32,10 @@ Layout layout_of(size_t n, size_t k, size_t index) {
 // name: "...CatArrayBatchedCopy_vectorizedINS1_10OpaqueTypeILj2EEEjLi3ELi128ELi1ELi16ELi8EEE..."
 // gives 'j' and {3, 128, 1, 16, 8}. The index type is the builtin letter just before the first
 // "Li" that follows the kernel's name; false where the name does not read so.
-bool template_arguments(std::string_view name, size_t* index, std::vector<long>* ints) {
+// Only the first kTemplateInts are kept (D, n, k: the rest are the vectorized form's).
+constexpr size_t kTemplateInts = 3;
+
+bool template_arguments(std::string_view name, size_t* index, long (&ints)[kTemplateInts], size_t* count) {
   const size_t kernel = name.find("CatArrayBatchedCopy");
   if (kernel == std::string_view::npos || name.find("CatArrInputTensorMetadata") == std::string_view::npos)
     return false;
@@ -62,9 +65,9 @@ bool template_arguments(std::string_view name, size_t* index, std::vector<long>*
     }
     if (digits == 0 || at >= name.size() || name[at] != 'E') return false;
     ++at;
-    ints->push_back(v);
+    if (*count < kTemplateInts) ints[(*count)++] = v;
   }
-  return !ints->empty();
+  return *count > 0;
 }
 
 }  // namespace
@@ -83,9 +86,9 @@ bool may_be_cat_metadata(size_t size) {
 }
 
 bool cat_kernel_of(std::string_view function_name, CatKernel* out) {
-  size_t index = 0;
-  std::vector<long> ints;
-  if (!template_arguments(function_name, &index, &ints) || ints.size() < 3) return false;
+  size_t index = 0, count = 0;
+  long ints[kTemplateInts] = {};
+  if (!template_arguments(function_name, &index, ints, &count) || count < kTemplateInts) return false;
   const long dims = ints[0], n = ints[1], k = ints[2];
   if (dims < 1 || dims > static_cast<long>(kMaxDims) || n < 1 || n > 4096 || (k != 1 && k != n)) return false;
   *out = CatKernel{index, static_cast<size_t>(dims), static_cast<size_t>(n), static_cast<size_t>(k),

@@ -216,7 +216,7 @@ struct StreamManager::Impl {
         beside.kernel_placed(gpu, id);
     }
     if (w.kind == Work::Kind::kernel || w.kind == Work::Kind::copy || w.kind == Work::Kind::memset)
-      if (activity.note(driver.global_gpu(s.device), id, w.kind == Work::Kind::kernel))
+      if (activity.note(gpu, id, w.kind == Work::Kind::kernel))
         activity_due.store(true, std::memory_order_relaxed);
     return id;
   }
