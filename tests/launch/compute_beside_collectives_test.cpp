@@ -7,9 +7,13 @@
 #include <cuda.h>
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
+#include <string>
 #include <vector>
 
 namespace {
@@ -171,4 +175,33 @@ TEST_F(ComputeBesideCollectives, KernelsAfterTheWindowAreUntouched) {
   ASSERT_EQ(cuEventRecord(e1_, b_), CUDA_SUCCESS);
   ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
   EXPECT_NEAR(ms(e0_, e1_), long_ms, 1e-4f);
+}
+
+// The job `vgpu-run --kernel-db` lists what the database missed (front/launch/kernel_db_misses.h):
+// an NCCL kernel's time is the collective model's whatever the database holds, so it is counted
+// apart ("collective=N") and never listed as a miss, while a compute kernel the database lacks is.
+// The launches run in a child process (the file is written at exit), this binary again.
+TEST_F(ComputeBesideCollectives, MissesChildLaunches) {
+  if (std::getenv("VGPU_MISSES_CHILD") == nullptr) GTEST_SKIP() << "run by NcclKernelsAreNotListedAsMisses";
+  collective(a_);
+  axpy(a_, 4);
+  axpy(a_, 4);
+  ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+}
+
+TEST(KernelDbMissesReport, NcclKernelsAreCountedApartNotListedAsMisses) {
+  if (std::getenv("VGPU_MISSES_CHILD") != nullptr) GTEST_SKIP();
+  const std::string dir = ::testing::TempDir(), pid = std::to_string(::getpid());
+  const std::string db = dir + "/beside_misses_" + pid + ".db", misses = dir + "/beside_misses_" + pid + ".tsv";
+  std::remove(misses.c_str());
+  const std::string command = "VGPU_MISSES_CHILD=1 VGPU_KERNEL_DB=" + db + " VGPU_KERNEL_DB_MISSES=" + misses +
+                              " /proc/" + pid + "/exe --gtest_filter=ComputeBesideCollectives.MissesChildLaunches"
+                              " > /dev/null 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  std::ifstream in(misses);
+  const std::string listed{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  EXPECT_EQ(listed.find("ncclDevKernel"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("\taxpy\t"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("\tfallback=2\tcollective=1\n"), std::string::npos) << listed;
+  for (const std::string& f : {misses, db, db + "-wal", db + "-shm"}) std::remove(f.c_str());
 }

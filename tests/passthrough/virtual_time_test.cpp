@@ -236,7 +236,10 @@ TEST_F(VirtualTime, EventsReportTheVirtualTimelineOfKernels) {
   // The first one starts on an idle stream: after this thread's own time since event a (a few
   // us; tens under a loaded CI machine, which the bound allows). A thread preempted there is
   // charged the wall time it lost (a loaded TSan run, 2026-11-28): the least of three tries.
-  float first = 0, per = 0, twenty = 0;
+  // With launches skipped, the stand-in's time a..c is its thread's host time, which a preempted
+  // thread also inflates (2.76 ms against 1.28 of kernels once, two tests at once on 2 cores):
+  // that check, too, takes the least of the tries.
+  float first = 0, per = 0, twenty = 0, real_twenty = 0;
   for (int attempt = 0; attempt < 3; ++attempt) {
     ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
     ASSERT_EQ(cuEventRecord(a_, nullptr), CUDA_SUCCESS);
@@ -247,12 +250,13 @@ TEST_F(VirtualTime, EventsReportTheVirtualTimelineOfKernels) {
     ASSERT_EQ(cuEventSynchronize(c_), CUDA_SUCCESS);
     // Back to back on a busy stream, each kernel adds its own duration: b..c is 19 of them.
     first = virtual_ms(a_, b_), per = virtual_ms(b_, c_) / 19, twenty = virtual_ms(a_, c_);
-    if (first < per + 3 * kHostSlackMs) break;
+    const float real = real_ms(a_, c_);
+    real_twenty = attempt == 0 ? real : std::min(real_twenty, real);
+    if (first < per + 3 * kHostSlackMs && (policy() == "all" || real_twenty < 0.8f * twenty)) break;
   }
   ASSERT_GT(per, 0.05f);  // ~80 us by the model: not the real driver's idle gaps
   EXPECT_GE(first, 0.99f * per);
   EXPECT_LT(first, per + 3 * kHostSlackMs);
-  const float real_twenty = real_ms(a_, c_);
   if (policy() == "all") {
     // Every launch ran: the virtual timeline is what the GPU took. Compared behind a backlog of
     // 100 kernels (about 8 ms by the model), so that on both sides the 19 kernels run back to

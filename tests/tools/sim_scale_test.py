@@ -75,10 +75,14 @@ class SimScaleParts(unittest.TestCase):
                "vgpu-run:   launches answered: exact row 10, settled group 20, work key 5, fallback model 7 "
                "(35 of 42 from the database, 83.3%)\n")
         self.assertEqual(sim_scale.answered(out), {"exact": 10, "group": 20, "work_key": 5, "family": 0, "fallback": 7,
-                                                   "launches": 42, "signatures_missed": 3})
+                                                   "launches": 42, "collective": 0, "signatures_missed": 3})
         out = out.replace("work key 5, ", "work key 5, same kernel and shape 4, ")  # this build's report
         self.assertEqual(sim_scale.answered(out), {"exact": 10, "group": 20, "work_key": 5, "family": 4, "fallback": 7,
-                                                   "launches": 46, "signatures_missed": 3})
+                                                   "launches": 46, "collective": 0, "signatures_missed": 3})
+        # NCCL kernels, timed by the collective model, are named apart and not among the launches.
+        out = out.replace("83.3%)", "83.3%); NCCL kernels 312, timed by the collective model")
+        self.assertEqual(sim_scale.answered(out)["collective"], 312)
+        self.assertEqual(sim_scale.answered(out)["launches"], 46)
         self.assertIsNone(sim_scale.answered("no report"))
 
     def test_table_without_a_recording(self):

@@ -60,12 +60,14 @@ bool KernelDbMisses::write() {
     if (dropped_ != 0) text += fmt::format("{}\t0\t(more signatures, not listed)\t-\t-\t-\t-\n", dropped_);
     uint64_t launches = 0;
     for (const auto& n : answered_) launches += n.load(std::memory_order_relaxed);
-    if (launches != 0) {
+    const uint64_t collective = collective_.load(std::memory_order_relaxed);
+    if (launches + collective != 0) {
       text += "#answered";
       for (KernelDbLevel level :
            {KernelDbLevel::exact, KernelDbLevel::group, KernelDbLevel::work_key, KernelDbLevel::family,
             KernelDbLevel::none})
         text += fmt::format("\t{}={}", kernel_db_level_name(level), counted(level));
+      if (collective != 0) text += fmt::format("\tcollective={}", collective);
       text += "\n";
     }
   }

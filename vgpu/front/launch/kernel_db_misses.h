@@ -19,7 +19,8 @@
 // Launches the database answered are not listed, but counted by the level that answered them
 // (KernelDbLevel): each process appends one more line,
 //   #answered <TAB> exact=N <TAB> group=N <TAB> work-key=N <TAB> family=N <TAB> fallback=N
-// (fallback: the listed launches, timed by the model), which vgpu-run sums over the job's
+// (fallback: the listed launches, timed by the model), then <TAB> collective=N where the process
+// launched NCCL kernels (timed by the collective model, not listed), which vgpu-run sums over the job's
 // processes (vgpu/tools/vgpu_run/kernel_db.py; readers of the 7-column lines skip it).
 // Several processes of one job append to the same file. Unset: nothing is kept.
 #pragma once
@@ -55,6 +56,12 @@ class KernelDbMisses {
   uint64_t counted(KernelDbLevel level) const {
     return answered_[static_cast<size_t>(level)].load(std::memory_order_relaxed);
   }
+  // One launch of an NCCL kernel: the collective model times it (sim/exec/nccl_collectives.h),
+  // whatever the database holds, so it is neither listed nor counted at a level; the "#answered"
+  // line adds collective=N when there were any.
+  void count_collective() {
+    if (enabled()) collective_.fetch_add(1, std::memory_order_relaxed);
+  }
   // Appends the lines to the file (once; later calls do nothing). False on a write error.
   bool write();
 
@@ -71,6 +78,7 @@ class KernelDbMisses {
   std::unordered_map<std::string, Miss> misses_;  // by signature bytes
   uint64_t dropped_ = 0;
   std::array<std::atomic<uint64_t>, 5> answered_{};  // by KernelDbLevel
+  std::atomic<uint64_t> collective_{0};
   bool written_ = false;
 };
 

@@ -1,6 +1,7 @@
 #include "front/launch/launch_signature.h"
 
 #include "front/launch/cat_array_metadata.h"
+#include "front/launch/elementwise_metadata.h"
 #include "front/launch/tensor_list_metadata.h"
 
 #include <algorithm>
@@ -75,6 +76,8 @@ void build_launch_signature(std::string_view function_name, const LaunchShape& s
   out.append(words, sizeof words);
   CatKernel cat;                 // a torch.cat kernel's arguments, once its inputs' struct is seen
   bool cat_output_next = false;  // the next by-value parameter is its output's sizes and strides
+  ElementwiseKernel elementwise;  // read from the name once a parameter could be one of its structs
+  bool elementwise_known = false;
   for (const ParamSlot& slot : slots) {
     const bool inside = slot.offset <= params.size() && slot.size <= params.size() - slot.offset;
     if (!inside) {  // defensive: the caller validated; record the slot's size only
@@ -95,18 +98,6 @@ void build_launch_signature(std::string_view function_name, const LaunchShape& s
     put_u32(out, slot.size);
     const size_t at = out.size();
     out.append(reinterpret_cast<const char*>(p), slot.size);
-    // Structs passed by value often carry pointers (PyTorch's TensorIterator kernels pass their
-    // data pointers in an array inside one parameter) and host stack garbage in their unused
-    // parts: every 8-byte-aligned word of a larger parameter that is a device or host address
-    // is zeroed, as a pointer parameter is left out.
-    if (slot.size > 8 && is_pointer) {
-      for (uint32_t w = 0; w + 8 <= slot.size; w += 8) {
-        if ((slot.offset + w) % 8 != 0) continue;
-        uint64_t value;
-        std::memcpy(&value, p + w, 8);
-        if (value >= kLowestAddress && is_pointer(value)) std::memset(out.data() + at + w, 0, 8);
-      }
-    }
     // PyTorch's multi-tensor-apply struct: the entries past the launch's tensors and blocks are
     // stale or garbage, and the kernel reads none of them (tensor_list_metadata.h).
     if (may_be_tensor_list(slot.size))
@@ -119,6 +110,30 @@ void build_launch_signature(std::string_view function_name, const LaunchShape& s
       cat_output_next = false;
     } else if (may_be_cat_metadata(slot.size) && cat_kernel_of(function_name, &cat)) {
       cat_output_next = zero_unused_cat_entries(cat, shape.grid[1], out.data() + at, slot.size);
+    }
+    // The loaders, storers and offset calculators of PyTorch's elementwise kernels: padding and
+    // dimensions past the tensors' (elementwise_metadata.h).
+    if (may_be_elementwise_struct(slot.size)) {
+      if (!elementwise_known) {
+        elementwise = elementwise_kernel_of(function_name);
+        elementwise_known = true;
+      }
+      if (elementwise.any()) zero_unused_elementwise_bytes(elementwise, out.data() + at, slot.size);
+    }
+    // Structs passed by value often carry pointers (PyTorch's TensorIterator kernels pass their
+    // data pointers in an array inside one parameter) and host stack garbage in their unused
+    // parts: every 8-byte-aligned word of a larger parameter that is a device or host address
+    // is zeroed, as a pointer parameter is left out. After the structs' own cleaning, which
+    // reads the values and zeroes garbage that could pair with a neighbouring word into an
+    // address (the output strides of torch.cat: a stride of 1 beside the upper half of a stack
+    // address read as a host address in one process and not in another, 2026-11-28).
+    if (slot.size > 8 && is_pointer) {
+      for (uint32_t w = 0; w + 8 <= slot.size; w += 8) {
+        if ((slot.offset + w) % 8 != 0) continue;
+        uint64_t value;
+        std::memcpy(&value, out.data() + at + w, 8);
+        if (value >= kLowestAddress && is_pointer(value)) std::memset(out.data() + at + w, 0, 8);
+      }
     }
   }
 }

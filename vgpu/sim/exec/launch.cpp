@@ -89,14 +89,18 @@ Work PreparedLaunch::to_work() const {
 }
 
 double ModuleManager::kernel_duration(const LaunchSignature& signature, bool* from_database,
-                                      const LaunchHints& hints) {
+                                      const LaunchHints& hints, bool collective) {
   const auto& m = driver_.cluster().model;
   const GpuFigures figures{m.memory_bw, m.fp32_flops, m.tf32_tensor_flops, m.bf16_tensor_flops};
   bool found = false;
   KernelDbLevel level = KernelDbLevel::none;
   const double d = recorded_or_estimated(*kernel_times_, figures, signature, &found, hints, &level);
-  if (misses_) misses_->count(level);  // what each level of the database answered
-  if (level == KernelDbLevel::none && misses_ && misses_->enabled()) {
+  if (misses_ && collective) {
+    misses_->count_collective();
+  } else if (misses_) {
+    misses_->count(level);  // what each level of the database answered
+  }
+  if (level == KernelDbLevel::none && !collective && misses_ && misses_->enabled()) {
     // Listed by the words that key it, with why the database lacked it.
     LaunchSignature keyed;
     std::string detail;
@@ -230,7 +234,7 @@ CUresult ModuleManager::prepare_launch(const LaunchRequest& r, bool per_thread, 
       return v != 0 && memory.resolve(static_cast<CUdeviceptr>(v), 1).has_value();
     });
   };
-  p.duration_s = kernel_duration(p.signature, &p.from_database, hints);
+  p.duration_s = kernel_duration(p.signature, &p.from_database, hints, is_nccl_kernel_name(k.name()));
   p.function = std::move(fn);
   *out = std::move(p);
   return CUDA_SUCCESS;

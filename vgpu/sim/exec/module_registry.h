@@ -135,9 +135,10 @@ class ModuleManager {
 
   // The virtual duration of a launch signature on this cluster's GPU model: the database's, else
   // the fallback model's (with what the launch path knows beyond the signature). `from_database`
-  // tells which.
+  // tells which. `collective`: an NCCL kernel, whose time the collective model gives at submission
+  // (nccl_collectives.h): counted as such in the misses' report, never listed as a miss.
   double kernel_duration(const LaunchSignature& signature, bool* from_database = nullptr,
-                         const LaunchHints& hints = {});
+                         const LaunchHints& hints = {}, bool collective = false);
   KernelTimeDb& kernel_times() { return *kernel_times_; }
   NcclCollectives& nccl() { return *nccl_; }
   ModuleStats stats() const;

@@ -27,13 +27,17 @@ LEVEL_NAMES = {"exact": "exact row", "group": "settled group", "work-key": "work
 
 
 def answered_line(counts):
-    """The launches each level answered, summed over the job's processes; None without counts."""
-    total = sum(counts.values())
-    if not total:
+    """The launches each level answered, summed over the job's processes; None without counts.
+    NCCL kernels ("collective": the collective model times them) are named apart, after."""
+    total = sum(v for k, v in counts.items() if k in LEVELS)
+    collective = counts.get("collective", 0)
+    if not total and not collective:
         return None
     found = total - counts.get("fallback", 0)
+    share = f"{100.0 * found / total:.1f}%" if total else "-"
     return (f"  launches answered: " + ", ".join(f"{LEVEL_NAMES[k]} {counts.get(k, 0)}" for k in LEVELS)
-            + f" ({found} of {total} from the database, {100.0 * found / total:.1f}%)")
+            + f" ({found} of {total} from the database, {share})"
+            + (f"; NCCL kernels {collective}, timed by the collective model" if collective else ""))
 
 
 def check(options, backend):
@@ -65,7 +69,7 @@ def report(path, db):
                 if parts[0] == "#answered":
                     for field in parts[1:]:
                         k, _, v = field.partition("=")
-                        if k in LEVELS and v.isdigit():
+                        if (k in LEVELS or k == "collective") and v.isdigit():
                             counts[k] = counts.get(k, 0) + int(v)
                     continue
                 if len(parts) == 6:  # written before causes were
