@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <string>
 
 namespace vgpu {
 namespace {
@@ -44,6 +45,14 @@ size_t template_int_after(std::string_view name, std::string_view marker) {
   while (i < name.size() && name[i] >= '0' && name[i] <= '9' && digits < 3) n = n * 10 + static_cast<size_t>(name[i++] - '0'), ++digits;
   if (digits == 0 || i >= name.size() || name[i] != 'E' || n > kMaxN) return 0;
   return n;
+}
+
+ElementwiseKernel parse(std::string_view function_name) {
+  ElementwiseKernel k;
+  k.load_n = template_int_after(function_name, "LoadWithCastILi");
+  k.store_n = template_int_after(function_name, "StoreWithCastILi");
+  k.closure_offset_calculator = function_name.substr(0, 35) == "_ZN2at6native18elementwise_kernelIL";
+  return k;
 }
 
 // What IntDivider<unsigned int>'s constructor stores for `divisor`: {m1, shift}.
@@ -95,13 +104,22 @@ bool may_be_elementwise_struct(size_t size) {
 }
 
 ElementwiseKernel elementwise_kernel_of(std::string_view function_name) {
-  ElementwiseKernel k;
   constexpr std::string_view kNative = "_ZN2at6native";
-  if (function_name.substr(0, kNative.size()) != kNative) return k;
-  k.load_n = template_int_after(function_name, "LoadWithCastILi");
-  k.store_n = template_int_after(function_name, "StoreWithCastILi");
-  k.closure_offset_calculator = function_name.substr(0, 35) == "_ZN2at6native18elementwise_kernelIL";
-  return k;
+  if (function_name.substr(0, kNative.size()) != kNative) return {};
+  // A thread launches the same few kernels over and over: the last names' answers are kept (a
+  // compare of the name costs a third of the two searches: launch_signature_bench).
+  struct Memo {
+    std::string name;
+    ElementwiseKernel kernel;
+  };
+  thread_local Memo memo[4];
+  thread_local unsigned next = 0;
+  for (const Memo& m : memo)
+    if (m.name == function_name) return m.kernel;
+  Memo& m = memo[next++ % 4];
+  m.name.assign(function_name);
+  m.kernel = parse(function_name);
+  return m.kernel;
 }
 
 bool zero_unused_elementwise_bytes(const ElementwiseKernel& kernel, char* bytes, size_t size) {
