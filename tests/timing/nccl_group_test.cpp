@@ -3,6 +3,8 @@
 // launch, whatever CPU time NCCL spends inside it; the CPU time around it is charged as before.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <thread>
 
 #include "timing/outside_cpu_time.h"
@@ -192,16 +194,23 @@ TEST(NcclGroup, AWaitInsideAGroupEndsIt) {
 }
 
 // The CPU time outside a group is the program's: charged as before, before and after it.
+// A thread preempted while it burns is charged the wall time it lost (a TSan run on a loaded
+// 2-core machine read 9.1 ms, 2026-11-28): the least of up to three tries is the figure.
 TEST(NcclGroup, TheCpuTimeAroundAGroupIsStillCharged) {
-  const double charged = on_a_thread([](ThreadClock& c) {
-    const double start = c.now();
-    burn(3e-3);
-    c.nccl_group_begin(kCosts);
-    burn(3e-3);  // inside: not charged
-    c.nccl_group_end();
-    burn(3e-3);
-    return c.now() - start;
-  });
+  double charged = 0;
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    const double once = on_a_thread([](ThreadClock& c) {
+      const double start = c.now();
+      burn(3e-3);
+      c.nccl_group_begin(kCosts);
+      burn(3e-3);  // inside: not charged
+      c.nccl_group_end();
+      burn(3e-3);
+      return c.now() - start;
+    });
+    charged = attempt == 0 ? once : std::min(charged, once);
+    if (charged < 7.5e-3) break;
+  }
   EXPECT_GT(charged, 5.9e-3);  // the 6 ms outside
   EXPECT_LT(charged, 7.5e-3);  // not the 3 ms inside
 }

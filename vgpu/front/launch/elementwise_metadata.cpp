@@ -51,7 +51,8 @@ ElementwiseKernel parse(std::string_view function_name) {
   ElementwiseKernel k;
   k.load_n = template_int_after(function_name, "LoadWithCastILi");
   k.store_n = template_int_after(function_name, "StoreWithCastILi");
-  k.closure_offset_calculator = function_name.substr(0, 35) == "_ZN2at6native18elementwise_kernelIL";
+  constexpr std::string_view kLegacy = "_ZN2at6native18elementwise_kernelIL";  // elementwise_kernel<nt, vt, ...>
+  k.closure_offset_calculator = function_name.substr(0, kLegacy.size()) == kLegacy;
   return k;
 }
 

@@ -84,7 +84,7 @@ Work PreparedLaunch::to_work() const {
   w.kind = Work::Kind::kernel;
   w.label = function ? function->desc().name() : std::string("kernel");
   w.duration_s = duration_s;  // nothing executes in the sim backend
-  w.collective = is_nccl_kernel_name(w.label);
+  w.collective = collective;
   return w;
 }
 
@@ -234,7 +234,8 @@ CUresult ModuleManager::prepare_launch(const LaunchRequest& r, bool per_thread, 
       return v != 0 && memory.resolve(static_cast<CUdeviceptr>(v), 1).has_value();
     });
   };
-  p.duration_s = kernel_duration(p.signature, &p.from_database, hints, is_nccl_kernel_name(k.name()));
+  p.collective = is_nccl_kernel_name(k.name());
+  p.duration_s = kernel_duration(p.signature, &p.from_database, hints, p.collective);
   p.function = std::move(fn);
   *out = std::move(p);
   return CUDA_SUCCESS;

@@ -54,6 +54,10 @@ struct PreparedLaunch {
   LaunchSignature signature;
   double duration_s = 0;
   bool from_database = false;
+  // An NCCL kernel (is_nccl_kernel_name), decided once per launch: its name is scanned (a
+  // PyTorch name is 200-300 bytes) by the database's accounting, the work's overlap rule and the
+  // collective model, which read this instead.
+  bool collective = false;
 
   Work to_work() const;
 };

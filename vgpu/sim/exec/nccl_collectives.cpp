@@ -571,7 +571,7 @@ bool NcclCollectives::drives_one_gpu() const {
 }
 
 bool NcclCollectives::submit(CUstream stream, bool per_thread, const PreparedLaunch& p, CUresult* rc) {
-  if (!p.function || !is_nccl_kernel_name(p.function->desc().name())) return false;
+  if (!p.function || !p.collective) return false;
   const vgpu_nccl_plugin_side* plugin = plugin_.plugin();
   if (plugin == nullptr) return false;
   const uint64_t tag = plugin->current_launch();
