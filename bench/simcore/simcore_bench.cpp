@@ -274,6 +274,10 @@ void ring_allreduce(benchmark::State& state, RingScaling* scaling, bool grouped,
     state.counters["apart/flow"] = static_cast<double>(stats.group_members_apart) / flows;
     state.counters["links/flow"] = static_cast<double>(stats.group_links) / flows;
     state.counters["virtual_ms"] = 1e3 * finish;
+    // What the engine holds at the end, per flow: the ids' table (slots, group handles; all
+    // of it kept by a caller that never releases) and the history not yet reclaimed.
+    state.counters["result_B/flow"] = static_cast<double>(stats.result_bytes) / flows;
+    state.counters["history_B/flow"] = static_cast<double>(stats.history_bytes) / flows;
     state.counters["live_events"] = static_cast<double>(stats.events_live);
     // How far apart in virtual time the GPUs' starts of one step lie, in mean steps.
     state.counters["skew_steps"] = max_skew / (finish / steps);

@@ -308,8 +308,11 @@ void Simulator::expand_link(FlowGroup& a, size_t k) {
   for (uint32_t j = 0; j < b.members.size(); ++j) {
     const FlowGroup::Member& mb = b.members[j];
     if (!mb.present()) continue;
+    // (A retired dependency finishes no more: no edge; and its position may be gone with
+    // its chunk's, IdTable::all_retired().)
     for (uint32_t d = mb.dep_from; d < b.dep_end(j); ++d)
-      if (b.dep_link[d] == L) link_edges_.push_back(FlowGroup::Dependent{mb.id(b_first), ids_.member(b.deps[d])});
+      if (b.dep_link[d] == L && ids_.slot_or_retired(b.deps[d]) != kRetired)
+        link_edges_.push_back(FlowGroup::Dependent{mb.id(b_first), ids_.member(b.deps[d])});
   }
   a.dependents.insert(group_pool_, k, link_edges_.data(), link_edges_.data() + link_edges_.size());
 }

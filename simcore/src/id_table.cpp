@@ -1,11 +1,13 @@
 #include "id_table.h"
 
+#include <new>
+
 namespace simcore::detail {
 
 EventId IdTable::add(uint32_t slot) {
   const EventId id = last_ + 1;
   if (index(id) == 0) {
-    chunks_.push_back(Held{std::make_unique_for_overwrite<Chunk>()});
+    chunks_.push_back(Held{new (chunk_pool_.allocate()) Chunk});  // (its slots left unwritten)
     ++held_;
   }
   last_ = id;
@@ -24,15 +26,15 @@ void IdTable::retire(EventId id, const Interval& final_interval) {
     unbind(s, id);
   }
   s = kRetired;
-  if (!c->result) {
-    c->result = std::make_unique_for_overwrite<Result[]>(kChunk);
+  if (c->result == nullptr) {
+    c->result = static_cast<Result*>(result_pool_.allocate());
     ++results_held_;
   }
   c->result[index(id)] = Result{final_interval.start, final_interval.finish};
   // Only a chunk whose count just reached full can be freed: testing the counters after every
   // increment read the two 4-byte counts as one 8-byte word right after the 4-byte store, a
   // store-forwarding stall per retired id (4% of a 4096-GPU ring).
-  if (++held_of(id).retired == kChunk) maybe_free(id);
+  if (++held_of(id).retired == kChunk) all_retired(id);
 }
 
 void IdTable::retire_handle(uint32_t handle, const Interval& final_interval) {
@@ -44,7 +46,7 @@ void IdTable::retire_handle(uint32_t handle, const Interval& final_interval) {
     const EventId any = (uint64_t{h.first_chunk} + static_cast<uint64_t>(k)) * kChunk + 1;
     Held& c = held_of(any);  // held: it holds live ids until now
     c.retired += h.count[k];
-    if (c.retired == kChunk) maybe_free(any);
+    if (c.retired == kChunk) all_retired(any);
   }
 }
 
@@ -58,6 +60,17 @@ void IdTable::release(EventId id) {
   if (++held_of(id).released == kChunk) maybe_free(id);
 }
 
+void IdTable::all_retired(EventId id) {
+  Chunk* c = chunk_of(id);
+  if (c == nullptr) return;
+  if (c->member != nullptr) {
+    member_pool_.deallocate(c->member);
+    c->member = nullptr;
+    --members_held_;
+  }
+  maybe_free(id);
+}
+
 void IdTable::maybe_free(EventId id) {
   Chunk* c = chunk_of(id);
   // Only a full chunk: ids still to come would land in a freed one.
@@ -67,9 +80,16 @@ void IdTable::maybe_free(EventId id) {
   // Its ids retired with their group let go of the group's handle.
   for (uint32_t k = 0; k < kChunk; ++k)
     if (is_handle(c->slot[k])) drop_ref(c->slot[k] & ~kHandleBit);
-  if (c->result) --results_held_;
-  if (c->member) --members_held_;
-  held.chunk.reset();
+  if (c->result != nullptr) {
+    result_pool_.deallocate(c->result);
+    --results_held_;
+  }
+  if (c->member != nullptr) {
+    member_pool_.deallocate(c->member);
+    --members_held_;
+  }
+  chunk_pool_.deallocate(c);
+  held.chunk = nullptr;
   --held_;
   while (front_ < chunks_.size() && chunks_[front_].chunk == nullptr) {
     ++front_;
@@ -101,9 +121,9 @@ uint32_t IdTable::open_handle(uint32_t slot, EventId first) {
   // The handle the next group takes (a freed one, last written when its chunk went long ago,
   // or a fresh one past the end), fetched for writing a group ahead: writing it cold was most
   // of this function on a 4096-GPU ring.
-  const Handle* next = free_handles_.empty() ? handles_.data() + handles_.size()
-                                             : handles_.data() + free_handles_.back();
-  if (free_handles_.empty() && handles_.size() == handles_.capacity()) next = nullptr;
+  const Handle* next = !free_handles_.empty()                  ? &handles_[free_handles_.back()]
+                       : handles_.size() < handles_.capacity() ? &handles_[handles_.size()]
+                                                               : nullptr;
   if (next != nullptr) {
     __builtin_prefetch(next, 1);
     __builtin_prefetch(reinterpret_cast<const char*>(next) + sizeof(Handle) - 1, 1);
@@ -111,9 +131,11 @@ uint32_t IdTable::open_handle(uint32_t slot, EventId first) {
   return h;
 }
 
+// What the pools have written (blocks in use and freed ones kept for reuse) and the tables.
 size_t IdTable::bytes() const {
-  return held_ * sizeof(Chunk) + (results_held_ * sizeof(Result) + members_held_ * sizeof(uint32_t)) * kChunk +
-         chunks_.capacity() * sizeof(chunks_[0]) +
+  return chunk_pool_.blocks_made() * chunk_pool_.block_bytes() +
+         member_pool_.blocks_made() * member_pool_.block_bytes() +
+         result_pool_.blocks_made() * result_pool_.block_bytes() + chunks_.capacity() * sizeof(chunks_[0]) +
          handles_.capacity() * sizeof(Handle) + free_handles_.capacity() * sizeof(uint32_t);
 }
 

@@ -16,14 +16,16 @@
 // until released, as in GroupPool.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <new>
-#include <sys/mman.h>
 #include <utility>
 #include <unordered_set>
 #include <vector>
+
+#include "mapped_region.h"
 
 namespace simcore::detail {
 
@@ -33,7 +35,7 @@ class LogPool {
   LogPool(const LogPool&) = delete;
   LogPool& operator=(const LogPool&) = delete;
   ~LogPool() {
-    for (const auto& [p, bytes] : maps_) munmap(p, bytes);
+    for (const auto& [p, bytes] : maps_) unmap(p, bytes);
     for (void* p : large_) ::operator delete(p, std::align_val_t{kAlign});
     for (const Counts& c : counts_) std::free(c.live);
   }
@@ -110,23 +112,16 @@ class LogPool {
     offset_ = 0;
   }
 
-  // Slabs come from the system kSlabsMapped at a time, aligned by trimming a larger mapping:
-  // through malloc, an aligned slab left a gap of up to kSlab before it, partly written (a
-  // vgpu-netsim run that reclaims nothing grew by 5 bytes a flow); a mapping's pages count
-  // only once written.
+  // Slabs come from the system kSlabsMapped at a time, in a mapping aligned to a huge page
+  // (mapped_region.h: so aligned to a slab too; a vgpu-netsim run that reclaims nothing grew by
+  // 5 bytes a flow when slabs came from malloc, aligned there with a gap before each).
   static constexpr size_t kSlabsMapped = 64;
   std::byte* new_slab() {
     if (mapped_left_ == 0) {
-      const size_t want = (kSlabsMapped + 1) * kSlab;
-      void* m = mmap(nullptr, want, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-      if (m == MAP_FAILED) throw std::bad_alloc();
-      const uintptr_t from = reinterpret_cast<uintptr_t>(m);
-      const uintptr_t aligned = (from + kSlab - 1) & ~(uintptr_t{kSlab} - 1);
-      const uintptr_t end = from + want, keep_end = aligned + kSlabsMapped * kSlab;
-      if (aligned > from) munmap(m, aligned - from);
-      if (end > keep_end) munmap(reinterpret_cast<void*>(keep_end), end - keep_end);
-      maps_.emplace_back(reinterpret_cast<void*>(aligned), kSlabsMapped * kSlab);
-      mapped_next_ = reinterpret_cast<std::byte*>(aligned);
+      const size_t bytes = kSlabsMapped * kSlab;
+      void* m = map_aligned(bytes, std::max(kSlab, kHugePage));
+      maps_.emplace_back(m, bytes);
+      mapped_next_ = static_cast<std::byte*>(m);
       mapped_left_ = kSlabsMapped;
     }
     std::byte* s = mapped_next_;

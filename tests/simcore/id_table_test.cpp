@@ -193,30 +193,38 @@ TEST(IdTable, GroupHandlesRetireTheirMembersAtOnceAndChunksStillGo) {
 }
 
 // A caller that never releases keeps every chunk: ids retired with their group's handle keep
-// no interval of their own, so a chunk of them holds 8 bytes an id (slot and position), and
-// ids retired on their own 20 (slot and interval, no position), each answering its interval.
-TEST(IdTable, IdsRetiredThroughTheirHandleKeepEightBytesEach) {
+// no interval of their own and, once every id of their chunk retired, no position either (the
+// array goes to the next chunk's group members), so each further chunk of them holds 4 bytes an
+// id; ids retired on their own 20 (slot and interval, no position), each answering its interval.
+TEST(IdTable, IdsRetiredThroughTheirHandleKeepFourBytesEach) {
   IdTable t;
   const size_t empty = t.bytes();
-  const uint32_t slot = 5;
-  const uint32_t handle = t.open_handle(slot, 1);
-  for (uint32_t k = 0; k < IdTable::kChunk; ++k) t.bind_handle(t.add(IdTable::kRetired), handle, k);
-  EXPECT_EQ(t.member(77), 76u);
-  t.retire_handle(handle, Interval{1, 2});
-  t.close_handle(handle);
-  const size_t grouped = t.bytes() - empty;
-  EXPECT_LE(grouped, size_t{IdTable::kChunk} * 8 + 1024);
-  EXPECT_EQ(t.result(IdTable::kChunk).finish, 2);
+  const auto grouped_chunk = [&](uint32_t slot) {
+    const EventId first = t.last() + 1;
+    const uint32_t handle = t.open_handle(slot, first);
+    for (uint32_t k = 0; k < IdTable::kChunk; ++k) t.bind_handle(t.add(IdTable::kRetired), handle, k);
+    EXPECT_EQ(t.member(first + 76), 76u);
+    t.retire_handle(handle, Interval{double(slot), double(slot) + 1});
+    t.close_handle(handle);
+  };
+  grouped_chunk(5);
+  const size_t first = t.bytes() - empty;
+  EXPECT_LE(first, size_t{IdTable::kChunk} * 8 + 16384);  // (with the handles' first 8 KB)
+  grouped_chunk(6);
+  const size_t grouped = t.bytes() - empty - first;
+  EXPECT_LE(grouped, size_t{IdTable::kChunk} * 4 + 1024);
+  EXPECT_EQ(t.result(IdTable::kChunk).finish, 6);
+  EXPECT_EQ(t.result(2 * IdTable::kChunk).finish, 7);
   // A second chunk whose ids retire one by one.
+  const EventId base = t.last();
   for (uint32_t k = 0; k < IdTable::kChunk; ++k) t.add(100 + k);
-  for (EventId id = IdTable::kChunk + 1; id <= 2 * EventId{IdTable::kChunk}; ++id)
-    t.retire(id, Interval{double(id), double(id) + 0.5});
-  const size_t alone = t.bytes() - empty - grouped;
+  for (EventId id = base + 1; id <= base + IdTable::kChunk; ++id) t.retire(id, Interval{double(id), double(id) + 0.5});
+  const size_t alone = t.bytes() - empty - first - grouped;
   EXPECT_GE(alone, size_t{IdTable::kChunk} * 20);
   EXPECT_LE(alone, size_t{IdTable::kChunk} * 20 + 1024);
-  EXPECT_EQ(t.result(IdTable::kChunk + 9).start, double(IdTable::kChunk + 9));
-  EXPECT_EQ(t.result(IdTable::kChunk + 9).finish, double(IdTable::kChunk + 9) + 0.5);
-  EXPECT_EQ(t.result(1).start, 1);
+  EXPECT_EQ(t.result(base + 9).start, double(base + 9));
+  EXPECT_EQ(t.result(base + 9).finish, double(base + 9) + 0.5);
+  EXPECT_EQ(t.result(1).start, 5);
 }
 
 // A caller that never releases keeps a handle for every group it made: 32 bytes each.

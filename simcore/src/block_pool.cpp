@@ -1,0 +1,33 @@
+#include "block_pool.h"
+
+#include <algorithm>
+
+#include "mapped_region.h"
+
+namespace simcore::detail {
+
+// A mapping holds at least 2 MiB (one huge page) and 16 blocks.
+BlockPool::BlockPool(size_t block_bytes)
+    : block_((std::max<size_t>(block_bytes, 1) + 63) & ~size_t{63}),
+      per_mapping_(std::max<size_t>(16, kHugePage / block_)) {}
+
+BlockPool::~BlockPool() {
+  for (const auto& [p, bytes] : maps_) unmap(p, bytes);
+}
+
+void* BlockPool::carve() {
+  if (left_ == 0) {
+    const size_t bytes = (per_mapping_ * block_ + kHugePage - 1) & ~(kHugePage - 1);
+    void* m = map_aligned(bytes, kHugePage);
+    maps_.emplace_back(m, bytes);
+    next_ = static_cast<char*>(m);
+    left_ = bytes / block_;
+  }
+  void* p = next_;
+  next_ += block_;
+  --left_;
+  ++made_;
+  return p;
+}
+
+}  // namespace simcore::detail
