@@ -23,7 +23,9 @@
 //       ns_per_flow, and for N = 1024 the same run's ratio to 0.5 s (4096: to 5 s);
 //       skew_steps: the widest spread of one step's starts over the GPUs, in mean step
 //       durations (the ring drifts apart in virtual time, and the events live behind the floor
-//       grow with it: live_events).
+//       grow with it: live_events); result_B/flow and history_B/flow: what the engine holds at
+//       the end (Engine::Stats: the ids' table, kept whole by a caller that never releases, and
+//       the history not reclaimed yet), per flow.
 //   ring_allreduce_exponent  fits ns_per_flow ~ N^e over the ring_allreduce runs of this
 //       process (128..4096 GPUs): per_flow_exponent e (0: the cost of a flow does not grow with
 //       the cluster), whole_ring_exponent 2 + e; large_exponent: the same fit over 1024 GPUs
