@@ -25,7 +25,8 @@
 //       durations (the ring drifts apart in virtual time, and the events live behind the floor
 //       grow with it: live_events); result_B/flow and history_B/flow: what the engine holds at
 //       the end (Engine::Stats: the ids' table, kept whole by a caller that never releases, and
-//       the history not reclaimed yet), per flow.
+//       the history not reclaimed yet), per flow; host_probe_ms: a fixed piece of work timed
+//       just before (host_probe_ms(): which of its speeds the machine ran at).
 //   ring_allreduce_exponent  fits ns_per_flow ~ N^e over the ring_allreduce runs of this
 //       process (128..4096 GPUs): per_flow_exponent e (0: the cost of a flow does not grow with
 //       the cluster), whole_ring_exponent 2 + e; large_exponent: the same fit over 1024 GPUs
@@ -91,6 +92,31 @@ double cpu_now() {
   timespec ts{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
+}
+
+// The machine's speed right now: CPU ms of a fixed piece of work like the engine's (dependent
+// loads over 32 MB, past the caches, and integer arithmetic). The build container's host runs
+// at two speeds ~1.7x apart from minute to minute (a 4096-GPU ring read 4.8 and 7.4 s three
+// minutes apart, 2026-11-29); this says which one a run met, so that runs compare.
+double host_probe_ms() {
+  static std::vector<uint32_t> next = [] {
+    std::vector<uint32_t> v(size_t{8} << 20);  // a random cycle over 8 M entries
+    std::vector<uint32_t> order(v.size());
+    for (uint32_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::mt19937 rng(7);
+    std::shuffle(order.begin() + 1, order.end(), rng);
+    for (size_t i = 0; i < order.size(); ++i) v[order[i]] = order[(i + 1) % order.size()];
+    return v;
+  }();
+  const double t0 = cpu_now();
+  uint32_t at = 0;
+  uint64_t h = 1;
+  for (int i = 0; i < 2'000'000; ++i) {
+    at = next[at];
+    h = h * 6364136223846793005ull + at;
+  }
+  benchmark::DoNotOptimize(h);
+  return 1e3 * (cpu_now() - t0);
 }
 
 simcore::ClusterSpec cluster_of_gpus(int gpus) {
@@ -227,6 +253,7 @@ void ring_allreduce(benchmark::State& state, RingScaling* scaling, bool grouped,
   for (auto _ : state) {
     EngineOptions o;
     o.record_timeline = false;
+    const double probe = host_probe_ms();
     const double t0 = cpu_now();
     auto engine = simcore::make_engine(c, o);
     engine->register_rank(0);
@@ -271,6 +298,7 @@ void ring_allreduce(benchmark::State& state, RingScaling* scaling, bool grouped,
       state.counters["same_finish"] = scaling->finish[n] == finish ? 1 : 0;
     state.counters["flows"] = flows;
     state.counters["engine_s"] = seconds;
+    state.counters["host_probe_ms"] = probe;
     state.counters["ns_per_flow"] = 1e9 * seconds / flows;
     state.counters["solved/flow"] = static_cast<double>(stats.solved_flows) / flows;
     state.counters["apart/flow"] = static_cast<double>(stats.group_members_apart) / flows;
