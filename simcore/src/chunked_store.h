@@ -34,22 +34,15 @@ class ChunkedStore {
 
   // A value-initialized element at index size().
   T& emplace_back() {
-    if (size_ == capacity()) add_chunk();
+    if (size_ == capacity()) {
+      T* c = static_cast<T*>(pool_.allocate());
+      std::uninitialized_value_construct_n(c, kChunk);
+      chunks_.push_back(c);
+    }
     return (*this)[size_++];
-  }
-  // Value-initialized elements up to index n - 1 (none removed when n <= size()).
-  void grow_to(size_t n) {
-    while (capacity() < n) add_chunk();
-    if (n > size_) size_ = n;
   }
 
  private:
-  void add_chunk() {
-    T* c = static_cast<T*>(pool_.allocate());
-    std::uninitialized_value_construct_n(c, kChunk);
-    chunks_.push_back(c);
-  }
-
   BlockPool pool_{kChunk * sizeof(T)};
   std::vector<T*> chunks_;
   size_t size_ = 0;

@@ -36,7 +36,7 @@ inline void FlowSolver::list_on_links(FlowState& f, uint32_t slot, const Route& 
 }
 
 void FlowSolver::attach(uint32_t slot, const Route& route, double rate, bool touch_links) {
-  if (slot >= flows_.size()) flows_.grow_to(slot + 1);
+  if (slot >= flows_.size()) flows_.resize(std::max<size_t>(slot + 1, flows_.size() * 2));
   FlowState& f = flows_[slot];
   f.count = static_cast<uint8_t>(route.count);
   f.attached = true;
@@ -107,7 +107,7 @@ void FlowSolver::detach(uint32_t slot, bool touch_links) {
 }
 
 void FlowSolver::attach_pinned(uint32_t slot, const Route& route, double rate) {
-  if (slot >= flows_.size()) flows_.grow_to(slot + 1);
+  if (slot >= flows_.size()) flows_.resize(std::max<size_t>(slot + 1, flows_.size() * 2));
   FlowState& f = flows_[slot];
   // Its bottleneck is what verify_pinned() finds, not the one of its last filling.
   if (f.attached) return;

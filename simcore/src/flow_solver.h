@@ -55,7 +55,6 @@
 #include <cstdint>
 #include <vector>
 
-#include "chunked_store.h"
 #include "share_queue.h"
 #include "simcore/engine.h"
 #include "simcore/topology.h"
@@ -248,10 +247,7 @@ class FlowSolver {
   // rates change, and those are in already), and the moved flows of a re-solve mostly share
   // links: the rollback benchmark's re-solves scanned each such link once per moved flow on it.
   std::vector<uint32_t> scanned_;
-  // By record slot, in chunks that never move (chunked_store.h): a whole 1024-GPU ring submitted
-  // before one query attaches ~2 M slots, and a vector's doublings copied them into fresh pages
-  // each time (a third of that run's page faults).
-  ChunkedStore<FlowState> flows_;
+  std::vector<FlowState> flows_;
   std::vector<LinkId> touched_;
   // Every attached flow, listed in full mode only: the incremental re-solve never reads the
   // list, and keeping it wrote another flow's state at every detach (the one moved into the gap).
