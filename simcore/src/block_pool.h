@@ -1,9 +1,9 @@
-// Blocks of one size, carved in address order from huge-page mappings (mapped_region.h) and
+// Blocks of one size, carved in address order from 2 MiB-aligned mappings (mapped_region.h) and
 // reused last-freed first; nothing goes back to the system before the pool does.
 //
 // Why: the id table (id_table.h) takes a 17 KB chunk for every 4096 ids and, while they are in
 // flow groups, a 16 KB array of positions: from malloc, each was fresh 4 KiB pages to fault in,
-// one by one. Here they come from 2 MiB pages, and a block freed (a chunk released, an array of
+// one by one, and their relocations and frees gave pages back to fault in again. Here a block freed (a chunk released, an array of
 // positions no longer read) is the next one handed out, still warm.
 #pragma once
 

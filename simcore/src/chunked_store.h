@@ -2,8 +2,8 @@
 // one chunk instead of relocating every element (a 1 GiB ring all-reduce over 1024 GPUs
 // submitted at once keeps 2.1 M 256-byte records live: a vector relocated about 1 GB of them
 // while doubling, and faulted in each new copy). Chunks of 2^kShift elements come from a
-// BlockPool (block_pool.h: 2 MiB huge pages, so a 4096-GPU ring's 60 MB of group handles is
-// 30 faults, not 15,000), the first one when the first element is made.
+// BlockPool (block_pool.h: no relocation, so a 4096-GPU ring's 60 MB of group handles is
+// faulted in once, not again at every doubling), the first one when the first element is made.
 #pragma once
 
 #include <cstddef>

@@ -112,7 +112,7 @@ class LogPool {
     offset_ = 0;
   }
 
-  // Slabs come from the system kSlabsMapped at a time, in a mapping aligned to a huge page
+  // Slabs come from the system kSlabsMapped at a time, in a mapping aligned to 2 MiB
   // (mapped_region.h: so aligned to a slab too; a vgpu-netsim run that reclaims nothing grew by
   // 5 bytes a flow when slabs came from malloc, aligned there with a gap before each).
   static constexpr size_t kSlabsMapped = 64;
