@@ -6,10 +6,10 @@
 
 namespace simcore::detail {
 
-// A mapping holds at least 2 MiB (one huge page) and 16 blocks.
+// A mapping holds at least kMappingAlign bytes and 16 blocks.
 BlockPool::BlockPool(size_t block_bytes)
     : block_((std::max<size_t>(block_bytes, 1) + 63) & ~size_t{63}),
-      per_mapping_(std::max<size_t>(16, kHugePage / block_)) {}
+      per_mapping_(std::max<size_t>(16, kMappingAlign / block_)) {}
 
 BlockPool::~BlockPool() {
   for (const auto& [p, bytes] : maps_) unmap(p, bytes);
@@ -17,8 +17,8 @@ BlockPool::~BlockPool() {
 
 void* BlockPool::carve() {
   if (left_ == 0) {
-    const size_t bytes = (per_mapping_ * block_ + kHugePage - 1) & ~(kHugePage - 1);
-    void* m = map_aligned(bytes, kHugePage);
+    const size_t bytes = (per_mapping_ * block_ + kMappingAlign - 1) & ~(kMappingAlign - 1);
+    void* m = map_aligned(bytes, kMappingAlign);
     maps_.emplace_back(m, bytes);
     next_ = static_cast<char*>(m);
     left_ = bytes / block_;

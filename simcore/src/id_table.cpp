@@ -8,7 +8,6 @@ EventId IdTable::add(uint32_t slot) {
   const EventId id = last_ + 1;
   if (index(id) == 0) {
     chunks_.push_back(Held{new (chunk_pool_.allocate()) Chunk});  // (its slots left unwritten)
-    ++held_;
   }
   last_ = id;
   Chunk* c = chunk_of(id);
@@ -26,10 +25,7 @@ void IdTable::retire(EventId id, const Interval& final_interval) {
     unbind(s, id);
   }
   s = kRetired;
-  if (c->result == nullptr) {
-    c->result = static_cast<Result*>(result_pool_.allocate());
-    ++results_held_;
-  }
+  if (c->result == nullptr) c->result = static_cast<Result*>(result_pool_.allocate());
   c->result[index(id)] = Result{final_interval.start, final_interval.finish};
   // Only a chunk whose count just reached full can be freed: testing the counters after every
   // increment read the two 4-byte counts as one 8-byte word right after the 4-byte store, a
@@ -66,7 +62,6 @@ void IdTable::all_retired(EventId id) {
   if (c->member != nullptr) {
     member_pool_.deallocate(c->member);
     c->member = nullptr;
-    --members_held_;
   }
   maybe_free(id);
 }
@@ -80,17 +75,10 @@ void IdTable::maybe_free(EventId id) {
   // Its ids retired with their group let go of the group's handle.
   for (uint32_t k = 0; k < kChunk; ++k)
     if (is_handle(c->slot[k])) drop_ref(c->slot[k] & ~kHandleBit);
-  if (c->result != nullptr) {
-    result_pool_.deallocate(c->result);
-    --results_held_;
-  }
-  if (c->member != nullptr) {
-    member_pool_.deallocate(c->member);
-    --members_held_;
-  }
+  if (c->result != nullptr) result_pool_.deallocate(c->result);
+  if (c->member != nullptr) member_pool_.deallocate(c->member);
   chunk_pool_.deallocate(c);
   held.chunk = nullptr;
-  --held_;
   while (front_ < chunks_.size() && chunks_[front_].chunk == nullptr) {
     ++front_;
     first_ += kChunk;

@@ -163,7 +163,6 @@ class IdTable {
   uint32_t* members_of(Chunk* c) {
     if (c->member == nullptr) {
       c->member = static_cast<uint32_t*>(member_pool_.allocate());
-      ++members_held_;
     }
     return c->member;
   }
@@ -194,9 +193,6 @@ class IdTable {
   size_t front_ = 0;
   EventId first_ = 1;                          // first id of chunks_[front_]
   EventId last_ = 0;
-  size_t held_ = 0;                            // chunks not freed
-  size_t results_held_ = 0;                    // of those, chunks with results
-  size_t members_held_ = 0;                    // of those, chunks with positions
   // In chunks of 256 (8 KB) that never move: a caller that never releases keeps one a group
   // (2 bytes a flow on a ring), and a vector's doublings copied them into fresh pages each
   // time, 40% of a 4096-GPU ring's page faults (~20 us each on a virtual machine).

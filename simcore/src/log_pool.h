@@ -119,7 +119,7 @@ class LogPool {
   std::byte* new_slab() {
     if (mapped_left_ == 0) {
       const size_t bytes = kSlabsMapped * kSlab;
-      void* m = map_aligned(bytes, std::max(kSlab, kHugePage));
+      void* m = map_aligned(bytes, std::max(kSlab, kMappingAlign));
       maps_.emplace_back(m, bytes);
       mapped_next_ = static_cast<std::byte*>(m);
       mapped_left_ = kSlabsMapped;

@@ -15,6 +15,10 @@
 
 namespace simcore::detail {
 
+// No MADV_HUGEPAGE: the first touch of a 2 MiB page zeroes it inside whichever call made the
+// record, and a thread's virtual clock can be charged for it (exec_graph_test's direct submission
+// read 1.8-5.9 ms for 0.66 under TSan on a loaded machine with the advice, 5 of 5 right without;
+// 2026-11-29). It made a 4096-GPU ring 0.4 s faster (5.56-5.85 against 6.02-7.20 s).
 void* map_aligned(size_t bytes, size_t align) {
   // Aligned by trimming a larger mapping: through malloc an aligned block left a gap of up to
   // `align` before it, partly written.
@@ -30,10 +34,6 @@ void* map_aligned(size_t bytes, size_t align) {
 #ifdef SIMCORE_LSAN_ROOTS
   __lsan_register_root_region(p, bytes);
 #endif
-// No MADV_HUGEPAGE: the first touch of a 2 MiB page zeroes it inside whichever call made the
-// record, and a thread's virtual clock can be charged for it (exec_graph_test's direct submission
-// read 1.8-5.9 ms for 0.66 under TSan on a loaded machine with the advice, 5 of 5 right without;
-// 2026-11-29). It made a 4096-GPU ring 0.4 s faster (5.56-5.85 against 6.02-7.20 s).
   return p;
 }
 

@@ -8,7 +8,7 @@
 
 namespace simcore::detail {
 
-inline constexpr size_t kHugePage = size_t{2} << 20;  // the mappings' alignment and least size
+inline constexpr size_t kMappingAlign = size_t{2} << 20;  // the mappings' alignment and least size
 
 // `bytes` (a multiple of `align`, a power of two of at least 4 KiB) of zeroed memory aligned
 // to `align`; throws std::bad_alloc when the system has none.
