@@ -26,7 +26,10 @@
 //       grow with it: live_events); result_B/flow and history_B/flow: what the engine holds at
 //       the end (Engine::Stats: the ids' table, kept whole by a caller that never releases, and
 //       the history not reclaimed yet), per flow; host_probe_ms: a fixed piece of work timed
-//       just before (host_probe_ms(): which of its speeds the machine ran at).
+//       just before (host_probe_ms(): which of its speeds the machine ran at). The engine runs
+//       as vgpud and vgpu-netsim run it (own_process = 1: EngineOptions::huge_pages);
+//       ring_allreduce_in_process/gpus:4096: the same as an engine inside a job's process runs it
+//       (no huge pages: own_process = 0).
 //   ring_allreduce_exponent  fits ns_per_flow ~ N^e over the ring_allreduce runs of this
 //       process (128..4096 GPUs): per_flow_exponent e (0: the cost of a flow does not grow with
 //       the cluster), whole_ring_exponent 2 + e; large_exponent: the same fit over 1024 GPUs
@@ -241,11 +244,20 @@ struct RingScaling {
   std::map<int, double> finish;       // the ring's virtual finish, by GPU count
 };
 
-// `release`: once a step is submitted, the ids of the step before are released
-// (Engine::release(): nothing names them again), as a rank that promises floors can do; the
-// id table then stays a few chunks long instead of 20 bytes per flow for the whole run. The
-// answers are the same (`same_finish` against the run that keeps them, when it ran first).
-void ring_allreduce(benchmark::State& state, RingScaling* scaling, bool grouped, bool release = false) {
+struct RingRun {
+  bool grouped = true;  // one add_flows() a step, else one add_flow() a flow
+  // Once a step is submitted, the ids of the step before are released (Engine::release():
+  // nothing names them again), as a rank that promises floors can do; the id table then stays
+  // a few chunks long instead of 6 bytes per flow for the whole run. The answers are the same
+  // (`same_finish` against the run that keeps them, when it ran first).
+  bool release = false;
+  // The engine as vgpud and vgpu-netsim run it (EngineOptions::huge_pages), else as in a
+  // process of the job (the sim backend's, the NCCL plugin's).
+  bool own_process = true;
+};
+
+void ring_allreduce(benchmark::State& state, RingScaling* scaling, RingRun run) {
+  const bool grouped = run.grouped, release = run.release;
   const int n = static_cast<int>(state.range(0));
   const simcore::ClusterSpec c = cluster_of_gpus(n);
   const uint64_t chunk = kGiB / static_cast<uint64_t>(n);
@@ -253,6 +265,7 @@ void ring_allreduce(benchmark::State& state, RingScaling* scaling, bool grouped,
   for (auto _ : state) {
     EngineOptions o;
     o.record_timeline = false;
+    o.huge_pages = run.own_process;
     const double probe = host_probe_ms();
     const double t0 = cpu_now();
     auto engine = simcore::make_engine(c, o);
@@ -290,15 +303,16 @@ void ring_allreduce(benchmark::State& state, RingScaling* scaling, bool grouped,
     const double seconds = cpu_now() - t0;
     state.SetIterationTime(seconds);
     const double flows = static_cast<double>(steps) * n;
-    if (scaling && !release) {
+    if (scaling && !release && run.own_process) {
       scaling->ns_per_flow[n] = 1e9 * seconds / flows;
       scaling->finish[n] = finish;
     }
-    if (scaling && release && scaling->finish.count(n))
+    if (scaling && (release || !run.own_process) && scaling->finish.count(n))
       state.counters["same_finish"] = scaling->finish[n] == finish ? 1 : 0;
     state.counters["flows"] = flows;
     state.counters["engine_s"] = seconds;
     state.counters["host_probe_ms"] = probe;
+    state.counters["own_process"] = run.own_process ? 1 : 0;
     state.counters["ns_per_flow"] = 1e9 * seconds / flows;
     state.counters["solved/flow"] = static_cast<double>(stats.solved_flows) / flows;
     state.counters["apart/flow"] = static_cast<double>(stats.group_members_apart) / flows;
@@ -654,23 +668,28 @@ int main(int argc, char** argv) {
   once(benchmark::RegisterBenchmark("ring_vs_full_resolve/aligned_whole", ring_vs_full_resolve, quick, 0.0, true));
   once(benchmark::RegisterBenchmark("ring_vs_full_resolve/spread_whole", ring_vs_full_resolve, quick, 20e-6, true));
   auto* ring = benchmark::RegisterBenchmark("ring_allreduce", [&scaling](benchmark::State& s) {
-    ring_allreduce(s, &scaling, true);
+    ring_allreduce(s, &scaling, RingRun{});
   });
   ring->ArgName("gpus");
   for (int n : quick ? std::vector<int>{64, 128} : std::vector<int>{128, 256, 512, 1024, 2048, 4096})
     ring->Arg(n);
   once(ring);
   auto* ring_single = benchmark::RegisterBenchmark("ring_allreduce_one_by_one", [](benchmark::State& s) {
-    ring_allreduce(s, nullptr, false);
+    ring_allreduce(s, nullptr, RingRun{.grouped = false});
   });
   ring_single->ArgName("gpus")->Arg(quick ? 128 : 1024);
   once(ring_single);
   auto* ring_released = benchmark::RegisterBenchmark("ring_allreduce_released", [&scaling](benchmark::State& s) {
-    ring_allreduce(s, &scaling, true, true);
+    ring_allreduce(s, &scaling, RingRun{.release = true});
   });
   ring_released->ArgName("gpus");
   for (int n : quick ? std::vector<int>{128} : std::vector<int>{1024, 4096}) ring_released->Arg(n);
   once(ring_released);
+  auto* ring_in_process = benchmark::RegisterBenchmark("ring_allreduce_in_process", [&scaling](benchmark::State& s) {
+    ring_allreduce(s, &scaling, RingRun{.own_process = false});
+  });
+  ring_in_process->ArgName("gpus")->Arg(quick ? 128 : 4096);
+  once(ring_in_process);
   once(benchmark::RegisterBenchmark("ring_allreduce_exponent", [&scaling](benchmark::State& s) {
     ring_allreduce_exponent(s, scaling);
   }));

@@ -16,6 +16,7 @@ int main(int argc, char** argv) {
         // Timeline entries of reclaimed events only when asked: a long job's vgpud stays bounded.
         simcore::EngineOptions options;
         options.record_timeline = vgpu::settings::flag(vgpu::settings::Id::daemon_timeline);
+        options.huge_pages = true;  // (the daemon's own process: no virtual clock to charge)
         return simcore::make_engine(*config.cluster, options);
       });
 }

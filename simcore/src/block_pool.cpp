@@ -18,7 +18,7 @@ BlockPool::~BlockPool() {
 void* BlockPool::carve() {
   if (left_ == 0) {
     const size_t bytes = (per_mapping_ * block_ + kMappingAlign - 1) & ~(kMappingAlign - 1);
-    void* m = map_aligned(bytes, kMappingAlign);
+    void* m = map_aligned(bytes, kMappingAlign, huge_pages_);
     maps_.emplace_back(m, bytes);
     next_ = static_cast<char*>(m);
     left_ = bytes / block_;

@@ -30,6 +30,9 @@ class BlockPool {
   }
   void deallocate(void* p) { free_.push_back(p); }
 
+  // Mappings made from now on are advised for transparent huge pages (EngineOptions::huge_pages).
+  void set_huge_pages(bool on) { huge_pages_ = on; }
+
   size_t block_bytes() const { return block_; }
   // Blocks handed out at least once (in use or free): the memory the pool has written to.
   size_t blocks_made() const { return made_; }
@@ -43,6 +46,7 @@ class BlockPool {
   char* next_ = nullptr;
   size_t left_ = 0;  // blocks still to carve from the last mapping
   size_t made_ = 0;
+  bool huge_pages_ = false;
   std::vector<void*> free_;
 };
 

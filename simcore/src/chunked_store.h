@@ -27,6 +27,8 @@ class ChunkedStore {
     for (T* c : chunks_) std::destroy_n(c, kChunk);
   }
 
+  void set_huge_pages(bool on) { pool_.set_huge_pages(on); }
+
   T& operator[](size_t i) { return chunks_[i >> kShift][i & (kChunk - 1)]; }
   const T& operator[](size_t i) const { return chunks_[i >> kShift][i & (kChunk - 1)]; }
   size_t size() const { return size_; }

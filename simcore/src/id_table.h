@@ -107,6 +107,11 @@ class IdTable {
   void release(EventId id);
 
   size_t bytes() const;
+  // Its pools' mappings from now on are advised for huge pages (EngineOptions::huge_pages).
+  void set_huge_pages(bool on) {
+    for (BlockPool* p : {&chunk_pool_, &member_pool_, &result_pool_}) p->set_huge_pages(on);
+    handles_.set_huge_pages(on);
+  }
   size_t handles_held() const { return handles_.size() - free_handles_.size(); }
 
  private:

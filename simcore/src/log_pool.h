@@ -63,6 +63,8 @@ class LogPool {
     std::byte* s = slab_of(p);
     if (--live_of(s) == 0 && s != bump_) free_.push_back(s);
   }
+  // Slabs mapped from now on are advised for huge pages (EngineOptions::huge_pages).
+  void set_huge_pages(bool on) { huge_pages_ = on; }
   // From now on, releasing a block does nothing (the owner is being torn down).
   void close() { closing_ = true; }
   // Memory held in slabs (blocks in use, released blocks in slabs still in use, free slabs).
@@ -119,7 +121,7 @@ class LogPool {
   std::byte* new_slab() {
     if (mapped_left_ == 0) {
       const size_t bytes = kSlabsMapped * kSlab;
-      void* m = map_aligned(bytes, std::max(kSlab, kMappingAlign));
+      void* m = map_aligned(bytes, std::max(kSlab, kMappingAlign), huge_pages_);
       maps_.emplace_back(m, bytes);
       mapped_next_ = static_cast<std::byte*>(m);
       mapped_left_ = kSlabsMapped;
@@ -142,6 +144,7 @@ class LogPool {
   std::vector<std::byte*> free_;   // slabs with no block in use (not bump_)
   std::unordered_set<void*> large_;
   bool closing_ = false;
+  bool huge_pages_ = false;
 };
 
 }  // namespace simcore::detail

@@ -15,11 +15,12 @@
 
 namespace simcore::detail {
 
-// No MADV_HUGEPAGE: the first touch of a 2 MiB page zeroes it inside whichever call made the
-// record, and a thread's virtual clock can be charged for it (exec_graph_test's direct submission
-// read 1.8-5.9 ms for 0.66 under TSan on a loaded machine with the advice, 5 of 5 right without;
-// 2026-11-29). It made a 4096-GPU ring 0.4 s faster (5.56-5.85 against 6.02-7.20 s).
-void* map_aligned(size_t bytes, size_t align) {
+// MADV_HUGEPAGE only when asked (EngineOptions::huge_pages: the engine owns its process). In
+// process, the first touch of a 2 MiB page zeroes it inside whichever call made the record, and
+// a thread's virtual clock can be charged for it (exec_graph_test's direct submission read
+// 1.8-5.9 ms for 0.66 under TSan on a loaded machine with the advice for every engine, 5 of 5
+// right without; 2026-11-29). It made a 4096-GPU ring 0.4 s faster (5.56-5.85 against 6.02-7.20 s).
+void* map_aligned(size_t bytes, size_t align, bool huge_pages) {
   // Aligned by trimming a larger mapping: through malloc an aligned block left a gap of up to
   // `align` before it, partly written.
   const size_t want = bytes + align;
@@ -31,6 +32,7 @@ void* map_aligned(size_t bytes, size_t align) {
   if (aligned > from) munmap(m, aligned - from);
   if (end > keep_end) munmap(reinterpret_cast<void*>(keep_end), end - keep_end);
   void* p = reinterpret_cast<void*>(aligned);
+  if (huge_pages) madvise(p, bytes, MADV_HUGEPAGE);  // (advice: refused, it changes nothing)
 #ifdef SIMCORE_LSAN_ROOTS
   __lsan_register_root_region(p, bytes);
 #endif

@@ -1,7 +1,6 @@
 // Memory taken from the system in aligned mappings, for the engine's stores that grow with the
 // flows a caller keeps (the id table, the group logs' slabs): pages count only once written.
-// Transparent huge pages were tried and dropped (mapped_region.cpp: their first touch could be
-// charged to a thread's virtual clock).
+// Transparent huge pages only when the engine owns its process (EngineOptions::huge_pages).
 #pragma once
 
 #include <cstddef>
@@ -11,8 +10,9 @@ namespace simcore::detail {
 inline constexpr size_t kMappingAlign = size_t{2} << 20;  // the mappings' alignment and least size
 
 // `bytes` (a multiple of `align`, a power of two of at least 4 KiB) of zeroed memory aligned
-// to `align`; throws std::bad_alloc when the system has none.
-void* map_aligned(size_t bytes, size_t align);
+// to `align`, advised for transparent huge pages when `huge_pages`; throws std::bad_alloc when
+// the system has none.
+void* map_aligned(size_t bytes, size_t align, bool huge_pages = false);
 // A mapping of map_aligned(), whole.
 void unmap(void* p, size_t bytes);
 

@@ -15,6 +15,13 @@ Simulator::Simulator(const ClusterSpec& cluster, const EngineOptions& options)
     memo_gpus_ = static_cast<size_t>(topology_.gpu_count());
     route_memo_.resize(memo_gpus_);
   }
+  if (options.huge_pages) {
+    records_.set_huge_pages(true);
+    ids_.set_huge_pages(true);
+    log_pool_.set_huge_pages(true);
+    sched_pool_.set_huge_pages(true);
+    groups_.set_huge_pages(true);
+  }
 }
 
 Route* Simulator::memo_row(int src) const {

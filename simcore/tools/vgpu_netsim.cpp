@@ -210,6 +210,7 @@ int main(int argc, char** argv) {
 
   simcore::EngineOptions engine_options;
   engine_options.record_timeline = !opt.trace_out.empty();
+  engine_options.huge_pages = true;
   auto engine = simcore::make_engine(cluster, engine_options);
   EventIds events;
 

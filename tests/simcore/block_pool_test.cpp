@@ -2,8 +2,11 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <set>
+#include <string>
 #include <vector>
 
 #include "block_pool.h"
@@ -50,6 +53,41 @@ TEST(BlockPool, FreedBlocksAreReusedLastFreedFirst) {
   EXPECT_NE(d, b);
   EXPECT_NE(d, c);
   EXPECT_EQ(pool.blocks_made(), 4u);
+}
+
+// The VmFlags of the mapping holding `p` in /proc/self/smaps ("" when not found).
+std::string vm_flags_of(const void* p) {
+  std::ifstream smaps("/proc/self/smaps");
+  const auto a = reinterpret_cast<uintptr_t>(p);
+  std::string line;
+  bool in = false;
+  while (std::getline(smaps, line)) {
+    unsigned long from = 0, to = 0;
+    if (std::sscanf(line.c_str(), "%lx-%lx ", &from, &to) == 2) {  // a mapping's first line
+      in = from <= a && a < to;
+      continue;
+    }
+    if (in && line.rfind("VmFlags:", 0) == 0) return line;
+  }
+  return "";
+}
+
+// EngineOptions::huge_pages reaches the pools: their mappings carry the kernel's huge-page
+// advice (VmFlags "hg") only when asked. Skipped where the kernel has no transparent huge pages.
+TEST(BlockPool, MappingsAreAdvisedForHugePagesOnlyWhenAsked) {
+  std::ifstream thp("/sys/kernel/mm/transparent_hugepage/enabled");
+  std::string modes;
+  if (!std::getline(thp, modes) || modes.find("[never]") != std::string::npos)
+    GTEST_SKIP() << "no transparent huge pages here";
+  BlockPool plain(4096), huge(4096);
+  huge.set_huge_pages(true);
+  void* a = plain.allocate();
+  void* b = huge.allocate();
+  const std::string plain_flags = vm_flags_of(a), huge_flags = vm_flags_of(b);
+  ASSERT_FALSE(plain_flags.empty());
+  ASSERT_FALSE(huge_flags.empty());
+  EXPECT_EQ(plain_flags.find(" hg"), std::string::npos) << plain_flags;
+  EXPECT_NE(huge_flags.find(" hg"), std::string::npos) << huge_flags;
 }
 
 // Elements are value-initialized, never move, and are destroyed with the store.

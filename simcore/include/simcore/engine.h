@@ -190,6 +190,13 @@ struct EngineOptions {
   // Keep every event (label included) for timeline_json() after it is reclaimed. Off, a long
   // run's memory stays bounded; the timeline then only shows events not yet reclaimed.
   bool record_timeline = true;
+  // Ask for transparent huge pages on the engine's large stores (records, the id table, the
+  // groups' logs): an engine that keeps tens of millions of flows faults its memory in 2 MiB at
+  // a time instead of 4 KiB (a first-touched page costs ~6-20 us on the virtual machines we run
+  // on; a 4096-GPU ring touches ~300 MB). For engines that own their process (vgpud,
+  // vgpu-netsim). Off in-process: there the first touch of a 2 MiB page, zeroed by the kernel
+  // in whichever thread made the record, can land on that thread's virtual clock.
+  bool huge_pages = false;
 };
 
 // The in-process engine over the cluster's topology.
