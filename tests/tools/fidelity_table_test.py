@@ -75,6 +75,29 @@ class NcclRounds(unittest.TestCase):
         self.assertIn("nccl-tests: 0 of 2 sizes within target; vgpu inside the real rounds' range in 1\n", out)
 
 
+class StepRows(unittest.TestCase):
+    def test_steps_compared_at_the_same_host_state(self):
+        # The real run met the fast state (2.0 ms probes), vgpu's two runs mostly the slow one:
+        # the means differ by 9%, the slow steps not at all.
+        rows = [
+            {"kind": "step", "side": "real", "mode": "single", "world": 1, "args": "", "step_ms": 40.0,
+             "steps_ms": [40.0, 40.0, 40.0, 44.0, 44.0, 44.0], "ranks_probe_ms": [[2.0, 2.0, 2.1, 3.6, 3.7, 3.6]]},
+            {"kind": "step", "side": "vgpu", "mode": "single", "world": 1, "args": "", "step_ms": 44.0, "backward_ms": 20.0,
+             "steps_ms": [44.0, 44.0, 44.0], "ranks_probe_ms": [[3.6, 3.7, 3.8]]},
+            {"kind": "step", "side": "vgpu", "mode": "single", "world": 1, "args": "", "step_ms": 44.0, "backward_ms": 20.0,
+             "steps_ms": [40.0, 44.0, 44.0], "ranks_probe_ms": [[2.0, 3.6, 3.6]]},
+        ]
+        with tempfile.TemporaryDirectory() as d:
+            res = os.path.join(d, "results.jsonl")
+            with open(res, "w") as f:
+                f.write("\n".join(json.dumps(r) for r in rows) + "\n")
+            out = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "gpu", "fidelity", "table.py"),
+                                  res, "H200-141GB"], capture_output=True, text=True, check=True).stdout
+        self.assertRegex(out, r"single x1 +40\.00 +44\.00 / 44\.00 +\+10\.0%")
+        self.assertIn("  vgpu / real by host state: pooled 1.048 (6/6), fast - (3/1), slow 1.000 (3/5), "
+                      "mixed - (0/0)\n", out)
+
+
 class EightGpuRow(unittest.TestCase):
     def test_the_order_statistics_prediction(self):
         with tempfile.TemporaryDirectory() as d:

@@ -53,7 +53,7 @@ if node == 0:
     world = nproc * nnodes
     step = 10.0 + world
     print("RESULT " + json.dumps({"mode": "ddp", "world": world, "step_ms": step, "steps_ms": [step] * 3,
-                                  "wall_ms": 100.0 * world}), flush=True)
+                                  "wall_ms": 100.0 * world, "ranks_probe_ms": [[2.0] * 3] * world}), flush=True)
 '''
 
 
@@ -84,6 +84,15 @@ class SimScaleParts(unittest.TestCase):
         self.assertEqual(sim_scale.answered(out)["collective"], 312)
         self.assertEqual(sim_scale.answered(out)["launches"], 46)
         self.assertIsNone(sim_scale.answered("no report"))
+
+    def test_replay_over_recording_by_host_state(self):
+        rec = {"steps_ms": [40.0, 40.0, 40.0, 44.0, 44.0, 44.0], "ranks_probe_ms": [[2.0, 2.0, 2.0, 3.6, 3.6, 3.6]] * 2}
+        sim = {"steps_ms": [44.4, 44.4, 44.4, 44.4], "ranks_probe_ms": [[3.6, 3.7, 3.6, 3.8]] * 2}
+        self.assertEqual(sim_scale.host_state_line(rec, sim),
+                         "sim / passthrough by host state: pooled 1.057 (6/4), fast - (3/0), slow 1.009 (3/4), "
+                         "mixed - (0/0)")
+        self.assertIsNone(sim_scale.host_state_line(rec, {"steps_ms": [1.0]}))  # no probes
+        self.assertIsNone(sim_scale.host_state_line(None, sim))
 
     def test_table_without_a_recording(self):
         rows = [{"ranks": 8, "nodes": 1, "gpus_per_node": 8, "step_ms": 20.0, "wall_ms": 700.0, "rss_mib": 2000.0,
@@ -140,6 +149,10 @@ class SimScaleRun(unittest.TestCase):
                 missed, _, launches = r[9].rstrip(" |").partition(" of ")
                 self.assertEqual(missed, "0", out)
                 self.assertGreaterEqual(int(launches), 40, out)
+            # At the recording's size, the replay over the recording step by step (the stand-in's
+            # probes all read alike: one state).
+            self.assertIn("2 ranks, sim / passthrough by host state: pooled 1.000 (3/3), fast 1.000 (3/3), "
+                          "slow - (0/0), mixed - (0/0)", out)
             self.assertRegex(out, r"  2 ranks: \d+ launches: exact row \d+, settled group \d+, work key \d+, "
                                   r"same kernel and shape \d+, fallback model 0 \(0 signatures missed\)")
         finally:

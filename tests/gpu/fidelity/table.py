@@ -6,7 +6,9 @@ nccl-tests rows: the busbw each side printed and vgpu's error, against the targe
 from 16 MiB, within 15% from 64 KiB to 8 MiB); with several rounds (NCCL_RUNS), each side's median
 over its rounds, the real rounds' range, and whether vgpu's median lies inside that range (a small
 size's real figure moves by up to 1.6x between rounds on one host). Step rows: the job's own step time (the median
-over its steps, per run), each side's runs and the error of their means. The 8-GPU row: the
+over its steps, per run), each side's runs and the error of their means, then the host probe of
+each run and vgpu over real step by step at the same host state (host_states.py: the hosts run
+Python at two speeds, and one pair of runs moves with the states each met). The 8-GPU row: the
 step of 8 virtual GPUs against the 1-GPU step plus the all-reduce of the gradients that the
 backward pass cannot hide, as the collective model gives it (vgpu-collective); then from the
 real 2-GPU DDP step at the same per-rank shape (which carries DDP's own host work); then that
@@ -19,6 +21,9 @@ import statistics
 import subprocess
 import sys
 from collections import defaultdict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import host_states  # noqa: E402
 
 
 def pct(a, b):
@@ -83,10 +88,12 @@ def main():
     backward = {}
     fb = defaultdict(lambda: defaultdict(list))  # per run: per rank, per step host ms until backward returned
     probe = defaultdict(lambda: defaultdict(list))  # per run: the ranks' median cpu probe (ms)
+    runs = defaultdict(lambda: defaultdict(list))  # per run: the whole result (host_states.py)
     for r in rows:
         if r.get("kind") == "step":
             key = (r["mode"], r.get("world", 1), r.get("args", ""))
             steps[key][r["side"]].append(float(r["step_ms"]))
+            runs[key][r["side"]].append(r)
             if r.get("ranks_steps_fb_ms"):
                 fb[key][r["side"]].append(r["ranks_steps_fb_ms"])
             if r.get("ranks_probe_ms"):
@@ -111,6 +118,9 @@ def main():
             pr = probe.get(key, {})
             if pr:
                 print(f"{'  host probe ms (per run)':32s} {fmt(pr.get('real', [])):>24s} {fmt(pr.get('vgpu', [])):>24s}")
+            if pr.get("real") and pr.get("vgpu"):
+                cmp = host_states.compare(runs[key]["real"], runs[key]["vgpu"])
+                print("  " + host_states.describe(cmp, "vgpu / real"))
     eight = [k for k in steps if k[0] == "ddp" and k[1] == 8]
     single = [k for k in steps if k[0] == "single" and eight and k[2] == eight[0][2]]
     if eight and single and collective and os.path.exists(collective):
