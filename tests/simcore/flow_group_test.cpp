@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <random>
+#include <string>
 #include <span>
 
 #include "random_traces.h"
@@ -364,6 +366,45 @@ TEST(FlowGroup, ALateFlowRollsBackAcrossASimulatedGroup) {
   EXPECT_GT(got[2 * 16 + 3].finish, before[2 * 16 + 3].finish);
 }
 
+// A ring of `gpus` submitted by rank 0 step by step (each step in one add_flows() call, or flow
+// by flow), promising after each step the earliest start of the step it just submitted; the
+// ids of every step in order. `bytes(s)`: each flow's size in step s; `labels`: "s<step>g<gpu>";
+// `after_step` runs once a step's floor is promised.
+struct RingSteps {
+  int gpus = 32, steps = 30;
+  bool grouped = true, labels = false;
+  std::function<uint64_t(int)> bytes = [](int) { return uint64_t{4} << 20; };
+  std::function<void()> after_step = [] {};
+};
+std::vector<EventId> submit_ring_with_floors(Engine& e, const RingSteps& r) {
+  const int gpus = r.gpus;
+  e.register_rank(0);
+  std::vector<EventId> prev(gpus, kNoEvent), cur(gpus), all;
+  std::vector<FlowSpec> step(gpus);
+  Time floor = 0;
+  for (int s = 0; s < r.steps; ++s) {
+    for (int i = 0; i < gpus; ++i) {
+      FlowSpec& f = step[i];
+      f.src_gpu = i;
+      f.dst_gpu = (i + 1) % gpus;
+      f.bytes = r.bytes(s);
+      f.not_before = floor;
+      f.after.clear();
+      if (s > 0) f.after = {prev[(i + gpus - 1) % gpus], prev[i]};
+      if (r.labels) f.label = "s" + std::to_string(s) + "g" + std::to_string(i);
+      if (!r.grouped) cur[i] = e.add_flow(f);
+    }
+    if (r.grouped) e.add_flows(step, cur);
+    floor = e.query(cur[0])->start;
+    for (EventId id : cur) floor = std::min(floor, e.query(id)->start);
+    e.set_rank_floor(0, floor);
+    r.after_step();
+    all.insert(all.end(), cur.begin(), cur.end());
+    std::swap(prev, cur);
+  }
+  return all;
+}
+
 // A rank submitting a ring step by step and promising, after each step, the earliest start of
 // the step it submitted: groups are reclaimed behind the floor (their members' final intervals
 // stay queryable) exactly as the same flows one by one.
@@ -372,31 +413,10 @@ TEST(FlowGroup, ReclaimedGroupsAnswerAsTheirFlowsOneByOne) {
   const int gpus = 32, steps = 30;
   auto run = [&](bool grouped, std::vector<Interval>& out, Engine::Stats& stats, std::string& timeline) {
     auto e = make_engine(c);
-    e->register_rank(0);
-    std::vector<EventId> prev(gpus, kNoEvent), cur(gpus), all;
-    std::vector<FlowSpec> step(gpus);
-    Time floor = 0;
     uint64_t peak_live = 0;
-    for (int s = 0; s < steps; ++s) {
-      for (int i = 0; i < gpus; ++i) {
-        FlowSpec& f = step[i];
-        f.src_gpu = i;
-        f.dst_gpu = (i + 1) % gpus;
-        f.bytes = 4 << 20;
-        f.not_before = floor;
-        f.after.clear();
-        if (s > 0) f.after = {prev[(i + gpus - 1) % gpus], prev[i]};
-        f.label = "s" + std::to_string(s) + "g" + std::to_string(i);
-        if (!grouped) cur[i] = e->add_flow(f);
-      }
-      if (grouped) e->add_flows(step, cur);
-      floor = e->query(cur[0])->start;
-      for (EventId id : cur) floor = std::min(floor, e->query(id)->start);
-      e->set_rank_floor(0, floor);
-      peak_live = std::max(peak_live, e->stats().events_live);
-      all.insert(all.end(), cur.begin(), cur.end());
-      std::swap(prev, cur);
-    }
+    const std::vector<EventId> all = submit_ring_with_floors(
+        *e, RingSteps{.gpus = gpus, .steps = steps, .grouped = grouped, .labels = true,
+                      .after_step = [&] { peak_live = std::max(peak_live, e->stats().events_live); }});
     e->unregister_rank(0);
     for (EventId id : all) out.push_back(*e->query(id));
     stats = e->stats();
@@ -426,32 +446,13 @@ TEST(FlowGroup, ReclaimedGroupsAnswerAsTheirFlowsOneByOne) {
 // handles behind the floor, answers exactly alike with and without it.
 TEST(FlowGroup, AnEngineOnHugePagesAnswersExactlyAlike) {
   const ClusterSpec c = group_cluster();
-  const int gpus = 32, steps = 400;  // 12,800 flows: four chunks of ids
   auto run = [&](bool huge_pages) {
     EngineOptions o;
     o.huge_pages = huge_pages;
     auto e = make_engine(c, o);
-    e->register_rank(0);
-    std::vector<EventId> prev(gpus, kNoEvent), cur(gpus), all;
-    std::vector<FlowSpec> step(gpus);
-    Time floor = 0;
-    for (int s = 0; s < steps; ++s) {
-      for (int i = 0; i < gpus; ++i) {
-        FlowSpec& f = step[i];
-        f.src_gpu = i;
-        f.dst_gpu = (i + 1) % gpus;
-        f.bytes = (1 + s % 3) << 20;
-        f.not_before = floor;
-        f.after.clear();
-        if (s > 0) f.after = {prev[(i + gpus - 1) % gpus], prev[i]};
-      }
-      e->add_flows(step, cur);
-      floor = e->query(cur[0])->start;
-      for (EventId id : cur) floor = std::min(floor, e->query(id)->start);
-      e->set_rank_floor(0, floor);
-      all.insert(all.end(), cur.begin(), cur.end());
-      std::swap(prev, cur);
-    }
+    // 12,800 flows: four chunks of ids
+    const std::vector<EventId> all = submit_ring_with_floors(
+        *e, RingSteps{.gpus = 32, .steps = 400, .bytes = [](int s) { return uint64_t(1 + s % 3) << 20; }});
     std::vector<Interval> out;
     for (EventId id : all) out.push_back(*e->query(id));
     return out;
