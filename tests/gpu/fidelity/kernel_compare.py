@@ -3,7 +3,9 @@
     kernel_compare.py REAL.json VGPU.trace.json [PID [ROWS]]
 
 REAL.json: train_step.py --kernels (one real step under torch.profiler: count and total us per
-kernel name). VGPU.trace.json: vgpu-run --timeline of the same job (PID: the virtual GPU, 0).
+kernel name), or another vgpu-run --timeline (its virtual GPU 0: e.g. the one-GPU step against
+8 processes of the passthrough, to find the kernel one of them reads long: 2026-11-29b, call 7).
+VGPU.trace.json: vgpu-run --timeline of the same job (PID: the virtual GPU, 0).
 The vgpu step is the one before the last between two launches of the step's first kernel (the
 token sampler, DistributionRandom), so the counts should agree; kernels are matched by name.
 Prints the totals, then the names with the largest differences."""
@@ -42,6 +44,9 @@ def vgpu_step(trace, pid):
 
 def main():
     real = json.load(open(sys.argv[1]))
+    if isinstance(real, dict) and "traceEvents" in real:  # another timeline: its step before the last
+        real = vgpu_step(sys.argv[1], 0)[0]
+        real = {n: k for n, k in real.items() if not n.startswith(("memset", "copy"))}
     sim, span = vgpu_step(sys.argv[2], int(sys.argv[3]) if len(sys.argv) > 3 else 0)
     rt = sum(k["us"] for k in real.values())
     st = sum(k["us"] for n, k in sim.items() if not n.startswith(("memset", "copy")))
