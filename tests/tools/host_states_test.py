@@ -30,6 +30,13 @@ class StepStates(unittest.TestCase):
         r = result([9, 9, 1, 2], [2.0, 4.0])
         self.assertEqual(host_states.step_states(r, 2.0), [(1.0, "fast"), (2.0, "slow")])
 
+    def test_a_probe_of_zero_tells_no_state(self):
+        # (a zero least probe would divide by zero: the least positive one is taken)
+        r = result([1, 2], [0.0, 2.0], [2.0, 2.0])
+        self.assertEqual(host_states.least_probe([r]), 2.0)
+        self.assertEqual(host_states.step_states(r, 2.0), [(1.0, "mixed"), (2.0, "fast")])
+        self.assertEqual(host_states.step_states(r, 0.0), [])
+
     def test_a_result_without_probes_has_no_states(self):
         self.assertEqual(host_states.step_states({"steps_ms": [1.0]}, 2.0), [])
 

@@ -32,7 +32,9 @@ def probes_of(result):
 
 
 def least_probe(results):
-    values = [p for r in results for rank in probes_of(r) for p in rank]
+    """The least positive probe of any rank of any result (a probe of 0 or less, a timer that did
+    not run, tells no state), or None."""
+    values = [p for r in results for rank in probes_of(r) for p in rank if p > 0]
     return min(values) if values else None
 
 
@@ -40,14 +42,14 @@ def step_states(result, least):
     """[(step_ms, state)] of the result's timed steps that have a probe on every rank."""
     ranks = probes_of(result)
     steps = result.get("steps_ms") or []
-    if not ranks or least is None:
+    if not ranks or least is None or least <= 0:
         return []
     n = min(len(r) for r in ranks)
     steps = steps[-n:] if len(steps) >= n else steps
     out = []
     for i, s in enumerate(steps):
         reads = [rank[i] / least for rank in ranks]
-        if all(x < FAST_BELOW for x in reads):
+        if all(0 < x < FAST_BELOW for x in reads):
             state = "fast"
         elif all(x > SLOW_ABOVE for x in reads):
             state = "slow"
