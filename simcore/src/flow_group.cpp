@@ -363,8 +363,8 @@ void Simulator::schedule_group(uint32_t slot, Time now) {
   r.ready = std::numeric_limits<Time>::infinity();
   Time first = std::numeric_limits<Time>::infinity();
   g.ready.clear();
-  g.ready.reserve(sched_pool_, g.live);  // one allocation, not one per doubling as members get ready
-  g.sched.resize(sched_pool_, g.members.size());
+  g.sched.clear();
+  g.sched_lazy = false;
   // The dependencies told through a standing link are members of one group record: whether
   // they hold a member back, and the finish they give it, are that record's, asked once per
   // link (at its first edge, where one edge at a time asked it first: the same side effects
@@ -374,6 +374,40 @@ void Simulator::schedule_group(uint32_t slot, Time now) {
   link_waits.fill(-1);
   // Members' edges by position when they allow it (FlowGroup::dep_stride): no member entry read.
   const uint32_t stride = g.live == g.members.size() ? g.dep_stride : 0;
+  // Every dependency told through a standing link, each link's group not finished: every
+  // member waits on all of its dependencies, and its state is written only once a link is
+  // told (FlowGroup::sched_lazy). The links are asked in the order of their first edges, as
+  // the loop below asks them (it finds them answered).
+  if (stride != 0 && g.linked != 0) {
+    bool all_linked = true;
+    uint8_t used = 0;
+    for (const uint8_t L : g.dep_link) {
+      if (L == FlowGroup::kEdge || !(g.linked & (1u << L))) {
+        all_linked = false;
+        break;
+      }
+      used |= static_cast<uint8_t>(1u << L);
+    }
+    bool all_wait = all_linked;
+    if (all_linked) {
+      uint8_t asked = 0;
+      for (uint32_t d = 0; d < g.dep_link.size() && asked != used; ++d) {
+        const uint8_t L = g.dep_link[d];
+        if (asked & (1u << L)) continue;
+        asked |= static_cast<uint8_t>(1u << L);
+        link_ready[L] = -std::numeric_limits<Time>::infinity();
+        link_waits[L] = dep_waits(g.deps[d], now, link_ready[L]) ? 1 : 0;
+        if (link_waits[L] == 0) all_wait = false;
+      }
+    }
+    if (all_wait) {
+      g.sched_lazy = true;
+      r.waiting = g.live;
+      return;
+    }
+  }
+  g.ready.reserve(sched_pool_, g.live);  // one allocation, not one per doubling as members get ready
+  g.sched.resize(sched_pool_, g.members.size());
   for (uint32_t j = 0; j < g.members.size(); ++j) {
     uint32_t dep_from = j * stride, dep_to = dep_from + stride;
     if (stride == 0) {
@@ -408,9 +442,18 @@ void Simulator::schedule_group(uint32_t slot, Time now) {
   if (first != std::numeric_limits<Time>::infinity()) member_ready(slot, first);
 }
 
+void Simulator::materialize_schedule(FlowGroup& g, const Record& r) {
+  if (!g.sched_lazy) return;
+  g.sched_lazy = false;
+  g.ready.reserve(sched_pool_, g.live);
+  g.sched.resize(sched_pool_, g.members.size());
+  for (FlowGroup::Schedule& sc : g.sched) sc = FlowGroup::Schedule{r.base_ready, g.dep_stride};
+}
+
 void Simulator::member_dep_done(uint32_t slot, EventId member, Time now) {
   Record& r = records_[slot];
   FlowGroup& g = groups_[r.group];
+  materialize_schedule(g, r);
   const uint32_t j = ids_.member(member);
   FlowGroup::Schedule& sc = g.sched[j];
   if (sc.waiting == 0) return;  // scheduled after this instant: it saw the dependency done
@@ -425,6 +468,7 @@ void Simulator::member_dep_done(uint32_t slot, EventId member, Time now) {
 void Simulator::group_deps_done(uint32_t slot, uint8_t L, Time now) {
   Record& r = records_[slot];
   FlowGroup& g = groups_[r.group];
+  materialize_schedule(g, r);
   if (g.dep_stride != 0 && g.live == g.members.size()) {
     // The same steps in the same order as below, with each member's edges found by position
     // (none is taken out: live counts them all; schedule_group() does the same).
@@ -517,6 +561,7 @@ void Simulator::start_group(uint32_t slot, Time now) {
   Record& r = records_[slot];
   FlowGroup& g = groups_[r.group];
   g.release_schedule(sched_pool_);
+  if (group_links_.size() >= group_links_compact_at_) compact_group_links();
   g.links_from = static_cast<uint32_t>(group_links_.size());
   bool alone = true;
   for_each_member_route(r, [&](uint32_t, const Route& route) {
@@ -537,6 +582,7 @@ void Simulator::start_group(uint32_t slot, Time now) {
     split(slot, now);  // its members start now, one by one
     return;
   }
+  group_links_owners_.push_back(slot);
   r.start = now;
   r.phase = Phase::moving;
   // Into the index of groups (with its links), so that a later sweep finds the group where its
@@ -551,6 +597,27 @@ void Simulator::start_group(uint32_t slot, Time now) {
   r.segments.push_back(Segment{now, rate, remaining});
   r.end_queued = std::numeric_limits<Time>::infinity();
   queue_transfer_end(r, slot, now + remaining / rate);
+}
+
+void Simulator::compact_group_links() {
+  size_t to = 0, kept = 0;
+  for (const uint32_t slot : group_links_owners_) {
+    const Record& r = records_[slot];
+    // Split since (its record is dead, or its entry another group's), or its transfer ended.
+    if (r.group == kNoGroup || r.phase != Phase::moving) continue;
+    FlowGroup& g = groups_[r.group];
+    if (g.links_to <= g.links_from) continue;
+    const uint32_t n = g.links_to - g.links_from;
+    // Ranges lie in the owners' order: a range only moves down.
+    std::copy(group_links_.begin() + g.links_from, group_links_.begin() + g.links_to, group_links_.begin() + to);
+    g.links_from = static_cast<uint32_t>(to);
+    g.links_to = static_cast<uint32_t>(to + n);
+    to += n;
+    group_links_owners_[kept++] = slot;
+  }
+  group_links_.resize(to);
+  group_links_owners_.resize(kept);
+  group_links_compact_at_ = std::max(kGroupLinksCompactMin, 2 * to);
 }
 
 void Simulator::release_claims(uint32_t slot) {
@@ -602,6 +669,7 @@ uint32_t Simulator::member_record(uint32_t slot, uint32_t j) {
   M.start = G.start;
   M.transfer_end = G.transfer_end;
   M.finish = G.finish;
+  materialize_schedule(g, G);
   if (j < g.sched.size()) {  // scheduled (a group is split only once it is)
     M.ready = g.sched[j].ready;
     M.waiting = g.sched[j].waiting;

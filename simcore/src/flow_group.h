@@ -158,6 +158,12 @@ struct alignas(64) FlowGroup {
   // deps[j * dep_stride ..): group_deps_done() then walks dep_link alone, not each member's
   // entry (cold since its submission: two thirds of that function's samples).
   uint8_t dep_stride = 0;
+  // Scheduled with every member waiting on every one of its dependencies through a standing
+  // link (Simulator::schedule_group()): sched and ready hold nothing yet; each member's state is
+  // {its record's base_ready, dep_stride} until the first link is told (materialize_schedule()).
+  // A ring submitted whole before one query scheduled every step's groups at once: their
+  // schedules were 20 bytes a flow of fresh pages, each read once an instant before its start.
+  bool sched_lazy = false;
 
   // The end of member j's dependencies in deps (Member::dep_from).
   uint32_t dep_end(uint32_t j) const {
@@ -176,6 +182,7 @@ struct alignas(64) FlowGroup {
   // whose slabs the groups scheduled next take again: a ring submitted all at once otherwise
   // held 20 bytes per flow to its end, every one a fresh page.
   void release_schedule(LogPool& pool) {
+    sched_lazy = false;
     sched.release(pool);
     ready.release(pool);
   }
@@ -190,6 +197,7 @@ struct alignas(64) FlowGroup {
     links_from = links_to = 0;
     linked = 0;
     dep_stride = 0;
+    sched_lazy = false;
     handle = kNoHandle;
     members.clear();
     sched.clear();

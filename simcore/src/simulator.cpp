@@ -851,6 +851,8 @@ void Simulator::finalize() {
   }
   dirty_.clear();
   group_links_.clear();
+  group_links_owners_.clear();
+  group_links_compact_at_ = kGroupLinksCompactMin;
   for (uint32_t slot : dead_slots_) free_slots_.push_back(slot);
   dead_slots_.clear();
   for (uint32_t slot : announced_) {
@@ -1008,7 +1010,7 @@ Engine::Stats Simulator::stats() const {
              memo_rows_ * memo_gpus_ * sizeof(Route);
   for (const LinkStarts& ls : link_starts_) history += ls.by_start.memory_bytes();
   history += groups_by_start_.memory_bytes();
-  history += group_links_.capacity() * sizeof(LinkId);
+  history += group_links_.capacity() * sizeof(LinkId) + group_links_owners_.capacity() * sizeof(uint32_t);
   history += groups_.capacity() * sizeof(FlowGroup) + link_mark_.capacity() * sizeof(uint32_t);
   history += classes_.capacity() * sizeof(GroupClass) +
              (class_table_.capacity() + flow_class_.capacity() + class_members_.capacity()) * sizeof(uint32_t);

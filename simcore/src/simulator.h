@@ -155,6 +155,10 @@ class Simulator {
   // re-simulated flows) begun so far.
   size_t finish_entries() const { return finish_order_.size(); }
   uint64_t ghosts_begun() const { return ghosts_begun_; }
+  // For tests: the slabs the groups' schedules were ever given (64 KiB each), and the room the
+  // list of moving groups' links ever took (entries).
+  size_t schedule_slabs() const { return sched_pool_.slabs(); }
+  size_t group_links_capacity() const { return group_links_.capacity(); }
 
  private:
   enum class Phase : uint8_t { pending, moving, tail, done };
@@ -494,6 +498,8 @@ class Simulator {
   // Scheduling: whether `dep` holds its dependent back at `now` (else `ready` takes its finish).
   bool dep_waits(EventId dep, Time now, Time& ready);
   void schedule_group(uint32_t slot, Time now);
+  // A group scheduled lazily (FlowGroup::sched_lazy): its members' scheduling state written now.
+  void materialize_schedule(FlowGroup& g, const Record& r);
   // A dependency of group member `member` finished (or was announced) at `now`.
   void member_dep_done(uint32_t slot, EventId member, Time now);
   void member_ready(uint32_t slot, Time t);
@@ -626,6 +632,15 @@ class Simulator {
   double group_max_duration_ = 0;
   mutable std::vector<GroupSide> group_side_;  // by group index, as far as one was asked for
   std::vector<LinkId> group_links_;  // the links of the groups started in this sweep (flow_group.h)
+  // The groups that started in this sweep with their links in group_links_, in the order of
+  // their ranges there: compact_group_links() keeps only the ranges of groups still moving (a
+  // range is read until the group's transfer ends), once the list has grown to
+  // group_links_compact_at_. A ring submitted whole is one sweep: the list grew to every
+  // member's links, 16 bytes a flow, where a few steps' groups move at once.
+  std::vector<uint32_t> group_links_owners_;
+  size_t group_links_compact_at_ = kGroupLinksCompactMin;
+  static constexpr size_t kGroupLinksCompactMin = size_t{1} << 15;
+  void compact_group_links();
   // A flow group ever claimed a link (start_group()): until then split_claims() has nothing to
   // look for (traffic without groups, as the rollback benchmark's, read a claim per link of
   // every flow joining or starting in a sweep).
