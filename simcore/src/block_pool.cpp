@@ -24,6 +24,7 @@ void* BlockPool::carve() {
     left_ = bytes / block_;
   }
   void* p = next_;
+  if (!huge_pages_) populate(p, block_);  // about to be written (mapped_region.h)
   next_ += block_;
   --left_;
   ++made_;

@@ -127,6 +127,7 @@ class LogPool {
       mapped_left_ = kSlabsMapped;
     }
     std::byte* s = mapped_next_;
+    if (!huge_pages_) populate(s, kSlab);  // written from now on, block after block (mapped_region.h)
     mapped_next_ += kSlab;
     --mapped_left_;
     slabs_.push_back(s);

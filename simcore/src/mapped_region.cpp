@@ -1,7 +1,10 @@
 #include "mapped_region.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <new>
 
@@ -37,6 +40,23 @@ void* map_aligned(size_t bytes, size_t align, bool huge_pages) {
   __lsan_register_root_region(p, bytes);
 #endif
   return p;
+}
+
+void populate(void* p, size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+  // Refused once (a kernel before 5.14: EINVAL), never asked again.
+  static std::atomic<bool> refused{false};
+  if (bytes == 0 || refused.load(std::memory_order_relaxed)) return;
+  // Whole pages (a block need not start or end on one; mappings do, so the rounding stays inside).
+  static const uintptr_t kPage = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t from = reinterpret_cast<uintptr_t>(p) & ~(kPage - 1);
+  const uintptr_t to = (reinterpret_cast<uintptr_t>(p) + bytes + kPage - 1) & ~(kPage - 1);
+  if (madvise(reinterpret_cast<void*>(from), to - from, MADV_POPULATE_WRITE) != 0 && errno == EINVAL)
+    refused.store(true, std::memory_order_relaxed);
+#else
+  (void)p;
+  (void)bytes;
+#endif
 }
 
 void unmap(void* p, size_t bytes) {
