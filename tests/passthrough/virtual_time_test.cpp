@@ -697,8 +697,7 @@ TEST_F(VirtualTime, ALaunchTakesTheLeastSampleAnyRankTookOfTheSameWork) {
   ASSERT_NE(table, nullptr);
   table->offer(work, 2e-3);  // "another rank" measured that work at 2 ms (the sim's own: tens of us)
   EXPECT_LT(launches_ms(1, grid, params), 1.0f) << "a measured launch takes its own sample when it is less";
-  // Its samples go to the job under the work key (not the function's first launch in its context,
-  // which may include loading it): the 2 ms offered is gone.
+  // Its samples go to the job under the work key: the 2 ms offered is gone.
   for (int i = 0; i < 2; ++i) {
     ASSERT_EQ(cuLaunchKernel(axpy_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
     ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
@@ -709,6 +708,31 @@ TEST_F(VirtualTime, ALaunchTakesTheLeastSampleAnyRankTookOfTheSameWork) {
   // Another rank's sample below this process's own: every launch takes it, settled or not.
   table->offer(work, *least / 4);
   EXPECT_NEAR(launches_ms(6, grid, params), 6 * *least / 4 * 1e3, kPriceToleranceMs);
+}
+
+// A function's first launch in its context is measured too (it may include loading the function,
+// so it settles nothing), and its sample caps the job's launches of the same work like any other:
+// every sample bounds the work from above. (A kernel that only ever ran behind the other ranks'
+// work took their time in every step but its first.)
+TEST_F(VirtualTime, AFunctionsFirstLaunchCapsTheJobsSameWork) {
+  if (policy() == "none") GTEST_SKIP() << "nothing is measured under VGPU_LAUNCH_POLICY=none";
+  SameWork w(&x_, &y_, 29, 31, 9 << 20);  // a size no other test launches
+  const uint64_t work = shared_work_key(w);
+  ASSERT_NE(work, 0u);
+  auto table = job_durations_table();
+  ASSERT_NE(table, nullptr);
+  table->offer(work, 2e-3);  // "another rank" took that work at 2 ms, behind other work
+  // The module again: a function never launched in this context.
+  CUmodule m = nullptr;
+  CUfunction f = nullptr;
+  ASSERT_EQ(cuModuleLoadData(&m, image_.data()), CUDA_SUCCESS);
+  ASSERT_EQ(cuModuleGetFunction(&f, m, "axpy"), CUDA_SUCCESS);
+  ASSERT_EQ(cuLaunchKernel(f, w.grid, 1, 1, 256, 1, 1, 0, nullptr, w.params, nullptr), CUDA_SUCCESS);
+  ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+  const std::optional<double> least = table->smallest(work);
+  ASSERT_TRUE(least);
+  EXPECT_LT(*least, 1e-3) << "the first launch's sample did not reach the job";
+  ASSERT_EQ(cuModuleUnload(m), CUDA_SUCCESS);
 }
 
 // Measured once per job where ranks' exact signatures differ: what another rank settled for the
