@@ -638,6 +638,14 @@ auto job_durations_table() {
       vgpu::status::companion_path(vgpu::status::region_name(::getuid(), vgpu::status::current_job_id()), 0));
 }
 
+// What a test of the job's table by work key starts from: the work key two ranks' launches share
+// (shared_work_key: 0 when they do not) and the job's table (null: not open).
+struct JobWork {
+  uint64_t work;
+  std::unique_ptr<vgpu::pt::SharedDurations> table;
+  bool ok() const { return work != 0 && table != nullptr; }
+};
+
 TEST_F(VirtualTime, LaunchesTakeTheJobsLeastDisturbedDuration) {
   if (policy() == "none") GTEST_SKIP() << "nothing is measured under VGPU_LAUNCH_POLICY=none";
   float a = 9;
@@ -691,22 +699,20 @@ TEST_F(VirtualTime, ALaunchTakesTheLeastSampleAnyRankTookOfTheSameWork) {
   SameWork w(&x_, &y_, 13, 17, 5 << 20);  // a size no other test launches
   void** params = w.params;
   const unsigned grid = w.grid;
-  const uint64_t work = shared_work_key(w);
-  ASSERT_NE(work, 0u);
-  auto table = job_durations_table();
-  ASSERT_NE(table, nullptr);
-  table->offer(work, 2e-3);  // "another rank" measured that work at 2 ms (the sim's own: tens of us)
+  const JobWork job{shared_work_key(w), job_durations_table()};
+  ASSERT_TRUE(job.ok());
+  job.table->offer(job.work, 2e-3);  // "another rank" measured that work at 2 ms (the sim's own: tens of us)
   EXPECT_LT(launches_ms(1, grid, params), 1.0f) << "a measured launch takes its own sample when it is less";
   // Its samples go to the job under the work key: the 2 ms offered is gone.
   for (int i = 0; i < 2; ++i) {
     ASSERT_EQ(cuLaunchKernel(axpy_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
     ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
   }
-  const std::optional<double> least = table->smallest(work);
+  const std::optional<double> least = job.table->smallest(job.work);
   ASSERT_TRUE(least);
   EXPECT_LT(*least, 1e-3);
   // Another rank's sample below this process's own: every launch takes it, settled or not.
-  table->offer(work, *least / 4);
+  job.table->offer(job.work, *least / 4);
   EXPECT_NEAR(launches_ms(6, grid, params), 6 * *least / 4 * 1e3, kPriceToleranceMs);
 }
 
@@ -717,11 +723,9 @@ TEST_F(VirtualTime, ALaunchTakesTheLeastSampleAnyRankTookOfTheSameWork) {
 TEST_F(VirtualTime, AFunctionsFirstLaunchCapsTheJobsSameWork) {
   if (policy() == "none") GTEST_SKIP() << "nothing is measured under VGPU_LAUNCH_POLICY=none";
   SameWork w(&x_, &y_, 29, 31, 9 << 20);  // a size no other test launches
-  const uint64_t work = shared_work_key(w);
-  ASSERT_NE(work, 0u);
-  auto table = job_durations_table();
-  ASSERT_NE(table, nullptr);
-  table->offer(work, 2e-3);  // "another rank" took that work at 2 ms, behind other work
+  const JobWork job{shared_work_key(w), job_durations_table()};
+  ASSERT_TRUE(job.ok());
+  job.table->offer(job.work, 2e-3);  // "another rank" took that work at 2 ms, behind other work
   // The module again: a function never launched in this context.
   CUmodule m = nullptr;
   CUfunction f = nullptr;
@@ -729,7 +733,7 @@ TEST_F(VirtualTime, AFunctionsFirstLaunchCapsTheJobsSameWork) {
   ASSERT_EQ(cuModuleGetFunction(&f, m, "axpy"), CUDA_SUCCESS);
   ASSERT_EQ(cuLaunchKernel(f, w.grid, 1, 1, 256, 1, 1, 0, nullptr, w.params, nullptr), CUDA_SUCCESS);
   ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
-  const std::optional<double> least = table->smallest(work);
+  const std::optional<double> least = job.table->smallest(job.work);
   ASSERT_TRUE(least);
   EXPECT_LT(*least, 1e-3) << "the first launch's sample did not reach the job";
   ASSERT_EQ(cuModuleUnload(m), CUDA_SUCCESS);
@@ -740,13 +744,11 @@ TEST_F(VirtualTime, AFunctionsFirstLaunchCapsTheJobsSameWork) {
 TEST_F(VirtualTime, WorkAnotherRankSettledIsNotMeasuredAgain) {
   if (policy() == "none") GTEST_SKIP() << "nothing is measured under VGPU_LAUNCH_POLICY=none";
   SameWork w(&x_, &y_, 19, 23, 6 << 20);  // a size no other test launches
-  const uint64_t work = shared_work_key(w);
-  ASSERT_NE(work, 0u);
-  auto table = job_durations_table();
-  ASSERT_NE(table, nullptr);
+  const JobWork job{shared_work_key(w), job_durations_table()};
+  ASSERT_TRUE(job.ok());
   // "Another rank" settled that work at 3 ms (the sim's own figure: tens of us): both launches
   // take it; measured, the first would read the sim's.
-  table->offer(vgpu::pt::SharedDurations::settled_work_key(work), 3e-3);
+  job.table->offer(vgpu::pt::SharedDurations::settled_work_key(job.work), 3e-3);
   const auto before = launch_stats();
   EXPECT_NEAR(launches_ms(2, w.grid, w.params), 6.0f, kPriceToleranceMs);
   // VGPU_LAUNCH_STATS counts both as taken from the job, not as measured (train_step.py's
@@ -761,9 +763,9 @@ TEST_F(VirtualTime, WorkAnotherRankSettledIsNotMeasuredAgain) {
   void* other[] = {&w.mine, &x_, &y_, &m};
   const unsigned other_grid = static_cast<unsigned>(m / 256);
   const uint64_t other_work = vgpu::signature_work_key(axpy_signature(other_grid, other));
-  EXPECT_FALSE(table->smallest(vgpu::pt::SharedDurations::settled_work_key(other_work)));
+  EXPECT_FALSE(job.table->smallest(vgpu::pt::SharedDurations::settled_work_key(other_work)));
   launches_ms(8, other_grid, other);
-  const std::optional<double> settled = table->smallest(vgpu::pt::SharedDurations::settled_work_key(other_work));
+  const std::optional<double> settled = job.table->smallest(vgpu::pt::SharedDurations::settled_work_key(other_work));
   ASSERT_TRUE(settled);
   EXPECT_LT(*settled, 1e-3);
 }

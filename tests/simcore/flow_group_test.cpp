@@ -93,15 +93,10 @@ CalledTrace stepped(std::mt19937_64& rng, int gpus, int calls) {
   return t;
 }
 
-// Submits one call: its flows through add_flows() (a task alone through add_task()).
-void submit_call(Engine& engine, const CalledTrace& t, int call, std::vector<EventId>& ids) {
-  const std::vector<int>& events = t.calls[call];
-  if (events.size() == 1 && !t.trace.events[events[0]].is_flow) {
-    ids[events[0]] = submit(engine, t.trace.events[events[0]], ids);
-    return;
-  }
+// One call's events as flows, their dependencies by the ids given so far.
+std::vector<FlowSpec> flows_of(const CalledTrace& t, int call, const std::vector<EventId>& ids) {
   std::vector<FlowSpec> flows;
-  for (int i : events) {
+  for (int i : t.calls[call]) {
     const TraceEvent& e = t.trace.events[i];
     FlowSpec f;
     f.src_gpu = e.src;
@@ -111,6 +106,17 @@ void submit_call(Engine& engine, const CalledTrace& t, int call, std::vector<Eve
     for (int j : e.after) f.after.push_back(ids[j]);
     flows.push_back(std::move(f));
   }
+  return flows;
+}
+
+// Submits one call: its flows through add_flows() (a task alone through add_task()).
+void submit_call(Engine& engine, const CalledTrace& t, int call, std::vector<EventId>& ids) {
+  const std::vector<int>& events = t.calls[call];
+  if (events.size() == 1 && !t.trace.events[events[0]].is_flow) {
+    ids[events[0]] = submit(engine, t.trace.events[events[0]], ids);
+    return;
+  }
+  const std::vector<FlowSpec> flows = flows_of(t, call, ids);
   std::vector<EventId> out(flows.size());
   engine.add_flows(flows, out);
   for (size_t k = 0; k < events.size(); ++k) ids[events[k]] = out[k];
@@ -482,20 +488,11 @@ TEST(FlowGroup, AWholeRingBeforeOneQueryKeepsNoScheduleOrLinkListPerFlow) {
   o.record_timeline = false;
   detail::Simulator sim(c, o);
   std::vector<EventId> ids(t.trace.events.size(), kNoEvent);
-  for (const std::vector<int>& call : t.calls) {
-    std::vector<FlowSpec> flows;
-    for (int i : call) {
-      const TraceEvent& e = t.trace.events[i];
-      FlowSpec f;
-      f.src_gpu = e.src;
-      f.dst_gpu = e.dst;
-      f.bytes = e.bytes;
-      for (int j : e.after) f.after.push_back(ids[j]);
-      flows.push_back(std::move(f));
-    }
+  for (size_t call = 0; call < t.calls.size(); ++call) {
+    const std::vector<FlowSpec> flows = flows_of(t, static_cast<int>(call), ids);
     std::vector<EventId> out(flows.size());
     sim.submit_flows(std::span<const FlowSpec>(flows), std::span<EventId>(out));
-    for (size_t k = 0; k < call.size(); ++k) ids[call[k]] = out[k];
+    for (size_t k = 0; k < out.size(); ++k) ids[t.calls[call][k]] = out[k];
   }
   sim.sync();
   for (size_t i = 0; i < want.size(); ++i) {
