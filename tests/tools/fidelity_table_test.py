@@ -96,6 +96,9 @@ class StepRows(unittest.TestCase):
         self.assertRegex(out, r"single x1 +40\.00 +44\.00 / 44\.00 +\+10\.0%")
         self.assertIn("  vgpu / real by host state: pooled 1.048 (6/6), fast - (3/1), slow 1.000 (3/5), "
                       "mixed - (0/0)\n", out)
+        # Then by matched probes (host_states.compare_bins): no 0.25 ms bin holds 3 steps of each
+        # side here (3.6: 2 and 2, 3.7-3.8: 1 and 2).
+        self.assertIn("  vgpu / real at matched probes (0.25 ms bins): - over 0 bins (0/0)\n", out)
 
 
 class EightGpuRow(unittest.TestCase):

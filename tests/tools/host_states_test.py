@@ -67,6 +67,23 @@ class Compare(unittest.TestCase):
         self.assertEqual(line, "vgpu / real by host state: pooled 1.048 (6/6), fast - (3/1), slow 1.000 (3/5), "
                                "mixed - (0/0)")
 
+    def test_matched_probe_bins(self):
+        # Bins of 0.25 ms by the slowest rank's probe: a's steps at 2.0 (bin 8) and 3.6-3.7 (bins
+        # 14-15); b's at 2.0 (1 step: too few), 3.6 (bin 14: 3 steps) and 3.7-3.8 (bins 15, 15).
+        a = [result([40.0, 40.0, 40.0, 44.0, 44.0, 44.0, 44.0], [2.0, 2.0, 2.0, 3.6, 3.6, 3.6, 3.7])]
+        b = [result([40.4, 44.0, 44.0, 44.0], [2.0, 3.6, 3.6, 3.6]), result([45.0, 45.0], [3.7, 3.8])]
+        ratio, bins, na, nb = host_states.compare_bins(a, b)
+        self.assertEqual((bins, na, nb), (1, 3, 3), "only the 3.6 ms bin has 3 steps on both sides")
+        self.assertAlmostEqual(ratio, 1.0)
+        ratio, bins, na, nb = host_states.compare_bins(a, b, least_steps=1)
+        # bin 8: 40.4/40 (weight 1), bin 14: 1.0 (weight 3), bin 15: 45/44 (weight 1)
+        self.assertEqual((bins, na, nb), (3, 7, 6))
+        self.assertAlmostEqual(ratio, (1.01 + 3.0 + 45.0 / 44.0) / 5)
+        # Several ranks: the slowest one's probe places the step.
+        self.assertEqual(host_states.step_probes(result([1.0, 2.0], [2.0, 3.0], [2.5, 2.0])), [(1.0, 2.5), (2.0, 3.0)])
+        self.assertEqual(host_states.describe_bins((None, 0, 0, 0), "vgpu / real"),
+                         "vgpu / real at matched probes (0.25 ms bins): - over 0 bins (0/0)")
+
     def test_the_command_reads_logs_and_results_files(self):
         with tempfile.TemporaryDirectory() as d:
             a, b = os.path.join(d, "a.log"), os.path.join(d, "b.jsonl")
@@ -79,7 +96,7 @@ class Compare(unittest.TestCase):
                                  capture_output=True, text=True)
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertEqual(out.stdout, "B / A by host state: pooled 1.048 (6/6), fast - (3/1), slow 1.000 (3/5), "
-                                     "mixed - (0/0)\n")
+                                     "mixed - (0/0)\nB / A at matched probes (0.25 ms bins): - over 0 bins (0/0)\n")
 
 
 if __name__ == "__main__":

@@ -16,6 +16,10 @@ slow state read all "fast" (one state all the same).
 
     python3 host_states.py A.log B.log   (files holding train_step.py's RESULT lines or
                                           results.jsonl rows; A the reference)
+
+prints the comparison by state, then by matched probes: steps in bins of 0.25 ms of their
+slowest rank's probe, B's median over A's in each bin both sides have 3 steps in, weighted by the
+fewer steps of the two.
 """
 import json
 import statistics
@@ -77,6 +81,54 @@ def compare(a_results, b_results, least_steps=3):
     return out
 
 
+BIN_MS = 0.25
+
+
+def step_probes(result):
+    """[(step_ms, probe)] of the result's timed steps that have a probe on every rank: the
+    slowest rank's probe (the step waits for the slowest host)."""
+    ranks = probes_of(result)
+    steps = result.get("steps_ms") or []
+    if not ranks:
+        return []
+    n = min(len(r) for r in ranks)
+    steps = steps[-n:] if len(steps) >= n else steps
+    return [(float(s), max(rank[i] for rank in ranks)) for i, s in enumerate(steps)]
+
+
+def compare_bins(a_results, b_results, width=BIN_MS, least_steps=3):
+    """Steps compared at matched probes, finer than the three states: each side's steps in bins of
+    `width` ms of probe, b's median over a's in every bin where both sides have at least
+    `least_steps` steps, and their mean weighted by the fewer steps of the two sides.
+    Returns (weighted ratio or None, bins compared, steps of a in them, steps of b in them).
+    (Calls 1 and 3 of 2026-11-29c: the fast/slow/mixed states put probes of 3.1 and 3.9 ms in one
+    "slow" and read 0.917; bin by bin 0.95-0.97.)"""
+    bins = {}
+    for side, results in ((0, a_results), (1, b_results)):
+        for r in results:
+            for s, p in step_probes(r):
+                if p > 0:
+                    bins.setdefault(round(p / width), ([], []))[side].append(s)
+    total = weight = 0.0
+    compared = na = nb = 0
+    for xa, xb in bins.values():
+        if len(xa) < least_steps or len(xb) < least_steps:
+            continue
+        w = min(len(xa), len(xb))
+        total += w * statistics.median(xb) / statistics.median(xa)
+        weight += w
+        compared += 1
+        na += len(xa)
+        nb += len(xb)
+    return (total / weight if weight else None, compared, na, nb)
+
+
+def describe_bins(cmp, b_over_a="b / a", width=BIN_MS):
+    ratio, bins, na, nb = cmp
+    value = "-" if ratio is None else f"{ratio:.3f}"
+    return f"{b_over_a} at matched probes ({width:g} ms bins): {value} over {bins} bins ({na}/{nb})"
+
+
 def describe(cmp, b_over_a="b / a"):
     """One line: the pooled ratio and each state's (steps on each side in brackets)."""
     parts = []
@@ -107,4 +159,6 @@ def results_in(path):
 if __name__ == "__main__":
     if len(sys.argv) != 3:
         sys.exit(__doc__)
-    print(describe(compare(results_in(sys.argv[1]), results_in(sys.argv[2])), "B / A"))
+    a, b = results_in(sys.argv[1]), results_in(sys.argv[2])
+    print(describe(compare(a, b), "B / A"))
+    print(describe_bins(compare_bins(a, b), "B / A"))

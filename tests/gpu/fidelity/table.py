@@ -121,6 +121,8 @@ def main():
             if pr.get("real") and pr.get("vgpu"):
                 cmp = host_states.compare(runs[key]["real"], runs[key]["vgpu"])
                 print("  " + host_states.describe(cmp, "vgpu / real"))
+                bins = host_states.compare_bins(runs[key]["real"], runs[key]["vgpu"])
+                print("  " + host_states.describe_bins(bins, "vgpu / real"))
     eight = [k for k in steps if k[0] == "ddp" and k[1] == 8]
     single = [k for k in steps if k[0] == "single" and eight and k[2] == eight[0][2]]
     if eight and single and collective and os.path.exists(collective):
