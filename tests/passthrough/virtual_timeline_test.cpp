@@ -192,9 +192,12 @@ TEST(VirtualTimeline, KernelsBesideACollectivesKernelSlowDown) {
       // own 100, at half rate to the window's end (50 us of work) and alone after: as if k1 had run
       // [1.0, 1.0002] at half rate and k2 [1.0002, 1.0003].
       EXPECT_NEAR(*tl.finish(k2), 1.0 + 300e-6, 1e-12);
+      EXPECT_NEAR(k2->carried, 50e-6, 1e-12) << "k1's lost work, which VGPU_TIMELINE shows apart";
     } else {
       EXPECT_EQ(tl.finish(k2), 1.0 + 200e-6);
+      EXPECT_EQ(k2->carried, 0.0);
     }
+    EXPECT_EQ(k3->carried, 0.0);
     EXPECT_EQ(tl.finish(marker), tl.finish(k2));
     EXPECT_NEAR(*tl.finish(k3), *tl.finish(k2) + 100e-6, 1e-12) << "after the window: alone";
     EXPECT_EQ(tl.finish(elsewhere), 1.0 + 100e-6) << "another GPU";

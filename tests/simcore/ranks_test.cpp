@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "random_traces.h"
+#include "simcore/chrome_trace.h"
 #include "simcore/engine.h"
 #include "test_clusters.h"
 
@@ -297,6 +298,24 @@ TEST(Ranks, TimelineIsChromeTraceJson) {
   EXPECT_NEAR(by_name["kernel"].at("ts").get<double>(), 20.0, 1e-6);
   EXPECT_NEAR(by_name["kernel"].at("dur").get<double>(), 1000.0, 1e-6);
   EXPECT_EQ(flow_lanes.size(), 2u);  // two overlapping flows, the third reuses a lane
+}
+
+// A kernel's span that holds work other kernels lost beside a collective (vgpu's passthrough books
+// it on the device's next kernel) says so: "carried_us" beside "issued_us", only when there is any.
+TEST(Ranks, ATimelineEntryTellsTheWorkItCarried) {
+  std::vector<TimelineEntry> entries(2);
+  entries[0].lane = 0, entries[0].start = 1e-3, entries[0].finish = 2e-3, entries[0].issue = 0.5e-3;
+  entries[0].carried = 0.25e-3, entries[0].label = "carrier";
+  entries[1].lane = 0, entries[1].start = 2e-3, entries[1].finish = 3e-3, entries[1].issue = 0.5e-3;
+  entries[1].label = "plain";
+  const auto json = nlohmann::json::parse(chrome_trace_json(entries));
+  std::map<std::string, nlohmann::json> by_name;
+  for (const auto& ev : json.at("traceEvents"))
+    if (ev.at("ph") == "X") by_name[ev.at("name").get<std::string>()] = ev;
+  ASSERT_EQ(by_name.size(), 2u);
+  EXPECT_NEAR(by_name["carrier"].at("args").at("carried_us").get<double>(), 250.0, 1e-9);
+  EXPECT_NEAR(by_name["carrier"].at("args").at("issued_us").get<double>(), 500.0, 1e-9);
+  EXPECT_FALSE(by_name["plain"].at("args").contains("carried_us"));
 }
 
 }  // namespace

@@ -29,9 +29,12 @@ TEST(CollectiveOverlap, AWindowPlacedAfterKernelsLeavesTheirLostWorkToTheNextKer
   o.collective(0, 4, 4, 8);  // inside it: [4, 5] and [6, 8], 3 s busy, half of it lost
   EXPECT_DOUBLE_EQ(o.debt(0), 1.5);
   EXPECT_DOUBLE_EQ(o.debt(1), 0);
-  EXPECT_DOUBLE_EQ(o.kernel_finish(0, 20, 1), 22.5);  // paid by the next kernel
+  double carried = -1;
+  EXPECT_DOUBLE_EQ(o.kernel_finish(0, 20, 1, &carried), 22.5);  // paid by the next kernel
+  EXPECT_DOUBLE_EQ(carried, 1.5) << "what it carried, told apart from its own work";
   EXPECT_DOUBLE_EQ(o.debt(0), 0);
-  EXPECT_DOUBLE_EQ(o.kernel_finish(0, 30, 1), 31);
+  EXPECT_DOUBLE_EQ(o.kernel_finish(0, 30, 1, &carried), 31);
+  EXPECT_DOUBLE_EQ(carried, 0);
 }
 
 // The sim backend's half (sim/exec/compute_beside_collectives.h): it asks where a kernel starts

@@ -42,6 +42,7 @@ void TimelineWriter::add(const TimedOp& op) {
   e.finish = op.finish;
   e.transfer_end = op.finish;
   e.issue = op.issue;
+  e.carried = op.carried;
   e.label = op.label.empty() ? (op.kernel ? "kernel" : "op") : op.label;
   e.gpu = op.device < 0 ? 0 : nccl_timing::global_gpu(op.device);  // the rank's GPU in the cluster
   std::lock_guard l(mu_);

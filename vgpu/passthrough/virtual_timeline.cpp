@@ -111,7 +111,8 @@ OpRef VirtualTimeline::append_unless_placed(const StreamKey& key, StreamKind kin
   op.duration = duration;
   op.start = at;
   const double lasts = finite_or_zero(duration);
-  op.finish = kernel ? overlap_.kernel_finish(device, at, lasts) : at + (lasts > 0 ? lasts : 0);
+  op.carried = 0;
+  op.finish = kernel ? overlap_.kernel_finish(device, at, lasts, &op.carried) : at + (lasts > 0 ? lasts : 0);
   op.resolved = op.started = true;
   op.device = device;
   op.kernel = kernel;
@@ -267,7 +268,7 @@ bool VirtualTimeline::try_resolve(TimedOp& op) {
     op.finish = op.start + lasts;
     overlap_.collective(op.device, op.start, op.moving_from < 0 ? op.start : op.moving_from, op.finish);
   } else {
-    op.finish = op.kernel ? overlap_.kernel_finish(op.device, op.start, lasts) : op.start + lasts;
+    op.finish = op.kernel ? overlap_.kernel_finish(op.device, op.start, lasts, &op.carried) : op.start + lasts;
   }
   op.resolved = op.started = true;
   op.deps.clear();

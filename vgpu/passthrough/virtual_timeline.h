@@ -74,6 +74,10 @@ struct TimedOp {
   // An NCCL kernel: when its collective's transfers began (every rank had arrived); before, it
   // waits for its peers. Set by the measurement (-1: unknown, the whole kernel counts as moving).
   double moving_from = -1;
+  // A kernel: the work earlier kernels of its device lost beside a collective, booked on it
+  // (timing/collective_overlap.h: the debt), seconds at full rate; its span holds it besides its
+  // own duration (the timeline writes it apart: "carried_us").
+  double carried = 0;
   int32_t lane = 0;      // its stream's number within the process (the timeline's lanes)
   std::string label;     // what it is, for VGPU_TIMELINE (empty unless one is written)
   // What set_duration needs to find it again (the measurement's owner keeps its own state).

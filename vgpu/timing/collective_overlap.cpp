@@ -43,7 +43,8 @@ void CollectiveOverlap::remember(Device& dev, Interval kernel) {
   dev.next_kernel = (dev.next_kernel + 1) % kKernelsKept;
 }
 
-double CollectiveOverlap::kernel_finish(int d, double start, double seconds) {
+double CollectiveOverlap::kernel_finish(int d, double start, double seconds, double* carried) {
+  if (carried != nullptr) *carried = 0;
   const double alone = std::isfinite(seconds) && seconds > 0 ? seconds : 0;
   Device* dev = enabled() && std::isfinite(start) ? device(d) : nullptr;
   if (dev == nullptr) return start + alone;
@@ -53,6 +54,7 @@ double CollectiveOverlap::kernel_finish(int d, double start, double seconds) {
   }
   while (!dev->windows.empty() && dev->windows.front().finish < start - kKeepBehindS) dev->windows.pop_front();
   double work = alone + dev->debt;
+  if (carried != nullptr) *carried = dev->debt;
   dev->debt = 0;
   // Its work at full rate outside the windows, at each part's rate inside it.
   double t = start;

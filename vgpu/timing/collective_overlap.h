@@ -62,8 +62,10 @@ class CollectiveOverlap {
 
   // A kernel (not a collective's) of `seconds` alone, starting at `start` on `device`: where it
   // finishes beside the collective windows known there, with the device's debt added to its work
-  // (the debt is then paid). Records its interval for windows placed later.
-  double kernel_finish(int device, double start, double seconds);
+  // (the debt is then paid). Records its interval for windows placed later. `carried` (optional):
+  // the debt it took, seconds of work at full rate (what earlier kernels lost beside a collective,
+  // which a timeline shows apart: the kernel's own duration is not what stretched it).
+  double kernel_finish(int device, double start, double seconds, double* carried = nullptr);
   // A collective's kernel resident on `device` over [start, finish], waiting for its peers until
   // `moving_from` (clamped into the window; `start`: it moved data throughout).
   void collective(int device, double start, double moving_from, double finish);

@@ -23,6 +23,10 @@ struct TimelineEntry {
   // launch latency), seconds; < 0 unknown. Written as "issued_us": a task that starts at its
   // issue time waited for its host, one that starts later waited for the GPU.
   double issue = -1;
+  // A kernel's span that is not its own work: what earlier kernels of its GPU lost beside a
+  // collective, booked on it (vgpu's timing/collective_overlap.h), seconds; written as
+  // "carried_us" when positive.
+  double carried = 0;
   std::string label;  // empty: a generated name
 };
 
