@@ -10,7 +10,9 @@
 #include <cuda.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <limits>
 #include <vector>
 
 // The per-thread-default-stream variants, which cuda.h declares only for its own build.
@@ -50,13 +52,18 @@ class StreamRules : public ::testing::Test {
     OK(cuStreamCreate(&other_, CU_STREAM_NON_BLOCKING));
     for (CUevent* e : {&start_, &end_, &mark_}) OK(cuEventCreate(e, CU_EVENT_DEFAULT));
     // One copy's virtual duration on this backend: timed behind queued copies, so that stream
-    // order alone places it.
-    copies(other_, kCopies);
-    OK(cuEventRecord(start_, other_));
-    copies(other_, 1);
-    OK(cuEventRecord(end_, other_));
-    OK(cuCtxSynchronize());
-    copy_ms_ = elapsed(start_, end_);
+    // order alone places it; the least of three tries, as a thread that fell behind its queued
+    // copies (its clock past their end) starts the timed one late, which only adds (a TSan CI run
+    // on a loaded 2-core machine read 0.96 ms here and 0.61 for every copy after, 2026-11-29).
+    copy_ms_ = std::numeric_limits<float>::infinity();
+    for (int attempt = 0; attempt < 3; ++attempt) {
+      copies(other_, kCopies);
+      OK(cuEventRecord(start_, other_));
+      copies(other_, 1);
+      OK(cuEventRecord(end_, other_));
+      OK(cuCtxSynchronize());
+      copy_ms_ = std::min(copy_ms_, elapsed(start_, end_));
+    }
     ASSERT_GT(copy_ms_, 0.1f);  // 32 MiB over PCIe: about half a millisecond
     // Every test starts with every stream idle.
     OK(cuCtxSynchronize());
