@@ -116,10 +116,10 @@ std::string chrome_trace_json(std::vector<TimelineEntry> entries) {
       out += fmt::format(R"(,"args":{{"dst":{},"bytes":{},"last_byte_us":{:.6f},"mean_GBps":{:.3f}}})",
                          e.dst, e.bytes, us(e.transfer_end),
                          moving > 0 ? static_cast<double>(e.bytes) / moving / 1e9 : 0.0);
-    } else if (e.issue >= 0 && e.carried > 0) {
-      out += fmt::format(R"(,"args":{{"issued_us":{:.6f},"carried_us":{:.6f}}})", us(e.issue), e.carried * 1e6);
     } else if (e.issue >= 0) {
-      out += fmt::format(R"(,"args":{{"issued_us":{:.6f}}})", us(e.issue));
+      out += fmt::format(R"(,"args":{{"issued_us":{:.6f})", us(e.issue));
+      if (e.carried > 0) out += fmt::format(R"(,"carried_us":{:.6f})", us(e.carried));
+      out += "}";
     }
     out += "}";
   }
