@@ -88,13 +88,15 @@ void memory_round_trip() {
 
 void launches_and_events() {
   check_call(cudaSetDevice(0), "cudaSetDevice(0)");
-  // 256 MiB: each launch moves 512 MiB, hundreds of microseconds on any GPU the sim models, so
-  // the stream stays busy while the host submits the next launch even under sanitizers on a
-  // loaded CI machine (with 16 MiB, TSan's host time per launch exceeded the kernel's and the
-  // ratio below read 2.46).
-  const int n = 1 << 26;
+  // 1 GiB: each launch moves 2 GiB, over a millisecond on any GPU the sim models, so the stream
+  // stays busy while the host submits the next launch even under sanitizers on a loaded CI
+  // machine. With 16 MiB, TSan's host time per launch exceeded the kernel's and the ratio below
+  // read 2.46; with 256 MiB (a 0.32 ms kernel), ASan's CPU time between two of cudart's launches
+  // was measured at 0.15-0.5 ms, and 1.1 ms once, on this 2-core machine (ratio 2.07-3.17 in 1 of
+  // ~15 runs). The sim backend only reserves the memory (the kernel touches none of it).
+  const int n = 1 << 28;
   float* x = nullptr;
-  if (!check_call(cudaMalloc(&x, n * sizeof(float)), "cudaMalloc 256 MiB")) return;
+  if (!check_call(cudaMalloc(&x, n * sizeof(float)), "cudaMalloc 1 GiB")) return;
   cudaEvent_t start, stop;
   check_call(cudaEventCreate(&start), "cudaEventCreate");
   check_call(cudaEventCreate(&stop), "cudaEventCreate");

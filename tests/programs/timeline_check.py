@@ -15,7 +15,10 @@ import tempfile
 def run(program, env):
     r = subprocess.run([program], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=240)
     if r.returncode != 0:
-        sys.exit(f"FAIL {program} exited {r.returncode}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+        # The program's own failed checks first (a CI log keeps only so much of a long tail).
+        failed = [l for l in r.stdout.splitlines() if l.startswith("FAIL")]
+        sys.exit(f"FAIL {program} exited {r.returncode}\n" + "\n".join(failed) +
+                 f"\n--- tail\n{r.stdout[-2000:]}\n{r.stderr[-3000:]}")
 
 
 def events(path):
