@@ -185,6 +185,7 @@ void put(ByteWriter& w, const AddTask& m) {
   put_time(w, m.task.not_before);
   w.u64_list(m.task.after, kMaxAfter);
   w.str(m.task.label, kMaxLabelBytes);
+  put_time(w, m.task.carried);
 }
 void get(ByteReader& r, AddTask& m) {
   m.task.gpu = r.i32();
@@ -193,6 +194,7 @@ void get(ByteReader& r, AddTask& m) {
   m.task.not_before = get_time(r);
   m.task.after = r.u64_list(kMaxAfter);
   m.task.label = r.str(kMaxLabelBytes);
+  m.task.carried = get_time(r);
 }
 
 // Messages that carry one event id.

@@ -26,7 +26,7 @@
 //                  AddFlow's fields        flow in order (0 = refused); count <= kMaxFlowsPerCall
 //                                          (Engine::add_flows: like flows become flow groups)
 //   AddTask        i32 gpu, i32 lane,      EventReply
-//                  f64 duration, f64 not_before, ids after, str label
+//                  f64 duration, f64 not_before, ids after, str label, f64 carried
 //   Query          u64 id                  IntervalReply  u8 has (0|1), f64 start, f64 finish
 //   IsFinal        u64 id                  BoolReply      u8 value (0|1)
 //   RegisterRank   i32 rank                Ack            (empty)
@@ -92,8 +92,9 @@ inline constexpr uint32_t kMagic = 0x44504756;   // 'V' 'G' 'P' 'D' in wire (lit
 // process's collectives placed, held until every rank of each placed its flows, answered, its
 // floor moved, in one request: vgpu/sim/exec/nccl_shared_fabric.h); 8: ShareCollectives carries
 // ids released (the NCCL plugin's transfers, read by Query, released once no later flow names
-// them: nccl_plugin/core/flow_pins.h).
-inline constexpr uint16_t kVersion = 8;
+// them: nccl_plugin/core/flow_pins.h); 9: AddTask carries what the task carried (TaskSpec::carried,
+// for the timeline).
+inline constexpr uint16_t kVersion = 9;
 inline constexpr size_t kLengthBytes = 4;        // the u32 length prefix
 inline constexpr size_t kHeaderBytes = 16;       // magic + version + type + request id
 

@@ -103,6 +103,7 @@ class LocalEngine final : public Engine {
     e.not_before = earliest(t.not_before, "add_task");
     e.after = &t.after;
     e.label = &t.label;
+    e.carried = std::isfinite(t.carried) && t.carried > 0 ? std::min(t.carried, t.duration) : 0;
     return submitted(sim_.submit(e));
   }
 

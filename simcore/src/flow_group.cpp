@@ -680,7 +680,7 @@ uint32_t Simulator::member_record(uint32_t slot, uint32_t j) {
   // (Its dependents: the caller takes them from the group's list, take_dependents().)
   if (record_timeline_) {
     GroupSide& gs = side(G.group);
-    if (j < gs.labels.size()) labels_[ms] = std::move(gs.labels[j]);
+    if (j < gs.labels.size()) notes_[ms] = TimelineNote{std::move(gs.labels[j])};
   }
   ids_.rebind(id, ms);
   return ms;

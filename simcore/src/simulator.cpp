@@ -50,7 +50,7 @@ uint32_t Simulator::allocate_slot() {
     return s;
   }
   records_.emplace_back();
-  if (record_timeline_) labels_.emplace_back();
+  if (record_timeline_) notes_.emplace_back();
   return static_cast<uint32_t>(records_.size() - 1);
 }
 
@@ -74,7 +74,10 @@ EventId Simulator::submit(const NewEvent& e, EventId id) {
   r.bytes = e.bytes;
   r.tail = e.kind == EventKind::flow ? topology_.route(e.gpu, e.dst).latency : e.duration;
   r.base_ready = std::max(e.not_before, floor_);
-  if (record_timeline_ && e.label) labels_[slot] = *e.label;
+  if (record_timeline_) {
+    if (e.label) notes_[slot].label = *e.label;
+    notes_[slot].carried = e.carried;
+  }
 
   Time lower_bound = r.base_ready;
   if (e.after) {
@@ -989,8 +992,8 @@ void Simulator::retire(uint32_t slot, const Route& route) {
   }
   ids_.retire(r.id, Interval{r.start, r.finish});
   if (record_timeline_) {
-    retired_timeline_.push_back(timeline_entry(r, labels_[slot]));
-    labels_[slot] = std::string();
+    retired_timeline_.push_back(timeline_entry(r, notes_[slot].label, notes_[slot].carried));
+    notes_[slot] = TimelineNote{};
   }
   if (r.indexed) index_erase(slot, r, route);
   r.id = kNoEvent;
@@ -1030,7 +1033,7 @@ Engine::Stats Simulator::stats() const {
     if (r.id != kNoEvent) segments += r.segments.size();
   }
   s.flow_segments = segments;
-  for (const std::string& l : labels_) history += sizeof(std::string) + l.capacity();
+  for (const TimelineNote& n : notes_) history += sizeof(TimelineNote) + n.label.capacity();
   s.history_bytes = history;
   s.result_bytes = ids_.bytes();
   size_t timeline = retired_timeline_.capacity() * sizeof(TimelineEntry);
@@ -1048,7 +1051,7 @@ Engine::Stats Simulator::stats() const {
   return s;
 }
 
-TimelineEntry Simulator::timeline_entry(const Record& r, const std::string& label) const {
+TimelineEntry Simulator::timeline_entry(const Record& r, const std::string& label, Time carried) const {
   TimelineEntry e;
   e.flow = r.kind == EventKind::flow;
   e.gpu = r.gpu;
@@ -1059,6 +1062,7 @@ TimelineEntry Simulator::timeline_entry(const Record& r, const std::string& labe
   e.transfer_end = r.transfer_end;
   e.finish = r.finish;
   e.label = label;
+  e.carried = carried;
   return e;
 }
 
@@ -1072,7 +1076,8 @@ std::string Simulator::timeline_json() const {
       append_member_entries(r, entries);
       continue;
     }
-    entries.push_back(timeline_entry(r, record_timeline_ ? labels_[slot] : kNoLabel));
+    if (record_timeline_) entries.push_back(timeline_entry(r, notes_[slot].label, notes_[slot].carried));
+    else entries.push_back(timeline_entry(r, kNoLabel));
   }
   return chrome_trace_json(std::move(entries));
 }

@@ -75,6 +75,7 @@ struct NewEvent {
   Time not_before = 0;
   const std::vector<EventId>* after = nullptr;
   const std::string* label = nullptr;
+  Time carried = 0;  // a task's, for the timeline (TaskSpec::carried)
 };
 
 // What submit_flows() reads of a call's flows, alike from validated events and from the
@@ -568,7 +569,7 @@ class Simulator {
     for (size_t line = 0; line < std::min<size_t>(bytes, 4 * 64); line += 64) __builtin_prefetch(p + line, 1);
   }
   void trim_segments(Record& r);
-  TimelineEntry timeline_entry(const Record& r, const std::string& label) const;
+  TimelineEntry timeline_entry(const Record& r, const std::string& label, Time carried = 0) const;
 
   Topology topology_;
   // Routes by (source, destination) for clusters of up to kRouteMemoGpus GPUs (count -1: not
@@ -584,7 +585,12 @@ class Simulator {
   bool record_timeline_;
 
   ChunkedStore<Record> records_;
-  std::vector<std::string> labels_;  // by slot, only with record_timeline_
+  // What the timeline writes of an event besides its record, by slot, only with record_timeline_.
+  struct TimelineNote {
+    std::string label;
+    Time carried = 0;  // a task's (TaskSpec::carried)
+  };
+  std::vector<TimelineNote> notes_;
   std::vector<uint32_t> free_slots_;
   IdTable ids_;                      // slot by id, or the final interval once retired
   std::vector<TimelineEntry> retired_timeline_;

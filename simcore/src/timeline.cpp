@@ -116,9 +116,12 @@ std::string chrome_trace_json(std::vector<TimelineEntry> entries) {
       out += fmt::format(R"(,"args":{{"dst":{},"bytes":{},"last_byte_us":{:.6f},"mean_GBps":{:.3f}}})",
                          e.dst, e.bytes, us(e.transfer_end),
                          moving > 0 ? static_cast<double>(e.bytes) / moving / 1e9 : 0.0);
-    } else if (e.issue >= 0) {
-      out += fmt::format(R"(,"args":{{"issued_us":{:.6f})", us(e.issue));
-      if (e.carried > 0) out += fmt::format(R"(,"carried_us":{:.6f})", us(e.carried));
+    } else if (e.issue >= 0 || e.carried > 0) {
+      // A task's args, each only when known: the passthrough knows both, the sim backend's
+      // engine only what a kernel carried.
+      out += ",\"args\":{";
+      if (e.issue >= 0) out += fmt::format(R"("issued_us":{:.6f})", us(e.issue));
+      if (e.carried > 0) out += fmt::format(R"({}"carried_us":{:.6f})", e.issue >= 0 ? "," : "", us(e.carried));
       out += "}";
     }
     out += "}";

@@ -28,6 +28,7 @@ inline std::vector<wire::Frame> sample_frames() {
   task.not_before = -0.0;
   task.after = {42};
   task.label = std::string(1000, 'k') + "_Z9my_kernelPfS_i";
+  task.carried = 1.25e-3;
   std::string binary_label("a\0b\xff", 4);
   FlowSpec odd_flow = flow;
   odd_flow.label = binary_label;

@@ -60,6 +60,26 @@ TEST(Protocol, FieldValuesSurvive) {
   EXPECT_EQ(got.after, (std::vector<EventId>{3, 4}));
   EXPECT_EQ(got.label, "x");
 
+  // A task's, with what it carried (protocol 9: the timeline of a job of rank processes shows it).
+  TaskSpec task;
+  task.gpu = 3;
+  task.lane = 2;
+  task.duration = 4e-3;
+  task.not_before = 0.25;
+  task.after = {8};
+  task.label = "k";
+  task.carried = 1.5e-3;
+  d = decode_frame(encode({78, AddTask{task}}));
+  ASSERT_TRUE(d.frame);
+  const TaskSpec& t = std::get<AddTask>(d.frame->body).task;
+  EXPECT_EQ(t.gpu, 3);
+  EXPECT_EQ(t.lane, 2);
+  EXPECT_EQ(t.duration, 4e-3);
+  EXPECT_EQ(t.not_before, 0.25);
+  EXPECT_EQ(t.after, (std::vector<EventId>{8}));
+  EXPECT_EQ(t.label, "k");
+  EXPECT_EQ(t.carried, 1.5e-3);
+
   d = decode_frame(encode({1, IntervalReply{Interval{1.5, 2.5}}}));
   ASSERT_TRUE(d.frame);
   const auto& iv = std::get<IntervalReply>(d.frame->body).interval;

@@ -9,12 +9,15 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 namespace {
 
@@ -158,6 +161,43 @@ TEST_F(ComputeBesideCollectives, AKernelPlacedBeforeTheWindowLeavesADebt) {
   EXPECT_NEAR(ms(e0_, e1_), long_ms, 1e-4f);
   ASSERT_GT(ms(w0_, w1_), 4 * (long_ms + short_ms));
   EXPECT_NEAR(ms(e1_, e2_), (short_ms + (1 - rate) * long_ms) / rate, 1e-3f);
+}
+
+// The timeline says why the short kernel above lasts longer than its work: its entry carries the
+// debt it paid, "carried_us" = (1 - rate) x the long kernel's time alone, and no other kernel's
+// entry has one (none with the rule off). The scenario runs in a child process (the trace is
+// written at exit), this binary again.
+TEST(ComputeBesideCollectivesTimeline, TheKernelThatPaysTheDebtSaysHowMuch) {
+  if (std::getenv("VGPU_TIMELINE") != nullptr) GTEST_SKIP() << "the child of this test";
+  const std::string pid = std::to_string(::getpid());
+  const std::string trace = ::testing::TempDir() + "/beside_timeline_" + pid + ".json";
+  std::remove(trace.c_str());
+  const std::string command = "VGPU_TIMELINE=" + trace + " /proc/" + pid +
+                              "/exe --gtest_filter=ComputeBesideCollectives.AKernelPlacedBeforeTheWindowLeavesADebt"
+                              " > /dev/null 2>&1";
+  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  std::ifstream in(trace);
+  const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+  std::remove(trace.c_str());
+  ASSERT_TRUE(json.is_object()) << "no trace at " << trace;
+  std::vector<nlohmann::json> axpys;
+  for (const auto& e : json.at("traceEvents"))
+    if (e.value("ph", "") == "X" && e.value("name", "") == "axpy") axpys.push_back(e);
+  std::sort(axpys.begin(), axpys.end(),
+            [](const auto& a, const auto& b) { return a.at("ts").template get<double>() < b.at("ts").template get<double>(); });
+  // alone(): filler, long, short; then the filler on a, the long one beside the window, the short.
+  ASSERT_EQ(axpys.size(), 6u) << json.dump().substr(0, 2000);
+  auto carried = [](const nlohmann::json& e) {
+    return e.contains("args") && e.at("args").contains("carried_us") ? e.at("args").at("carried_us").get<double>() : 0.0;
+  };
+  const double long_alone_us = axpys[1].at("dur").get<double>(), rate = moving_rate();
+  for (size_t i = 0; i + 1 < axpys.size(); ++i) EXPECT_EQ(carried(axpys[i]), 0.0) << i;
+  if (rate >= 1) {
+    EXPECT_EQ(carried(axpys[5]), 0.0);
+  } else {
+    EXPECT_NEAR(carried(axpys[5]), (1 - rate) * long_alone_us, 1e-3);
+    EXPECT_GT(axpys[5].at("dur").get<double>(), carried(axpys[5]));  // its own work besides
+  }
 }
 
 // Once the collective is over, kernels take their own time again.

@@ -79,6 +79,10 @@ struct TaskSpec {
   Time not_before = 0;
   std::vector<EventId> after;
   std::string label;
+  // Of `duration`, what is not the task's own work but work earlier tasks of its GPU lost and
+  // left to it (vgpu's collective-overlap debt): shown in the timeline ("carried_us"), not
+  // otherwise used. 0 when none.
+  Time carried = 0;
 };
 
 struct Interval {

@@ -16,14 +16,15 @@ std::vector<uint64_t>* ComputeBesideCollectives::untimed(int gpu) {
 }
 
 double ComputeBesideCollectives::kernel(int gpu, std::span<const uint64_t> after, double not_before,
-                                        double seconds, bool* remembered) {
+                                        double seconds, bool* remembered, double* carried) {
   *remembered = false;
+  *carried = 0;
   if (!enabled() || overlap_.quiet_after(gpu, not_before)) return seconds;
   double start = not_before;
   for (uint64_t e : after)
     if (auto iv = engine_.query(e)) start = std::max(start, iv->finish);
   *remembered = true;
-  return overlap_.kernel_finish(gpu, start, seconds) - start;
+  return overlap_.kernel_finish(gpu, start, seconds, carried) - start;
 }
 
 void ComputeBesideCollectives::kernel_placed(int gpu, uint64_t event) {

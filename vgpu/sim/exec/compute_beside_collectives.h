@@ -46,8 +46,10 @@ class ComputeBesideCollectives {
 
   // The duration of a kernel (not a collective's) of `seconds` alone on `gpu` that starts after
   // the events `after`, not before `not_before`. *remembered: whether its interval is kept
-  // already (else kernel_placed() keeps its event).
-  double kernel(int gpu, std::span<const uint64_t> after, double not_before, double seconds, bool* remembered);
+  // already (else kernel_placed() keeps its event). *carried: of that duration, the debt of
+  // kernels before it that it paid (the timeline shows it: TaskSpec::carried).
+  double kernel(int gpu, std::span<const uint64_t> after, double not_before, double seconds, bool* remembered,
+                double* carried);
   void kernel_placed(int gpu, uint64_t event);
   // A collective's kernel, event `event`, placed on `gpu`, resident there from `resident`.
   void collective_placed(int gpu, uint64_t event, double resident);

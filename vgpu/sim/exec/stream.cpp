@@ -179,11 +179,11 @@ struct StreamManager::Impl {
     const bool kernel = w.kind == Work::Kind::kernel && !w.transfer;
     // Kernels beside a collective's kernel slow down (compute_beside_collectives.h). A
     // collective's window starts where its stream's previous op ends (it is resident from then).
-    double duration = std::max(0.0, w.duration_s), resident = not_before;
+    double duration = std::max(0.0, w.duration_s), resident = not_before, carried = 0;
     bool remembered = true;
     if (kernel && beside.enabled()) {
       if (!w.collective) {
-        duration = beside.kernel(gpu, after, not_before, duration, &remembered);
+        duration = beside.kernel(gpu, after, not_before, duration, &remembered, &carried);
       } else if (const simcore::EventId prev = last_of(s).vid; prev != simcore::kNoEvent) {
         if (auto iv = engine().query(prev)) resident = std::max(resident, iv->finish);
       }
@@ -206,6 +206,7 @@ struct StreamManager::Impl {
       t.not_before = not_before;
       t.after = std::move(after);
       t.label = std::move(label);
+      t.carried = carried;
       id = engine().add_task(t);
     }
     if (id == simcore::kNoEvent) log::warn("stream op '{}': simulator refused it", w.label);
