@@ -25,7 +25,12 @@ def load(path):
 
 
 def is_nccl(name):
-    return "ncclDevKernel" in name  # the kernels (the sim backend also lists its own "nccl ..." ops)
+    return "ncclDevKernel" in name
+
+
+# Not kernels: the sim backend's own steps of a collective ("nccl arrival", "nccl collective end"),
+# and both backends' copies and sets.
+NOT_KERNELS = ("nccl ", "memcpy", "memset", "copy ")
 
 
 def collectives(events):
@@ -42,7 +47,7 @@ def collectives(events):
             if is_nccl(e["name"]):
                 rows.append((e["ts"], e["ts"] + e["dur"], busy))
                 busy = 0.0
-            else:
+            elif not e["name"].startswith(NOT_KERNELS):
                 busy += e["dur"]
         out[gpu] = rows
     return out
