@@ -14,7 +14,8 @@ goes on):
   engine, each process saw only its own rank's transfers on node 0's NIC.
 - p2p: a message on A from GPU 1 to GPU 3: alone its receive lasts the model's send/recv time (to
   1 ns); beside B's all-reduce (one group; the message, B's 1 -> 3 and B's 0 -> 2 of another
-  process cross node 0's NIC) the receive and B last longer, and the same within 0.2% in both runs.
+  process cross node 0's NIC) the receive and B last longer, and the same within 1% in both runs
+  (the message starts at its issuing thread's clock, whose host time differs between the runs).
 
 lost: the job as processes only, its vgpud killed once the first shared answer was read: the job
 must run to the end (exit status 0, every process past ncclCommDestroy), every process that
@@ -205,13 +206,19 @@ def main():
         check(len(recv) == 2 and abs(recv[0] - model["P"]) < 1e-3 and recv[1] > model["P"] * 1.01,
               f"{name}: the message's receive lasts {recv} us: the model's {model['P']:.3f} alone, longer beside B")
     if threads is not None and procs is not None:
-        for comm, step in (("A", "shared"), ("B", "shared"), ("B", "p2p")):
+        # The collectives start at their last rank's arrival in both runs and read alike to the ns.
+        # The message starts at its own kernel's start, its issuing thread's clock: one thread
+        # driving four GPUs in one run, each rank's own in the other, whose host time moves with the
+        # machine's load, and with it how much of B's transfers the message meets (a loaded CI run:
+        # the receive 0.33% apart, B 0.19%). Without the shared engine they part by tens of percent
+        # (the receive would read its 7.2 ms alone), so 1% still tells.
+        for comm, step, within in (("A", "shared", 0.002), ("B", "shared", 0.002), ("B", "p2p", 0.01)):
             t, p = threads[comm][step], procs[comm][step]
-            check(t is not None and p is not None and abs(p - t) <= 0.002 * t,
-                  f"{step}: {comm} lasts {p} us as processes, {t} us as one process (within 0.2%)")
+            check(t is not None and p is not None and abs(p - t) <= within * t,
+                  f"{step}: {comm} lasts {p} us as processes, {t} us as one process (within {within:.1%})")
         t, p = threads["receives"][1:], procs["receives"][1:]
-        check(len(t) == 1 and len(p) == 1 and abs(p[0] - t[0]) <= 0.002 * t[0],
-              f"p2p: the receive beside B lasts {p} us as processes, {t} us as one process (within 0.2%)")
+        check(len(t) == 1 and len(p) == 1 and abs(p[0] - t[0]) <= 0.01 * t[0],
+              f"p2p: the receive beside B lasts {p} us as processes, {t} us as one process (within 1%)")
     return 1 if check.failures else 0
 
 
