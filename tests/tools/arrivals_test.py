@@ -67,6 +67,20 @@ class Arrivals(unittest.TestCase):
         self.assertIn("A totals: spread 200.0 us, after last arrival 50.0 us, compute between 200.0 us", totals[0])
         self.assertIn("B totals: spread 0.0 us, after last arrival 80.0 us, compute between 200.0 us", totals[1])
 
+    def test_the_sims_arrival_ops_are_the_arrivals(self):
+        # As the sim writes it: every rank's kernel starts at the last arrival, after its own
+        # "nccl arrival" op at its own time.
+        trace = timeline([100.0, 300.0], 50.0)
+        for e in trace["traceEvents"]:
+            if e["name"].startswith("ncclDevKernel"):
+                late = e["ts"] + e["dur"] - 50.0
+                e["dur"], e["ts"] = 50.0, late
+        with tempfile.TemporaryDirectory() as d:
+            s = arrivals.summarize(self.write(d, "sim.json", trace), steps=1, total_steps=3)
+        (row,) = s["rows"]
+        self.assertAlmostEqual(row["last"] - row["first"], 200.0)
+        self.assertAlmostEqual(row["end"] - row["last"], 50.0)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Where two timelines of one data-parallel job part (issue 23: the sim's 8 ranks against the
-passthrough's 8 processes): each all-reduce's arrivals (every rank's NCCL kernel start), its end
-after the last arrival, and each rank's compute between two all-reduces, side by side.
+passthrough's 8 processes): each all-reduce's arrivals (every rank's NCCL kernel start on the
+passthrough, its "nccl arrival" op on the sim), its end after the last arrival, and each rank's
+compute between two all-reduces, side by side.
 
 usage: arrivals.py A.trace.json[.gz] B.trace.json[.gz] [--steps K]
 
@@ -33,9 +34,15 @@ def is_nccl(name):
 NOT_KERNELS = ("nccl ", "memcpy", "memset", "copy ")
 
 
+# The sim backend's op where a rank reached a collective (its kernel starts at the last rank's):
+# the rank's arrival. On the passthrough a rank's kernel starts at its own arrival.
+ARRIVAL = "nccl arrival"
+
+
 def collectives(events):
-    """{gpu: [(start, end, compute_before_us)]}: each NCCL kernel of the GPU in order, with the
-    GPU's other kernels' time (summed over its lanes) since its previous NCCL kernel."""
+    """{gpu: [(arrival, end, compute_before_us)]}: each NCCL kernel of the GPU in order (arrival:
+    its "nccl arrival" op's time where the GPU has one per kernel, else the kernel's start), with
+    the GPU's other kernels' time (summed over its lanes) since its previous NCCL kernel."""
     by_gpu = {}
     for e in events:
         by_gpu.setdefault(e["pid"], []).append(e)
@@ -43,12 +50,15 @@ def collectives(events):
     for gpu, evs in by_gpu.items():
         evs.sort(key=lambda e: e["ts"])
         rows, busy = [], 0.0
+        arrivals = [e["ts"] for e in evs if e["name"] == ARRIVAL]
         for e in evs:
             if is_nccl(e["name"]):
                 rows.append((e["ts"], e["ts"] + e["dur"], busy))
                 busy = 0.0
             elif not e["name"].startswith(NOT_KERNELS):
                 busy += e["dur"]
+        if len(arrivals) == len(rows):
+            rows = [(min(a, s), end, busy) for a, (s, end, busy) in zip(arrivals, rows)]
         out[gpu] = rows
     return out
 
