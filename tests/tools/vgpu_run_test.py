@@ -209,6 +209,22 @@ class VgpuRunTest(unittest.TestCase):
                          os.path.join(BUILD, "vgpu", "passthrough"))
         self.assertEqual(env["VGPU_REAL_LIBCUDA"], real)
 
+    def test_record_on_several_virtual_gpus_without_mps_says_what_it_risks(self):
+        real = os.path.join(BUILD, "vgpu", "libcuda.so.1")  # any library will do for print-env
+        db = os.path.join(self.tmp, "k.db")
+        note = "--record on 2 virtual GPUs without --mps"
+        r = self.run_vgpu("--backend", "passthrough", "--gpus", "2", "--record", db, "--print-env",
+                          VGPU_REAL_LIBCUDA=real)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sum(note in l for l in r.stderr.splitlines()), 1, r.stderr)
+        self.assertIn("record with --mps", r.stderr)
+        # One virtual GPU, or --mps: nothing to say.
+        for args in (("--gpus", "1"), ("--gpus", "2", "--mps")):
+            r = self.run_vgpu("--backend", "passthrough", *args, "--record", db, "--print-env",
+                              VGPU_REAL_LIBCUDA=real)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertNotIn("without --mps", r.stderr)
+
     def test_auto_without_a_driver_is_sim(self):
         if os.path.exists("/dev/nvidiactl"):
             self.skipTest("this machine has an NVIDIA driver")

@@ -49,6 +49,21 @@ def check(options, backend):
                          "measures no kernel")
 
 
+def record_notes(options, backend, virtual_gpus):
+    """A line when --record may measure kernels beside other ranks' work: several virtual GPUs
+    with no --mps. Virtual GPUs that share a physical GPU are contexts that time-slice it, and the
+    passthrough keeps a measurement apart from other measurements, not from the other ranks'
+    kernels whose durations are known: a 2-GPU recording of GPT-2's DDP step measured the lm_head
+    input-gradient GEMM at 9.29 ms, the 8-process passthrough with --mps at 4.26 ms (2026-11-29,
+    docs/results.md)."""
+    if not options.record or backend != "passthrough" or options.mps or virtual_gpus < 2:
+        return []
+    return [f"--record on {virtual_gpus} virtual GPUs without --mps: where they share a physical GPU, "
+            "a kernel measured there can absorb the other ranks' kernels (time-slicing: a 2-GPU "
+            "recording read one GEMM at 2.2x its --mps time); record with --mps, or on one virtual "
+            "GPU a physical GPU"]
+
+
 def job_vars(options, folder, job):
     if options.record:
         return {"VGPU_KERNEL_DB": os.path.abspath(options.record)}

@@ -75,6 +75,7 @@ def prepare(options, configured, base):
     probe_env.update(environment.cluster_vars(options))
     probe_env["VGPU_JOB_ID"] = job
     cluster = cluster_mod.describe(layout.nvml_libdir, probe_env)
+    notes += kernel_db.record_notes(options, backend, len(cluster.devices))
     topo = _write_topology(cluster, base, notes)
     setting = environment.job_vars(options, layout, backend, real, job, topo, base)
     setting.update(kernel_db.job_vars(options, daemon.ensure_private_dir(daemon.socket_dir(base)), job))
