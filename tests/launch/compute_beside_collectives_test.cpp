@@ -21,6 +21,14 @@
 
 namespace {
 
+// Runs this binary again with `env` (assignments for the shell) and only the test `filter`:
+// what a child writes at exit (a timeline, a list of misses) is then the parent's to read.
+int run_child(const std::string& env, const char* filter) {
+  const std::string command = env + " /proc/" + std::to_string(::getpid()) + "/exe --gtest_filter=" + filter +
+                              " > /dev/null 2>&1";
+  return std::system(command.c_str());
+}
+
 std::vector<char> read_file(const char* path) {
   std::ifstream f(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>()};
@@ -169,13 +177,9 @@ TEST_F(ComputeBesideCollectives, AKernelPlacedBeforeTheWindowLeavesADebt) {
 // written at exit), this binary again.
 TEST(ComputeBesideCollectivesTimeline, TheKernelThatPaysTheDebtSaysHowMuch) {
   if (std::getenv("VGPU_TIMELINE") != nullptr) GTEST_SKIP() << "the child of this test";
-  const std::string pid = std::to_string(::getpid());
-  const std::string trace = ::testing::TempDir() + "/beside_timeline_" + pid + ".json";
+  const std::string trace = ::testing::TempDir() + "/beside_timeline_" + std::to_string(::getpid()) + ".json";
   std::remove(trace.c_str());
-  const std::string command = "VGPU_TIMELINE=" + trace + " /proc/" + pid +
-                              "/exe --gtest_filter=ComputeBesideCollectives.AKernelPlacedBeforeTheWindowLeavesADebt"
-                              " > /dev/null 2>&1";
-  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  ASSERT_EQ(run_child("VGPU_TIMELINE=" + trace, "ComputeBesideCollectives.AKernelPlacedBeforeTheWindowLeavesADebt"), 0);
   std::ifstream in(trace);
   const nlohmann::json json = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
   std::remove(trace.c_str());
@@ -234,10 +238,9 @@ TEST(KernelDbMissesReport, NcclKernelsAreCountedApartNotListedAsMisses) {
   const std::string dir = ::testing::TempDir(), pid = std::to_string(::getpid());
   const std::string db = dir + "/beside_misses_" + pid + ".db", misses = dir + "/beside_misses_" + pid + ".tsv";
   std::remove(misses.c_str());
-  const std::string command = "VGPU_MISSES_CHILD=1 VGPU_KERNEL_DB=" + db + " VGPU_KERNEL_DB_MISSES=" + misses +
-                              " /proc/" + pid + "/exe --gtest_filter=ComputeBesideCollectives.MissesChildLaunches"
-                              " > /dev/null 2>&1";
-  ASSERT_EQ(std::system(command.c_str()), 0) << command;
+  ASSERT_EQ(run_child("VGPU_MISSES_CHILD=1 VGPU_KERNEL_DB=" + db + " VGPU_KERNEL_DB_MISSES=" + misses,
+                      "ComputeBesideCollectives.MissesChildLaunches"),
+            0);
   std::ifstream in(misses);
   const std::string listed{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
   EXPECT_EQ(listed.find("ncclDevKernel"), std::string::npos) << listed;

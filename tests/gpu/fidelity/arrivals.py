@@ -58,7 +58,7 @@ def collectives(events):
             elif not e["name"].startswith(NOT_KERNELS):
                 busy += e["dur"]
         if len(arrivals) == len(rows):
-            rows = [(min(a, s), end, busy) for a, (s, end, busy) in zip(arrivals, rows)]
+            rows = [(min(a, start), end, before) for a, (start, end, before) in zip(arrivals, rows)]
         out[gpu] = rows
     return out
 
@@ -76,8 +76,7 @@ def summarize(path, steps, total_steps):
         ends = [per_gpu[g][j][1] for g in per_gpu]
         compute = [per_gpu[g][j][2] for g in per_gpu]
         rows.append({"first": min(starts), "last": max(starts), "end": max(ends),
-                     "compute_mean": statistics.mean(compute), "compute_max": max(compute),
-                     "compute_min": min(compute)})
+                     "compute_mean": statistics.mean(compute), "compute_max": max(compute)})
     return {"gpus": len(per_gpu), "nccl_per_gpu": counts, "per_step": per_step, "rows": rows}
 
 
@@ -93,25 +92,26 @@ def main():
         print(f"{name}: {s['gpus']} GPUs, NCCL kernels per GPU {sorted(set(s['nccl_per_gpu'].values()))}, "
               f"{s['per_step']} a step")
     print("j | A: spread us, after last us, compute mean/max us, gap from prev end | B: the same")
-    tot = {"A": [0, 0, 0, 0], "B": [0, 0, 0, 0]}
-    for j, (ra, rb) in enumerate(zip(sa["rows"], sb["rows"])):
+    sides = {"A": sa["rows"], "B": sb["rows"]}
+    totals = {name: {"spread": 0.0, "after": 0.0, "compute": 0.0, "gaps": 0.0} for name in sides}
+    for j in range(min(len(sa["rows"]), len(sb["rows"]))):
         line = [str(j)]
-        for name, rows, r in (("A", sa["rows"], ra), ("B", sb["rows"], rb)):
+        for name, rows in sides.items():
+            r = rows[j]
             prev_end = rows[j - 1]["end"] if j > 0 else r["first"]
             spread, after, gap = r["last"] - r["first"], r["end"] - r["last"], r["first"] - prev_end
-            t = tot[name]
-            t[0] += spread
-            t[1] += after
-            t[2] += r["compute_mean"]
-            t[3] += gap
+            t = totals[name]
+            t["spread"] += spread
+            t["after"] += after
+            t["compute"] += r["compute_mean"]
+            t["gaps"] += gap
             line.append(f"{spread:8.1f} {after:8.1f} {r['compute_mean']:8.1f}/{r['compute_max']:8.1f} {gap:8.1f}")
         print(" | ".join(line))
-    for name in ("A", "B"):
-        t = tot[name]
-        rows = (sa if name == "A" else sb)["rows"]
+    for name, rows in sides.items():
+        t = totals[name]
         span = rows[-1]["end"] - rows[0]["first"] if rows else 0
-        print(f"{name} totals: spread {t[0]:.1f} us, after last arrival {t[1]:.1f} us, compute between "
-              f"{t[2]:.1f} us, gaps {t[3]:.1f} us, first arrival to last end {span:.1f} us")
+        print(f"{name} totals: spread {t['spread']:.1f} us, after last arrival {t['after']:.1f} us, compute between "
+              f"{t['compute']:.1f} us, gaps {t['gaps']:.1f} us, first arrival to last end {span:.1f} us")
 
 
 if __name__ == "__main__":
