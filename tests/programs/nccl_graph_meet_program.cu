@@ -2,9 +2,10 @@
 // 23; vgpu/sim/exec/nccl_graph_meet.h): NCCL from the toolkit, one process driving two GPUs
 // (ncclCommInitAll, one thread launching both ranks), rank L late by a memset on its stream.
 //
-// Each step starts at one gate (every stream waits for an event after a 1 GiB memset on GPU 0's
-// gate stream, so that every launch of the step is issued before anything starts, and the host
-// time between launches counts for nothing); then rank L's stream runs a DELAY memset, then the
+// Each step starts at one gate (every stream waits for an event after eight 1 GiB memsets on GPU
+// 0's gate stream, 2.6 ms, so that every launch of the step is issued before anything starts, and
+// the host time between launches counts for nothing: one 1 GiB memset was once too short for a
+// loaded CI machine, where the first replay's launches took longer); then rank L's stream runs a DELAY memset, then the
 // all-reduce of BYTES on both ranks, then each rank records its stop event. Each rank's time is the
 // gate's event to its stop event (cudaEventElapsedTime):
 //   direct   the all-reduce launched directly (ncclGroupStart/End over both ranks): both ranks
@@ -48,6 +49,7 @@ namespace {
 constexpr int kRanks = 2;
 constexpr int kGpus[kRanks] = {0, 1};
 constexpr size_t kGateBytes = size_t{1} << 30;
+constexpr int kGateMemsets = 8;
 constexpr size_t kDelayBytes = size_t{1} << 30;
 
 struct Job {
@@ -66,7 +68,7 @@ struct Job {
 // The gate, then rank `late`'s delay: every stream waits for the gate.
 int open_gate(Job& j, int late) {
   CHECK_CUDA(cudaSetDevice(0));
-  CHECK_CUDA(cudaMemsetAsync(j.gate_scratch, 0, kGateBytes, j.gate_stream));
+  for (int i = 0; i < kGateMemsets; ++i) CHECK_CUDA(cudaMemsetAsync(j.gate_scratch, 0, kGateBytes, j.gate_stream));
   CHECK_CUDA(cudaEventRecord(j.gate, j.gate_stream));
   for (int r = 0; r < kRanks; ++r) {
     CHECK_CUDA(cudaSetDevice(kGpus[r]));
