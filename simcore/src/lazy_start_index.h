@@ -13,9 +13,10 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <utility>
-#include <vector>
 
+#include "grow_array.h"
 #include "simcore/engine.h"
 
 namespace simcore::detail {
@@ -34,7 +35,7 @@ class LazyStartIndex {
   }
 
   // Every live entry, sorted by (start, slot), each once.
-  template <class Live> const std::vector<Entry>& sorted(Live&& live) {
+  template <class Live> std::span<const Entry> sorted(Live&& live) {
     if (stale_ != 0) compact(live);
     if (sorted_ < v_.size()) {
       const auto mid = v_.begin() + static_cast<std::ptrdiff_t>(sorted_);
@@ -42,10 +43,10 @@ class LazyStartIndex {
       std::inplace_merge(v_.begin(), mid, v_.end());
       // A slot reused by a group starting at the same time makes a stale entry equal to a
       // live one.
-      v_.erase(std::unique(v_.begin(), v_.end()), v_.end());
+      v_.resize(static_cast<size_t>(std::unique(v_.begin(), v_.end()) - v_.begin()));
       sorted_ = v_.size();
     }
-    return v_;
+    return {v_.begin(), v_.end()};
   }
 
   size_t memory_bytes() const { return v_.capacity() * sizeof(Entry); }
@@ -66,7 +67,7 @@ class LazyStartIndex {
     stale_ = 0;
   }
 
-  std::vector<Entry> v_;
+  GrowArray<Entry> v_;  // (a whole ring submitted before one query: hundreds of thousands)
   size_t sorted_ = 0;  // entries before it are sorted
   size_t stale_ = 0;   // removals counted since the last compaction
 };

@@ -59,6 +59,13 @@ void populate(void* p, size_t bytes) {
 #endif
 }
 
+void populate_heap(void* p, size_t bytes) {
+  static const uintptr_t kPage = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t from = (reinterpret_cast<uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
+  const uintptr_t to = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kPage - 1);
+  if (to > from) populate(reinterpret_cast<void*>(from), to - from);
+}
+
 void unmap(void* p, size_t bytes) {
 #ifdef SIMCORE_LSAN_ROOTS
   __lsan_unregister_root_region(p, bytes);

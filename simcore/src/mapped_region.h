@@ -22,5 +22,7 @@ void unmap(void* p, size_t bytes);
 // one query took 56 k of them, a third of its time). Not for a mapping on huge pages: its first
 // write brings in 2 MiB at once already.
 void populate(void* p, size_t bytes);
+// The whole pages inside [p, p + bytes) of a heap block, made present now (populate()).
+void populate_heap(void* p, size_t bytes);
 
 }  // namespace simcore::detail

@@ -20,9 +20,10 @@
 #include <array>
 #include <bit>
 #include <cstdint>
-#include <memory>
 #include <utility>
 #include <vector>
+
+#include "grow_array.h"
 
 namespace simcore::detail {
 
@@ -112,39 +113,11 @@ class RadixQueue {
   }
 
  private:
-  // A bucket or a FIFO: an array that only grows, of trivially copyable entries. std::vector's
-  // push_back was not inlined here (its growth path came with it), and appending entries is
-  // most of what the queue does: a rollback's sweep moves each item down 3-4 buckets, and a
-  // large ring's instant appends a few thousand items to the FIFOs.
+  // A bucket or a FIFO (grow_array.h): appending entries is most of what the queue does: a
+  // rollback's sweep moves each item down 3-4 buckets, and a large ring's instant appends a few
+  // thousand items to the FIFOs.
   template <class T>
-  class Array {
-   public:
-    void push_back(const T& e) {
-      if (size_ == cap_) [[unlikely]] grow();
-      data_[size_++] = e;
-    }
-    T* begin() { return data_.get(); }
-    T* end() { return data_.get() + size_; }
-    const T* begin() const { return data_.get(); }
-    const T* end() const { return data_.get() + size_; }
-    T& operator[](size_t i) { return data_[i]; }
-    const T& operator[](size_t i) const { return data_[i]; }
-    size_t size() const { return size_; }
-    size_t capacity() const { return cap_; }
-    void clear() { size_ = 0; }
-    void resize(size_t n) { size_ = n; }  // never more than size()
-
-   private:
-    [[gnu::noinline]] void grow() {
-      const size_t cap = cap_ == 0 ? 8 : 2 * cap_;
-      auto data = std::make_unique_for_overwrite<T[]>(cap);
-      std::copy(begin(), end(), data.get());
-      data_ = std::move(data);
-      cap_ = cap;
-    }
-    std::unique_ptr<T[]> data_;
-    size_t size_ = 0, cap_ = 0;
-  };
+  using Array = GrowArray<T>;
 
   struct Entry {
     uint64_t key;

@@ -767,7 +767,7 @@ void Simulator::watch_fired(LinkId id, uint32_t stamp, Time now) {
 
 void Simulator::collect_groups(LinkId link, Time now, bool exactly_now) {
   starting_.clear();
-  const std::vector<LazyStartIndex::Entry>& v = sorted_groups();
+  const std::span<const LazyStartIndex::Entry> v = sorted_groups();
   if (exactly_now) {
     auto it = std::lower_bound(v.begin(), v.end(), std::make_pair(now, uint32_t{0}));
     for (; it != v.end() && it->first == now; ++it) {
@@ -788,7 +788,7 @@ void Simulator::collect_groups(LinkId link, Time now, bool exactly_now) {
 
 Time Simulator::next_group_start(LinkId link, Time now) {
   const Time last = links_[link].group_bound;  // (a start comes before its transfer's end)
-  const std::vector<LazyStartIndex::Entry>& v = sorted_groups();
+  const std::span<const LazyStartIndex::Entry> v = sorted_groups();
   auto it = std::upper_bound(v.begin(), v.end(), std::make_pair(now, kRetired));
   for (; it != v.end() && it->first <= last; ++it) {
     const Record& c = records_[it->second];

@@ -550,7 +550,7 @@ class Simulator {
     r.indexed = false;
     groups_by_start_.erase([this](const LazyStartIndex::Entry& e) { return group_entry_live(e); });
   }
-  const std::vector<LazyStartIndex::Entry>& sorted_groups() {
+  std::span<const LazyStartIndex::Entry> sorted_groups() {
     return groups_by_start_.sorted([this](const LazyStartIndex::Entry& e) { return group_entry_live(e); });
   }
   void report_group_reached(const char* where) const;
