@@ -19,6 +19,7 @@
 #include <memory>
 #include <new>
 #include <type_traits>
+#include <utility>
 
 #include "mapped_region.h"
 
@@ -29,6 +30,21 @@ class GrowArray {
   static_assert(std::is_trivially_copy_constructible_v<T> && std::is_trivially_destructible_v<T>);
 
  public:
+  GrowArray() = default;
+  // A moved-from array is empty (its counts go with its block: appending to it then grows anew).
+  GrowArray(GrowArray&& o) noexcept
+      : data_(std::move(o.data_)),
+        size_(std::exchange(o.size_, 0)),
+        cap_(std::exchange(o.cap_, 0)),
+        limit_(std::exchange(o.limit_, 0)) {}
+  GrowArray& operator=(GrowArray&& o) noexcept {
+    data_ = std::move(o.data_);
+    size_ = std::exchange(o.size_, 0);
+    cap_ = std::exchange(o.cap_, 0);
+    limit_ = std::exchange(o.limit_, 0);
+    return *this;
+  }
+
   void push_back(const T& e) {
     if (size_ == limit_) [[unlikely]] make_room();
     ::new (static_cast<void*>(data_.get() + size_++)) T(e);
@@ -50,19 +66,20 @@ class GrowArray {
   static constexpr size_t kStretch = size_t{64} << 10;
 
  private:
+  static bool large(size_t entries) { return entries * sizeof(T) >= kLargeBlock; }
   [[gnu::noinline]] void make_room() {
     if (size_ == cap_) grow();
-    if (cap_ * sizeof(T) < kLargeBlock) {
+    if (!large(cap_)) {
       limit_ = cap_;
       return;
     }
     limit_ = std::min(cap_, size_ + std::max<size_t>(1, kStretch / sizeof(T)));
-    populate_heap(data_.get() + size_, (limit_ - size_) * sizeof(T));
+    populate(data_.get() + size_, (limit_ - size_) * sizeof(T));
   }
   void grow() {
     const size_t cap = cap_ == 0 ? 8 : 2 * cap_;
     Storage data(static_cast<T*>(::operator new(cap * sizeof(T), std::align_val_t{alignof(T)})));
-    if (size_ * sizeof(T) >= kLargeBlock) populate_heap(data.get(), size_ * sizeof(T));  // the copy's pages
+    if (large(cap)) populate(data.get(), size_ * sizeof(T));  // the pages the copy writes
     std::uninitialized_copy(begin(), end(), data.get());
     data_ = std::move(data);
     cap_ = cap;

@@ -47,7 +47,7 @@ void populate(void* p, size_t bytes) {
   // Refused once (a kernel before 5.14: EINVAL), never asked again.
   static std::atomic<bool> refused{false};
   if (bytes == 0 || refused.load(std::memory_order_relaxed)) return;
-  // Whole pages (a block need not start or end on one; mappings do, so the rounding stays inside).
+  // Whole pages (a block need not start or end on one; the pages it touches are mapped).
   static const uintptr_t kPage = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   const uintptr_t from = reinterpret_cast<uintptr_t>(p) & ~(kPage - 1);
   const uintptr_t to = (reinterpret_cast<uintptr_t>(p) + bytes + kPage - 1) & ~(kPage - 1);
@@ -57,13 +57,6 @@ void populate(void* p, size_t bytes) {
   (void)p;
   (void)bytes;
 #endif
-}
-
-void populate_heap(void* p, size_t bytes) {
-  static const uintptr_t kPage = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-  const uintptr_t from = (reinterpret_cast<uintptr_t>(p) + kPage - 1) & ~(kPage - 1);
-  const uintptr_t to = (reinterpret_cast<uintptr_t>(p) + bytes) & ~(kPage - 1);
-  if (to > from) populate(reinterpret_cast<void*>(from), to - from);
 }
 
 void unmap(void* p, size_t bytes) {

@@ -15,14 +15,13 @@ inline constexpr size_t kMappingAlign = size_t{2} << 20;  // the mappings' align
 void* map_aligned(size_t bytes, size_t align, bool huge_pages = false);
 // A mapping of map_aligned(), whole.
 void unmap(void* p, size_t bytes);
-// The pages of [p, p + bytes), inside a mapping of map_aligned(), made present now, in one call
-// (MADV_POPULATE_WRITE; nothing where the kernel has no such advice), for a store about to be
-// written through: each page's first write otherwise took a fault of its own, and a fault cost
+// The pages holding [p, p + bytes) (in a mapping of map_aligned() or a heap block: every one of
+// them is mapped and writable, and being made present changes no byte) made present now, in one
+// call (MADV_POPULATE_WRITE; nothing where the kernel has no such advice), for a store about to
+// be written through: each page's first write otherwise took a fault of its own, and a fault cost
 // ~7 us on the virtual machines the benchmarks ran on (a whole 1024-GPU ring submitted before
 // one query took 56 k of them, a third of its time). Not for a mapping on huge pages: its first
 // write brings in 2 MiB at once already.
 void populate(void* p, size_t bytes);
-// The whole pages inside [p, p + bytes) of a heap block, made present now (populate()).
-void populate_heap(void* p, size_t bytes);
 
 }  // namespace simcore::detail

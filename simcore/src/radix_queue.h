@@ -113,19 +113,16 @@ class RadixQueue {
   }
 
  private:
-  // A bucket or a FIFO (grow_array.h): appending entries is most of what the queue does: a
-  // rollback's sweep moves each item down 3-4 buckets, and a large ring's instant appends a few
-  // thousand items to the FIFOs.
-  template <class T>
-  using Array = GrowArray<T>;
-
   struct Entry {
     uint64_t key;
     Item item;
   };
-  using Bucket = Array<Entry>;
+  // A bucket or a FIFO (grow_array.h): appending entries is most of what the queue does: a
+  // rollback's sweep moves each item down 3-4 buckets, and a large ring's instant appends a few
+  // thousand items to the FIFOs.
+  using Bucket = GrowArray<Entry>;
   struct Fifo {
-    Array<Item> items;
+    GrowArray<Item> items;
     size_t head = 0;
     bool empty() const { return head == items.size(); }
   };

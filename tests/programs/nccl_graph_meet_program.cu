@@ -5,8 +5,8 @@
 // Each step starts at one gate (every stream waits for an event after eight 1 GiB memsets on GPU
 // 0's gate stream, 2.6 ms, so that every launch of the step is issued before anything starts, and
 // the host time between launches counts for nothing: one 1 GiB memset was once too short for a
-// loaded CI machine, where the first replay's launches took longer); then rank L's stream runs a DELAY memset, then the
-// all-reduce of BYTES on both ranks, then each rank records its stop event. Each rank's time is the
+// loaded CI machine, where the first replay's launches took longer); then rank L's stream runs a
+// DELAY memset, then the all-reduce of BYTES on both ranks, then each rank records its stop event. Each rank's time is the
 // gate's event to its stop event (cudaEventElapsedTime):
 //   direct   the all-reduce launched directly (ncclGroupStart/End over both ranks): both ranks
 //            end together, the delay plus the collective's time after the gate, as real ranks'

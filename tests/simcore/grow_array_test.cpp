@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "grow_array.h"
@@ -62,6 +63,24 @@ TEST(GrowArray, EntriesSurviveGrowthAndStretches) {
   for (uint32_t i = 0; i < kCount; ++i) a.push_back(Entry{0, i, 0, 0});
   EXPECT_EQ(a.capacity(), cap);  // the block is kept
   for (uint32_t i = 0; i < kCount; i += 997) ASSERT_EQ(a[i].stamp, i);
+}
+
+// A moved-from array is empty and takes appends again (its block went with the move).
+TEST(GrowArray, AMovedFromArrayIsEmptyAndGrowsAnew) {
+  GrowArray<Entry> a;
+  for (uint32_t i = 0; i < 1000; ++i) a.push_back(Entry{0, i, 0, 0});
+  GrowArray<Entry> b(std::move(a));
+  EXPECT_EQ(b.size(), 1000u);
+  EXPECT_EQ(b[999].stamp, 999u);
+  EXPECT_EQ(a.size(), 0u);
+  EXPECT_EQ(a.capacity(), 0u);
+  for (uint32_t i = 0; i < 100; ++i) a.push_back(Entry{0, i, 0, 0});
+  EXPECT_EQ(a[99].stamp, 99u);
+  a = std::move(b);
+  EXPECT_EQ(a.size(), 1000u);
+  EXPECT_EQ(b.size(), 0u);
+  b.push_back(Entry{0, 7, 0, 0});
+  EXPECT_EQ(b[0].stamp, 7u);
 }
 
 TEST(GrowArray, PagesNoAppendReachedStayOut) {
