@@ -63,6 +63,14 @@ const bool kDbSet = [] {
 }();
 
 std::map<std::string, long> launch_stats() { return read_launch_stats(stats_path()); }
+// The most launches of a signature measured before it settles: VGPU_MEASURE_SAMPLES as the run
+// sets it, else the registry's default (3, settings.h), and the extra samples the rule allows
+// while they disagree (signature_settling.h).
+int most_samples_before_settling() {
+  const char* wanted = std::getenv("VGPU_MEASURE_SAMPLES");
+  const int samples = wanted != nullptr && std::atoi(wanted) > 0 ? std::atoi(wanted) : 3;
+  return samples + vgpu::SettlingSignatures::kExtraSamples;
+}
 
 // The test thread's own CPU time between two calls counts in virtual time (as a program's
 // would): a few us, much more under the sanitizers.
@@ -622,10 +630,7 @@ TEST_F(VirtualTime, LaunchStatsCountMeasuredAndSettledLaunches) {
   // never more than the extra samples the rule allows (signature_settling.h). A settling group of
   // the kernel's family that other tests' launches made may cover it sooner. Until then every
   // launch is measured; every launch is counted once.
-  // VGPU_MEASURE_SAMPLES as the run sets it, else the registry's default (3, settings.h).
-  const char* wanted = std::getenv("VGPU_MEASURE_SAMPLES");
-  const int samples = wanted != nullptr && std::atoi(wanted) > 0 ? std::atoi(wanted) : 3;
-  const int bound = samples + vgpu::SettlingSignatures::kExtraSamples;
+  const int bound = most_samples_before_settling();
   int measured_before_settled = 0;
   for (;;) {
     launch();
@@ -674,14 +679,21 @@ TEST_F(VirtualTime, LaunchesTakeTheJobsLeastDisturbedDuration) {
   const uint64_t key = vgpu::pt::SharedDurations::key_of(axpy_signature(grid, params).bytes);
   auto table = job_durations_table();
   ASSERT_NE(table, nullptr);
-  // Measured until settled (three samples, more on a loaded machine: see SettledDurationsGoToTheDatabase),
-  // and offered to the job.
-  std::optional<double> own;
-  for (int i = 0; i < 8 && !own; ++i) {
+  // Measured until settled (three samples, more while they disagree on a loaded machine: until
+  // VGPU_LAUNCH_STATS counts a launch as settled; a smallest read before that let the next
+  // launches be measured again, 21 us over under ASan), each sample offered to the job.
+  auto before = launch_stats();
+  ASSERT_EQ(before.count("settled"), 1u) << "no VGPU_LAUNCH_STATS file";
+  bool settled = false;
+  for (int i = 0; i <= most_samples_before_settling() && !settled; ++i) {
     ASSERT_EQ(cuLaunchKernel(axpy_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
-    ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
-    if (i >= 2) own = table->smallest(key);
+    ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);  // the counts are written at a synchronization
+    const auto now = launch_stats();
+    settled = now.at("settled") > before.at("settled");
+    before = now;
   }
+  ASSERT_TRUE(settled) << "the signature never settled";
+  const std::optional<double> own = table->smallest(key);
   ASSERT_TRUE(own) << "the settled duration was not offered to the job";
   auto four_launches_ms = [&] { return launches_ms(4, grid, params); };
   EXPECT_NEAR(four_launches_ms(), 4 * *own * 1e3, kPriceToleranceMs);
