@@ -1,9 +1,22 @@
 """What the scripts that run a test program as a job (run_nccl_program.py, run_ddp_ranks.py, run_nccl_links.py,
 run_nccl_links_cross.py, run_p2p_pipeline.py) share:
 running the job with a timeout that reads as a hang, counting the checks that failed, and reading
-the NCCL collectives of the job's timelines."""
+the NCCL collectives of the job's timelines, and a scratch folder that goes when the script ends."""
+import atexit
 import json
+import os
+import shutil
 import subprocess
+import tempfile
+
+
+def scratch_dir(prefix):
+    """A new folder under the temporary directory, removed with what it holds when the script
+    exits (VGPU_KEEP_SCRATCH=1 keeps it, to read a failed job's files)."""
+    path = tempfile.mkdtemp(prefix=prefix)
+    if os.environ.get("VGPU_KEEP_SCRATCH") != "1":
+        atexit.register(shutil.rmtree, path, ignore_errors=True)
+    return path
 
 
 def run_job(cmd, env, timeout_s):

@@ -28,9 +28,8 @@ import re
 import shlex
 import subprocess
 import sys
-import tempfile
 
-from job_check import run_checked
+from job_check import run_checked, scratch_dir
 
 TIMEOUT_S = 240
 SKEW = 6                 # extra GEMMs per rank index (about 55 us each)
@@ -49,7 +48,7 @@ def main():
     env["LD_LIBRARY_PATH"] = env["CUDA_LIB_DIR"]
     env["VGPU_NODES"] = str(nodes)
     env["VGPU_GPUS_PER_NODE"] = str(gpn)
-    id_file = os.path.join(tempfile.mkdtemp(prefix="vgpu-ddp-ranks-"), "nccl_id")
+    id_file = os.path.join(scratch_dir(prefix="vgpu-ddp-ranks-"), "nccl_id")
     program = [env["DDP_PROGRAM"], id_file, "2", str(GRAD_BYTES), str(BUCKET_BYTES), str(SKEW)]
     job = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--nodes", str(nodes), "--gpus", str(gpn), "--"]
     if per_node:

@@ -27,9 +27,8 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 
-from job_check import run_checked
+from job_check import run_checked, scratch_dir
 
 TIMEOUT_S = 180
 MIB = 256
@@ -45,7 +44,7 @@ def main():
     update = len(sys.argv) > 1 and sys.argv[1] == "update"
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = env["CUDA_LIB_DIR"]
-    work = tempfile.mkdtemp(prefix="vgpu-nccl-graph-links-")
+    work = scratch_dir(prefix="vgpu-nccl-graph-links-")
     timelines = [os.path.join(work, "timeline.json")]
     cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--timeline", timelines[0], "--",
            env["GRAPH_LINKS_PROGRAM"], str(MIB)] + (["wide"] if wide else ["update"] if update else [])

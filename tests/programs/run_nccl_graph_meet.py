@@ -17,9 +17,8 @@ Environment: VGPU_RUN, GRAPH_MEET_PROGRAM, CUDA_LIB_DIR, and LAUNCHER for procs.
 import os
 import re
 import sys
-import tempfile
 
-from job_check import run_checked
+from job_check import run_checked, scratch_dir
 
 TIMEOUT_S = 180
 
@@ -33,7 +32,7 @@ def main():
     ranks = list(range(2 * per)) if procs else [0, 1]
     cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--"]
     if procs:
-        id_file = os.path.join(tempfile.mkdtemp(prefix="vgpu-graph-meet-"), "nccl_id")
+        id_file = os.path.join(scratch_dir(prefix="vgpu-graph-meet-"), "nccl_id")
         cmd += [sys.executable, env["LAUNCHER"], "--nproc-per-node", "2", "--timeout", str(TIMEOUT_S - 20), "--",
                 env["GRAPH_MEET_PROGRAM"], "--procs", id_file, "64", str(per)]
     else:

@@ -38,9 +38,8 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 
-from job_check import nccl_sequences, run_checked
+from job_check import nccl_sequences, run_checked, scratch_dir
 
 TIMEOUT_S = 180
 MIB = 256
@@ -52,7 +51,7 @@ def main():
     one_nic = len(sys.argv) > 1 and sys.argv[1] == "one-nic"
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = env["CUDA_LIB_DIR"]
-    work = tempfile.mkdtemp(prefix="vgpu-nccl-links-")
+    work = scratch_dir(prefix="vgpu-nccl-links-")
     timelines = [os.path.join(work, "timeline.json")]
     cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--timeline", timelines[0], "--",
            env["LINKS_PROGRAM"], str(MIB)]

@@ -29,10 +29,9 @@ import re
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 
-from job_check import Checks, nccl_sequences, run_checked
+from job_check import Checks, nccl_sequences, run_checked, scratch_dir
 
 TIMEOUT_S = 240
 MIB = 256
@@ -77,7 +76,7 @@ def spans(timelines):
 
 def run(env, procs):
     """The job's spans, or None (after printing why)."""
-    work = tempfile.mkdtemp(prefix="vgpu-nccl-cross-")
+    work = scratch_dir(prefix="vgpu-nccl-cross-")
     program = [env["LINKS_PROGRAM"], str(MIB), "cross"]
     if procs:
         # vgpud's log kept in `work` (sim28: its floors must never move a placement).
@@ -136,7 +135,7 @@ def vgpud_pid(job):
 
 def lost(env):
     """The processes' job, its vgpud killed at the first shared answer."""
-    work = tempfile.mkdtemp(prefix="vgpu-nccl-cross-lost-")
+    work = scratch_dir(prefix="vgpu-nccl-cross-lost-")
     job = f"sim26-lost-{os.getpid()}"
     env = dict(env, NCCL_ID_FILE=os.path.join(work, "nccl_id"), VGPU_JOB_ID=job, VGPU_LOG_LEVEL="debug")
     cmd = [env["VGPU_RUN"], "--backend", "sim", "--no-summary", "--", sys.executable, env["LAUNCHER"],

@@ -47,10 +47,9 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 import tomllib
 
-from job_check import run_checked
+from job_check import run_checked, scratch_dir
 
 TIMEOUT_S = 180
 GRAPH_BYTES = 2 << 20  # nccl_program.cu's graph-captured all-reduce
@@ -80,7 +79,7 @@ def main():
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = env["CUDA_LIB_DIR"]  # libnccl.so.2, libcudart; vgpu-run puts vgpu's first
     env["NCCL_DEBUG"] = "INFO"
-    work = tempfile.mkdtemp(prefix="vgpu-nccl-")
+    work = scratch_dir(prefix="vgpu-nccl-")
     timeline = os.path.join(work, "timeline.json")
     program = [env["NCCL_PROGRAM"], str(per_proc), "1", "1", "256"]
     timelines = [timeline]

@@ -39,9 +39,8 @@ import os
 import re
 import subprocess
 import sys
-import tempfile
 
-from job_check import run_checked
+from job_check import run_checked, scratch_dir
 
 TIMEOUT_S = 120
 SMALL_BYTES = 4 << 20  # the pipeline's activations: within NCCL's Simple buffer
@@ -160,7 +159,7 @@ def main():
     busy_gpu, other_gpu = (1, 0) if late else (0, 1)
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = env["CUDA_LIB_DIR"]  # libnccl.so.2, libcudart; vgpu-run puts vgpu's first
-    work = tempfile.mkdtemp(prefix="vgpu-p2p-")
+    work = scratch_dir(prefix="vgpu-p2p-")
     program = [env["P2P_PROGRAM"], mode, str(BYTES >> 20)] + (["late-receiver"] if late else [])
     timeline = os.path.join(work, "timeline.json")
     timelines = [timeline]

@@ -19,9 +19,8 @@ Usage: run_shared_bounded.py   (environment: VGPU_RUN, DDP_PROGRAM, LAUNCHER, CU
 import os
 import re
 import sys
-import tempfile
 
-from job_check import Checks, run_job
+from job_check import Checks, run_job, scratch_dir
 
 TIMEOUT_S = 240
 STEPS = 15
@@ -74,7 +73,7 @@ def run(env, steps, work):
 def main():
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = env["CUDA_LIB_DIR"]
-    work = tempfile.mkdtemp(prefix="vgpu-shared-bounded-")
+    work = scratch_dir(prefix="vgpu-shared-bounded-")
     os.chmod(work, 0o700)
     few, c1 = run(env, STEPS, work)
     many, c2 = run(env, 4 * STEPS, work)
