@@ -747,6 +747,32 @@ TEST_F(VirtualTime, ALaunchTakesTheLeastSampleAnyRankTookOfTheSameWork) {
   EXPECT_NEAR(launches_ms(6, grid, params), 6 * *least / 4 * 1e3, kPriceToleranceMs);
 }
 
+// What goes to the kernel-time database is what the signature's launches take, not this
+// process's own settled duration: a replay of the database then reads the job's timeline. (Two
+// time-sliced ranks of GPT-2 DDP recorded a GEMM at 7.03 ms, its work at 6.66 by the other rank.)
+TEST_F(VirtualTime, TheDatabaseGetsWhatTheJobsLaunchesTake) {
+  if (policy() == "none") GTEST_SKIP() << "nothing is measured under VGPU_LAUNCH_POLICY=none";
+  SameWork w(&x_, &y_, 37, 41, 10 << 20);  // a size no other test launches
+  const JobWork job{shared_work_key(w), job_durations_table()};
+  ASSERT_TRUE(job.ok());
+  job.table->offer(job.work, 1e-6);  // "another rank" measured that work at 1 us (the sim's own: tens of us)
+  auto before = launch_stats();
+  bool settled = false;
+  for (int i = 0; i <= most_samples_before_settling() && !settled; ++i) {
+    ASSERT_EQ(cuLaunchKernel(axpy_, w.grid, 1, 1, 256, 1, 1, 0, nullptr, w.params, nullptr), CUDA_SUCCESS);
+    ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
+    const auto now = launch_stats();
+    settled = now.at("settled") > before.at("settled");
+    before = now;
+  }
+  ASSERT_TRUE(settled) << "the signature never settled";
+  char name[256] = {};
+  ASSERT_EQ(cuDeviceGetName(name, sizeof name, 0), CUDA_SUCCESS);
+  vgpu::KernelTimeDb db(db_path(), name);
+  EXPECT_EQ(db.lookup_exact(axpy_signature(w.grid, w.params)), 1000u) << "the row: this process's own duration";
+  EXPECT_EQ(db.lookup_group(axpy_signature(w.grid, w.params)), 1000u) << "the group: this process's own duration";
+}
+
 // A function's first launch in its context is measured too (it may include loading the function,
 // so it settles nothing), and its sample caps the job's launches of the same work like any other:
 // every sample bounds the work from above. (A kernel that only ever ran behind the other ranks'

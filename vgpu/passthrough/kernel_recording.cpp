@@ -1,5 +1,6 @@
 #include "passthrough/kernel_recording.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -181,8 +182,10 @@ void record_measured(KernelTimeDb& db, const LaunchSignature& signature, std::op
   std::call_once(Passthrough::get().kernel_dbs().groups_at_exit, [] { std::atexit(record_groups_at_exit); });
   if (!settled) return;
   db.record(signature, static_cast<uint64_t>(*settled * 1e9 + 0.5), KernelTimeDb::Merge::least);
-  if (const std::optional<SettledGroup> g = KernelDurations::get().settled_group(signature))
+  if (std::optional<SettledGroup> g = KernelDurations::get().settled_group(signature)) {
+    g->seconds = std::min(g->seconds, *settled);  // the group's launches take no more than the row's
     db.record_groups({&*g, 1});
+  }
 }
 
 KernelRecording* KernelRecording::get() { return Passthrough::get().kernel_recording(); }

@@ -25,7 +25,8 @@ namespace vgpu::pt {
 KernelTimeDb* physical_kernel_db(int physical);
 
 // A launch was measured (launch_api.cpp); `settled`: the duration this sample settled its
-// signature at. A settled signature gets its exact row (the least of what the job's ranks and
+// signature at, within what the job's ranks measured of the same work (what the signature's
+// launches take from now on). A settled signature gets its exact row (the least of what the job's ranks and
 // earlier recordings settled, as the passthrough's timeline takes across processes) and its
 // settling group
 // (front/launch/signature_settling.h: which by-value words stopped keying, the ranges measured),

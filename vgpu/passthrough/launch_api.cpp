@@ -269,7 +269,12 @@ void plan_for(Plan& p, LaunchThread& thread, CUfunction f, const LaunchShape& sh
     // ranks' kernels (0.7-4.5 ms against 2.8 us alone), and only each rank's first launch of it,
     // left out here, had been taken with the GPU nearly free (17 us; 2026-11-29).
     if (work != 0) shared->offer(work, s);
-    if (db != nullptr) record_measured(*db, sig, settled);
+    // The database gets what the launches of the signature take from now on: the settled
+    // duration within what the job's ranks measured of the same work. A rank's own settled
+    // duration can hold the other ranks' time slices (2 time-sliced ranks of GPT-2 DDP recorded a
+    // GEMM at 7.03 ms whose work another rank measured at 6.66), and a replay of the database
+    // would read them where this job's timeline did not.
+    if (db != nullptr) record_measured(*db, sig, settled ? std::optional<double>(least_of_job(*settled)) : settled);
     // Which launches keep being measured, and why (their words against the family's earlier
     // ones): VGPU_LOG_LEVEL=debug, for the speed issue's "measured per step".
     if (vgpu::log::enabled(vgpu::log::Level::debug))
