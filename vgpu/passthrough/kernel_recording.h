@@ -26,9 +26,9 @@ KernelTimeDb* physical_kernel_db(int physical);
 
 // A launch was measured (launch_api.cpp); `settled`: the duration this sample settled its
 // signature at, within what the job's ranks measured of the same work (what the signature's
-// launches take from now on). A settled signature gets its exact row (the least of what the job's ranks and
-// earlier recordings settled, as the passthrough's timeline takes across processes) and its
-// settling group
+// launches take from now on). A settled signature gets its exact row (the least of what the
+// job's ranks and earlier recordings settled, as the passthrough's timeline takes across
+// processes) and its settling group, at most as long
 // (front/launch/signature_settling.h: which by-value words stopped keying, the ranges measured),
 // so that a replay whose launches carry other stack garbage finds it (kernel_time_db.h). The
 // first call also has every group recorded again at exit, with the ranges grown since, and
