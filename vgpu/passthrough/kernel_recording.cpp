@@ -23,6 +23,8 @@
 namespace vgpu::pt {
 namespace {
 
+void checkpoint_kernel_dbs();  // below, with the other work done at exit
+
 // The launch being bracketed on this thread (begin .. end).
 struct Current {
   cupti::KernelLaunch launch;
@@ -137,7 +139,10 @@ Recording* make() {
     return nullptr;
   }
   auto* r = new Recording(std::move(recorder), path);  // lives until exit; flushed there
-  std::atexit([] { if (KernelRecording* k = KernelRecording::get()) k->flush(); });
+  std::atexit([] {
+    if (KernelRecording* k = KernelRecording::get()) k->flush();
+    checkpoint_kernel_dbs();
+  });
   log::info("passthrough: recording kernel durations into {}", path);
   return r;
 }
@@ -159,6 +164,15 @@ KernelTimeDb* physical_kernel_db(int physical) {
 
 namespace {
 
+// At exit, after the last records: every database this process wrote holds them in its file
+// itself (KernelTimeDb::checkpoint), not only in its write-ahead log.
+void checkpoint_kernel_dbs() {
+  KernelDatabases& dbs = Passthrough::get().kernel_dbs();
+  std::lock_guard l(dbs.mu);
+  for (auto& [name, db] : dbs.physical)
+    if (db) db->checkpoint();
+}
+
 void record_groups_at_exit() {
   KernelDatabases& dbs = Passthrough::get().kernel_dbs();
   KernelTimeDb* db = nullptr;
@@ -167,13 +181,15 @@ void record_groups_at_exit() {
     if (dbs.physical.size() == 1) db = dbs.physical.begin()->second.get();
   }
   KernelDurations* d = Passthrough::get().durations_if_made();
-  if (db == nullptr || d == nullptr) return;
-  const std::vector<SettledGroup> groups = d->export_groups();
-  size_t unsettled = 0;
-  for (const SettledGroup& g : groups) unsettled += !g.settled;
-  if (db->record_groups(groups))
-    log::debug("kernel-time database: {} settling groups recorded at exit ({} never settled)", groups.size(),
-               unsettled);
+  if (db != nullptr && d != nullptr) {
+    const std::vector<SettledGroup> groups = d->export_groups();
+    size_t unsettled = 0;
+    for (const SettledGroup& g : groups) unsettled += !g.settled;
+    if (db->record_groups(groups))
+      log::debug("kernel-time database: {} settling groups recorded at exit ({} never settled)", groups.size(),
+                 unsettled);
+  }
+  checkpoint_kernel_dbs();
 }
 
 }  // namespace

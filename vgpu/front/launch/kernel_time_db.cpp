@@ -772,6 +772,14 @@ int64_t KernelTimeDb::group_count() {
   return impl_->rows_of_model("settled_groups", model_);
 }
 
+bool KernelTimeDb::checkpoint() {
+  if (impl_->file.empty()) return false;
+  std::lock_guard lock(impl_->db_mu);
+  if (impl_->db == nullptr || !impl_->writable) return false;
+  int frames = 0, copied = 0;
+  return sqlite3_wal_checkpoint_v2(impl_->db, nullptr, SQLITE_CHECKPOINT_PASSIVE, &frames, &copied) == SQLITE_OK;
+}
+
 std::optional<uint64_t> KernelTimeDb::lookup_exact(const LaunchSignature& signature) {
   if (impl_->file.empty()) return std::nullopt;
   {
