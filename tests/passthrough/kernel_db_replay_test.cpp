@@ -185,7 +185,7 @@ int struct_gemm_rows(const std::string& path, const char* table) {
 
 // The passthrough keeps its database handle until the process exits, never closing it; at exit
 // its records go from the write-ahead log into the file itself, so that a copy of the file
-// alone (a user's `cp` of a recording) holds them. (It lacked them: 64 of 99 rows of a GPT-2 one.)
+// alone (a user's `cp` of a recording) holds them. (It lacked them: 64 rows of a GPT-2 recording that holds ~99.)
 TEST(KernelDbReplay, ACopyOfTheFileAloneHoldsTheRecording) {
   const std::string db = temp("ckpt.sqlite"), copy = temp("ckpt_copy.sqlite");
   for (const std::string& f : {db, db + "-wal", db + "-shm", copy}) std::filesystem::remove(f);

@@ -162,7 +162,7 @@ class KernelTimeDb {
   // Moves what this handle wrote from the write-ahead log into the file itself, so that the file
   // alone holds every record: a handle kept until the process exits (the passthrough's) is never
   // closed, SQLite then leaves its last records in "<file>-wal", and a copy of the file alone
-  // (a user's `cp` after a recording) lacked them (64 of 99 rows of a GPT-2 recording).
+  // (a user's `cp` after a recording) lacked them (64 rows of a GPT-2 recording that holds ~99).
   // Waits for no reader (SQLite's passive checkpoint). False: nothing written by this handle,
   // or SQLite refused.
   bool checkpoint();
