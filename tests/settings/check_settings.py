@@ -31,6 +31,7 @@ SCANNED = ["vgpu", "simcore", "nccl_plugin", "cupti_profiler", os.path.join("tes
 NOT_SETTINGS = {
     "VGPU_COLLECTIVE": "a placeholder in tests/gpu/fidelity/table.py's usage line",
     "VGPU_EXPECT": "tests/gpu/run-gpu-tests hands checks.py the expected devices",
+    "VGPU_KEEP_SCRATCH": "tests/programs/job_check.py keeps a job script's scratch folder",
     "VGPU_LD": "tests/gpu/run-gpu-tests's library path",
     "VGPU_PHYSICAL_TOTAL": "tests/gpu/run-gpu-tests hands checks.py the GPU's memory",
 }
