@@ -164,6 +164,23 @@ class VirtualTime : public ::testing::Test {
     return vgpu::build_launch_signature("axpy", shape, slots, packed, [&](uint64_t v) { return v == x || v == y; });
   }
 
+  // Launches axpy on `grid` blocks with `params`, synchronizing after each, until VGPU_LAUNCH_STATS
+  // counts a launch as settled (three samples on a quiet machine, more while they disagree on a
+  // loaded one, never more than the rule allows): whether it settled.
+  bool launch_until_settled(unsigned grid, void** params) {
+    auto before = launch_stats();
+    if (before.count("settled") != 1) return false;  // no VGPU_LAUNCH_STATS file
+    for (int i = 0; i <= most_samples_before_settling(); ++i) {
+      if (cuLaunchKernel(axpy_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr) != CUDA_SUCCESS ||
+          cuCtxSynchronize() != CUDA_SUCCESS)  // the counts are written at a synchronization
+        return false;
+      const auto now = launch_stats();
+      if (now.at("settled") > before.at("settled")) return true;
+      before = now;
+    }
+    return false;
+  }
+
   // Two ranks' launches of the same axpy work over `n` elements whose exact signatures differ:
   // each rank's float where the other had stack garbage (words of 2^24 or more). Not copyable:
   // the parameter arrays point into it.
@@ -682,17 +699,7 @@ TEST_F(VirtualTime, LaunchesTakeTheJobsLeastDisturbedDuration) {
   // Measured until settled (three samples, more while they disagree on a loaded machine: until
   // VGPU_LAUNCH_STATS counts a launch as settled; a smallest read before that let the next
   // launches be measured again, 21 us over under ASan), each sample offered to the job.
-  auto before = launch_stats();
-  ASSERT_EQ(before.count("settled"), 1u) << "no VGPU_LAUNCH_STATS file";
-  bool settled = false;
-  for (int i = 0; i <= most_samples_before_settling() && !settled; ++i) {
-    ASSERT_EQ(cuLaunchKernel(axpy_, grid, 1, 1, 256, 1, 1, 0, nullptr, params, nullptr), CUDA_SUCCESS);
-    ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);  // the counts are written at a synchronization
-    const auto now = launch_stats();
-    settled = now.at("settled") > before.at("settled");
-    before = now;
-  }
-  ASSERT_TRUE(settled) << "the signature never settled";
+  ASSERT_TRUE(launch_until_settled(grid, params)) << "the signature never settled";
   const std::optional<double> own = table->smallest(key);
   ASSERT_TRUE(own) << "the settled duration was not offered to the job";
   auto four_launches_ms = [&] { return launches_ms(4, grid, params); };
@@ -756,16 +763,7 @@ TEST_F(VirtualTime, TheDatabaseGetsWhatTheJobsLaunchesTake) {
   const JobWork job{shared_work_key(w), job_durations_table()};
   ASSERT_TRUE(job.ok());
   job.table->offer(job.work, 1e-6);  // "another rank" measured that work at 1 us (the sim's own: tens of us)
-  auto before = launch_stats();
-  bool settled = false;
-  for (int i = 0; i <= most_samples_before_settling() && !settled; ++i) {
-    ASSERT_EQ(cuLaunchKernel(axpy_, w.grid, 1, 1, 256, 1, 1, 0, nullptr, w.params, nullptr), CUDA_SUCCESS);
-    ASSERT_EQ(cuCtxSynchronize(), CUDA_SUCCESS);
-    const auto now = launch_stats();
-    settled = now.at("settled") > before.at("settled");
-    before = now;
-  }
-  ASSERT_TRUE(settled) << "the signature never settled";
+  ASSERT_TRUE(launch_until_settled(w.grid, w.params)) << "the signature never settled";
   char name[256] = {};
   ASSERT_EQ(cuDeviceGetName(name, sizeof name, 0), CUDA_SUCCESS);
   vgpu::KernelTimeDb db(db_path(), name);
