@@ -109,7 +109,7 @@ TEST_F(Settling, StructGarbageSettlesAndASizeFieldStillKeys) {
   // then settled at its own (8x shorter) duration.
   for (int i = 0; i < 8; ++i) launch(2048);
   const auto other = launch_stats();
-  EXPECT_GE(other.at("measured") - settled.at("measured"), 3);
+  EXPECT_GE(other.at("measured") - settled.at("measured"), 2) << "measured until two agree closely";
   for (int i = 0; i < 4; ++i) launch(2048);
   EXPECT_EQ(launch_stats().at("measured"), other.at("measured"));
   const float big = timed_launch(4096), small = timed_launch(2048);

@@ -229,16 +229,26 @@ void SettlingSignatures::learn(Family& f, const std::vector<uint32_t>& words, do
 
 std::optional<double> SettlingSignatures::settle_group(Group& g) {
   const int have = static_cast<int>(g.samples.size());
-  if (g.seconds >= 0 || have < samples_wanted_) return std::nullopt;
+  if (g.seconds >= 0 || have < std::min(samples_wanted_, kEarlyFrom)) return std::nullopt;
+  // One sample early: when the last sample wanted could only confirm two that agree closely
+  // (kAgree*, not the looser kSettle*), it is not taken. A kernel launched once a step was
+  // otherwise measured in a job's third step as well (a GPT-2 step on an H200, 2026-11-30: 14
+  // of the 52 launches measured after the second step were third samples of two that agreed).
+  const bool early = have < samples_wanted_;
+  if (early && have != samples_wanted_ - 1) return std::nullopt;
   // The first sample is usually the function's first launch, which includes the host's launch
   // latency: with three or more samples it is left out.
   std::vector<double> s(g.samples.begin() + (have >= 3 ? 1 : 0), g.samples.end());
   std::sort(s.begin(), s.end());
-  // Disturbance only adds time (another context's time slice, another stream's work sharing
-  // the SMs), so the least disturbed sample is the smallest; it is trusted once a second one
-  // agrees with it, so that one sample the gate's correction read short cannot decide alone.
-  const bool agree = s.size() < 2 || s[1] - s[0] <= std::max(kSettleRelative * s[0], kSettleAbsoluteS);
-  if (!agree && have < samples_wanted_ + kExtraSamples) return std::nullopt;
+  if (early) {
+    if (!durations_agree(s[0], s[1])) return std::nullopt;
+  } else {
+    // Disturbance only adds time (another context's time slice, another stream's work sharing
+    // the SMs), so the least disturbed sample is the smallest; it is trusted once a second one
+    // agrees with it, so that one sample the gate's correction read short cannot decide alone.
+    const bool agree = s.size() < 2 || s[1] - s[0] <= std::max(kSettleRelative * s[0], kSettleAbsoluteS);
+    if (!agree && have < samples_wanted_ + kExtraSamples) return std::nullopt;
+  }
   g.seconds = s[0];
   g.samples.clear();
   g.samples.shrink_to_fit();

@@ -23,7 +23,8 @@
 //     include host work (a function's first launch in another context);
 //   - launches whose keyed words are equal fall into one bucket, where each *group* has its own
 //     samples and settled duration: the smallest of its samples (the first left out), once it
-//     has VGPU_MEASURE_SAMPLES of them and its two smallest agree (settle_group: where several
+//     has VGPU_MEASURE_SAMPLES of them (one fewer when its two smallest agree within 5% or
+//     0.5 us) and its two smallest agree (settle_group: where several
 //     processes share the GPU, another context's time slice lands inside a measurement and only
 //     ever adds time), and
 //     a group covers a launch only when each free word lies in the values its samples had: while
@@ -96,6 +97,9 @@ class SettlingSignatures {
   static constexpr double kSettleRelative = 0.25;
   static constexpr double kSettleAbsoluteS = 50e-6;
   static constexpr int kExtraSamples = 6;
+  // A group wanting three samples or more settles one sample early when the two smallest of
+  // those it has (the first left out from three on) agree within kAgree* (settle_group).
+  static constexpr int kEarlyFrom = 2;
 
   explicit SettlingSignatures(int samples_wanted) : samples_wanted_(samples_wanted < 1 ? 1 : samples_wanted) {}
 
