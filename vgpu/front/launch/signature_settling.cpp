@@ -232,7 +232,7 @@ std::optional<double> SettlingSignatures::settle_group(Group& g) {
   if (g.seconds >= 0 || have < std::min(samples_wanted_, kEarlyFrom)) return std::nullopt;
   // One sample early: when the last sample wanted could only confirm two that agree closely
   // (kAgree*, not the looser kSettle*), it is not taken. A kernel launched once a step was
-  // otherwise measured in a job's third step as well (a GPT-2 step on an H200, 2026-11-30: 14
+  // otherwise measured in a job's third step as well (a GPT-2 step on an H200, 2026-11-30: 16
   // of the 52 launches measured after the second step were third samples of two that agreed).
   const bool early = have < samples_wanted_;
   if (early && have != samples_wanted_ - 1) return std::nullopt;
