@@ -165,8 +165,8 @@ class VirtualTime : public ::testing::Test {
   }
 
   // Launches axpy on `grid` blocks with `params`, synchronizing after each, until VGPU_LAUNCH_STATS
-  // counts a launch as settled (three samples on a quiet machine, more while they disagree on a
-  // loaded one, never more than the rule allows): whether it settled.
+  // counts a launch as settled (two or three samples on a quiet machine, more while they disagree
+  // on a loaded one, never more than the rule allows): whether it settled.
   bool launch_until_settled(unsigned grid, void** params) {
     auto before = launch_stats();
     if (before.count("settled") != 1) return false;  // no VGPU_LAUNCH_STATS file
@@ -629,8 +629,8 @@ TEST_F(VirtualTime, SettledDurationsGoToTheDatabase) {
   EXPECT_NEAR(virtual_ms(a_, b_), 4 * static_cast<float>(*recorded) * 1e-6f, 4 * kHostSlackMs);
 }
 
-// Each launch of a new signature is measured until it settles (VGPU_MEASURE_SAMPLES, 3, or two that agree closely), then
-// takes the settled duration: VGPU_LAUNCH_STATS counts both.
+// Each launch of a new signature is measured until it settles (VGPU_MEASURE_SAMPLES, 3, or two
+// that agree closely), then takes the settled duration: VGPU_LAUNCH_STATS counts both.
 TEST_F(VirtualTime, LaunchStatsCountMeasuredAndSettledLaunches) {
   if (policy() == "none") GTEST_SKIP() << "nothing is measured under VGPU_LAUNCH_POLICY=none";
   float a = 7;

@@ -2,8 +2,8 @@
 // virtual duration comes from (VGPU_LAUNCH_POLICY):
 //
 //   all    (default) every launch runs. Each launch signature is measured on the real GPU on
-//          its first VGPU_MEASURE_SAMPLES launches (default 3; 2 when those agree within 5%, more while they disagree); later
-//          launches take the smallest of those once a second agrees (without the first, which
+//          its first VGPU_MEASURE_SAMPLES launches (default 3; 2 when those agree within 5%,
+//          more while they disagree); later launches take the smallest of those once a second agrees (without the first, which
 //          includes the first launch's latency: signature_settling.h) and are not measured again. A signature the kernel-time database
 //          (VGPU_KERNEL_DB) already holds for the physical GPU takes the recorded duration and
 //          is not measured at all: record a job alone once, and its multi-process runs reuse

@@ -229,13 +229,13 @@ void SettlingSignatures::learn(Family& f, const std::vector<uint32_t>& words, do
 
 std::optional<double> SettlingSignatures::settle_group(Group& g) {
   const int have = static_cast<int>(g.samples.size());
-  if (g.seconds >= 0 || have < std::min(samples_wanted_, kEarlyFrom)) return std::nullopt;
-  // One sample early: when the last sample wanted could only confirm two that agree closely
-  // (kAgree*, not the looser kSettle*), it is not taken. A kernel launched once a step was
-  // otherwise measured in a job's third step as well (a GPT-2 step on an H200, 2026-11-30: 16
-  // of the 52 launches measured after the second step were third samples of two that agreed).
+  // One sample early (when that still leaves two to compare): the last sample wanted could only
+  // confirm two that agree closely (kAgree*, not the looser kSettle*), so it is not taken. A
+  // kernel launched once a step was otherwise measured in a job's third step as well (a GPT-2
+  // step on an H200, 2026-11-30: 16 of the 52 launches measured after the second step were third
+  // samples of two that agreed).
   const bool early = have < samples_wanted_;
-  if (early && have != samples_wanted_ - 1) return std::nullopt;
+  if (g.seconds >= 0 || (early && (have != samples_wanted_ - 1 || have < 2))) return std::nullopt;
   // The first sample is usually the function's first launch, which includes the host's launch
   // latency: with three or more samples it is left out.
   std::vector<double> s(g.samples.begin() + (have >= 3 ? 1 : 0), g.samples.end());

@@ -99,7 +99,6 @@ class SettlingSignatures {
   static constexpr int kExtraSamples = 6;
   // A group wanting three samples or more settles one sample early when the two smallest of
   // those it has (the first left out from three on) agree within kAgree* (settle_group).
-  static constexpr int kEarlyFrom = 2;
 
   explicit SettlingSignatures(int samples_wanted) : samples_wanted_(samples_wanted < 1 ? 1 : samples_wanted) {}
 
